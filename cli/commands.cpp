@@ -1,0 +1,486 @@
+#include "cli/commands.h"
+
+#include <omp.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <iomanip>
+#include <iostream>
+#include <memory>
+#include <sstream>
+
+#include <nlohmann/json.hpp>
+
+#include "engine/data/idx.h"
+#include "engine/io/npy.h"
+#include "engine/layers/init.h"
+#include "engine/train/trainer.h"
+#include "kernels/cuda/device.h"
+#include "models/model_file.h"
+#include "models/models.h"
+
+namespace driftlab {
+namespace cli {
+namespace {
+
+namespace fs = std::filesystem;
+using nlohmann::json;
+
+// ---------- shared options and helpers ----------
+
+struct DataOptions {
+  std::string dataset = "fashion-mnist";
+  std::string data_dir;
+  int64_t limit = 0;  // use only the first N samples (0: all)
+};
+
+void add_data_options(CLI::App* c, DataOptions& o) {
+  c->add_option("--dataset", o.dataset, "fashion-mnist | mnist (IDX files)")->capture_default_str();
+  c->add_option("--data-dir", o.data_dir, "folder with the IDX files (default for fashion-mnist: " +
+                                              std::string(kDefaultFashionMnistDir) + ")");
+  c->add_option("--limit", o.limit, "use only the first N samples of each split (0: all)");
+}
+
+Dataset truncate(Dataset d, int64_t limit) {
+  if (limit <= 0 || limit >= d.images.dim(0)) return d;
+  Shape s = d.images.shape();
+  s[0] = limit;
+  Tensor t(s, DType::f32);
+  std::memcpy(t.raw(), d.images.raw(), t.nbytes());
+  d.images = t;
+  d.labels.resize(static_cast<std::size_t>(limit));
+  return d;
+}
+
+Dataset load_split(const DataOptions& o, bool train) {
+  std::string dir = o.data_dir;
+  if (o.dataset == "fashion-mnist") {
+    if (dir.empty()) dir = kDefaultFashionMnistDir;
+  } else if (o.dataset == "mnist") {
+    check(!dir.empty(), "data: --dataset mnist needs --data-dir DIR with the MNIST IDX files");
+  } else {
+    fail("data: unknown dataset '", o.dataset, "' (known: fashion-mnist, mnist)");
+  }
+  return truncate(load_mnist_like(dir, train, o.dataset + (train ? "/train" : "/test")), o.limit);
+}
+
+void set_threads(int threads) {
+  if (threads > 0) omp_set_num_threads(threads);
+}
+
+std::string fmt(double v, int prec) {
+  std::ostringstream os;
+  os << std::fixed << std::setprecision(prec) << v;
+  return os.str();
+}
+
+// A progress bar on stderr: redrawn in place on a terminal, a line per ~10% otherwise.
+class ProgressBar {
+ public:
+  explicit ProgressBar(bool enabled) : enabled_(enabled), tty_(::isatty(2)) {}
+  void operator()(const Progress& p) {
+    if (!enabled_) return;
+    int decile = static_cast<int>(10 * p.batch / p.batches);
+    if (!tty_ && decile == last_decile_ && p.batch != p.batches) return;
+    last_decile_ = decile;
+    const int width = 30;
+    int filled = static_cast<int>(width * p.batch / p.batches);
+    std::string bar(static_cast<std::size_t>(filled), '=');
+    if (filled < width) bar += '>' + std::string(static_cast<std::size_t>(width - filled - 1), ' ');
+    std::fprintf(stderr, "%sepoch %d/%d [%s] %lld/%lld loss %.4f  %.0f img/s  ETA %.1fs%s", tty_ ? "\r" : "", p.epoch,
+                 p.epochs, bar.c_str(), static_cast<long long>(p.batch), static_cast<long long>(p.batches), p.loss,
+                 p.images_per_s, p.eta_s, tty_ ? (p.batch == p.batches ? "\n" : "") : "\n");
+    std::fflush(stderr);
+  }
+
+ private:
+  bool enabled_, tty_;
+  int last_decile_ = -1;
+};
+
+// ---------- policy ----------
+
+void policy_show(const std::string& spec) {
+  Policy p = Policy::parse(spec);
+  std::cout << "policy " << p.to_string() << "\n";
+  std::string group;
+  for (const auto& k : knob_table()) {
+    if (k.group != group) {
+      group = k.group;
+      std::cout << "\n[" << group << "]\n";
+    }
+    std::string copies = p.preset == "tensorflow" ? k.tensorflow : (p.preset == "theano" ? k.theano : k.torch);
+    std::cout << "  " << std::left << std::setw(24) << k.name << " = " << std::setw(22) << p.get(k.name) << " "
+              << k.what << "\n"
+              << "  " << std::setw(24) << "" << "   " << p.preset << ": " << copies << "\n";
+  }
+}
+
+void policy_diff(const std::string& a, const std::string& b) {
+  Policy pa = Policy::parse(a), pb = Policy::parse(b);
+  auto d = diff(pa, pb);
+  std::cout << "policy diff " << pa.to_string() << " vs " << pb.to_string() << ": " << d.size() << " of "
+            << knob_table().size() << " knobs differ\n";
+  for (const auto& k : d) {
+    const KnobInfo& info = knob_info(k.knob);
+    std::cout << "  " << std::left << std::setw(24) << k.knob << std::setw(22) << k.a << std::setw(22) << k.b
+              << info.what << "\n";
+  }
+}
+
+// ---------- model ----------
+
+void model_show(const std::string& name, const std::string& spec) {
+  Policy p = Policy::parse(spec);
+  Model m = build_model(name, p, 1);
+  std::cout << "model " << name << " under policy " << p.to_string() << "\n";
+  std::cout << std::left << std::setw(4) << "#" << std::setw(54) << "layer" << std::setw(16) << "output"
+            << "params\n";
+  std::cout << std::setw(4) << "" << std::setw(54) << "input" << std::setw(16) << shape_str(m.input_shape) << "\n";
+  for (std::size_t i = 0; i < m.net->size(); ++i) {
+    Layer& l = m.net->layer(i);
+    int64_t n = 0;
+    for (Param* prm : l.params()) n += prm->value.numel();
+    std::cout << std::setw(4) << i << std::setw(54) << l.describe() << std::setw(16) << shape_str(l.output_shape())
+              << n << "\n";
+  }
+  std::cout << "trainable parameters: " << m.num_params() << "\n";
+}
+
+// ---------- train ----------
+
+struct TrainOptions {
+  std::string model = "lenet5", policy = "torch", out;
+  DataOptions data;
+  int epochs = 1;
+  int64_t batch = 128;
+  double lr = 0.01, momentum = 0.9, weight_decay = 0.0;
+  bool nesterov = false, no_progress = false;
+  uint64_t seed = 1;
+  int threads = 0;
+};
+
+struct TrainOutcome {
+  std::vector<EpochStats> epochs;
+  EvalResult test;
+  int64_t model_bytes = 0;
+  std::string policy;
+};
+
+json epoch_json(const EpochStats& e) {
+  return {{"epoch", e.epoch},           {"train_loss", e.train_loss}, {"train_acc", e.train_acc},
+          {"val_loss", e.val_loss},     {"val_acc", e.val_acc},       {"seconds", e.seconds},
+          {"images_per_s", e.images_per_s}};
+}
+
+TrainOutcome run_train(const TrainOptions& o) {
+  set_threads(o.threads);
+  Policy policy = Policy::parse(o.policy);
+  Dataset train = load_split(o.data, true);
+  Dataset test = load_split(o.data, false);
+  Model model = build_model(o.model, policy, o.seed);
+  ExecContext exec;
+  exec.threads = omp_get_max_threads();
+  TrainConfig cfg;
+  cfg.epochs = o.epochs;
+  cfg.batch = o.batch;
+  cfg.sgd = {o.lr, o.momentum, o.nesterov, o.weight_decay};
+  cfg.seed = o.seed;
+  Trainer trainer(model, exec, cfg);
+  ProgressBar bar(!o.no_progress);
+  TrainOutcome out;
+  out.policy = policy.to_string();
+  std::cerr << "train " << o.model << " policy " << out.policy << " on " << train.name << " (" << train.images.dim(0)
+            << " images), batch " << o.batch << ", " << exec.threads << " threads\n";
+  for (int e = 0; e < o.epochs; ++e) {
+    EpochStats st = trainer.run_epoch(train, &test, [&](const Progress& p) { bar(p); });
+    std::cerr << "epoch " << st.epoch << ": train loss " << fmt(st.train_loss, 4) << " acc " << fmt(st.train_acc, 4)
+              << " | val loss " << fmt(st.val_loss, 4) << " acc " << fmt(st.val_acc, 4) << " | "
+              << fmt(st.seconds, 2) << " s (" << fmt(st.images_per_s, 0) << " img/s)\n";
+    out.epochs.push_back(st);
+  }
+  out.test = evaluate(model, exec, test, 1000);
+  if (!o.out.empty()) {
+    fs::create_directories(o.out);
+    json meta = {{"dataset", o.data.dataset}, {"epochs", o.epochs}, {"batch", o.batch},     {"lr", o.lr},
+                 {"momentum", o.momentum},   {"nesterov", o.nesterov}, {"weight_decay", o.weight_decay},
+                 {"seed", o.seed},           {"threads", exec.threads}, {"train_samples", train.images.dim(0)},
+                 {"test_accuracy", out.test.accuracy}, {"test_loss", out.test.loss}};
+    std::string model_path = (fs::path(o.out) / "model.dlm").string();
+    save_model(model_path, model, meta);
+    out.model_bytes = static_cast<int64_t>(fs::file_size(model_path));
+    json report = {{"model", o.model},  {"policy", out.policy}, {"policy_full", policy.to_full_string()},
+                   {"device", "cpu"},   {"meta", meta},         {"test", {{"loss", out.test.loss}, {"accuracy", out.test.accuracy}}},
+                   {"model_file", model_path}, {"model_bytes", out.model_bytes}};
+    json eps = json::array();
+    std::ostringstream csv;
+    csv << "model,policy,seed,device,epoch,train_loss,train_acc,val_loss,val_acc,seconds,images_per_s\n";
+    for (const auto& st : out.epochs) {
+      eps.push_back(epoch_json(st));
+      csv << o.model << ",\"" << out.policy << "\"," << o.seed << ",cpu," << st.epoch << ","
+          << std::setprecision(9) << st.train_loss << "," << st.train_acc << "," << st.val_loss << "," << st.val_acc
+          << "," << st.seconds << "," << st.images_per_s << "\n";
+    }
+    report["epochs"] = eps;
+    write_file_atomic((fs::path(o.out) / "metrics.json").string(), report.dump(2) + "\n");
+    write_file_atomic((fs::path(o.out) / "metrics.csv").string(), csv.str());
+    std::cerr << "wrote " << model_path << " (" << out.model_bytes << " bytes), metrics.json, metrics.csv\n";
+  }
+  std::cout << "test accuracy " << fmt(out.test.accuracy, 4) << " loss " << fmt(out.test.loss, 4) << " ("
+            << o.model << ", " << out.policy << ", seed " << o.seed << ", cpu)\n";
+  return out;
+}
+
+void add_train_options(CLI::App* c, TrainOptions& o) {
+  c->add_option("--model", o.model, "lenet1 | lenet5")->capture_default_str();
+  c->add_option("--epochs", o.epochs)->capture_default_str();
+  c->add_option("--batch", o.batch)->capture_default_str();
+  c->add_option("--lr", o.lr)->capture_default_str();
+  c->add_option("--momentum", o.momentum)->capture_default_str();
+  c->add_flag("--nesterov", o.nesterov);
+  c->add_option("--weight-decay", o.weight_decay, "in each framework's own terms (see weight_decay_mode)");
+  c->add_option("--seed", o.seed)->capture_default_str();
+  c->add_option("--threads", o.threads, "CPU threads (0: all cores); results are reproducible per count");
+  c->add_flag("--no-progress", o.no_progress);
+  add_data_options(c, o.data);
+}
+
+// ---------- eval / predict ----------
+
+void eval_cmd(const std::string& weights, const DataOptions& d, int64_t batch, int threads) {
+  set_threads(threads);
+  LoadedModel lm = load_model(weights);
+  Dataset test = load_split(d, false);
+  ExecContext exec;
+  EvalResult r = evaluate(lm.model, exec, test, batch);
+  std::cout << "test accuracy " << fmt(r.accuracy, 4) << " loss " << fmt(r.loss, 4) << " on " << r.n << " images ("
+            << lm.model.name << ", " << lm.model.policy.to_string() << ", cpu)\n";
+}
+
+void predict_cmd(const std::string& weights, const DataOptions& d, const std::vector<int64_t>& sizes,
+                 const std::string& input, const std::string& output, int threads) {
+  set_threads(threads);
+  LoadedModel lm = load_model(weights);
+  ExecContext exec;
+  RunContext ctx{exec, false, nullptr};
+  if (!input.empty()) {
+    Tensor x = read_npy(input);
+    Shape want{x.rank() ? x.dim(0) : 0};
+    want.insert(want.end(), lm.model.input_shape.begin(), lm.model.input_shape.end());
+    check(x.shape() == want, "predict: ", input, " has shape ", shape_str(x.shape()), ", model ", lm.model.name,
+          " takes ", shape_str(want));
+    Tensor y = lm.model.forward(ctx, x);
+    check(!output.empty(), "predict: --input needs --output FILE.npy");
+    write_npy(output, y);
+    std::cout << "wrote logits " << shape_str(y.shape()) << " to " << output << "\n";
+    return;
+  }
+  Dataset test = load_split(d, false);
+  std::vector<int64_t> idx(static_cast<std::size_t>(test.images.dim(0)));
+  for (std::size_t i = 0; i < idx.size(); ++i) idx[i] = static_cast<int64_t>(i);
+  std::cout << "prediction time, one batch (" << lm.model.name << ", " << lm.model.policy.to_string() << ", "
+            << omp_get_max_threads() << " threads, cpu)\n";
+  for (int64_t n : sizes) {
+    check(n >= 1 && n <= test.images.dim(0), "predict: size ", n, " is outside 1..", test.images.dim(0),
+          " (the test set of ", test.name, ")");
+    Tensor x = gather_batch(test, idx, 0, n, lm.model.dtype());
+    lm.model.forward(ctx, x);  // warm-up: primitive creation and page faults are not prediction time
+    auto t0 = std::chrono::steady_clock::now();
+    Tensor y = lm.model.forward(ctx, x);
+    double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    std::cout << "  " << std::setw(6) << n << " inputs: " << fmt(s, 4) << " s (" << fmt(n / s, 0) << " img/s)\n";
+  }
+}
+
+// ---------- weights import/export (.npy, in the policy's framework layout) ----------
+
+void weights_export(const std::string& weights, const std::string& dir, bool framework_layout) {
+  LoadedModel lm = load_model(weights);
+  fs::create_directories(dir);
+  for (auto& np : lm.model.net->named_params()) {
+    Tensor t = framework_layout ? to_framework_layout(np.second->value, lm.model.policy.weight_layout) : np.second->value;
+    if (np.second->is_bias) t = np.second->value;
+    std::string path = (fs::path(dir) / (np.first + ".npy")).string();
+    write_npy(path, t);
+    std::cout << path << " " << shape_str(t.shape()) << "\n";
+  }
+}
+
+void weights_import(const std::string& model_name, const std::string& spec, const std::string& dir,
+                    const std::string& out, bool framework_layout) {
+  Policy p = Policy::parse(spec);
+  Model m = build_model(model_name, p, 1);
+  for (auto& np : m.net->named_params()) {
+    std::string path = (fs::path(dir) / (np.first + ".npy")).string();
+    Tensor t = read_npy(path).to(m.dtype());
+    if (framework_layout && !np.second->is_bias) t = from_framework_layout(t, p.weight_layout);
+    check(t.shape() == np.second->value.shape(), "weights import: ", path, " has shape ", shape_str(t.shape()),
+          ", parameter ", np.first, " needs ", shape_str(np.second->value.shape()));
+    np.second->value = t;
+  }
+  save_model(out, m, {{"imported_from", dir}});
+  std::cout << "wrote " << out << "\n";
+}
+
+// ---------- compare: the README's main job ----------
+
+void compare_cmd(TrainOptions o, const std::string& policies) {
+  std::vector<std::string> names;
+  std::stringstream ss(policies);
+  for (std::string s; std::getline(ss, s, ';');) names.push_back(s);
+  if (names.size() == 1 && policies.find(';') == std::string::npos && policies.find('=') == std::string::npos) {
+    names.clear();
+    std::stringstream s2(policies);
+    for (std::string s; std::getline(s2, s, ',');) names.push_back(s);
+  }
+  std::string base_out = o.out.empty() ? "runs/compare" : o.out;
+  struct Row {
+    std::string policy;
+    TrainOutcome r;
+  };
+  std::vector<Row> rows;
+  for (const auto& n : names) {
+    o.policy = n;
+    o.out = (fs::path(base_out) / Policy::parse(n).preset).string();
+    rows.push_back({n, run_train(o)});
+  }
+  std::cout << "\n" << o.model << ", " << o.epochs << " epoch(s), batch " << o.batch << ", lr " << o.lr
+            << ", momentum " << o.momentum << ", seed " << o.seed << ", " << omp_get_max_threads() << " threads, cpu, "
+            << o.data.dataset << "\n";
+  std::cout << std::left << std::setw(34) << "policy" << std::right << std::setw(11) << "train loss" << std::setw(10)
+            << "train acc" << std::setw(10) << "test loss" << std::setw(10) << "test acc" << std::setw(12) << "s/epoch"
+            << std::setw(12) << "model (B)" << "\n";
+  json all = json::array();
+  for (const auto& row : rows) {
+    const EpochStats& last = row.r.epochs.back();
+    double secs = 0;
+    for (const auto& e : row.r.epochs) secs += e.seconds;
+    secs /= static_cast<double>(row.r.epochs.size());
+    std::cout << std::left << std::setw(34) << row.r.policy << std::right << std::setw(11) << fmt(last.train_loss, 4)
+              << std::setw(10) << fmt(last.train_acc, 4) << std::setw(10) << fmt(row.r.test.loss, 4) << std::setw(10)
+              << fmt(row.r.test.accuracy, 4) << std::setw(12) << fmt(secs, 2) << std::setw(12) << row.r.model_bytes
+              << "\n";
+    all.push_back({{"policy", row.r.policy}, {"train_loss", last.train_loss}, {"train_acc", last.train_acc},
+                   {"test_loss", row.r.test.loss}, {"test_acc", row.r.test.accuracy}, {"seconds_per_epoch", secs},
+                   {"model_bytes", row.r.model_bytes}, {"seed", o.seed}, {"device", "cpu"}, {"model", o.model}});
+  }
+  fs::create_directories(base_out);
+  write_file_atomic((fs::path(base_out) / "compare.json").string(), all.dump(2) + "\n");
+}
+
+}  // namespace
+
+void register_commands(CLI::App& app) {
+  // policy
+  auto* pol = app.add_subcommand("policy", "show, list or diff policies");
+  pol->require_subcommand(1);
+  auto* show = pol->add_subcommand("show", "print every knob of a policy and the framework behaviour it copies");
+  auto spec = std::make_shared<std::string>();
+  show->add_option("policy", *spec, "e.g. torch or tensorflow,relu_grad_at_zero=0.5")->required();
+  show->callback([spec] { policy_show(*spec); });
+  auto* pdiff = pol->add_subcommand("diff", "knob-by-knob difference of two policies");
+  auto a = std::make_shared<std::string>(), b = std::make_shared<std::string>();
+  pdiff->add_option("a", *a)->required();
+  pdiff->add_option("b", *b)->required();
+  pdiff->callback([a, b] { policy_diff(*a, *b); });
+
+  // model
+  auto* mod = app.add_subcommand("model", "inspect models");
+  mod->require_subcommand(1);
+  auto* mshow = mod->add_subcommand("show", "layers, output shapes and trainable-parameter count");
+  auto mname = std::make_shared<std::string>(), mpol = std::make_shared<std::string>("torch");
+  mshow->add_option("name", *mname, "lenet1 | lenet5")->required();
+  mshow->add_option("--policy", *mpol)->capture_default_str();
+  mshow->callback([mname, mpol] { model_show(*mname, *mpol); });
+  auto* mlist = mod->add_subcommand("list", "the models driftlab can build");
+  mlist->callback([] {
+    for (const auto& m : model_table()) std::cout << std::left << std::setw(10) << m.name << m.description << "\n";
+  });
+
+  // train
+  auto topt = std::make_shared<TrainOptions>();
+  auto* tr = app.add_subcommand("train", "train a model under a policy; writes model.dlm, metrics.json, metrics.csv");
+  add_train_options(tr, *topt);
+  tr->add_option("--policy", topt->policy)->capture_default_str();
+  tr->add_option("--out", topt->out, "output folder (runs/NAME)");
+  tr->callback([topt] { run_train(*topt); });
+
+  // compare
+  auto copt = std::make_shared<TrainOptions>();
+  auto cpols = std::make_shared<std::string>("tensorflow,theano,torch");
+  auto* cmp = app.add_subcommand("compare", "train under several policies and print a side-by-side table");
+  add_train_options(cmp, *copt);
+  cmp->add_option("--policies", *cpols, "comma-separated presets, or ';'-separated policy strings")->capture_default_str();
+  cmp->add_option("--out", copt->out, "output folder (default runs/compare)");
+  cmp->callback([copt, cpols] { compare_cmd(*copt, *cpols); });
+
+  // eval
+  auto ew = std::make_shared<std::string>();
+  auto ed = std::make_shared<DataOptions>();
+  auto eb = std::make_shared<int64_t>(1000);
+  auto et = std::make_shared<int>(0);
+  auto* ev = app.add_subcommand("eval", "test accuracy of a saved model");
+  ev->add_option("--weights", *ew, "model file (.dlm)")->required();
+  ev->add_option("--batch", *eb)->capture_default_str();
+  ev->add_option("--threads", *et);
+  add_data_options(ev, *ed);
+  ev->callback([ew, ed, eb, et] { eval_cmd(*ew, *ed, *eb, *et); });
+
+  // predict
+  auto pw = std::make_shared<std::string>(), pin = std::make_shared<std::string>(), pout = std::make_shared<std::string>();
+  auto pd = std::make_shared<DataOptions>();
+  auto psizes = std::make_shared<std::vector<int64_t>>(std::vector<int64_t>{1000, 10000});
+  auto pt = std::make_shared<int>(0);
+  auto* pr = app.add_subcommand("predict", "prediction time for N inputs in one batch, or logits of an .npy input");
+  pr->add_option("--weights", *pw, "model file (.dlm)")->required();
+  pr->add_option("--sizes", *psizes, "batch sizes to time")->delimiter(',')->capture_default_str();
+  pr->add_option("--input", *pin, "an .npy array (N,C,H,W) to predict instead of timing");
+  pr->add_option("--output", *pout, "where --input's logits go (.npy)");
+  pr->add_option("--threads", *pt);
+  add_data_options(pr, *pd);
+  pr->callback([pw, pd, psizes, pin, pout, pt] { predict_cmd(*pw, *pd, *psizes, *pin, *pout, *pt); });
+
+  // weights
+  auto* wt = app.add_subcommand("weights", "exchange weights with Python as .npy files");
+  wt->require_subcommand(1);
+  auto xw = std::make_shared<std::string>(), xdir = std::make_shared<std::string>();
+  auto xdl = std::make_shared<bool>(false);
+  auto* wex = wt->add_subcommand("export", "write each parameter as DIR/<name>.npy");
+  wex->add_option("--weights", *xw)->required();
+  wex->add_option("--out", *xdir)->required();
+  wex->add_flag("--driftlab-layout", *xdl, "OIHW/(out,in) instead of the policy's framework layout");
+  wex->callback([xw, xdir, xdl] { weights_export(*xw, *xdir, !*xdl); });
+  auto im = std::make_shared<std::string>(), ip = std::make_shared<std::string>("torch"),
+       idir = std::make_shared<std::string>(), iout = std::make_shared<std::string>();
+  auto idl = std::make_shared<bool>(false);
+  auto* wim = wt->add_subcommand("import", "build a model file from DIR/<name>.npy files");
+  wim->add_option("--model", *im)->required();
+  wim->add_option("--policy", *ip)->capture_default_str();
+  wim->add_option("--from", *idir)->required();
+  wim->add_option("--out", *iout)->required();
+  wim->add_flag("--driftlab-layout", *idl, "the files are OIHW/(out,in) rather than the policy's framework layout");
+  wim->callback([im, ip, idir, iout, idl] { weights_import(*im, *ip, *idir, *iout, !*idl); });
+
+  // device
+  auto* dev = app.add_subcommand("device", "list CUDA devices (or say why there are none)");
+  dev->callback([] {
+    std::string why;
+    int n = cuda::device_count(&why);
+    if (n == 0) {
+      std::cout << "no CUDA device: " << why << "\n";
+      return;
+    }
+    for (int i = 0; i < n; ++i) {
+      cuda::DeviceInfo d = cuda::device_info(i);
+      std::cout << "cuda:" << i << " " << d.name << " sm_" << d.cc_major << d.cc_minor << ", " << d.sm_count
+                << " SMs, " << d.total_memory / (1 << 20) << " MiB (" << d.free_memory / (1 << 20)
+                << " free), driver " << d.driver_version << ", runtime " << d.runtime_version << "\n";
+    }
+  });
+}
+
+}  // namespace cli
+}  // namespace driftlab

@@ -1,0 +1,99 @@
+#include "engine/core/tensor.h"
+
+#include <cstdlib>
+#include <cstring>
+#include <sstream>
+
+namespace driftlab {
+
+const char* dtype_name(DType t) { return t == DType::f32 ? "float32" : "float64"; }
+std::size_t dtype_size(DType t) { return t == DType::f32 ? 4 : 8; }
+
+std::string shape_str(const Shape& s) {
+  std::ostringstream os;
+  os << '[';
+  for (std::size_t i = 0; i < s.size(); ++i) os << (i ? "," : "") << s[i];
+  os << ']';
+  return os.str();
+}
+
+int64_t shape_numel(const Shape& s) {
+  int64_t n = 1;
+  for (int64_t d : s) {
+    if (d < 0) fail("tensor: negative dimension in shape ", shape_str(s));
+    n *= d;
+  }
+  return n;
+}
+
+Tensor::Tensor(Shape shape, DType dtype)
+    : shape_(std::move(shape)), numel_(shape_numel(shape_)), dtype_(dtype) {
+  // 64-byte alignment suits AVX-512 loads in Eigen and oneDNN.
+  std::size_t bytes = (nbytes() + 63) / 64 * 64;
+  if (bytes == 0) bytes = 64;
+  void* p = std::aligned_alloc(64, bytes);
+  check(p != nullptr, "tensor: out of memory allocating ", bytes, " bytes for shape ",
+        shape_str(shape_));
+  std::memset(p, 0, bytes);
+  storage_.reset(static_cast<unsigned char*>(p), [](unsigned char* q) { std::free(q); });
+}
+
+int64_t Tensor::dim(int i) const {
+  int r = rank();
+  int j = i < 0 ? i + r : i;
+  check(j >= 0 && j < r, "tensor: dim(", i, ") of a rank-", r, " tensor ", shape_str(shape_));
+  return shape_[j];
+}
+
+Tensor Tensor::clone() const {
+  Tensor t(shape_, dtype_);
+  if (nbytes()) std::memcpy(t.raw(), raw(), nbytes());
+  return t;
+}
+
+Tensor Tensor::reshape(Shape shape) const {
+  check(shape_numel(shape) == numel_, "tensor: cannot reshape ", shape_str(shape_), " to ",
+        shape_str(shape));
+  Tensor t = *this;
+  t.shape_ = std::move(shape);
+  return t;
+}
+
+Tensor Tensor::to(DType dtype) const {
+  if (dtype == dtype_) return clone();
+  Tensor t(shape_, dtype);
+  if (dtype == DType::f64) {
+    const float* s = data<float>();
+    double* d = t.data<double>();
+    for (int64_t i = 0; i < numel_; ++i) d[i] = s[i];
+  } else {
+    const double* s = data<double>();
+    float* d = t.data<float>();
+    for (int64_t i = 0; i < numel_; ++i) d[i] = static_cast<float>(s[i]);
+  }
+  return t;
+}
+
+void Tensor::fill(double v) {
+  dispatch_dtype(dtype_, [&](auto tag) {
+    using T = decltype(tag);
+    T* d = data<T>();
+    for (int64_t i = 0; i < numel_; ++i) d[i] = static_cast<T>(v);
+  });
+}
+
+double Tensor::at(int64_t i) const {
+  check(i >= 0 && i < numel_, "tensor: index ", i, " out of range for shape ", shape_str(shape_));
+  return dtype_ == DType::f32 ? static_cast<double>(data<float>()[i]) : data<double>()[i];
+}
+
+void check_shape(const char* op, const char* name, const Tensor& t, const Shape& expected) {
+  if (t.shape() != expected)
+    fail(op, ": ", name, " has shape ", shape_str(t.shape()), ", expected ", shape_str(expected));
+}
+
+void check_same_dtype(const char* op, const Tensor& a, const Tensor& b) {
+  if (a.dtype() != b.dtype()) fail(op, ": dtype mismatch ", dtype_name(a.dtype()), " vs ", dtype_name(b.dtype()));
+}
+
+}  // namespace driftlab

@@ -1,0 +1,53 @@
+#include "engine/layers/activation_layer.h"
+
+#include <sstream>
+
+namespace driftlab {
+
+ActivationParams resolve_activation(const Policy& policy, ActKind kind) {
+  ActivationParams p;
+  p.kind = kind;
+  p.relu_grad_at_zero = policy.relu_grad_at_zero;
+  if (policy.hard_sigmoid_kind == HardSigmoidKind::linear_0p2) {
+    p.hs_slope = 0.2;
+    p.hs_offset = 0.5;
+  } else {
+    p.hs_slope = 1.0 / 6.0;
+    p.hs_offset = 0.5;
+  }
+  p.hs_grad_edges_inclusive = policy.hard_sigmoid_grad_edges == GradEdges::inclusive;
+  return p;
+}
+
+ActivationLayer::ActivationLayer(ActKind kind, const Shape& in, const Policy& policy)
+    : p_(resolve_activation(policy, kind)), shape_(in) {}
+
+std::string ActivationLayer::describe() const {
+  std::ostringstream os;
+  os << act_name(p_.kind);
+  if (p_.kind == ActKind::relu && p_.relu_grad_at_zero != 0.0) os << " grad@0=" << p_.relu_grad_at_zero;
+  if (p_.kind == ActKind::hard_sigmoid)
+    os << " clip(" << p_.hs_slope << "x+" << p_.hs_offset << ") edges "
+       << (p_.hs_grad_edges_inclusive ? "inclusive" : "exclusive");
+  return os.str();
+}
+
+Tensor ActivationLayer::forward(RunContext& ctx, const Tensor& x) {
+  check_input(act_name(p_.kind), x, shape_);
+  Tensor y(x.shape(), x.dtype());
+  activation_forward_ref(p_, x, y);
+  if (ctx.training) {
+    x_ = x;
+    y_ = y;
+  }
+  return y;
+}
+
+Tensor ActivationLayer::backward(RunContext&, const Tensor& dy) {
+  check(x_.defined(), act_name(p_.kind), ": backward without a training forward");
+  Tensor dx(x_.shape(), x_.dtype());
+  activation_backward_ref(p_, x_, y_, dy, dx);
+  return dx;
+}
+
+}  // namespace driftlab

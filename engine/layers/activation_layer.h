@@ -1,0 +1,27 @@
+// Activation layer: relu / tanh / sigmoid / hard_sigmoid, with relu_grad_at_zero and the
+// hard-sigmoid formula and gradient edges resolved from the Policy into ActivationParams.
+#pragma once
+#include "engine/layers/layer.h"
+#include "engine/ops/activation.h"
+#include "engine/policy.h"
+
+namespace driftlab {
+
+ActivationParams resolve_activation(const Policy& policy, ActKind kind);
+
+class ActivationLayer : public Layer {
+ public:
+  ActivationLayer(ActKind kind, const Shape& in, const Policy& policy);
+  std::string kind() const override { return act_name(p_.kind); }
+  std::string describe() const override;
+  Shape output_shape() const override { return shape_; }
+  Tensor forward(RunContext& ctx, const Tensor& x) override;
+  Tensor backward(RunContext& ctx, const Tensor& dy) override;
+
+ private:
+  ActivationParams p_;
+  Shape shape_;
+  Tensor x_, y_;
+};
+
+}  // namespace driftlab

@@ -1,0 +1,99 @@
+#include "engine/layers/conv2d_layer.h"
+
+#include <sstream>
+
+#include "engine/layers/init.h"
+
+namespace driftlab {
+
+void check_input(const char* layer, const Tensor& x, const Shape& per_sample) {
+  Shape want{x.rank() > 0 ? x.dim(0) : 0};
+  want.insert(want.end(), per_sample.begin(), per_sample.end());
+  if (!(x.rank() == static_cast<int>(per_sample.size()) + 1 && x.shape() == want))
+    fail(layer, ": input has shape ", shape_str(x.shape()), ", expected [N,", shape_str(per_sample).substr(1));
+}
+
+Conv2dParams resolve_conv2d(const Policy& policy, const Shape& in, const Conv2dSpec& spec) {
+  check(in.size() == 3, "conv2d: input must be (C,H,W), got ", shape_str(in));
+  Conv2dParams p;
+  p.c = in[0];
+  p.h = in[1];
+  p.w = in[2];
+  p.k = spec.out_channels;
+  p.r = spec.kernel_h;
+  p.s = spec.kernel_w;
+  p.stride_h = p.stride_w = spec.stride;
+  p.dil_h = p.dil_w = spec.dilation;
+  p.flip = policy.conv_kernel_flip;
+  p.sum_order = policy.acc_order;
+  switch (spec.pad) {
+    case PadMode::valid:
+      break;
+    case PadMode::explicit_pad:
+      p.pad_t = p.pad_b = spec.pad_h;
+      p.pad_l = p.pad_r = spec.pad_w;
+      break;
+    case PadMode::same: {
+      check(!(policy.conv_same_pad == SamePad::after_stride1 && spec.stride > 1),
+            "conv2d: padding='same' with stride ", spec.stride,
+            " is refused under conv_same_pad=after_stride1 (PyTorch: \"padding='same' is not supported for "
+            "strided convolutions\"); use explicit padding or conv_same_pad=after|before");
+      bool after = policy.conv_same_pad != SamePad::before;
+      AxisPad ph = same_padding(p.h, p.r, spec.stride, spec.dilation, after);
+      AxisPad pw = same_padding(p.w, p.s, spec.stride, spec.dilation, after);
+      p.pad_t = ph.before;
+      p.pad_b = ph.after;
+      p.pad_l = pw.before;
+      p.pad_r = pw.after;
+      break;
+    }
+  }
+  p.validate();
+  return p;
+}
+
+Conv2dLayer::Conv2dLayer(const Conv2dSpec& spec, const Shape& in, const Policy& policy, Rng& rng)
+    : p_(resolve_conv2d(policy, in, spec)), backend_(policy.conv_backend), has_bias_(spec.bias) {
+  DType dt = policy.dtype == FloatType::float64 ? DType::f64 : DType::f32;
+  weight_ = {"weight", Tensor(p_.w_shape(), dt), Tensor(p_.w_shape(), dt), false};
+  init_weight(weight_.value, p_.c * p_.r * p_.s, p_.k * p_.r * p_.s, policy, rng);
+  if (has_bias_) {
+    bias_ = {"bias", Tensor({p_.k}, dt), Tensor({p_.k}, dt), true};
+    init_bias(bias_.value, p_.c * p_.r * p_.s, policy, rng);
+  }
+}
+
+std::string Conv2dLayer::describe() const {
+  std::ostringstream os;
+  os << "conv2d " << p_.k << "@" << p_.r << "x" << p_.s << " stride " << p_.stride_h << " pad t/b/l/r " << p_.pad_t
+     << "/" << p_.pad_b << "/" << p_.pad_l << "/" << p_.pad_r << (p_.flip ? " flipped" : "") << " ["
+     << backend_name(backend_) << "]";
+  return os.str();
+}
+
+Tensor Conv2dLayer::forward(RunContext& ctx, const Tensor& x) {
+  check_input("conv2d", x, {p_.c, p_.h, p_.w});
+  p_.n = x.dim(0);
+  const Conv2dKernel& k = select_conv2d(ctx.exec.kernels, backend_, p_, x.dtype());
+  Tensor y(p_.y_shape(), x.dtype());
+  k.forward(p_, x, weight_.value, has_bias_ ? &bias_.value : nullptr, y);
+  if (ctx.training) x_ = x;
+  return y;
+}
+
+Tensor Conv2dLayer::backward(RunContext& ctx, const Tensor& dy) {
+  check(x_.defined(), "conv2d: backward without a training forward");
+  p_.n = x_.dim(0);
+  const Conv2dKernel& k = select_conv2d(ctx.exec.kernels, backend_, p_, dy.dtype());
+  Tensor dx(p_.x_shape(), dy.dtype());
+  k.backward_data(p_, dy, weight_.value, dx);
+  k.backward_weight(p_, x_, dy, weight_.grad, has_bias_ ? &bias_.grad : nullptr);
+  return dx;
+}
+
+std::vector<Param*> Conv2dLayer::params() {
+  if (has_bias_) return {&weight_, &bias_};
+  return {&weight_};
+}
+
+}  // namespace driftlab

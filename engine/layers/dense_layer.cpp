@@ -1,0 +1,98 @@
+#include "engine/layers/dense_layer.h"
+
+#include <sstream>
+#include <vector>
+
+#include "engine/layers/init.h"
+
+namespace driftlab {
+
+DenseLayer::DenseLayer(int64_t units, const Shape& in, const Policy& policy, Rng& rng, bool bias)
+    : in_(in.size() == 1 ? in[0] : -1),
+      out_(units),
+      backend_(policy.gemm_backend),
+      order_(policy.acc_order),
+      has_bias_(bias) {
+  check(in.size() == 1, "dense: input must be (features,), got ", shape_str(in), " (add a flatten layer)");
+  check(units >= 1, "dense: units=", units, " must be >= 1");
+  DType dt = policy.dtype == FloatType::float64 ? DType::f64 : DType::f32;
+  weight_ = {"weight", Tensor({out_, in_}, dt), Tensor({out_, in_}, dt), false};
+  init_weight(weight_.value, in_, out_, policy, rng);
+  if (has_bias_) {
+    bias_ = {"bias", Tensor({out_}, dt), Tensor({out_}, dt), true};
+    init_bias(bias_.value, in_, policy, rng);
+  }
+}
+
+std::string DenseLayer::describe() const {
+  std::ostringstream os;
+  os << "dense " << in_ << "->" << out_ << " [" << backend_name(backend_) << "]";
+  return os.str();
+}
+
+Tensor DenseLayer::forward(RunContext& ctx, const Tensor& x) {
+  check_input("dense", x, {in_});
+  const int64_t n = x.dim(0);
+  Tensor y({n, out_}, x.dtype());
+  const GemmKernel& g = select_gemm(ctx.exec.kernels, backend_, x.dtype());
+  dispatch_dtype(x.dtype(), [&](auto tag) {
+    using T = decltype(tag);
+    GemmParams p;
+    p.m = n;
+    p.n = out_;
+    p.k = in_;
+    p.trans_b = true;
+    p.sum_order = order_;
+    run_gemm<T>(g, p, x.data<T>(), weight_.value.data<T>(), y.data<T>());
+    if (has_bias_) {
+      T* yd = y.data<T>();
+      const T* b = bias_.value.data<T>();
+      for (int64_t i = 0; i < n; ++i)
+        for (int64_t j = 0; j < out_; ++j) yd[i * out_ + j] += b[j];
+    }
+  });
+  if (ctx.training) x_ = x;
+  return y;
+}
+
+Tensor DenseLayer::backward(RunContext& ctx, const Tensor& dy) {
+  check(x_.defined(), "dense: backward without a training forward");
+  const int64_t n = x_.dim(0);
+  check_shape("dense backward", "dy", dy, {n, out_});
+  Tensor dx({n, in_}, dy.dtype());
+  const GemmKernel& g = select_gemm(ctx.exec.kernels, backend_, dy.dtype());
+  dispatch_dtype(dy.dtype(), [&](auto tag) {
+    using T = decltype(tag);
+    GemmParams pd;  // dx = dy W
+    pd.m = n;
+    pd.n = in_;
+    pd.k = out_;
+    pd.sum_order = order_;
+    run_gemm<T>(g, pd, dy.data<T>(), weight_.value.data<T>(), dx.data<T>());
+    GemmParams pw;  // dW += dy^T x
+    pw.m = out_;
+    pw.n = in_;
+    pw.k = n;
+    pw.trans_a = true;
+    pw.beta = 1.0;
+    pw.sum_order = order_;
+    run_gemm<T>(g, pw, dy.data<T>(), x_.data<T>(), weight_.grad.data<T>());
+    if (has_bias_) {
+      const T* d = dy.data<T>();
+      T* db = bias_.grad.data<T>();
+      std::vector<T> col(static_cast<std::size_t>(n));
+      for (int64_t j = 0; j < out_; ++j) {
+        for (int64_t i = 0; i < n; ++i) col[i] = d[i * out_ + j];
+        db[j] += ordered_sum(col.data(), n, order_);
+      }
+    }
+  });
+  return dx;
+}
+
+std::vector<Param*> DenseLayer::params() {
+  if (has_bias_) return {&weight_, &bias_};
+  return {&weight_};
+}
+
+}  // namespace driftlab

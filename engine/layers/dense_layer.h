@@ -1,0 +1,28 @@
+// Dense (fully connected) layer: y = x W^T + b with W stored (out,in). The GEMM backend and
+// reference summation order come from the Policy; weight draw order from weight_layout.
+#pragma once
+#include "engine/layers/layer.h"
+#include "engine/policy.h"
+
+namespace driftlab {
+
+class DenseLayer : public Layer {
+ public:
+  DenseLayer(int64_t units, const Shape& in, const Policy& policy, Rng& rng, bool bias = true);
+  std::string kind() const override { return "dense"; }
+  std::string describe() const override;
+  Shape output_shape() const override { return {out_}; }
+  Tensor forward(RunContext& ctx, const Tensor& x) override;
+  Tensor backward(RunContext& ctx, const Tensor& dy) override;
+  std::vector<Param*> params() override;
+
+ private:
+  int64_t in_, out_;
+  KernelBackend backend_;
+  SumOrder order_;
+  bool has_bias_;
+  Param weight_, bias_;
+  Tensor x_;
+};
+
+}  // namespace driftlab

@@ -1,0 +1,23 @@
+// Flatten (C,H,W) -> (C*H*W) in the Policy's flatten_order: chw is a plain view of NCHW
+// (PyTorch); hwc permutes to channels-last first (Keras), so feature (h*W+w)*C+c.
+#pragma once
+#include "engine/layers/layer.h"
+#include "engine/policy.h"
+
+namespace driftlab {
+
+class FlattenLayer : public Layer {
+ public:
+  FlattenLayer(const Shape& in, const Policy& policy);
+  std::string kind() const override { return "flatten"; }
+  std::string describe() const override;
+  Shape output_shape() const override { return {shape_numel(in_)}; }
+  Tensor forward(RunContext& ctx, const Tensor& x) override;
+  Tensor backward(RunContext& ctx, const Tensor& dy) override;
+
+ private:
+  Shape in_;
+  FlattenOrder order_;
+};
+
+}  // namespace driftlab

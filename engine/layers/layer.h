@@ -1,0 +1,47 @@
+// Layer: explicit forward and backward (Caffe, llm.c). forward(ctx, x) keeps what backward
+// needs; backward(ctx, dy) returns dx and ADDS into each parameter's grad. Every policy knob
+// a layer depends on is resolved in its constructor into explicit op parameters.
+//
+// To add a layer: 1) a header + .cpp in engine/layers/ deriving from Layer; 2) resolve the
+// Policy in the constructor (no Policy lookups in forward/backward); 3) a float64 gradient
+// check in tests/layers/test_gradcheck.cpp; 4) a knob test for every knob it reads.
+#pragma once
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "engine/core/tensor.h"
+#include "engine/ops/registry.h"
+
+namespace driftlab {
+
+class Rng;
+
+struct Param {
+  std::string name;  // "weight" or "bias"; Sequential prefixes the layer index
+  Tensor value, grad;
+  bool is_bias = false;
+};
+
+// What a forward/backward pass runs with: kernels, threads, and the stream dropout draws from.
+struct RunContext {
+  ExecContext& exec;
+  bool training = false;
+  Rng* rng = nullptr;  // needed only by layers that draw (dropout) while training
+};
+
+class Layer {
+ public:
+  virtual ~Layer() = default;
+  virtual std::string kind() const = 0;
+  virtual std::string describe() const = 0;  // one line with the resolved parameters
+  virtual Shape output_shape() const = 0;    // per sample, without the batch axis
+  virtual Tensor forward(RunContext& ctx, const Tensor& x) = 0;
+  virtual Tensor backward(RunContext& ctx, const Tensor& dy) = 0;
+  virtual std::vector<Param*> params() { return {}; }
+};
+
+// Shape of x without its batch axis, checked against what the layer was built for.
+void check_input(const char* layer, const Tensor& x, const Shape& per_sample);
+
+}  // namespace driftlab

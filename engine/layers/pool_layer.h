@@ -1,0 +1,35 @@
+// Max and average pooling layers. The Policy's maxpool_grad_ties is resolved into
+// Pool2dParams.ties; stride defaults to the window (every framework's default).
+#pragma once
+#include "engine/layers/layer.h"
+#include "engine/ops/pool2d.h"
+#include "engine/policy.h"
+
+namespace driftlab {
+
+enum class PoolKind { max, avg };
+
+struct Pool2dSpec {
+  PoolKind kind = PoolKind::max;
+  int64_t window = 2;
+  int64_t stride = 0;  // 0: the window size
+};
+
+Pool2dParams resolve_pool2d(const Policy& policy, const Shape& in_chw, const Pool2dSpec& spec);
+
+class Pool2dLayer : public Layer {
+ public:
+  Pool2dLayer(const Pool2dSpec& spec, const Shape& in_chw, const Policy& policy);
+  std::string kind() const override { return kind_ == PoolKind::max ? "maxpool2d" : "avgpool2d"; }
+  std::string describe() const override;
+  Shape output_shape() const override { return {p_.c, p_.out_h(), p_.out_w()}; }
+  Tensor forward(RunContext& ctx, const Tensor& x) override;
+  Tensor backward(RunContext& ctx, const Tensor& dy) override;
+
+ private:
+  PoolKind kind_;
+  Pool2dParams p_;
+  Tensor x_;
+};
+
+}  // namespace driftlab

@@ -1,0 +1,37 @@
+#include "engine/layers/sequential.h"
+
+#include <cmath>
+
+namespace driftlab {
+
+Layer& Sequential::add(std::unique_ptr<Layer> layer) {
+  out_ = layer->output_shape();
+  layers_.push_back(std::move(layer));
+  return *layers_.back();
+}
+
+Tensor Sequential::forward(RunContext& ctx, const Tensor& x) {
+  Tensor h = x;
+  for (auto& l : layers_) h = l->forward(ctx, h);
+  return h;
+}
+
+Tensor Sequential::backward(RunContext& ctx, const Tensor& dy) {
+  Tensor g = dy;
+  for (auto it = layers_.rbegin(); it != layers_.rend(); ++it) g = (*it)->backward(ctx, g);
+  return g;
+}
+
+std::vector<std::pair<std::string, Param*>> Sequential::named_params() {
+  std::vector<std::pair<std::string, Param*>> out;
+  for (std::size_t i = 0; i < layers_.size(); ++i)
+    for (Param* p : layers_[i]->params())
+      out.emplace_back(std::to_string(i) + "." + layers_[i]->kind() + "." + p->name, p);
+  return out;
+}
+
+void Sequential::zero_grad() {
+  for (auto& np : named_params()) np.second->grad.zero();
+}
+
+}  // namespace driftlab

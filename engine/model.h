@@ -1,0 +1,25 @@
+// Model: a named network built under one Policy. The Policy travels with the model (into
+// its file and every report), so every number says how it was made.
+#pragma once
+#include <memory>
+#include <string>
+
+#include "engine/layers/sequential.h"
+#include "engine/policy.h"
+
+namespace driftlab {
+
+struct Model {
+  std::string name;
+  Policy policy;
+  Shape input_shape;  // per sample, (C,H,W)
+  int64_t num_classes = 10;
+  std::unique_ptr<Sequential> net;
+
+  DType dtype() const { return policy.dtype == FloatType::float64 ? DType::f64 : DType::f32; }
+  int64_t num_params() const;
+  // Logits for a batch; converts x to the model's dtype when needed.
+  Tensor forward(RunContext& ctx, const Tensor& x) const;
+};
+
+}  // namespace driftlab

@@ -1,0 +1,38 @@
+// pool2d: max and average pooling with explicit pads. x (N,C,H,W) -> y (N,C,P,Q).
+// Max: padding never wins (it is outside the window's candidates); ties and NaN follow
+// `ties`: forward picks the first max in row-major scan (NaN always wins, as PyTorch);
+// backward sends dy to that first element, or to every element equal to the max.
+// Average: divides by kh*kw (count_include_pad) or by the number of real elements.
+// Kernels write dx with '=' (overlapping windows accumulate inside the kernel).
+#pragma once
+#include <cstdint>
+#include <string>
+
+#include "engine/core/tensor.h"
+
+namespace driftlab {
+
+enum class PoolTies { first, all };
+
+struct Pool2dParams {
+  int64_t n = 1, c = 1, h = 1, w = 1;
+  int64_t kh = 2, kw = 2;
+  int64_t stride_h = 2, stride_w = 2;
+  int64_t pad_t = 0, pad_b = 0, pad_l = 0, pad_r = 0;
+  PoolTies ties = PoolTies::first;  // max pooling backward
+  bool count_include_pad = true;    // average pooling divisor
+
+  int64_t out_h() const { return (h + pad_t + pad_b - kh) / stride_h + 1; }
+  int64_t out_w() const { return (w + pad_l + pad_r - kw) / stride_w + 1; }
+  Shape x_shape() const { return {n, c, h, w}; }
+  Shape y_shape() const { return {n, c, out_h(), out_w()}; }
+  std::string str() const;
+  void validate() const;
+};
+
+void maxpool2d_forward_ref(const Pool2dParams&, const Tensor& x, Tensor& y);
+void maxpool2d_backward_ref(const Pool2dParams&, const Tensor& x, const Tensor& dy, Tensor& dx);
+void avgpool2d_forward_ref(const Pool2dParams&, const Tensor& x, Tensor& y);
+void avgpool2d_backward_ref(const Pool2dParams&, const Tensor& dy, Tensor& dx);
+
+}  // namespace driftlab

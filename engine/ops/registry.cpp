@@ -1,0 +1,48 @@
+#include "engine/ops/registry.h"
+
+namespace driftlab {
+
+const char* backend_name(KernelBackend b) {
+  switch (b) {
+    case KernelBackend::reference: return "reference";
+    case KernelBackend::eigen: return "eigen";
+    case KernelBackend::onednn: return "onednn";
+  }
+  return "?";
+}
+
+KernelRegistry make_cpu_registry() {
+  KernelRegistry r;
+  register_conv2d_ref(r);
+  register_conv2d_eigen(r);
+  register_conv2d_onednn(r);
+  register_gemm_ref(r);
+  register_gemm_eigen(r);
+  register_gemm_onednn(r);
+  return r;
+}
+
+const Conv2dKernel& select_conv2d(const KernelRegistry& reg, KernelBackend want,
+                                  const Conv2dParams& p, DType dt) {
+  const Conv2dKernel& k = reg.conv2d[static_cast<int>(want)];
+  if (k.forward && (!k.supports || k.supports(p, dt))) return k;
+  return reg.conv2d[static_cast<int>(KernelBackend::reference)];
+}
+
+const GemmKernel& select_gemm(const KernelRegistry& reg, KernelBackend want, DType dt) {
+  const GemmKernel& k = reg.gemm[static_cast<int>(want)];
+  if (dt == DType::f32 ? k.f32 != nullptr : k.f64 != nullptr) return k;
+  return reg.gemm[static_cast<int>(KernelBackend::reference)];
+}
+
+template <>
+void run_gemm<float>(const GemmKernel& k, const GemmParams& p, const float* a, const float* b, float* c) {
+  k.f32(p, a, b, c);
+}
+template <>
+void run_gemm<double>(const GemmKernel& k, const GemmParams& p, const double* a, const double* b,
+                      double* c) {
+  k.f64(p, a, b, c);
+}
+
+}  // namespace driftlab

@@ -1,0 +1,43 @@
+// KernelRegistry: one table per op, indexed by backend, filled by explicit registration
+// functions (no static registrar objects, which a static library can silently drop).
+// ExecContext carries the registry and the thread count; there is no global state.
+//
+// To add a backend for an op: 1) write kernels/cpu/<backend>/<op>_<backend>.cpp with a
+// register_<op>_<backend>(KernelRegistry&) function; 2) declare it below; 3) call it from
+// make_cpu_registry() in registry.cpp; 4) add the fast-vs-reference test in tests/ops/.
+#pragma once
+#include <array>
+
+#include "engine/ops/conv2d.h"
+#include "engine/ops/gemm.h"
+
+namespace driftlab {
+
+struct KernelRegistry {
+  std::array<Conv2dKernel, kNumKernelBackends> conv2d{};
+  std::array<GemmKernel, kNumKernelBackends> gemm{};
+};
+
+KernelRegistry make_cpu_registry();
+
+void register_conv2d_ref(KernelRegistry&);
+void register_conv2d_eigen(KernelRegistry&);
+void register_conv2d_onednn(KernelRegistry&);
+void register_gemm_ref(KernelRegistry&);
+void register_gemm_eigen(KernelRegistry&);
+void register_gemm_onednn(KernelRegistry&);
+
+// The kernel for `want` if it is registered and supports (params, dtype), else the reference.
+const Conv2dKernel& select_conv2d(const KernelRegistry&, KernelBackend want, const Conv2dParams&, DType);
+const GemmKernel& select_gemm(const KernelRegistry&, KernelBackend want, DType);
+
+// Calls the selected gemm for T.
+template <typename T>
+void run_gemm(const GemmKernel& k, const GemmParams& p, const T* a, const T* b, T* c);
+
+struct ExecContext {
+  KernelRegistry kernels = make_cpu_registry();
+  int threads = 1;  // OpenMP threads used by fast kernels; results are reproducible per count
+};
+
+}  // namespace driftlab

@@ -1,0 +1,30 @@
+// Softmax cross-entropy from logits z (N,K) and integer labels, in three formulations:
+//   log_softmax:  L = logsumexp(z) - z_y                       (PyTorch cross_entropy)
+//   softmax_clip: p = softmax(z); q = clip(p / sum p, eps, 1-eps); L = -log q_y  (Keras 2.2.4)
+//   softmax_log:  p = softmax(z); L = -log p_y, no clip        (raw Theano graph, no rewrite)
+// Backward differentiates each formulation as written: for softmax_clip the gradient of a
+// sample whose q_y was clipped is exactly zero. reduction: mean divides by N, sum does not.
+// Forward returns the reduced loss (in double); backward writes dz (=).
+#pragma once
+#include <cstdint>
+#include <vector>
+
+#include "engine/core/tensor.h"
+#include "engine/ops/common.h"
+
+namespace driftlab {
+
+enum class CeFormulation { log_softmax, softmax_clip, softmax_log };
+
+struct SoftmaxXentParams {
+  CeFormulation form = CeFormulation::log_softmax;
+  double clip_eps = 1e-7;
+  bool mean = true;  // reduction over the batch
+  SumOrder sum_order = SumOrder::ascending;  // order of the sums over classes and over the batch
+};
+
+double softmax_xent_forward_ref(const SoftmaxXentParams&, const Tensor& z, const std::vector<int32_t>& labels);
+void softmax_xent_backward_ref(const SoftmaxXentParams&, const Tensor& z, const std::vector<int32_t>& labels,
+                               Tensor& dz);
+
+}  // namespace driftlab

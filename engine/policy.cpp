@@ -1,0 +1,326 @@
+#include "engine/policy.h"
+
+#include <algorithm>
+#include <cstdlib>
+#include <functional>
+#include <iomanip>
+#include <sstream>
+
+#include "engine/core/error.h"
+
+namespace driftlab {
+
+Policy Policy::torch() {
+  Policy p;  // the field defaults are PyTorch 1.13's
+  p.preset = "torch";
+  return p;
+}
+
+Policy Policy::tensorflow() {
+  Policy p;
+  p.preset = "tensorflow";
+  p.conv_same_pad = SamePad::after;
+  p.conv_kernel_flip = false;
+  p.flatten_order = FlattenOrder::hwc;
+  p.weight_layout = WeightLayout::hwio;
+  p.init_weight = WeightInit::glorot_uniform;
+  p.init_bias = BiasInit::zeros;
+  p.relu_grad_at_zero = 0.0;
+  p.maxpool_grad_ties = PoolTies::first;
+  p.hard_sigmoid_kind = HardSigmoidKind::linear_0p2;
+  p.hard_sigmoid_grad_edges = GradEdges::inclusive;
+  p.ce_formulation = CeFormulation::softmax_clip;
+  p.ce_clip_eps = 1e-7;
+  p.loss_reduction = LossReduction::mean;
+  p.sgd_form = SgdForm::keras_velocity;
+  p.weight_decay_mode = WeightDecayMode::l2_loss;
+  p.weight_decay_on_bias = false;
+  p.rng_engine = RngEngine::philox_u23;
+  p.shuffle = ShuffleAlgo::backward_rejection;
+  p.conv_backend = KernelBackend::eigen;
+  p.gemm_backend = KernelBackend::eigen;
+  return p;
+}
+
+Policy Policy::theano() {
+  Policy p = tensorflow();  // Keras 2.2.4 on the Theano backend: Keras's layer code, Theano's ops
+  p.preset = "theano";
+  p.conv_same_pad = SamePad::before;
+  p.conv_kernel_flip = true;
+  p.relu_grad_at_zero = 0.5;
+  p.maxpool_grad_ties = PoolTies::all;
+  p.rng_engine = RngEngine::mrg31k3p;
+  return p;
+}
+
+Policy Policy::preset_named(const std::string& name) {
+  if (name == "torch") return torch();
+  if (name == "tensorflow") return tensorflow();
+  if (name == "theano") return theano();
+  fail("policy: unknown preset '", name, "' (allowed: tensorflow, theano, torch)");
+}
+
+namespace {
+
+struct Accessor {
+  std::function<std::string(const Policy&)> get;
+  std::function<void(Policy&, const std::string&)> set;
+};
+
+std::string format_double(double v) {
+  std::ostringstream os;
+  os << std::setprecision(17) << v;
+  // Shortest form that round-trips: try increasing precision.
+  for (int prec = 1; prec <= 17; ++prec) {
+    std::ostringstream t;
+    t << std::setprecision(prec) << v;
+    if (std::strtod(t.str().c_str(), nullptr) == v) return t.str();
+  }
+  return os.str();
+}
+
+std::string join(const std::vector<std::string>& v, const char* sep) {
+  std::string s;
+  for (std::size_t i = 0; i < v.size(); ++i) s += (i ? sep : "") + v[i];
+  return s;
+}
+
+template <typename E>
+Accessor enum_accessor(E Policy::*field, std::string name, std::vector<std::string> values) {
+  Accessor a;
+  a.get = [field, values](const Policy& p) { return values.at(static_cast<std::size_t>(p.*field)); };
+  a.set = [field, values, name](Policy& p, const std::string& v) {
+    auto it = std::find(values.begin(), values.end(), v);
+    check(it != values.end(), "policy: knob '", name, "' has no value '", v, "' (allowed: ",
+          join(values, ", "), ")");
+    p.*field = static_cast<E>(it - values.begin());
+  };
+  return a;
+}
+
+Accessor bool_accessor(bool Policy::*field, std::string name) {
+  return {[field](const Policy& p) { return std::string(p.*field ? "true" : "false"); },
+          [field, name](Policy& p, const std::string& v) {
+            check(v == "true" || v == "false", "policy: knob '", name, "' has no value '", v,
+                  "' (allowed: true, false)");
+            p.*field = v == "true";
+          }};
+}
+
+Accessor double_accessor(double Policy::*field, std::string name, double lo, double hi) {
+  return {[field](const Policy& p) { return format_double(p.*field); },
+          [field, name, lo, hi](Policy& p, const std::string& v) {
+            char* end = nullptr;
+            double d = std::strtod(v.c_str(), &end);
+            check(!v.empty() && end && *end == '\0', "policy: knob '", name, "' needs a number, got '",
+                  v, "'");
+            check(d >= lo && d <= hi, "policy: knob '", name, "'=", v, " is outside [",
+                  format_double(lo), ", ", format_double(hi), "]");
+            p.*field = d;
+          }};
+}
+
+struct KnobRow {
+  KnobInfo info;
+  Accessor access;
+};
+
+template <typename E>
+KnobRow enum_knob(E Policy::*field, KnobInfo info) {
+  return {info, enum_accessor(field, info.name, info.values)};
+}
+
+const std::vector<KnobRow>& rows() {
+  static const std::vector<KnobRow> kRows = [] {
+    std::vector<KnobRow> r;
+    const std::string kK = "keras/backend/tensorflow_backend.py@2.2.4";
+    r.push_back(enum_knob(&Policy::conv_same_pad,
+        {"conv_same_pad", "layers", {"after", "before", "after_stride1"},
+         "'same' padding: which side gets the extra pad when the total is odd; strided 'same' allowed?",
+         "after: before=floor(P/2), extra bottom/right", "before: half pad then crop to ceil(n/s), extra top/left",
+         "after_stride1: extra right; padding='same' refused for stride>1",
+         "tensorflow/core/framework/kernel_shape_util.cc GetWindowedOutputSizeVerbose; "
+         "keras/backend/theano_backend.py@2.2.4 _preprocess_padding; torch/nn/modules/conv.py"}));
+    r.push_back({{"conv_kernel_flip", "layers", {"true", "false"},
+                  "true convolution (kernel rotated 180 degrees) instead of cross-correlation",
+                  "false (cross-correlation)", "true: T.nnet.conv2d filter_flip=True, Keras does not override it",
+                  "false (cross-correlation)",
+                  "theano/tensor/nnet/__init__.py conv2d; keras/backend/theano_backend.py@2.2.4 conv2d"},
+                 bool_accessor(&Policy::conv_kernel_flip, "conv_kernel_flip")});
+    r.push_back(enum_knob(&Policy::flatten_order,
+        {"flatten_order", "layers", {"chw", "hwc"}, "feature order produced by Flatten",
+         "hwc: channels_last flatten", "hwc: Keras >=2.1.6 permutes channels_first to channels_last",
+         "chw: view(N,-1) of NCHW", "keras/layers/core.py@2.2.4 Flatten.call; torch/nn/modules/flatten.py"}));
+    r.push_back(enum_knob(&Policy::weight_layout,
+        {"weight_layout", "layers", {"oihw", "hwio"},
+         "order in which conv/dense weights are drawn at init and written to .npy (conv OIHW vs HWIO, dense (out,in) vs (in,out))",
+         "hwio: kernel (kh,kw,in,out), dense (in,out)", "hwio: Keras stores HWIO and dimshuffles",
+         "oihw: weight (out,in,kh,kw), dense (out,in)",
+         "keras/backend/theano_backend.py@2.2.4 _preprocess_conv2d_kernel; torch/nn/modules/conv.py"}));
+    r.push_back(enum_knob(&Policy::init_weight,
+        {"init_weight", "init", {"glorot_uniform", "kaiming_uniform_sqrt5"},
+         "default conv/dense kernel initialiser",
+         "glorot_uniform: U(+-sqrt(6/(fan_in+fan_out)))", "glorot_uniform (Keras)",
+         "kaiming_uniform(a=sqrt 5): U(+-1/sqrt(fan_in))",
+         "keras/initializers.py@2.2.4 VarianceScaling; torch/nn/modules/conv.py reset_parameters, torch/nn/init.py"}));
+    r.push_back(enum_knob(&Policy::init_bias,
+        {"init_bias", "init", {"zeros", "uniform_fan_in"}, "default conv/dense bias initialiser",
+         "zeros", "zeros", "U(+-1/sqrt(fan_in))",
+         "keras/layers/core.py@2.2.4 Dense; torch/nn/modules/linear.py reset_parameters"}));
+    r.push_back({{"relu_grad_at_zero", "layers", {}, "value of dReLU/dx at exactly x=0",
+                  "0: ReluGrad g*(x>0)", "0.5: relu=0.5(x+|x|) and d|x|/dx=sgn(0)=0", "0",
+                  "tensorflow/core/kernels/relu_op_functor.h; theano/tensor/nnet/nnet.py relu"},
+                 double_accessor(&Policy::relu_grad_at_zero, "relu_grad_at_zero", 0.0, 1.0)});
+    r.push_back(enum_knob(&Policy::maxpool_grad_ties,
+        {"maxpool_grad_ties", "layers", {"first", "all"},
+         "which inputs of a max-pool window receive the gradient when several equal the max",
+         "first: the first max in row-major scan (CPU)", "all: every element equal to the max (MaxPoolGrad c_code)",
+         "first: first index in scan order",
+         "tensorflow/core/kernels/maxpooling_op.cc; theano/tensor/signal/pool.py MaxPoolGrad; aten DilatedMaxPool2d"}));
+    r.push_back(enum_knob(&Policy::hard_sigmoid_kind,
+        {"hard_sigmoid_kind", "layers", {"linear_0p2", "relu6_div6"}, "hard sigmoid formula",
+         "linear_0p2: clip(0.2x+0.5,0,1)", "linear_0p2: T.nnet.hard_sigmoid",
+         "relu6_div6: nn.Hardsigmoid clip(x/6+0.5,0,1)",
+         kK + " hard_sigmoid; theano/tensor/nnet/sigm.py; torch/nn/modules/activation.py"}));
+    r.push_back(enum_knob(&Policy::hard_sigmoid_grad_edges,
+        {"hard_sigmoid_grad_edges", "layers", {"inclusive", "exclusive"},
+         "whether the hard-sigmoid slope applies at the clip points themselves",
+         "inclusive: clip grad zeroes only x<min or x>max", "inclusive: Clip.L_op (x>=mn)&(x<=mx)",
+         "exclusive: grad 0 at x=+-3",
+         "tensorflow/python/ops/clip_ops.py; theano/scalar/basic.py Clip.L_op; torch hardsigmoid_backward"}));
+    r.push_back(enum_knob(&Policy::ce_formulation,
+        {"ce_formulation", "loss", {"log_softmax", "softmax_clip", "softmax_log"},
+         "how softmax cross-entropy is formed from the logits",
+         "softmax_clip: q=clip(p/sum p, eps, 1-eps), L=-sum t log q", "softmax_clip (Keras clips on Theano too)",
+         "log_softmax: nll(log_softmax(z))",
+         kK + " categorical_crossentropy; keras/backend/theano_backend.py@2.2.4; torch/nn/functional.py cross_entropy"}));
+    r.push_back({{"ce_clip_eps", "loss", {}, "epsilon of the softmax_clip formulation",
+                  "1e-7 (backend.epsilon())", "1e-7", "unused (no clip)", "keras/backend/common.py@2.2.4 _EPSILON"},
+                 double_accessor(&Policy::ce_clip_eps, "ce_clip_eps", 0.0, 0.5)});
+    r.push_back(enum_knob(&Policy::loss_reduction,
+        {"loss_reduction", "loss", {"mean", "sum"}, "reduction of per-sample losses over the batch",
+         "mean", "mean", "mean (reduction='mean')", "keras/engine/training_utils.py@2.2.4; torch/nn/modules/loss.py"}));
+    r.push_back(enum_knob(&Policy::sgd_form,
+        {"sgd_form", "optimiser", {"torch_buffer", "keras_velocity", "lasagne_difference"},
+         "SGD momentum/Nesterov update formula",
+         "keras_velocity: v=mu*v-lr*g; p+=v (Nesterov p+=mu*v-lr*g)", "keras_velocity (Keras SGD)",
+         "torch_buffer: b=mu*b+g (b=g at step 1); p-=lr*b (Nesterov p-=lr*(g+mu*b))",
+         "keras/optimizers.py@2.2.4 SGD.get_updates; torch/optim/sgd.py; lasagne/updates.py apply_momentum"}));
+    r.push_back(enum_knob(&Policy::weight_decay_mode,
+        {"weight_decay_mode", "optimiser", {"grad_add", "l2_loss", "decoupled"},
+         "where weight decay D enters: g+=D*p, loss+=D*sum(w^2) (g+=2D*w), or p-=lr*D*p",
+         "l2_loss: kernel_regularizer=l2(D)", "l2_loss", "grad_add: weight_decay=D",
+         "keras/regularizers.py@2.2.4; torch/optim/sgd.py; tf_keras/optimizers/optimizer.py"}));
+    r.push_back({{"weight_decay_on_bias", "optimiser", {"true", "false"}, "whether weight decay also applies to biases",
+                  "false: regularizer on kernels only", "false", "true: every parameter in the group",
+                  "keras/layers/core.py@2.2.4; torch/optim/sgd.py"},
+                 bool_accessor(&Policy::weight_decay_on_bias, "weight_decay_on_bias")});
+    r.push_back(enum_knob(&Policy::rng_engine,
+        {"rng_engine", "random", {"mt19937_u24", "philox_u23", "mrg31k3p"},
+         "random engine and float conversion used by initialisers and dropout",
+         "philox_u23: Philox4x32-10, 23 mantissa bits", "mrg31k3p: MRG_RandomStreams",
+         "mt19937_u24: (r32 & 0xFFFFFF) * 2^-24",
+         "tensorflow/core/lib/random/random_distributions.h; theano/sandbox/rng_mrg.py; "
+         "aten/src/ATen/core/TransformationHelper.h"}));
+    r.push_back(enum_knob(&Policy::shuffle,
+        {"shuffle", "random", {"forward_modulo", "backward_rejection", "none"},
+         "per-epoch shuffle of the training set (its own MT19937 stream)",
+         "backward_rejection: np.random.shuffle (Fisher-Yates from the end, bit-mask rejection)",
+         "backward_rejection (Keras fit)", "forward_modulo: torch.randperm (Fisher-Yates forward, random()%(n-i))",
+         "keras/engine/training_arrays.py@2.2.4; numpy randomkit rk_interval; aten/src/ATen/native/TensorFactories.cpp randperm_cpu"}));
+    const std::vector<std::string> kBackends = {"reference", "eigen", "onednn"};
+    r.push_back(enum_knob(&Policy::conv_backend,
+        {"conv_backend", "numerics", kBackends, "CPU kernel for convolution (forward and both backward passes)",
+         "eigen: Eigen contraction", "eigen: CorrMM im2col+GEMM", "onednn (mkldnn convolution)",
+         "tensorflow/core/kernels/conv_ops.cc; theano/tensor/nnet/corr.py; aten/src/ATen/native/mkldnn/Conv.cpp"}));
+    r.push_back(enum_knob(&Policy::gemm_backend,
+        {"gemm_backend", "numerics", kBackends, "CPU kernel for matrix multiplication (dense layers)",
+         "eigen: Eigen tensor contraction", "eigen (BLAS gemm)", "eigen (stands in for MKL/OpenBLAS sgemm)",
+         "tensorflow/core/kernels/matmul_op_impl.h; aten/src/ATen/native/LinearAlgebra.cpp"}));
+    r.push_back(enum_knob(&Policy::acc_order,
+        {"acc_order", "numerics", {"ascending", "descending", "pairwise"},
+         "summation order inside the reference kernels (fast kernels use their library's order)",
+         "n/a (library order)", "n/a (library order)", "n/a (library order)", "driftlab kernels/cpu/ref"}));
+    r.push_back(enum_knob(&Policy::dtype,
+        {"dtype", "numerics", {"float32", "float64"}, "floating-point type of weights and activations",
+         "float32 (floatx)", "float32 (Keras casts; raw Theano floatX defaults to float64)", "float32",
+         "keras/backend/common.py@2.2.4 _FLOATX; theano/configdefaults.py floatX"}));
+    return r;
+  }();
+  return kRows;
+}
+
+const KnobRow& row(const std::string& name) {
+  for (const auto& r : rows())
+    if (r.info.name == name) return r;
+  std::vector<std::string> names;
+  for (const auto& r : rows()) names.push_back(r.info.name);
+  fail("policy: unknown knob '", name, "' (known: ", join(names, ", "), ")");
+}
+
+}  // namespace
+
+const std::vector<KnobInfo>& knob_table() {
+  static const std::vector<KnobInfo> kTable = [] {
+    std::vector<KnobInfo> t;
+    for (const auto& r : rows()) t.push_back(r.info);
+    return t;
+  }();
+  return kTable;
+}
+
+const KnobInfo& knob_info(const std::string& name) { return row(name).info; }
+
+std::string Policy::get(const std::string& knob) const { return row(knob).access.get(*this); }
+void Policy::set(const std::string& knob, const std::string& value) { row(knob).access.set(*this, value); }
+
+Policy Policy::parse(const std::string& spec) {
+  std::vector<std::string> parts;
+  std::string cur;
+  for (char c : spec) {
+    if (c == ',') {
+      parts.push_back(cur);
+      cur.clear();
+    } else if (c != ' ') {
+      cur += c;
+    }
+  }
+  parts.push_back(cur);
+  check(!parts[0].empty() && parts[0].find('=') == std::string::npos,
+        "policy: '", spec, "' must start with a preset (tensorflow, theano, torch)");
+  Policy p = preset_named(parts[0]);
+  for (std::size_t i = 1; i < parts.size(); ++i) {
+    const std::string& kv = parts[i];
+    auto eq = kv.find('=');
+    check(eq != std::string::npos && eq > 0, "policy: '", kv, "' in '", spec, "' is not knob=value");
+    p.set(kv.substr(0, eq), kv.substr(eq + 1));
+  }
+  return p;
+}
+
+std::string Policy::to_string() const {
+  Policy base = preset_named(preset);
+  std::string s = preset;
+  for (const auto& r : rows()) {
+    std::string v = r.access.get(*this);
+    if (v != r.access.get(base)) s += "," + r.info.name + "=" + v;
+  }
+  return s;
+}
+
+std::string Policy::to_full_string() const {
+  std::string s = preset;
+  for (const auto& r : rows()) s += "," + r.info.name + "=" + r.access.get(*this);
+  return s;
+}
+
+std::vector<KnobDiff> diff(const Policy& a, const Policy& b) {
+  std::vector<KnobDiff> d;
+  for (const auto& r : rows()) {
+    std::string va = r.access.get(a), vb = r.access.get(b);
+    if (va != vb) d.push_back({r.info.name, va, vb});
+  }
+  return d;
+}
+
+}  // namespace driftlab

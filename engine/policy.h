@@ -1,0 +1,104 @@
+// Policy: every framework-specific choice as a named, switchable knob.
+//
+// A Policy is a plain value. It is parsed from a string ("torch", "tensorflow,relu_grad_at_zero=0.5"),
+// prints back to the same canonical string, and diffs against another Policy knob by knob.
+// Kernels never see it: layers resolve it once into explicit op parameters (engine/ops/*.h).
+//
+// To add a knob: 1) add the field below with a one-line comment naming the framework behaviour;
+// 2) set its value in each preset in policy.cpp (tensorflow(), theano(), torch());
+// 3) add its KnobInfo row in policy.cpp (name, values, per-framework doc);
+// 4) implement it where it is resolved (grep the field name) and add a test showing its effect;
+// 5) add its row to docs/POLICIES.md (a test checks the two lists agree).
+#pragma once
+#include <string>
+#include <vector>
+
+#include "engine/ops/common.h"
+#include "engine/ops/pool2d.h"
+#include "engine/ops/softmax_xent.h"
+
+namespace driftlab {
+
+// 'same' padding when the total pad P is odd, and whether strided 'same' is allowed.
+enum class SamePad {
+  after,          // TF GetWindowedOutputSize: before=floor(P/2), the extra pad bottom/right
+  before,         // Keras 2.2.4 on Theano: half padding then crop to ceil(n/s): extra top/left
+  after_stride1,  // PyTorch padding='same': extra right, refused for stride > 1
+};
+enum class FlattenOrder { chw, hwc };       // NCHW view(N,-1) vs Keras channels_last flatten
+enum class WeightLayout { oihw, hwio };     // torch OIHW / (out,in) vs Keras HWIO / (in,out)
+enum class WeightInit { glorot_uniform, kaiming_uniform_sqrt5 };
+enum class BiasInit { zeros, uniform_fan_in };
+enum class HardSigmoidKind { linear_0p2, relu6_div6 };  // clip(0.2x+.5) vs clip(x/6+.5)
+enum class GradEdges { inclusive, exclusive };
+enum class LossReduction { mean, sum };
+enum class SgdForm { torch_buffer, keras_velocity, lasagne_difference };
+enum class WeightDecayMode { grad_add, l2_loss, decoupled };
+enum class RngEngine { mt19937_u24, philox_u23, mrg31k3p };
+enum class ShuffleAlgo { forward_modulo, backward_rejection, none };
+enum class FloatType { float32, float64 };
+
+struct Policy {
+  std::string preset = "torch";  // the preset this policy started from (printing only)
+
+  // --- layer semantics ---
+  SamePad conv_same_pad = SamePad::after_stride1;       // how 'same' splits odd padding
+  bool conv_kernel_flip = false;                        // Theano conv2d filter_flip=True
+  FlattenOrder flatten_order = FlattenOrder::chw;       // feature order after Flatten
+  WeightLayout weight_layout = WeightLayout::oihw;      // order weights are drawn/exported in
+  WeightInit init_weight = WeightInit::kaiming_uniform_sqrt5;  // conv/dense kernel init
+  BiasInit init_bias = BiasInit::uniform_fan_in;        // conv/dense bias init
+  double relu_grad_at_zero = 0.0;                       // Theano relu=0.5(x+|x|) gives 0.5
+  PoolTies maxpool_grad_ties = PoolTies::first;         // Theano CPU MaxPoolGrad: all ties
+  HardSigmoidKind hard_sigmoid_kind = HardSigmoidKind::relu6_div6;
+  GradEdges hard_sigmoid_grad_edges = GradEdges::exclusive;
+  // --- loss ---
+  CeFormulation ce_formulation = CeFormulation::log_softmax;
+  double ce_clip_eps = 1e-7;                            // Keras backend.epsilon()
+  LossReduction loss_reduction = LossReduction::mean;
+  // --- optimiser ---
+  SgdForm sgd_form = SgdForm::torch_buffer;
+  WeightDecayMode weight_decay_mode = WeightDecayMode::grad_add;
+  bool weight_decay_on_bias = true;
+  // --- randomness ---
+  RngEngine rng_engine = RngEngine::mt19937_u24;
+  ShuffleAlgo shuffle = ShuffleAlgo::forward_modulo;
+  // --- numerics ---
+  KernelBackend conv_backend = KernelBackend::onednn;
+  KernelBackend gemm_backend = KernelBackend::eigen;
+  SumOrder acc_order = SumOrder::ascending;               // reference kernels only
+  FloatType dtype = FloatType::float32;
+
+  static Policy tensorflow();
+  static Policy theano();
+  static Policy torch();
+  static Policy preset_named(const std::string& name);  // throws on an unknown preset
+
+  // "torch,conv_backend=reference,relu_grad_at_zero=0.5"; throws naming the bad knob/value.
+  static Policy parse(const std::string& spec);
+  // Canonical form: the preset followed by every knob that differs from it.
+  std::string to_string() const;
+  // Every knob as name=value (for model files and reports).
+  std::string to_full_string() const;
+
+  std::string get(const std::string& knob) const;
+  void set(const std::string& knob, const std::string& value);
+};
+
+struct KnobInfo {
+  std::string name;
+  std::string group;
+  std::vector<std::string> values;  // empty for numeric knobs
+  std::string what;                 // one line: what it changes
+  std::string tensorflow, theano, torch;  // the framework behaviour each preset copies
+  std::string source;               // where the framework defines it
+};
+const std::vector<KnobInfo>& knob_table();
+const KnobInfo& knob_info(const std::string& name);  // throws listing the known knobs
+
+struct KnobDiff {
+  std::string knob, a, b;
+};
+std::vector<KnobDiff> diff(const Policy& a, const Policy& b);
+
+}  // namespace driftlab

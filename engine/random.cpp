@@ -1,0 +1,131 @@
+#include "engine/random.h"
+
+#include <cstring>
+
+#include "engine/core/error.h"
+#include "engine/policy.h"
+
+namespace driftlab {
+
+namespace {
+constexpr uint32_t kPhiloxM0 = 0xD2511F53u, kPhiloxM1 = 0xCD9E8D57u;
+constexpr uint32_t kPhiloxW0 = 0x9E3779B9u, kPhiloxW1 = 0xBB67AE85u;
+constexpr int64_t kMrgM1 = 2147483647;  // 2^31 - 1
+constexpr int64_t kMrgM2 = 2147462579;  // 2^31 - 21069
+}  // namespace
+
+std::array<uint32_t, 4> philox4x32_10(std::array<uint32_t, 4> c, std::array<uint32_t, 2> k) {
+  for (int round = 0; round < 10; ++round) {
+    uint64_t p0 = static_cast<uint64_t>(kPhiloxM0) * c[0];
+    uint64_t p1 = static_cast<uint64_t>(kPhiloxM1) * c[2];
+    uint32_t hi0 = static_cast<uint32_t>(p0 >> 32), lo0 = static_cast<uint32_t>(p0);
+    uint32_t hi1 = static_cast<uint32_t>(p1 >> 32), lo1 = static_cast<uint32_t>(p1);
+    c = {hi1 ^ c[1] ^ k[0], lo1, hi0 ^ c[3] ^ k[1], lo0};
+    k[0] += kPhiloxW0;
+    k[1] += kPhiloxW1;
+  }
+  return c;
+}
+
+Rng::Rng(RngEngine engine, uint64_t seed) : engine_(engine) {
+  switch (engine) {
+    case RngEngine::mt19937_u24:
+      // PyTorch's CPU generator: init_genrand(seed & 0xffffffff).
+      mt_.seed(static_cast<uint32_t>(seed & 0xffffffffu));
+      break;
+    case RngEngine::philox_u23:
+      key_ = {static_cast<uint32_t>(seed), static_cast<uint32_t>(seed >> 32)};
+      break;
+    case RngEngine::mrg31k3p: {
+      // Theano MRG_RandomStreams(seed): all six state words set to the seed (0 < seed < M2).
+      int64_t s = static_cast<int64_t>(seed % static_cast<uint64_t>(kMrgM2 - 1)) + 1;
+      x1_ = {s, s, s};
+      x2_ = {s, s, s};
+      break;
+    }
+  }
+}
+
+uint32_t Rng::next_u32() {
+  switch (engine_) {
+    case RngEngine::mt19937_u24:
+      return static_cast<uint32_t>(mt_());
+    case RngEngine::philox_u23:
+      if (buf_pos_ == 4) {
+        buf_ = philox4x32_10(ctr_, key_);
+        buf_pos_ = 0;
+        for (auto& w : ctr_)  // 128-bit increment
+          if (++w != 0) break;
+      }
+      return buf_[buf_pos_++];
+    case RngEngine::mrg31k3p: {
+      // Component 1: x_n = (2^22 x_{n-2} + (2^7+1) x_{n-3}) mod m1
+      int64_t y1 = ((int64_t{1} << 22) * x1_[1] + 129 * x1_[0]) % kMrgM1;
+      x1_ = {x1_[1], x1_[2], y1};
+      // Component 2: x_n = (2^15 x_{n-1} + (2^15+1) x_{n-3}) mod m2
+      int64_t y2 = ((int64_t{1} << 15) * x2_[2] + 32769 * x2_[0]) % kMrgM2;
+      x2_ = {x2_[1], x2_[2], y2};
+      int64_t z = y1 <= y2 ? y1 - y2 + kMrgM1 : y1 - y2;
+      return static_cast<uint32_t>(z);
+    }
+  }
+  return 0;
+}
+
+float Rng::uniform_f32() {
+  uint32_t r = next_u32();
+  switch (engine_) {
+    case RngEngine::mt19937_u24:
+      return static_cast<float>(r & 0xFFFFFFu) * (1.0f / 16777216.0f);
+    case RngEngine::philox_u23: {
+      uint32_t bits = 0x3F800000u | (r & 0x7FFFFFu);
+      float f;
+      std::memcpy(&f, &bits, sizeof f);
+      return f - 1.0f;
+    }
+    case RngEngine::mrg31k3p:
+      return static_cast<float>(r) * 4.6566126e-10f;
+  }
+  return 0.0f;
+}
+
+double Rng::uniform_f64() {
+  if (engine_ == RngEngine::mrg31k3p) return static_cast<double>(next_u32()) * (1.0 / 2147483648.0);
+  uint64_t hi = next_u32(), lo = next_u32();
+  uint64_t r = ((hi << 32) | lo) & ((uint64_t{1} << 53) - 1);
+  return static_cast<double>(r) * (1.0 / 9007199254740992.0);
+}
+
+std::vector<int64_t> permutation(int64_t n, ShuffleAlgo algo, std::mt19937& mt) {
+  std::vector<int64_t> idx(static_cast<std::size_t>(n));
+  for (int64_t i = 0; i < n; ++i) idx[i] = i;
+  check(n < (int64_t{1} << 32), "shuffle: ", n, " items exceed the 32-bit draws of the shuffle algorithms");
+  switch (algo) {
+    case ShuffleAlgo::none:
+      break;
+    case ShuffleAlgo::forward_modulo:
+      for (int64_t i = 0; i + 1 < n; ++i) {
+        int64_t z = static_cast<int64_t>(static_cast<uint32_t>(mt()) % static_cast<uint64_t>(n - i));
+        std::swap(idx[i], idx[i + z]);
+      }
+      break;
+    case ShuffleAlgo::backward_rejection:
+      for (int64_t i = n - 1; i >= 1; --i) {
+        uint32_t max = static_cast<uint32_t>(i), mask = max;
+        mask |= mask >> 1;
+        mask |= mask >> 2;
+        mask |= mask >> 4;
+        mask |= mask >> 8;
+        mask |= mask >> 16;
+        uint32_t j;
+        do {
+          j = static_cast<uint32_t>(mt()) & mask;
+        } while (j > max);
+        std::swap(idx[i], idx[j]);
+      }
+      break;
+  }
+  return idx;
+}
+
+}  // namespace driftlab

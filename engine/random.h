@@ -1,0 +1,63 @@
+// Random engines of the three frameworks, each with its own float conversion, and the two
+// shuffling algorithms. Written from the published algorithms and the frameworks' documented
+// conversions (see docs/POLICIES.md, knobs rng_engine and shuffle); no state is global:
+// every stream is an Rng value owned by whoever draws from it.
+#pragma once
+#include <array>
+#include <cstdint>
+#include <random>
+#include <vector>
+
+namespace driftlab {
+
+enum class RngEngine;
+
+class Rng {
+ public:
+  Rng(RngEngine engine, uint64_t seed);
+
+  uint32_t next_u32();  // 32 random bits (31 for MRG31k3p)
+  // U[0,1) in float with the engine's conversion:
+  //   mt19937_u24: (r & 0xFFFFFF) * 2^-24          (PyTorch CPU uniform_real)
+  //   philox_u23:  bits 0x3F800000 | (r & 0x7FFFFF) as float, minus 1   (TF Uint32ToFloat)
+  //   mrg31k3p:    z * 4.6566126e-10f                (Theano rng_mrg NORM for float32)
+  float uniform_f32();
+  double uniform_f64();  // 53 bits from two draws (mrg31k3p: z * 2^-31, Theano float64)
+  // lo + u*(hi-lo) in T, the form all three frameworks use for uniform(lo, hi).
+  template <typename T>
+  T uniform(T lo, T hi);
+
+  RngEngine engine() const { return engine_; }
+
+ private:
+  RngEngine engine_;
+  std::mt19937 mt_;
+  // Philox4x32-10 state: 128-bit counter, 64-bit key, 4 buffered outputs.
+  std::array<uint32_t, 4> ctr_{}, buf_{};
+  std::array<uint32_t, 2> key_{};
+  int buf_pos_ = 4;
+  // MRG31k3p state: two components of three words each.
+  std::array<int64_t, 3> x1_{}, x2_{};
+};
+
+template <>
+inline float Rng::uniform<float>(float lo, float hi) {
+  return uniform_f32() * (hi - lo) + lo;
+}
+template <>
+inline double Rng::uniform<double>(double lo, double hi) {
+  return uniform_f64() * (hi - lo) + lo;
+}
+
+// Philox4x32-10 block function (Salmon et al., SC'11): exposed for its known-answer test.
+std::array<uint32_t, 4> philox4x32_10(std::array<uint32_t, 4> ctr, std::array<uint32_t, 2> key);
+
+enum class ShuffleAlgo;
+// A permutation of 0..n-1 drawn from `mt` (an MT19937 stream):
+//   forward_modulo:     for i in 0..n-2: j = i + r32 % (n-i); swap(i, j)   (torch.randperm CPU)
+//   backward_rejection: for i in n-1..1: j = r32 & mask, redrawn while j > i; swap(i, j)
+//                       (numpy RandomState.shuffle via rk_interval)
+//   none:               the identity
+std::vector<int64_t> permutation(int64_t n, ShuffleAlgo algo, std::mt19937& mt);
+
+}  // namespace driftlab

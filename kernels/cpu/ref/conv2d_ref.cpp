@@ -1,0 +1,151 @@
+// Reference conv2d: single-threaded loops, float and double, every Conv2dParams field
+// honoured; the terms of each output are collected and summed in params.sum_order.
+// Layouts x (N,C,H,W), w (K,C,R,S), y (N,K,P,Q). forward/backward_data write (=);
+// backward_weight adds (+=) into dw and db. This is the oracle for every fast conv kernel.
+#include <vector>
+
+#include "engine/ops/conv2d.h"
+#include "engine/ops/registry.h"
+
+namespace driftlab {
+namespace {
+
+// Index of the kernel tap actually applied at (r,s): rotated 180 degrees when flipping.
+inline int64_t tap(int64_t i, int64_t n, bool flip) { return flip ? n - 1 - i : i; }
+
+template <typename T>
+void forward(const Conv2dParams& p, const T* x, const T* w, const T* b, T* y) {
+  const int64_t P = p.out_h(), Q = p.out_w();
+  std::vector<T> terms(static_cast<std::size_t>(p.c * p.r * p.s) + 1);
+  for (int64_t n = 0; n < p.n; ++n)
+    for (int64_t k = 0; k < p.k; ++k)
+      for (int64_t oh = 0; oh < P; ++oh)
+        for (int64_t ow = 0; ow < Q; ++ow) {
+          int64_t t = 0;
+          for (int64_t c = 0; c < p.c; ++c)
+            for (int64_t r = 0; r < p.r; ++r) {
+              int64_t ih = oh * p.stride_h - p.pad_t + r * p.dil_h;
+              for (int64_t s = 0; s < p.s; ++s) {
+                int64_t iw = ow * p.stride_w - p.pad_l + s * p.dil_w;
+                T xv = (ih >= 0 && ih < p.h && iw >= 0 && iw < p.w) ? x[((n * p.c + c) * p.h + ih) * p.w + iw] : T(0);
+                T wv = w[((k * p.c + c) * p.r + tap(r, p.r, p.flip)) * p.s + tap(s, p.s, p.flip)];
+                terms[t++] = xv * wv;
+              }
+            }
+          // The bias is added last, after the products: the order PyTorch's and oneDNN's
+          // GEMM-based paths also use (output initialised by the product, bias added after).
+          T acc = ordered_sum(terms.data(), t, p.sum_order);
+          y[((n * p.k + k) * P + oh) * Q + ow] = b ? acc + b[k] : acc;
+        }
+}
+
+template <typename T>
+void backward_data(const Conv2dParams& p, const T* dy, const T* w, T* dx) {
+  const int64_t P = p.out_h(), Q = p.out_w();
+  std::vector<T> terms(static_cast<std::size_t>(p.k * p.r * p.s));
+  // dx[n,c,ih,iw] = sum over (k,r,s) with ih = oh*sh - pt + r*dh for an integer oh in range.
+  for (int64_t n = 0; n < p.n; ++n)
+    for (int64_t c = 0; c < p.c; ++c)
+      for (int64_t ih = 0; ih < p.h; ++ih)
+        for (int64_t iw = 0; iw < p.w; ++iw) {
+          int64_t t = 0;
+          for (int64_t k = 0; k < p.k; ++k)
+            for (int64_t r = 0; r < p.r; ++r) {
+              int64_t num_h = ih + p.pad_t - r * p.dil_h;
+              if (num_h < 0 || num_h % p.stride_h) continue;
+              int64_t oh = num_h / p.stride_h;
+              if (oh >= P) continue;
+              for (int64_t s = 0; s < p.s; ++s) {
+                int64_t num_w = iw + p.pad_l - s * p.dil_w;
+                if (num_w < 0 || num_w % p.stride_w) continue;
+                int64_t ow = num_w / p.stride_w;
+                if (ow >= Q) continue;
+                T wv = w[((k * p.c + c) * p.r + tap(r, p.r, p.flip)) * p.s + tap(s, p.s, p.flip)];
+                terms[t++] = dy[((n * p.k + k) * P + oh) * Q + ow] * wv;
+              }
+            }
+          dx[((n * p.c + c) * p.h + ih) * p.w + iw] = ordered_sum(terms.data(), t, p.sum_order);
+        }
+}
+
+template <typename T>
+void backward_weight(const Conv2dParams& p, const T* x, const T* dy, T* dw, T* db) {
+  const int64_t P = p.out_h(), Q = p.out_w();
+  std::vector<T> terms(static_cast<std::size_t>(p.n * P * Q));
+  for (int64_t k = 0; k < p.k; ++k)
+    for (int64_t c = 0; c < p.c; ++c)
+      for (int64_t r = 0; r < p.r; ++r)
+        for (int64_t s = 0; s < p.s; ++s) {
+          int64_t t = 0;
+          for (int64_t n = 0; n < p.n; ++n)
+            for (int64_t oh = 0; oh < P; ++oh) {
+              int64_t ih = oh * p.stride_h - p.pad_t + r * p.dil_h;
+              if (ih < 0 || ih >= p.h) continue;
+              for (int64_t ow = 0; ow < Q; ++ow) {
+                int64_t iw = ow * p.stride_w - p.pad_l + s * p.dil_w;
+                if (iw < 0 || iw >= p.w) continue;
+                terms[t++] = x[((n * p.c + c) * p.h + ih) * p.w + iw] * dy[((n * p.k + k) * P + oh) * Q + ow];
+              }
+            }
+          dw[((k * p.c + c) * p.r + tap(r, p.r, p.flip)) * p.s + tap(s, p.s, p.flip)] +=
+              ordered_sum(terms.data(), t, p.sum_order);
+        }
+  if (!db) return;
+  for (int64_t k = 0; k < p.k; ++k) {
+    int64_t t = 0;
+    for (int64_t n = 0; n < p.n; ++n)
+      for (int64_t i = 0; i < P * Q; ++i) terms[t++] = dy[(n * p.k + k) * P * Q + i];
+    db[k] += ordered_sum(terms.data(), t, p.sum_order);
+  }
+}
+
+void check_args(const char* fn, const Conv2dParams& p, const Tensor& x, const char* xn, const Shape& xs,
+                const Tensor& w) {
+  p.validate();
+  check_shape(fn, xn, x, xs);
+  check_shape(fn, "w", w, p.w_shape());
+  check_same_dtype(fn, x, w);
+}
+
+}  // namespace
+
+void conv2d_forward_ref(const Conv2dParams& p, const Tensor& x, const Tensor& w, const Tensor* b, Tensor& y) {
+  check_args("conv2d_forward_ref", p, x, "x", p.x_shape(), w);
+  check_shape("conv2d_forward_ref", "y", y, p.y_shape());
+  if (b) check_shape("conv2d_forward_ref", "b", *b, {p.k});
+  dispatch_dtype(x.dtype(), [&](auto tag) {
+    using T = decltype(tag);
+    forward<T>(p, x.data<T>(), w.data<T>(), b ? b->data<T>() : nullptr, y.data<T>());
+  });
+}
+
+void conv2d_backward_data_ref(const Conv2dParams& p, const Tensor& dy, const Tensor& w, Tensor& dx) {
+  check_args("conv2d_backward_data_ref", p, dy, "dy", p.y_shape(), w);
+  check_shape("conv2d_backward_data_ref", "dx", dx, p.x_shape());
+  dispatch_dtype(dy.dtype(), [&](auto tag) {
+    using T = decltype(tag);
+    backward_data<T>(p, dy.data<T>(), w.data<T>(), dx.data<T>());
+  });
+}
+
+void conv2d_backward_weight_ref(const Conv2dParams& p, const Tensor& x, const Tensor& dy, Tensor& dw, Tensor* db) {
+  check_args("conv2d_backward_weight_ref", p, x, "x", p.x_shape(), dw);
+  check_shape("conv2d_backward_weight_ref", "dy", dy, p.y_shape());
+  if (db) check_shape("conv2d_backward_weight_ref", "db", *db, {p.k});
+  dispatch_dtype(x.dtype(), [&](auto tag) {
+    using T = decltype(tag);
+    backward_weight<T>(p, x.data<T>(), dy.data<T>(), dw.data<T>(), db ? db->data<T>() : nullptr);
+  });
+}
+
+void register_conv2d_ref(KernelRegistry& reg) {
+  Conv2dKernel k;
+  k.name = "reference";
+  k.supports = [](const Conv2dParams&, DType) { return true; };
+  k.forward = conv2d_forward_ref;
+  k.backward_data = conv2d_backward_data_ref;
+  k.backward_weight = conv2d_backward_weight_ref;
+  reg.conv2d[static_cast<int>(KernelBackend::reference)] = k;
+}
+
+}  // namespace driftlab

@@ -1,0 +1,169 @@
+// Reference max/average pooling, float and double, NCHW. Forward writes y (=);
+// backward writes dx (=), accumulating over overlapping windows inside the kernel.
+#include <cmath>
+#include <sstream>
+
+#include "engine/ops/pool2d.h"
+
+namespace driftlab {
+
+std::string Pool2dParams::str() const {
+  std::ostringstream os;
+  os << "input [" << n << "," << c << "," << h << "," << w << "], window " << kh << "x" << kw << ", stride ("
+     << stride_h << "," << stride_w << "), pad t/b/l/r (" << pad_t << "," << pad_b << "," << pad_l << "," << pad_r
+     << ")";
+  return os.str();
+}
+
+void Pool2dParams::validate() const {
+  if (!(n >= 1 && c >= 1 && h >= 1 && w >= 1 && kh >= 1 && kw >= 1 && stride_h >= 1 && stride_w >= 1))
+    fail("pool2d: bad parameters (", str(), ")");
+  if (!(pad_t >= 0 && pad_b >= 0 && pad_l >= 0 && pad_r >= 0)) fail("pool2d: negative padding (", str(), ")");
+  if (!(pad_t < kh && pad_b < kh && pad_l < kw && pad_r < kw))
+    fail("pool2d: padding must be smaller than the window (", str(), ")");
+  if (!(h + pad_t + pad_b >= kh && w + pad_l + pad_r >= kw))
+    fail("pool2d: window larger than padded input (", str(), ")");
+}
+
+namespace {
+
+// Visits the real (non-padding) input positions of window (oh,ow) in row-major order.
+template <typename F>
+void for_window(const Pool2dParams& p, int64_t oh, int64_t ow, F&& f) {
+  for (int64_t r = 0; r < p.kh; ++r) {
+    int64_t ih = oh * p.stride_h - p.pad_t + r;
+    if (ih < 0 || ih >= p.h) continue;
+    for (int64_t s = 0; s < p.kw; ++s) {
+      int64_t iw = ow * p.stride_w - p.pad_l + s;
+      if (iw < 0 || iw >= p.w) continue;
+      f(ih * p.w + iw);
+    }
+  }
+}
+
+// First maximum in scan order; a NaN wins (and stops the scan) as in PyTorch.
+template <typename T>
+int64_t argmax_first(const Pool2dParams& p, const T* xp, int64_t oh, int64_t ow) {
+  int64_t best = -1;
+  bool nan_seen = false;
+  for_window(p, oh, ow, [&](int64_t i) {
+    if (nan_seen) return;
+    if (best < 0 || xp[i] > xp[best] || std::isnan(xp[i])) best = i;
+    if (std::isnan(xp[i])) nan_seen = true;
+  });
+  return best;
+}
+
+template <typename T>
+void max_forward(const Pool2dParams& p, const T* x, T* y) {
+  const int64_t P = p.out_h(), Q = p.out_w();
+  for (int64_t nc = 0; nc < p.n * p.c; ++nc) {
+    const T* xp = x + nc * p.h * p.w;
+    for (int64_t oh = 0; oh < P; ++oh)
+      for (int64_t ow = 0; ow < Q; ++ow) y[(nc * P + oh) * Q + ow] = xp[argmax_first(p, xp, oh, ow)];
+  }
+}
+
+template <typename T>
+void max_backward(const Pool2dParams& p, const T* x, const T* dy, T* dx) {
+  const int64_t P = p.out_h(), Q = p.out_w();
+  for (int64_t i = 0; i < p.n * p.c * p.h * p.w; ++i) dx[i] = 0;
+  for (int64_t nc = 0; nc < p.n * p.c; ++nc) {
+    const T* xp = x + nc * p.h * p.w;
+    T* dxp = dx + nc * p.h * p.w;
+    for (int64_t oh = 0; oh < P; ++oh)
+      for (int64_t ow = 0; ow < Q; ++ow) {
+        T g = dy[(nc * P + oh) * Q + ow];
+        int64_t first = argmax_first(p, xp, oh, ow);
+        if (p.ties == PoolTies::first) {
+          dxp[first] += g;
+        } else {
+          T m = xp[first];
+          for_window(p, oh, ow, [&](int64_t i) {
+            if (xp[i] == m) dxp[i] += g;
+          });
+        }
+      }
+  }
+}
+
+template <typename T>
+int64_t avg_count(const Pool2dParams& p, int64_t oh, int64_t ow) {
+  if (p.count_include_pad) return p.kh * p.kw;
+  int64_t cnt = 0;
+  for_window(p, oh, ow, [&](int64_t) { ++cnt; });
+  return cnt;
+}
+
+template <typename T>
+void avg_forward(const Pool2dParams& p, const T* x, T* y) {
+  const int64_t P = p.out_h(), Q = p.out_w();
+  for (int64_t nc = 0; nc < p.n * p.c; ++nc) {
+    const T* xp = x + nc * p.h * p.w;
+    for (int64_t oh = 0; oh < P; ++oh)
+      for (int64_t ow = 0; ow < Q; ++ow) {
+        T acc = 0;
+        for_window(p, oh, ow, [&](int64_t i) { acc += xp[i]; });
+        y[(nc * P + oh) * Q + ow] = acc / static_cast<T>(avg_count<T>(p, oh, ow));
+      }
+  }
+}
+
+template <typename T>
+void avg_backward(const Pool2dParams& p, const T* dy, T* dx) {
+  const int64_t P = p.out_h(), Q = p.out_w();
+  for (int64_t i = 0; i < p.n * p.c * p.h * p.w; ++i) dx[i] = 0;
+  for (int64_t nc = 0; nc < p.n * p.c; ++nc) {
+    T* dxp = dx + nc * p.h * p.w;
+    for (int64_t oh = 0; oh < P; ++oh)
+      for (int64_t ow = 0; ow < Q; ++ow) {
+        T g = dy[(nc * P + oh) * Q + ow] / static_cast<T>(avg_count<T>(p, oh, ow));
+        for_window(p, oh, ow, [&](int64_t i) { dxp[i] += g; });
+      }
+  }
+}
+
+void check_io(const char* fn, const Pool2dParams& p, const Tensor& in, const Shape& in_shape, const char* in_name,
+              const Tensor& out, const Shape& out_shape, const char* out_name) {
+  p.validate();
+  check_shape(fn, in_name, in, in_shape);
+  check_shape(fn, out_name, out, out_shape);
+  check_same_dtype(fn, in, out);
+}
+
+}  // namespace
+
+void maxpool2d_forward_ref(const Pool2dParams& p, const Tensor& x, Tensor& y) {
+  check_io("maxpool2d_forward_ref", p, x, p.x_shape(), "x", y, p.y_shape(), "y");
+  dispatch_dtype(x.dtype(), [&](auto tag) {
+    using T = decltype(tag);
+    max_forward<T>(p, x.data<T>(), y.data<T>());
+  });
+}
+
+void maxpool2d_backward_ref(const Pool2dParams& p, const Tensor& x, const Tensor& dy, Tensor& dx) {
+  check_io("maxpool2d_backward_ref", p, x, p.x_shape(), "x", dy, p.y_shape(), "dy");
+  check_shape("maxpool2d_backward_ref", "dx", dx, p.x_shape());
+  dispatch_dtype(x.dtype(), [&](auto tag) {
+    using T = decltype(tag);
+    max_backward<T>(p, x.data<T>(), dy.data<T>(), dx.data<T>());
+  });
+}
+
+void avgpool2d_forward_ref(const Pool2dParams& p, const Tensor& x, Tensor& y) {
+  check_io("avgpool2d_forward_ref", p, x, p.x_shape(), "x", y, p.y_shape(), "y");
+  dispatch_dtype(x.dtype(), [&](auto tag) {
+    using T = decltype(tag);
+    avg_forward<T>(p, x.data<T>(), y.data<T>());
+  });
+}
+
+void avgpool2d_backward_ref(const Pool2dParams& p, const Tensor& dy, Tensor& dx) {
+  check_io("avgpool2d_backward_ref", p, dx, p.x_shape(), "dx", dy, p.y_shape(), "dy");
+  dispatch_dtype(dy.dtype(), [&](auto tag) {
+    using T = decltype(tag);
+    avg_backward<T>(p, dy.data<T>(), dx.data<T>());
+  });
+}
+
+}  // namespace driftlab

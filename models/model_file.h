@@ -1,0 +1,36 @@
+// The driftlab model file (.dlm), version 1. All integers little-endian.
+//   offset 0   8 bytes   magic "DRIFTLAB"
+//   offset 8   uint32    format version (1)
+//   offset 12  uint64    H, length of the JSON header
+//   offset 20  H bytes   JSON: model, policy (canonical), policy_full, dtype, input_shape,
+//                        num_classes, metadata {...}, tensors [{name, shape, offset, nbytes}]
+//   then       tensor data, each at data_start + offset, in the model's dtype, row-major
+//   last 4     uint32    CRC-32 (zlib) of every byte before it
+// Written atomically: a temporary file in the same directory, fsync, then rename; on any
+// failure the temporary is removed and the destination is untouched. The file holds nothing
+// that varies between identical runs (no timestamps, no timings), so the same seed, Policy
+// and thread count give byte-identical files.
+#pragma once
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+#include "engine/model.h"
+
+namespace driftlab {
+
+constexpr uint32_t kModelFileVersion = 1;
+
+void save_model(const std::string& path, Model& model, const nlohmann::json& metadata);
+
+struct LoadedModel {
+  Model model;
+  nlohmann::json metadata;
+};
+// Throws naming the file and offset on a bad magic, version, size, CRC or tensor mismatch.
+LoadedModel load_model(const std::string& path);
+
+// Writes bytes to path atomically (temporary + fsync + rename). Shared by every writer.
+void write_file_atomic(const std::string& path, const std::string& bytes);
+
+}  // namespace driftlab

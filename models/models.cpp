@@ -1,0 +1,51 @@
+#include "models/models.h"
+
+#include "engine/random.h"
+
+namespace driftlab {
+
+namespace {
+using Builder = void (*)(Model&, Rng&);
+struct Entry {
+  ModelInfo info;
+  Builder build;
+};
+const std::vector<Entry>& entries() {
+  static const std::vector<Entry> kEntries = {
+      {{"lenet1", "LeNet-1 (S1): conv 4@5x5, relu, maxpool 2, conv 12@5x5, relu, maxpool 2, dense 10", {1, 28, 28}, 10},
+       build_lenet1},
+      {{"lenet5", "LeNet-5 (S1): conv 6@5x5, pool, conv 16@5x5, pool, dense 120, 84, 10 (relu)", {1, 28, 28}, 10},
+       build_lenet5},
+  };
+  return kEntries;
+}
+}  // namespace
+
+const std::vector<ModelInfo>& model_table() {
+  static const std::vector<ModelInfo> kTable = [] {
+    std::vector<ModelInfo> t;
+    for (const auto& e : entries()) t.push_back(e.info);
+    return t;
+  }();
+  return kTable;
+}
+
+Model build_model(const std::string& name, const Policy& policy, uint64_t seed) {
+  for (const auto& e : entries()) {
+    if (e.info.name != name) continue;
+    Model m;
+    m.name = name;
+    m.policy = policy;
+    m.input_shape = e.info.input_shape;
+    m.num_classes = e.info.num_classes;
+    m.net = std::make_unique<Sequential>(m.input_shape);
+    Rng rng(policy.rng_engine, seed);
+    e.build(m, rng);
+    return m;
+  }
+  std::string known;
+  for (const auto& e : entries()) known += (known.empty() ? "" : ", ") + e.info.name;
+  fail("model: unknown model '", name, "' (known: ", known, ")");
+}
+
+}  // namespace driftlab

@@ -1,0 +1,30 @@
+// The model zoo. Each model is built from a Policy and a seed: the Policy decides padding,
+// flip, flatten order and initialisers; the seed starts the Policy's rng_engine.
+//
+// To add a model: 1) write models/<name>.cpp with a build function; 2) add it to the table
+// in models/models.cpp; 3) add its parameter count to tests/test_models.cpp.
+#pragma once
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "engine/model.h"
+
+namespace driftlab {
+
+struct ModelInfo {
+  std::string name;
+  std::string description;
+  Shape input_shape;
+  int64_t num_classes;
+};
+
+const std::vector<ModelInfo>& model_table();
+// Throws "model: unknown model 'X' (known: lenet1, lenet5)".
+Model build_model(const std::string& name, const Policy& policy, uint64_t seed);
+
+// Builders, one per file.
+void build_lenet1(Model& m, Rng& rng);
+void build_lenet5(Model& m, Rng& rng);
+
+}  // namespace driftlab

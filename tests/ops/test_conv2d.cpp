@@ -1,0 +1,232 @@
+// Fast conv2d kernels (eigen, onednn) against the reference, parameterised over
+// (backend x dtype x case): forward (=), backward_data (=), backward_weight (+= into dw, db),
+// plus the float64 fallback of oneDNN and bitwise reproducibility with 2 threads.
+//
+// To add a case: 1) append a row to conv_cases() with a name saying what is awkward about it;
+// 2) nothing else: every backend and dtype picks it up.
+#include <gtest/gtest.h>
+#include <omp.h>
+
+#include <cmath>
+#include <functional>
+#include <limits>
+#include <string>
+#include <vector>
+
+#include "engine/ops/conv2d.h"
+#include "engine/ops/registry.h"
+#include "tests/test_util.h"
+
+namespace driftlab {
+namespace {
+
+struct ConvCase {
+  const char* name;
+  Conv2dParams p;
+  bool bias = true;
+};
+
+// n, c, h, w, k, r, s; then the edits that make the case awkward.
+Conv2dParams conv(int64_t n, int64_t c, int64_t h, int64_t w, int64_t k, int64_t r, int64_t s,
+                  const std::function<void(Conv2dParams&)>& edit = nullptr) {
+  Conv2dParams p;
+  p.n = n, p.c = c, p.h = h, p.w = w, p.k = k, p.r = r, p.s = s;
+  if (edit) edit(p);
+  return p;
+}
+
+const std::vector<ConvCase>& conv_cases() {
+  static const std::vector<ConvCase> cases = {
+      {"odd_sizes_c3", conv(2, 3, 7, 9, 5, 3, 3, [](Conv2dParams& p) { p.pad_t = p.pad_b = p.pad_l = p.pad_r = 1; })},
+      {"batch1_lenet_conv1", conv(1, 1, 28, 28, 6, 5, 5)},
+      {"odd_batch_lenet_conv2", conv(7, 6, 12, 12, 16, 5, 5)},
+      {"stride2", conv(3, 3, 11, 10, 4, 3, 3,
+                       [](Conv2dParams& p) {
+                         p.stride_h = p.stride_w = 2;
+                         p.pad_t = p.pad_b = p.pad_l = p.pad_r = 1;
+                       })},
+      {"dilation2", conv(2, 2, 9, 11, 3, 3, 2, [](Conv2dParams& p) { p.dil_h = p.dil_w = 2; })},
+      {"asym_pad", conv(2, 3, 8, 7, 4, 3, 3,
+                        [](Conv2dParams& p) {
+                          p.pad_t = 0, p.pad_b = 1, p.pad_l = 2, p.pad_r = 0;
+                        })},
+      {"one_by_one", conv(3, 5, 6, 7, 4, 1, 1)},
+      {"one_by_one_stride2_pad", conv(2, 3, 7, 6, 5, 1, 1,
+                                      [](Conv2dParams& p) {
+                                        p.stride_h = p.stride_w = 2;
+                                        p.pad_t = 1, p.pad_r = 1;
+                                      })},
+      {"nonsquare_kernel_flip", conv(2, 3, 9, 8, 5, 2, 4,
+                                     [](Conv2dParams& p) {
+                                       p.flip = true;
+                                       p.pad_t = 1, p.pad_l = 2, p.pad_r = 1;
+                                     })},
+      {"flip_lenet_conv2_no_bias", conv(4, 6, 12, 12, 16, 5, 5, [](Conv2dParams& p) { p.flip = true; }), false},
+      {"c1_mixed_stride_dilation_flip", conv(2, 1, 13, 12, 3, 3, 3,
+                                             [](Conv2dParams& p) {
+                                               p.stride_h = 2, p.dil_w = 2, p.flip = true;
+                                               p.pad_t = 1, p.pad_b = 0, p.pad_l = 0, p.pad_r = 2;
+                                             })},
+      {"pad_wider_than_kernel", conv(2, 2, 5, 6, 3, 2, 3,
+                                     [](Conv2dParams& p) {
+                                       p.pad_t = 3, p.pad_b = 2, p.pad_l = 4, p.pad_r = 3;
+                                     })},
+      {"many_channels_c17_k19_stride2_flip", conv(3, 17, 9, 10, 19, 3, 3,
+                                                  [](Conv2dParams& p) {
+                                                    p.stride_h = p.stride_w = 2, p.flip = true;
+                                                    p.pad_t = 1, p.pad_b = 1, p.pad_l = 0, p.pad_r = 1;
+                                                  })},
+      {"cifar_3x3_c16_same", conv(2, 16, 10, 10, 16, 3, 3, [](Conv2dParams& p) {
+         p.pad_t = p.pad_b = p.pad_l = p.pad_r = 1;
+       })},
+  };
+  return cases;
+}
+
+struct ConvTestParam {
+  KernelBackend backend;
+  DType dtype;
+  ConvCase c;
+};
+
+std::vector<ConvTestParam> conv_params() {
+  std::vector<ConvTestParam> out;
+  for (KernelBackend b : {KernelBackend::eigen, KernelBackend::onednn})
+    for (DType dt : {DType::f32, DType::f64}) {
+      if (b == KernelBackend::onednn && dt == DType::f64) continue;  // no double path: see Onednn*Fallback
+      for (const ConvCase& c : conv_cases()) out.push_back({b, dt, c});
+    }
+  return out;
+}
+
+// Inputs in [-1, 1], so every product has magnitude <= 1. Fast and reference kernels add the
+// same `terms` products in different orders (blocked GEMM, FMA, per-thread partials). Each
+// addition rounds by <= eps/2 of a partial sum whose size grows like sqrt(terms) for random
+// signs, so the two results drift apart by ~ sqrt(terms) * sqrt(terms) * eps / 2 in the worst
+// realistic case; 8 * terms * eps leaves a wide margin and is still ~1e-12 relative in double.
+double sum_atol(int64_t terms, DType dt) { return 8.0 * static_cast<double>(std::max<int64_t>(terms, 1)) * dtype_eps(dt); }
+// Relative part: the final rounding of the output (bias add, adding into dw) is one eps of |ref|.
+double out_rtol(DType dt) { return 4.0 * dtype_eps(dt); }
+
+class Conv2dFastVsRef : public ::testing::TestWithParam<ConvTestParam> {
+ protected:
+  const Conv2dKernel& fast() {
+    const ConvTestParam& tp = GetParam();
+    const Conv2dKernel& k = reg_.conv2d[static_cast<int>(tp.backend)];
+    EXPECT_STREQ(k.name, backend_name(tp.backend));
+    EXPECT_TRUE(k.supports(tp.c.p, tp.dtype)) << tp.c.p.str();
+    return k;
+  }
+  KernelRegistry reg_ = make_cpu_registry();
+};
+
+TEST_P(Conv2dFastVsRef, Forward) {
+  const ConvTestParam& tp = GetParam();
+  const Conv2dParams& p = tp.c.p;
+  Tensor x = random_tensor(p.x_shape(), tp.dtype, 1), w = random_tensor(p.w_shape(), tp.dtype, 2);
+  Tensor b = random_tensor({p.k}, tp.dtype, 3);
+  const Tensor* bp = tp.c.bias ? &b : nullptr;
+  Tensor y(p.y_shape(), tp.dtype), y_ref(p.y_shape(), tp.dtype);
+  y.fill(std::numeric_limits<double>::quiet_NaN());  // forward writes (=): no NaN may survive
+  fast().forward(p, x, w, bp, y);
+  conv2d_forward_ref(p, x, w, bp, y_ref);
+  EXPECT_TRUE(all_close(y, y_ref, sum_atol(p.c * p.r * p.s + 1, tp.dtype), out_rtol(tp.dtype))) << p.str();
+}
+
+TEST_P(Conv2dFastVsRef, BackwardData) {
+  const ConvTestParam& tp = GetParam();
+  const Conv2dParams& p = tp.c.p;
+  Tensor dy = random_tensor(p.y_shape(), tp.dtype, 4), w = random_tensor(p.w_shape(), tp.dtype, 5);
+  Tensor dx(p.x_shape(), tp.dtype), dx_ref(p.x_shape(), tp.dtype);
+  dx.fill(std::numeric_limits<double>::quiet_NaN());  // backward_data writes (=)
+  fast().backward_data(p, dy, w, dx);
+  conv2d_backward_data_ref(p, dy, w, dx_ref);
+  // Each dx element sums at most K*R*S products.
+  EXPECT_TRUE(all_close(dx, dx_ref, sum_atol(p.k * p.r * p.s, tp.dtype), out_rtol(tp.dtype))) << p.str();
+}
+
+TEST_P(Conv2dFastVsRef, BackwardWeightAccumulates) {
+  const ConvTestParam& tp = GetParam();
+  const Conv2dParams& p = tp.c.p;
+  Tensor x = random_tensor(p.x_shape(), tp.dtype, 6), dy = random_tensor(p.y_shape(), tp.dtype, 7);
+  // Pre-filled with known values: backward_weight must add (+=), not overwrite.
+  Tensor dw = random_tensor(p.w_shape(), tp.dtype, 8, -3.0, 3.0), db = random_tensor({p.k}, tp.dtype, 9, -3.0, 3.0);
+  Tensor dw_ref = dw.clone(), db_ref = db.clone();
+  Tensor* dbp = tp.c.bias ? &db : nullptr;
+  Tensor* dbp_ref = tp.c.bias ? &db_ref : nullptr;
+  fast().backward_weight(p, x, dy, dw, dbp);
+  conv2d_backward_weight_ref(p, x, dy, dw_ref, dbp_ref);
+  // Each dw and db element sums N*P*Q products, then is added to a value of magnitude <= 3.
+  const int64_t terms = p.n * p.out_h() * p.out_w();
+  EXPECT_TRUE(all_close(dw, dw_ref, sum_atol(terms, tp.dtype), out_rtol(tp.dtype))) << p.str();
+  EXPECT_TRUE(all_close(db, db_ref, sum_atol(terms, tp.dtype), out_rtol(tp.dtype))) << p.str();
+  // Adding twice gives twice the gradient: the kernel neither zeroes nor caches dw.
+  fast().backward_weight(p, x, dy, dw, dbp);
+  conv2d_backward_weight_ref(p, x, dy, dw_ref, dbp_ref);
+  EXPECT_TRUE(all_close(dw, dw_ref, 2 * sum_atol(terms, tp.dtype), out_rtol(tp.dtype))) << p.str();
+}
+
+std::string conv_param_name(const ::testing::TestParamInfo<ConvTestParam>& info) {
+  return std::string(backend_name(info.param.backend)) + "_" + dtype_name(info.param.dtype) + "_" + info.param.c.name;
+}
+
+INSTANTIATE_TEST_SUITE_P(Cases, Conv2dFastVsRef, ::testing::ValuesIn(conv_params()), conv_param_name);
+
+TEST(Conv2dOnednn, Float64FallsBackToReference) {
+  const KernelRegistry reg = make_cpu_registry();
+  const Conv2dParams p = conv(2, 3, 8, 8, 4, 3, 3);
+  EXPECT_FALSE(reg.conv2d[static_cast<int>(KernelBackend::onednn)].supports(p, DType::f64));
+  EXPECT_STREQ(select_conv2d(reg, KernelBackend::onednn, p, DType::f64).name, "reference");
+  EXPECT_STREQ(select_conv2d(reg, KernelBackend::onednn, p, DType::f32).name, "onednn");
+}
+
+TEST(Conv2dFast, ShapeErrorsNameTheArgument) {
+  const KernelRegistry reg = make_cpu_registry();
+  const Conv2dParams p = conv(2, 3, 8, 8, 4, 3, 3);
+  Tensor x(p.x_shape(), DType::f32), w({4, 3, 3, 2}, DType::f32), y(p.y_shape(), DType::f32);
+  for (KernelBackend b : {KernelBackend::eigen, KernelBackend::onednn}) {
+    try {
+      reg.conv2d[static_cast<int>(b)].forward(p, x, w, nullptr, y);
+      ADD_FAILURE() << backend_name(b) << ": no error for a wrong weight shape";
+    } catch (const Error& e) {
+      EXPECT_NE(std::string(e.what()).find("w has shape [4,3,3,2], expected [4,3,3,3]"), std::string::npos) << e.what();
+    }
+  }
+}
+
+class Conv2dReproducible : public ::testing::TestWithParam<std::pair<KernelBackend, DType>> {};
+
+// Same inputs twice with 2 threads: bitwise-identical y, dx, dw, db (DESIGN rule 6).
+TEST_P(Conv2dReproducible, TwoThreadsBitwiseIdentical) {
+  const auto [backend, dtype] = GetParam();
+  ThreadCountGuard threads(2);
+  const KernelRegistry reg = make_cpu_registry();
+  const Conv2dKernel& k = reg.conv2d[static_cast<int>(backend)];
+  const Conv2dParams p = conv(9, 6, 12, 12, 16, 5, 5, [](Conv2dParams& q) { q.pad_t = 1, q.pad_r = 2; });
+  Tensor x = random_tensor(p.x_shape(), dtype, 11), w = random_tensor(p.w_shape(), dtype, 12);
+  Tensor b = random_tensor({p.k}, dtype, 13), dy = random_tensor(p.y_shape(), dtype, 14);
+  Tensor out[2][4];
+  for (Tensor(&o)[4] : out) {
+    o[0] = Tensor(p.y_shape(), dtype);
+    o[1] = Tensor(p.x_shape(), dtype);
+    o[2] = Tensor(p.w_shape(), dtype);
+    o[3] = Tensor({p.k}, dtype);
+    o[2].fill(0.25);
+    o[3].fill(-0.5);
+    k.forward(p, x, w, &b, o[0]);
+    k.backward_data(p, dy, w, o[1]);
+    k.backward_weight(p, x, dy, o[2], &o[3]);
+  }
+  for (int i = 0; i < 4; ++i) EXPECT_TRUE(bitwise_equal(out[0][i], out[1][i])) << "output " << i;
+}
+
+INSTANTIATE_TEST_SUITE_P(Backends, Conv2dReproducible,
+                         ::testing::Values(std::make_pair(KernelBackend::eigen, DType::f32),
+                                           std::make_pair(KernelBackend::eigen, DType::f64),
+                                           std::make_pair(KernelBackend::onednn, DType::f32)),
+                         [](const auto& info) {
+                           return std::string(backend_name(info.param.first)) + "_" + dtype_name(info.param.second);
+                         });
+
+}  // namespace
+}  // namespace driftlab
