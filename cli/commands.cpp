@@ -15,6 +15,7 @@
 #include <nlohmann/json.hpp>
 
 #include "engine/data/idx.h"
+#include "engine/data/transform.h"
 #include "engine/io/npy.h"
 #include "engine/layers/init.h"
 #include "engine/train/trainer.h"
@@ -158,7 +159,7 @@ struct TrainOptions {
   int epochs = 1;
   int64_t batch = 128;
   double lr = 0.01, momentum = 0.9, weight_decay = 0.0;
-  bool nesterov = false, no_progress = false;
+  bool nesterov = false, no_progress = false, normalize = false;
   uint64_t seed = 1;
   int threads = 0;
 };
@@ -181,6 +182,10 @@ TrainOutcome run_train(const TrainOptions& o) {
   Policy policy = Policy::parse(o.policy);
   Dataset train = load_split(o.data, true);
   Dataset test = load_split(o.data, false);
+  InputNorm norm;
+  if (o.normalize) norm = compute_standardization(train);
+  apply_norm(train, norm);
+  apply_norm(test, norm);
   Model model = build_model(o.model, policy, o.seed);
   ExecContext exec;
   exec.threads = omp_get_max_threads();
@@ -208,7 +213,8 @@ TrainOutcome run_train(const TrainOptions& o) {
     json meta = {{"dataset", o.data.dataset}, {"epochs", o.epochs}, {"batch", o.batch},     {"lr", o.lr},
                  {"momentum", o.momentum},   {"nesterov", o.nesterov}, {"weight_decay", o.weight_decay},
                  {"seed", o.seed},           {"threads", exec.threads}, {"train_samples", train.images.dim(0)},
-                 {"test_accuracy", out.test.accuracy}, {"test_loss", out.test.loss}};
+                 {"test_accuracy", out.test.accuracy}, {"test_loss", out.test.loss},
+                 {"input_mean", norm.mean}, {"input_std", norm.std}};
     std::string model_path = (fs::path(o.out) / "model.dlm").string();
     save_model(model_path, model, meta);
     out.model_bytes = static_cast<int64_t>(fs::file_size(model_path));
@@ -245,15 +251,24 @@ void add_train_options(CLI::App* c, TrainOptions& o) {
   c->add_option("--seed", o.seed)->capture_default_str();
   c->add_option("--threads", o.threads, "CPU threads (0: all cores); results are reproducible per count");
   c->add_flag("--no-progress", o.no_progress);
+  c->add_flag("--normalize", o.normalize, "standardise inputs with the training set's mean/std (kept in the model file)");
   add_data_options(c, o.data);
 }
 
 // ---------- eval / predict ----------
 
+InputNorm model_input_norm(const LoadedModel& lm) {
+  InputNorm n;
+  n.mean = lm.metadata.value("input_mean", 0.0);
+  n.std = lm.metadata.value("input_std", 1.0);
+  return n;
+}
+
 void eval_cmd(const std::string& weights, const DataOptions& d, int64_t batch, int threads) {
   set_threads(threads);
   LoadedModel lm = load_model(weights);
   Dataset test = load_split(d, false);
+  apply_norm(test, model_input_norm(lm));
   ExecContext exec;
   EvalResult r = evaluate(lm.model, exec, test, batch);
   std::cout << "test accuracy " << fmt(r.accuracy, 4) << " loss " << fmt(r.loss, 4) << " on " << r.n << " images ("
@@ -272,6 +287,7 @@ void predict_cmd(const std::string& weights, const DataOptions& d, const std::ve
     want.insert(want.end(), lm.model.input_shape.begin(), lm.model.input_shape.end());
     check(x.shape() == want, "predict: ", input, " has shape ", shape_str(x.shape()), ", model ", lm.model.name,
           " takes ", shape_str(want));
+    apply_norm(x, model_input_norm(lm));
     Tensor y = lm.model.forward(ctx, x);
     check(!output.empty(), "predict: --input needs --output FILE.npy");
     write_npy(output, y);
@@ -279,6 +295,7 @@ void predict_cmd(const std::string& weights, const DataOptions& d, const std::ve
     return;
   }
   Dataset test = load_split(d, false);
+  apply_norm(test, model_input_norm(lm));
   std::vector<int64_t> idx(static_cast<std::size_t>(test.images.dim(0)));
   for (std::size_t i = 0; i < idx.size(); ++i) idx[i] = static_cast<int64_t>(i);
   std::cout << "prediction time, one batch (" << lm.model.name << ", " << lm.model.policy.to_string() << ", "

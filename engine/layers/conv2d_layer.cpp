@@ -85,8 +85,11 @@ Tensor Conv2dLayer::backward(RunContext& ctx, const Tensor& dy) {
   check(x_.defined(), "conv2d: backward without a training forward");
   p_.n = x_.dim(0);
   const Conv2dKernel& k = select_conv2d(ctx.exec.kernels, backend_, p_, dy.dtype());
-  Tensor dx(p_.x_shape(), dy.dtype());
-  k.backward_data(p_, dy, weight_.value, dx);
+  Tensor dx;  // left undefined when nobody needs it (the first layer while training)
+  if (ctx.need_dx) {
+    dx = Tensor(p_.x_shape(), dy.dtype());
+    k.backward_data(p_, dy, weight_.value, dx);
+  }
   k.backward_weight(p_, x_, dy, weight_.grad, has_bias_ ? &bias_.grad : nullptr);
   return dx;
 }

@@ -28,6 +28,10 @@ struct RunContext {
   ExecContext& exec;
   bool training = false;
   Rng* rng = nullptr;  // needed only by layers that draw (dropout) while training
+  // Whether the caller needs the gradient with respect to the network input (attacks do,
+  // training does not). Sequential turns it into need_dx for each layer's backward.
+  bool input_grad = true;
+  bool need_dx = true;  // set by the container: may this layer skip computing dx?
 };
 
 class Layer {

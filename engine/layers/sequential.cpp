@@ -18,7 +18,11 @@ Tensor Sequential::forward(RunContext& ctx, const Tensor& x) {
 
 Tensor Sequential::backward(RunContext& ctx, const Tensor& dy) {
   Tensor g = dy;
-  for (auto it = layers_.rbegin(); it != layers_.rend(); ++it) g = (*it)->backward(ctx, g);
+  for (std::size_t i = layers_.size(); i-- > 0;) {
+    ctx.need_dx = i > 0 || ctx.input_grad;
+    g = layers_[i]->backward(ctx, g);
+  }
+  ctx.need_dx = true;
   return g;
 }
 

@@ -17,6 +17,7 @@ class Sequential {
   Layer& add(std::unique_ptr<Layer> layer);
 
   Tensor forward(RunContext& ctx, const Tensor& x);
+  // Returns dx of the network input, or an undefined Tensor when !ctx.input_grad.
   Tensor backward(RunContext& ctx, const Tensor& dy);
   // Parameters in layer order, named "<index>.<kind>.<weight|bias>".
   std::vector<std::pair<std::string, Param*>> named_params();

@@ -53,8 +53,17 @@ int64_t count_correct(const Tensor& logits, const std::vector<int32_t>& labels) 
 std::string first_nonfinite_grad(Sequential& net) {
   for (auto& np : net.named_params()) {
     const Tensor& g = np.second->grad;
-    for (int64_t i = 0; i < g.numel(); ++i)
-      if (!std::isfinite(g.at(i))) return np.first + ".grad[" + std::to_string(i) + "]";
+    int64_t bad = dispatch_dtype(g.dtype(), [&](auto tag) -> int64_t {
+      using T = decltype(tag);
+      const T* d = g.data<T>();
+      T sum = 0;  // x*0 is 0 for finite x and NaN for Inf/NaN: the sum is finite iff all are
+      for (int64_t i = 0; i < g.numel(); ++i) sum += d[i] * T(0);
+      if (std::isfinite(sum)) return -1;
+      for (int64_t i = 0; i < g.numel(); ++i)
+        if (!std::isfinite(d[i])) return i;
+      return -1;
+    });
+    if (bad >= 0) return np.first + ".grad[" + std::to_string(bad) + "]";
   }
   return "";
 }
@@ -99,6 +108,7 @@ Trainer::Trainer(Model& model, ExecContext& exec, const TrainConfig& config)
 
 double Trainer::step(const Tensor& x, const std::vector<int32_t>& labels, int64_t* correct) {
   RunContext ctx{exec_, true, &dropout_rng_};
+  ctx.input_grad = false;
   auto params = model_.net->named_params();
   model_.net->zero_grad();
   Tensor logits = model_.forward(ctx, x);

@@ -109,7 +109,7 @@ void col2im(const Conv2dParams& p, const T* col, T* dx) {
           const int64_t ih = oh * p.stride_h - p.pad_t + r * p.dil_h;
           if (ih < 0 || ih >= p.h) continue;
           T* dst = dx + (c * p.h + ih) * p.w + off;
-          for (int64_t ow = cr.lo; ow < cr.hi; ++ow) dst[ow * p.stride_w] += src[ow];
+            for (int64_t ow = cr.lo; ow < cr.hi; ++ow) dst[ow * p.stride_w] += src[ow];
         }
       }
 }
@@ -144,7 +144,8 @@ void forward(const Conv2dParams& p, const T* x, const T* w, const T* b, T* y) {
       if (!direct) im2col(p, x + n * CHW, col);
       MatMap<T> yn(y + n * p.k * PQ, p.k, PQ);
       yn.noalias() = wm * ConstMatMap<T>(direct ? x + n * CHW : col, CRS, PQ);
-      if (b) yn.colwise() += Eigen::Map<const Eigen::Matrix<T, Eigen::Dynamic, 1>>(b, p.k);
+      if (b)  // after the products, as the reference; row by row so it vectorises
+        for (int64_t k = 0; k < p.k; ++k) yn.row(k).array() += b[k];
     }
   });
 }
