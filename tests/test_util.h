@@ -43,6 +43,7 @@ inline ::testing::AssertionResult all_close(const Tensor& a, const Tensor& ref, 
   int64_t bad = 0, max_abs_i = -1, max_rel_i = -1;
   double max_abs = 0, max_rel = 0;
   std::ostringstream first;
+  first.precision(a.dtype() == DType::f32 && ref.dtype() == DType::f32 ? 9 : 17);  // round-trip digits
   for (int64_t i = 0; i < a.numel(); ++i) {
     const double x = a.at(i), r = ref.at(i);
     bool ok;
@@ -54,7 +55,9 @@ inline ::testing::AssertionResult all_close(const Tensor& a, const Tensor& ref, 
       err = std::fabs(x - r);
       ok = err <= atol + rtol * std::fabs(r);
     }
-    const double rel = r != 0 ? err / std::fabs(r) : (err == 0 ? 0.0 : std::numeric_limits<double>::infinity());
+    const double rel = std::isfinite(err) && r != 0 ? err / std::fabs(r)
+                       : err == 0                      ? 0.0
+                                                       : std::numeric_limits<double>::infinity();
     if (err > max_abs) {
       max_abs = err;
       max_abs_i = i;
@@ -76,10 +79,12 @@ inline ::testing::AssertionResult all_close(const Tensor& a, const Tensor& ref, 
   summary << ", max rel err " << max_rel;
   if (max_rel_i >= 0) summary << " at " << index_str(a.shape(), max_rel_i);
   if (bad == 0) return ::testing::AssertionSuccess() << summary.str();
-  return ::testing::AssertionFailure() << bad << " of " << a.numel() << " elements of " << shape_str(a.shape())
-                                       << " (" << dtype_name(a.dtype()) << " vs " << dtype_name(ref.dtype())
-                                       << ") differ by more than atol " << atol << " + rtol " << rtol
-                                       << " * |ref|; " << summary.str() << "; first mismatches:" << first.str();
+  std::ostringstream head;
+  head.precision(3);
+  head << bad << " of " << a.numel() << " elements of " << shape_str(a.shape()) << " (" << dtype_name(a.dtype())
+       << " vs " << dtype_name(ref.dtype()) << ") differ by more than atol " << atol << " + rtol " << rtol
+       << " * |ref|; ";
+  return ::testing::AssertionFailure() << head.str() << summary.str() << "; first mismatches:" << first.str();
 }
 
 // Same shape, same dtype, same bytes: the check for "reproducible for a fixed thread count".

@@ -1,0 +1,22 @@
+#!/usr/bin/env bash
+# Installs what driftlab needs on a fresh Debian 12 machine of this kind: build tools and
+# libraries (Eigen, oneDNN, zlib, CLI11, nlohmann-json, GoogleTest, Google Benchmark), the
+# Fashion-MNIST data set, and PyTorch + numpy (oracles and speed peers).
+# Idempotent: packages already present are skipped.
+set -euo pipefail
+pkgs=(build-essential cmake libeigen3-dev libdnnl-dev zlib1g-dev libcli11-dev nlohmann-json3-dev
+      libgtest-dev libgmock-dev libbenchmark-dev dataset-fashion-mnist
+      python3-numpy python3-torch libopenblas0-openmp)
+missing=()
+for p in "${pkgs[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if ((${#missing[@]})); then
+  echo "install-deps: installing ${missing[*]}"
+  SUDO=""
+  [ "$(id -u)" -eq 0 ] || SUDO="sudo"
+  $SUDO apt-get update -q
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -q --no-install-recommends "${missing[@]}"
+else
+  echo "install-deps: everything is installed"
+fi
