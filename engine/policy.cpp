@@ -74,7 +74,18 @@ std::string format_double(double v) {
   for (int prec = 1; prec <= 17; ++prec) {
     std::ostringstream t;
     t << std::setprecision(prec) << v;
-    if (std::strtod(t.str().c_str(), nullptr) == v) return t.str();
+    if (std::strtod(t.str().c_str(), nullptr) == v) {
+      // Exponents without padding or '+': 1e-7, not 1e-07 (the spelling the docs use).
+      std::string r = t.str();
+      std::size_t e = r.find('e');
+      if (e != std::string::npos) {
+        std::string sign = r[e + 1] == '-' ? "-" : "";
+        std::size_t d = e + 1 + (r[e + 1] == '-' || r[e + 1] == '+');
+        while (d + 1 < r.size() && r[d] == '0') ++d;
+        r = r.substr(0, e) + "e" + sign + r.substr(d);
+      }
+      return r;
+    }
   }
   return os.str();
 }

@@ -399,8 +399,9 @@ TEST_P(GradCheckXent, DzSaturatedRows) {
   Tensor dz(z.shape(), DType::f64);
   softmax_xent_backward_ref(p, z, labels, dz);
   EXPECT_TRUE(check_grad("dz", z, dz, f, pick_indices(z.numel(), 0, 0)));
-  if (p.form == CeFormulation::softmax_clip)
+  if (p.form == CeFormulation::softmax_clip) {
     for (int64_t i = 0; i < 10; ++i) EXPECT_EQ(dz.at(i), 0.0) << "clipped rows, element " << i;
+  }
 }
 
 INSTANTIATE_TEST_SUITE_P(Cases, GradCheckXent,
