@@ -135,6 +135,24 @@ void gradcheck_layer(Layer& layer, const Tensor& x_in, uint64_t seed,
         << layer.describe();
 }
 
+// The harness itself: a gradient that is wrong by 1e-4 relative (100x the tolerance) must fail,
+// and a correct one must pass, so a passing check below means something.
+TEST(GradCheckHarness, RejectsAGradientWrongByOneIn1e4) {
+  Tensor v = random_tensor({6}, DType::f64, 1);
+  auto f = [&]() {  // f = sum(v_i^3 / 3), df/dv_i = v_i^2
+    double s = 0;
+    for (int64_t i = 0; i < v.numel(); ++i) s += v.at(i) * v.at(i) * v.at(i) / 3;
+    return s;
+  };
+  Tensor good({6}, DType::f64), bad({6}, DType::f64);
+  for (int64_t i = 0; i < 6; ++i) {
+    good.data<double>()[i] = v.at(i) * v.at(i);
+    bad.data<double>()[i] = v.at(i) * v.at(i) * (i == 3 ? 1.0001 : 1.0);
+  }
+  EXPECT_TRUE(check_grad("good", v, good, f, pick_indices(6, 0, 0)));
+  EXPECT_FALSE(check_grad("bad", v, bad, f, pick_indices(6, 0, 0)));
+}
+
 // ---------------------------------------------------------------------------------------------
 // Conv2d
 
