@@ -26,15 +26,28 @@ int64_t shape_numel(const Shape& s) {
   return n;
 }
 
+Tensor Tensor::empty(Shape shape, DType dtype) {
+  Tensor t;
+  t.shape_ = std::move(shape);
+  t.numel_ = shape_numel(t.shape_);
+  t.dtype_ = dtype;
+  t.allocate(false);
+  return t;
+}
+
 Tensor::Tensor(Shape shape, DType dtype)
     : shape_(std::move(shape)), numel_(shape_numel(shape_)), dtype_(dtype) {
+  allocate(true);
+}
+
+void Tensor::allocate(bool zero) {
   // 64-byte alignment suits AVX-512 loads in Eigen and oneDNN.
   std::size_t bytes = (nbytes() + 63) / 64 * 64;
   if (bytes == 0) bytes = 64;
   void* p = std::aligned_alloc(64, bytes);
   check(p != nullptr, "tensor: out of memory allocating ", bytes, " bytes for shape ",
         shape_str(shape_));
-  std::memset(p, 0, bytes);
+  if (zero) std::memset(p, 0, bytes);
   storage_.reset(static_cast<unsigned char*>(p), [](unsigned char* q) { std::free(q); });
 }
 

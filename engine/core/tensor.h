@@ -30,6 +30,8 @@ class Tensor {
   Tensor() = default;
   Tensor(Shape shape, DType dtype);  // zero-filled
   static Tensor zeros(Shape shape, DType dtype) { return Tensor(std::move(shape), dtype); }
+  // Storage left uninitialised: only for outputs a kernel overwrites completely ('=').
+  static Tensor empty(Shape shape, DType dtype);
   template <typename T>
   static Tensor from(Shape shape, const std::vector<T>& values);
 
@@ -55,6 +57,7 @@ class Tensor {
   double at(int64_t flat_index) const;  // for tests and printing, any dtype
 
  private:
+  void allocate(bool zero);
   Shape shape_;
   int64_t numel_ = 0;
   DType dtype_ = DType::f32;

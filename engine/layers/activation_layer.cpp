@@ -34,7 +34,7 @@ std::string ActivationLayer::describe() const {
 
 Tensor ActivationLayer::forward(RunContext& ctx, const Tensor& x) {
   check_input(act_name(p_.kind), x, shape_);
-  Tensor y(x.shape(), x.dtype());
+  Tensor y = Tensor::empty(x.shape(), x.dtype());
   activation_forward_ref(p_, x, y);
   if (ctx.training) {
     x_ = x;
@@ -45,7 +45,7 @@ Tensor ActivationLayer::forward(RunContext& ctx, const Tensor& x) {
 
 Tensor ActivationLayer::backward(RunContext&, const Tensor& dy) {
   check(x_.defined(), act_name(p_.kind), ": backward without a training forward");
-  Tensor dx(x_.shape(), x_.dtype());
+  Tensor dx = Tensor::empty(x_.shape(), x_.dtype());
   activation_backward_ref(p_, x_, y_, dy, dx);
   return dx;
 }

@@ -75,7 +75,7 @@ Tensor Conv2dLayer::forward(RunContext& ctx, const Tensor& x) {
   check_input("conv2d", x, {p_.c, p_.h, p_.w});
   p_.n = x.dim(0);
   const Conv2dKernel& k = select_conv2d(ctx.exec.kernels, backend_, p_, x.dtype());
-  Tensor y(p_.y_shape(), x.dtype());
+  Tensor y = Tensor::empty(p_.y_shape(), x.dtype());
   k.forward(p_, x, weight_.value, has_bias_ ? &bias_.value : nullptr, y);
   if (ctx.training) x_ = x;
   return y;
@@ -87,7 +87,7 @@ Tensor Conv2dLayer::backward(RunContext& ctx, const Tensor& dy) {
   const Conv2dKernel& k = select_conv2d(ctx.exec.kernels, backend_, p_, dy.dtype());
   Tensor dx;  // left undefined when nobody needs it (the first layer while training)
   if (ctx.need_dx) {
-    dx = Tensor(p_.x_shape(), dy.dtype());
+    dx = Tensor::empty(p_.x_shape(), dy.dtype());
     k.backward_data(p_, dy, weight_.value, dx);
   }
   k.backward_weight(p_, x_, dy, weight_.grad, has_bias_ ? &bias_.grad : nullptr);

@@ -33,7 +33,7 @@ std::string DenseLayer::describe() const {
 Tensor DenseLayer::forward(RunContext& ctx, const Tensor& x) {
   check_input("dense", x, {in_});
   const int64_t n = x.dim(0);
-  Tensor y({n, out_}, x.dtype());
+  Tensor y = Tensor::empty({n, out_}, x.dtype());
   const GemmKernel& g = select_gemm(ctx.exec.kernels, backend_, x.dtype());
   dispatch_dtype(x.dtype(), [&](auto tag) {
     using T = decltype(tag);
@@ -59,7 +59,7 @@ Tensor DenseLayer::backward(RunContext& ctx, const Tensor& dy) {
   check(x_.defined(), "dense: backward without a training forward");
   const int64_t n = x_.dim(0);
   check_shape("dense backward", "dy", dy, {n, out_});
-  Tensor dx({n, in_}, dy.dtype());
+  Tensor dx = Tensor::empty({n, in_}, dy.dtype());
   const GemmKernel& g = select_gemm(ctx.exec.kernels, backend_, dy.dtype());
   dispatch_dtype(dy.dtype(), [&](auto tag) {
     using T = decltype(tag);

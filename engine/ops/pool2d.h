@@ -30,9 +30,15 @@ struct Pool2dParams {
   void validate() const;
 };
 
+// Reference kernels (kernels/cpu/ref/pool2d_ref.cpp).
 void maxpool2d_forward_ref(const Pool2dParams&, const Tensor& x, Tensor& y);
 void maxpool2d_backward_ref(const Pool2dParams&, const Tensor& x, const Tensor& dy, Tensor& dx);
 void avgpool2d_forward_ref(const Pool2dParams&, const Tensor& x, Tensor& y);
 void avgpool2d_backward_ref(const Pool2dParams&, const Tensor& dy, Tensor& dx);
+
+// Fast max pooling (kernels/cpu/pool2d.cpp): OpenMP over the N*C planes, same results as
+// the reference bit for bit (a max involves no rounding; ties and NaN follow the same scan).
+void maxpool2d_forward_fast(const Pool2dParams&, const Tensor& x, Tensor& y);
+void maxpool2d_backward_fast(const Pool2dParams&, const Tensor& x, const Tensor& dy, Tensor& dx);
 
 }  // namespace driftlab

@@ -1,0 +1,93 @@
+// Whole-model benchmarks: one SGD training step and inference of LeNet-1 / LeNet-5 at batch
+// 32/64/128 under each preset on its own backends, on synthetic MNIST-shaped input
+// (uniform pixels, fixed labels: timing does not depend on the values). Counter images/s.
+// The result is checked once before timing: the loss is finite and the model's prediction
+// under the chosen backends matches the reference backends to float32 tolerance.
+#include <benchmark/benchmark.h>
+#include <omp.h>
+
+#include <cmath>
+
+#include "engine/random.h"
+#include "engine/train/trainer.h"
+#include "models/models.h"
+
+namespace {
+
+using namespace driftlab;
+
+Tensor synthetic_images(int64_t n, uint64_t seed) {
+  Tensor x({n, 1, 28, 28}, DType::f32);
+  Rng rng(RngEngine::mt19937_u24, seed);
+  float* d = x.data<float>();
+  for (int64_t i = 0; i < x.numel(); ++i) d[i] = rng.uniform_f32();
+  return x;
+}
+
+std::vector<int32_t> synthetic_labels(int64_t n) {
+  std::vector<int32_t> y(static_cast<std::size_t>(n));
+  for (int64_t i = 0; i < n; ++i) y[i] = static_cast<int32_t>(i % 10);
+  return y;
+}
+
+const char* kPolicies[] = {"torch", "tensorflow", "theano"};
+const char* kModels[] = {"lenet1", "lenet5"};
+
+// args: model index, policy index, batch
+void BM_TrainStep(benchmark::State& state) {
+  const std::string model = kModels[state.range(0)], policy = kPolicies[state.range(1)];
+  const int64_t batch = state.range(2);
+  Model m = build_model(model, Policy::parse(policy), 1);
+  ExecContext exec;
+  TrainConfig cfg;
+  cfg.batch = batch;
+  cfg.sgd = {0.01, 0.9, false, 0.0};
+  Trainer trainer(m, exec, cfg);
+  Tensor x = synthetic_images(batch, 7);
+  auto y = synthetic_labels(batch);
+  double loss = trainer.step(x, y);
+  if (!std::isfinite(loss)) state.SkipWithError("non-finite loss");
+  for (auto _ : state) benchmark::DoNotOptimize(trainer.step(x, y));
+  state.counters["images/s"] = benchmark::Counter(static_cast<double>(batch), benchmark::Counter::kIsIterationInvariantRate);
+  state.SetLabel(model + " " + policy + " threads=" + std::to_string(omp_get_max_threads()));
+}
+
+void BM_Predict(benchmark::State& state) {
+  const std::string model = kModels[state.range(0)], policy = kPolicies[state.range(1)];
+  const int64_t batch = state.range(2);
+  Model m = build_model(model, Policy::parse(policy), 1);
+  Model ref = build_model(model, Policy::parse(policy + ",conv_backend=reference,gemm_backend=reference"), 1);
+  ExecContext exec;
+  RunContext ctx{exec, false, nullptr};
+  Tensor x = synthetic_images(batch, 9);
+  {  // check once on a small slice: fast backends agree with the reference kernels
+    Tensor xs = x.reshape({batch, 1, 28, 28});
+    Tensor a = m.forward(ctx, xs), b = ref.forward(ctx, xs);
+    double worst = 0, scale = 0;
+    for (int64_t i = 0; i < a.numel(); ++i) {
+      worst = std::max(worst, std::abs(a.at(i) - b.at(i)));
+      scale = std::max(scale, std::abs(b.at(i)));
+    }
+    // float32 sums of <=256 products in another order: far below 1e-4 of the logit scale
+    if (worst > 1e-4 * std::max(scale, 1.0)) state.SkipWithError("fast kernels disagree with the reference");
+  }
+  for (auto _ : state) benchmark::DoNotOptimize(m.forward(ctx, x));
+  state.counters["images/s"] = benchmark::Counter(static_cast<double>(batch), benchmark::Counter::kIsIterationInvariantRate);
+  state.SetLabel(model + " " + policy);
+}
+
+void train_args(benchmark::internal::Benchmark* b) {
+  for (int m = 0; m < 2; ++m)
+    for (int p = 0; p < 3; ++p)
+      for (int batch : {32, 64, 128}) b->Args({m, p, batch});
+}
+void predict_args(benchmark::internal::Benchmark* b) {
+  for (int m = 0; m < 2; ++m)
+    for (int p = 0; p < 3; ++p)
+      for (int batch : {1000, 10000}) b->Args({m, p, batch});
+}
+
+}  // namespace
+
+BENCHMARK(BM_TrainStep)->Apply(train_args)->ArgNames({"model", "policy", "batch"})->UseRealTime()->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_Predict)->Apply(predict_args)->ArgNames({"model", "policy", "batch"})->UseRealTime()->Unit(benchmark::kMillisecond);

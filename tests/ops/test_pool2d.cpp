@@ -1,0 +1,128 @@
+// Fast max pooling against the reference: bit-identical results (a max involves no
+// rounding) on awkward shapes, ties under both tie rules, NaN inputs, overlapping windows,
+// padding on one side only, batch 1, float32 and float64, and 1 vs 2 threads.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <limits>
+
+#include "engine/ops/pool2d.h"
+#include "tests/test_util.h"
+
+namespace {
+
+using namespace driftlab;
+
+struct PoolCase {
+  const char* name;
+  int64_t n, c, h, w, kh, kw, sh, sw, pt, pb, pl, pr;
+};
+
+const PoolCase kCases[] = {
+    {"lenet_2x2", 3, 6, 24, 24, 2, 2, 2, 2, 0, 0, 0, 0},
+    {"odd_input_floor", 2, 3, 7, 9, 2, 2, 2, 2, 0, 0, 0, 0},
+    {"overlap_3x3_s2", 1, 2, 9, 8, 3, 3, 2, 2, 0, 0, 0, 0},
+    {"overlap_3x3_s1", 2, 1, 5, 6, 3, 3, 1, 1, 0, 0, 0, 0},
+    {"pad_one_side", 1, 3, 6, 7, 3, 3, 2, 2, 0, 1, 1, 0},
+    {"pad_all_sides", 2, 2, 5, 5, 3, 2, 2, 1, 1, 1, 1, 1},
+    {"non_square", 1, 4, 10, 3, 4, 1, 3, 1, 0, 0, 0, 0},
+    {"batch1_1x1", 1, 1, 4, 4, 1, 1, 1, 1, 0, 0, 0, 0},
+};
+
+Pool2dParams params(const PoolCase& c, PoolTies ties) {
+  Pool2dParams p;
+  p.n = c.n;
+  p.c = c.c;
+  p.h = c.h;
+  p.w = c.w;
+  p.kh = c.kh;
+  p.kw = c.kw;
+  p.stride_h = c.sh;
+  p.stride_w = c.sw;
+  p.pad_t = c.pt;
+  p.pad_b = c.pb;
+  p.pad_l = c.pl;
+  p.pad_r = c.pr;
+  p.ties = ties;
+  return p;
+}
+
+// Inputs quantised to a few values so that ties are frequent, plus a NaN or two.
+Tensor tie_heavy_input(const Pool2dParams& p, DType dt, uint64_t seed, bool with_nan) {
+  Tensor x = random_tensor(p.x_shape(), dt, seed, -2.0, 2.0);
+  for (int64_t i = 0; i < x.numel(); ++i) {
+    double v = std::floor(x.at(i));
+    dispatch_dtype(dt, [&](auto tag) { x.data<decltype(tag)>()[i] = static_cast<decltype(tag)>(v); });
+  }
+  if (with_nan && x.numel() > 7)
+    dispatch_dtype(dt, [&](auto tag) {
+      using T = decltype(tag);
+      x.data<T>()[x.numel() / 3] = std::numeric_limits<T>::quiet_NaN();
+      x.data<T>()[x.numel() - 5] = std::numeric_limits<T>::quiet_NaN();
+    });
+  return x;
+}
+
+class Pool2dFastVsRef : public ::testing::TestWithParam<std::tuple<PoolCase, PoolTies, DType, bool>> {};
+
+TEST_P(Pool2dFastVsRef, BitIdentical) {
+  auto [c, ties, dt, nan] = GetParam();
+  Pool2dParams p = params(c, ties);
+  Tensor x = tie_heavy_input(p, dt, 11, nan);
+  Tensor dy = random_tensor(p.y_shape(), dt, 12);
+  Tensor y_ref(p.y_shape(), dt), dx_ref(p.x_shape(), dt);
+  maxpool2d_forward_ref(p, x, y_ref);
+  maxpool2d_backward_ref(p, x, dy, dx_ref);
+  for (int threads : {1, 2}) {
+    ThreadCountGuard guard(threads);
+    Tensor y(p.y_shape(), dt), dx(p.x_shape(), dt);
+    maxpool2d_forward_fast(p, x, y);
+    maxpool2d_backward_fast(p, x, dy, dx);
+    EXPECT_TRUE(bitwise_equal(y, y_ref)) << c.name << " threads=" << threads;
+    EXPECT_TRUE(bitwise_equal(dx, dx_ref)) << c.name << " threads=" << threads;
+  }
+}
+
+std::string case_name(const ::testing::TestParamInfo<Pool2dFastVsRef::ParamType>& info) {
+  auto [c, ties, dt, nan] = info.param;
+  return std::string(c.name) + (ties == PoolTies::first ? "_first" : "_all") + (dt == DType::f32 ? "_f32" : "_f64") +
+         (nan ? "_nan" : "");
+}
+
+INSTANTIATE_TEST_SUITE_P(Cases, Pool2dFastVsRef,
+                         ::testing::Combine(::testing::ValuesIn(kCases),
+                                            ::testing::Values(PoolTies::first, PoolTies::all),
+                                            ::testing::Values(DType::f32, DType::f64), ::testing::Bool()),
+                         case_name);
+
+// The reference itself on a hand-computable case: 2x2 all-equal window.
+TEST(Pool2dRef, TiesFirstVsAll) {
+  Pool2dParams p;
+  p.n = p.c = 1;
+  p.h = p.w = 2;
+  Tensor x = Tensor::from<float>({1, 1, 2, 2}, {3, 3, 3, 3});
+  Tensor dy = Tensor::from<float>({1, 1, 1, 1}, {1});
+  Tensor dx({1, 1, 2, 2}, DType::f32);
+  p.ties = PoolTies::first;
+  maxpool2d_backward_ref(p, x, dy, dx);
+  EXPECT_TRUE(bitwise_equal(dx, Tensor::from<float>({1, 1, 2, 2}, {1, 0, 0, 0})));
+  p.ties = PoolTies::all;
+  maxpool2d_backward_ref(p, x, dy, dx);
+  EXPECT_TRUE(bitwise_equal(dx, Tensor::from<float>({1, 1, 2, 2}, {1, 1, 1, 1})));
+}
+
+// Padding never wins: an all-negative input keeps negative maxima at the border.
+TEST(Pool2dRef, PaddingNeverWins) {
+  Pool2dParams p;
+  p.n = p.c = 1;
+  p.h = p.w = 3;
+  p.kh = p.kw = 2;
+  p.stride_h = p.stride_w = 2;
+  p.pad_t = p.pad_l = 1;
+  Tensor x = Tensor::from<float>({1, 1, 3, 3}, {-1, -2, -3, -4, -5, -6, -7, -8, -9});
+  Tensor y({1, 1, 2, 2}, DType::f32);
+  maxpool2d_forward_ref(p, x, y);
+  EXPECT_TRUE(bitwise_equal(y, Tensor::from<float>({1, 1, 2, 2}, {-1, -2, -4, -5})));
+}
+
+}  // namespace
