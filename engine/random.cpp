@@ -37,8 +37,11 @@ Rng::Rng(RngEngine engine, uint64_t seed) : engine_(engine) {
       key_ = {static_cast<uint32_t>(seed), static_cast<uint32_t>(seed >> 32)};
       break;
     case RngEngine::mrg31k3p: {
-      // Theano MRG_RandomStreams(seed): all six state words set to the seed (0 < seed < M2).
-      int64_t s = static_cast<int64_t>(seed % static_cast<uint64_t>(kMrgM2 - 1)) + 1;
+      // Theano MRG_RandomStreams(seed): all six state words set to the seed, which Theano
+      // requires to be in (0, M2); seeds outside that range (Theano refuses them) are mapped in.
+      int64_t s = seed > 0 && seed < static_cast<uint64_t>(kMrgM2)
+                      ? static_cast<int64_t>(seed)
+                      : static_cast<int64_t>(seed % static_cast<uint64_t>(kMrgM2 - 1)) + 1;
       x1_ = {s, s, s};
       x2_ = {s, s, s};
       break;
