@@ -47,7 +47,8 @@ const std::vector<int64_t>& square_sizes() {
 template <typename T>
 std::vector<T> values(int64_t n, double phase) {
   std::vector<T> v(static_cast<std::size_t>(n));
-  for (int64_t i = 0; i < n; ++i) v[static_cast<std::size_t>(i)] = static_cast<T>(std::sin(0.37 * static_cast<double>(i) + phase));
+  for (int64_t i = 0; i < n; ++i)
+    v[static_cast<std::size_t>(i)] = static_cast<T>(std::sin(0.37 * static_cast<double>(i) + phase));
   return v;
 }
 
@@ -101,8 +102,9 @@ GemmParams gemm(int64_t m, int64_t n, int64_t k, bool trans_a, bool trans_b, dou
 
 void add(const std::string& shape, KernelBackend be, DType dt, const GemmParams& p) {
   const std::string name = std::string(backend_name(be)) + "/" + dtype_name(dt) + "/" + shape;
-  benchmark::internal::Benchmark* b = dt == DType::f32 ? benchmark::RegisterBenchmark(name.c_str(), bm_gemm<float>, be, p)
-                                                        : benchmark::RegisterBenchmark(name.c_str(), bm_gemm<double>, be, p);
+  benchmark::internal::Benchmark* b = dt == DType::f32
+                                           ? benchmark::RegisterBenchmark(name.c_str(), bm_gemm<float>, be, p)
+                                           : benchmark::RegisterBenchmark(name.c_str(), bm_gemm<double>, be, p);
   b->ArgName("threads")->Unit(benchmark::kMicrosecond)->UseRealTime();
   const int max_threads = be == KernelBackend::reference ? 1 : std::min(2, omp_get_max_threads());
   for (int t = 1; t <= max_threads; ++t) b->Arg(t);

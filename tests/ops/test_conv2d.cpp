@@ -7,10 +7,12 @@
 #include <gtest/gtest.h>
 #include <omp.h>
 
+#include <algorithm>
 #include <cmath>
 #include <functional>
 #include <limits>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "engine/ops/conv2d.h"
@@ -104,7 +106,9 @@ std::vector<ConvTestParam> conv_params() {
 // addition rounds by <= eps/2 of a partial sum whose size grows like sqrt(terms) for random
 // signs, so the two results drift apart by ~ sqrt(terms) * sqrt(terms) * eps / 2 in the worst
 // realistic case; 8 * terms * eps leaves a wide margin and is still ~1e-12 relative in double.
-double sum_atol(int64_t terms, DType dt) { return 8.0 * static_cast<double>(std::max<int64_t>(terms, 1)) * dtype_eps(dt); }
+double sum_atol(int64_t terms, DType dt) {
+  return 8.0 * static_cast<double>(std::max<int64_t>(terms, 1)) * dtype_eps(dt);
+}
 // Relative part: the final rounding of the output (bias add, adding into dw) is one eps of |ref|.
 double out_rtol(DType dt) { return 4.0 * dtype_eps(dt); }
 
@@ -171,6 +175,57 @@ std::string conv_param_name(const ::testing::TestParamInfo<ConvTestParam>& info)
 }
 
 INSTANTIATE_TEST_SUITE_P(Cases, Conv2dFastVsRef, ::testing::ValuesIn(conv_params()), conv_param_name);
+
+// w rotated 180 degrees in (R,S): the kernel a flipped conv applies.
+Tensor rotated(const Tensor& w) {
+  Tensor out = w.clone();
+  const int64_t rs = w.dim(2) * w.dim(3);
+  dispatch_dtype(w.dtype(), [&](auto tag) {
+    using T = decltype(tag);
+    const T* src = w.data<T>();
+    T* dst = out.data<T>();
+    for (int64_t i = 0; i < w.numel(); ++i) dst[i] = src[i - i % rs + rs - 1 - i % rs];
+  });
+  return out;
+}
+
+class Conv2dFlip : public ::testing::TestWithParam<std::pair<KernelBackend, DType>> {};
+
+// flip on w == no flip on rotated w (forward, backward_data), and the flipped weight gradient is
+// the rotated unflipped one. The unflipped call runs first on the same shape, so a kernel that
+// caches per shape must not carry flip state over.
+TEST_P(Conv2dFlip, EqualsRotatedKernel) {
+  const auto [backend, dtype] = GetParam();
+  const KernelRegistry reg = make_cpu_registry();
+  const Conv2dKernel& k = reg.conv2d[static_cast<int>(backend)];
+  Conv2dParams plain = conv(3, 5, 9, 8, 6, 3, 2, [](Conv2dParams& q) { q.pad_t = 1, q.pad_l = 1, q.stride_w = 2; });
+  Conv2dParams flipped = plain;
+  flipped.flip = true;
+  Tensor x = random_tensor(plain.x_shape(), dtype, 51), w = random_tensor(plain.w_shape(), dtype, 52);
+  Tensor dy = random_tensor(plain.y_shape(), dtype, 53), w_rot = rotated(w);
+  Tensor y_plain(plain.y_shape(), dtype), y_flip(plain.y_shape(), dtype);
+  Tensor dx_plain(plain.x_shape(), dtype), dx_flip(plain.x_shape(), dtype);
+  Tensor dw_plain(plain.w_shape(), dtype), dw_flip(plain.w_shape(), dtype);
+  k.forward(plain, x, w_rot, nullptr, y_plain);
+  k.backward_data(plain, dy, w_rot, dx_plain);
+  k.backward_weight(plain, x, dy, dw_plain, nullptr);
+  k.forward(flipped, x, w, nullptr, y_flip);
+  k.backward_data(flipped, dy, w, dx_flip);
+  k.backward_weight(flipped, x, dy, dw_flip, nullptr);
+  // Same products, possibly summed in another order (Eigen's im2col rows are permuted by flip).
+  EXPECT_TRUE(all_close(y_flip, y_plain, sum_atol(plain.c * plain.r * plain.s, dtype), out_rtol(dtype)));
+  EXPECT_TRUE(all_close(dx_flip, dx_plain, sum_atol(plain.k * plain.r * plain.s, dtype), out_rtol(dtype)));
+  const int64_t dw_terms = plain.n * plain.out_h() * plain.out_w();
+  EXPECT_TRUE(all_close(dw_flip, rotated(dw_plain), sum_atol(dw_terms, dtype), out_rtol(dtype)));
+}
+
+INSTANTIATE_TEST_SUITE_P(Backends, Conv2dFlip,
+                         ::testing::Values(std::make_pair(KernelBackend::eigen, DType::f32),
+                                           std::make_pair(KernelBackend::eigen, DType::f64),
+                                           std::make_pair(KernelBackend::onednn, DType::f32)),
+                         [](const auto& info) {
+                           return std::string(backend_name(info.param.first)) + "_" + dtype_name(info.param.second);
+                         });
 
 TEST(Conv2dOnednn, Float64FallsBackToReference) {
   const KernelRegistry reg = make_cpu_registry();

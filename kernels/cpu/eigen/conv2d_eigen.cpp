@@ -9,7 +9,8 @@
 //   backward_weight  dW   (K,CRS) += dy_n * col^T,  db[k] += sum_pq dy_n[k,pq]
 // Flip is handled inside im2col/col2im: the pixel met by window tap (r,s) is stored in the row of
 // kernel element (R-1-r, S-1-s), so W is always the weight tensor as stored and dW lands in the
-// stored orientation too; a flipped conv costs nothing extra.
+// stored orientation too; a flipped conv costs nothing extra. A 1x1 kernel with stride 1 and no
+// padding skips im2col/col2im: col is x_n (and dcol is dx_n) itself.
 //
 // Threading: the batch is cut into min(omp_get_max_threads(), N) contiguous chunks run under
 // `omp parallel for schedule(static)`; each chunk calls Eigen, which runs single-threaded inside
@@ -159,9 +160,9 @@ void backward_data(const Conv2dParams& p, const T* dy, const T* w, T* dx) {
   std::vector<T> scratch(direct ? 0 : static_cast<std::size_t>(chunks * CRS * PQ));
   const ConstMatMap<T> wm(w, p.k, CRS);
   for_each_batch_chunk(p.n, chunks, [&](int64_t chunk, int64_t n0, int64_t n1) {
-    T* col = direct ? dx + n0 * CHW : scratch.data() + chunk * CRS * PQ;
+    T* chunk_col = direct ? nullptr : scratch.data() + chunk * CRS * PQ;
     for (int64_t n = n0; n < n1; ++n) {
-      if (direct) col = dx + n * CHW;
+      T* col = direct ? dx + n * CHW : chunk_col;  // direct: dcol is dx_n itself
       MatMap<T>(col, CRS, PQ).noalias() = wm.transpose() * ConstMatMap<T>(dy + n * p.k * PQ, p.k, PQ);
       if (!direct) col2im(p, col, dx + n * CHW);
     }

@@ -22,9 +22,7 @@
 // run-to-run reproducible for a fixed thread count. The thread count is part of the plan key.
 #include <omp.h>
 
-#include <algorithm>
 #include <array>
-#include <cstring>
 #include <map>
 #include <memory>
 #include <oneapi/dnnl/dnnl.hpp>
@@ -70,7 +68,7 @@ struct PlanArg {
 struct Plan {
   dnnl::primitive conv;
   std::vector<PlanArg> args;
-  std::vector<float> flipped_w;  // rotated weights (flip)
+  std::vector<float> flipped_w;  // rotated weights (flip), see applied_weights
   std::vector<float> dw_scratch, db_scratch;  // backward_weight: gradients before adding
 };
 
@@ -138,7 +136,6 @@ std::unique_ptr<Plan> make_plan(ConvOp op, const Conv2dParams& p, bool bias) {
     plan->dw_scratch.resize(static_cast<std::size_t>(p.k * p.c * p.r * p.s));
     if (bias) plan->db_scratch.resize(static_cast<std::size_t>(p.k));
   }
-  if (p.flip && op != ConvOp::backward_weight) plan->flipped_w.resize(static_cast<std::size_t>(p.k * p.c * p.r * p.s));
   return plan;
 }
 
@@ -160,11 +157,18 @@ Plan& get_plan(ConvOp op, const Conv2dParams& p, bool bias) {
   return *cache.emplace(key, make_plan(op, p, bias)).first->second;
 }
 
-// w:(K,C,R,S) -> out:(K,C,R,S) rotated 180 degrees in (R,S). out[.., r, s] = w[.., R-1-r, S-1-s].
-void rotate_kernel(const Conv2dParams& p, const float* w, float* out) {
+// The weights the primitive applies: w itself, or with flip a copy rotated 180 degrees in (R,S),
+// out[.., r, s] = w[.., R-1-r, S-1-s], kept in the plan (flip is not part of the plan key, so
+// the buffer is sized on first use).
+const float* applied_weights(Plan& plan, const Conv2dParams& p, const Tensor& w) {
+  const float* wp = w.data<float>();
+  if (!p.flip) return wp;
   const int64_t rs = p.r * p.s;
+  plan.flipped_w.resize(static_cast<std::size_t>(p.k * p.c * rs));
+  float* out = plan.flipped_w.data();
   for (int64_t kc = 0; kc < p.k * p.c; ++kc)
-    for (int64_t i = 0; i < rs; ++i) out[kc * rs + i] = w[kc * rs + rs - 1 - i];
+    for (int64_t i = 0; i < rs; ++i) out[kc * rs + i] = wp[kc * rs + rs - 1 - i];
+  return out;
 }
 
 // Binds the caller's pointers (in PlanArg order), reorders inputs in, runs, reorders outputs out.
@@ -211,11 +215,7 @@ void conv2d_forward_onednn(const Conv2dParams& p, const Tensor& x, const Tensor&
   if (b) check_shape(fn, "b", *b, {p.k});
   with_onednn_errors(fn, p, [&] {
     Plan& plan = get_plan(ConvOp::forward, p, b != nullptr);
-    const float* wp = w.data<float>();
-    if (p.flip) {
-      rotate_kernel(p, wp, plan.flipped_w.data());
-      wp = plan.flipped_w.data();
-    }
+    const float* wp = applied_weights(plan, p, w);
     std::vector<void*> ptrs = {const_cast<float*>(x.data<float>()), const_cast<float*>(wp)};
     if (b) ptrs.push_back(const_cast<float*>(b->data<float>()));
     ptrs.push_back(y.data<float>());
@@ -230,11 +230,7 @@ void conv2d_backward_data_onednn(const Conv2dParams& p, const Tensor& dy, const 
   check_shape(fn, "dx", dx, p.x_shape());
   with_onednn_errors(fn, p, [&] {
     Plan& plan = get_plan(ConvOp::backward_data, p, false);
-    const float* wp = w.data<float>();
-    if (p.flip) {
-      rotate_kernel(p, wp, plan.flipped_w.data());
-      wp = plan.flipped_w.data();
-    }
+    const float* wp = applied_weights(plan, p, w);
     run_plan(plan, {const_cast<float*>(dy.data<float>()), const_cast<float*>(wp), dx.data<float>()});
   });
 }
