@@ -246,7 +246,7 @@ const std::vector<KnobRow>& rows() {
          "tensorflow/core/kernels/conv_ops.cc; theano/tensor/nnet/corr.py; aten/src/ATen/native/mkldnn/Conv.cpp"}));
     r.push_back(enum_knob(&Policy::gemm_backend,
         {"gemm_backend", "numerics", kBackends, "CPU kernel for matrix multiplication (dense layers)",
-         "eigen: Eigen tensor contraction", "eigen (BLAS gemm)", "eigen (stands in for MKL/OpenBLAS sgemm)",
+         "eigen: Eigen tensor contraction", "eigen (BLAS gemm)", "onednn: dnnl_sgemm (PyTorch: MKL/OpenBLAS sgemm)",
          "tensorflow/core/kernels/matmul_op_impl.h; aten/src/ATen/native/LinearAlgebra.cpp"}));
     r.push_back(enum_knob(&Policy::acc_order,
         {"acc_order", "numerics", {"ascending", "descending", "pairwise"},

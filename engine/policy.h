@@ -65,7 +65,7 @@ struct Policy {
   ShuffleAlgo shuffle = ShuffleAlgo::forward_modulo;
   // --- numerics ---
   KernelBackend conv_backend = KernelBackend::onednn;
-  KernelBackend gemm_backend = KernelBackend::eigen;
+  KernelBackend gemm_backend = KernelBackend::onednn;
   SumOrder acc_order = SumOrder::ascending;               // reference kernels only
   FloatType dtype = FloatType::float32;
 
