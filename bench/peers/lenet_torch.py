@@ -88,6 +88,10 @@ def main():
             print(json.dumps({'framework': 'pytorch ' + torch.__version__, 'model': name, 'work': 'train_epoch',
                               'batch': b, 'images': n, 'seconds': secs, 'test_acc': acc,
                               'threads': a.threads}), flush=True)
+        if not [v for v in a.batches.split(',') if v]:  # timing only: trained weights don't change the cost
+            torch.manual_seed(a.seed)
+            model = {'lenet1': lenet1, 'lenet5': lenet5}[name]()
+        model.eval()
         with torch.no_grad():
             for m in [int(v) for v in a.predict.split(',') if v]:
                 x = xte[:m]
