@@ -1,5 +1,7 @@
-// Elementwise activations, float and double. Plain loops the compiler vectorises: they
-// are both the reference and the kernel the engine runs. forward/backward write (=).
+// Elementwise activations, float and double. Plain loops the compiler vectorises, split
+// over OpenMP threads for large tensors: each element is computed alone, so the result is
+// the same for any thread count, and these loops are both the reference and the kernel the
+// engine runs. forward/backward write (=).
 #include <cmath>
 
 #include "engine/ops/activation.h"
@@ -18,20 +20,27 @@ const char* act_name(ActKind k) {
 
 namespace {
 
+// Below this many elements a parallel region costs more than it saves.
+constexpr int64_t kParallelMin = 1 << 15;
+
 template <typename T>
 void forward(const ActivationParams& p, const T* x, T* y, int64_t n) {
   const T slope = static_cast<T>(p.hs_slope), offset = static_cast<T>(p.hs_offset);
   switch (p.kind) {
     case ActKind::relu:
+#pragma omp parallel for schedule(static) if (n > kParallelMin)
       for (int64_t i = 0; i < n; ++i) y[i] = x[i] > T(0) ? x[i] : T(0);
       break;
     case ActKind::tanh:
+#pragma omp parallel for schedule(static) if (n > kParallelMin)
       for (int64_t i = 0; i < n; ++i) y[i] = std::tanh(x[i]);
       break;
     case ActKind::sigmoid:
+#pragma omp parallel for schedule(static) if (n > kParallelMin)
       for (int64_t i = 0; i < n; ++i) y[i] = T(1) / (T(1) + std::exp(-x[i]));
       break;
     case ActKind::hard_sigmoid:
+#pragma omp parallel for schedule(static) if (n > kParallelMin)
       for (int64_t i = 0; i < n; ++i) {
         T v = slope * x[i] + offset;
         y[i] = v < T(0) ? T(0) : (v > T(1) ? T(1) : v);
@@ -46,12 +55,15 @@ void backward(const ActivationParams& p, const T* x, const T* y, const T* dy, T*
   const T g0 = static_cast<T>(p.relu_grad_at_zero);
   switch (p.kind) {
     case ActKind::relu:
+#pragma omp parallel for schedule(static) if (n > kParallelMin)
       for (int64_t i = 0; i < n; ++i) dx[i] = x[i] > T(0) ? dy[i] : (x[i] == T(0) ? g0 * dy[i] : T(0));
       break;
     case ActKind::tanh:
+#pragma omp parallel for schedule(static) if (n > kParallelMin)
       for (int64_t i = 0; i < n; ++i) dx[i] = dy[i] * (T(1) - y[i] * y[i]);
       break;
     case ActKind::sigmoid:
+#pragma omp parallel for schedule(static) if (n > kParallelMin)
       for (int64_t i = 0; i < n; ++i) dx[i] = dy[i] * y[i] * (T(1) - y[i]);
       break;
     case ActKind::hard_sigmoid:
@@ -60,7 +72,8 @@ void backward(const ActivationParams& p, const T* x, const T* y, const T* dy, T*
       // Compared in x (bounds in double) so that x = +-2.5 or +-3 hits the edge exactly.
       {
         const double lo = -p.hs_offset / p.hs_slope, hi = (1.0 - p.hs_offset) / p.hs_slope;
-        for (int64_t i = 0; i < n; ++i) {
+#pragma omp parallel for schedule(static) if (n > kParallelMin)
+      for (int64_t i = 0; i < n; ++i) {
           double v = static_cast<double>(x[i]);
           bool inside = p.hs_grad_edges_inclusive ? (v >= lo && v <= hi) : (v > lo && v < hi);
           dx[i] = inside ? slope * dy[i] : T(0);
