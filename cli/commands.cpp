@@ -318,8 +318,8 @@ void weights_export(const std::string& weights, const std::string& dir, bool fra
   LoadedModel lm = load_model(weights);
   fs::create_directories(dir);
   for (auto& np : lm.model.net->named_params()) {
-    Tensor t = framework_layout ? to_framework_layout(np.second->value, lm.model.policy.weight_layout) : np.second->value;
-    if (np.second->is_bias) t = np.second->value;
+    const Tensor& v = np.second->value;
+    Tensor t = framework_layout && !np.second->is_bias ? to_framework_layout(v, lm.model.policy.weight_layout) : v;
     std::string path = (fs::path(dir) / (np.first + ".npy")).string();
     write_npy(path, t);
     std::cout << path << " " << shape_str(t.shape()) << "\n";
