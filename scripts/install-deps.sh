@@ -20,3 +20,21 @@ if ((${#missing[@]})); then
 else
   echo "install-deps: everything is installed"
 fi
+
+# TensorFlow.js oracle (tests/oracles/tfjs): pure-JS CPU backend from the npm registry.
+oracle_dir="$(dirname "$0")/../tests/oracles/tfjs"
+if [ -f "$oracle_dir/package.json" ]; then
+  if ! command -v node >/dev/null 2>&1; then
+    SUDO=""
+    [ "$(id -u)" -eq 0 ] || SUDO="sudo"
+    DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -q --no-install-recommends nodejs npm
+  fi
+  if [ ! -d "$oracle_dir/node_modules/@tensorflow/tfjs" ]; then
+    echo "install-deps: installing the TensorFlow.js oracle (npm)"
+    if [ -f "$oracle_dir/package-lock.json" ]; then
+      (cd "$oracle_dir" && npm ci --no-audit --no-fund --loglevel=error)
+    else
+      (cd "$oracle_dir" && npm install --no-audit --no-fund --loglevel=error)
+    fi
+  fi
+fi
