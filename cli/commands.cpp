@@ -14,6 +14,9 @@
 
 #include <nlohmann/json.hpp>
 
+#include "drift/convert.h"
+#include "drift/drift.h"
+#include "drift/explain.h"
 #include "engine/data/idx.h"
 #include "engine/data/transform.h"
 #include "engine/io/npy.h"
@@ -344,15 +347,19 @@ void weights_import(const std::string& model_name, const std::string& spec, cons
 
 // ---------- compare: the README's main job ----------
 
-void compare_cmd(TrainOptions o, const std::string& policies) {
+// "tensorflow,theano,torch" (presets) or "torch;torch,relu_grad_at_zero=0.5" (policy strings).
+std::vector<std::string> split_policies(const std::string& policies) {
+  char sep = policies.find(';') != std::string::npos || policies.find('=') != std::string::npos ? ';' : ',';
   std::vector<std::string> names;
   std::stringstream ss(policies);
-  for (std::string s; std::getline(ss, s, ';');) names.push_back(s);
-  if (names.size() == 1 && policies.find(';') == std::string::npos && policies.find('=') == std::string::npos) {
-    names.clear();
-    std::stringstream s2(policies);
-    for (std::string s; std::getline(s2, s, ',');) names.push_back(s);
-  }
+  for (std::string item; std::getline(ss, item, sep);)
+    if (!item.empty()) names.push_back(item);
+  check(!names.empty(), "policies: '", policies, "' names no policy");
+  return names;
+}
+
+void compare_cmd(TrainOptions o, const std::string& policies) {
+  std::vector<std::string> names = split_policies(policies);
   std::string base_out = o.out.empty() ? "runs/compare" : o.out;
   struct Row {
     std::string policy;
@@ -386,6 +393,165 @@ void compare_cmd(TrainOptions o, const std::string& policies) {
   }
   fs::create_directories(base_out);
   write_file_atomic((fs::path(base_out) / "compare.json").string(), all.dump(2) + "\n");
+}
+
+// ---------- drift / attribute / explain ----------
+
+struct DriftOptions {
+  std::string model, weights, policies = "tensorflow,theano,torch", json;
+  DataOptions data;
+  bool no_convert = false;
+  double tol = 1e-5;
+  int64_t localise_batch = 100;
+  int threads = 0;
+};
+
+std::string pct(double v) { return fmt(100.0 * v, 2) + "%"; }
+std::string sci(double v) {
+  std::ostringstream os;
+  os << std::scientific << std::setprecision(2) << v;
+  return os.str();
+}
+
+void check_model_name(const std::string& asked, const LoadedModel& lm, const std::string& path) {
+  check(asked.empty() || asked == lm.model.name, "--model ", asked, " does not match ", path, ", which holds ",
+        lm.model.name);
+}
+
+void print_localisation(const Localisation& loc) {
+  std::cout << "  " << std::left << std::setw(4) << "#" << std::setw(58) << "layer (under the first policy)"
+            << std::right << std::setw(11) << "max|d|" << std::setw(11) << "max rel" << "\n";
+  for (std::size_t i = 0; i < loc.layers.size(); ++i) {
+    const auto& l = loc.layers[i];
+    std::cout << "  " << std::left << std::setw(4) << l.index << std::setw(58) << l.layer << std::right << std::setw(11)
+              << sci(l.max_abs) << std::setw(11) << sci(l.max_rel)
+              << (static_cast<int>(i) == loc.first_divergent ? "  <- first beyond tolerance" : "") << "\n";
+  }
+}
+
+void drift_cmd(const DriftOptions& o) {
+  set_threads(o.threads);
+  LoadedModel lm = load_model(o.weights);
+  check_model_name(o.model, lm, o.weights);
+  Dataset test = load_split(o.data, false);
+  apply_norm(test, model_input_norm(lm));
+  ExecContext exec;
+  std::vector<std::string> names = split_policies(o.policies);
+  std::vector<Model> models;
+  std::vector<Tensor> probs;
+  json out = {{"model", lm.model.name}, {"weights", o.weights}, {"weights_policy", lm.model.policy.to_string()},
+              {"dataset", test.name}, {"n", test.images.dim(0)}, {"converted", !o.no_convert}, {"device", "cpu"}};
+  std::cout << "drift: " << lm.model.name << " weights " << o.weights << " (trained under "
+            << lm.model.policy.to_string() << "), " << test.images.dim(0) << " images of " << test.name << ", weights "
+            << (o.no_convert ? "loaded as raw tensors" : "converted between conventions (flip, flatten order)")
+            << ", cpu, " << omp_get_max_threads() << " threads\n\n";
+  std::cout << std::left << std::setw(40) << "policy" << std::right << std::setw(10) << "accuracy" << "\n";
+  json acc = json::array();
+  for (const auto& n : names) {
+    models.push_back(rebuild_under(lm.model, Policy::parse(n), !o.no_convert));
+    probs.push_back(predict_probs(models.back(), exec, test, 1000));
+    double a = accuracy_of(probs.back(), test.labels);
+    std::cout << std::left << std::setw(40) << models.back().policy.to_string() << std::right << std::setw(10)
+              << pct(a) << "\n";
+    acc.push_back({{"policy", models.back().policy.to_string()}, {"accuracy", a}});
+  }
+  out["accuracy"] = acc;
+  std::cout << "\nlast-layer outputs (softmax probabilities), a against b as the reference (S3's y_c vs y_o):\n";
+  std::cout << std::left << std::setw(30) << "a vs b" << std::right << std::setw(14) << "abs err mean" << std::setw(14)
+            << "rel err mean" << std::setw(12) << "mean|d|" << std::setw(12) << "max|d|" << std::setw(12)
+            << "misclass." << "\n";
+  json pairs = json::array();
+  std::vector<int64_t> idx(static_cast<std::size_t>(std::min<int64_t>(o.localise_batch, test.images.dim(0))));
+  for (std::size_t i = 0; i < idx.size(); ++i) idx[i] = static_cast<int64_t>(i);
+  for (std::size_t i = 0; i < models.size(); ++i)
+    for (std::size_t j = i + 1; j < models.size(); ++j) {
+      OutputDrift d = compare_outputs(probs[j], probs[i]);
+      std::string label = models[j].policy.preset + " vs " + models[i].policy.preset;
+      std::cout << std::left << std::setw(30) << label << std::right << std::setw(14) << sci(d.abs_err_mean)
+                << std::setw(14) << sci(d.rel_err_mean) << std::setw(12) << sci(d.mean_abs) << std::setw(12)
+                << sci(d.max_abs) << std::setw(12) << pct(d.misclassification) << "\n";
+      Tensor x = gather_batch(test, idx, 0, static_cast<int64_t>(idx.size()), DType::f32);
+      Localisation loc = localise(models[j], models[i], exec, x, o.tol);
+      pairs.push_back({{"a", models[j].policy.to_string()}, {"b", models[i].policy.to_string()},
+                       {"outputs", to_json(d)}, {"localisation", to_json(loc)}});
+    }
+  for (const auto& p : pairs) {
+    std::cout << "\nlocalisation, " << p["a"].get<std::string>() << " vs " << p["b"].get<std::string>() << " (first "
+              << idx.size() << " images; tolerance max|d|/max|b| > " << o.tol << "):\n";
+    Localisation loc;
+    loc.tolerance = o.tol;
+    loc.first_divergent = p["localisation"]["first_divergent"].get<int>();
+    for (const auto& l : p["localisation"]["layers"])
+      loc.layers.push_back({l["index"].get<std::size_t>(), l["layer"].get<std::string>(), l["max_abs"].get<double>(),
+                            l["max_rel"].get<double>()});
+    print_localisation(loc);
+    if (loc.first_divergent < 0) std::cout << "  no layer diverges beyond the tolerance\n";
+  }
+  out["pairs"] = pairs;
+  if (!o.json.empty()) write_file_atomic(o.json, out.dump(2) + "\n");
+}
+
+struct AttributeCliOptions {
+  std::string model, weights, from = "tensorflow", to = "torch", json;
+  DataOptions data;
+  bool no_convert = false;
+  int train = 0;
+  int64_t batch = 128;
+  double lr = 0.01, momentum = 0.9;
+  uint64_t seed = 1;
+  int threads = 0;
+};
+
+void attribute_cmd(const AttributeCliOptions& o) {
+  set_threads(o.threads);
+  LoadedModel lm = load_model(o.weights);
+  check_model_name(o.model, lm, o.weights);
+  InputNorm norm = model_input_norm(lm);
+  Dataset test = load_split(o.data, false);
+  apply_norm(test, norm);
+  Dataset train;
+  if (o.train > 0) {
+    train = load_split(o.data, true);
+    apply_norm(train, norm);
+  }
+  ExecContext exec;
+  AttributeOptions opt;
+  opt.convert = !o.no_convert;
+  opt.train_epochs = o.train;
+  opt.train.batch = o.batch;
+  opt.train.sgd = {o.lr, o.momentum, false, 0.0};
+  opt.train.seed = o.seed;
+  Policy from = Policy::parse(o.from), to = Policy::parse(o.to);
+  Attribution a = attribute(lm.model, from, to, test, o.train > 0 ? &train : nullptr, exec, opt);
+  std::cout << "attribute: " << lm.model.name << " weights " << o.weights << ", from " << a.from << " to " << a.to
+            << ", " << test.images.dim(0) << " images of " << test.name << ", weights "
+            << (o.no_convert ? "raw" : "converted") << ", cpu, " << omp_get_max_threads() << " threads\n";
+  if (a.trained)
+    std::cout << "training " << o.train << " epoch(s) of " << train.images.dim(0) << " images from the same initial weights,"
+              << " batch " << o.batch << ", lr " << o.lr << ", momentum " << o.momentum << ", seed " << o.seed << "\n";
+  std::cout << "\ntotal: accuracy " << pct(a.from_accuracy) << " (from) vs " << pct(a.to_accuracy) << " (to); outputs mean|d| "
+            << sci(a.total.mean_abs) << ", max|d| " << sci(a.total.max_abs) << ", misclassification "
+            << pct(a.total.misclassification) << "\n";
+  std::cout << "\neach knob flipped alone (from -> to), against the `from` policy:\n";
+  std::cout << std::left << std::setw(24) << "knob" << std::setw(42) << "from -> to" << std::right << std::setw(11)
+            << "mean|d|" << std::setw(11) << "max|d|" << std::setw(10) << "misclass" << std::setw(10) << "accuracy";
+  if (a.trained) std::cout << std::setw(12) << "train loss" << std::setw(12) << "|dW|";
+  std::cout << "\n";
+  for (const auto& e : a.single) {
+    std::cout << std::left << std::setw(24) << e.knob << std::setw(42) << (e.from_value + " -> " + e.to_value)
+              << std::right << std::setw(11) << sci(e.vs_from.mean_abs) << std::setw(11) << sci(e.vs_from.max_abs)
+              << std::setw(10) << pct(e.vs_from.misclassification) << std::setw(10) << pct(e.accuracy);
+    if (a.trained) std::cout << std::setw(12) << fmt(e.train_loss, 4) << std::setw(12) << sci(e.weight_distance);
+    std::cout << (e.changes_nothing ? "   changes nothing on this model" : "") << "\n";
+  }
+  std::cout << "\ncumulative path (knobs flipped one after another), distance to `to` "
+            << (a.trained ? "(weight distance after training)" : "(mean|d| of the outputs)") << ":\n";
+  std::cout << std::left << std::setw(24) << "after flipping" << std::right << std::setw(12) << "distance" << std::setw(10)
+            << "explains" << std::setw(10) << "accuracy" << "\n";
+  for (const auto& s : a.path)
+    std::cout << std::left << std::setw(24) << s.knob << std::right << std::setw(12) << sci(s.distance_to_to)
+              << std::setw(10) << pct(s.share) << std::setw(10) << pct(s.accuracy) << "\n";
+  if (!o.json.empty()) write_file_atomic(o.json, to_json(a).dump(2) + "\n");
 }
 
 }  // namespace
@@ -480,6 +646,44 @@ void register_commands(CLI::App& app) {
   wim->add_option("--out", *iout)->required();
   wim->add_flag("--driftlab-layout", *idl, "the files are OIHW/(out,in) rather than the policy's framework layout");
   wim->callback([im, ip, idir, iout, idl] { weights_import(*im, *ip, *idir, *iout, !*idl); });
+
+  // drift
+  auto dopt = std::make_shared<DriftOptions>();
+  auto* dr = app.add_subcommand("drift", "the same weights under several policies: output errors, misclassification, localisation");
+  dr->add_option("--weights", dopt->weights, "model file (.dlm)")->required();
+  dr->add_option("--model", dopt->model, "checked against the model the file holds");
+  dr->add_option("--policies", dopt->policies)->capture_default_str();
+  dr->add_flag("--no-convert", dopt->no_convert, "load the tensors raw under each policy instead of converting them");
+  dr->add_option("--tol", dopt->tol, "localisation tolerance on max|d|/max|b| per layer")->capture_default_str();
+  dr->add_option("--localise-batch", dopt->localise_batch)->capture_default_str();
+  dr->add_option("--json", dopt->json, "also write the report as JSON");
+  dr->add_option("--threads", dopt->threads);
+  add_data_options(dr, dopt->data);
+  dr->callback([dopt] { drift_cmd(*dopt); });
+
+  // attribute
+  auto aopt = std::make_shared<AttributeCliOptions>();
+  auto* at = app.add_subcommand("attribute", "flip the knobs between two policies one at a time: what explains the difference");
+  at->add_option("--weights", aopt->weights, "model file (.dlm)")->required();
+  at->add_option("--model", aopt->model, "checked against the model the file holds");
+  at->add_option("--from", aopt->from)->capture_default_str();
+  at->add_option("--to", aopt->to)->capture_default_str();
+  at->add_option("--train", aopt->train, "also train N epochs from the same initial weights under each policy");
+  at->add_option("--batch", aopt->batch)->capture_default_str();
+  at->add_option("--lr", aopt->lr)->capture_default_str();
+  at->add_option("--momentum", aopt->momentum)->capture_default_str();
+  at->add_option("--seed", aopt->seed)->capture_default_str();
+  at->add_flag("--no-convert", aopt->no_convert);
+  at->add_option("--json", aopt->json);
+  at->add_option("--threads", aopt->threads);
+  add_data_options(at, aopt->data);
+  at->callback([aopt] { attribute_cmd(*aopt); });
+
+  // explain
+  auto knob = std::make_shared<std::string>();
+  auto* ex = app.add_subcommand("explain", "what a knob does, its value per framework, its source, a live example");
+  ex->add_option("knob", *knob)->required();
+  ex->callback([knob] { std::cout << explain_knob(*knob); });
 
   // device
   auto* dev = app.add_subcommand("device", "list CUDA devices (or say why there are none)");

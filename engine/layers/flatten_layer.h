@@ -14,6 +14,8 @@ class FlattenLayer : public Layer {
   Shape output_shape() const override { return {shape_numel(in_)}; }
   Tensor forward(RunContext& ctx, const Tensor& x) override;
   Tensor backward(RunContext& ctx, const Tensor& dy) override;
+  const Shape& input_shape() const { return in_; }
+  FlattenOrder order() const { return order_; }
 
  private:
   Shape in_;

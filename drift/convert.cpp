@@ -1,0 +1,83 @@
+#include "drift/convert.h"
+
+#include "engine/layers/conv2d_layer.h"
+#include "engine/layers/dense_layer.h"
+#include "engine/layers/flatten_layer.h"
+#include "models/models.h"
+
+namespace driftlab {
+namespace {
+
+// w[k,c,r,s] <- w[k,c,R-1-r,S-1-s]
+Tensor rotate_180(const Tensor& w) {
+  Tensor out(w.shape(), w.dtype());
+  const int64_t kc = w.dim(0) * w.dim(1), r = w.dim(2), s = w.dim(3);
+  dispatch_dtype(w.dtype(), [&](auto tag) {
+    using T = decltype(tag);
+    const T* a = w.data<T>();
+    T* b = out.data<T>();
+    for (int64_t i = 0; i < kc; ++i)
+      for (int64_t y = 0; y < r; ++y)
+        for (int64_t x = 0; x < s; ++x) b[(i * r + y) * s + x] = a[(i * r + (r - 1 - y)) * s + (s - 1 - x)];
+  });
+  return out;
+}
+
+// Feature index of (c,h,w) under a flatten order.
+int64_t feature(FlattenOrder o, const Shape& chw, int64_t c, int64_t h, int64_t w) {
+  return o == FlattenOrder::chw ? (c * chw[1] + h) * chw[2] + w : (h * chw[2] + w) * chw[0] + c;
+}
+
+// Dense weight (out, in) whose columns follow `from` order, re-indexed to `to` order.
+Tensor permute_columns(const Tensor& wt, const Shape& chw, FlattenOrder from, FlattenOrder to) {
+  Tensor out(wt.shape(), wt.dtype());
+  const int64_t rows = wt.dim(0), cols = wt.dim(1);
+  dispatch_dtype(wt.dtype(), [&](auto tag) {
+    using T = decltype(tag);
+    const T* a = wt.data<T>();
+    T* b = out.data<T>();
+    for (int64_t c = 0; c < chw[0]; ++c)
+      for (int64_t h = 0; h < chw[1]; ++h)
+        for (int64_t w = 0; w < chw[2]; ++w) {
+          int64_t fi = feature(from, chw, c, h, w), ti = feature(to, chw, c, h, w);
+          for (int64_t o = 0; o < rows; ++o) b[o * cols + ti] = a[o * cols + fi];
+        }
+  });
+  return out;
+}
+
+}  // namespace
+
+void transfer_weights(const Model& src, Model& dst, bool convert) {
+  check(src.name == dst.name && src.net->size() == dst.net->size(), "convert: cannot transfer weights of ", src.name,
+        " into ", dst.name);
+  const bool flip = convert && src.policy.conv_kernel_flip != dst.policy.conv_kernel_flip;
+  const Shape* pending_flatten = nullptr;  // a flatten whose order change the next dense absorbs
+  for (std::size_t i = 0; i < src.net->size(); ++i) {
+    Layer& ls = src.net->layer(i);
+    Layer& ld = dst.net->layer(i);
+    check(ls.kind() == ld.kind(), "convert: layer ", i, " is ", ls.kind(), " in the source but ", ld.kind(),
+          " in the destination");
+    auto ps = ls.params(), pd = ld.params();
+    for (std::size_t j = 0; j < ps.size(); ++j) {
+      Tensor v = ps[j]->value.to(dst.dtype());
+      if (flip && ls.kind() == "conv2d" && !ps[j]->is_bias) v = rotate_180(v);
+      if (pending_flatten && ls.kind() == "dense" && !ps[j]->is_bias)
+        v = permute_columns(v, *pending_flatten, src.policy.flatten_order, dst.policy.flatten_order);
+      check_shape("convert", pd[j]->name.c_str(), v, pd[j]->value.shape());
+      pd[j]->value = v;
+    }
+    if (ls.kind() == "dense") pending_flatten = nullptr;
+    if (auto* f = dynamic_cast<FlattenLayer*>(&ls))
+      if (convert && src.policy.flatten_order != dst.policy.flatten_order && f->input_shape().size() == 3)
+        pending_flatten = &f->input_shape();
+  }
+}
+
+Model rebuild_under(const Model& src, const Policy& policy, bool convert) {
+  Model m = build_model(src.name, policy, 0);
+  transfer_weights(src, m, convert);
+  return m;
+}
+
+}  // namespace driftlab

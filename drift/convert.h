@@ -1,0 +1,19 @@
+// Weight conversion between framework conventions: what a careful converter (Keras's
+// convert_kernel / convert_dense_weights_data_format) does so that weights trained under one
+// Policy compute the same function under another. Only knobs that are re-parameterisations
+// need it: conv_kernel_flip (rotate kernels 180 degrees) and flatten_order (permute the
+// input columns of the first dense layer after a flatten). Everything else is semantics.
+#pragma once
+#include "engine/model.h"
+
+namespace driftlab {
+
+// Copies src's parameters into dst (same architecture, possibly another Policy), converting
+// them from src.policy's conventions to dst.policy's when `convert` is set, and as raw
+// tensors otherwise (what loading a file naively into another framework does).
+void transfer_weights(const Model& src, Model& dst, bool convert);
+
+// A model of the same architecture under `policy`, with src's weights transferred.
+Model rebuild_under(const Model& src, const Policy& policy, bool convert);
+
+}  // namespace driftlab

@@ -1,0 +1,248 @@
+#include "drift/drift.h"
+
+#include <cmath>
+#include <sstream>
+
+#include "drift/convert.h"
+#include "engine/layers/flatten_layer.h"
+
+namespace driftlab {
+
+Tensor softmax_rows(const Tensor& logits) {
+  const int64_t n = logits.dim(0), k = logits.dim(1);
+  Tensor p({n, k}, DType::f64);
+  double* d = p.data<double>();
+  for (int64_t i = 0; i < n; ++i) {
+    double m = logits.at(i * k);
+    for (int64_t j = 1; j < k; ++j) m = std::max(m, logits.at(i * k + j));
+    double s = 0;
+    for (int64_t j = 0; j < k; ++j) s += d[i * k + j] = std::exp(logits.at(i * k + j) - m);
+    for (int64_t j = 0; j < k; ++j) d[i * k + j] /= s;
+  }
+  return p;
+}
+
+static int64_t argmax_row(const Tensor& t, int64_t i) {
+  const int64_t k = t.dim(1);
+  int64_t best = 0;
+  for (int64_t j = 1; j < k; ++j)
+    if (t.at(i * k + j) > t.at(i * k + best)) best = j;
+  return best;
+}
+
+OutputDrift compare_outputs(const Tensor& a, const Tensor& o) {
+  check(a.shape() == o.shape() && a.rank() == 2, "drift: outputs ", shape_str(a.shape()), " and ",
+        shape_str(o.shape()), " cannot be compared");
+  OutputDrift d;
+  d.n = a.dim(0);
+  const int64_t total = a.numel();
+  double sum = 0, rel = 0, abs_sum = 0;
+  int64_t rel_n = 0, differ = 0;
+  for (int64_t i = 0; i < total; ++i) {
+    double delta = a.at(i) - o.at(i);
+    sum += delta;
+    abs_sum += std::abs(delta);
+    d.max_abs = std::max(d.max_abs, std::abs(delta));
+    if (o.at(i) != 0) {
+      rel += delta / o.at(i);
+      ++rel_n;
+    }
+  }
+  for (int64_t i = 0; i < d.n; ++i) differ += argmax_row(a, i) != argmax_row(o, i);
+  d.abs_err_mean = sum / static_cast<double>(total);
+  d.rel_err_mean = rel_n ? rel / static_cast<double>(rel_n) : 0.0;
+  d.mean_abs = abs_sum / static_cast<double>(total);
+  d.misclassification = static_cast<double>(differ) / static_cast<double>(d.n);
+  return d;
+}
+
+Tensor predict_probs(Model& model, ExecContext& exec, const Dataset& data, int64_t batch) {
+  const int64_t n = data.images.dim(0);
+  std::vector<int64_t> idx(static_cast<std::size_t>(n));
+  for (int64_t i = 0; i < n; ++i) idx[i] = i;
+  Tensor out({n, model.num_classes}, DType::f64);
+  RunContext ctx{exec, false, nullptr};
+  for (int64_t b = 0; b < n; b += batch) {
+    int64_t cnt = std::min(batch, n - b);
+    Tensor p = softmax_rows(model.forward(ctx, gather_batch(data, idx, b, cnt, model.dtype())));
+    std::copy(p.data<double>(), p.data<double>() + p.numel(), out.data<double>() + b * model.num_classes);
+  }
+  return out;
+}
+
+double accuracy_of(const Tensor& probs, const std::vector<int32_t>& labels) {
+  int64_t c = 0;
+  for (int64_t i = 0; i < probs.dim(0); ++i) c += argmax_row(probs, i) == labels[static_cast<std::size_t>(i)];
+  return static_cast<double>(c) / static_cast<double>(probs.dim(0));
+}
+
+std::vector<Tensor> layer_outputs(Model& model, ExecContext& exec, const Tensor& x) {
+  RunContext ctx{exec, false, nullptr};
+  std::vector<Tensor> outs;
+  Tensor h = x.dtype() == model.dtype() ? x : x.to(model.dtype());
+  for (std::size_t i = 0; i < model.net->size(); ++i) {
+    Layer& l = model.net->layer(i);
+    h = l.forward(ctx, h);
+    auto* f = dynamic_cast<FlattenLayer*>(&l);
+    if (f && f->order() == FlattenOrder::hwc && f->input_shape().size() == 3) {
+      // Back to (c,h,w) feature order for comparison.
+      const Shape& s = f->input_shape();
+      Tensor c(h.shape(), h.dtype());
+      for (int64_t b = 0; b < h.dim(0); ++b)
+        for (int64_t ci = 0; ci < s[0]; ++ci)
+          for (int64_t p = 0; p < s[1] * s[2]; ++p) {
+            int64_t from = b * h.dim(1) + p * s[0] + ci, to = b * h.dim(1) + ci * s[1] * s[2] + p;
+            dispatch_dtype(h.dtype(), [&](auto tag) {
+              using T = decltype(tag);
+              c.data<T>()[to] = h.data<T>()[from];
+            });
+          }
+      outs.push_back(c);
+    } else {
+      outs.push_back(h);
+    }
+  }
+  return outs;
+}
+
+Localisation localise(Model& a, Model& b, ExecContext& exec, const Tensor& x, double tolerance) {
+  std::vector<Tensor> oa = layer_outputs(a, exec, x), ob = layer_outputs(b, exec, x);
+  Localisation loc;
+  loc.tolerance = tolerance;
+  for (std::size_t i = 0; i < oa.size(); ++i) {
+    double max_abs = 0, scale = 0;
+    for (int64_t j = 0; j < oa[i].numel(); ++j) {
+      max_abs = std::max(max_abs, std::abs(oa[i].at(j) - ob[i].at(j)));
+      scale = std::max(scale, std::abs(ob[i].at(j)));
+    }
+    double rel = scale > 0 ? max_abs / scale : max_abs;
+    loc.layers.push_back({i, a.net->layer(i).describe(), max_abs, rel});
+    if (loc.first_divergent < 0 && rel > tolerance) loc.first_divergent = static_cast<int>(i);
+  }
+  return loc;
+}
+
+// ---- attribution ----
+
+namespace {
+
+struct Outcome {
+  Tensor probs;
+  double accuracy = 0, train_loss = 0;
+  Model trained;  // weights after training, in the `from` convention (training runs only)
+};
+
+double weight_distance(const Model& a, const Model& b) {
+  double s = 0;
+  auto pa = a.net->named_params(), pb = b.net->named_params();
+  for (std::size_t i = 0; i < pa.size(); ++i) {
+    const Tensor &x = pa[i].second->value, &y = pb[i].second->value;
+    for (int64_t j = 0; j < x.numel(); ++j) s += (x.at(j) - y.at(j)) * (x.at(j) - y.at(j));
+  }
+  return std::sqrt(s);
+}
+
+Outcome run_policy(const Model& weights, const Policy& p, const Policy& from, const Dataset& test,
+                   const Dataset* train, ExecContext& exec, const AttributeOptions& opt) {
+  Outcome o;
+  Model m = rebuild_under(weights, p, opt.convert);
+  if (opt.train_epochs > 0) {
+    Trainer t(m, exec, opt.train);
+    EpochStats st;
+    for (int e = 0; e < opt.train_epochs; ++e) st = t.run_epoch(*train, nullptr, nullptr);
+    o.train_loss = st.train_loss;
+    o.trained = rebuild_under(m, from, opt.convert);
+  }
+  o.probs = predict_probs(m, exec, test, opt.batch);
+  o.accuracy = accuracy_of(o.probs, test.labels);
+  return o;
+}
+
+}  // namespace
+
+Attribution attribute(const Model& weights, const Policy& from, const Policy& to, const Dataset& test,
+                      const Dataset* train, ExecContext& exec, const AttributeOptions& opt) {
+  check(opt.train_epochs == 0 || train != nullptr, "attribute: --train needs a training set");
+  Attribution a;
+  a.from = from.to_string();
+  a.to = to.to_string();
+  a.trained = opt.train_epochs > 0;
+  Outcome of = run_policy(weights, from, from, test, train, exec, opt);
+  Outcome ot = run_policy(weights, to, from, test, train, exec, opt);
+  a.total = compare_outputs(ot.probs, of.probs);
+  a.from_accuracy = of.accuracy;
+  a.to_accuracy = ot.accuracy;
+  auto knobs = diff(from, to);
+  for (const auto& k : knobs) {
+    Policy p = from;
+    p.set(k.knob, k.b);
+    Outcome o = run_policy(weights, p, from, test, train, exec, opt);
+    KnobEffect e;
+    e.knob = k.knob;
+    e.from_value = k.a;
+    e.to_value = k.b;
+    e.vs_from = compare_outputs(o.probs, of.probs);
+    e.accuracy = o.accuracy;
+    if (a.trained) {
+      e.train_loss = o.train_loss;
+      e.test_accuracy = o.accuracy;
+      e.weight_distance = weight_distance(o.trained, of.trained);
+    }
+    e.changes_nothing = e.vs_from.max_abs == 0.0 && (!a.trained || e.weight_distance == 0.0);
+    a.single.push_back(e);
+  }
+  // Cumulative path, knobs flipped in the knob table's order. The distance to `to` is the
+  // output distance at inference, and the weight distance after training.
+  auto distance = [&](const Outcome& o) {
+    return a.trained ? weight_distance(o.trained, ot.trained) : compare_outputs(o.probs, ot.probs).mean_abs;
+  };
+  Policy p = from;
+  const double d0 = distance(of);
+  double prev = d0;
+  for (const auto& k : knobs) {
+    p.set(k.knob, k.b);
+    Outcome o = run_policy(weights, p, from, test, train, exec, opt);
+    PathStep s;
+    s.knob = k.knob;
+    s.policy = p.to_string();
+    s.distance_to_to = distance(o);
+    s.share = d0 > 0 ? (prev - s.distance_to_to) / d0 : 0.0;
+    s.accuracy = o.accuracy;
+    s.train_loss = o.train_loss;
+    prev = s.distance_to_to;
+    a.path.push_back(s);
+  }
+  return a;
+}
+
+nlohmann::json to_json(const OutputDrift& d) {
+  return {{"abs_err_mean", d.abs_err_mean}, {"rel_err_mean", d.rel_err_mean}, {"mean_abs", d.mean_abs},
+          {"max_abs", d.max_abs},           {"misclassification", d.misclassification}, {"n", d.n}};
+}
+
+nlohmann::json to_json(const Localisation& l) {
+  nlohmann::json layers = nlohmann::json::array();
+  for (const auto& x : l.layers)
+    layers.push_back({{"index", x.index}, {"layer", x.layer}, {"max_abs", x.max_abs}, {"max_rel", x.max_rel}});
+  return {{"tolerance", l.tolerance}, {"first_divergent", l.first_divergent}, {"layers", layers}};
+}
+
+nlohmann::json to_json(const Attribution& a) {
+  nlohmann::json single = nlohmann::json::array(), path = nlohmann::json::array();
+  for (const auto& e : a.single) {
+    nlohmann::json j = {{"knob", e.knob}, {"from", e.from_value}, {"to", e.to_value}, {"vs_from", to_json(e.vs_from)},
+                        {"accuracy", e.accuracy}, {"changes_nothing", e.changes_nothing}};
+    if (a.trained) {
+      j["train_loss"] = e.train_loss;
+      j["weight_distance"] = e.weight_distance;
+    }
+    single.push_back(j);
+  }
+  for (const auto& s : a.path)
+    path.push_back({{"knob", s.knob}, {"policy", s.policy}, {"distance_to_to", s.distance_to_to}, {"share", s.share},
+                    {"accuracy", s.accuracy}, {"train_loss", s.train_loss}});
+  return {{"from", a.from}, {"to", a.to}, {"trained", a.trained}, {"total", to_json(a.total)},
+          {"from_accuracy", a.from_accuracy}, {"to_accuracy", a.to_accuracy}, {"single", single}, {"path", path}};
+}
+
+}  // namespace driftlab

@@ -1,0 +1,92 @@
+// Cross-policy comparison of one set of weights: the measurements of study S3 (absolute and
+// relative error of the last layer's outputs, misclassification rate) between policies, the
+// first layer where two policies diverge (localisation), and per-knob attribution, at
+// inference and through training.
+#pragma once
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "engine/data/idx.h"
+#include "engine/model.h"
+#include "engine/train/trainer.h"
+
+namespace driftlab {
+
+// y_a against the reference y_o (S3: y_c converted vs y_o original), both (N,K).
+struct OutputDrift {
+  double abs_err_mean = 0;    // S3 eq. 1: mean over all elements of (y_a - y_o), signed
+  double rel_err_mean = 0;    // S3 eq. 2: mean of (y_a - y_o)/y_o over elements with y_o != 0
+  double mean_abs = 0;        // mean |y_a - y_o| (signed means can cancel; this cannot)
+  double max_abs = 0;         // max |y_a - y_o|
+  double misclassification = 0;  // share of inputs whose argmax differs
+  int64_t n = 0;
+};
+OutputDrift compare_outputs(const Tensor& y_a, const Tensor& y_o);
+
+// Softmax probabilities: the "last layer output" of a Keras classifier, and of a PyTorch
+// one once its logits are normalised, so both sides of a comparison mean the same thing.
+Tensor softmax_rows(const Tensor& logits);
+
+// Probabilities of the model on a whole dataset (batches of `batch`), in float64.
+Tensor predict_probs(Model& model, ExecContext& exec, const Dataset& data, int64_t batch);
+double accuracy_of(const Tensor& probs, const std::vector<int32_t>& labels);
+
+// Every layer's output for a batch, flatten outputs reordered to (c,h,w) so that the same
+// feature sits at the same index under every flatten_order.
+std::vector<Tensor> layer_outputs(Model& model, ExecContext& exec, const Tensor& x);
+
+struct LayerDrift {
+  std::size_t index;
+  std::string layer;  // kind and resolved description under policy a
+  double max_abs, max_rel;  // max |a-b| and max |a-b| / max |b|
+};
+struct Localisation {
+  std::vector<LayerDrift> layers;
+  int first_divergent = -1;  // index into layers, -1 when none exceeds the tolerance
+  double tolerance = 0;
+};
+Localisation localise(Model& a, Model& b, ExecContext& exec, const Tensor& x, double tolerance);
+
+// ---- attribution ----
+
+struct AttributeOptions {
+  bool convert = true;        // convert weights between conventions (flip, flatten order)
+  int train_epochs = 0;       // 0: inference only
+  TrainConfig train;          // used when train_epochs > 0
+  int64_t batch = 1000;       // inference batch
+};
+
+struct KnobEffect {
+  std::string knob, from_value, to_value;
+  OutputDrift vs_from;        // outputs with this knob flipped vs the `from` policy's outputs
+  double accuracy = 0;
+  // training (when train_epochs > 0)
+  double train_loss = 0, test_accuracy = 0, weight_distance = 0;  // distance to the `from` run
+  bool changes_nothing = false;
+};
+struct PathStep {
+  std::string knob;
+  std::string policy;         // the policy after this step
+  double distance_to_to = 0;  // mean |p - p_to| of the outputs (or weight distance when training)
+  double share = 0;           // (previous distance - this distance) / initial distance
+  double accuracy = 0, train_loss = 0;
+};
+struct Attribution {
+  std::string from, to;
+  OutputDrift total;          // `to` vs `from`
+  double from_accuracy = 0, to_accuracy = 0;
+  std::vector<KnobEffect> single;
+  std::vector<PathStep> path;
+  bool trained = false;
+};
+
+Attribution attribute(const Model& weights, const Policy& from, const Policy& to, const Dataset& test,
+                      const Dataset* train, ExecContext& exec, const AttributeOptions& opt);
+
+nlohmann::json to_json(const OutputDrift& d);
+nlohmann::json to_json(const Localisation& l);
+nlohmann::json to_json(const Attribution& a);
+
+}  // namespace driftlab

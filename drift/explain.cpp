@@ -1,0 +1,393 @@
+#include "drift/explain.h"
+
+#include <cmath>
+#include <functional>
+#include <iomanip>
+#include <map>
+#include <sstream>
+
+#include "engine/layers/activation_layer.h"
+#include "engine/layers/conv2d_layer.h"
+#include "engine/layers/flatten_layer.h"
+#include "engine/layers/init.h"
+#include "engine/ops/activation.h"
+#include "engine/ops/pool2d.h"
+#include "engine/ops/softmax_xent.h"
+#include "engine/random.h"
+#include "engine/train/sgd.h"
+#include "engine/train/trainer.h"
+
+namespace driftlab {
+namespace {
+
+std::string row(const Tensor& t, int64_t begin, int64_t count, int prec = 4) {
+  std::ostringstream os;
+  os << std::setprecision(prec) << "[";
+  for (int64_t i = 0; i < count; ++i) os << (i ? ", " : "") << t.at(begin + i);
+  os << "]";
+  return os.str();
+}
+
+const char* kPresets[] = {"tensorflow", "theano", "torch"};
+
+// 4x4 input 1..16, 3x3 kernel of ones, stride 2, 'same': where the extra row/column goes.
+std::string ex_conv_same_pad() {
+  std::ostringstream os;
+  os << "4x4 input 1..16, 3x3 kernel of ones, stride 2, padding 'same' (output ceil(4/2)=2x2):\n";
+  std::vector<float> v(16);
+  for (int i = 0; i < 16; ++i) v[i] = static_cast<float>(i + 1);
+  Tensor x = Tensor::from<float>({1, 1, 4, 4}, v);
+  Conv2dSpec spec;
+  spec.kernel_h = spec.kernel_w = 3;
+  spec.stride = 2;
+  spec.pad = PadMode::same;
+  spec.bias = false;
+  for (const char* value : {"after", "before", "after_stride1"}) {
+    Policy p = Policy::torch();
+    p.set("conv_same_pad", value);
+    os << "  conv_same_pad=" << value << ": ";
+    try {
+      Conv2dParams c = resolve_conv2d(p, {1, 4, 4}, spec);
+      c.n = 1;
+      Tensor w({1, 1, 3, 3}, DType::f32);
+      w.fill(1.0);
+      Tensor y(c.y_shape(), DType::f32);
+      conv2d_forward_ref(c, x, w, nullptr, y);
+      os << "pads top/bottom/left/right " << c.pad_t << "/" << c.pad_b << "/" << c.pad_l << "/" << c.pad_r
+         << ", output " << row(y, 0, 4) << "\n";
+    } catch (const Error& e) {
+      os << "refused: " << e.what() << "\n";
+    }
+  }
+  return os.str();
+}
+
+std::string ex_conv_kernel_flip() {
+  std::ostringstream os;
+  Tensor x = Tensor::from<float>({1, 1, 1, 3}, {1, 2, 3});
+  Tensor w = Tensor::from<float>({1, 1, 1, 3}, {1, 10, 100});
+  Conv2dParams c;
+  c.r = 1;
+  c.s = 3;
+  c.w = 3;
+  for (bool flip : {false, true}) {
+    c.flip = flip;
+    Tensor y(c.y_shape(), DType::f32);
+    conv2d_forward_ref(c, x, w, nullptr, y);
+    os << "  input [1,2,3], kernel [1,10,100], flip=" << (flip ? "true " : "false") << " -> " << y.at(0)
+       << (flip ? "  (convolution: 1*100 + 2*10 + 3*1)\n" : "  (cross-correlation: 1*1 + 2*10 + 3*100)\n");
+  }
+  return os.str();
+}
+
+std::string ex_flatten_order() {
+  std::ostringstream os;
+  os << "  a (C,H,W)=(2,2,2) map holding 0..7 in C,H,W order, flattened:\n";
+  std::vector<float> v(8);
+  for (int i = 0; i < 8; ++i) v[i] = static_cast<float>(i);
+  Tensor x = Tensor::from<float>({1, 2, 2, 2}, v);
+  ExecContext exec;
+  RunContext ctx{exec, false, nullptr};
+  for (const char* o : {"chw", "hwc"}) {
+    Policy p = Policy::torch();
+    p.set("flatten_order", o);
+    FlattenLayer f({2, 2, 2}, p);
+    os << "    flatten_order=" << o << ": " << row(f.forward(ctx, x), 0, 8) << "\n";
+  }
+  return os.str();
+}
+
+std::string ex_weight_layout() {
+  std::ostringstream os;
+  os << "  the first 6 uniform draws of one stream land on different weights of a 2x1x2x2 (OIHW) kernel:\n";
+  for (const char* l : {"oihw", "hwio"}) {
+    Policy p = Policy::torch();
+    p.set("weight_layout", l);
+    Tensor w({2, 1, 2, 2}, DType::f32);
+    Rng rng(RngEngine::mt19937_u24, 1);
+    init_weight(w, 4, 8, p, rng);
+    os << "    weight_layout=" << l << ": OIHW weights " << row(w, 0, 8, 3) << "\n";
+  }
+  return os.str();
+}
+
+std::string ex_init() {
+  std::ostringstream os;
+  os << "  bounds for LeNet-5's layers (fan_in, fan_out):\n";
+  struct L {
+    const char* name;
+    int64_t fi, fo;
+  } layers[] = {{"conv1 1->6 5x5", 25, 150}, {"conv2 6->16 5x5", 150, 400}, {"dense 256->120", 256, 120},
+                {"dense 120->84", 120, 84}, {"dense 84->10", 84, 10}};
+  for (const auto& l : layers)
+    os << "    " << std::left << std::setw(16) << l.name << " glorot_uniform +-" << std::setprecision(4)
+       << std::sqrt(6.0 / static_cast<double>(l.fi + l.fo)) << "   kaiming_uniform_sqrt5 +-"
+       << 1.0 / std::sqrt(static_cast<double>(l.fi)) << "   bias uniform_fan_in +-"
+       << 1.0 / std::sqrt(static_cast<double>(l.fi)) << "\n";
+  return os.str();
+}
+
+std::string ex_relu() {
+  std::ostringstream os;
+  Tensor x = Tensor::from<float>({3}, {-1, 0, 1});
+  Tensor dy = Tensor::from<float>({3}, {1, 1, 1});
+  for (const char* preset : {"torch", "theano"}) {
+    ActivationParams a = resolve_activation(Policy::preset_named(preset), ActKind::relu);
+    Tensor y({3}, DType::f32), dx({3}, DType::f32);
+    activation_forward_ref(a, x, y);
+    activation_backward_ref(a, x, y, dy, dx);
+    os << "  " << preset << ": x=[-1, 0, 1] relu=" << row(y, 0, 3) << " gradient=" << row(dx, 0, 3) << "\n";
+  }
+  return os.str();
+}
+
+std::string ex_maxpool_ties() {
+  std::ostringstream os;
+  Pool2dParams p;
+  p.n = p.c = 1;
+  p.h = p.w = 2;
+  Tensor x = Tensor::from<float>({1, 1, 2, 2}, {5, 5, 5, 5});
+  Tensor dy = Tensor::from<float>({1, 1, 1, 1}, {1});
+  for (PoolTies t : {PoolTies::first, PoolTies::all}) {
+    p.ties = t;
+    Tensor dx({1, 1, 2, 2}, DType::f32);
+    maxpool2d_backward_ref(p, x, dy, dx);
+    os << "  2x2 window [5,5,5,5], dy=1, maxpool_grad_ties=" << (t == PoolTies::first ? "first" : "all  ")
+       << " -> dx " << row(dx, 0, 4) << "\n";
+  }
+  return os.str();
+}
+
+std::string ex_hard_sigmoid() {
+  std::ostringstream os;
+  std::vector<float> xs = {-3, -2.5f, 0, 1, 2.5f, 3};
+  Tensor x = Tensor::from<float>({6}, xs), dy({6}, DType::f32);
+  dy.fill(1.0);
+  for (const char* preset : {"tensorflow", "torch"}) {
+    ActivationParams a = resolve_activation(Policy::preset_named(preset), ActKind::hard_sigmoid);
+    Tensor y({6}, DType::f32), dx({6}, DType::f32);
+    activation_forward_ref(a, x, y);
+    activation_backward_ref(a, x, y, dy, dx);
+    os << "  " << std::left << std::setw(10) << preset << " x=[-3,-2.5,0,1,2.5,3] y=" << row(y, 0, 6)
+       << " dy/dx=" << row(dx, 0, 6) << "\n";
+  }
+  return os.str();
+}
+
+std::string ex_ce() {
+  std::ostringstream os;
+  os << "  logits [0, 20], true class 0 (a confident wrong prediction), batch of one:\n";
+  Tensor z = Tensor::from<float>({1, 2}, {0, 20});
+  for (CeFormulation f : {CeFormulation::log_softmax, CeFormulation::softmax_clip, CeFormulation::softmax_log}) {
+    SoftmaxXentParams p;
+    p.form = f;
+    Tensor dz({1, 2}, DType::f32);
+    double loss = softmax_xent_forward_ref(p, z, {0});
+    softmax_xent_backward_ref(p, z, {0}, dz);
+    const char* name = f == CeFormulation::log_softmax ? "log_softmax " : (f == CeFormulation::softmax_clip ? "softmax_clip" : "softmax_log ");
+    os << "    " << name << " loss " << std::setprecision(6) << loss << "  dL/dz " << row(dz, 0, 2, 6) << "\n";
+  }
+  os << "  under softmax_clip the probability 2.06e-9 is clipped to 1e-7: the loss saturates at -log(1e-7) = 16.118\n"
+        "  and the gradient is exactly 0, so the sample stops teaching the network anything.\n";
+  return os.str();
+}
+
+std::string ex_loss_reduction() {
+  std::ostringstream os;
+  Tensor z = Tensor::from<float>({2, 2}, {0, 1, 2, 0});
+  for (bool mean : {true, false}) {
+    SoftmaxXentParams p;
+    p.mean = mean;
+    Tensor dz({2, 2}, DType::f32);
+    double loss = softmax_xent_forward_ref(p, z, {0, 0});
+    softmax_xent_backward_ref(p, z, {0, 0}, dz);
+    os << "  logits [[0,1],[2,0]], labels [0,0], loss_reduction=" << (mean ? "mean" : "sum ") << " loss "
+       << std::setprecision(5) << loss << " dL/dz " << row(dz, 0, 4) << "\n";
+  }
+  return os.str();
+}
+
+std::string ex_sgd(const std::string& knob) {
+  std::ostringstream os;
+  os << "  one parameter p=1, constant gradient g=0.5, lr=0.1, momentum 0.9, three steps, float32:\n";
+  const char* forms[] = {"torch_buffer", "keras_velocity", "lasagne_difference"};
+  for (const char* form : forms) {
+    Policy pol = Policy::torch();
+    pol.set("sgd_form", form);
+    if (knob != "sgd_form") pol.set("weight_decay_mode", "grad_add");
+    Param prm{"weight", Tensor::from<float>({1}, {1.0f}), Tensor::from<float>({1}, {0.5f}), false};
+    Sgd sgd({0.1, 0.9, false, 0.0}, resolve_sgd(pol));
+    std::vector<std::pair<std::string, Param*>> ps = {{"p", &prm}};
+    os << "    " << std::left << std::setw(19) << form;
+    for (int i = 0; i < 3; ++i) {
+      sgd.step(ps);
+      os << " " << std::setprecision(9) << prm.value.at(0);
+    }
+    os << "\n";
+  }
+  os << "  identical algebra at constant lr; the rounding differs (see the 9th digit), and torch's buffer\n"
+        "  rescales all past gradients when lr changes, Keras's velocity does not.\n";
+  return os.str();
+}
+
+std::string ex_weight_decay() {
+  std::ostringstream os;
+  os << "  weight p=2 and bias b=2, zero loss gradient, --weight-decay 0.01, lr 0.1, no momentum, one step:\n";
+  for (const char* preset : kPresets) {
+    Policy pol = Policy::preset_named(preset);
+    Param w{"weight", Tensor::from<float>({1}, {2.0f}), Tensor::from<float>({1}, {0.0f}), false};
+    Param b{"bias", Tensor::from<float>({1}, {2.0f}), Tensor::from<float>({1}, {0.0f}), true};
+    Sgd sgd({0.1, 0.0, false, 0.01}, resolve_sgd(pol));
+    std::vector<std::pair<std::string, Param*>> ps = {{"w", &w}, {"b", &b}};
+    sgd.step(ps);
+    os << "    " << std::left << std::setw(11) << preset << "(" << pol.get("weight_decay_mode") << ", on bias "
+       << pol.get("weight_decay_on_bias") << "): weight " << std::setprecision(6) << w.value.at(0) << ", bias "
+       << b.value.at(0) << "\n";
+  }
+  return os.str();
+}
+
+std::string ex_rng() {
+  std::ostringstream os;
+  os << "  the first four U[0,1) floats for seed 1:\n";
+  for (RngEngine e : {RngEngine::mt19937_u24, RngEngine::philox_u23, RngEngine::mrg31k3p}) {
+    Rng rng(e, 1);
+    Policy p;
+    p.rng_engine = e;
+    os << "    " << std::left << std::setw(12) << p.get("rng_engine") << std::setprecision(8);
+    for (int i = 0; i < 4; ++i) os << " " << rng.uniform_f32();
+    os << "\n";
+  }
+  os << "  (mt19937_u24 with seed 1 is torch.manual_seed(1); torch.rand(4), bit for bit)\n";
+  return os.str();
+}
+
+std::string ex_shuffle() {
+  std::ostringstream os;
+  os << "  the first epoch's order of 10 samples, seed 1:\n";
+  for (ShuffleAlgo a : {ShuffleAlgo::forward_modulo, ShuffleAlgo::backward_rejection, ShuffleAlgo::none}) {
+    std::mt19937 mt(1);
+    auto perm = permutation(10, a, mt);
+    Policy p;
+    p.shuffle = a;
+    os << "    " << std::left << std::setw(19) << p.get("shuffle");
+    for (auto v : perm) os << " " << v;
+    os << "\n";
+  }
+  os << "  (forward_modulo with seed 1 is torch.manual_seed(1); torch.randperm(10);\n"
+        "   backward_rejection is np.random.seed(1); np.random.shuffle(np.arange(10)))\n";
+  return os.str();
+}
+
+std::string ex_backend(const std::string& knob) {
+  std::ostringstream os;
+  const bool conv = knob == "conv_backend";
+  os << "  the same " << (conv ? "LeNet-5 conv2 (16@5x5 over 6x12x12, batch 4)" : "256x120 GEMM (batch 4)")
+     << " on each backend, max |difference| to the reference:\n";
+  ExecContext exec;
+  Tensor ref;
+  for (KernelBackend b : {KernelBackend::reference, KernelBackend::eigen, KernelBackend::onednn}) {
+    Tensor y;
+    if (conv) {
+      Conv2dParams p;
+      p.n = 4;
+      p.c = 6;
+      p.h = p.w = 12;
+      p.k = 16;
+      p.r = p.s = 5;
+      Tensor x(p.x_shape(), DType::f32), w(p.w_shape(), DType::f32);
+      Rng local(RngEngine::mt19937_u24, 5);
+      for (int64_t i = 0; i < x.numel(); ++i) x.data<float>()[i] = local.uniform<float>(-1.f, 1.f);
+      for (int64_t i = 0; i < w.numel(); ++i) w.data<float>()[i] = local.uniform<float>(-1.f, 1.f);
+      y = Tensor(p.y_shape(), DType::f32);
+      select_conv2d(exec.kernels, b, p, DType::f32).forward(p, x, w, nullptr, y);
+    } else {
+      GemmParams p;
+      p.m = 4;
+      p.n = 120;
+      p.k = 256;
+      Tensor a({4, 256}, DType::f32), w({256, 120}, DType::f32);
+      Rng local(RngEngine::mt19937_u24, 5);
+      for (int64_t i = 0; i < a.numel(); ++i) a.data<float>()[i] = local.uniform<float>(-1.f, 1.f);
+      for (int64_t i = 0; i < w.numel(); ++i) w.data<float>()[i] = local.uniform<float>(-1.f, 1.f);
+      y = Tensor({4, 120}, DType::f32);
+      run_gemm<float>(select_gemm(exec.kernels, b, DType::f32), p, a.data<float>(), w.data<float>(), y.data<float>());
+    }
+    if (!ref.defined()) ref = y;
+    double m = 0;
+    for (int64_t i = 0; i < y.numel(); ++i) m = std::max(m, std::abs(y.at(i) - ref.at(i)));
+    os << "    " << std::left << std::setw(10) << backend_name(b) << " max |y - y_reference| = " << m << "\n";
+  }
+  os << "  the same mathematics; only the order of the float32 additions differs.\n";
+  return os.str();
+}
+
+std::string ex_acc_order() {
+  std::ostringstream os;
+  float terms[3] = {1.0f, 1e8f, -1e8f};
+  os << "  float32 sum of [1, 1e8, -1e8]:";
+  for (SumOrder o : {SumOrder::ascending, SumOrder::descending, SumOrder::pairwise}) {
+    Policy p;
+    p.acc_order = o;
+    os << "  " << p.get("acc_order") << " = " << ordered_sum(terms, 3, o);
+  }
+  os << "\n  (ascending: (1+1e8)-1e8 = 0 because 1e8+1 rounds to 1e8; descending: (-1e8+1e8)+1 = 1)\n";
+  return os.str();
+}
+
+std::string ex_dtype() {
+  std::ostringstream os;
+  float f = 0.1f + 0.2f;
+  double d = 0.1 + 0.2;
+  os << std::setprecision(17) << "  0.1 + 0.2 in float32 = " << f << ", in float64 = " << d << "\n";
+  return os.str();
+}
+
+}  // namespace
+
+std::string explain_knob(const std::string& knob) {
+  const KnobInfo& k = knob_info(knob);
+  std::ostringstream os;
+  os << k.name << " (" << k.group << "): " << k.what << "\n";
+  if (!k.values.empty()) {
+    os << "values:";
+    for (const auto& v : k.values) os << " " << v;
+    os << "\n";
+  } else {
+    os << "values: a number\n";
+  }
+  os << "  tensorflow (Keras 2.2.4 on TF 1.x) = " << Policy::tensorflow().get(knob) << ": " << k.tensorflow << "\n"
+     << "  theano     (Keras 2.2.4 on Theano) = " << Policy::theano().get(knob) << ": " << k.theano << "\n"
+     << "  torch      (PyTorch 1.13)          = " << Policy::torch().get(knob) << ": " << k.torch << "\n"
+     << "source: " << k.source << "\n\nexample (computed now by driftlab's kernels):\n";
+  static const std::map<std::string, std::function<std::string()>> kExamples = {
+      {"conv_same_pad", ex_conv_same_pad},
+      {"conv_kernel_flip", ex_conv_kernel_flip},
+      {"flatten_order", ex_flatten_order},
+      {"weight_layout", ex_weight_layout},
+      {"init_weight", ex_init},
+      {"init_bias", ex_init},
+      {"relu_grad_at_zero", ex_relu},
+      {"maxpool_grad_ties", ex_maxpool_ties},
+      {"hard_sigmoid_kind", ex_hard_sigmoid},
+      {"hard_sigmoid_grad_edges", ex_hard_sigmoid},
+      {"ce_formulation", ex_ce},
+      {"ce_clip_eps", ex_ce},
+      {"loss_reduction", ex_loss_reduction},
+      {"sgd_form", [] { return ex_sgd("sgd_form"); }},
+      {"weight_decay_mode", ex_weight_decay},
+      {"weight_decay_on_bias", ex_weight_decay},
+      {"rng_engine", ex_rng},
+      {"shuffle", ex_shuffle},
+      {"conv_backend", [] { return ex_backend("conv_backend"); }},
+      {"gemm_backend", [] { return ex_backend("gemm_backend"); }},
+      {"acc_order", ex_acc_order},
+      {"dtype", ex_dtype},
+  };
+  auto it = kExamples.find(knob);
+  check(it != kExamples.end(), "explain: knob '", knob, "' has no worked example yet");
+  os << it->second();
+  return os.str();
+}
+
+}  // namespace driftlab

@@ -1,0 +1,216 @@
+#!/usr/bin/env python3
+"""PyTorch 1.13 side of driftlab's oracle tests (tests/oracles/test_torch_oracle.cpp).
+
+Usage: /usr/bin/python3 oracle.py CASE_DIR
+
+CASE_DIR/cases.json is {"cases": [{"name": ..., "op": ..., <op arguments>}, ...]}. The C++ test
+writes every input of a case as CASE_DIR/<name>.<input>.npy (float32; labels as float64) and
+this script writes every result as CASE_DIR/<name>.out.<result>.npy (float32; scalar losses as
+float64 of shape (1,)). Weights always come from the test, never from PyTorch's own init
+(except for the ops 'init_*', whose point is PyTorch's init), so that only the formula under
+test can differ. One run serves a whole group of cases: importing torch costs about a second.
+
+Backward is exercised with a fixed random R: loss = sum(y * R), so dy = R (not all ones).
+
+To add an op: 1) write run_<op>(case, inp, out) below; 2) add it to OPS; 3) write its inputs
+from the C++ test and read its outputs there.
+"""
+import json
+import os
+import sys
+
+import numpy as np
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+
+def lenet1():
+    return nn.Sequential(nn.Conv2d(1, 4, 5), nn.ReLU(), nn.MaxPool2d(2), nn.Conv2d(4, 12, 5), nn.ReLU(),
+                         nn.MaxPool2d(2), nn.Flatten(), nn.Linear(192, 10))
+
+
+def lenet5():
+    return nn.Sequential(nn.Conv2d(1, 6, 5), nn.ReLU(), nn.MaxPool2d(2), nn.Conv2d(6, 16, 5), nn.ReLU(),
+                         nn.MaxPool2d(2), nn.Flatten(), nn.Linear(256, 120), nn.ReLU(), nn.Linear(120, 84),
+                         nn.ReLU(), nn.Linear(84, 10))
+
+
+ARCHS = {'lenet1': lenet1, 'lenet5': lenet5}
+
+
+class Case:
+    def __init__(self, folder, name):
+        self.folder, self.name = folder, name
+
+    def get(self, key, dtype=torch.float32):
+        a = np.load(os.path.join(self.folder, '%s.%s.npy' % (self.name, key)))
+        return torch.from_numpy(np.ascontiguousarray(a)).to(dtype)
+
+    def put(self, key, t):
+        if isinstance(t, torch.Tensor):
+            a = t.detach().cpu().numpy()
+        else:
+            a = np.asarray([t], dtype=np.float64)
+        if a.dtype not in (np.float32, np.float64):
+            a = a.astype(np.float32)
+        np.save(os.path.join(self.folder, '%s.out.%s.npy' % (self.name, key)), a)
+
+
+def leaf(t):
+    return t.clone().requires_grad_(True)
+
+
+def backward_with_r(case, y):
+    """loss = sum(y * R): every dy is R."""
+    r = case.get('r')
+    (y * r).sum().backward()
+
+
+def run_conv2d(c, case):
+    # padding [t, b, l, r]: symmetric pads go to Conv2d's own padding (the real PyTorch path);
+    # asymmetric ones (TF SAME emulation) to F.pad first, as PyTorch users write it.
+    x, w = leaf(case.get('x')), leaf(case.get('w'))
+    b = leaf(case.get('b')) if c.get('bias', True) else None
+    t, bo, l, r = c['padding']
+    xin = x
+    if t == bo and l == r:
+        pad = (t, l)
+    else:
+        xin = F.pad(x, (l, r, t, bo))
+        pad = (0, 0)
+    y = F.conv2d(xin, w, b, stride=c['stride'], padding=pad, dilation=c['dilation'])
+    backward_with_r(case, y)
+    case.put('y', y)
+    case.put('dx', x.grad)
+    case.put('dw', w.grad)
+    if b is not None:
+        case.put('db', b.grad)
+
+
+def run_pool2d(c, case):
+    x = leaf(case.get('x'))
+    if c['kind'] == 'max':
+        y = F.max_pool2d(x, c['kernel'], c['stride'], c['padding'])  # pads with -inf
+    else:
+        y = F.avg_pool2d(x, c['kernel'], c['stride'], c['padding'], count_include_pad=c['count_include_pad'])
+    backward_with_r(case, y)
+    case.put('y', y)
+    case.put('dx', x.grad)
+
+
+def run_linear(c, case):
+    x, w, b = leaf(case.get('x')), leaf(case.get('w')), leaf(case.get('b'))
+    y = F.linear(x, w, b)
+    backward_with_r(case, y)
+    case.put('y', y)
+    case.put('dx', x.grad)
+    case.put('dw', w.grad)
+    case.put('db', b.grad)
+
+
+MODULES = {'relu': nn.ReLU, 'tanh': nn.Tanh, 'sigmoid': nn.Sigmoid, 'hardsigmoid': nn.Hardsigmoid,
+           'flatten': nn.Flatten}
+
+
+def run_module(c, case):
+    x = leaf(case.get('x'))
+    y = MODULES[c['module']]()(x)
+    backward_with_r(case, y)
+    case.put('y', y)
+    case.put('dx', x.grad)
+
+
+def run_xent(c, case):
+    z = leaf(case.get('z'))
+    labels = case.get('labels', torch.int64)
+    loss = nn.CrossEntropyLoss()(z, labels)  # reduction='mean', from logits (log_softmax + nll)
+    loss.backward()
+    case.put('loss', float(loss.item()))
+    case.put('dz', z.grad)
+
+
+def load_weights(model, case):
+    with torch.no_grad():
+        for name, p in model.named_parameters():
+            p.copy_(case.get('p.' + name))
+
+
+def run_model(c, case):
+    """Forward output and input gradient of every layer, loss, and every parameter gradient."""
+    model = ARCHS[c['arch']]()
+    load_weights(model, case)
+    x = leaf(case.get('x'))
+    labels = case.get('labels', torch.int64)
+    h, outs = x, []
+    for m in model:
+        h = m(h)
+        h.retain_grad()
+        outs.append(h)
+    loss = F.cross_entropy(h, labels)
+    loss.backward()
+    case.put('loss', float(loss.item()))
+    for i, o in enumerate(outs):
+        case.put('y%d' % i, o)
+        case.put('dx%d' % i, (x if i == 0 else outs[i - 1]).grad)  # gradient of layer i's input
+    for name, p in model.named_parameters():
+        case.put('g.' + name, p.grad)
+
+
+def run_train(c, case):
+    """c['steps'] torch.optim.SGD steps, batch k = xs[k], labels[k]; lr changes per c['lr_at']."""
+    model = ARCHS[c['arch']]()
+    load_weights(model, case)
+    xs = case.get('xs')
+    ys = case.get('labels', torch.int64)
+    opt = torch.optim.SGD(model.parameters(), lr=c['lr'], momentum=c['momentum'], nesterov=c['nesterov'],
+                          weight_decay=c['weight_decay'])
+    lr_at = {int(k): v for k, v in c.get('lr_at', {}).items()}
+    losses = []
+    for k in range(c['steps']):
+        if k in lr_at:
+            for g in opt.param_groups:
+                g['lr'] = lr_at[k]
+        opt.zero_grad()
+        loss = F.cross_entropy(model(xs[k]), ys[k])
+        loss.backward()
+        opt.step()
+        losses.append(loss.item())
+    case.put('losses', torch.tensor(losses, dtype=torch.float64))
+    for name, p in model.named_parameters():
+        case.put('p.' + name, p)
+
+
+def run_init_model(c, case):
+    """torch.manual_seed(S); ARCH(): PyTorch's own default initialisation."""
+    torch.manual_seed(c['seed'])
+    model = ARCHS[c['arch']]()
+    for name, p in model.named_parameters():
+        case.put('p.' + name, p)
+
+
+def run_init_linear(c, case):
+    torch.manual_seed(c['seed'])
+    m = nn.Linear(c['in_features'], c['out_features'])
+    case.put('weight', m.weight)
+    case.put('bias', m.bias)
+
+
+OPS = {'conv2d': run_conv2d, 'pool2d': run_pool2d, 'linear': run_linear, 'module': run_module, 'xent': run_xent,
+       'model': run_model, 'train': run_train, 'init_model': run_init_model, 'init_linear': run_init_linear}
+
+
+def main():
+    folder = sys.argv[1]
+    with open(os.path.join(folder, 'cases.json')) as f:
+        spec = json.load(f)
+    torch.set_num_threads(int(spec.get('threads', 1)))
+    for c in spec['cases']:
+        OPS[c['op']](c, Case(folder, c['name']))
+    with open(os.path.join(folder, 'torch_version.txt'), 'w') as f:
+        f.write(torch.__version__)
+    return 0
+
+
+if __name__ == '__main__':
+    sys.exit(main())
