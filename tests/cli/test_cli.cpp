@@ -251,6 +251,39 @@ TEST(Cli, WeightsExportImportRoundTrip) {
   fs::remove_all(d);
 }
 
+// drift and attribute on a small trained model: the JSON reports, and --model must match.
+TEST(Cli, DriftAttributeExplain) {
+  if (!have_fashion_mnist()) GTEST_SKIP() << "Fashion-MNIST not installed";
+  fs::path d = temp_dir("drift");
+  ASSERT_EQ(driftlab("train --model lenet1 --limit 512 --no-progress --threads 1 --out " + d.string()).code, 0);
+  std::string w = (d / "model.dlm").string();
+  CliRun dr = driftlab("drift --model lenet1 --weights " + w + " --limit 200 --json " + (d / "drift.json").string());
+  ASSERT_EQ(dr.code, 0) << dr.out;
+  EXPECT_NE(dr.out.find("torch vs tensorflow"), std::string::npos) << dr.out;
+  EXPECT_NE(dr.out.find("no layer diverges beyond the tolerance"), std::string::npos) << dr.out;
+  std::string json = read_all(d / "drift.json");
+  EXPECT_NE(json.find("\"misclassification\""), std::string::npos);
+  EXPECT_NE(json.find("\"first_divergent\": -1"), std::string::npos) << json.substr(0, 400);
+  CliRun raw = driftlab("drift --weights " + w + " --limit 200 --no-convert --policies theano,torch");
+  ASSERT_EQ(raw.code, 0) << raw.out;
+  EXPECT_NE(raw.out.find("<- first beyond tolerance"), std::string::npos) << raw.out;
+  CliRun mismatch = driftlab("drift --model lenet5 --weights " + w);
+  EXPECT_EQ(mismatch.code, 1);
+  EXPECT_NE(mismatch.out.find("--model lenet5 does not match"), std::string::npos) << mismatch.out;
+  CliRun at = driftlab("attribute --weights " + w + " --from tensorflow --to torch --limit 200 --json " +
+                       (d / "attr.json").string());
+  ASSERT_EQ(at.code, 0) << at.out;
+  EXPECT_NE(at.out.find("changes nothing on this model"), std::string::npos) << at.out;
+  EXPECT_NE(read_all(d / "attr.json").find("\"path\""), std::string::npos);
+  CliRun ex = driftlab("explain conv_same_pad");
+  EXPECT_EQ(ex.code, 0);
+  EXPECT_NE(ex.out.find("pads top/bottom/left/right 0/1/0/1"), std::string::npos) << ex.out;
+  CliRun bad = driftlab("explain bn_eps");
+  EXPECT_EQ(bad.code, 1);
+  EXPECT_NE(bad.out.find("unknown knob 'bn_eps'"), std::string::npos) << bad.out;
+  fs::remove_all(d);
+}
+
 // The bar: LeNet-5, one epoch of Fashion-MNIST at batch 128 under the torch preset
 // reaches 85% test accuracy, and the same seed and thread count give byte-identical models.
 // Recipe: inputs standardised with the training set's mean/std, SGD lr 0.05, Nesterov

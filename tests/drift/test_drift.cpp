@@ -1,0 +1,160 @@
+// drift/: weight conversion between conventions, S3's output-error definitions, layer
+// localisation, per-knob attribution (inference and training) and `explain`'s examples.
+#include <gtest/gtest.h>
+
+#include <cmath>
+
+#include "drift/convert.h"
+#include "drift/drift.h"
+#include "drift/explain.h"
+#include "engine/random.h"
+#include "models/models.h"
+#include "tests/test_util.h"
+
+namespace {
+
+using namespace driftlab;
+
+Dataset synthetic(int64_t n, uint64_t seed) {
+  Dataset d;
+  d.images = Tensor({n, 1, 28, 28}, DType::f32);
+  Rng rng(RngEngine::mt19937_u24, seed);
+  for (int64_t i = 0; i < d.images.numel(); ++i) d.images.data<float>()[i] = rng.uniform_f32();
+  for (int64_t i = 0; i < n; ++i) d.labels.push_back(static_cast<int32_t>(rng.next_u32() % 10));
+  d.num_classes = 10;
+  d.name = "synthetic";
+  return d;
+}
+
+Tensor logits(Model& m, const Tensor& x) {
+  ExecContext exec;
+  RunContext ctx{exec, false, nullptr};
+  return m.forward(ctx, x);
+}
+
+TEST(DriftConvert, ConvertedWeightsComputeTheSameFunctionUnderEveryPreset) {
+  Model src = build_model("lenet5", Policy::tensorflow(), 3);  // glorot: logits of order 1
+  Tensor x = synthetic(8, 1).images;
+  Tensor ref = logits(src, x);
+  for (const char* preset : {"torch", "theano"}) {
+    Model conv = rebuild_under(src, Policy::preset_named(preset), true);
+    Model raw = rebuild_under(src, Policy::preset_named(preset), false);
+    // Converted: same mathematics, different summation order (eigen vs onednn, permuted dense
+    // columns): float32 sums of <= 400 products, far inside 1e-5 of the logit scale.
+    EXPECT_TRUE(all_close(logits(conv, x), ref, 1e-5, 1e-5)) << preset;
+    // Raw tensors under another convention are another function: the flip (theano) or the
+    // flatten order (both) moves the logits by far more than rounding.
+    Tensor r = logits(raw, x);
+    double worst = 0;
+    for (int64_t i = 0; i < r.numel(); ++i) worst = std::max(worst, std::abs(r.at(i) - ref.at(i)));
+    std::cout << preset << ": raw-weight logits differ by up to " << worst << "\n";
+    EXPECT_GT(worst, 5e-2) << preset;
+  }
+}
+
+TEST(DriftConvert, RoundTripIsExact) {
+  Model src = build_model("lenet1", Policy::tensorflow(), 5);
+  Model there = rebuild_under(src, Policy::theano(), true);
+  Model back = rebuild_under(there, Policy::tensorflow(), true);
+  auto a = src.net->named_params(), b = back.net->named_params();
+  for (std::size_t i = 0; i < a.size(); ++i) EXPECT_TRUE(bitwise_equal(a[i].second->value, b[i].second->value)) << a[i].first;
+}
+
+TEST(DriftMetrics, S3Definitions) {
+  // y_o the reference, y_a the other: deltas [+0.1, -0.1, -0.5, +0.5]
+  Tensor yo = Tensor::from<double>({2, 2}, {0.5, 0.5, 0.8, 0.2});
+  Tensor ya = Tensor::from<double>({2, 2}, {0.6, 0.4, 0.3, 0.7});
+  OutputDrift d = compare_outputs(ya, yo);
+  // Tolerances: a few double roundings of values ~1.
+  EXPECT_NEAR(d.abs_err_mean, 0.0, 1e-15);                                   // the signed mean cancels
+  EXPECT_NEAR(d.rel_err_mean, (0.2 - 0.2 - 0.625 + 2.5) / 4, 1e-15);         // mean of delta / y_o
+  EXPECT_NEAR(d.mean_abs, 0.3, 1e-15);
+  EXPECT_NEAR(d.max_abs, 0.5, 1e-15);
+  EXPECT_DOUBLE_EQ(d.misclassification, 0.5);  // row 0: argmax 0 vs 0 (first of a tie); row 1: 1 vs 0
+}
+
+TEST(DriftLocalise, RawWeightsDivergeAtTheKnobsLayer) {
+  Model src = build_model("lenet5", Policy::torch(), 3);
+  Tensor x = synthetic(4, 2).images;
+  ExecContext exec;
+  // Theano flips the kernel: the very first conv diverges.
+  Model th = rebuild_under(src, Policy::theano(), false);
+  Localisation a = localise(th, src, exec, x, 1e-5);
+  EXPECT_EQ(a.first_divergent, 0);
+  // TensorFlow flattens hwc; flatten outputs are compared in chw order, so the first layer that
+  // differs is the dense layer that consumes them (index 7).
+  Model tf = rebuild_under(src, Policy::tensorflow(), false);
+  Localisation b = localise(tf, src, exec, x, 1e-5);
+  EXPECT_EQ(b.first_divergent, 7);
+  EXPECT_LT(b.layers[6].max_rel, 1e-5) << "flatten outputs must agree after reordering";
+  // Converted weights: nothing diverges beyond float32 rounding.
+  Model tc = rebuild_under(src, Policy::tensorflow(), true);
+  EXPECT_EQ(localise(tc, src, exec, x, 1e-5).first_divergent, -1);
+}
+
+TEST(DriftAttribute, InferenceOnlyKnobsAndPathShares) {
+  Model src = build_model("lenet1", Policy::torch(), 7);
+  Dataset test = synthetic(64, 3);
+  ExecContext exec;
+  AttributeOptions opt;
+  opt.batch = 64;
+  Attribution a = attribute(src, Policy::tensorflow(), Policy::torch(), test, nullptr, exec, opt);
+  ASSERT_EQ(a.single.size(), diff(Policy::tensorflow(), Policy::torch()).size());
+  for (const auto& e : a.single) {
+    // Training-only knobs cannot change a forward pass of given weights.
+    if (e.knob == "ce_formulation" || e.knob == "sgd_form" || e.knob == "init_weight" || e.knob == "shuffle" ||
+        e.knob == "rng_engine" || e.knob == "weight_decay_mode") {
+      EXPECT_TRUE(e.changes_nothing) << e.knob;
+    }
+  }
+  double shares = 0;
+  for (const auto& s : a.path) shares += s.share;
+  ASSERT_GT(a.total.mean_abs, 0.0) << "eigen vs onednn must differ somewhere in the last bits";
+  EXPECT_NEAR(shares, 1.0, 1e-9) << "the path ends at `to`, so the shares add to 1";
+  EXPECT_EQ(a.path.back().distance_to_to, 0.0);
+}
+
+TEST(DriftAttribute, TrainingMakesTrainingKnobsMatter) {
+  Model src = build_model("lenet1", Policy::tensorflow(), 7);
+  Dataset train = synthetic(96, 4), test = synthetic(32, 5);
+  ExecContext exec;
+  AttributeOptions opt;
+  opt.train_epochs = 1;
+  opt.train.batch = 32;
+  opt.train.sgd = {0.05, 0.9, false, 0.0};
+  opt.batch = 32;
+  Attribution a = attribute(src, Policy::tensorflow(), Policy::torch(), test, &train, exec, opt);
+  ASSERT_TRUE(a.trained);
+  for (const auto& e : a.single) {
+    std::cout << e.knob << ": weight distance after 1 epoch " << e.weight_distance << "\n";
+    // Another data order: a different trajectory, by far more than rounding.
+    if (e.knob == "shuffle") {
+      EXPECT_GT(e.weight_distance, 1e-3);
+    }
+    // LeNet-1 has no dropout: the stream is never drawn after init (weights come from the file).
+    if (e.knob == "rng_engine") {
+      EXPECT_TRUE(e.changes_nothing);
+    }
+    // Converted weights make the flatten order a re-parameterisation: only rounding remains
+    // (the dense GEMM adds its terms in another order), at float32 level after 3 steps.
+    if (e.knob == "flatten_order") {
+      EXPECT_LT(e.weight_distance, 1e-4);
+    }
+  }
+}
+
+TEST(DriftExplain, EveryKnobHasALiveExample) {
+  for (const auto& k : knob_table()) {
+    std::string text;
+    ASSERT_NO_THROW(text = explain_knob(k.name)) << k.name;
+    EXPECT_NE(text.find("example (computed now"), std::string::npos) << k.name;
+    EXPECT_NE(text.find(k.source.substr(0, 20)), std::string::npos) << k.name;
+  }
+  std::string pad = explain_knob("conv_same_pad");
+  EXPECT_NE(pad.find("conv_same_pad=after: pads top/bottom/left/right 0/1/0/1"), std::string::npos) << pad;
+  EXPECT_NE(pad.find("conv_same_pad=before: pads top/bottom/left/right 1/0/1/0"), std::string::npos) << pad;
+  EXPECT_NE(pad.find("refused"), std::string::npos) << pad;
+  EXPECT_THROW(explain_knob("bn_eps"), Error);
+}
+
+}  // namespace

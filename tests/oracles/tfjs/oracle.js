@@ -1,0 +1,201 @@
+// TensorFlow.js oracle for driftlab's `tensorflow` preset (tests/oracles/test_tfjs_oracle.cpp).
+//
+//   node oracle.js CASE_DIR
+//
+// Reads CASE_DIR/cases.json, computes every case with TF.js 4.22 on its pure-JS CPU backend
+// (tf.setBackend('cpu')), and writes the results as .npy files into CASE_DIR/out/. One run
+// computes all the cases, because node + tfjs start-up costs more than most cases.
+//
+// All tensors are in TF.js's own layouts: activations NHWC, conv kernels HWIO, dense kernels
+// (in,out). Converting to and from driftlab's NCHW / OIHW / (out,in) is the C++ side's job.
+// Weights always come from the files (the Keras layers' default initialisers never matter).
+//
+// Case kinds (fields of each entry of cases.json "cases"):
+//   grad   {name, input, layers, loss}: runs the layers in order on `input` as one graph.
+//          loss {type:'sum_r', r}: sum(y_last * R);  {type:'cce', labels}: the Keras loss
+//          mean_n categoricalCrossentropy(onehot, y_last) (tf.metrics.categoricalCrossentropy
+//          is the tfjs-layers losses.categoricalCrossentropy that compile('categoricalCrossentropy')
+//          uses). Writes NAME.y<i> (output of layer i), NAME.loss ([1]), NAME.dx, and
+//          NAME.dw<i>_<j> (gradient of weight j of layer i), gradients by tf.variableGrads.
+//   train  {name, layers, batches:[{x, labels}], lr, momentum, nesterov}: tf.sequential of the
+//          layers, compile({optimizer: tf.train.momentum(lr, momentum, nesterov), loss:
+//          'categoricalCrossentropy'}), one trainOnBatch per batch. Writes NAME.losses ([T])
+//          and the final weights NAME.w<i>_<j>.
+//   optim  {name, params, grads, lr, momentum, nesterov}: applies the T rows of `grads` (T,n)
+//          to the variable `params` (n) with tf.train.momentum. Writes NAME.traj (T,n): the
+//          parameters after each step.
+//   init   {name, initializer, shape, seed}: tf.initializers[initializer]({seed}).apply(shape).
+//          Writes NAME.w.
+// Layer descriptions (entries of `layers`): {type:'conv2d', filters, kernel:[kh,kw], strides,
+// padding, weights:[kernel, bias?]}, {type:'maxPooling2d'|'averagePooling2d', pool, strides,
+// padding}, {type:'dense', units, weights:[kernel, bias?]}, {type:'activation', activation},
+// {type:'flatten'}. Weight entries are file names relative to CASE_DIR.
+'use strict';
+
+const fs = require('fs');
+const path = require('path');
+const tf = require('@tensorflow/tfjs');
+const { readNpy, writeNpy } = require('./npy');
+
+let caseDir = '';
+let outDir = '';
+
+function load(file) {
+  const a = readNpy(path.join(caseDir, file));
+  if (a.dtype !== 'float32') throw new Error(`${file}: expected float32, got ${a.dtype}`);
+  return tf.tensor(a.data, a.shape, 'float32');
+}
+
+function save(name, t) {
+  const data = t.dataSync();
+  writeNpy(path.join(outDir, `${name}.npy`), t.shape.length ? t.shape : [1], Float32Array.from(data));
+}
+
+function makeLayer(d, extra) {
+  const weights = (d.weights || []).map(load);
+  const common = Object.assign({}, extra || {});
+  switch (d.type) {
+    case 'conv2d':
+      return tf.layers.conv2d(Object.assign(common, {
+        filters: d.filters,
+        kernelSize: d.kernel,
+        strides: d.strides,
+        padding: d.padding,
+        dataFormat: 'channelsLast',
+        useBias: weights.length > 1,
+        weights,
+      }));
+    case 'dense':
+      return tf.layers.dense(Object.assign(common, { units: d.units, useBias: weights.length > 1, weights }));
+    case 'maxPooling2d':
+      return tf.layers.maxPooling2d(Object.assign(common, { poolSize: d.pool, strides: d.strides, padding: d.padding }));
+    case 'averagePooling2d':
+      return tf.layers.averagePooling2d(
+          Object.assign(common, { poolSize: d.pool, strides: d.strides, padding: d.padding }));
+    case 'activation':
+      return tf.layers.activation(Object.assign(common, { activation: d.activation }));
+    case 'flatten':
+      return tf.layers.flatten(common);
+    default:
+      throw new Error(`unknown layer type '${d.type}'`);
+  }
+}
+
+function lossOf(spec, y) {
+  if (spec.type === 'sum_r') return tf.sum(tf.mul(y, load(spec.r)));
+  if (spec.type === 'cce') return tf.mean(tf.metrics.categoricalCrossentropy(load(spec.labels), y));
+  throw new Error(`unknown loss '${spec.type}'`);
+}
+
+let varCounter = 0;
+
+function runGrad(c) {
+  const layers = c.layers.map((d) => makeLayer(d));
+  const x = tf.variable(load(c.input), true, `oracle_x_${varCounter++}`);
+  const forward = () => {
+    const outs = [];
+    let h = x;
+    for (const l of layers) {
+      h = l.apply(h);
+      outs.push(h);
+    }
+    return outs;
+  };
+  tf.tidy(() => {
+    const outs = forward();  // also builds the layers, which sets their weights
+    outs.forEach((y, i) => save(`${c.name}.y${i}`, y));
+  });
+  const vars = [x];
+  const names = ['dx'];
+  layers.forEach((l, i) => l.trainableWeights.forEach((w, j) => {
+    vars.push(w.read());
+    names.push(`dw${i}_${j}`);
+  }));
+  tf.tidy(() => {
+    const { value, grads } = tf.variableGrads(() => {
+      const outs = forward();
+      return lossOf(c.loss, outs[outs.length - 1]);
+    }, vars);
+    save(`${c.name}.loss`, value);
+    vars.forEach((v, k) => save(`${c.name}.${names[k]}`, grads[v.name]));
+  });
+  x.dispose();
+  layers.forEach((l) => l.dispose());
+}
+
+async function runTrain(c) {
+  const first = load(c.batches[0].x);
+  const layers = c.layers.map((d, i) => makeLayer(d, i === 0 ? { inputShape: first.shape.slice(1) } : {}));
+  first.dispose();
+  const model = tf.sequential({ layers });
+  const optimizer = tf.train.momentum(c.lr, c.momentum, c.nesterov);
+  model.compile({ optimizer, loss: 'categoricalCrossentropy' });
+  const losses = [];
+  for (const b of c.batches) {
+    const x = load(b.x);
+    const y = load(b.labels);
+    losses.push(await model.trainOnBatch(x, y));
+    x.dispose();
+    y.dispose();
+  }
+  save(`${c.name}.losses`, tf.tensor1d(losses));
+  model.layers.forEach((l, i) => l.getWeights().forEach((w, j) => save(`${c.name}.w${i}_${j}`, w)));
+  model.dispose();
+  optimizer.dispose();
+}
+
+function runOptim(c) {
+  const p = tf.variable(load(c.params), true, `oracle_p_${varCounter++}`);
+  const g = load(c.grads);
+  const [steps, n] = g.shape;
+  const optimizer = tf.train.momentum(c.lr, c.momentum, c.nesterov);
+  const traj = new Float32Array(steps * n);
+  for (let t = 0; t < steps; ++t) {
+    tf.tidy(() => {
+      const gt = g.slice([t, 0], [1, n]).reshape([n]);
+      optimizer.applyGradients({ [p.name]: gt });
+    });
+    traj.set(p.dataSync(), t * n);
+  }
+  writeNpy(path.join(outDir, `${c.name}.traj.npy`), [steps, n], traj);
+  optimizer.dispose();
+  p.dispose();
+  g.dispose();
+}
+
+function runInit(c) {
+  const init = tf.initializers[c.initializer]({ seed: c.seed });
+  const w = init.apply(c.shape, 'float32');
+  save(`${c.name}.w`, w);
+  w.dispose();
+}
+
+async function main() {
+  if (process.argv.length !== 3) throw new Error('usage: node oracle.js CASE_DIR');
+  caseDir = process.argv[2];
+  outDir = path.join(caseDir, 'out');
+  fs.mkdirSync(outDir, { recursive: true });
+  if (!(await tf.setBackend('cpu'))) throw new Error('the tfjs cpu backend could not be set');
+  await tf.ready();
+  const spec = JSON.parse(fs.readFileSync(path.join(caseDir, 'cases.json'), 'utf8'));
+  const t0 = Date.now();
+  for (const c of spec.cases) {
+    try {
+      if (c.kind === 'grad') runGrad(c);
+      else if (c.kind === 'train') await runTrain(c);
+      else if (c.kind === 'optim') runOptim(c);
+      else if (c.kind === 'init') runInit(c);
+      else throw new Error(`unknown case kind '${c.kind}'`);
+    } catch (e) {
+      e.message = `case '${c.name}' (${c.kind}): ${e.message}`;
+      throw e;
+    }
+  }
+  console.log(`tfjs ${tf.version.tfjs} backend ${tf.getBackend()}: ${spec.cases.length} cases in ` +
+              `${Date.now() - t0} ms`);
+}
+
+main().catch((e) => {
+  console.error(`oracle.js: ${e.stack || e}`);
+  process.exit(1);
+});
