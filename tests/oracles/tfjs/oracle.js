@@ -1,10 +1,12 @@
 // TensorFlow.js oracle for driftlab's `tensorflow` preset (tests/oracles/test_tfjs_oracle.cpp).
 //
-//   node oracle.js CASE_DIR
+//   node oracle.js CASE_DIR [K/N]
 //
 // Reads CASE_DIR/cases.json, computes every case with TF.js 4.22 on its pure-JS CPU backend
 // (tf.setBackend('cpu')), and writes the results as .npy files into CASE_DIR/out/. One run
-// computes all the cases, because node + tfjs start-up costs more than most cases.
+// computes many cases, because node + tfjs start-up costs more than most cases. With K/N it
+// computes only the cases whose "shard" field (default 0) is K modulo N, so that N processes
+// can share the work (the LeNet training cases dominate: tfjs's pure-JS conv2DBackpropFilter).
 //
 // All tensors are in TF.js's own layouts: activations NHWC, conv kernels HWIO, dense kernels
 // (in,out). Converting to and from driftlab's NCHW / OIHW / (out,in) is the C++ side's job.
@@ -171,15 +173,26 @@ function runInit(c) {
 }
 
 async function main() {
-  if (process.argv.length !== 3) throw new Error('usage: node oracle.js CASE_DIR');
+  if (process.argv.length !== 3 && process.argv.length !== 4) throw new Error('usage: node oracle.js CASE_DIR [K/N]');
   caseDir = process.argv[2];
+  let shard = 0;
+  let shards = 1;
+  if (process.argv.length === 4) {
+    const m = /^(\d+)\/(\d+)$/.exec(process.argv[3]);
+    if (!m || Number(m[2]) < 1 || Number(m[1]) >= Number(m[2])) throw new Error(`bad shard '${process.argv[3]}' (K/N, 0 <= K < N)`);
+    shard = Number(m[1]);
+    shards = Number(m[2]);
+  }
   outDir = path.join(caseDir, 'out');
   fs.mkdirSync(outDir, { recursive: true });
   if (!(await tf.setBackend('cpu'))) throw new Error('the tfjs cpu backend could not be set');
   await tf.ready();
   const spec = JSON.parse(fs.readFileSync(path.join(caseDir, 'cases.json'), 'utf8'));
+  const mine = spec.cases.filter((c) => (c.shard || 0) % shards === shard);
   const t0 = Date.now();
-  for (const c of spec.cases) {
+  const timing = [];
+  for (const c of mine) {
+    const tc = Date.now();
     try {
       if (c.kind === 'grad') runGrad(c);
       else if (c.kind === 'train') await runTrain(c);
@@ -190,9 +203,11 @@ async function main() {
       e.message = `case '${c.name}' (${c.kind}): ${e.message}`;
       throw e;
     }
+    timing.push(`${c.name} ${Date.now() - tc} ms`);
   }
-  console.log(`tfjs ${tf.version.tfjs} backend ${tf.getBackend()}: ${spec.cases.length} cases in ` +
-              `${Date.now() - t0} ms`);
+  if (process.env.ORACLE_TIMING) console.log(timing.join('\n'));
+  console.log(`tfjs ${tf.version.tfjs} backend ${tf.getBackend()}, shard ${shard}/${shards}: ${mine.length} of ` +
+              `${spec.cases.length} cases in ${Date.now() - t0} ms`);
 }
 
 main().catch((e) => {

@@ -157,28 +157,46 @@ def run_model(c, case):
         case.put('g.' + name, p.grad)
 
 
+def train(c, case, dtype, mkldnn):
+    torch.backends.mkldnn.enabled = mkldnn
+    try:
+        model = ARCHS[c['arch']]().to(dtype)
+        with torch.no_grad():
+            for name, p in model.named_parameters():
+                p.copy_(case.get('p.' + name, dtype))
+        xs = case.get('xs', dtype)
+        ys = case.get('labels', torch.int64)
+        opt = torch.optim.SGD(model.parameters(), lr=c['lr'], momentum=c['momentum'], nesterov=c['nesterov'],
+                              weight_decay=c['weight_decay'])
+        lr_at = {int(k): v for k, v in c.get('lr_at', {}).items()}
+        losses = []
+        for k in range(c['steps']):
+            if k in lr_at:
+                for g in opt.param_groups:
+                    g['lr'] = lr_at[k]
+            opt.zero_grad()
+            loss = F.cross_entropy(model(xs[k]), ys[k])
+            loss.backward()
+            opt.step()
+            losses.append(loss.item())
+        return model, losses
+    finally:
+        torch.backends.mkldnn.enabled = True
+
+
 def run_train(c, case):
-    """c['steps'] torch.optim.SGD steps, batch k = xs[k], labels[k]; lr changes per c['lr_at']."""
-    model = ARCHS[c['arch']]()
-    load_weights(model, case)
-    xs = case.get('xs')
-    ys = case.get('labels', torch.int64)
-    opt = torch.optim.SGD(model.parameters(), lr=c['lr'], momentum=c['momentum'], nesterov=c['nesterov'],
-                          weight_decay=c['weight_decay'])
-    lr_at = {int(k): v for k, v in c.get('lr_at', {}).items()}
-    losses = []
-    for k in range(c['steps']):
-        if k in lr_at:
-            for g in opt.param_groups:
-                g['lr'] = lr_at[k]
-        opt.zero_grad()
-        loss = F.cross_entropy(model(xs[k]), ys[k])
-        loss.backward()
-        opt.step()
-        losses.append(loss.item())
-    case.put('losses', torch.tensor(losses, dtype=torch.float64))
-    for name, p in model.named_parameters():
-        case.put('p.' + name, p)
+    """c['steps'] torch.optim.SGD steps, batch k = xs[k], labels[k]; lr changes per c['lr_at'].
+
+    Three runs from the same weights: float32 as PyTorch runs by default (convolutions through
+    mkldnn = oneDNN), prefix ''; float32 with torch.backends.mkldnn.enabled = False (PyTorch's
+    native convolution, another summation order), prefix 'native.'; float64, prefix 'f64.'.
+    """
+    for prefix, dtype, mkldnn in (('', torch.float32, True), ('native.', torch.float32, False),
+                                  ('f64.', torch.float64, True)):
+        model, losses = train(c, case, dtype, mkldnn)
+        case.put(prefix + 'losses', torch.tensor(losses, dtype=torch.float64))
+        for name, p in model.named_parameters():
+            case.put(prefix + 'p.' + name, p)
 
 
 def run_init_model(c, case):
