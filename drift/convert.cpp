@@ -67,6 +67,16 @@ void transfer_weights(const Model& src, Model& dst, bool convert) {
       check_shape("convert", pd[j]->name.c_str(), v, pd[j]->value.shape());
       pd[j]->value = v;
     }
+    // Running mean and variance carry over (buffers 0 and 1 of a BatchNorm); the zero-debias
+    // state of TF-style averaging is training state and starts afresh in the destination.
+    auto bs = ls.buffers(), bd = ld.buffers();
+    if (ls.kind() == "batchnorm") {
+      check(src.policy.bn_running_var == dst.policy.bn_running_var ||
+                (src.policy.bn_running_var != BnRunningVar::lasagne_inv_std &&
+                 dst.policy.bn_running_var != BnRunningVar::lasagne_inv_std),
+            "convert: running inverse-std (lasagne_inv_std) and running variance are not interchangeable yet");
+      for (std::size_t j = 0; j < 2; ++j) bd[j]->value = bs[j]->value.to(dst.dtype());
+    }
     if (ls.kind() == "dense") pending_flatten = nullptr;
     if (auto* f = dynamic_cast<FlattenLayer*>(&ls))
       if (convert && src.policy.flatten_order != dst.policy.flatten_order && f->input_shape().size() == 3)

@@ -7,6 +7,7 @@
 #include <sstream>
 
 #include "engine/layers/activation_layer.h"
+#include "engine/layers/batchnorm_layer.h"
 #include "engine/layers/conv2d_layer.h"
 #include "engine/layers/flatten_layer.h"
 #include "engine/layers/init.h"
@@ -335,6 +336,30 @@ std::string ex_acc_order() {
   return os.str();
 }
 
+std::string ex_batchnorm() {
+  std::ostringstream os;
+  os << "  one training step of BatchNorm on a 1x2x2 map holding [0, 2, 4, 6] (batch mean 3, biased variance 5,\n"
+        "  n = 4), from the initial running mean 0 / variance 1, then inference on x = 6:\n";
+  Tensor x = Tensor::from<float>({1, 1, 2, 2}, {0, 2, 4, 6});
+  Tensor probe = Tensor::from<float>({1, 1, 2, 2}, {6, 6, 6, 6});
+  ExecContext exec;
+  for (const char* preset : kPresets) {
+    Policy p = Policy::preset_named(preset);
+    BatchNormLayer bn({1, 2, 2}, p);
+    RunContext train{exec, true, nullptr}, infer{exec, false, nullptr};
+    Tensor y = bn.forward(train, x);
+    Tensor out = bn.forward(infer, probe);
+    auto b = bn.buffers();
+    os << "    " << std::left << std::setw(11) << preset << "eps " << p.bn_eps << ", keep " << p.bn_momentum
+       << ", " << p.get("bn_running_var") << (p.bn_zero_debias ? ", zero-debiased" : "") << std::setprecision(6)
+       << ": running mean " << b[0]->value.at(0) << ", running var " << b[1]->value.at(0) << ", y(6) = " << out.at(0)
+       << " (training y(6) = " << y.at(3) << ")\n";
+  }
+  os << "  the zero-debiased average equals the batch statistic after one step; the others have moved only\n"
+        "  1% (Keras) or 10% (torch) of the way, so early inference differs by far more than eps does.\n";
+  return os.str();
+}
+
 std::string ex_dtype() {
   std::ostringstream os;
   float f = 0.1f + 0.2f;
@@ -383,6 +408,10 @@ std::string explain_knob(const std::string& knob) {
       {"gemm_backend", [] { return ex_backend("gemm_backend"); }},
       {"acc_order", ex_acc_order},
       {"dtype", ex_dtype},
+      {"bn_eps", ex_batchnorm},
+      {"bn_momentum", ex_batchnorm},
+      {"bn_running_var", ex_batchnorm},
+      {"bn_zero_debias", ex_batchnorm},
   };
   auto it = kExamples.find(knob);
   check(it != kExamples.end(), "explain: knob '", knob, "' has no worked example yet");

@@ -29,6 +29,10 @@ Policy Policy::tensorflow() {
   p.maxpool_grad_ties = PoolTies::first;
   p.hard_sigmoid_kind = HardSigmoidKind::linear_0p2;
   p.hard_sigmoid_grad_edges = GradEdges::inclusive;
+  p.bn_eps = 1e-3;
+  p.bn_momentum = 0.99;
+  p.bn_running_var = BnRunningVar::keras_tf;
+  p.bn_zero_debias = true;
   p.ce_formulation = CeFormulation::softmax_clip;
   p.ce_clip_eps = 1e-7;
   p.loss_reduction = LossReduction::mean;
@@ -49,6 +53,8 @@ Policy Policy::theano() {
   p.conv_kernel_flip = true;
   p.relu_grad_at_zero = 0.5;
   p.maxpool_grad_ties = PoolTies::all;
+  p.bn_running_var = BnRunningVar::keras_theano;
+  p.bn_zero_debias = false;  // Theano backend: plain x*m + v*(1-m)
   p.rng_engine = RngEngine::mrg31k3p;
   return p;
 }
@@ -199,6 +205,28 @@ const std::vector<KnobRow>& rows() {
          "inclusive: clip grad zeroes only x<min or x>max", "inclusive: Clip.L_op (x>=mn)&(x<=mx)",
          "exclusive: grad 0 at x=+-3",
          "tensorflow/python/ops/clip_ops.py; theano/scalar/basic.py Clip.L_op; torch hardsigmoid_backward"}));
+    r.push_back({{"bn_eps", "batchnorm", {}, "epsilon added to the variance in BatchNorm",
+                  "1e-3 (Keras BatchNormalization default)", "1e-3 (same Keras layer)", "1e-5 (nn.BatchNorm2d)",
+                  "keras/layers/normalization.py@2.2.4 L63-64; torch/nn/modules/batchnorm.py"},
+                 double_accessor(&Policy::bn_eps, "bn_eps", 0.0, 1.0)});
+    r.push_back({{"bn_momentum", "batchnorm", {}, "fraction of the running statistic kept at each step",
+                  "0.99 (Keras momentum: r = 0.99 r + 0.01 b)", "0.99", "0.9 (torch momentum=0.1: r = 0.9 r + 0.1 b)",
+                  "keras/layers/normalization.py@2.2.4; torch/nn/modules/batchnorm.py"},
+                 double_accessor(&Policy::bn_momentum, "bn_momentum", 0.0, 1.0)});
+    r.push_back(enum_knob(&Policy::bn_running_var,
+        {"bn_running_var", "batchnorm", {"biased", "unbiased", "keras_tf", "keras_theano", "lasagne_inv_std"},
+         "what is averaged into the running variance, from the biased batch variance v over n values",
+         "keras_tf: v*n/(n-1-eps) for 2-D; 4-D goes through TF's fused kernel (already *n/(n-1)) first",
+         "keras_theano: the backend returns v+eps, then *n/(n-1-eps)", "unbiased: v*n/(n-1)",
+         "keras/layers/normalization.py@2.2.4 L188-193; tensorflow/core/kernels/fused_batch_norm_op.cc; "
+         "keras/backend/theano_backend.py@2.2.4 L743-765; aten/src/ATen/native/Normalization.cpp"}));
+    r.push_back({{"bn_zero_debias", "batchnorm", {"true", "false"},
+                  "running statistics as TF's zero-debiased moving average (the first batch's statistic after step 1)",
+                  "true: moving_average_update uses assign_moving_average(zero_debias=True) (Keras 2.1.3-2.2.5)",
+                  "false: x*m + v*(1-m)", "false",
+                  "keras/backend/tensorflow_backend.py@2.2.4 moving_average_update; "
+                  "tensorflow/python/training/moving_averages.py _zero_debias"},
+                 bool_accessor(&Policy::bn_zero_debias, "bn_zero_debias")});
     r.push_back(enum_knob(&Policy::ce_formulation,
         {"ce_formulation", "loss", {"log_softmax", "softmax_clip", "softmax_log"},
          "how softmax cross-entropy is formed from the logits",

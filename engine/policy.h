@@ -37,6 +37,8 @@ enum class WeightDecayMode { grad_add, l2_loss, decoupled };
 enum class RngEngine { mt19937_u24, philox_u23, mrg31k3p };
 enum class ShuffleAlgo { forward_modulo, backward_rejection, none };
 enum class FloatType { float32, float64 };
+// What BatchNorm averages into its running variance (resolved per input rank by the layer).
+enum class BnRunningVar { biased, unbiased, keras_tf, keras_theano, lasagne_inv_std };
 
 struct Policy {
   std::string preset = "torch";  // the preset this policy started from (printing only)
@@ -52,6 +54,11 @@ struct Policy {
   PoolTies maxpool_grad_ties = PoolTies::first;         // Theano CPU MaxPoolGrad: all ties
   HardSigmoidKind hard_sigmoid_kind = HardSigmoidKind::relu6_div6;
   GradEdges hard_sigmoid_grad_edges = GradEdges::exclusive;
+  // --- batch normalisation ---
+  double bn_eps = 1e-5;                                 // torch 1e-5, Keras 1e-3, Lasagne 1e-4
+  double bn_momentum = 0.9;                             // fraction of the running stat kept per step
+  BnRunningVar bn_running_var = BnRunningVar::unbiased;
+  bool bn_zero_debias = false;                          // TF assign_moving_average(zero_debias=True)
   // --- loss ---
   CeFormulation ce_formulation = CeFormulation::log_softmax;
   double ce_clip_eps = 1e-7;                            // Keras backend.epsilon()

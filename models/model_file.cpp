@@ -69,7 +69,9 @@ void save_model(const std::string& path, Model& model, const nlohmann::json& met
   h["metadata"] = metadata;
   std::string data;
   nlohmann::json tensors = nlohmann::json::array();
-  for (auto& np : model.net->named_params()) {
+  auto tensors_of = model.net->named_params();
+  for (auto& nb : model.net->named_buffers()) tensors_of.push_back(nb);
+  for (auto& np : tensors_of) {
     const Tensor& t = np.second->value;
     tensors.push_back({{"name", np.first}, {"shape", t.shape()}, {"offset", data.size()}, {"nbytes", t.nbytes()}});
     data.append(static_cast<const char*>(t.raw()), t.nbytes());
@@ -120,6 +122,7 @@ LoadedModel load_model(const std::string& path) {
     check(h.at("dtype").get<std::string>() == dtype_name(out.model.dtype()), "model file: ", path, ": dtype ",
           h.at("dtype").get<std::string>(), " does not match the policy's ", dtype_name(out.model.dtype()));
     auto params = out.model.net->named_params();
+    for (auto& nb : out.model.net->named_buffers()) params.push_back(nb);
     const auto& tensors = h.at("tensors");
     check(tensors.size() == params.size(), "model file: ", path, ": ", tensors.size(), " tensors, but model ",
           out.model.name, " has ", params.size(), " parameters");

@@ -4,6 +4,8 @@
 //   offset 12  uint64    H, length of the JSON header
 //   offset 20  H bytes   JSON: model, policy (canonical), policy_full, dtype, input_shape,
 //                        num_classes, metadata {...}, tensors [{name, shape, offset, nbytes}]
+//                        (trainable parameters first, then buffers such as BatchNorm's
+//                        running statistics)
 //   then       tensor data, each at data_start + offset, in the model's dtype, row-major
 //   last 4     uint32    CRC-32 (zlib) of every byte before it
 // Written atomically: a temporary file in the same directory, fsync, then rename; on any

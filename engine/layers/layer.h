@@ -43,6 +43,11 @@ class Layer {
   virtual Tensor forward(RunContext& ctx, const Tensor& x) = 0;
   virtual Tensor backward(RunContext& ctx, const Tensor& dy) = 0;
   virtual std::vector<Param*> params() { return {}; }
+  // State that is saved with the model but not trained (BatchNorm running statistics).
+  virtual std::vector<Param*> buffers() { return {}; }
+  // Parameters (buffers when `buffers` is set) named "<prefix>.<kind>.<name>"; containers
+  // override this to name their children's parameters uniquely.
+  virtual void collect(const std::string& prefix, bool buffers, std::vector<std::pair<std::string, Param*>>& out);
 };
 
 // Shape of x without its batch axis, checked against what the layer was built for.

@@ -26,11 +26,19 @@ Tensor Sequential::backward(RunContext& ctx, const Tensor& dy) {
   return g;
 }
 
+void Layer::collect(const std::string& prefix, bool want_buffers, std::vector<std::pair<std::string, Param*>>& out) {
+  for (Param* p : want_buffers ? buffers() : params()) out.emplace_back(prefix + "." + kind() + "." + p->name, p);
+}
+
 std::vector<std::pair<std::string, Param*>> Sequential::named_params() {
   std::vector<std::pair<std::string, Param*>> out;
-  for (std::size_t i = 0; i < layers_.size(); ++i)
-    for (Param* p : layers_[i]->params())
-      out.emplace_back(std::to_string(i) + "." + layers_[i]->kind() + "." + p->name, p);
+  for (std::size_t i = 0; i < layers_.size(); ++i) layers_[i]->collect(std::to_string(i), false, out);
+  return out;
+}
+
+std::vector<std::pair<std::string, Param*>> Sequential::named_buffers() {
+  std::vector<std::pair<std::string, Param*>> out;
+  for (std::size_t i = 0; i < layers_.size(); ++i) layers_[i]->collect(std::to_string(i), true, out);
   return out;
 }
 

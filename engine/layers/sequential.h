@@ -21,6 +21,8 @@ class Sequential {
   Tensor backward(RunContext& ctx, const Tensor& dy);
   // Parameters in layer order, named "<index>.<kind>.<weight|bias>".
   std::vector<std::pair<std::string, Param*>> named_params();
+  // Saved, untrained state, named the same way ("<index>.batchnorm.running_mean").
+  std::vector<std::pair<std::string, Param*>> named_buffers();
   void zero_grad();
 
   std::size_t size() const { return layers_.size(); }

@@ -278,9 +278,9 @@ TEST(Cli, DriftAttributeExplain) {
   CliRun ex = driftlab("explain conv_same_pad");
   EXPECT_EQ(ex.code, 0);
   EXPECT_NE(ex.out.find("pads top/bottom/left/right 0/1/0/1"), std::string::npos) << ex.out;
-  CliRun bad = driftlab("explain bn_eps");
+  CliRun bad = driftlab("explain bn_epsilon");
   EXPECT_EQ(bad.code, 1);
-  EXPECT_NE(bad.out.find("unknown knob 'bn_eps'"), std::string::npos) << bad.out;
+  EXPECT_NE(bad.out.find("unknown knob 'bn_epsilon'"), std::string::npos) << bad.out;
   fs::remove_all(d);
 }
 

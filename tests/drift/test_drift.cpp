@@ -154,7 +154,7 @@ TEST(DriftExplain, EveryKnobHasALiveExample) {
   EXPECT_NE(pad.find("conv_same_pad=after: pads top/bottom/left/right 0/1/0/1"), std::string::npos) << pad;
   EXPECT_NE(pad.find("conv_same_pad=before: pads top/bottom/left/right 1/0/1/0"), std::string::npos) << pad;
   EXPECT_NE(pad.find("refused"), std::string::npos) << pad;
-  EXPECT_THROW(explain_knob("bn_eps"), Error);
+  EXPECT_THROW(explain_knob("bn_epsilon"), Error);
 }
 
 }  // namespace

@@ -1,0 +1,33 @@
+// BatchNorm over channels of a (C,H,W) or (F) input. The Policy's bn_eps, bn_momentum,
+// bn_running_var and bn_zero_debias are resolved into BatchNormParams here; the running-
+// variance estimator depends on the input rank under the Keras-on-TF rule (4-D goes through
+// TF's fused kernel, which already corrects by n/(n-1), before Keras's own n/(n-1-eps)).
+#pragma once
+#include "engine/layers/layer.h"
+#include "engine/ops/batchnorm.h"
+#include "engine/policy.h"
+
+namespace driftlab {
+
+BatchNormParams resolve_batchnorm(const Policy& policy, const Shape& in);
+
+class BatchNormLayer : public Layer {
+ public:
+  BatchNormLayer(const Shape& in, const Policy& policy);
+  std::string kind() const override { return "batchnorm"; }
+  std::string describe() const override;
+  Shape output_shape() const override { return shape_; }
+  Tensor forward(RunContext& ctx, const Tensor& x) override;
+  Tensor backward(RunContext& ctx, const Tensor& dy) override;
+  std::vector<Param*> params() override { return {&gamma_, &beta_}; }
+  std::vector<Param*> buffers() override;
+
+ private:
+  Shape shape_;
+  BatchNormParams p_;
+  Param gamma_, beta_;
+  Param running_mean_, running_var_, biased_mean_, biased_var_, steps_;
+  Tensor x_, mean_, var_, invstd_;
+};
+
+}  // namespace driftlab

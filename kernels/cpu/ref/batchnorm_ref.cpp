@@ -1,0 +1,157 @@
+// Reference batch normalisation, float and double, layout (N, C, S). Sums over (N, S) in
+// params.sum_order. Forward writes y (=); backward writes dx (=) and adds dgamma, dbeta (+=).
+#include <cmath>
+#include <vector>
+
+#include "engine/ops/batchnorm.h"
+
+namespace driftlab {
+namespace {
+
+void check_x(const char* fn, const BatchNormParams& p, const Tensor& x) {
+  check(x.numel() == p.n * p.c * p.s && x.dim(0) == p.n, fn, ": x has shape ", shape_str(x.shape()), ", expected N=",
+        p.n, " C=", p.c, " S=", p.s);
+  check(p.n * p.s > 1, fn, ": batch statistics need more than one value per channel (N*S=", p.n * p.s,
+        "), as in every framework");
+}
+
+// Gathers channel c's N*S values (optionally transformed) and sums them in order.
+template <typename T, typename F>
+T channel_sum(const BatchNormParams& p, int64_t c, std::vector<T>& buf, F&& value) {
+  int64_t t = 0;
+  for (int64_t n = 0; n < p.n; ++n)
+    for (int64_t i = 0; i < p.s; ++i) buf[t++] = value((n * p.c + c) * p.s + i);
+  return ordered_sum(buf.data(), t, p.sum_order);
+}
+
+template <typename T>
+void forward_train(const BatchNormParams& p, const T* x, const T* g, const T* b, T* y, T* mean, T* var, T* invstd) {
+  const T count = static_cast<T>(p.n * p.s);
+  std::vector<T> buf(static_cast<std::size_t>(p.n * p.s));
+  for (int64_t c = 0; c < p.c; ++c) {
+    T mu = channel_sum<T>(p, c, buf, [&](int64_t i) { return x[i]; }) / count;
+    T v = channel_sum<T>(p, c, buf, [&](int64_t i) { return (x[i] - mu) * (x[i] - mu); }) / count;
+    T inv = T(1) / std::sqrt(v + static_cast<T>(p.eps));
+    mean[c] = mu;
+    var[c] = v;
+    invstd[c] = inv;
+    for (int64_t n = 0; n < p.n; ++n)
+      for (int64_t i = 0; i < p.s; ++i) {
+        int64_t k = (n * p.c + c) * p.s + i;
+        y[k] = g[c] * ((x[k] - mu) * inv) + b[c];
+      }
+  }
+}
+
+template <typename T>
+void forward_infer(const BatchNormParams& p, const T* x, const T* g, const T* b, const T* rm, const T* rv, T* y) {
+  for (int64_t c = 0; c < p.c; ++c) {
+    T inv = p.estimator == BnVarEstimator::inv_std ? rv[c] : T(1) / std::sqrt(rv[c] + static_cast<T>(p.eps));
+    for (int64_t n = 0; n < p.n; ++n)
+      for (int64_t i = 0; i < p.s; ++i) {
+        int64_t k = (n * p.c + c) * p.s + i;
+        y[k] = g[c] * ((x[k] - rm[c]) * inv) + b[c];
+      }
+  }
+}
+
+// dx = gamma*invstd/n * (n*dy - sum(dy) - xhat*sum(dy*xhat)); dgamma += sum(dy*xhat); dbeta += sum(dy)
+template <typename T>
+void backward(const BatchNormParams& p, const T* x, const T* dy, const T* g, const T* mean, const T* invstd, T* dx,
+              T* dg, T* db) {
+  const T count = static_cast<T>(p.n * p.s);
+  std::vector<T> buf(static_cast<std::size_t>(p.n * p.s));
+  for (int64_t c = 0; c < p.c; ++c) {
+    const T mu = mean[c], inv = invstd[c];
+    T sum_dy = channel_sum<T>(p, c, buf, [&](int64_t i) { return dy[i]; });
+    T sum_dy_xhat = channel_sum<T>(p, c, buf, [&](int64_t i) { return dy[i] * ((x[i] - mu) * inv); });
+    dg[c] += sum_dy_xhat;
+    db[c] += sum_dy;
+    const T scale = g[c] * inv / count;
+    for (int64_t n = 0; n < p.n; ++n)
+      for (int64_t i = 0; i < p.s; ++i) {
+        int64_t k = (n * p.c + c) * p.s + i;
+        T xhat = (x[k] - mu) * inv;
+        dx[k] = scale * (count * dy[k] - sum_dy - xhat * sum_dy_xhat);
+      }
+  }
+}
+
+}  // namespace
+
+void batchnorm_forward_train_ref(const BatchNormParams& p, const Tensor& x, const Tensor& gamma, const Tensor& beta,
+                                 Tensor& y, Tensor& mean, Tensor& var, Tensor& invstd) {
+  check_x("batchnorm_forward_train", p, x);
+  check_shape("batchnorm_forward_train", "y", y, x.shape());
+  dispatch_dtype(x.dtype(), [&](auto tag) {
+    using T = decltype(tag);
+    forward_train<T>(p, x.data<T>(), gamma.data<T>(), beta.data<T>(), y.data<T>(), mean.data<T>(), var.data<T>(),
+                     invstd.data<T>());
+  });
+}
+
+void batchnorm_forward_infer_ref(const BatchNormParams& p, const Tensor& x, const Tensor& gamma, const Tensor& beta,
+                                 const Tensor& rm, const Tensor& rv, Tensor& y) {
+  check(x.numel() == p.n * p.c * p.s, "batchnorm_forward_infer: x has shape ", shape_str(x.shape()));
+  check_shape("batchnorm_forward_infer", "y", y, x.shape());
+  dispatch_dtype(x.dtype(), [&](auto tag) {
+    using T = decltype(tag);
+    forward_infer<T>(p, x.data<T>(), gamma.data<T>(), beta.data<T>(), rm.data<T>(), rv.data<T>(), y.data<T>());
+  });
+}
+
+void batchnorm_backward_ref(const BatchNormParams& p, const Tensor& x, const Tensor& dy, const Tensor& gamma,
+                            const Tensor& mean, const Tensor& invstd, Tensor& dx, Tensor& dgamma, Tensor& dbeta) {
+  check_x("batchnorm_backward", p, x);
+  check_shape("batchnorm_backward", "dy", dy, x.shape());
+  check_shape("batchnorm_backward", "dx", dx, x.shape());
+  dispatch_dtype(x.dtype(), [&](auto tag) {
+    using T = decltype(tag);
+    backward<T>(p, x.data<T>(), dy.data<T>(), gamma.data<T>(), mean.data<T>(), invstd.data<T>(), dx.data<T>(),
+                dgamma.data<T>(), dbeta.data<T>());
+  });
+}
+
+void batchnorm_update_running(const BatchNormParams& p, const Tensor& mean, const Tensor& var, Tensor& rm, Tensor& rv,
+                              Tensor& biased_mean, Tensor& biased_var, Tensor& steps) {
+  const double n = static_cast<double>(p.n * p.s);
+  dispatch_dtype(mean.dtype(), [&](auto tag) {
+    using T = decltype(tag);
+    const T keep = static_cast<T>(p.keep), upd = static_cast<T>(1.0 - p.keep);
+    const T unbias = static_cast<T>(n / (n - 1.0)), keras = static_cast<T>(n / (n - 1.0 - p.eps));
+    const T eps = static_cast<T>(p.eps);
+    const T* m = mean.data<T>();
+    const T* v = var.data<T>();
+    T* rmd = rm.data<T>();
+    T* rvd = rv.data<T>();
+    double step = 0;
+    if (p.zero_debias) step = (steps.data<T>()[0] += T(1));
+    for (int64_t c = 0; c < p.c; ++c) {
+      T stat = v[c];
+      switch (p.estimator) {
+        case BnVarEstimator::biased: break;
+        case BnVarEstimator::unbiased: stat = v[c] * unbias; break;
+        case BnVarEstimator::keras_scaled: stat = v[c] * keras; break;
+        case BnVarEstimator::keras_double: stat = v[c] * unbias * keras; break;
+        case BnVarEstimator::keras_var_plus_eps: stat = (v[c] + eps) * keras; break;
+        case BnVarEstimator::inv_std: stat = T(1) / std::sqrt(v[c] + eps); break;
+      }
+      if (!p.zero_debias) {
+        rmd[c] = keep * rmd[c] + upd * m[c];
+        rvd[c] = keep * rvd[c] + upd * stat;
+        continue;
+      }
+      // TF assign_moving_average(zero_debias=True): a hidden average started at 0, divided
+      // by 1 - keep^t, so after the first step the running value is the batch statistic.
+      T* bm = biased_mean.data<T>();
+      T* bv = biased_var.data<T>();
+      bm[c] -= (bm[c] - m[c]) * upd;
+      bv[c] -= (bv[c] - stat) * upd;
+      const T debias = static_cast<T>(1.0 - std::pow(p.keep, step));
+      rmd[c] = bm[c] / debias;
+      rvd[c] = bv[c] / debias;
+    }
+  });
+}
+
+}  // namespace driftlab

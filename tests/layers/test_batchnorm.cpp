@@ -1,0 +1,138 @@
+// BatchNorm: float64 central-difference gradient check of the training forward (through
+// the batch statistics), and the documented effect of each BatchNorm knob on a hand case.
+#include <gtest/gtest.h>
+
+#include <cmath>
+
+#include "engine/layers/batchnorm_layer.h"
+#include "tests/test_util.h"
+
+namespace {
+
+using namespace driftlab;
+
+Policy f64(const char* preset) {
+  Policy p = Policy::preset_named(preset);
+  p.dtype = FloatType::float64;
+  return p;
+}
+
+// loss = sum(y * R) for a fixed R; checks dx, dgamma, dbeta against central differences.
+void gradcheck(const Shape& per_sample, int64_t batch, const char* preset) {
+  BatchNormLayer bn(per_sample, f64(preset));
+  // Non-trivial affine parameters so that dgamma/dbeta are exercised.
+  auto ps = bn.params();
+  for (int64_t c = 0; c < ps[0]->value.numel(); ++c) {
+    ps[0]->value.data<double>()[c] = 0.5 + 0.25 * static_cast<double>(c);
+    ps[1]->value.data<double>()[c] = -0.1 * static_cast<double>(c);
+  }
+  Shape full{batch};
+  full.insert(full.end(), per_sample.begin(), per_sample.end());
+  Tensor x = random_tensor(full, DType::f64, 21, -2.0, 2.0);
+  Tensor r = random_tensor(full, DType::f64, 22, -1.0, 1.0);
+  ExecContext exec;
+  auto loss = [&](const Tensor& in) {
+    RunContext ctx{exec, true, nullptr};
+    Tensor y = bn.forward(ctx, in);
+    double s = 0;
+    for (int64_t i = 0; i < y.numel(); ++i) s += y.at(i) * r.at(i);
+    return s;
+  };
+  for (Param* p : ps) p->grad.zero();
+  RunContext ctx{exec, true, nullptr};
+  bn.forward(ctx, x);
+  Tensor dx = bn.backward(ctx, r);
+  const double h = 1e-6;
+  // Tolerance: central differences err by O(h^2) ~ 1e-12 plus rounding ~ eps*|loss|/h ~ 1e-9;
+  // gradients here are O(1), so 1e-6 absolute leaves three orders of margin.
+  const double tol = 1e-6;
+  for (int64_t i = 0; i < x.numel(); ++i) {
+    Tensor xp = x.clone(), xm = x.clone();
+    xp.data<double>()[i] += h;
+    xm.data<double>()[i] -= h;
+    EXPECT_NEAR(dx.at(i), (loss(xp) - loss(xm)) / (2 * h), tol) << preset << " dx[" << i << "]";
+  }
+  for (Param* p : ps)
+    for (int64_t i = 0; i < p->value.numel(); ++i) {
+      double v = p->value.at(i);
+      p->value.data<double>()[i] = v + h;
+      double lp = loss(x);
+      p->value.data<double>()[i] = v - h;
+      double lm = loss(x);
+      p->value.data<double>()[i] = v;
+      EXPECT_NEAR(p->grad.at(i), (lp - lm) / (2 * h), tol) << preset << " d" << p->name << "[" << i << "]";
+    }
+}
+
+TEST(BatchNormGradCheck, Conv4D) { gradcheck({3, 2, 3}, 2, "torch"); }
+TEST(BatchNormGradCheck, Dense2D) { gradcheck({4}, 5, "tensorflow"); }
+TEST(BatchNormGradCheck, Batch1Spatial) { gradcheck({2, 3, 3}, 1, "theano"); }
+
+struct Stats {
+  double running_mean, running_var, infer_at_6;
+};
+
+// One training step on [0,2,4,6] (mean 3, biased var 5, n=4) then inference on x=6.
+Stats one_step(const Policy& p) {
+  BatchNormLayer bn({1, 2, 2}, p);
+  ExecContext exec;
+  RunContext train{exec, true, nullptr}, infer{exec, false, nullptr};
+  bn.forward(train, Tensor::from<double>({1, 1, 2, 2}, {0, 2, 4, 6}).to(DType::f32));
+  Tensor y = bn.forward(infer, Tensor::from<float>({1, 1, 2, 2}, {6, 6, 6, 6}));
+  auto b = bn.buffers();
+  return {b[0]->value.at(0), b[1]->value.at(0), y.at(0)};
+}
+
+// Tolerances: float32 arithmetic on values of order 1-10: 1e-5 relative.
+TEST(BatchNormKnobs, RunningVarianceEstimatorPerPreset) {
+  Stats torch = one_step(Policy::torch());
+  EXPECT_NEAR(torch.running_mean, 0.1 * 3, 1e-6);
+  EXPECT_NEAR(torch.running_var, 0.9 + 0.1 * 5 * 4.0 / 3.0, 1e-5);  // unbiased v*n/(n-1)
+  Stats theano = one_step(Policy::theano());
+  EXPECT_NEAR(theano.running_var, 0.99 + 0.01 * (5 + 1e-3) * 4.0 / (3 - 1e-3), 1e-5);  // eps leaks in
+  Stats tf = one_step(Policy::tensorflow());
+  // zero-debiased: the first batch's statistic exactly; 4-D: TF's n/(n-1) then Keras's n/(n-1-eps)
+  EXPECT_NEAR(tf.running_mean, 3.0, 1e-6);
+  EXPECT_NEAR(tf.running_var, 5 * 4.0 / 3.0 * 4.0 / (3 - 1e-3), 1e-4);
+  std::cout << "running var after one step: torch " << torch.running_var << ", theano " << theano.running_var
+            << ", tensorflow " << tf.running_var << "\n";
+  Policy biased = Policy::torch();
+  biased.bn_running_var = BnRunningVar::biased;
+  EXPECT_NEAR(one_step(biased).running_var, 0.9 + 0.1 * 5, 1e-5);
+}
+
+TEST(BatchNormKnobs, KerasTfEstimatorDependsOnRank) {
+  Policy tf = Policy::tensorflow();
+  EXPECT_EQ(resolve_batchnorm(tf, {3, 4, 4}).estimator, BnVarEstimator::keras_double);  // fused 4-D path
+  EXPECT_EQ(resolve_batchnorm(tf, {16}).estimator, BnVarEstimator::keras_scaled);       // 2-D: tf.nn.moments
+}
+
+TEST(BatchNormKnobs, ZeroDebiasAndMomentum) {
+  Policy p = Policy::torch();
+  p.bn_zero_debias = true;
+  Stats z = one_step(p);
+  EXPECT_NEAR(z.running_mean, 3.0, 1e-6) << "after one zero-debiased step the running mean is the batch mean";
+  p.bn_zero_debias = false;
+  p.bn_momentum = 0.5;
+  EXPECT_NEAR(one_step(p).running_mean, 1.5, 1e-6);
+}
+
+TEST(BatchNormKnobs, EpsilonAndInverseStd) {
+  Policy a = Policy::torch(), b = Policy::torch();
+  b.bn_eps = 1e-1;
+  BatchNormLayer la({1, 2, 2}, a), lb({1, 2, 2}, b);
+  ExecContext exec;
+  RunContext train{exec, true, nullptr};
+  Tensor x = Tensor::from<float>({1, 1, 2, 2}, {0, 2, 4, 6});
+  double ya = la.forward(train, x).at(3), yb = lb.forward(train, x).at(3);
+  EXPECT_NEAR(ya, 3 / std::sqrt(5 + 1e-5), 1e-5);
+  EXPECT_NEAR(yb, 3 / std::sqrt(5 + 1e-1), 1e-5);
+  Policy las = Policy::torch();
+  las.bn_running_var = BnRunningVar::lasagne_inv_std;
+  las.bn_momentum = 0.0;  // keep nothing: the running value is this batch's 1/sqrt(v+eps)
+  Stats s = one_step(las);
+  EXPECT_NEAR(s.running_var, 1 / std::sqrt(5 + 1e-5), 1e-6);
+  EXPECT_NEAR(s.infer_at_6, (6 - 3) / std::sqrt(5 + 1e-5), 1e-5);
+}
+
+}  // namespace
