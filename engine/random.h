@@ -4,13 +4,14 @@
 // every stream is an Rng value owned by whoever draws from it.
 #pragma once
 #include <array>
+#include <cmath>
 #include <cstdint>
 #include <random>
 #include <vector>
 
-namespace driftlab {
+#include "engine/policy.h"
 
-enum class RngEngine;
+namespace driftlab {
 
 class Rng {
  public:
@@ -23,7 +24,10 @@ class Rng {
   //   mrg31k3p:    z * 4.6566126e-10f                (Theano rng_mrg NORM for float32)
   float uniform_f32();
   double uniform_f64();  // 53 bits from two draws (mrg31k3p: z * 2^-31, Theano float64)
-  // lo + u*(hi-lo) in T, the form all three frameworks use for uniform(lo, hi).
+  // u*(hi-lo) + lo in T, the form all three frameworks use for uniform(lo, hi). For
+  // mt19937_u24 it is one fused multiply-add, as PyTorch's AVX2/AVX-512 CPU kernels compute it
+  // (the compiler contracts uniform_real_distribution's x*(to-from)+from; PyTorch forced to
+  // ATEN_CPU_CAPABILITY=default rounds twice) — found by the PyTorch oracle test.
   template <typename T>
   T uniform(T lo, T hi);
 
@@ -42,17 +46,18 @@ class Rng {
 
 template <>
 inline float Rng::uniform<float>(float lo, float hi) {
-  return uniform_f32() * (hi - lo) + lo;
+  const float u = uniform_f32();
+  return engine_ == RngEngine::mt19937_u24 ? std::fma(u, hi - lo, lo) : u * (hi - lo) + lo;
 }
 template <>
 inline double Rng::uniform<double>(double lo, double hi) {
-  return uniform_f64() * (hi - lo) + lo;
+  const double u = uniform_f64();
+  return engine_ == RngEngine::mt19937_u24 ? std::fma(u, hi - lo, lo) : u * (hi - lo) + lo;
 }
 
 // Philox4x32-10 block function (Salmon et al., SC'11): exposed for its known-answer test.
 std::array<uint32_t, 4> philox4x32_10(std::array<uint32_t, 4> ctr, std::array<uint32_t, 2> key);
 
-enum class ShuffleAlgo;
 // A permutation of 0..n-1 drawn from `mt` (an MT19937 stream):
 //   forward_modulo:     for i in 0..n-2: j = i + r32 % (n-i); swap(i, j)   (torch.randperm CPU)
 //   backward_rejection: for i in n-1..1: j = r32 & mask, redrawn while j > i; swap(i, j)

@@ -16,6 +16,16 @@ const std::vector<Entry>& entries() {
        build_lenet1},
       {{"lenet5", "LeNet-5 (S1): conv 6@5x5, pool, conv 16@5x5, pool, dense 120, 84, 10 (relu)", {1, 28, 28}, 10},
        build_lenet5},
+      {{"resnet20", "ResNet-20 (S1), CIFAR variant: 3x3 stages of basic blocks 16/32/64, option A shortcuts, BN",
+        {3, 32, 32}, 10},
+       build_resnet20},
+      {{"resnet20b", "ResNet-20 with option B shortcuts (1x1 conv + BN where the shape changes)", {3, 32, 32}, 10},
+       build_resnet20b},
+      {{"resnet18", "ResNet-18 (S3), CIFAR variant: 3x3 stem, 4 stages of 2 basic blocks 64..512, option B",
+        {3, 32, 32}, 10},
+       build_resnet18},
+      {{"vgg16", "VGG-16 (S1, S3) on 32x32: 13 conv 3x3 (64..512), 5 max-pools, dense 4096-4096-10", {3, 32, 32}, 10},
+       build_vgg16},
   };
   return kEntries;
 }

@@ -26,5 +26,9 @@ Model build_model(const std::string& name, const Policy& policy, uint64_t seed);
 // Builders, one per file.
 void build_lenet1(Model& m, Rng& rng);
 void build_lenet5(Model& m, Rng& rng);
+void build_resnet20(Model& m, Rng& rng);
+void build_resnet20b(Model& m, Rng& rng);
+void build_resnet18(Model& m, Rng& rng);
+void build_vgg16(Model& m, Rng& rng);
 
 }  // namespace driftlab

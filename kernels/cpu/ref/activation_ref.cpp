@@ -69,14 +69,23 @@ void backward(const ActivationParams& p, const T* x, const T* y, const T* dy, T*
     case ActKind::hard_sigmoid:
       // The linear region is slope*x+offset in [0,1]; its end points are where the
       // framework's clip gradient either still passes (inclusive) or is already zero.
-      // Compared in x (bounds in double) so that x = +-2.5 or +-3 hits the edge exactly.
-      {
+      // Inclusive (TF/Keras, Theano): their clip's gradient tests the clipped value
+      // v = slope*x + offset, computed in T exactly as the forward does, against [0, 1]; so
+      // x = 2.50000024f, where 0.2x+0.5 rounds to exactly 1, still passes the gradient.
+      // Exclusive (PyTorch hardsigmoid_backward): tests x itself, -3 < x < 3, in double.
+      if (p.hs_grad_edges_inclusive) {
+        const T offset = static_cast<T>(p.hs_offset);
+#pragma omp parallel for schedule(static) if (n > kParallelMin)
+        for (int64_t i = 0; i < n; ++i) {
+          const T v = slope * x[i] + offset;
+          dx[i] = (v >= T(0) && v <= T(1)) ? slope * dy[i] : T(0);
+        }
+      } else {
         const double lo = -p.hs_offset / p.hs_slope, hi = (1.0 - p.hs_offset) / p.hs_slope;
 #pragma omp parallel for schedule(static) if (n > kParallelMin)
-      for (int64_t i = 0; i < n; ++i) {
-          double v = static_cast<double>(x[i]);
-          bool inside = p.hs_grad_edges_inclusive ? (v >= lo && v <= hi) : (v > lo && v < hi);
-          dx[i] = inside ? slope * dy[i] : T(0);
+        for (int64_t i = 0; i < n; ++i) {
+          const double v = static_cast<double>(x[i]);
+          dx[i] = (v > lo && v < hi) ? slope * dy[i] : T(0);
         }
       }
       break;

@@ -173,21 +173,25 @@ function runInit(c) {
 }
 
 async function main() {
-  if (process.argv.length !== 3 && process.argv.length !== 4) throw new Error('usage: node oracle.js CASE_DIR [K/N]');
+  if (process.argv.length !== 3 && process.argv.length !== 4) {
+    throw new Error('usage: node oracle.js CASE_DIR [K/N]');
+  }
   caseDir = process.argv[2];
   let shard = 0;
   let shards = 1;
   if (process.argv.length === 4) {
     const m = /^(\d+)\/(\d+)$/.exec(process.argv[3]);
-    if (!m || Number(m[2]) < 1 || Number(m[1]) >= Number(m[2])) throw new Error(`bad shard '${process.argv[3]}' (K/N, 0 <= K < N)`);
+    if (!m || Number(m[2]) < 1 || Number(m[1]) >= Number(m[2])) {
+      throw new Error(`bad shard '${process.argv[3]}' (K/N, 0 <= K < N)`);
+    }
     shard = Number(m[1]);
     shards = Number(m[2]);
   }
+  const spec = JSON.parse(fs.readFileSync(path.join(caseDir, 'cases.json'), 'utf8'));
   outDir = path.join(caseDir, 'out');
   fs.mkdirSync(outDir, { recursive: true });
   if (!(await tf.setBackend('cpu'))) throw new Error('the tfjs cpu backend could not be set');
   await tf.ready();
-  const spec = JSON.parse(fs.readFileSync(path.join(caseDir, 'cases.json'), 'utf8'));
   const mine = spec.cases.filter((c) => (c.shard || 0) % shards === shard);
   const t0 = Date.now();
   const timing = [];
@@ -205,7 +209,7 @@ async function main() {
     }
     timing.push(`${c.name} ${Date.now() - tc} ms`);
   }
-  if (process.env.ORACLE_TIMING) console.log(timing.join('\n'));
+  if (process.env.ORACLE_TIMING) console.log(timing.join('\n'));  // per-case times, for tuning
   console.log(`tfjs ${tf.version.tfjs} backend ${tf.getBackend()}, shard ${shard}/${shards}: ${mine.length} of ` +
               `${spec.cases.length} cases in ${Date.now() - t0} ms`);
 }

@@ -1,0 +1,131 @@
+#include "engine/layers/residual_layer.h"
+
+#include <sstream>
+
+#include "engine/layers/batchnorm_layer.h"
+#include "engine/layers/conv2d_layer.h"
+
+namespace driftlab {
+
+ResidualLayer::ResidualLayer(std::unique_ptr<Sequential> main, Shortcut shortcut, const Policy& policy, Rng& rng)
+    : main_(std::move(main)), shortcut_(shortcut), in_(main_->input_shape()), out_(main_->current_shape()) {
+  check(in_.size() == 3 && out_.size() == 3, "residual: main path must map (C,H,W) to (C,H,W), got ", shape_str(in_),
+        " -> ", shape_str(out_));
+  stride_ = (in_[1] + out_[1] - 1) / out_[1];
+  check((in_[1] + stride_ - 1) / stride_ == out_[1] && (in_[2] + stride_ - 1) / stride_ == out_[2],
+        "residual: main path output ", shape_str(out_), " is not the input ", shape_str(in_), " subsampled by ", stride_);
+  if (in_ == out_) shortcut_ = Shortcut::identity;
+  if (shortcut_ == Shortcut::identity)
+    check(in_ == out_, "residual: identity shortcut needs equal shapes, got ", shape_str(in_), " -> ", shape_str(out_));
+  if (shortcut_ == Shortcut::option_a) {
+    check(out_[0] >= in_[0] && (out_[0] - in_[0]) % 2 == 0, "residual: option A pads ", in_[0], " channels to ",
+          out_[0], " equally on both sides");
+    pad_before_ = (out_[0] - in_[0]) / 2;
+  }
+  if (shortcut_ == Shortcut::option_b) {
+    proj_ = std::make_unique<Sequential>(in_);
+    Conv2dSpec s;
+    s.out_channels = out_[0];
+    s.kernel_h = s.kernel_w = 1;
+    s.stride = stride_;
+    s.bias = false;
+    proj_->add(std::make_unique<Conv2dLayer>(s, in_, policy, rng));
+    proj_->add(std::make_unique<BatchNormLayer>(proj_->current_shape(), policy));
+  }
+}
+
+std::string ResidualLayer::describe() const {
+  std::ostringstream os;
+  os << "residual (" << main_->size() << " layers) + "
+     << (shortcut_ == Shortcut::identity ? "identity" : (shortcut_ == Shortcut::option_a ? "option A (subsample, zero channels)" : "option B (1x1 conv + BN)"));
+  return os.str();
+}
+
+Tensor ResidualLayer::forward(RunContext& ctx, const Tensor& x) {
+  check_input("residual", x, in_);
+  Tensor y = main_->forward(ctx, x);
+  Tensor s;
+  if (shortcut_ == Shortcut::option_b) s = proj_->forward(ctx, x);
+  dispatch_dtype(y.dtype(), [&](auto tag) {
+    using T = decltype(tag);
+    T* yd = y.data<T>();
+    const T* xd = x.data<T>();
+    if (shortcut_ == Shortcut::identity) {
+      for (int64_t i = 0; i < y.numel(); ++i) yd[i] += xd[i];
+    } else if (shortcut_ == Shortcut::option_b) {
+      const T* sd = s.data<T>();
+      for (int64_t i = 0; i < y.numel(); ++i) yd[i] += sd[i];
+    } else {
+      const int64_t n = x.dim(0), c = in_[0], h = in_[1], w = in_[2], oc = out_[0], oh = out_[1], ow = out_[2];
+      for (int64_t b = 0; b < n; ++b)
+        for (int64_t ci = 0; ci < c; ++ci)
+          for (int64_t i = 0; i < oh; ++i)
+            for (int64_t j = 0; j < ow; ++j)
+              yd[((b * oc + ci + pad_before_) * oh + i) * ow + j] += xd[((b * c + ci) * h + i * stride_) * w + j * stride_];
+    }
+  });
+  return y;
+}
+
+Tensor ResidualLayer::backward(RunContext& ctx, const Tensor& dy) {
+  // The inner paths need their input gradient exactly when this block's dx is needed:
+  // Sequential::backward reads that from ctx.input_grad for its first layer.
+  const bool saved = ctx.input_grad;
+  ctx.input_grad = ctx.need_dx;
+  Tensor dx = main_->backward(ctx, dy);
+  Tensor ds = shortcut_ == Shortcut::option_b ? proj_->backward(ctx, dy) : Tensor();
+  ctx.input_grad = saved;
+  if (!dx.defined()) return dx;  // nobody needs dx (the block is the network's first layer)
+  if (shortcut_ == Shortcut::option_b) {
+    dispatch_dtype(dx.dtype(), [&](auto tag) {
+      using T = decltype(tag);
+      T* d = dx.data<T>();
+      const T* e = ds.data<T>();
+      for (int64_t i = 0; i < dx.numel(); ++i) d[i] += e[i];
+    });
+    return dx;
+  }
+  dispatch_dtype(dx.dtype(), [&](auto tag) {
+    using T = decltype(tag);
+    T* d = dx.data<T>();
+    const T* g = dy.data<T>();
+    if (shortcut_ == Shortcut::identity) {
+      for (int64_t i = 0; i < dx.numel(); ++i) d[i] += g[i];
+      return;
+    }
+    const int64_t n = dy.dim(0), c = in_[0], h = in_[1], w = in_[2], oc = out_[0], oh = out_[1], ow = out_[2];
+    for (int64_t b = 0; b < n; ++b)
+      for (int64_t ci = 0; ci < c; ++ci)
+        for (int64_t i = 0; i < oh; ++i)
+          for (int64_t j = 0; j < ow; ++j)
+            d[((b * c + ci) * h + i * stride_) * w + j * stride_] += g[((b * oc + ci + pad_before_) * oh + i) * ow + j];
+  });
+  return dx;
+}
+
+std::vector<Param*> ResidualLayer::params() {
+  std::vector<Param*> out;
+  for (auto& np : main_->named_params()) out.push_back(np.second);
+  if (proj_)
+    for (auto& np : proj_->named_params()) out.push_back(np.second);
+  return out;
+}
+
+std::vector<Param*> ResidualLayer::buffers() {
+  std::vector<Param*> out;
+  for (auto& np : main_->named_buffers()) out.push_back(np.second);
+  if (proj_)
+    for (auto& np : proj_->named_buffers()) out.push_back(np.second);
+  return out;
+}
+
+void ResidualLayer::collect(const std::string& prefix, bool want_buffers,
+                            std::vector<std::pair<std::string, Param*>>& out) {
+  for (auto& np : want_buffers ? main_->named_buffers() : main_->named_params())
+    out.emplace_back(prefix + ".residual.main." + np.first, np.second);
+  if (proj_)
+    for (auto& np : want_buffers ? proj_->named_buffers() : proj_->named_params())
+      out.emplace_back(prefix + ".residual.shortcut." + np.first, np.second);
+}
+
+}  // namespace driftlab

@@ -1,0 +1,39 @@
+// Residual block: y = main(x) + shortcut(x), the ResNet basic block without its final relu
+// (add an activation layer after it). Shortcuts:
+//   identity      when shapes match;
+//   option A      x[:, :, ::s, ::s] with zero channels padded equally on both sides
+//                 (He et al. 2016, CIFAR; akamaster/pytorch_resnet_cifar10, Lasagne Recipes);
+//   option B      a 1x1 convolution with stride s, then BatchNorm (torch option='B').
+#pragma once
+#include <memory>
+
+#include "engine/layers/sequential.h"
+#include "engine/policy.h"
+
+namespace driftlab {
+
+enum class Shortcut { identity, option_a, option_b };
+
+class ResidualLayer : public Layer {
+ public:
+  // `main` must map in_shape to its output; the shortcut is built to match it.
+  ResidualLayer(std::unique_ptr<Sequential> main, Shortcut shortcut, const Policy& policy, Rng& rng);
+  std::string kind() const override { return "residual"; }
+  std::string describe() const override;
+  Shape output_shape() const override { return out_; }
+  Tensor forward(RunContext& ctx, const Tensor& x) override;
+  Tensor backward(RunContext& ctx, const Tensor& dy) override;
+  std::vector<Param*> params() override;
+  std::vector<Param*> buffers() override;
+  void collect(const std::string& prefix, bool buffers, std::vector<std::pair<std::string, Param*>>& out) override;
+  Sequential& main() { return *main_; }
+
+ private:
+  std::unique_ptr<Sequential> main_;
+  std::unique_ptr<Sequential> proj_;  // option B only
+  Shortcut shortcut_;
+  Shape in_, out_;
+  int64_t stride_ = 1, pad_before_ = 0;
+};
+
+}  // namespace driftlab

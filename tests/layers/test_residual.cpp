@@ -1,0 +1,176 @@
+// Residual blocks (identity, option A, option B), global average pooling and the CIFAR
+// models: float64 central-difference gradient checks through whole blocks, shortcut values on
+// hand cases, and the parameter counts of every model.
+#include <gtest/gtest.h>
+
+#include <cmath>
+
+#include "engine/layers/activation_layer.h"
+#include "engine/layers/batchnorm_layer.h"
+#include "engine/layers/conv2d_layer.h"
+#include "engine/layers/global_avg_pool_layer.h"
+#include "engine/layers/residual_layer.h"
+#include "engine/random.h"
+#include "engine/train/trainer.h"
+#include "models/models.h"
+#include "tests/test_util.h"
+
+namespace {
+
+using namespace driftlab;
+
+Policy f64_ref(const char* preset) {
+  Policy p = Policy::preset_named(preset);
+  p.dtype = FloatType::float64;
+  p.conv_backend = KernelBackend::reference;
+  p.gemm_backend = KernelBackend::reference;
+  return p;
+}
+
+// A block: conv3x3(stride) - BN - relu - conv3x3 - BN, plus the shortcut.
+std::unique_ptr<ResidualLayer> block(const Shape& in, int64_t planes, int64_t stride, Shortcut sc, const Policy& p,
+                                     Rng& rng) {
+  auto main = std::make_unique<Sequential>(in);
+  Conv2dSpec s;
+  s.out_channels = planes;
+  s.kernel_h = s.kernel_w = 3;
+  s.stride = stride;
+  s.pad = PadMode::explicit_pad;
+  s.pad_h = s.pad_w = 1;
+  s.bias = false;
+  main->add(std::make_unique<Conv2dLayer>(s, in, p, rng));
+  main->add(std::make_unique<BatchNormLayer>(main->current_shape(), p));
+  main->add(std::make_unique<ActivationLayer>(ActKind::relu, main->current_shape(), p));
+  s.stride = 1;
+  main->add(std::make_unique<Conv2dLayer>(s, main->current_shape(), p, rng));
+  main->add(std::make_unique<BatchNormLayer>(main->current_shape(), p));
+  return std::make_unique<ResidualLayer>(std::move(main), sc, p, rng);
+}
+
+// loss = sum(net(x) * R); dx and every parameter gradient against central differences.
+void gradcheck(Sequential& net, const Tensor& x) {
+  ExecContext exec;
+  Tensor probe;
+  {
+    RunContext ctx{exec, true, nullptr};
+    probe = net.forward(ctx, x);
+  }
+  Tensor r = random_tensor(probe.shape(), DType::f64, 31, -1.0, 1.0);
+  auto loss = [&](const Tensor& in) {
+    RunContext ctx{exec, true, nullptr};
+    Tensor y = net.forward(ctx, in);
+    double s = 0;
+    for (int64_t i = 0; i < y.numel(); ++i) s += y.at(i) * r.at(i);
+    return s;
+  };
+  net.zero_grad();
+  RunContext ctx{exec, true, nullptr};
+  net.forward(ctx, x);
+  Tensor dx = net.backward(ctx, r);
+  const double h = 1e-6;
+  // Central differences: O(h^2) truncation plus ~1e-10 rounding on O(1) losses; through two
+  // BatchNorms the gradients stay O(1), so 2e-6 absolute is three orders above the noise.
+  const double tol = 2e-6;
+  for (int64_t i = 0; i < x.numel(); i += 3) {
+    Tensor xp = x.clone(), xm = x.clone();
+    xp.data<double>()[i] += h;
+    xm.data<double>()[i] -= h;
+    EXPECT_NEAR(dx.at(i), (loss(xp) - loss(xm)) / (2 * h), tol) << "dx[" << i << "]";
+  }
+  for (auto& np : net.named_params()) {
+    Param* p = np.second;
+    for (int64_t i = 0; i < p->value.numel(); i += 5) {
+      double v = p->value.at(i);
+      p->value.data<double>()[i] = v + h;
+      double lp = loss(x);
+      p->value.data<double>()[i] = v - h;
+      double lm = loss(x);
+      p->value.data<double>()[i] = v;
+      EXPECT_NEAR(p->grad.at(i), (lp - lm) / (2 * h), tol) << np.first << "[" << i << "]";
+    }
+  }
+}
+
+class ResidualGradCheck : public ::testing::TestWithParam<Shortcut> {};
+
+TEST_P(ResidualGradCheck, BlockWithStride2) {
+  Policy p = f64_ref("torch");
+  Rng rng(p.rng_engine, 3);
+  Sequential net({2, 6, 6});
+  const bool same = GetParam() == Shortcut::identity;
+  net.add(block({2, 6, 6}, same ? 2 : 4, same ? 1 : 2, GetParam(), p, rng));
+  net.add(std::make_unique<GlobalAvgPoolLayer>(net.current_shape()));
+  gradcheck(net, random_tensor({2, 2, 6, 6}, DType::f64, 5, -1.0, 1.0));
+}
+
+INSTANTIATE_TEST_SUITE_P(Shortcuts, ResidualGradCheck,
+                         ::testing::Values(Shortcut::identity, Shortcut::option_a, Shortcut::option_b),
+                         [](const ::testing::TestParamInfo<Shortcut>& i) {
+                           return i.param == Shortcut::identity ? "identity"
+                                                                : (i.param == Shortcut::option_a ? "optionA" : "optionB");
+                         });
+
+// Option A on a hand case: x[:, :, ::2, ::2] lands in the middle channels, zeros around it.
+TEST(Residual, OptionAShortcutValues) {
+  Policy p = Policy::torch();
+  Rng rng(p.rng_engine, 1);
+  auto main = std::make_unique<Sequential>(Shape{2, 4, 4});
+  Conv2dSpec s;
+  s.out_channels = 4;
+  s.kernel_h = s.kernel_w = 1;
+  s.stride = 2;
+  s.bias = false;
+  main->add(std::make_unique<Conv2dLayer>(s, Shape{2, 4, 4}, p, rng));
+  ResidualLayer res(std::move(main), Shortcut::option_a, p, rng);
+  for (Param* prm : res.params()) prm->value.zero();  // main path outputs 0: y is the shortcut alone
+  std::vector<float> v(32);
+  for (int i = 0; i < 32; ++i) v[i] = static_cast<float>(i);
+  ExecContext exec;
+  RunContext ctx{exec, false, nullptr};
+  Tensor y = res.forward(ctx, Tensor::from<float>({1, 2, 4, 4}, v));
+  ASSERT_EQ(y.shape(), (Shape{1, 4, 2, 2}));
+  EXPECT_TRUE(bitwise_equal(y, Tensor::from<float>({1, 4, 2, 2}, {0, 0, 0, 0, 0, 2, 8, 10, 16, 18, 24, 26, 0, 0, 0, 0})));
+}
+
+TEST(Models, ParameterCounts) {
+  struct Count {
+    const char* name;
+    int64_t params;
+  } counts[] = {{"lenet1", 3246},       {"lenet5", 44426},       {"resnet20", 269722},
+                {"resnet20b", 272474},  {"resnet18", 11173962},  {"vgg16", 33638218}};
+  for (const auto& c : counts)
+    for (const char* preset : {"torch", "tensorflow"})
+      EXPECT_EQ(build_model(c.name, Policy::preset_named(preset), 1).num_params(), c.params) << c.name << " " << preset;
+}
+
+// ResNet's stride-2 3x3 convolutions: TF 'same' pads (0,1), PyTorch's padding=1 pads (1,1).
+TEST(Models, ResNetDownsamplingPadsPerPreset) {
+  for (const char* preset : {"tensorflow", "torch"}) {
+    Model m = build_model("resnet20", Policy::preset_named(preset), 1);
+    auto* res = dynamic_cast<ResidualLayer*>(&m.net->layer(3 + 2 * 3));  // first block of stage 2
+    ASSERT_NE(res, nullptr) << preset;
+    auto* conv = dynamic_cast<Conv2dLayer*>(&res->main().layer(0));
+    ASSERT_NE(conv, nullptr);
+    const Conv2dParams& c = conv->op_params();
+    EXPECT_EQ(c.stride_h, 2);
+    EXPECT_EQ(c.pad_t, std::string(preset) == "tensorflow" ? 0 : 1) << preset;
+    EXPECT_EQ(c.pad_b, 1) << preset;
+  }
+}
+
+// One training step of each CIFAR model at batch 2 runs and gives a finite loss.
+TEST(Models, CifarModelsTrainOneStep) {
+  for (const char* name : {"resnet20", "resnet20b"}) {
+    Model m = build_model(name, Policy::torch(), 1);
+    ExecContext exec;
+    TrainConfig cfg;
+    cfg.batch = 2;
+    cfg.sgd = {0.01, 0.9, false, 0.0};
+    Trainer t(m, exec, cfg);
+    double loss = t.step(random_tensor({2, 3, 32, 32}, DType::f32, 4, 0.0, 1.0), {3, 7});
+    EXPECT_TRUE(std::isfinite(loss)) << name;
+    EXPECT_NEAR(loss, std::log(10.0), 1.5) << name << ": an untrained 10-class model starts near log(10)";
+  }
+}
+
+}  // namespace
