@@ -17,6 +17,7 @@
 #include "drift/convert.h"
 #include "drift/drift.h"
 #include "drift/explain.h"
+#include "engine/data/cifar.h"
 #include "engine/data/idx.h"
 #include "engine/data/transform.h"
 #include "engine/io/npy.h"
@@ -42,7 +43,8 @@ struct DataOptions {
 };
 
 void add_data_options(CLI::App* c, DataOptions& o) {
-  c->add_option("--dataset", o.dataset, "fashion-mnist | mnist (IDX files)")->capture_default_str();
+  c->add_option("--dataset", o.dataset, "fashion-mnist | mnist (IDX files) | cifar10 (binary version) | synthetic-cifar10")
+      ->capture_default_str();
   c->add_option("--data-dir", o.data_dir, "folder with the IDX files (default for fashion-mnist: " +
                                               std::string(kDefaultFashionMnistDir) + ")");
   c->add_option("--limit", o.limit, "use only the first N samples of each split (0: all)");
@@ -61,12 +63,22 @@ Dataset truncate(Dataset d, int64_t limit) {
 
 Dataset load_split(const DataOptions& o, bool train) {
   std::string dir = o.data_dir;
+  if (o.dataset == "synthetic-cifar10") {  // random pixels and labels: for timing, never for accuracy
+    int64_t n = o.limit > 0 ? o.limit : (train ? 50000 : 10000);
+    Dataset d = synthetic_cifar10(n, train ? 1 : 2);
+    d.name = std::string("synthetic-cifar10") + (train ? "/train" : "/test");
+    return d;
+  }
+  if (o.dataset == "cifar10") {
+    check(!dir.empty(), "data: --dataset cifar10 needs --data-dir DIR with data_batch_1..5.bin and test_batch.bin");
+    return truncate(load_cifar10(dir, train), o.limit);
+  }
   if (o.dataset == "fashion-mnist") {
     if (dir.empty()) dir = kDefaultFashionMnistDir;
   } else if (o.dataset == "mnist") {
     check(!dir.empty(), "data: --dataset mnist needs --data-dir DIR with the MNIST IDX files");
   } else {
-    fail("data: unknown dataset '", o.dataset, "' (known: fashion-mnist, mnist)");
+    fail("data: unknown dataset '", o.dataset, "' (known: fashion-mnist, mnist, cifar10, synthetic-cifar10)");
   }
   return truncate(load_mnist_like(dir, train, o.dataset + (train ? "/train" : "/test")), o.limit);
 }
@@ -190,6 +202,9 @@ TrainOutcome run_train(const TrainOptions& o) {
   apply_norm(train, norm);
   apply_norm(test, norm);
   Model model = build_model(o.model, policy, o.seed);
+  Shape per_sample(train.images.shape().begin() + 1, train.images.shape().end());
+  check(per_sample == model.input_shape, "train: model ", o.model, " takes ", shape_str(model.input_shape),
+        " inputs but ", train.name, " has ", shape_str(per_sample));
   ExecContext exec;
   exec.threads = omp_get_max_threads();
   TrainConfig cfg;
@@ -244,7 +259,7 @@ TrainOutcome run_train(const TrainOptions& o) {
 }
 
 void add_train_options(CLI::App* c, TrainOptions& o) {
-  c->add_option("--model", o.model, "lenet1 | lenet5")->capture_default_str();
+  c->add_option("--model", o.model, "lenet1 | lenet5 | resnet20 | resnet20b | resnet18 | vgg16")->capture_default_str();
   c->add_option("--epochs", o.epochs)->capture_default_str();
   c->add_option("--batch", o.batch)->capture_default_str();
   c->add_option("--lr", o.lr)->capture_default_str();
@@ -575,7 +590,7 @@ void register_commands(CLI::App& app) {
   mod->require_subcommand(1);
   auto* mshow = mod->add_subcommand("show", "layers, output shapes and trainable-parameter count");
   auto mname = std::make_shared<std::string>(), mpol = std::make_shared<std::string>("torch");
-  mshow->add_option("name", *mname, "lenet1 | lenet5")->required();
+  mshow->add_option("name", *mname, "see `driftlab model list`")->required();
   mshow->add_option("--policy", *mpol)->capture_default_str();
   mshow->callback([mname, mpol] { model_show(*mname, *mpol); });
   auto* mlist = mod->add_subcommand("list", "the models driftlab can build");
