@@ -1,5 +1,7 @@
 // Reference batch normalisation, float and double, layout (N, C, S). Sums over (N, S) in
 // params.sum_order. Forward writes y (=); backward writes dx (=) and adds dgamma, dbeta (+=).
+// Channels are independent and each channel's sums run on one thread in the written order,
+// so splitting channels over OpenMP threads gives the same bits for any thread count.
 #include <cmath>
 #include <vector>
 
@@ -27,8 +29,9 @@ T channel_sum(const BatchNormParams& p, int64_t c, std::vector<T>& buf, F&& valu
 template <typename T>
 void forward_train(const BatchNormParams& p, const T* x, const T* g, const T* b, T* y, T* mean, T* var, T* invstd) {
   const T count = static_cast<T>(p.n * p.s);
-  std::vector<T> buf(static_cast<std::size_t>(p.n * p.s));
+#pragma omp parallel for schedule(static)
   for (int64_t c = 0; c < p.c; ++c) {
+    std::vector<T> buf(static_cast<std::size_t>(p.n * p.s));
     T mu = channel_sum<T>(p, c, buf, [&](int64_t i) { return x[i]; }) / count;
     T v = channel_sum<T>(p, c, buf, [&](int64_t i) { return (x[i] - mu) * (x[i] - mu); }) / count;
     T inv = T(1) / std::sqrt(v + static_cast<T>(p.eps));
@@ -45,6 +48,7 @@ void forward_train(const BatchNormParams& p, const T* x, const T* g, const T* b,
 
 template <typename T>
 void forward_infer(const BatchNormParams& p, const T* x, const T* g, const T* b, const T* rm, const T* rv, T* y) {
+#pragma omp parallel for schedule(static)
   for (int64_t c = 0; c < p.c; ++c) {
     T inv = p.estimator == BnVarEstimator::inv_std ? rv[c] : T(1) / std::sqrt(rv[c] + static_cast<T>(p.eps));
     for (int64_t n = 0; n < p.n; ++n)
@@ -60,8 +64,9 @@ template <typename T>
 void backward(const BatchNormParams& p, const T* x, const T* dy, const T* g, const T* mean, const T* invstd, T* dx,
               T* dg, T* db) {
   const T count = static_cast<T>(p.n * p.s);
-  std::vector<T> buf(static_cast<std::size_t>(p.n * p.s));
+#pragma omp parallel for schedule(static)
   for (int64_t c = 0; c < p.c; ++c) {
+    std::vector<T> buf(static_cast<std::size_t>(p.n * p.s));
     const T mu = mean[c], inv = invstd[c];
     T sum_dy = channel_sum<T>(p, c, buf, [&](int64_t i) { return dy[i]; });
     T sum_dy_xhat = channel_sum<T>(p, c, buf, [&](int64_t i) { return dy[i] * ((x[i] - mu) * inv); });
