@@ -34,6 +34,16 @@ ResidualLayer::ResidualLayer(std::unique_ptr<Sequential> main, Shortcut shortcut
   }
 }
 
+template <typename F>
+void ResidualLayer::for_each_option_a_pair(int64_t n, F&& f) const {
+  const int64_t c = in_[0], h = in_[1], w = in_[2], oc = out_[0], oh = out_[1], ow = out_[2];
+  for (int64_t b = 0; b < n; ++b)
+    for (int64_t ci = 0; ci < c; ++ci)
+      for (int64_t i = 0; i < oh; ++i)
+        for (int64_t j = 0; j < ow; ++j)
+          f(((b * oc + ci + pad_before_) * oh + i) * ow + j, ((b * c + ci) * h + i * stride_) * w + j * stride_);
+}
+
 std::string ResidualLayer::describe() const {
   std::ostringstream os;
   os << "residual (" << main_->size() << " layers) + "
@@ -56,12 +66,7 @@ Tensor ResidualLayer::forward(RunContext& ctx, const Tensor& x) {
       const T* sd = s.data<T>();
       for (int64_t i = 0; i < y.numel(); ++i) yd[i] += sd[i];
     } else {
-      const int64_t n = x.dim(0), c = in_[0], h = in_[1], w = in_[2], oc = out_[0], oh = out_[1], ow = out_[2];
-      for (int64_t b = 0; b < n; ++b)
-        for (int64_t ci = 0; ci < c; ++ci)
-          for (int64_t i = 0; i < oh; ++i)
-            for (int64_t j = 0; j < ow; ++j)
-              yd[((b * oc + ci + pad_before_) * oh + i) * ow + j] += xd[((b * c + ci) * h + i * stride_) * w + j * stride_];
+      for_each_option_a_pair(x.dim(0), [&](int64_t out, int64_t in) { yd[out] += xd[in]; });
     }
   });
   return y;
@@ -93,12 +98,7 @@ Tensor ResidualLayer::backward(RunContext& ctx, const Tensor& dy) {
       for (int64_t i = 0; i < dx.numel(); ++i) d[i] += g[i];
       return;
     }
-    const int64_t n = dy.dim(0), c = in_[0], h = in_[1], w = in_[2], oc = out_[0], oh = out_[1], ow = out_[2];
-    for (int64_t b = 0; b < n; ++b)
-      for (int64_t ci = 0; ci < c; ++ci)
-        for (int64_t i = 0; i < oh; ++i)
-          for (int64_t j = 0; j < ow; ++j)
-            d[((b * c + ci) * h + i * stride_) * w + j * stride_] += g[((b * oc + ci + pad_before_) * oh + i) * ow + j];
+    for_each_option_a_pair(dy.dim(0), [&](int64_t out, int64_t in) { d[in] += g[out]; });
   });
   return dx;
 }

@@ -29,6 +29,11 @@ class ResidualLayer : public Layer {
   Sequential& main() { return *main_; }
 
  private:
+  // Calls f(output index, input index) for every element option A carries: channel ci of the
+  // input subsampled by the stride lands in channel ci + pad_before_ of the output.
+  template <typename F>
+  void for_each_option_a_pair(int64_t n, F&& f) const;
+
   std::unique_ptr<Sequential> main_;
   std::unique_ptr<Sequential> proj_;  // option B only
   Shortcut shortcut_;

@@ -5,6 +5,7 @@
 #include <cmath>
 
 #include "engine/layers/batchnorm_layer.h"
+#include "tests/layers/gradcheck_util.h"
 #include "tests/test_util.h"
 
 namespace {
@@ -17,9 +18,10 @@ Policy f64(const char* preset) {
   return p;
 }
 
-// loss = sum(y * R) for a fixed R; checks dx, dgamma, dbeta against central differences.
+// dx, dgamma and dbeta of the training forward (through the batch statistics).
 void gradcheck(const Shape& per_sample, int64_t batch, const char* preset) {
-  BatchNormLayer bn(per_sample, f64(preset));
+  Sequential net(per_sample);
+  auto& bn = net.add(std::make_unique<BatchNormLayer>(per_sample, f64(preset)));
   // Non-trivial affine parameters so that dgamma/dbeta are exercised.
   auto ps = bn.params();
   for (int64_t c = 0; c < ps[0]->value.numel(); ++c) {
@@ -28,40 +30,10 @@ void gradcheck(const Shape& per_sample, int64_t batch, const char* preset) {
   }
   Shape full{batch};
   full.insert(full.end(), per_sample.begin(), per_sample.end());
-  Tensor x = random_tensor(full, DType::f64, 21, -2.0, 2.0);
-  Tensor r = random_tensor(full, DType::f64, 22, -1.0, 1.0);
-  ExecContext exec;
-  auto loss = [&](const Tensor& in) {
-    RunContext ctx{exec, true, nullptr};
-    Tensor y = bn.forward(ctx, in);
-    double s = 0;
-    for (int64_t i = 0; i < y.numel(); ++i) s += y.at(i) * r.at(i);
-    return s;
-  };
-  for (Param* p : ps) p->grad.zero();
-  RunContext ctx{exec, true, nullptr};
-  bn.forward(ctx, x);
-  Tensor dx = bn.backward(ctx, r);
-  const double h = 1e-6;
-  // Tolerance: central differences err by O(h^2) ~ 1e-12 plus rounding ~ eps*|loss|/h ~ 1e-9;
-  // gradients here are O(1), so 1e-6 absolute leaves three orders of margin.
-  const double tol = 1e-6;
-  for (int64_t i = 0; i < x.numel(); ++i) {
-    Tensor xp = x.clone(), xm = x.clone();
-    xp.data<double>()[i] += h;
-    xm.data<double>()[i] -= h;
-    EXPECT_NEAR(dx.at(i), (loss(xp) - loss(xm)) / (2 * h), tol) << preset << " dx[" << i << "]";
-  }
-  for (Param* p : ps)
-    for (int64_t i = 0; i < p->value.numel(); ++i) {
-      double v = p->value.at(i);
-      p->value.data<double>()[i] = v + h;
-      double lp = loss(x);
-      p->value.data<double>()[i] = v - h;
-      double lm = loss(x);
-      p->value.data<double>()[i] = v;
-      EXPECT_NEAR(p->grad.at(i), (lp - lm) / (2 * h), tol) << preset << " d" << p->name << "[" << i << "]";
-    }
+  SCOPED_TRACE(preset);
+  // Central differences err by O(h^2) ~ 1e-12 plus rounding ~ eps*|loss|/h ~ 1e-9; gradients
+  // here are O(1), so 1e-6 absolute leaves three orders of margin. Every element is checked.
+  gradcheck_sequential(net, random_tensor(full, DType::f64, 21, -2.0, 2.0), 1e-6, 1, 1);
 }
 
 TEST(BatchNormGradCheck, Conv4D) { gradcheck({3, 2, 3}, 2, "torch"); }

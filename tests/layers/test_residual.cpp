@@ -13,6 +13,7 @@
 #include "engine/random.h"
 #include "engine/train/trainer.h"
 #include "models/models.h"
+#include "tests/layers/gradcheck_util.h"
 #include "tests/test_util.h"
 
 namespace {
@@ -47,50 +48,6 @@ std::unique_ptr<ResidualLayer> block(const Shape& in, int64_t planes, int64_t st
   return std::make_unique<ResidualLayer>(std::move(main), sc, p, rng);
 }
 
-// loss = sum(net(x) * R); dx and every parameter gradient against central differences.
-void gradcheck(Sequential& net, const Tensor& x) {
-  ExecContext exec;
-  Tensor probe;
-  {
-    RunContext ctx{exec, true, nullptr};
-    probe = net.forward(ctx, x);
-  }
-  Tensor r = random_tensor(probe.shape(), DType::f64, 31, -1.0, 1.0);
-  auto loss = [&](const Tensor& in) {
-    RunContext ctx{exec, true, nullptr};
-    Tensor y = net.forward(ctx, in);
-    double s = 0;
-    for (int64_t i = 0; i < y.numel(); ++i) s += y.at(i) * r.at(i);
-    return s;
-  };
-  net.zero_grad();
-  RunContext ctx{exec, true, nullptr};
-  net.forward(ctx, x);
-  Tensor dx = net.backward(ctx, r);
-  const double h = 1e-6;
-  // Central differences: O(h^2) truncation plus ~1e-10 rounding on O(1) losses; through two
-  // BatchNorms the gradients stay O(1), so 2e-6 absolute is three orders above the noise.
-  const double tol = 2e-6;
-  for (int64_t i = 0; i < x.numel(); i += 3) {
-    Tensor xp = x.clone(), xm = x.clone();
-    xp.data<double>()[i] += h;
-    xm.data<double>()[i] -= h;
-    EXPECT_NEAR(dx.at(i), (loss(xp) - loss(xm)) / (2 * h), tol) << "dx[" << i << "]";
-  }
-  for (auto& np : net.named_params()) {
-    Param* p = np.second;
-    for (int64_t i = 0; i < p->value.numel(); i += 5) {
-      double v = p->value.at(i);
-      p->value.data<double>()[i] = v + h;
-      double lp = loss(x);
-      p->value.data<double>()[i] = v - h;
-      double lm = loss(x);
-      p->value.data<double>()[i] = v;
-      EXPECT_NEAR(p->grad.at(i), (lp - lm) / (2 * h), tol) << np.first << "[" << i << "]";
-    }
-  }
-}
-
 class ResidualGradCheck : public ::testing::TestWithParam<Shortcut> {};
 
 TEST_P(ResidualGradCheck, BlockWithStride2) {
@@ -100,7 +57,9 @@ TEST_P(ResidualGradCheck, BlockWithStride2) {
   const bool same = GetParam() == Shortcut::identity;
   net.add(block({2, 6, 6}, same ? 2 : 4, same ? 1 : 2, GetParam(), p, rng));
   net.add(std::make_unique<GlobalAvgPoolLayer>(net.current_shape()));
-  gradcheck(net, random_tensor({2, 2, 6, 6}, DType::f64, 5, -1.0, 1.0));
+  // Central differences: O(h^2) truncation plus ~1e-10 rounding on O(1) losses; through two
+  // BatchNorms the gradients stay O(1), so 2e-6 absolute is three orders above the noise.
+  gradcheck_sequential(net, random_tensor({2, 2, 6, 6}, DType::f64, 5, -1.0, 1.0), 2e-6, 3, 5);
 }
 
 INSTANTIATE_TEST_SUITE_P(Shortcuts, ResidualGradCheck,

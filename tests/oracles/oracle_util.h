@@ -11,10 +11,13 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <array>
+#include <cmath>
 #include <cstdio>
 #include <filesystem>
 #include <string>
+#include <vector>
 
 namespace driftlab {
 namespace oracle {
@@ -62,6 +65,27 @@ inline std::string tfjs_unavailable() {
   int code = 0;
   std::string out = run_command("node --version", &code);
   return code == 0 ? "" : "node not found: " + out;
+}
+
+// Two-sample Kolmogorov-Smirnov statistic sup |F_a - F_b| (initialiser distribution tests).
+inline double ks_statistic(std::vector<double> a, std::vector<double> b) {
+  std::sort(a.begin(), a.end());
+  std::sort(b.begin(), b.end());
+  const double n = static_cast<double>(a.size()), m = static_cast<double>(b.size());
+  std::size_t i = 0, j = 0;
+  double d = 0;
+  while (i < a.size() && j < b.size()) {
+    const double v = std::min(a[i], b[j]);
+    while (i < a.size() && a[i] == v) ++i;
+    while (j < b.size() && b[j] == v) ++j;
+    d = std::max(d, std::fabs(static_cast<double>(i) / n - static_cast<double>(j) / m));
+  }
+  return d;
+}
+
+// Rejection threshold at alpha = 0.001: c(alpha) * sqrt((n+m)/(n*m)), c(0.001) = 1.949.
+inline double ks_threshold(std::size_t n, std::size_t m) {
+  return 1.949 * std::sqrt(static_cast<double>(n + m) / (static_cast<double>(n) * static_cast<double>(m)));
 }
 
 #define DRIFTLAB_SKIP_UNLESS(reason_expr)          \

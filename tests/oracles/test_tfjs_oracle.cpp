@@ -76,8 +76,6 @@ constexpr double kFwdTol = 1e-5;
 constexpr double kGradTol = 1e-5;
 // Loss values: a mean of per-sample -log q, each a few float32 roundings: 1e-6 relative.
 constexpr double kLossTol = 1e-6;
-// Kolmogorov-Smirnov critical value c(alpha) for alpha = 0.001 (two-sample, asymptotic).
-constexpr double kKsC = 1.949;
 
 // ---------------------------------------------------------------------------------------------
 // Layouts
@@ -1066,20 +1064,6 @@ TEST(TfjsOracle, NesterovFormulaAlone) {
 // ---------------------------------------------------------------------------------------------
 // glorot_uniform against tf.initializers.glorotUniform: two-sample Kolmogorov-Smirnov
 
-double ks_statistic(std::vector<double> a, std::vector<double> b) {
-  std::sort(a.begin(), a.end());
-  std::sort(b.begin(), b.end());
-  const double n = static_cast<double>(a.size()), m = static_cast<double>(b.size());
-  std::size_t i = 0, j = 0;
-  double d = 0;
-  while (i < a.size() && j < b.size()) {
-    const double v = std::min(a[i], b[j]);
-    while (i < a.size() && a[i] == v) ++i;
-    while (j < b.size() && b[j] == v) ++j;
-    d = std::max(d, std::fabs(static_cast<double>(i) / n - static_cast<double>(j) / m));
-  }
-  return d;
-}
 
 std::vector<double> values(const Tensor& t) {
   std::vector<double> v(static_cast<std::size_t>(t.numel()));
@@ -1100,8 +1084,8 @@ struct KsResult {
 KsResult ks_against_tfjs(const OracleRun& run, const Policy& policy) {
   const Tensor ref = run.out("glorot", "w");
   const Tensor got = dense_kernel(policy);
-  const double n = static_cast<double>(got.numel()), m = static_cast<double>(ref.numel());
-  KsResult r{ks_statistic(values(got), values(ref)), kKsC * std::sqrt((n + m) / (n * m)), 0};
+  KsResult r{oracle::ks_statistic(values(got), values(ref)),
+             oracle::ks_threshold(static_cast<std::size_t>(got.numel()), static_cast<std::size_t>(ref.numel())), 0};
   for (int64_t i = 0; i < got.numel(); ++i) r.max_abs_driftlab = std::max(r.max_abs_driftlab, std::fabs(got.at(i)));
   return r;
 }

@@ -927,24 +927,6 @@ TEST(TorchOracleInit, LeNetWeightsBitwiseEqualTorchPortableKernels) {
   expect_init_bitwise(run, "PyTorch (ATEN_CPU_CAPABILITY=default)", false);
 }
 
-// Two-sample Kolmogorov-Smirnov statistic sup |F_a - F_b|.
-double ks_statistic(std::vector<double> a, std::vector<double> b) {
-  std::sort(a.begin(), a.end());
-  std::sort(b.begin(), b.end());
-  std::size_t i = 0, j = 0;
-  double d = 0;
-  while (i < a.size() && j < b.size()) {
-    const double v = std::min(a[i], b[j]);
-    while (i < a.size() && a[i] == v) ++i;
-    while (j < b.size() && b[j] == v) ++j;
-    d = std::max(d, std::fabs(static_cast<double>(i) / a.size() - static_cast<double>(j) / b.size()));
-  }
-  return d;
-}
-// Rejection threshold at alpha = 0.001: c(alpha) * sqrt((n+m)/(n*m)), c(0.001) = 1.949.
-double ks_threshold(std::size_t n, std::size_t m) {
-  return 1.949 * std::sqrt(static_cast<double>(n + m) / (static_cast<double>(n) * static_cast<double>(m)));
-}
 std::vector<double> values_of(const Tensor& t) {
   std::vector<double> v(static_cast<std::size_t>(t.numel()));
   for (int64_t i = 0; i < t.numel(); ++i) v[i] = t.at(i);
@@ -963,8 +945,8 @@ TEST(TorchOracleInit, DefaultInitHasTorchBoundsAndPassesKsTest) {
   const auto [w, b] = driftlab_dense_init(Policy::torch(), kKsDriftlabSeed);
   const Tensor tw = run.out("linear", "weight"), tb = run.out("linear", "bias");
   const double bound = static_cast<float>(1.0 / std::sqrt(static_cast<double>(kKsIn)));
-  const double d = ks_statistic(values_of(w), values_of(tw));
-  const double crit = ks_threshold(static_cast<std::size_t>(w.numel()), static_cast<std::size_t>(tw.numel()));
+  const double d = oracle::ks_statistic(values_of(w), values_of(tw));
+  const double crit = oracle::ks_threshold(static_cast<std::size_t>(w.numel()), static_cast<std::size_t>(tw.numel()));
   std::cout << "KS driftlab torch preset (seed " << kKsDriftlabSeed << ") vs nn.Linear(" << kKsIn << "," << kKsOut
             << ") (seed " << kKsTorchSeed << "): D = " << d << ", critical value (alpha 0.001) = " << crit
             << "; max|w| driftlab " << max_abs(w) << ", PyTorch " << max_abs(tw) << ", bound " << bound << "\n";
@@ -977,8 +959,8 @@ TEST(TorchOracleInit, DefaultInitHasTorchBoundsAndPassesKsTest) {
   EXPECT_LE(max_abs(tb), bound);
   // 200 biases: max|b| < 0.95b has probability 0.95^200 ~ 4e-5.
   EXPECT_GE(max_abs(b), bound * 0.95);
-  const double db = ks_statistic(values_of(b), values_of(tb));
-  EXPECT_LT(db, ks_threshold(200, 200)) << "bias distribution";
+  const double db = oracle::ks_statistic(values_of(b), values_of(tb));
+  EXPECT_LT(db, oracle::ks_threshold(200, 200)) << "bias distribution";
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -1308,10 +1290,10 @@ TEST(TorchNegative, InitGlorotVsKaiming) {
     std::cout << "  " << f.name << ": glorot " << std::sqrt(6.0 / (f.fan_in + f.fan_out)) << " vs kaiming "
               << 1.0 / std::sqrt(static_cast<double>(f.fan_in)) << "\n";
   const std::size_t n = static_cast<std::size_t>(tw.numel());
-  const double crit = ks_threshold(n, n);
+  const double crit = oracle::ks_threshold(n, n);
 
   const auto [w_tf, b_tf] = driftlab_dense_init(tensorflow_ref(), kKsDriftlabSeed);
-  const double d_tf = ks_statistic(values_of(w_tf), values_of(tw));
+  const double d_tf = oracle::ks_statistic(values_of(w_tf), values_of(tw));
   std::cout << "tensorflow preset: max|w| " << max_abs(w_tf) << ", KS D vs PyTorch " << d_tf << " (critical " << crit
             << "), max|b| " << max_abs(b_tf) << " (PyTorch " << max_abs(tb) << ")\n";
   EXPECT_GT(max_abs(w_tf), kaiming) << "glorot's bound is wider here";
@@ -1321,7 +1303,7 @@ TEST(TorchNegative, InitGlorotVsKaiming) {
 
   const Policy flipped = tensorflow_ref("init_weight=kaiming_uniform_sqrt5");
   const auto [w_k, b_k] = driftlab_dense_init(flipped, kKsDriftlabSeed);
-  const double d_k = ks_statistic(values_of(w_k), values_of(tw));
+  const double d_k = oracle::ks_statistic(values_of(w_k), values_of(tw));
   std::cout << flipped.to_string() << ": max|w| " << max_abs(w_k) << ", KS D vs PyTorch " << d_k << "\n";
   EXPECT_LE(max_abs(w_k), kaiming);
   EXPECT_GE(max_abs(w_k), kaiming * (1 - 1e-3));
