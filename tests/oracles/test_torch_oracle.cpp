@@ -7,7 +7,10 @@
 // driftlab's, copied into PyTorch, so only the formula under test can differ. Backward passes
 // use loss = sum(y * R) with a fixed random R, so every dy is a non-trivial tensor.
 //
-//   TorchOracleLayers.*   every layer / op: forward, dX, dW, db (torch preset, onednn + reference)
+//   TorchOracleLayers.*   every layer / op: forward, dX, dW, db (torch preset, onednn + reference);
+//                         BatchNorm1d/2d (training, running statistics after 3 steps, eval) and
+//                         ResNet basic blocks (identity, option A, option B): forward, dX, every
+//                         parameter gradient
 //   TorchOracleLeNet/*    LeNet-1 / LeNet-5: every layer's forward and dX, loss, every dW/db,
 //                         weights after 20 SGD steps (momentum, Nesterov, weight decay); prints
 //                         the layer x quantity error table
@@ -44,10 +47,13 @@
 #include "engine/core/error.h"
 #include "engine/io/npy.h"
 #include "engine/layers/activation_layer.h"
+#include "engine/layers/batchnorm_layer.h"
 #include "engine/layers/conv2d_layer.h"
 #include "engine/layers/dense_layer.h"
 #include "engine/layers/flatten_layer.h"
 #include "engine/layers/pool_layer.h"
+#include "engine/layers/residual_layer.h"
+#include "engine/layers/sequential.h"
 #include "engine/ops/pool2d.h"
 #include "engine/ops/softmax_xent.h"
 #include "engine/policy.h"
@@ -610,6 +616,171 @@ TEST(TorchOracleLayers, CrossEntropyMeanFromLogits) {
   EXPECT_TRUE(all_close(row, trow, 0.0, 1e-5)) << "confident sample's gradient";  // two exp/divisions
   EXPECT_NE(row.at(0), 0.0) << "log_softmax keeps a non-zero gradient for a confident sample";
   table.check("confident sample (gap 30)", "dZ row, elementwise", row, trow, kTol);
+  table.print();
+}
+
+// ---------------------------------------------------------------------------------------------
+// Group 1b: BatchNorm and ResNet basic blocks (training mode)
+
+struct BnCase {
+  const char* name;
+  Shape x;  // (N,C,H,W): nn.BatchNorm2d; (N,F): nn.BatchNorm1d
+};
+const BnCase kBnCases[] = {{"bn2d", {4, 3, 5, 5}}, {"bn1d", {6, 4}}};
+
+struct BlockCase {
+  const char* name;
+  Shortcut shortcut;
+  const char* torch_shortcut;  // oracle.py ResBlock's name for it
+  int64_t n, cin, planes, stride, hw;
+};
+const BlockCase kBlockCases[] = {
+    {"optionA_16to32_s2", Shortcut::option_a, "A", 4, 16, 32, 2, 8},
+    {"optionB_16to32_s2", Shortcut::option_b, "B", 4, 16, 32, 2, 8},
+    {"identity_16", Shortcut::identity, "identity", 4, 16, 16, 1, 8},
+};
+
+// models/cifar.cpp basic_block: conv3x3(stride)-BN-relu-conv3x3-BN plus the shortcut, then
+// relu. Parameters in the order of oracle.py's ResBlock.parameters(): c1, b1, c2, b2[, sc].
+std::unique_ptr<Sequential> basic_block(const BlockCase& bc, const Policy& p) {
+  Rng rng(p.rng_engine, 1);
+  const Shape in{bc.cin, bc.hw, bc.hw};
+  auto main = std::make_unique<Sequential>(in);
+  Conv2dSpec s;
+  s.out_channels = bc.planes;
+  s.kernel_h = s.kernel_w = 3;
+  s.stride = bc.stride;
+  s.pad = PadMode::explicit_pad;
+  s.pad_h = s.pad_w = 1;
+  s.bias = false;
+  main->add(std::make_unique<Conv2dLayer>(s, in, p, rng));
+  main->add(std::make_unique<BatchNormLayer>(main->current_shape(), p));
+  main->add(std::make_unique<ActivationLayer>(ActKind::relu, main->current_shape(), p));
+  s.stride = 1;
+  main->add(std::make_unique<Conv2dLayer>(s, main->current_shape(), p, rng));
+  main->add(std::make_unique<BatchNormLayer>(main->current_shape(), p));
+  auto net = std::make_unique<Sequential>(in);
+  net->add(std::make_unique<ResidualLayer>(std::move(main), bc.shortcut, p, rng));
+  net->add(std::make_unique<ActivationLayer>(ActKind::relu, net->current_shape(), p));
+  return net;
+}
+
+bool ends_with(const std::string& s, const std::string& tail) {
+  return s.size() >= tail.size() && s.compare(s.size() - tail.size(), tail.size(), tail) == 0;
+}
+
+void fill_blocks(TorchRun& r) {
+  uint64_t seed = 5000;
+  for (const BnCase& bc : kBnCases) {
+    const std::string n = bc.name;
+    const int64_t c = bc.x[1];
+    // Batches with a non-zero mean that moves from batch to batch, so the running statistics
+    // after three steps are neither their initial values nor one batch's.
+    r.input(n, "x0", random_tensor(bc.x, DType::f32, ++seed, -1.0, 3.0));
+    r.input(n, "x1", random_tensor(bc.x, DType::f32, ++seed, -2.0, 1.0));
+    r.input(n, "x2", random_tensor(bc.x, DType::f32, ++seed, 0.0, 5.0));
+    r.input(n, "xe", random_tensor(bc.x, DType::f32, ++seed, -1.0, 3.0));
+    r.input(n, "gamma", random_tensor({c}, DType::f32, ++seed, 0.5, 1.5));
+    r.input(n, "beta", random_tensor({c}, DType::f32, ++seed, -0.5, 0.5));
+    r.input(n, "r", random_tensor(bc.x, DType::f32, ++seed));
+    r.add_case({{"name", n}, {"op", "batchnorm"}});
+  }
+  for (const BlockCase& bc : kBlockCases) {
+    const std::string n = std::string("block_") + bc.name;
+    std::unique_ptr<Sequential> net = basic_block(bc, Policy::torch());
+    // Conv weights: driftlab's own (kaiming) init; gamma/beta: non-trivial values, so that a
+    // swapped or ignored affine parameter shows.
+    const auto params = net->named_params();
+    for (std::size_t i = 0; i < params.size(); ++i) {
+      const auto& [name, prm] = params[i];
+      Tensor v = ends_with(name, "gamma")  ? random_tensor(prm->value.shape(), DType::f32, ++seed, 0.5, 1.5)
+                 : ends_with(name, "beta") ? random_tensor(prm->value.shape(), DType::f32, ++seed, -0.5, 0.5)
+                                           : prm->value;
+      r.input(n, "p" + std::to_string(i), v);
+    }
+    const int64_t oh = bc.hw / bc.stride;
+    r.input(n, "x", random_tensor({bc.n, bc.cin, bc.hw, bc.hw}, DType::f32, ++seed));
+    r.input(n, "r", random_tensor({bc.n, bc.planes, oh, oh}, DType::f32, ++seed));
+    r.add_case({{"name", n},
+                {"op", "resblock"},
+                {"cin", bc.cin},
+                {"planes", bc.planes},
+                {"stride", bc.stride},
+                {"shortcut", bc.torch_shortcut},
+                {"num_params", params.size()}});
+  }
+}
+const TorchRun& blocks_run() {
+  static const TorchRun run("blocks", fill_blocks);
+  return run;
+}
+
+TEST(TorchOracleLayers, BatchNormTrainingRunningStatsAndInference) {
+  TORCH_GROUP(run, blocks_run);
+  ErrorTable table("BatchNorm (torch preset) vs nn.BatchNorm1d/2d(eps 1e-5, momentum 0.1)");
+  const Policy pol = Policy::torch();
+  for (const BnCase& bc : kBnCases) {
+    const std::string n = bc.name;
+    BatchNormLayer layer(Shape(bc.x.begin() + 1, bc.x.end()), pol);
+    set_params(layer, {run.in(n, "gamma"), run.in(n, "beta")});
+    // Training step on x0: y, dX, dgamma, dbeta. Each is a sum over the N*H*W (<= 100) values
+    // of a channel and a division by the batch standard deviation: float32 rounding of
+    // either summation order stays a few ulps of the largest entry, below 1e-5 of it.
+    LayerResult res = run_layer(layer, run.in(n, "x0"), run.in(n, "r"));
+    EXPECT_TRUE(table.check(n, "forward (train)", res.y, run.out(n, "y"), kTol));
+    EXPECT_TRUE(table.check(n, "dX", res.dx, run.out(n, "dx"), kTol));
+    EXPECT_TRUE(table.check(n, "dgamma", res.grads[0], run.out(n, "dgamma"), kTol));
+    EXPECT_TRUE(table.check(n, "dbeta", res.grads[1], run.out(n, "dbeta"), kTol));
+    // Two more training batches: running <- 0.9*running + 0.1*batch stat, the variance
+    // unbiased (n/(n-1)); three mixes of per-channel means, same rounding budget.
+    ExecContext exec;
+    RunContext train{exec, true, nullptr};
+    layer.forward(train, run.in(n, "x1"));
+    layer.forward(train, run.in(n, "x2"));
+    const std::vector<Param*> bufs = layer.buffers();
+    ASSERT_GE(bufs.size(), 2u);
+    EXPECT_TRUE(table.check(n, "running_mean after 3 steps", bufs[0]->value, run.out(n, "running_mean"), kTol));
+    EXPECT_TRUE(table.check(n, "running_var after 3 steps", bufs[1]->value, run.out(n, "running_var"), kTol));
+    // Inference with those statistics: one affine map per element.
+    RunContext infer{exec, false, nullptr};
+    const Tensor ye = layer.forward(infer, run.in(n, "xe"));
+    EXPECT_TRUE(table.check(n, "forward (eval, running stats)", ye, run.out(n, "y_eval"), kTol));
+  }
+  table.print();
+}
+
+TEST(TorchOracleLayers, ResidualBasicBlocks) {
+  TORCH_GROUP(run, blocks_run);
+  ErrorTable table("ResNet basic block + relu (torch preset, training mode) vs PyTorch block");
+  for (const BlockCase& bc : kBlockCases) {
+    const std::string n = std::string("block_") + bc.name;
+    for (KernelBackend be : kBackends) {
+      const Policy pol = torch_with_backends(be);
+      std::unique_ptr<Sequential> net = basic_block(bc, pol);
+      auto params = net->named_params();
+      for (std::size_t i = 0; i < params.size(); ++i) {
+        const Tensor v = run.in(n, "p" + std::to_string(i));
+        ASSERT_EQ(v.shape(), params[i].second->value.shape()) << params[i].first;
+        params[i].second->value = v.clone();
+        params[i].second->grad.zero();
+      }
+      ExecContext exec;
+      RunContext ctx{exec, true, nullptr};
+      const Tensor y = net->forward(ctx, run.in(n, "x"));
+      const Tensor dx = net->backward(ctx, run.in(n, "r"));
+      const std::string what = std::string(bc.name) + " [" + backend_name(be) + "]";
+      // Two 3x3 convolutions (<= 288 products per output, 2304 per weight gradient) each
+      // followed by a BatchNorm that divides by the batch standard deviation: float32
+      // rounding of either order stays below 1e-5 of the largest entry of each tensor.
+      EXPECT_TRUE(table.check(what, "forward", y, run.out(n, "y"), kTol));
+      EXPECT_TRUE(table.check(what, "dX", dx, run.out(n, "dx"), kTol));
+      for (std::size_t i = 0; i < params.size(); ++i) {
+        const std::string name = params[i].first.substr(params[i].first.find('.') + 1);  // drop "0."
+        EXPECT_TRUE(table.check(what, "grad " + name, params[i].second->grad, run.out(n, "g" + std::to_string(i)),
+                                kTol));
+      }
+    }
+  }
   table.print();
 }
 

@@ -130,6 +130,78 @@ def run_xent(c, case):
     case.put('dz', z.grad)
 
 
+def run_batchnorm(c, case):
+    """nn.BatchNorm1d/2d (eps 1e-5, momentum 0.1) in training mode: forward and backward on
+    batch x0, two more training forwards (x1, x2), then the running statistics and the output
+    of eval mode on xe with them."""
+    x = case.get('x0')
+    bn = (nn.BatchNorm2d if x.dim() == 4 else nn.BatchNorm1d)(x.shape[1], eps=1e-5, momentum=0.1)
+    with torch.no_grad():
+        bn.weight.copy_(case.get('gamma'))
+        bn.bias.copy_(case.get('beta'))
+    bn.train()
+    x = leaf(x)
+    y = bn(x)
+    backward_with_r(case, y)
+    case.put('y', y)
+    case.put('dx', x.grad)
+    case.put('dgamma', bn.weight.grad)
+    case.put('dbeta', bn.bias.grad)
+    with torch.no_grad():
+        bn(case.get('x1'))
+        bn(case.get('x2'))
+    case.put('running_mean', bn.running_mean)
+    case.put('running_var', bn.running_var)
+    bn.eval()
+    with torch.no_grad():
+        case.put('y_eval', bn(case.get('xe')))
+
+
+class ResBlock(nn.Module):
+    """ResNet basic block, relu(bn2(conv2(relu(bn1(conv1(x))))) + shortcut(x)), the
+    shortcut 'identity', 'A' (bench/peers/cifar_torch.py Block: x[:, :, ::s, ::s] with zero
+    channels padded on both sides) or 'B' (1x1 conv with stride s, then BatchNorm)."""
+
+    def __init__(self, cin, planes, stride, shortcut):
+        super().__init__()
+        self.c1 = nn.Conv2d(cin, planes, 3, stride, 1, bias=False)
+        self.b1 = nn.BatchNorm2d(planes)
+        self.c2 = nn.Conv2d(planes, planes, 3, 1, 1, bias=False)
+        self.b2 = nn.BatchNorm2d(planes)
+        self.shortcut, self.stride, self.pad = shortcut, stride, (planes - cin) // 2
+        if shortcut == 'B':
+            self.sc = nn.Sequential(nn.Conv2d(cin, planes, 1, stride, bias=False), nn.BatchNorm2d(planes))
+
+    def forward(self, x):
+        y = self.b2(self.c2(F.relu(self.b1(self.c1(x)))))
+        if self.shortcut == 'identity':
+            s = x
+        elif self.shortcut == 'A':
+            s = F.pad(x[:, :, ::self.stride, ::self.stride], (0, 0, 0, 0, self.pad, self.pad))
+        else:
+            s = self.sc(x)
+        return F.relu(y + s)
+
+
+def run_resblock(c, case):
+    """One block in training mode: forward, dX and every parameter gradient. Parameters come
+    as p<i> in registration order (c1, b1, c2, b2[, sc.0, sc.1]), gradients go out as g<i>."""
+    block = ResBlock(c['cin'], c['planes'], c['stride'], c['shortcut'])
+    params = list(block.parameters())
+    assert len(params) == c['num_params'], (len(params), c['num_params'])
+    with torch.no_grad():
+        for i, p in enumerate(params):
+            p.copy_(case.get('p%d' % i))
+    block.train()
+    x = leaf(case.get('x'))
+    y = block(x)
+    backward_with_r(case, y)
+    case.put('y', y)
+    case.put('dx', x.grad)
+    for i, p in enumerate(params):
+        case.put('g%d' % i, p.grad)
+
+
 def load_weights(model, case):
     with torch.no_grad():
         for name, p in model.named_parameters():
@@ -215,7 +287,8 @@ def run_init_linear(c, case):
 
 
 OPS = {'conv2d': run_conv2d, 'pool2d': run_pool2d, 'linear': run_linear, 'module': run_module, 'xent': run_xent,
-       'model': run_model, 'train': run_train, 'init_model': run_init_model, 'init_linear': run_init_linear}
+       'batchnorm': run_batchnorm, 'resblock': run_resblock, 'model': run_model, 'train': run_train,
+       'init_model': run_init_model, 'init_linear': run_init_linear}
 
 
 def main():
