@@ -43,13 +43,17 @@ void conv_bn_relu(Sequential& net, const Policy& p, Rng& rng, int64_t out, int64
   if (relu) net.add(std::make_unique<ActivationLayer>(ActKind::relu, net.current_shape(), p));
 }
 
-void basic_block(Sequential& net, const Policy& p, Rng& rng, int64_t planes, int64_t stride, Shortcut sc) {
+}  // namespace
+
+void add_basic_block(Sequential& net, const Policy& p, Rng& rng, int64_t planes, int64_t stride, Shortcut sc) {
   auto main = std::make_unique<Sequential>(net.current_shape());
   conv_bn_relu(*main, p, rng, planes, stride);
   conv_bn_relu(*main, p, rng, planes, 1, false);
   net.add(std::make_unique<ResidualLayer>(std::move(main), sc, p, rng));
   net.add(std::make_unique<ActivationLayer>(ActKind::relu, net.current_shape(), p));
 }
+
+namespace {
 
 void head(Sequential& net, const Policy& p, Rng& rng) {
   net.add(std::make_unique<GlobalAvgPoolLayer>(net.current_shape()));
@@ -61,7 +65,7 @@ void resnet_cifar(Model& m, Rng& rng, Shortcut sc) {
   conv_bn_relu(net, m.policy, rng, 16, 1);
   const int64_t planes[] = {16, 32, 64};
   for (int stage = 0; stage < 3; ++stage)
-    for (int b = 0; b < 3; ++b) basic_block(net, m.policy, rng, planes[stage], (stage > 0 && b == 0) ? 2 : 1, sc);
+    for (int b = 0; b < 3; ++b) add_basic_block(net, m.policy, rng, planes[stage], (stage > 0 && b == 0) ? 2 : 1, sc);
   head(net, m.policy, rng);
 }
 
@@ -76,7 +80,7 @@ void build_resnet18(Model& m, Rng& rng) {
   const int64_t planes[] = {64, 128, 256, 512};
   for (int stage = 0; stage < 4; ++stage)
     for (int b = 0; b < 2; ++b)
-      basic_block(net, m.policy, rng, planes[stage], (stage > 0 && b == 0) ? 2 : 1, Shortcut::option_b);
+      add_basic_block(net, m.policy, rng, planes[stage], (stage > 0 && b == 0) ? 2 : 1, Shortcut::option_b);
   head(net, m.policy, rng);
 }
 

@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "engine/layers/residual_layer.h"
 #include "engine/model.h"
 
 namespace driftlab {
@@ -22,6 +23,11 @@ struct ModelInfo {
 const std::vector<ModelInfo>& model_table();
 // Throws "model: unknown model 'X' (known: lenet1, lenet5)".
 Model build_model(const std::string& name, const Policy& policy, uint64_t seed);
+
+// The ResNet basic block of the CIFAR models, appended to net: conv3x3(stride)-BN-relu-
+// conv3x3-BN plus the shortcut, then relu. Convs pad the Policy's way ('same', or PyTorch's
+// padding=1 under the torch preset) and have no bias.
+void add_basic_block(Sequential& net, const Policy& p, Rng& rng, int64_t planes, int64_t stride, Shortcut sc);
 
 // Builders, one per file.
 void build_lenet1(Model& m, Rng& rng);

@@ -103,20 +103,22 @@ Tensor ResidualLayer::backward(RunContext& ctx, const Tensor& dy) {
   return dx;
 }
 
-std::vector<Param*> ResidualLayer::params() {
+static std::vector<Param*> unnamed(std::vector<std::pair<std::string, Param*>> named) {
   std::vector<Param*> out;
-  for (auto& np : main_->named_params()) out.push_back(np.second);
-  if (proj_)
-    for (auto& np : proj_->named_params()) out.push_back(np.second);
+  for (auto& np : named) out.push_back(np.second);
   return out;
 }
 
+std::vector<Param*> ResidualLayer::params() {
+  std::vector<std::pair<std::string, Param*>> named;
+  collect("", false, named);
+  return unnamed(named);
+}
+
 std::vector<Param*> ResidualLayer::buffers() {
-  std::vector<Param*> out;
-  for (auto& np : main_->named_buffers()) out.push_back(np.second);
-  if (proj_)
-    for (auto& np : proj_->named_buffers()) out.push_back(np.second);
-  return out;
+  std::vector<std::pair<std::string, Param*>> named;
+  collect("", true, named);
+  return unnamed(named);
 }
 
 void ResidualLayer::collect(const std::string& prefix, bool want_buffers,

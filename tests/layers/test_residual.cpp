@@ -28,25 +28,6 @@ Policy f64_ref(const char* preset) {
   return p;
 }
 
-// A block: conv3x3(stride) - BN - relu - conv3x3 - BN, plus the shortcut.
-std::unique_ptr<ResidualLayer> block(const Shape& in, int64_t planes, int64_t stride, Shortcut sc, const Policy& p,
-                                     Rng& rng) {
-  auto main = std::make_unique<Sequential>(in);
-  Conv2dSpec s;
-  s.out_channels = planes;
-  s.kernel_h = s.kernel_w = 3;
-  s.stride = stride;
-  s.pad = PadMode::explicit_pad;
-  s.pad_h = s.pad_w = 1;
-  s.bias = false;
-  main->add(std::make_unique<Conv2dLayer>(s, in, p, rng));
-  main->add(std::make_unique<BatchNormLayer>(main->current_shape(), p));
-  main->add(std::make_unique<ActivationLayer>(ActKind::relu, main->current_shape(), p));
-  s.stride = 1;
-  main->add(std::make_unique<Conv2dLayer>(s, main->current_shape(), p, rng));
-  main->add(std::make_unique<BatchNormLayer>(main->current_shape(), p));
-  return std::make_unique<ResidualLayer>(std::move(main), sc, p, rng);
-}
 
 class ResidualGradCheck : public ::testing::TestWithParam<Shortcut> {};
 
@@ -55,7 +36,7 @@ TEST_P(ResidualGradCheck, BlockWithStride2) {
   Rng rng(p.rng_engine, 3);
   Sequential net({2, 6, 6});
   const bool same = GetParam() == Shortcut::identity;
-  net.add(block({2, 6, 6}, same ? 2 : 4, same ? 1 : 2, GetParam(), p, rng));
+  add_basic_block(net, p, rng, same ? 2 : 4, same ? 1 : 2, GetParam());
   net.add(std::make_unique<GlobalAvgPoolLayer>(net.current_shape()));
   // Central differences: O(h^2) truncation plus ~1e-10 rounding on O(1) losses; through two
   // BatchNorms the gradients stay O(1), so 2e-6 absolute is three orders above the noise.

@@ -644,24 +644,8 @@ const BlockCase kBlockCases[] = {
 // relu. Parameters in the order of oracle.py's ResBlock.parameters(): c1, b1, c2, b2[, sc].
 std::unique_ptr<Sequential> basic_block(const BlockCase& bc, const Policy& p) {
   Rng rng(p.rng_engine, 1);
-  const Shape in{bc.cin, bc.hw, bc.hw};
-  auto main = std::make_unique<Sequential>(in);
-  Conv2dSpec s;
-  s.out_channels = bc.planes;
-  s.kernel_h = s.kernel_w = 3;
-  s.stride = bc.stride;
-  s.pad = PadMode::explicit_pad;
-  s.pad_h = s.pad_w = 1;
-  s.bias = false;
-  main->add(std::make_unique<Conv2dLayer>(s, in, p, rng));
-  main->add(std::make_unique<BatchNormLayer>(main->current_shape(), p));
-  main->add(std::make_unique<ActivationLayer>(ActKind::relu, main->current_shape(), p));
-  s.stride = 1;
-  main->add(std::make_unique<Conv2dLayer>(s, main->current_shape(), p, rng));
-  main->add(std::make_unique<BatchNormLayer>(main->current_shape(), p));
-  auto net = std::make_unique<Sequential>(in);
-  net->add(std::make_unique<ResidualLayer>(std::move(main), bc.shortcut, p, rng));
-  net->add(std::make_unique<ActivationLayer>(ActKind::relu, net->current_shape(), p));
+  auto net = std::make_unique<Sequential>(Shape{bc.cin, bc.hw, bc.hw});
+  add_basic_block(*net, p, rng, bc.planes, bc.stride, bc.shortcut);  // as models/cifar.cpp builds it
   return net;
 }
 
