@@ -573,7 +573,7 @@ void attribute_cmd(const AttributeCliOptions& o) {
 
 void register_commands(CLI::App& app) {
   // policy
-  auto* pol = app.add_subcommand("policy", "show, list or diff policies");
+  auto* pol = app.add_subcommand("policy", "show a policy's knobs, or diff two policies");
   pol->require_subcommand(1);
   auto* show = pol->add_subcommand("show", "print every knob of a policy and the framework behaviour it copies");
   auto spec = std::make_shared<std::string>();
