@@ -84,23 +84,7 @@ std::vector<Tensor> layer_outputs(Model& model, ExecContext& exec, const Tensor&
     Layer& l = model.net->layer(i);
     h = l.forward(ctx, h);
     auto* f = dynamic_cast<FlattenLayer*>(&l);
-    if (f && f->order() == FlattenOrder::hwc && f->input_shape().size() == 3) {
-      // Back to (c,h,w) feature order for comparison.
-      const Shape& s = f->input_shape();
-      Tensor c(h.shape(), h.dtype());
-      for (int64_t b = 0; b < h.dim(0); ++b)
-        for (int64_t ci = 0; ci < s[0]; ++ci)
-          for (int64_t p = 0; p < s[1] * s[2]; ++p) {
-            int64_t from = b * h.dim(1) + p * s[0] + ci, to = b * h.dim(1) + ci * s[1] * s[2] + p;
-            dispatch_dtype(h.dtype(), [&](auto tag) {
-              using T = decltype(tag);
-              c.data<T>()[to] = h.data<T>()[from];
-            });
-          }
-      outs.push_back(c);
-    } else {
-      outs.push_back(h);
-    }
+    outs.push_back(f ? f->to_chw_order(h) : h);
   }
   return outs;
 }

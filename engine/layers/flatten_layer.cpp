@@ -39,6 +39,11 @@ Tensor FlattenLayer::forward(RunContext&, const Tensor& x) {
   return move_channels(x, in_[0], in_[1], in_[2], true).reshape({n, f});
 }
 
+Tensor FlattenLayer::to_chw_order(const Tensor& y) const {
+  if (order_ == FlattenOrder::chw || in_.size() != 3) return y;
+  return move_channels(y, in_[0], in_[1], in_[2], false).reshape(y.shape());
+}
+
 Tensor FlattenLayer::backward(RunContext&, const Tensor& dy) {
   const int64_t n = dy.dim(0);
   Shape full{n};

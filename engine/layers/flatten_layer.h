@@ -16,6 +16,9 @@ class FlattenLayer : public Layer {
   Tensor backward(RunContext& ctx, const Tensor& dy) override;
   const Shape& input_shape() const { return in_; }
   FlattenOrder order() const { return order_; }
+  // An output of this layer (N, C*H*W) with its features re-indexed to (c,h,w) order, so that
+  // flatten outputs of different flatten_orders can be compared index by index.
+  Tensor to_chw_order(const Tensor& y) const;
 
  private:
   Shape in_;

@@ -25,16 +25,10 @@ import torch.nn as nn
 import torch.nn.functional as F
 
 
-def lenet1():
-    return nn.Sequential(nn.Conv2d(1, 4, 5), nn.ReLU(), nn.MaxPool2d(2), nn.Conv2d(4, 12, 5), nn.ReLU(),
-                         nn.MaxPool2d(2), nn.Flatten(), nn.Linear(192, 10))
-
-
-def lenet5():
-    return nn.Sequential(nn.Conv2d(1, 6, 5), nn.ReLU(), nn.MaxPool2d(2), nn.Conv2d(6, 16, 5), nn.ReLU(),
-                         nn.MaxPool2d(2), nn.Flatten(), nn.Linear(256, 120), nn.ReLU(), nn.Linear(120, 84),
-                         nn.ReLU(), nn.Linear(84, 10))
-
+# The same LeNet definitions the speed peer uses (bench/peers/lenet_torch.py), so that the
+# oracle and the benchmark can never disagree about the architecture.
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), '..', '..', '..', 'bench', 'peers'))
+from lenet_torch import lenet1, lenet5  # noqa: E402
 
 ARCHS = {'lenet1': lenet1, 'lenet5': lenet5}
 
