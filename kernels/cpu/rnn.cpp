@@ -1,18 +1,32 @@
-// Fast LSTM/GRU kernels (float32): the input projection of all N*T (sample, step) rows is one
-// GEMM, each step one recurrent GEMM (two for a reset-before GRU), the gate elementwise work
-// one fused, SIMD-vectorised loop per step over OpenMP threads (rows are independent, so the
-// result does not depend on the thread count); exp and tanh there are this file's polynomial
-// versions (Cephes coefficients, within 2 ulp of libm; the reference kernels call libm, as
-// PyTorch's vectorised Sleef kernels differ from its scalar ones); the backward's parameter gradients and dx are three GEMMs over
-// all rows. GEMMs go through the GemmKernel the layer selected (Eigen or oneDNN). Layout and
-// math: engine/ops/rnn.h. A padded step (mask 0) skips the row's gate work: the state is copied
-// and the row's workspace and gate gradients are zero, as in the reference. Forward writes
-// h_seq and ws (=); backward writes dx (=) and adds into dw_ih, dw_hh, db_ih, db_hh (+=). Checked against kernels/cpu/ref/rnn_ref.cpp by
+// Fast LSTM/GRU kernels (float32). The samples of a batch never interact inside a recurrent
+// layer, so the batch is split once into one row range per thread and each thread runs its
+// rows through all the steps on its own: no barrier and no GEMM call per step. Per step and
+// per block of 16 hidden units, a register-tiled multiply-add (tile_madd: up to 6 rows x 4
+// 16-lane accumulators) computes the gate pre-activations of those units from x_t and h_{t-1}
+// against weights packed once per call (one K x (4x16) panel per unit block: the i,f,g,o or
+// n_in,r,z,n_rec columns of those units side by side), and the gate math runs on the
+// accumulators before anything is stored (the tile's epilogue). The backward runs the same
+// way: per step one tile dh_{t-1} = dgrec_t W_hh per 6 rows x 64 units with the cell's
+// gradient math in its epilogue; the parameter gradients and dx are GEMMs over all N*T rows
+// after the loop (through the GemmKernel the layer selected, Eigen or oneDNN). Each value is
+// summed in a fixed order that does not depend on how rows are split, so results do not
+// depend on the thread count. exp and tanh are this file's polynomial versions (Cephes
+// coefficients, within 2 ulp of libm; the reference kernels call libm, as PyTorch's
+// vectorised Sleef kernels differ from its scalar ones). Layout and math: engine/ops/rnn.h. A
+// padded step (mask 0) copies the state and its workspace rows and gate gradients are zero,
+// as in the reference. Forward writes h_seq and ws (=); backward writes dx (=) and adds into
+// dw_ih, dw_hh, db_ih, db_hh (+=). Checked against kernels/cpu/ref/rnn_ref.cpp by
 // tests/ops/test_rnn.cpp.
-#include <cmath>
+#include <algorithm>
 #include <cstdint>
 #include <cstring>
+#include <memory>
+#include <type_traits>
 #include <vector>
+
+#if defined(__AVX512F__)
+#include <immintrin.h>
+#endif
 
 #include "engine/ops/registry.h"
 #include "engine/ops/rnn.h"
@@ -20,182 +34,590 @@
 namespace driftlab {
 namespace {
 
-// exp(x) for float in a form the compiler vectorises: x = n ln2 + r with ln2 split in two
-// parts, Cephes expf's degree-6 polynomial for e^r, 2^n assembled in the exponent bits. n is
-// rounded with the 1.5*2^23 trick (a float->int conversion would stop GCC's if-conversion).
-// Inputs are clamped to [-87.3, 88.3], so 2^n stays a normal float (n in [-126, 127]).
-inline float vexp(float x) {
-  x = x < -87.3f ? -87.3f : (x > 88.3f ? 88.3f : x);
-  const float magic = 12582912.0f;
-  const float big = x * 1.44269504088896341f + magic;  // round(x log2 e) in the low mantissa bits
-  const float n = big - magic;
-  int32_t big_bits, magic_bits;
-  std::memcpy(&big_bits, &big, sizeof big);
-  std::memcpy(&magic_bits, &magic, sizeof magic);
-  const float r = (x - n * 0.693359375f) + n * 2.12194440e-4f;
-  float p = 1.9875691500e-4f;
+constexpr int kL = 16;   // lanes of one vector: the hidden units of one unit block
+constexpr int kMR = 6;   // rows (samples) of one tile
+constexpr int kNB = 4;   // 16-lane accumulators per tile row (gate groups, or unit blocks)
+
+typedef float v16 __attribute__((vector_size(64)));
+typedef int32_t v16i __attribute__((vector_size(64)));
+
+inline v16 splat(float s) {
+#if defined(__AVX512F__)
+  return (v16)_mm512_set1_ps(s);
+#else
+  v16 v;
+  for (int l = 0; l < 16; ++l) v[l] = s;
+  return v;
+#endif
+}
+inline v16 ld(const float* p) {
+  v16 v;
+  std::memcpy(&v, p, sizeof v);
+  return v;
+}
+inline void st(float* p, v16 v) { std::memcpy(p, &v, sizeof v); }
+// The first m lanes (m <= 16; the rest read as 0 / not written): a unit block past H's end.
+inline v16 ldn(const float* p, int m) {
+  if (m == kL) return ld(p);
+  v16 v = {};
+  std::memcpy(&v, p, static_cast<std::size_t>(m) * sizeof(float));
+  return v;
+}
+inline void stn(float* p, v16 v, int m) {
+  if (m == kL) return st(p, v);
+  std::memcpy(p, &v, static_cast<std::size_t>(m) * sizeof(float));
+}
+inline v16 sel(v16i m, v16 a, v16 b) { return m ? a : b; }
+
+// a*b + c, one rounding where the CPU has a 16-lane FMA (the tiles' multiply-adds only; the
+// gate math below keeps separate roundings, as -ffp-contract=off does everywhere else).
+inline v16 fmadd(v16 a, v16 b, v16 c) {
+#if defined(__AVX512F__)
+  return (v16)_mm512_fmadd_ps((__m512)a, (__m512)b, (__m512)c);
+#else
+  return a * b + c;
+#endif
+}
+
+// exp(x): x = n ln2 + r with ln2 split in two parts, Cephes expf's degree-6 polynomial for
+// e^r, 2^n assembled in the exponent bits; n is rounded with the 1.5*2^23 trick. Inputs are
+// clamped to [-87.3, 88.3], so 2^n stays a normal float.
+__attribute__((always_inline)) inline v16 vexp(v16 x) {
+  const v16 lo = splat(-87.3f), hi = splat(88.3f), magic = splat(12582912.0f);
+  x = sel(x < lo, lo, x);
+  x = sel(x > hi, hi, x);
+  const v16 big = x * 1.44269504088896341f + magic;  // round(x log2 e) in the low mantissa bits
+  const v16 n = big - magic;
+  const v16 r = (x - n * 0.693359375f) + n * 2.12194440e-4f;
+  v16 p = splat(1.9875691500e-4f);
   p = p * r + 1.3981999507e-3f;
   p = p * r + 8.3334519073e-3f;
   p = p * r + 4.1665795894e-2f;
   p = p * r + 1.6666665459e-1f;
   p = p * r + 5.0000001201e-1f;
   p = p * r * r + r + 1.0f;
-  const int32_t bits = (big_bits - magic_bits + 127) << 23;
-  float scale;
-  std::memcpy(&scale, &bits, sizeof scale);
-  return p * scale;
+  const v16i bits = ((v16i)big - (v16i)magic + 127) << 23;
+  return p * (v16)bits;
 }
 
 // tanh: Cephes tanhf's odd polynomial for |x| < 0.625, else 1 - 2/(e^{2|x|} + 1) with the sign.
-inline float vtanh(float x) {
-  const float ax = std::fabs(x);
-  const float z = x * x;
-  float p = -5.70498872745e-3f;
+__attribute__((always_inline)) inline v16 vtanh(v16 x) {
+  const v16 ax = (v16)((v16i)x & 0x7fffffff);
+  const v16 z = x * x;
+  v16 p = splat(-5.70498872745e-3f);
   p = p * z + 2.06390887954e-2f;
   p = p * z - 5.37397155531e-2f;
   p = p * z + 1.33314422036e-1f;
   p = p * z - 3.33332819422e-1f;
-  const float small = p * z * x + x;
-  const float big = 1.0f - 2.0f / (vexp(2.0f * (ax > 9.0f ? 9.0f : ax)) + 1.0f);
-  return ax < 0.625f ? small : (x < 0 ? -big : big);
+  const v16 small = p * z * x + x;
+  const v16 nine = splat(9.0f);
+  const v16 big = 1.0f - 2.0f / (vexp(2.0f * sel(ax > nine, nine, ax)) + 1.0f);
+  return sel(ax < splat(0.625f), small, sel(x < v16{}, -big, big));
 }
 
-// The gate activation with vexp; the hard sigmoid as rnn_gate computes it.
-inline float vgate(bool hard, float slope, float offset, float a) {
-  const float v = slope * a + offset;
-  const float hs = v < 0.0f ? 0.0f : (v > 1.0f ? 1.0f : v);
-  const float sg = 1.0f / (1.0f + vexp(-a));  // computed either way: a select, not a branch, vectorises
-  return hard ? hs : sg;
-}
-
-// One LSTM row (sample) of one step: a holds x W_ih^T on entry and the gate pre-activations on
-// exit; y the gates, c the new cell state, h and hn the new hidden state. A function of its
-// own so that the vectoriser sees plain pointers rather than OpenMP's shared-variable block.
-template <bool kHard>
-void lstm_row_forward(int64_t H, float slope, float offset, const float* b_ih, const float* bh,
-                      const float* rc, const float* cp, float* a, float* y, float* c, float* h, float* hn) {
-  // One pointer per gate block: the vectoriser handles four unit-stride streams, not one
-  // stream with runtime gaps.
-  float *a0 = a, *a1 = a + H, *a2 = a + 2 * H, *a3 = a + 3 * H;
-  float *y0 = y, *y1 = y + H, *y2 = y + 2 * H, *y3 = y + 3 * H;
-  const float *b0 = b_ih, *b1 = b_ih + H, *b2 = b_ih + 2 * H, *b3 = b_ih + 3 * H;
-  const float *r0 = rc, *r1 = rc + H, *r2 = rc + 2 * H, *r3 = rc + 3 * H;
-  const float *h0 = bh, *h1 = bh + H, *h2 = bh + 2 * H, *h3 = bh + 3 * H;
-#pragma omp simd
-  for (int64_t j = 0; j < H; ++j) {
-    const float ai = (a0[j] + b0[j]) + (r0[j] + h0[j]);
-    const float af = (a1[j] + b1[j]) + (r1[j] + h1[j]);
-    const float ag = (a2[j] + b2[j]) + (r2[j] + h2[j]);
-    const float ao = (a3[j] + b3[j]) + (r3[j] + h3[j]);
-    // kHard is a template parameter: a run-time bool select here stops GCC 12's vectoriser.
-    const float i = vgate(kHard, slope, offset, ai), f = vgate(kHard, slope, offset, af), g = vtanh(ag),
-                o = vgate(kHard, slope, offset, ao);
-    a0[j] = ai, a1[j] = af, a2[j] = ag, a3[j] = ao;
-    y0[j] = i, y1[j] = f, y2[j] = g, y3[j] = o;
-    const float cv = f * cp[j] + i * g;
-    c[j] = cv;
-    const float hv = o * vtanh(cv);
-    h[j] = hv;
-    hn[j] = hv;
-  }
-}
-
-// GRU r and z blocks of one row: a (x W_ih^T on entry) becomes the pre-activation, y the gate.
-template <bool kHard>
-void gru_row_rz(int64_t n2, float slope, float offset, const float* b_ih, const float* bh, const float* rc, float* a,
-                float* y) {
-#pragma omp simd
-  for (int64_t g = 0; g < n2; ++g) {
-    const float v = (a[g] + b_ih[g]) + (rc[g] + bh[g]);
-    a[g] = v;
-    y[g] = vgate(kHard, slope, offset, v);
-  }
-}
-
-// GRU n block and new state of one row; rcn = the recurrent n product (h or r*h times W_hn^T).
-template <bool kBefore, bool kKeepsOld>
-void gru_row_n(int64_t H, const float* b_ih, const float* bh, const float* rcn, float* a, float* y, float* ax,
-               float* h, float* hn) {
-  float* an = a + 2 * H;
-  float* yn = y + 2 * H;
-  const float* z = y + H;
-  const float* bin = b_ih + 2 * H;
-  const float* bhn = bh + 2 * H;
-#pragma omp simd
-  for (int64_t j = 0; j < H; ++j) {
-    const float rv = rcn[j] + bhn[j];
-    ax[j] = rv;
-    const float v = (an[j] + bin[j]) + (kBefore ? rv : y[j] * rv);
-    an[j] = v;
-    const float nv = vtanh(v);
-    yn[j] = nv;
-    const float hv = hn[j];
-    const float out = kKeepsOld ? z[j] * hv + (1.0f - z[j]) * nv : (1.0f - z[j]) * hv + z[j] * nv;
-    h[j] = out;
-    hn[j] = out;
-  }
-}
-
-// rnn_gate_grad without branches. The exclusive edges -offset/slope and (1-offset)/slope are
-// compared in float: exact for both hard-sigmoid kinds (+-2.5 and +-3).
-struct GateGrad {
-  bool hard, inclusive;
+// The gate activation (rnn_gate) and its derivative (rnn_gate_grad) on 16 lanes, the kind and
+// edge rule fixed at compile time. Exclusive edges compare a with -offset/slope and
+// (1-offset)/slope in float: exact for both hard-sigmoid kinds (+-2.5 and +-3).
+struct Gate {
   float slope, offset, lo, hi;
-  explicit GateGrad(const ActivationParams& g)
-      : hard(g.kind == ActKind::hard_sigmoid),
-        inclusive(g.hs_grad_edges_inclusive),
-        slope(static_cast<float>(g.hs_slope)),
+  explicit Gate(const ActivationParams& g)
+      : slope(static_cast<float>(g.hs_slope)),
         offset(static_cast<float>(g.hs_offset)),
         lo(static_cast<float>(-g.hs_offset / g.hs_slope)),
         hi(static_cast<float>((1.0 - g.hs_offset) / g.hs_slope)) {}
-  float operator()(float a, float y) const {
-    const float v = slope * a + offset;
-    const bool in = inclusive ? (v >= 0.0f && v <= 1.0f) : (a > lo && a < hi);
-    return hard ? (in ? slope : 0.0f) : y * (1.0f - y);
+};
+template <bool kHard>
+inline v16 gate(const Gate& g, v16 a) {
+  if (!kHard) return 1.0f / (1.0f + vexp(-a));
+  const v16 v = a * g.slope + g.offset;
+  return sel(v < v16{}, v16{}, sel(v > splat(1.0f), splat(1.0f), v));
+}
+template <bool kHard, bool kInclusive>
+inline v16 gate_grad(const Gate& g, v16 a, v16 y) {
+  if (!kHard) return y * (1.0f - y);
+  v16i in;
+  if (kInclusive) {
+    const v16 v = a * g.slope + g.offset;
+    in = (v >= v16{}) & (v <= splat(1.0f));
+  } else {
+    in = (a > splat(g.lo)) & (a < splat(g.hi));
   }
+  return sel(in, splat(g.slope), v16{});
+}
+
+// acc[r][G0+j] += sum_k a[r*sa + k] * b[k][j] for r < MR, j < NB: b is a K x (NB*16) panel.
+// Each accumulator lane sums its K products in k order whatever the tile shape.
+template <int MR, int NB, int G0>
+inline void tile_madd(v16 (&acc)[kMR][kNB], const float* a, int64_t sa, int64_t K, const float* b) {
+  static_assert(G0 + NB <= kNB, "accumulator groups");
+  for (int64_t k = 0; k < K; ++k) {
+    v16 bv[NB];
+#pragma GCC unroll 4
+    for (int j = 0; j < NB; ++j) bv[j] = ld(b + (k * NB + j) * kL);
+#pragma GCC unroll 6
+    for (int r = 0; r < MR; ++r) {
+      const v16 av = splat(a[r * sa + k]);
+#pragma GCC unroll 4
+      for (int j = 0; j < NB; ++j) acc[r][G0 + j] = fmadd(av, bv[j], acc[r][G0 + j]);
+    }
+  }
+}
+
+// Calls f(std::integral_constant<int, MR>, n) for the row blocks of [n0, n1): MR = 6, the
+// last block shorter.
+template <typename F>
+void for_row_blocks(int64_t n0, int64_t n1, F&& f) {
+  int64_t n = n0;
+  for (; n + kMR <= n1; n += kMR) f(std::integral_constant<int, kMR>{}, n);
+  switch (n1 - n) {
+    case 5: f(std::integral_constant<int, 5>{}, n); break;
+    case 4: f(std::integral_constant<int, 4>{}, n); break;
+    case 3: f(std::integral_constant<int, 3>{}, n); break;
+    case 2: f(std::integral_constant<int, 2>{}, n); break;
+    case 1: f(std::integral_constant<int, 1>{}, n); break;
+    default: break;
+  }
+}
+
+// Runs body(n0, n1) on the batch split into one contiguous row range per thread.
+template <typename F>
+void for_thread_rows(int64_t N, int threads, F&& body) {
+  const int64_t parts = std::max<int64_t>(1, std::min<int64_t>(threads, N));
+#pragma omp parallel for num_threads(static_cast<int>(parts)) schedule(static, 1)
+  for (int64_t c = 0; c < parts; ++c) body(N * c / parts, N * (c + 1) / parts);
+}
+
+// Packs w (rows of length K, row stride K) into per-unit-block panels for tile_madd: panel u
+// holds K x (count*16): column j*16+l is row rows[j]*H + u*16 + l of w (zero past H).
+std::vector<float> pack_gate_panels(const float* w, int64_t K, int64_t H, std::initializer_list<int64_t> rows) {
+  const int64_t UB = (H + kL - 1) / kL, NB = static_cast<int64_t>(rows.size());
+  std::vector<float> p(static_cast<std::size_t>(UB * K * NB * kL), 0.0f);
+  for (int64_t u = 0; u < UB; ++u)
+    for (int64_t k = 0; k < K; ++k) {
+      int64_t j = 0;
+      for (int64_t g : rows) {
+        for (int64_t l = 0; l < kL && u * kL + l < H; ++l)
+          p[static_cast<std::size_t>(((u * K + k) * NB + j) * kL + l)] = w[(g * H + u * kL + l) * K + k];
+        ++j;
+      }
+    }
+  return p;
+}
+
+// Packs rows [r0, r0+K) of w (row length H) into panels of 4 unit blocks for the backward
+// tiles: panel P holds K x 64, column c being w[(r0+k)*H + P*64 + c] (zero past H).
+std::vector<float> pack_unit_panels(const float* w, int64_t r0, int64_t K, int64_t H) {
+  const int64_t P = (H + kNB * kL - 1) / (kNB * kL);
+  std::vector<float> p(static_cast<std::size_t>(P * K * kNB * kL), 0.0f);
+  for (int64_t q = 0; q < P; ++q)
+    for (int64_t k = 0; k < K; ++k)
+      for (int64_t c = 0; c < kNB * kL && q * kNB * kL + c < H; ++c)
+        p[static_cast<std::size_t>((q * K + k) * kNB * kL + c)] = w[(r0 + k) * H + q * kNB * kL + c];
+  return p;
+}
+
+// Bias per unit block and gate group: out[(u*count + j)*16 + l] = sum of the given vectors at
+// row rows[j]*H + u*16 + l (null vectors skipped).
+std::vector<float> pack_bias(const float* b1, const float* b2, int64_t H,
+                             std::initializer_list<std::pair<int64_t, int>> groups) {
+  const int64_t UB = (H + kL - 1) / kL, NB = static_cast<int64_t>(groups.size());
+  std::vector<float> p(static_cast<std::size_t>(UB * NB * kL), 0.0f);
+  for (int64_t u = 0; u < UB; ++u) {
+    int64_t j = 0;
+    for (const auto& g : groups) {  // g.second: 1 = b1 only, 2 = b2 only, 3 = b1 + b2
+      for (int64_t l = 0; l < kL && u * kL + l < H; ++l) {
+        const int64_t i = g.first * H + u * kL + l;
+        const float v1 = (g.second & 1) && b1 ? b1[i] : 0.0f, v2 = (g.second & 2) && b2 ? b2[i] : 0.0f;
+        p[static_cast<std::size_t>((u * NB + j) * kL + l)] = v1 + v2;
+      }
+      ++j;
+    }
+  }
+  return p;
+}
+
+// A float buffer left uninitialised (every element is written before it is read).
+class Scratch {
+ public:
+  explicit Scratch(int64_t n) : p_(n > 0 ? new float[static_cast<std::size_t>(n)] : nullptr) {}
+  float* data() { return p_.get(); }
+
+ private:
+  std::unique_ptr<float[]> p_;
 };
 
-// The gate derivative with the activation and edge rule fixed at compile time (a run-time bool
-// select stops GCC 12's vectoriser).
-template <bool kHard, bool kInclusive>
-inline float vgate_grad(const GateGrad& g, float a, float y) {
-  const float v = g.slope * a + g.offset;
-  const bool in = kInclusive ? (v >= 0.0f && v <= 1.0f) : (a > g.lo && a < g.hi);
-  return kHard ? (in ? g.slope : 0.0f) : y * (1.0f - y);
+// The sizes every driver uses, and the workspace views (engine/ops/rnn.h).
+struct Dims {
+  int64_t N, S, F, H, GH, UB;
+  float *pre, *act, *aux;
+  Dims(const RnnParams& p, float* ws)
+      : N(p.batch), S(p.steps), F(p.input), H(p.hidden), GH(rnn_gates(p.cell) * p.hidden),
+        UB((p.hidden + kL - 1) / kL), pre(ws), act(ws + N * S * GH), aux(ws + 2 * N * S * GH) {}
+  int lanes(int64_t u) const { return static_cast<int>(std::min<int64_t>(kL, H - u * kL)); }
+};
+
+// ---- forward ----
+
+// LSTM rows [n0, n1): accumulator groups i,f,g,o, fed by x_t and h_{t-1}.
+template <bool kHard>
+void lstm_forward_rows(const RnnParams& p, const Dims& d, int64_t n0, int64_t n1, const float* x,
+                       const uint8_t* mask, const float* px, const float* ph, const float* pb, float* h_seq) {
+  const Gate gt(p.gate_act);
+  const int64_t S = d.S, F = d.F, H = d.H, GH = d.GH;
+  for (int64_t t = 0; t < S; ++t)
+    for (int64_t u = 0; u < d.UB; ++u) {
+      const int m = d.lanes(u);
+      const float* bias = pb + u * 4 * kL;
+      for_row_blocks(n0, n1, [&](auto mr, int64_t n) {
+        constexpr int MR = decltype(mr)::value;
+        v16 acc[kMR][kNB] = {};
+        tile_madd<MR, 4, 0>(acc, x + (n * S + t) * F, S * F, F, px + u * F * 4 * kL);
+        if (t > 0) tile_madd<MR, 4, 0>(acc, h_seq + (n * S + t - 1) * H, S * H, H, ph + u * H * 4 * kL);
+        for (int r = 0; r < MR; ++r) {
+          const int64_t row = (n + r) * S + t;
+          float* a = d.pre + row * GH + u * kL;
+          float* y = d.act + row * GH + u * kL;
+          float* c = d.aux + row * H + u * kL;
+          float* h = h_seq + row * H + u * kL;
+          const v16 cp = t > 0 ? ldn(c - H, m) : v16{};
+          if (mask && !mask[row]) {  // padding: h and c carry over, the gate rows are zero
+            for (int q = 0; q < 4; ++q) stn(a + q * H, v16{}, m), stn(y + q * H, v16{}, m);
+            stn(c, cp, m);
+            stn(h, t > 0 ? ldn(h - H, m) : v16{}, m);
+            continue;
+          }
+          const v16 ai = acc[r][0] + ld(bias), af = acc[r][1] + ld(bias + kL), ag = acc[r][2] + ld(bias + 2 * kL),
+                    ao = acc[r][3] + ld(bias + 3 * kL);
+          const v16 i = gate<kHard>(gt, ai), f = gate<kHard>(gt, af), g = vtanh(ag), o = gate<kHard>(gt, ao);
+          const v16 cv = f * cp + i * g;
+          if (kHard) stn(a, ai, m), stn(a + H, af, m), stn(a + 3 * H, ao, m);
+          stn(y, i, m), stn(y + H, f, m), stn(y + 2 * H, g, m), stn(y + 3 * H, o, m);
+          stn(c, cv, m);
+          stn(h, o * vtanh(cv), m);
+        }
+      });
+    }
 }
 
-// LSTM backward of one row at one step: from dh (dh_seq + the carried dh_next) and the carried
-// dc, the gradients of the gate pre-activations (gi = gr), the new carried dc, and dp = 0
-// (the LSTM reaches h_{t-1} only through W_hh).
-template <bool kHard, bool kInclusive>
-void lstm_row_backward(int64_t H, const GateGrad& gg, const float* a, const float* y, const float* c,
-                       const float* cp, const float* dhs, const float* dhn, float* dcn, float* gi, float* gr,
-                       float* dp) {
-  const float *a0 = a, *a1 = a + H, *a3 = a + 3 * H;
-  const float *yi = y, *yf = y + H, *yg = y + 2 * H, *yo = y + 3 * H;
-  float *g0 = gi, *g1 = gi + H, *g2 = gi + 2 * H, *g3 = gi + 3 * H;
-  float *q0 = gr, *q1 = gr + H, *q2 = gr + 2 * H, *q3 = gr + 3 * H;
-  const GateGrad g = gg;
-#pragma omp simd
-  for (int64_t j = 0; j < H; ++j) {
-    const float dh = dhs[j] + dhn[j];
-    const float i = yi[j], f = yf[j], gv = yg[j], o = yo[j];
-    const float tc = vtanh(c[j]);
-    const float dc = dh * o * (1.0f - tc * tc) + dcn[j];
-    const float di = dc * gv * vgate_grad<kHard, kInclusive>(g, a0[j], i);
-    const float df = dc * cp[j] * vgate_grad<kHard, kInclusive>(g, a1[j], f);
-    const float dg = dc * i * (1.0f - gv * gv);
-    const float dout = dh * tc * vgate_grad<kHard, kInclusive>(g, a3[j], o);
-    g0[j] = di, g1[j] = df, g2[j] = dg, g3[j] = dout;
-    q0[j] = di, q1[j] = df, q2[j] = dg, q3[j] = dout;
-    dcn[j] = dc * f;
-    dp[j] = 0.0f;
+// The GRU's new state from z, n and h_{t-1}.
+template <bool kKeepsOld>
+inline v16 gru_state(v16 z, v16 n, v16 hp) {
+  return kKeepsOld ? z * hp + (1.0f - z) * n : (1.0f - z) * hp + z * n;
+}
+
+// Reset-after GRU rows: accumulator groups n_in (x only), r, z (x and h), n_rec (h only).
+template <bool kHard, bool kKeepsOld>
+void gru_after_forward_rows(const RnnParams& p, const Dims& d, int64_t n0, int64_t n1, const float* x,
+                            const uint8_t* mask, const float* px, const float* ph, const float* pb,
+                            float* h_seq) {
+  const Gate gt(p.gate_act);
+  const int64_t S = d.S, F = d.F, H = d.H, GH = d.GH;
+  for (int64_t t = 0; t < S; ++t)
+    for (int64_t u = 0; u < d.UB; ++u) {
+      const int m = d.lanes(u);
+      const float* bias = pb + u * 4 * kL;
+      for_row_blocks(n0, n1, [&](auto mr, int64_t n) {
+        constexpr int MR = decltype(mr)::value;
+        v16 acc[kMR][kNB] = {};
+        tile_madd<MR, 3, 0>(acc, x + (n * S + t) * F, S * F, F, px + u * F * 3 * kL);
+        if (t > 0) tile_madd<MR, 3, 1>(acc, h_seq + (n * S + t - 1) * H, S * H, H, ph + u * H * 3 * kL);
+        for (int r = 0; r < MR; ++r) {
+          const int64_t row = (n + r) * S + t;
+          float* a = d.pre + row * GH + u * kL;
+          float* y = d.act + row * GH + u * kL;
+          float* ax = d.aux + row * H + u * kL;
+          float* h = h_seq + row * H + u * kL;
+          const v16 hp = t > 0 ? ldn(h - H, m) : v16{};
+          if (mask && !mask[row]) {
+            for (int q = 0; q < 3; ++q) stn(a + q * H, v16{}, m), stn(y + q * H, v16{}, m);
+            stn(ax, v16{}, m);
+            stn(h, hp, m);
+            continue;
+          }
+          const v16 ar = acc[r][1] + ld(bias + kL), az = acc[r][2] + ld(bias + 2 * kL);
+          const v16 rn = acc[r][3] + ld(bias + 3 * kL);
+          const v16 rv = gate<kHard>(gt, ar), zv = gate<kHard>(gt, az);
+          const v16 an = (acc[r][0] + ld(bias)) + rv * rn;
+          const v16 nv = vtanh(an);
+          stn(a, ar, m), stn(a + H, az, m), stn(a + 2 * H, an, m);
+          stn(y, rv, m), stn(y + H, zv, m), stn(y + 2 * H, nv, m);
+          stn(ax, rn, m);
+          stn(h, gru_state<kKeepsOld>(zv, nv, hp), m);
+        }
+      });
+    }
+}
+
+// Reset-before GRU rows, two passes per step: groups n_in, r, z first (r*h_{t-1} into rh),
+// then the n_rec tile (r*h) W_hn^T for the candidate and the new state.
+template <bool kHard, bool kKeepsOld>
+void gru_before_forward_rows(const RnnParams& p, const Dims& d, int64_t n0, int64_t n1, const float* x,
+                             const uint8_t* mask, const float* px, const float* ph, const float* pn,
+                             const float* pb, const float* pbn, float* rh, float* h_seq) {
+  const Gate gt(p.gate_act);
+  const int64_t S = d.S, F = d.F, H = d.H, GH = d.GH;
+  for (int64_t t = 0; t < S; ++t) {
+    for (int64_t u = 0; u < d.UB; ++u) {
+      const int m = d.lanes(u);
+      const float* bias = pb + u * 3 * kL;
+      for_row_blocks(n0, n1, [&](auto mr, int64_t n) {
+        constexpr int MR = decltype(mr)::value;
+        v16 acc[kMR][kNB] = {};
+        tile_madd<MR, 3, 0>(acc, x + (n * S + t) * F, S * F, F, px + u * F * 3 * kL);
+        if (t > 0) tile_madd<MR, 2, 1>(acc, h_seq + (n * S + t - 1) * H, S * H, H, ph + u * H * 2 * kL);
+        for (int r = 0; r < MR; ++r) {
+          const int64_t row = (n + r) * S + t;
+          float* a = d.pre + row * GH + u * kL;
+          float* y = d.act + row * GH + u * kL;
+          float* rhr = rh + (n + r) * H + u * kL;
+          const v16 hp = t > 0 ? ldn(h_seq + (row - 1) * H + u * kL, m) : v16{};
+          if (mask && !mask[row]) {
+            for (int q = 0; q < 3; ++q) stn(a + q * H, v16{}, m), stn(y + q * H, v16{}, m);
+            stn(d.aux + row * H + u * kL, v16{}, m);
+            stn(h_seq + row * H + u * kL, hp, m);
+            stn(rhr, v16{}, m);
+            continue;
+          }
+          const v16 ar = acc[r][1] + ld(bias + kL), az = acc[r][2] + ld(bias + 2 * kL);
+          const v16 rv = gate<kHard>(gt, ar);
+          stn(a, ar, m), stn(a + H, az, m), stn(a + 2 * H, acc[r][0] + ld(bias), m);  // n: x part so far
+          stn(y, rv, m), stn(y + H, gate<kHard>(gt, az), m);
+          stn(rhr, rv * hp, m);
+        }
+      });
+    }
+    for (int64_t u = 0; u < d.UB; ++u) {
+      const int m = d.lanes(u);
+      const v16 bhn = ld(pbn + u * kL);
+      for_row_blocks(n0, n1, [&](auto mr, int64_t n) {
+        constexpr int MR = decltype(mr)::value;
+        v16 acc[kMR][kNB] = {};
+        tile_madd<MR, 1, 0>(acc, rh + n * H, H, H, pn + u * H * kL);
+        for (int r = 0; r < MR; ++r) {
+          const int64_t row = (n + r) * S + t;
+          if (mask && !mask[row]) continue;
+          float* a = d.pre + row * GH + u * kL;
+          float* y = d.act + row * GH + u * kL;
+          const v16 hp = t > 0 ? ldn(h_seq + (row - 1) * H + u * kL, m) : v16{};
+          const v16 rn = acc[r][0] + bhn;
+          const v16 an = ldn(a + 2 * H, m) + rn;
+          const v16 nv = vtanh(an);
+          stn(a + 2 * H, an, m);
+          stn(y + 2 * H, nv, m);
+          stn(d.aux + row * H + u * kL, rn, m);
+          stn(h_seq + row * H + u * kL, gru_state<kKeepsOld>(ldn(y + H, m), nv, hp), m);
+        }
+      });
+    }
   }
 }
 
-template <typename T>
-void gemm(const RnnExec& ex, int64_t m, int64_t n, int64_t k, bool ta, bool tb, double beta, const T* a,
-          const T* b, T* c) {
+void rnn_forward_fast(const RnnParams& p, const RnnExec& ex, const float* x, const uint8_t* mask,
+                      const float* w_ih, const float* w_hh, const float* b_ih, const float* b_hh, float* h_seq,
+                      float* ws) {
+  check_rnn_params(p);
+  const Dims d(p, ws);
+  const int64_t F = d.F, H = d.H;
+  const bool hard = p.gate_act.kind == ActKind::hard_sigmoid;
+  if (p.cell == RnnCell::lstm) {
+    const std::vector<float> px = pack_gate_panels(w_ih, F, H, {0, 1, 2, 3});
+    const std::vector<float> ph = pack_gate_panels(w_hh, H, H, {0, 1, 2, 3});
+    const std::vector<float> pb = pack_bias(b_ih, b_hh, H, {{0, 3}, {1, 3}, {2, 3}, {3, 3}});
+    for_thread_rows(d.N, ex.threads, [&](int64_t n0, int64_t n1) {
+      (hard ? lstm_forward_rows<true> : lstm_forward_rows<false>)(p, d, n0, n1, x, mask, px.data(), ph.data(),
+                                                                 pb.data(), h_seq);
+    });
+  } else if (p.gru_reset_after) {
+    const std::vector<float> px = pack_gate_panels(w_ih, F, H, {2, 0, 1});
+    const std::vector<float> ph = pack_gate_panels(w_hh, H, H, {0, 1, 2});
+    const std::vector<float> pb = pack_bias(b_ih, b_hh, H, {{2, 1}, {0, 3}, {1, 3}, {2, 2}});
+    const auto run = hard ? (p.gru_z_keeps_old ? gru_after_forward_rows<true, true> : gru_after_forward_rows<true, false>)
+                          : (p.gru_z_keeps_old ? gru_after_forward_rows<false, true>
+                                               : gru_after_forward_rows<false, false>);
+    for_thread_rows(d.N, ex.threads, [&](int64_t n0, int64_t n1) {
+      run(p, d, n0, n1, x, mask, px.data(), ph.data(), pb.data(), h_seq);
+    });
+  } else {
+    const std::vector<float> px = pack_gate_panels(w_ih, F, H, {2, 0, 1});
+    const std::vector<float> ph = pack_gate_panels(w_hh, H, H, {0, 1});
+    const std::vector<float> pn = pack_gate_panels(w_hh, H, H, {2});
+    const std::vector<float> pb = pack_bias(b_ih, b_hh, H, {{2, 1}, {0, 3}, {1, 3}});
+    const std::vector<float> pbn = pack_bias(b_ih, b_hh, H, {{2, 2}});
+    std::vector<float> rh(static_cast<std::size_t>(d.N * H));
+    const auto run = hard ? (p.gru_z_keeps_old ? gru_before_forward_rows<true, true>
+                                               : gru_before_forward_rows<true, false>)
+                          : (p.gru_z_keeps_old ? gru_before_forward_rows<false, true>
+                                               : gru_before_forward_rows<false, false>);
+    for_thread_rows(d.N, ex.threads, [&](int64_t n0, int64_t n1) {
+      run(p, d, n0, n1, x, mask, px.data(), ph.data(), pn.data(), pb.data(), pbn.data(), rh.data(), h_seq);
+    });
+  }
+}
+
+// ---- backward ----
+// Per row, `carry` holds the gradient reaching h_{t-1} by paths other than W_hh (the GRU's
+// z*h term, r*h's r factor, a padded step's pass-through), `dcarry` the LSTM's dc_{t+1}*f.
+// The tile of step t is dgrec_{t+1} W_hh (zero at the last step): panels of 64 units.
+
+struct Bwd {
+  const Dims& d;
+  const float* dh_seq;
+  const float* h_seq;
+  const uint8_t* mask;
+  float *carry, *dcarry;
+  v16 hprev(int64_t row, int64_t t, int64_t u, int m) const {
+    return t > 0 ? ldn(h_seq + (row - 1) * d.H + u * kL, m) : v16{};
+  }
+  bool padded(int64_t row) const { return mask && !mask[row]; }
+};
+
+// Runs epi(r, q, u) for each row r < MR and each unit block u = P*4+q < UB of panel P, after
+// the tile acc = a-rows x panel (K terms; K = 0 leaves it zero).
+template <typename Epi>
+void bwd_tiles(const Dims& d, int64_t n0, int64_t n1, const float* a, int64_t sa, int64_t K, const float* panels,
+               Epi&& epi) {
+  const int64_t PU = (d.H + kNB * kL - 1) / (kNB * kL);
+  for (int64_t P = 0; P < PU; ++P)
+    for_row_blocks(n0, n1, [&](auto mr, int64_t n) {
+      constexpr int MR = decltype(mr)::value;
+      v16 acc[kMR][kNB] = {};
+      if (K > 0) tile_madd<MR, 4, 0>(acc, a + n * sa, sa, K, panels + P * K * kNB * kL);
+      for (int r = 0; r < MR; ++r)
+        for (int q = 0; q < kNB && P * kNB + q < d.UB; ++q) epi(n + r, acc[r][q], P * kNB + q);
+    });
+}
+
+template <bool kHard, bool kInclusive>
+void lstm_backward_rows(const RnnParams& p, const Bwd& b, int64_t n0, int64_t n1, const float* pw, float* dg) {
+  const Gate gt(p.gate_act);
+  const Dims& d = b.d;
+  const int64_t S = d.S, H = d.H, GH = d.GH;
+  for (int64_t t = S - 1; t >= 0; --t)
+    bwd_tiles(d, n0, n1, t + 1 < S ? dg + (t + 1) * GH : dg, S * GH, t + 1 < S ? GH : 0, pw,
+              [&](int64_t n, v16 rec, int64_t u) {
+                const int m = d.lanes(u);
+                const int64_t row = n * S + t, o = row * GH + u * kL, hu = n * H + u * kL;
+                const v16 dh = rec + ldn(b.dh_seq + row * H + u * kL, m) + ldn(b.carry + hu, m);
+                float* g = dg + o;
+                if (b.padded(row)) {  // h_t = h_{t-1}, c_t = c_{t-1}: dh and dc pass through
+                  for (int q = 0; q < 4; ++q) stn(g + q * H, v16{}, m);
+                  stn(b.carry + hu, dh, m);
+                  return;
+                }
+                const float* y = d.act + o;
+                const float* a = d.pre + o;
+                const v16 i = ldn(y, m), f = ldn(y + H, m), gv = ldn(y + 2 * H, m), ov = ldn(y + 3 * H, m);
+                const v16 ai = kHard ? ldn(a, m) : v16{}, af = kHard ? ldn(a + H, m) : v16{},
+                          ao = kHard ? ldn(a + 3 * H, m) : v16{};
+                const v16 cp = t > 0 ? ldn(d.aux + (row - 1) * H + u * kL, m) : v16{};
+                const v16 tc = vtanh(ldn(d.aux + row * H + u * kL, m));
+                const v16 dc = dh * ov * (1.0f - tc * tc) + ldn(b.dcarry + hu, m);
+                stn(g, dc * gv * gate_grad<kHard, kInclusive>(gt, ai, i), m);
+                stn(g + H, dc * cp * gate_grad<kHard, kInclusive>(gt, af, f), m);
+                stn(g + 2 * H, dc * i * (1.0f - gv * gv), m);
+                stn(g + 3 * H, dh * tc * gate_grad<kHard, kInclusive>(gt, ao, ov), m);
+                stn(b.dcarry + hu, dc * f, m);
+                stn(b.carry + hu, v16{}, m);
+              });
+}
+
+// dz, dn and the direct path to h_{t-1} of the GRU's state update.
+template <bool kKeepsOld>
+inline void gru_state_grad(v16 dh, v16 z, v16 n, v16 hp, v16& dz, v16& dn, v16& direct) {
+  dz = kKeepsOld ? dh * (hp - n) : dh * (n - hp);
+  dn = kKeepsOld ? dh * (1.0f - z) : dh * z;
+  direct = kKeepsOld ? dh * z : dh * (1.0f - z);
+}
+
+// Reset-after GRU: dgin = [dar, daz, dan], dgrec = [dar, daz, dan*r].
+template <bool kHard, bool kInclusive, bool kKeepsOld>
+void gru_after_backward_rows(const RnnParams& p, const Bwd& b, int64_t n0, int64_t n1, const float* pw, float* dgin,
+                             float* dgrec) {
+  const Gate gt(p.gate_act);
+  const Dims& d = b.d;
+  const int64_t S = d.S, H = d.H, GH = d.GH;
+  for (int64_t t = S - 1; t >= 0; --t)
+    bwd_tiles(d, n0, n1, t + 1 < S ? dgrec + (t + 1) * GH : dgrec, S * GH, t + 1 < S ? GH : 0, pw, [&](int64_t n, v16 rec, int64_t u) {
+      const int m = d.lanes(u);
+      const int64_t row = n * S + t, o = row * GH + u * kL, hu = n * H + u * kL;
+      const v16 dh = rec + ldn(b.dh_seq + row * H + u * kL, m) + ldn(b.carry + hu, m);
+      float* gi = dgin + o;
+      float* gr = dgrec + o;
+      if (b.padded(row)) {
+        for (int q = 0; q < 3; ++q) stn(gi + q * H, v16{}, m), stn(gr + q * H, v16{}, m);
+        stn(b.carry + hu, dh, m);
+        return;
+      }
+      const float* y = d.act + o;
+      const v16 rv = ldn(y, m), zv = ldn(y + H, m), nv = ldn(y + 2 * H, m);
+      const v16 ar = kHard ? ldn(d.pre + o, m) : v16{}, az = kHard ? ldn(d.pre + o + H, m) : v16{};
+      v16 dz, dn, direct;
+      gru_state_grad<kKeepsOld>(dh, zv, nv, b.hprev(row, t, u, m), dz, dn, direct);
+      const v16 dan = dn * (1.0f - nv * nv);
+      const v16 daz = dz * gate_grad<kHard, kInclusive>(gt, az, zv);
+      const v16 dar = dan * ldn(d.aux + row * H + u * kL, m) * gate_grad<kHard, kInclusive>(gt, ar, rv);
+      stn(gi, dar, m), stn(gi + H, daz, m), stn(gi + 2 * H, dan, m);
+      stn(gr, dar, m), stn(gr + H, daz, m), stn(gr + 2 * H, dan * rv, m);
+      stn(b.carry + hu, direct, m);
+    });
+}
+
+// Reset-before GRU (dgin = dgrec = dg): the r,z rows' tile first (z and n gradients), then the
+// tile d(r*h) = dan W_hn for r's gradient and r*h's path to h_{t-1}.
+template <bool kHard, bool kInclusive, bool kKeepsOld>
+void gru_before_backward_rows(const RnnParams& p, const Bwd& b, int64_t n0, int64_t n1, const float* pw,
+                              const float* pn, float* dg) {
+  const Gate gt(p.gate_act);
+  const Dims& d = b.d;
+  const int64_t S = d.S, H = d.H, GH = d.GH;
+  for (int64_t t = S - 1; t >= 0; --t) {
+    bwd_tiles(d, n0, n1, t + 1 < S ? dg + (t + 1) * GH : dg, S * GH, t + 1 < S ? 2 * H : 0, pw, [&](int64_t n, v16 rec, int64_t u) {
+      const int m = d.lanes(u);
+      const int64_t row = n * S + t, o = row * GH + u * kL, hu = n * H + u * kL;
+      const v16 dh = rec + ldn(b.dh_seq + row * H + u * kL, m) + ldn(b.carry + hu, m);
+      float* g = dg + o;
+      if (b.padded(row)) {
+        for (int q = 0; q < 3; ++q) stn(g + q * H, v16{}, m);
+        stn(b.carry + hu, dh, m);
+        return;
+      }
+      const float* y = d.act + o;
+      const v16 zv = ldn(y + H, m), nv = ldn(y + 2 * H, m);
+      const v16 az = kHard ? ldn(d.pre + o + H, m) : v16{};
+      v16 dz, dn, direct;
+      gru_state_grad<kKeepsOld>(dh, zv, nv, b.hprev(row, t, u, m), dz, dn, direct);
+      stn(g + H, dz * gate_grad<kHard, kInclusive>(gt, az, zv), m);
+      stn(g + 2 * H, dn * (1.0f - nv * nv), m);
+      stn(b.carry + hu, direct, m);
+    });
+    bwd_tiles(d, n0, n1, dg + t * GH + 2 * H, S * GH, H, pn, [&](int64_t n, v16 drh, int64_t u) {
+      const int m = d.lanes(u);
+      const int64_t row = n * S + t, o = row * GH + u * kL, hu = n * H + u * kL;
+      if (b.padded(row)) return;  // its gate gradients are zero, dh passed through
+      const v16 rv = ldn(d.act + o, m);
+      const v16 ar = kHard ? ldn(d.pre + o, m) : v16{};
+      stn(dg + o, drh * b.hprev(row, t, u, m) * gate_grad<kHard, kInclusive>(gt, ar, rv), m);
+      stn(b.carry + hu, ldn(b.carry + hu, m) + drh * rv, m);
+    });
+  }
+}
+
+// The instantiation for the run-time gate kind, edge rule (hard sigmoid only) and update rule.
+template <bool kKeepsOld>
+auto pick_gru_after(bool hard, bool inclusive) {
+  return !hard ? gru_after_backward_rows<false, false, kKeepsOld>
+               : (inclusive ? gru_after_backward_rows<true, true, kKeepsOld>
+                            : gru_after_backward_rows<true, false, kKeepsOld>);
+}
+template <bool kKeepsOld>
+auto pick_gru_before(bool hard, bool inclusive) {
+  return !hard ? gru_before_backward_rows<false, false, kKeepsOld>
+               : (inclusive ? gru_before_backward_rows<true, true, kKeepsOld>
+                            : gru_before_backward_rows<true, false, kKeepsOld>);
+}
+
+void gemm(const RnnExec& ex, int64_t m, int64_t n, int64_t k, bool ta, bool tb, double beta, const float* a,
+          const float* b, float* c) {
   GemmParams g;
   g.m = m;
   g.n = n;
@@ -203,224 +625,101 @@ void gemm(const RnnExec& ex, int64_t m, int64_t n, int64_t k, bool ta, bool tb, 
   g.trans_a = ta;
   g.trans_b = tb;
   g.beta = beta;
-  run_gemm<T>(*ex.gemm, g, a, b, c);
+  run_gemm<float>(*ex.gemm, g, a, b, c);
 }
 
-// A padded row of one step: pre/act rows (from `g0` for `count` gates) zero, h = the carried
-// state hn (which stays), aux = the carried c (LSTM) or zero (GRU, cp = zeros).
-template <typename T>
-void carry_row(int64_t H, int64_t g0, int64_t count, const T* cp, T* a, T* y, T* ax, T* h, const T* hn) {
-  for (int64_t g = g0; g < g0 + count; ++g) a[g] = y[g] = T(0);
-  if (h)
-    for (int64_t j = 0; j < H; ++j) {
-      h[j] = hn[j];
-      ax[j] = cp[j];
-    }
-}
-
-template <typename T>
-void rnn_forward_fast(const RnnParams& p, const RnnExec& ex, const T* x, const uint8_t* mask, const T* w_ih,
-                      const T* w_hh, const T* b_ih, const T* b_hh, T* h_seq, T* ws) {
+void rnn_backward_fast(const RnnParams& p, const RnnExec& ex, const float* x, const uint8_t* mask,
+                       const float* w_ih, const float* w_hh, const float* h_seq, const float* ws,
+                       const float* dh_seq, float* dx, float* dw_ih, float* dw_hh, float* db_ih, float* db_hh) {
   check_rnn_params(p);
-  const int64_t N = p.batch, S = p.steps, F = p.input, H = p.hidden, G = rnn_gates(p.cell), GH = G * H;
-  T* pre = ws;
-  T* act = ws + N * S * GH;
-  T* aux = ws + 2 * N * S * GH;
+  const Dims d(p, const_cast<float*>(ws));  // read only here
+  const int64_t N = d.N, S = d.S, F = d.F, H = d.H, GH = d.GH, NS = N * S;
   const bool gru_before = p.cell == RnnCell::gru && !p.gru_reset_after;
-  gemm<T>(ex, N * S, GH, F, false, true, 0.0, x, w_ih, pre);  // pre = x W_ih^T (all rows)
-  std::vector<T> hp(static_cast<std::size_t>(N * H), T(0)), rec(static_cast<std::size_t>(N * GH));
-  std::vector<T> rh(gru_before ? static_cast<std::size_t>(N * H) : 0), recn(rh.size());
-  const int64_t mm = gru_before ? 2 * H : GH;  // gate rows multiplying h_{t-1} directly
-  // Zeros stand in for a missing b_hh and for c_{-1}, so the loops below have no branches.
-  const std::vector<T> zero_b(static_cast<std::size_t>(GH), T(0)), zero_h(static_cast<std::size_t>(H), T(0));
-  const T* bh = b_hh ? b_hh : zero_b.data();
-  const bool hard = p.gate_act.kind == ActKind::hard_sigmoid;
-  const float slope = static_cast<float>(p.gate_act.hs_slope), offset = static_cast<float>(p.gate_act.hs_offset);
-  for (int64_t t = 0; t < S; ++t) {
-    gemm<T>(ex, N, mm, H, false, true, 0.0, hp.data(), w_hh, rec.data());
-    if (p.cell == RnnCell::lstm) {
-#pragma omp parallel for num_threads(ex.threads) schedule(static)
-      for (int64_t n = 0; n < N; ++n) {
-        const int64_t row = n * S + t;
-        T* a = pre + row * GH;
-        T* y = act + row * GH;
-        const T* rc = rec.data() + n * GH;
-        const T* cp = t > 0 ? aux + (row - 1) * H : zero_h.data();
-        T* c = aux + row * H;
-        T* h = h_seq + row * H;
-        T* hn = hp.data() + n * H;
-        if (mask && !mask[row])
-          carry_row<T>(H, 0, GH, cp, a, y, c, h, hn);
-        else if (hard)
-          lstm_row_forward<true>(H, slope, offset, b_ih, bh, rc, cp, a, y, c, h, hn);
-        else
-          lstm_row_forward<false>(H, slope, offset, b_ih, bh, rc, cp, a, y, c, h, hn);
-      }
-    } else {
-      // r and z first (a reset-before GRU needs r before its n-block GEMM).
-#pragma omp parallel for num_threads(ex.threads) schedule(static)
-      for (int64_t n = 0; n < N; ++n) {
-        const int64_t row = n * S + t;
-        T* a = pre + row * GH;
-        T* y = act + row * GH;
-        const T* rc = rec.data() + n * mm;
-        if (mask && !mask[row])  // r = z = 0 here, so r*h below is 0 too
-          carry_row<T>(H, 0, 2 * H, nullptr, a, y, nullptr, nullptr, nullptr);
-        else if (hard)
-          gru_row_rz<true>(2 * H, slope, offset, b_ih, bh, rc, a, y);
-        else
-          gru_row_rz<false>(2 * H, slope, offset, b_ih, bh, rc, a, y);
-        if (gru_before)
-          for (int64_t j = 0; j < H; ++j) rh[n * H + j] = y[j] * hp[n * H + j];
-      }
-      if (gru_before) gemm<T>(ex, N, H, H, false, true, 0.0, rh.data(), w_hh + 2 * H * H, recn.data());
-#pragma omp parallel for num_threads(ex.threads) schedule(static)
-      for (int64_t n = 0; n < N; ++n) {
-        const int64_t row = n * S + t;
-        T* a = pre + row * GH;
-        T* y = act + row * GH;
-        T* ax = aux + row * H;
-        T* h = h_seq + row * H;
-        T* hn = hp.data() + n * H;
-        const T* rcn = gru_before ? recn.data() + n * H : rec.data() + n * mm + 2 * H;
-        const int which = (gru_before ? 2 : 0) + (p.gru_z_keeps_old ? 1 : 0);
-        if (mask && !mask[row])
-          carry_row<T>(H, 2 * H, H, zero_h.data(), a, y, ax, h, hn);
-        else if (which == 0) gru_row_n<false, false>(H, b_ih, bh, rcn, a, y, ax, h, hn);
-        else if (which == 1) gru_row_n<false, true>(H, b_ih, bh, rcn, a, y, ax, h, hn);
-        else if (which == 2) gru_row_n<true, false>(H, b_ih, bh, rcn, a, y, ax, h, hn);
-        else gru_row_n<true, true>(H, b_ih, bh, rcn, a, y, ax, h, hn);
-      }
-    }
-  }
-}
-
-template <typename T>
-void rnn_backward_fast(const RnnParams& p, const RnnExec& ex, const T* x, const uint8_t* mask, const T* w_ih,
-                       const T* w_hh, const T* h_seq, const T* ws, const T* dh_seq, T* dx, T* dw_ih, T* dw_hh,
-                       T* db_ih, T* db_hh) {
-  check_rnn_params(p);
-  const int64_t N = p.batch, S = p.steps, F = p.input, H = p.hidden, G = rnn_gates(p.cell), GH = G * H;
-  const int64_t NS = N * S;
-  const T* pre = ws;
-  const T* act = ws + NS * GH;
-  const T* aux = ws + 2 * NS * GH;
-  const bool gru_before = p.cell == RnnCell::gru && !p.gru_reset_after;
-  const int64_t mm = gru_before ? 2 * H : GH;
-  const GateGrad gg(p.gate_act);
-  const std::vector<T> zero_h(static_cast<std::size_t>(H), T(0));  // h_{-1} and c_{-1}
-  std::vector<T> dgin(static_cast<std::size_t>(NS * GH)), dgrec(static_cast<std::size_t>(NS * GH));
-  std::vector<T> dh_next(static_cast<std::size_t>(N * H), T(0)), dc_next(static_cast<std::size_t>(N * H), T(0));
-  std::vector<T> grt(static_cast<std::size_t>(N * mm)), gnt(gru_before ? static_cast<std::size_t>(N * H) : 0),
-      drh(gnt.size()), dhp(static_cast<std::size_t>(N * H));
-  for (int64_t t = S - 1; t >= 0; --t) {
-#pragma omp parallel for num_threads(ex.threads) schedule(static)
-    for (int64_t n = 0; n < N; ++n) {
-      const int64_t row = n * S + t;
-      const T* a = pre + row * GH;
-      const T* y = act + row * GH;
-      const T* ax = aux + row * H;
-      const T* hp = t > 0 ? h_seq + (row - 1) * H : zero_h.data();
-      T* gi = dgin.data() + row * GH;
-      T* gr = dgrec.data() + row * GH;
-      T* dhn = dh_next.data() + n * H;
-      T* dp = dhp.data() + n * H;
-      if (mask && !mask[row]) {  // h_t = h_{t-1} (c_t = c_{t-1}: dc_next stays): dh passes through
-        for (int64_t g = 0; g < GH; ++g) gi[g] = gr[g] = T(0);
-        for (int64_t j = 0; j < H; ++j) dp[j] = dh_seq[row * H + j] + dhn[j];
-        if (gru_before)
-          for (int64_t j = 0; j < H; ++j) gnt[n * H + j] = T(0);
-      } else if (p.cell == RnnCell::lstm) {
-        const T* cp = t > 0 ? aux + (row - 1) * H : zero_h.data();
-        T* dcn = dc_next.data() + n * H;
-        const T* dhs = dh_seq + row * H;
-        const int which = (gg.hard ? 2 : 0) + (gg.inclusive ? 1 : 0);
-        if (which == 0) lstm_row_backward<false, false>(H, gg, a, y, ax, cp, dhs, dhn, dcn, gi, gr, dp);
-        if (which == 1) lstm_row_backward<false, true>(H, gg, a, y, ax, cp, dhs, dhn, dcn, gi, gr, dp);
-        if (which == 2) lstm_row_backward<true, false>(H, gg, a, y, ax, cp, dhs, dhn, dcn, gi, gr, dp);
-        if (which == 3) lstm_row_backward<true, true>(H, gg, a, y, ax, cp, dhs, dhn, dcn, gi, gr, dp);
-      } else {
-#pragma omp simd
-        for (int64_t j = 0; j < H; ++j) {
-          const T dh = dh_seq[row * H + j] + dhn[j];
-          const T r = y[j], z = y[H + j], nv = y[2 * H + j], hv = hp[j];
-          const T dz = p.gru_z_keeps_old ? dh * (hv - nv) : dh * (nv - hv);
-          const T dn = p.gru_z_keeps_old ? dh * (T(1) - z) : dh * z;
-          dp[j] = p.gru_z_keeps_old ? dh * z : dh * (T(1) - z);
-          const T dan = dn * (T(1) - nv * nv);
-          gi[2 * H + j] = dan;
-          gr[H + j] = gi[H + j] = dz * gg(a[H + j], z);
-          if (p.gru_reset_after) {
-            gr[2 * H + j] = dan * r;
-            gr[j] = gi[j] = dan * ax[j] * gg(a[j], r);
-          } else {
-            gr[2 * H + j] = dan;
-            gnt[n * H + j] = dan;
-          }
-        }
-      }
-    }
-    if (gru_before) {  // d(r*h) = dan W_hn, then the r gate and the r*h path to h_{t-1}
-      gemm<T>(ex, N, H, H, false, false, 0.0, gnt.data(), w_hh + 2 * H * H, drh.data());
-#pragma omp parallel for num_threads(ex.threads) schedule(static)
-      for (int64_t n = 0; n < N; ++n) {
-        const int64_t row = n * S + t;
-        if (mask && !mask[row]) continue;  // its gate gradients stay zero, dh passed through
-        const T* a = pre + row * GH;
-        const T* y = act + row * GH;
-        const T* hp = t > 0 ? h_seq + (row - 1) * H : zero_h.data();
-        T* gi = dgin.data() + row * GH;
-        T* gr = dgrec.data() + row * GH;
-#pragma omp simd
-        for (int64_t j = 0; j < H; ++j) {
-          const T d = drh[n * H + j];
-          gr[j] = gi[j] = d * hp[j] * gg(a[j], y[j]);
-          dhp[n * H + j] += d * y[j];
-        }
-      }
-    }
-    // dh_{t-1} = direct paths + dgrec[:, :mm] W_hh[:mm]
-#pragma omp parallel for num_threads(ex.threads) schedule(static)
-    for (int64_t n = 0; n < N; ++n) {
-      const T* gr = dgrec.data() + (n * S + t) * GH;
-      for (int64_t g = 0; g < mm; ++g) grt[n * mm + g] = gr[g];
-      for (int64_t j = 0; j < H; ++j) dh_next[n * H + j] = dhp[n * H + j];
-    }
-    if (t > 0) gemm<T>(ex, N, H, mm, false, false, 1.0, grt.data(), w_hh, dh_next.data());
-  }
-  // h_{t-1} for every row (zero at t = 0), and r*h_{t-1} for a reset-before GRU's n rows.
-  std::vector<T> hprev(static_cast<std::size_t>(NS * H)), rhprev(gru_before ? hprev.size() : 0);
-#pragma omp parallel for num_threads(ex.threads) schedule(static)
-  for (int64_t i = 0; i < NS; ++i)
-    for (int64_t k = 0; k < H; ++k) {
-      const T hv = i % S > 0 ? h_seq[(i - 1) * H + k] : T(0);
-      hprev[i * H + k] = hv;
-      if (gru_before) rhprev[i * H + k] = act[i * GH + k] * hv;
-    }
-  gemm<T>(ex, GH, F, NS, true, false, 1.0, dgin.data(), x, dw_ih);
-  if (!gru_before) {
-    gemm<T>(ex, GH, H, NS, true, false, 1.0, dgrec.data(), hprev.data(), dw_hh);
+  const bool hard = p.gate_act.kind == ActKind::hard_sigmoid, inclusive = p.gate_act.hs_grad_edges_inclusive;
+  // dgin: the gradient of the input pre-activation x W_ih^T + b_ih; dgrec: of the recurrent
+  // one. They differ only in a reset-after GRU's n block, so the others share one array.
+  const bool two = p.cell == RnnCell::gru && p.gru_reset_after;
+  Scratch dgin(NS * GH), dgrec_own(two ? NS * GH : 0);
+  float* dgrec = two ? dgrec_own.data() : dgin.data();
+  std::vector<float> carry(static_cast<std::size_t>(N * H), 0.0f), dcarry(carry.size(), 0.0f);
+  const Bwd b{d, dh_seq, h_seq, mask, carry.data(), dcarry.data()};
+  const int64_t mm = gru_before ? 2 * H : GH;  // the W_hh rows multiplying h_{t-1} itself
+  const std::vector<float> pw = pack_unit_panels(w_hh, 0, mm, H);
+  if (p.cell == RnnCell::lstm) {
+    const auto run = !hard ? lstm_backward_rows<false, false>
+                           : (inclusive ? lstm_backward_rows<true, true> : lstm_backward_rows<true, false>);
+    for_thread_rows(N, ex.threads, [&](int64_t n0, int64_t n1) { run(p, b, n0, n1, pw.data(), dgin.data()); });
+  } else if (!gru_before) {
+    const auto run = p.gru_z_keeps_old ? pick_gru_after<true>(hard, inclusive) : pick_gru_after<false>(hard, inclusive);
+    for_thread_rows(N, ex.threads, [&](int64_t n0, int64_t n1) { run(p, b, n0, n1, pw.data(), dgin.data(), dgrec); });
   } else {
-    std::vector<T> grz(static_cast<std::size_t>(NS * 2 * H)), gn(static_cast<std::size_t>(NS * H));
+    const std::vector<float> pn = pack_unit_panels(w_hh, 2 * H, H, H);
+    const auto run = p.gru_z_keeps_old ? pick_gru_before<true>(hard, inclusive) : pick_gru_before<false>(hard, inclusive);
+    for_thread_rows(N, ex.threads, [&](int64_t n0, int64_t n1) { run(p, b, n0, n1, pw.data(), pn.data(), dgin.data()); });
+  }
+
+  // Parameter gradients: GEMMs over all N*T (sample, step) rows against x and h_{t-1} (zero at
+  // t = 0), r*h_{t-1} for a reset-before GRU's n rows. Where one gate gradient serves both
+  // weights (LSTM), one GEMM against [x | h_{t-1}] gives dW_ih and dW_hh side by side.
+  const bool fused = p.cell == RnnCell::lstm;
+  const int64_t XC = fused ? F + H : H;  // columns of xh: [x | h_{t-1}] or h_{t-1}
+  Scratch xh(NS * XC), rhprev(gru_before ? NS * H : 0);
+#pragma omp parallel for num_threads(ex.threads) schedule(static)
+  for (int64_t i = 0; i < NS; ++i) {
+    float* o = xh.data() + i * XC;
+    if (fused) std::memcpy(o, x + i * F, static_cast<std::size_t>(F) * sizeof(float)), o += F;
+    if (i % S > 0)
+      std::memcpy(o, h_seq + (i - 1) * H, static_cast<std::size_t>(H) * sizeof(float));
+    else
+      std::fill(o, o + H, 0.0f);
+    if (gru_before)
+      for (int64_t k = 0; k < H; ++k) rhprev.data()[i * H + k] = d.act[i * GH + k] * o[k];
+  }
+  if (fused) {
+    Scratch dw(GH * XC);
+    gemm(ex, GH, XC, NS, true, false, 0.0, dgin.data(), xh.data(), dw.data());
+#pragma omp parallel for num_threads(ex.threads) schedule(static)
+    for (int64_t g = 0; g < GH; ++g) {
+      for (int64_t f = 0; f < F; ++f) dw_ih[g * F + f] += dw.data()[g * XC + f];
+      for (int64_t k = 0; k < H; ++k) dw_hh[g * H + k] += dw.data()[g * XC + F + k];
+    }
+  } else {
+    gemm(ex, GH, F, NS, true, false, 1.0, dgin.data(), x, dw_ih);
+  }
+  if (p.cell == RnnCell::gru && !gru_before) {
+    gemm(ex, GH, H, NS, true, false, 1.0, dgrec, xh.data(), dw_hh);
+  } else if (gru_before) {
+    Scratch grz(NS * 2 * H), gn(NS * H);
 #pragma omp parallel for num_threads(ex.threads) schedule(static)
     for (int64_t i = 0; i < NS; ++i) {
-      for (int64_t g = 0; g < 2 * H; ++g) grz[i * 2 * H + g] = dgrec[i * GH + g];
-      for (int64_t j = 0; j < H; ++j) gn[i * H + j] = dgrec[i * GH + 2 * H + j];
+      std::memcpy(grz.data() + i * 2 * H, dgrec + i * GH, static_cast<std::size_t>(2 * H) * sizeof(float));
+      std::memcpy(gn.data() + i * H, dgrec + i * GH + 2 * H, static_cast<std::size_t>(H) * sizeof(float));
     }
-    gemm<T>(ex, 2 * H, H, NS, true, false, 1.0, grz.data(), hprev.data(), dw_hh);
-    gemm<T>(ex, H, H, NS, true, false, 1.0, gn.data(), rhprev.data(), dw_hh + 2 * H * H);
+    gemm(ex, 2 * H, H, NS, true, false, 1.0, grz.data(), xh.data(), dw_hh);
+    gemm(ex, H, H, NS, true, false, 1.0, gn.data(), rhprev.data(), dw_hh + 2 * H * H);
   }
+  // Bias gradients: per column, the rows summed in row order (64 columns per chunk, one
+  // vector add per row).
+  const int64_t chunks = (GH + 63) / 64;
 #pragma omp parallel for num_threads(ex.threads) schedule(static)
-  for (int64_t g = 0; g < GH; ++g) {
-    T si = 0, sr = 0;
+  for (int64_t c = 0; c < chunks; ++c) {
+    const int64_t g0 = c * 64, w = std::min<int64_t>(64, GH - g0);
+    float si[64] = {}, sr[64] = {};
     for (int64_t i = 0; i < NS; ++i) {
-      si += dgin[i * GH + g];
-      sr += dgrec[i * GH + g];
+      const float* gi = dgin.data() + i * GH + g0;
+      const float* gr = dgrec + i * GH + g0;
+#pragma omp simd
+      for (int64_t j = 0; j < w; ++j) si[j] += gi[j];
+      if (db_hh)
+#pragma omp simd
+        for (int64_t j = 0; j < w; ++j) sr[j] += gr[j];
     }
-    db_ih[g] += si;
-    if (db_hh) db_hh[g] += sr;
+    for (int64_t j = 0; j < w; ++j) {
+      db_ih[g0 + j] += si[j];
+      if (db_hh) db_hh[g0 + j] += sr[j];
+    }
   }
-  if (dx) gemm<T>(ex, NS, F, GH, false, false, 0.0, dgin.data(), w_ih, dx);
+  if (dx) gemm(ex, NS, F, GH, false, false, 0.0, dgin.data(), w_ih, dx);
 }
 
 }  // namespace
@@ -429,8 +728,8 @@ void register_rnn_fast(KernelRegistry& reg) {
   for (KernelBackend b : {KernelBackend::eigen, KernelBackend::onednn}) {
     RnnKernel k;
     k.name = b == KernelBackend::eigen ? "fast (eigen gemm)" : "fast (onednn gemm)";
-    k.forward_f32 = rnn_forward_fast<float>;
-    k.backward_f32 = rnn_backward_fast<float>;
+    k.forward_f32 = rnn_forward_fast;
+    k.backward_f32 = rnn_backward_fast;
     reg.rnn[static_cast<int>(b)] = k;
   }
 }
