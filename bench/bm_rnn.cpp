@@ -1,7 +1,7 @@
 // LSTM/GRU kernels at the benchmark shape of issue 6 (batch 128, 28 steps of 28 features, 128
 // units; the torch preset's cells: sigmoid gates, two biases, reset-after GRU): the forward
 // with its workspace (training), the backward (dh for every step; no dx, as for a first
-// layer), for the fast kernel on the oneDNN GEMM and, once per cell, the reference kernel.
+// layer), inference (no workspace), for the fast kernel on the oneDNN GEMM and, once per cell, the reference kernel.
 // Counter GFLOP/s = the multiply-adds of the gate products (forward: N*T*G*H*(F+H); backward
 // twice that: dh_{t-1} and the weight gradients, plus dx's N*T*G*H*F when computed) x 2.
 #include <benchmark/benchmark.h>
@@ -23,7 +23,7 @@ std::vector<float> random_vec(int64_t n, uint64_t seed, float scale) {
   return v;
 }
 
-enum class Pass { forward, backward };
+enum class Pass { forward, inference, backward };
 
 void bm_rnn(benchmark::State& state, RnnCell cell, Pass pass, KernelBackend backend) {
   RnnParams p;
@@ -44,15 +44,15 @@ void bm_rnn(benchmark::State& state, RnnCell cell, Pass pass, KernelBackend back
   std::vector<float> dw_ih(w_ih.size()), dw_hh(w_hh.size()), db_ih(b_ih.size()), db_hh(b_hh.size());
   k.forward_f32(p, ex, x.data(), nullptr, w_ih.data(), w_hh.data(), b_ih.data(), b_hh.data(), h.data(), ws.data());
   for (auto _ : state) {
-    if (pass == Pass::forward)
+    if (pass != Pass::backward)
       k.forward_f32(p, ex, x.data(), nullptr, w_ih.data(), w_hh.data(), b_ih.data(), b_hh.data(), h.data(),
-                    ws.data());
+                    pass == Pass::forward ? ws.data() : nullptr);
     else
       k.backward_f32(p, ex, x.data(), nullptr, w_ih.data(), w_hh.data(), h.data(), ws.data(), dh.data(), nullptr,
                      dw_ih.data(), dw_hh.data(), db_ih.data(), db_hh.data());
     benchmark::ClobberMemory();
   }
-  const double flops = 2.0 * static_cast<double>(N * S * G * H * (F + H)) * (pass == Pass::forward ? 1 : 2);
+  const double flops = 2.0 * static_cast<double>(N * S * G * H * (F + H)) * (pass == Pass::backward ? 2 : 1);
   state.counters["GFLOP/s"] =
       benchmark::Counter(flops * 1e-9 * static_cast<double>(state.iterations()), benchmark::Counter::kIsRate);
 }
@@ -66,8 +66,10 @@ void thread_args(benchmark::internal::Benchmark* b) {
   BENCHMARK_CAPTURE(bm_rnn, name, RnnCell::cell, Pass::pass, KernelBackend::backend)->Apply(thread_args)
 
 DL_RNN_BM(lstm_forward_fast, lstm, forward, onednn);
+DL_RNN_BM(lstm_inference_fast, lstm, inference, onednn);
 DL_RNN_BM(lstm_backward_fast, lstm, backward, onednn);
 DL_RNN_BM(gru_forward_fast, gru, forward, onednn);
+DL_RNN_BM(gru_inference_fast, gru, inference, onednn);
 DL_RNN_BM(gru_backward_fast, gru, backward, onednn);
 BENCHMARK_CAPTURE(bm_rnn, lstm_forward_ref, RnnCell::lstm, Pass::forward, KernelBackend::reference)
     ->Args({1, 128})->ArgNames({"threads", "batch"})->UseRealTime()->Unit(benchmark::kMillisecond);

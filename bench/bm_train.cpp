@@ -1,6 +1,7 @@
 // Whole-model benchmarks: one SGD training step and inference under each preset on its own
 // backends -- LeNet-1 / LeNet-5 at batch 32/64/128 (inference 1,000 / 10,000), ResNet-20 and
-// VGG-16 at batch 128 (inference 1,000) -- on synthetic input of the model's shape (uniform
+// VGG-16 at batch 128 (inference 1,000), the LSTM and GRU classifiers at batch 128 (inference
+// 128 / 1,000) -- on synthetic input of the model's shape (uniform
 // pixels, fixed labels: timing does not depend on the values). Counter images/s.
 // The result is checked once before timing: the loss is finite and the model's prediction
 // under the chosen backends matches the reference backends to float32 tolerance.
@@ -43,7 +44,8 @@ std::vector<int32_t> synthetic_labels(int64_t n) {
 }
 
 const char* kPolicies[] = {"torch", "tensorflow", "theano"};
-const char* kModels[] = {"lenet1", "lenet5", "resnet20", "vgg16"};
+const char* kModels[] = {"lenet1", "lenet5", "resnet20", "vgg16", "lstm", "gru"};
+constexpr int kNumModels = 6;
 
 // args: model index, policy index, batch
 void BM_TrainStep(benchmark::State& state) {
@@ -51,6 +53,7 @@ void BM_TrainStep(benchmark::State& state) {
   const int64_t batch = state.range(2);
   Model m = build_model(model, Policy::parse(policy), 1);
   ExecContext exec;
+  exec.threads = omp_get_max_threads();  // OMP_NUM_THREADS, as the label says
   TrainConfig cfg;
   cfg.batch = batch;
   cfg.sgd = {0.01, 0.9, false, 0.0};
@@ -70,6 +73,7 @@ void BM_Predict(benchmark::State& state) {
   Model m = build_model(model, Policy::parse(policy), 1);
   Model ref = build_model(model, Policy::parse(policy + ",conv_backend=reference,gemm_backend=reference"), 1);
   ExecContext exec;
+  exec.threads = omp_get_max_threads();
   RunContext ctx{exec, false, nullptr};
   Tensor x = synthetic_images(model, batch, 9);
   {  // check once on a small slice: fast backends agree with the reference kernels
@@ -85,20 +89,20 @@ void BM_Predict(benchmark::State& state) {
   }
   for (auto _ : state) benchmark::DoNotOptimize(m.forward(ctx, x));
   state.counters["images/s"] = benchmark::Counter(static_cast<double>(batch), benchmark::Counter::kIsIterationInvariantRate);
-  state.SetLabel(model + " " + policy);
+  state.SetLabel(model + " " + policy + " threads=" + std::to_string(exec.threads));
 }
 
 void train_args(benchmark::internal::Benchmark* b) {
-  for (int m = 0; m < 4; ++m)
+  for (int m = 0; m < kNumModels; ++m)
     for (int p = 0; p < 3; ++p)
       for (int batch : {32, 64, 128})
         if (m < 2 || batch == 128) b->Args({m, p, batch});
 }
 void predict_args(benchmark::internal::Benchmark* b) {
-  for (int m = 0; m < 4; ++m)
+  for (int m = 0; m < kNumModels; ++m)
     for (int p = 0; p < 3; ++p)
-      for (int batch : {1000, 10000})
-        if (m < 2 || batch == 1000) b->Args({m, p, batch});
+      for (int batch : {128, 1000, 10000})
+        if ((m < 2 && batch != 128) || batch == 1000 || (m >= 4 && batch == 128)) b->Args({m, p, batch});
 }
 
 }  // namespace

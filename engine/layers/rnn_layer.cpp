@@ -220,7 +220,8 @@ Tensor RnnLayer::forward(RunContext& ctx, const Tensor& x) {
   }
   const uint8_t* mk = mask.empty() ? nullptr : mask.data();
   Tensor h_seq = Tensor::empty({N, steps_, H}, x.dtype());
-  Tensor ws = Tensor::empty({rnn_workspace_size(p)}, x.dtype());
+  // The workspace is kept for the backward only; inference runs without one.
+  Tensor ws = ctx.training ? Tensor::empty({rnn_workspace_size(p)}, x.dtype()) : Tensor();
   const RnnKernel& k = select_rnn(ctx.exec.kernels, backend_, x.dtype());
   RnnExec ex{&select_gemm(ctx.exec.kernels, backend_, x.dtype()), ctx.exec.threads};
   dispatch_dtype(x.dtype(), [&](auto tag) {
@@ -228,7 +229,7 @@ Tensor RnnLayer::forward(RunContext& ctx, const Tensor& x) {
     RnnForwardFn<T> f;
     if constexpr (std::is_same_v<T, float>) f = k.forward_f32; else f = k.forward_f64;
     f(p, ex, x.data<T>(), mk, w_ih_.value.data<T>(), w_hh_.value.data<T>(), b_ih_.value.data<T>(),
-      p.two_biases ? b_hh_.value.data<T>() : nullptr, h_seq.data<T>(), ws.data<T>());
+      p.two_biases ? b_hh_.value.data<T>() : nullptr, h_seq.data<T>(), ws.defined() ? ws.data<T>() : nullptr);
   });
   if (ctx.training) {
     x_ = x;

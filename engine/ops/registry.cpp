@@ -1,6 +1,10 @@
 #include "engine/ops/registry.h"
 
+#include <omp.h>
+
 namespace driftlab {
+
+int default_threads() { return omp_get_max_threads(); }
 
 const char* backend_name(KernelBackend b) {
   switch (b) {

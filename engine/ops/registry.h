@@ -40,9 +40,14 @@ const RnnKernel& select_rnn(const KernelRegistry&, KernelBackend want, DType);
 template <typename T>
 void run_gemm(const GemmKernel& k, const GemmParams& p, const T* a, const T* b, T* c);
 
+// OpenMP's current thread count (omp_get_max_threads: OMP_NUM_THREADS or the CLI's --threads).
+int default_threads();
+
 struct ExecContext {
   KernelRegistry kernels = make_cpu_registry();
-  int threads = 1;  // OpenMP threads used by fast kernels; results are reproducible per count
+  // Threads used by fast kernels: by default what OpenMP is set to, so every command and
+  // library call runs at the thread count the user chose. Results are reproducible per count.
+  int threads = default_threads();
 };
 
 }  // namespace driftlab

@@ -16,6 +16,8 @@
 // so h_seq holds the state after every step, and the gradient at a padded step passes straight
 // to h_{t-1} (and c_{t-1}) with zero gate gradients and dx = 0 there. Writing zeros as the
 // output of padded steps instead of the carried state is the layer's job (a mask on h_seq).
+// The workspace may be null when no backward follows (inference): the kernel then keeps what it
+// needs itself (the fast kernel one step of it). The backward refuses a null workspace.
 // Forward writes h_seq and the workspace (=); backward writes dx (=, when non-null) and ADDS
 // into dw_ih, dw_hh, db_ih, db_hh (db_hh only when two_biases).
 #pragma once

@@ -28,6 +28,7 @@
 #include <immintrin.h>
 #endif
 
+#include "engine/core/error.h"
 #include "engine/ops/registry.h"
 #include "engine/ops/rnn.h"
 
@@ -246,14 +247,19 @@ class Scratch {
   std::unique_ptr<float[]> p_;
 };
 
-// The sizes every driver uses, and the workspace views (engine/ops/rnn.h).
+// The sizes every driver uses and the workspace views (engine/ops/rnn.h). With a workspace for
+// the backward its rows are (sample, step) pairs, row n*S + t; without one (inference) the
+// forward keeps one step: row n, read (the LSTM's c_{t-1}) before it is overwritten.
 struct Dims {
   int64_t N, S, F, H, GH, UB;
+  int64_t wn, wt;  // workspace row of (n, t) = n*wn + t*wt
   float *pre, *act, *aux;
-  Dims(const RnnParams& p, float* ws)
+  Dims(const RnnParams& p, float* ws, bool all_steps)
       : N(p.batch), S(p.steps), F(p.input), H(p.hidden), GH(rnn_gates(p.cell) * p.hidden),
-        UB((p.hidden + kL - 1) / kL), pre(ws), act(ws + N * S * GH), aux(ws + 2 * N * S * GH) {}
+        UB((p.hidden + kL - 1) / kL), wn(all_steps ? p.steps : 1), wt(all_steps ? 1 : 0), pre(ws),
+        act(ws + N * wn * GH), aux(ws + 2 * N * wn * GH) {}
   int lanes(int64_t u) const { return static_cast<int>(std::min<int64_t>(kL, H - u * kL)); }
+  int64_t wrow(int64_t n, int64_t t) const { return n * wn + t * wt; }
 };
 
 // ---- forward ----
@@ -273,13 +279,15 @@ void lstm_forward_rows(const RnnParams& p, const Dims& d, int64_t n0, int64_t n1
         v16 acc[kMR][kNB] = {};
         tile_madd<MR, 4, 0>(acc, x + (n * S + t) * F, S * F, F, px + u * F * 4 * kL);
         if (t > 0) tile_madd<MR, 4, 0>(acc, h_seq + (n * S + t - 1) * H, S * H, H, ph + u * H * 4 * kL);
+#pragma GCC unroll 6
         for (int r = 0; r < MR; ++r) {
           const int64_t row = (n + r) * S + t;
-          float* a = d.pre + row * GH + u * kL;
-          float* y = d.act + row * GH + u * kL;
-          float* c = d.aux + row * H + u * kL;
+          const int64_t wr = d.wrow(n + r, t);
+          float* a = d.pre + wr * GH + u * kL;
+          float* y = d.act + wr * GH + u * kL;
+          float* c = d.aux + wr * H + u * kL;
           float* h = h_seq + row * H + u * kL;
-          const v16 cp = t > 0 ? ldn(c - H, m) : v16{};
+          const v16 cp = t > 0 ? ldn(d.aux + d.wrow(n + r, t - 1) * H + u * kL, m) : v16{};
           if (mask && !mask[row]) {  // padding: h and c carry over, the gate rows are zero
             for (int q = 0; q < 4; ++q) stn(a + q * H, v16{}, m), stn(y + q * H, v16{}, m);
             stn(c, cp, m);
@@ -323,9 +331,10 @@ void gru_after_forward_rows(const RnnParams& p, const Dims& d, int64_t n0, int64
         if (t > 0) tile_madd<MR, 3, 1>(acc, h_seq + (n * S + t - 1) * H, S * H, H, ph + u * H * 3 * kL);
         for (int r = 0; r < MR; ++r) {
           const int64_t row = (n + r) * S + t;
-          float* a = d.pre + row * GH + u * kL;
-          float* y = d.act + row * GH + u * kL;
-          float* ax = d.aux + row * H + u * kL;
+          const int64_t wr = d.wrow(n + r, t);
+          float* a = d.pre + wr * GH + u * kL;
+          float* y = d.act + wr * GH + u * kL;
+          float* ax = d.aux + wr * H + u * kL;
           float* h = h_seq + row * H + u * kL;
           const v16 hp = t > 0 ? ldn(h - H, m) : v16{};
           if (mask && !mask[row]) {
@@ -367,13 +376,14 @@ void gru_before_forward_rows(const RnnParams& p, const Dims& d, int64_t n0, int6
         if (t > 0) tile_madd<MR, 2, 1>(acc, h_seq + (n * S + t - 1) * H, S * H, H, ph + u * H * 2 * kL);
         for (int r = 0; r < MR; ++r) {
           const int64_t row = (n + r) * S + t;
-          float* a = d.pre + row * GH + u * kL;
-          float* y = d.act + row * GH + u * kL;
+          const int64_t wr = d.wrow(n + r, t);
+          float* a = d.pre + wr * GH + u * kL;
+          float* y = d.act + wr * GH + u * kL;
           float* rhr = rh + (n + r) * H + u * kL;
           const v16 hp = t > 0 ? ldn(h_seq + (row - 1) * H + u * kL, m) : v16{};
           if (mask && !mask[row]) {
             for (int q = 0; q < 3; ++q) stn(a + q * H, v16{}, m), stn(y + q * H, v16{}, m);
-            stn(d.aux + row * H + u * kL, v16{}, m);
+            stn(d.aux + wr * H + u * kL, v16{}, m);
             stn(h_seq + row * H + u * kL, hp, m);
             stn(rhr, v16{}, m);
             continue;
@@ -396,15 +406,16 @@ void gru_before_forward_rows(const RnnParams& p, const Dims& d, int64_t n0, int6
         for (int r = 0; r < MR; ++r) {
           const int64_t row = (n + r) * S + t;
           if (mask && !mask[row]) continue;
-          float* a = d.pre + row * GH + u * kL;
-          float* y = d.act + row * GH + u * kL;
+          const int64_t wr = d.wrow(n + r, t);
+          float* a = d.pre + wr * GH + u * kL;
+          float* y = d.act + wr * GH + u * kL;
           const v16 hp = t > 0 ? ldn(h_seq + (row - 1) * H + u * kL, m) : v16{};
           const v16 rn = acc[r][0] + bhn;
           const v16 an = ldn(a + 2 * H, m) + rn;
           const v16 nv = vtanh(an);
           stn(a + 2 * H, an, m);
           stn(y + 2 * H, nv, m);
-          stn(d.aux + row * H + u * kL, rn, m);
+          stn(d.aux + wr * H + u * kL, rn, m);
           stn(h_seq + row * H + u * kL, gru_state<kKeepsOld>(ldn(y + H, m), nv, hp), m);
         }
       });
@@ -416,7 +427,10 @@ void rnn_forward_fast(const RnnParams& p, const RnnExec& ex, const float* x, con
                       const float* w_ih, const float* w_hh, const float* b_ih, const float* b_hh, float* h_seq,
                       float* ws) {
   check_rnn_params(p);
-  const Dims d(p, ws);
+  RnnParams one_step = p;  // inference: a workspace of one step, reused
+  one_step.steps = 1;
+  Scratch step_ws(ws ? 0 : rnn_workspace_size(one_step));
+  const Dims d(p, ws ? ws : step_ws.data(), ws != nullptr);
   const int64_t F = d.F, H = d.H;
   const bool hard = p.gate_act.kind == ActKind::hard_sigmoid;
   if (p.cell == RnnCell::lstm) {
@@ -632,7 +646,8 @@ void rnn_backward_fast(const RnnParams& p, const RnnExec& ex, const float* x, co
                        const float* w_ih, const float* w_hh, const float* h_seq, const float* ws,
                        const float* dh_seq, float* dx, float* dw_ih, float* dw_hh, float* db_ih, float* db_hh) {
   check_rnn_params(p);
-  const Dims d(p, const_cast<float*>(ws));  // read only here
+  check(ws != nullptr, rnn_cell_name(p.cell), " backward: no workspace (the forward ran without one)");
+  const Dims d(p, const_cast<float*>(ws), true);  // read only here
   const int64_t N = d.N, S = d.S, F = d.F, H = d.H, GH = d.GH, NS = N * S;
   const bool gru_before = p.cell == RnnCell::gru && !p.gru_reset_after;
   const bool hard = p.gate_act.kind == ActKind::hard_sigmoid, inclusive = p.gate_act.hs_grad_edges_inclusive;

@@ -31,13 +31,21 @@ const RnnCase kCases[] = {
     {"gru_before_2bias", RnnCell::gru, ActKind::sigmoid, true, false, true},
 };
 
-RnnParams make_params(const RnnCase& c) {
+// Two shapes: the small one of the mask tests (every unit block and row block partial), and one
+// that fills the fast kernel's tiles: 13 rows (blocks of 6 and a remainder on each thread),
+// 70 units (four full 16-unit blocks and a partial one; two 64-unit backward panels).
+struct RnnShape {
+  int64_t batch, steps, input, hidden;
+};
+constexpr RnnShape kSmall{5, 7, 6, 9}, kTiles{13, 5, 19, 70};
+
+RnnParams make_params(const RnnCase& c, const RnnShape& s = kSmall) {
   RnnParams p;
   p.cell = c.cell;
-  p.batch = 5;
-  p.steps = 7;
-  p.input = 6;
-  p.hidden = 9;
+  p.batch = s.batch;
+  p.steps = s.steps;
+  p.input = s.input;
+  p.hidden = s.hidden;
   p.gate_act.kind = c.gate;
   p.gate_act.hs_slope = 0.2;
   p.gate_act.hs_offset = 0.5;
@@ -92,15 +100,22 @@ TEST_P(RnnFastVsRef, ForwardAndBackwardMatchTheReference) {
   const RnnKernel& fast = reg.rnn[static_cast<int>(b)];
   ASSERT_NE(fast.forward_f32, nullptr) << backend_name(b);
   const RnnKernel& ref = reg.rnn[static_cast<int>(KernelBackend::reference)];
-  const RnnParams p = make_params(c);
-  for (const uint8_t* mask : {static_cast<const uint8_t*>(nullptr), kMask.data()}) {
-    SCOPED_TRACE(mask ? "with the padding mask" : "no mask");
+  // kTiles' mask: sample n pads its first n%3 and its last n%2 steps (sample 12 none).
+  std::vector<uint8_t> tiles_mask(static_cast<std::size_t>(kTiles.batch * kTiles.steps), 1);
+  for (int64_t n = 0; n < kTiles.batch; ++n)
+    for (int64_t t = 0; t < kTiles.steps; ++t)
+      if (n < 12 && (t < n % 3 || t >= kTiles.steps - n % 2)) tiles_mask[static_cast<std::size_t>(n * kTiles.steps + t)] = 0;
+  for (const RnnShape& shape : {kSmall, kTiles})
+  for (const uint8_t* mask : {static_cast<const uint8_t*>(nullptr), shape.batch == kSmall.batch ? kMask.data() : tiles_mask.data()}) {
+    SCOPED_TRACE(std::string(mask ? "with the padding mask" : "no mask") + ", batch " + std::to_string(shape.batch) +
+                 " hidden " + std::to_string(shape.hidden));
+    const RnnParams p = make_params(c, shape);
     RnnRun f = run(fast, reg.gemm[static_cast<int>(b)], 2, p, 11, mask);
     RnnRun r = run(ref, reg.gemm[static_cast<int>(KernelBackend::reference)], 1, p, 11, mask);
-    // float32 on both sides, sums of up to N*T=35 (parameter gradients) or G*H=36 terms in a
-    // different order (blocked GEMM vs ascending), and the fast kernel's polynomial exp/tanh
-    // (within 2 ulp of libm's), propagated through 7 steps of BPTT: a few hundred ulps of
-    // values O(1-10), so atol 1e-5 plus rtol 1e-4.
+    // float32 on both sides, sums of up to N*T=65 (parameter gradients) or G*H=280 terms in a
+    // different order (blocked GEMM and tiles vs ascending), and the fast kernel's polynomial
+    // exp/tanh (within 2 ulp of libm's), propagated through up to 7 steps of BPTT: a few
+    // hundred ulps of values O(1-10), so atol 1e-5 plus rtol 1e-4.
     EXPECT_TRUE(all_close(f.h, r.h, 1e-5, 1e-4)) << "h_seq";
     EXPECT_TRUE(all_close(f.dx, r.dx, 1e-5, 1e-4)) << "dx";
     EXPECT_TRUE(all_close(f.dw_ih, r.dw_ih, 1e-5, 1e-4)) << "dw_ih";
@@ -142,18 +157,48 @@ INSTANTIATE_TEST_SUITE_P(All, RnnFastVsRef,
                                   kCases[std::get<1>(info.param)].name;
                          });
 
+// Inference (no workspace): the fast kernel keeps one step of state and gives the same bits as
+// a forward that fills the whole workspace for the backward; so does the reference.
+TEST(RnnFast, InferenceWithoutWorkspaceGivesTheSameStates) {
+  KernelRegistry reg = make_cpu_registry();
+  for (KernelBackend b : {KernelBackend::reference, KernelBackend::onednn})
+    for (const RnnCase& c : kCases)
+      for (const uint8_t* mask : {static_cast<const uint8_t*>(nullptr), kMask.data()}) {
+        SCOPED_TRACE(std::string(c.name) + " " + backend_name(b) + (mask ? " masked" : ""));
+        const RnnParams p = mask ? make_params(c) : make_params(c, kTiles);
+        const RnnKernel& k = reg.rnn[static_cast<int>(b)];
+        RnnExec ex{&reg.gemm[static_cast<int>(b)], 2};
+        const int64_t GH = rnn_gates(p.cell) * p.hidden;
+        Tensor x = random_tensor({p.batch, p.steps, p.input}, DType::f32, 3, -1.0, 1.0);
+        Tensor w_ih = random_tensor({GH, p.input}, DType::f32, 4, -0.5, 0.5);
+        Tensor w_hh = random_tensor({GH, p.hidden}, DType::f32, 5, -0.5, 0.5);
+        Tensor bias = random_tensor({GH}, DType::f32, 6, -0.5, 0.5);
+        Tensor ws({rnn_workspace_size(p)}, DType::f32), h1({p.batch, p.steps, p.hidden}, DType::f32),
+            h2({p.batch, p.steps, p.hidden}, DType::f32);
+        const float* bh = p.two_biases ? bias.data<float>() : nullptr;
+        k.forward_f32(p, ex, x.data<float>(), mask, w_ih.data<float>(), w_hh.data<float>(), bias.data<float>(), bh,
+                      h1.data<float>(), ws.data<float>());
+        k.forward_f32(p, ex, x.data<float>(), mask, w_ih.data<float>(), w_hh.data<float>(), bias.data<float>(), bh,
+                      h2.data<float>(), nullptr);
+        EXPECT_TRUE(all_close(h1, h2, 0, 0));
+      }
+}
+
 TEST(RnnFast, SameBitsForAnyThreadCount) {
   KernelRegistry reg = make_cpu_registry();
   const KernelBackend b = KernelBackend::eigen;
   for (const RnnCase& c : kCases) {
     SCOPED_TRACE(c.name);
-    const RnnParams p = make_params(c);
-    RnnRun one = run(reg.rnn[static_cast<int>(b)], reg.gemm[static_cast<int>(b)], 1, p, 5, kMask.data());
-    RnnRun two = run(reg.rnn[static_cast<int>(b)], reg.gemm[static_cast<int>(b)], 2, p, 5, kMask.data());
+    for (int big = 0; big < 2; ++big) {
+    const RnnParams p = big ? make_params(c, kTiles) : make_params(c);
+    const uint8_t* mask = big ? nullptr : kMask.data();
+    RnnRun one = run(reg.rnn[static_cast<int>(b)], reg.gemm[static_cast<int>(b)], 1, p, 5, mask);
+    RnnRun two = run(reg.rnn[static_cast<int>(b)], reg.gemm[static_cast<int>(b)], big ? 3 : 2, p, 5, mask);
     // Rows are split among threads, never the terms of one sum: exact equality.
     EXPECT_TRUE(all_close(one.h, two.h, 0, 0));
     EXPECT_TRUE(all_close(one.dw_hh, two.dw_hh, 0, 0));
     EXPECT_TRUE(all_close(one.dx, two.dx, 0, 0));
+    }
   }
 }
 

@@ -8,6 +8,7 @@
 #include <cmath>
 #include <vector>
 
+#include "engine/core/error.h"
 #include "engine/ops/registry.h"
 #include "engine/ops/rnn.h"
 
@@ -28,6 +29,8 @@ void rnn_forward_ref(const RnnParams& p, const RnnExec&, const T* x, const uint8
                      const T* w_hh, const T* b_ih, const T* b_hh, T* h_seq, T* ws) {
   check_rnn_params(p);
   const int64_t N = p.batch, S = p.steps, F = p.input, H = p.hidden, G = rnn_gates(p.cell), GH = G * H;
+  std::vector<T> own(ws ? 0 : static_cast<std::size_t>(rnn_workspace_size(p)));  // inference: no caller workspace
+  if (!ws) ws = own.data();
   T* pre = ws;
   T* act = ws + N * S * GH;
   T* aux = ws + 2 * N * S * GH;
@@ -98,6 +101,7 @@ void rnn_backward_ref(const RnnParams& p, const RnnExec&, const T* x, const uint
                       const T* w_hh, const T* h_seq, const T* ws, const T* dh_seq, T* dx, T* dw_ih, T* dw_hh,
                       T* db_ih, T* db_hh) {
   check_rnn_params(p);
+  check(ws != nullptr, rnn_cell_name(p.cell), " backward: no workspace (the forward ran without one)");
   const int64_t N = p.batch, S = p.steps, F = p.input, H = p.hidden, G = rnn_gates(p.cell), GH = G * H;
   const int64_t NS = N * S;
   const T* pre = ws;
