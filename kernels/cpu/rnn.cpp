@@ -81,9 +81,34 @@ inline v16 fmadd(v16 a, v16 b, v16 c) {
 }
 
 // exp(x): x = n ln2 + r with ln2 split in two parts, Cephes expf's degree-6 polynomial for
-// e^r, 2^n assembled in the exponent bits; n is rounded with the 1.5*2^23 trick. Inputs are
-// clamped to [-87.3, 88.3], so 2^n stays a normal float.
+// e^r, times 2^n. Inputs are clamped to [-87.3, 88.3], so 2^n stays a normal float. With
+// AVX-512 the clamp is min/max, n is rounded by vrndscaleps, the reduction and polynomial are
+// fused multiply-adds and 2^n is applied by vscalefps (about half the instructions); without
+// it, n is rounded with the 1.5*2^23 trick and 2^n assembled in the exponent bits.
+#if defined(__AVX512F__)
+// Full-mask forms of max, min, roundscale and scalef: GCC 12's unmasked intrinsics read an
+// uninitialised "undefined" operand and warn (-Wuninitialized) wherever they are inlined.
+constexpr __mmask16 kAll = 0xFFFF;
+inline __m512 vmax(__m512 a, __m512 b) { return _mm512_mask_max_ps(a, kAll, a, b); }
+inline __m512 vmin(__m512 a, __m512 b) { return _mm512_mask_min_ps(a, kAll, a, b); }
+#endif
+
 __attribute__((always_inline)) inline v16 vexp(v16 x) {
+#if defined(__AVX512F__)
+  __m512 v = vmin(vmax((__m512)x, _mm512_set1_ps(-87.3f)), _mm512_set1_ps(88.3f));
+  const __m512 l2 = _mm512_mul_ps(v, _mm512_set1_ps(1.44269504088896341f));
+  const __m512 n = _mm512_mask_roundscale_ps(l2, kAll, l2, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+  v = _mm512_fnmadd_ps(n, _mm512_set1_ps(0.693359375f), v);
+  const __m512 r = _mm512_fnmadd_ps(n, _mm512_set1_ps(-2.12194440e-4f), v);
+  __m512 p = _mm512_set1_ps(1.9875691500e-4f);
+  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.3981999507e-3f));
+  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(8.3334519073e-3f));
+  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(4.1665795894e-2f));
+  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.6666665459e-1f));
+  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(5.0000001201e-1f));
+  p = _mm512_fmadd_ps(_mm512_mul_ps(p, r), r, _mm512_add_ps(r, _mm512_set1_ps(1.0f)));
+  return (v16)_mm512_mask_scalef_ps(p, kAll, p, n);
+#else
   const v16 lo = splat(-87.3f), hi = splat(88.3f), magic = splat(12582912.0f);
   x = sel(x < lo, lo, x);
   x = sel(x > hi, hi, x);
@@ -99,10 +124,27 @@ __attribute__((always_inline)) inline v16 vexp(v16 x) {
   p = p * r * r + r + 1.0f;
   const v16i bits = ((v16i)big - (v16i)magic + 127) << 23;
   return p * (v16)bits;
+#endif
 }
 
 // tanh: Cephes tanhf's odd polynomial for |x| < 0.625, else 1 - 2/(e^{2|x|} + 1) with the sign.
 __attribute__((always_inline)) inline v16 vtanh(v16 x) {
+#if defined(__AVX512F__)
+  const __m512 xv = (__m512)x, ax = _mm512_abs_ps(xv), z = _mm512_mul_ps(xv, xv);
+  __m512 p = _mm512_set1_ps(-5.70498872745e-3f);
+  p = _mm512_fmadd_ps(p, z, _mm512_set1_ps(2.06390887954e-2f));
+  p = _mm512_fmadd_ps(p, z, _mm512_set1_ps(-5.37397155531e-2f));
+  p = _mm512_fmadd_ps(p, z, _mm512_set1_ps(1.33314422036e-1f));
+  p = _mm512_fmadd_ps(p, z, _mm512_set1_ps(-3.33332819422e-1f));
+  const __m512 small = _mm512_fmadd_ps(_mm512_mul_ps(p, z), xv, xv);
+  const __m512 a9 = vmin(ax, _mm512_set1_ps(9.0f));
+  const __m512 e = (__m512)vexp((v16)_mm512_add_ps(a9, a9));
+  const __m512 big = _mm512_sub_ps(_mm512_set1_ps(1.0f),
+                                   _mm512_div_ps(_mm512_set1_ps(2.0f), _mm512_add_ps(e, _mm512_set1_ps(1.0f))));
+  // |tanh| with x's sign bit, or the polynomial below 0.625
+  const __m512 sbig = _mm512_or_ps(big, _mm512_and_ps(xv, _mm512_set1_ps(-0.0f)));
+  return (v16)_mm512_mask_blend_ps(_mm512_cmp_ps_mask(ax, _mm512_set1_ps(0.625f), _CMP_LT_OQ), sbig, small);
+#else
   const v16 ax = (v16)((v16i)x & 0x7fffffff);
   const v16 z = x * x;
   v16 p = splat(-5.70498872745e-3f);
@@ -114,6 +156,7 @@ __attribute__((always_inline)) inline v16 vtanh(v16 x) {
   const v16 nine = splat(9.0f);
   const v16 big = 1.0f - 2.0f / (vexp(2.0f * sel(ax > nine, nine, ax)) + 1.0f);
   return sel(ax < splat(0.625f), small, sel(x < v16{}, -big, big));
+#endif
 }
 
 // The gate activation (rnn_gate) and its derivative (rnn_gate_grad) on 16 lanes, the kind and
@@ -147,10 +190,22 @@ inline v16 gate_grad(const Gate& g, v16 a, v16 y) {
 }
 
 // acc[r][G0+j] += sum_k a[r*sa + k] * b[k][j] for r < MR, j < NB: b is a K x (NB*16) panel.
-// Each accumulator lane sums its K products in k order whatever the tile shape.
-template <int MR, int NB, int G0>
-inline void tile_madd(v16 (&acc)[kMR][kNB], const float* a, int64_t sa, int64_t K, const float* b) {
+// Each accumulator lane sums its K products in k order whatever the tile shape. Not inlined:
+// the accumulators live in registers here and in memory (L1) for the epilogue, which would
+// otherwise spill them around its own temporaries.
+// kInit: the tile starts at zero (all kNB groups of the MR rows) instead of acc's values.
+template <int MR, int NB, int G0, bool kInit>
+__attribute__((noinline)) void tile_madd(v16 (&acc)[kMR][kNB], const float* a, int64_t sa, int64_t K,
+                                         const float* b) {
   static_assert(G0 + NB <= kNB, "accumulator groups");
+  v16 c[MR][NB];
+#pragma GCC unroll 6
+  for (int r = 0; r < MR; ++r)
+#pragma GCC unroll 4
+    for (int j = 0; j < kNB; ++j) {
+      if (j >= G0 && j < G0 + NB) c[r][j - G0] = kInit ? v16{} : acc[r][j];
+      else if (kInit) acc[r][j] = v16{};
+    }
   for (int64_t k = 0; k < K; ++k) {
     v16 bv[NB];
 #pragma GCC unroll 4
@@ -159,9 +214,13 @@ inline void tile_madd(v16 (&acc)[kMR][kNB], const float* a, int64_t sa, int64_t 
     for (int r = 0; r < MR; ++r) {
       const v16 av = splat(a[r * sa + k]);
 #pragma GCC unroll 4
-      for (int j = 0; j < NB; ++j) acc[r][G0 + j] = fmadd(av, bv[j], acc[r][G0 + j]);
+      for (int j = 0; j < NB; ++j) c[r][j] = fmadd(av, bv[j], c[r][j]);
     }
   }
+#pragma GCC unroll 6
+  for (int r = 0; r < MR; ++r)
+#pragma GCC unroll 4
+    for (int j = 0; j < NB; ++j) acc[r][G0 + j] = c[r][j];
 }
 
 // Calls f(std::integral_constant<int, MR>, n) for the row blocks of [n0, n1): MR = 6, the
@@ -276,30 +335,38 @@ void lstm_forward_rows(const RnnParams& p, const Dims& d, int64_t n0, int64_t n1
       const float* bias = pb + u * 4 * kL;
       for_row_blocks(n0, n1, [&](auto mr, int64_t n) {
         constexpr int MR = decltype(mr)::value;
-        v16 acc[kMR][kNB] = {};
-        tile_madd<MR, 4, 0>(acc, x + (n * S + t) * F, S * F, F, px + u * F * 4 * kL);
-        if (t > 0) tile_madd<MR, 4, 0>(acc, h_seq + (n * S + t - 1) * H, S * H, H, ph + u * H * 4 * kL);
-#pragma GCC unroll 6
+        v16 acc[kMR][kNB];
+        tile_madd<MR, 4, 0, true>(acc, x + (n * S + t) * F, S * F, F, px + u * F * 4 * kL);
+        if (t > 0) tile_madd<MR, 4, 0, false>(acc, h_seq + (n * S + t - 1) * H, S * H, H, ph + u * H * 4 * kL);
+        // The gates of all MR rows one gate at a time, then the state row by row: short
+        // independent chains, which the CPU overlaps (one row's gates in a row are a chain of
+        // ~200 dependent operations).
+        v16 y[kMR][4];
+        for (int j : {0, 1, 3}) {
+          const v16 bj = ld(bias + j * kL);
+          for (int r = 0; r < MR; ++r) y[r][j] = gate<kHard>(gt, acc[r][j] = acc[r][j] + bj);
+        }
+        const v16 b2 = ld(bias + 2 * kL);
+        for (int r = 0; r < MR; ++r) y[r][2] = vtanh(acc[r][2] + b2);
+#pragma GCC unroll 1
         for (int r = 0; r < MR; ++r) {
           const int64_t row = (n + r) * S + t;
           const int64_t wr = d.wrow(n + r, t);
           float* a = d.pre + wr * GH + u * kL;
-          float* y = d.act + wr * GH + u * kL;
+          float* ya = d.act + wr * GH + u * kL;
           float* c = d.aux + wr * H + u * kL;
           float* h = h_seq + row * H + u * kL;
           const v16 cp = t > 0 ? ldn(d.aux + d.wrow(n + r, t - 1) * H + u * kL, m) : v16{};
           if (mask && !mask[row]) {  // padding: h and c carry over, the gate rows are zero
-            for (int q = 0; q < 4; ++q) stn(a + q * H, v16{}, m), stn(y + q * H, v16{}, m);
+            for (int q = 0; q < 4; ++q) stn(a + q * H, v16{}, m), stn(ya + q * H, v16{}, m);
             stn(c, cp, m);
             stn(h, t > 0 ? ldn(h - H, m) : v16{}, m);
             continue;
           }
-          const v16 ai = acc[r][0] + ld(bias), af = acc[r][1] + ld(bias + kL), ag = acc[r][2] + ld(bias + 2 * kL),
-                    ao = acc[r][3] + ld(bias + 3 * kL);
-          const v16 i = gate<kHard>(gt, ai), f = gate<kHard>(gt, af), g = vtanh(ag), o = gate<kHard>(gt, ao);
+          const v16 i = y[r][0], f = y[r][1], g = y[r][2], o = y[r][3];
           const v16 cv = f * cp + i * g;
-          if (kHard) stn(a, ai, m), stn(a + H, af, m), stn(a + 3 * H, ao, m);
-          stn(y, i, m), stn(y + H, f, m), stn(y + 2 * H, g, m), stn(y + 3 * H, o, m);
+          if (kHard) stn(a, acc[r][0], m), stn(a + H, acc[r][1], m), stn(a + 3 * H, acc[r][3], m);
+          stn(ya, i, m), stn(ya + H, f, m), stn(ya + 2 * H, g, m), stn(ya + 3 * H, o, m);
           stn(c, cv, m);
           stn(h, o * vtanh(cv), m);
         }
@@ -326,9 +393,10 @@ void gru_after_forward_rows(const RnnParams& p, const Dims& d, int64_t n0, int64
       const float* bias = pb + u * 4 * kL;
       for_row_blocks(n0, n1, [&](auto mr, int64_t n) {
         constexpr int MR = decltype(mr)::value;
-        v16 acc[kMR][kNB] = {};
-        tile_madd<MR, 3, 0>(acc, x + (n * S + t) * F, S * F, F, px + u * F * 3 * kL);
-        if (t > 0) tile_madd<MR, 3, 1>(acc, h_seq + (n * S + t - 1) * H, S * H, H, ph + u * H * 3 * kL);
+        v16 acc[kMR][kNB];
+        tile_madd<MR, 3, 0, true>(acc, x + (n * S + t) * F, S * F, F, px + u * F * 3 * kL);
+        if (t > 0) tile_madd<MR, 3, 1, false>(acc, h_seq + (n * S + t - 1) * H, S * H, H, ph + u * H * 3 * kL);
+#pragma GCC unroll 1
         for (int r = 0; r < MR; ++r) {
           const int64_t row = (n + r) * S + t;
           const int64_t wr = d.wrow(n + r, t);
@@ -371,9 +439,10 @@ void gru_before_forward_rows(const RnnParams& p, const Dims& d, int64_t n0, int6
       const float* bias = pb + u * 3 * kL;
       for_row_blocks(n0, n1, [&](auto mr, int64_t n) {
         constexpr int MR = decltype(mr)::value;
-        v16 acc[kMR][kNB] = {};
-        tile_madd<MR, 3, 0>(acc, x + (n * S + t) * F, S * F, F, px + u * F * 3 * kL);
-        if (t > 0) tile_madd<MR, 2, 1>(acc, h_seq + (n * S + t - 1) * H, S * H, H, ph + u * H * 2 * kL);
+        v16 acc[kMR][kNB];
+        tile_madd<MR, 3, 0, true>(acc, x + (n * S + t) * F, S * F, F, px + u * F * 3 * kL);
+        if (t > 0) tile_madd<MR, 2, 1, false>(acc, h_seq + (n * S + t - 1) * H, S * H, H, ph + u * H * 2 * kL);
+#pragma GCC unroll 1
         for (int r = 0; r < MR; ++r) {
           const int64_t row = (n + r) * S + t;
           const int64_t wr = d.wrow(n + r, t);
@@ -401,8 +470,9 @@ void gru_before_forward_rows(const RnnParams& p, const Dims& d, int64_t n0, int6
       const v16 bhn = ld(pbn + u * kL);
       for_row_blocks(n0, n1, [&](auto mr, int64_t n) {
         constexpr int MR = decltype(mr)::value;
-        v16 acc[kMR][kNB] = {};
-        tile_madd<MR, 1, 0>(acc, rh + n * H, H, H, pn + u * H * kL);
+        v16 acc[kMR][kNB];
+        tile_madd<MR, 1, 0, true>(acc, rh + n * H, H, H, pn + u * H * kL);
+#pragma GCC unroll 1
         for (int r = 0; r < MR; ++r) {
           const int64_t row = (n + r) * S + t;
           if (mask && !mask[row]) continue;
@@ -494,8 +564,9 @@ void bwd_tiles(const Dims& d, int64_t n0, int64_t n1, const float* a, int64_t sa
   for (int64_t P = 0; P < PU; ++P)
     for_row_blocks(n0, n1, [&](auto mr, int64_t n) {
       constexpr int MR = decltype(mr)::value;
-      v16 acc[kMR][kNB] = {};
-      if (K > 0) tile_madd<MR, 4, 0>(acc, a + n * sa, sa, K, panels + P * K * kNB * kL);
+      v16 acc[kMR][kNB];
+      tile_madd<MR, 4, 0, true>(acc, a + n * sa, sa, K, panels + P * K * kNB * kL);  // K = 0: zero
+#pragma GCC unroll 1
       for (int r = 0; r < MR; ++r)
         for (int q = 0; q < kNB && P * kNB + q < d.UB; ++q) epi(n + r, acc[r][q], P * kNB + q);
     });
