@@ -306,17 +306,20 @@ class Scratch {
   std::unique_ptr<float[]> p_;
 };
 
-// The sizes every driver uses and the workspace views (engine/ops/rnn.h). With a workspace for
-// the backward its rows are (sample, step) pairs, row n*S + t; without one (inference) the
-// forward keeps one step: row n, read (the LSTM's c_{t-1}) before it is overwritten.
+// The sizes every driver uses and the workspace views (engine/ops/rnn.h's pre, act, aux). With a
+// workspace for the backward its rows are (step, sample) pairs, time-major: row t*N + n, so the
+// rows a thread touches at one step are contiguous (batch-major rows 43 KB apart defeat the
+// prefetcher: the epilogues waited on memory longer than the tiles computed). Without one
+// (inference) the forward keeps one step: row n, read (the LSTM's c_{t-1}) before it is
+// overwritten. The layout is this kernel pair's own: only its backward reads it.
 struct Dims {
   int64_t N, S, F, H, GH, UB;
   int64_t wn, wt;  // workspace row of (n, t) = n*wn + t*wt
   float *pre, *act, *aux;
   Dims(const RnnParams& p, float* ws, bool all_steps)
       : N(p.batch), S(p.steps), F(p.input), H(p.hidden), GH(rnn_gates(p.cell) * p.hidden),
-        UB((p.hidden + kL - 1) / kL), wn(all_steps ? p.steps : 1), wt(all_steps ? 1 : 0), pre(ws),
-        act(ws + N * wn * GH), aux(ws + 2 * N * wn * GH) {}
+        UB((p.hidden + kL - 1) / kL), wn(1), wt(all_steps ? p.batch : 0), pre(ws),
+        act(ws + N * (all_steps ? S : 1) * GH), aux(ws + 2 * N * (all_steps ? S : 1) * GH) {}
   int lanes(int64_t u) const { return static_cast<int>(std::min<int64_t>(kL, H - u * kL)); }
   int64_t wrow(int64_t n, int64_t t) const { return n * wn + t * wt; }
 };
@@ -543,15 +546,16 @@ void rnn_forward_fast(const RnnParams& p, const RnnExec& ex, const float* x, con
 // z*h term, r*h's r factor, a padded step's pass-through), `dcarry` the LSTM's dc_{t+1}*f.
 // The tile of step t is dgrec_{t+1} W_hh (zero at the last step): panels of 64 units.
 
+// dh (dh_seq) and hp (h_{t-1}, row stride hps, zero at t = 0) are gathered into the
+// workspace's time-major row order before the loop.
 struct Bwd {
   const Dims& d;
-  const float* dh_seq;
-  const float* h_seq;
-  const uint8_t* mask;
+  const float* dh;
+  const float* hp;
+  int64_t hps;
+  const uint8_t* mask;  // batch-major, row n*S + t
   float *carry, *dcarry;
-  v16 hprev(int64_t row, int64_t t, int64_t u, int m) const {
-    return t > 0 ? ldn(h_seq + (row - 1) * d.H + u * kL, m) : v16{};
-  }
+  v16 hprev(int64_t wr, int64_t u, int m) const { return ldn(hp + wr * hps + u * kL, m); }
   bool padded(int64_t row) const { return mask && !mask[row]; }
 };
 
@@ -578,11 +582,11 @@ void lstm_backward_rows(const RnnParams& p, const Bwd& b, int64_t n0, int64_t n1
   const Dims& d = b.d;
   const int64_t S = d.S, H = d.H, GH = d.GH;
   for (int64_t t = S - 1; t >= 0; --t)
-    bwd_tiles(d, n0, n1, t + 1 < S ? dg + (t + 1) * GH : dg, S * GH, t + 1 < S ? GH : 0, pw,
+    bwd_tiles(d, n0, n1, t + 1 < S ? dg + d.wrow(0, t + 1) * GH : dg, d.wn * GH, t + 1 < S ? GH : 0, pw,
               [&](int64_t n, v16 rec, int64_t u) {
                 const int m = d.lanes(u);
-                const int64_t row = n * S + t, o = row * GH + u * kL, hu = n * H + u * kL;
-                const v16 dh = rec + ldn(b.dh_seq + row * H + u * kL, m) + ldn(b.carry + hu, m);
+                const int64_t row = n * S + t, wr = d.wrow(n, t), o = wr * GH + u * kL, hu = n * H + u * kL;
+                const v16 dh = rec + ldn(b.dh + wr * H + u * kL, m) + ldn(b.carry + hu, m);
                 float* g = dg + o;
                 if (b.padded(row)) {  // h_t = h_{t-1}, c_t = c_{t-1}: dh and dc pass through
                   for (int q = 0; q < 4; ++q) stn(g + q * H, v16{}, m);
@@ -594,8 +598,8 @@ void lstm_backward_rows(const RnnParams& p, const Bwd& b, int64_t n0, int64_t n1
                 const v16 i = ldn(y, m), f = ldn(y + H, m), gv = ldn(y + 2 * H, m), ov = ldn(y + 3 * H, m);
                 const v16 ai = kHard ? ldn(a, m) : v16{}, af = kHard ? ldn(a + H, m) : v16{},
                           ao = kHard ? ldn(a + 3 * H, m) : v16{};
-                const v16 cp = t > 0 ? ldn(d.aux + (row - 1) * H + u * kL, m) : v16{};
-                const v16 tc = vtanh(ldn(d.aux + row * H + u * kL, m));
+                const v16 cp = t > 0 ? ldn(d.aux + d.wrow(n, t - 1) * H + u * kL, m) : v16{};
+                const v16 tc = vtanh(ldn(d.aux + wr * H + u * kL, m));
                 const v16 dc = dh * ov * (1.0f - tc * tc) + ldn(b.dcarry + hu, m);
                 stn(g, dc * gv * gate_grad<kHard, kInclusive>(gt, ai, i), m);
                 stn(g + H, dc * cp * gate_grad<kHard, kInclusive>(gt, af, f), m);
@@ -622,10 +626,10 @@ void gru_after_backward_rows(const RnnParams& p, const Bwd& b, int64_t n0, int64
   const Dims& d = b.d;
   const int64_t S = d.S, H = d.H, GH = d.GH;
   for (int64_t t = S - 1; t >= 0; --t)
-    bwd_tiles(d, n0, n1, t + 1 < S ? dgrec + (t + 1) * GH : dgrec, S * GH, t + 1 < S ? GH : 0, pw, [&](int64_t n, v16 rec, int64_t u) {
+    bwd_tiles(d, n0, n1, t + 1 < S ? dgrec + d.wrow(0, t + 1) * GH : dgrec, d.wn * GH, t + 1 < S ? GH : 0, pw, [&](int64_t n, v16 rec, int64_t u) {
       const int m = d.lanes(u);
-      const int64_t row = n * S + t, o = row * GH + u * kL, hu = n * H + u * kL;
-      const v16 dh = rec + ldn(b.dh_seq + row * H + u * kL, m) + ldn(b.carry + hu, m);
+      const int64_t row = n * S + t, wr = d.wrow(n, t), o = wr * GH + u * kL, hu = n * H + u * kL;
+      const v16 dh = rec + ldn(b.dh + wr * H + u * kL, m) + ldn(b.carry + hu, m);
       float* gi = dgin + o;
       float* gr = dgrec + o;
       if (b.padded(row)) {
@@ -637,10 +641,10 @@ void gru_after_backward_rows(const RnnParams& p, const Bwd& b, int64_t n0, int64
       const v16 rv = ldn(y, m), zv = ldn(y + H, m), nv = ldn(y + 2 * H, m);
       const v16 ar = kHard ? ldn(d.pre + o, m) : v16{}, az = kHard ? ldn(d.pre + o + H, m) : v16{};
       v16 dz, dn, direct;
-      gru_state_grad<kKeepsOld>(dh, zv, nv, b.hprev(row, t, u, m), dz, dn, direct);
+      gru_state_grad<kKeepsOld>(dh, zv, nv, b.hprev(wr, u, m), dz, dn, direct);
       const v16 dan = dn * (1.0f - nv * nv);
       const v16 daz = dz * gate_grad<kHard, kInclusive>(gt, az, zv);
-      const v16 dar = dan * ldn(d.aux + row * H + u * kL, m) * gate_grad<kHard, kInclusive>(gt, ar, rv);
+      const v16 dar = dan * ldn(d.aux + wr * H + u * kL, m) * gate_grad<kHard, kInclusive>(gt, ar, rv);
       stn(gi, dar, m), stn(gi + H, daz, m), stn(gi + 2 * H, dan, m);
       stn(gr, dar, m), stn(gr + H, daz, m), stn(gr + 2 * H, dan * rv, m);
       stn(b.carry + hu, direct, m);
@@ -656,10 +660,10 @@ void gru_before_backward_rows(const RnnParams& p, const Bwd& b, int64_t n0, int6
   const Dims& d = b.d;
   const int64_t S = d.S, H = d.H, GH = d.GH;
   for (int64_t t = S - 1; t >= 0; --t) {
-    bwd_tiles(d, n0, n1, t + 1 < S ? dg + (t + 1) * GH : dg, S * GH, t + 1 < S ? 2 * H : 0, pw, [&](int64_t n, v16 rec, int64_t u) {
+    bwd_tiles(d, n0, n1, t + 1 < S ? dg + d.wrow(0, t + 1) * GH : dg, d.wn * GH, t + 1 < S ? 2 * H : 0, pw, [&](int64_t n, v16 rec, int64_t u) {
       const int m = d.lanes(u);
-      const int64_t row = n * S + t, o = row * GH + u * kL, hu = n * H + u * kL;
-      const v16 dh = rec + ldn(b.dh_seq + row * H + u * kL, m) + ldn(b.carry + hu, m);
+      const int64_t row = n * S + t, wr = d.wrow(n, t), o = wr * GH + u * kL, hu = n * H + u * kL;
+      const v16 dh = rec + ldn(b.dh + wr * H + u * kL, m) + ldn(b.carry + hu, m);
       float* g = dg + o;
       if (b.padded(row)) {
         for (int q = 0; q < 3; ++q) stn(g + q * H, v16{}, m);
@@ -670,18 +674,18 @@ void gru_before_backward_rows(const RnnParams& p, const Bwd& b, int64_t n0, int6
       const v16 zv = ldn(y + H, m), nv = ldn(y + 2 * H, m);
       const v16 az = kHard ? ldn(d.pre + o + H, m) : v16{};
       v16 dz, dn, direct;
-      gru_state_grad<kKeepsOld>(dh, zv, nv, b.hprev(row, t, u, m), dz, dn, direct);
+      gru_state_grad<kKeepsOld>(dh, zv, nv, b.hprev(wr, u, m), dz, dn, direct);
       stn(g + H, dz * gate_grad<kHard, kInclusive>(gt, az, zv), m);
       stn(g + 2 * H, dn * (1.0f - nv * nv), m);
       stn(b.carry + hu, direct, m);
     });
-    bwd_tiles(d, n0, n1, dg + t * GH + 2 * H, S * GH, H, pn, [&](int64_t n, v16 drh, int64_t u) {
+    bwd_tiles(d, n0, n1, dg + d.wrow(0, t) * GH + 2 * H, d.wn * GH, H, pn, [&](int64_t n, v16 drh, int64_t u) {
       const int m = d.lanes(u);
-      const int64_t row = n * S + t, o = row * GH + u * kL, hu = n * H + u * kL;
+      const int64_t row = n * S + t, wr = d.wrow(n, t), o = wr * GH + u * kL, hu = n * H + u * kL;
       if (b.padded(row)) return;  // its gate gradients are zero, dh passed through
       const v16 rv = ldn(d.act + o, m);
       const v16 ar = kHard ? ldn(d.pre + o, m) : v16{};
-      stn(dg + o, drh * b.hprev(row, t, u, m) * gate_grad<kHard, kInclusive>(gt, ar, rv), m);
+      stn(dg + o, drh * b.hprev(wr, u, m) * gate_grad<kHard, kInclusive>(gt, ar, rv), m);
       stn(b.carry + hu, ldn(b.carry + hu, m) + drh * rv, m);
     });
   }
@@ -727,8 +731,30 @@ void rnn_backward_fast(const RnnParams& p, const RnnExec& ex, const float* x, co
   const bool two = p.cell == RnnCell::gru && p.gru_reset_after;
   Scratch dgin(NS * GH), dgrec_own(two ? NS * GH : 0);
   float* dgrec = two ? dgrec_own.data() : dgin.data();
+  // Parameter gradients: GEMMs over all N*T (step, sample) rows, in the gate gradients' time-major
+  // order, against x and h_{t-1} (zero at t = 0) gathered into that order, and r*h_{t-1} for a
+  // reset-before GRU's n rows. Where one gate gradient serves both weights (LSTM), one GEMM
+  // against [x | h_{t-1}] gives dW_ih and dW_hh side by side.
+  const bool fused = p.cell == RnnCell::lstm;
+  const int64_t XC = F + H;  // xh row: [x_t | h_{t-1}] of sample n at row t*N + n
+  Scratch xh(fused ? NS * XC : 0), xt(fused ? 0 : NS * F), ht(fused ? 0 : NS * H), rhprev(gru_before ? NS * H : 0);
+  Scratch dht(NS * H);
+#pragma omp parallel for num_threads(ex.threads) schedule(static)
+  for (int64_t i = 0; i < NS; ++i) {
+    const int64_t t = i / N, n = i % N, src = n * S + t;  // time-major row i, batch-major row src
+    float* xo = fused ? xh.data() + i * XC : xt.data() + i * F;
+    float* ho = fused ? xo + F : ht.data() + i * H;
+    std::memcpy(xo, x + src * F, static_cast<std::size_t>(F) * sizeof(float));
+    if (t > 0)
+      std::memcpy(ho, h_seq + (src - 1) * H, static_cast<std::size_t>(H) * sizeof(float));
+    else
+      std::fill(ho, ho + H, 0.0f);
+    if (gru_before)
+      for (int64_t k = 0; k < H; ++k) rhprev.data()[i * H + k] = d.act[i * GH + k] * ho[k];
+    std::memcpy(dht.data() + i * H, dh_seq + src * H, static_cast<std::size_t>(H) * sizeof(float));
+  }
   std::vector<float> carry(static_cast<std::size_t>(N * H), 0.0f), dcarry(carry.size(), 0.0f);
-  const Bwd b{d, dh_seq, h_seq, mask, carry.data(), dcarry.data()};
+  const Bwd b{d, dht.data(), fused ? xh.data() + F : ht.data(), fused ? XC : H, mask, carry.data(), dcarry.data()};
   const int64_t mm = gru_before ? 2 * H : GH;  // the W_hh rows multiplying h_{t-1} itself
   const std::vector<float> pw = pack_unit_panels(w_hh, 0, mm, H);
   if (p.cell == RnnCell::lstm) {
@@ -744,23 +770,6 @@ void rnn_backward_fast(const RnnParams& p, const RnnExec& ex, const float* x, co
     for_thread_rows(N, ex.threads, [&](int64_t n0, int64_t n1) { run(p, b, n0, n1, pw.data(), pn.data(), dgin.data()); });
   }
 
-  // Parameter gradients: GEMMs over all N*T (sample, step) rows against x and h_{t-1} (zero at
-  // t = 0), r*h_{t-1} for a reset-before GRU's n rows. Where one gate gradient serves both
-  // weights (LSTM), one GEMM against [x | h_{t-1}] gives dW_ih and dW_hh side by side.
-  const bool fused = p.cell == RnnCell::lstm;
-  const int64_t XC = fused ? F + H : H;  // columns of xh: [x | h_{t-1}] or h_{t-1}
-  Scratch xh(NS * XC), rhprev(gru_before ? NS * H : 0);
-#pragma omp parallel for num_threads(ex.threads) schedule(static)
-  for (int64_t i = 0; i < NS; ++i) {
-    float* o = xh.data() + i * XC;
-    if (fused) std::memcpy(o, x + i * F, static_cast<std::size_t>(F) * sizeof(float)), o += F;
-    if (i % S > 0)
-      std::memcpy(o, h_seq + (i - 1) * H, static_cast<std::size_t>(H) * sizeof(float));
-    else
-      std::fill(o, o + H, 0.0f);
-    if (gru_before)
-      for (int64_t k = 0; k < H; ++k) rhprev.data()[i * H + k] = d.act[i * GH + k] * o[k];
-  }
   if (fused) {
     Scratch dw(GH * XC);
     gemm(ex, GH, XC, NS, true, false, 0.0, dgin.data(), xh.data(), dw.data());
@@ -770,10 +779,10 @@ void rnn_backward_fast(const RnnParams& p, const RnnExec& ex, const float* x, co
       for (int64_t k = 0; k < H; ++k) dw_hh[g * H + k] += dw.data()[g * XC + F + k];
     }
   } else {
-    gemm(ex, GH, F, NS, true, false, 1.0, dgin.data(), x, dw_ih);
+    gemm(ex, GH, F, NS, true, false, 1.0, dgin.data(), xt.data(), dw_ih);
   }
   if (p.cell == RnnCell::gru && !gru_before) {
-    gemm(ex, GH, H, NS, true, false, 1.0, dgrec, xh.data(), dw_hh);
+    gemm(ex, GH, H, NS, true, false, 1.0, dgrec, ht.data(), dw_hh);
   } else if (gru_before) {
     Scratch grz(NS * 2 * H), gn(NS * H);
 #pragma omp parallel for num_threads(ex.threads) schedule(static)
@@ -781,7 +790,7 @@ void rnn_backward_fast(const RnnParams& p, const RnnExec& ex, const float* x, co
       std::memcpy(grz.data() + i * 2 * H, dgrec + i * GH, static_cast<std::size_t>(2 * H) * sizeof(float));
       std::memcpy(gn.data() + i * H, dgrec + i * GH + 2 * H, static_cast<std::size_t>(H) * sizeof(float));
     }
-    gemm(ex, 2 * H, H, NS, true, false, 1.0, grz.data(), xh.data(), dw_hh);
+    gemm(ex, 2 * H, H, NS, true, false, 1.0, grz.data(), ht.data(), dw_hh);
     gemm(ex, H, H, NS, true, false, 1.0, gn.data(), rhprev.data(), dw_hh + 2 * H * H);
   }
   // Bias gradients: per column, the rows summed in row order (64 columns per chunk, one
@@ -805,7 +814,13 @@ void rnn_backward_fast(const RnnParams& p, const RnnExec& ex, const float* x, co
       if (db_hh) db_hh[g0 + j] += sr[j];
     }
   }
-  if (dx) gemm(ex, NS, F, GH, false, false, 0.0, dgin.data(), w_ih, dx);
+  if (dx) {  // dx = dgin W_ih in time-major rows, then into x's batch-major layout
+    Scratch dxt(NS * F);
+    gemm(ex, NS, F, GH, false, false, 0.0, dgin.data(), w_ih, dxt.data());
+#pragma omp parallel for num_threads(ex.threads) schedule(static)
+    for (int64_t i = 0; i < NS; ++i)
+      std::memcpy(dx + ((i % N) * S + i / N) * F, dxt.data() + i * F, static_cast<std::size_t>(F) * sizeof(float));
+  }
 }
 
 }  // namespace
