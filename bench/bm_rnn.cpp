@@ -42,14 +42,14 @@ void bm_rnn(benchmark::State& state, RnnCell cell, Pass pass, KernelBackend back
                            b_hh = random_vec(G * H, 5, 0.09f), dh = random_vec(N * S * H, 6, 0.01f);
   std::vector<float> h(static_cast<std::size_t>(N * S * H)), ws(static_cast<std::size_t>(rnn_workspace_size(p)));
   std::vector<float> dw_ih(w_ih.size()), dw_hh(w_hh.size()), db_ih(b_ih.size()), db_hh(b_hh.size());
-  k.forward_f32(p, ex, x.data(), nullptr, w_ih.data(), w_hh.data(), b_ih.data(), b_hh.data(), h.data(), ws.data());
+  const RnnWeights<float> w{w_ih.data(), w_hh.data(), b_ih.data(), b_hh.data(), nullptr};
+  const RnnGrads<float> g{dw_ih.data(), dw_hh.data(), db_ih.data(), db_hh.data(), nullptr};
+  k.forward_f32(p, ex, x.data(), nullptr, w, h.data(), ws.data());
   for (auto _ : state) {
     if (pass != Pass::backward)
-      k.forward_f32(p, ex, x.data(), nullptr, w_ih.data(), w_hh.data(), b_ih.data(), b_hh.data(), h.data(),
-                    pass == Pass::forward ? ws.data() : nullptr);
+      k.forward_f32(p, ex, x.data(), nullptr, w, h.data(), pass == Pass::forward ? ws.data() : nullptr);
     else
-      k.backward_f32(p, ex, x.data(), nullptr, w_ih.data(), w_hh.data(), h.data(), ws.data(), dh.data(), nullptr,
-                     dw_ih.data(), dw_hh.data(), db_ih.data(), db_hh.data());
+      k.backward_f32(p, ex, x.data(), nullptr, w, h.data(), ws.data(), dh.data(), nullptr, g);
     benchmark::ClobberMemory();
   }
   const double flops = 2.0 * static_cast<double>(N * S * G * H * (F + H)) * (pass == Pass::backward ? 2 : 1);

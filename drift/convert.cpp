@@ -61,9 +61,12 @@ void transfer_weights(const Model& src, Model& dst, bool convert) {
           " in the destination");
     // Recurrent layers: the canonical layout already absorbs gate order and packing, so raw and
     // converted transfers agree; only the bias count can differ (two summed into one, or the
-    // second zeroed), which RnnLayer's torch-layout setter does.
+    // second zeroed), which RnnLayer's torch-layout setter does, and the LSTM peepholes (zero
+    // in a destination with them when the source has none; refused the other way).
     if (auto* rs = dynamic_cast<RnnLayer*>(&ls)) {
-      dynamic_cast<RnnLayer&>(ld).set_torch_weights(rs->torch_weights());
+      auto& rd = dynamic_cast<RnnLayer&>(ld);
+      rd.set_torch_weights(rs->torch_weights());
+      rd.set_peephole_weights(rs->peephole_weights());
       continue;
     }
     auto ps = ls.params(), pd = ld.params();

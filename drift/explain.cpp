@@ -407,6 +407,29 @@ std::string ex_rnn_math(const std::string& knob, RnnCell cell, std::vector<float
   return os.str();
 }
 
+// Peepholes: one LSTM unit whose cell state grows from 0, with and without unit peepholes.
+std::string ex_peepholes() {
+  std::ostringstream os;
+  os << "  one LSTM unit, x=0, zero weights, b_i = b_g = 1 (so c grows from 0), peephole weights\n"
+     << "  w_ci = w_cf = w_co = 1 where the layer has them; h at steps 1, 2, 3:\n";
+  for (const auto& v : knob_info("lstm_peepholes").values) {
+    Policy p = Policy::torch();
+    p.set("lstm_peepholes", v);
+    Rng rng(p.rng_engine, 1);
+    LstmLayer l(RnnSpec{1, true}, Shape{3, 1}, p, rng);
+    l.set_torch_weights({Tensor({4, 1}, DType::f32), Tensor({4, 1}, DType::f32),
+                         Tensor::from<float>({4}, {1, 0, 1, 0}), Tensor({4}, DType::f32)});
+    const Tensor ones = Tensor::from<float>({3, 1}, {1, 1, 1});
+    if (l.peephole_weights()) l.set_peephole_weights(&ones);
+    ExecContext exec;
+    RunContext ctx{exec, false, nullptr};
+    const Tensor h = l.forward(ctx, Tensor({1, 3, 1}, DType::f32));
+    os << "    lstm_peepholes=" << std::left << std::setw(8) << v << std::setprecision(6) << h.at(0) << " " << h.at(1)
+       << " " << h.at(2) << "\n";
+  }
+  return os.str();
+}
+
 // Where the packed weights go: a GRU whose torch rows r,z,n hold 1,2,3, exported under each value.
 std::string ex_rnn_layout(const std::string& knob) {
   std::ostringstream os;
@@ -552,6 +575,7 @@ std::string explain_knob(const std::string& knob) {
       {"rnn_recurrent_init", [] { return ex_rnn_init("rnn_recurrent_init", 1); }},
       {"rnn_bias_init", [] { return ex_rnn_init("rnn_bias_init", 2); }},
       {"lstm_forget_bias_init", [] { return ex_rnn_init("lstm_forget_bias_init", 2); }},
+      {"lstm_peepholes", ex_peepholes},
       {"rnn_mask", ex_rnn_mask},
       {"cuda_kernels", [] { return ex_cuda("cuda_kernels"); }},
       {"tf32_matmul", [] { return ex_cuda("tf32_matmul"); }},

@@ -282,6 +282,13 @@ const std::vector<KnobRow>& rows() {
          "LSTM forget-gate bias at init: 1 (stored, not drawn), or drawn like the other biases",
          "one: unit_forget_bias=True", "one (Keras)", "as_bias_init: U(+-1/sqrt(u)) like every bias",
          kR + " L1876-1882; " + kT + " reset_parameters"}));
+    r.push_back(enum_knob(&Policy::lstm_peepholes,
+        {"lstm_peepholes", "recurrent", {"none", "lasagne"},
+         "LSTM diagonal cell-to-gate connections: none, or Lasagne's (i and f see c_{t-1}, o sees the new c; "
+         "three (units,) weights drawn N(0, 0.1^2))",
+         "none (keras.layers.LSTM has none)", "none (Keras layer code)", "none (nn.LSTM has none)",
+         "lasagne/layers/recurrent.py@0.2 LSTMLayer step (peepholes=True: ingate += cell_previous*W_cell_to_ingate, "
+         "outgate += cell*W_cell_to_outgate), Gate(W_cell=init.Normal(0.1)); " + kR + " LSTMCell"}));
     r.push_back(enum_knob(&Policy::gru_reset_after,
         {"gru_reset_after", "recurrent", {"before", "after"},
          "GRU reset gate applied to h before the recurrent matmul, or to (W_hn h [+ b_hn]) after it (with 1 bias: Lasagne)",

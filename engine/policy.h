@@ -49,6 +49,7 @@ enum class RnnKernelInit { glorot_uniform, uniform_inv_sqrt_hidden };
 enum class RnnRecurrentInit { orthogonal, uniform_inv_sqrt_hidden };
 enum class RnnBiasInit { zeros, uniform_inv_sqrt_hidden };
 enum class LstmForgetBias { one, as_bias_init };
+enum class LstmPeepholes { none, lasagne };  // Lasagne LSTMLayer(peepholes=True): i,f see c_{t-1}, o sees c_t
 enum class GruReset { before, after };
 enum class GruUpdate { z_keeps_old, z_takes_new };
 // What an LSTM/GRU does at a padded step (a step the layer before marks as padding).
@@ -86,6 +87,7 @@ struct Policy {
   RnnRecurrentInit rnn_recurrent_init = RnnRecurrentInit::uniform_inv_sqrt_hidden;  // Keras orthogonal
   RnnBiasInit rnn_bias_init = RnnBiasInit::uniform_inv_sqrt_hidden;  // Keras zeros
   LstmForgetBias lstm_forget_bias_init = LstmForgetBias::as_bias_init;  // Keras unit_forget_bias=True
+  LstmPeepholes lstm_peepholes = LstmPeepholes::none;   // no preset (Lasagne's LSTMLayer default is on)
   GruReset gru_reset_after = GruReset::after;           // torch r*(W_hn h+b_hn); Keras 2.2.4 reset before
   GruUpdate gru_update_convention = GruUpdate::z_keeps_old;  // Lasagne: the update gate takes the new state
   RnnMask rnn_mask = RnnMask::none;                     // Keras Embedding(mask_zero=True): carry (default False: none)

@@ -115,6 +115,7 @@ RnnParams resolve_rnn(const Policy& policy, RnnCell cell, int64_t input, int64_t
   p.two_biases = policy.rnn_num_bias == RnnNumBias::two;
   p.gru_reset_after = policy.gru_reset_after == GruReset::after;
   p.gru_z_keeps_old = policy.gru_update_convention == GruUpdate::z_keeps_old;
+  p.peepholes = cell == RnnCell::lstm && policy.lstm_peepholes == LstmPeepholes::lasagne;
   p.sum_order = policy.acc_order;
   return p;
 }
@@ -180,6 +181,17 @@ RnnLayer::RnnLayer(RnnCell cell, const RnnSpec& spec, const Shape& in, const Pol
   };
   init_bias_vec(b_ih_, true);
   if (p_.two_biases) init_bias_vec(b_hh_, false);
+  if (p_.peepholes) {  // Lasagne's Gate(W_cell=init.Normal(0.1)): N(0, 0.1^2), Box-Muller on the Policy's engine
+    w_peep_ = make("weight_peephole", {3, H}, false);
+    dispatch_dtype(dt, [&](auto tag) {
+      using T = decltype(tag);
+      T* d = w_peep_.value.data<T>();
+      for (int64_t i = 0; i < 3 * H; ++i) {
+        const double u1 = 1.0 - rng.uniform_f64(), u2 = rng.uniform_f64();
+        d[i] = static_cast<T>(0.1 * std::sqrt(-2.0 * std::log(u1)) * std::cos(2.0 * M_PI * u2));
+      }
+    });
+  }
 }
 
 std::string RnnLayer::describe() const {
@@ -192,6 +204,7 @@ std::string RnnLayer::describe() const {
   if (p_.cell == RnnCell::gru)
     os << ", reset " << (p_.gru_reset_after ? "after" : "before") << ", h'="
        << (p_.gru_z_keeps_old ? "z*h+(1-z)*n" : "(1-z)*h+z*n");
+  if (p_.peepholes) os << ", peepholes";
   if (mask_mode_ != RnnMask::none) os << ", padding " << (mask_mode_ == RnnMask::carry ? "carries" : "carries, output 0");
   os << " [" << backend_name(backend_) << "]";
   return os.str();
@@ -228,8 +241,7 @@ Tensor RnnLayer::forward(RunContext& ctx, const Tensor& x) {
     using T = decltype(tag);
     RnnForwardFn<T> f;
     if constexpr (std::is_same_v<T, float>) f = k.forward_f32; else f = k.forward_f64;
-    f(p, ex, x.data<T>(), mk, w_ih_.value.data<T>(), w_hh_.value.data<T>(), b_ih_.value.data<T>(),
-      p.two_biases ? b_hh_.value.data<T>() : nullptr, h_seq.data<T>(), ws.defined() ? ws.data<T>() : nullptr);
+    f(p, ex, x.data<T>(), mk, weights<T>(), h_seq.data<T>(), ws.defined() ? ws.data<T>() : nullptr);
   });
   if (ctx.training) {
     x_ = x;
@@ -278,10 +290,10 @@ Tensor RnnLayer::backward(RunContext& ctx, const Tensor& dy) {
     using T = decltype(tag);
     RnnBackwardFn<T> f;
     if constexpr (std::is_same_v<T, float>) f = k.backward_f32; else f = k.backward_f64;
-    f(p, ex, x_.data<T>(), mask_.empty() ? nullptr : mask_.data(), w_ih_.value.data<T>(), w_hh_.value.data<T>(),
-      h_seq_.data<T>(), ws_.data<T>(),
-      dh_seq.data<T>(), ctx.need_dx ? dx.data<T>() : nullptr, w_ih_.grad.data<T>(), w_hh_.grad.data<T>(),
-      b_ih_.grad.data<T>(), p.two_biases ? b_hh_.grad.data<T>() : nullptr);
+    RnnGrads<T> g{w_ih_.grad.data<T>(), w_hh_.grad.data<T>(), b_ih_.grad.data<T>(),
+                  p.two_biases ? b_hh_.grad.data<T>() : nullptr, p.peepholes ? w_peep_.grad.data<T>() : nullptr};
+    f(p, ex, x_.data<T>(), mask_.empty() ? nullptr : mask_.data(), weights<T>(), h_seq_.data<T>(), ws_.data<T>(),
+      dh_seq.data<T>(), ctx.need_dx ? dx.data<T>() : nullptr, g);
   });
   return dx;
 }
@@ -300,8 +312,16 @@ Tensor RnnLayer::zero_masked_rows(const Tensor& seq, const std::vector<uint8_t>&
 }
 
 std::vector<Param*> RnnLayer::params() {
-  if (p_.two_biases) return {&w_ih_, &w_hh_, &b_ih_, &b_hh_};
-  return {&w_ih_, &w_hh_, &b_ih_};
+  std::vector<Param*> ps{&w_ih_, &w_hh_, &b_ih_};
+  if (p_.two_biases) ps.push_back(&b_hh_);
+  if (p_.peepholes) ps.push_back(&w_peep_);
+  return ps;
+}
+
+template <typename T>
+RnnWeights<T> RnnLayer::weights() const {
+  return {w_ih_.value.data<T>(), w_hh_.value.data<T>(), b_ih_.value.data<T>(),
+          p_.two_biases ? b_hh_.value.data<T>() : nullptr, p_.peepholes ? w_peep_.value.data<T>() : nullptr};
 }
 
 // ---- the frameworks' own layouts ----
@@ -354,6 +374,21 @@ void RnnLayer::set_torch_weights(const TorchRnnWeights& w) {
   w_ih_.value = canonical_from(w.weight_ih.to(dt), RnnWeightLayout::gate_rows, perm);
   w_hh_.value = canonical_from(w.weight_hh.to(dt), RnnWeightLayout::gate_rows, perm);
   set_biases(name, p_, w.bias_ih, w.bias_hh, b_ih_, b_hh_);
+}
+
+void RnnLayer::set_peephole_weights(const Tensor* w) {
+  const char* name = rnn_cell_name(p_.cell);
+  if (!p_.peepholes) {
+    check(w == nullptr, name, ": the source has peepholes (lstm_peepholes=lasagne), this layer has none "
+                              "(lstm_peepholes=none) to hold them");
+    return;
+  }
+  if (!w) {
+    w_peep_.value = Tensor(w_peep_.value.shape(), w_peep_.value.dtype());
+    return;
+  }
+  check_shape(name, "weight_peephole", *w, w_peep_.value.shape());
+  w_peep_.value = w->to(w_peep_.value.dtype());
 }
 
 KerasRnnWeights RnnLayer::keras_weights() const {
@@ -411,11 +446,13 @@ void RnnLayer::set_keras_weights(const KerasRnnWeights& w) {
 }
 
 Tensor RnnLayer::export_param(const Param& p) const {
+  if (&p == &w_peep_) return p.value.clone();  // (3, H): w_ci, w_cf, w_co, Lasagne's three vectors
   return canonical_to(p.value, layout_, gate_perm(p_.cell, gru_order_));
 }
 
 Tensor RnnLayer::import_param(const Param& p, const Tensor& framework) const {
   check_shape(rnn_cell_name(p_.cell), p.name.c_str(), framework, export_param(p).shape());
+  if (&p == &w_peep_) return framework.to(p.value.dtype());
   Tensor c = canonical_from(framework.to(p.value.dtype()), layout_, gate_perm(p_.cell, gru_order_));
   check_shape(rnn_cell_name(p_.cell), p.name.c_str(), c, p.value.shape());
   return c;

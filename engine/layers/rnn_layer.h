@@ -67,6 +67,11 @@ class RnnLayer : public Layer {
 
   TorchRnnWeights torch_weights() const;
   void set_torch_weights(const TorchRnnWeights& w);
+  // LSTM peepholes (3, H) rows w_ci, w_cf, w_co: null when the layer has none. Setting null
+  // zeroes them (the plain LSTM's function); setting weights into a layer without peepholes
+  // is refused (they cannot be represented there).
+  const Tensor* peephole_weights() const { return p_.peepholes ? &w_peep_.value : nullptr; }
+  void set_peephole_weights(const Tensor* w);
   KerasRnnWeights keras_weights() const;
   void set_keras_weights(const KerasRnnWeights& w);
 
@@ -86,7 +91,10 @@ class RnnLayer : public Layer {
   GruGateOrder gru_order_;
   KernelBackend backend_;
   RnnMask mask_mode_;
-  Param w_ih_, w_hh_, b_ih_, b_hh_;
+  template <typename T>
+  RnnWeights<T> weights() const;
+
+  Param w_ih_, w_hh_, b_ih_, b_hh_, w_peep_;  // w_peep_: LSTM peepholes (3, H), only with them
   Tensor x_, h_seq_, ws_;  // kept by a training forward for the backward
   std::vector<uint8_t> mask_;  // the mask that forward used (empty: none), for the backward
 };

@@ -13,6 +13,7 @@ void check_rnn_params(const RnnParams& p) {
          " must all be >= 1");
   if (p.gate_act.kind != ActKind::sigmoid && p.gate_act.kind != ActKind::hard_sigmoid)
     fail(op, ": gate activation ", act_name(p.gate_act.kind), " is not sigmoid or hard_sigmoid");
+  if (p.peepholes && p.cell != RnnCell::lstm) fail(op, ": peepholes are an LSTM connection");
 }
 
 int64_t rnn_workspace_size(const RnnParams& p) {

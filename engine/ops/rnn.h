@@ -6,6 +6,8 @@
 //   GRU r,z,n (G = 4 or 3); b_ih (G*H); b_hh (G*H) only when two_biases (else null).
 // Math (sr = gate_act, sigmoid or hard sigmoid; a_in = x W_ih^T + b_ih, a_rec = h W_hh^T + b_hh):
 //   LSTM: a = a_in + a_rec; i=sr(a_i) f=sr(a_f) g=tanh(a_g) o=sr(a_o); c'=f*c+i*g; h'=o*tanh(c')
+//         with peepholes (Lasagne): a_i += w_ci*c, a_f += w_cf*c (the previous cell state) and
+//         a_o += w_co*c' (the new one); w_peep (3*H) holds w_ci, w_cf, w_co
 //   GRU:  r = sr(a_in_r + a_rec_r), z = sr(a_in_z + a_rec_z),
 //         reset_after:  n = tanh(a_in_n + r * (h W_hn^T + b_hn))
 //         reset before: n = tanh(a_in_n + (r*h) W_hn^T + b_hn)
@@ -19,7 +21,7 @@
 // The workspace may be null when no backward follows (inference): the kernel then keeps what it
 // needs itself (the fast kernel one step of it). The backward refuses a null workspace.
 // Forward writes h_seq and the workspace (=); backward writes dx (=, when non-null) and ADDS
-// into dw_ih, dw_hh, db_ih, db_hh (db_hh only when two_biases).
+// into dw_ih, dw_hh, db_ih, db_hh (db_hh only when two_biases), dw_peep (only with peepholes).
 #pragma once
 #include <cmath>
 #include <cstdint>
@@ -43,6 +45,7 @@ struct RnnParams {
   bool two_biases = true;        // b_hh exists (added to a_rec; inside r* for reset_after)
   bool gru_reset_after = true;   // r multiplies (h W_hn^T + b_hn) instead of h
   bool gru_z_keeps_old = true;   // h' = z*h + (1-z)*n (else z takes the new state)
+  bool peepholes = false;        // LSTM only: diagonal cell-to-gate weights w_peep
   SumOrder sum_order = SumOrder::ascending;  // reference kernels only
 };
 
@@ -85,16 +88,28 @@ struct RnnExec {
   int threads = 1;
 };
 
-// x:(N,T,F) mask:(N,T)|null w_ih:(G*H,F) w_hh:(G*H,H) b_ih:(G*H) b_hh:(G*H)|null -> h_seq:(N,T,H), ws
+// The parameters a kernel reads (w_peep: null unless p.peepholes) and the gradients it adds to
+// (db_hh null without two biases, dw_peep null without peepholes).
 template <typename T>
-using RnnForwardFn = void (*)(const RnnParams&, const RnnExec&, const T* x, const uint8_t* mask, const T* w_ih,
-                              const T* w_hh, const T* b_ih, const T* b_hh, T* h_seq, T* ws);
-// dh_seq:(N,T,H) (the loss gradient w.r.t. every h_t) -> dx:(N,T,F)|null (=), dw_* db_* (+=);
-// mask as in the forward (the same one).
+struct RnnWeights {
+  const T *w_ih = nullptr, *w_hh = nullptr, *b_ih = nullptr, *b_hh = nullptr, *w_peep = nullptr;
+};
 template <typename T>
-using RnnBackwardFn = void (*)(const RnnParams&, const RnnExec&, const T* x, const uint8_t* mask, const T* w_ih,
-                               const T* w_hh, const T* h_seq, const T* ws, const T* dh_seq, T* dx, T* dw_ih,
-                               T* dw_hh, T* db_ih, T* db_hh);
+struct RnnGrads {
+  T *dw_ih = nullptr, *dw_hh = nullptr, *db_ih = nullptr, *db_hh = nullptr, *dw_peep = nullptr;
+};
+
+// x:(N,T,F) mask:(N,T)|null; w: w_ih (G*H,F) w_hh (G*H,H) b_ih (G*H) b_hh (G*H)|null
+// w_peep (3*H)|null -> h_seq:(N,T,H), ws
+template <typename T>
+using RnnForwardFn = void (*)(const RnnParams&, const RnnExec&, const T* x, const uint8_t* mask,
+                              const RnnWeights<T>& w, T* h_seq, T* ws);
+// dh_seq:(N,T,H) (the loss gradient w.r.t. every h_t) -> dx:(N,T,F)|null (=), g's gradients
+// (+=); mask as in the forward (the same one).
+template <typename T>
+using RnnBackwardFn = void (*)(const RnnParams&, const RnnExec&, const T* x, const uint8_t* mask,
+                               const RnnWeights<T>& w, const T* h_seq, const T* ws, const T* dh_seq, T* dx,
+                               const RnnGrads<T>& g);
 
 struct RnnKernel {
   const char* name = nullptr;
@@ -105,11 +120,10 @@ struct RnnKernel {
 };
 
 template <typename T>
-void rnn_forward_ref(const RnnParams&, const RnnExec&, const T* x, const uint8_t* mask, const T* w_ih,
-                     const T* w_hh, const T* b_ih, const T* b_hh, T* h_seq, T* ws);
+void rnn_forward_ref(const RnnParams&, const RnnExec&, const T* x, const uint8_t* mask, const RnnWeights<T>& w,
+                     T* h_seq, T* ws);
 template <typename T>
-void rnn_backward_ref(const RnnParams&, const RnnExec&, const T* x, const uint8_t* mask, const T* w_ih,
-                      const T* w_hh, const T* h_seq, const T* ws, const T* dh_seq, T* dx, T* dw_ih, T* dw_hh,
-                      T* db_ih, T* db_hh);
+void rnn_backward_ref(const RnnParams&, const RnnExec&, const T* x, const uint8_t* mask, const RnnWeights<T>& w,
+                      const T* h_seq, const T* ws, const T* dh_seq, T* dx, const RnnGrads<T>& g);
 
 }  // namespace driftlab

@@ -326,10 +326,12 @@ struct Dims {
 
 // ---- forward ----
 
-// LSTM rows [n0, n1): accumulator groups i,f,g,o, fed by x_t and h_{t-1}.
-template <bool kHard>
+// LSTM rows [n0, n1): accumulator groups i,f,g,o, fed by x_t and h_{t-1}. kPeep: w_peep's
+// diagonal cell-to-gate terms (i and f see c_{t-1}, o the new c).
+template <bool kHard, bool kPeep>
 void lstm_forward_rows(const RnnParams& p, const Dims& d, int64_t n0, int64_t n1, const float* x,
-                       const uint8_t* mask, const float* px, const float* ph, const float* pb, float* h_seq) {
+                       const uint8_t* mask, const float* px, const float* ph, const float* pb, const float* w_peep,
+                       float* h_seq) {
   const Gate gt(p.gate_act);
   const int64_t S = d.S, F = d.F, H = d.H, GH = d.GH;
   for (int64_t t = 0; t < S; ++t)
@@ -344,13 +346,21 @@ void lstm_forward_rows(const RnnParams& p, const Dims& d, int64_t n0, int64_t n1
         // The gates of all MR rows one gate at a time, then the state row by row: short
         // independent chains, which the CPU overlaps (one row's gates in a row are a chain of
         // ~200 dependent operations).
-        v16 y[kMR][4];
+        v16 y[kMR][4], cp[kMR];
+        for (int r = 0; r < MR; ++r) cp[r] = t > 0 ? ldn(d.aux + d.wrow(n + r, t - 1) * H + u * kL, m) : v16{};
         for (int j : {0, 1, 3}) {
+          if (kPeep && j == 3) break;  // o waits for the new c
           const v16 bj = ld(bias + j * kL);
-          for (int r = 0; r < MR; ++r) y[r][j] = gate<kHard>(gt, acc[r][j] = acc[r][j] + bj);
+          const v16 wc = kPeep ? ldn(w_peep + j * H + u * kL, m) : v16{};
+          for (int r = 0; r < MR; ++r) {
+            acc[r][j] = acc[r][j] + bj;
+            if (kPeep) acc[r][j] = acc[r][j] + wc * cp[r];
+            y[r][j] = gate<kHard>(gt, acc[r][j]);
+          }
         }
         const v16 b2 = ld(bias + 2 * kL);
         for (int r = 0; r < MR; ++r) y[r][2] = vtanh(acc[r][2] + b2);
+        const v16 b3 = ld(bias + 3 * kL), wco = kPeep ? ldn(w_peep + 2 * H + u * kL, m) : v16{};
 #pragma GCC unroll 1
         for (int r = 0; r < MR; ++r) {
           const int64_t row = (n + r) * S + t;
@@ -359,15 +369,16 @@ void lstm_forward_rows(const RnnParams& p, const Dims& d, int64_t n0, int64_t n1
           float* ya = d.act + wr * GH + u * kL;
           float* c = d.aux + wr * H + u * kL;
           float* h = h_seq + row * H + u * kL;
-          const v16 cp = t > 0 ? ldn(d.aux + d.wrow(n + r, t - 1) * H + u * kL, m) : v16{};
           if (mask && !mask[row]) {  // padding: h and c carry over, the gate rows are zero
             for (int q = 0; q < 4; ++q) stn(a + q * H, v16{}, m), stn(ya + q * H, v16{}, m);
-            stn(c, cp, m);
+            stn(c, cp[r], m);
             stn(h, t > 0 ? ldn(h - H, m) : v16{}, m);
             continue;
           }
-          const v16 i = y[r][0], f = y[r][1], g = y[r][2], o = y[r][3];
-          const v16 cv = f * cp + i * g;
+          const v16 i = y[r][0], f = y[r][1], g = y[r][2];
+          const v16 cv = f * cp[r] + i * g;
+          if (kPeep) acc[r][3] = (acc[r][3] + b3) + wco * cv;
+          const v16 o = kPeep ? gate<kHard>(gt, acc[r][3]) : y[r][3];
           if (kHard) stn(a, acc[r][0], m), stn(a + H, acc[r][1], m), stn(a + 3 * H, acc[r][3], m);
           stn(ya, i, m), stn(ya + H, f, m), stn(ya + 2 * H, g, m), stn(ya + 3 * H, o, m);
           stn(c, cv, m);
@@ -497,9 +508,9 @@ void gru_before_forward_rows(const RnnParams& p, const Dims& d, int64_t n0, int6
 }
 
 void rnn_forward_fast(const RnnParams& p, const RnnExec& ex, const float* x, const uint8_t* mask,
-                      const float* w_ih, const float* w_hh, const float* b_ih, const float* b_hh, float* h_seq,
-                      float* ws) {
+                      const RnnWeights<float>& w, float* h_seq, float* ws) {
   check_rnn_params(p);
+  const float *w_ih = w.w_ih, *w_hh = w.w_hh, *b_ih = w.b_ih, *b_hh = w.b_hh;
   RnnParams one_step = p;  // inference: a workspace of one step, reused
   one_step.steps = 1;
   Scratch step_ws(ws ? 0 : rnn_workspace_size(one_step));
@@ -511,8 +522,9 @@ void rnn_forward_fast(const RnnParams& p, const RnnExec& ex, const float* x, con
     const std::vector<float> ph = pack_gate_panels(w_hh, H, H, {0, 1, 2, 3});
     const std::vector<float> pb = pack_bias(b_ih, b_hh, H, {{0, 3}, {1, 3}, {2, 3}, {3, 3}});
     for_thread_rows(d.N, ex.threads, [&](int64_t n0, int64_t n1) {
-      (hard ? lstm_forward_rows<true> : lstm_forward_rows<false>)(p, d, n0, n1, x, mask, px.data(), ph.data(),
-                                                                 pb.data(), h_seq);
+      const auto run = p.peepholes ? (hard ? lstm_forward_rows<true, true> : lstm_forward_rows<false, true>)
+                                   : (hard ? lstm_forward_rows<true, false> : lstm_forward_rows<false, false>);
+      run(p, d, n0, n1, x, mask, px.data(), ph.data(), pb.data(), w.w_peep, h_seq);
     });
   } else if (p.gru_reset_after) {
     const std::vector<float> px = pack_gate_panels(w_ih, F, H, {2, 0, 1});
@@ -555,6 +567,7 @@ struct Bwd {
   int64_t hps;
   const uint8_t* mask;  // batch-major, row n*S + t
   float *carry, *dcarry;
+  const float* w_peep;  // LSTM peepholes (null without)
   v16 hprev(int64_t wr, int64_t u, int m) const { return ldn(hp + wr * hps + u * kL, m); }
   bool padded(int64_t row) const { return mask && !mask[row]; }
 };
@@ -576,7 +589,7 @@ void bwd_tiles(const Dims& d, int64_t n0, int64_t n1, const float* a, int64_t sa
     });
 }
 
-template <bool kHard, bool kInclusive>
+template <bool kHard, bool kInclusive, bool kPeep>
 void lstm_backward_rows(const RnnParams& p, const Bwd& b, int64_t n0, int64_t n1, const float* pw, float* dg) {
   const Gate gt(p.gate_act);
   const Dims& d = b.d;
@@ -600,12 +613,18 @@ void lstm_backward_rows(const RnnParams& p, const Bwd& b, int64_t n0, int64_t n1
                           ao = kHard ? ldn(a + 3 * H, m) : v16{};
                 const v16 cp = t > 0 ? ldn(d.aux + d.wrow(n, t - 1) * H + u * kL, m) : v16{};
                 const v16 tc = vtanh(ldn(d.aux + wr * H + u * kL, m));
-                const v16 dc = dh * ov * (1.0f - tc * tc) + ldn(b.dcarry + hu, m);
-                stn(g, dc * gv * gate_grad<kHard, kInclusive>(gt, ai, i), m);
-                stn(g + H, dc * cp * gate_grad<kHard, kInclusive>(gt, af, f), m);
+                const v16 dout = dh * tc * gate_grad<kHard, kInclusive>(gt, ao, ov);
+                v16 dc = dh * ov * (1.0f - tc * tc) + ldn(b.dcarry + hu, m);
+                if (kPeep) dc = dc + dout * ldn(b.w_peep + 2 * H + u * kL, m);  // through o's peephole
+                const v16 di = dc * gv * gate_grad<kHard, kInclusive>(gt, ai, i);
+                const v16 df = dc * cp * gate_grad<kHard, kInclusive>(gt, af, f);
+                stn(g, di, m);
+                stn(g + H, df, m);
                 stn(g + 2 * H, dc * i * (1.0f - gv * gv), m);
-                stn(g + 3 * H, dh * tc * gate_grad<kHard, kInclusive>(gt, ao, ov), m);
-                stn(b.dcarry + hu, dc * f, m);
+                stn(g + 3 * H, dout, m);
+                v16 dcn = dc * f;
+                if (kPeep) dcn = dcn + (di * ldn(b.w_peep + u * kL, m) + df * ldn(b.w_peep + H + u * kL, m));
+                stn(b.dcarry + hu, dcn, m);
                 stn(b.carry + hu, v16{}, m);
               });
 }
@@ -691,7 +710,13 @@ void gru_before_backward_rows(const RnnParams& p, const Bwd& b, int64_t n0, int6
   }
 }
 
-// The instantiation for the run-time gate kind, edge rule (hard sigmoid only) and update rule.
+// The instantiation for the run-time gate kind, edge rule (hard sigmoid only), peepholes and
+// update rule.
+template <bool kPeep>
+auto pick_lstm(bool hard, bool inclusive) {
+  return !hard ? lstm_backward_rows<false, false, kPeep>
+               : (inclusive ? lstm_backward_rows<true, true, kPeep> : lstm_backward_rows<true, false, kPeep>);
+}
 template <bool kKeepsOld>
 auto pick_gru_after(bool hard, bool inclusive) {
   return !hard ? gru_after_backward_rows<false, false, kKeepsOld>
@@ -718,9 +743,11 @@ void gemm(const RnnExec& ex, int64_t m, int64_t n, int64_t k, bool ta, bool tb, 
 }
 
 void rnn_backward_fast(const RnnParams& p, const RnnExec& ex, const float* x, const uint8_t* mask,
-                       const float* w_ih, const float* w_hh, const float* h_seq, const float* ws,
-                       const float* dh_seq, float* dx, float* dw_ih, float* dw_hh, float* db_ih, float* db_hh) {
+                       const RnnWeights<float>& w, const float* h_seq, const float* ws, const float* dh_seq,
+                       float* dx, const RnnGrads<float>& gr) {
   check_rnn_params(p);
+  const float *w_ih = w.w_ih, *w_hh = w.w_hh;
+  float *dw_ih = gr.dw_ih, *dw_hh = gr.dw_hh, *db_ih = gr.db_ih, *db_hh = gr.db_hh;
   check(ws != nullptr, rnn_cell_name(p.cell), " backward: no workspace (the forward ran without one)");
   const Dims d(p, const_cast<float*>(ws), true);  // read only here
   const int64_t N = d.N, S = d.S, F = d.F, H = d.H, GH = d.GH, NS = N * S;
@@ -754,12 +781,12 @@ void rnn_backward_fast(const RnnParams& p, const RnnExec& ex, const float* x, co
     std::memcpy(dht.data() + i * H, dh_seq + src * H, static_cast<std::size_t>(H) * sizeof(float));
   }
   std::vector<float> carry(static_cast<std::size_t>(N * H), 0.0f), dcarry(carry.size(), 0.0f);
-  const Bwd b{d, dht.data(), fused ? xh.data() + F : ht.data(), fused ? XC : H, mask, carry.data(), dcarry.data()};
+  const Bwd b{d, dht.data(), fused ? xh.data() + F : ht.data(), fused ? XC : H, mask, carry.data(), dcarry.data(),
+                w.w_peep};
   const int64_t mm = gru_before ? 2 * H : GH;  // the W_hh rows multiplying h_{t-1} itself
   const std::vector<float> pw = pack_unit_panels(w_hh, 0, mm, H);
   if (p.cell == RnnCell::lstm) {
-    const auto run = !hard ? lstm_backward_rows<false, false>
-                           : (inclusive ? lstm_backward_rows<true, true> : lstm_backward_rows<true, false>);
+    const auto run = p.peepholes ? pick_lstm<true>(hard, inclusive) : pick_lstm<false>(hard, inclusive);
     for_thread_rows(N, ex.threads, [&](int64_t n0, int64_t n1) { run(p, b, n0, n1, pw.data(), dgin.data()); });
   } else if (!gru_before) {
     const auto run = p.gru_z_keeps_old ? pick_gru_after<true>(hard, inclusive) : pick_gru_after<false>(hard, inclusive);
@@ -812,6 +839,20 @@ void rnn_backward_fast(const RnnParams& p, const RnnExec& ex, const float* x, co
     for (int64_t j = 0; j < w; ++j) {
       db_ih[g0 + j] += si[j];
       if (db_hh) db_hh[g0 + j] += sr[j];
+    }
+  }
+  if (p.peepholes) {  // dw_c* = sum over (step, sample) rows of the gate's gradient x the c it saw
+#pragma omp parallel for num_threads(ex.threads) schedule(static)
+    for (int64_t q = 0; q < 3; ++q) {
+      const int64_t gate = q < 2 ? q : 3;
+      std::vector<float> sum(static_cast<std::size_t>(H), 0.0f);
+      for (int64_t i = 0; i < NS; ++i) {
+        const float* c = q == 2 ? d.aux + i * H : (i >= N ? d.aux + (i - N) * H : nullptr);  // c_t or c_{t-1}
+        if (!c) continue;  // c_{-1} = 0
+        const float* g = dgin.data() + i * GH + gate * H;
+        for (int64_t j = 0; j < H; ++j) sum[static_cast<std::size_t>(j)] += g[j] * c[j];
+      }
+      for (int64_t j = 0; j < H; ++j) gr.dw_peep[q * H + j] += sum[static_cast<std::size_t>(j)];
     }
   }
   if (dx) {  // dx = dgin W_ih in time-major rows, then into x's batch-major layout

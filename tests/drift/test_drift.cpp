@@ -52,6 +52,26 @@ TEST(DriftConvert, ConvertedWeightsComputeTheSameFunctionUnderEveryPreset) {
   }
 }
 
+// LSTM peepholes across a conversion: into a layer with them they arrive as zero (the same
+// function); out of a layer with them into one without, the conversion is refused by name.
+TEST(DriftConvert, LstmPeepholesZeroInRefusedOut) {
+  Model plain = build_model("lstm", Policy::torch(), 3);
+  Policy pp = Policy::torch();
+  pp.set("lstm_peepholes", "lasagne");
+  Tensor x({4, 28, 28}, DType::f32);  // 4 sequences of 28 steps x 28 features
+  Rng rng(RngEngine::mt19937_u24, 1);
+  for (int64_t i = 0; i < x.numel(); ++i) x.data<float>()[i] = rng.uniform_f32();
+  Model peep = rebuild_under(plain, pp, true);
+  EXPECT_TRUE(all_close(logits(peep, x), logits(plain, x), 0, 0));
+  Model drawn = build_model("lstm", pp, 3);  // N(0, 0.1^2) peepholes
+  try {
+    rebuild_under(drawn, Policy::torch(), true);
+    FAIL() << "peepholes dropped silently";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("lstm_peepholes"), std::string::npos) << e.what();
+  }
+}
+
 TEST(DriftConvert, RoundTripIsExact) {
   Model src = build_model("lenet1", Policy::tensorflow(), 5);
   Model there = rebuild_under(src, Policy::theano(), true);

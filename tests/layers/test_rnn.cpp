@@ -51,6 +51,8 @@ const GradCase kGradCases[] = {
      "torch,rnn_num_bias=1,gru_update_convention=z_takes_new", false},
     {"gru_before_2bias_sigmoid", RnnCell::gru, "torch,gru_reset_after=before", true},
     {"gru_before_z_takes_new_hard", RnnCell::gru, "tensorflow,gru_update_convention=z_takes_new", false},
+    {"lstm_lasagne_peepholes", RnnCell::lstm, "torch,lstm_peepholes=lasagne,rnn_num_bias=1", true},
+    {"lstm_peepholes_hard_sigmoid", RnnCell::lstm, "tensorflow,lstm_peepholes=lasagne", false},
 };
 
 class RnnGradcheck : public ::testing::TestWithParam<int> {};
@@ -211,6 +213,43 @@ TEST(RnnKnobs, ForgetBiasOneUnderTorchInit) {
   }
 }
 
+// Lasagne's peepholes: a (3, units) parameter drawn N(0, 0.1^2) after the usual weights (which
+// therefore match the layer without peepholes); zero peepholes give the plain LSTM exactly, on
+// the reference and the fast kernels; non-zero ones change the output; a GRU has none.
+TEST(RnnKnobs, PeepholesAreAThirdParameterThatZeroTurnsOff) {
+  for (const char* backends : {"gemm_backend=reference", "gemm_backend=onednn"}) {
+    SCOPED_TRACE(backends);
+    const std::string base = std::string("torch,") + backends;
+    auto plain = make_layer(RnnCell::lstm, RnnSpec{6, true}, {5, 3}, Policy::parse(base));
+    auto peep = make_layer(RnnCell::lstm, RnnSpec{6, true}, {5, 3}, Policy::parse(base + ",lstm_peepholes=lasagne"));
+    ASSERT_EQ(peep->params().size(), plain->params().size() + 1);
+    Param& wp = *peep->params().back();
+    EXPECT_EQ(wp.name, "weight_peephole");
+    EXPECT_EQ(wp.value.shape(), (Shape{3, 6}));
+    double sq = 0;
+    for (int64_t i = 0; i < wp.value.numel(); ++i) sq += wp.value.at(i) * wp.value.at(i);
+    const double sd = std::sqrt(sq / 18.0);
+    EXPECT_GT(sd, 0.04);  // 18 draws of N(0, 0.1^2): the sample deviation is 0.1 within a factor ~2
+    EXPECT_LT(sd, 0.2);
+    for (std::size_t i = 0; i < plain->params().size(); ++i)
+      EXPECT_TRUE(all_close(peep->params()[i]->value, plain->params()[i]->value, 0, 0)) << i;
+    EXPECT_NE(peep->describe().find("peepholes"), std::string::npos) << peep->describe();
+
+    ExecContext exec;
+    RunContext ctx{exec, false, nullptr};
+    Tensor x = random_tensor({4, 5, 3}, DType::f32, 21, -1.0, 1.0);
+    Tensor y_plain = plain->forward(ctx, x), y_peep = peep->forward(ctx, x);
+    double diff = 0;
+    for (int64_t i = 0; i < y_plain.numel(); ++i) diff = std::max(diff, std::abs(y_plain.at(i) - y_peep.at(i)));
+    EXPECT_GT(diff, 1e-3) << "N(0, 0.01) peepholes left the output unchanged";
+    for (int64_t i = 0; i < wp.value.numel(); ++i) wp.value.data<float>()[i] = 0.0f;
+    EXPECT_TRUE(all_close(peep->forward(ctx, x), y_plain, 0, 0));
+  }
+  auto gru = make_layer(RnnCell::gru, RnnSpec{4, false}, {2, 3}, Policy::parse("torch,lstm_peepholes=lasagne"));
+  EXPECT_EQ(gru->params().size(), 4u);
+  EXPECT_FALSE(gru->op_params().peepholes);
+}
+
 TEST(RnnKnobs, OrthogonalRecurrentKernel) {
   for (RnnCell cell : {RnnCell::lstm, RnnCell::gru})
     for (const char* layout : {"gate_cols", "gate_rows"}) {
@@ -358,6 +397,7 @@ const MaskGradCase kMaskGradCases[] = {
     {"gru_tensorflow_zero_sequences", RnnCell::gru, "tensorflow,rnn_mask=zero", true},
     {"gru_lasagne_carry_last", RnnCell::gru, "torch,rnn_num_bias=1,gru_update_convention=z_takes_new,rnn_mask=carry",
      false},
+    {"lstm_peepholes_carry_sequences", RnnCell::lstm, "torch,lstm_peepholes=lasagne,rnn_mask=carry", true},
 };
 
 class RnnMaskGradcheck : public ::testing::TestWithParam<int> {};

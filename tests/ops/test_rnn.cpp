@@ -20,6 +20,7 @@ struct RnnCase {
   RnnCell cell;
   ActKind gate;
   bool two_biases, reset_after, z_keeps_old;
+  bool peepholes = false;
 };
 
 const RnnCase kCases[] = {
@@ -29,6 +30,8 @@ const RnnCase kCases[] = {
     {"gru_keras", RnnCell::gru, ActKind::hard_sigmoid, false, false, true},
     {"gru_lasagne", RnnCell::gru, ActKind::sigmoid, false, true, false},
     {"gru_before_2bias", RnnCell::gru, ActKind::sigmoid, true, false, true},
+    {"lstm_peepholes", RnnCell::lstm, ActKind::sigmoid, false, true, true, true},
+    {"lstm_peepholes_hard", RnnCell::lstm, ActKind::hard_sigmoid, true, true, true, true},
 };
 
 // Two shapes: the small one of the mask tests (every unit block and row block partial), and one
@@ -52,11 +55,12 @@ RnnParams make_params(const RnnCase& c, const RnnShape& s = kSmall) {
   p.two_biases = c.two_biases;
   p.gru_reset_after = c.reset_after;
   p.gru_z_keeps_old = c.z_keeps_old;
+  p.peepholes = c.peepholes;
   return p;
 }
 
 struct RnnRun {
-  Tensor h, dx, dw_ih, dw_hh, db_ih, db_hh;
+  Tensor h, dx, dw_ih, dw_hh, db_ih, db_hh, dw_peep;
 };
 
 // A padding mask for make_params' 5 samples x 7 steps: pre-padding (3 steps), post-padding
@@ -76,17 +80,19 @@ RnnRun run(const RnnKernel& k, const GemmKernel& g, int threads, const RnnParams
   Tensor b_ih = random_tensor({GH}, DType::f32, seed + 3, -0.5, 0.5);
   Tensor b_hh = random_tensor({GH}, DType::f32, seed + 4, -0.5, 0.5);
   Tensor dh = random_tensor({p.batch, p.steps, p.hidden}, DType::f32, seed + 5, -1.0, 1.0);
+  Tensor w_peep = random_tensor({3 * p.hidden}, DType::f32, seed + 6, -0.5, 0.5);
   RnnRun r{Tensor({p.batch, p.steps, p.hidden}, DType::f32), Tensor(x.shape(), DType::f32),
            Tensor(w_ih.shape(), DType::f32), Tensor(w_hh.shape(), DType::f32), Tensor({GH}, DType::f32),
-           Tensor({GH}, DType::f32)};
+           Tensor({GH}, DType::f32), Tensor({3 * p.hidden}, DType::f32)};
   Tensor ws({rnn_workspace_size(p)}, DType::f32);
   RnnExec ex{&g, threads};
-  const float* bh = p.two_biases ? b_hh.data<float>() : nullptr;
-  k.forward_f32(p, ex, x.data<float>(), mask, w_ih.data<float>(), w_hh.data<float>(), b_ih.data<float>(), bh,
-                r.h.data<float>(), ws.data<float>());
-  k.backward_f32(p, ex, x.data<float>(), mask, w_ih.data<float>(), w_hh.data<float>(), r.h.data<float>(),
-                 ws.data<float>(), dh.data<float>(), r.dx.data<float>(), r.dw_ih.data<float>(),
-                 r.dw_hh.data<float>(), r.db_ih.data<float>(), p.two_biases ? r.db_hh.data<float>() : nullptr);
+  const RnnWeights<float> w{w_ih.data<float>(), w_hh.data<float>(), b_ih.data<float>(),
+                            p.two_biases ? b_hh.data<float>() : nullptr, p.peepholes ? w_peep.data<float>() : nullptr};
+  k.forward_f32(p, ex, x.data<float>(), mask, w, r.h.data<float>(), ws.data<float>());
+  k.backward_f32(p, ex, x.data<float>(), mask, w, r.h.data<float>(), ws.data<float>(), dh.data<float>(),
+                 r.dx.data<float>(),
+                 {r.dw_ih.data<float>(), r.dw_hh.data<float>(), r.db_ih.data<float>(),
+                  p.two_biases ? r.db_hh.data<float>() : nullptr, p.peepholes ? r.dw_peep.data<float>() : nullptr});
   return r;
 }
 
@@ -122,6 +128,7 @@ TEST_P(RnnFastVsRef, ForwardAndBackwardMatchTheReference) {
     EXPECT_TRUE(all_close(f.dw_hh, r.dw_hh, 1e-5, 1e-4)) << "dw_hh";
     EXPECT_TRUE(all_close(f.db_ih, r.db_ih, 1e-5, 1e-4)) << "db_ih";
     EXPECT_TRUE(all_close(f.db_hh, r.db_hh, 1e-5, 1e-4)) << "db_hh";
+    EXPECT_TRUE(all_close(f.dw_peep, r.dw_peep, 1e-5, 1e-4)) << "dw_peep";
   }
 }
 
@@ -173,13 +180,14 @@ TEST(RnnFast, InferenceWithoutWorkspaceGivesTheSameStates) {
         Tensor w_ih = random_tensor({GH, p.input}, DType::f32, 4, -0.5, 0.5);
         Tensor w_hh = random_tensor({GH, p.hidden}, DType::f32, 5, -0.5, 0.5);
         Tensor bias = random_tensor({GH}, DType::f32, 6, -0.5, 0.5);
+        Tensor peep = random_tensor({3 * p.hidden}, DType::f32, 7, -0.5, 0.5);
         Tensor ws({rnn_workspace_size(p)}, DType::f32), h1({p.batch, p.steps, p.hidden}, DType::f32),
             h2({p.batch, p.steps, p.hidden}, DType::f32);
-        const float* bh = p.two_biases ? bias.data<float>() : nullptr;
-        k.forward_f32(p, ex, x.data<float>(), mask, w_ih.data<float>(), w_hh.data<float>(), bias.data<float>(), bh,
-                      h1.data<float>(), ws.data<float>());
-        k.forward_f32(p, ex, x.data<float>(), mask, w_ih.data<float>(), w_hh.data<float>(), bias.data<float>(), bh,
-                      h2.data<float>(), nullptr);
+        const RnnWeights<float> w{w_ih.data<float>(), w_hh.data<float>(), bias.data<float>(),
+                                  p.two_biases ? bias.data<float>() : nullptr,
+                                  p.peepholes ? peep.data<float>() : nullptr};
+        k.forward_f32(p, ex, x.data<float>(), mask, w, h1.data<float>(), ws.data<float>());
+        k.forward_f32(p, ex, x.data<float>(), mask, w, h2.data<float>(), nullptr);
         EXPECT_TRUE(all_close(h1, h2, 0, 0));
       }
 }
@@ -198,6 +206,7 @@ TEST(RnnFast, SameBitsForAnyThreadCount) {
     EXPECT_TRUE(all_close(one.h, two.h, 0, 0));
     EXPECT_TRUE(all_close(one.dw_hh, two.dw_hh, 0, 0));
     EXPECT_TRUE(all_close(one.dx, two.dx, 0, 0));
+    EXPECT_TRUE(all_close(one.dw_peep, two.dw_peep, 0, 0));
     }
   }
 }
@@ -242,8 +251,9 @@ TEST(RnnOp, HardSigmoidGradientEdgesAtTheClipPoint) {
       std::vector<float> ws(static_cast<std::size_t>(rnn_workspace_size(p)));
       const RnnKernel& k = reg.rnn[static_cast<int>(b)];
       RnnExec ex{&reg.gemm[static_cast<int>(b)], 1};
-      k.forward_f32(p, ex, &x, nullptr, w_ih, w_hh, b_ih, nullptr, &h, ws.data());
-      k.backward_f32(p, ex, &x, nullptr, w_ih, w_hh, &h, ws.data(), &dh, &dx, dw_ih, dw_hh, db_ih, nullptr);
+      const RnnWeights<float> w{w_ih, w_hh, b_ih, nullptr, nullptr};
+      k.forward_f32(p, ex, &x, nullptr, w, &h, ws.data());
+      k.backward_f32(p, ex, &x, nullptr, w, &h, ws.data(), &dh, &dx, {dw_ih, dw_hh, db_ih, nullptr, nullptr});
       // i = 1, o = 0.5, g = tanh(1), c = g: dL/da_i = dh * o * (1 - tanh(c)^2) * g * slope-or-0
       const double g = std::tanh(1.0), tc = std::tanh(g);
       const double want = 0.5 * (1 - tc * tc) * g * (e.inclusive ? e.slope : 0.0);

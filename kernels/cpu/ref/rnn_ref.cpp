@@ -25,8 +25,9 @@ T dot(const T* a, const T* b, int64_t n, std::vector<T>& terms, SumOrder order) 
 }  // namespace
 
 template <typename T>
-void rnn_forward_ref(const RnnParams& p, const RnnExec&, const T* x, const uint8_t* mask, const T* w_ih,
-                     const T* w_hh, const T* b_ih, const T* b_hh, T* h_seq, T* ws) {
+void rnn_forward_ref(const RnnParams& p, const RnnExec&, const T* x, const uint8_t* mask, const RnnWeights<T>& w,
+                     T* h_seq, T* ws) {
+  const T *w_ih = w.w_ih, *w_hh = w.w_hh, *b_ih = w.b_ih, *b_hh = w.b_hh, *w_peep = w.w_peep;
   check_rnn_params(p);
   const int64_t N = p.batch, S = p.steps, F = p.input, H = p.hidden, G = rnn_gates(p.cell), GH = G * H;
   std::vector<T> own(ws ? 0 : static_cast<std::size_t>(rnn_workspace_size(p)));  // inference: no caller workspace
@@ -63,12 +64,17 @@ void rnn_forward_ref(const RnnParams& p, const RnnExec&, const T* x, const uint8
         const T* cp = t > 0 ? aux + (row - 1) * H : zeros.data();
         for (int64_t g = 0; g < GH; ++g) {
           a[g] = a_in(g) + a_rec(g, hp);
-          y[g] = g / H == 2 ? std::tanh(a[g]) : rnn_gate(p.gate_act, a[g]);
+          if (p.peepholes && g < 2 * H) a[g] += w_peep[g] * cp[g % H];  // i, f see c_{t-1}
+          if (g < 3 * H || !p.peepholes) y[g] = g / H == 2 ? std::tanh(a[g]) : rnn_gate(p.gate_act, a[g]);
         }
         for (int64_t j = 0; j < H; ++j) {
-          const T i = y[j], f = y[H + j], gg = y[2 * H + j], o = y[3 * H + j];
+          const T i = y[j], f = y[H + j], gg = y[2 * H + j];
           ax[j] = f * cp[j] + i * gg;
-          h[j] = o * std::tanh(ax[j]);
+          if (p.peepholes) {  // o sees the new c
+            a[3 * H + j] += w_peep[2 * H + j] * ax[j];
+            y[3 * H + j] = rnn_gate(p.gate_act, a[3 * H + j]);
+          }
+          h[j] = y[3 * H + j] * std::tanh(ax[j]);
         }
       } else {
         for (int64_t g = 0; g < 2 * H; ++g) {  // r and z
@@ -97,9 +103,10 @@ void rnn_forward_ref(const RnnParams& p, const RnnExec&, const T* x, const uint8
 }
 
 template <typename T>
-void rnn_backward_ref(const RnnParams& p, const RnnExec&, const T* x, const uint8_t* mask, const T* w_ih,
-                      const T* w_hh, const T* h_seq, const T* ws, const T* dh_seq, T* dx, T* dw_ih, T* dw_hh,
-                      T* db_ih, T* db_hh) {
+void rnn_backward_ref(const RnnParams& p, const RnnExec&, const T* x, const uint8_t* mask, const RnnWeights<T>& w,
+                      const T* h_seq, const T* ws, const T* dh_seq, T* dx, const RnnGrads<T>& gr_out) {
+  const T *w_ih = w.w_ih, *w_hh = w.w_hh, *w_peep = w.w_peep;
+  T *dw_ih = gr_out.dw_ih, *dw_hh = gr_out.dw_hh, *db_ih = gr_out.db_ih, *db_hh = gr_out.db_hh;
   check_rnn_params(p);
   check(ws != nullptr, rnn_cell_name(p.cell), " backward: no workspace (the forward ran without one)");
   const int64_t N = p.batch, S = p.steps, F = p.input, H = p.hidden, G = rnn_gates(p.cell), GH = G * H;
@@ -138,12 +145,14 @@ void rnn_backward_ref(const RnnParams& p, const RnnExec&, const T* x, const uint
         for (int64_t j = 0; j < H; ++j) {
           const T i = y[j], f = y[H + j], g = y[2 * H + j], o = y[3 * H + j];
           const T tc = std::tanh(ax[j]);
-          const T dc = dh[j] * o * (T(1) - tc * tc) + dcn[j];
+          gi[3 * H + j] = dh[j] * tc * rnn_gate_grad(p.gate_act, a[3 * H + j], o);
+          T dc = dh[j] * o * (T(1) - tc * tc) + dcn[j];
+          if (p.peepholes) dc += gi[3 * H + j] * w_peep[2 * H + j];  // through o's peephole
           gi[j] = dc * g * rnn_gate_grad(p.gate_act, a[j], i);
           gi[H + j] = dc * cp[j] * rnn_gate_grad(p.gate_act, a[H + j], f);
           gi[2 * H + j] = dc * i * (T(1) - g * g);
-          gi[3 * H + j] = dh[j] * tc * rnn_gate_grad(p.gate_act, a[3 * H + j], o);
           dcn[j] = dc * f;
+          if (p.peepholes) dcn[j] += gi[j] * w_peep[j] + gi[H + j] * w_peep[H + j];
         }
         for (int64_t g = 0; g < GH; ++g) gr[g] = gi[g];
       } else {
@@ -205,6 +214,16 @@ void rnn_backward_ref(const RnnParams& p, const RnnExec&, const T* x, const uint
       db_hh[g] += ordered_sum(col.data(), NS, p.sum_order);
     }
   }
+  if (p.peepholes)  // dw_c* = sum over (sample, step) of the gate's gradient x the cell state it saw
+    for (int64_t q = 0; q < 3; ++q)
+      for (int64_t j = 0; j < H; ++j) {
+        const int64_t gate = q < 2 ? q : 3;
+        for (int64_t i = 0; i < NS; ++i) {
+          const T c = q == 2 ? aux[i * H + j] : (i % S > 0 ? aux[(i - 1) * H + j] : T(0));
+          col[i] = dgin[i * GH + gate * H + j] * c;
+        }
+        gr_out.dw_peep[q * H + j] += ordered_sum(col.data(), NS, p.sum_order);
+      }
   if (dx)
     for (int64_t i = 0; i < NS; ++i)
       for (int64_t f = 0; f < F; ++f) {
@@ -214,10 +233,10 @@ void rnn_backward_ref(const RnnParams& p, const RnnExec&, const T* x, const uint
 }
 
 #define DL_INSTANTIATE(T)                                                                                   \
-  template void rnn_forward_ref<T>(const RnnParams&, const RnnExec&, const T*, const uint8_t*, const T*,      \
-                                   const T*, const T*, const T*, T*, T*);                                    \
-  template void rnn_backward_ref<T>(const RnnParams&, const RnnExec&, const T*, const uint8_t*, const T*,     \
-                                    const T*, const T*, const T*, const T*, T*, T*, T*, T*, T*);
+  template void rnn_forward_ref<T>(const RnnParams&, const RnnExec&, const T*, const uint8_t*,               \
+                                   const RnnWeights<T>&, T*, T*);                                            \
+  template void rnn_backward_ref<T>(const RnnParams&, const RnnExec&, const T*, const uint8_t*,              \
+                                    const RnnWeights<T>&, const T*, const T*, const T*, T*, const RnnGrads<T>&);
 DL_INSTANTIATE(float)
 DL_INSTANTIATE(double)
 #undef DL_INSTANTIATE
