@@ -430,7 +430,7 @@ void gru_after_forward_rows(const RnnParams& p, const Dims& d, int64_t n0, int64
           const v16 rv = gate<kHard>(gt, ar), zv = gate<kHard>(gt, az);
           const v16 an = (acc[r][0] + ld(bias)) + rv * rn;
           const v16 nv = vtanh(an);
-          stn(a, ar, m), stn(a + H, az, m), stn(a + 2 * H, an, m);
+          if (kHard) stn(a, ar, m), stn(a + H, az, m);  // the sigmoid's derivative needs only y
           stn(y, rv, m), stn(y + H, zv, m), stn(y + 2 * H, nv, m);
           stn(ax, rn, m);
           stn(h, gru_state<kKeepsOld>(zv, nv, hp), m);
@@ -473,7 +473,8 @@ void gru_before_forward_rows(const RnnParams& p, const Dims& d, int64_t n0, int6
           }
           const v16 ar = acc[r][1] + ld(bias + kL), az = acc[r][2] + ld(bias + 2 * kL);
           const v16 rv = gate<kHard>(gt, ar);
-          stn(a, ar, m), stn(a + H, az, m), stn(a + 2 * H, acc[r][0] + ld(bias), m);  // n: x part so far
+          if (kHard) stn(a, ar, m), stn(a + H, az, m);
+          stn(a + 2 * H, acc[r][0] + ld(bias), m);  // n: its x part so far, for the second pass
           stn(y, rv, m), stn(y + H, gate<kHard>(gt, az), m);
           stn(rhr, rv * hp, m);
         }
