@@ -326,6 +326,22 @@ struct Dims {
 
 // ---- forward ----
 
+// Step t, unit block u, every row block of [n0, n1): the tile acc = x_t px[u] (accumulator groups
+// [0, NX)) + h_{t-1} ph[u] (groups [H0, H0+NH); none at t = 0), then epi(mr, n, acc) with the
+// row block's first row n and its row count as std::integral_constant mr.
+template <int NX, int NH, int H0, typename Epi>
+void fwd_tiles(const Dims& d, int64_t n0, int64_t n1, int64_t t, int64_t u, const float* x, const float* h_seq,
+               const float* px, const float* ph, Epi&& epi) {
+  const int64_t S = d.S, F = d.F, H = d.H;
+  for_row_blocks(n0, n1, [&](auto mr, int64_t n) {
+    constexpr int MR = decltype(mr)::value;
+    v16 acc[kMR][kNB];
+    tile_madd<MR, NX, 0, true>(acc, x + (n * S + t) * F, S * F, F, px + u * F * NX * kL);
+    if (t > 0) tile_madd<MR, NH, H0, false>(acc, h_seq + (n * S + t - 1) * H, S * H, H, ph + u * H * NH * kL);
+    epi(mr, n, acc);
+  });
+}
+
 // LSTM rows [n0, n1): accumulator groups i,f,g,o, fed by x_t and h_{t-1}. kPeep: w_peep's
 // diagonal cell-to-gate terms (i and f see c_{t-1}, o the new c).
 template <bool kHard, bool kPeep>
@@ -333,16 +349,13 @@ void lstm_forward_rows(const RnnParams& p, const Dims& d, int64_t n0, int64_t n1
                        const uint8_t* mask, const float* px, const float* ph, const float* pb, const float* w_peep,
                        float* h_seq) {
   const Gate gt(p.gate_act);
-  const int64_t S = d.S, F = d.F, H = d.H, GH = d.GH;
+  const int64_t S = d.S, H = d.H, GH = d.GH;
   for (int64_t t = 0; t < S; ++t)
     for (int64_t u = 0; u < d.UB; ++u) {
       const int m = d.lanes(u);
       const float* bias = pb + u * 4 * kL;
-      for_row_blocks(n0, n1, [&](auto mr, int64_t n) {
+      fwd_tiles<4, 4, 0>(d, n0, n1, t, u, x, h_seq, px, ph, [&](auto mr, int64_t n, v16(&acc)[kMR][kNB]) {
         constexpr int MR = decltype(mr)::value;
-        v16 acc[kMR][kNB];
-        tile_madd<MR, 4, 0, true>(acc, x + (n * S + t) * F, S * F, F, px + u * F * 4 * kL);
-        if (t > 0) tile_madd<MR, 4, 0, false>(acc, h_seq + (n * S + t - 1) * H, S * H, H, ph + u * H * 4 * kL);
         // The gates of all MR rows one gate at a time, then the state row by row: short
         // independent chains, which the CPU overlaps (one row's gates in a row are a chain of
         // ~200 dependent operations).
@@ -400,16 +413,13 @@ void gru_after_forward_rows(const RnnParams& p, const Dims& d, int64_t n0, int64
                             const uint8_t* mask, const float* px, const float* ph, const float* pb,
                             float* h_seq) {
   const Gate gt(p.gate_act);
-  const int64_t S = d.S, F = d.F, H = d.H, GH = d.GH;
+  const int64_t S = d.S, H = d.H, GH = d.GH;
   for (int64_t t = 0; t < S; ++t)
     for (int64_t u = 0; u < d.UB; ++u) {
       const int m = d.lanes(u);
       const float* bias = pb + u * 4 * kL;
-      for_row_blocks(n0, n1, [&](auto mr, int64_t n) {
+      fwd_tiles<3, 3, 1>(d, n0, n1, t, u, x, h_seq, px, ph, [&](auto mr, int64_t n, v16(&acc)[kMR][kNB]) {
         constexpr int MR = decltype(mr)::value;
-        v16 acc[kMR][kNB];
-        tile_madd<MR, 3, 0, true>(acc, x + (n * S + t) * F, S * F, F, px + u * F * 3 * kL);
-        if (t > 0) tile_madd<MR, 3, 1, false>(acc, h_seq + (n * S + t - 1) * H, S * H, H, ph + u * H * 3 * kL);
 #pragma GCC unroll 1
         for (int r = 0; r < MR; ++r) {
           const int64_t row = (n + r) * S + t;
@@ -446,16 +456,13 @@ void gru_before_forward_rows(const RnnParams& p, const Dims& d, int64_t n0, int6
                              const uint8_t* mask, const float* px, const float* ph, const float* pn,
                              const float* pb, const float* pbn, float* rh, float* h_seq) {
   const Gate gt(p.gate_act);
-  const int64_t S = d.S, F = d.F, H = d.H, GH = d.GH;
+  const int64_t S = d.S, H = d.H, GH = d.GH;
   for (int64_t t = 0; t < S; ++t) {
     for (int64_t u = 0; u < d.UB; ++u) {
       const int m = d.lanes(u);
       const float* bias = pb + u * 3 * kL;
-      for_row_blocks(n0, n1, [&](auto mr, int64_t n) {
+      fwd_tiles<3, 2, 1>(d, n0, n1, t, u, x, h_seq, px, ph, [&](auto mr, int64_t n, v16(&acc)[kMR][kNB]) {
         constexpr int MR = decltype(mr)::value;
-        v16 acc[kMR][kNB];
-        tile_madd<MR, 3, 0, true>(acc, x + (n * S + t) * F, S * F, F, px + u * F * 3 * kL);
-        if (t > 0) tile_madd<MR, 2, 1, false>(acc, h_seq + (n * S + t - 1) * H, S * H, H, ph + u * H * 2 * kL);
 #pragma GCC unroll 1
         for (int r = 0; r < MR; ++r) {
           const int64_t row = (n + r) * S + t;
