@@ -54,7 +54,8 @@ void check_rnn_params(const RnnParams& p);
 
 // Workspace the forward fills for its own kernel's backward, in elements (the reference's
 // rows batch-major (N,T,...); the fast kernel's time-major and with only what its backward
-// reads: no pre-activations of sigmoid gates, whose derivative needs only y):
+// reads: no pre-activations of sigmoid gates, whose derivative needs only y; the LSTM's
+// tanh(c_t) in the g gate's pre slot, which no backward reads):
 //   pre (N,T,G*H): gate pre-activations (LSTM a; GRU r,z: a_in+a_rec, n: its tanh argument)
 //   act (N,T,G*H): the activated gates
 //   aux (N,T,H):   LSTM: the cell state c_t;  GRU: the recurrent part of n before the reset

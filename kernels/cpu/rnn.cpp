@@ -395,7 +395,9 @@ void lstm_forward_rows(const RnnParams& p, const Dims& d, int64_t n0, int64_t n1
           if (kHard) stn(a, acc[r][0], m), stn(a + H, acc[r][1], m), stn(a + 3 * H, acc[r][3], m);
           stn(ya, i, m), stn(ya + H, f, m), stn(ya + 2 * H, g, m), stn(ya + 3 * H, o, m);
           stn(c, cv, m);
-          stn(h, o * vtanh(cv), m);
+          const v16 tc = vtanh(cv);
+          stn(a + 2 * H, tc, m);  // tanh(c) for the backward, in the g gate's pre slot, which it never reads
+          stn(h, o * tc, m);
         }
       });
     }
@@ -620,7 +622,7 @@ void lstm_backward_rows(const RnnParams& p, const Bwd& b, int64_t n0, int64_t n1
                 const v16 ai = kHard ? ldn(a, m) : v16{}, af = kHard ? ldn(a + H, m) : v16{},
                           ao = kHard ? ldn(a + 3 * H, m) : v16{};
                 const v16 cp = t > 0 ? ldn(d.aux + d.wrow(n, t - 1) * H + u * kL, m) : v16{};
-                const v16 tc = vtanh(ldn(d.aux + wr * H + u * kL, m));
+                const v16 tc = ldn(a + 2 * H, m);  // tanh(c_t), kept by the forward
                 const v16 dout = dh * tc * gate_grad<kHard, kInclusive>(gt, ao, ov);
                 v16 dc = dh * ov * (1.0f - tc * tc) + ldn(b.dcarry + hu, m);
                 if (kPeep) dc = dc + dout * ldn(b.w_peep + 2 * H + u * kL, m);  // through o's peephole
@@ -766,30 +768,36 @@ void rnn_backward_fast(const RnnParams& p, const RnnExec& ex, const float* x, co
   const bool two = p.cell == RnnCell::gru && p.gru_reset_after;
   Scratch dgin(NS * GH), dgrec_own(two ? NS * GH : 0);
   float* dgrec = two ? dgrec_own.data() : dgin.data();
-  // Parameter gradients: GEMMs over all N*T (step, sample) rows, in the gate gradients' time-major
-  // order, against x and h_{t-1} (zero at t = 0) gathered into that order, and r*h_{t-1} for a
-  // reset-before GRU's n rows. Where one gate gradient serves both weights (LSTM), one GEMM
-  // against [x | h_{t-1}] gives dW_ih and dW_hh side by side.
-  const bool fused = p.cell == RnnCell::lstm;
-  const int64_t XC = F + H;  // xh row: [x_t | h_{t-1}] of sample n at row t*N + n
-  Scratch xh(fused ? NS * XC : 0), xt(fused ? 0 : NS * F), ht(fused ? 0 : NS * H), rhprev(gru_before ? NS * H : 0);
+  // Parameter gradients are GEMMs over all N*T (step, sample) rows, in the gate gradients'
+  // time-major order, against x and h_{t-1} (zero at t = 0) gathered into that order here (the
+  // loop below reads h_{t-1} and dh from these copies too), with a column of ones whose product
+  // is the bias gradient: one pass over the gate gradients gives weights and biases. LSTM: one
+  // GEMM against [x | h_{t-1} | 1]; reset-after GRU: dgin against [x | 1], dgrec against
+  // [h_{t-1} | 1]; reset-before GRU: dg against [x | 1], its r,z columns against h_{t-1} and its
+  // n columns against r*h_{t-1}.
+  const bool lstm = p.cell == RnnCell::lstm;
+  const int64_t XC = lstm ? F + H + 1 : F + 1;  // xh row: [x_t | h_{t-1} | 1] or [x_t | 1]
+  const int64_t HC = lstm ? 0 : (gru_before ? H : H + 1);  // ht row (GRU): h_{t-1} [| 1]
+  Scratch xh(NS * XC), ht(NS * HC), rhprev(gru_before ? NS * H : 0);
   Scratch dht(NS * H);
 #pragma omp parallel for num_threads(ex.threads) schedule(static)
   for (int64_t i = 0; i < NS; ++i) {
     const int64_t t = i / N, n = i % N, src = n * S + t;  // time-major row i, batch-major row src
-    float* xo = fused ? xh.data() + i * XC : xt.data() + i * F;
-    float* ho = fused ? xo + F : ht.data() + i * H;
+    float* xo = xh.data() + i * XC;
+    float* ho = lstm ? xo + F : ht.data() + i * HC;
     std::memcpy(xo, x + src * F, static_cast<std::size_t>(F) * sizeof(float));
+    xo[XC - 1] = 1.0f;
     if (t > 0)
       std::memcpy(ho, h_seq + (src - 1) * H, static_cast<std::size_t>(H) * sizeof(float));
     else
       std::fill(ho, ho + H, 0.0f);
+    if (HC == H + 1) ho[H] = 1.0f;
     if (gru_before)
       for (int64_t k = 0; k < H; ++k) rhprev.data()[i * H + k] = d.act[i * GH + k] * ho[k];
     std::memcpy(dht.data() + i * H, dh_seq + src * H, static_cast<std::size_t>(H) * sizeof(float));
   }
   std::vector<float> carry(static_cast<std::size_t>(N * H), 0.0f), dcarry(carry.size(), 0.0f);
-  const Bwd b{d, dht.data(), fused ? xh.data() + F : ht.data(), fused ? XC : H, mask, carry.data(), dcarry.data(),
+  const Bwd b{d, dht.data(), lstm ? xh.data() + F : ht.data(), lstm ? XC : HC, mask, carry.data(), dcarry.data(),
                 w.w_peep};
   const int64_t mm = gru_before ? 2 * H : GH;  // the W_hh rows multiplying h_{t-1} itself
   const std::vector<float> pw = pack_unit_panels(w_hh, 0, mm, H);
@@ -805,50 +813,45 @@ void rnn_backward_fast(const RnnParams& p, const RnnExec& ex, const float* x, co
     for_thread_rows(N, ex.threads, [&](int64_t n0, int64_t n1) { run(p, b, n0, n1, pw.data(), pn.data(), dgin.data()); });
   }
 
-  if (fused) {
-    Scratch dw(GH * XC);
-    gemm(ex, GH, XC, NS, true, false, 0.0, dgin.data(), xh.data(), dw.data());
+  // out = A^T B (M x C) over the NS rows, each of `parts` columns [col, col+width) added into
+  // its gradient (M x width, row-major).
+  struct Part {
+    int64_t col, width;
+    float* dst;
+  };
+  auto gemm_into = [&](int64_t M, int64_t C, const float* A, const float* B, const std::vector<Part>& parts) {
+    Scratch out(M * C);
+    gemm(ex, M, C, NS, true, false, 0.0, A, B, out.data());
 #pragma omp parallel for num_threads(ex.threads) schedule(static)
-    for (int64_t g = 0; g < GH; ++g) {
-      for (int64_t f = 0; f < F; ++f) dw_ih[g * F + f] += dw.data()[g * XC + f];
-      for (int64_t k = 0; k < H; ++k) dw_hh[g * H + k] += dw.data()[g * XC + F + k];
-    }
+    for (int64_t g = 0; g < M; ++g)
+      for (const Part& pt : parts)
+        for (int64_t j = 0; j < pt.width; ++j) pt.dst[g * pt.width + j] += out.data()[g * C + pt.col + j];
+  };
+  // Where dgin = dgrec (LSTM, reset-before GRU) both biases get the same sums.
+  std::vector<float> db(static_cast<std::size_t>(GH), 0.0f);
+  if (lstm) {
+    gemm_into(GH, XC, dgin.data(), xh.data(), {{0, F, dw_ih}, {F, H, dw_hh}, {F + H, 1, db.data()}});
+  } else if (!gru_before) {
+    gemm_into(GH, XC, dgin.data(), xh.data(), {{0, F, dw_ih}, {F, 1, db_ih}});
+    std::vector<Part> rec{{0, H, dw_hh}};
+    if (db_hh) rec.push_back({H, 1, db_hh});
+    gemm_into(GH, HC, dgrec, ht.data(), rec);
   } else {
-    gemm(ex, GH, F, NS, true, false, 1.0, dgin.data(), xt.data(), dw_ih);
-  }
-  if (p.cell == RnnCell::gru && !gru_before) {
-    gemm(ex, GH, H, NS, true, false, 1.0, dgrec, ht.data(), dw_hh);
-  } else if (gru_before) {
     Scratch grz(NS * 2 * H), gn(NS * H);
 #pragma omp parallel for num_threads(ex.threads) schedule(static)
     for (int64_t i = 0; i < NS; ++i) {
       std::memcpy(grz.data() + i * 2 * H, dgrec + i * GH, static_cast<std::size_t>(2 * H) * sizeof(float));
       std::memcpy(gn.data() + i * H, dgrec + i * GH + 2 * H, static_cast<std::size_t>(H) * sizeof(float));
     }
+    gemm_into(GH, XC, dgin.data(), xh.data(), {{0, F, dw_ih}, {F, 1, db.data()}});
     gemm(ex, 2 * H, H, NS, true, false, 1.0, grz.data(), ht.data(), dw_hh);
     gemm(ex, H, H, NS, true, false, 1.0, gn.data(), rhprev.data(), dw_hh + 2 * H * H);
   }
-  // Bias gradients: per column, the rows summed in row order (64 columns per chunk, one
-  // vector add per row).
-  const int64_t chunks = (GH + 63) / 64;
-#pragma omp parallel for num_threads(ex.threads) schedule(static)
-  for (int64_t c = 0; c < chunks; ++c) {
-    const int64_t g0 = c * 64, w = std::min<int64_t>(64, GH - g0);
-    float si[64] = {}, sr[64] = {};
-    for (int64_t i = 0; i < NS; ++i) {
-      const float* gi = dgin.data() + i * GH + g0;
-      const float* gr = dgrec + i * GH + g0;
-#pragma omp simd
-      for (int64_t j = 0; j < w; ++j) si[j] += gi[j];
-      if (db_hh)
-#pragma omp simd
-        for (int64_t j = 0; j < w; ++j) sr[j] += gr[j];
+  if (lstm || gru_before)
+    for (int64_t g = 0; g < GH; ++g) {
+      db_ih[g] += db[static_cast<std::size_t>(g)];
+      if (db_hh) db_hh[g] += db[static_cast<std::size_t>(g)];
     }
-    for (int64_t j = 0; j < w; ++j) {
-      db_ih[g0 + j] += si[j];
-      if (db_hh) db_hh[g0 + j] += sr[j];
-    }
-  }
   if (p.peepholes) {  // dw_c* = sum over (step, sample) rows of the gate's gradient x the c it saw
 #pragma omp parallel for num_threads(ex.threads) schedule(static)
     for (int64_t q = 0; q < 3; ++q) {
