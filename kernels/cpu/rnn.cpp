@@ -568,11 +568,11 @@ void rnn_forward_fast(const RnnParams& p, const RnnExec& ex, const float* x, con
 // z*h term, r*h's r factor, a padded step's pass-through), `dcarry` the LSTM's dc_{t+1}*f.
 // The tile of step t is dgrec_{t+1} W_hh (zero at the last step): panels of 64 units.
 
-// dh (dh_seq) and hp (h_{t-1}, row stride hps, zero at t = 0) are gathered into the
-// workspace's time-major row order before the loop.
+// dh is dh_seq (batch-major rows n*S + t); hp (h_{t-1}, row stride hps, zero at t = 0) is
+// gathered into the workspace's time-major row order before the loop.
 struct Bwd {
   const Dims& d;
-  const float* dh;
+  const float* dh;  // batch-major
   const float* hp;
   int64_t hps;
   const uint8_t* mask;  // batch-major, row n*S + t
@@ -609,7 +609,7 @@ void lstm_backward_rows(const RnnParams& p, const Bwd& b, int64_t n0, int64_t n1
               [&](int64_t n, v16 rec, int64_t u) {
                 const int m = d.lanes(u);
                 const int64_t row = n * S + t, wr = d.wrow(n, t), o = wr * GH + u * kL, hu = n * H + u * kL;
-                const v16 dh = rec + ldn(b.dh + wr * H + u * kL, m) + ldn(b.carry + hu, m);
+                const v16 dh = rec + ldn(b.dh + row * H + u * kL, m) + ldn(b.carry + hu, m);
                 float* g = dg + o;
                 if (b.padded(row)) {  // h_t = h_{t-1}, c_t = c_{t-1}: dh and dc pass through
                   for (int q = 0; q < 4; ++q) stn(g + q * H, v16{}, m);
@@ -658,7 +658,7 @@ void gru_after_backward_rows(const RnnParams& p, const Bwd& b, int64_t n0, int64
     bwd_tiles(d, n0, n1, t + 1 < S ? dgrec + d.wrow(0, t + 1) * GH : dgrec, d.wn * GH, t + 1 < S ? GH : 0, pw, [&](int64_t n, v16 rec, int64_t u) {
       const int m = d.lanes(u);
       const int64_t row = n * S + t, wr = d.wrow(n, t), o = wr * GH + u * kL, hu = n * H + u * kL;
-      const v16 dh = rec + ldn(b.dh + wr * H + u * kL, m) + ldn(b.carry + hu, m);
+      const v16 dh = rec + ldn(b.dh + row * H + u * kL, m) + ldn(b.carry + hu, m);
       float* gi = dgin + o;
       float* gr = dgrec + o;
       if (b.padded(row)) {
@@ -692,7 +692,7 @@ void gru_before_backward_rows(const RnnParams& p, const Bwd& b, int64_t n0, int6
     bwd_tiles(d, n0, n1, t + 1 < S ? dg + d.wrow(0, t + 1) * GH : dg, d.wn * GH, t + 1 < S ? 2 * H : 0, pw, [&](int64_t n, v16 rec, int64_t u) {
       const int m = d.lanes(u);
       const int64_t row = n * S + t, wr = d.wrow(n, t), o = wr * GH + u * kL, hu = n * H + u * kL;
-      const v16 dh = rec + ldn(b.dh + wr * H + u * kL, m) + ldn(b.carry + hu, m);
+      const v16 dh = rec + ldn(b.dh + row * H + u * kL, m) + ldn(b.carry + hu, m);
       float* g = dg + o;
       if (b.padded(row)) {
         for (int q = 0; q < 3; ++q) stn(g + q * H, v16{}, m);
@@ -770,7 +770,7 @@ void rnn_backward_fast(const RnnParams& p, const RnnExec& ex, const float* x, co
   float* dgrec = two ? dgrec_own.data() : dgin.data();
   // Parameter gradients are GEMMs over all N*T (step, sample) rows, in the gate gradients'
   // time-major order, against x and h_{t-1} (zero at t = 0) gathered into that order here (the
-  // loop below reads h_{t-1} and dh from these copies too), with a column of ones whose product
+  // loop below reads h_{t-1} from these copies too), with a column of ones whose product
   // is the bias gradient: one pass over the gate gradients gives weights and biases. LSTM: one
   // GEMM against [x | h_{t-1} | 1]; reset-after GRU: dgin against [x | 1], dgrec against
   // [h_{t-1} | 1]; reset-before GRU: dg against [x | 1], its r,z columns against h_{t-1} and its
@@ -779,7 +779,6 @@ void rnn_backward_fast(const RnnParams& p, const RnnExec& ex, const float* x, co
   const int64_t XC = lstm ? F + H + 1 : F + 1;  // xh row: [x_t | h_{t-1} | 1] or [x_t | 1]
   const int64_t HC = lstm ? 0 : (gru_before ? H : H + 1);  // ht row (GRU): h_{t-1} [| 1]
   Scratch xh(NS * XC), ht(NS * HC), rhprev(gru_before ? NS * H : 0);
-  Scratch dht(NS * H);
 #pragma omp parallel for num_threads(ex.threads) schedule(static)
   for (int64_t i = 0; i < NS; ++i) {
     const int64_t t = i / N, n = i % N, src = n * S + t;  // time-major row i, batch-major row src
@@ -794,10 +793,9 @@ void rnn_backward_fast(const RnnParams& p, const RnnExec& ex, const float* x, co
     if (HC == H + 1) ho[H] = 1.0f;
     if (gru_before)
       for (int64_t k = 0; k < H; ++k) rhprev.data()[i * H + k] = d.act[i * GH + k] * ho[k];
-    std::memcpy(dht.data() + i * H, dh_seq + src * H, static_cast<std::size_t>(H) * sizeof(float));
   }
   std::vector<float> carry(static_cast<std::size_t>(N * H), 0.0f), dcarry(carry.size(), 0.0f);
-  const Bwd b{d, dht.data(), lstm ? xh.data() + F : ht.data(), lstm ? XC : HC, mask, carry.data(), dcarry.data(),
+  const Bwd b{d, dh_seq, lstm ? xh.data() + F : ht.data(), lstm ? XC : HC, mask, carry.data(), dcarry.data(),
                 w.w_peep};
   const int64_t mm = gru_before ? 2 * H : GH;  // the W_hh rows multiplying h_{t-1} itself
   const std::vector<float> pw = pack_unit_panels(w_hh, 0, mm, H);
