@@ -342,6 +342,28 @@ void fwd_tiles(const Dims& d, int64_t n0, int64_t n1, int64_t t, int64_t u, cons
   });
 }
 
+// Sample n's views at step t in unit block u: its workspace row (pre, act, aux), h_t in h_seq,
+// and the batch-major row (h_seq, mask).
+struct RowAt {
+  int64_t row;
+  float *a, *y, *ax, *h;
+  RowAt(const Dims& d, float* h_seq, int64_t n, int64_t t, int64_t u)
+      : row(n * d.S + t),
+        a(d.pre + d.wrow(n, t) * d.GH + u * kL),
+        y(d.act + d.wrow(n, t) * d.GH + u * kL),
+        ax(d.aux + d.wrow(n, t) * d.H + u * kL),
+        h(h_seq + row * d.H + u * kL) {}
+  // h_{t-1} (zero at t = 0).
+  v16 hprev(const Dims& d, int64_t t, int m) const { return t > 0 ? ldn(h - d.H, m) : v16{}; }
+  // A padded step: the gate rows zero, aux = carried (the LSTM's c_{t-1}, zero for the GRU),
+  // h_t = h_{t-1}.
+  void pad(const Dims& d, int64_t t, int m, v16 carried) const {
+    for (int64_t q = 0; q < d.GH / d.H; ++q) stn(a + q * d.H, v16{}, m), stn(y + q * d.H, v16{}, m);
+    stn(ax, carried, m);
+    stn(h, hprev(d, t, m), m);
+  }
+};
+
 // LSTM rows [n0, n1): accumulator groups i,f,g,o, fed by x_t and h_{t-1}. kPeep: w_peep's
 // diagonal cell-to-gate terms (i and f see c_{t-1}, o the new c).
 template <bool kHard, bool kPeep>
@@ -349,7 +371,7 @@ void lstm_forward_rows(const RnnParams& p, const Dims& d, int64_t n0, int64_t n1
                        const uint8_t* mask, const float* px, const float* ph, const float* pb, const float* w_peep,
                        float* h_seq) {
   const Gate gt(p.gate_act);
-  const int64_t S = d.S, H = d.H, GH = d.GH;
+  const int64_t S = d.S, H = d.H;
   for (int64_t t = 0; t < S; ++t)
     for (int64_t u = 0; u < d.UB; ++u) {
       const int m = d.lanes(u);
@@ -376,28 +398,21 @@ void lstm_forward_rows(const RnnParams& p, const Dims& d, int64_t n0, int64_t n1
         const v16 b3 = ld(bias + 3 * kL), wco = kPeep ? ldn(w_peep + 2 * H + u * kL, m) : v16{};
 #pragma GCC unroll 1
         for (int r = 0; r < MR; ++r) {
-          const int64_t row = (n + r) * S + t;
-          const int64_t wr = d.wrow(n + r, t);
-          float* a = d.pre + wr * GH + u * kL;
-          float* ya = d.act + wr * GH + u * kL;
-          float* c = d.aux + wr * H + u * kL;
-          float* h = h_seq + row * H + u * kL;
-          if (mask && !mask[row]) {  // padding: h and c carry over, the gate rows are zero
-            for (int q = 0; q < 4; ++q) stn(a + q * H, v16{}, m), stn(ya + q * H, v16{}, m);
-            stn(c, cp[r], m);
-            stn(h, t > 0 ? ldn(h - H, m) : v16{}, m);
+          const RowAt w(d, h_seq, n + r, t, u);
+          if (mask && !mask[w.row]) {  // padding: h and c carry over, the gate rows are zero
+            w.pad(d, t, m, cp[r]);
             continue;
           }
           const v16 i = y[r][0], f = y[r][1], g = y[r][2];
           const v16 cv = f * cp[r] + i * g;
           if (kPeep) acc[r][3] = (acc[r][3] + b3) + wco * cv;
           const v16 o = kPeep ? gate<kHard>(gt, acc[r][3]) : y[r][3];
-          if (kHard) stn(a, acc[r][0], m), stn(a + H, acc[r][1], m), stn(a + 3 * H, acc[r][3], m);
-          stn(ya, i, m), stn(ya + H, f, m), stn(ya + 2 * H, g, m), stn(ya + 3 * H, o, m);
-          stn(c, cv, m);
+          if (kHard) stn(w.a, acc[r][0], m), stn(w.a + H, acc[r][1], m), stn(w.a + 3 * H, acc[r][3], m);
+          stn(w.y, i, m), stn(w.y + H, f, m), stn(w.y + 2 * H, g, m), stn(w.y + 3 * H, o, m);
+          stn(w.ax, cv, m);
           const v16 tc = vtanh(cv);
-          stn(a + 2 * H, tc, m);  // tanh(c) for the backward, in the g gate's pre slot, which it never reads
-          stn(h, o * tc, m);
+          stn(w.a + 2 * H, tc, m);  // tanh(c) for the backward, in the g gate's pre slot, which it never reads
+          stn(w.h, o * tc, m);
         }
       });
     }
@@ -415,7 +430,7 @@ void gru_after_forward_rows(const RnnParams& p, const Dims& d, int64_t n0, int64
                             const uint8_t* mask, const float* px, const float* ph, const float* pb,
                             float* h_seq) {
   const Gate gt(p.gate_act);
-  const int64_t S = d.S, H = d.H, GH = d.GH;
+  const int64_t S = d.S, H = d.H;
   for (int64_t t = 0; t < S; ++t)
     for (int64_t u = 0; u < d.UB; ++u) {
       const int m = d.lanes(u);
@@ -424,17 +439,9 @@ void gru_after_forward_rows(const RnnParams& p, const Dims& d, int64_t n0, int64
         constexpr int MR = decltype(mr)::value;
 #pragma GCC unroll 1
         for (int r = 0; r < MR; ++r) {
-          const int64_t row = (n + r) * S + t;
-          const int64_t wr = d.wrow(n + r, t);
-          float* a = d.pre + wr * GH + u * kL;
-          float* y = d.act + wr * GH + u * kL;
-          float* ax = d.aux + wr * H + u * kL;
-          float* h = h_seq + row * H + u * kL;
-          const v16 hp = t > 0 ? ldn(h - H, m) : v16{};
-          if (mask && !mask[row]) {
-            for (int q = 0; q < 3; ++q) stn(a + q * H, v16{}, m), stn(y + q * H, v16{}, m);
-            stn(ax, v16{}, m);
-            stn(h, hp, m);
+          const RowAt w(d, h_seq, n + r, t, u);
+          if (mask && !mask[w.row]) {
+            w.pad(d, t, m, v16{});
             continue;
           }
           const v16 ar = acc[r][1] + ld(bias + kL), az = acc[r][2] + ld(bias + 2 * kL);
@@ -442,10 +449,10 @@ void gru_after_forward_rows(const RnnParams& p, const Dims& d, int64_t n0, int64
           const v16 rv = gate<kHard>(gt, ar), zv = gate<kHard>(gt, az);
           const v16 an = (acc[r][0] + ld(bias)) + rv * rn;
           const v16 nv = vtanh(an);
-          if (kHard) stn(a, ar, m), stn(a + H, az, m);  // the sigmoid's derivative needs only y
-          stn(y, rv, m), stn(y + H, zv, m), stn(y + 2 * H, nv, m);
-          stn(ax, rn, m);
-          stn(h, gru_state<kKeepsOld>(zv, nv, hp), m);
+          if (kHard) stn(w.a, ar, m), stn(w.a + H, az, m);  // the sigmoid's derivative needs only y
+          stn(w.y, rv, m), stn(w.y + H, zv, m), stn(w.y + 2 * H, nv, m);
+          stn(w.ax, rn, m);
+          stn(w.h, gru_state<kKeepsOld>(zv, nv, w.hprev(d, t, m)), m);
         }
       });
     }
@@ -458,7 +465,7 @@ void gru_before_forward_rows(const RnnParams& p, const Dims& d, int64_t n0, int6
                              const uint8_t* mask, const float* px, const float* ph, const float* pn,
                              const float* pb, const float* pbn, float* rh, float* h_seq) {
   const Gate gt(p.gate_act);
-  const int64_t S = d.S, H = d.H, GH = d.GH;
+  const int64_t S = d.S, H = d.H;
   for (int64_t t = 0; t < S; ++t) {
     for (int64_t u = 0; u < d.UB; ++u) {
       const int m = d.lanes(u);
@@ -467,25 +474,19 @@ void gru_before_forward_rows(const RnnParams& p, const Dims& d, int64_t n0, int6
         constexpr int MR = decltype(mr)::value;
 #pragma GCC unroll 1
         for (int r = 0; r < MR; ++r) {
-          const int64_t row = (n + r) * S + t;
-          const int64_t wr = d.wrow(n + r, t);
-          float* a = d.pre + wr * GH + u * kL;
-          float* y = d.act + wr * GH + u * kL;
+          const RowAt w(d, h_seq, n + r, t, u);
           float* rhr = rh + (n + r) * H + u * kL;
-          const v16 hp = t > 0 ? ldn(h_seq + (row - 1) * H + u * kL, m) : v16{};
-          if (mask && !mask[row]) {
-            for (int q = 0; q < 3; ++q) stn(a + q * H, v16{}, m), stn(y + q * H, v16{}, m);
-            stn(d.aux + wr * H + u * kL, v16{}, m);
-            stn(h_seq + row * H + u * kL, hp, m);
+          if (mask && !mask[w.row]) {
+            w.pad(d, t, m, v16{});
             stn(rhr, v16{}, m);
             continue;
           }
           const v16 ar = acc[r][1] + ld(bias + kL), az = acc[r][2] + ld(bias + 2 * kL);
           const v16 rv = gate<kHard>(gt, ar);
-          if (kHard) stn(a, ar, m), stn(a + H, az, m);
-          stn(a + 2 * H, acc[r][0] + ld(bias), m);  // n: its x part so far, for the second pass
-          stn(y, rv, m), stn(y + H, gate<kHard>(gt, az), m);
-          stn(rhr, rv * hp, m);
+          if (kHard) stn(w.a, ar, m), stn(w.a + H, az, m);
+          stn(w.a + 2 * H, acc[r][0] + ld(bias), m);  // n: its x part so far, for the second pass
+          stn(w.y, rv, m), stn(w.y + H, gate<kHard>(gt, az), m);
+          stn(rhr, rv * w.hprev(d, t, m), m);
         }
       });
     }
@@ -498,19 +499,15 @@ void gru_before_forward_rows(const RnnParams& p, const Dims& d, int64_t n0, int6
         tile_madd<MR, 1, 0, true>(acc, rh + n * H, H, H, pn + u * H * kL);
 #pragma GCC unroll 1
         for (int r = 0; r < MR; ++r) {
-          const int64_t row = (n + r) * S + t;
-          if (mask && !mask[row]) continue;
-          const int64_t wr = d.wrow(n + r, t);
-          float* a = d.pre + wr * GH + u * kL;
-          float* y = d.act + wr * GH + u * kL;
-          const v16 hp = t > 0 ? ldn(h_seq + (row - 1) * H + u * kL, m) : v16{};
+          const RowAt w(d, h_seq, n + r, t, u);
+          if (mask && !mask[w.row]) continue;
           const v16 rn = acc[r][0] + bhn;
-          const v16 an = ldn(a + 2 * H, m) + rn;
+          const v16 an = ldn(w.a + 2 * H, m) + rn;
           const v16 nv = vtanh(an);
-          stn(a + 2 * H, an, m);
-          stn(y + 2 * H, nv, m);
-          stn(d.aux + wr * H + u * kL, rn, m);
-          stn(h_seq + row * H + u * kL, gru_state<kKeepsOld>(ldn(y + H, m), nv, hp), m);
+          stn(w.a + 2 * H, an, m);
+          stn(w.y + 2 * H, nv, m);
+          stn(w.ax, rn, m);
+          stn(w.h, gru_state<kKeepsOld>(ldn(w.y + H, m), nv, w.hprev(d, t, m)), m);
         }
       });
     }
