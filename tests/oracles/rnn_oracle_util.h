@@ -24,8 +24,13 @@
 #include <vector>
 
 #include "engine/io/npy.h"
+#include "engine/layers/dense_layer.h"
+#include "engine/layers/embedding_layer.h"
 #include "engine/layers/layer.h"
 #include "engine/layers/rnn_layer.h"
+#include "engine/model.h"
+#include "engine/policy.h"
+#include "engine/random.h"
 #include "tests/oracles/oracle_util.h"
 #include "tests/test_util.h"
 
@@ -132,6 +137,38 @@ inline Tensor swap_gate_blocks01(const Tensor& t, int64_t gates, bool rows) {
         out.data<double>()[at(i, j)] = t.data<double>()[src];
     }
   return out;
+}
+
+// The training groups of both oracles: kSteps SGD steps (lr kLr, momentum kMomentum) of an
+// [embedding ->] LSTM/GRU (last step) -> dense classifier.
+struct TrainCase {
+  const char* name;
+  RnnCell cell;
+  int64_t num_ids;  // > 0: an embedding of this many ids in front (inputs are ids), else features
+  int64_t features, steps, units, classes, batch;
+  // TF.js group only -- "pre" / "post": row i padded with id 0 for (3i mod (steps+1)) steps on
+  // that side (a row with no padding, one that is all padding, ...), Embedding(maskZero: true)
+  // in TF.js and rnn_mask=carry here; nullptr: no padding, no mask.
+  const char* padding = nullptr;
+};
+constexpr int kSteps = 20;
+constexpr double kLr = 0.1, kMomentum = 0.9;
+
+// The case's classifier under p, its initial weights drawn from `seed`.
+inline Model make_classifier(const TrainCase& c, const Policy& p, uint64_t seed) {
+  Model m;
+  m.name = c.name;
+  m.policy = p;
+  m.num_classes = c.classes;
+  m.input_shape = c.num_ids > 0 ? Shape{c.steps} : Shape{c.steps, c.features};
+  m.net = std::make_unique<Sequential>(m.input_shape);
+  Rng rng(p.rng_engine, seed);
+  if (c.num_ids > 0)
+    m.net->add(std::make_unique<EmbeddingLayer>(EmbeddingArgs{c.num_ids, c.features, {}}, m.net->current_shape(), p,
+                                                rng));
+  m.net->add(std::make_unique<RnnLayer>(c.cell, RnnSpec{c.units, false}, m.net->current_shape(), p, rng));
+  m.net->add(std::make_unique<DenseLayer>(c.classes, m.net->current_shape(), p, rng));
+  return m;
 }
 
 struct LayerRun {

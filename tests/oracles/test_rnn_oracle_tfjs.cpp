@@ -263,16 +263,6 @@ TEST(TfjsRnnNegative, ResetAfterAndGateActivation) {
 // ---------------------------------------------------------------------------------------------
 // Group 2: training
 
-struct TrainCase {
-  const char* name;
-  RnnCell cell;
-  int64_t num_ids;  // > 0: an embedding of this many ids in front (inputs are ids), else features
-  int64_t features, steps, units, classes, batch;
-  // "pre" / "post": row i padded with id 0 for (3i mod (steps+1)) steps on that side (a row
-  // with no padding, one that is all padding, ...), Embedding(maskZero: true) in TF.js and
-  // rnn_mask=carry here; nullptr: no padding, no mask.
-  const char* padding = nullptr;
-};
 const TrainCase kTrainCases[] = {
     {"gru_embedding", RnnCell::gru, 20, 6, 6, 8, 4, 8},
     {"lstm_features", RnnCell::lstm, 0, 5, 7, 8, 3, 8},
@@ -297,25 +287,7 @@ Tensor padded_ids(const TrainCase& c, uint64_t seed) {
   }
   return x;
 }
-constexpr int kSteps = 20;
-constexpr double kLr = 0.1, kMomentum = 0.9;
 constexpr uint64_t kTrainSeed = 78;
-
-Model make_classifier(const TrainCase& c, const Policy& p) {
-  Model m;
-  m.name = c.name;
-  m.policy = p;
-  m.num_classes = c.classes;
-  m.input_shape = c.num_ids > 0 ? Shape{c.steps} : Shape{c.steps, c.features};
-  m.net = std::make_unique<Sequential>(m.input_shape);
-  Rng rng(p.rng_engine, kTrainSeed);
-  if (c.num_ids > 0)
-    m.net->add(std::make_unique<EmbeddingLayer>(EmbeddingArgs{c.num_ids, c.features, {}}, m.net->current_shape(), p,
-                                                rng));
-  m.net->add(std::make_unique<RnnLayer>(c.cell, RnnSpec{c.units, false}, m.net->current_shape(), p, rng));
-  m.net->add(std::make_unique<DenseLayer>(c.classes, m.net->current_shape(), p, rng));
-  return m;
-}
 
 // Every layer's weights in TF.js's getWeights() order and layout: embedding table (V,D); RNN
 // kernel, recurrent_kernel, bias (RnnLayer::export_param under the tensorflow preset); dense
@@ -346,7 +318,7 @@ void fill_train(CaseDir& d) {
   uint64_t seed = 9200;
   for (const TrainCase& c : kTrainCases) {
     const std::string n = c.name;
-    Model m = make_classifier(c, train_policy(c));  // driftlab's tensorflow-preset initial weights
+    Model m = make_classifier(c, train_policy(c), kTrainSeed);  // driftlab's tensorflow-preset initial weights
     const auto w = tfjs_weights(m);
     json batches = json::array();
     for (int k = 0; k < kSteps; ++k) {
@@ -415,11 +387,11 @@ TEST(TfjsRnnOracle, TwentyMomentumStepsOfRnnClassifiers) {
                    "vs rnn_mask=carry",
                    "tfjs");
   for (const TrainCase& c : kTrainCases) {
-    Model m = make_classifier(c, train_policy(c));
+    Model m = make_classifier(c, train_policy(c), kTrainSeed);
     const Tensor losses = train_steps(d, c, m);
     EXPECT_TRUE(table.check(c.name, "loss of each step", losses, out(d, c.name, "losses"), kTrainTol));
     if (c.padding) {  // negative: without the mask the padding is computed and the losses leave TF.js's
-      Model none = make_classifier(c, Policy::tensorflow());
+      Model none = make_classifier(c, Policy::tensorflow(), kTrainSeed);
       EXPECT_GT(table.note(c.name, "rnn_mask=none: loss of each step", train_steps(d, c, none),
                            out(d, c.name, "losses")),
                 kVisible);

@@ -448,35 +448,11 @@ TEST(TorchRnnImport, PyTorchStateIntoTensorflowPresetReordersGates) {
 // ---------------------------------------------------------------------------------------------
 // Group 3: training, and nn.Embedding's initialisation
 
-struct TrainCase {
-  const char* name;
-  RnnCell cell;
-  int64_t num_ids;  // > 0: an embedding of this many ids in front (inputs are ids), else features
-  int64_t features, steps, units, classes, batch;
-};
 const TrainCase kTrainCases[] = {
     {"lstm_embedding", RnnCell::lstm, 20, 6, 6, 8, 4, 8},
     {"gru_features", RnnCell::gru, 0, 5, 7, 8, 3, 8},
 };
-constexpr int kSteps = 20;
-constexpr double kLr = 0.1, kMomentum = 0.9;
 constexpr uint64_t kTrainSeed = 77;
-
-Model make_classifier(const TrainCase& c, const Policy& p) {
-  Model m;
-  m.name = c.name;
-  m.policy = p;
-  m.num_classes = c.classes;
-  m.input_shape = c.num_ids > 0 ? Shape{c.steps} : Shape{c.steps, c.features};
-  m.net = std::make_unique<Sequential>(m.input_shape);
-  Rng rng(p.rng_engine, kTrainSeed);
-  if (c.num_ids > 0)
-    m.net->add(std::make_unique<EmbeddingLayer>(EmbeddingArgs{c.num_ids, c.features, {}}, m.net->current_shape(), p,
-                                                rng));
-  m.net->add(std::make_unique<RnnLayer>(c.cell, RnnSpec{c.units, false}, m.net->current_shape(), p, rng));
-  m.net->add(std::make_unique<DenseLayer>(c.classes, m.net->current_shape(), p, rng));
-  return m;
-}
 
 // The rnn_oracle.py Classifier's parameter name of a driftlab parameter "<i>.<kind>.<name>".
 std::string torch_param_name(const std::string& driftlab_name) {
@@ -496,7 +472,7 @@ void fill_train(CaseDir& d) {
   uint64_t seed = 9100;
   for (const TrainCase& c : kTrainCases) {
     const std::string n = c.name;
-    Model m = make_classifier(c, Policy::torch());  // driftlab's torch-preset initial weights
+    Model m = make_classifier(c, Policy::torch(), kTrainSeed);  // driftlab's torch-preset initial weights
     for (auto& np : m.net->named_params()) d.input(n + ".p." + torch_param_name(np.first), np.second->value);
     d.input(n + ".xs", c.num_ids > 0 ? random_ids({kSteps, c.batch, c.steps}, c.num_ids, ++seed)
                                      : random_tensor({kSteps, c.batch, c.steps, c.features}, DType::f32, ++seed));
@@ -527,7 +503,7 @@ TEST(TorchRnnOracle, TwentySgdStepsOfRnnClassifiers) {
     for (const bool f64 : {false, true}) {
       Policy p = Policy::torch();
       if (f64) p.dtype = FloatType::float64;
-      Model m = make_classifier(c, p);
+      Model m = make_classifier(c, p, kTrainSeed);
       for (auto& np : m.net->named_params())
         np.second->value = in(d, c.name, "p." + torch_param_name(np.first)).to(m.dtype());
       TrainConfig cfg;
