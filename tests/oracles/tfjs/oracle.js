@@ -46,21 +46,9 @@
 // moving_mean, moving_variance]} (channels last). Weight entries are file names relative to CASE_DIR.
 'use strict';
 
-const fs = require('fs');
-const path = require('path');
 const tf = require('@tensorflow/tfjs');
-const { readNpy, writeNpy, readTensor, writeTensor } = require('./npy');
-
-let caseDir = '';
-let outDir = '';
-
-function load(file) {
-  return readTensor(tf, path.join(caseDir, file));
-}
-
-function save(name, t) {
-  writeTensor(path.join(outDir, `${name}.npy`), t);
-}
+const { readNpy, writeNpy } = require('./npy');
+const { inputPath, outputPath, load, save, runCases } = require('./cases');
 
 function makeLayer(d, extra) {
   const weights = (d.weights || []).map(load);
@@ -172,7 +160,7 @@ function runOptim(c) {
     });
     traj.set(p.dataSync(), t * n);
   }
-  writeNpy(path.join(outDir, `${c.name}.traj.npy`), [steps, n], traj);
+  writeNpy(outputPath(`${c.name}.traj.npy`), [steps, n], traj);
   optimizer.dispose();
   p.dispose();
   g.dispose();
@@ -202,7 +190,7 @@ function runBnStats(c) {
 function runBlock(c) {
   const bn = (files) => makeLayer({ type: 'batchNormalization', epsilon: c.epsilon, momentum: c.momentum, weights: files });
   const conv = (file, k, s) => {
-    const w = readNpy(path.join(caseDir, file));
+    const w = readNpy(inputPath(file));
     return makeLayer({ type: 'conv2d', filters: w.shape[3], kernel: [k, k], strides: s, padding: 'same', weights: [file] });
   };
   const W = c.weights;
@@ -240,51 +228,11 @@ function runBlock(c) {
   layers.forEach((l) => l.dispose());
 }
 
-async function main() {
-  if (process.argv.length !== 3 && process.argv.length !== 4) {
-    throw new Error('usage: node oracle.js CASE_DIR [K/N]');
-  }
-  caseDir = process.argv[2];
-  let shard = 0;
-  let shards = 1;
-  if (process.argv.length === 4) {
-    const m = /^(\d+)\/(\d+)$/.exec(process.argv[3]);
-    if (!m || Number(m[2]) < 1 || Number(m[1]) >= Number(m[2])) {
-      throw new Error(`bad shard '${process.argv[3]}' (K/N, 0 <= K < N)`);
-    }
-    shard = Number(m[1]);
-    shards = Number(m[2]);
-  }
-  const spec = JSON.parse(fs.readFileSync(path.join(caseDir, 'cases.json'), 'utf8'));
-  outDir = path.join(caseDir, 'out');
-  fs.mkdirSync(outDir, { recursive: true });
-  if (!(await tf.setBackend('cpu'))) throw new Error('the tfjs cpu backend could not be set');
-  await tf.ready();
-  const mine = spec.cases.filter((c) => (c.shard || 0) % shards === shard);
-  const t0 = Date.now();
-  const timing = [];
-  for (const c of mine) {
-    const tc = Date.now();
-    try {
-      if (c.kind === 'grad') runGrad(c);
-      else if (c.kind === 'train') await runTrain(c);
-      else if (c.kind === 'optim') runOptim(c);
-      else if (c.kind === 'init') runInit(c);
-      else if (c.kind === 'bnstats') runBnStats(c);
-      else if (c.kind === 'block') runBlock(c);
-      else throw new Error(`unknown case kind '${c.kind}'`);
-    } catch (e) {
-      e.message = `case '${c.name}' (${c.kind}): ${e.message}`;
-      throw e;
-    }
-    timing.push(`${c.name} ${Date.now() - tc} ms`);
-  }
-  if (process.env.ORACLE_TIMING) console.log(timing.join('\n'));  // per-case times, for tuning
-  console.log(`tfjs ${tf.version.tfjs} backend ${tf.getBackend()}, shard ${shard}/${shards}: ${mine.length} of ` +
-              `${spec.cases.length} cases in ${Date.now() - t0} ms`);
-}
-
-main().catch((e) => {
-  console.error(`oracle.js: ${e.stack || e}`);
-  process.exit(1);
+runCases('oracle.js', {
+  grad: runGrad,
+  train: runTrain,
+  optim: runOptim,
+  init: runInit,
+  bnstats: runBnStats,
+  block: runBlock,
 });

@@ -2,7 +2,7 @@
 //
 //   node rnn_oracle.js CASE_DIR
 //
-// The protocol of oracle.js: CASE_DIR/cases.json lists the cases, inputs are .npy files named in
+// The protocol of oracle.js (the case loop of cases.js): CASE_DIR/cases.json lists the cases, inputs are .npy files named in
 // them (relative to CASE_DIR), results go to CASE_DIR/out/<name>.<key>.npy; the pure-JS CPU
 // backend. Weights are always given (Keras layout: kernel (F,G*u), recurrent_kernel (u,G*u),
 // bias (G*u); gate column blocks LSTM i,f,c,o, GRU z,r,h). TF.js 4.22 implements the Keras-2.2
@@ -23,21 +23,8 @@
 //              and the final weights NAME.w<i>_<j> (layer i, weight j in getWeights() order).
 'use strict';
 
-const fs = require('fs');
-const path = require('path');
 const tf = require('@tensorflow/tfjs');
-const { readTensor, writeTensor } = require('./npy');
-
-let caseDir = '';
-let outDir = '';
-
-function load(file) {
-  return readTensor(tf, path.join(caseDir, file));
-}
-
-function save(name, t) {
-  writeTensor(path.join(outDir, `${name}.npy`), t);
-}
+const { load, save, runCases } = require('./cases');
 
 function rnnLayer(c, returnSequences, extra) {
   const args = Object.assign({
@@ -110,29 +97,4 @@ async function runTrain(c) {
   optimizer.dispose();
 }
 
-async function main() {
-  if (process.argv.length !== 3) throw new Error('usage: node rnn_oracle.js CASE_DIR');
-  caseDir = process.argv[2];
-  const spec = JSON.parse(fs.readFileSync(path.join(caseDir, 'cases.json'), 'utf8'));
-  outDir = path.join(caseDir, 'out');
-  fs.mkdirSync(outDir, { recursive: true });
-  if (!(await tf.setBackend('cpu'))) throw new Error('the tfjs cpu backend could not be set');
-  await tf.ready();
-  const t0 = Date.now();
-  for (const c of spec.cases) {
-    try {
-      if (c.kind === 'rnn_grad') runGrad(c);
-      else if (c.kind === 'rnn_train') await runTrain(c);
-      else throw new Error(`unknown case kind '${c.kind}'`);
-    } catch (e) {
-      e.message = `case '${c.name}' (${c.kind}): ${e.message}`;
-      throw e;
-    }
-  }
-  console.log(`tfjs ${tf.version.tfjs} backend ${tf.getBackend()}: ${spec.cases.length} rnn cases in ${Date.now() - t0} ms`);
-}
-
-main().catch((e) => {
-  console.error(`rnn_oracle.js: ${e.stack || e}`);
-  process.exit(1);
-});
+runCases('rnn_oracle.js', { rnn_grad: runGrad, rnn_train: runTrain });
