@@ -1,16 +1,10 @@
 #include "engine/layers/rnn_layer.h"
 
-// GCC 12 warns inside its own AVX-512 intrinsics (_mm512_undefined_*, GCC bug 105593) when
-// Eigen inlines them under -march=native; the warnings are false and only silenced for Eigen.
-#pragma GCC diagnostic push
-#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
-#pragma GCC diagnostic ignored "-Wuninitialized"
-#include <Eigen/Dense>
-#pragma GCC diagnostic pop
 #include <cmath>
 #include <sstream>
 #include <type_traits>
 
+#include "engine/core/eigen.h"
 #include "engine/layers/activation_layer.h"
 #include "engine/random.h"
 

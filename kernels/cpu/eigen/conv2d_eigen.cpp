@@ -23,14 +23,7 @@
 #include <algorithm>
 #include <vector>
 
-// GCC 12 warns inside its own AVX-512 intrinsics (_mm512_undefined_*, GCC bug 105593) when
-// Eigen inlines them under -march=native; the warnings are false and only silenced for Eigen.
-#pragma GCC diagnostic push
-#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
-#pragma GCC diagnostic ignored "-Wuninitialized"
-#include <Eigen/Core>
-#pragma GCC diagnostic pop
-
+#include "engine/core/eigen.h"
 #include "engine/ops/conv2d.h"
 #include "engine/ops/registry.h"
 

@@ -5,14 +5,7 @@
 // thread in a fixed blocking), so results are bitwise reproducible for a fixed thread count.
 // Inside an enclosing OpenMP parallel region Eigen runs single-threaded (it checks
 // omp_get_num_threads() > 1), which is what conv2d_eigen relies on.
-// GCC 12 warns inside its own AVX-512 intrinsics (_mm512_undefined_*, GCC bug 105593) when
-// Eigen inlines them under -march=native; the warnings are false and only silenced for Eigen.
-#pragma GCC diagnostic push
-#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
-#pragma GCC diagnostic ignored "-Wuninitialized"
-#include <Eigen/Core>
-#pragma GCC diagnostic pop
-
+#include "engine/core/eigen.h"
 #include "engine/ops/gemm.h"
 #include "engine/ops/registry.h"
 
