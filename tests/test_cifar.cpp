@@ -5,11 +5,11 @@
 
 #include <cstring>
 #include <filesystem>
-#include <functional>
 #include <fstream>
 #include <vector>
 
 #include "engine/data/cifar.h"
+#include "tests/test_util.h"
 
 namespace {
 
@@ -35,15 +35,6 @@ std::vector<unsigned char> records(int n, int first = 0) {
 
 void write(const fs::path& p, const std::vector<unsigned char>& b) {
   std::ofstream(p, std::ios::binary).write(reinterpret_cast<const char*>(b.data()), static_cast<std::streamsize>(b.size()));
-}
-
-std::string error_of(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const Error& e) {
-    return e.what();
-  }
-  return "(no error)";
 }
 
 TEST(Cifar, ReadsRecordsInPlaneOrder) {

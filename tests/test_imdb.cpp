@@ -7,11 +7,11 @@
 
 #include <filesystem>
 #include <fstream>
-#include <functional>
 #include <string>
 #include <vector>
 
 #include "engine/data/imdb.h"
+#include "tests/test_util.h"
 
 namespace {
 
@@ -28,15 +28,6 @@ fs::path temp_dir(const std::string& tag) {
 void write(const fs::path& p, const std::string& text) {
   fs::create_directories(p.parent_path());
   std::ofstream(p, std::ios::binary) << text;
-}
-
-std::string error_of(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const Error& e) {
-    return e.what();
-  }
-  return "(no error)";
 }
 
 // The corpus. Training reviews in reading order (pos by file name, then neg):

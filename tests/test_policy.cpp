@@ -11,23 +11,12 @@
 
 #include "engine/core/error.h"
 #include "engine/policy.h"
+#include "tests/test_util.h"
 
 namespace driftlab {
 namespace {
 
 const char* const kPresets[] = {"tensorflow", "theano", "torch"};
-
-// The message of the Error that f throws, or a test failure when it throws nothing.
-template <typename F>
-std::string error_of(F&& f) {
-  try {
-    f();
-  } catch (const Error& e) {
-    return e.what();
-  }
-  ADD_FAILURE() << "expected a driftlab::Error";
-  return "";
-}
 
 bool contains(const std::string& s, const std::string& part) { return s.find(part) != std::string::npos; }
 

@@ -16,6 +16,7 @@
 #include <sstream>
 #include <string>
 
+#include "engine/core/error.h"
 #include "engine/core/tensor.h"
 
 namespace driftlab {
@@ -115,6 +116,19 @@ inline Tensor random_tensor(Shape shape, DType dtype, uint64_t seed, double lo =
     }
   });
   return t;
+}
+
+// The message of the driftlab::Error that f throws, or a test failure (and "") when it throws
+// nothing.
+template <typename F>
+std::string error_of(F&& f) {
+  try {
+    f();
+  } catch (const Error& e) {
+    return e.what();
+  }
+  ADD_FAILURE() << "expected a driftlab::Error";
+  return "";
 }
 
 // Machine epsilon of a dtype, for tolerances written as multiples of it.

@@ -5,7 +5,6 @@
 
 #include <algorithm>
 #include <cmath>
-#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -31,15 +30,6 @@ Policy f64_reference(const std::string& preset) {
 
 Tensor ids_tensor(Shape shape, const std::vector<double>& ids, DType dt = DType::f64) {
   return Tensor::from<double>(std::move(shape), ids).to(dt);
-}
-
-std::string error_of(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const Error& e) {
-    return e.what();
-  }
-  return "(no error)";
 }
 
 TEST(GradCheckEmbedding, TableThroughDense) {
