@@ -381,14 +381,7 @@ Tensor ids(Shape shape, std::vector<double> v) {
   return t;
 }
 
-struct MaskGradCase {
-  const char* name;
-  RnnCell cell;
-  const char* policy;
-  bool return_sequences;
-};
-
-const MaskGradCase kMaskGradCases[] = {
+const GradCase kMaskGradCases[] = {
     {"lstm_torch_carry_last", RnnCell::lstm, "torch,rnn_mask=carry", false},
     {"lstm_tensorflow_zero_sequences", RnnCell::lstm, "tensorflow,rnn_mask=zero", true},
     {"lstm_torch_carry_sequences", RnnCell::lstm, "torch,rnn_mask=carry", true},
@@ -404,7 +397,7 @@ class RnnMaskGradcheck : public ::testing::TestWithParam<int> {};
 
 // Rows: pre-padding, post-padding, all padding, a gap in the middle (ids 1..5 are data).
 TEST_P(RnnMaskGradcheck, MatchesCentralDifferencesWithPadding) {
-  const MaskGradCase& c = kMaskGradCases[GetParam()];
+  const GradCase& c = kMaskGradCases[GetParam()];
   Policy p = f64_policy(c.policy);
   p.rnn_bias_init = RnnBiasInit::uniform_inv_sqrt_hidden;  // every bias path live
   auto net = token_net(c.cell, p, 5, c.return_sequences);
