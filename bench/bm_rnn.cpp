@@ -35,8 +35,7 @@ void bm_rnn(benchmark::State& state, RnnCell cell, Pass pass, KernelBackend back
   const int64_t G = rnn_gates(cell), N = p.batch, S = p.steps, F = p.input, H = p.hidden;
   static const KernelRegistry reg = make_cpu_registry();
   const RnnKernel& k = reg.rnn[static_cast<int>(backend)];
-  const KernelBackend gb = backend == KernelBackend::reference ? KernelBackend::reference : backend;
-  RnnExec ex{&reg.gemm[static_cast<int>(gb)], static_cast<int>(state.range(0))};
+  RnnExec ex{static_cast<int>(state.range(0))};
   const std::vector<float> x = random_vec(N * S * F, 1, 1.0f), w_ih = random_vec(G * H * F, 2, 0.09f),
                            w_hh = random_vec(G * H * H, 3, 0.09f), b_ih = random_vec(G * H, 4, 0.09f),
                            b_hh = random_vec(G * H, 5, 0.09f), dh = random_vec(N * S * H, 6, 0.01f);

@@ -230,7 +230,7 @@ Tensor RnnLayer::forward(RunContext& ctx, const Tensor& x) {
   // The workspace is kept for the backward only; inference runs without one.
   Tensor ws = ctx.training ? Tensor::empty({rnn_workspace_size(p)}, x.dtype()) : Tensor();
   const RnnKernel& k = select_rnn(ctx.exec.kernels, backend_, x.dtype());
-  RnnExec ex{&select_gemm(ctx.exec.kernels, backend_, x.dtype()), ctx.exec.threads};
+  RnnExec ex{ctx.exec.threads};
   dispatch_dtype(x.dtype(), [&](auto tag) {
     using T = decltype(tag);
     RnnForwardFn<T> f;
@@ -268,18 +268,12 @@ Tensor RnnLayer::backward(RunContext& ctx, const Tensor& dy) {
     dh_seq = zero_masked_rows(dy, mask_);  // padded outputs are constant 0 under rnn_mask=zero
   } else {
     check_shape(name, "dy", dy, {N, H});
-    dh_seq = Tensor({N, steps_, H}, dy.dtype());
-    dispatch_dtype(dy.dtype(), [&](auto tag) {
-      using T = decltype(tag);
-      const T* s = dy.data<T>();
-      T* d = dh_seq.data<T>();
-      for (int64_t n = 0; n < N; ++n)
-        for (int64_t j = 0; j < H; ++j) d[(n * steps_ + steps_ - 1) * H + j] = s[n * H + j];
-    });
+    dh_seq = dy;  // h_T's gradient only
+    p.dh_last_step = true;
   }
   Tensor dx = ctx.need_dx ? Tensor::empty(x_.shape(), x_.dtype()) : Tensor();
   const RnnKernel& k = select_rnn(ctx.exec.kernels, backend_, x_.dtype());
-  RnnExec ex{&select_gemm(ctx.exec.kernels, backend_, x_.dtype()), ctx.exec.threads};
+  RnnExec ex{ctx.exec.threads};
   dispatch_dtype(x_.dtype(), [&](auto tag) {
     using T = decltype(tag);
     RnnBackwardFn<T> f;

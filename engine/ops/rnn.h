@@ -46,6 +46,9 @@ struct RnnParams {
   bool gru_reset_after = true;   // r multiplies (h W_hn^T + b_hn) instead of h
   bool gru_z_keeps_old = true;   // h' = z*h + (1-z)*n (else z takes the new state)
   bool peepholes = false;        // LSTM only: diagonal cell-to-gate weights w_peep
+  // The backward's dh holds only the last step's gradient, (N,H): a layer that returns its last
+  // state, whose other states reach the loss only through the recurrence (no (N,T,H) of zeros).
+  bool dh_last_step = false;
   SumOrder sum_order = SumOrder::ascending;  // reference kernels only
 };
 
@@ -85,9 +88,8 @@ inline T rnn_gate_grad(const ActivationParams& g, T a, T y) {
   return (ad > lo && ad < hi) ? slope : T(0);
 }
 
-// What a fast kernel runs with: the GEMM it calls and its OpenMP thread count.
+// What a kernel runs with: its OpenMP thread count (the fast kernel's; the reference runs on one).
 struct RnnExec {
-  const GemmKernel* gemm = nullptr;
   int threads = 1;
 };
 
@@ -107,8 +109,8 @@ struct RnnGrads {
 template <typename T>
 using RnnForwardFn = void (*)(const RnnParams&, const RnnExec&, const T* x, const uint8_t* mask,
                               const RnnWeights<T>& w, T* h_seq, T* ws);
-// dh_seq:(N,T,H) (the loss gradient w.r.t. every h_t) -> dx:(N,T,F)|null (=), g's gradients
-// (+=); mask as in the forward (the same one).
+// dh_seq:(N,T,H) (the loss gradient w.r.t. every h_t; (N,H), h_T's, with dh_last_step) ->
+// dx:(N,T,F)|null (=), g's gradients (+=); mask as in the forward (the same one).
 template <typename T>
 using RnnBackwardFn = void (*)(const RnnParams&, const RnnExec&, const T* x, const uint8_t* mask,
                                const RnnWeights<T>& w, const T* h_seq, const T* ws, const T* dh_seq, T* dx,

@@ -4,6 +4,7 @@
 // independence of the fast kernel.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <string>
 #include <vector>
@@ -41,6 +42,19 @@ struct RnnShape {
   int64_t batch, steps, input, hidden;
 };
 constexpr RnnShape kSmall{5, 7, 6, 9}, kTiles{13, 5, 19, 70};
+// Rows of three backward chunks (32, 32 and 11 of the fast kernel's fixed 32-row chunks, split
+// unevenly among 3 threads), 37 inputs (dx: three vectors, the last partial) and 21 units
+// (LSTM gates 84: a full and a partial 64-column panel of the weight-gradient tiles).
+constexpr RnnShape kChunks{75, 4, 37, 21};
+
+// A mask for a shape: sample n pads its first n%3 and its last n%2 steps (the last sample none).
+std::vector<uint8_t> shape_mask(const RnnShape& s) {
+  std::vector<uint8_t> m(static_cast<std::size_t>(s.batch * s.steps), 1);
+  for (int64_t n = 0; n + 1 < s.batch; ++n)
+    for (int64_t t = 0; t < s.steps; ++t)
+      if (t < n % 3 || t >= s.steps - n % 2) m[static_cast<std::size_t>(n * s.steps + t)] = 0;
+  return m;
+}
 
 RnnParams make_params(const RnnCase& c, const RnnShape& s = kSmall) {
   RnnParams p;
@@ -71,7 +85,7 @@ const std::vector<uint8_t> kMask = {0, 0, 0, 1, 1, 1, 1,  //
                                     1, 1, 1, 0, 1, 1, 1,  //
                                     1, 1, 1, 1, 1, 1, 1};
 
-RnnRun run(const RnnKernel& k, const GemmKernel& g, int threads, const RnnParams& p, uint64_t seed,
+RnnRun run(const RnnKernel& k, int threads, const RnnParams& p, uint64_t seed,
            const uint8_t* mask = nullptr) {
   const int64_t GH = rnn_gates(p.cell) * p.hidden;
   Tensor x = random_tensor({p.batch, p.steps, p.input}, DType::f32, seed, -1.0, 1.0);
@@ -85,7 +99,7 @@ RnnRun run(const RnnKernel& k, const GemmKernel& g, int threads, const RnnParams
            Tensor(w_ih.shape(), DType::f32), Tensor(w_hh.shape(), DType::f32), Tensor({GH}, DType::f32),
            Tensor({GH}, DType::f32), Tensor({3 * p.hidden}, DType::f32)};
   Tensor ws({rnn_workspace_size(p)}, DType::f32);
-  RnnExec ex{&g, threads};
+  RnnExec ex{threads};
   const RnnWeights<float> w{w_ih.data<float>(), w_hh.data<float>(), b_ih.data<float>(),
                             p.two_biases ? b_hh.data<float>() : nullptr, p.peepholes ? w_peep.data<float>() : nullptr};
   k.forward_f32(p, ex, x.data<float>(), mask, w, r.h.data<float>(), ws.data<float>());
@@ -106,20 +120,18 @@ TEST_P(RnnFastVsRef, ForwardAndBackwardMatchTheReference) {
   const RnnKernel& fast = reg.rnn[static_cast<int>(b)];
   ASSERT_NE(fast.forward_f32, nullptr) << backend_name(b);
   const RnnKernel& ref = reg.rnn[static_cast<int>(KernelBackend::reference)];
-  // kTiles' mask: sample n pads its first n%3 and its last n%2 steps (sample 12 none).
-  std::vector<uint8_t> tiles_mask(static_cast<std::size_t>(kTiles.batch * kTiles.steps), 1);
-  for (int64_t n = 0; n < kTiles.batch; ++n)
-    for (int64_t t = 0; t < kTiles.steps; ++t)
-      if (n < 12 && (t < n % 3 || t >= kTiles.steps - n % 2)) tiles_mask[static_cast<std::size_t>(n * kTiles.steps + t)] = 0;
-  for (const RnnShape& shape : {kSmall, kTiles})
-  for (const uint8_t* mask : {static_cast<const uint8_t*>(nullptr), shape.batch == kSmall.batch ? kMask.data() : tiles_mask.data()}) {
+  const std::vector<uint8_t> tiles_mask = shape_mask(kTiles), chunks_mask = shape_mask(kChunks);
+  for (const RnnShape& shape : {kSmall, kTiles, kChunks})
+  for (const uint8_t* mask : {static_cast<const uint8_t*>(nullptr), shape.batch == kSmall.batch ? kMask.data()
+                                                                    : shape.batch == kTiles.batch ? tiles_mask.data()
+                                                                                                  : chunks_mask.data()}) {
     SCOPED_TRACE(std::string(mask ? "with the padding mask" : "no mask") + ", batch " + std::to_string(shape.batch) +
                  " hidden " + std::to_string(shape.hidden));
     const RnnParams p = make_params(c, shape);
-    RnnRun f = run(fast, reg.gemm[static_cast<int>(b)], 2, p, 11, mask);
-    RnnRun r = run(ref, reg.gemm[static_cast<int>(KernelBackend::reference)], 1, p, 11, mask);
-    // float32 on both sides, sums of up to N*T=65 (parameter gradients) or G*H=280 terms in a
-    // different order (blocked GEMM and tiles vs ascending), and the fast kernel's polynomial
+    RnnRun f = run(fast, 2, p, 11, mask);
+    RnnRun r = run(ref, 1, p, 11, mask);
+    // float32 on both sides, sums of up to N*T=300 (parameter gradients) or G*H=280 terms in a
+    // different order (tiles and per-chunk sums vs ascending), and the fast kernel's polynomial
     // exp/tanh (within 2 ulp of libm's), propagated through up to 7 steps of BPTT: a few
     // hundred ulps of values O(1-10), so atol 1e-5 plus rtol 1e-4.
     EXPECT_TRUE(all_close(f.h, r.h, 1e-5, 1e-4)) << "h_seq";
@@ -142,7 +154,7 @@ TEST_P(RnnFastVsRef, PaddedStepsCarryTheStateExactly) {
   const RnnParams p = make_params(c);
   for (KernelBackend kb : {KernelBackend::reference, b}) {
     SCOPED_TRACE(backend_name(kb));
-    RnnRun r = run(reg.rnn[static_cast<int>(kb)], reg.gemm[static_cast<int>(kb)], 2, p, 11, kMask.data());
+    RnnRun r = run(reg.rnn[static_cast<int>(kb)], 2, p, 11, kMask.data());
     for (int64_t n = 0; n < p.batch; ++n)
       for (int64_t t = 0; t < p.steps; ++t) {
         if (kMask[static_cast<std::size_t>(n * p.steps + t)]) continue;
@@ -174,7 +186,7 @@ TEST(RnnFast, InferenceWithoutWorkspaceGivesTheSameStates) {
         SCOPED_TRACE(std::string(c.name) + " " + backend_name(b) + (mask ? " masked" : ""));
         const RnnParams p = mask ? make_params(c) : make_params(c, kTiles);
         const RnnKernel& k = reg.rnn[static_cast<int>(b)];
-        RnnExec ex{&reg.gemm[static_cast<int>(b)], 2};
+        RnnExec ex{2};
         const int64_t GH = rnn_gates(p.cell) * p.hidden;
         Tensor x = random_tensor({p.batch, p.steps, p.input}, DType::f32, 3, -1.0, 1.0);
         Tensor w_ih = random_tensor({GH, p.input}, DType::f32, 4, -0.5, 0.5);
@@ -195,20 +207,67 @@ TEST(RnnFast, InferenceWithoutWorkspaceGivesTheSameStates) {
 TEST(RnnFast, SameBitsForAnyThreadCount) {
   KernelRegistry reg = make_cpu_registry();
   const KernelBackend b = KernelBackend::eigen;
-  for (const RnnCase& c : kCases) {
-    SCOPED_TRACE(c.name);
-    for (int big = 0; big < 2; ++big) {
-    const RnnParams p = big ? make_params(c, kTiles) : make_params(c);
-    const uint8_t* mask = big ? nullptr : kMask.data();
-    RnnRun one = run(reg.rnn[static_cast<int>(b)], reg.gemm[static_cast<int>(b)], 1, p, 5, mask);
-    RnnRun two = run(reg.rnn[static_cast<int>(b)], reg.gemm[static_cast<int>(b)], big ? 3 : 2, p, 5, mask);
-    // Rows are split among threads, never the terms of one sum: exact equality.
-    EXPECT_TRUE(all_close(one.h, two.h, 0, 0));
-    EXPECT_TRUE(all_close(one.dw_hh, two.dw_hh, 0, 0));
-    EXPECT_TRUE(all_close(one.dx, two.dx, 0, 0));
-    EXPECT_TRUE(all_close(one.dw_peep, two.dw_peep, 0, 0));
+  const std::vector<uint8_t> chunks_mask = shape_mask(kChunks);
+  for (const RnnCase& c : kCases)
+    for (int shape = 0; shape < 3; ++shape) {
+      SCOPED_TRACE(std::string(c.name) + " shape " + std::to_string(shape));
+      const RnnParams p = make_params(c, shape == 0 ? kSmall : shape == 1 ? kTiles : kChunks);
+      const uint8_t* mask = shape == 0 ? kMask.data() : shape == 2 ? chunks_mask.data() : nullptr;
+      RnnRun one = run(reg.rnn[static_cast<int>(b)], 1, p, 5, mask);
+      // Rows are split among threads (the backward: whole chunks of fixed size), never the
+      // terms of one sum: exact equality.
+      for (int threads : {2, 3}) {
+        SCOPED_TRACE(std::to_string(threads) + " threads");
+        RnnRun more = run(reg.rnn[static_cast<int>(b)], threads, p, 5, mask);
+        EXPECT_TRUE(all_close(one.h, more.h, 0, 0));
+        EXPECT_TRUE(all_close(one.dx, more.dx, 0, 0));
+        EXPECT_TRUE(all_close(one.dw_ih, more.dw_ih, 0, 0));
+        EXPECT_TRUE(all_close(one.dw_hh, more.dw_hh, 0, 0));
+        EXPECT_TRUE(all_close(one.db_ih, more.db_ih, 0, 0));
+        EXPECT_TRUE(all_close(one.dw_peep, more.dw_peep, 0, 0));
+      }
     }
-  }
+}
+
+// dh_last_step: a gradient for h_T alone gives the same bits as the full (N,T,H) gradient that is
+// zero at every other step, in both kernels (with the padding mask: the last step padded too).
+TEST(RnnOp, LastStepGradientEqualsTheFullOneWithZeros) {
+  KernelRegistry reg = make_cpu_registry();
+  for (KernelBackend b : {KernelBackend::reference, KernelBackend::onednn})
+    for (const RnnCase& c : kCases) {
+      SCOPED_TRACE(std::string(c.name) + " " + backend_name(b));
+      const RnnParams p = make_params(c);
+      const int64_t GH = rnn_gates(p.cell) * p.hidden, N = p.batch, S = p.steps, H = p.hidden;
+      const RnnKernel& k = reg.rnn[static_cast<int>(b)];
+      RnnExec ex{2};
+      Tensor x = random_tensor({N, S, p.input}, DType::f32, 3, -1.0, 1.0);
+      Tensor w_ih = random_tensor({GH, p.input}, DType::f32, 4, -0.5, 0.5);
+      Tensor w_hh = random_tensor({GH, H}, DType::f32, 5, -0.5, 0.5);
+      Tensor bias = random_tensor({GH}, DType::f32, 6, -0.5, 0.5);
+      Tensor peep = random_tensor({3 * H}, DType::f32, 7, -0.5, 0.5);
+      Tensor dh_last = random_tensor({N, H}, DType::f32, 8, -1.0, 1.0), dh_full({N, S, H}, DType::f32);
+      for (int64_t n = 0; n < N; ++n)
+        for (int64_t j = 0; j < H; ++j) dh_full.data<float>()[(n * S + S - 1) * H + j] = dh_last.data<float>()[n * H + j];
+      const RnnWeights<float> w{w_ih.data<float>(), w_hh.data<float>(), bias.data<float>(),
+                                p.two_biases ? bias.data<float>() : nullptr, p.peepholes ? peep.data<float>() : nullptr};
+      Tensor ws({rnn_workspace_size(p)}, DType::f32), h({N, S, H}, DType::f32);
+      k.forward_f32(p, ex, x.data<float>(), kMask.data(), w, h.data<float>(), ws.data<float>());
+      std::vector<Tensor> out;
+      for (int last = 0; last < 2; ++last) {
+        RnnParams q = p;
+        q.dh_last_step = last == 1;
+        Tensor dx(x.shape(), DType::f32), dw_ih(w_ih.shape(), DType::f32), dw_hh(w_hh.shape(), DType::f32),
+            db({GH}, DType::f32), dp({3 * H}, DType::f32);
+        k.backward_f32(q, ex, x.data<float>(), kMask.data(), w, h.data<float>(), ws.data<float>(),
+                       (last ? dh_last : dh_full).data<float>(), dx.data<float>(),
+                       {dw_ih.data<float>(), dw_hh.data<float>(), db.data<float>(), nullptr,
+                        p.peepholes ? dp.data<float>() : nullptr});
+        for (Tensor* t : {&dx, &dw_ih, &dw_hh, &db, &dp}) out.push_back(*t);
+      }
+      for (std::size_t i = 0; i < 5; ++i) EXPECT_TRUE(all_close(out[i], out[i + 5], 0, 0)) << "gradient " << i;
+      const float* g = out[1].data<float>();
+      EXPECT_TRUE(std::any_of(g, g + out[1].numel(), [](float v) { return v != 0.0f; })) << "dw_ih is all zero";
+    }
 }
 
 TEST(RnnOp, BadSizesAreRefusedNamingTheCell) {
@@ -250,7 +309,7 @@ TEST(RnnOp, HardSigmoidGradientEdgesAtTheClipPoint) {
       float h = 0, dh = 1, dx = 0, dw_ih[4] = {}, dw_hh[4] = {}, db_ih[4] = {};
       std::vector<float> ws(static_cast<std::size_t>(rnn_workspace_size(p)));
       const RnnKernel& k = reg.rnn[static_cast<int>(b)];
-      RnnExec ex{&reg.gemm[static_cast<int>(b)], 1};
+      RnnExec ex{1};
       const RnnWeights<float> w{w_ih, w_hh, b_ih, nullptr, nullptr};
       k.forward_f32(p, ex, &x, nullptr, w, &h, ws.data());
       k.backward_f32(p, ex, &x, nullptr, w, &h, ws.data(), &dh, &dx, {dw_ih, dw_hh, db_ih, nullptr, nullptr});

@@ -132,7 +132,8 @@ void rnn_backward_ref(const RnnParams& p, const RnnExec&, const T* x, const uint
       T* gr = dgrec.data() + row * GH;
       T* dhn = dh_next.data() + n * H;
       std::vector<T> dh(static_cast<std::size_t>(H));
-      for (int64_t j = 0; j < H; ++j) dh[j] = dh_seq[row * H + j] + dhn[j];
+      const T* dh_out = p.dh_last_step ? (t == S - 1 ? dh_seq + n * H : zeros.data()) : dh_seq + row * H;
+      for (int64_t j = 0; j < H; ++j) dh[j] = dh_out[j] + dhn[j];
       if (mask && !mask[row]) {  // h_t = h_{t-1}, c_t = c_{t-1}: dh and dc pass through unchanged
         for (int64_t g = 0; g < GH; ++g) gi[g] = gr[g] = T(0);
         for (int64_t j = 0; j < H; ++j) dhn[j] = dh[j];
