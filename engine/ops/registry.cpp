@@ -1,5 +1,7 @@
 #include "engine/ops/registry.h"
 
+#include <vector>
+
 #include <omp.h>
 
 namespace driftlab {
@@ -39,6 +41,14 @@ const GemmKernel& select_gemm(const KernelRegistry& reg, KernelBackend want, DTy
   const GemmKernel& k = reg.gemm[static_cast<int>(want)];
   if (dt == DType::f32 ? k.f32 != nullptr : k.f64 != nullptr) return k;
   return reg.gemm[static_cast<int>(KernelBackend::reference)];
+}
+
+void warm_up_gemms(const KernelRegistry& reg) {
+  GemmParams p;
+  p.m = p.n = p.k = 32;
+  std::vector<float> a(32 * 32, 1.0f), b(a), c(a);
+  for (const GemmKernel& k : reg.gemm)
+    if (k.f32) k.f32(p, a.data(), b.data(), c.data());
 }
 
 const RnnKernel& select_rnn(const KernelRegistry& reg, KernelBackend want, DType dt) {

@@ -29,7 +29,7 @@ void register_gemm_ref(KernelRegistry&);
 void register_gemm_eigen(KernelRegistry&);
 void register_gemm_onednn(KernelRegistry&);
 void register_rnn_ref(KernelRegistry&);
-void register_rnn_fast(KernelRegistry&);  // fills the eigen and onednn slots (their gemm inside)
+void register_rnn_fast(KernelRegistry&);  // fills the eigen and onednn slots (one kernel: no GEMM calls)
 
 // The kernel for `want` if it is registered and supports (params, dtype), else the reference.
 const Conv2dKernel& select_conv2d(const KernelRegistry&, KernelBackend want, const Conv2dParams&, DType);
@@ -39,6 +39,12 @@ const RnnKernel& select_rnn(const KernelRegistry&, KernelBackend want, DType);
 // Calls the selected gemm for T.
 template <typename T>
 void run_gemm(const GemmKernel& k, const GemmParams& p, const T* a, const T* b, T* c);
+
+// Runs each registered float32 GEMM once on 32x32x32 (result discarded): a library that sets
+// itself up on its first real call does it here, before a timed loop. oneDNN's sgemm takes
+// ~30 ms on its first call of that size or larger on this machine (CPU dispatch, JIT), ~0.01 ms
+// after (measured); a 1x1x1 call does not trigger it.
+void warm_up_gemms(const KernelRegistry&);
 
 // OpenMP's current thread count (omp_get_max_threads: OMP_NUM_THREADS or the CLI's --threads).
 int default_threads();

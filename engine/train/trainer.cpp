@@ -104,6 +104,7 @@ Trainer::Trainer(Model& model, ExecContext& exec, const TrainConfig& config)
       dropout_rng_(model.policy.rng_engine, config.seed + 1) {
   check(config.batch >= 1, "train: batch=", config.batch, " must be >= 1");
   check(config.epochs >= 0, "train: epochs=", config.epochs, " must be >= 0");
+  warm_up_gemms(exec.kernels);  // library set-up outside the first epoch's timer (registry.h)
 }
 
 double Trainer::step(const Tensor& x, const std::vector<int32_t>& labels, int64_t* correct) {
