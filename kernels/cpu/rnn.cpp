@@ -928,30 +928,40 @@ void rnn_backward_fast(const RnnParams& p, const RnnExec& ex, const float* x, co
       p.gru_z_keeps_old ? pick_gru_after<true>(hard, inclusive) : pick_gru_after<false>(hard, inclusive);
   const auto run_before =
       p.gru_z_keeps_old ? pick_gru_before<true>(hard, inclusive) : pick_gru_before<false>(hard, inclusive);
-  const int64_t arrays = two ? 2 : 1, DG = kChunk * GS;  // gate-gradient arrays; one step of one
+  // Per thread: the gate gradients of two steps (the recurrence reads step t+1's while writing
+  // step t's), as [dgin: step parity 0 | parity 1][dgrec: the same] with each array's two steps
+  // adjacent, so that the weight-gradient products take both steps in one tile pass (K = 2 x
+  // rows: half the accumulator loads and stores of one pass per step), and their packed inputs.
+  const int64_t arrays = two ? 2 : 1;
   const int64_t parts = std::max<int64_t>(1, std::min<int64_t>(ex.threads, NC));
 #pragma omp parallel for num_threads(static_cast<int>(parts)) schedule(static, 1)
   for (int64_t th = 0; th < parts; ++th) {
-    Scratch buf(2 * arrays * DG + kChunk * max_cols);  // [step parity][dgin, dgrec] + packed inputs
+    Scratch buf(2 * arrays * kChunk * GS + 2 * kChunk * max_cols);
     float* ring = buf.data();
-    float* packed = ring + 2 * arrays * DG;
-    std::fill(ring, packed, 0.0f);  // the columns past GH stay zero
+    float* packed = ring + 2 * arrays * kChunk * GS;
+    std::fill(ring, packed, 0.0f);  // columns past GH: read into unused lanes only
     for (int64_t c = NC * th / parts; c < NC * (th + 1) / parts; ++c) {
-      const int64_t n0 = c * kChunk, n1 = std::min(N, n0 + kChunk);
+      const int64_t n0 = c * kChunk, n1 = std::min(N, n0 + kChunk), rows = n1 - n0, HS = rows * GS;
       float* sum = sums.data() + c * CS;
       std::fill(sum, sum + CS, 0.0f);
       for (int64_t t = S - 1; t >= 0; --t) {
-        float* gin = ring + (t & 1) * arrays * DG;
-        float* grec = gin + (arrays - 1) * DG;
-        const float* next = t + 1 < S ? ring + ((t + 1) & 1) * arrays * DG + (arrays - 1) * DG : nullptr;
+        float* gin = ring + (t & 1) * HS;
+        float* grec = gin + (arrays - 1) * 2 * HS;
+        const float* next = t + 1 < S ? ring + ((t + 1) & 1) * HS + (arrays - 1) * 2 * HS : nullptr;
         if (lstm) run_lstm(p, b, n0, n1, t, pw.data(), next, {gin, n0, GS}, sum + PB, Hp);
         else if (two) run_after(p, b, n0, n1, t, pw.data(), next, {gin, n0, GS}, {grec, n0, GS});
         else run_before(p, b, n0, n1, t, pw.data(), pn.data(), next, {gin, n0, GS});
-        for (const Product& q : prods) {
-          pack(q.in, q.cols, n0, n1, t, packed);
-          add_product(sum + q.offset, q.cols, q.wp, packed, n1 - n0, (q.rec ? grec : gin) + q.a0, GS);
-        }
         if (dx) dx_step(d, n0, n1, t, gin, GS, pwih.data(), dx);
+        // Steps t and t+1 (or t = 0 alone when S is odd): parity 0's rows first, as stored.
+        const bool pair = (S - 1 - t) % 2 == 1;
+        if (!pair && t > 0) continue;
+        const int64_t first = pair ? 0 : (t & 1), steps = pair ? 2 : 1;
+        for (const Product& q : prods) {
+          for (int64_t h = first; h < first + steps; ++h)
+            pack(q.in, q.cols, n0, n1, pair ? ((t & 1) == h ? t : t + 1) : t, packed + (h - first) * rows * q.cols);
+          const float* g = ring + (q.rec ? 2 * HS : 0) + first * HS + q.a0;
+          add_product(sum + q.offset, q.cols, q.wp, packed, steps * rows, g, GS);
+        }
       }
     }
   }
