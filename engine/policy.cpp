@@ -356,7 +356,7 @@ const std::vector<KnobRow>& rows() {
          "eigen: Eigen contraction", "eigen: CorrMM im2col+GEMM", "onednn (mkldnn convolution)",
          "tensorflow/core/kernels/conv_ops.cc; theano/tensor/nnet/corr.py; aten/src/ATen/native/mkldnn/Conv.cpp"}));
     r.push_back(enum_knob(&Policy::gemm_backend,
-        {"gemm_backend", "numerics", kBackends, "CPU kernel for matrix multiplication (dense layers; LSTM/GRU: reference, or the fast kernel on this GEMM)",
+        {"gemm_backend", "numerics", kBackends, "CPU kernel for matrix multiplication (dense layers; LSTM/GRU: reference, or else the fast kernel, which calls no GEMM)",
          "eigen: Eigen tensor contraction", "eigen (BLAS gemm)", "onednn: dnnl_sgemm (PyTorch: MKL/OpenBLAS sgemm)",
          "tensorflow/core/kernels/matmul_op_impl.h; aten/src/ATen/native/LinearAlgebra.cpp"}));
     r.push_back(enum_knob(&Policy::acc_order,
