@@ -8,10 +8,12 @@
 #include "engine/layers/conv2d_layer.h"
 #include "engine/layers/dense_layer.h"
 #include "engine/layers/dropout_layer.h"
+#include "engine/layers/embedding_layer.h"
 #include "engine/layers/flatten_layer.h"
 #include "engine/layers/global_avg_pool_layer.h"
 #include "engine/layers/pool_layer.h"
 #include "engine/layers/residual_layer.h"
+#include "engine/layers/rnn_layer.h"
 #include "engine/random.h"
 #include "kernels/cuda/device.h"
 #include "kernels/cuda/ops.h"
@@ -359,9 +361,116 @@ class DeviceResidual : public DeviceLayer {
   int64_t stride_, pad_before_, n_ = 0;
 };
 
+// Token ids (N,T) -> table rows (N,T,D), as EmbeddingLayer: the ids come back to the host to be
+// checked and to make the padding mask (the CPU layer's own code), the gather runs on the device.
+class DeviceEmbedding : public DeviceLayer {
+ public:
+  DeviceEmbedding(EmbeddingLayer& l, DeviceParam* table) : layer_(l), table_(table) {}
+  DeviceValue forward(DeviceRunContext& run, const DeviceValue& x) override {
+    check_device_input("embedding", *x, {layer_.steps()});
+    const int64_t n = x->dim(0), steps = layer_.steps();
+    std::vector<int64_t> ids = layer_.read_ids(cuda::to_host(run.ctx, *x));
+    DeviceValue y = make_value(run.ctx, {n, steps, layer_.dim()}, table_->value.dtype());
+    cuda::embedding_forward_cuda(run.ctx, table_->value, ids, *y);
+    run.step_mask = EmbeddingLayer::padding_mask(ids, n, steps);
+    if (run.training) ids_ = std::move(ids), batch_ = n;
+    return y;
+  }
+  DeviceValue backward(DeviceRunContext& run, const DeviceValue& dy) override {
+    check(batch_ >= 0, "embedding: backward without a training forward");
+    cuda::check_device_shape("embedding backward", "dy", *dy, {batch_, layer_.steps(), layer_.dim()});
+    cuda::embedding_backward_cuda(run.ctx, ids_, *dy, table_->grad);
+    DeviceValue dx;
+    if (run.need_dx) {  // zero: ids are not differentiable
+      dx = std::make_shared<DeviceTensor>(DeviceTensor::zeros(run.ctx, {batch_, layer_.steps()}, dy->dtype()));
+    }
+    batch_ = -1;
+    return dx;
+  }
+
+ private:
+  EmbeddingLayer& layer_;
+  DeviceParam* table_;
+  std::vector<int64_t> ids_;
+  int64_t batch_ = -1;
+};
+
+// LSTM / GRU, as RnnLayer: the op params it resolved, rnn_mask applied to the mask an embedding
+// published, last state or every state out.
+class DeviceRnn : public DeviceLayer {
+ public:
+  DeviceRnn(RnnLayer& l, const std::vector<DeviceParam*>& ps)
+      : p_(l.op_params()), steps_(l.steps()), seq_(l.return_sequences()), mask_mode_(l.mask_mode()) {
+    w_.w_ih = &ps.at(0)->value, w_.w_hh = &ps.at(1)->value, w_.b_ih = &ps.at(2)->value;
+    g_.dw_ih = &ps[0]->grad, g_.dw_hh = &ps[1]->grad, g_.db_ih = &ps[2]->grad;
+    std::size_t next = 3;
+    if (p_.two_biases) w_.b_hh = &ps.at(next)->value, g_.db_hh = &ps[next]->grad, ++next;
+    if (p_.peepholes) w_.w_peep = &ps.at(next)->value, g_.dw_peep = &ps[next]->grad;
+  }
+  DeviceValue forward(DeviceRunContext& run, const DeviceValue& x) override {
+    const char* name = rnn_cell_name(p_.cell);
+    check_device_input(name, *x, {steps_, p_.input});
+    RnnParams p = p_;
+    p.batch = x->dim(0), p.steps = steps_;
+    const int64_t n = p.batch, h = p.hidden;
+    mask_.reset();
+    if (run.step_mask.defined()) {
+      check(run.step_mask.batch == n && run.step_mask.steps == steps_, name, ": the padding mask is (",
+            run.step_mask.batch, ",", run.step_mask.steps, ") but the input ", shape_str(x->shape()));
+      if (mask_mode_ != RnnMask::none) {
+        Tensor m({n, steps_}, x->dtype());
+        dispatch_dtype(m.dtype(), [&](auto tag) {
+          using T = decltype(tag);
+          T* d = m.data<T>();
+          for (int64_t i = 0; i < m.numel(); ++i) d[i] = run.step_mask.keep[static_cast<std::size_t>(i)] ? T(1) : T(0);
+        });
+        mask_ = std::make_shared<DeviceTensor>(cuda::to_device(run.ctx, m));
+      }
+      if (!seq_) run.step_mask = StepMask{};  // the last step carries no per-step mask
+    }
+    state_.reset();
+    if (run.training) state_ = std::make_unique<cuda::RnnDeviceState>();
+    DeviceValue h_seq = make_value(run.ctx, {n, steps_, h}, x->dtype());
+    cuda::rnn_forward_cuda(run.ctx, p, *x, mask_.get(), w_, *h_seq, state_.get());
+    if (seq_) {
+      if (mask_ && mask_mode_ == RnnMask::zero) cuda::rnn_zero_masked_rows_cuda(run.ctx, *mask_, *h_seq);
+      return h_seq;
+    }
+    DeviceValue y = make_value(run.ctx, {n, h}, x->dtype());
+    cuda::rnn_last_step_cuda(run.ctx, *h_seq, *y);
+    return y;
+  }
+  DeviceValue backward(DeviceRunContext& run, const DeviceValue& dy) override {
+    const char* name = rnn_cell_name(p_.cell);
+    check(state_ != nullptr, name, ": backward without a training forward");
+    RnnParams p = p_;
+    p.batch = state_->x_tm.dim(1), p.steps = steps_;
+    p.dh_last_step = !seq_;
+    DeviceValue dh = dy;
+    if (seq_ && mask_ && mask_mode_ == RnnMask::zero) {  // padded outputs are constant 0
+      dh = writable(run.ctx, dy);
+      cuda::rnn_zero_masked_rows_cuda(run.ctx, *mask_, *dh);
+    }
+    DeviceValue dx = run.need_dx ? make_value(run.ctx, {p.batch, steps_, p.input}, dy->dtype()) : nullptr;
+    cuda::rnn_backward_cuda(run.ctx, p, w_, *state_, *dh, dx.get(), g_);
+    state_.reset();
+    return dx;
+  }
+
+ private:
+  RnnParams p_;
+  int64_t steps_;
+  bool seq_;
+  RnnMask mask_mode_;
+  cuda::RnnDeviceWeights w_;
+  cuda::RnnDeviceGrads g_;
+  DeviceValue mask_;
+  std::unique_ptr<cuda::RnnDeviceState> state_;
+};
+
 const char* kCovered =
     "conv2d, maxpool2d, avgpool2d, dense, relu/tanh/sigmoid/hard_sigmoid, flatten, dropout, batchnorm, residual, "
-    "global_avg_pool";
+    "global_avg_pool, embedding, lstm, gru";
 
 // The first layer (path and kind) without a device counterpart, or "" when all have one.
 std::string first_unsupported(Sequential& net, const std::string& prefix) {
@@ -376,7 +485,8 @@ std::string first_unsupported(Sequential& net, const std::string& prefix) {
     }
     if (dynamic_cast<Conv2dLayer*>(&l) || dynamic_cast<Pool2dLayer*>(&l) || dynamic_cast<DenseLayer*>(&l) ||
         dynamic_cast<ActivationLayer*>(&l) || dynamic_cast<FlattenLayer*>(&l) || dynamic_cast<DropoutLayer*>(&l) ||
-        dynamic_cast<BatchNormLayer*>(&l) || dynamic_cast<GlobalAvgPoolLayer*>(&l))
+        dynamic_cast<BatchNormLayer*>(&l) || dynamic_cast<GlobalAvgPoolLayer*>(&l) ||
+        dynamic_cast<EmbeddingLayer*>(&l) || dynamic_cast<RnnLayer*>(&l))
       continue;
     return path + " (" + l.kind() + ")";
   }
@@ -436,7 +546,7 @@ cuda::CudaExecParams resolve_cuda_exec(const Policy& policy) {
   cuda::CudaExecParams p;
   const cuda::CudaBackend b =
       policy.cuda_kernels == CudaKernels::vendor ? cuda::CudaBackend::vendor : cuda::CudaBackend::own;
-  p.gemm_backend = p.conv_backend = p.pool_backend = p.bn_backend = p.softmax_backend = b;
+  p.gemm_backend = p.conv_backend = p.pool_backend = p.bn_backend = p.softmax_backend = p.rnn_backend = b;
   p.tf32_matmul = policy.tf32_matmul;
   p.tf32_conv = policy.tf32_conv;
   p.deterministic = policy.cuda_deterministic;
@@ -484,6 +594,12 @@ struct DeviceNetBuilder {
     if (auto* f = dynamic_cast<FlattenLayer*>(&l)) return std::make_unique<DeviceFlatten>(*f);
     if (auto* d = dynamic_cast<DropoutLayer*>(&l)) return std::make_unique<DeviceDropout>(*d);
     if (auto* g = dynamic_cast<GlobalAvgPoolLayer*>(&l)) return std::make_unique<DeviceGlobalAvgPool>(*g);
+    if (auto* e = dynamic_cast<EmbeddingLayer*>(&l)) return std::make_unique<DeviceEmbedding>(*e, adopt(e->params()[0], true));
+    if (auto* r = dynamic_cast<RnnLayer*>(&l)) {
+      std::vector<DeviceParam*> ps;
+      for (Param* q : r->params()) ps.push_back(adopt(q, true));
+      return std::make_unique<DeviceRnn>(*r, ps);
+    }
     if (auto* b = dynamic_cast<BatchNormLayer*>(&l)) {
       auto ps = b->params();
       DeviceParam* gamma = adopt(ps[0], true);

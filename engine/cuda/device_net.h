@@ -8,8 +8,10 @@
 //
 // Covered: conv2d, max/avg pooling, dense, activations, flatten (chw and hwc), dropout (the
 // mask is drawn on the host from the run's Rng, the same draws as the CPU layer), batchnorm,
-// residual (identity, option A, option B), global average pooling. Anything else (the
-// recurrent and embedding layers) is refused by name before anything is uploaded.
+// residual (identity, option A, option B), global average pooling, embedding (ids checked and
+// the padding mask made on the host, as the CPU layer does) and LSTM/GRU (own kernels or cuDNN,
+// rnn_mask included). A layer kind without a device counterpart is refused by name before
+// anything is uploaded.
 //
 // To add a layer: 1) a DeviceLayer subclass in device_net.cpp built from the CPU layer's
 // accessors (add one to the CPU layer's header if a resolved field is private); 2) a branch in
@@ -46,6 +48,8 @@ struct DeviceRunContext {
   Rng* rng = nullptr;  // dropout's stream while training
   bool input_grad = true;
   bool need_dx = true;
+  // The padding mask an embedding published for the recurrent layer after it (RunContext's).
+  StepMask step_mask{};
 };
 
 class DeviceLayer {
@@ -75,12 +79,12 @@ class DeviceSequential {
   std::vector<Entry> layers_;
 };
 
-// Throws "cuda: model M: layer 0 (lstm) has no CUDA implementation ..." when the model holds a
+// Throws "cuda: model M: layer 3 (kind) has no CUDA implementation ..." when the model holds a
 // layer the device path does not cover; needs no device.
 void check_device_supported(Model& model);
 
 // The Policy's CUDA knobs (cuda_kernels, tf32_matmul, tf32_conv, cuda_deterministic,
-// cudnn_algo_search) as exec params: one backend for every op family.
+// cudnn_algo_search) as exec params: one backend for every op family (the RNN's included).
 cuda::CudaExecParams resolve_cuda_exec(const Policy& policy);
 
 // Opens device 0 with the given switches, or throws "no CUDA device: <reason>" (the runtime's

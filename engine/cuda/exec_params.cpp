@@ -15,7 +15,8 @@ std::string CudaExecParams::str() const {
      << " conv=" << (conv_backend == CudaBackend::own ? "own" : "cudnn")
      << " pool=" << (pool_backend == CudaBackend::own ? "own" : "cudnn")
      << " bn=" << (bn_backend == CudaBackend::own ? "own" : "cudnn")
-     << " softmax=" << (softmax_backend == CudaBackend::own ? "own" : "cudnn") << " tf32_matmul=" << tf32_matmul
+     << " softmax=" << (softmax_backend == CudaBackend::own ? "own" : "cudnn")
+     << " rnn=" << (rnn_backend == CudaBackend::own ? "own" : "cudnn") << " tf32_matmul=" << tf32_matmul
      << " tf32_conv=" << tf32_conv << " deterministic=" << deterministic
      << " algo_search=" << (algo_search == CudnnAlgoSearch::heuristic ? "heuristic" : "exhaustive")
      << " workspace_limit=" << workspace_limit;

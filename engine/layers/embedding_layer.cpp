@@ -95,9 +95,9 @@ std::string EmbeddingLayer::describe() const {
   return os.str();
 }
 
-Tensor EmbeddingLayer::forward(RunContext& ctx, const Tensor& x) {
+std::vector<int64_t> EmbeddingLayer::read_ids(const Tensor& x) const {
   check_input("embedding", x, {steps_});
-  const int64_t n = x.dim(0), cells = n * steps_;
+  const int64_t cells = x.dim(0) * steps_;
   std::vector<int64_t> ids(static_cast<std::size_t>(cells));
   for (int64_t i = 0; i < cells; ++i) {
     const double v = x.at(i);
@@ -106,6 +106,21 @@ Tensor EmbeddingLayer::forward(RunContext& ctx, const Tensor& x) {
            shape_str(x.shape()), " is not an integer in 0..", num_ids_ - 1);
     ids[static_cast<std::size_t>(i)] = static_cast<int64_t>(v);
   }
+  return ids;
+}
+
+StepMask EmbeddingLayer::padding_mask(const std::vector<int64_t>& ids, int64_t batch, int64_t steps) {
+  StepMask mask;
+  mask.batch = batch;
+  mask.steps = steps;
+  mask.keep.resize(ids.size());
+  for (std::size_t i = 0; i < ids.size(); ++i) mask.keep[i] = ids[i] != 0;
+  return mask;
+}
+
+Tensor EmbeddingLayer::forward(RunContext& ctx, const Tensor& x) {
+  std::vector<int64_t> ids = read_ids(x);
+  const int64_t n = x.dim(0), cells = n * steps_;
   const DType dt = table_.value.dtype();
   Tensor y = Tensor::empty({n, steps_, dim_}, dt);
   dispatch_dtype(dt, [&](auto tag) {
@@ -117,12 +132,7 @@ Tensor EmbeddingLayer::forward(RunContext& ctx, const Tensor& x) {
       std::copy(src, src + dim_, yd + i * dim_);
     }
   });
-  StepMask mask;
-  mask.batch = n;
-  mask.steps = steps_;
-  mask.keep.resize(static_cast<std::size_t>(cells));
-  for (int64_t i = 0; i < cells; ++i) mask.keep[static_cast<std::size_t>(i)] = ids[static_cast<std::size_t>(i)] != 0;
-  ctx.step_mask = std::move(mask);
+  ctx.step_mask = padding_mask(ids, n, steps_);
   if (ctx.training) {
     ids_ = std::move(ids);
     batch_ = n;

@@ -59,6 +59,14 @@ class EmbeddingLayer : public Layer {
   Tensor backward(RunContext& ctx, const Tensor& dy) override;
   std::vector<Param*> params() override { return {&table_}; }
   EmbeddingInit init() const { return init_; }
+  int64_t num_ids() const { return num_ids_; }
+  int64_t dim() const { return dim_; }
+  int64_t steps() const { return steps_; }
+  // The ids of x (N,T), each checked to be an integer in 0..V-1 (the error names the id, its
+  // position and x's shape); shared with the device layer.
+  std::vector<int64_t> read_ids(const Tensor& x) const;
+  // Which of the (N,T) ids are data (not the padding id 0): what forward publishes.
+  static StepMask padding_mask(const std::vector<int64_t>& ids, int64_t batch, int64_t steps);
 
  private:
   int64_t num_ids_, dim_, steps_;

@@ -129,5 +129,27 @@ void softmax_xent_backward_cuda(CudaContext& ctx, const SoftmaxXentParams& p, co
   softmax_xent_backward_own(ctx, p, z, labels, dz);
 }
 
+void rnn_forward_cuda(CudaContext& ctx, const RnnParams& p, const DeviceTensor& x, const DeviceTensor* mask,
+                      const RnnDeviceWeights& w, DeviceTensor& h_seq, RnnDeviceState* state) {
+  if (vendor(ctx.params().rnn_backend)) {
+    // cuDNN documents no determinism guarantee for its RNN: a deterministic run takes the own
+    // kernels (fixed order, no atomics), logged like any other fallback.
+    if (rnn_cudnn_supports(p, mask != nullptr) && !ctx.params().deterministic)
+      return rnn_forward_cudnn(ctx, p, x, w, h_seq, state);
+    note_fallback(ctx, "rnn_forward", std::string(rnn_cell_name(p.cell)) + (mask ? " masked" : "") +
+                                          (ctx.params().deterministic ? " deterministic" : "") + " gate=" +
+                                          act_name(p.gate_act.kind) + " reset_after=" +
+                                          std::to_string(p.gru_reset_after) + " peepholes=" +
+                                          std::to_string(p.peepholes));
+  }
+  rnn_forward_own(ctx, p, x, mask, w, h_seq, state);
+}
+
+void rnn_backward_cuda(CudaContext& ctx, const RnnParams& p, const RnnDeviceWeights& w, const RnnDeviceState& state,
+                       const DeviceTensor& dh, DeviceTensor* dx, const RnnDeviceGrads& g) {
+  if (state.vendor) return rnn_backward_cudnn(ctx, p, w, state, dh, dx, g);
+  rnn_backward_own(ctx, p, w, state, dh, dx, g);
+}
+
 }  // namespace cuda
 }  // namespace driftlab

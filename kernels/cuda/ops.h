@@ -18,6 +18,7 @@
 #include "engine/ops/conv2d.h"
 #include "engine/ops/gemm.h"
 #include "engine/ops/pool2d.h"
+#include "engine/ops/rnn.h"
 #include "engine/ops/softmax_xent.h"
 #include "kernels/cuda/runtime.h"
 
@@ -111,6 +112,80 @@ double softmax_xent_forward_cuda(CudaContext&, const SoftmaxXentParams&, const D
                                  const std::vector<int32_t>& labels);
 void softmax_xent_backward_cuda(CudaContext&, const SoftmaxXentParams&, const DeviceTensor& z,
                                 const std::vector<int32_t>& labels, DeviceTensor& dz);
+
+// ---- rnn (engine/ops/rnn.h): one LSTM / GRU layer over a sequence, forward and BPTT ----
+// x (N,T,F) and h_seq (N,T,H) batch-major as on the CPU; weights in the canonical layout
+// (w_ih (G*H,F), w_hh (G*H,H), gate row blocks LSTM i,f,g,o / GRU r,z,n). mask: null, or
+// (N,T) of 1 = data / 0 = padding (float, in x's dtype), with the CPU kernels' semantics.
+// Own kernels (kernels/cuda/rnn.cu): every RnnParams field; time-major internals; per step one
+// gemm (h_{t-1} W_hh^T; the reset-before GRU two) and one elementwise kernel per cell (thread
+// per sample and unit), with the reference's association of sums and the gate math rounded
+// as on the CPU (-fmad=false); the input projection and the weight gradients are one gemm
+// each over all N*T rows. No atomics: the same bits on every run.
+// cuDNN (kernels/cuda/cudnn/rnn_cudnn.cpp): cudnnRNNForward / BackwardData_v8 /
+// BackwardWeights_v8 where cuDNN has the cell (rnn_cudnn_supports); weights copied into cuDNN's
+// weight space per call (linear layer ids = the canonical gate blocks, as PyTorch lays them out).
+// Forward writes h_seq (=); backward writes dx (=, when non-null) and ADDS into the gradients.
+struct RnnDeviceWeights {
+  const DeviceTensor *w_ih = nullptr, *w_hh = nullptr, *b_ih = nullptr;
+  const DeviceTensor *b_hh = nullptr;    // null unless p.two_biases
+  const DeviceTensor *w_peep = nullptr;  // (3*H): null unless p.peepholes
+};
+struct RnnDeviceGrads {
+  DeviceTensor *dw_ih = nullptr, *dw_hh = nullptr, *db_ih = nullptr, *db_hh = nullptr, *dw_peep = nullptr;
+};
+// What a training forward keeps for its backward; which fields are set depends on the
+// implementation that ran (`vendor`). Own: x_tm (T,N,F); h_tm (T+1,N,H) with h_{-1} = 0 first;
+// c_tm (T+1,N,H) LSTM cell states; pre/act (T,N,G*H) gate pre-activations and activations;
+// aux (T,N,H) the GRU's recurrent n part (as engine/ops/rnn.h's aux); rh (T,N,H) the
+// reset-before GRU's r*h_{t-1}; mask_tm (T,N). cuDNN: x_tm, y_tm (T,N,H), its reserve space,
+// and the weight space it ran with.
+struct RnnDeviceState {
+  bool vendor = false;
+  DeviceTensor x_tm, h_tm, c_tm, pre, act, aux, rh, mask_tm;
+  DeviceTensor y_tm;
+  DeviceBytes reserve, weight_space, seq_lengths;
+};
+// p.batch and p.steps are the call's. state null: inference (nothing kept).
+void rnn_forward_own(CudaContext&, const RnnParams& p, const DeviceTensor& x, const DeviceTensor* mask,
+                     const RnnDeviceWeights& w, DeviceTensor& h_seq, RnnDeviceState* state);
+// dh: (N,T,H), or (N,H) h_T's gradient when p.dh_last_step. dx: (N,T,F) or null.
+void rnn_backward_own(CudaContext&, const RnnParams& p, const RnnDeviceWeights& w, const RnnDeviceState& state,
+                      const DeviceTensor& dh, DeviceTensor* dx, const RnnDeviceGrads& g);
+// cuDNN has: sigmoid gates, no peepholes, no padding mask; LSTM with one or two biases; GRU
+// only reset-after with z keeping the old state (h' = (1-z)*n + z*h: cuDNN's, PyTorch's).
+// (Inline: a pure query that every build, with or without nvcc, can answer and test.)
+inline bool rnn_cudnn_supports(const RnnParams& p, bool masked) {
+  if (masked || p.peepholes || p.gate_act.kind != ActKind::sigmoid) return false;
+  return p.cell == RnnCell::lstm || (p.gru_reset_after && p.gru_z_keeps_old);
+}
+void rnn_forward_cudnn(CudaContext&, const RnnParams& p, const DeviceTensor& x, const RnnDeviceWeights& w,
+                       DeviceTensor& h_seq, RnnDeviceState* state);
+void rnn_backward_cudnn(CudaContext&, const RnnParams& p, const RnnDeviceWeights& w, const RnnDeviceState& state,
+                        const DeviceTensor& dh, DeviceTensor* dx, const RnnDeviceGrads& g);
+// Dispatch on CudaExecParams::rnn_backend: cuDNN when chosen and supported, else own (a
+// fallback is logged in algo_log() as "own (fallback)"). The backward follows the forward's.
+void rnn_forward_cuda(CudaContext&, const RnnParams& p, const DeviceTensor& x, const DeviceTensor* mask,
+                      const RnnDeviceWeights& w, DeviceTensor& h_seq, RnnDeviceState* state);
+void rnn_backward_cuda(CudaContext&, const RnnParams& p, const RnnDeviceWeights& w, const RnnDeviceState& state,
+                       const DeviceTensor& dh, DeviceTensor* dx, const RnnDeviceGrads& g);
+// The recurrent layer's glue: y (N,H) = h_seq[:, T-1, :]; and rows (n,t) of seq (N,T,H) with
+// mask 0 set to 0 in place (rnn_mask=zero).
+void rnn_last_step_cuda(CudaContext&, const DeviceTensor& h_seq, DeviceTensor& y);
+void rnn_zero_masked_rows_cuda(CudaContext&, const DeviceTensor& mask, DeviceTensor& seq);
+// Helpers of the cuDNN path (kernels in rnn.cu): out (B,A,C) = in (A,B,C) (batch-major <->
+// time-major); dst[i] += src[i] for i < count on raw blocks of dtype (cuDNN's weight space).
+void swap_batch_time_cuda(CudaContext&, const DeviceTensor& in, DeviceTensor& out);
+void add_block_cuda(CudaContext&, DType dtype, const void* src, void* dst, int64_t count);
+
+// ---- embedding (engine/layers/embedding_layer.h) ----
+// y (N*T rows of D) = table rows of `ids` (checked by the caller: 0 <= id < V).
+void embedding_forward_cuda(CudaContext&, const DeviceTensor& table, const std::vector<int64_t>& ids,
+                            DeviceTensor& y);
+// dtable[id] += dy rows with that id, added in ascending position order (the CPU layer's
+// order: the same bits); one thread per (distinct id, feature), no atomics.
+void embedding_backward_cuda(CudaContext&, const std::vector<int64_t>& ids, const DeviceTensor& dy,
+                             DeviceTensor& dtable);
 
 // ---- SGD step (engine/train/sgd.h), one parameter tensor, elementwise ----
 // The SgdRule resolved from the Policy, restated here so that kernels need no Policy header

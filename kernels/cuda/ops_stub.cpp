@@ -127,5 +127,26 @@ DL_NO_CUDA(void, channel_pad_subsample_add_backward_cuda, CudaContext&, const Ch
 DL_NO_CUDA(double, sum_squares_cuda, CudaContext&, const DeviceTensor&)
 DL_NO_CUDA(void, flag_nonfinite_cuda, CudaContext&, const DeviceTensor&, DeviceTensor&, int64_t)
 
+DL_NO_CUDA(void, rnn_forward_own, CudaContext&, const RnnParams&, const DeviceTensor&, const DeviceTensor*,
+           const RnnDeviceWeights&, DeviceTensor&, RnnDeviceState*)
+DL_NO_CUDA(void, rnn_backward_own, CudaContext&, const RnnParams&, const RnnDeviceWeights&, const RnnDeviceState&,
+           const DeviceTensor&, DeviceTensor*, const RnnDeviceGrads&)
+DL_NO_CUDA(void, rnn_forward_cudnn, CudaContext&, const RnnParams&, const DeviceTensor&, const RnnDeviceWeights&,
+           DeviceTensor&, RnnDeviceState*)
+DL_NO_CUDA(void, rnn_backward_cudnn, CudaContext&, const RnnParams&, const RnnDeviceWeights&, const RnnDeviceState&,
+           const DeviceTensor&, DeviceTensor*, const RnnDeviceGrads&)
+DL_NO_CUDA(void, rnn_forward_cuda, CudaContext&, const RnnParams&, const DeviceTensor&, const DeviceTensor*,
+           const RnnDeviceWeights&, DeviceTensor&, RnnDeviceState*)
+DL_NO_CUDA(void, rnn_backward_cuda, CudaContext&, const RnnParams&, const RnnDeviceWeights&, const RnnDeviceState&,
+           const DeviceTensor&, DeviceTensor*, const RnnDeviceGrads&)
+DL_NO_CUDA(void, rnn_last_step_cuda, CudaContext&, const DeviceTensor&, DeviceTensor&)
+DL_NO_CUDA(void, rnn_zero_masked_rows_cuda, CudaContext&, const DeviceTensor&, DeviceTensor&)
+DL_NO_CUDA(void, swap_batch_time_cuda, CudaContext&, const DeviceTensor&, DeviceTensor&)
+DL_NO_CUDA(void, add_block_cuda, CudaContext&, DType, const void*, void*, int64_t)
+DL_NO_CUDA(void, embedding_forward_cuda, CudaContext&, const DeviceTensor&, const std::vector<int64_t>&,
+           DeviceTensor&)
+DL_NO_CUDA(void, embedding_backward_cuda, CudaContext&, const std::vector<int64_t>&, const DeviceTensor&,
+           DeviceTensor&)
+
 }  // namespace cuda
 }  // namespace driftlab

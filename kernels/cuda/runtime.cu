@@ -304,6 +304,11 @@ void copy_device(CudaContext& ctx, const DeviceTensor& src, DeviceTensor& dst) {
   DL_CUDA_CHECK(cudaMemcpyAsync(dst.raw(), src.raw(), src.nbytes(), cudaMemcpyDeviceToDevice, as_stream(ctx.stream())));
 }
 
+void copy_bytes_to_device(CudaContext& ctx, const void* host, void* dev, std::size_t bytes) {
+  if (bytes == 0) return;
+  DL_CUDA_CHECK(cudaMemcpyAsync(dev, host, bytes, cudaMemcpyHostToDevice, as_stream(ctx.stream())));
+}
+
 void fill_zero(CudaContext& ctx, DeviceTensor& t) {
   if (t.nbytes() == 0) return;
   DL_CUDA_CHECK(cudaMemsetAsync(t.raw(), 0, t.nbytes(), as_stream(ctx.stream())));

@@ -57,7 +57,7 @@ class CachingAllocator {
 };
 
 // Which implementation runs an op on the GPU: driftlab's own kernels or the vendor library
-// (cuBLAS for gemm, cuDNN for conv/pool/BatchNorm/softmax).
+// (cuBLAS for gemm, cuDNN for conv/pool/BatchNorm/softmax/LSTM/GRU).
 enum class CudaBackend { own, vendor };
 const char* cuda_backend_name(CudaBackend b);
 
@@ -75,6 +75,7 @@ struct CudaExecParams {
   CudaBackend pool_backend = CudaBackend::own;     // own | cuDNN pooling
   CudaBackend bn_backend = CudaBackend::own;       // own | cuDNN BatchNorm
   CudaBackend softmax_backend = CudaBackend::own;  // own | cuDNN softmax inside the loss
+  CudaBackend rnn_backend = CudaBackend::own;      // own LSTM/GRU kernels | cuDNN RNN
   // TF32 tensor cores for float32 matmul (cuBLAS CUBLAS_TF32_TENSOR_OP_MATH vs
   // CUBLAS_DEFAULT_MATH) and for float32 convolutions (cuDNN CUDNN_DEFAULT_MATH, which allows
   // TF32, vs CUDNN_FMA_MATH). Two fields because PyTorch 1.13's defaults differ:
@@ -188,6 +189,41 @@ class DeviceTensor {
 };
 
 void check_device_shape(const char* op, const char* name, const DeviceTensor& t, const Shape& expected);
+
+// An untyped block from a context's allocator (index arrays, library buffers that are not
+// float tensors), returned to the allocator on destruction; stream ordered like DeviceTensor.
+class DeviceBytes {
+ public:
+  DeviceBytes() = default;
+  DeviceBytes(CudaContext& ctx, std::size_t bytes)
+      : alloc_(ctx.allocator_ptr()), ptr_(alloc_->allocate(bytes)), bytes_(bytes) {}
+  ~DeviceBytes() {
+    if (alloc_) alloc_->release(ptr_);
+  }
+  DeviceBytes(const DeviceBytes&) = delete;
+  DeviceBytes& operator=(const DeviceBytes&) = delete;
+  DeviceBytes(DeviceBytes&& o) noexcept : alloc_(std::move(o.alloc_)), ptr_(o.ptr_), bytes_(o.bytes_) {
+    o.ptr_ = nullptr, o.bytes_ = 0;
+  }
+  DeviceBytes& operator=(DeviceBytes&& o) noexcept {
+    if (this != &o) {
+      if (alloc_) alloc_->release(ptr_);
+      alloc_ = std::move(o.alloc_), ptr_ = o.ptr_, bytes_ = o.bytes_;
+      o.ptr_ = nullptr, o.bytes_ = 0;
+    }
+    return *this;
+  }
+  void* get() const { return ptr_; }
+  std::size_t size() const { return bytes_; }
+
+ private:
+  std::shared_ptr<CachingAllocator> alloc_;
+  void* ptr_ = nullptr;
+  std::size_t bytes_ = 0;
+};
+// bytes from the host into a device block, on ctx's stream (the host buffer may be reused at
+// once: pageable memory is staged before the call returns).
+void copy_bytes_to_device(CudaContext& ctx, const void* host, void* dev, std::size_t bytes);
 
 // Times work on a context's stream with CUDA events (benchmarks report it as manual time).
 class EventTimer {

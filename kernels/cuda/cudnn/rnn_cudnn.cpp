@@ -1,0 +1,297 @@
+// cuDNN's RNN for the LSTM/GRU layers: cudnnRNNForward, cudnnRNNBackwardData_v8 and
+// cudnnRNNBackwardWeights_v8 (cuDNN 9's RNN API), one layer, one direction, zero initial state.
+// Set up as PyTorch's aten/src/ATen/native/cudnn/RNN.cpp does for an unpacked batch: the input
+// transposed to sequence-major (CUDNN_RNN_DATA_LAYOUT_SEQ_MAJOR_UNPACKED, every sequence the
+// full length, padded I/O enabled), CUDNN_RNN_ALGO_STANDARD, a no-dropout descriptor, and the
+// math type of aten/src/ATen/cudnn/Descriptors.h (RNNDescriptor::set): for float32
+// CUDNN_FMA_MATH unless TF32 is allowed for cuDNN (tf32_conv, PyTorch's cudnn.allow_tf32, which
+// governs both cuDNN convolutions and RNNs), then CUDNN_DEFAULT_MATH; float64 CUDNN_DEFAULT_MATH.
+//
+// Weights: cuDNN keeps them in its own weight space; each call copies the canonical tensors in.
+// Linear layer ids 0..G-1 are the input matrices of the gates in PyTorch's order (LSTM i,f,g,o;
+// GRU r,z,n), G..2G-1 the recurrent ones, each (H, in) row-major: PyTorch's weight_ih_l0 is the
+// concatenation of ids 0..G-1 (get_parameters in RNN.cpp), which is driftlab's canonical layout.
+// Every matrix and bias size cuDNN reports is checked against that before a copy.
+// Biases: two (CUDNN_RNN_DOUBLE_BIAS) or one on the input side (CUDNN_RNN_SINGLE_INP_BIAS, which
+// is Keras's one bias: a = x W + h U + b; for the reset-after GRU it leaves the recurrent n
+// block without bias, as the one-bias layer has none there).
+// Gradients: the weight gradient goes to a zeroed weight space (CUDNN_WGRAD_MODE_ADD) and is
+// then added block by block into the caller's gradients (+=); dx is written (=).
+#include <cudnn.h>
+
+#include <vector>
+
+#include "kernels/cuda/cudnn/cudnn_util.h"
+#include "kernels/cuda/ops.h"
+
+namespace driftlab {
+namespace cuda {
+namespace {
+
+cudaStream_t stream_of(CudaContext& ctx) { return static_cast<cudaStream_t>(ctx.stream()); }
+
+class DropoutDesc {
+ public:
+  explicit DropoutDesc(cudnnHandle_t h) {
+    DL_CUDNN_CHECK(cudnnCreateDropoutDescriptor(&d_));
+    // dropout 0: no random states are needed (PyTorch's set_no_dropout)
+    DL_CUDNN_CHECK(cudnnSetDropoutDescriptor(d_, h, 0.0f, nullptr, 0, 0));
+  }
+  ~DropoutDesc() { cudnnDestroyDropoutDescriptor(d_); }
+  DropoutDesc(const DropoutDesc&) = delete;
+  DropoutDesc& operator=(const DropoutDesc&) = delete;
+  cudnnDropoutDescriptor_t get() const { return d_; }
+
+ private:
+  cudnnDropoutDescriptor_t d_ = nullptr;
+};
+
+class RnnDesc {
+ public:
+  RnnDesc() { DL_CUDNN_CHECK(cudnnCreateRNNDescriptor(&d_)); }
+  ~RnnDesc() { cudnnDestroyRNNDescriptor(d_); }
+  RnnDesc(const RnnDesc&) = delete;
+  RnnDesc& operator=(const RnnDesc&) = delete;
+  cudnnRNNDescriptor_t get() const { return d_; }
+
+ private:
+  cudnnRNNDescriptor_t d_ = nullptr;
+};
+
+class RnnDataDesc {
+ public:
+  RnnDataDesc(DType dt, int steps, int batch, int vec) {
+    DL_CUDNN_CHECK(cudnnCreateRNNDataDescriptor(&d_));
+    std::vector<int> lengths(static_cast<std::size_t>(batch), steps);
+    DL_CUDNN_CHECK(cudnnSetRNNDataDescriptor(d_, cudnn_type(dt), CUDNN_RNN_DATA_LAYOUT_SEQ_MAJOR_UNPACKED, steps,
+                                             batch, vec, lengths.data(), nullptr));
+  }
+  ~RnnDataDesc() { cudnnDestroyRNNDataDescriptor(d_); }
+  RnnDataDesc(const RnnDataDesc&) = delete;
+  RnnDataDesc& operator=(const RnnDataDesc&) = delete;
+  cudnnRNNDataDescriptor_t get() const { return d_; }
+
+ private:
+  cudnnRNNDataDescriptor_t d_ = nullptr;
+};
+
+// A 3-D tensor descriptor (dims a, b, c; packed).
+class Tensor3Desc {
+ public:
+  Tensor3Desc(DType dt, int a, int b, int c) {
+    DL_CUDNN_CHECK(cudnnCreateTensorDescriptor(&d_));
+    const int dims[3] = {a, b, c}, strides[3] = {b * c, c, 1};
+    DL_CUDNN_CHECK(cudnnSetTensorNdDescriptor(d_, cudnn_type(dt), 3, dims, strides));
+  }
+  Tensor3Desc() { DL_CUDNN_CHECK(cudnnCreateTensorDescriptor(&d_)); }
+  ~Tensor3Desc() { cudnnDestroyTensorDescriptor(d_); }
+  Tensor3Desc(const Tensor3Desc&) = delete;
+  Tensor3Desc& operator=(const Tensor3Desc&) = delete;
+  cudnnTensorDescriptor_t get() const { return d_; }
+
+ private:
+  cudnnTensorDescriptor_t d_ = nullptr;
+};
+
+int as_int(const char* what, int64_t v) {
+  check(v >= 0 && v <= 2147483647, "rnn_cudnn: ", what, "=", v, " exceeds cuDNN's int range");
+  return static_cast<int>(v);
+}
+
+// Everything one call needs: the descriptors (identical in forward and backward, as the
+// reserve space requires) and the sizes cuDNN asks for.
+struct Setup {
+  cudnnHandle_t handle;
+  DropoutDesc dropout;
+  RnnDesc rnn;
+  RnnDataDesc xd, yd;
+  Tensor3Desc hd;
+  std::size_t weight_bytes = 0, work_bytes = 0, reserve_bytes = 0;
+  std::string math;
+
+  Setup(CudaContext& ctx, const RnnParams& p, DType dt, bool training)
+      : handle(static_cast<cudnnHandle_t>(ctx.cudnn())),
+        dropout(handle),
+        xd(dt, as_int("steps", p.steps), as_int("batch", p.batch), as_int("input", p.input)),
+        yd(dt, as_int("steps", p.steps), as_int("batch", p.batch), as_int("hidden", p.hidden)),
+        hd(dt, 1, as_int("batch", p.batch), as_int("hidden", p.hidden)) {
+    // float64: DEFAULT (TF32 is a float32 matter; PyTorch's default allow_tf32=True gives it too).
+    const bool fma = dt == DType::f32 && !ctx.params().tf32_conv;
+    const cudnnMathType_t mt = fma ? CUDNN_FMA_MATH : CUDNN_DEFAULT_MATH;
+    math = fma ? "FMA" : (dt == DType::f32 ? "DEFAULT(tf32 allowed)" : "DEFAULT");
+    DL_CUDNN_CHECK(cudnnSetRNNDescriptor_v8(
+        rnn.get(), CUDNN_RNN_ALGO_STANDARD, p.cell == RnnCell::lstm ? CUDNN_LSTM : CUDNN_GRU,
+        p.two_biases ? CUDNN_RNN_DOUBLE_BIAS : CUDNN_RNN_SINGLE_INP_BIAS, CUDNN_UNIDIRECTIONAL, CUDNN_LINEAR_INPUT,
+        cudnn_type(dt), cudnn_type(dt), mt, as_int("input", p.input), as_int("hidden", p.hidden),
+        as_int("hidden", p.hidden), 1, dropout.get(), CUDNN_RNN_PADDED_IO_ENABLED));
+    DL_CUDNN_CHECK(cudnnGetRNNWeightSpaceSize(handle, rnn.get(), &weight_bytes));
+    DL_CUDNN_CHECK(cudnnGetRNNTempSpaceSizes(handle, rnn.get(),
+                                             training ? CUDNN_FWD_MODE_TRAINING : CUDNN_FWD_MODE_INFERENCE,
+                                             xd.get(), &work_bytes, training ? &reserve_bytes : nullptr));
+  }
+  cudnnTensorDescriptor_t cell_desc(const RnnParams& p) const { return p.cell == RnnCell::lstm ? hd.get() : nullptr; }
+};
+
+std::size_t numel_of(const Tensor3Desc& d) {
+  cudnnDataType_t t;
+  int nd = 0, dims[8], strides[8];
+  DL_CUDNN_CHECK(cudnnGetTensorNdDescriptor(d.get(), 8, &t, &nd, dims, strides));
+  std::size_t n = 1;
+  for (int i = 0; i < nd; ++i) n *= static_cast<std::size_t>(dims[i]);
+  return n;
+}
+
+// For each linear layer id: where cuDNN keeps its matrix and bias inside `space`, and which
+// block of the canonical tensors they are: the matrix (H, in) is rows [g*H, (g+1)*H) of w_ih
+// (ids < G) or w_hh, the bias the same rows of b_ih or b_hh. `which` indexes {w_ih, w_hh, b_ih,
+// b_hh}. Sizes are checked against the canonical ones.
+struct Block {
+  char* space_addr;
+  int which;
+  int64_t offset, count;
+};
+
+std::vector<Block> blocks(const Setup& s, const RnnParams& p, void* space) {
+  const int64_t G = rnn_gates(p.cell), H = p.hidden, F = p.input;
+  std::vector<Block> out;
+  for (int64_t id = 0; id < 2 * G; ++id) {
+    const bool rec = id >= G;
+    const int64_t g = rec ? id - G : id, in = rec ? H : F;
+    Tensor3Desc md, bd;
+    void *m = nullptr, *b = nullptr;
+    DL_CUDNN_CHECK(cudnnGetRNNWeightParams(s.handle, s.rnn.get(), 0, s.weight_bytes, space, static_cast<int32_t>(id),
+                                           md.get(), &m, bd.get(), &b));
+    check(m != nullptr, "rnn_cudnn: cuDNN gave no matrix for linear layer ", id);
+    check(numel_of(md) == static_cast<std::size_t>(H * in), "rnn_cudnn: linear layer ", id, " holds ", numel_of(md),
+          " values, expected ", H, "x", in);
+    out.push_back({static_cast<char*>(m), rec ? 1 : 0, g * H * in, H * in});
+    const bool has_bias = !rec || p.two_biases;
+    check((b != nullptr) == has_bias, "rnn_cudnn: linear layer ", id, (b ? " has" : " has no"),
+          " bias in cuDNN's weight space, the layer ", (has_bias ? "has one" : "has none"));
+    if (b) {
+      check(numel_of(bd) == static_cast<std::size_t>(H), "rnn_cudnn: bias of linear layer ", id, " holds ",
+            numel_of(bd), " values, expected ", H);
+      out.push_back({static_cast<char*>(b), rec ? 3 : 2, g * H, H});
+    }
+  }
+  return out;
+}
+
+// The weight space for these weights (zeroed, then every block copied in).
+DeviceBytes pack_weights(CudaContext& ctx, const Setup& s, const RnnParams& p, const RnnDeviceWeights& w, DType dt) {
+  DeviceBytes space(ctx, s.weight_bytes);
+  DL_CUDA_CHECK(cudaMemsetAsync(space.get(), 0, s.weight_bytes, stream_of(ctx)));
+  const DeviceTensor* src[4] = {w.w_ih, w.w_hh, w.b_ih, w.b_hh};
+  const std::size_t es = dtype_size(dt);
+  for (const Block& b : blocks(s, p, space.get()))
+    DL_CUDA_CHECK(cudaMemcpyAsync(b.space_addr, static_cast<const char*>(src[b.which]->raw()) + b.offset * es,
+                                  b.count * es, cudaMemcpyDeviceToDevice, stream_of(ctx)));
+  return space;
+}
+
+DeviceBytes seq_lengths(CudaContext& ctx, const RnnParams& p) {
+  std::vector<int32_t> v(static_cast<std::size_t>(p.batch), static_cast<int32_t>(p.steps));
+  DeviceBytes d(ctx, v.size() * sizeof(int32_t));
+  copy_bytes_to_device(ctx, v.data(), d.get(), v.size() * sizeof(int32_t));
+  return d;
+}
+
+void record(CudaContext& ctx, const char* op, const RnnParams& p, DType dt, const Setup& s) {
+  const std::string sig = std::string(rnn_cell_name(p.cell)) + " N=" + std::to_string(p.batch) +
+                          " T=" + std::to_string(p.steps) + " F=" + std::to_string(p.input) +
+                          " H=" + std::to_string(p.hidden) + " biases=" + (p.two_biases ? "2 " : "1 ") + dtype_name(dt);
+  if (ctx.find_algo(op, sig)) return;
+  AlgoRecord r;
+  r.op = op;
+  r.signature = sig;
+  r.algo = CUDNN_RNN_ALGO_STANDARD;
+  r.algo_name = "RNN_ALGO_STANDARD";
+  r.workspace = s.work_bytes;
+  r.deterministic = false;  // not documented either way; rnn_cudnn_supports refuses deterministic runs
+  r.math = s.math;
+  ctx.record_algo(r);
+}
+
+}  // namespace
+
+void rnn_forward_cudnn(CudaContext& ctx, const RnnParams& p, const DeviceTensor& x, const RnnDeviceWeights& w,
+                       DeviceTensor& h_seq, RnnDeviceState* state) {
+  const char* fn = "rnn_forward_cudnn";
+  check_rnn_params(p);
+  check(rnn_cudnn_supports(p, false), fn, ": cuDNN has no cell for these parameters (see rnn_cudnn_supports)");
+  check_device_shape(fn, "x", x, {p.batch, p.steps, p.input});
+  check_device_shape(fn, "h_seq", h_seq, {p.batch, p.steps, p.hidden});
+  const DType dt = x.dtype();
+  const bool training = state != nullptr;
+  Setup s(ctx, p, dt, training);
+  record(ctx, "rnn_forward", p, dt, s);
+  DeviceTensor x_tm(ctx, {p.steps, p.batch, p.input}, dt), y_tm(ctx, {p.steps, p.batch, p.hidden}, dt);
+  swap_batch_time_cuda(ctx, x, x_tm);
+  DeviceBytes space = pack_weights(ctx, s, p, w, dt), lengths = seq_lengths(ctx, p);
+  DeviceBytes work(ctx, s.work_bytes), reserve(ctx, s.reserve_bytes);
+  DL_CUDNN_CHECK(cudnnRNNForward(s.handle, s.rnn.get(), training ? CUDNN_FWD_MODE_TRAINING : CUDNN_FWD_MODE_INFERENCE,
+                                 static_cast<const int32_t*>(lengths.get()), s.xd.get(), x_tm.raw(), s.yd.get(),
+                                 y_tm.raw(), s.hd.get(), nullptr, nullptr, s.cell_desc(p), nullptr, nullptr,
+                                 s.weight_bytes, space.get(), s.work_bytes, work.get(), s.reserve_bytes,
+                                 reserve.get()));
+  swap_batch_time_cuda(ctx, y_tm, h_seq);
+  if (training) {
+    state->vendor = true;
+    state->x_tm = std::move(x_tm);
+    state->y_tm = std::move(y_tm);
+    state->reserve = std::move(reserve);
+    state->weight_space = std::move(space);
+    state->seq_lengths = std::move(lengths);
+  }
+}
+
+void rnn_backward_cudnn(CudaContext& ctx, const RnnParams& p, const RnnDeviceWeights& w, const RnnDeviceState& st,
+                        const DeviceTensor& dh, DeviceTensor* dx, const RnnDeviceGrads& g) {
+  const char* fn = "rnn_backward_cudnn";
+  check_rnn_params(p);
+  check(st.vendor && st.reserve.get() != nullptr, fn, ": no cuDNN training forward to go back through");
+  check_device_shape(fn, "x_tm", st.x_tm, {p.steps, p.batch, p.input});
+  check_device_shape(fn, "dh", dh, p.dh_last_step ? Shape{p.batch, p.hidden} : Shape{p.batch, p.steps, p.hidden});
+  check(g.dw_ih && g.dw_hh && g.db_ih && (g.db_hh != nullptr) == p.two_biases && w.w_ih && w.w_hh && w.b_ih, fn,
+        ": the gradients do not match the parameters (two_biases=", p.two_biases, ")");
+  // cuDNN reads the weight space the forward packed; w gives the gradients' shapes.
+  check_device_shape(fn, "dweight_ih", *g.dw_ih, w.w_ih->shape());
+  check_device_shape(fn, "dweight_hh", *g.dw_hh, w.w_hh->shape());
+  check_device_shape(fn, "dbias_ih", *g.db_ih, w.b_ih->shape());
+  if (g.db_hh) check_device_shape(fn, "dbias_hh", *g.db_hh, w.b_ih->shape());
+  const DType dt = st.x_tm.dtype();
+  Setup s(ctx, p, dt, true);
+  record(ctx, "rnn_backward", p, dt, s);
+  check(s.weight_bytes == st.weight_space.size(), fn, ": cuDNN's weight space changed size between forward and backward");
+  // The loss gradient per output step; with only h_T's gradient it is dhy (the final state)
+  // and the per-step gradients are zero.
+  DeviceTensor dy_tm = p.dh_last_step ? DeviceTensor::zeros(ctx, {p.steps, p.batch, p.hidden}, dt)
+                                      : DeviceTensor(ctx, {p.steps, p.batch, p.hidden}, dt);
+  if (!p.dh_last_step) swap_batch_time_cuda(ctx, dh, dy_tm);
+  DeviceTensor dx_tm(ctx, {p.steps, p.batch, p.input}, dt);
+  DeviceBytes work(ctx, s.work_bytes);
+  const auto* lengths = static_cast<const int32_t*>(st.seq_lengths.get());
+  void* reserve = st.reserve.get();
+  DL_CUDNN_CHECK(cudnnRNNBackwardData_v8(s.handle, s.rnn.get(), lengths, s.yd.get(), st.y_tm.raw(), dy_tm.raw(),
+                                         s.xd.get(), dx_tm.raw(), s.hd.get(), nullptr,
+                                         p.dh_last_step ? dh.raw() : nullptr, nullptr, s.cell_desc(p), nullptr,
+                                         nullptr, nullptr, s.weight_bytes, st.weight_space.get(), s.work_bytes,
+                                         work.get(), st.reserve.size(), reserve));
+  DeviceBytes dspace(ctx, s.weight_bytes);
+  DL_CUDA_CHECK(cudaMemsetAsync(dspace.get(), 0, s.weight_bytes, stream_of(ctx)));
+  DL_CUDNN_CHECK(cudnnRNNBackwardWeights_v8(s.handle, s.rnn.get(), CUDNN_WGRAD_MODE_ADD, lengths, s.xd.get(),
+                                            st.x_tm.raw(), s.hd.get(), nullptr, s.yd.get(), st.y_tm.raw(),
+                                            s.weight_bytes, dspace.get(), s.work_bytes, work.get(),
+                                            st.reserve.size(), reserve));
+  DeviceTensor* dst[4] = {g.dw_ih, g.dw_hh, g.db_ih, g.db_hh};
+  const std::size_t es = dtype_size(dt);
+  for (const Block& b : blocks(s, p, dspace.get()))
+    add_block_cuda(ctx, dt, b.space_addr, static_cast<char*>(dst[b.which]->raw()) + b.offset * es, b.count);
+  if (dx) {
+    check_device_shape(fn, "dx", *dx, {p.batch, p.steps, p.input});
+    swap_batch_time_cuda(ctx, dx_tm, *dx);
+  }
+}
+
+}  // namespace cuda
+}  // namespace driftlab
