@@ -583,11 +583,17 @@ struct DeviceNetBuilder {
   std::unique_ptr<DeviceLayer> make_layer(Layer& l, const std::string& path) {
     if (auto* c = dynamic_cast<Conv2dLayer*>(&l)) {
       auto ps = c->params();
-      return std::make_unique<DeviceConv2d>(*c, adopt(ps[0], true), ps.size() > 1 ? adopt(ps[1], true) : nullptr);
+      // One statement per adopt: the order of the device parameters is the CPU model's (function
+      // arguments are evaluated in an unspecified order; GCC took the bias first).
+      DeviceParam* w = adopt(ps[0], true);
+      DeviceParam* b = ps.size() > 1 ? adopt(ps[1], true) : nullptr;
+      return std::make_unique<DeviceConv2d>(*c, w, b);
     }
     if (auto* d = dynamic_cast<DenseLayer*>(&l)) {
       auto ps = d->params();
-      return std::make_unique<DeviceDense>(adopt(ps[0], true), ps.size() > 1 ? adopt(ps[1], true) : nullptr);
+      DeviceParam* w = adopt(ps[0], true);
+      DeviceParam* b = ps.size() > 1 ? adopt(ps[1], true) : nullptr;
+      return std::make_unique<DeviceDense>(w, b);
     }
     if (auto* p = dynamic_cast<Pool2dLayer*>(&l)) return std::make_unique<DevicePool2d>(*p);
     if (auto* a = dynamic_cast<ActivationLayer*>(&l)) return std::make_unique<DeviceActivation>(*a);

@@ -1,0 +1,154 @@
+// The CUDA emulation's host runtime (tests/emu): the pieces of kernels/cuda/runtime.h, the own
+// gemm and device_count on host memory, so that the own CUDA kernels that need no shared memory
+// (rnn.cu, elementwise.cu, tensor_ops.cu, softmax_xent.cu, rewritten by launches_to_calls.cmake)
+// and the dispatchers run on a machine without a GPU, under the CUDA tests themselves
+// (tests/cuda/test_rnn_cuda.cpp, the recurrent cases of tests/cuda/test_model_cuda.cpp).
+//
+// What this checks: the kernels' arithmetic and indexing, the host code around them (gemm
+// shapes and offsets, time-major bookkeeping, workspaces, dispatch, the device layers), against
+// the CPU reference. What it cannot: cuDNN and cuBLAS (the vendor paths are not emulated: a
+// call into them fails), kernels with shared memory or block cooperation (gemm.cu, conv2d.cu,
+// pool2d.cu, batchnorm.cu: not built here), concurrency between threads, CUDA's math library
+// (<cmath> stands in for expf/tanhf), and the device's memory limits. Linked with
+// --allow-multiple-definition and placed before the libraries, these definitions win over the
+// real (or stub) runtime in libdriftlab_cuda.
+//
+// Uninitialised device memory is filled with 0xFF bytes (NaN in float32 and float64), so a
+// kernel that reads what nobody wrote shows up as NaN in the comparisons.
+#include <cstdlib>
+#include <cstring>
+
+#include "kernels/cuda/device.h"
+#include "kernels/cuda/ops.h"
+
+namespace driftlab {
+namespace cuda {
+
+std::size_t CachingAllocator::bucket_size(std::size_t bytes) { return bytes; }
+CachingAllocator::~CachingAllocator() = default;
+void* CachingAllocator::allocate(std::size_t bytes) {
+  if (bytes == 0) return nullptr;
+  void* p = std::malloc(bytes);
+  check(p != nullptr, "emulation: out of host memory for ", bytes, " bytes");
+  std::memset(p, 0xFF, bytes);
+  return p;
+}
+void CachingAllocator::release(void* ptr) { std::free(ptr); }
+void CachingAllocator::empty_cache() {}
+AllocatorStats CachingAllocator::stats() const { return stats_; }
+
+CudaContext::CudaContext(const CudaExecParams& params, int device)
+    : params_(params), device_(device), alloc_(std::make_shared<CachingAllocator>()) {}
+CudaContext::~CudaContext() = default;
+void CudaContext::set_params(const CudaExecParams& p) { params_ = p; }
+void* CudaContext::cublas() { fail("emulation: cuBLAS is not emulated"); }
+void* CudaContext::cudnn() { fail("emulation: cuDNN is not emulated"); }
+void CudaContext::synchronize() const {}
+void* CudaContext::workspace(std::size_t) { fail("emulation: no workspace (gemm.cu's split-K is not emulated)"); }
+const AlgoRecord* CudaContext::find_algo(const std::string& op, const std::string& sig) const {
+  auto it = algo_cache_.find(op + "|" + sig);
+  return it == algo_cache_.end() ? nullptr : &it->second;
+}
+void CudaContext::record_algo(const AlgoRecord& r) {
+  algo_cache_[r.op + "|" + r.signature] = r;
+  algo_log_.push_back(r);
+}
+
+DeviceTensor::DeviceTensor(CudaContext& ctx, Shape shape, DType dtype)
+    : shape_(std::move(shape)), numel_(shape_numel(shape_)), dtype_(dtype), alloc_(ctx.allocator_ptr()) {
+  ptr_ = alloc_->allocate(nbytes());
+}
+DeviceTensor DeviceTensor::zeros(CudaContext& ctx, Shape shape, DType dtype) {
+  DeviceTensor t(ctx, std::move(shape), dtype);
+  if (t.nbytes()) std::memset(t.ptr_, 0, t.nbytes());
+  return t;
+}
+DeviceTensor::~DeviceTensor() {
+  if (alloc_) alloc_->release(ptr_);
+}
+DeviceTensor::DeviceTensor(DeviceTensor&& o) noexcept
+    : shape_(std::move(o.shape_)), numel_(o.numel_), dtype_(o.dtype_), ptr_(o.ptr_), alloc_(std::move(o.alloc_)) {
+  o.ptr_ = nullptr, o.numel_ = 0;
+}
+DeviceTensor& DeviceTensor::operator=(DeviceTensor&& o) noexcept {
+  if (this != &o) {
+    if (alloc_) alloc_->release(ptr_);
+    shape_ = std::move(o.shape_), numel_ = o.numel_, dtype_ = o.dtype_, ptr_ = o.ptr_, alloc_ = std::move(o.alloc_);
+    o.ptr_ = nullptr, o.numel_ = 0;
+  }
+  return *this;
+}
+int64_t DeviceTensor::dim(int i) const { return shape_.at(static_cast<std::size_t>(i < 0 ? i + rank() : i)); }
+DeviceTensor DeviceTensor::reshape_view(Shape shape) const {
+  check(shape_numel(shape) == numel_, "emulation: reshape_view to ", shape_str(shape), " of ", shape_str(shape_));
+  DeviceTensor v;
+  v.shape_ = std::move(shape), v.numel_ = numel_, v.dtype_ = dtype_, v.ptr_ = ptr_;
+  return v;
+}
+void check_device_shape(const char* op, const char* name, const DeviceTensor& t, const Shape& expected) {
+  if (t.shape() != expected)
+    fail(op, ": ", name, " has shape ", shape_str(t.shape()), ", expected ", shape_str(expected));
+}
+
+DeviceTensor to_device(CudaContext& ctx, const Tensor& host) {
+  DeviceTensor d(ctx, host.shape(), host.dtype());
+  if (host.nbytes()) std::memcpy(d.raw(), host.raw(), host.nbytes());
+  return d;
+}
+Tensor to_host(CudaContext&, const DeviceTensor& dev) {
+  Tensor h = Tensor::empty(dev.shape(), dev.dtype());
+  if (h.nbytes()) std::memcpy(h.raw(), dev.raw(), h.nbytes());
+  return h;
+}
+void copy_to_device(CudaContext&, const Tensor& host, DeviceTensor& dev) {
+  check(host.nbytes() == dev.nbytes(), "emulation: copy_to_device of ", host.nbytes(), " into ", dev.nbytes(), " bytes");
+  if (host.nbytes()) std::memcpy(dev.raw(), host.raw(), host.nbytes());
+}
+void copy_to_host(CudaContext&, const DeviceTensor& dev, Tensor& host) {
+  check(host.nbytes() == dev.nbytes(), "emulation: copy_to_host of ", dev.nbytes(), " into ", host.nbytes(), " bytes");
+  if (host.nbytes()) std::memcpy(host.raw(), dev.raw(), host.nbytes());
+}
+void copy_device(CudaContext&, const DeviceTensor& src, DeviceTensor& dst) {
+  check(src.nbytes() == dst.nbytes(), "emulation: copy_device of ", src.nbytes(), " into ", dst.nbytes(), " bytes");
+  if (src.nbytes()) std::memcpy(dst.raw(), src.raw(), src.nbytes());
+}
+void fill_zero(CudaContext&, DeviceTensor& t) {
+  if (t.nbytes()) std::memset(t.raw(), 0, t.nbytes());
+}
+void copy_bytes_to_device(CudaContext&, const void* host, void* dev, std::size_t bytes) {
+  if (bytes) std::memcpy(dev, host, bytes);
+}
+
+// The own gemm's contract (ascending K per element, beta = 0 never reads C) as a plain loop.
+template <typename T>
+void gemm_own_raw(CudaContext&, const GemmParams& p, const T* a, const T* b, T* c) {
+  for (int64_t i = 0; i < p.m; ++i)
+    for (int64_t j = 0; j < p.n; ++j) {
+      T acc = 0;
+      for (int64_t k = 0; k < p.k; ++k)
+        acc += (p.trans_a ? a[k * p.m + i] : a[i * p.k + k]) * (p.trans_b ? b[j * p.k + k] : b[k * p.n + j]);
+      T out = static_cast<T>(p.alpha) * acc;
+      if (p.beta != 0) out += static_cast<T>(p.beta) * c[i * p.n + j];
+      c[i * p.n + j] = out;
+    }
+}
+template void gemm_own_raw<float>(CudaContext&, const GemmParams&, const float*, const float*, float*);
+template void gemm_own_raw<double>(CudaContext&, const GemmParams&, const double*, const double*, double*);
+
+void gemm_own(CudaContext& ctx, const GemmParams& p, const DeviceTensor& a, const DeviceTensor& b, DeviceTensor& c) {
+  check(a.numel() == p.m * p.k && b.numel() == p.k * p.n && c.numel() == p.m * p.n, "emulation gemm_own: m=", p.m,
+        " n=", p.n, " k=", p.k, " but a ", shape_str(a.shape()), ", b ", shape_str(b.shape()), ", c ",
+        shape_str(c.shape()));
+  dispatch_dtype(a.dtype(), [&](auto tag) {
+    using T = decltype(tag);
+    gemm_own_raw<T>(ctx, p, a.data<T>(), b.data<T>(), c.data<T>());
+  });
+}
+
+int device_count(std::string* why_none) {
+  if (why_none) why_none->clear();
+  return 1;
+}
+
+}  // namespace cuda
+}  // namespace driftlab

@@ -1,0 +1,23 @@
+// CUDA emulation shim (tests/emu), found before kernels/cuda/check.h: launch checks are no-ops
+// on the host and the few runtime calls the emulated kernel files make are host memcpy/memset.
+#pragma once
+#include <cstddef>
+#include <cstring>
+
+#include "engine/core/error.h"
+
+typedef void* cudaStream_t;
+enum { cudaMemcpyHostToDevice, cudaMemcpyDeviceToHost, cudaMemcpyDeviceToDevice };
+inline int cudaMemcpyAsync(void* d, const void* s, std::size_t n, int, cudaStream_t) {
+  std::memcpy(d, s, n);
+  return 0;
+}
+inline int cudaMemsetAsync(void* d, int v, std::size_t n, cudaStream_t) {
+  std::memset(d, v, n);
+  return 0;
+}
+#define DL_CUDA_CHECK(call) (void)(call)
+#define DL_CUDA_LAUNCH_CHECK(kernel_name) \
+  do {                                    \
+  } while (0)
+inline unsigned dl_blocks(long long n, int threads) { return static_cast<unsigned>((n + threads - 1) / threads); }
