@@ -117,11 +117,12 @@ void softmax_xent_backward_cuda(CudaContext&, const SoftmaxXentParams&, const De
 // x (N,T,F) and h_seq (N,T,H) batch-major as on the CPU; weights in the canonical layout
 // (w_ih (G*H,F), w_hh (G*H,H), gate row blocks LSTM i,f,g,o / GRU r,z,n). mask: null, or
 // (N,T) of 1 = data / 0 = padding (float, in x's dtype), with the CPU kernels' semantics.
-// Own kernels (kernels/cuda/rnn.cu): every RnnParams field; time-major internals; per step one
-// gemm (h_{t-1} W_hh^T; the reset-before GRU two) and one elementwise kernel per cell (thread
-// per sample and unit), with the reference's association of sums and the gate math rounded
-// as on the CPU (-fmad=false); the input projection and the weight gradients are one gemm
-// each over all N*T rows. No atomics: the same bits on every run.
+// Own kernels (kernels/cuda/rnn.cu): every RnnParams field; time-major internals; per step the
+// gemms x_t W_ih^T and h_{t-1} W_hh^T (the reset-before GRU a third) and one elementwise kernel
+// per cell (thread per sample and unit), with the reference's association of sums and the gate
+// math rounded as on the CPU (-fmad=false); the weight gradients and dx are one gemm each over
+// all N*T rows (the own gemm takes up to 4,194,240 rows: N*T beyond that is refused by it).
+// No atomics: the same bits on every run.
 // cuDNN (kernels/cuda/cudnn/rnn_cudnn.cpp): cudnnRNNForward / BackwardData_v8 /
 // BackwardWeights_v8 where cuDNN has the cell (rnn_cudnn_supports); weights copied into cuDNN's
 // weight space per call (linear layer ids = the canonical gate blocks, as PyTorch lays them out).
@@ -146,7 +147,12 @@ struct RnnDeviceState {
   DeviceTensor y_tm;
   DeviceBytes reserve, weight_space, seq_lengths;
 };
-// p.batch and p.steps are the call's. state null: inference (nothing kept).
+// Throw naming the function and tensor when weights or gradients do not fit p and dtype (shape,
+// presence of b_hh / w_peep, dtype); used by both implementations.
+void check_rnn_weights(const char* fn, const RnnParams& p, const RnnDeviceWeights& w, DType dtype);
+void check_rnn_grads(const char* fn, const RnnParams& p, const RnnDeviceGrads& g, DType dtype);
+// p.batch and p.steps are the call's. state null: inference (nothing kept); else it is reset
+// and filled.
 void rnn_forward_own(CudaContext&, const RnnParams& p, const DeviceTensor& x, const DeviceTensor* mask,
                      const RnnDeviceWeights& w, DeviceTensor& h_seq, RnnDeviceState* state);
 // dh: (N,T,H), or (N,H) h_T's gradient when p.dh_last_step. dx: (N,T,F) or null.

@@ -127,6 +127,8 @@ DL_NO_CUDA(void, channel_pad_subsample_add_backward_cuda, CudaContext&, const Ch
 DL_NO_CUDA(double, sum_squares_cuda, CudaContext&, const DeviceTensor&)
 DL_NO_CUDA(void, flag_nonfinite_cuda, CudaContext&, const DeviceTensor&, DeviceTensor&, int64_t)
 
+DL_NO_CUDA(void, check_rnn_weights, const char*, const RnnParams&, const RnnDeviceWeights&, DType)
+DL_NO_CUDA(void, check_rnn_grads, const char*, const RnnParams&, const RnnDeviceGrads&, DType)
 DL_NO_CUDA(void, rnn_forward_own, CudaContext&, const RnnParams&, const DeviceTensor&, const DeviceTensor*,
            const RnnDeviceWeights&, DeviceTensor&, RnnDeviceState*)
 DL_NO_CUDA(void, rnn_backward_own, CudaContext&, const RnnParams&, const RnnDeviceWeights&, const RnnDeviceState&,

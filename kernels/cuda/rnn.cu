@@ -234,24 +234,6 @@ void gemm(CudaContext& ctx, long long m, long long n, long long k, bool ta, bool
   gemm_own_raw<T>(ctx, p, a, b, c);
 }
 
-void check_weights(const char* fn, const RnnParams& p, const RnnDeviceWeights& w, DType dt) {
-  const int64_t GH = rnn_gates(p.cell) * p.hidden;
-  check(w.w_ih && w.w_hh && w.b_ih, fn, ": weight_ih, weight_hh and bias_ih are required");
-  check_device_shape(fn, "weight_ih", *w.w_ih, {GH, p.input});
-  check_device_shape(fn, "weight_hh", *w.w_hh, {GH, p.hidden});
-  check_device_shape(fn, "bias_ih", *w.b_ih, {GH});
-  check((w.b_hh != nullptr) == p.two_biases, fn, ": bias_hh ", w.b_hh ? "given" : "missing", " with two_biases=",
-        p.two_biases);
-  if (w.b_hh) check_device_shape(fn, "bias_hh", *w.b_hh, {GH});
-  check((w.w_peep != nullptr) == p.peepholes, fn, ": peephole weights ", w.w_peep ? "given" : "missing",
-        " with peepholes=", p.peepholes);
-  if (w.w_peep)
-    check(w.w_peep->numel() == 3 * p.hidden, fn, ": weight_peephole has shape ", shape_str(w.w_peep->shape()),
-          ", expected 3*", p.hidden, " values");
-  for (const DeviceTensor* t : {w.w_ih, w.w_hh, w.b_ih, w.b_hh, w.w_peep})
-    check(!t || t->dtype() == dt, fn, ": weights are ", dtype_name(t ? t->dtype() : dt), ", x is ", dtype_name(dt));
-}
-
 template <typename T>
 const T* ptr(const DeviceTensor* t) {
   return t ? t->data<T>() : nullptr;
@@ -271,6 +253,7 @@ void forward_own(CudaContext& ctx, const RnnParams& p, const DeviceTensor& x, co
     swap01(ctx, N, S, 1, mask->data<T>(), mask_tm.data<T>());
   }
   const bool train = st != nullptr;
+  if (train) *st = RnnDeviceState{};  // nothing of an earlier call (of either implementation) stays
   const long long hs = train ? S + 1 : 2;
   DeviceTensor h_tm = DeviceTensor::zeros(ctx, {hs, N, H}, dt);
   DeviceTensor c_tm = lstm ? DeviceTensor::zeros(ctx, {hs, N, H}, dt) : DeviceTensor();
@@ -656,13 +639,46 @@ DeviceBytes upload_ints(CudaContext& ctx, const std::vector<int>& v) {
 
 }  // namespace
 
+void check_rnn_weights(const char* fn, const RnnParams& p, const RnnDeviceWeights& w, DType dt) {
+  const int64_t GH = rnn_gates(p.cell) * p.hidden;
+  check(w.w_ih && w.w_hh && w.b_ih, fn, ": weight_ih, weight_hh and bias_ih are required");
+  check_device_shape(fn, "weight_ih", *w.w_ih, {GH, p.input});
+  check_device_shape(fn, "weight_hh", *w.w_hh, {GH, p.hidden});
+  check_device_shape(fn, "bias_ih", *w.b_ih, {GH});
+  check((w.b_hh != nullptr) == p.two_biases, fn, ": bias_hh ", w.b_hh ? "given" : "missing", " with two_biases=",
+        p.two_biases);
+  if (w.b_hh) check_device_shape(fn, "bias_hh", *w.b_hh, {GH});
+  check((w.w_peep != nullptr) == p.peepholes, fn, ": peephole weights ", w.w_peep ? "given" : "missing",
+        " with peepholes=", p.peepholes);
+  if (w.w_peep)
+    check(w.w_peep->numel() == 3 * p.hidden, fn, ": weight_peephole has shape ", shape_str(w.w_peep->shape()),
+          ", expected 3*", p.hidden, " values");
+  for (const DeviceTensor* t : {w.w_ih, w.w_hh, w.b_ih, w.b_hh, w.w_peep})
+    check(!t || t->dtype() == dt, fn, ": weights are ", dtype_name(t ? t->dtype() : dt), ", x is ", dtype_name(dt));
+}
+
+void check_rnn_grads(const char* fn, const RnnParams& p, const RnnDeviceGrads& g, DType dt) {
+  const int64_t GH = rnn_gates(p.cell) * p.hidden;
+  check(g.dw_ih && g.dw_hh && g.db_ih && (g.db_hh != nullptr) == p.two_biases && (g.dw_peep != nullptr) == p.peepholes,
+        fn, ": the gradients do not match the parameters (two_biases=", p.two_biases, ", peepholes=", p.peepholes, ")");
+  check_device_shape(fn, "dweight_ih", *g.dw_ih, {GH, p.input});
+  check_device_shape(fn, "dweight_hh", *g.dw_hh, {GH, p.hidden});
+  check_device_shape(fn, "dbias_ih", *g.db_ih, {GH});
+  if (g.db_hh) check_device_shape(fn, "dbias_hh", *g.db_hh, {GH});
+  if (g.dw_peep)
+    check(g.dw_peep->numel() == 3 * p.hidden, fn, ": dweight_peephole has ", g.dw_peep->numel(), " values, expected ",
+          3 * p.hidden);
+  for (const DeviceTensor* t : {g.dw_ih, g.dw_hh, g.db_ih, g.db_hh, g.dw_peep})
+    check(!t || t->dtype() == dt, fn, ": gradients are ", dtype_name(t ? t->dtype() : dt), ", x is ", dtype_name(dt));
+}
+
 void rnn_forward_own(CudaContext& ctx, const RnnParams& p, const DeviceTensor& x, const DeviceTensor* mask,
                      const RnnDeviceWeights& w, DeviceTensor& h_seq, RnnDeviceState* state) {
   const char* fn = "rnn_forward_own";
   check_rnn_params(p);
   check_device_shape(fn, "x", x, {p.batch, p.steps, p.input});
   check_device_shape(fn, "h_seq", h_seq, {p.batch, p.steps, p.hidden});
-  check_weights(fn, p, w, x.dtype());
+  check_rnn_weights(fn, p, w, x.dtype());
   check(h_seq.dtype() == x.dtype(), fn, ": h_seq and x dtypes differ");
   if (mask) {
     check_device_shape(fn, "mask", *mask, {p.batch, p.steps});
@@ -677,14 +693,26 @@ void rnn_backward_own(CudaContext& ctx, const RnnParams& p, const RnnDeviceWeigh
   check_rnn_params(p);
   check(!st.vendor && st.h_tm.numel() > 0 && st.act.numel() > 0, fn,
         ": no own-kernel training forward to go back through");
-  check_device_shape(fn, "x_tm", st.x_tm, {p.steps, p.batch, p.input});
+  // The state must be the forward's of these very params (a changed cell or reset rule would
+  // read arrays that were never filled).
+  const int64_t S = p.steps, N = p.batch, H = p.hidden, GH = rnn_gates(p.cell) * H;
+  check_device_shape(fn, "state x_tm", st.x_tm, {S, N, p.input});
+  check_device_shape(fn, "state h_tm", st.h_tm, {S + 1, N, H});
+  check_device_shape(fn, "state pre", st.pre, {S, N, GH});
+  check_device_shape(fn, "state act", st.act, {S, N, GH});
+  if (p.cell == RnnCell::lstm) check_device_shape(fn, "state c_tm", st.c_tm, {S + 1, N, H});
+  else check_device_shape(fn, "state aux", st.aux, {S, N, H});
+  if (p.cell == RnnCell::gru && !p.gru_reset_after) check_device_shape(fn, "state rh", st.rh, {S, N, H});
+  if (st.mask_tm.numel() > 0) check_device_shape(fn, "state mask_tm", st.mask_tm, {S, N});
   const DType dt = st.x_tm.dtype();
-  check_weights(fn, p, w, dt);
-  check_device_shape(fn, "dh", dh, p.dh_last_step ? Shape{p.batch, p.hidden} : Shape{p.batch, p.steps, p.hidden});
-  if (dx) check_device_shape(fn, "dx", *dx, {p.batch, p.steps, p.input});
-  check(g.dw_ih && g.dw_hh && g.db_ih && (g.db_hh != nullptr) == p.two_biases &&
-            (g.dw_peep != nullptr) == p.peepholes,
-        fn, ": the gradients do not match the parameters (two_biases=", p.two_biases, ", peepholes=", p.peepholes, ")");
+  check_rnn_weights(fn, p, w, dt);
+  check_rnn_grads(fn, p, g, dt);
+  check_device_shape(fn, "dh", dh, p.dh_last_step ? Shape{N, H} : Shape{N, S, H});
+  check(dh.dtype() == dt, fn, ": dh is ", dtype_name(dh.dtype()), ", x was ", dtype_name(dt));
+  if (dx) {
+    check_device_shape(fn, "dx", *dx, {N, S, p.input});
+    check(dx->dtype() == dt, fn, ": dx is ", dtype_name(dx->dtype()), ", x was ", dtype_name(dt));
+  }
   dispatch_dtype(dt, [&](auto tag) { backward_own<decltype(tag)>(ctx, p, w, st, dh, dx, g); });
 }
 

@@ -307,6 +307,7 @@ void copy_device(CudaContext& ctx, const DeviceTensor& src, DeviceTensor& dst) {
 void copy_bytes_to_device(CudaContext& ctx, const void* host, void* dev, std::size_t bytes) {
   if (bytes == 0) return;
   DL_CUDA_CHECK(cudaMemcpyAsync(dev, host, bytes, cudaMemcpyHostToDevice, as_stream(ctx.stream())));
+  ctx.synchronize();  // pageable source: see copy_to_device
 }
 
 void fill_zero(CudaContext& ctx, DeviceTensor& t) {

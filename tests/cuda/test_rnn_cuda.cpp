@@ -224,8 +224,14 @@ TEST_P(CudaRnn, ForwardAndBackwardMatchTheReference) {
         Tensor inference_h;
         const Result g = gpu_run(ctx, p, in, mask, &inference_h);
         expect_match(g, cpu_run(p, in, mask), dt == DType::f64, p);
-        // Inference (no state kept) runs the same arithmetic: the same bits.
-        EXPECT_TRUE(bitwise_equal(inference_h, g.h)) << "inference vs training forward";
+        // Inference (no state kept): the own kernels run the same arithmetic, the same bits;
+        // cuDNN documents no such promise between its two forward modes: rounding only.
+        if (!vendor) {
+          EXPECT_TRUE(bitwise_equal(inference_h, g.h)) << "inference vs training forward";
+        } else {
+          EXPECT_TRUE(all_close(inference_h, g.h, dt == DType::f64 ? 1e-12 : 1e-5, dt == DType::f64 ? 1e-10 : 1e-4))
+              << "inference vs training forward (see expect_match's tolerances)";
+        }
         // What ran: cuDNN exactly when asked and supported, else an own-kernel fallback on record.
         bool fell_back = false, used_cudnn = false;
         for (const cuda::AlgoRecord& a : ctx.algo_log()) {

@@ -63,8 +63,13 @@ class RnnDataDesc {
   RnnDataDesc(DType dt, int steps, int batch, int vec) {
     DL_CUDNN_CHECK(cudnnCreateRNNDataDescriptor(&d_));
     std::vector<int> lengths(static_cast<std::size_t>(batch), steps);
-    DL_CUDNN_CHECK(cudnnSetRNNDataDescriptor(d_, cudnn_type(dt), CUDNN_RNN_DATA_LAYOUT_SEQ_MAJOR_UNPACKED, steps,
-                                             batch, vec, lengths.data(), nullptr));
+    try {
+      DL_CUDNN_CHECK(cudnnSetRNNDataDescriptor(d_, cudnn_type(dt), CUDNN_RNN_DATA_LAYOUT_SEQ_MAJOR_UNPACKED, steps,
+                                               batch, vec, lengths.data(), nullptr));
+    } catch (...) {
+      cudnnDestroyRNNDataDescriptor(d_);  // the destructor does not run for a throwing constructor
+      throw;
+    }
   }
   ~RnnDataDesc() { cudnnDestroyRNNDataDescriptor(d_); }
   RnnDataDesc(const RnnDataDesc&) = delete;
@@ -81,7 +86,12 @@ class Tensor3Desc {
   Tensor3Desc(DType dt, int a, int b, int c) {
     DL_CUDNN_CHECK(cudnnCreateTensorDescriptor(&d_));
     const int dims[3] = {a, b, c}, strides[3] = {b * c, c, 1};
-    DL_CUDNN_CHECK(cudnnSetTensorNdDescriptor(d_, cudnn_type(dt), 3, dims, strides));
+    try {
+      DL_CUDNN_CHECK(cudnnSetTensorNdDescriptor(d_, cudnn_type(dt), 3, dims, strides));
+    } catch (...) {
+      cudnnDestroyTensorDescriptor(d_);
+      throw;
+    }
   }
   Tensor3Desc() { DL_CUDNN_CHECK(cudnnCreateTensorDescriptor(&d_)); }
   ~Tensor3Desc() { cudnnDestroyTensorDescriptor(d_); }
@@ -222,7 +232,10 @@ void rnn_forward_cudnn(CudaContext& ctx, const RnnParams& p, const DeviceTensor&
   check_device_shape(fn, "x", x, {p.batch, p.steps, p.input});
   check_device_shape(fn, "h_seq", h_seq, {p.batch, p.steps, p.hidden});
   const DType dt = x.dtype();
+  check(h_seq.dtype() == dt, fn, ": h_seq and x dtypes differ");
+  check_rnn_weights(fn, p, w, dt);
   const bool training = state != nullptr;
+  if (training) *state = RnnDeviceState{};  // nothing of an earlier call (of either implementation) stays
   Setup s(ctx, p, dt, training);
   record(ctx, "rnn_forward", p, dt, s);
   DeviceTensor x_tm(ctx, {p.steps, p.batch, p.input}, dt), y_tm(ctx, {p.steps, p.batch, p.hidden}, dt);
@@ -250,16 +263,18 @@ void rnn_backward_cudnn(CudaContext& ctx, const RnnParams& p, const RnnDeviceWei
   const char* fn = "rnn_backward_cudnn";
   check_rnn_params(p);
   check(st.vendor && st.reserve.get() != nullptr, fn, ": no cuDNN training forward to go back through");
-  check_device_shape(fn, "x_tm", st.x_tm, {p.steps, p.batch, p.input});
-  check_device_shape(fn, "dh", dh, p.dh_last_step ? Shape{p.batch, p.hidden} : Shape{p.batch, p.steps, p.hidden});
-  check(g.dw_ih && g.dw_hh && g.db_ih && (g.db_hh != nullptr) == p.two_biases && w.w_ih && w.w_hh && w.b_ih, fn,
-        ": the gradients do not match the parameters (two_biases=", p.two_biases, ")");
-  // cuDNN reads the weight space the forward packed; w gives the gradients' shapes.
-  check_device_shape(fn, "dweight_ih", *g.dw_ih, w.w_ih->shape());
-  check_device_shape(fn, "dweight_hh", *g.dw_hh, w.w_hh->shape());
-  check_device_shape(fn, "dbias_ih", *g.db_ih, w.b_ih->shape());
-  if (g.db_hh) check_device_shape(fn, "dbias_hh", *g.db_hh, w.b_ih->shape());
+  check(rnn_cudnn_supports(p, false), fn, ": cuDNN has no cell for these parameters (see rnn_cudnn_supports)");
+  check_device_shape(fn, "state x_tm", st.x_tm, {p.steps, p.batch, p.input});
+  check_device_shape(fn, "state y_tm", st.y_tm, {p.steps, p.batch, p.hidden});
   const DType dt = st.x_tm.dtype();
+  check_rnn_weights(fn, p, w, dt);  // cuDNN reads the weight space the forward packed
+  check_rnn_grads(fn, p, g, dt);
+  check_device_shape(fn, "dh", dh, p.dh_last_step ? Shape{p.batch, p.hidden} : Shape{p.batch, p.steps, p.hidden});
+  check(dh.dtype() == dt, fn, ": dh is ", dtype_name(dh.dtype()), ", x was ", dtype_name(dt));
+  if (dx) {
+    check_device_shape(fn, "dx", *dx, {p.batch, p.steps, p.input});
+    check(dx->dtype() == dt, fn, ": dx is ", dtype_name(dx->dtype()), ", x was ", dtype_name(dt));
+  }
   Setup s(ctx, p, dt, true);
   record(ctx, "rnn_backward", p, dt, s);
   check(s.weight_bytes == st.weight_space.size(), fn, ": cuDNN's weight space changed size between forward and backward");
@@ -287,10 +302,7 @@ void rnn_backward_cudnn(CudaContext& ctx, const RnnParams& p, const RnnDeviceWei
   const std::size_t es = dtype_size(dt);
   for (const Block& b : blocks(s, p, dspace.get()))
     add_block_cuda(ctx, dt, b.space_addr, static_cast<char*>(dst[b.which]->raw()) + b.offset * es, b.count);
-  if (dx) {
-    check_device_shape(fn, "dx", *dx, {p.batch, p.steps, p.input});
-    swap_batch_time_cuda(ctx, dx_tm, *dx);
-  }
+  if (dx) swap_batch_time_cuda(ctx, dx_tm, *dx);
 }
 
 }  // namespace cuda
