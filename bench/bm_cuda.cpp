@@ -8,8 +8,9 @@
 // batch copied from the host, forward, loss, backward, SGD on the device, the loss and logits
 // back, as in `driftlab train --device cuda`) and inference (BM_CudaPredict: forward on input
 // already on the device) for LeNet-1/LeNet-5 (batch 32/64/128; 1,000/10,000 inputs) and
-// ResNet-20/VGG-16 (batch 128; 1,000 inputs), own kernels and cuBLAS/cuDNN. Checked once
-// against the CPU model's logits first. Counter images/s.
+// ResNet-20/VGG-16 (batch 128; 1,000 inputs) and the LSTM/GRU classifiers (batch 128; 128 and
+// 1,000 sequences), own kernels and cuBLAS/cuDNN. Checked once against the CPU model's logits
+// first. Counter images/s (sequences/s for the recurrent models).
 // Without a device it prints "no CUDA device: <reason>; GPU benchmarks skipped" and exits 0.
 //
 // To add a conv shape: append a row to conv_shapes(). To add a gemm: append to gemm_shapes().
@@ -187,6 +188,8 @@ const std::vector<ModelCase>& model_cases() {
       {"lenet5", {32, 64, 128}, {1000, 10000}},
       {"resnet20", {128}, {1000}},
       {"vgg16", {128}, {1000}},
+      {"lstm", {128}, {128, 1000}},  // the issue-6 classifiers: 28 steps of 28 features, 128 units
+      {"gru", {128}, {128, 1000}},
   };
   return c;
 }
@@ -229,7 +232,7 @@ constexpr double kModelCheck = 1e-4;
 
 void bm_train_step(benchmark::State& state, const std::string& model, int64_t batch, CudaBackend backend) {
   cuda::CudaExecParams e = exec(backend, backend, false);
-  e.pool_backend = e.bn_backend = e.softmax_backend = backend;
+  e.pool_backend = e.bn_backend = e.softmax_backend = e.rnn_backend = backend;
   CudaContext ctx(e);
   Model m = build_model(model, Policy::parse("torch"), 1);
   const double rel = check_model(ctx, m);
@@ -256,7 +259,7 @@ void bm_train_step(benchmark::State& state, const std::string& model, int64_t ba
 
 void bm_predict(benchmark::State& state, const std::string& model, int64_t n, CudaBackend backend) {
   cuda::CudaExecParams e = exec(backend, backend, false);
-  e.pool_backend = e.bn_backend = e.softmax_backend = backend;
+  e.pool_backend = e.bn_backend = e.softmax_backend = e.rnn_backend = backend;
   CudaContext ctx(e);
   Model m = build_model(model, Policy::parse("torch"), 1);
   const double rel = check_model(ctx, m);

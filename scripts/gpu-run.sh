@@ -6,7 +6,7 @@
 #                                    # build-gpu/pack/driftlab-gpu.tar.xz, print the run-tool call
 #   bash scripts/gpu-run.sh remote   # THERE (what the printed call runs): unpack, run, write $OUT
 #
-# What is packed: driftlab_tests, bm_cuda, driftlab, and every shared library ldd names except
+# What is packed: driftlab_tests, bm_cuda, driftlab, Fashion-MNIST, and every shared library ldd names except
 # the C library family, the NVIDIA driver (libcuda) and cuBLAS/cuDNN: those two are far over
 # the 64 MiB a run may carry (libcublasLt alone is 540 MB), so the remote side takes them from
 # the PyTorch install there (its nvidia-*-cu13 wheels) or a CUDA 13 toolkit, and stops with a
@@ -39,6 +39,10 @@ pack() {
       *) cp -L "$lib" "$stage/driftlab-gpu/lib/" ;;
     esac
   done
+  # Fashion-MNIST (Debian's dataset-fashion-mnist, 30 MB of .gz) for the LSTM/GRU epochs: the
+  # lent machine has no apt.
+  mkdir -p "$stage/driftlab-gpu/data/fashion-mnist"
+  cp /usr/share/datasets/fashion-mnist/*.gz "$stage/driftlab-gpu/data/fashion-mnist/"
   git rev-parse HEAD > "$stage/driftlab-gpu/commit.txt"
   git status --short > "$stage/driftlab-gpu/worktree-status.txt"
   mkdir -p "$PACK"
@@ -54,7 +58,8 @@ pack() {
 Run on the lent GPU machine with the run tool (one call, about 5 minutes):
   run(command="bash scripts/gpu-run.sh remote", carry=["$PACK"], timeout_s=600)
 Its \$OUT comes back with: env.txt (nvidia-smi, driver, commit), cuda_tests.txt (gtest output),
-train_resnet20_cuda.txt (one epoch with --device cuda), predict_oom.txt (the OOM message and
+train_resnet20_cuda.txt (one epoch with --device cuda), train_rnn_*.txt (LSTM/GRU epochs on
+sequential Fashion-MNIST: cuDNN, own kernels, fallback), predict_oom.txt (the OOM message and
 --max-batch), bm_cuda.json + bm_cuda.txt (Google Benchmark), torch_cuda.jsonl (PyTorch on the
 same GPU).
 EOT
@@ -127,6 +132,18 @@ remote() {
   "$dl" train --model resnet20 --dataset synthetic-cifar10 --device cuda --epochs 1 --batch 128 \
     --out "$OUT/resnet20_cuda" > "$OUT/train_resnet20_cuda.txt" 2>&1 || rc=1
   tail -3 "$OUT/train_resnet20_cuda.txt"
+  # Issue 6 on the device: an LSTM and a GRU epoch of sequential Fashion-MNIST with the recipe of
+  # docs/RNN.md (torch preset: cuDNN's RNN; torch with cuda_kernels=own: driftlab's kernels;
+  # tensorflow: hard-sigmoid cells, which cuDNN lacks, so the own kernels run, logged).
+  local fm=$base/data/fashion-mnist
+  for spec in lstm:torch gru:torch lstm:torch,cuda_kernels=own gru:tensorflow; do
+    local model=${spec%%:*} policy=${spec#*:}
+    local tag=${model}_${policy//[,=]/_}
+    "$dl" train --model "$model" --policy "$policy" --dataset seq-fashion-mnist --data-dir "$fm" --device cuda \
+      --epochs 1 --batch 128 --lr 0.05 --momentum 0.9 --normalize --seed 1 --no-progress \
+      --out "$OUT/rnn_$tag" > "$OUT/train_rnn_$tag.txt" 2>&1 || rc=1
+    tail -2 "$OUT/train_rnn_$tag.txt"
+  done
   "$dl" train --model vgg16 --dataset synthetic-cifar10 --limit 256 --device cuda --epochs 1 --no-progress \
     --out "$OUT/vgg16_cuda" > "$OUT/train_vgg16_cuda.txt" 2>&1 || rc=1
   if "$dl" predict --weights "$OUT/vgg16_cuda/model.dlm" --device cuda --dataset synthetic-cifar10 \

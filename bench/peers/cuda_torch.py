@@ -7,7 +7,8 @@ ResNet-20 and VGG-16 shapes of bm_cuda.cpp at batch 128 (cuDNN, float32, TF32 of
 row says tf32); then the whole models of bm_cuda.cpp's model_cases(): one training step
 (the batch copied from the host, forward, cross-entropy, backward, SGD momentum 0.9, the
 loss back on the host: BM_CudaTrainStep) and inference on input already on the device
-(BM_CudaPredict), with the model definitions of bench/peers/lenet_torch.py and cifar_torch.py.
+(BM_CudaPredict), with the model definitions of bench/peers/lenet_torch.py, cifar_torch.py and rnn_torch.py
+(nn.LSTM / nn.GRU: cuDNN's RNN).
 The median of --reps timed runs after --warmup runs is reported.
 """
 import argparse, json, os, sys
@@ -22,6 +23,8 @@ MODEL_CASES = [  # model, training batches, prediction sizes (model_cases() in b
     ("lenet5", (32, 64, 128), (1000, 10000)),
     ("resnet20", (128,), (1000,)),
     ("vgg16", (128,), (1000,)),
+    ("lstm", (128,), (128, 1000)),
+    ("gru", (128,), (128, 1000)),
 ]
 
 CONV_SHAPES = [  # name, N, C, HW, K, R, pad, stride (the rows of conv_shapes() in bm_cuda.cpp)
@@ -77,6 +80,9 @@ def main():
 
 
 def build(name):
+    if name in ("lstm", "gru"):
+        import rnn_torch
+        return rnn_torch.Classifier(name), (28, 28)
     if name in ("lenet1", "lenet5"):
         import lenet_torch
         return getattr(lenet_torch, name)(), (1, 28, 28)
