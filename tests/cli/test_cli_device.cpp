@@ -89,4 +89,37 @@ TEST(CliDevice, CudaWithoutDeviceIsOneLineErrorElseRuns) {
   fs::remove_all(d);
 }
 
+// The recurrent models on the device (issue 6): train under the torch preset (cuDNN's RNN) and
+// with cuda_kernels=own, then eval and predict the CPU-trained model there; without a device
+// the same one-line "no CUDA device" as every other model (they are not refused by layer).
+TEST(CliDevice, RecurrentModelsOnCuda) {
+  fs::path d = fs::temp_directory_path() / ("driftlab_cli_device_rnn_" + std::to_string(::getpid()));
+  fs::remove_all(d);
+  const std::string data = " --dataset seq-fashion-mnist --limit 64 --batch 16 --no-progress";
+  CliResult cpu = driftlab("train --model gru --threads 1" + data + " --out " + d.string());
+  ASSERT_EQ(cpu.code, 0) << cpu.out;
+  const std::string w = " --weights " + (d / "model.dlm").string();
+  CliResult t = driftlab("train --model lstm --device cuda" + data + " --out " + (d / "gpu").string());
+  CliResult own = driftlab("train --model lstm --device cuda --policy torch,cuda_kernels=own" + data + " --out " +
+                           (d / "own").string());
+  CliResult e = driftlab("eval --device cuda --dataset seq-fashion-mnist --limit 64" + w);
+  CliResult p = driftlab("predict --device cuda --dataset seq-fashion-mnist --limit 64 --sizes 64 --max-batch 20" + w);
+  for (const CliResult* r : {&t, &own, &e, &p}) {
+    if (!have_device()) {
+      EXPECT_EQ(r->code, 1) << r->out;
+      EXPECT_TRUE(one_line(r->out)) << r->out;
+      EXPECT_NE(r->out.find("no CUDA device: "), std::string::npos) << r->out;
+    } else {
+      EXPECT_EQ(r->code, 0) << r->out;
+    }
+  }
+  if (have_device()) {
+    EXPECT_NE(t.out.find(", cuda)"), std::string::npos) << t.out;
+    EXPECT_TRUE(fs::exists(d / "own" / "model.dlm"));
+    EXPECT_NE(e.out.find("on 64 images"), std::string::npos) << e.out;
+    EXPECT_NE(p.out.find("at most 20 inputs at a time"), std::string::npos) << p.out;
+  }
+  fs::remove_all(d);
+}
+
 }  // namespace
