@@ -14,6 +14,7 @@ TEST(CudaKnobs, PresetsResolveToTheirFrameworksDefaults) {
   const cuda::CudaExecParams torch = resolve_cuda_exec(Policy::torch());
   EXPECT_EQ(torch.conv_backend, cuda::CudaBackend::vendor);
   EXPECT_EQ(torch.gemm_backend, cuda::CudaBackend::vendor);
+  EXPECT_EQ(torch.rnn_backend, cuda::CudaBackend::vendor) << "nn.LSTM/nn.GRU on CUDA call cuDNN's RNN";
   EXPECT_FALSE(torch.tf32_matmul) << "PyTorch >= 1.12: matmul.allow_tf32 = False";
   EXPECT_TRUE(torch.tf32_conv) << "PyTorch: cudnn.allow_tf32 = True";
   EXPECT_FALSE(torch.deterministic);
@@ -29,7 +30,8 @@ TEST(CudaKnobs, PresetsResolveToTheirFrameworksDefaults) {
 
 TEST(CudaKnobs, EachKnobFlipsItsField) {
   const cuda::CudaExecParams own = resolve_cuda_exec(Policy::parse("torch,cuda_kernels=own"));
-  for (cuda::CudaBackend b : {own.gemm_backend, own.conv_backend, own.pool_backend, own.bn_backend, own.softmax_backend})
+  for (cuda::CudaBackend b : {own.gemm_backend, own.conv_backend, own.pool_backend, own.bn_backend, own.softmax_backend,
+                              own.rnn_backend})
     EXPECT_EQ(b, cuda::CudaBackend::own);
   EXPECT_TRUE(resolve_cuda_exec(Policy::parse("torch,tf32_matmul=true")).tf32_matmul);
   EXPECT_FALSE(resolve_cuda_exec(Policy::parse("torch,tf32_conv=false")).tf32_conv);
