@@ -55,10 +55,15 @@ TEST_P(CudaBatchNorm, MatchesReference) {
 
   const double u = dtype_eps(dt) / 2;  // unit roundoff
   const double count = static_cast<double>(bc.n * bc.s);
-  // Statistics: double sums rounded once to T, then v+eps, sqrt, divide: a few roundings.
-  EXPECT_TRUE(all_close(cuda::to_host(ctx, m), rm, 4 * u * max_abs(x64), 4 * u));
-  EXPECT_TRUE(all_close(cuda::to_host(ctx, v), rv, 0, 8 * u));
-  EXPECT_TRUE(all_close(cuda::to_host(ctx, inv), ri, 0, 8 * u));
+  // Statistics: double sums rounded once to T, then v+eps, sqrt, divide: a few roundings; and
+  // the double sums themselves, added in another order than the reference's (a block tree of
+  // strided partial sums), carry gamma_count(float64) relative to the sum of |terms| (Higham
+  // 3.1): nothing next to float32's rounding, but 10-200 ulp of a float64 result (the CUDA
+  // emulation measured 9.6 ulp on the variance, which 8u did not allow).
+  const double gsum = gamma_n(bc.n * bc.s, DType::f64);
+  EXPECT_TRUE(all_close(cuda::to_host(ctx, m), rm, (4 * u + gsum) * max_abs(x64), 4 * u));
+  EXPECT_TRUE(all_close(cuda::to_host(ctx, v), rv, 0, 8 * u + gsum));  // the terms are squares: >= 0
+  EXPECT_TRUE(all_close(cuda::to_host(ctx, inv), ri, 0, 8 * u + gsum));
   // y = g*((x-mu)*inv)+b in T: the inputs' errors (mu, inv: 8u relative) times |g|*|x-mu|*inv
   // plus 4 roundings of values <= that size.
   const double ysz = max_abs(g64) * (max_abs(x64) + max_abs(rm)) * max_abs(ri) + max_abs(b64);

@@ -39,7 +39,7 @@ namespace driftlab {
 namespace {
 
 // Every layer kind the zoo models do not use, on a (3,12,12) input with 5 classes:
-// conv 'same' -> BN -> relu -> residual option B (stride 2: TF 'same' pads 0/1 on 12 -> 6)
+// conv 'same' (no bias) -> BN -> relu -> residual option B (stride 2: TF 'same' pads 0/1 on 12 -> 6)
 // -> residual option A (stride 2) -> avgpool 2 stride 1 (overlapping windows) -> flatten ->
 // BN (1-D) -> sigmoid -> dropout 0.3 -> dense -> tanh -> dense -> hard sigmoid -> dense 5.
 Model build_mixed(const Policy& p, uint64_t seed) {
@@ -55,6 +55,10 @@ Model build_mixed(const Policy& p, uint64_t seed) {
   c.out_channels = 4;
   c.kernel_h = c.kernel_w = 3;
   c.pad = PadMode::same;
+  // No bias: BatchNorm follows, which removes any per-channel constant, so a bias here has an
+  // exactly zero gradient that both sides return as rounding noise (1e-8 in float32, 1e-16 in
+  // float64) and no relative tolerance can compare (the CUDA emulation showed it).
+  c.bias = false;
   net.add(std::make_unique<Conv2dLayer>(c, net.current_shape(), p, rng));
   net.add(std::make_unique<BatchNormLayer>(net.current_shape(), p));
   net.add(std::make_unique<ActivationLayer>(ActKind::relu, net.current_shape(), p));
@@ -208,13 +212,15 @@ TEST_P(CudaModelStep, OneTrainingStepMatchesCpu) {
   // Tolerances. float64: the sums run in other orders (tiled gemm, im2col, block trees), so
   // results differ by rounding only: ~1e-16 per operation, times the depth and the sum lengths
   // (<= 4608 terms), stays below 1e-11; 1e-9 leaves room and still fails any indexing bug by
-  // ten orders of magnitude. float32: the same argument at 2^-24 gives about 1e-4 worst case
-  // for the gradients of the deepest model (VGG-16: 16 layers, sums of up to 4608 products,
-  // each layer's error bounded by gamma_n ~ 2.7e-4 but typically sqrt(n)*u ~ 4e-6); 2e-3 in
-  // norm. cuDNN may pick Winograd/FFT algorithms, whose transforms round more and have no
-  // documented bound (tests/cuda/test_vendor_cuda.cpp allows 4x the direct bound): 5e-3.
-  // The forward-only quantities (loss, running statistics) pass through half the layers: 1/4.
-  const double grad_rtol = f64 ? 1e-9 : (c.vendor ? 5e-3 : 2e-3);
+  // ten orders of magnitude: the float64 cases are the sharp structural check. float32: the
+  // same argument at 2^-24 gives ~1e-4, but a relu (or max-pool) input within rounding of its
+  // threshold takes the other branch on one side, and in a small batch one such unit moves a
+  // deep BatchNorm's gamma/beta gradient (a sum of 4*8*8 = 256 terms) by several percent in one
+  // channel: the CUDA emulation measured 3.5e-3 in norm for ResNet-20 under the tensorflow
+  // preset at batch 4 (its float64 twin agrees to 1e-9), above the 2e-3 first derived here.
+  // 1e-2 covers that with room; an indexing or dtype bug is O(1). cuDNN's Winograd/FFT
+  // algorithms (no documented bound) fit in the same margin.
+  const double grad_rtol = f64 ? 1e-9 : 1e-2;
   const double fwd_rtol = grad_rtol / 4;
   EXPECT_LE(std::fabs(gpu_loss - cpu_loss), fwd_rtol * std::fabs(cpu_loss)) << "loss gpu " << gpu_loss << " cpu " << cpu_loss;
 
@@ -271,6 +277,7 @@ std::vector<StepCase> step_cases() {
     // float64: the sharp structural check (tolerance 1e-9)
     v.push_back({"lenet5", "tensorflow,dtype=float64", 5, vendor});
     v.push_back({"resnet20", "torch,dtype=float64", 3, vendor});
+    v.push_back({"resnet20", "tensorflow,dtype=float64", 3, vendor});  // TF 'same' stride-2 pads, Keras BN
     v.push_back({"mixed", "theano,dtype=float64", 6, vendor});
     v.push_back({"lstm", "torch,dtype=float64", 3, vendor});
     v.push_back({"rnn-stack", "tensorflow,rnn_mask=zero,dtype=float64", 4, vendor});

@@ -1,9 +1,73 @@
-# Turns one kernels/cuda/*.cu file into host C++ for the CUDA emulation tests (tests/emu):
-# every launch `name<T><<<grid, block, shm, stream>>>(args)` becomes the plain call
-# `name<T>(args)` (with the shim's grid-stride loop each kernel then runs all its threads'
-# iterations in order); sum_squares_kernel's one block of cooperating threads runs as
-# sum_squares_host (the shim's phase-by-phase version). Usage: cmake -DIN=x.cu -DOUT=x.cpp -P this
+# Turns one kernels/cuda/*.cu file into host C++ for the CUDA emulation (tests/emu): every launch
+#   name<T><<<grid, block, shm, stream>>>(args);
+# becomes
+#   dl_emu_launch(grid, block, shm, stream, [&] { name<T>(args); });
+# which runs the kernel body once per thread of every block, the threads of a block as fibers
+# that switch at __syncthreads (tests/emu/emu_launch.cpp). The arguments are scanned to their
+# matching parenthesis, so a launch may span lines. Usage: cmake -DIN=x.cu -DOUT=x.cpp -P this
+cmake_minimum_required(VERSION 3.25)
 file(READ "${IN}" text)
-string(REGEX REPLACE "sum_squares_kernel<T><<<[^>]*>>>" "sum_squares_host<T>" text "${text}")
-string(REGEX REPLACE "<<<[^>]*>>>" "" text "${text}")
-file(WRITE "${OUT}" "// Generated from ${IN} by tests/emu/launches_to_calls.cmake: do not edit.\n${text}")
+set(out "")
+while(TRUE)
+  string(FIND "${text}" "<<<" open)
+  if(open EQUAL -1)
+    break()
+  endif()
+  # The kernel's name ends at "<<<": walk back over its template arguments (anything between
+  # matching angle brackets, spaces included) and its identifier characters.
+  set(name_start ${open})
+  set(angle 0)
+  while(name_start GREATER 0)
+    math(EXPR prev "${name_start} - 1")
+    string(SUBSTRING "${text}" ${prev} 1 ch)
+    if(ch STREQUAL ">")
+      math(EXPR angle "${angle} + 1")
+    elseif(ch STREQUAL "<")
+      math(EXPR angle "${angle} - 1")
+    elseif(angle EQUAL 0 AND NOT ch MATCHES "[A-Za-z0-9_:]")
+      break()
+    endif()
+    set(name_start ${prev})
+  endwhile()
+  math(EXPR name_len "${open} - ${name_start}")
+  string(SUBSTRING "${text}" ${name_start} ${name_len} name)
+  math(EXPR cfg_start "${open} + 3")
+  string(SUBSTRING "${text}" ${cfg_start} -1 rest)
+  string(FIND "${rest}" ">>>" close)
+  if(close EQUAL -1)
+    message(FATAL_ERROR "${IN}: '<<<' without '>>>' after ${name}")
+  endif()
+  string(SUBSTRING "${rest}" 0 ${close} config)
+  math(EXPR args_from "${close} + 3")
+  string(SUBSTRING "${rest}" ${args_from} -1 rest)
+  # rest starts with "(": find its matching ")".
+  string(LENGTH "${rest}" n)
+  set(depth 0)
+  set(i 0)
+  set(end -1)
+  while(i LESS n)
+    string(SUBSTRING "${rest}" ${i} 1 ch)
+    if(ch STREQUAL "(")
+      math(EXPR depth "${depth} + 1")
+    elseif(ch STREQUAL ")")
+      math(EXPR depth "${depth} - 1")
+      if(depth EQUAL 0)
+        set(end ${i})
+        break()
+      endif()
+    endif()
+    math(EXPR i "${i} + 1")
+  endwhile()
+  if(end EQUAL -1)
+    message(FATAL_ERROR "${IN}: unbalanced arguments in the launch of ${name}")
+  endif()
+  math(EXPR args_len "${end} + 1")
+  string(SUBSTRING "${rest}" 0 ${args_len} args)
+  math(EXPR after "${end} + 1")
+  string(SUBSTRING "${rest}" ${after} -1 rest)
+  string(SUBSTRING "${text}" 0 ${name_start} before)
+  string(APPEND out "${before}dl_emu_launch(${config}, [&] { ${name}${args}; })")
+  set(text "${rest}")
+endwhile()
+string(APPEND out "${text}")
+file(WRITE "${OUT}" "// Generated from ${IN} by tests/emu/launches_to_calls.cmake: do not edit.\n${out}")

@@ -1,17 +1,16 @@
-// The CUDA emulation's host runtime (tests/emu): the pieces of kernels/cuda/runtime.h, the own
-// gemm and device_count on host memory, so that the own CUDA kernels that need no shared memory
-// (rnn.cu, elementwise.cu, tensor_ops.cu, softmax_xent.cu, rewritten by launches_to_calls.cmake)
-// and the dispatchers run on a machine without a GPU, under the CUDA tests themselves
-// (tests/cuda/test_rnn_cuda.cpp, the recurrent cases of tests/cuda/test_model_cuda.cpp).
+// The CUDA emulation's host runtime (tests/emu): the pieces of kernels/cuda/runtime.h and
+// device_count on host memory, so that every own CUDA kernel file (rewritten by
+// launches_to_calls.cmake, run by emu_launch.cpp) and the dispatchers run on a machine without
+// a GPU, under the CUDA tests themselves (tests/cuda/*).
 //
-// What this checks: the kernels' arithmetic and indexing, the host code around them (gemm
-// shapes and offsets, time-major bookkeeping, workspaces, dispatch, the device layers), against
-// the CPU reference. What it cannot: cuDNN and cuBLAS (the vendor paths are not emulated: a
-// call into them fails), kernels with shared memory or block cooperation (gemm.cu, conv2d.cu,
-// pool2d.cu, batchnorm.cu: not built here), concurrency between threads, CUDA's math library
-// (<cmath> stands in for expf/tanhf), and the device's memory limits. Linked with
-// --allow-multiple-definition and placed before the libraries, these definitions win over the
-// real (or stub) runtime in libdriftlab_cuda.
+// What this checks: the kernels' arithmetic, indexing and block cooperation (shared memory,
+// __syncthreads), the host code around them (gemm shapes and split-K, im2col, time-major
+// bookkeeping, workspaces, dispatch, the device layers and trainer), against the CPU
+// reference. What it cannot: cuDNN and cuBLAS (the vendor paths are not emulated: a call into
+// them fails), races between threads that a GPU runs at once (the fibers of a block run in
+// turn), CUDA's math library (<cmath> stands in for expf/tanhf), launch limits and the
+// device's memory limits. Linked with --allow-multiple-definition and placed before the
+// libraries, these definitions win over the real (or stub) runtime in libdriftlab_cuda.
 //
 // Uninitialised device memory is filled with 0xFF bytes (NaN in float32 and float64), so a
 // kernel that reads what nobody wrote shows up as NaN in the comparisons.
@@ -117,32 +116,6 @@ void fill_zero(CudaContext&, DeviceTensor& t) {
 }
 void copy_bytes_to_device(CudaContext&, const void* host, void* dev, std::size_t bytes) {
   if (bytes) std::memcpy(dev, host, bytes);
-}
-
-// The own gemm's contract (ascending K per element, beta = 0 never reads C) as a plain loop.
-template <typename T>
-void gemm_own_raw(CudaContext&, const GemmParams& p, const T* a, const T* b, T* c) {
-  for (int64_t i = 0; i < p.m; ++i)
-    for (int64_t j = 0; j < p.n; ++j) {
-      T acc = 0;
-      for (int64_t k = 0; k < p.k; ++k)
-        acc += (p.trans_a ? a[k * p.m + i] : a[i * p.k + k]) * (p.trans_b ? b[j * p.k + k] : b[k * p.n + j]);
-      T out = static_cast<T>(p.alpha) * acc;
-      if (p.beta != 0) out += static_cast<T>(p.beta) * c[i * p.n + j];
-      c[i * p.n + j] = out;
-    }
-}
-template void gemm_own_raw<float>(CudaContext&, const GemmParams&, const float*, const float*, float*);
-template void gemm_own_raw<double>(CudaContext&, const GemmParams&, const double*, const double*, double*);
-
-void gemm_own(CudaContext& ctx, const GemmParams& p, const DeviceTensor& a, const DeviceTensor& b, DeviceTensor& c) {
-  check(a.numel() == p.m * p.k && b.numel() == p.k * p.n && c.numel() == p.m * p.n, "emulation gemm_own: m=", p.m,
-        " n=", p.n, " k=", p.k, " but a ", shape_str(a.shape()), ", b ", shape_str(b.shape()), ", c ",
-        shape_str(c.shape()));
-  dispatch_dtype(a.dtype(), [&](auto tag) {
-    using T = decltype(tag);
-    gemm_own_raw<T>(ctx, p, a.data<T>(), b.data<T>(), c.data<T>());
-  });
 }
 
 int device_count(std::string* why_none) {

@@ -1,10 +1,20 @@
 // CUDA emulation shim (tests/emu), found before kernels/cuda/check.h: launch checks are no-ops
-// on the host and the few runtime calls the emulated kernel files make are host memcpy/memset.
+// on the host, the few runtime calls the emulated kernel files make are host memcpy/memset, the
+// device qualifiers vanish, and the execution model comes from emu_launch.h.
 #pragma once
 #include <cstddef>
 #include <cstring>
 
 #include "engine/core/error.h"
+#include "kernels/cuda/emu_launch.h"
+
+// Device code as host code: the qualifiers vanish and `__shared__` becomes `static` (one copy
+// per kernel; blocks run one after another).
+#define __global__
+#define __device__
+#define __host__
+#define __forceinline__ inline
+#define __shared__ static
 
 typedef void* cudaStream_t;
 enum { cudaMemcpyHostToDevice, cudaMemcpyDeviceToHost, cudaMemcpyDeviceToDevice };
@@ -20,4 +30,7 @@ inline int cudaMemsetAsync(void* d, int v, std::size_t n, cudaStream_t) {
 #define DL_CUDA_LAUNCH_CHECK(kernel_name) \
   do {                                    \
   } while (0)
-inline unsigned dl_blocks(long long n, int threads) { return static_cast<unsigned>((n + threads - 1) / threads); }
+inline unsigned dl_blocks(long long n, int threads) {
+  const long long b = (n + threads - 1) / threads;
+  return static_cast<unsigned>(b < 2147483647LL ? b : 2147483647LL);
+}
