@@ -26,6 +26,7 @@
 #include <cmath>
 #include <cstdint>
 
+#include "engine/core/host_device.h"
 #include "engine/ops/activation.h"
 #include "engine/ops/common.h"
 #include "engine/ops/gemm.h"
@@ -65,18 +66,19 @@ void check_rnn_params(const RnnParams& p);
 //                  (h W_hn^T + b_hn) for reset_after, (r*h) W_hn^T + b_hn for reset before
 int64_t rnn_workspace_size(const RnnParams& p);
 
-// The gate activation and its derivative, shared by every rnn kernel so that they agree on
-// the hard sigmoid's clip points: `a` is the pre-activation, `y` the activated value.
+// The gate activation and its derivative, shared by every rnn kernel (the CPU reference and
+// the CUDA kernels call these very functions) so that they agree on the hard sigmoid's clip
+// points: `a` is the pre-activation, `y` the activated value.
 // Inclusive edges test the clipped value slope*a+offset in T against [0,1] (Keras, Theano);
 // exclusive edges test a itself strictly inside (-offset/slope, (1-offset)/slope) (torch).
 template <typename T>
-inline T rnn_gate(const ActivationParams& g, T a) {
+DL_HOST_DEVICE inline T rnn_gate(const ActivationParams& g, T a) {
   if (g.kind == ActKind::sigmoid) return T(1) / (T(1) + std::exp(-a));
   const T v = static_cast<T>(g.hs_slope) * a + static_cast<T>(g.hs_offset);
   return v < T(0) ? T(0) : (v > T(1) ? T(1) : v);
 }
 template <typename T>
-inline T rnn_gate_grad(const ActivationParams& g, T a, T y) {
+DL_HOST_DEVICE inline T rnn_gate_grad(const ActivationParams& g, T a, T y) {
   if (g.kind == ActKind::sigmoid) return y * (T(1) - y);
   const T slope = static_cast<T>(g.hs_slope);
   if (g.hs_grad_edges_inclusive) {

@@ -151,6 +151,9 @@ struct RnnDeviceState {
 // presence of b_hh / w_peep, dtype); used by both implementations.
 void check_rnn_weights(const char* fn, const RnnParams& p, const RnnDeviceWeights& w, DType dtype);
 void check_rnn_grads(const char* fn, const RnnParams& p, const RnnDeviceGrads& g, DType dtype);
+// dh ((N,T,H), or (N,H) with p.dh_last_step) and dx ((N,T,F) or null) of a backward.
+void check_rnn_backward_io(const char* fn, const RnnParams& p, const DeviceTensor& dh, const DeviceTensor* dx,
+                           DType dtype);
 // p.batch and p.steps are the call's. state null: inference (nothing kept); else it is reset
 // and filled.
 void rnn_forward_own(CudaContext&, const RnnParams& p, const DeviceTensor& x, const DeviceTensor* mask,

@@ -129,6 +129,7 @@ DL_NO_CUDA(void, flag_nonfinite_cuda, CudaContext&, const DeviceTensor&, DeviceT
 
 DL_NO_CUDA(void, check_rnn_weights, const char*, const RnnParams&, const RnnDeviceWeights&, DType)
 DL_NO_CUDA(void, check_rnn_grads, const char*, const RnnParams&, const RnnDeviceGrads&, DType)
+DL_NO_CUDA(void, check_rnn_backward_io, const char*, const RnnParams&, const DeviceTensor&, const DeviceTensor*, DType)
 DL_NO_CUDA(void, rnn_forward_own, CudaContext&, const RnnParams&, const DeviceTensor&, const DeviceTensor*,
            const RnnDeviceWeights&, DeviceTensor&, RnnDeviceState*)
 DL_NO_CUDA(void, rnn_backward_own, CudaContext&, const RnnParams&, const RnnDeviceWeights&, const RnnDeviceState&,

@@ -31,38 +31,6 @@ namespace {
 cudaStream_t stream_of(CudaContext& ctx) { return static_cast<cudaStream_t>(ctx.stream()); }
 constexpr int kThreads = 256;
 
-// rnn_gate / rnn_gate_grad (engine/ops/rnn.h) on the device: the same clip tests.
-struct GateDev {
-  bool hard = false, inclusive = false;
-  double slope = 0.2, offset = 0.5;
-};
-GateDev gate_dev(const ActivationParams& g) {
-  GateDev d;
-  d.hard = g.kind == ActKind::hard_sigmoid;
-  d.inclusive = g.hs_grad_edges_inclusive;
-  d.slope = g.hs_slope;
-  d.offset = g.hs_offset;
-  return d;
-}
-template <typename T>
-__device__ T gate_fwd(const GateDev& g, T a) {
-  if (!g.hard) return T(1) / (T(1) + exp(-a));
-  const T v = static_cast<T>(g.slope) * a + static_cast<T>(g.offset);
-  return v < T(0) ? T(0) : (v > T(1) ? T(1) : v);
-}
-template <typename T>
-__device__ T gate_bwd(const GateDev& g, T a, T y) {
-  if (!g.hard) return y * (T(1) - y);
-  const T slope = static_cast<T>(g.slope);
-  if (g.inclusive) {
-    const T v = slope * a + static_cast<T>(g.offset);
-    return (v >= T(0) && v <= T(1)) ? slope : T(0);
-  }
-  const double lo = -g.offset / g.slope, hi = (1.0 - g.offset) / g.slope;
-  const double ad = static_cast<double>(a);
-  return (ad > lo && ad < hi) ? slope : T(0);
-}
-
 // out (B,A,C) = in (A,B,C) with the first two axes swapped.
 template <typename T>
 __global__ void swap01_kernel(long long A, long long B, long long C, const T* __restrict__ in, T* __restrict__ out) {
@@ -82,7 +50,7 @@ void swap01(CudaContext& ctx, long long A, long long B, long long C, const T* in
 template <typename T>
 struct FwdStep {
   long long N, H, GH, t, T_;  // T_: steps, for h_seq's batch-major index
-  GateDev gate;
+  ActivationParams gate;  // rnn_gate / rnn_gate_grad (engine/ops/rnn.h), the CPU's own functions
   bool keeps_old;
   const T *ain, *arec;     // (N,GH) x_t W_ih^T; h_{t-1} W_hh^T or null at t = 0 (reset-before GRU: (N,2H))
   const T *b_ih, *b_hh;    // b_hh null with one bias
@@ -108,6 +76,13 @@ __device__ void store_gate(const FwdStep<T>& s, long long n, long long g, T a, T
   if (s.pre) s.pre[n * s.GH + g] = a, s.act[n * s.GH + g] = y;
 }
 
+// h_t of sample n, unit j: into this step's state and h_seq (batch-major).
+template <typename T>
+__device__ void store_state(const FwdStep<T>& s, long long n, long long j, T h) {
+  s.h[n * s.H + j] = h;
+  s.h_seq[(n * s.T_ + s.t) * s.H + j] = h;
+}
+
 // A padded step: gate rows zero, aux = the carried LSTM cell (0 for the GRU), state carried.
 template <typename T>
 __device__ void pad_step(const FwdStep<T>& s, long long n, long long j, int gates, bool lstm) {
@@ -115,8 +90,7 @@ __device__ void pad_step(const FwdStep<T>& s, long long n, long long j, int gate
   const long long k = n * s.H + j;
   if (lstm) s.c[k] = s.c_prev[k];
   else if (s.aux) s.aux[k] = T(0);
-  s.h[k] = s.h_prev[k];
-  s.h_seq[(n * s.T_ + s.t) * s.H + j] = s.h_prev[k];
+  store_state(s, n, j, s.h_prev[k]);
 }
 
 template <typename T>
@@ -134,23 +108,30 @@ __global__ void lstm_fwd_kernel(FwdStep<T> s) {
       a[0] += s.w_peep[j] * cp;
       a[1] += s.w_peep[H + j] * cp;
     }
-    y[0] = gate_fwd(s.gate, a[0]);
-    y[1] = gate_fwd(s.gate, a[1]);
+    y[0] = rnn_gate(s.gate, a[0]);
+    y[1] = rnn_gate(s.gate, a[1]);
     y[2] = tanh(a[2]);
     const T c = y[1] * cp + y[0] * y[2];
     if (s.w_peep) a[3] += s.w_peep[2 * H + j] * c;  // o sees the new c
-    y[3] = gate_fwd(s.gate, a[3]);
+    y[3] = rnn_gate(s.gate, a[3]);
     for (int q = 0; q < 4; ++q) store_gate(s, n, q * H + j, a[q], y[q]);
-    const T h = y[3] * tanh(c);
     s.c[i] = c;
-    s.h[i] = h;
-    s.h_seq[(n * s.T_ + s.t) * H + j] = h;
+    store_state(s, n, j, y[3] * tanh(c));
   }
 }
 
 template <typename T>
 __device__ T gru_new_state(bool keeps_old, T z, T nv, T hp) {
   return keeps_old ? z * hp + (T(1) - z) * nv : (T(1) - z) * hp + z * nv;
+}
+
+// The GRU's candidate from its pre-activation an (recurrent part ax) and the new state.
+template <typename T>
+__device__ void gru_candidate(const FwdStep<T>& s, long long n, long long j, T an, T ax, T z) {
+  const T nv = tanh(an);
+  store_gate(s, n, 2 * s.H + j, an, nv);
+  if (s.aux) s.aux[n * s.H + j] = ax;
+  store_state(s, n, j, gru_new_state(s.keeps_old, z, nv, s.h_prev[n * s.H + j]));
 }
 
 // Reset after: arec holds all three recurrent blocks; n = tanh(a_in_n + r * (h.w_hn [+ b_hn])).
@@ -163,18 +144,12 @@ __global__ void gru_after_fwd_kernel(FwdStep<T> s) {
       continue;
     }
     const T ar = gate_sum(s, n, j, s.GH, s.arec), az = gate_sum(s, n, H + j, s.GH, s.arec);
-    const T r = gate_fwd(s.gate, ar), z = gate_fwd(s.gate, az);
+    const T r = rnn_gate(s.gate, ar), z = rnn_gate(s.gate, az);
     const T rec = s.arec ? s.arec[n * s.GH + 2 * H + j] : T(0);
     const T ax = s.b_hh ? rec + s.b_hh[2 * H + j] : rec;
-    const T an = (s.ain[n * s.GH + 2 * H + j] + s.b_ih[2 * H + j]) + r * ax;
-    const T nv = tanh(an);
     store_gate(s, n, j, ar, r);
     store_gate(s, n, H + j, az, z);
-    store_gate(s, n, 2 * H + j, an, nv);
-    if (s.aux) s.aux[i] = ax;
-    const T h = gru_new_state(s.keeps_old, z, nv, s.h_prev[i]);
-    s.h[i] = h;
-    s.h_seq[(n * s.T_ + s.t) * H + j] = h;
+    gru_candidate(s, n, j, (s.ain[n * s.GH + 2 * H + j] + s.b_ih[2 * H + j]) + r * ax, ax, z);
   }
 }
 
@@ -190,7 +165,7 @@ __global__ void gru_before_rz_kernel(FwdStep<T> s) {
       continue;
     }
     const T ar = gate_sum(s, n, j, 2 * H, s.arec), az = gate_sum(s, n, H + j, 2 * H, s.arec);
-    const T r = gate_fwd(s.gate, ar), z = gate_fwd(s.gate, az);
+    const T r = rnn_gate(s.gate, ar), z = rnn_gate(s.gate, az);
     store_gate(s, n, j, ar, r);
     store_gate(s, n, H + j, az, z);
     s.rh[i] = r * s.h_prev[i];
@@ -208,19 +183,12 @@ __global__ void gru_before_n_kernel(FwdStep<T> s) {
     if (s.mask && s.mask[n] == T(0)) {
       store_gate(s, n, 2 * H + j, T(0), T(0));
       if (s.aux) s.aux[i] = T(0);
-      s.h[i] = s.h_prev[i];
-      s.h_seq[(n * s.T_ + s.t) * H + j] = s.h_prev[i];
+      store_state(s, n, j, s.h_prev[i]);
       continue;
     }
     const T z = s.act ? s.act[n * s.GH + H + j] : s.h[i];
     const T ax = s.b_hh ? s.rec_n[i] + s.b_hh[2 * H + j] : s.rec_n[i];
-    const T an = (s.ain[n * s.GH + 2 * H + j] + s.b_ih[2 * H + j]) + ax;
-    const T nv = tanh(an);
-    store_gate(s, n, 2 * H + j, an, nv);
-    if (s.aux) s.aux[i] = ax;
-    const T h = gru_new_state(s.keeps_old, z, nv, s.h_prev[i]);
-    s.h[i] = h;
-    s.h_seq[(n * s.T_ + s.t) * H + j] = h;
+    gru_candidate(s, n, j, (s.ain[n * s.GH + 2 * H + j] + s.b_ih[2 * H + j]) + ax, ax, z);
   }
 }
 
@@ -272,7 +240,7 @@ void forward_own(CudaContext& ctx, const RnnParams& p, const DeviceTensor& x, co
     const long long cur = train ? t + 1 : (t + 1) % 2, prev = train ? t : t % 2;
     FwdStep<T> s{};
     s.N = N, s.H = H, s.GH = GH, s.t = t, s.T_ = S;
-    s.gate = gate_dev(p.gate_act);
+    s.gate = p.gate_act;
     s.keeps_old = p.gru_z_keeps_old;
     s.b_ih = w.b_ih->data<T>(), s.b_hh = ptr<T>(w.b_hh), s.w_peep = ptr<T>(w.w_peep);
     s.mask = mask ? mask_tm.data<T>() + t * N : nullptr;
@@ -326,7 +294,7 @@ void forward_own(CudaContext& ctx, const RnnParams& p, const DeviceTensor& x, co
 template <typename T>
 struct BwdStep {
   long long N, H, GH, t, T_;
-  GateDev gate;
+  ActivationParams gate;  // rnn_gate / rnn_gate_grad (engine/ops/rnn.h), the CPU's own functions
   bool keeps_old, dh_last;
   const T* dh;          // the layer's gradient: (N,T,H) batch-major, or (N,H) with dh_last
   const T* rec;         // (N,H) dgrec_{t+1} W_hh, or null at the last step
@@ -362,11 +330,11 @@ __global__ void lstm_bwd_kernel(BwdStep<T> s) {
     }
     const T iv = s.act[o + j], f = s.act[o + H + j], g = s.act[o + 2 * H + j], ov = s.act[o + 3 * H + j];
     const T cp = s.c_prev[i], tc = tanh(s.c[i]);
-    const T dgo = dh * tc * gate_bwd(s.gate, s.pre[o + 3 * H + j], ov);
+    const T dgo = dh * tc * rnn_gate_grad(s.gate, s.pre[o + 3 * H + j], ov);
     T dc = dh * ov * (T(1) - tc * tc) + s.dcarry[i];
     if (s.w_peep) dc += dgo * s.w_peep[2 * H + j];  // through o's peephole
-    const T dgi = dc * g * gate_bwd(s.gate, s.pre[o + j], iv);
-    const T dgf = dc * cp * gate_bwd(s.gate, s.pre[o + H + j], f);
+    const T dgi = dc * g * rnn_gate_grad(s.gate, s.pre[o + j], iv);
+    const T dgf = dc * cp * rnn_gate_grad(s.gate, s.pre[o + H + j], f);
     s.gin[o + j] = dgi;
     s.gin[o + H + j] = dgf;
     s.gin[o + 2 * H + j] = dc * iv * (T(1) - g * g);
@@ -400,8 +368,8 @@ __global__ void gru_after_bwd_kernel(BwdStep<T> s) {
     gru_state_grads(s.keeps_old, dh, z, nv, s.h_prev[i], dz, dn, direct);
     const T dan = dn * (T(1) - nv * nv);
     const T dr = dan * s.aux[i];
-    const T dar = dr * gate_bwd(s.gate, s.pre[o + j], r);
-    const T daz = dz * gate_bwd(s.gate, s.pre[o + H + j], z);
+    const T dar = dr * rnn_gate_grad(s.gate, s.pre[o + j], r);
+    const T daz = dz * rnn_gate_grad(s.gate, s.pre[o + H + j], z);
     s.gin[o + j] = s.grec[o + j] = dar;
     s.gin[o + H + j] = s.grec[o + H + j] = daz;
     s.gin[o + 2 * H + j] = dan;
@@ -426,7 +394,7 @@ __global__ void gru_before_bwd_zn_kernel(BwdStep<T> s) {
     T dz, dn, direct;
     gru_state_grads(s.keeps_old, dh, z, nv, s.h_prev[i], dz, dn, direct);
     s.dan[i] = dn * (T(1) - nv * nv);
-    s.drz[n * 2 * H + H + j] = dz * gate_bwd(s.gate, s.pre[o + H + j], z);
+    s.drz[n * 2 * H + H + j] = dz * rnn_gate_grad(s.gate, s.pre[o + H + j], z);
     s.carry[i] = direct;
   }
 }
@@ -439,7 +407,7 @@ __global__ void gru_before_bwd_r_kernel(BwdStep<T> s) {
     if (s.mask && s.mask[n] == T(0)) continue;  // its gradients are zero, dh passed through
     const T r = s.act[o + k];
     const T dr = s.drh[i] * s.h_prev[i];
-    s.drz[n * 2 * H + k] = dr * gate_bwd(s.gate, s.pre[o + k], r);
+    s.drz[n * 2 * H + k] = dr * rnn_gate_grad(s.gate, s.pre[o + k], r);
     s.carry[i] = s.carry[i] + s.drh[i] * r;
   }
 }
@@ -505,7 +473,7 @@ void backward_own(CudaContext& ctx, const RnnParams& p, const RnnDeviceWeights& 
   for (long long t = S - 1; t >= 0; --t) {
     BwdStep<T> s{};
     s.N = N, s.H = H, s.GH = GH, s.t = t, s.T_ = S;
-    s.gate = gate_dev(p.gate_act);
+    s.gate = p.gate_act;
     s.keeps_old = p.gru_z_keeps_old, s.dh_last = p.dh_last_step;
     s.dh = dh.data<T>();
     s.mask = st.mask_tm.numel() > 0 ? st.mask_tm.data<T>() + t * N : nullptr;
@@ -672,6 +640,16 @@ void check_rnn_grads(const char* fn, const RnnParams& p, const RnnDeviceGrads& g
     check(!t || t->dtype() == dt, fn, ": gradients are ", dtype_name(t ? t->dtype() : dt), ", x is ", dtype_name(dt));
 }
 
+void check_rnn_backward_io(const char* fn, const RnnParams& p, const DeviceTensor& dh, const DeviceTensor* dx,
+                           DType dt) {
+  check_device_shape(fn, "dh", dh, p.dh_last_step ? Shape{p.batch, p.hidden} : Shape{p.batch, p.steps, p.hidden});
+  check(dh.dtype() == dt, fn, ": dh is ", dtype_name(dh.dtype()), ", x was ", dtype_name(dt));
+  if (dx) {
+    check_device_shape(fn, "dx", *dx, {p.batch, p.steps, p.input});
+    check(dx->dtype() == dt, fn, ": dx is ", dtype_name(dx->dtype()), ", x was ", dtype_name(dt));
+  }
+}
+
 void rnn_forward_own(CudaContext& ctx, const RnnParams& p, const DeviceTensor& x, const DeviceTensor* mask,
                      const RnnDeviceWeights& w, DeviceTensor& h_seq, RnnDeviceState* state) {
   const char* fn = "rnn_forward_own";
@@ -707,12 +685,7 @@ void rnn_backward_own(CudaContext& ctx, const RnnParams& p, const RnnDeviceWeigh
   const DType dt = st.x_tm.dtype();
   check_rnn_weights(fn, p, w, dt);
   check_rnn_grads(fn, p, g, dt);
-  check_device_shape(fn, "dh", dh, p.dh_last_step ? Shape{N, H} : Shape{N, S, H});
-  check(dh.dtype() == dt, fn, ": dh is ", dtype_name(dh.dtype()), ", x was ", dtype_name(dt));
-  if (dx) {
-    check_device_shape(fn, "dx", *dx, {N, S, p.input});
-    check(dx->dtype() == dt, fn, ": dx is ", dtype_name(dx->dtype()), ", x was ", dtype_name(dt));
-  }
+  check_rnn_backward_io(fn, p, dh, dx, dt);
   dispatch_dtype(dt, [&](auto tag) { backward_own<decltype(tag)>(ctx, p, w, st, dh, dx, g); });
 }
 

@@ -17,6 +17,7 @@
 #include "engine/random.h"
 #include "kernels/cuda/ops.h"
 #include "tests/cuda/cuda_test_util.h"
+#include "tests/rnn_test_util.h"
 
 namespace driftlab {
 namespace {
@@ -53,11 +54,7 @@ struct Shape4 {
 constexpr Shape4 kSmall{5, 7, 6, 9}, kWide{13, 5, 19, 70};
 
 // kSmall's mask: pre-padding, post-padding, a sequence all padding, a gap, none.
-const std::vector<uint8_t> kMask = {0, 0, 0, 1, 1, 1, 1,  //
-                                    1, 1, 1, 1, 1, 0, 0,  //
-                                    0, 0, 0, 0, 0, 0, 0,  //
-                                    1, 1, 1, 0, 1, 1, 1,  //
-                                    1, 1, 1, 1, 1, 1, 1};
+const std::vector<uint8_t>& kMask = rnn_test_mask();
 
 RnnParams params_of(const Case& c, const Shape4& s, bool dh_last = false) {
   RnnParams p;
@@ -293,16 +290,7 @@ TEST(CudaRnnMask, PaddedStepsCarryTheStateExactly) {
     const RnnParams p = params_of(c, kSmall);
     CudaContext ctx(exec_of(false));
     const Result r = gpu_run(ctx, p, inputs(p, DType::f32, 3), kMask.data());
-    for (int64_t n = 0; n < p.batch; ++n)
-      for (int64_t t = 0; t < p.steps; ++t) {
-        if (kMask[static_cast<std::size_t>(n * p.steps + t)]) continue;
-        for (int64_t j = 0; j < p.hidden; ++j) {
-          const float prev = t > 0 ? r.h.data<float>()[(n * p.steps + t - 1) * p.hidden + j] : 0.0f;
-          ASSERT_EQ(r.h.data<float>()[(n * p.steps + t) * p.hidden + j], prev) << "n " << n << " t " << t;
-        }
-        for (int64_t f = 0; f < p.input; ++f)
-          ASSERT_EQ(r.dx.data<float>()[(n * p.steps + t) * p.input + f], 0.0f) << "n " << n << " t " << t;
-      }
+    EXPECT_TRUE(padded_steps_carry(p, kMask, r.h, r.dx));
   }
 }
 

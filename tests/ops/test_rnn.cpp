@@ -11,6 +11,7 @@
 
 #include "engine/ops/registry.h"
 #include "engine/ops/rnn.h"
+#include "tests/rnn_test_util.h"
 #include "tests/test_util.h"
 
 namespace driftlab {
@@ -77,13 +78,8 @@ struct RnnRun {
   Tensor h, dx, dw_ih, dw_hh, db_ih, db_hh, dw_peep;
 };
 
-// A padding mask for make_params' 5 samples x 7 steps: pre-padding (3 steps), post-padding
-// (2 steps), a sequence that is all padding, a gap in the middle, and no padding.
-const std::vector<uint8_t> kMask = {0, 0, 0, 1, 1, 1, 1,  //
-                                    1, 1, 1, 1, 1, 0, 0,  //
-                                    0, 0, 0, 0, 0, 0, 0,  //
-                                    1, 1, 1, 0, 1, 1, 1,  //
-                                    1, 1, 1, 1, 1, 1, 1};
+// make_params' 5 samples x 7 steps with pre-, post- and mid-padding and a sequence all padding.
+const std::vector<uint8_t>& kMask = rnn_test_mask();
 
 RnnRun run(const RnnKernel& k, int threads, const RnnParams& p, uint64_t seed,
            const uint8_t* mask = nullptr) {
@@ -155,16 +151,7 @@ TEST_P(RnnFastVsRef, PaddedStepsCarryTheStateExactly) {
   for (KernelBackend kb : {KernelBackend::reference, b}) {
     SCOPED_TRACE(backend_name(kb));
     RnnRun r = run(reg.rnn[static_cast<int>(kb)], 2, p, 11, kMask.data());
-    for (int64_t n = 0; n < p.batch; ++n)
-      for (int64_t t = 0; t < p.steps; ++t) {
-        if (kMask[static_cast<std::size_t>(n * p.steps + t)]) continue;
-        for (int64_t j = 0; j < p.hidden; ++j) {
-          const float prev = t > 0 ? r.h.data<float>()[(n * p.steps + t - 1) * p.hidden + j] : 0.0f;
-          ASSERT_EQ(r.h.data<float>()[(n * p.steps + t) * p.hidden + j], prev) << "n " << n << " t " << t;
-        }
-        for (int64_t f = 0; f < p.input; ++f)
-          ASSERT_EQ(r.dx.data<float>()[(n * p.steps + t) * p.input + f], 0.0f) << "n " << n << " t " << t;
-      }
+    EXPECT_TRUE(padded_steps_carry(p, kMask, r.h, r.dx));
   }
 }
 

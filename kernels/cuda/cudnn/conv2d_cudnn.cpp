@@ -30,18 +30,19 @@ const char* bwd_filter_algo_name(int a) {
   return a >= 0 && a < 7 ? names[a] : "?";
 }
 
-// The descriptors of one convolution.
+// The descriptors of one convolution (each destroyed with the struct, also when a Set throws).
 struct ConvDescs {
   TensorDesc x, y;
-  cudnnFilterDescriptor_t w = nullptr;
-  cudnnConvolutionDescriptor_t conv = nullptr;
+  CudnnDescriptor<cudnnFilterDescriptor_t, cudnnCreateFilterDescriptor, cudnnDestroyFilterDescriptor> filter;
+  CudnnDescriptor<cudnnConvolutionDescriptor_t, cudnnCreateConvolutionDescriptor, cudnnDestroyConvolutionDescriptor>
+      convolution;
+  cudnnFilterDescriptor_t w;
+  cudnnConvolutionDescriptor_t conv;
   bool tf32 = false;
   ConvDescs(const Conv2dParams& p, DType dt, bool allow_tf32)
-      : x(dt, p.n, p.c, p.h, p.w), y(dt, p.n, p.k, p.out_h(), p.out_w()) {
-    DL_CUDNN_CHECK(cudnnCreateFilterDescriptor(&w));
+      : x(dt, p.n, p.c, p.h, p.w), y(dt, p.n, p.k, p.out_h(), p.out_w()), w(filter.get()), conv(convolution.get()) {
     DL_CUDNN_CHECK(cudnnSetFilter4dDescriptor(w, cudnn_type(dt), CUDNN_TENSOR_NCHW, static_cast<int>(p.k),
                                               static_cast<int>(p.c), static_cast<int>(p.r), static_cast<int>(p.s)));
-    DL_CUDNN_CHECK(cudnnCreateConvolutionDescriptor(&conv));
     DL_CUDNN_CHECK(cudnnSetConvolution2dDescriptor(
         conv, static_cast<int>(p.pad_t), static_cast<int>(p.pad_l), static_cast<int>(p.stride_h),
         static_cast<int>(p.stride_w), static_cast<int>(p.dil_h), static_cast<int>(p.dil_w),
@@ -50,12 +51,6 @@ struct ConvDescs {
     tf32 = dt == DType::f32 && allow_tf32;
     DL_CUDNN_CHECK(cudnnSetConvolutionMathType(conv, tf32 || dt == DType::f64 ? CUDNN_DEFAULT_MATH : CUDNN_FMA_MATH));
   }
-  ~ConvDescs() {
-    cudnnDestroyConvolutionDescriptor(conv);
-    cudnnDestroyFilterDescriptor(w);
-  }
-  ConvDescs(const ConvDescs&) = delete;
-  ConvDescs& operator=(const ConvDescs&) = delete;
 };
 
 std::string signature(const Conv2dParams& p, DType dt, const ConvDescs& d) {

@@ -23,22 +23,36 @@ struct CudnnScalars {
   const void* beta() const { return t == DType::f32 ? static_cast<const void*>(&f[1]) : &d[1]; }
 };
 
+// One cuDNN descriptor, created on construction and destroyed with its owner. As a member it
+// is constructed before the owner's constructor body sets it, so a Set call that throws still
+// destroys it.
+template <typename Handle, cudnnStatus_t (*Create)(Handle*), cudnnStatus_t (*Destroy)(Handle)>
+class CudnnDescriptor {
+ public:
+  CudnnDescriptor() { DL_CUDNN_CHECK(Create(&d_)); }
+  ~CudnnDescriptor() { Destroy(d_); }
+  CudnnDescriptor(const CudnnDescriptor&) = delete;
+  CudnnDescriptor& operator=(const CudnnDescriptor&) = delete;
+  Handle get() const { return d_; }
+
+ private:
+  Handle d_ = nullptr;
+};
+using TensorDescriptor =
+    CudnnDescriptor<cudnnTensorDescriptor_t, cudnnCreateTensorDescriptor, cudnnDestroyTensorDescriptor>;
+
 class TensorDesc {
  public:
   TensorDesc(DType t, long long n, long long c, long long h, long long w) {
     check(n <= 2147483647 && c <= 2147483647 && h <= 2147483647 && w <= 2147483647,
           "cudnn: tensor dimension above int range");
-    DL_CUDNN_CHECK(cudnnCreateTensorDescriptor(&d_));
-    DL_CUDNN_CHECK(cudnnSetTensor4dDescriptor(d_, CUDNN_TENSOR_NCHW, cudnn_type(t), static_cast<int>(n),
+    DL_CUDNN_CHECK(cudnnSetTensor4dDescriptor(d_.get(), CUDNN_TENSOR_NCHW, cudnn_type(t), static_cast<int>(n),
                                               static_cast<int>(c), static_cast<int>(h), static_cast<int>(w)));
   }
-  ~TensorDesc() { cudnnDestroyTensorDescriptor(d_); }
-  TensorDesc(const TensorDesc&) = delete;
-  TensorDesc& operator=(const TensorDesc&) = delete;
-  cudnnTensorDescriptor_t get() const { return d_; }
+  cudnnTensorDescriptor_t get() const { return d_.get(); }
 
  private:
-  cudnnTensorDescriptor_t d_ = nullptr;
+  TensorDescriptor d_;
 };
 
 }  // namespace cuda

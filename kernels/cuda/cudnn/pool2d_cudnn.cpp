@@ -13,23 +13,19 @@ namespace {
 class PoolDesc {
  public:
   PoolDesc(const Pool2dParams& p, bool is_max, bool deterministic) {
-    DL_CUDNN_CHECK(cudnnCreatePoolingDescriptor(&d_));
     const cudnnPoolingMode_t mode =
         is_max ? (deterministic ? CUDNN_POOLING_MAX_DETERMINISTIC : CUDNN_POOLING_MAX)
                : (p.count_include_pad ? CUDNN_POOLING_AVERAGE_COUNT_INCLUDE_PADDING
                                       : CUDNN_POOLING_AVERAGE_COUNT_EXCLUDE_PADDING);
-    DL_CUDNN_CHECK(cudnnSetPooling2dDescriptor(d_, mode, CUDNN_PROPAGATE_NAN, static_cast<int>(p.kh),
+    DL_CUDNN_CHECK(cudnnSetPooling2dDescriptor(d_.get(), mode, CUDNN_PROPAGATE_NAN, static_cast<int>(p.kh),
                                                static_cast<int>(p.kw), static_cast<int>(p.pad_t),
                                                static_cast<int>(p.pad_l), static_cast<int>(p.stride_h),
                                                static_cast<int>(p.stride_w)));
   }
-  ~PoolDesc() { cudnnDestroyPoolingDescriptor(d_); }
-  PoolDesc(const PoolDesc&) = delete;
-  PoolDesc& operator=(const PoolDesc&) = delete;
-  cudnnPoolingDescriptor_t get() const { return d_; }
+  cudnnPoolingDescriptor_t get() const { return d_.get(); }
 
  private:
-  cudnnPoolingDescriptor_t d_ = nullptr;
+  CudnnDescriptor<cudnnPoolingDescriptor_t, cudnnCreatePoolingDescriptor, cudnnDestroyPoolingDescriptor> d_;
 };
 
 void check_supported(const char* fn, const Pool2dParams& p, bool is_max) {

@@ -33,74 +33,42 @@ cudaStream_t stream_of(CudaContext& ctx) { return static_cast<cudaStream_t>(ctx.
 class DropoutDesc {
  public:
   explicit DropoutDesc(cudnnHandle_t h) {
-    DL_CUDNN_CHECK(cudnnCreateDropoutDescriptor(&d_));
     // dropout 0: no random states are needed (PyTorch's set_no_dropout)
-    DL_CUDNN_CHECK(cudnnSetDropoutDescriptor(d_, h, 0.0f, nullptr, 0, 0));
+    DL_CUDNN_CHECK(cudnnSetDropoutDescriptor(d_.get(), h, 0.0f, nullptr, 0, 0));
   }
-  ~DropoutDesc() { cudnnDestroyDropoutDescriptor(d_); }
-  DropoutDesc(const DropoutDesc&) = delete;
-  DropoutDesc& operator=(const DropoutDesc&) = delete;
-  cudnnDropoutDescriptor_t get() const { return d_; }
+  cudnnDropoutDescriptor_t get() const { return d_.get(); }
 
  private:
-  cudnnDropoutDescriptor_t d_ = nullptr;
+  CudnnDescriptor<cudnnDropoutDescriptor_t, cudnnCreateDropoutDescriptor, cudnnDestroyDropoutDescriptor> d_;
 };
 
-class RnnDesc {
- public:
-  RnnDesc() { DL_CUDNN_CHECK(cudnnCreateRNNDescriptor(&d_)); }
-  ~RnnDesc() { cudnnDestroyRNNDescriptor(d_); }
-  RnnDesc(const RnnDesc&) = delete;
-  RnnDesc& operator=(const RnnDesc&) = delete;
-  cudnnRNNDescriptor_t get() const { return d_; }
-
- private:
-  cudnnRNNDescriptor_t d_ = nullptr;
-};
+using RnnDesc = CudnnDescriptor<cudnnRNNDescriptor_t, cudnnCreateRNNDescriptor, cudnnDestroyRNNDescriptor>;
 
 class RnnDataDesc {
  public:
   RnnDataDesc(DType dt, int steps, int batch, int vec) {
-    DL_CUDNN_CHECK(cudnnCreateRNNDataDescriptor(&d_));
     std::vector<int> lengths(static_cast<std::size_t>(batch), steps);
-    try {
-      DL_CUDNN_CHECK(cudnnSetRNNDataDescriptor(d_, cudnn_type(dt), CUDNN_RNN_DATA_LAYOUT_SEQ_MAJOR_UNPACKED, steps,
-                                               batch, vec, lengths.data(), nullptr));
-    } catch (...) {
-      cudnnDestroyRNNDataDescriptor(d_);  // the destructor does not run for a throwing constructor
-      throw;
-    }
+    DL_CUDNN_CHECK(cudnnSetRNNDataDescriptor(d_.get(), cudnn_type(dt), CUDNN_RNN_DATA_LAYOUT_SEQ_MAJOR_UNPACKED,
+                                             steps, batch, vec, lengths.data(), nullptr));
   }
-  ~RnnDataDesc() { cudnnDestroyRNNDataDescriptor(d_); }
-  RnnDataDesc(const RnnDataDesc&) = delete;
-  RnnDataDesc& operator=(const RnnDataDesc&) = delete;
-  cudnnRNNDataDescriptor_t get() const { return d_; }
+  cudnnRNNDataDescriptor_t get() const { return d_.get(); }
 
  private:
-  cudnnRNNDataDescriptor_t d_ = nullptr;
+  CudnnDescriptor<cudnnRNNDataDescriptor_t, cudnnCreateRNNDataDescriptor, cudnnDestroyRNNDataDescriptor> d_;
 };
 
-// A 3-D tensor descriptor (dims a, b, c; packed).
+// A 3-D tensor descriptor (dims a, b, c; packed), or an unset one for cuDNN to fill.
 class Tensor3Desc {
  public:
+  Tensor3Desc() = default;
   Tensor3Desc(DType dt, int a, int b, int c) {
-    DL_CUDNN_CHECK(cudnnCreateTensorDescriptor(&d_));
     const int dims[3] = {a, b, c}, strides[3] = {b * c, c, 1};
-    try {
-      DL_CUDNN_CHECK(cudnnSetTensorNdDescriptor(d_, cudnn_type(dt), 3, dims, strides));
-    } catch (...) {
-      cudnnDestroyTensorDescriptor(d_);
-      throw;
-    }
+    DL_CUDNN_CHECK(cudnnSetTensorNdDescriptor(d_.get(), cudnn_type(dt), 3, dims, strides));
   }
-  Tensor3Desc() { DL_CUDNN_CHECK(cudnnCreateTensorDescriptor(&d_)); }
-  ~Tensor3Desc() { cudnnDestroyTensorDescriptor(d_); }
-  Tensor3Desc(const Tensor3Desc&) = delete;
-  Tensor3Desc& operator=(const Tensor3Desc&) = delete;
-  cudnnTensorDescriptor_t get() const { return d_; }
+  cudnnTensorDescriptor_t get() const { return d_.get(); }
 
  private:
-  cudnnTensorDescriptor_t d_ = nullptr;
+  TensorDescriptor d_;
 };
 
 int as_int(const char* what, int64_t v) {
@@ -269,12 +237,7 @@ void rnn_backward_cudnn(CudaContext& ctx, const RnnParams& p, const RnnDeviceWei
   const DType dt = st.x_tm.dtype();
   check_rnn_weights(fn, p, w, dt);  // cuDNN reads the weight space the forward packed
   check_rnn_grads(fn, p, g, dt);
-  check_device_shape(fn, "dh", dh, p.dh_last_step ? Shape{p.batch, p.hidden} : Shape{p.batch, p.steps, p.hidden});
-  check(dh.dtype() == dt, fn, ": dh is ", dtype_name(dh.dtype()), ", x was ", dtype_name(dt));
-  if (dx) {
-    check_device_shape(fn, "dx", *dx, {p.batch, p.steps, p.input});
-    check(dx->dtype() == dt, fn, ": dx is ", dtype_name(dx->dtype()), ", x was ", dtype_name(dt));
-  }
+  check_rnn_backward_io(fn, p, dh, dx, dt);
   Setup s(ctx, p, dt, true);
   record(ctx, "rnn_backward", p, dt, s);
   check(s.weight_bytes == st.weight_space.size(), fn, ": cuDNN's weight space changed size between forward and backward");
