@@ -182,10 +182,9 @@ void rnn_backward_cuda(CudaContext&, const RnnParams& p, const RnnDeviceWeights&
 // mask 0 set to 0 in place (rnn_mask=zero).
 void rnn_last_step_cuda(CudaContext&, const DeviceTensor& h_seq, DeviceTensor& y);
 void rnn_zero_masked_rows_cuda(CudaContext&, const DeviceTensor& mask, DeviceTensor& seq);
-// Helpers of the cuDNN path (kernels in rnn.cu): out (B,A,C) = in (A,B,C) (batch-major <->
-// time-major); dst[i] += src[i] for i < count on raw blocks of dtype (cuDNN's weight space).
+// Helper of the cuDNN path (kernel in rnn.cu): out (B,A,C) = in (A,B,C) (batch-major <->
+// time-major).
 void swap_batch_time_cuda(CudaContext&, const DeviceTensor& in, DeviceTensor& out);
-void add_block_cuda(CudaContext&, DType dtype, const void* src, void* dst, int64_t count);
 
 // ---- embedding (engine/layers/embedding_layer.h) ----
 // y (N*T rows of D) = table rows of `ids` (checked by the caller: 0 <= id < V).
@@ -223,6 +222,12 @@ void multiply_cuda(CudaContext&, const DeviceTensor& a, const DeviceTensor& b, D
 void add_row_bias_cuda(CudaContext&, DeviceTensor& y, const DeviceTensor& b);
 // db (cols) += column sums of dy (rows, cols), rows added in ascending order.
 void add_column_sums_cuda(CudaContext&, const DeviceTensor& dy, DeviceTensor& db);
+// The same on raw device pointers (row-major, contiguous): for sums into part of a tensor.
+template <typename T>
+void add_column_sums_raw(CudaContext&, int64_t rows, int64_t cols, const T* dy, T* db);
+// dst[i] += src[i] for i < count on raw blocks of dtype (add_inplace_cuda's kernel; cuDNN's
+// weight space holds the RNN's gradients this way).
+void add_block_cuda(CudaContext&, DType dtype, const void* src, void* dst, int64_t count);
 // Spatial mean: x (N,C,H,W) -> y (N,C), each sum ascending over H*W then divided (the CPU's order).
 void spatial_mean_forward_cuda(CudaContext&, const DeviceTensor& x, DeviceTensor& y);
 // dx (N,C,H,W) = dy (N,C) / (H*W) broadcast over each map.

@@ -116,6 +116,12 @@ DL_NO_CUDA(void, add_inplace_cuda, CudaContext&, DeviceTensor&, const DeviceTens
 DL_NO_CUDA(void, multiply_cuda, CudaContext&, const DeviceTensor&, const DeviceTensor&, DeviceTensor&)
 DL_NO_CUDA(void, add_row_bias_cuda, CudaContext&, DeviceTensor&, const DeviceTensor&)
 DL_NO_CUDA(void, add_column_sums_cuda, CudaContext&, const DeviceTensor&, DeviceTensor&)
+template <typename T>
+void add_column_sums_raw(CudaContext&, int64_t, int64_t, const T*, T*) {
+  no_cuda("add_column_sums_raw");
+}
+template void add_column_sums_raw<float>(CudaContext&, int64_t, int64_t, const float*, float*);
+template void add_column_sums_raw<double>(CudaContext&, int64_t, int64_t, const double*, double*);
 DL_NO_CUDA(void, spatial_mean_forward_cuda, CudaContext&, const DeviceTensor&, DeviceTensor&)
 DL_NO_CUDA(void, spatial_mean_backward_cuda, CudaContext&, const DeviceTensor&, DeviceTensor&)
 DL_NO_CUDA(void, permute_channels_cuda, CudaContext&, const DeviceTensor&, DeviceTensor&, int64_t, int64_t, int64_t,

@@ -412,23 +412,6 @@ __global__ void gru_before_bwd_r_kernel(BwdStep<T> s) {
   }
 }
 
-// dst[c] += sum over rows r (ascending) of src[r*ld + c], for c < cols.
-template <typename T>
-__global__ void column_sums_kernel(long long rows, long long cols, long long ld, const T* __restrict__ src,
-                                   T* __restrict__ dst) {
-  DL_GRID_STRIDE(c, cols) {
-    T acc = T(0);
-    for (long long r = 0; r < rows; ++r) acc += src[r * ld + c];
-    dst[c] += acc;
-  }
-}
-template <typename T>
-void add_column_sums(CudaContext& ctx, long long rows, long long cols, long long ld, const T* src, T* dst) {
-  if (cols == 0) return;
-  column_sums_kernel<T><<<dl_blocks(cols, kThreads), kThreads, 0, stream_of(ctx)>>>(rows, cols, ld, src, dst);
-  DL_CUDA_LAUNCH_CHECK("column_sums_kernel");
-}
-
 // dw_peep[q*H + j] += sum over (sample, step) of the gate's gradient times the cell state it
 // saw: c_{t-1} for i (q = 0) and f (q = 1), c_t for o (q = 2). Samples outer, steps inner:
 // the reference's order.
@@ -525,8 +508,8 @@ void backward_own(CudaContext& ctx, const RnnParams& p, const RnnDeviceWeights& 
     const T* gr = (split_rec ? grec : gin).data<T>();
     gemm<T>(ctx, GH, F, R, true, false, 1.0, gi, x_tm, dwih);
     gemm<T>(ctx, GH, H, R, true, false, 1.0, gr, h_prev, dwhh);
-    add_column_sums<T>(ctx, R, GH, GH, gi, dbih);
-    if (dbhh) add_column_sums<T>(ctx, R, GH, GH, gr, dbhh);
+    add_column_sums_raw<T>(ctx, R, GH, gi, dbih);
+    if (dbhh) add_column_sums_raw<T>(ctx, R, GH, gr, dbhh);
     if (dx) gemm<T>(ctx, R, F, GH, false, false, 0.0, gi, wih, dx_tm.data<T>());
     if (p.peepholes && R * H > 0) {
       peephole_grad_kernel<T><<<dl_blocks(3 * H, kThreads), kThreads, 0, stream_of(ctx)>>>(
@@ -540,11 +523,11 @@ void backward_own(CudaContext& ctx, const RnnParams& p, const RnnDeviceWeights& 
     gemm<T>(ctx, H, F, R, true, false, 1.0, an, x_tm, dwih + 2 * H * F);
     gemm<T>(ctx, 2 * H, H, R, true, false, 1.0, rz, h_prev, dwhh);
     gemm<T>(ctx, H, H, R, true, false, 1.0, an, st.rh.data<T>(), dwhh + 2 * H * H);  // n rows see r*h_{t-1}
-    add_column_sums<T>(ctx, R, 2 * H, 2 * H, rz, dbih);
-    add_column_sums<T>(ctx, R, H, H, an, dbih + 2 * H);
+    add_column_sums_raw<T>(ctx, R, 2 * H, rz, dbih);
+    add_column_sums_raw<T>(ctx, R, H, an, dbih + 2 * H);
     if (dbhh) {
-      add_column_sums<T>(ctx, R, 2 * H, 2 * H, rz, dbhh);
-      add_column_sums<T>(ctx, R, H, H, an, dbhh + 2 * H);
+      add_column_sums_raw<T>(ctx, R, 2 * H, rz, dbhh);
+      add_column_sums_raw<T>(ctx, R, H, an, dbhh + 2 * H);
     }
     if (dx) {
       gemm<T>(ctx, R, F, 2 * H, false, false, 0.0, rz, wih, dx_tm.data<T>());
@@ -592,11 +575,6 @@ __global__ void embedding_scatter_kernel(long long distinct, long long D, const 
     for (int k = start[u]; k < start[u + 1]; ++k) acc += dy[static_cast<long long>(pos[k]) * D + d];
     dtable[static_cast<long long>(uid[u]) * D + d] = acc;
   }
-}
-
-template <typename T>
-__global__ void add_block_kernel(long long n, const T* __restrict__ src, T* __restrict__ dst) {
-  DL_GRID_STRIDE(i, n) { dst[i] += src[i]; }
 }
 
 DeviceBytes upload_ints(CudaContext& ctx, const std::vector<int>& v) {
@@ -722,16 +700,6 @@ void swap_batch_time_cuda(CudaContext& ctx, const DeviceTensor& in, DeviceTensor
   dispatch_dtype(in.dtype(), [&](auto tag) {
     using T = decltype(tag);
     swap01<T>(ctx, in.dim(0), in.dim(1), in.dim(2), in.data<T>(), out.data<T>());
-  });
-}
-
-void add_block_cuda(CudaContext& ctx, DType dtype, const void* src, void* dst, int64_t count) {
-  if (count == 0) return;
-  dispatch_dtype(dtype, [&](auto tag) {
-    using T = decltype(tag);
-    add_block_kernel<T><<<dl_blocks(count, kThreads), kThreads, 0, stream_of(ctx)>>>(
-        count, static_cast<const T*>(src), static_cast<T*>(dst));
-    DL_CUDA_LAUNCH_CHECK("add_block_kernel");
   });
 }
 

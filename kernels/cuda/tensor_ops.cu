@@ -124,10 +124,16 @@ __global__ void flag_nonfinite_kernel(long long n, const T* __restrict__ x, floa
 
 void add_inplace_cuda(CudaContext& ctx, DeviceTensor& y, const DeviceTensor& x) {
   check_numel("add_inplace_cuda", y, x);
-  if (y.numel() == 0) return;
-  dispatch_dtype(y.dtype(), [&](auto tag) {
+  check(y.dtype() == x.dtype(), "add_inplace_cuda: y is ", dtype_name(y.dtype()), ", x is ", dtype_name(x.dtype()));
+  add_block_cuda(ctx, y.dtype(), x.raw(), y.raw(), y.numel());
+}
+
+void add_block_cuda(CudaContext& ctx, DType dtype, const void* src, void* dst, int64_t count) {
+  if (count == 0) return;
+  dispatch_dtype(dtype, [&](auto tag) {
     using T = decltype(tag);
-    add_inplace_kernel<T><<<dl_blocks(y.numel(), 256), 256, 0, stream_of(ctx)>>>(y.numel(), y.data<T>(), x.data<T>());
+    add_inplace_kernel<T><<<dl_blocks(count, 256), 256, 0, stream_of(ctx)>>>(count, static_cast<T*>(dst),
+                                                                            static_cast<const T*>(src));
     DL_CUDA_LAUNCH_CHECK("add_inplace_kernel");
   });
 }
@@ -159,14 +165,20 @@ void add_row_bias_cuda(CudaContext& ctx, DeviceTensor& y, const DeviceTensor& b)
 void add_column_sums_cuda(CudaContext& ctx, const DeviceTensor& dy, DeviceTensor& db) {
   check(dy.rank() == 2 && db.numel() == dy.dim(1) && db.dtype() == dy.dtype(), "add_column_sums_cuda: dy ",
         shape_str(dy.shape()), ", db ", shape_str(db.shape()));
-  if (db.numel() == 0) return;
   dispatch_dtype(dy.dtype(), [&](auto tag) {
     using T = decltype(tag);
-    add_column_sums_kernel<T><<<dl_blocks(dy.dim(1), 128), 128, 0, stream_of(ctx)>>>(dy.dim(0), dy.dim(1),
-                                                                                    dy.data<T>(), db.data<T>());
-    DL_CUDA_LAUNCH_CHECK("add_column_sums_kernel");
+    add_column_sums_raw<T>(ctx, dy.dim(0), dy.dim(1), dy.data<T>(), db.data<T>());
   });
 }
+
+template <typename T>
+void add_column_sums_raw(CudaContext& ctx, int64_t rows, int64_t cols, const T* dy, T* db) {
+  if (cols == 0) return;
+  add_column_sums_kernel<T><<<dl_blocks(cols, 128), 128, 0, stream_of(ctx)>>>(rows, cols, dy, db);
+  DL_CUDA_LAUNCH_CHECK("add_column_sums_kernel");
+}
+template void add_column_sums_raw<float>(CudaContext&, int64_t, int64_t, const float*, float*);
+template void add_column_sums_raw<double>(CudaContext&, int64_t, int64_t, const double*, double*);
 
 void spatial_mean_forward_cuda(CudaContext& ctx, const DeviceTensor& x, DeviceTensor& y) {
   check(x.rank() == 4, "spatial_mean_forward_cuda: x must be (N,C,H,W), got ", shape_str(x.shape()));
