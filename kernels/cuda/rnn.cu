@@ -578,9 +578,7 @@ __global__ void embedding_scatter_kernel(long long distinct, long long D, const 
 }
 
 DeviceBytes upload_ints(CudaContext& ctx, const std::vector<int>& v) {
-  DeviceBytes b(ctx, v.size() * sizeof(int));
-  copy_bytes_to_device(ctx, v.data(), b.get(), v.size() * sizeof(int));
-  return b;
+  return bytes_to_device(ctx, v.data(), v.size() * sizeof(int));
 }
 
 }  // namespace

@@ -304,10 +304,12 @@ void copy_device(CudaContext& ctx, const DeviceTensor& src, DeviceTensor& dst) {
   DL_CUDA_CHECK(cudaMemcpyAsync(dst.raw(), src.raw(), src.nbytes(), cudaMemcpyDeviceToDevice, as_stream(ctx.stream())));
 }
 
-void copy_bytes_to_device(CudaContext& ctx, const void* host, void* dev, std::size_t bytes) {
-  if (bytes == 0) return;
-  DL_CUDA_CHECK(cudaMemcpyAsync(dev, host, bytes, cudaMemcpyHostToDevice, as_stream(ctx.stream())));
+DeviceBytes bytes_to_device(CudaContext& ctx, const void* host, std::size_t bytes) {
+  DeviceBytes d(ctx, bytes);
+  if (bytes == 0) return d;
+  DL_CUDA_CHECK(cudaMemcpyAsync(d.get(), host, bytes, cudaMemcpyHostToDevice, as_stream(ctx.stream())));
   ctx.synchronize();  // pageable source: see copy_to_device
+  return d;
 }
 
 void fill_zero(CudaContext& ctx, DeviceTensor& t) {

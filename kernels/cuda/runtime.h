@@ -221,9 +221,9 @@ class DeviceBytes {
   void* ptr_ = nullptr;
   std::size_t bytes_ = 0;
 };
-// bytes from the host into a device block, on ctx's stream; returns when the copy is done (as
-// copy_to_device: the host buffer may then be freed or changed).
-void copy_bytes_to_device(CudaContext& ctx, const void* host, void* dev, std::size_t bytes);
+// A new device block holding `bytes` from the host (copied on ctx's stream; returns when the
+// copy is done, as copy_to_device: the host buffer may then be freed or changed).
+DeviceBytes bytes_to_device(CudaContext& ctx, const void* host, std::size_t bytes);
 
 // Times work on a context's stream with CUDA events (benchmarks report it as manual time).
 class EventTimer {

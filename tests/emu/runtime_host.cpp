@@ -114,8 +114,10 @@ void copy_device(CudaContext&, const DeviceTensor& src, DeviceTensor& dst) {
 void fill_zero(CudaContext&, DeviceTensor& t) {
   if (t.nbytes()) std::memset(t.raw(), 0, t.nbytes());
 }
-void copy_bytes_to_device(CudaContext&, const void* host, void* dev, std::size_t bytes) {
-  if (bytes) std::memcpy(dev, host, bytes);
+DeviceBytes bytes_to_device(CudaContext& ctx, const void* host, std::size_t bytes) {
+  DeviceBytes d(ctx, bytes);
+  if (bytes) std::memcpy(d.get(), host, bytes);
+  return d;
 }
 
 int device_count(std::string* why_none) {

@@ -168,10 +168,8 @@ DeviceBytes pack_weights(CudaContext& ctx, const Setup& s, const RnnParams& p, c
 }
 
 DeviceBytes seq_lengths(CudaContext& ctx, const RnnParams& p) {
-  std::vector<int32_t> v(static_cast<std::size_t>(p.batch), static_cast<int32_t>(p.steps));
-  DeviceBytes d(ctx, v.size() * sizeof(int32_t));
-  copy_bytes_to_device(ctx, v.data(), d.get(), v.size() * sizeof(int32_t));
-  return d;
+  const std::vector<int32_t> v(static_cast<std::size_t>(p.batch), static_cast<int32_t>(p.steps));
+  return bytes_to_device(ctx, v.data(), v.size() * sizeof(int32_t));
 }
 
 void record(CudaContext& ctx, const char* op, const RnnParams& p, DType dt, const Setup& s) {
