@@ -23,6 +23,18 @@ namespace driftlab {
       GTEST_SKIP() << "no CUDA device: " << dl_why_;                              \
   } while (0)
 
+// Exec params with every op family on one backend (own kernels or cuBLAS/cuDNN); TF32 off, so
+// that comparisons are with float32 products.
+inline cuda::CudaExecParams one_backend(cuda::CudaBackend b, bool deterministic = false) {
+  cuda::CudaExecParams e;
+  e.gemm_backend = e.conv_backend = e.pool_backend = e.bn_backend = e.softmax_backend = e.rnn_backend = b;
+  e.deterministic = deterministic;
+  return e;
+}
+inline cuda::CudaExecParams one_backend(bool vendor, bool deterministic = false) {
+  return one_backend(vendor ? cuda::CudaBackend::vendor : cuda::CudaBackend::own, deterministic);
+}
+
 // Round trip through the device: the result of a device op, back on the host.
 inline Tensor host_of(cuda::CudaContext& ctx, const cuda::DeviceTensor& d) { return cuda::to_host(ctx, d); }
 

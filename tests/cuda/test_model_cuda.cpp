@@ -170,14 +170,6 @@ std::string case_name(const ::testing::TestParamInfo<StepCase>& i) {
   return s;
 }
 
-cuda::CudaExecParams exec_params(bool vendor, bool deterministic = false) {
-  cuda::CudaExecParams e;
-  const cuda::CudaBackend b = vendor ? cuda::CudaBackend::vendor : cuda::CudaBackend::own;
-  e.gemm_backend = e.conv_backend = e.pool_backend = e.bn_backend = e.softmax_backend = e.rnn_backend = b;
-  e.deterministic = deterministic;
-  return e;  // TF32 off: the comparison is with float32 products
-}
-
 TrainConfig step_config(int64_t batch) {
   TrainConfig cfg;
   cfg.batch = batch;
@@ -204,7 +196,7 @@ TEST_P(CudaModelStep, OneTrainingStepMatchesCpu) {
   Trainer cpu_trainer(cpu, exec, cfg);
   const double cpu_loss = cpu_trainer.step(x, y);
 
-  cuda::CudaContext ctx(exec_params(c.vendor));
+  cuda::CudaContext ctx(one_backend(c.vendor));
   DeviceTrainer gpu_trainer(gpu, ctx, cfg);
   const double gpu_loss = gpu_trainer.step(x, y);
   gpu_trainer.sync_to_model();
@@ -300,7 +292,7 @@ void expect_deterministic(const std::string& model, const std::string& policy, b
   std::vector<std::vector<double>> losses(2);
   for (int run = 0; run < 2; ++run) {
     Model m = make_model(model, p, 4);
-    cuda::CudaContext ctx(exec_params(vendor, true));
+    cuda::CudaContext ctx(one_backend(vendor, true));
     DeviceTrainer t(m, ctx, step_config(4));
     for (int s = 0; s < 3; ++s) losses[run].push_back(t.step(images(m, 4, 20 + s), labels(m, 4)));
     t.sync_to_model();
@@ -333,7 +325,7 @@ TEST(CudaModelPredict, MaxBatchChunksEqualOneBatch) {
   for (bool vendor : {false, true})
     for (const char* name : {"lenet5", "resnet20", "gru", "lstm-imdb"}) {
       Model m = make_model(name, Policy::parse("torch"), 2);
-      cuda::CudaContext ctx(exec_params(vendor));
+      cuda::CudaContext ctx(one_backend(vendor));
       DeviceNet net(ctx, m);
       const Tensor x = images(m, 23, 8);
       const Tensor whole = net.predict(x, 0);

@@ -26,51 +26,26 @@ using cuda::CudaBackend;
 using cuda::CudaContext;
 using cuda::DeviceTensor;
 
-struct Case {
-  const char* name;
-  RnnCell cell;
-  ActKind gate;
-  bool inclusive;  // hard sigmoid: Keras's inclusive edges, else torch's exclusive ones
-  bool two_biases, reset_after, z_keeps_old, peepholes;
-};
-
-const Case kCases[] = {
-    {"lstm_torch", RnnCell::lstm, ActKind::sigmoid, false, true, true, true, false},
-    {"lstm_keras", RnnCell::lstm, ActKind::hard_sigmoid, true, false, true, true, false},
-    {"lstm_sigmoid_1bias", RnnCell::lstm, ActKind::sigmoid, false, false, true, true, false},
-    {"lstm_hard_exclusive", RnnCell::lstm, ActKind::hard_sigmoid, false, true, true, true, false},
-    {"gru_torch", RnnCell::gru, ActKind::sigmoid, false, true, true, true, false},
-    {"gru_keras", RnnCell::gru, ActKind::hard_sigmoid, true, false, false, true, false},
-    {"gru_lasagne", RnnCell::gru, ActKind::sigmoid, false, false, true, false, false},
-    {"gru_after_1bias", RnnCell::gru, ActKind::sigmoid, false, false, true, true, false},
-    {"gru_before_2bias", RnnCell::gru, ActKind::sigmoid, false, true, false, true, false},
-    {"lstm_peepholes", RnnCell::lstm, ActKind::sigmoid, false, false, true, true, true},
+// The CPU fast-kernel tests' cells plus the edge rule, bias and update variants cuDNN splits on:
+// {name, cell, gate, two_biases, reset_after, z_keeps_old, peepholes, inclusive}.
+const RnnCase kCases[] = {
+    {"lstm_torch", RnnCell::lstm, ActKind::sigmoid, true, true, true, false, false},
+    {"lstm_keras", RnnCell::lstm, ActKind::hard_sigmoid, false, true, true, false, true},
+    {"lstm_sigmoid_1bias", RnnCell::lstm, ActKind::sigmoid, false, true, true, false, false},
+    {"lstm_hard_exclusive", RnnCell::lstm, ActKind::hard_sigmoid, true, true, true, false, false},
+    {"gru_torch", RnnCell::gru, ActKind::sigmoid, true, true, true, false, false},
+    {"gru_keras", RnnCell::gru, ActKind::hard_sigmoid, false, false, true, false, true},
+    {"gru_lasagne", RnnCell::gru, ActKind::sigmoid, false, true, false, false, false},
+    {"gru_after_1bias", RnnCell::gru, ActKind::sigmoid, false, true, true, false, false},
+    {"gru_before_2bias", RnnCell::gru, ActKind::sigmoid, true, false, true, false, false},
+    {"lstm_peepholes", RnnCell::lstm, ActKind::sigmoid, false, true, true, true, false},
     {"lstm_peepholes_hard", RnnCell::lstm, ActKind::hard_sigmoid, true, true, true, true, true},
 };
 
-struct Shape4 {
-  int64_t batch, steps, input, hidden;
-};
-constexpr Shape4 kSmall{5, 7, 6, 9}, kWide{13, 5, 19, 70};
+constexpr RnnShape kSmall = kRnnSmall, kWide{13, 5, 19, 70};
 
 // kSmall's mask: pre-padding, post-padding, a sequence all padding, a gap, none.
 const std::vector<uint8_t>& kMask = rnn_test_mask();
-
-RnnParams params_of(const Case& c, const Shape4& s, bool dh_last = false) {
-  RnnParams p;
-  p.cell = c.cell;
-  p.batch = s.batch, p.steps = s.steps, p.input = s.input, p.hidden = s.hidden;
-  p.gate_act.kind = c.gate;
-  p.gate_act.hs_slope = 0.2;
-  p.gate_act.hs_offset = 0.5;
-  p.gate_act.hs_grad_edges_inclusive = c.inclusive;
-  p.two_biases = c.two_biases;
-  p.gru_reset_after = c.reset_after;
-  p.gru_z_keeps_old = c.z_keeps_old;
-  p.peepholes = c.peepholes;
-  p.dh_last_step = dh_last;
-  return p;
-}
 
 struct Inputs {
   Tensor x, w_ih, w_hh, b_ih, b_hh, w_peep, dh;
@@ -125,14 +100,6 @@ Tensor mask_tensor(const RnnParams& p, const uint8_t* mask, DType dt) {
     for (int64_t i = 0; i < m.numel(); ++i) m.data<T>()[i] = mask[i] ? T(1) : T(0);
   });
   return m;
-}
-
-cuda::CudaExecParams exec_of(bool vendor, bool deterministic = false) {
-  cuda::CudaExecParams e;
-  const CudaBackend b = vendor ? CudaBackend::vendor : CudaBackend::own;
-  e.gemm_backend = e.conv_backend = e.pool_backend = e.bn_backend = e.softmax_backend = e.rnn_backend = b;
-  e.deterministic = deterministic;
-  return e;  // TF32 off: the comparison is with float32 products
 }
 
 // The device: rnn_forward_cuda (training) then rnn_backward_cuda, gradients starting at zero.
@@ -192,8 +159,8 @@ void expect_match(const Result& g, const Result& r, bool f64, const RnnParams& p
 
 // No device needed: which parameter sets cuDNN runs (the rest fall back to the own kernels).
 TEST(RnnCudnnSupports, OnlyTheCellsCudnnHas) {
-  for (const Case& c : kCases) {
-    const RnnParams p = params_of(c, kSmall);
+  for (const RnnCase& c : kCases) {
+    const RnnParams p = rnn_case_params(c, kSmall);
     const bool want = c.gate == ActKind::sigmoid && !c.peepholes &&
                       (c.cell == RnnCell::lstm || (c.reset_after && c.z_keeps_old));
     EXPECT_EQ(cuda::rnn_cudnn_supports(p, false), want) << c.name;
@@ -205,19 +172,19 @@ class CudaRnn : public ::testing::TestWithParam<std::tuple<int, bool>> {};
 
 TEST_P(CudaRnn, ForwardAndBackwardMatchTheReference) {
   REQUIRE_CUDA_DEVICE();
-  const Case& c = kCases[std::get<0>(GetParam())];
+  const RnnCase& c = kCases[std::get<0>(GetParam())];
   const bool vendor = std::get<1>(GetParam());
   SCOPED_TRACE(std::string(c.name) + (vendor ? " vendor" : " own"));
   for (DType dt : {DType::f32, DType::f64})
-    for (const Shape4& shape : {kSmall, kWide})
+    for (const RnnShape& shape : {kSmall, kWide})
       for (bool masked : {false, true}) {
         if (masked && shape.batch != kSmall.batch) continue;
         SCOPED_TRACE(std::string(dtype_name(dt)) + " batch " + std::to_string(shape.batch) +
                      (masked ? " masked" : ""));
-        const RnnParams p = params_of(c, shape);
+        const RnnParams p = rnn_case_params(c, shape);
         const Inputs in = inputs(p, dt, 17);
         const uint8_t* mask = masked ? kMask.data() : nullptr;
-        CudaContext ctx(exec_of(vendor));
+        CudaContext ctx(one_backend(vendor));
         Tensor inference_h;
         const Result g = gpu_run(ctx, p, in, mask, &inference_h);
         expect_match(g, cpu_run(p, in, mask), dt == DType::f64, p);
@@ -245,10 +212,10 @@ TEST_P(CudaRnn, ForwardAndBackwardMatchTheReference) {
 // result as the full (N,T,H) gradient with zeros at every other step.
 TEST_P(CudaRnn, LastStepGradientEqualsTheZeroPaddedOne) {
   REQUIRE_CUDA_DEVICE();
-  const Case& c = kCases[std::get<0>(GetParam())];
+  const RnnCase& c = kCases[std::get<0>(GetParam())];
   const bool vendor = std::get<1>(GetParam());
   SCOPED_TRACE(std::string(c.name) + (vendor ? " vendor" : " own"));
-  const RnnParams last = params_of(c, kSmall, true);
+  const RnnParams last = rnn_case_params(c, kSmall, true);
   RnnParams full = last;
   full.dh_last_step = false;
   Inputs in = inputs(last, DType::f32, 5);
@@ -258,7 +225,7 @@ TEST_P(CudaRnn, LastStepGradientEqualsTheZeroPaddedOne) {
     for (int64_t j = 0; j < full.hidden; ++j)
       in_full.dh.data<float>()[(n * full.steps + full.steps - 1) * full.hidden + j] =
           in.dh.data<float>()[n * full.hidden + j];
-  CudaContext ctx(exec_of(vendor));
+  CudaContext ctx(one_backend(vendor));
   const Result a = gpu_run(ctx, last, in, nullptr), b = gpu_run(ctx, full, in_full, nullptr);
   // Own kernels: the same sums (adding exact zeros changes nothing). cuDNN gets h_T's gradient
   // as dhy in one case and as dy[T-1] in the other, which it may add in another order: float32
@@ -285,10 +252,10 @@ INSTANTIATE_TEST_SUITE_P(All, CudaRnn,
 // the step's input gets no gradient.
 TEST(CudaRnnMask, PaddedStepsCarryTheStateExactly) {
   REQUIRE_CUDA_DEVICE();
-  for (const Case& c : kCases) {
+  for (const RnnCase& c : kCases) {
     SCOPED_TRACE(c.name);
-    const RnnParams p = params_of(c, kSmall);
-    CudaContext ctx(exec_of(false));
+    const RnnParams p = rnn_case_params(c, kSmall);
+    CudaContext ctx(one_backend(false));
     const Result r = gpu_run(ctx, p, inputs(p, DType::f32, 3), kMask.data());
     EXPECT_TRUE(padded_steps_carry(p, kMask, r.h, r.dx));
   }
@@ -298,11 +265,11 @@ TEST(CudaRnnMask, PaddedStepsCarryTheStateExactly) {
 TEST(CudaRnnDeterminism, TwoRunsBitIdentical) {
   REQUIRE_CUDA_DEVICE();
   for (bool vendor : {false, true})
-    for (const Case& c : {kCases[0], kCases[4], kCases[6]}) {
+    for (const RnnCase& c : {kCases[0], kCases[4], kCases[6]}) {
       SCOPED_TRACE(std::string(c.name) + (vendor ? " vendor, deterministic" : " own"));
-      const RnnParams p = params_of(c, kWide);
+      const RnnParams p = rnn_case_params(c, kWide);
       const Inputs in = inputs(p, DType::f32, 9);
-      CudaContext c1(exec_of(vendor, true)), c2(exec_of(vendor, true));
+      CudaContext c1(one_backend(vendor, true)), c2(one_backend(vendor, true));
       const Result a = gpu_run(c1, p, in, nullptr), b = gpu_run(c2, p, in, nullptr);
       for (auto [x, y] : {std::pair{&a.h, &b.h}, {&a.dx, &b.dx}, {&a.dw_ih, &b.dw_ih}, {&a.dw_hh, &b.dw_hh},
                           {&a.db_ih, &b.db_ih}})
@@ -318,7 +285,7 @@ TEST(CudaRnnGlue, LastStepAndZeroedRows) {
   DeviceTensor d = cuda::to_device(ctx, seq), y(ctx, {5, 3}, DType::f32);
   cuda::rnn_last_step_cuda(ctx, d, y);
   const Tensor last = cuda::to_host(ctx, y);
-  RnnParams p = params_of(kCases[0], kSmall);
+  RnnParams p = rnn_case_params(kCases[0], kSmall);
   DeviceTensor m = cuda::to_device(ctx, mask_tensor(p, kMask.data(), DType::f32));
   cuda::rnn_zero_masked_rows_cuda(ctx, m, d);
   const Tensor zeroed = cuda::to_host(ctx, d);

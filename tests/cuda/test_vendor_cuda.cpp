@@ -16,9 +16,7 @@ namespace driftlab {
 namespace {
 
 cuda::CudaExecParams vendor_params(bool deterministic, bool tf32, cuda::CudnnAlgoSearch search) {
-  cuda::CudaExecParams e;
-  e.gemm_backend = e.conv_backend = e.pool_backend = e.bn_backend = e.softmax_backend = cuda::CudaBackend::vendor;
-  e.deterministic = deterministic;
+  cuda::CudaExecParams e = one_backend(cuda::CudaBackend::vendor, deterministic);
   e.tf32_matmul = e.tf32_conv = tf32;
   e.algo_search = search;
   return e;

@@ -17,14 +17,6 @@
 namespace driftlab {
 namespace {
 
-struct RnnCase {
-  const char* name;
-  RnnCell cell;
-  ActKind gate;
-  bool two_biases, reset_after, z_keeps_old;
-  bool peepholes = false;
-};
-
 const RnnCase kCases[] = {
     {"lstm_torch", RnnCell::lstm, ActKind::sigmoid, true, true, true},
     {"lstm_keras", RnnCell::lstm, ActKind::hard_sigmoid, false, true, true},
@@ -39,10 +31,7 @@ const RnnCase kCases[] = {
 // Two shapes: the small one of the mask tests (every unit block and row block partial), and one
 // that fills the fast kernel's tiles: 13 rows (blocks of 6 and a remainder on each thread),
 // 70 units (four full 16-unit blocks and a partial one; two 64-unit backward panels).
-struct RnnShape {
-  int64_t batch, steps, input, hidden;
-};
-constexpr RnnShape kSmall{5, 7, 6, 9}, kTiles{13, 5, 19, 70};
+constexpr RnnShape kSmall = kRnnSmall, kTiles{13, 5, 19, 70};
 // Rows of three backward chunks (32, 32 and 11 of the fast kernel's fixed 32-row chunks, split
 // unevenly among 3 threads), 37 inputs (dx: three vectors, the last partial) and 21 units
 // (LSTM gates 84: a full and a partial 64-column panel of the weight-gradient tiles).
@@ -57,28 +46,11 @@ std::vector<uint8_t> shape_mask(const RnnShape& s) {
   return m;
 }
 
-RnnParams make_params(const RnnCase& c, const RnnShape& s = kSmall) {
-  RnnParams p;
-  p.cell = c.cell;
-  p.batch = s.batch;
-  p.steps = s.steps;
-  p.input = s.input;
-  p.hidden = s.hidden;
-  p.gate_act.kind = c.gate;
-  p.gate_act.hs_slope = 0.2;
-  p.gate_act.hs_offset = 0.5;
-  p.two_biases = c.two_biases;
-  p.gru_reset_after = c.reset_after;
-  p.gru_z_keeps_old = c.z_keeps_old;
-  p.peepholes = c.peepholes;
-  return p;
-}
-
 struct RnnRun {
   Tensor h, dx, dw_ih, dw_hh, db_ih, db_hh, dw_peep;
 };
 
-// make_params' 5 samples x 7 steps with pre-, post- and mid-padding and a sequence all padding.
+// kSmall's 5 samples x 7 steps with pre-, post- and mid-padding and a sequence all padding.
 const std::vector<uint8_t>& kMask = rnn_test_mask();
 
 RnnRun run(const RnnKernel& k, int threads, const RnnParams& p, uint64_t seed,
@@ -123,7 +95,7 @@ TEST_P(RnnFastVsRef, ForwardAndBackwardMatchTheReference) {
                                                                                                   : chunks_mask.data()}) {
     SCOPED_TRACE(std::string(mask ? "with the padding mask" : "no mask") + ", batch " + std::to_string(shape.batch) +
                  " hidden " + std::to_string(shape.hidden));
-    const RnnParams p = make_params(c, shape);
+    const RnnParams p = rnn_case_params(c, shape);
     RnnRun f = run(fast, 2, p, 11, mask);
     RnnRun r = run(ref, 1, p, 11, mask);
     // float32 on both sides, sums of up to N*T=300 (parameter gradients) or G*H=280 terms in a
@@ -147,7 +119,7 @@ TEST_P(RnnFastVsRef, PaddedStepsCarryTheStateExactly) {
   const RnnCase& c = kCases[std::get<1>(GetParam())];
   SCOPED_TRACE(c.name);
   KernelRegistry reg = make_cpu_registry();
-  const RnnParams p = make_params(c);
+  const RnnParams p = rnn_case_params(c, kSmall);
   for (KernelBackend kb : {KernelBackend::reference, b}) {
     SCOPED_TRACE(backend_name(kb));
     RnnRun r = run(reg.rnn[static_cast<int>(kb)], 2, p, 11, kMask.data());
@@ -171,7 +143,7 @@ TEST(RnnFast, InferenceWithoutWorkspaceGivesTheSameStates) {
     for (const RnnCase& c : kCases)
       for (const uint8_t* mask : {static_cast<const uint8_t*>(nullptr), kMask.data()}) {
         SCOPED_TRACE(std::string(c.name) + " " + backend_name(b) + (mask ? " masked" : ""));
-        const RnnParams p = mask ? make_params(c) : make_params(c, kTiles);
+        const RnnParams p = mask ? rnn_case_params(c, kSmall) : rnn_case_params(c, kTiles);
         const RnnKernel& k = reg.rnn[static_cast<int>(b)];
         RnnExec ex{2};
         const int64_t GH = rnn_gates(p.cell) * p.hidden;
@@ -198,7 +170,7 @@ TEST(RnnFast, SameBitsForAnyThreadCount) {
   for (const RnnCase& c : kCases)
     for (int shape = 0; shape < 3; ++shape) {
       SCOPED_TRACE(std::string(c.name) + " shape " + std::to_string(shape));
-      const RnnParams p = make_params(c, shape == 0 ? kSmall : shape == 1 ? kTiles : kChunks);
+      const RnnParams p = rnn_case_params(c, shape == 0 ? kSmall : shape == 1 ? kTiles : kChunks);
       const uint8_t* mask = shape == 0 ? kMask.data() : shape == 2 ? chunks_mask.data() : nullptr;
       RnnRun one = run(reg.rnn[static_cast<int>(b)], 1, p, 5, mask);
       // Rows are split among threads (the backward: whole chunks of fixed size), never the
@@ -223,7 +195,7 @@ TEST(RnnOp, LastStepGradientEqualsTheFullOneWithZeros) {
   for (KernelBackend b : {KernelBackend::reference, KernelBackend::onednn})
     for (const RnnCase& c : kCases) {
       SCOPED_TRACE(std::string(c.name) + " " + backend_name(b));
-      const RnnParams p = make_params(c);
+      const RnnParams p = rnn_case_params(c, kSmall);
       const int64_t GH = rnn_gates(p.cell) * p.hidden, N = p.batch, S = p.steps, H = p.hidden;
       const RnnKernel& k = reg.rnn[static_cast<int>(b)];
       RnnExec ex{2};
@@ -258,7 +230,7 @@ TEST(RnnOp, LastStepGradientEqualsTheFullOneWithZeros) {
 }
 
 TEST(RnnOp, BadSizesAreRefusedNamingTheCell) {
-  RnnParams p = make_params(kCases[2]);
+  RnnParams p = rnn_case_params(kCases[2], kSmall);
   p.hidden = 0;
   try {
     check_rnn_params(p);
