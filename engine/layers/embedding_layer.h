@@ -59,7 +59,6 @@ class EmbeddingLayer : public Layer {
   Tensor backward(RunContext& ctx, const Tensor& dy) override;
   std::vector<Param*> params() override { return {&table_}; }
   EmbeddingInit init() const { return init_; }
-  int64_t num_ids() const { return num_ids_; }
   int64_t dim() const { return dim_; }
   int64_t steps() const { return steps_; }
   // The ids of x (N,T), each checked to be an integer in 0..V-1 (the error names the id, its
