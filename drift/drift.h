@@ -8,7 +8,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "engine/data/idx.h"
+#include "engine/data/dataset.h"
 #include "engine/model.h"
 #include "engine/train/trainer.h"
 

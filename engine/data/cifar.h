@@ -7,7 +7,7 @@
 #pragma once
 #include <string>
 
-#include "engine/data/idx.h"
+#include "engine/data/dataset.h"
 
 namespace driftlab {
 

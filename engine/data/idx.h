@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "engine/core/tensor.h"
+#include "engine/data/dataset.h"
 
 namespace driftlab {
 
@@ -26,14 +27,8 @@ struct IdxArray {
 // Reads one IDX file (raw or gzip). Throws Error on any mismatch between header and bytes.
 IdxArray read_idx(const std::string& path);
 
-struct Dataset {
-  Tensor images;                // float32 [N,1,rows,cols], pixel/255 in [0,1]
-  std::vector<int32_t> labels;  // N labels in 0..num_classes-1
-  int num_classes = 0;
-  std::string name;
-};
-
-// Pairs an image file ([n,rows,cols]) with a label file ([n]); labels must be 0..9.
+// Pairs an image file ([n,rows,cols]) with a label file ([n]); labels must be 0..9. The
+// images load as float32 [n,1,rows,cols], pixel/255 in [0,1].
 Dataset load_idx_dataset(const std::string& images_path, const std::string& labels_path,
                          const std::string& name);
 

@@ -43,7 +43,7 @@
 #include <unordered_map>
 #include <vector>
 
-#include "engine/data/idx.h"
+#include "engine/data/dataset.h"
 
 namespace driftlab {
 

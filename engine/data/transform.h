@@ -2,7 +2,7 @@
 // (Keras examples feed x/255; PyTorch's Normalize(mean, std)), so it is explicit and
 // recorded in the model file's metadata, so eval and predict apply the same transform.
 #pragma once
-#include "engine/data/idx.h"
+#include "engine/data/dataset.h"
 
 namespace driftlab {
 
