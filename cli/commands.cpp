@@ -20,9 +20,8 @@
 #include "drift/convert.h"
 #include "drift/drift.h"
 #include "drift/explain.h"
-#include "engine/data/cifar.h"
+#include "engine/data/datasets.h"
 #include "engine/data/idx.h"
-#include "engine/data/imdb.h"
 #include "engine/data/transform.h"
 #include "engine/io/npy.h"
 #include "engine/layers/init.h"
@@ -41,14 +40,16 @@ using nlohmann::json;
 
 // ---------- shared options and helpers ----------
 
-struct DataOptions {
-  std::string dataset = "fashion-mnist";
-  std::string data_dir;
-  int64_t limit = 0;  // use only the first N samples (0: all)
-  // imdb: 0 / "" = the model file's (eval, predict, drift, attribute), else Keras's
-  // examples/imdb_lstm.py and pad_sequences defaults: 20,000 words, 80 tokens, pre, pre.
-  int64_t vocab_size = 0, max_len = 0;
-  std::string seq_pad, seq_truncate;
+// Shows the summary of an IMDb corpus when a command's loader reads one.
+void print_imdb_read(const std::string& dir, const ImdbOptions& o, const ImdbData& d) {
+  std::cerr << imdb_summary(dir, o, d) << "\n";
+}
+
+// A command's data options and the loader its splits come from. Copies share the loader:
+// compare runs run_train on copies of one TrainOptions, and a command reads (and summarises)
+// an IMDb corpus once for all its splits and runs.
+struct DataOptions : DataSpec {
+  std::shared_ptr<DatasetLoader> loader = std::make_shared<DatasetLoader>(print_imdb_read);
 };
 
 void add_data_options(CLI::App* c, DataOptions& o) {
@@ -66,87 +67,10 @@ void add_data_options(CLI::App* c, DataOptions& o) {
   c->add_option("--seq-truncate", o.seq_truncate, "imdb: cut 'pre' (keep the end) or 'post' (default: the model file's, else pre)");
 }
 
-// The IMDb reader's options: what DataOptions sets, else the model file's (metadata "imdb"),
-// else the Keras defaults.
-ImdbOptions imdb_options(const DataOptions& o, const json* model_meta) {
-  const json none = json::object();
-  const json& m = model_meta && model_meta->contains("imdb") ? model_meta->at("imdb") : none;
-  ImdbOptions r;
-  r.vocab_size = o.vocab_size > 0 ? o.vocab_size : m.value("vocab_size", int64_t{20000});
-  r.max_len = o.max_len > 0 ? o.max_len : m.value("max_len", int64_t{80});
-  r.pad = parse_seq_side(!o.seq_pad.empty() ? o.seq_pad : m.value("pad", std::string("pre")));
-  r.truncate = parse_seq_side(!o.seq_truncate.empty() ? o.seq_truncate : m.value("truncate", std::string("pre")));
-  return r;
-}
-
-json imdb_json(const ImdbOptions& o) {
-  return {{"vocab_size", o.vocab_size}, {"max_len", o.max_len}, {"pad", seq_side_name(o.pad)},
-          {"truncate", seq_side_name(o.truncate)}};
-}
-
-// Both splits come from one read (the vocabulary is the training split's), kept for the next call.
-const ImdbData& load_imdb_cached(const std::string& dir, const ImdbOptions& o) {
-  static std::string key;
-  static std::unique_ptr<ImdbData> data;
-  const std::string k = dir + "\n" + imdb_json(o).dump();
-  if (!data || key != k) {
-    data = std::make_unique<ImdbData>(load_imdb(dir, o));
-    key = k;
-    const ImdbStats& s = data->stats;
-    std::ostringstream oov;
-    oov << std::fixed << std::setprecision(2)
-        << (s.tokens ? 100.0 * static_cast<double>(s.oov_tokens) / static_cast<double>(s.tokens) : 0.0) << "%";
-    std::cerr << "imdb: " << s.reviews << " reviews from " << dir << ", vocabulary " << data->vocab.words.size()
-              << " words (of " << s.distinct_train_words << " in train), " << s.tokens << " tokens, "
-              << oov.str() << " out of vocabulary, " << s.truncated_reviews << " reviews cut to " << o.max_len << " tokens ("
-              << seq_side_name(o.truncate) << "), padding " << seq_side_name(o.pad) << "\n";
-  }
-  return *data;
-}
-
-Dataset truncate(Dataset d, int64_t limit) {
-  if (limit <= 0 || limit >= d.images.dim(0)) return d;
-  Shape s = d.images.shape();
-  s[0] = limit;
-  Tensor t(s, DType::f32);
-  std::memcpy(t.raw(), d.images.raw(), t.nbytes());
-  d.images = t;
-  d.labels.resize(static_cast<std::size_t>(limit));
-  return d;
-}
-
-// model_meta: a loaded model file's metadata, for the dataset options it was trained with.
+// One split for a command. model_meta: a loaded model file's metadata, for the dataset options
+// it was trained with.
 Dataset load_split(const DataOptions& o, bool train, const json* model_meta = nullptr) {
-  std::string dir = o.data_dir;
-  if (o.dataset == "imdb") {
-    check(!dir.empty(), "data: --dataset imdb needs --data-dir DIR (the aclImdb folder: train/ and test/, pos/ and neg/)");
-    const ImdbData& d = load_imdb_cached(dir, imdb_options(o, model_meta));
-    return truncate(train ? d.train : d.test, o.limit);
-  }
-  if (o.dataset == "synthetic-cifar10") {  // random pixels and labels: for timing, never for accuracy
-    int64_t n = o.limit > 0 ? o.limit : (train ? 50000 : 10000);
-    Dataset d = synthetic_cifar10(n, train ? 1 : 2);
-    d.name = std::string("synthetic-cifar10") + (train ? "/train" : "/test");
-    return d;
-  }
-  if (o.dataset == "cifar10") {
-    check(!dir.empty(), "data: --dataset cifar10 needs --data-dir DIR with data_batch_1..5.bin and test_batch.bin");
-    return truncate(load_cifar10(dir, train), o.limit);
-  }
-  // seq-*: the same IDX images (N,1,28,28) read as (N,28,28): 28 steps (rows) of 28 features.
-  const bool seq = o.dataset.rfind("seq-", 0) == 0;
-  const std::string base = seq ? o.dataset.substr(4) : o.dataset;
-  if (base == "fashion-mnist") {
-    if (dir.empty()) dir = kDefaultFashionMnistDir;
-  } else if (base == "mnist") {
-    check(!dir.empty(), "data: --dataset ", o.dataset, " needs --data-dir DIR with the MNIST IDX files");
-  } else {
-    fail("data: unknown dataset '", o.dataset,
-         "' (known: fashion-mnist, mnist, seq-fashion-mnist, seq-mnist, cifar10, synthetic-cifar10, imdb)");
-  }
-  Dataset d = truncate(load_mnist_like(dir, train, o.dataset + (train ? "/train" : "/test")), o.limit);
-  if (seq) d.images = d.images.reshape({d.images.dim(0), d.images.dim(2), d.images.dim(3)});
-  return d;
+  return o.loader->load(o, train ? Split::train : Split::test, model_meta);
 }
 
 void set_threads(int threads) {
@@ -358,12 +282,7 @@ void add_train_options(CLI::App* c, TrainOptions& o) {
 
 // ---------- eval / predict ----------
 
-InputNorm model_input_norm(const LoadedModel& lm) {
-  InputNorm n;
-  n.mean = lm.metadata.value("input_mean", 0.0);
-  n.std = lm.metadata.value("input_std", 1.0);
-  return n;
-}
+InputNorm model_input_norm(const LoadedModel& lm) { return input_norm_from_metadata(lm.metadata); }
 
 void eval_cmd(const std::string& weights, const DataOptions& d, int64_t batch, int threads, const DeviceOptions& dev) {
   set_threads(threads);

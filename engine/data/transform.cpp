@@ -32,4 +32,11 @@ void apply_norm(Tensor& x, const InputNorm& n) {
 
 void apply_norm(Dataset& d, const InputNorm& n) { apply_norm(d.images, n); }
 
+InputNorm input_norm_from_metadata(const nlohmann::json& metadata) {
+  InputNorm n;
+  n.mean = metadata.value("input_mean", 0.0);
+  n.std = metadata.value("input_std", 1.0);
+  return n;
+}
+
 }  // namespace driftlab
