@@ -7,11 +7,9 @@
 #include <chrono>
 #include <cstdio>
 #include <filesystem>
-#include <fstream>
 #include <iomanip>
 #include <limits>
 #include <iostream>
-#include <map>
 #include <memory>
 #include <sstream>
 
@@ -24,12 +22,11 @@
 #include "engine/data/idx.h"
 #include "engine/data/transform.h"
 #include "engine/io/npy.h"
-#include "engine/layers/init.h"
-#include "engine/layers/rnn_layer.h"
 #include "engine/train/trainer.h"
 #include "kernels/cuda/device.h"
 #include "models/model_file.h"
 #include "models/models.h"
+#include "models/weights_npy.h"
 
 namespace driftlab {
 namespace cli {
@@ -342,55 +339,16 @@ void predict_cmd(const std::string& weights, const DataOptions& d, const std::ve
 
 // ---------- weights import/export (.npy, in the policy's framework layout) ----------
 
-// The recurrent layers of a model, keyed by their parameters: their packed gate layout is
-// converted by the layer itself (RnnLayer::export_param / import_param).
-std::map<const Param*, RnnLayer*> rnn_layers_by_param(Sequential& net) {
-  std::map<const Param*, RnnLayer*> m;
-  for (std::size_t i = 0; i < net.size(); ++i)
-    if (auto* r = dynamic_cast<RnnLayer*>(&net.layer(i)))
-      for (Param* p : r->params()) m[p] = r;
-  return m;
-}
-
-void weights_export(const std::string& weights, const std::string& dir, bool framework_layout) {
+void weights_export(const std::string& weights, const std::string& dir, NpyLayout layout) {
   LoadedModel lm = load_model(weights);
-  fs::create_directories(dir);
-  const auto rnn_owner = rnn_layers_by_param(*lm.model.net);
-  for (auto& np : lm.model.net->named_params()) {
-    const Tensor& v = np.second->value;
-    Tensor t = v;
-    if (framework_layout) {
-      auto r = rnn_owner.find(np.second);
-      if (r != rnn_owner.end())
-        t = r->second->export_param(*np.second);  // gate layout and order (rnn_weight_layout, gru_gate_order)
-      else if (!np.second->is_bias)
-        t = to_framework_layout(v, lm.model.policy.weight_layout);
-    }
-    std::string path = (fs::path(dir) / (np.first + ".npy")).string();
-    write_npy(path, t);
-    std::cout << path << " " << shape_str(t.shape()) << "\n";
-  }
+  for (const NpyFile& f : export_weights_npy(lm.model, dir, layout))
+    std::cout << f.path << " " << shape_str(f.shape) << "\n";
 }
 
 void weights_import(const std::string& model_name, const std::string& spec, const std::string& dir,
-                    const std::string& out, bool framework_layout) {
-  Policy p = Policy::parse(spec);
-  Model m = build_model(model_name, p, 1);
-  const auto rnn_owner = rnn_layers_by_param(*m.net);
-  for (auto& np : m.net->named_params()) {
-    std::string path = (fs::path(dir) / (np.first + ".npy")).string();
-    Tensor t = read_npy(path).to(m.dtype());
-    if (framework_layout) {
-      auto r = rnn_owner.find(np.second);
-      if (r != rnn_owner.end())
-        t = r->second->import_param(*np.second, t);
-      else if (!np.second->is_bias)
-        t = from_framework_layout(t, p.weight_layout);
-    }
-    check(t.shape() == np.second->value.shape(), "weights import: ", path, " has shape ", shape_str(t.shape()),
-          ", parameter ", np.first, " needs ", shape_str(np.second->value.shape()));
-    np.second->value = t;
-  }
+                    const std::string& out, NpyLayout layout) {
+  Model m = build_model(model_name, Policy::parse(spec), 1);
+  import_weights_npy(m, dir, layout);
   save_model(out, m, {{"imported_from", dir}});
   std::cout << "wrote " << out << "\n";
 }
@@ -694,7 +652,9 @@ void register_commands(CLI::App& app) {
   wex->add_option("--weights", *xw)->required();
   wex->add_option("--out", *xdir)->required();
   wex->add_flag("--driftlab-layout", *xdl, "OIHW/(out,in) instead of the policy's framework layout");
-  wex->callback([xw, xdir, xdl] { weights_export(*xw, *xdir, !*xdl); });
+  wex->callback([xw, xdir, xdl] {
+    weights_export(*xw, *xdir, *xdl ? NpyLayout::driftlab : NpyLayout::framework);
+  });
   auto im = std::make_shared<std::string>(), ip = std::make_shared<std::string>("torch"),
        idir = std::make_shared<std::string>(), iout = std::make_shared<std::string>();
   auto idl = std::make_shared<bool>(false);
@@ -704,7 +664,9 @@ void register_commands(CLI::App& app) {
   wim->add_option("--from", *idir)->required();
   wim->add_option("--out", *iout)->required();
   wim->add_flag("--driftlab-layout", *idl, "the files are OIHW/(out,in) rather than the policy's framework layout");
-  wim->callback([im, ip, idir, iout, idl] { weights_import(*im, *ip, *idir, *iout, !*idl); });
+  wim->callback([im, ip, idir, iout, idl] {
+    weights_import(*im, *ip, *idir, *iout, *idl ? NpyLayout::driftlab : NpyLayout::framework);
+  });
 
   // drift
   auto dopt = std::make_shared<DriftOptions>();
