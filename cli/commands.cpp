@@ -445,59 +445,41 @@ void drift_cmd(const DriftOptions& o) {
   Dataset test = load_split(o.data, false, &lm.metadata);
   apply_norm(test, model_input_norm(lm));
   ExecContext exec;
-  std::vector<std::string> names = split_policies(o.policies);
-  std::vector<Model> models;
-  std::vector<Tensor> probs;
-  json out = {{"model", lm.model.name}, {"weights", o.weights}, {"weights_policy", lm.model.policy.to_string()},
-              {"dataset", test.name}, {"n", test.images.dim(0)}, {"converted", !o.no_convert}, {"device", "cpu"}};
   std::cout << "drift: " << lm.model.name << " weights " << o.weights << " (trained under "
             << lm.model.policy.to_string() << "), " << test.images.dim(0) << " images of " << test.name << ", weights "
             << (o.no_convert ? "loaded as raw tensors" : "converted between conventions (flip, flatten order)")
             << ", cpu, " << omp_get_max_threads() << " threads\n\n";
   std::cout << std::left << std::setw(40) << "policy" << std::right << std::setw(10) << "accuracy" << "\n";
-  json acc = json::array();
-  for (const auto& n : names) {
-    models.push_back(rebuild_under(lm.model, Policy::parse(n), !o.no_convert));
-    probs.push_back(predict_probs(models.back(), exec, test, 1000));
-    double a = accuracy_of(probs.back(), test.labels);
-    std::cout << std::left << std::setw(40) << models.back().policy.to_string() << std::right << std::setw(10)
-              << pct(a) << "\n";
-    acc.push_back({{"policy", models.back().policy.to_string()}, {"accuracy", a}});
-  }
-  out["accuracy"] = acc;
+  std::vector<Policy> policies;
+  for (const auto& n : split_policies(o.policies)) policies.push_back(Policy::parse(n));
+  CrossPolicyOptions opt;
+  opt.convert = !o.no_convert;
+  opt.tolerance = o.tol;
+  opt.localise_batch = o.localise_batch;
+  const CrossPolicyDrift d = cross_policy_drift(lm.model, policies, test, exec, opt, [](const PolicyAccuracy& a) {
+    std::cout << std::left << std::setw(40) << a.policy.to_string() << std::right << std::setw(10) << pct(a.accuracy)
+              << "\n";
+  });
   std::cout << "\nlast-layer outputs (softmax probabilities), a against b as the reference (S3's y_c vs y_o):\n";
   std::cout << std::left << std::setw(30) << "a vs b" << std::right << std::setw(14) << "abs err mean" << std::setw(14)
             << "rel err mean" << std::setw(12) << "mean|d|" << std::setw(12) << "max|d|" << std::setw(12)
             << "misclass." << "\n";
-  json pairs = json::array();
-  std::vector<int64_t> idx(static_cast<std::size_t>(std::min<int64_t>(o.localise_batch, test.images.dim(0))));
-  for (std::size_t i = 0; i < idx.size(); ++i) idx[i] = static_cast<int64_t>(i);
-  for (std::size_t i = 0; i < models.size(); ++i)
-    for (std::size_t j = i + 1; j < models.size(); ++j) {
-      OutputDrift d = compare_outputs(probs[j], probs[i]);
-      std::string label = models[j].policy.preset + " vs " + models[i].policy.preset;
-      std::cout << std::left << std::setw(30) << label << std::right << std::setw(14) << sci(d.abs_err_mean)
-                << std::setw(14) << sci(d.rel_err_mean) << std::setw(12) << sci(d.mean_abs) << std::setw(12)
-                << sci(d.max_abs) << std::setw(12) << pct(d.misclassification) << "\n";
-      Tensor x = gather_batch(test, idx, 0, static_cast<int64_t>(idx.size()), DType::f32);
-      Localisation loc = localise(models[j], models[i], exec, x, o.tol);
-      pairs.push_back({{"a", models[j].policy.to_string()}, {"b", models[i].policy.to_string()},
-                       {"outputs", to_json(d)}, {"localisation", to_json(loc)}});
-    }
-  for (const auto& p : pairs) {
-    std::cout << "\nlocalisation, " << p["a"].get<std::string>() << " vs " << p["b"].get<std::string>() << " (first "
-              << idx.size() << " images; tolerance max|d|/max|b| > " << o.tol << "):\n";
-    Localisation loc;
-    loc.tolerance = o.tol;
-    loc.first_divergent = p["localisation"]["first_divergent"].get<int>();
-    for (const auto& l : p["localisation"]["layers"])
-      loc.layers.push_back({l["index"].get<std::size_t>(), l["layer"].get<std::string>(), l["max_abs"].get<double>(),
-                            l["max_rel"].get<double>()});
-    print_localisation(loc);
-    if (loc.first_divergent < 0) std::cout << "  no layer diverges beyond the tolerance\n";
+  for (const PolicyPair& p : d.pairs)
+    std::cout << std::left << std::setw(30) << (p.a.preset + " vs " + p.b.preset) << std::right << std::setw(14)
+              << sci(p.outputs.abs_err_mean) << std::setw(14) << sci(p.outputs.rel_err_mean) << std::setw(12)
+              << sci(p.outputs.mean_abs) << std::setw(12) << sci(p.outputs.max_abs) << std::setw(12)
+              << pct(p.outputs.misclassification) << "\n";
+  for (const PolicyPair& p : d.pairs) {
+    std::cout << "\nlocalisation, " << p.a.to_string() << " vs " << p.b.to_string() << " (first " << d.localised
+              << " images; tolerance max|d|/max|b| > " << p.localisation.tolerance << "):\n";
+    print_localisation(p.localisation);
+    if (p.localisation.first_divergent < 0) std::cout << "  no layer diverges beyond the tolerance\n";
   }
-  out["pairs"] = pairs;
-  if (!o.json.empty()) write_file_atomic(o.json, out.dump(2) + "\n");
+  if (o.json.empty()) return;
+  json out = {{"model", lm.model.name}, {"weights", o.weights}, {"weights_policy", lm.model.policy.to_string()},
+              {"dataset", test.name}, {"n", test.images.dim(0)}, {"converted", !o.no_convert}, {"device", "cpu"}};
+  out.update(to_json(d));
+  write_file_atomic(o.json, out.dump(2) + "\n");
 }
 
 struct AttributeCliOptions {

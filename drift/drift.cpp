@@ -1,5 +1,6 @@
 #include "drift/drift.h"
 
+#include <algorithm>
 #include <cmath>
 #include <sstream>
 
@@ -104,6 +105,29 @@ Localisation localise(Model& a, Model& b, ExecContext& exec, const Tensor& x, do
     if (loc.first_divergent < 0 && rel > tolerance) loc.first_divergent = static_cast<int>(i);
   }
   return loc;
+}
+
+CrossPolicyDrift cross_policy_drift(const Model& weights, const std::vector<Policy>& policies, const Dataset& test,
+                                    ExecContext& exec, const CrossPolicyOptions& opt,
+                                    const std::function<void(const PolicyAccuracy&)>& on_policy) {
+  CrossPolicyDrift r;
+  std::vector<Model> models;
+  std::vector<Tensor> probs;
+  for (const Policy& p : policies) {
+    models.push_back(rebuild_under(weights, p, opt.convert));
+    probs.push_back(predict_probs(models.back(), exec, test, opt.batch));
+    r.accuracy.push_back({models.back().policy, accuracy_of(probs.back(), test.labels)});
+    if (on_policy) on_policy(r.accuracy.back());
+  }
+  r.localised = std::min(opt.localise_batch, test.images.dim(0));
+  std::vector<int64_t> idx(static_cast<std::size_t>(r.localised));
+  for (std::size_t i = 0; i < idx.size(); ++i) idx[i] = static_cast<int64_t>(i);
+  const Tensor x = gather_batch(test, idx, 0, r.localised, DType::f32);
+  for (std::size_t i = 0; i < models.size(); ++i)
+    for (std::size_t j = i + 1; j < models.size(); ++j)
+      r.pairs.push_back({models[j].policy, models[i].policy, compare_outputs(probs[j], probs[i]),
+                         localise(models[j], models[i], exec, x, opt.tolerance)});
+  return r;
 }
 
 // ---- attribution ----
@@ -227,6 +251,15 @@ nlohmann::json to_json(const Attribution& a) {
                     {"accuracy", s.accuracy}, {"train_loss", s.train_loss}});
   return {{"from", a.from}, {"to", a.to}, {"trained", a.trained}, {"total", to_json(a.total)},
           {"from_accuracy", a.from_accuracy}, {"to_accuracy", a.to_accuracy}, {"single", single}, {"path", path}};
+}
+
+nlohmann::json to_json(const CrossPolicyDrift& d) {
+  nlohmann::json accuracy = nlohmann::json::array(), pairs = nlohmann::json::array();
+  for (const auto& a : d.accuracy) accuracy.push_back({{"policy", a.policy.to_string()}, {"accuracy", a.accuracy}});
+  for (const auto& p : d.pairs)
+    pairs.push_back({{"a", p.a.to_string()}, {"b", p.b.to_string()}, {"outputs", to_json(p.outputs)},
+                     {"localisation", to_json(p.localisation)}});
+  return {{"accuracy", accuracy}, {"pairs", pairs}};
 }
 
 }  // namespace driftlab

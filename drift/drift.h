@@ -3,6 +3,7 @@
 // first layer where two policies diverge (localisation), and per-knob attribution, at
 // inference and through training.
 #pragma once
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -49,6 +50,37 @@ struct Localisation {
 };
 Localisation localise(Model& a, Model& b, ExecContext& exec, const Tensor& x, double tolerance);
 
+// ---- one set of weights under several policies (what `driftlab drift` reports) ----
+
+struct CrossPolicyOptions {
+  bool convert = true;           // convert weights between conventions (flip, flatten order)
+  double tolerance = 1e-5;       // localisation: a layer diverges when max|d|/max|b| exceeds it
+  int64_t localise_batch = 100;  // localise on the first N test images
+  int64_t batch = 1000;          // inference batch
+};
+struct PolicyAccuracy {
+  Policy policy;
+  double accuracy = 0;
+};
+struct PolicyPair {
+  Policy a, b;                // b is the reference (S3's y_o)
+  OutputDrift outputs;        // a's softmax outputs against b's, on the whole test set
+  Localisation localisation;  // on the first CrossPolicyDrift::localised test images
+};
+struct CrossPolicyDrift {
+  std::vector<PolicyAccuracy> accuracy;  // in the order the policies were given
+  // Every policy against each one given before it, as the reference: for i < j, (j vs i),
+  // ordered by i then j.
+  std::vector<PolicyPair> pairs;
+  int64_t localised = 0;  // min(localise_batch, test size)
+};
+// The weights rebuilt under each policy (rebuild_under), evaluated on test, and compared pairwise.
+// on_policy, when given, sees each policy's accuracy as soon as it is known (a long run shows
+// its progress).
+CrossPolicyDrift cross_policy_drift(const Model& weights, const std::vector<Policy>& policies, const Dataset& test,
+                                    ExecContext& exec, const CrossPolicyOptions& opt,
+                                    const std::function<void(const PolicyAccuracy&)>& on_policy = nullptr);
+
 // ---- attribution ----
 
 struct AttributeOptions {
@@ -88,5 +120,7 @@ Attribution attribute(const Model& weights, const Policy& from, const Policy& to
 nlohmann::json to_json(const OutputDrift& d);
 nlohmann::json to_json(const Localisation& l);
 nlohmann::json to_json(const Attribution& a);
+// {"accuracy": [{policy, accuracy}], "pairs": [{a, b, outputs, localisation}]}, policies as strings.
+nlohmann::json to_json(const CrossPolicyDrift& d);
 
 }  // namespace driftlab
