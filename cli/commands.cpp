@@ -450,6 +450,7 @@ void drift_cmd(const DriftOptions& o) {
             << (o.no_convert ? "loaded as raw tensors" : "converted between conventions (flip, flatten order)")
             << ", cpu, " << omp_get_max_threads() << " threads\n\n";
   std::cout << std::left << std::setw(40) << "policy" << std::right << std::setw(10) << "accuracy" << "\n";
+  // Every policy is parsed before the first is run, so a misspelt knob costs no evaluation.
   std::vector<Policy> policies;
   for (const auto& n : split_policies(o.policies)) policies.push_back(Policy::parse(n));
   CrossPolicyOptions opt;
