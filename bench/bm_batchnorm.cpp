@@ -11,6 +11,8 @@
 
 #include "engine/ops/batchnorm.h"
 #include "engine/random.h"
+#include "kernels/cpu/ref/ref.h"
+#include "kernels/cpu/registry.h"
 
 namespace {
 
@@ -49,26 +51,22 @@ void bm_batchnorm(benchmark::State& state, Pass pass, Shape4 s, bool fast) {
       invstd({s.c}, DType::f32), dgamma({s.c}, DType::f32), dbeta({s.c}, DType::f32);
   const Tensor rmean = random_tensor({s.c}, DType::f32, 5), rvar = random_tensor({s.c}, DType::f32, 6, 0.5, 2.0);
   batchnorm_forward_train_ref(p, x, gamma, beta, y, mean, var, invstd);
+  const KernelRegistry reg = make_cpu_registry();
+  const BatchNormKernel& k = reg.batchnorm.at(fast ? KernelBackend::fast : KernelBackend::reference);
   double bytes_per_pass = 0;
   const double t = 4.0 * static_cast<double>(x.numel());
   for (auto _ : state) {
     switch (pass) {
       case Pass::train_forward:
-        if (fast)
-          batchnorm_forward_train_fast(p, x, gamma, beta, y, mean, var, invstd);
-        else
-          batchnorm_forward_train_ref(p, x, gamma, beta, y, mean, var, invstd);
+        k.forward_train(p, x, gamma, beta, y, mean, var, invstd);
         bytes_per_pass = 3 * t;
         break;
       case Pass::backward:
-        if (fast)
-          batchnorm_backward_fast(p, x, dy, gamma, mean, invstd, dx, dgamma, dbeta);
-        else
-          batchnorm_backward_ref(p, x, dy, gamma, mean, invstd, dx, dgamma, dbeta);
+        k.backward_train(p, x, dy, gamma, mean, invstd, dx, dgamma, dbeta);
         bytes_per_pass = 5 * t;
         break;
       case Pass::infer_forward:
-        batchnorm_forward_infer_ref(p, x, gamma, beta, rmean, rvar, y);
+        k.forward_infer(p, x, gamma, beta, rmean, rvar, y);
         bytes_per_pass = 2 * t;
         break;
     }

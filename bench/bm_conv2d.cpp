@@ -14,7 +14,7 @@
 #include <vector>
 
 #include "engine/ops/conv2d.h"
-#include "engine/ops/registry.h"
+#include "kernels/cpu/registry.h"
 
 namespace driftlab {
 namespace {
@@ -71,7 +71,7 @@ void run_pass(const Conv2dKernel& k, Pass pass, const Conv2dParams& p, Buffers& 
 double check_against_reference(const Conv2dKernel& k, Pass pass, Conv2dParams p) {
   p.n = 2;
   const KernelRegistry reg = make_cpu_registry();
-  const Conv2dKernel& ref = reg.conv2d[static_cast<int>(KernelBackend::reference)];
+  const Conv2dKernel& ref = reg.conv2d.at(KernelBackend::reference);
   Buffers fast(p), slow(p);
   run_pass(k, pass, p, fast);
   run_pass(ref, pass, p, slow);
@@ -94,7 +94,7 @@ void bm_conv2d(benchmark::State& state, KernelBackend backend, Pass pass, Conv2d
   const int saved_threads = omp_get_max_threads();
   omp_set_num_threads(threads);
   const KernelRegistry reg = make_cpu_registry();
-  const Conv2dKernel& k = reg.conv2d[static_cast<int>(backend)];
+  const Conv2dKernel& k = reg.conv2d.at(backend);
   // float32 sums of at most a few thousand products in [-1,1]: a correct kernel differs from
   // the reference by ~1e-6 of the largest output; 1e-4 only catches real bugs.
   const double err = check_against_reference(k, pass, p);

@@ -27,7 +27,8 @@
 #include "engine/ops/conv2d.h"
 #include "engine/ops/gemm.h"
 #include "engine/random.h"
-#include "engine/train/device_trainer.h"
+#include "engine/train/cuda_runner.h"
+#include "kernels/cpu/ref/ref.h"
 #include "kernels/cuda/device.h"
 #include "kernels/cuda/ops.h"
 #include "kernels/cuda/runtime.h"
@@ -214,7 +215,7 @@ std::vector<int32_t> model_labels(int64_t n) {
 double check_model(CudaContext& ctx, Model& m) {
   Tensor x = model_images(m, 4, 3);
   ExecContext exec;
-  RunContext rc{exec, false, nullptr};
+  RunContext rc = RunContext::inference(exec);
   Tensor cpu = m.forward(rc, x);
   DeviceNet net(ctx, m);
   Tensor gpu = net.predict(x);
@@ -243,14 +244,14 @@ void bm_train_step(benchmark::State& state, const std::string& model, int64_t ba
   TrainConfig cfg;
   cfg.batch = batch;
   cfg.sgd = {0.01, 0.9, false, 0.0};
-  DeviceTrainer trainer(m, ctx, cfg);
+  CudaRunner trainer(m, ctx, cfg);
   Tensor x = model_images(m, batch, 7);
   auto y = model_labels(batch);
-  trainer.step(x, y);  // warm-up: kernels load, cuDNN algorithms chosen, allocator blocks cached
+  trainer.train_step(x, y);  // warm-up: kernels load, cuDNN algorithms chosen, allocator blocks cached
   cuda::EventTimer timer(ctx);
   for (auto _ : state) {
     timer.start();
-    benchmark::DoNotOptimize(trainer.step(x, y));  // returns after the loss is on the host
+    benchmark::DoNotOptimize(trainer.train_step(x, y));  // returns after the loss is on the host
     state.SetIterationTime(timer.stop_seconds());
   }
   state.counters["images/s"] =
@@ -269,7 +270,7 @@ void bm_predict(benchmark::State& state, const std::string& model, int64_t n, Cu
   }
   DeviceNet net(ctx, m);
   DeviceValue x = std::make_shared<DeviceTensor>(cuda::to_device(ctx, model_images(m, n, 9)));
-  DeviceRunContext run{ctx, false, nullptr};
+  DeviceRunContext run = DeviceRunContext::inference(ctx);
   net.forward_device(run, x);  // warm-up
   cuda::EventTimer timer(ctx);
   for (auto _ : state) {

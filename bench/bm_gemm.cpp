@@ -19,7 +19,8 @@
 #include <vector>
 
 #include "engine/ops/gemm.h"
-#include "engine/ops/registry.h"
+#include "kernels/cpu/registry.h"
+#include "kernels/cpu/ref/ref.h"
 
 namespace driftlab {
 namespace {
@@ -73,7 +74,7 @@ void bm_gemm(benchmark::State& state, KernelBackend backend, GemmParams p) {
   const int saved_threads = omp_get_max_threads();
   omp_set_num_threads(static_cast<int>(state.range(0)));
   const KernelRegistry reg = make_cpu_registry();
-  const GemmKernel& k = reg.gemm[static_cast<int>(backend)];
+  const GemmKernel& k = reg.gemm.at(backend);
   // At most 53 products of values in [-1,1]: a correct kernel is within ~1e-6 (float) of the
   // reference relative to the largest entry; 1e-4 only catches real bugs.
   const double err = check_against_reference<T>(k, p);

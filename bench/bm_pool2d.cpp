@@ -8,6 +8,8 @@
 #include "engine/ops/pool2d.h"
 #include "engine/random.h"
 #include "engine/policy.h"
+#include "kernels/cpu/ref/ref.h"
+#include "kernels/cpu/registry.h"
 
 namespace {
 
@@ -43,15 +45,17 @@ void BM_MaxPool2d(benchmark::State& state) {
   Tensor y_ref(p.y_shape(), DType::f32), dx_ref(p.x_shape(), DType::f32);
   maxpool2d_forward_ref(p, x, y_ref);
   maxpool2d_backward_ref(p, x, dy, dx_ref);
-  maxpool2d_forward_fast(p, x, y);
-  maxpool2d_backward_fast(p, x, dy, dx);
+  const KernelRegistry reg = make_cpu_registry();
+  const Pool2dKernel& k = reg.maxpool2d.at(fast ? KernelBackend::fast : KernelBackend::reference);
+  k.forward(p, x, y);
+  k.backward(p, x, dy, dx);
   if (std::memcmp(y.raw(), y_ref.raw(), y.nbytes()) || std::memcmp(dx.raw(), dx_ref.raw(), dx.nbytes()))
-    state.SkipWithError("fast max pool differs from the reference");
+    state.SkipWithError("max pool kernel differs from the reference");
   for (auto _ : state) {
     if (backward)
-      fast ? maxpool2d_backward_fast(p, x, dy, dx) : maxpool2d_backward_ref(p, x, dy, dx);
+      k.backward(p, x, dy, dx);
     else
-      fast ? maxpool2d_forward_fast(p, x, y) : maxpool2d_forward_ref(p, x, y);
+      k.forward(p, x, y);
   }
   state.counters["elements/s"] = benchmark::Counter(static_cast<double>(x.numel()), benchmark::Counter::kIsIterationInvariantRate);
 }

@@ -8,7 +8,7 @@
 
 #include <vector>
 
-#include "engine/ops/registry.h"
+#include "kernels/cpu/registry.h"
 #include "engine/ops/rnn.h"
 #include "engine/random.h"
 
@@ -34,7 +34,7 @@ void bm_rnn(benchmark::State& state, RnnCell cell, Pass pass, KernelBackend back
   p.hidden = 128;
   const int64_t G = rnn_gates(cell), N = p.batch, S = p.steps, F = p.input, H = p.hidden;
   static const KernelRegistry reg = make_cpu_registry();
-  const RnnKernel& k = reg.rnn[static_cast<int>(backend)];
+  const RnnKernel& k = reg.rnn.at(backend);
   RnnExec ex{static_cast<int>(state.range(0))};
   const std::vector<float> x = random_vec(N * S * F, 1, 1.0f), w_ih = random_vec(G * H * F, 2, 0.09f),
                            w_hh = random_vec(G * H * H, 3, 0.09f), b_ih = random_vec(G * H, 4, 0.09f),
@@ -64,12 +64,12 @@ void thread_args(benchmark::internal::Benchmark* b) {
 #define DL_RNN_BM(name, cell, pass, backend) \
   BENCHMARK_CAPTURE(bm_rnn, name, RnnCell::cell, Pass::pass, KernelBackend::backend)->Apply(thread_args)
 
-DL_RNN_BM(lstm_forward_fast, lstm, forward, onednn);
-DL_RNN_BM(lstm_inference_fast, lstm, inference, onednn);
-DL_RNN_BM(lstm_backward_fast, lstm, backward, onednn);
-DL_RNN_BM(gru_forward_fast, gru, forward, onednn);
-DL_RNN_BM(gru_inference_fast, gru, inference, onednn);
-DL_RNN_BM(gru_backward_fast, gru, backward, onednn);
+DL_RNN_BM(lstm_forward_fast, lstm, forward, fast);
+DL_RNN_BM(lstm_inference_fast, lstm, inference, fast);
+DL_RNN_BM(lstm_backward_fast, lstm, backward, fast);
+DL_RNN_BM(gru_forward_fast, gru, forward, fast);
+DL_RNN_BM(gru_inference_fast, gru, inference, fast);
+DL_RNN_BM(gru_backward_fast, gru, backward, fast);
 BENCHMARK_CAPTURE(bm_rnn, lstm_forward_ref, RnnCell::lstm, Pass::forward, KernelBackend::reference)
     ->Args({1, 128})->ArgNames({"threads", "batch"})->UseRealTime()->Unit(benchmark::kMillisecond);
 

@@ -12,7 +12,7 @@
 
 #include "engine/core/error.h"
 #include "engine/random.h"
-#include "engine/train/trainer.h"
+#include "engine/train/cpu_runner.h"
 #include "models/models.h"
 
 namespace {
@@ -57,12 +57,12 @@ void BM_TrainStep(benchmark::State& state) {
   TrainConfig cfg;
   cfg.batch = batch;
   cfg.sgd = {0.01, 0.9, false, 0.0};
-  Trainer trainer(m, exec, cfg);
+  CpuRunner trainer(m, cfg, exec);
   Tensor x = synthetic_images(model, batch, 7);
   auto y = synthetic_labels(batch);
-  double loss = trainer.step(x, y);
+  double loss = trainer.train_step(x, y);
   if (!std::isfinite(loss)) state.SkipWithError("non-finite loss");
-  for (auto _ : state) benchmark::DoNotOptimize(trainer.step(x, y));
+  for (auto _ : state) benchmark::DoNotOptimize(trainer.train_step(x, y));
   state.counters["images/s"] = benchmark::Counter(static_cast<double>(batch), benchmark::Counter::kIsIterationInvariantRate);
   state.SetLabel(model + " " + policy + " threads=" + std::to_string(omp_get_max_threads()));
 }
@@ -74,7 +74,7 @@ void BM_Predict(benchmark::State& state) {
   Model ref = build_model(model, Policy::parse(policy + ",conv_backend=reference,gemm_backend=reference"), 1);
   ExecContext exec;
   exec.threads = omp_get_max_threads();
-  RunContext ctx{exec, false, nullptr};
+  RunContext ctx = RunContext::inference(exec);
   Tensor x = synthetic_images(model, batch, 9);
   {  // check once on a small slice: fast backends agree with the reference kernels
     Tensor xs = synthetic_images(model, 8, 9);

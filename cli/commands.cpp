@@ -1,14 +1,11 @@
 #include "cli/commands.h"
-#include "cli/device_run.h"
 
 #include <omp.h>
 #include <unistd.h>
 
-#include <chrono>
 #include <cstdio>
 #include <filesystem>
 #include <iomanip>
-#include <limits>
 #include <iostream>
 #include <memory>
 #include <sstream>
@@ -22,7 +19,8 @@
 #include "engine/data/idx.h"
 #include "engine/data/transform.h"
 #include "engine/io/npy.h"
-#include "engine/train/trainer.h"
+#include "drift/run.h"
+#include "engine/train/runner.h"
 #include "kernels/cuda/device.h"
 #include "models/model_file.h"
 #include "models/models.h"
@@ -155,6 +153,20 @@ void model_show(const std::string& name, const std::string& spec) {
 
 // ---------- train ----------
 
+// The --device switch of train / compare / eval / predict / drift / attribute. The CUDA
+// switches are the model's Policy knobs (cuda_kernels, tf32_matmul, tf32_conv,
+// cuda_deterministic, cudnn_algo_search).
+struct DeviceOptions {
+  std::string device = "cpu";  // cpu | cuda
+  Device parsed() const { return parse_device(device); }
+};
+
+void add_device_options(CLI::App* c, DeviceOptions& o) {
+  c->add_option("--device", o.device,
+                "cpu | cuda (device 0; kernels, TF32, determinism and cuDNN search follow the policy's cuda knobs)")
+      ->capture_default_str();
+}
+
 struct TrainOptions {
   std::string model = "lenet5", policy = "torch", out;
   DataOptions data;
@@ -167,98 +179,37 @@ struct TrainOptions {
   DeviceOptions dev;
 };
 
-struct TrainOutcome {
-  std::vector<EpochStats> epochs;
-  EvalResult test;
-  int64_t model_bytes = 0;
-  std::string policy;
-};
-
-json epoch_json(const EpochStats& e) {
-  return {{"epoch", e.epoch},           {"train_loss", e.train_loss}, {"train_acc", e.train_acc},
-          {"val_loss", e.val_loss},     {"val_acc", e.val_acc},       {"seconds", e.seconds},
-          {"images_per_s", e.images_per_s}};
-}
-
-TrainOutcome run_train(const TrainOptions& o) {
+TrainRunResult run_train(const TrainOptions& o) {
   set_threads(o.threads);
-  Policy policy = Policy::parse(o.policy);
-  Dataset train = load_split(o.data, true);
-  Dataset test = load_split(o.data, false);
-  InputNorm norm;
-  const bool imdb = o.data.dataset == "imdb";
-  check(!(imdb && o.normalize), "train: --normalize would turn imdb's token ids into non-integers; drop it");
-  if (o.normalize) norm = compute_standardization(train);
-  apply_norm(train, norm);
-  apply_norm(test, norm);
-  // Token models are built for the reader's vocabulary (V words + padding + OOV) and length.
-  ModelArgs margs;
-  if (imdb) {
-    bool token_model = false;
-    for (const auto& mi : model_table()) token_model |= mi.name == o.model && mi.num_ids > 0;
-    check(token_model, "train: --dataset imdb gives token ids; ", o.model,
-          " is not a token model (lstm-imdb, gru-imdb)");
-    const ImdbOptions io = imdb_options(o.data, nullptr);
-    margs = {io.vocab_size + kFirstWordId, io.max_len};
-  }
-  Model model = build_model(o.model, policy, o.seed, margs);
-  Shape per_sample(train.images.shape().begin() + 1, train.images.shape().end());
-  check(per_sample == model.input_shape, "train: model ", o.model, " takes ", shape_str(model.input_shape),
-        " inputs but ", train.name, " has ", shape_str(per_sample));
-  ExecContext exec;
-  exec.threads = omp_get_max_threads();
-  TrainConfig cfg;
-  cfg.epochs = o.epochs;
-  cfg.batch = o.batch;
-  cfg.sgd = {o.lr, o.momentum, o.nesterov, o.weight_decay};
-  cfg.seed = o.seed;
-  AnyTrainer trainer(model, exec, cfg, o.dev);
+  TrainRunSpec spec;
+  spec.model = o.model;
+  spec.policy = Policy::parse(o.policy);
+  spec.data = o.data;
+  spec.train.epochs = o.epochs;
+  spec.train.batch = o.batch;
+  spec.train.sgd = {o.lr, o.momentum, o.nesterov, o.weight_decay};
+  spec.train.seed = o.seed;
+  spec.normalize = o.normalize;
+  spec.device = o.dev.parsed();
+  spec.out = o.out;
   ProgressBar bar(!o.no_progress);
-  TrainOutcome out;
-  out.policy = policy.to_string();
-  std::cerr << "train " << o.model << " policy " << out.policy << " on " << train.name << " (" << train.images.dim(0)
-            << " images), batch " << o.batch << ", " << trainer.describe() << "\n";
-  for (int e = 0; e < o.epochs; ++e) {
-    EpochStats st = trainer.run_epoch(train, &test, [&](const Progress& p) { bar(p); });
+  TrainRunHooks hooks;
+  hooks.on_start = [](const TrainRunStart& s) {
+    std::cerr << "train " << s.model << " policy " << s.policy << " on " << s.dataset << " (" << s.images
+              << " images), batch " << s.batch << ", " << s.runner << "\n";
+  };
+  hooks.progress = [&](const Progress& p) { bar(p); };
+  hooks.on_epoch = [](const EpochStats& st) {
     std::cerr << "epoch " << st.epoch << ": train loss " << fmt(st.train_loss, 4) << " acc " << fmt(st.train_acc, 4)
               << " | val loss " << fmt(st.val_loss, 4) << " acc " << fmt(st.val_acc, 4) << " | "
               << fmt(st.seconds, 2) << " s (" << fmt(st.images_per_s, 0) << " img/s)\n";
-    out.epochs.push_back(st);
-  }
-  out.test = trainer.evaluate(test, 1000);
-  trainer.sync_to_model();
-  if (!o.out.empty()) {
-    fs::create_directories(o.out);
-    json meta = {{"dataset", o.data.dataset}, {"epochs", o.epochs}, {"batch", o.batch},     {"lr", o.lr},
-                 {"device", trainer.device()},
-                 {"momentum", o.momentum},   {"nesterov", o.nesterov}, {"weight_decay", o.weight_decay},
-                 {"seed", o.seed},           {"threads", exec.threads}, {"train_samples", train.images.dim(0)},
-                 {"test_accuracy", out.test.accuracy}, {"test_loss", out.test.loss},
-                 {"input_mean", norm.mean}, {"input_std", norm.std}};
-    if (imdb) meta["imdb"] = imdb_json(imdb_options(o.data, nullptr));
-    std::string model_path = (fs::path(o.out) / "model.dlm").string();
-    save_model(model_path, model, meta);
-    out.model_bytes = static_cast<int64_t>(fs::file_size(model_path));
-    json report = {{"model", o.model},  {"policy", out.policy}, {"policy_full", policy.to_full_string()},
-                   {"device", trainer.device()}, {"meta", meta},         {"test", {{"loss", out.test.loss}, {"accuracy", out.test.accuracy}}},
-                   {"model_file", model_path}, {"model_bytes", out.model_bytes}};
-    json eps = json::array();
-    std::ostringstream csv;
-    csv << "model,policy,seed,device,epoch,train_loss,train_acc,val_loss,val_acc,seconds,images_per_s\n";
-    for (const auto& st : out.epochs) {
-      eps.push_back(epoch_json(st));
-      csv << o.model << ",\"" << out.policy << "\"," << o.seed << "," << trainer.device() << "," << st.epoch << ","
-          << std::setprecision(9) << st.train_loss << "," << st.train_acc << "," << st.val_loss << "," << st.val_acc
-          << "," << st.seconds << "," << st.images_per_s << "\n";
-    }
-    report["epochs"] = eps;
-    write_file_atomic((fs::path(o.out) / "metrics.json").string(), report.dump(2) + "\n");
-    write_file_atomic((fs::path(o.out) / "metrics.csv").string(), csv.str());
-    std::cerr << "wrote " << model_path << " (" << out.model_bytes << " bytes), metrics.json, metrics.csv\n";
-  }
-  std::cout << "test accuracy " << fmt(out.test.accuracy, 4) << " loss " << fmt(out.test.loss, 4) << " ("
-            << o.model << ", " << out.policy << ", seed " << o.seed << ", " << trainer.device() << ")\n";
-  return out;
+  };
+  TrainRunResult r = run_training(spec, *o.data.loader, hooks);
+  if (!r.model_path.empty())
+    std::cerr << "wrote " << r.model_path << " (" << r.model_bytes << " bytes), metrics.json, metrics.csv\n";
+  std::cout << "test accuracy " << fmt(r.test.accuracy, 4) << " loss " << fmt(r.test.loss, 4) << " (" << o.model
+            << ", " << r.policy << ", seed " << o.seed << ", " << device_name(spec.device) << ")\n";
+  return r;
 }
 
 void add_train_options(CLI::App* c, TrainOptions& o) {
@@ -283,11 +234,11 @@ InputNorm model_input_norm(const LoadedModel& lm) { return input_norm_from_metad
 
 void eval_cmd(const std::string& weights, const DataOptions& d, int64_t batch, int threads, const DeviceOptions& dev) {
   set_threads(threads);
+  const Device device = dev.parsed();
   LoadedModel lm = load_model(weights);
   Dataset test = load_split(d, false, &lm.metadata);
   apply_norm(test, model_input_norm(lm));
-  ExecContext exec;
-  EvalResult r = evaluate_on(lm.model, exec, test, batch, dev);
+  EvalResult r = open_runner(lm.model, device)->evaluate(test, batch);
   std::cout << "test accuracy " << fmt(r.accuracy, 4) << " loss " << fmt(r.loss, 4) << " on " << r.n << " images ("
             << lm.model.name << ", " << lm.model.policy.to_string() << ", " << dev.device << ")\n";
 }
@@ -296,10 +247,11 @@ void predict_cmd(const std::string& weights, const DataOptions& d, const std::ve
                  const std::string& input, const std::string& output, int threads, const DeviceOptions& dev,
                  int64_t max_batch) {
   set_threads(threads);
-  dev.check_device();  // rejects an unknown --device before any work
+  const Device device = dev.parsed();  // rejects an unknown --device before any work
+  check(max_batch >= 0, "predict: --max-batch ", max_batch, " must be >= 0");
+  check(device == Device::cuda || max_batch == 0,
+        "predict: --max-batch is for --device cuda (the CPU runs each size as one batch)");
   LoadedModel lm = load_model(weights);
-  ExecContext exec;
-  RunContext ctx{exec, false, nullptr};
   if (!input.empty()) {
     Tensor x = read_npy(input);
     Shape want{x.rank() ? x.dim(0) : 0};
@@ -307,8 +259,7 @@ void predict_cmd(const std::string& weights, const DataOptions& d, const std::ve
     check(x.shape() == want, "predict: ", input, " has shape ", shape_str(x.shape()), ", model ", lm.model.name,
           " takes ", shape_str(want));
     apply_norm(x, model_input_norm(lm));
-    check(max_batch >= 0, "predict: --max-batch ", max_batch, " must be >= 0");
-    Tensor y = dev.cuda() ? predict_cuda(lm.model, x, max_batch, dev) : lm.model.forward(ctx, x);
+    Tensor y = open_runner(lm.model, device)->logits(x, max_batch);
     check(!output.empty(), "predict: --input needs --output FILE.npy");
     write_npy(output, y);
     std::cout << "wrote logits " << shape_str(y.shape()) << " to " << output << "\n";
@@ -318,22 +269,26 @@ void predict_cmd(const std::string& weights, const DataOptions& d, const std::ve
   apply_norm(test, model_input_norm(lm));
   std::vector<int64_t> idx(static_cast<std::size_t>(test.images.dim(0)));
   for (std::size_t i = 0; i < idx.size(); ++i) idx[i] = static_cast<int64_t>(i);
-  if (dev.cuda()) return predict_timing_cuda(lm.model, test, sizes, max_batch, dev);
-  check(max_batch == 0, "predict: --max-batch is for --device cuda (the CPU runs each size as one batch)");
-  std::cout << "prediction time, one batch, best of 3 (" << lm.model.name << ", " << lm.model.policy.to_string() << ", "
-            << omp_get_max_threads() << " threads, cpu)\n";
+  std::unique_ptr<Runner> runner = open_runner(lm.model, device);
+  if (device == Device::cuda)
+    std::cout << "prediction time (" << lm.model.name << ", " << lm.model.policy.to_string() << ", "
+              << runner->describe()
+              << (max_batch > 0 ? ", at most " + std::to_string(max_batch) + " inputs at a time" : std::string(", one batch"))
+              << ")\n";
+  else
+    std::cout << "prediction time, one batch, best of 3 (" << lm.model.name << ", " << lm.model.policy.to_string()
+              << ", " << omp_get_max_threads() << " threads, cpu)\n";
   for (int64_t n : sizes) {
     check(n >= 1 && n <= test.images.dim(0), "predict: size ", n, " is outside 1..", test.images.dim(0),
           " (the test set of ", test.name, ")");
-    Tensor x = gather_batch(test, idx, 0, n, lm.model.dtype());
-    lm.model.forward(ctx, x);  // warm-up: primitive creation and page faults are not prediction time
-    double s = std::numeric_limits<double>::infinity();
-    for (int rep = 0; rep < 3; ++rep) {  // best of 3: one call is at the mercy of the machine
-      auto t0 = std::chrono::steady_clock::now();
-      Tensor y = lm.model.forward(ctx, x);
-      s = std::min(s, std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
-    }
-    std::cout << "  " << std::setw(6) << n << " inputs: " << fmt(s, 6) << " s (" << fmt(n / s, 0) << " img/s)\n";
+    const PredictTime t = runner->time_prediction(gather_batch(test, idx, 0, n, lm.model.dtype()), max_batch);
+    const double s = t.host_to_host_s;
+    std::cout << "  " << std::setw(6) << n << " inputs: " << fmt(s, 6) << " s (" << fmt(n / s, 0) << " img/s)";
+    if (device == Device::cuda) std::cout << " host to host";
+    if (t.device_forward_s >= 0)
+      std::cout << "; " << fmt(t.device_forward_s, 6) << " s (" << fmt(n / t.device_forward_s, 0)
+                << " img/s) forward on device-resident input";
+    std::cout << "\n";
   }
 }
 
@@ -371,7 +326,7 @@ void compare_cmd(TrainOptions o, const std::string& policies) {
   std::string base_out = o.out.empty() ? "runs/compare" : o.out;
   struct Row {
     std::string policy;
-    TrainOutcome r;
+    TrainRunResult r;
   };
   std::vector<Row> rows;
   for (const auto& n : names) {
@@ -381,7 +336,7 @@ void compare_cmd(TrainOptions o, const std::string& policies) {
   }
   std::cout << "\n" << o.model << ", " << o.epochs << " epoch(s), batch " << o.batch << ", lr " << o.lr
             << ", momentum " << o.momentum << ", seed " << o.seed << ", "
-            << (o.dev.cuda() ? std::string("cuda") : std::to_string(omp_get_max_threads()) + " threads, cpu") << ", "
+            << (o.dev.parsed() == Device::cuda ? std::string("cuda") : std::to_string(omp_get_max_threads()) + " threads, cpu") << ", "
             << o.data.dataset << "\n";
   std::cout << std::left << std::setw(34) << "policy" << std::right << std::setw(11) << "train loss" << std::setw(10)
             << "train acc" << std::setw(10) << "test loss" << std::setw(10) << "test acc" << std::setw(12) << "s/epoch"
@@ -413,7 +368,13 @@ struct DriftOptions {
   double tol = 1e-5;
   int64_t localise_batch = 100;
   int threads = 0;
+  DeviceOptions dev;
 };
+
+// "cpu, 2 threads" or "cuda" for a command's header line.
+std::string where(const DeviceOptions& dev) {
+  return dev.parsed() == Device::cuda ? std::string("cuda") : "cpu, " + std::to_string(omp_get_max_threads()) + " threads";
+}
 
 std::string pct(double v) { return fmt(100.0 * v, 2) + "%"; }
 std::string sci(double v) {
@@ -448,7 +409,7 @@ void drift_cmd(const DriftOptions& o) {
   std::cout << "drift: " << lm.model.name << " weights " << o.weights << " (trained under "
             << lm.model.policy.to_string() << "), " << test.images.dim(0) << " images of " << test.name << ", weights "
             << (o.no_convert ? "loaded as raw tensors" : "converted between conventions (flip, flatten order)")
-            << ", cpu, " << omp_get_max_threads() << " threads\n\n";
+            << ", " << where(o.dev) << "\n\n";
   std::cout << std::left << std::setw(40) << "policy" << std::right << std::setw(10) << "accuracy" << "\n";
   // Every policy is parsed before the first is run, so a misspelt knob costs no evaluation.
   std::vector<Policy> policies;
@@ -457,6 +418,7 @@ void drift_cmd(const DriftOptions& o) {
   opt.convert = !o.no_convert;
   opt.tolerance = o.tol;
   opt.localise_batch = o.localise_batch;
+  opt.device = o.dev.parsed();
   const CrossPolicyDrift d = cross_policy_drift(lm.model, policies, test, exec, opt, [](const PolicyAccuracy& a) {
     std::cout << std::left << std::setw(40) << a.policy.to_string() << std::right << std::setw(10) << pct(a.accuracy)
               << "\n";
@@ -478,7 +440,7 @@ void drift_cmd(const DriftOptions& o) {
   }
   if (o.json.empty()) return;
   json out = {{"model", lm.model.name}, {"weights", o.weights}, {"weights_policy", lm.model.policy.to_string()},
-              {"dataset", test.name}, {"n", test.images.dim(0)}, {"converted", !o.no_convert}, {"device", "cpu"}};
+              {"dataset", test.name}, {"n", test.images.dim(0)}, {"converted", !o.no_convert}, {"device", o.dev.device}};
   out.update(to_json(d));
   write_file_atomic(o.json, out.dump(2) + "\n");
 }
@@ -492,6 +454,7 @@ struct AttributeCliOptions {
   double lr = 0.01, momentum = 0.9;
   uint64_t seed = 1;
   int threads = 0;
+  DeviceOptions dev;
 };
 
 void attribute_cmd(const AttributeCliOptions& o) {
@@ -513,11 +476,12 @@ void attribute_cmd(const AttributeCliOptions& o) {
   opt.train.batch = o.batch;
   opt.train.sgd = {o.lr, o.momentum, false, 0.0};
   opt.train.seed = o.seed;
+  opt.device = o.dev.parsed();
   Policy from = Policy::parse(o.from), to = Policy::parse(o.to);
   Attribution a = attribute(lm.model, from, to, test, o.train > 0 ? &train : nullptr, exec, opt);
   std::cout << "attribute: " << lm.model.name << " weights " << o.weights << ", from " << a.from << " to " << a.to
             << ", " << test.images.dim(0) << " images of " << test.name << ", weights "
-            << (o.no_convert ? "raw" : "converted") << ", cpu, " << omp_get_max_threads() << " threads\n";
+            << (o.no_convert ? "raw" : "converted") << ", " << where(o.dev) << "\n";
   if (a.trained)
     std::cout << "training " << o.train << " epoch(s) of " << train.images.dim(0) << " images from the same initial weights,"
               << " batch " << o.batch << ", lr " << o.lr << ", momentum " << o.momentum << ", seed " << o.seed << "\n";
@@ -663,6 +627,7 @@ void register_commands(CLI::App& app) {
   dr->add_option("--json", dopt->json, "also write the report as JSON");
   dr->add_option("--threads", dopt->threads);
   add_data_options(dr, dopt->data);
+  add_device_options(dr, dopt->dev);
   dr->callback([dopt] { drift_cmd(*dopt); });
 
   // attribute
@@ -681,6 +646,7 @@ void register_commands(CLI::App& app) {
   at->add_option("--json", aopt->json);
   at->add_option("--threads", aopt->threads);
   add_data_options(at, aopt->data);
+  add_device_options(at, aopt->dev);
   at->callback([aopt] { attribute_cmd(*aopt); });
 
   // explain

@@ -57,15 +57,15 @@ OutputDrift compare_outputs(const Tensor& a, const Tensor& o) {
   return d;
 }
 
-Tensor predict_probs(Model& model, ExecContext& exec, const Dataset& data, int64_t batch) {
+Tensor predict_probs(Runner& runner, const Dataset& data, int64_t batch) {
+  const Model& model = runner.model();
   const int64_t n = data.images.dim(0);
   std::vector<int64_t> idx(static_cast<std::size_t>(n));
   for (int64_t i = 0; i < n; ++i) idx[i] = i;
   Tensor out({n, model.num_classes}, DType::f64);
-  RunContext ctx{exec, false, nullptr};
   for (int64_t b = 0; b < n; b += batch) {
     int64_t cnt = std::min(batch, n - b);
-    Tensor p = softmax_rows(model.forward(ctx, gather_batch(data, idx, b, cnt, model.dtype())));
+    Tensor p = softmax_rows(runner.logits(gather_batch(data, idx, b, cnt, model.dtype())));
     std::copy(p.data<double>(), p.data<double>() + p.numel(), out.data<double>() + b * model.num_classes);
   }
   return out;
@@ -78,7 +78,7 @@ double accuracy_of(const Tensor& probs, const std::vector<int32_t>& labels) {
 }
 
 std::vector<Tensor> layer_outputs(Model& model, ExecContext& exec, const Tensor& x) {
-  RunContext ctx{exec, false, nullptr};
+  RunContext ctx = RunContext::inference(exec);
   std::vector<Tensor> outs;
   Tensor h = x.dtype() == model.dtype() ? x : x.to(model.dtype());
   for (std::size_t i = 0; i < model.net->size(); ++i) {
@@ -115,7 +115,7 @@ CrossPolicyDrift cross_policy_drift(const Model& weights, const std::vector<Poli
   std::vector<Tensor> probs;
   for (const Policy& p : policies) {
     models.push_back(rebuild_under(weights, p, opt.convert));
-    probs.push_back(predict_probs(models.back(), exec, test, opt.batch));
+    probs.push_back(predict_probs(*open_runner(models.back(), opt.device, {}, exec), test, opt.batch));
     r.accuracy.push_back({models.back().policy, accuracy_of(probs.back(), test.labels)});
     if (on_policy) on_policy(r.accuracy.back());
   }
@@ -154,14 +154,15 @@ Outcome run_policy(const Model& weights, const Policy& p, const Policy& from, co
                    const Dataset* train, ExecContext& exec, const AttributeOptions& opt) {
   Outcome o;
   Model m = rebuild_under(weights, p, opt.convert);
+  std::unique_ptr<Runner> runner = open_runner(m, opt.device, opt.train, exec);
   if (opt.train_epochs > 0) {
-    Trainer t(m, exec, opt.train);
     EpochStats st;
-    for (int e = 0; e < opt.train_epochs; ++e) st = t.run_epoch(*train, nullptr, nullptr);
+    for (int e = 0; e < opt.train_epochs; ++e) st = runner->run_epoch(*train, nullptr, nullptr);
+    runner->sync_to_model();
     o.train_loss = st.train_loss;
     o.trained = rebuild_under(m, from, opt.convert);
   }
-  o.probs = predict_probs(m, exec, test, opt.batch);
+  o.probs = predict_probs(*runner, test, opt.batch);
   o.accuracy = accuracy_of(o.probs, test.labels);
   return o;
 }

@@ -11,7 +11,7 @@
 
 #include "engine/data/dataset.h"
 #include "engine/model.h"
-#include "engine/train/trainer.h"
+#include "engine/train/runner.h"
 
 namespace driftlab {
 
@@ -30,12 +30,13 @@ OutputDrift compare_outputs(const Tensor& y_a, const Tensor& y_o);
 // one once its logits are normalised, so both sides of a comparison mean the same thing.
 Tensor softmax_rows(const Tensor& logits);
 
-// Probabilities of the model on a whole dataset (batches of `batch`), in float64.
-Tensor predict_probs(Model& model, ExecContext& exec, const Dataset& data, int64_t batch);
+// Probabilities of the runner's model on a whole dataset (batches of `batch`), in float64.
+Tensor predict_probs(Runner& runner, const Dataset& data, int64_t batch);
 double accuracy_of(const Tensor& probs, const std::vector<int32_t>& labels);
 
 // Every layer's output for a batch, flatten outputs reordered to (c,h,w) so that the same
-// feature sits at the same index under every flatten_order.
+// feature sits at the same index under every flatten_order. On the CPU whatever device the
+// outputs were compared on: it opens the model layer by layer, below the model face.
 std::vector<Tensor> layer_outputs(Model& model, ExecContext& exec, const Tensor& x);
 
 struct LayerDrift {
@@ -57,6 +58,7 @@ struct CrossPolicyOptions {
   double tolerance = 1e-5;       // localisation: a layer diverges when max|d|/max|b| exceeds it
   int64_t localise_batch = 100;  // localise on the first N test images
   int64_t batch = 1000;          // inference batch
+  Device device = Device::cpu;   // where the outputs are computed (localisation: always the CPU)
 };
 struct PolicyAccuracy {
   Policy policy;
@@ -75,6 +77,7 @@ struct CrossPolicyDrift {
   int64_t localised = 0;  // min(localise_batch, test size)
 };
 // The weights rebuilt under each policy (rebuild_under), evaluated on test, and compared pairwise.
+// `exec`: the CPU kernels and thread count (CPU runners, localisation).
 // on_policy, when given, sees each policy's accuracy as soon as it is known (a long run shows
 // its progress).
 CrossPolicyDrift cross_policy_drift(const Model& weights, const std::vector<Policy>& policies, const Dataset& test,
@@ -88,6 +91,7 @@ struct AttributeOptions {
   int train_epochs = 0;       // 0: inference only
   TrainConfig train;          // used when train_epochs > 0
   int64_t batch = 1000;       // inference batch
+  Device device = Device::cpu;  // where outputs are computed and training runs
 };
 
 struct KnobEffect {

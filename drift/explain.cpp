@@ -24,7 +24,8 @@
 #include "engine/ops/softmax_xent.h"
 #include "engine/random.h"
 #include "engine/train/sgd.h"
-#include "engine/train/trainer.h"
+#include "engine/train/runner.h"
+#include "kernels/cpu/ref/ref.h"
 
 namespace driftlab {
 namespace {
@@ -96,7 +97,7 @@ std::string ex_flatten_order() {
   for (int i = 0; i < 8; ++i) v[i] = static_cast<float>(i);
   Tensor x = Tensor::from<float>({1, 2, 2, 2}, v);
   ExecContext exec;
-  RunContext ctx{exec, false, nullptr};
+  RunContext ctx = RunContext::inference(exec);
   for (const char* o : {"chw", "hwc"}) {
     Policy p = Policy::torch();
     p.set("flatten_order", o);
@@ -227,9 +228,10 @@ std::string ex_sgd(const std::string& knob) {
     Param prm{"weight", Tensor::from<float>({1}, {1.0f}), Tensor::from<float>({1}, {0.5f}), false};
     Sgd sgd({0.1, 0.9, false, 0.0}, resolve_sgd(pol));
     std::vector<std::pair<std::string, Param*>> ps = {{"p", &prm}};
+    const ExecContext exec;
     os << "    " << std::left << std::setw(19) << form;
     for (int i = 0; i < 3; ++i) {
-      sgd.step(ps);
+      sgd.step(exec, ps);
       os << " " << std::setprecision(9) << prm.value.at(0);
     }
     os << "\n";
@@ -248,7 +250,7 @@ std::string ex_weight_decay() {
     Param b{"bias", Tensor::from<float>({1}, {2.0f}), Tensor::from<float>({1}, {0.0f}), true};
     Sgd sgd({0.1, 0.0, false, 0.01}, resolve_sgd(pol));
     std::vector<std::pair<std::string, Param*>> ps = {{"w", &w}, {"b", &b}};
-    sgd.step(ps);
+    sgd.step(ExecContext{}, ps);
     os << "    " << std::left << std::setw(11) << preset << "(" << pol.get("weight_decay_mode") << ", on bias "
        << pol.get("weight_decay_on_bias") << "): weight " << std::setprecision(6) << w.value.at(0) << ", bias "
        << b.value.at(0) << "\n";
@@ -309,7 +311,7 @@ std::string ex_backend(const std::string& knob) {
       for (int64_t i = 0; i < x.numel(); ++i) x.data<float>()[i] = local.uniform<float>(-1.f, 1.f);
       for (int64_t i = 0; i < w.numel(); ++i) w.data<float>()[i] = local.uniform<float>(-1.f, 1.f);
       y = Tensor(p.y_shape(), DType::f32);
-      select_conv2d(exec.kernels, b, p, DType::f32).forward(p, x, w, nullptr, y);
+      exec.kernels.conv2d.select(b, p, DType::f32).forward(p, x, w, nullptr, y);
     } else {
       GemmParams p;
       p.m = 4;
@@ -320,7 +322,7 @@ std::string ex_backend(const std::string& knob) {
       for (int64_t i = 0; i < a.numel(); ++i) a.data<float>()[i] = local.uniform<float>(-1.f, 1.f);
       for (int64_t i = 0; i < w.numel(); ++i) w.data<float>()[i] = local.uniform<float>(-1.f, 1.f);
       y = Tensor({4, 120}, DType::f32);
-      run_gemm<float>(select_gemm(exec.kernels, b, DType::f32), p, a.data<float>(), w.data<float>(), y.data<float>());
+      run_gemm<float>(exec.kernels.gemm.select(b, p, DType::f32), p, a.data<float>(), w.data<float>(), y.data<float>());
     }
     if (!ref.defined()) ref = y;
     double m = 0;
@@ -328,6 +330,106 @@ std::string ex_backend(const std::string& knob) {
     os << "    " << std::left << std::setw(10) << backend_name(b) << " max |y - y_reference| = " << m << "\n";
   }
   os << "  the same mathematics; only the order of the float32 additions differs.\n";
+  return os.str();
+}
+
+// A knob that picks driftlab's own CPU kernel (rnn/bn/pool/act/loss/sgd_backend): the op run
+// once per value on the same random sample, the kernel that ran as the registry names it, and
+// how far each result is from the reference's.
+std::string ex_own_backend(const std::string& knob) {
+  std::ostringstream os;
+  Rng local(RngEngine::mt19937_u24, 5);
+  auto random = [&](Shape s) {
+    Tensor t(std::move(s), DType::f32);
+    for (int64_t i = 0; i < t.numel(); ++i) t.data<float>()[i] = local.uniform<float>(-1.f, 1.f);
+    return t;
+  };
+  std::string what;
+  // Each runs the op under `p` and returns its output; `kernel` gets the registry's choice.
+  std::function<Tensor(const Policy&, std::string&)> run;
+  if (knob == "rnn_backend") {
+    what = "an LSTM of 32 units over 28 steps of 28 features, batch 4 (the last state)";
+    Tensor x = random({4, 28, 28});
+    run = [x](const Policy& p, std::string& kernel) {
+      Rng r(p.rng_engine, 1);
+      LstmLayer l(RnnSpec{32, false}, {28, 28}, p, r);
+      std::vector<KernelChoice> trace;
+      ExecContext exec;
+      exec.trace = &trace;
+      RunContext ctx = RunContext::inference(exec);
+      Tensor y = l.forward(ctx, x);
+      kernel = trace.at(0).kernel;
+      return y;
+    };
+  } else if (knob == "bn_backend") {
+    what = "a training-mode BatchNorm over 8 channels of 6x6, batch 4";
+    Tensor x = random({4, 8, 6, 6});
+    run = [x](const Policy& p, std::string& kernel) {
+      BatchNormLayer l({8, 6, 6}, p);
+      std::vector<KernelChoice> trace;
+      ExecContext exec;
+      exec.trace = &trace;
+      RunContext ctx = RunContext::training(exec, nullptr);
+      Tensor y = l.forward(ctx, x);
+      kernel = trace.at(0).kernel;
+      return y;
+    };
+  } else {
+    what = knob == "pool_backend" ? "2x2 max pooling of 6@24x24, batch 4"
+           : knob == "act_backend" ? "relu of 4x6x24x24 values"
+           : knob == "loss_backend" ? "softmax cross-entropy (the policy's) of 64 rows of 10 logits"
+                                    : "one SGD step (lr 0.1, momentum 0.9) of 10,000 weights";
+    Tensor x = random({4, 6, 24, 24}), z = random({64, 10}), w = random({10000}), g = random({10000});
+    std::vector<int32_t> labels(64);
+    for (std::size_t i = 0; i < labels.size(); ++i) labels[i] = static_cast<int32_t>(i % 10);
+    run = [=](const Policy& p, std::string& kernel) {
+      ExecContext exec;
+      if (knob == "pool_backend") {
+        Pool2dParams q;
+        q.n = 4, q.c = 6, q.h = q.w = 24;
+        Tensor y(q.y_shape(), DType::f32);
+        const Pool2dKernel& k = exec.kernels.maxpool2d.select(p.pool_backend, q, DType::f32);
+        kernel = k.name;
+        k.forward(q, x, y);
+        return y;
+      }
+      if (knob == "act_backend") {
+        ActivationParams a;
+        Tensor y(x.shape(), DType::f32);
+        const ActivationKernel& k = exec.kernels.activation.select(p.act_backend, a, DType::f32);
+        kernel = k.name;
+        k.forward(a, x, y);
+        return y;
+      }
+      if (knob == "loss_backend") {
+        const SoftmaxXentParams lp = resolve_loss(p);
+        const SoftmaxXentKernel& k = exec.kernels.softmax_xent.select(p.loss_backend, lp, DType::f32);
+        kernel = k.name;
+        Tensor dz(z.shape(), DType::f32);
+        k.backward(lp, z, labels, dz);
+        return dz;
+      }
+      SgdStepParams sp = sgd_step_params({0.1, 0.9, false, 0.0}, resolve_sgd(p), false, false);
+      Tensor wt = w.clone(), st = g.clone();
+      const SgdKernel& k = exec.kernels.sgd.select(p.sgd_backend, sp, DType::f32);
+      kernel = k.name;
+      k.step(sp, wt, g, st);
+      return wt;
+    };
+  }
+  os << "  " << what << ", torch preset, float32, under each value:\n";
+  Tensor ref;
+  for (const char* v : {"reference", "fast"}) {
+    Policy p = Policy::torch();
+    p.set(knob, v);
+    std::string kernel;
+    Tensor y = run(p, kernel);
+    if (!ref.defined()) ref = y;
+    double m = 0;
+    for (int64_t i = 0; i < y.numel(); ++i) m = std::max(m, std::abs(y.at(i) - ref.at(i)));
+    os << "    " << std::left << std::setw(10) << v << " ran kernel '" << kernel << "', max |y - y_reference| = " << m
+       << (m == 0 && std::string(v) != "reference" ? " (the same bits)" : "") << "\n";
+  }
   return os.str();
 }
 
@@ -354,7 +456,7 @@ std::string ex_batchnorm() {
   for (const char* preset : kPresets) {
     Policy p = Policy::preset_named(preset);
     BatchNormLayer bn({1, 2, 2}, p);
-    RunContext train{exec, true, nullptr}, infer{exec, false, nullptr};
+    RunContext train = RunContext::training(exec, nullptr), infer = RunContext::inference(exec);
     Tensor y = bn.forward(train, x);
     Tensor out = bn.forward(infer, probe);
     auto b = bn.buffers();
@@ -398,7 +500,7 @@ std::string ex_rnn_math(const std::string& knob, RnnCell cell, std::vector<float
                         Tensor::from<float>({G}, b_hh)};
       l->set_torch_weights(w);
       ExecContext exec;
-      RunContext ctx{exec, false, nullptr};
+      RunContext ctx = RunContext::inference(exec);
       os << "h = " << std::setprecision(6) << l->forward(ctx, Tensor({1, 1, 1}, DType::f32)).at(0) << "\n";
     } catch (const Error& e) {
       os << "refused: " << e.what() << "\n";
@@ -422,7 +524,7 @@ std::string ex_peepholes() {
     const Tensor ones = Tensor::from<float>({3, 1}, {1, 1, 1});
     if (l.peephole_weights()) l.set_peephole_weights(&ones);
     ExecContext exec;
-    RunContext ctx{exec, false, nullptr};
+    RunContext ctx = RunContext::inference(exec);
     const Tensor h = l.forward(ctx, Tensor({1, 3, 1}, DType::f32));
     os << "    lstm_peepholes=" << std::left << std::setw(8) << v << std::setprecision(6) << h.at(0) << " " << h.at(1)
        << " " << h.at(2) << "\n";
@@ -479,7 +581,7 @@ std::string ex_rnn_mask() {
     net.add(std::make_unique<EmbeddingLayer>(EmbeddingArgs{4, 2, std::nullopt}, Shape{T}, p, rng));
     net.add(std::make_unique<LstmLayer>(RnnSpec{2, true}, net.current_shape(), p, rng));
     ExecContext exec;
-    RunContext ctx{exec, false, nullptr};
+    RunContext ctx = RunContext::inference(exec);
     Tensor y = net.forward(ctx, Tensor::from<float>({1, T}, ids));
     std::ostringstream r;
     r << std::setprecision(5) << "[";
@@ -552,6 +654,12 @@ std::string explain_knob(const std::string& knob) {
       {"shuffle", ex_shuffle},
       {"conv_backend", [] { return ex_backend("conv_backend"); }},
       {"gemm_backend", [] { return ex_backend("gemm_backend"); }},
+      {"rnn_backend", [] { return ex_own_backend("rnn_backend"); }},
+      {"bn_backend", [] { return ex_own_backend("bn_backend"); }},
+      {"pool_backend", [] { return ex_own_backend("pool_backend"); }},
+      {"act_backend", [] { return ex_own_backend("act_backend"); }},
+      {"loss_backend", [] { return ex_own_backend("loss_backend"); }},
+      {"sgd_backend", [] { return ex_own_backend("sgd_backend"); }},
       {"acc_order", ex_acc_order},
       {"dtype", ex_dtype},
       {"bn_eps", ex_batchnorm},

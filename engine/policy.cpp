@@ -73,6 +73,13 @@ Policy Policy::theano() {
   return p;
 }
 
+void use_reference_kernels(Policy& p) {
+  for (KernelBackend Policy::*f : {&Policy::conv_backend, &Policy::gemm_backend, &Policy::rnn_backend,
+                                   &Policy::bn_backend, &Policy::pool_backend, &Policy::act_backend,
+                                   &Policy::loss_backend, &Policy::sgd_backend})
+    p.*f = KernelBackend::reference;
+}
+
 Policy Policy::preset_named(const std::string& name) {
   if (name == "torch") return torch();
   if (name == "tensorflow") return tensorflow();
@@ -151,10 +158,24 @@ Accessor double_accessor(double Policy::*field, std::string name, double lo, dou
           }};
 }
 
+// A CPU kernel knob: its values are backend names (a subset of KernelBackend).
+Accessor backend_accessor(KernelBackend Policy::*field, std::string name, std::vector<std::string> values) {
+  return {[field](const Policy& p) { return std::string(backend_name(p.*field)); },
+          [field, name, values](Policy& p, const std::string& v) {
+            check(std::find(values.begin(), values.end(), v) != values.end(), "policy: knob '", name,
+                  "' has no value '", v, "' (allowed: ", join(values, ", "), ")");
+            p.*field = backend_from_name(v);
+          }};
+}
+
 struct KnobRow {
   KnobInfo info;
   Accessor access;
 };
+
+KnobRow backend_knob(KernelBackend Policy::*field, KnobInfo info) {
+  return {info, backend_accessor(field, info.name, info.values)};
+}
 
 template <typename E>
 KnobRow enum_knob(E Policy::*field, KnobInfo info) {
@@ -350,15 +371,46 @@ const std::vector<KnobRow>& rows() {
          "backward_rejection: np.random.shuffle (Fisher-Yates from the end, bit-mask rejection)",
          "backward_rejection (Keras fit)", "forward_modulo: torch.randperm (Fisher-Yates forward, random()%(n-i))",
          "keras/engine/training_arrays.py@2.2.4; numpy randomkit rk_interval; aten/src/ATen/native/TensorFactories.cpp randperm_cpu"}));
-    const std::vector<std::string> kBackends = {"reference", "eigen", "onednn"};
-    r.push_back(enum_knob(&Policy::conv_backend,
-        {"conv_backend", "numerics", kBackends, "CPU kernel for convolution (forward and both backward passes)",
+    const std::vector<std::string> kLibBackends = {"reference", "eigen", "onednn"};
+    const std::vector<std::string> kOwnBackends = {"reference", "fast"};
+    r.push_back(backend_knob(&Policy::conv_backend,
+        {"conv_backend", "numerics", kLibBackends, "CPU kernel for convolution (forward and both backward passes)",
          "eigen: Eigen contraction", "eigen: CorrMM im2col+GEMM", "onednn (mkldnn convolution)",
          "tensorflow/core/kernels/conv_ops.cc; theano/tensor/nnet/corr.py; aten/src/ATen/native/mkldnn/Conv.cpp"}));
-    r.push_back(enum_knob(&Policy::gemm_backend,
-        {"gemm_backend", "numerics", kBackends, "CPU kernel for matrix multiplication (dense layers; LSTM/GRU: reference, or else the fast kernel, which calls no GEMM)",
+    r.push_back(backend_knob(&Policy::gemm_backend,
+        {"gemm_backend", "numerics", kLibBackends,
+         "CPU kernel for the matrix products of dense layers (LSTM/GRU products belong to their own kernel: rnn_backend)",
          "eigen: Eigen tensor contraction", "eigen (BLAS gemm)", "onednn: dnnl_sgemm (PyTorch: MKL/OpenBLAS sgemm)",
          "tensorflow/core/kernels/matmul_op_impl.h; aten/src/ATen/native/LinearAlgebra.cpp"}));
+    // driftlab's own CPU kernels: each framework runs its own vectorised kernels for these ops;
+    // what the knob changes is the summation order (rnn, batchnorm) or only the speed (the rest:
+    // their fast kernels give the reference's bits, tests/ops).
+    const std::string kOwn = "driftlab kernels/cpu (no framework counterpart: an implementation choice)";
+    r.push_back(backend_knob(&Policy::rnn_backend,
+        {"rnn_backend", "numerics", kOwnBackends,
+         "CPU kernel for LSTM/GRU layers: reference loops, or the fast kernel (tiled products with the cell math "
+         "fused; float32; other sums than the reference's)",
+         "fast", "fast", "fast", kOwn}));
+    r.push_back(backend_knob(&Policy::bn_backend,
+        {"bn_backend", "numerics", kOwnBackends,
+         "CPU kernel for BatchNorm: reference (sums in acc_order) or fast (float32; SIMD row sums added in double)",
+         "fast", "fast", "fast", kOwn}));
+    r.push_back(backend_knob(&Policy::pool_backend,
+        {"pool_backend", "numerics", kOwnBackends,
+         "CPU kernel for max, average and global average pooling (fast: the reference's bits, OpenMP over planes)",
+         "fast", "fast", "fast", kOwn}));
+    r.push_back(backend_knob(&Policy::act_backend,
+        {"act_backend", "numerics", kOwnBackends,
+         "CPU kernel for relu/tanh/sigmoid/hard sigmoid (fast: the reference's bits, OpenMP and vectorised)",
+         "fast", "fast", "fast", kOwn}));
+    r.push_back(backend_knob(&Policy::loss_backend,
+        {"loss_backend", "numerics", kOwnBackends,
+         "CPU kernel for softmax cross-entropy (fast: the reference's bits, rows over OpenMP threads)",
+         "fast", "fast", "fast", kOwn}));
+    r.push_back(backend_knob(&Policy::sgd_backend,
+        {"sgd_backend", "numerics", kOwnBackends,
+         "CPU kernel for the SGD step (fast: the reference's bits, OpenMP over large tensors)",
+         "fast", "fast", "fast", kOwn}));
     r.push_back(enum_knob(&Policy::acc_order,
         {"acc_order", "numerics", {"ascending", "descending", "pairwise"},
          "summation order inside the reference kernels (fast kernels use their library's order)",

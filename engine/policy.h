@@ -15,6 +15,7 @@
 
 #include "engine/ops/common.h"
 #include "engine/ops/pool2d.h"
+#include "engine/ops/sgd.h"
 #include "engine/ops/softmax_xent.h"
 
 namespace driftlab {
@@ -32,8 +33,6 @@ enum class BiasInit { zeros, uniform_fan_in };
 enum class HardSigmoidKind { linear_0p2, relu6_div6 };  // clip(0.2x+.5) vs clip(x/6+.5)
 enum class GradEdges { inclusive, exclusive };
 enum class LossReduction { mean, sum };
-enum class SgdForm { torch_buffer, keras_velocity, lasagne_difference };
-enum class WeightDecayMode { grad_add, l2_loss, decoupled };
 enum class RngEngine { mt19937_u24, philox_u23, mrg31k3p };
 enum class ShuffleAlgo { forward_modulo, backward_rejection, none };
 enum class FloatType { float32, float64 };
@@ -102,9 +101,15 @@ struct Policy {
   // --- randomness ---
   RngEngine rng_engine = RngEngine::mt19937_u24;
   ShuffleAlgo shuffle = ShuffleAlgo::forward_modulo;
-  // --- numerics ---
-  KernelBackend conv_backend = KernelBackend::onednn;
-  KernelBackend gemm_backend = KernelBackend::onednn;
+  // --- numerics: which CPU kernel runs each op family (engine/ops/registry.h) ---
+  KernelBackend conv_backend = KernelBackend::onednn;   // reference | eigen | onednn
+  KernelBackend gemm_backend = KernelBackend::onednn;   // dense layers: reference | eigen | onednn
+  KernelBackend rnn_backend = KernelBackend::fast;      // LSTM/GRU: reference | fast
+  KernelBackend bn_backend = KernelBackend::fast;       // BatchNorm: reference | fast
+  KernelBackend pool_backend = KernelBackend::fast;     // max/average/global pooling: reference | fast
+  KernelBackend act_backend = KernelBackend::fast;      // activations: reference | fast
+  KernelBackend loss_backend = KernelBackend::fast;     // softmax cross-entropy: reference | fast
+  KernelBackend sgd_backend = KernelBackend::fast;      // the SGD step: reference | fast
   SumOrder acc_order = SumOrder::ascending;               // reference kernels only
   FloatType dtype = FloatType::float32;
   // --- CUDA (--device cuda) ---
@@ -129,6 +134,10 @@ struct Policy {
   std::string get(const std::string& knob) const;
   void set(const std::string& knob, const std::string& value);
 };
+
+// Every CPU kernel knob (conv_backend ... sgd_backend) set to the reference: the all-reference
+// engine that tests and `explain` compare against.
+void use_reference_kernels(Policy& p);
 
 struct KnobInfo {
   std::string name;

@@ -56,7 +56,7 @@ void add_basic_block(Sequential& net, const Policy& p, Rng& rng, int64_t planes,
 namespace {
 
 void head(Sequential& net, const Policy& p, Rng& rng) {
-  net.add(std::make_unique<GlobalAvgPoolLayer>(net.current_shape()));
+  net.add(std::make_unique<GlobalAvgPoolLayer>(net.current_shape(), p));
   net.add(std::make_unique<DenseLayer>(10, net.current_shape(), p, rng));
 }
 

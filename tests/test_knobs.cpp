@@ -29,7 +29,8 @@
 #include "engine/policy.h"
 #include "engine/random.h"
 #include "engine/train/sgd.h"
-#include "engine/train/trainer.h"
+#include "engine/train/cpu_runner.h"
+#include "kernels/cpu/ref/ref.h"
 #include "models/models.h"
 #include "tests/test_util.h"
 
@@ -124,7 +125,7 @@ TEST(Knob_conv_same_pad, ForwardValues) {
     Conv2dLayer layer(spec(3, 2, PadMode::same), {1, 4, 4}, pol, rng);
     layer.params()[0]->value.fill(1.0);  // symmetric kernel: the flip of theano changes nothing
     ExecContext exec;
-    RunContext ctx{exec, false, nullptr};
+    RunContext ctx = RunContext::inference(exec);
     return layer.forward(ctx, ints({1, 1, 4, 4}));
   };
   // Small integers: every sum is exact in float32, so the comparison is exact (atol 0).
@@ -142,7 +143,7 @@ Tensor conv_once(const std::string& policy, const Tensor& w, const Tensor& x, co
   Conv2dLayer layer(s, {x.dim(1), x.dim(2), x.dim(3)}, pol, rng);
   layer.params()[0]->value = w.clone();
   ExecContext exec;
-  RunContext ctx{exec, false, nullptr};
+  RunContext ctx = RunContext::inference(exec);
   return layer.forward(ctx, x);
 }
 
@@ -218,7 +219,7 @@ ConvGrads conv_grads(const std::string& policy, const Tensor& x) {
   layer.params()[0]->value = w_1x3().clone();
   layer.params()[0]->grad.zero();
   ExecContext exec;
-  RunContext ctx{exec, true, nullptr};
+  RunContext ctx = RunContext::training(exec, nullptr);
   ConvGrads g;
   g.y = layer.forward(ctx, x);
   std::vector<float> dyv(static_cast<std::size_t>(g.y.numel()));
@@ -276,7 +277,7 @@ TEST(Knob_conv_kernel_flip, OnednnFlipAfterUnflippedSameShape) {
 
 TEST(Knob_flatten_order, ChwVsHwc) {
   ExecContext exec;
-  RunContext ctx{exec, true, nullptr};
+  RunContext ctx = RunContext::training(exec, nullptr);
   const Tensor x = ints({1, 2, 2, 2});  // x[c][h][w] = 4c + 2h + w
   FlattenLayer chw({2, 2, 2}, Policy::parse("torch"));
   FlattenLayer hwc({2, 2, 2}, Policy::parse("tensorflow"));
@@ -404,7 +405,7 @@ TEST(Knob_weight_layout, FrameworkLayoutRoundTrip) {
 Tensor act_grad(ActKind kind, const std::string& policy, const std::vector<float>& xs, Tensor* y_out = nullptr) {
   ActivationLayer layer(kind, {static_cast<int64_t>(xs.size())}, Policy::parse(policy));
   ExecContext exec;
-  RunContext ctx{exec, true, nullptr};
+  RunContext ctx = RunContext::training(exec, nullptr);
   const int64_t n = static_cast<int64_t>(xs.size());
   Tensor y = layer.forward(ctx, Tensor::from<float>({1, n}, xs));
   if (y_out) *y_out = y;
@@ -426,7 +427,7 @@ TEST(Knob_maxpool_grad_ties, FirstVsAll) {
     s.window = 2;
     Pool2dLayer layer(s, {1, 2, 2}, Policy::parse(preset));
     ExecContext exec;
-    RunContext ctx{exec, true, nullptr};
+    RunContext ctx = RunContext::training(exec, nullptr);
     const Tensor x = Tensor::from<float>({1, 1, 2, 2}, {3, 3, 3, 3});
     EXPECT_EQ(layer.forward(ctx, x).at(0), 3.0f);
     const Tensor dx = layer.backward(ctx, Tensor::from<float>({1, 1, 1, 1}, {1}));
@@ -579,7 +580,7 @@ std::vector<double> trajectory(SgdForm form, bool nesterov, DType dt, int steps)
   std::vector<double> out;
   for (int s = 0; s < steps; ++s) {
     p.grad.fill(0.5);
-    sgd.step(params);
+    sgd.step(ExecContext{}, params);
     out.push_back(p.value.at(0));
   }
   return out;
@@ -638,7 +639,7 @@ double decayed_step(const std::string& policy, bool is_bias, double momentum = 0
   if (penalty) *penalty = sgd.penalty(params);
   for (int s = 0; s < steps; ++s) {
     p.grad.fill(0.5);
-    sgd.step(params);
+    sgd.step(ExecContext{}, params);
   }
   return p.value.at(0);
 }
@@ -764,7 +765,7 @@ TEST(Knob_conv_gemm_backend, ModelOutputsMatchReference) {
   const Tensor x = random_tensor({4, 1, 28, 28}, DType::f32, 81, 0.0, 1.0);
   for (const char* preset : {"torch", "tensorflow"}) {
     ExecContext exec;
-    RunContext ctx{exec, false, nullptr};
+    RunContext ctx = RunContext::inference(exec);
     Model ref = build_model("lenet5", Policy::parse(std::string(preset) + ",conv_backend=reference,gemm_backend=reference"), 5);
     const Tensor want = ref.forward(ctx, x);
     for (const char* cb : {"reference", "eigen", "onednn"})
@@ -799,7 +800,7 @@ TEST(Knob_acc_order, AdversarialSumThroughGemmAndConv) {
       const Policy pol = Policy::parse(std::string("torch,conv_backend=reference,gemm_backend=reference,acc_order=") + orders[o]);
       Rng rng(pol.rng_engine, 1);
       ExecContext exec;
-      RunContext ctx{exec, false, nullptr};
+      RunContext ctx = RunContext::inference(exec);
       // Dense (gemm 1x3 * 3x1): y = x . w with x = [1,1,1], no bias.
       DenseLayer dense(1, {3}, pol, rng, /*bias=*/false);
       dense.params()[0]->value = Tensor::from<float>({1, 3}, c.w);
@@ -827,7 +828,7 @@ TEST(Knob_dtype, Float64PolicyBuildsFloat64) {
       EXPECT_EQ(np.second->grad.dtype(), want) << spec << " " << np.first;
     }
     ExecContext exec;
-    RunContext ctx{exec, false, nullptr};
+    RunContext ctx = RunContext::inference(exec);
     // A float32 batch is converted to the model's dtype.
     EXPECT_EQ(m.forward(ctx, random_tensor({1, 1, 28, 28}, DType::f32, 3, 0, 1)).dtype(), want) << spec;
   }

@@ -255,8 +255,8 @@ TEST(Npy, RefusedDtypesAndOrder) {
       {fortran, "fortran_order True at offset " + std::to_string(10 + fortran.find("True"))},
       {"{'descr': '>f4', 'fortran_order': False, 'shape': (2, 3), }",
        "big-endian dtype '>f4' at offset 20"},
-      {"{'descr': '<i4', 'fortran_order': False, 'shape': (2, 3), }",
-       "unsupported dtype '<i4' at offset 20"},
+      {"{'descr': '<c8', 'fortran_order': False, 'shape': (2, 3), }",
+       "unsupported dtype '<c8' at offset 20"},
       {"{'descr': [('a', '<f4')], 'fortran_order': False, 'shape': (2, 3), }",
        "structured or non-string 'descr'"},
       {"{'descr': '<f4', 'shape': (2, 3), }", "missing key 'fortran_order'"},
@@ -339,7 +339,11 @@ with open(d + 'e.npy', 'wb') as f:
     np.lib.format.write_array(f, np.array([3.0, 4.0]), version=(2, 0))
 np.save(d + 'f.npy', np.asfortranarray(np.arange(6, dtype='<f4').reshape(2, 3)))
 np.save(d + 'g.npy', np.arange(3, dtype='>f8'))
-np.save(d + 'h.npy', np.arange(3, dtype='<i8'))
+np.save(d + 'h.npy', np.arange(3, dtype='<f2'))
+np.save(d + 'k.npy', np.array([-128, 0, 127], dtype='i1'))
+np.save(d + 'l.npy', np.array([0, 255], dtype='u1'))
+np.save(d + 'm.npy', np.array([[-2**31, 2**31 - 1]], dtype='<i4'))
+np.save(d + 'o.npy', np.array([-2**63, 2**63 - 1], dtype='<i8'))
 np.save(d + 'i.npy', np.arange(12.0).reshape(3, 4)[:, ::2])
 )"),
             0);
@@ -360,7 +364,12 @@ np.save(d + 'i.npy', np.arange(12.0).reshape(3, 4)[:, ::2])
   EXPECT_TRUE(
       throws_error_with([&] { read_npy(tmp.path("g.npy")); }, {"g.npy", "big-endian dtype '>f8'"}));
   EXPECT_TRUE(throws_error_with([&] { read_npy(tmp.path("h.npy")); },
-                                {"h.npy", "unsupported dtype '<i8'"}));
+                                {"h.npy", "unsupported dtype '<f2'"}));
+  // Integer arrays keep their type and bits (quantized tensors, token ids).
+  expect_same_bits(read_npy(tmp.path("k.npy")), Tensor::from<int8_t>({3}, {-128, 0, 127}));
+  expect_same_bits(read_npy(tmp.path("l.npy")), Tensor::from<uint8_t>({2}, {0, 255}));
+  expect_same_bits(read_npy(tmp.path("m.npy")), Tensor::from<int32_t>({1, 2}, {INT32_MIN, INT32_MAX}));
+  expect_same_bits(read_npy(tmp.path("o.npy")), Tensor::from<int64_t>({2}, {INT64_MIN, INT64_MAX}));
 }
 
 TEST(Npy, WeWriteNumpyReads) {
@@ -371,6 +380,10 @@ TEST(Npy, WeWriteNumpyReads) {
   write_npy(tmp.path("b.npy"), Tensor::from<double>({5}, {-1, -0.5, 0, 0.5, 1e300}));
   write_npy(tmp.path("c.npy"), Tensor::from<float>({}, {1.5f}));
   write_npy(tmp.path("d.npy"), Tensor(Shape{0, 3}, DType::f64));
+  write_npy(tmp.path("e.npy"), Tensor::from<int8_t>({3}, {-128, 0, 127}));
+  write_npy(tmp.path("f.npy"), Tensor::from<uint8_t>({2}, {0, 255}));
+  write_npy(tmp.path("g.npy"), Tensor::from<int32_t>({1, 2}, {INT32_MIN, INT32_MAX}));
+  write_npy(tmp.path("h.npy"), Tensor::from<int64_t>({2}, {INT64_MIN, INT64_MAX}));
   // Values are compared exactly; with numpy >= 1.24 (which adds the growth room) the whole
   // file must also equal what np.save writes for the same array.
   EXPECT_EQ(run_python(tmp, R"(
@@ -381,6 +394,10 @@ expect = {
     'b': np.array([-1, -0.5, 0, 0.5, 1e300]),
     'c': np.array(1.5, dtype='<f4'),
     'd': np.zeros((0, 3)),
+    'e': np.array([-128, 0, 127], dtype='i1'),
+    'f': np.array([0, 255], dtype='u1'),
+    'g': np.array([[-2**31, 2**31 - 1]], dtype='<i4'),
+    'h': np.array([-2**63, 2**63 - 1], dtype='<i8'),
 }
 numpy_version = tuple(int(x) for x in np.__version__.split('.')[:2])
 for name, e in expect.items():

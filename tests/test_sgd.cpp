@@ -16,6 +16,8 @@
 #include "engine/layers/layer.h"
 #include "engine/policy.h"
 #include "engine/train/sgd.h"
+#include "kernels/cpu/registry.h"
+#include "tests/test_util.h"
 
 namespace driftlab {
 namespace {
@@ -51,7 +53,7 @@ std::vector<double> run(const SgdConfig& c, const SgdRule& r, double p0, const s
   std::vector<double> out;
   for (double g : gs) {
     p.grad.fill(g);
-    sgd.step(params);
+    sgd.step(ExecContext{}, params);
     out.push_back(p.value.at(0));
   }
   return out;
@@ -136,10 +138,10 @@ TEST(SgdRule, LearningRateChangeSplitsTorchFromKeras) {
     Sgd sgd(config(0.1, 0.9), rule(f));
     const std::vector<std::pair<std::string, Param*>> params = {{"w", &p}};
     p.grad.fill(0.5);
-    sgd.step(params);
+    sgd.step(ExecContext{}, params);
     sgd.set_lr(0.2);
     EXPECT_EQ(sgd.config().lr, 0.2);
-    sgd.step(params);
+    sgd.step(ExecContext{}, params);
     return p.value.at(0);
   };
   EXPECT_NEAR(two_steps(SgdForm::torch_buffer), 0.76, kHandTol);
@@ -176,7 +178,7 @@ TEST(SgdRule, BiasesSkipDecayOnlyWhenRuleSaysSo) {
     const std::vector<std::pair<std::string, Param*>> params = {{"w", &w}, {"b", &b}};
     // penalty D*sum p^2 over the decayed parameters: 0.04 per parameter.
     EXPECT_NEAR(sgd.penalty(params), decay_bias ? 0.08 : 0.04, kHandTol);
-    sgd.step(params);
+    sgd.step(ExecContext{}, params);
     EXPECT_NEAR(w.value.at(0), 1.946, kHandTol);                       // 2 - 0.1*(0.5 + 0.04)
     EXPECT_NEAR(b.value.at(0), decay_bias ? 1.946 : 1.95, kHandTol);  // undecayed: 2 - 0.05
   }
@@ -212,7 +214,7 @@ TEST(SgdRule, StateIsPerElementAndPerParameter) {
       a.grad.data<double>()[i] = ga[i];
       b.grad.data<double>()[i] = gb[i];
     }
-    sgd.step(params);
+    sgd.step(ExecContext{}, params);
   }
   const double p0[4] = {1.0, -1.0, 0.5, 2.0}, g[4] = {0.5, -0.3, 0.0, 1.0};
   const double got[4] = {a.value.at(0), a.value.at(1), b.value.at(0), b.value.at(1)};
@@ -236,13 +238,46 @@ TEST(SgdRule, RejectsBadConfigAndChangedParameterList) {
   Param a{"a", Tensor({1}, DType::f64), Tensor({1}, DType::f64), false};
   Param b{"b", Tensor({1}, DType::f64), Tensor({1}, DType::f64), false};
   Sgd sgd(config(0.1, 0.9), rule(SgdForm::torch_buffer));
-  sgd.step({{"a", &a}});
+  sgd.step(ExecContext{}, {{"a", &a}});
   try {
-    sgd.step({{"a", &a}, {"b", &b}});
+    sgd.step(ExecContext{}, {{"a", &a}, {"b", &b}});
     FAIL() << "a changed parameter list must throw";
   } catch (const Error& e) {
     EXPECT_NE(std::string(e.what()).find("2 parameters"), std::string::npos) << e.what();
   }
+}
+
+}  // namespace
+}  // namespace driftlab
+
+namespace driftlab {
+namespace {
+
+// The SGD op's two CPU kernels (the registry's reference and fast slots) call the same
+// element formula: the same bits for every form, decay placement and Nesterov, on a tensor
+// large enough for the fast kernel's threads (1, 2, 3).
+TEST(SgdKernels, FastGivesTheReferenceBits) {
+  const KernelRegistry reg = make_cpu_registry();
+  const SgdKernel &ref = reg.sgd.reference(), &fast = reg.sgd.at(KernelBackend::fast);
+  ASSERT_STREQ(fast.name, "fast");
+  for (DType dt : {DType::f32, DType::f64})
+    for (SgdForm form : {SgdForm::torch_buffer, SgdForm::keras_velocity, SgdForm::lasagne_difference})
+      for (WeightDecayMode decay : {WeightDecayMode::grad_add, WeightDecayMode::l2_loss, WeightDecayMode::decoupled})
+        for (bool nesterov : {false, true}) {
+          SgdStepParams c;
+          c.lr = 0.05, c.momentum = 0.9, c.weight_decay = 1e-3, c.nesterov = nesterov, c.form = form, c.decay = decay;
+          const Tensor p0 = random_tensor({70000}, dt, 1), s0 = random_tensor({70000}, dt, 2),
+                       g = random_tensor({70000}, dt, 3);
+          Tensor p_ref = p0.clone(), s_ref = s0.clone();
+          ref.step(c, p_ref, g, s_ref);
+          for (int threads : {1, 2, 3}) {
+            ThreadCountGuard guard(threads);
+            Tensor p = p0.clone(), s = s0.clone();
+            fast.step(c, p, g, s);
+            EXPECT_TRUE(bitwise_equal(p, p_ref)) << static_cast<int>(form) << " " << static_cast<int>(decay);
+            EXPECT_TRUE(bitwise_equal(s, s_ref));
+          }
+        }
 }
 
 }  // namespace

@@ -6,8 +6,42 @@
 
 namespace driftlab {
 
-const char* dtype_name(DType t) { return t == DType::f32 ? "float32" : "float64"; }
-std::size_t dtype_size(DType t) { return t == DType::f32 ? 4 : 8; }
+namespace {
+// Name and size of every dtype, in enumerator order.
+struct DTypeRow {
+  DType dtype;
+  const char* name;
+  std::size_t size;
+};
+constexpr DTypeRow kDTypes[] = {{DType::f32, "float32", 4}, {DType::f64, "float64", 8}, {DType::i8, "int8", 1},
+                                {DType::u8, "uint8", 1},    {DType::i32, "int32", 4},   {DType::i64, "int64", 8}};
+
+const DTypeRow& dtype_row(DType t) {
+  for (const DTypeRow& r : kDTypes)
+    if (r.dtype == t) return r;
+  fail("tensor: unknown dtype ", static_cast<int>(t));
+}
+}  // namespace
+
+const char* dtype_name(DType t) { return dtype_row(t).name; }
+std::size_t dtype_size(DType t) { return dtype_row(t).size; }
+bool is_float(DType t) { return t == DType::f32 || t == DType::f64; }
+
+DType dtype_from_name(const std::string& name) {
+  std::string known;
+  for (const DTypeRow& r : kDTypes) {
+    if (name == r.name) return r.dtype;
+    known += (known.empty() ? "" : ", ") + std::string(r.name);
+  }
+  fail("tensor: unknown dtype '", name, "' (known: ", known, ")");
+}
+
+void fail_dtype(const char* what, DType dtype) {
+  const int code = static_cast<int>(dtype);
+  for (const DTypeRow& r : kDTypes)
+    if (r.dtype == dtype) fail(what, ": ", r.name, " tensor where a floating-point type (float32, float64) is needed");
+  fail(what, ": unknown dtype ", code);
+}
 
 std::string shape_str(const Shape& s) {
   std::ostringstream os;
@@ -74,30 +108,37 @@ Tensor Tensor::reshape(Shape shape) const {
 
 Tensor Tensor::to(DType dtype) const {
   if (dtype == dtype_) return clone();
+  // Conversions between integer and float types carry a scale and a zero point (quantization),
+  // which a plain cast would silently drop: only float <-> float converts here.
+  check(is_float(dtype) && is_float(dtype_), "tensor: to(", dtype_name(dtype), ") of a ", dtype_name(dtype_),
+        " tensor ", shape_str(shape_), ": only float32 <-> float64 converts");
   Tensor t(shape_, dtype);
-  if (dtype == DType::f64) {
-    const float* s = data<float>();
-    double* d = t.data<double>();
-    for (int64_t i = 0; i < numel_; ++i) d[i] = s[i];
-  } else {
-    const double* s = data<double>();
-    float* d = t.data<float>();
-    for (int64_t i = 0; i < numel_; ++i) d[i] = static_cast<float>(s[i]);
-  }
+  dispatch_dtype(dtype_, [&](auto from) {
+    using S = decltype(from);
+    dispatch_dtype(dtype, [&](auto to) {
+      using D = decltype(to);
+      const S* s = data<S>();
+      D* d = t.data<D>();
+      for (int64_t i = 0; i < numel_; ++i) d[i] = static_cast<D>(s[i]);
+    });
+  });
   return t;
 }
 
 void Tensor::fill(double v) {
-  dispatch_dtype(dtype_, [&](auto tag) {
+  dispatch_any_dtype(dtype_, [&](auto tag) {
     using T = decltype(tag);
+    const T tv = static_cast<T>(v);
+    if (!is_float(dtype_))
+      check(static_cast<double>(tv) == v, "tensor: fill(", v, ") is not a value of ", dtype_name(dtype_));
     T* d = data<T>();
-    for (int64_t i = 0; i < numel_; ++i) d[i] = static_cast<T>(v);
+    for (int64_t i = 0; i < numel_; ++i) d[i] = tv;
   });
 }
 
 double Tensor::at(int64_t i) const {
   check(i >= 0 && i < numel_, "tensor: index ", i, " out of range for shape ", shape_str(shape_));
-  return dtype_ == DType::f32 ? static_cast<double>(data<float>()[i]) : data<double>()[i];
+  return dispatch_any_dtype(dtype_, [&](auto tag) { return static_cast<double>(data<decltype(tag)>()[i]); });
 }
 
 void check_shape(const char* op, const char* name, const Tensor& t, const Shape& expected) {

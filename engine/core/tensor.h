@@ -1,4 +1,6 @@
-// Tensor: a dense, contiguous, row-major CPU array of float32 or float64 with a shape.
+// Tensor: a dense, contiguous, row-major CPU array with a shape and an element type: float32 or
+// float64 for every floating-point op, and the integer types int8, uint8, int32, int64 that
+// quantized tensors and indices are stored in (no float op accepts them: dispatch_dtype refuses).
 // Copies share storage (like a handle); clone() makes a deep copy. Layout meaning
 // (NCHW, OIHW, ...) is a convention of the op that reads it, never stored here.
 #pragma once
@@ -12,14 +14,24 @@
 
 namespace driftlab {
 
-enum class DType { f32, f64 };
+// To add a dtype: 1) an enumerator here; 2) its DTypeOf; 3) its name and size in tensor.cpp
+// (dtype_name, dtype_size, dtype_from_name); 4) a case in dispatch_any_dtype below (and in
+// dispatch_dtype only if float ops may run on it). Every switch over DType is exhaustive: an
+// unknown dtype is an error naming it, never the float path.
+enum class DType { f32, f64, i8, u8, i32, i64 };
 
-const char* dtype_name(DType t);
+const char* dtype_name(DType t);      // "float32", "float64", "int8", "uint8", "int32", "int64"
 std::size_t dtype_size(DType t);
+DType dtype_from_name(const std::string& name);  // throws listing the known names
+bool is_float(DType t);
 
 template <typename T> struct DTypeOf;
 template <> struct DTypeOf<float> { static constexpr DType value = DType::f32; };
 template <> struct DTypeOf<double> { static constexpr DType value = DType::f64; };
+template <> struct DTypeOf<int8_t> { static constexpr DType value = DType::i8; };
+template <> struct DTypeOf<uint8_t> { static constexpr DType value = DType::u8; };
+template <> struct DTypeOf<int32_t> { static constexpr DType value = DType::i32; };
+template <> struct DTypeOf<int64_t> { static constexpr DType value = DType::i64; };
 
 using Shape = std::vector<int64_t>;
 std::string shape_str(const Shape& s);
@@ -51,8 +63,8 @@ class Tensor {
 
   Tensor clone() const;
   Tensor reshape(Shape shape) const;  // shares storage; numel must match
-  Tensor to(DType dtype) const;       // converted copy (or a clone when equal)
-  void fill(double v);
+  Tensor to(DType dtype) const;       // converted copy (or a clone when equal); float <-> float only
+  void fill(double v);                // any dtype (integers: v must be an exact value of the type)
   void zero() { fill(0.0); }
   double at(int64_t flat_index) const;  // for tests and printing, any dtype
 
@@ -90,11 +102,37 @@ Tensor Tensor::from(Shape shape, const std::vector<T>& values) {
   return t;
 }
 
+[[noreturn]] void fail_dtype(const char* what, DType dtype);
+
 // Calls f(T{}) with T = float or double according to dtype: one templated body, two types.
+// Any other dtype is refused by name ("dispatch_dtype: int8 tensor where a floating-point type
+// is needed"): a float kernel never reads integer bytes as floats.
 template <typename F>
 decltype(auto) dispatch_dtype(DType dtype, F&& f) {
-  if (dtype == DType::f64) return f(double{});
-  return f(float{});
+  switch (dtype) {
+    case DType::f32: return f(float{});
+    case DType::f64: return f(double{});
+    case DType::i8:
+    case DType::u8:
+    case DType::i32:
+    case DType::i64: break;
+  }
+  fail_dtype("dispatch_dtype", dtype);
+}
+
+// Calls f(T{}) for every dtype: for code that moves or prints elements of any type (file
+// formats, fill, at).
+template <typename F>
+decltype(auto) dispatch_any_dtype(DType dtype, F&& f) {
+  switch (dtype) {
+    case DType::f32: return f(float{});
+    case DType::f64: return f(double{});
+    case DType::i8: return f(int8_t{});
+    case DType::u8: return f(uint8_t{});
+    case DType::i32: return f(int32_t{});
+    case DType::i64: return f(int64_t{});
+  }
+  fail_dtype("dispatch_any_dtype", dtype);
 }
 
 }  // namespace driftlab

@@ -207,9 +207,23 @@ uint64_t read_le(const unsigned char* p, int n) {
 
 }  // namespace
 
+namespace {
+// numpy's descr of each dtype, little-endian ('|' for single bytes, as numpy writes them).
+struct NpyType {
+  DType dtype;
+  const char* descr;
+};
+constexpr NpyType kNpyTypes[] = {{DType::f32, "<f4"}, {DType::f64, "<f8"}, {DType::i8, "|i1"},
+                                 {DType::u8, "|u1"},  {DType::i32, "<i4"}, {DType::i64, "<i8"}};
+}  // namespace
+
 std::string npy_header(DType dtype, const Shape& shape) {
+  const char* descr = nullptr;
+  for (const NpyType& t : kNpyTypes)
+    if (t.dtype == dtype) descr = t.descr;
+  if (!descr) fail_dtype("npy_header", dtype);
   std::string dict = "{'descr': '";
-  dict += dtype == DType::f32 ? "<f4" : "<f8";
+  dict += descr;
   dict += "', 'fortran_order': False, 'shape': (";
   for (std::size_t i = 0; i < shape.size(); ++i) dict += (i ? ", " : "") + std::to_string(shape[i]);
   if (shape.size() == 1) dict += ",";  // Python's repr of a 1-tuple
@@ -306,18 +320,20 @@ Tensor read_npy(const std::string& path) {
   get(&text[0], text.size(), prefix);
   NpyHeader h = HeaderParser(path, text, prefix).parse();
 
-  DType dtype;
-  if (h.descr == "<f4") {
-    dtype = DType::f32;
-  } else if (h.descr == "<f8") {
-    dtype = DType::f64;
-  } else if (!h.descr.empty() && h.descr[0] == '>') {
+  const NpyType* type = nullptr;
+  for (const NpyType& t : kNpyTypes)
+    if (h.descr == t.descr) type = &t;
+  // numpy also spells single bytes with '<' or '>' ('<i1'): the same bytes.
+  if (!type && h.descr.size() == 3 && h.descr[2] == '1' && (h.descr[0] == '<' || h.descr[0] == '>'))
+    for (const NpyType& t : kNpyTypes)
+      if (h.descr.substr(1) == std::string(t.descr).substr(1)) type = &t;
+  if (!type && !h.descr.empty() && h.descr[0] == '>')
     fail("npy: ", path, ": big-endian dtype '", h.descr, "' at offset ", h.descr_at,
          " is not supported (save a.astype('<", h.descr.substr(1), "'))");
-  } else {
+  if (!type)
     fail("npy: ", path, ": unsupported dtype '", h.descr, "' at offset ", h.descr_at,
-         " (only '<f4' float32 and '<f8' float64)");
-  }
+         " (known: '<f4' float32, '<f8' float64, '|i1' int8, '|u1' uint8, '<i4' int32, '<i8' int64)");
+  const DType dtype = type->dtype;
   if (h.fortran_order)
     fail("npy: ", path, ": fortran_order True at offset ", h.fortran_at,
          " is not supported (save np.ascontiguousarray(a))");

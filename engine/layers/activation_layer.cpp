@@ -20,7 +20,7 @@ ActivationParams resolve_activation(const Policy& policy, ActKind kind) {
 }
 
 ActivationLayer::ActivationLayer(ActKind kind, const Shape& in, const Policy& policy)
-    : p_(resolve_activation(policy, kind)), shape_(in) {}
+    : p_(resolve_activation(policy, kind)), shape_(in), backend_(policy.act_backend) {}
 
 std::string ActivationLayer::describe() const {
   std::ostringstream os;
@@ -35,18 +35,16 @@ std::string ActivationLayer::describe() const {
 Tensor ActivationLayer::forward(RunContext& ctx, const Tensor& x) {
   check_input(act_name(p_.kind), x, shape_);
   Tensor y = Tensor::empty(x.shape(), x.dtype());
-  activation_forward_ref(p_, x, y);
-  if (ctx.training) {
-    x_ = x;
-    y_ = y;
-  }
+  ctx.exec.pick(ctx.exec.kernels.activation, backend_, p_, x.dtype()).forward(p_, x, y);
+  x_ = ctx.record ? x : Tensor();
+  y_ = ctx.record ? y : Tensor();
   return y;
 }
 
-Tensor ActivationLayer::backward(RunContext&, const Tensor& dy) {
-  check(x_.defined(), act_name(p_.kind), ": backward without a training forward");
+Tensor ActivationLayer::backward(RunContext& ctx, const Tensor& dy) {
+  check(x_.defined(), act_name(p_.kind), ": backward without a recorded forward");
   Tensor dx = Tensor::empty(x_.shape(), x_.dtype());
-  activation_backward_ref(p_, x_, y_, dy, dx);
+  ctx.exec.pick(ctx.exec.kernels.activation, backend_, p_, dy.dtype()).backward(p_, x_, y_, dy, dx);
   return dx;
 }
 

@@ -22,6 +22,7 @@ class ActivationLayer : public Layer {
  private:
   ActivationParams p_;
   Shape shape_;
+  KernelBackend backend_;
   Tensor x_, y_;
 };
 

@@ -13,10 +13,6 @@ BatchNormParams resolve_batchnorm(const Policy& policy, const Shape& in) {
   p.keep = policy.bn_momentum;
   p.zero_debias = policy.bn_zero_debias;
   p.sum_order = policy.acc_order;
-  // The channel sums follow the convolution backend's choice: the reference backend keeps
-  // every sum in the reference kernels' written order (acc_order); any fast backend takes
-  // the vectorised BatchNorm kernels, which differ in rounding only.
-  p.fast = policy.conv_backend != KernelBackend::reference;
   switch (policy.bn_running_var) {
     case BnRunningVar::biased: p.estimator = BnVarEstimator::biased; break;
     case BnRunningVar::unbiased: p.estimator = BnVarEstimator::unbiased; break;
@@ -29,7 +25,8 @@ BatchNormParams resolve_batchnorm(const Policy& policy, const Shape& in) {
   return p;
 }
 
-BatchNormLayer::BatchNormLayer(const Shape& in, const Policy& policy) : shape_(in), p_(resolve_batchnorm(policy, in)) {
+BatchNormLayer::BatchNormLayer(const Shape& in, const Policy& policy)
+    : shape_(in), p_(resolve_batchnorm(policy, in)), backend_(policy.bn_backend) {
   DType dt = policy.dtype == FloatType::float64 ? DType::f64 : DType::f32;
   auto make = [&](const char* name, double init, bool trained) {
     Param prm{name, Tensor({p_.c}, dt), trained ? Tensor({p_.c}, dt) : Tensor(), true};
@@ -54,7 +51,7 @@ std::vector<Param*> BatchNormLayer::buffers() {
 
 std::string BatchNormLayer::describe() const {
   std::ostringstream os;
-  os << "batchnorm eps " << p_.eps << " keep " << p_.keep;
+  os << "batchnorm eps " << p_.eps << " keep " << p_.keep << " [" << backend_name(backend_) << "]";
   return os.str();
 }
 
@@ -62,30 +59,31 @@ Tensor BatchNormLayer::forward(RunContext& ctx, const Tensor& x) {
   check_input("batchnorm", x, shape_);
   p_.n = x.dim(0);
   Tensor y = Tensor::empty(x.shape(), x.dtype());
-  if (!ctx.training) {
-    batchnorm_forward_infer_ref(p_, x, gamma_.value, beta_.value, running_mean_.value, running_var_.value, y);
+  const BatchNormKernel& k = ctx.exec.pick(ctx.exec.kernels.batchnorm, backend_, p_, x.dtype());
+  x_ = ctx.record ? x : Tensor();
+  recorded_ = ctx.semantics;
+  if (ctx.semantics == Semantics::inference) {
+    k.forward_infer(p_, x, gamma_.value, beta_.value, running_mean_.value, running_var_.value, y);
     return y;
   }
   mean_ = Tensor({p_.c}, x.dtype());
   var_ = Tensor({p_.c}, x.dtype());
   invstd_ = Tensor({p_.c}, x.dtype());
-  if (p_.fast && x.dtype() == DType::f32)
-    batchnorm_forward_train_fast(p_, x, gamma_.value, beta_.value, y, mean_, var_, invstd_);
-  else
-    batchnorm_forward_train_ref(p_, x, gamma_.value, beta_.value, y, mean_, var_, invstd_);
-  batchnorm_update_running(p_, mean_, var_, running_mean_.value, running_var_.value, biased_mean_.value,
-                           biased_var_.value, steps_.value);
-  x_ = x;
+  k.forward_train(p_, x, gamma_.value, beta_.value, y, mean_, var_, invstd_);
+  k.update_running(p_, mean_, var_, running_mean_.value, running_var_.value, biased_mean_.value, biased_var_.value,
+                   steps_.value);
   return y;
 }
 
-Tensor BatchNormLayer::backward(RunContext&, const Tensor& dy) {
-  check(x_.defined(), "batchnorm: backward without a training forward");
+Tensor BatchNormLayer::backward(RunContext& ctx, const Tensor& dy) {
+  check(x_.defined(), "batchnorm: backward without a recorded forward");
+  check_shape("batchnorm backward", "dy", dy, x_.shape());
   Tensor dx = Tensor::empty(x_.shape(), x_.dtype());
-  if (p_.fast && x_.dtype() == DType::f32)
-    batchnorm_backward_fast(p_, x_, dy, gamma_.value, mean_, invstd_, dx, gamma_.grad, beta_.grad);
+  const BatchNormKernel& k = ctx.exec.pick(ctx.exec.kernels.batchnorm, backend_, p_, x_.dtype());
+  if (recorded_ == Semantics::inference)
+    k.backward_infer(p_, x_, dy, gamma_.value, running_mean_.value, running_var_.value, dx, gamma_.grad, beta_.grad);
   else
-    batchnorm_backward_ref(p_, x_, dy, gamma_.value, mean_, invstd_, dx, gamma_.grad, beta_.grad);
+    k.backward_train(p_, x_, dy, gamma_.value, mean_, invstd_, dx, gamma_.grad, beta_.grad);
   return dx;
 }
 

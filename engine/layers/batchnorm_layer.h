@@ -1,7 +1,9 @@
 // BatchNorm over channels of a (C,H,W) or (F) input. The Policy's bn_eps, bn_momentum,
-// bn_running_var and bn_zero_debias are resolved into BatchNormParams here; the running-
-// variance estimator depends on the input rank under the Keras-on-TF rule (4-D goes through
-// TF's fused kernel, which already corrects by n/(n-1), before Keras's own n/(n-1-eps)).
+// bn_running_var and bn_zero_debias are resolved into BatchNormParams here, bn_backend into the
+// kernel; the running-variance estimator depends on the input rank under the Keras-on-TF rule
+// (4-D goes through TF's fused kernel, which already corrects by n/(n-1), before Keras's own
+// n/(n-1-eps)). Train semantics normalise with the batch statistics and move the running ones;
+// inference semantics use the running statistics and never move them, forward and backward.
 #pragma once
 #include "engine/layers/layer.h"
 #include "engine/ops/batchnorm.h"
@@ -29,9 +31,11 @@ class BatchNormLayer : public Layer {
  private:
   Shape shape_;
   BatchNormParams p_;
+  KernelBackend backend_;
   Param gamma_, beta_;
   Param running_mean_, running_var_, biased_mean_, biased_var_, steps_;
   Tensor x_, mean_, var_, invstd_;
+  Semantics recorded_ = Semantics::train;  // the semantics of the recorded forward
 };
 
 }  // namespace driftlab

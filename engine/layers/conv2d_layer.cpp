@@ -74,17 +74,17 @@ std::string Conv2dLayer::describe() const {
 Tensor Conv2dLayer::forward(RunContext& ctx, const Tensor& x) {
   check_input("conv2d", x, {p_.c, p_.h, p_.w});
   p_.n = x.dim(0);
-  const Conv2dKernel& k = select_conv2d(ctx.exec.kernels, backend_, p_, x.dtype());
+  const Conv2dKernel& k = ctx.exec.pick(ctx.exec.kernels.conv2d, backend_, p_, x.dtype());
   Tensor y = Tensor::empty(p_.y_shape(), x.dtype());
   k.forward(p_, x, weight_.value, has_bias_ ? &bias_.value : nullptr, y);
-  if (ctx.training) x_ = x;
+  x_ = ctx.record ? x : Tensor();
   return y;
 }
 
 Tensor Conv2dLayer::backward(RunContext& ctx, const Tensor& dy) {
-  check(x_.defined(), "conv2d: backward without a training forward");
+  check(x_.defined(), "conv2d: backward without a recorded forward");
   p_.n = x_.dim(0);
-  const Conv2dKernel& k = select_conv2d(ctx.exec.kernels, backend_, p_, dy.dtype());
+  const Conv2dKernel& k = ctx.exec.pick(ctx.exec.kernels.conv2d, backend_, p_, dy.dtype());
   Tensor dx;  // left undefined when nobody needs it (the first layer while training)
   if (ctx.need_dx) {
     dx = Tensor::empty(p_.x_shape(), dy.dtype());

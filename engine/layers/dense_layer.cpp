@@ -34,15 +34,15 @@ Tensor DenseLayer::forward(RunContext& ctx, const Tensor& x) {
   check_input("dense", x, {in_});
   const int64_t n = x.dim(0);
   Tensor y = Tensor::empty({n, out_}, x.dtype());
-  const GemmKernel& g = select_gemm(ctx.exec.kernels, backend_, x.dtype());
+  GemmParams p;
+  p.m = n;
+  p.n = out_;
+  p.k = in_;
+  p.trans_b = true;
+  p.sum_order = order_;
+  const GemmKernel& g = ctx.exec.pick(ctx.exec.kernels.gemm, backend_, p, x.dtype());
   dispatch_dtype(x.dtype(), [&](auto tag) {
     using T = decltype(tag);
-    GemmParams p;
-    p.m = n;
-    p.n = out_;
-    p.k = in_;
-    p.trans_b = true;
-    p.sum_order = order_;
     run_gemm<T>(g, p, x.data<T>(), weight_.value.data<T>(), y.data<T>());
     if (has_bias_) {
       T* yd = y.data<T>();
@@ -51,32 +51,33 @@ Tensor DenseLayer::forward(RunContext& ctx, const Tensor& x) {
         for (int64_t j = 0; j < out_; ++j) yd[i * out_ + j] += b[j];
     }
   });
-  if (ctx.training) x_ = x;
+  x_ = ctx.record ? x : Tensor();
   return y;
 }
 
 Tensor DenseLayer::backward(RunContext& ctx, const Tensor& dy) {
-  check(x_.defined(), "dense: backward without a training forward");
+  check(x_.defined(), "dense: backward without a recorded forward");
   const int64_t n = x_.dim(0);
   check_shape("dense backward", "dy", dy, {n, out_});
   Tensor dx = Tensor::empty({n, in_}, dy.dtype());
-  const GemmKernel& g = select_gemm(ctx.exec.kernels, backend_, dy.dtype());
+  GemmParams pd;  // dx = dy W
+  pd.m = n;
+  pd.n = in_;
+  pd.k = out_;
+  pd.sum_order = order_;
+  GemmParams pw;  // dW += dy^T x
+  pw.m = out_;
+  pw.n = in_;
+  pw.k = n;
+  pw.trans_a = true;
+  pw.beta = 1.0;
+  pw.sum_order = order_;
+  const GemmKernel& gd = ctx.exec.pick(ctx.exec.kernels.gemm, backend_, pd, dy.dtype());
+  const GemmKernel& gw = ctx.exec.pick(ctx.exec.kernels.gemm, backend_, pw, dy.dtype());
   dispatch_dtype(dy.dtype(), [&](auto tag) {
     using T = decltype(tag);
-    GemmParams pd;  // dx = dy W
-    pd.m = n;
-    pd.n = in_;
-    pd.k = out_;
-    pd.sum_order = order_;
-    run_gemm<T>(g, pd, dy.data<T>(), weight_.value.data<T>(), dx.data<T>());
-    GemmParams pw;  // dW += dy^T x
-    pw.m = out_;
-    pw.n = in_;
-    pw.k = n;
-    pw.trans_a = true;
-    pw.beta = 1.0;
-    pw.sum_order = order_;
-    run_gemm<T>(g, pw, dy.data<T>(), x_.data<T>(), weight_.grad.data<T>());
+    run_gemm<T>(gd, pd, dy.data<T>(), weight_.value.data<T>(), dx.data<T>());
+    run_gemm<T>(gw, pw, dy.data<T>(), x_.data<T>(), weight_.grad.data<T>());
     if (has_bias_) {
       const T* d = dy.data<T>();
       T* db = bias_.grad.data<T>();

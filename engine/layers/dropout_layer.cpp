@@ -18,8 +18,9 @@ std::string DropoutLayer::describe() const {
 
 Tensor DropoutLayer::forward(RunContext& ctx, const Tensor& x) {
   check_input("dropout", x, shape_);
-  if (!ctx.training || rate_ == 0.0) return x;
-  check(ctx.rng != nullptr, "dropout: training forward needs a random stream (RunContext.rng)");
+  scale_ = Tensor();  // inference semantics (or rate 0): the identity, forward and backward
+  if (ctx.semantics != Semantics::train || rate_ == 0.0) return x;
+  check(ctx.rng != nullptr, "dropout: a forward under train semantics needs a random stream (RunContext.rng)");
   scale_ = Tensor(x.shape(), x.dtype());
   Tensor y(x.shape(), x.dtype());
   dispatch_dtype(x.dtype(), [&](auto tag) {
@@ -37,9 +38,8 @@ Tensor DropoutLayer::forward(RunContext& ctx, const Tensor& x) {
   return y;
 }
 
-Tensor DropoutLayer::backward(RunContext& ctx, const Tensor& dy) {
-  if (!ctx.training || rate_ == 0.0) return dy;
-  check(scale_.defined(), "dropout: backward without a training forward");
+Tensor DropoutLayer::backward(RunContext&, const Tensor& dy) {
+  if (!scale_.defined()) return dy;  // the forward was the identity
   Tensor dx(dy.shape(), dy.dtype());
   dispatch_dtype(dy.dtype(), [&](auto tag) {
     using T = decltype(tag);

@@ -133,15 +133,18 @@ Tensor EmbeddingLayer::forward(RunContext& ctx, const Tensor& x) {
     }
   });
   ctx.step_mask = padding_mask(ids, n, steps_);
-  if (ctx.training) {
+  if (ctx.record) {
     ids_ = std::move(ids);
     batch_ = n;
+  } else {
+    ids_.clear();
+    batch_ = -1;
   }
   return y;
 }
 
 Tensor EmbeddingLayer::backward(RunContext& ctx, const Tensor& dy) {
-  check(batch_ >= 0, "embedding: backward without a training forward");
+  check(batch_ >= 0, "embedding: backward without a recorded forward");
   check_shape("embedding backward", "dy", dy, {batch_, steps_, dim_});
   check_same_dtype("embedding backward", dy, table_.grad);
   dispatch_dtype(dy.dtype(), [&](auto tag) {

@@ -2,43 +2,30 @@
 
 namespace driftlab {
 
-GlobalAvgPoolLayer::GlobalAvgPoolLayer(const Shape& in) : in_(in) {
+GlobalAvgPoolLayer::GlobalAvgPoolLayer(const Shape& in, const Policy& policy) : in_(in), backend_(policy.pool_backend) {
   check(in.size() == 3, "global_avg_pool: input must be (C,H,W), got ", shape_str(in));
+  p_.c = in[0];
+  p_.h = p_.kh = in[1];
+  p_.w = p_.kw = in[2];
+  p_.stride_h = p_.stride_w = 1;
+  p_.validate();
 }
 
-Tensor GlobalAvgPoolLayer::forward(RunContext&, const Tensor& x) {
+Tensor GlobalAvgPoolLayer::forward(RunContext& ctx, const Tensor& x) {
   check_input("global_avg_pool", x, in_);
-  n_ = x.dim(0);
-  const int64_t c = in_[0], s = in_[1] * in_[2];
-  Tensor y = Tensor::empty({n_, c}, x.dtype());
-  dispatch_dtype(x.dtype(), [&](auto tag) {
-    using T = decltype(tag);
-    const T* xd = x.data<T>();
-    T* yd = y.data<T>();
-    for (int64_t i = 0; i < n_ * c; ++i) {
-      T acc = 0;
-      for (int64_t k = 0; k < s; ++k) acc += xd[i * s + k];
-      yd[i] = acc / static_cast<T>(s);
-    }
-  });
-  return y;
+  p_.n = x.dim(0);
+  Tensor y = Tensor::empty(p_.y_shape(), x.dtype());  // (N,C,1,1)
+  ctx.exec.pick(ctx.exec.kernels.avgpool2d, backend_, p_, x.dtype()).forward(p_, x, y);
+  recorded_ = ctx.record;
+  return y.reshape({p_.n, p_.c});
 }
 
-Tensor GlobalAvgPoolLayer::backward(RunContext&, const Tensor& dy) {
-  const int64_t c = in_[0], s = in_[1] * in_[2];
-  check_shape("global_avg_pool backward", "dy", dy, {n_, c});
-  Shape full{n_};
-  full.insert(full.end(), in_.begin(), in_.end());
-  Tensor dx = Tensor::empty(full, dy.dtype());
-  dispatch_dtype(dy.dtype(), [&](auto tag) {
-    using T = decltype(tag);
-    const T* g = dy.data<T>();
-    T* d = dx.data<T>();
-    for (int64_t i = 0; i < n_ * c; ++i) {
-      const T v = g[i] / static_cast<T>(s);
-      for (int64_t k = 0; k < s; ++k) d[i * s + k] = v;
-    }
-  });
+Tensor GlobalAvgPoolLayer::backward(RunContext& ctx, const Tensor& dy) {
+  check(recorded_, "global_avg_pool: backward without a recorded forward");
+  check_shape("global_avg_pool backward", "dy", dy, {p_.n, p_.c});
+  Tensor dx = Tensor::empty(p_.x_shape(), dy.dtype());
+  // Average pooling's backward does not read the forward input: none is kept.
+  ctx.exec.pick(ctx.exec.kernels.avgpool2d, backend_, p_, dy.dtype()).backward(p_, Tensor(), dy.reshape(p_.y_shape()), dx);
   return dx;
 }
 

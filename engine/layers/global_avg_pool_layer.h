@@ -1,13 +1,17 @@
-// Global average pooling (C,H,W) -> (C): the mean of each channel's H*W values.
-// Backward spreads dy/(H*W) over the map. Same formula in every framework.
+// Global average pooling (C,H,W) -> (C): the mean of each channel's H*W values, as an average
+// pool whose window is the whole map (the avgpool2d op: sum in row-major order, then divide by
+// H*W); backward spreads dy/(H*W) over the map. Same formula in every framework; pool_backend
+// picks the kernel.
 #pragma once
 #include "engine/layers/layer.h"
+#include "engine/ops/pool2d.h"
+#include "engine/policy.h"
 
 namespace driftlab {
 
 class GlobalAvgPoolLayer : public Layer {
  public:
-  explicit GlobalAvgPoolLayer(const Shape& in);
+  GlobalAvgPoolLayer(const Shape& in, const Policy& policy);
   std::string kind() const override { return "global_avg_pool"; }
   std::string describe() const override { return "global_avg_pool"; }
   Shape output_shape() const override { return {in_[0]}; }
@@ -17,7 +21,9 @@ class GlobalAvgPoolLayer : public Layer {
 
  private:
   Shape in_;
-  int64_t n_ = 0;
+  Pool2dParams p_;  // window (H,W), stride 1, no padding; n set per call
+  KernelBackend backend_;
+  bool recorded_ = false;
 };
 
 }  // namespace driftlab

@@ -1,6 +1,7 @@
 // Layer: explicit forward and backward (Caffe, llm.c). forward(ctx, x) keeps what backward
-// needs; backward(ctx, dy) returns dx and ADDS into each parameter's grad. Every policy knob
-// a layer depends on is resolved in its constructor into explicit op parameters.
+// needs when ctx.record is set; backward(ctx, dy) returns dx and ADDS into each parameter's grad.
+// Every policy knob a layer depends on is resolved in its constructor into explicit op
+// parameters, the CPU kernel of each op included (the *_backend knobs, engine/ops/registry.h).
 //
 // To add a layer: 1) a header + .cpp in engine/layers/ deriving from Layer; 2) resolve the
 // Policy in the constructor (no Policy lookups in forward/backward); 3) a float64 gradient
@@ -14,7 +15,7 @@
 #include <vector>
 
 #include "engine/core/tensor.h"
-#include "engine/ops/registry.h"
+#include "kernels/cpu/registry.h"
 
 namespace driftlab {
 
@@ -36,11 +37,21 @@ struct StepMask {
   bool defined() const { return batch > 0; }
 };
 
-// What a forward/backward pass runs with: kernels, threads, and the stream dropout draws from.
+// The semantics a forward pass computes. train: BatchNorm normalises with the batch's statistics
+// and moves its running statistics, dropout draws a mask. inference: BatchNorm uses the running
+// statistics and leaves them alone, dropout is the identity. Either can be recorded for a
+// backward (RunContext::record): the input gradient at inference semantics is what a white-box
+// attack on a deployed model needs.
+enum class Semantics { train, inference };
+const char* semantics_name(Semantics s);
+
+// What a forward/backward pass runs with: kernels, threads, semantics, whether to keep what the
+// backward needs, and the stream dropout draws from.
 struct RunContext {
   ExecContext& exec;
-  bool training = false;
-  Rng* rng = nullptr;  // needed only by layers that draw (dropout) while training
+  Semantics semantics = Semantics::inference;
+  bool record = false;  // keep activations for a backward (a backward without it is refused)
+  Rng* rng = nullptr;   // needed only by layers that draw (dropout) under train semantics
   // Whether the caller needs the gradient with respect to the network input (attacks do,
   // training does not). Sequential turns it into need_dx for each layer's backward.
   bool input_grad = true;
@@ -48,6 +59,13 @@ struct RunContext {
   // Set by a forward pass, read by the layers after the one that set it (see StepMask); a
   // recurrent layer that returns only its last step consumes it.
   StepMask step_mask{};
+
+  // A training step's pass: train semantics, recorded; `rng` feeds dropout.
+  static RunContext training(ExecContext& exec, Rng* rng) { return {exec, Semantics::train, true, rng}; }
+  // Prediction: inference semantics, nothing kept.
+  static RunContext inference(ExecContext& exec) { return {exec, Semantics::inference, false, nullptr}; }
+  // A recorded pass under the given semantics, for a backward that wants dL/dx (attacks, tests).
+  static RunContext recorded(ExecContext& exec, Semantics s, Rng* rng = nullptr) { return {exec, s, true, rng}; }
 };
 
 class Layer {

@@ -18,7 +18,11 @@ Pool2dParams resolve_pool2d(const Policy& policy, const Shape& in, const Pool2dS
 }
 
 Pool2dLayer::Pool2dLayer(const Pool2dSpec& spec, const Shape& in, const Policy& policy)
-    : kind_(spec.kind), p_(resolve_pool2d(policy, in, spec)) {}
+    : kind_(spec.kind), p_(resolve_pool2d(policy, in, spec)), backend_(policy.pool_backend) {}
+
+const OpTable<Pool2dKernel>& Pool2dLayer::table(const ExecContext& exec) const {
+  return kind_ == PoolKind::max ? exec.kernels.maxpool2d : exec.kernels.avgpool2d;
+}
 
 std::string Pool2dLayer::describe() const {
   std::ostringstream os;
@@ -31,23 +35,16 @@ Tensor Pool2dLayer::forward(RunContext& ctx, const Tensor& x) {
   check_input(kind().c_str(), x, {p_.c, p_.h, p_.w});
   p_.n = x.dim(0);
   Tensor y = Tensor::empty(p_.y_shape(), x.dtype());
-  // The fast max pool equals the reference bit for bit (tests/ops/test_pool2d.cpp).
-  if (kind_ == PoolKind::max)
-    maxpool2d_forward_fast(p_, x, y);
-  else
-    avgpool2d_forward_ref(p_, x, y);
-  if (ctx.training) x_ = x;
+  ctx.exec.pick(table(ctx.exec), backend_, p_, x.dtype()).forward(p_, x, y);
+  x_ = ctx.record ? x : Tensor();
   return y;
 }
 
-Tensor Pool2dLayer::backward(RunContext&, const Tensor& dy) {
-  check(x_.defined(), kind(), ": backward without a training forward");
+Tensor Pool2dLayer::backward(RunContext& ctx, const Tensor& dy) {
+  check(x_.defined(), kind(), ": backward without a recorded forward");
   p_.n = x_.dim(0);
   Tensor dx = Tensor::empty(p_.x_shape(), dy.dtype());
-  if (kind_ == PoolKind::max)
-    maxpool2d_backward_fast(p_, x_, dy, dx);
-  else
-    avgpool2d_backward_ref(p_, dy, dx);
+  ctx.exec.pick(table(ctx.exec), backend_, p_, dy.dtype()).backward(p_, x_, dy, dx);
   return dx;
 }
 

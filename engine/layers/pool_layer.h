@@ -1,5 +1,6 @@
 // Max and average pooling layers. The Policy's maxpool_grad_ties is resolved into
-// Pool2dParams.ties; stride defaults to the window (every framework's default).
+// Pool2dParams.ties; stride defaults to the window (every framework's default); pool_backend
+// picks the kernel.
 #pragma once
 #include "engine/layers/layer.h"
 #include "engine/ops/pool2d.h"
@@ -29,8 +30,10 @@ class Pool2dLayer : public Layer {
   const Pool2dParams& op_params() const { return p_; }  // n is set per call
 
  private:
+  const OpTable<Pool2dKernel>& table(const ExecContext& exec) const;
   PoolKind kind_;
   Pool2dParams p_;
+  KernelBackend backend_;
   Tensor x_;
 };
 

@@ -120,7 +120,7 @@ RnnLayer::RnnLayer(RnnCell cell, const RnnSpec& spec, const Shape& in, const Pol
       return_sequences_(spec.return_sequences),
       layout_(policy.rnn_weight_layout),
       gru_order_(policy.gru_gate_order),
-      backend_(policy.gemm_backend),
+      backend_(policy.rnn_backend),
       mask_mode_(policy.rnn_mask) {
   const char* name = rnn_cell_name(cell);
   check(in.size() == 2, name, ": input must be (steps, features) per sample, got ", shape_str(in));
@@ -231,8 +231,8 @@ Tensor RnnLayer::forward(RunContext& ctx, const Tensor& x) {
   // step's is freed first, so that the allocator hands its memory back (a fresh 16 MB costs a
   // first touch of every page: ~25 ms, two slow training steps instead of one, measured).
   ws_ = Tensor();
-  Tensor ws = ctx.training ? Tensor::empty({rnn_workspace_size(p)}, x.dtype()) : Tensor();
-  const RnnKernel& k = select_rnn(ctx.exec.kernels, backend_, x.dtype());
+  Tensor ws = ctx.record ? Tensor::empty({rnn_workspace_size(p)}, x.dtype()) : Tensor();
+  const RnnKernel& k = ctx.exec.pick(ctx.exec.kernels.rnn, backend_, p, x.dtype());
   RnnExec ex{ctx.exec.threads};
   dispatch_dtype(x.dtype(), [&](auto tag) {
     using T = decltype(tag);
@@ -240,11 +240,14 @@ Tensor RnnLayer::forward(RunContext& ctx, const Tensor& x) {
     if constexpr (std::is_same_v<T, float>) f = k.forward_f32; else f = k.forward_f64;
     f(p, ex, x.data<T>(), mk, weights<T>(), h_seq.data<T>(), ws.defined() ? ws.data<T>() : nullptr);
   });
-  if (ctx.training) {
+  if (ctx.record) {
     x_ = x;
     h_seq_ = h_seq;
     ws_ = ws;
     mask_ = mask;
+  } else {
+    x_ = h_seq_ = Tensor();
+    mask_.clear();
   }
   if (return_sequences_) return zero_masked_rows(h_seq, mask);
   Tensor y = Tensor::empty({N, H}, x.dtype());
@@ -260,7 +263,7 @@ Tensor RnnLayer::forward(RunContext& ctx, const Tensor& x) {
 
 Tensor RnnLayer::backward(RunContext& ctx, const Tensor& dy) {
   const char* name = rnn_cell_name(p_.cell);
-  check(x_.defined(), name, ": backward without a training forward");
+  check(x_.defined(), name, ": backward without a recorded forward");
   RnnParams p = p_;
   p.batch = x_.dim(0);
   p.steps = steps_;
@@ -275,7 +278,7 @@ Tensor RnnLayer::backward(RunContext& ctx, const Tensor& dy) {
     p.dh_last_step = true;
   }
   Tensor dx = ctx.need_dx ? Tensor::empty(x_.shape(), x_.dtype()) : Tensor();
-  const RnnKernel& k = select_rnn(ctx.exec.kernels, backend_, x_.dtype());
+  const RnnKernel& k = ctx.exec.pick(ctx.exec.kernels.rnn, backend_, p, x_.dtype());
   RnnExec ex{ctx.exec.threads};
   dispatch_dtype(x_.dtype(), [&](auto tag) {
     using T = decltype(tag);

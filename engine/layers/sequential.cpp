@@ -4,6 +4,8 @@
 
 namespace driftlab {
 
+const char* semantics_name(Semantics s) { return s == Semantics::train ? "train" : "inference"; }
+
 Layer& Sequential::add(std::unique_ptr<Layer> layer) {
   out_ = layer->output_shape();
   layers_.push_back(std::move(layer));

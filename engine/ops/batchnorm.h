@@ -32,29 +32,37 @@ struct BatchNormParams {
   BnVarEstimator estimator = BnVarEstimator::unbiased;
   bool zero_debias = false;
   SumOrder sum_order = SumOrder::ascending;  // reference kernels only
-  bool fast = false;  // float32 training passes through the *_fast kernels (vectorised sums)
 };
 
-// mean and invstd are (C) outputs of the training forward, kept for backward.
-void batchnorm_forward_train_ref(const BatchNormParams&, const Tensor& x, const Tensor& gamma, const Tensor& beta,
-                                 Tensor& y, Tensor& mean, Tensor& var, Tensor& invstd);
-void batchnorm_forward_infer_ref(const BatchNormParams&, const Tensor& x, const Tensor& gamma, const Tensor& beta,
-                                 const Tensor& running_mean, const Tensor& running_var, Tensor& y);
-void batchnorm_backward_ref(const BatchNormParams&, const Tensor& x, const Tensor& dy, const Tensor& gamma,
-                            const Tensor& mean, const Tensor& invstd, Tensor& dx, Tensor& dgamma, Tensor& dbeta);
-
-// Fast float32 training forward / backward (kernels/cpu/batchnorm.cpp): the same formulas,
-// the channel sums vectorised (SIMD lanes per row, rows added in double), so they differ from
-// the reference in rounding only (tests/ops/test_batchnorm.cpp). Layers use them when
-// BatchNormParams::fast is set and the tensors are float32.
-void batchnorm_forward_train_fast(const BatchNormParams&, const Tensor& x, const Tensor& gamma, const Tensor& beta,
+// Inference semantics differentiated (attacks need dL/dx of the deployed model): with
+// s = 1/sqrt(running_var + eps) (inv_std: s = running_var), a constant per channel,
+//   dx = dy * (gamma*s);  dgamma += sum(dy * (x - running_mean)*s);  dbeta += sum(dy).
+// The running statistics are read, never moved.
+using BnForwardTrainFn = void (*)(const BatchNormParams&, const Tensor& x, const Tensor& gamma, const Tensor& beta,
                                   Tensor& y, Tensor& mean, Tensor& var, Tensor& invstd);
-void batchnorm_backward_fast(const BatchNormParams&, const Tensor& x, const Tensor& dy, const Tensor& gamma,
-                             const Tensor& mean, const Tensor& invstd, Tensor& dx, Tensor& dgamma, Tensor& dbeta);
+using BnBackwardTrainFn = void (*)(const BatchNormParams&, const Tensor& x, const Tensor& dy, const Tensor& gamma,
+                                   const Tensor& mean, const Tensor& invstd, Tensor& dx, Tensor& dgamma, Tensor& dbeta);
+using BnForwardInferFn = void (*)(const BatchNormParams&, const Tensor& x, const Tensor& gamma, const Tensor& beta,
+                                  const Tensor& running_mean, const Tensor& running_var, Tensor& y);
+using BnBackwardInferFn = void (*)(const BatchNormParams&, const Tensor& x, const Tensor& dy, const Tensor& gamma,
+                                   const Tensor& running_mean, const Tensor& running_var, Tensor& dx, Tensor& dgamma,
+                                   Tensor& dbeta);
+// biased_mean/biased_var/steps hold the zero-debias state (used only when p.zero_debias; steps is
+// a 1-element tensor).
+using BnUpdateRunningFn = void (*)(const BatchNormParams&, const Tensor& mean, const Tensor& var, Tensor& running_mean,
+                                   Tensor& running_var, Tensor& biased_mean, Tensor& biased_var, Tensor& steps);
 
-// Running-statistics update from one training batch. biased_mean/biased_var/steps hold the
-// zero-debias state (used only when p.zero_debias; steps is a 1-element tensor).
-void batchnorm_update_running(const BatchNormParams&, const Tensor& mean, const Tensor& var, Tensor& running_mean,
-                              Tensor& running_var, Tensor& biased_mean, Tensor& biased_var, Tensor& steps);
+// x (N,C,S), gamma/beta/mean/var/invstd/running (C). mean and invstd are outputs of the training
+// forward, kept for its backward.
+struct BatchNormKernel {
+  const char* name = nullptr;
+  const char* supports_doc = nullptr;
+  bool (*supports)(const BatchNormParams&, DType) = nullptr;
+  BnForwardTrainFn forward_train = nullptr;
+  BnBackwardTrainFn backward_train = nullptr;
+  BnForwardInferFn forward_infer = nullptr;
+  BnBackwardInferFn backward_infer = nullptr;
+  BnUpdateRunningFn update_running = nullptr;
+};
 
 }  // namespace driftlab

@@ -2,15 +2,19 @@
 // helper that sums a list of terms in that order. No Policy here: layers resolve it.
 #pragma once
 #include <cstdint>
+#include <string>
 #include <vector>
 
 namespace driftlab {
 
-// Which implementation family runs an op. Each op's table says what each one supports;
-// the dispatcher falls back to the reference kernel and reports the kernel it used.
-enum class KernelBackend { reference, eigen, onednn };
-constexpr int kNumKernelBackends = 3;
+// Which implementation family runs an op (engine/ops/registry.h): the reference (single-threaded
+// loops, every field honoured, sums in SumOrder), driftlab's own optimised CPU kernel (fast:
+// OpenMP, SIMD), or a library (Eigen, oneDNN). Each op's table says what each one supports; the
+// dispatcher falls back to the reference.
+enum class KernelBackend { reference, fast, eigen, onednn };
+constexpr int kNumKernelBackends = 4;
 const char* backend_name(KernelBackend b);
+KernelBackend backend_from_name(const std::string& name);  // throws listing the names
 
 // Order in which a reference kernel adds the terms of one output element.
 enum class SumOrder { ascending, descending, pairwise };

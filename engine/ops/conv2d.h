@@ -48,17 +48,12 @@ using Conv2dBackwardWeightFn = void (*)(const Conv2dParams&, const Tensor& x, co
 
 struct Conv2dKernel {
   const char* name = nullptr;
+  const char* supports_doc = nullptr;
   bool (*supports)(const Conv2dParams&, DType) = nullptr;
   Conv2dForwardFn forward = nullptr;
   Conv2dBackwardDataFn backward_data = nullptr;
   Conv2dBackwardWeightFn backward_weight = nullptr;
 };
 
-// Reference kernels (kernels/cpu/ref/conv2d_ref.cpp): float and double, every field honoured.
-void conv2d_forward_ref(const Conv2dParams&, const Tensor& x, const Tensor& w, const Tensor* b,
-                        Tensor& y);
-void conv2d_backward_data_ref(const Conv2dParams&, const Tensor& dy, const Tensor& w, Tensor& dx);
-void conv2d_backward_weight_ref(const Conv2dParams&, const Tensor& x, const Tensor& dy, Tensor& dw,
-                                Tensor* db);
 
 }  // namespace driftlab

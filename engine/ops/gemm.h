@@ -22,11 +22,11 @@ using GemmFn = void (*)(const GemmParams&, const T* a, const T* b, T* c);
 
 struct GemmKernel {
   const char* name = nullptr;
+  const char* supports_doc = nullptr;
+  bool (*supports)(const GemmParams&, DType) = nullptr;
   GemmFn<float> f32 = nullptr;
   GemmFn<double> f64 = nullptr;  // null when the backend has no double path
 };
 
-template <typename T>
-void gemm_ref(const GemmParams& p, const T* a, const T* b, T* c);
 
 }  // namespace driftlab

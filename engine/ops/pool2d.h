@@ -30,15 +30,16 @@ struct Pool2dParams {
   void validate() const;
 };
 
-// Reference kernels (kernels/cpu/ref/pool2d_ref.cpp).
-void maxpool2d_forward_ref(const Pool2dParams&, const Tensor& x, Tensor& y);
-void maxpool2d_backward_ref(const Pool2dParams&, const Tensor& x, const Tensor& dy, Tensor& dx);
-void avgpool2d_forward_ref(const Pool2dParams&, const Tensor& x, Tensor& y);
-void avgpool2d_backward_ref(const Pool2dParams&, const Tensor& dy, Tensor& dx);
+// x (N,C,H,W), y and dy (N,C,P,Q): forward writes y (=), backward dx (=); backward takes the
+// forward input x (max pooling finds the window's winner again; average pooling ignores it).
+// One struct serves the max and the average tables.
+struct Pool2dKernel {
+  const char* name = nullptr;
+  const char* supports_doc = nullptr;
+  bool (*supports)(const Pool2dParams&, DType) = nullptr;
+  void (*forward)(const Pool2dParams&, const Tensor& x, Tensor& y) = nullptr;
+  void (*backward)(const Pool2dParams&, const Tensor& x, const Tensor& dy, Tensor& dx) = nullptr;
+};
 
-// Fast max pooling (kernels/cpu/pool2d.cpp): OpenMP over the N*C planes, same results as
-// the reference bit for bit (a max involves no rounding; ties and NaN follow the same scan).
-void maxpool2d_forward_fast(const Pool2dParams&, const Tensor& x, Tensor& y);
-void maxpool2d_backward_fast(const Pool2dParams&, const Tensor& x, const Tensor& dy, Tensor& dx);
 
 }  // namespace driftlab

@@ -1,59 +1,82 @@
-// KernelRegistry: one table per op, indexed by backend, filled by explicit registration
-// functions (no static registrar objects, which a static library can silently drop).
-// ExecContext carries the registry and the thread count; there is no global state.
+// KernelRegistry: one table per op, a slot per backend (reference, fast, eigen, onednn). Every
+// CPU op of every layer runs through it: the layer asks for the backend its knob names
+// (conv_backend, gemm_backend, rnn_backend, bn_backend, pool_backend, act_backend,
+// loss_backend, sgd_backend), the table hands out that kernel when it is registered and its
+// supports() accepts the call's params and dtype, and the reference otherwise. Fast kernels are
+// declared in no header: registration (kernels/cpu/registry.h) is the only way to reach them,
+// so no layer can run one past its knob (tests/test_registry.cpp).
 //
-// To add a backend for an op: 1) write kernels/cpu/<backend>/<op>_<backend>.cpp with a
-// register_<op>_<backend>(KernelRegistry&) function; 2) declare it below; 3) call it from
-// make_cpu_registry() in registry.cpp; 4) add the fast-vs-reference test in tests/ops/.
+// This header is the ground floor (engine/core, engine/ops: no kernel, no Policy); the tables are
+// filled by kernels/cpu/registry.cpp (make_cpu_registry).
+//
+// To add an op: 1) its params and a <Op>Kernel struct (name, supports_doc, supports, the entry
+// points) in engine/ops/<op>.h; 2) an OpTable member below and a line in for_each_op; 3) its
+// reference kernel and register_<op>_ref in kernels/cpu/ref/; 4) a knob choosing the backend
+// (engine/policy.*) resolved where the layer is built; 5) a row in tests/test_registry.cpp.
+// To add a backend for an op: register_<op>_<backend> in kernels/cpu/<backend>/ filling its slot,
+// called from make_cpu_registry(), and a fast-vs-reference test in tests/ops/.
 #pragma once
 #include <array>
+#include <string>
+#include <vector>
 
+#include "engine/ops/activation.h"
+#include "engine/ops/batchnorm.h"
 #include "engine/ops/conv2d.h"
 #include "engine/ops/gemm.h"
+#include "engine/ops/pool2d.h"
 #include "engine/ops/rnn.h"
+#include "engine/ops/sgd.h"
+#include "engine/ops/softmax_xent.h"
 
 namespace driftlab {
 
-struct KernelRegistry {
-  std::array<Conv2dKernel, kNumKernelBackends> conv2d{};
-  std::array<GemmKernel, kNumKernelBackends> gemm{};
-  std::array<RnnKernel, kNumKernelBackends> rnn{};
+// The kernels of one op, one per backend. Every kernel struct has `name` (null: nothing
+// registered in that slot), `supports_doc` (what supports() accepts, in words, for listings) and
+// `supports(params, dtype)`.
+template <typename Kernel>
+struct OpTable {
+  const char* op = nullptr;  // "conv2d", "batchnorm", ...
+  std::array<Kernel, kNumKernelBackends> slot{};
+
+  const Kernel& at(KernelBackend b) const { return slot[static_cast<int>(b)]; }
+  Kernel& at(KernelBackend b) { return slot[static_cast<int>(b)]; }
+  const Kernel& reference() const { return at(KernelBackend::reference); }
+  // The kernel registered for `want` if it supports (p, dt), else the reference (which
+  // supports every call).
+  template <typename Params>
+  const Kernel& select(KernelBackend want, const Params& p, DType dt) const {
+    const Kernel& k = at(want);
+    if (k.name && k.supports(p, dt)) return k;
+    return reference();
+  }
 };
 
-KernelRegistry make_cpu_registry();
+struct KernelRegistry {
+  OpTable<Conv2dKernel> conv2d;
+  OpTable<GemmKernel> gemm;
+  OpTable<RnnKernel> rnn;
+  OpTable<BatchNormKernel> batchnorm;
+  OpTable<Pool2dKernel> maxpool2d, avgpool2d;
+  OpTable<ActivationKernel> activation;
+  OpTable<SoftmaxXentKernel> softmax_xent;
+  OpTable<SgdKernel> sgd;
 
-void register_conv2d_ref(KernelRegistry&);
-void register_conv2d_eigen(KernelRegistry&);
-void register_conv2d_onednn(KernelRegistry&);
-void register_gemm_ref(KernelRegistry&);
-void register_gemm_eigen(KernelRegistry&);
-void register_gemm_onednn(KernelRegistry&);
-void register_rnn_ref(KernelRegistry&);
-void register_rnn_fast(KernelRegistry&);  // fills the eigen and onednn slots (one kernel: no GEMM calls)
+  // f(table) for every op table, in a fixed order (listings, tests).
+  template <typename F>
+  void for_each_op(F&& f) const {
+    f(conv2d), f(gemm), f(rnn), f(batchnorm), f(maxpool2d), f(avgpool2d), f(activation), f(softmax_xent), f(sgd);
+  }
+};
 
-// The kernel for `want` if it is registered and supports (params, dtype), else the reference.
-const Conv2dKernel& select_conv2d(const KernelRegistry&, KernelBackend want, const Conv2dParams&, DType);
-const GemmKernel& select_gemm(const KernelRegistry&, KernelBackend want, DType);
-const RnnKernel& select_rnn(const KernelRegistry&, KernelBackend want, DType);
+// One kernel choice: which op asked for which backend and which kernel ran.
+struct KernelChoice {
+  std::string op, kernel;
+  KernelBackend asked;
+};
 
 // Calls the selected gemm for T.
 template <typename T>
 void run_gemm(const GemmKernel& k, const GemmParams& p, const T* a, const T* b, T* c);
-
-// Runs each registered float32 GEMM once on 32x32x32 (result discarded): a library that sets
-// itself up on its first real call does it here, before a timed loop. oneDNN's sgemm takes
-// ~30 ms on its first call of that size or larger on this machine (CPU dispatch, JIT), ~0.01 ms
-// after (measured); a 1x1x1 call does not trigger it.
-void warm_up_gemms(const KernelRegistry&);
-
-// OpenMP's current thread count (omp_get_max_threads: OMP_NUM_THREADS or the CLI's --threads).
-int default_threads();
-
-struct ExecContext {
-  KernelRegistry kernels = make_cpu_registry();
-  // Threads used by fast kernels: by default what OpenMP is set to, so every command and
-  // library call runs at the thread count the user chose. Results are reproducible per count.
-  int threads = default_threads();
-};
 
 }  // namespace driftlab

@@ -120,17 +120,13 @@ using RnnBackwardFn = void (*)(const RnnParams&, const RnnExec&, const T* x, con
 
 struct RnnKernel {
   const char* name = nullptr;
+  const char* supports_doc = nullptr;
+  bool (*supports)(const RnnParams&, DType) = nullptr;
   RnnForwardFn<float> forward_f32 = nullptr;
   RnnForwardFn<double> forward_f64 = nullptr;  // null when the backend has no double path
   RnnBackwardFn<float> backward_f32 = nullptr;
   RnnBackwardFn<double> backward_f64 = nullptr;
 };
 
-template <typename T>
-void rnn_forward_ref(const RnnParams&, const RnnExec&, const T* x, const uint8_t* mask, const RnnWeights<T>& w,
-                     T* h_seq, T* ws);
-template <typename T>
-void rnn_backward_ref(const RnnParams&, const RnnExec&, const T* x, const uint8_t* mask, const RnnWeights<T>& w,
-                      const T* h_seq, const T* ws, const T* dh_seq, T* dx, const RnnGrads<T>& g);
 
 }  // namespace driftlab

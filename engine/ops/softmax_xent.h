@@ -23,8 +23,14 @@ struct SoftmaxXentParams {
   SumOrder sum_order = SumOrder::ascending;  // order of the sums over classes and over the batch
 };
 
-double softmax_xent_forward_ref(const SoftmaxXentParams&, const Tensor& z, const std::vector<int32_t>& labels);
-void softmax_xent_backward_ref(const SoftmaxXentParams&, const Tensor& z, const std::vector<int32_t>& labels,
-                               Tensor& dz);
+// z (N,K), labels (N) in 0..K-1: forward returns the reduced loss (double); backward writes dz (=).
+struct SoftmaxXentKernel {
+  const char* name = nullptr;
+  const char* supports_doc = nullptr;
+  bool (*supports)(const SoftmaxXentParams&, DType) = nullptr;
+  double (*forward)(const SoftmaxXentParams&, const Tensor& z, const std::vector<int32_t>& labels) = nullptr;
+  void (*backward)(const SoftmaxXentParams&, const Tensor& z, const std::vector<int32_t>& labels, Tensor& dz) = nullptr;
+};
+
 
 }  // namespace driftlab

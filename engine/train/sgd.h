@@ -1,12 +1,8 @@
-// SGD with momentum / Nesterov in each framework's formula, and weight decay placed where
-// each framework puts it. The Policy is resolved once into SgdRule.
-//   torch_buffer:       g' = g (+ D*p);  b = g' at the first step, else mu*b + g';
-//                       p -= lr*b, or Nesterov p -= lr*(g' + mu*b)          (torch/optim/sgd.py)
-//   keras_velocity:     v = mu*v - lr*g;  p += v, or Nesterov p += mu*v - lr*g   (keras/optimizers.py@2.2.4)
-//   lasagne_difference: x = mu*v + (p - lr*g); v = x - p; p = x;
-//                       Nesterov: x = mu*v + (p - lr*g) - p; v = x; p = mu*x + (p - lr*g)
-// Weight decay D: grad_add g += D*p; l2_loss g += 2*D*p (loss += D*sum p^2); decoupled p -= lr*D*p
-// before the step. Applied to biases only when weight_decay_on_bias.
+// SGD with momentum / Nesterov in each framework's formula (engine/ops/sgd.h, the op both devices
+// run), and weight decay placed where each framework puts it. The Policy is resolved once into
+// SgdRule; each step turns the run's hyperparameters and the rule into the op's SgdStepParams
+// per parameter tensor (sgd_step_params), on the CPU (Sgd below) and on the device
+// (engine/train/cuda_runner.cpp) alike.
 #pragma once
 #include <string>
 #include <utility>
@@ -23,18 +19,25 @@ struct SgdConfig {
   bool nesterov = false;
   double weight_decay = 0.0;
 };
+// Throws naming the bad hyperparameter (lr > 0, momentum in [0,1), nesterov needs momentum,
+// weight_decay >= 0).
+void check_sgd_config(const SgdConfig& config);
 
 struct SgdRule {
-  SgdForm form = SgdForm::torch_buffer;
-  WeightDecayMode decay = WeightDecayMode::grad_add;
-  bool decay_bias = true;
+  SgdForm form = SgdForm::torch_buffer;                 // sgd_form
+  WeightDecayMode decay = WeightDecayMode::grad_add;    // weight_decay_mode
+  bool decay_bias = true;                               // weight_decay_on_bias
+  KernelBackend backend = KernelBackend::fast;          // sgd_backend
 };
 SgdRule resolve_sgd(const Policy& policy);
+
+// The op parameters of one step of one parameter tensor.
+SgdStepParams sgd_step_params(const SgdConfig& config, const SgdRule& rule, bool is_bias, bool first);
 
 class Sgd {
  public:
   Sgd(const SgdConfig& config, const SgdRule& rule);
-  void step(const std::vector<std::pair<std::string, Param*>>& params);
+  void step(const ExecContext& exec, const std::vector<std::pair<std::string, Param*>>& params);
   // The l2_loss mode's penalty D*sum(p^2), to add to the reported loss (0 otherwise).
   double penalty(const std::vector<std::pair<std::string, Param*>>& params) const;
   const SgdConfig& config() const { return cfg_; }

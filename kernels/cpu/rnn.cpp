@@ -31,7 +31,7 @@
 #endif
 
 #include "engine/core/error.h"
-#include "engine/ops/registry.h"
+#include "kernels/cpu/registry.h"
 #include "engine/ops/rnn.h"
 
 namespace driftlab {
@@ -989,13 +989,13 @@ void rnn_backward_fast(const RnnParams& p, const RnnExec& ex, const float* x, co
 }  // namespace
 
 void register_rnn_fast(KernelRegistry& reg) {
-  for (KernelBackend b : {KernelBackend::eigen, KernelBackend::onednn}) {
-    RnnKernel k;
-    k.name = "fast";  // no GEMM calls: the same kernel under both CPU backends
-    k.forward_f32 = rnn_forward_fast;
-    k.backward_f32 = rnn_backward_fast;
-    reg.rnn[static_cast<int>(b)] = k;
-  }
+  RnnKernel k;
+  k.name = "fast";  // register-tiled products and the cell math fused; calls no GEMM
+  k.supports_doc = "every params field, float32";
+  k.supports = [](const RnnParams&, DType dt) { return dt == DType::f32; };
+  k.forward_f32 = rnn_forward_fast;
+  k.backward_f32 = rnn_backward_fast;
+  reg.rnn.at(KernelBackend::fast) = k;
 }
 
 }  // namespace driftlab

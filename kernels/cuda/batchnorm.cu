@@ -97,6 +97,32 @@ __global__ void bn_infer_kernel(long long total, long long C, long long S, doubl
   }
 }
 
+// Inference semantics: xhat = (x - rm)*s with s fixed (the running statistics'), so
+// dx = dy*(g*s), dgamma += sum(dy*xhat), dbeta += sum(dy). One block per channel.
+template <typename T>
+__global__ void bn_backward_infer_kernel(long long N, long long C, long long S, double eps, bool inv_std_stat,
+                                         const T* __restrict__ x, const T* __restrict__ dy, const T* __restrict__ g,
+                                         const T* __restrict__ rm, const T* __restrict__ rv, T* __restrict__ dx,
+                                         T* __restrict__ dg, T* __restrict__ db) {
+  __shared__ double part[kThreads];
+  const long long c = blockIdx.x, n_all = N * S;
+  const T mu = rm[c], inv = inv_std_stat ? rv[c] : T(1) / sqrt(rv[c] + static_cast<T>(eps));
+  const T scale = g[c] * inv;
+  double sdy = 0, sdyx = 0;
+  for (long long t = threadIdx.x; t < n_all; t += kThreads) {
+    const long long k = bn_index(t, c, C, S);
+    sdy += static_cast<double>(dy[k]);
+    sdyx += static_cast<double>(dy[k] * ((x[k] - mu) * inv));
+    dx[k] = dy[k] * scale;
+  }
+  const T sum_dy = static_cast<T>(block_sum(sdy, part));
+  const T sum_dy_xhat = static_cast<T>(block_sum(sdyx, part));
+  if (threadIdx.x == 0) {
+    dg[c] += sum_dy_xhat;
+    db[c] += sum_dy;
+  }
+}
+
 __global__ void bn_step_kernel(float* steps_f, double* steps_d) {
   if (steps_f) steps_f[0] += 1.0f;
   if (steps_d) steps_d[0] += 1.0;
@@ -203,6 +229,24 @@ void batchnorm_backward_own(CudaContext& ctx, const BatchNormParams& p, const De
         p.n, p.c, p.s, x.data<T>(), dy.data<T>(), gamma.data<T>(), mean.data<T>(), invstd.data<T>(), dx.data<T>(),
         dgamma.data<T>(), dbeta.data<T>());
     DL_CUDA_LAUNCH_CHECK("bn_backward_kernel");
+  });
+}
+
+void batchnorm_backward_infer_own(CudaContext& ctx, const BatchNormParams& p, const DeviceTensor& x,
+                                  const DeviceTensor& dy, const DeviceTensor& gamma, const DeviceTensor& running_mean,
+                                  const DeviceTensor& running_var, DeviceTensor& dx, DeviceTensor& dgamma,
+                                  DeviceTensor& dbeta) {
+  const char* fn = "batchnorm_backward_infer_cuda";
+  check_x(fn, p, x, false);
+  check_device_shape(fn, "dy", dy, x.shape());
+  check_device_shape(fn, "dx", dx, x.shape());
+  check_c(fn, p, {&gamma, &running_mean, &running_var, &dgamma, &dbeta});
+  dispatch_dtype(x.dtype(), [&](auto tag) {
+    using T = decltype(tag);
+    bn_backward_infer_kernel<T><<<static_cast<unsigned>(p.c), kThreads, 0, stream_of(ctx)>>>(
+        p.n, p.c, p.s, p.eps, p.estimator == BnVarEstimator::inv_std, x.data<T>(), dy.data<T>(), gamma.data<T>(),
+        running_mean.data<T>(), running_var.data<T>(), dx.data<T>(), dgamma.data<T>(), dbeta.data<T>());
+    DL_CUDA_LAUNCH_CHECK("bn_backward_infer_kernel");
   });
 }
 

@@ -117,6 +117,15 @@ void batchnorm_backward_cuda(CudaContext& ctx, const BatchNormParams& p, const D
     batchnorm_backward_own(ctx, p, x, dy, gamma, mean, invstd, dx, dgamma, dbeta);
 }
 
+void batchnorm_backward_infer_cuda(CudaContext& ctx, const BatchNormParams& p, const DeviceTensor& x,
+                                   const DeviceTensor& dy, const DeviceTensor& gamma,
+                                   const DeviceTensor& running_mean, const DeviceTensor& running_var,
+                                   DeviceTensor& dx, DeviceTensor& dgamma, DeviceTensor& dbeta) {
+  // cuDNN has no inference-mode backward: a vendor request runs the own kernel, logged.
+  if (vendor(ctx.params().bn_backend)) note_fallback(ctx, "batchnorm_backward_infer", "no cuDNN equivalent");
+  batchnorm_backward_infer_own(ctx, p, x, dy, gamma, running_mean, running_var, dx, dgamma, dbeta);
+}
+
 double softmax_xent_forward_cuda(CudaContext& ctx, const SoftmaxXentParams& p, const DeviceTensor& z,
                                  const std::vector<int32_t>& labels) {
   if (vendor(ctx.params().softmax_backend)) return softmax_xent_forward_cudnn(ctx, p, z, labels);

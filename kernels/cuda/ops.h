@@ -19,6 +19,7 @@
 #include "engine/ops/gemm.h"
 #include "engine/ops/pool2d.h"
 #include "engine/ops/rnn.h"
+#include "engine/ops/sgd.h"
 #include "engine/ops/softmax_xent.h"
 #include "kernels/cuda/runtime.h"
 
@@ -70,14 +71,16 @@ void avgpool2d_forward_cuda(CudaContext&, const Pool2dParams&, const DeviceTenso
 void avgpool2d_backward_cuda(CudaContext&, const Pool2dParams&, const DeviceTensor& x, const DeviceTensor& y,
                              const DeviceTensor& dy, DeviceTensor& dx);
 
-// ---- activations (engine/ops/activation.h), elementwise, own kernels only ----
+// ---- activations (engine/ops/activation.h), elementwise, own kernels only: each element by the
+// CPU's own formulas (activation_value / activation_grad, DL_HOST_DEVICE) ----
 void activation_forward_cuda(CudaContext&, const ActivationParams&, const DeviceTensor& x, DeviceTensor& y);
 void activation_backward_cuda(CudaContext&, const ActivationParams&, const DeviceTensor& x, const DeviceTensor& y,
                               const DeviceTensor& dy, DeviceTensor& dx);
 
 // ---- BatchNorm (engine/ops/batchnorm.h): x (N,C,S...), per-channel gamma/beta/mean/var (C) ----
-// Own: one block per channel, sums in double with a fixed tree (no atomics). sum_order and
-// `fast` are CPU-only fields.
+// Own: one block per channel, sums in double with a fixed tree (no atomics). sum_order is a
+// CPU-only field. The inference backward (gradients at inference semantics, for attacks) is own
+// kernels only: cuDNN has none, and a vendor request falls back (logged).
 void batchnorm_forward_train_own(CudaContext&, const BatchNormParams&, const DeviceTensor& x,
                                  const DeviceTensor& gamma, const DeviceTensor& beta, DeviceTensor& y,
                                  DeviceTensor& mean, DeviceTensor& var, DeviceTensor& invstd);
@@ -87,6 +90,15 @@ void batchnorm_forward_infer_own(CudaContext&, const BatchNormParams&, const Dev
 void batchnorm_backward_own(CudaContext&, const BatchNormParams&, const DeviceTensor& x, const DeviceTensor& dy,
                             const DeviceTensor& gamma, const DeviceTensor& mean, const DeviceTensor& invstd,
                             DeviceTensor& dx, DeviceTensor& dgamma, DeviceTensor& dbeta);
+// dx = dy*(gamma*s), dgamma += sum(dy*(x - running_mean)*s), dbeta += sum(dy); s as in the forward.
+void batchnorm_backward_infer_own(CudaContext&, const BatchNormParams&, const DeviceTensor& x, const DeviceTensor& dy,
+                                  const DeviceTensor& gamma, const DeviceTensor& running_mean,
+                                  const DeviceTensor& running_var, DeviceTensor& dx, DeviceTensor& dgamma,
+                                  DeviceTensor& dbeta);
+void batchnorm_backward_infer_cuda(CudaContext&, const BatchNormParams&, const DeviceTensor& x,
+                                   const DeviceTensor& dy, const DeviceTensor& gamma,
+                                   const DeviceTensor& running_mean, const DeviceTensor& running_var,
+                                   DeviceTensor& dx, DeviceTensor& dgamma, DeviceTensor& dbeta);
 // Every BnVarEstimator and zero_debias; steps is a 1-element tensor as on the CPU.
 void batchnorm_update_running_cuda(CudaContext&, const BatchNormParams&, const DeviceTensor& mean,
                                    const DeviceTensor& var, DeviceTensor& running_mean, DeviceTensor& running_var,
@@ -195,20 +207,9 @@ void embedding_forward_cuda(CudaContext&, const DeviceTensor& table, const std::
 void embedding_backward_cuda(CudaContext&, const std::vector<int64_t>& ids, const DeviceTensor& dy,
                              DeviceTensor& dtable);
 
-// ---- SGD step (engine/train/sgd.h), one parameter tensor, elementwise ----
-// The SgdRule resolved from the Policy, restated here so that kernels need no Policy header
-// (the trainer maps SgdForm/WeightDecayMode one to one).
-enum class SgdStepForm { torch_buffer, keras_velocity, lasagne_difference };
-enum class SgdDecayMode { grad_add, l2_loss, decoupled };
-struct SgdStepParams {
-  double lr = 0.01, momentum = 0.0, weight_decay = 0.0;
-  bool nesterov = false;
-  SgdStepForm form = SgdStepForm::torch_buffer;
-  SgdDecayMode decay = SgdDecayMode::grad_add;
-  bool decay_this = true;  // false for a bias when the policy leaves biases undecayed
-  bool first = false;      // first step (torch_buffer starts its buffer at g)
-};
-// p, grad, state: same shape; p and state updated in place, with the CPU's rounding.
+// ---- SGD step (engine/ops/sgd.h), one parameter tensor, elementwise ----
+// Each element by the CPU's own formula, sgd_update (DL_HOST_DEVICE): the CPU's bits.
+// p, grad, state: same shape; p and state updated in place.
 void sgd_step_cuda(CudaContext&, const SgdStepParams&, DeviceTensor& p, const DeviceTensor& grad,
                    DeviceTensor& state);
 

@@ -60,6 +60,12 @@ DL_NO_CUDA(void, batchnorm_forward_infer_own, CudaContext&, const BatchNormParam
 DL_NO_CUDA(void, batchnorm_backward_own, CudaContext&, const BatchNormParams&, const DeviceTensor&,
            const DeviceTensor&, const DeviceTensor&, const DeviceTensor&, const DeviceTensor&, DeviceTensor&,
            DeviceTensor&, DeviceTensor&)
+DL_NO_CUDA(void, batchnorm_backward_infer_own, CudaContext&, const BatchNormParams&, const DeviceTensor&,
+           const DeviceTensor&, const DeviceTensor&, const DeviceTensor&, const DeviceTensor&, DeviceTensor&,
+           DeviceTensor&, DeviceTensor&)
+DL_NO_CUDA(void, batchnorm_backward_infer_cuda, CudaContext&, const BatchNormParams&, const DeviceTensor&,
+           const DeviceTensor&, const DeviceTensor&, const DeviceTensor&, const DeviceTensor&, DeviceTensor&,
+           DeviceTensor&, DeviceTensor&)
 DL_NO_CUDA(void, batchnorm_update_running_cuda, CudaContext&, const BatchNormParams&, const DeviceTensor&,
            const DeviceTensor&, DeviceTensor&, DeviceTensor&, DeviceTensor&, DeviceTensor&, DeviceTensor&)
 DL_NO_CUDA(void, batchnorm_forward_train_cuda, CudaContext&, const BatchNormParams&, const DeviceTensor&,

@@ -106,7 +106,7 @@ AllocatorStats CachingAllocator::stats() const {
 
 // ---- exec params ----
 
-// cuda_backend_name and CudaExecParams::str: engine/cuda/exec_params.cpp (plain C++, every build).
+// cuda_backend_name and CudaExecParams::str: kernels/cuda/exec_params.cpp (plain C++, every build).
 
 // ---- context ----
 

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "engine/ops/conv2d.h"
+#include "kernels/cpu/ref/ref.h"
 #include "kernels/cuda/ops.h"
 #include "tests/cuda/cuda_test_util.h"
 

@@ -11,6 +11,7 @@
 #include "engine/layers/layer.h"
 #include "engine/ops/activation.h"
 #include "engine/train/sgd.h"
+#include "kernels/cpu/ref/ref.h"
 #include "kernels/cuda/ops.h"
 #include "tests/cuda/cuda_test_util.h"
 
@@ -79,14 +80,8 @@ TEST(CudaActivation, MatchesReference) {
 TEST(CudaSgd, EveryFormBitwiseAsCpu) {
   REQUIRE_CUDA_DEVICE();
   cuda::CudaContext ctx;
-  const std::pair<SgdForm, cuda::SgdStepForm> forms[] = {
-      {SgdForm::torch_buffer, cuda::SgdStepForm::torch_buffer},
-      {SgdForm::keras_velocity, cuda::SgdStepForm::keras_velocity},
-      {SgdForm::lasagne_difference, cuda::SgdStepForm::lasagne_difference}};
-  const std::pair<WeightDecayMode, cuda::SgdDecayMode> decays[] = {
-      {WeightDecayMode::grad_add, cuda::SgdDecayMode::grad_add},
-      {WeightDecayMode::l2_loss, cuda::SgdDecayMode::l2_loss},
-      {WeightDecayMode::decoupled, cuda::SgdDecayMode::decoupled}};
+  const SgdForm forms[] = {SgdForm::torch_buffer, SgdForm::keras_velocity, SgdForm::lasagne_difference};
+  const WeightDecayMode decays[] = {WeightDecayMode::grad_add, WeightDecayMode::l2_loss, WeightDecayMode::decoupled};
   for (DType dt : {DType::f32, DType::f64})
     for (const auto& f : forms)
       for (const auto& d : decays)
@@ -95,7 +90,9 @@ TEST(CudaSgd, EveryFormBitwiseAsCpu) {
             if (nesterov && mu == 0.0) continue;
             SgdConfig cfg;
             cfg.lr = 0.05, cfg.momentum = mu, cfg.nesterov = nesterov, cfg.weight_decay = 1e-3;
-            Sgd cpu(cfg, SgdRule{f.first, d.first, true});
+            const SgdRule rule{f, d, true, KernelBackend::fast};
+            Sgd cpu(cfg, rule);
+            const ExecContext exec;
             Param prm;
             prm.value = random_tensor({5, 37}, dt, 60);
             prm.grad = Tensor(prm.value.shape(), dt);
@@ -106,14 +103,12 @@ TEST(CudaSgd, EveryFormBitwiseAsCpu) {
               Tensor g = random_tensor(prm.value.shape(), dt, 70 + step);
               prm.grad = g.clone();
               cuda::DeviceTensor gg = cuda::to_device(ctx, g);
-              cuda::SgdStepParams sp;
-              sp.lr = cfg.lr, sp.momentum = mu, sp.weight_decay = cfg.weight_decay, sp.nesterov = nesterov;
-              sp.form = f.second, sp.decay = d.second, sp.decay_this = true, sp.first = step == 0;
-              cpu.step(params);
+              const SgdStepParams sp = sgd_step_params(cfg, rule, false, step == 0);
+              cpu.step(exec, params);
               cuda::sgd_step_cuda(ctx, sp, gp, gg, gs);
             }
             EXPECT_TRUE(bitwise_equal(cuda::to_host(ctx, gp), prm.value))
-                << "form " << static_cast<int>(f.first) << " decay " << static_cast<int>(d.first) << " mu " << mu
+                << "form " << static_cast<int>(f) << " decay " << static_cast<int>(d) << " mu " << mu
                 << " nesterov " << nesterov << " " << dtype_name(dt);
           }
 }

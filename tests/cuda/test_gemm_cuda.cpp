@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "engine/ops/gemm.h"
+#include "kernels/cpu/ref/ref.h"
 #include "kernels/cuda/ops.h"
 #include "tests/cuda/cuda_test_util.h"
 

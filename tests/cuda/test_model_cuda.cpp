@@ -30,8 +30,8 @@
 #include "engine/layers/lstm_layer.h"
 #include "engine/layers/pool_layer.h"
 #include "engine/random.h"
-#include "engine/train/device_trainer.h"
-#include "engine/train/trainer.h"
+#include "engine/train/cuda_runner.h"
+#include "engine/train/cpu_runner.h"
 #include "models/models.h"
 #include "tests/cuda/cuda_test_util.h"
 
@@ -192,13 +192,12 @@ TEST_P(CudaModelStep, OneTrainingStepMatchesCpu) {
   const std::vector<int32_t> y = labels(cpu, c.batch);
   const TrainConfig cfg = step_config(c.batch);
 
-  ExecContext exec;
-  Trainer cpu_trainer(cpu, exec, cfg);
-  const double cpu_loss = cpu_trainer.step(x, y);
+  CpuRunner cpu_trainer(cpu, cfg);
+  const double cpu_loss = cpu_trainer.train_step(x, y);
 
   cuda::CudaContext ctx(one_backend(c.vendor));
-  DeviceTrainer gpu_trainer(gpu, ctx, cfg);
-  const double gpu_loss = gpu_trainer.step(x, y);
+  CudaRunner gpu_trainer(gpu, ctx, cfg);
+  const double gpu_loss = gpu_trainer.train_step(x, y);
   gpu_trainer.sync_to_model();
 
   // Tolerances. float64: the sums run in other orders (tiled gemm, im2col, block trees), so
@@ -293,8 +292,8 @@ void expect_deterministic(const std::string& model, const std::string& policy, b
   for (int run = 0; run < 2; ++run) {
     Model m = make_model(model, p, 4);
     cuda::CudaContext ctx(one_backend(vendor, true));
-    DeviceTrainer t(m, ctx, step_config(4));
-    for (int s = 0; s < 3; ++s) losses[run].push_back(t.step(images(m, 4, 20 + s), labels(m, 4)));
+    CudaRunner t(m, ctx, step_config(4));
+    for (int s = 0; s < 3; ++s) losses[run].push_back(t.train_step(images(m, 4, 20 + s), labels(m, 4)));
     t.sync_to_model();
     for (auto& np : m.net->named_params()) weights[run].push_back(np.second->value.clone());
     for (auto& np : m.net->named_buffers()) weights[run].push_back(np.second->value.clone());
@@ -334,7 +333,7 @@ TEST(CudaModelPredict, MaxBatchChunksEqualOneBatch) {
       EXPECT_TRUE(all_close(chunks, whole, 1e-5 * max_abs(whole), 0.0)) << name << (vendor ? " vendor" : " own");
       // and the CPU model agrees with the device (same weights, inference BatchNorm)
       ExecContext exec;
-      RunContext rc{exec, false, nullptr};
+      RunContext rc = RunContext::inference(exec);
       const Tensor cpu = m.forward(rc, x);
       EXPECT_TRUE(all_close(whole, cpu, 1e-4 * max_abs(cpu), 0.0)) << name;  // see the step test's float32 argument
     }
@@ -354,7 +353,7 @@ TEST(CudaModelPredict, OutOfMemoryNamesLayerBatchAndSizes) {
   c.pad = PadMode::explicit_pad;
   c.pad_h = c.pad_w = 1;
   m.net->add(std::make_unique<Conv2dLayer>(c, m.input_shape, m.policy, rng));
-  m.net->add(std::make_unique<GlobalAvgPoolLayer>(m.net->current_shape()));
+  m.net->add(std::make_unique<GlobalAvgPoolLayer>(m.net->current_shape(), m.policy));
   m.net->add(std::make_unique<DenseLayer>(10, m.net->current_shape(), m.policy, rng));
   // 200,000 x 512 x 28 x 28 floats = 321 GB of conv output: more than any GPU has. The input
   // itself (627 MB) fits.

@@ -13,8 +13,9 @@
 #include <vector>
 
 #include "engine/layers/embedding_layer.h"
-#include "engine/ops/registry.h"
+#include "kernels/cpu/registry.h"
 #include "engine/random.h"
+#include "kernels/cpu/ref/ref.h"
 #include "kernels/cuda/ops.h"
 #include "tests/cuda/cuda_test_util.h"
 #include "tests/rnn_test_util.h"
@@ -313,7 +314,7 @@ TEST(CudaEmbedding, GatherAndScatterAreTheCpuLayersBits) {
       for (int i = 0; i < 20; ++i) x.data<decltype(tag)>()[i] = static_cast<decltype(tag)>(ids[i]);
     });
     ExecContext exec;
-    RunContext rc{exec, true, nullptr};
+    RunContext rc = RunContext::training(exec, nullptr);
     const Tensor y_cpu = layer.forward(rc, x);
     const Tensor dy = random_tensor({4, 5, 6}, dt, 8);
     Param& table = *layer.params()[0];

@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "engine/ops/softmax_xent.h"
+#include "kernels/cpu/ref/ref.h"
 #include "kernels/cuda/ops.h"
 #include "tests/cuda/cuda_test_util.h"
 

@@ -9,6 +9,7 @@
 
 #include "drift/convert.h"
 #include "drift/drift.h"
+#include "engine/train/cpu_runner.h"
 #include "models/models.h"
 #include "tests/test_util.h"
 
@@ -46,7 +47,8 @@ TEST(DriftCrossPolicy, PairsInOrderAndEqualToTheSteps) {
   std::vector<Tensor> probs;
   for (std::size_t i = 0; i < policies.size(); ++i) {
     models.push_back(rebuild_under(weights, policies[i], true));
-    probs.push_back(predict_probs(models.back(), exec, test, opt.batch));
+    CpuRunner runner(models.back(), {}, exec);
+    probs.push_back(predict_probs(runner, test, opt.batch));
     EXPECT_EQ(d.accuracy[i].policy.to_string(), policies[i].to_string());
     EXPECT_EQ(d.accuracy[i].accuracy, accuracy_of(probs.back(), test.labels));
   }

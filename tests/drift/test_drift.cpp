@@ -28,7 +28,7 @@ Dataset synthetic(int64_t n, uint64_t seed) {
 
 Tensor logits(Model& m, const Tensor& x) {
   ExecContext exec;
-  RunContext ctx{exec, false, nullptr};
+  RunContext ctx = RunContext::inference(exec);
   return m.forward(ctx, x);
 }
 

@@ -16,19 +16,19 @@ inline void gradcheck_sequential(Sequential& net, const Tensor& x, double tol, i
   ExecContext exec;
   Tensor probe;
   {
-    RunContext ctx{exec, true, nullptr};
+    RunContext ctx = RunContext::training(exec, nullptr);
     probe = net.forward(ctx, x);
   }
   Tensor r = random_tensor(probe.shape(), DType::f64, 31, -1.0, 1.0);
   auto loss = [&](const Tensor& in) {
-    RunContext ctx{exec, true, nullptr};
+    RunContext ctx = RunContext::training(exec, nullptr);
     Tensor y = net.forward(ctx, in);
     double s = 0;
     for (int64_t i = 0; i < y.numel(); ++i) s += y.at(i) * r.at(i);
     return s;
   };
   net.zero_grad();
-  RunContext ctx{exec, true, nullptr};
+  RunContext ctx = RunContext::training(exec, nullptr);
   net.forward(ctx, x);
   Tensor dx = net.backward(ctx, r);
   const double h = 1e-6;

@@ -48,7 +48,7 @@ struct Stats {
 Stats one_step(const Policy& p) {
   BatchNormLayer bn({1, 2, 2}, p);
   ExecContext exec;
-  RunContext train{exec, true, nullptr}, infer{exec, false, nullptr};
+  RunContext train = RunContext::training(exec, nullptr), infer = RunContext::inference(exec);
   bn.forward(train, Tensor::from<double>({1, 1, 2, 2}, {0, 2, 4, 6}).to(DType::f32));
   Tensor y = bn.forward(infer, Tensor::from<float>({1, 1, 2, 2}, {6, 6, 6, 6}));
   auto b = bn.buffers();
@@ -94,7 +94,7 @@ TEST(BatchNormKnobs, EpsilonAndInverseStd) {
   b.bn_eps = 1e-1;
   BatchNormLayer la({1, 2, 2}, a), lb({1, 2, 2}, b);
   ExecContext exec;
-  RunContext train{exec, true, nullptr};
+  RunContext train = RunContext::training(exec, nullptr);
   Tensor x = Tensor::from<float>({1, 1, 2, 2}, {0, 2, 4, 6});
   double ya = la.forward(train, x).at(3), yb = lb.forward(train, x).at(3);
   EXPECT_NEAR(ya, 3 / std::sqrt(5 + 1e-5), 1e-5);

@@ -22,8 +22,7 @@ namespace {
 
 Policy f64_reference(const std::string& preset) {
   Policy p = Policy::preset_named(preset);
-  p.gemm_backend = KernelBackend::reference;
-  p.conv_backend = KernelBackend::reference;
+  use_reference_kernels(p);
   p.dtype = FloatType::float64;
   return p;
 }
@@ -62,7 +61,7 @@ TEST(Embedding, ForwardPicksRowsBackwardAddsRepeats) {
     w->value.data<double>()[r * 2 + 1] = 10.0 * r + 1;
   }
   ExecContext exec;
-  RunContext ctx{exec, true, nullptr};
+  RunContext ctx = RunContext::training(exec, nullptr);
   // Ids as float32 (how datasets store them) into a float64 table: the output takes the table's dtype.
   Tensor y = emb.forward(ctx, ids_tensor({2, 3}, {3, 0, 3, 1, 1, 2}, DType::f32));
   ASSERT_EQ(y.shape(), (Shape{2, 3, 2}));
@@ -90,7 +89,7 @@ TEST(Embedding, BadIdsNameTheLayerTheIdAndWhere) {
   Rng rng(p.rng_engine, 1);
   EmbeddingLayer emb({7, 3, {}}, {4}, p, rng);
   ExecContext exec;
-  RunContext ctx{exec, false, nullptr};
+  RunContext ctx = RunContext::inference(exec);
   std::string e = error_of([&] { emb.forward(ctx, ids_tensor({2, 4}, {0, 1, 2, 3, 4, 5, 7, 6}, DType::f32)); });
   EXPECT_NE(e.find("embedding 7x3: id 7 at [1,2]"), std::string::npos) << e;
   EXPECT_NE(e.find("0..6"), std::string::npos) << e;
@@ -107,7 +106,7 @@ TEST(Embedding, BadIdsNameTheLayerTheIdAndWhere) {
   e = error_of([&] { EmbeddingLayer({5, 3, {}}, {4, 2}, p, rng); });
   EXPECT_NE(e.find("token ids"), std::string::npos) << e;
   e = error_of([&] { emb.backward(ctx, Tensor({2, 4, 3}, DType::f32)); });
-  EXPECT_NE(e.find("backward without a training forward"), std::string::npos) << e;
+  EXPECT_NE(e.find("backward without a recorded forward"), std::string::npos) << e;
 }
 
 TEST(Embedding, InitialiserFollowsThePreset) {

@@ -1,6 +1,5 @@
 // Float64 central-difference gradient checks of every layer, the loss, and LeNet-1/5 end to end,
-// with conv and gemm on the reference kernels (conv_backend=gemm_backend=reference,
-// dtype=float64); pooling and activations run the layer's own kernels.
+// with every op on its reference kernel (use_reference_kernels, dtype=float64).
 //
 // Method: for a layer, loss f = sum(y * R) with a fixed random R, so dL/dy = R; backward(R) gives
 // the analytic dx and (added into zeroed) dW/db, each compared with (f(v+h) - f(v-h)) / 2h.
@@ -27,7 +26,8 @@
 #include "engine/ops/softmax_xent.h"
 #include "engine/policy.h"
 #include "engine/random.h"
-#include "engine/train/trainer.h"
+#include "engine/train/cpu_runner.h"
+#include "kernels/cpu/ref/ref.h"
 #include "models/models.h"
 #include "tests/test_util.h"
 
@@ -47,8 +47,7 @@ constexpr double kScaleFloor = 1e-2;
 
 Policy gc_policy(const std::string& spec) {
   Policy p = Policy::parse(spec);
-  p.conv_backend = KernelBackend::reference;
-  p.gemm_backend = KernelBackend::reference;
+  use_reference_kernels(p);
   p.dtype = FloatType::float64;
   return p;
 }
@@ -116,7 +115,7 @@ void gradcheck_layer(Layer& layer, const Tensor& x_in, uint64_t seed,
   // kernels (the fast max pool) only pay fork/join costs, badly so on a loaded machine.
   ThreadCountGuard one_thread(1);
   ExecContext exec;
-  RunContext ctx{exec, true, nullptr};
+  RunContext ctx = RunContext::training(exec, nullptr);
   Tensor x = x_in.clone();
   auto run = [&]() {
     if (before_forward) before_forward(ctx);
@@ -360,7 +359,7 @@ TEST(GradCheckDropout, DxIsDyTimesMaskOverKeep) {
   ExecContext exec;
   for (RngEngine engine : {RngEngine::mt19937_u24, RngEngine::philox_u23, RngEngine::mrg31k3p}) {
     Rng rng(engine, 5);
-    RunContext ctx{exec, true, &rng};
+    RunContext ctx = RunContext::training(exec, &rng);
     const Tensor x = Tensor::from<double>({2, 50}, std::vector<double>(100, 1.0));
     const Tensor y = layer.forward(ctx, x);
     const Tensor dy = random_tensor({2, 50}, DType::f64, 67);
@@ -456,7 +455,7 @@ TEST_P(GradCheckModel, EndToEnd) {
   ASSERT_EQ(m.dtype(), DType::f64);
   ThreadCountGuard one_thread(1);  // as in gradcheck_layer: ~10^3 tiny forwards
   ExecContext exec;
-  RunContext ctx{exec, true, nullptr};
+  RunContext ctx = RunContext::training(exec, nullptr);
   const SoftmaxXentParams loss = resolve_loss(policy);
   Tensor x = random_tensor({2, 1, 28, 28}, DType::f64, 73, 0.0, 1.0);
   const std::vector<int32_t> labels = {3, 7};

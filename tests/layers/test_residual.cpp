@@ -11,7 +11,8 @@
 #include "engine/layers/global_avg_pool_layer.h"
 #include "engine/layers/residual_layer.h"
 #include "engine/random.h"
-#include "engine/train/trainer.h"
+#include "engine/train/cpu_runner.h"
+#include "kernels/cpu/ref/ref.h"
 #include "models/models.h"
 #include "tests/layers/gradcheck_util.h"
 #include "tests/test_util.h"
@@ -23,8 +24,7 @@ using namespace driftlab;
 Policy f64_ref(const char* preset) {
   Policy p = Policy::preset_named(preset);
   p.dtype = FloatType::float64;
-  p.conv_backend = KernelBackend::reference;
-  p.gemm_backend = KernelBackend::reference;
+  use_reference_kernels(p);
   return p;
 }
 
@@ -37,7 +37,7 @@ TEST_P(ResidualGradCheck, BlockWithStride2) {
   Sequential net({2, 6, 6});
   const bool same = GetParam() == Shortcut::identity;
   add_basic_block(net, p, rng, same ? 2 : 4, same ? 1 : 2, GetParam());
-  net.add(std::make_unique<GlobalAvgPoolLayer>(net.current_shape()));
+  net.add(std::make_unique<GlobalAvgPoolLayer>(net.current_shape(), p));
   // Central differences: O(h^2) truncation plus ~1e-10 rounding on O(1) losses; through two
   // BatchNorms the gradients stay O(1), so 2e-6 absolute is three orders above the noise.
   gradcheck_sequential(net, random_tensor({2, 2, 6, 6}, DType::f64, 5, -1.0, 1.0), 2e-6, 3, 5);
@@ -66,7 +66,7 @@ TEST(Residual, OptionAShortcutValues) {
   std::vector<float> v(32);
   for (int i = 0; i < 32; ++i) v[i] = static_cast<float>(i);
   ExecContext exec;
-  RunContext ctx{exec, false, nullptr};
+  RunContext ctx = RunContext::inference(exec);
   Tensor y = res.forward(ctx, Tensor::from<float>({1, 2, 4, 4}, v));
   ASSERT_EQ(y.shape(), (Shape{1, 4, 2, 2}));
   EXPECT_TRUE(bitwise_equal(y, Tensor::from<float>({1, 4, 2, 2}, {0, 0, 0, 0, 0, 2, 8, 10, 16, 18, 24, 26, 0, 0, 0, 0})));
@@ -106,8 +106,8 @@ TEST(Models, CifarModelsTrainOneStep) {
     TrainConfig cfg;
     cfg.batch = 2;
     cfg.sgd = {0.01, 0.9, false, 0.0};
-    Trainer t(m, exec, cfg);
-    double loss = t.step(random_tensor({2, 3, 32, 32}, DType::f32, 4, 0.0, 1.0), {3, 7});
+    CpuRunner t(m, cfg, exec);
+    double loss = t.train_step(random_tensor({2, 3, 32, 32}, DType::f32, 4, 0.0, 1.0), {3, 7});
     EXPECT_TRUE(std::isfinite(loss)) << name;
     EXPECT_NEAR(loss, std::log(10.0), 1.5) << name << ": an untrained 10-class model starts near log(10)";
   }

@@ -20,7 +20,7 @@ namespace {
 Policy f64_policy(const std::string& spec) {
   Policy p = Policy::parse(spec);
   p.dtype = FloatType::float64;
-  p.gemm_backend = KernelBackend::reference;
+  use_reference_kernels(p);
   return p;
 }
 
@@ -97,7 +97,7 @@ double one_step(RnnCell cell, const std::string& policy, std::vector<double> b_i
   w.bias_hh = Tensor::from<double>({G}, b_hh);
   layer->set_torch_weights(w);
   ExecContext exec;
-  RunContext ctx{exec, false, nullptr};
+  RunContext ctx = RunContext::inference(exec);
   return layer->forward(ctx, Tensor({1, 1, 1}, DType::f64)).at(0);
 }
 
@@ -144,7 +144,7 @@ TEST(RnnKnobs, GruResetPlacementOnTheRecurrentState) {
     w.bias_hh = Tensor::from<double>({3}, {0, 0, 1});
     layer->set_torch_weights(w);
     ExecContext exec;
-    RunContext ctx{exec, false, nullptr};
+    RunContext ctx = RunContext::inference(exec);
     const double h = layer->forward(ctx, Tensor({1, 2, 1}, DType::f64)).at(0);
     const double after = std::string(reset) == "after";
     const double n1 = after ? std::tanh(1 + 0.5 * 1) : std::tanh(1 + 1);
@@ -217,7 +217,7 @@ TEST(RnnKnobs, ForgetBiasOneUnderTorchInit) {
 // therefore match the layer without peepholes); zero peepholes give the plain LSTM exactly, on
 // the reference and the fast kernels; non-zero ones change the output; a GRU has none.
 TEST(RnnKnobs, PeepholesAreAThirdParameterThatZeroTurnsOff) {
-  for (const char* backends : {"gemm_backend=reference", "gemm_backend=onednn"}) {
+  for (const char* backends : {"rnn_backend=reference", "rnn_backend=fast"}) {
     SCOPED_TRACE(backends);
     const std::string base = std::string("torch,") + backends;
     auto plain = make_layer(RnnCell::lstm, RnnSpec{6, true}, {5, 3}, Policy::parse(base));
@@ -236,7 +236,7 @@ TEST(RnnKnobs, PeepholesAreAThirdParameterThatZeroTurnsOff) {
     EXPECT_NE(peep->describe().find("peepholes"), std::string::npos) << peep->describe();
 
     ExecContext exec;
-    RunContext ctx{exec, false, nullptr};
+    RunContext ctx = RunContext::inference(exec);
     Tensor x = random_tensor({4, 5, 3}, DType::f32, 21, -1.0, 1.0);
     Tensor y_plain = plain->forward(ctx, x), y_peep = peep->forward(ctx, x);
     double diff = 0;
@@ -323,7 +323,7 @@ TEST(RnnLayers, TorchWeightsIntoTheTensorflowPresetComputeTheSameLstm) {
   auto viak = make_layer(RnnCell::lstm, RnnSpec{5, true}, {4, 3}, kp, 3);
   viak->set_keras_weights(dst->keras_weights());
   ExecContext exec;
-  RunContext ctx{exec, false, nullptr};
+  RunContext ctx = RunContext::inference(exec);
   Tensor x = random_tensor({2, 4, 3}, DType::f64, 4);
   Tensor ys = src->forward(ctx, x);
   // b_ih + b_hh folded into one bias changes the rounding of one addition: 1e-15.
@@ -337,7 +337,7 @@ TEST(RnnLayers, ShapesAndErrorsNameTheLayer) {
   auto s = make_layer(RnnCell::lstm, RnnSpec{7, true}, {5, 3}, Policy::torch());
   EXPECT_EQ(s->output_shape(), (Shape{5, 7}));
   ExecContext exec;
-  RunContext ctx{exec, false, nullptr};
+  RunContext ctx = RunContext::inference(exec);
   try {
     l->forward(ctx, Tensor({2, 5, 4}, DType::f32));
     FAIL() << "wrong feature count accepted";
@@ -423,9 +423,9 @@ TEST(RnnKnobs, MaskCarryGivesTheUnpaddedResultNoneDoesNot) {
       SCOPED_TRACE(std::string(rnn_cell_name(cell)) + " " + preset);
       // Reference kernels: each row's dot products are the same sums whatever N*T is, so
       // "exactly" is exact; the fast kernel's GEMM may block a 6-step batch differently.
-      const std::string base = std::string(preset) + ",gemm_backend=reference";
+      const std::string base = std::string(preset) + ",rnn_backend=reference";
       ExecContext exec;
-      RunContext ctx{exec, false, nullptr};
+      RunContext ctx = RunContext::inference(exec);
       auto unpadded = token_net(cell, f64_policy(base), 3, false);
       const Tensor want = unpadded->forward(ctx, ids({1, 3}, {3, 1, 5}));
       for (const char* mode : {"none", "carry", "zero"}) {
@@ -450,7 +450,7 @@ TEST(RnnKnobs, MaskCarryGivesTheUnpaddedResultNoneDoesNot) {
 // and a last-step layer consumes it.
 TEST(RnnKnobs, MaskZeroWritesZerosAtPaddedStepsCarryRepeatsTheState) {
   ExecContext exec;
-  RunContext ctx{exec, false, nullptr};
+  RunContext ctx = RunContext::inference(exec);
   auto carry = token_net(RnnCell::lstm, f64_policy("torch,rnn_mask=carry"), 4, true);
   auto zero = token_net(RnnCell::lstm, f64_policy("torch,rnn_mask=zero"), 4, true);
   const Tensor x = ids({1, 4}, {2, 0, 4, 0});
@@ -488,7 +488,7 @@ TEST(RnnLayers, MaskedFastKernelMatchesTheReference) {
         auto pf = nf->named_params(), pr = nr->named_params();
         for (std::size_t i = 0; i < pf.size(); ++i) pf[i].second->value = pr[i].second->value.to(DType::f32);
         Tensor x = ids({3, 5}, {0, 0, 3, 1, 5, 2, 4, 5, 0, 0, 0, 0, 0, 0, 0});
-        RunContext cf{exec, true, nullptr}, cr{exec, true, nullptr};
+        RunContext cf = RunContext::training(exec, nullptr), cr = RunContext::training(exec, nullptr);
         const Tensor yf = nf->forward(cf, x.to(DType::f32));
         const Tensor yr = nr->forward(cr, x);
         // float32 vs float64 over 5 steps of O(1) values: a few float32 ulps; 1e-5 absolute.

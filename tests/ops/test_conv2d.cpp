@@ -16,7 +16,8 @@
 #include <vector>
 
 #include "engine/ops/conv2d.h"
-#include "engine/ops/registry.h"
+#include "kernels/cpu/registry.h"
+#include "kernels/cpu/ref/ref.h"
 #include "tests/test_util.h"
 
 namespace driftlab {
@@ -116,7 +117,7 @@ class Conv2dFastVsRef : public ::testing::TestWithParam<ConvTestParam> {
  protected:
   const Conv2dKernel& fast() {
     const ConvTestParam& tp = GetParam();
-    const Conv2dKernel& k = reg_.conv2d[static_cast<int>(tp.backend)];
+    const Conv2dKernel& k = reg_.conv2d.at(tp.backend);
     EXPECT_STREQ(k.name, backend_name(tp.backend));
     EXPECT_TRUE(k.supports(tp.c.p, tp.dtype)) << tp.c.p.str();
     return k;
@@ -197,7 +198,7 @@ class Conv2dFlip : public ::testing::TestWithParam<std::pair<KernelBackend, DTyp
 TEST_P(Conv2dFlip, EqualsRotatedKernel) {
   const auto [backend, dtype] = GetParam();
   const KernelRegistry reg = make_cpu_registry();
-  const Conv2dKernel& k = reg.conv2d[static_cast<int>(backend)];
+  const Conv2dKernel& k = reg.conv2d.at(backend);
   Conv2dParams plain = conv(3, 5, 9, 8, 6, 3, 2, [](Conv2dParams& q) { q.pad_t = 1, q.pad_l = 1, q.stride_w = 2; });
   Conv2dParams flipped = plain;
   flipped.flip = true;
@@ -230,9 +231,9 @@ INSTANTIATE_TEST_SUITE_P(Backends, Conv2dFlip,
 TEST(Conv2dOnednn, Float64FallsBackToReference) {
   const KernelRegistry reg = make_cpu_registry();
   const Conv2dParams p = conv(2, 3, 8, 8, 4, 3, 3);
-  EXPECT_FALSE(reg.conv2d[static_cast<int>(KernelBackend::onednn)].supports(p, DType::f64));
-  EXPECT_STREQ(select_conv2d(reg, KernelBackend::onednn, p, DType::f64).name, "reference");
-  EXPECT_STREQ(select_conv2d(reg, KernelBackend::onednn, p, DType::f32).name, "onednn");
+  EXPECT_FALSE(reg.conv2d.at(KernelBackend::onednn).supports(p, DType::f64));
+  EXPECT_STREQ(reg.conv2d.select(KernelBackend::onednn, p, DType::f64).name, "reference");
+  EXPECT_STREQ(reg.conv2d.select(KernelBackend::onednn, p, DType::f32).name, "onednn");
 }
 
 TEST(Conv2dFast, ShapeErrorsNameTheArgument) {
@@ -241,7 +242,7 @@ TEST(Conv2dFast, ShapeErrorsNameTheArgument) {
   Tensor x(p.x_shape(), DType::f32), w({4, 3, 3, 2}, DType::f32), y(p.y_shape(), DType::f32);
   for (KernelBackend b : {KernelBackend::eigen, KernelBackend::onednn}) {
     try {
-      reg.conv2d[static_cast<int>(b)].forward(p, x, w, nullptr, y);
+      reg.conv2d.at(b).forward(p, x, w, nullptr, y);
       ADD_FAILURE() << backend_name(b) << ": no error for a wrong weight shape";
     } catch (const Error& e) {
       EXPECT_NE(std::string(e.what()).find("w has shape [4,3,3,2], expected [4,3,3,3]"), std::string::npos) << e.what();
@@ -256,7 +257,7 @@ TEST_P(Conv2dReproducible, TwoThreadsBitwiseIdentical) {
   const auto [backend, dtype] = GetParam();
   ThreadCountGuard threads(2);
   const KernelRegistry reg = make_cpu_registry();
-  const Conv2dKernel& k = reg.conv2d[static_cast<int>(backend)];
+  const Conv2dKernel& k = reg.conv2d.at(backend);
   const Conv2dParams p = conv(9, 6, 12, 12, 16, 5, 5, [](Conv2dParams& q) { q.pad_t = 1, q.pad_r = 2; });
   Tensor x = random_tensor(p.x_shape(), dtype, 11), w = random_tensor(p.w_shape(), dtype, 12);
   Tensor b = random_tensor({p.k}, dtype, 13), dy = random_tensor(p.y_shape(), dtype, 14);

@@ -15,7 +15,7 @@
 #include <vector>
 
 #include "engine/ops/gemm.h"
-#include "engine/ops/registry.h"
+#include "kernels/cpu/registry.h"
 #include "tests/test_util.h"
 
 namespace driftlab {
@@ -99,7 +99,7 @@ TEST_P(GemmFastVsRef, MatchesReference) {
   p.trans_a = tp.trans_a, p.trans_b = tp.trans_b;
   p.alpha = tp.scaling.alpha, p.beta = tp.scaling.beta;
   const KernelRegistry reg = make_cpu_registry();
-  const GemmKernel& fast = reg.gemm[static_cast<int>(tp.backend)];
+  const GemmKernel& fast = reg.gemm.at(tp.backend);
   ASSERT_STREQ(fast.name, backend_name(tp.backend));
   ASSERT_TRUE(tp.dtype == DType::f32 ? fast.f32 != nullptr : fast.f64 != nullptr);
 
@@ -110,7 +110,7 @@ TEST_P(GemmFastVsRef, MatchesReference) {
   if (p.beta == 0.0) c.fill(std::numeric_limits<double>::quiet_NaN());
   Tensor c_ref = c.clone();
   call_gemm(fast, p, a, b, c);
-  call_gemm(reg.gemm[static_cast<int>(KernelBackend::reference)], p, a, b, c_ref);
+  call_gemm(reg.gemm.at(KernelBackend::reference), p, a, b, c_ref);
 
   // Inputs in [-1, 1]: each C element sums K products of magnitude <= 1 in a different order
   // (blocked, FMA, threads) from the reference; the drift is ~ sqrt(K)*sqrt(K)*eps/2 (partial
@@ -135,9 +135,9 @@ INSTANTIATE_TEST_SUITE_P(Cases, GemmFastVsRef, ::testing::ValuesIn(gemm_params()
 
 TEST(OnednnGemm, Float64FallsBackToReference) {
   const KernelRegistry reg = make_cpu_registry();
-  EXPECT_EQ(reg.gemm[static_cast<int>(KernelBackend::onednn)].f64, nullptr);
-  EXPECT_STREQ(select_gemm(reg, KernelBackend::onednn, DType::f64).name, "reference");
-  EXPECT_STREQ(select_gemm(reg, KernelBackend::onednn, DType::f32).name, "onednn");
+  EXPECT_EQ(reg.gemm.at(KernelBackend::onednn).f64, nullptr);
+  EXPECT_STREQ(reg.gemm.select(KernelBackend::onednn, GemmParams{}, DType::f64).name, "reference");
+  EXPECT_STREQ(reg.gemm.select(KernelBackend::onednn, GemmParams{}, DType::f32).name, "onednn");
 }
 
 // dnnl_sgemm is row-major: with small integers the product is exact, so any layout mix-up
@@ -150,7 +150,7 @@ TEST(OnednnGemm, RowMajorExactOnSmallIntegers) {
   const std::vector<float> b = {1, 0, 2, -1, 1, 0, 0, 3, 1, 2, -2, 1};    // (4,3)
   const std::vector<float> expect = {7, 3, 9, 15, 11, 25};               // a*b, by hand
   std::vector<float> c(6, std::numeric_limits<float>::quiet_NaN());
-  reg.gemm[static_cast<int>(KernelBackend::onednn)].f32(p, a.data(), b.data(), c.data());
+  reg.gemm.at(KernelBackend::onednn).f32(p, a.data(), b.data(), c.data());
   EXPECT_EQ(c, expect);
 }
 
@@ -163,7 +163,7 @@ TEST_P(GemmReproducible, TwoThreadsBitwiseIdentical) {
   const auto [backend, dtype, shape] = GetParam();
   ThreadCountGuard threads(2);
   const KernelRegistry reg = make_cpu_registry();
-  const GemmKernel& k = reg.gemm[static_cast<int>(backend)];
+  const GemmKernel& k = reg.gemm.at(backend);
   GemmParams p;
   p.m = shape.m, p.n = shape.n, p.k = shape.k, p.trans_b = true, p.beta = 0.5;
   Tensor a = random_tensor({p.m, p.k}, dtype, 31), b = random_tensor({p.n, p.k}, dtype, 32);
@@ -189,7 +189,7 @@ TEST(GemmReproducibleDouble, EigenTwoThreadsBitwiseIdentical) {
   p.m = 257, p.n = 300, p.k = 311, p.trans_a = true;
   Tensor a = random_tensor({p.k, p.m}, DType::f64, 41), b = random_tensor({p.k, p.n}, DType::f64, 42);
   Tensor c[2] = {Tensor({p.m, p.n}, DType::f64), Tensor({p.m, p.n}, DType::f64)};
-  for (Tensor& ci : c) call_gemm(reg.gemm[static_cast<int>(KernelBackend::eigen)], p, a, b, ci);
+  for (Tensor& ci : c) call_gemm(reg.gemm.at(KernelBackend::eigen), p, a, b, ci);
   EXPECT_TRUE(bitwise_equal(c[0], c[1]));
 }
 

@@ -1,12 +1,16 @@
-// Fast max pooling against the reference: bit-identical results (a max involves no
-// rounding) on awkward shapes, ties under both tie rules, NaN inputs, overlapping windows,
-// padding on one side only, batch 1, float32 and float64, and 1 vs 2 threads.
+// The fast pooling kernels (the registry's `fast` slots) against the reference: bit-identical
+// results on awkward shapes -- max pooling (a max involves no rounding) under both tie rules
+// and with NaN inputs; average pooling (the same window sums in the same order and the same
+// divisor) with and without count_include_pad -- overlapping windows, padding on one side only,
+// batch 1, float32 and float64, and 1 vs 2 threads.
 #include <gtest/gtest.h>
 
 #include <cmath>
 #include <limits>
 
 #include "engine/ops/pool2d.h"
+#include "kernels/cpu/ref/ref.h"
+#include "kernels/cpu/registry.h"
 #include "tests/test_util.h"
 
 namespace {
@@ -77,11 +81,40 @@ TEST_P(Pool2dFastVsRef, BitIdentical) {
   Tensor y_ref(p.y_shape(), dt), dx_ref(p.x_shape(), dt);
   maxpool2d_forward_ref(p, x, y_ref);
   maxpool2d_backward_ref(p, x, dy, dx_ref);
+  const KernelRegistry reg = make_cpu_registry();
+  const Pool2dKernel& fast = reg.maxpool2d.at(KernelBackend::fast);
+  ASSERT_STREQ(fast.name, "fast");
   for (int threads : {1, 2}) {
     ThreadCountGuard guard(threads);
     Tensor y(p.y_shape(), dt), dx(p.x_shape(), dt);
-    maxpool2d_forward_fast(p, x, y);
-    maxpool2d_backward_fast(p, x, dy, dx);
+    fast.forward(p, x, y);
+    fast.backward(p, x, dy, dx);
+    EXPECT_TRUE(bitwise_equal(y, y_ref)) << c.name << " threads=" << threads;
+    EXPECT_TRUE(bitwise_equal(dx, dx_ref)) << c.name << " threads=" << threads;
+  }
+}
+
+// Average pooling: the same cases, the divisor with and without the padding (ties and NaN play
+// no part: `nan` here switches count_include_pad off).
+class AvgPool2dFastVsRef : public ::testing::TestWithParam<std::tuple<PoolCase, PoolTies, DType, bool>> {};
+
+TEST_P(AvgPool2dFastVsRef, BitIdentical) {
+  auto [c, ties, dt, exclude_pad] = GetParam();
+  Pool2dParams p = params(c, ties);
+  p.count_include_pad = !exclude_pad;
+  Tensor x = random_tensor(p.x_shape(), dt, 21);
+  Tensor dy = random_tensor(p.y_shape(), dt, 22);
+  Tensor y_ref(p.y_shape(), dt), dx_ref(p.x_shape(), dt);
+  avgpool2d_forward_ref(p, x, y_ref);
+  avgpool2d_backward_ref(p, dy, dx_ref);
+  const KernelRegistry reg = make_cpu_registry();
+  const Pool2dKernel& fast = reg.avgpool2d.at(KernelBackend::fast);
+  ASSERT_STREQ(fast.name, "fast");
+  for (int threads : {1, 2}) {
+    ThreadCountGuard guard(threads);
+    Tensor y(p.y_shape(), dt), dx(p.x_shape(), dt);
+    fast.forward(p, x, y);
+    fast.backward(p, x, dy, dx);
     EXPECT_TRUE(bitwise_equal(y, y_ref)) << c.name << " threads=" << threads;
     EXPECT_TRUE(bitwise_equal(dx, dx_ref)) << c.name << " threads=" << threads;
   }
@@ -98,6 +131,17 @@ INSTANTIATE_TEST_SUITE_P(Cases, Pool2dFastVsRef,
                                             ::testing::Values(PoolTies::first, PoolTies::all),
                                             ::testing::Values(DType::f32, DType::f64), ::testing::Bool()),
                          case_name);
+
+std::string avg_case_name(const ::testing::TestParamInfo<AvgPool2dFastVsRef::ParamType>& info) {
+  const PoolCase& c = std::get<0>(info.param);
+  return std::string(c.name) + (std::get<2>(info.param) == DType::f32 ? "_f32" : "_f64") +
+         (std::get<3>(info.param) ? "_exclude_pad" : "_include_pad");
+}
+
+INSTANTIATE_TEST_SUITE_P(Cases, AvgPool2dFastVsRef,
+                         ::testing::Combine(::testing::ValuesIn(kCases), ::testing::Values(PoolTies::first),
+                                            ::testing::Values(DType::f32, DType::f64), ::testing::Bool()),
+                         avg_case_name);
 
 // The reference itself on a hand-computable case: 2x2 all-equal window.
 TEST(Pool2dRef, TiesFirstVsAll) {

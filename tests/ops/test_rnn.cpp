@@ -9,7 +9,7 @@
 #include <string>
 #include <vector>
 
-#include "engine/ops/registry.h"
+#include "kernels/cpu/registry.h"
 #include "engine/ops/rnn.h"
 #include "tests/rnn_test_util.h"
 #include "tests/test_util.h"
@@ -85,9 +85,9 @@ TEST_P(RnnFastVsRef, ForwardAndBackwardMatchTheReference) {
   const RnnCase& c = kCases[std::get<1>(GetParam())];
   SCOPED_TRACE(c.name);
   KernelRegistry reg = make_cpu_registry();
-  const RnnKernel& fast = reg.rnn[static_cast<int>(b)];
+  const RnnKernel& fast = reg.rnn.at(b);
   ASSERT_NE(fast.forward_f32, nullptr) << backend_name(b);
-  const RnnKernel& ref = reg.rnn[static_cast<int>(KernelBackend::reference)];
+  const RnnKernel& ref = reg.rnn.at(KernelBackend::reference);
   const std::vector<uint8_t> tiles_mask = shape_mask(kTiles), chunks_mask = shape_mask(kChunks);
   for (const RnnShape& shape : {kSmall, kTiles, kChunks})
   for (const uint8_t* mask : {static_cast<const uint8_t*>(nullptr), shape.batch == kSmall.batch ? kMask.data()
@@ -122,13 +122,13 @@ TEST_P(RnnFastVsRef, PaddedStepsCarryTheStateExactly) {
   const RnnParams p = rnn_case_params(c, kSmall);
   for (KernelBackend kb : {KernelBackend::reference, b}) {
     SCOPED_TRACE(backend_name(kb));
-    RnnRun r = run(reg.rnn[static_cast<int>(kb)], 2, p, 11, kMask.data());
+    RnnRun r = run(reg.rnn.at(kb), 2, p, 11, kMask.data());
     EXPECT_TRUE(padded_steps_carry(p, kMask, r.h, r.dx));
   }
 }
 
 INSTANTIATE_TEST_SUITE_P(All, RnnFastVsRef,
-                         ::testing::Combine(::testing::Values(KernelBackend::eigen, KernelBackend::onednn),
+                         ::testing::Combine(::testing::Values(KernelBackend::fast),
                                             ::testing::Range(0, static_cast<int>(std::size(kCases)))),
                          [](const auto& info) {
                            return std::string(backend_name(std::get<0>(info.param))) + "_" +
@@ -139,12 +139,12 @@ INSTANTIATE_TEST_SUITE_P(All, RnnFastVsRef,
 // a forward that fills the whole workspace for the backward; so does the reference.
 TEST(RnnFast, InferenceWithoutWorkspaceGivesTheSameStates) {
   KernelRegistry reg = make_cpu_registry();
-  for (KernelBackend b : {KernelBackend::reference, KernelBackend::onednn})
+  for (KernelBackend b : {KernelBackend::reference, KernelBackend::fast})
     for (const RnnCase& c : kCases)
       for (const uint8_t* mask : {static_cast<const uint8_t*>(nullptr), kMask.data()}) {
         SCOPED_TRACE(std::string(c.name) + " " + backend_name(b) + (mask ? " masked" : ""));
         const RnnParams p = mask ? rnn_case_params(c, kSmall) : rnn_case_params(c, kTiles);
-        const RnnKernel& k = reg.rnn[static_cast<int>(b)];
+        const RnnKernel& k = reg.rnn.at(b);
         RnnExec ex{2};
         const int64_t GH = rnn_gates(p.cell) * p.hidden;
         Tensor x = random_tensor({p.batch, p.steps, p.input}, DType::f32, 3, -1.0, 1.0);
@@ -165,19 +165,19 @@ TEST(RnnFast, InferenceWithoutWorkspaceGivesTheSameStates) {
 
 TEST(RnnFast, SameBitsForAnyThreadCount) {
   KernelRegistry reg = make_cpu_registry();
-  const KernelBackend b = KernelBackend::eigen;
+  const KernelBackend b = KernelBackend::fast;
   const std::vector<uint8_t> chunks_mask = shape_mask(kChunks);
   for (const RnnCase& c : kCases)
     for (int shape = 0; shape < 3; ++shape) {
       SCOPED_TRACE(std::string(c.name) + " shape " + std::to_string(shape));
       const RnnParams p = rnn_case_params(c, shape == 0 ? kSmall : shape == 1 ? kTiles : kChunks);
       const uint8_t* mask = shape == 0 ? kMask.data() : shape == 2 ? chunks_mask.data() : nullptr;
-      RnnRun one = run(reg.rnn[static_cast<int>(b)], 1, p, 5, mask);
+      RnnRun one = run(reg.rnn.at(b), 1, p, 5, mask);
       // Rows are split among threads (the backward: whole chunks of fixed size), never the
       // terms of one sum: exact equality.
       for (int threads : {2, 3}) {
         SCOPED_TRACE(std::to_string(threads) + " threads");
-        RnnRun more = run(reg.rnn[static_cast<int>(b)], threads, p, 5, mask);
+        RnnRun more = run(reg.rnn.at(b), threads, p, 5, mask);
         EXPECT_TRUE(all_close(one.h, more.h, 0, 0));
         EXPECT_TRUE(all_close(one.dx, more.dx, 0, 0));
         EXPECT_TRUE(all_close(one.dw_ih, more.dw_ih, 0, 0));
@@ -192,12 +192,12 @@ TEST(RnnFast, SameBitsForAnyThreadCount) {
 // zero at every other step, in both kernels (with the padding mask: the last step padded too).
 TEST(RnnOp, LastStepGradientEqualsTheFullOneWithZeros) {
   KernelRegistry reg = make_cpu_registry();
-  for (KernelBackend b : {KernelBackend::reference, KernelBackend::onednn})
+  for (KernelBackend b : {KernelBackend::reference, KernelBackend::fast})
     for (const RnnCase& c : kCases) {
       SCOPED_TRACE(std::string(c.name) + " " + backend_name(b));
       const RnnParams p = rnn_case_params(c, kSmall);
       const int64_t GH = rnn_gates(p.cell) * p.hidden, N = p.batch, S = p.steps, H = p.hidden;
-      const RnnKernel& k = reg.rnn[static_cast<int>(b)];
+      const RnnKernel& k = reg.rnn.at(b);
       RnnExec ex{2};
       Tensor x = random_tensor({N, S, p.input}, DType::f32, 3, -1.0, 1.0);
       Tensor w_ih = random_tensor({GH, p.input}, DType::f32, 4, -0.5, 0.5);
@@ -257,7 +257,7 @@ TEST(RnnOp, HardSigmoidGradientEdgesAtTheClipPoint) {
   } edges[] = {{0.2, 2.5, true}, {0.2, 2.5, false}, {1.0 / 6.0, 3.0, true}, {1.0 / 6.0, 3.0, false}};
   KernelRegistry reg = make_cpu_registry();
   for (const Edge& e : edges)
-    for (KernelBackend b : {KernelBackend::reference, KernelBackend::eigen}) {
+    for (KernelBackend b : {KernelBackend::reference, KernelBackend::fast}) {
       RnnParams p;
       p.cell = RnnCell::lstm;
       p.batch = p.steps = p.input = p.hidden = 1;
@@ -267,7 +267,7 @@ TEST(RnnOp, HardSigmoidGradientEdgesAtTheClipPoint) {
       const float b_ih[4] = {static_cast<float>(e.edge), 0, 1, 0};  // a_i on the edge, a_g = 1
       float h = 0, dh = 1, dx = 0, dw_ih[4] = {}, dw_hh[4] = {}, db_ih[4] = {};
       std::vector<float> ws(static_cast<std::size_t>(rnn_workspace_size(p)));
-      const RnnKernel& k = reg.rnn[static_cast<int>(b)];
+      const RnnKernel& k = reg.rnn.at(b);
       RnnExec ex{1};
       const RnnWeights<float> w{w_ih, w_hh, b_ih, nullptr, nullptr};
       k.forward_f32(p, ex, &x, nullptr, w, &h, ws.data());

@@ -179,7 +179,7 @@ struct LayerRun {
 // forward (training), then backward of loss = sum(y * r).
 inline LayerRun run_layer(Layer& layer, const Tensor& x, const Tensor& r) {
   ExecContext exec;
-  RunContext ctx{exec, true, nullptr};
+  RunContext ctx = RunContext::training(exec, nullptr);
   for (Param* p : layer.params()) p->grad.zero();
   LayerRun res;
   res.y = layer.forward(ctx, x);

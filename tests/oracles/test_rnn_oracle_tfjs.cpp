@@ -30,7 +30,7 @@
 #include "engine/model.h"
 #include "engine/policy.h"
 #include "engine/random.h"
-#include "engine/train/trainer.h"
+#include "engine/train/cpu_runner.h"
 #include "tests/oracles/rnn_oracle_util.h"
 
 namespace driftlab {
@@ -152,7 +152,7 @@ TEST(TfjsRnnOracle, LstmAndGruOutputsAndEveryGradient) {
   for (const GradCase& c : kGradCases)
     for (const bool reference : {false, true}) {
       Policy p = tf_policy(c.act);
-      if (reference) p.gemm_backend = KernelBackend::reference;
+      if (reference) use_reference_kernels(p);
       auto layer = make_rnn(c.cell, c.h, c.seq, c.t, c.f, p);
       layer->set_keras_weights(keras_weights_of(d, c.name));
       const LayerRun res = run_case(d, c, *layer);
@@ -367,7 +367,7 @@ Tensor train_steps(const CaseDir& d, const TrainCase& c, Model& m) {
   cfg.sgd.lr = kLr;
   cfg.sgd.momentum = kMomentum;
   ExecContext exec;
-  Trainer trainer(m, exec, cfg);
+  CpuRunner trainer(m, cfg, exec);
   std::vector<double> losses;
   for (int k = 0; k < kSteps; ++k) {
     const std::string b = std::string(c.name) + ".b" + std::to_string(k);
@@ -375,7 +375,7 @@ Tensor train_steps(const CaseDir& d, const TrainCase& c, Model& m) {
     std::vector<int32_t> labels(static_cast<std::size_t>(y.dim(0)));
     for (int64_t i = 0; i < y.numel(); ++i)
       if (y.at(i) == 1.0) labels[static_cast<std::size_t>(i / c.classes)] = static_cast<int32_t>(i % c.classes);
-    losses.push_back(trainer.step(d.read(b + ".x"), labels));
+    losses.push_back(trainer.train_step(d.read(b + ".x"), labels));
   }
   return Tensor::from<double>({kSteps}, losses);
 }

@@ -31,7 +31,7 @@
 #include "engine/model.h"
 #include "engine/policy.h"
 #include "engine/random.h"
-#include "engine/train/trainer.h"
+#include "engine/train/cpu_runner.h"
 #include "tests/oracles/rnn_oracle_util.h"
 
 namespace driftlab {
@@ -90,9 +90,10 @@ std::unique_ptr<RnnLayer> make_rnn(RnnCell cell, int64_t units, bool seq, int64_
   return std::make_unique<RnnLayer>(cell, RnnSpec{units, seq}, Shape{steps, features}, p, rng);
 }
 
-Policy torch_with(KernelBackend gemm, bool f64) {
+// The torch preset on its own kernels, or (reference) every op on its reference kernel.
+Policy torch_with(bool reference, bool f64) {
   Policy p = Policy::torch();
-  p.gemm_backend = gemm;
+  if (reference) use_reference_kernels(p);
   if (f64) p.dtype = FloatType::float64;
   return p;
 }
@@ -156,15 +157,13 @@ TEST(TorchRnnOracle, LstmAndGruOutputsAndEveryGradient) {
   ErrorTable table("LSTM / GRU, torch preset, vs PyTorch 1.13 nn.LSTM / nn.GRU with the same weights", "pytorch");
   struct Variant {
     const char* label;
-    KernelBackend gemm;
+    bool reference;
     bool f64;
   };
-  const Variant variants[] = {{"f32", Policy::torch().gemm_backend, false},
-                              {"f32 ref", KernelBackend::reference, false},
-                              {"f64 ref", KernelBackend::reference, true}};
+  const Variant variants[] = {{"f32", false, false}, {"f32 ref", true, false}, {"f64 ref", true, true}};
   for (const GradCase& c : kGradCases)
     for (const Variant& v : variants) {
-      const Policy p = torch_with(v.gemm, v.f64);
+      const Policy p = torch_with(v.reference, v.f64);
       auto layer = make_rnn(c.cell, c.h, c.seq, c.t, c.f, p);
       layer->set_torch_weights(torch_weights_of(d, c.name));
       const LayerRun res = run_case(d, c, *layer, v.f64 ? DType::f64 : DType::f32);
@@ -242,7 +241,7 @@ TEST(TorchRnnOracle, PackedSequencesEqualMaskCarry) {
       auto layer = make_rnn(c.cell, kPackH, false, kPackT, kPackF, p);
       layer->set_torch_weights(torch_weights_of(d, n));
       ExecContext exec;
-      RunContext ctx{exec, true, nullptr};
+      RunContext ctx = RunContext::training(exec, nullptr);
       ctx.step_mask = mask;
       for (Param* prm : layer->params()) prm->grad.zero();
       const Tensor y = layer->forward(ctx, in(d, n, "x"));
@@ -415,7 +414,7 @@ TEST(TorchRnnImport, PyTorchStateIntoTensorflowPresetReordersGates) {
     auto layer = make_rnn(cell, kImpH, true, kImpT, kImpF, tf);
     layer->set_torch_weights(w);
     ExecContext exec;
-    RunContext ctx{exec, false, nullptr};
+    RunContext ctx = RunContext::inference(exec);
     EXPECT_TRUE(table.check(name, "output after import", layer->forward(ctx, x), ref, kTol));
 
     // The layer's Keras-layout weights are PyTorch's transposed with the GRU's r,z blocks swapped:
@@ -511,14 +510,14 @@ TEST(TorchRnnOracle, TwentySgdStepsOfRnnClassifiers) {
       cfg.sgd.lr = kLr;
       cfg.sgd.momentum = kMomentum;
       ExecContext exec;
-      Trainer trainer(m, exec, cfg);
+      CpuRunner trainer(m, cfg, exec);
       const Tensor xs = in(d, c.name, "xs"), ls = in(d, c.name, "labels");
       std::vector<double> losses;
       for (int k = 0; k < kSteps; ++k) {
         const Tensor lk = slice0(ls, k);
         std::vector<int32_t> labels(static_cast<std::size_t>(lk.numel()));
         for (int64_t i = 0; i < lk.numel(); ++i) labels[static_cast<std::size_t>(i)] = static_cast<int32_t>(lk.at(i));
-        losses.push_back(trainer.step(slice0(xs, k), labels));
+        losses.push_back(trainer.train_step(slice0(xs, k), labels));
       }
       const std::string pre = f64 ? "f64." : "";
       const double tol = f64 ? kTrainTol64 : kTrainTol;

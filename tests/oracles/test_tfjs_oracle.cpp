@@ -54,7 +54,8 @@
 #include "engine/policy.h"
 #include "engine/random.h"
 #include "engine/train/sgd.h"
-#include "engine/train/trainer.h"
+#include "engine/train/cpu_runner.h"
+#include "kernels/cpu/ref/ref.h"
 #include "models/models.h"
 #include "tests/oracles/oracle_util.h"
 #include "tests/test_util.h"
@@ -515,7 +516,7 @@ struct NetResult {
 NetResult run_driftlab(Sequential& net, const Tensor& x, const Tensor& r, const std::vector<int32_t>& labels,
                        const Policy& policy) {
   ExecContext exec;
-  RunContext ctx{exec, true, nullptr};
+  RunContext ctx = RunContext::training(exec, nullptr);
   ctx.input_grad = true;
   net.zero_grad();
   NetResult out;
@@ -1058,7 +1059,7 @@ TEST(TfjsOracle, BatchNormTrainingMovingStatisticsInference) {
     {
       BatchNormLayer layer(per, tf);
       set_params(layer, {d.gamma, d.beta});
-      RunContext ctx{exec, true, nullptr};
+      RunContext ctx = RunContext::training(exec, nullptr);
       const Tensor y = layer.forward(ctx, d.x[0]);
       const Tensor dx = layer.backward(ctx, d.r);
       EXPECT_TRUE(t.add(n, "forward (train)", y, from_tfjs(run.out(n, "y0")), kFwdTol));
@@ -1075,9 +1076,9 @@ TEST(TfjsOracle, BatchNormTrainingMovingStatisticsInference) {
     for (const bool tfjs_rule : {true, false}) {
       BatchNormLayer layer(per, tfjs_rule ? tfjs_batchnorm_policy() : tf);
       set_params(layer, {d.gamma, d.beta});
-      RunContext train{exec, true, nullptr};
+      RunContext train = RunContext::training(exec, nullptr);
       for (const Tensor& x : d.x) layer.forward(train, x);
-      RunContext infer{exec, false, nullptr};
+      RunContext infer = RunContext::inference(exec);
       const Tensor ye = layer.forward(infer, d.xe);
       const std::vector<Param*> bufs = layer.buffers();
       ASSERT_GE(bufs.size(), 2u);
@@ -1113,7 +1114,7 @@ TEST(TfjsOracle, ResidualBasicBlocks) {
       named[i].second->grad.zero();
     }
     ExecContext exec;
-    RunContext ctx{exec, true, nullptr};
+    RunContext ctx = RunContext::training(exec, nullptr);
     const Tensor y = net->forward(ctx, block_input(bc));
     const Tensor dx = net->backward(ctx, block_r(bc));
     // Two 3x3 convolutions (<= 288 products per output, 2,304 per weight gradient), each
@@ -1144,9 +1145,9 @@ std::vector<Tensor> train_driftlab(const std::string& name, const Policy& policy
   cfg.sgd.lr = kLr;
   cfg.sgd.momentum = kMomentum;
   cfg.sgd.nesterov = nesterov;
-  Trainer tr(m, exec, cfg);
+  CpuRunner tr(m, cfg, exec);
   for (int s = 0; s < kTrainSteps; ++s)
-    losses->push_back(tr.step(lenet_images(kTrainBatch, 1000 + s), random_labels(kTrainBatch, 10, 2000 + s)));
+    losses->push_back(tr.train_step(lenet_images(kTrainBatch, 1000 + s), random_labels(kTrainBatch, 10, 2000 + s)));
   std::vector<Tensor> out;
   for (auto& np : m.net->named_params()) out.push_back(np.second->value.clone());
   return out;
@@ -1264,7 +1265,7 @@ Tensor sgd_driftlab(const std::string& form, bool nesterov) {
   Tensor traj({kTrainSteps, kOptimN}, DType::f32);
   for (int s = 0; s < kTrainSteps; ++s) {
     for (int64_t i = 0; i < kOptimN; ++i) prm.grad.data<float>()[i] = g.data<float>()[s * kOptimN + i];
-    sgd.step({{"p", &prm}});
+    sgd.step(ExecContext{}, {{"p", &prm}});
     for (int64_t i = 0; i < kOptimN; ++i) traj.data<float>()[s * kOptimN + i] = prm.value.data<float>()[i];
   }
   return traj;
@@ -1437,7 +1438,7 @@ TEST(TfjsNegative, StridedSamePadding) {
 Tensor lenet5_logits(const Policy& policy, const Tensor& x) {
   Model m = lenet("lenet5", policy);
   ExecContext exec;
-  RunContext ctx{exec, false, nullptr};
+  RunContext ctx = RunContext::inference(exec);
   return m.forward(ctx, x);
 }
 

@@ -61,7 +61,9 @@
 #include "engine/policy.h"
 #include "engine/random.h"
 #include "engine/train/sgd.h"
-#include "engine/train/trainer.h"
+#include "engine/train/cpu_runner.h"
+#include "kernels/cpu/ref/ref.h"
+#include "kernels/cpu/registry.h"
 #include "models/models.h"
 #include "tests/oracles/oracle_util.h"
 #include "tests/test_util.h"
@@ -142,8 +144,11 @@ class TorchRun {
 using oracle::ErrorTable;
 using oracle::max_abs;
 
+// The torch preset with conv and gemm on backend b; b = reference runs every op on its
+// reference kernel (the all-reference engine).
 Policy torch_with_backends(KernelBackend b) {
   Policy p = Policy::torch();
+  if (b == KernelBackend::reference) use_reference_kernels(p);
   p.conv_backend = b;
   p.gemm_backend = b;
   return p;
@@ -224,7 +229,7 @@ struct LayerResult {
 // forward (training), then backward of loss = sum(y * r).
 LayerResult run_layer(Layer& layer, const Tensor& x, const Tensor& r) {
   ExecContext exec;
-  RunContext ctx{exec, true, nullptr};
+  RunContext ctx = RunContext::training(exec, nullptr);
   LayerResult res;
   res.y = layer.forward(ctx, x);
   res.dx = layer.backward(ctx, r);
@@ -387,7 +392,7 @@ TEST(TorchOracleLayers, Conv2d) {
       Conv2dLayer layer(spec, {cc.c, cc.h, cc.w}, pol, rng);
       set_params(layer, {run.in(n, "w"), run.in(n, "b")});
       const ExecContext exec;
-      const std::string kernel = select_conv2d(exec.kernels, be, layer.op_params(), DType::f32).name;
+      const std::string kernel = exec.kernels.conv2d.select(be, layer.op_params(), DType::f32).name;
       LayerResult res = run_layer(layer, run.in(n, "x"), run.in(n, "r"));
       const std::string what = std::string(cc.name) + " [" + kernel + "]";
       // Backward: dX sums K*R*S terms and dW sums N*P*Q (up to ~1500) products of values in
@@ -423,10 +428,12 @@ TEST(TorchOracleLayers, Pool2d) {
       EXPECT_TRUE(table.check(std::string(pc.name) + " [op ref]", "forward", y, ty, kTol));
       EXPECT_TRUE(table.check(std::string(pc.name) + " [op ref]", "dX", dx, tdx, kTol));
     }
-    if (pc.max) {
+    {
+      const KernelRegistry reg = make_cpu_registry();
+      const Pool2dKernel& fast = (pc.max ? reg.maxpool2d : reg.avgpool2d).at(KernelBackend::fast);
       Tensor y = Tensor::empty(p.y_shape(), DType::f32), dx = Tensor::empty(p.x_shape(), DType::f32);
-      maxpool2d_forward_fast(p, x, y);
-      maxpool2d_backward_fast(p, x, r, dx);
+      fast.forward(p, x, y);
+      fast.backward(p, x, r, dx);
       EXPECT_TRUE(table.check(std::string(pc.name) + " [op fast]", "forward", y, ty, kTol));
       EXPECT_TRUE(table.check(std::string(pc.name) + " [op fast]", "dX", dx, tdx, kTol));
     }
@@ -464,7 +471,7 @@ TEST(TorchOracleLayers, MaxPoolPadsWithMinusInfinity) {
                                        [&](const PoolCase& c) { return "pool_" + std::string(c.name) == name; });
     const Pool2dParams p = pool_params(pc);
     Tensor y = Tensor::empty(p.y_shape(), DType::f32);
-    maxpool2d_forward_fast(p, run.in(name, "x"), y);
+    make_cpu_registry().maxpool2d.at(KernelBackend::fast).forward(p, run.in(name, "x"), y);
     EXPECT_TRUE(bitwise_equal(y, ty)) << name;  // a max involves no rounding
   }
 }
@@ -657,7 +664,7 @@ TEST(TorchOracleLayers, BatchNormTrainingRunningStatsAndInference) {
     // Two more training batches: running <- 0.9*running + 0.1*batch stat, the variance
     // unbiased (n/(n-1)); three mixes of per-channel means, same rounding budget.
     ExecContext exec;
-    RunContext train{exec, true, nullptr};
+    RunContext train = RunContext::training(exec, nullptr);
     layer.forward(train, run.in(n, "x1"));
     layer.forward(train, run.in(n, "x2"));
     const std::vector<Param*> bufs = layer.buffers();
@@ -665,7 +672,7 @@ TEST(TorchOracleLayers, BatchNormTrainingRunningStatsAndInference) {
     EXPECT_TRUE(table.check(n, "running_mean after 3 steps", bufs[0]->value, run.out(n, "running_mean"), kTol));
     EXPECT_TRUE(table.check(n, "running_var after 3 steps", bufs[1]->value, run.out(n, "running_var"), kTol));
     // Inference with those statistics: one affine map per element.
-    RunContext infer{exec, false, nullptr};
+    RunContext infer = RunContext::inference(exec);
     const Tensor ye = layer.forward(infer, run.in(n, "xe"));
     EXPECT_TRUE(table.check(n, "forward (eval, running stats)", ye, run.out(n, "y_eval"), kTol));
   }
@@ -688,7 +695,7 @@ TEST(TorchOracleLayers, ResidualBasicBlocks) {
         params[i].second->grad.zero();
       }
       ExecContext exec;
-      RunContext ctx{exec, true, nullptr};
+      RunContext ctx = RunContext::training(exec, nullptr);
       const Tensor y = net->forward(ctx, run.in(n, "x"));
       const Tensor dx = net->backward(ctx, run.in(n, "r"));
       const std::string what = std::string(bc.name) + " [" + backend_name(be) + "]";
@@ -788,7 +795,7 @@ void check_every_layer(const TorchRun& run, const std::string& n, Model& m, Erro
   const Policy& pol = m.policy;
   load_model_weights(m, run, n);
   ExecContext exec;
-  RunContext ctx{exec, true, nullptr};
+  RunContext ctx = RunContext::training(exec, nullptr);
   ctx.input_grad = true;
   Sequential& net = *m.net;
   net.zero_grad();
@@ -859,10 +866,10 @@ TEST_P(TorchOracleLeNet, EveryLayerGradientsAndSgdSteps) {
       cfg.sgd.nesterov = v.nesterov;
       cfg.sgd.weight_decay = v.weight_decay;
       ExecContext texec;
-      Trainer trainer(tm, texec, cfg);
+      CpuRunner trainer(tm, cfg, texec);
       const Tensor xs = run.in(t, "xs"), ls = run.in(t, "labels");
       std::vector<double> losses;
-      for (int k = 0; k < kSteps; ++k) losses.push_back(trainer.step(slice0(xs, k), labels_of(slice0(ls, k))));
+      for (int k = 0; k < kSteps; ++k) losses.push_back(trainer.train_step(slice0(xs, k), labels_of(slice0(ls, k))));
       // (label, oracle key, driftlab's value) for every parameter and the per-step losses.
       std::vector<std::tuple<std::string, std::string, Tensor>> results;
       for (auto& np : tm.net->named_params())
@@ -1210,7 +1217,7 @@ TEST(TorchNegative, FlattenOrder) {
     Model m = build_model("lenet1", pol, kModelSeed);
     load_model_weights(m, run, "flatten_lenet1");
     ExecContext exec;
-    RunContext ctx{exec, false, nullptr};
+    RunContext ctx = RunContext::inference(exec);
     return m.forward(ctx, run.in("flatten_lenet1", "x"));
   };
   const Tensor ref = run.out("flatten_lenet1", "y7");
@@ -1272,7 +1279,7 @@ Model train_lenet1(const TorchRun& run, const std::string& n, const Policy& pol,
   Sgd sgd(sc, resolve_sgd(pol));
   const SoftmaxXentParams lp = resolve_loss(pol);
   ExecContext exec;
-  RunContext ctx{exec, true, nullptr};
+  RunContext ctx = RunContext::training(exec, nullptr);
   ctx.input_grad = false;
   const Tensor xs = run.in(n, "xs"), ls = run.in(n, "labels");
   for (int k = 0; k < kSteps; ++k) {
@@ -1285,7 +1292,7 @@ Model train_lenet1(const TorchRun& run, const std::string& n, const Policy& pol,
     Tensor dz(z.shape(), z.dtype());
     softmax_xent_backward_ref(lp, z, y, dz);
     m.net->backward(ctx, dz);
-    sgd.step(params);
+    sgd.step(ExecContext{}, params);
   }
   return m;
 }

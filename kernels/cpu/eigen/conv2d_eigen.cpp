@@ -25,7 +25,7 @@
 
 #include "engine/core/eigen.h"
 #include "engine/ops/conv2d.h"
-#include "engine/ops/registry.h"
+#include "kernels/cpu/registry.h"
 
 namespace driftlab {
 namespace {
@@ -242,11 +242,12 @@ void conv2d_backward_weight_eigen(const Conv2dParams& p, const Tensor& x, const 
 void register_conv2d_eigen(KernelRegistry& reg) {
   Conv2dKernel k;
   k.name = "eigen";
+  k.supports_doc = "every params field, float32 and float64";
   k.supports = [](const Conv2dParams&, DType) { return true; };
   k.forward = conv2d_forward_eigen;
   k.backward_data = conv2d_backward_data_eigen;
   k.backward_weight = conv2d_backward_weight_eigen;
-  reg.conv2d[static_cast<int>(KernelBackend::eigen)] = k;
+  reg.conv2d.at(KernelBackend::eigen) = k;
 }
 
 }  // namespace driftlab

@@ -7,7 +7,7 @@
 // omp_get_num_threads() > 1), which is what conv2d_eigen relies on.
 #include "engine/core/eigen.h"
 #include "engine/ops/gemm.h"
-#include "engine/ops/registry.h"
+#include "kernels/cpu/registry.h"
 
 namespace driftlab {
 namespace {
@@ -46,9 +46,11 @@ void gemm_eigen(const GemmParams& p, const T* a, const T* b, T* c) {
 void register_gemm_eigen(KernelRegistry& reg) {
   GemmKernel k;
   k.name = "eigen";
+  k.supports_doc = "float32 and float64 (sum_order: Eigen's own)";
+  k.supports = [](const GemmParams&, DType) { return true; };
   k.f32 = gemm_eigen<float>;
   k.f64 = gemm_eigen<double>;
-  reg.gemm[static_cast<int>(KernelBackend::eigen)] = k;
+  reg.gemm.at(KernelBackend::eigen) = k;
 }
 
 }  // namespace driftlab

@@ -30,7 +30,7 @@
 #include <vector>
 
 #include "engine/ops/conv2d.h"
-#include "engine/ops/registry.h"
+#include "kernels/cpu/registry.h"
 
 namespace driftlab {
 namespace {
@@ -265,11 +265,12 @@ void conv2d_backward_weight_onednn(const Conv2dParams& p, const Tensor& x, const
 void register_conv2d_onednn(KernelRegistry& reg) {
   Conv2dKernel k;
   k.name = "onednn";
+  k.supports_doc = "float32 (oneDNN has no float64 convolution)";
   k.supports = [](const Conv2dParams&, DType dt) { return dt == DType::f32; };
   k.forward = conv2d_forward_onednn;
   k.backward_data = conv2d_backward_data_onednn;
   k.backward_weight = conv2d_backward_weight_onednn;
-  reg.conv2d[static_cast<int>(KernelBackend::onednn)] = k;
+  reg.conv2d.at(KernelBackend::onednn) = k;
 }
 
 }  // namespace driftlab

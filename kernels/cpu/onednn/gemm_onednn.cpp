@@ -6,7 +6,7 @@
 #include <oneapi/dnnl/dnnl.h>
 
 #include "engine/ops/gemm.h"
-#include "engine/ops/registry.h"
+#include "kernels/cpu/registry.h"
 
 namespace driftlab {
 namespace {
@@ -34,9 +34,11 @@ void gemm_onednn_f32(const GemmParams& p, const float* a, const float* b, float*
 void register_gemm_onednn(KernelRegistry& reg) {
   GemmKernel k;
   k.name = "onednn";
+  k.supports_doc = "float32 (dnnl_sgemm; sum_order: oneDNN's own)";
+  k.supports = [](const GemmParams&, DType dt) { return dt == DType::f32; };
   k.f32 = gemm_onednn_f32;
   k.f64 = nullptr;
-  reg.gemm[static_cast<int>(KernelBackend::onednn)] = k;
+  reg.gemm.at(KernelBackend::onednn) = k;
 }
 
 }  // namespace driftlab

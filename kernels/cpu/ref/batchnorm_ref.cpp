@@ -1,11 +1,14 @@
 // Reference batch normalisation, float and double, layout (N, C, S). Sums over (N, S) in
 // params.sum_order. Forward writes y (=); backward writes dx (=) and adds dgamma, dbeta (+=).
+// Training and inference semantics each have a forward and a backward; the running-statistics
+// update is the reference for every backend (C values per step: nothing to speed up).
 // Channels are independent and each channel's sums run on one thread in the written order,
 // so splitting channels over OpenMP threads gives the same bits for any thread count.
 #include <cmath>
 #include <vector>
 
-#include "engine/ops/batchnorm.h"
+#include "kernels/cpu/ref/ref.h"
+#include "kernels/cpu/registry.h"
 
 namespace driftlab {
 namespace {
@@ -46,11 +49,17 @@ void forward_train(const BatchNormParams& p, const T* x, const T* g, const T* b,
   }
 }
 
+// The inference scale 1/sqrt(running_var + eps), or the running inverse std itself (Lasagne).
+template <typename T>
+T infer_invstd(const BatchNormParams& p, T rv) {
+  return p.estimator == BnVarEstimator::inv_std ? rv : T(1) / std::sqrt(rv + static_cast<T>(p.eps));
+}
+
 template <typename T>
 void forward_infer(const BatchNormParams& p, const T* x, const T* g, const T* b, const T* rm, const T* rv, T* y) {
 #pragma omp parallel for schedule(static)
   for (int64_t c = 0; c < p.c; ++c) {
-    T inv = p.estimator == BnVarEstimator::inv_std ? rv[c] : T(1) / std::sqrt(rv[c] + static_cast<T>(p.eps));
+    const T inv = infer_invstd(p, rv[c]);
     for (int64_t n = 0; n < p.n; ++n)
       for (int64_t i = 0; i < p.s; ++i) {
         int64_t k = (n * p.c + c) * p.s + i;
@@ -78,6 +87,26 @@ void backward(const BatchNormParams& p, const T* x, const T* dy, const T* g, con
         int64_t k = (n * p.c + c) * p.s + i;
         T xhat = (x[k] - mu) * inv;
         dx[k] = scale * (count * dy[k] - sum_dy - xhat * sum_dy_xhat);
+      }
+  }
+}
+
+// Inference semantics: xhat = (x - running_mean)*s with s constant, so
+// dx = dy*(gamma*s); dgamma += sum(dy*xhat); dbeta += sum(dy).
+template <typename T>
+void backward_infer(const BatchNormParams& p, const T* x, const T* dy, const T* g, const T* rm, const T* rv, T* dx,
+                    T* dg, T* db) {
+#pragma omp parallel for schedule(static)
+  for (int64_t c = 0; c < p.c; ++c) {
+    std::vector<T> buf(static_cast<std::size_t>(p.n * p.s));
+    const T mu = rm[c], inv = infer_invstd(p, rv[c]);
+    dg[c] += channel_sum<T>(p, c, buf, [&](int64_t i) { return dy[i] * ((x[i] - mu) * inv); });
+    db[c] += channel_sum<T>(p, c, buf, [&](int64_t i) { return dy[i]; });
+    const T scale = g[c] * inv;
+    for (int64_t n = 0; n < p.n; ++n)
+      for (int64_t i = 0; i < p.s; ++i) {
+        const int64_t k = (n * p.c + c) * p.s + i;
+        dx[k] = dy[k] * scale;
       }
   }
 }
@@ -114,6 +143,19 @@ void batchnorm_backward_ref(const BatchNormParams& p, const Tensor& x, const Ten
     using T = decltype(tag);
     backward<T>(p, x.data<T>(), dy.data<T>(), gamma.data<T>(), mean.data<T>(), invstd.data<T>(), dx.data<T>(),
                 dgamma.data<T>(), dbeta.data<T>());
+  });
+}
+
+void batchnorm_backward_infer_ref(const BatchNormParams& p, const Tensor& x, const Tensor& dy, const Tensor& gamma,
+                                  const Tensor& rm, const Tensor& rv, Tensor& dx, Tensor& dgamma, Tensor& dbeta) {
+  check(x.numel() == p.n * p.c * p.s && x.dim(0) == p.n, "batchnorm_backward_infer: x has shape ",
+        shape_str(x.shape()), ", expected N=", p.n, " C=", p.c, " S=", p.s);
+  check_shape("batchnorm_backward_infer", "dy", dy, x.shape());
+  check_shape("batchnorm_backward_infer", "dx", dx, x.shape());
+  dispatch_dtype(x.dtype(), [&](auto tag) {
+    using T = decltype(tag);
+    backward_infer<T>(p, x.data<T>(), dy.data<T>(), gamma.data<T>(), rm.data<T>(), rv.data<T>(), dx.data<T>(),
+                      dgamma.data<T>(), dbeta.data<T>());
   });
 }
 
@@ -157,6 +199,19 @@ void batchnorm_update_running(const BatchNormParams& p, const Tensor& mean, cons
       rvd[c] = bv[c] / debias;
     }
   });
+}
+
+void register_batchnorm_ref(KernelRegistry& reg) {
+  BatchNormKernel k;
+  k.name = "reference";
+  k.supports_doc = "every params field, float32 and float64";
+  k.supports = [](const BatchNormParams&, DType) { return true; };
+  k.forward_train = batchnorm_forward_train_ref;
+  k.backward_train = batchnorm_backward_ref;
+  k.forward_infer = batchnorm_forward_infer_ref;
+  k.backward_infer = batchnorm_backward_infer_ref;
+  k.update_running = batchnorm_update_running;
+  reg.batchnorm.at(KernelBackend::reference) = k;
 }
 
 }  // namespace driftlab

@@ -5,7 +5,7 @@
 #include <vector>
 
 #include "engine/ops/conv2d.h"
-#include "engine/ops/registry.h"
+#include "kernels/cpu/registry.h"
 
 namespace driftlab {
 namespace {
@@ -141,11 +141,12 @@ void conv2d_backward_weight_ref(const Conv2dParams& p, const Tensor& x, const Te
 void register_conv2d_ref(KernelRegistry& reg) {
   Conv2dKernel k;
   k.name = "reference";
+  k.supports_doc = "every params field, float32 and float64";
   k.supports = [](const Conv2dParams&, DType) { return true; };
   k.forward = conv2d_forward_ref;
   k.backward_data = conv2d_backward_data_ref;
   k.backward_weight = conv2d_backward_weight_ref;
-  reg.conv2d[static_cast<int>(KernelBackend::reference)] = k;
+  reg.conv2d.at(KernelBackend::reference) = k;
 }
 
 }  // namespace driftlab

@@ -3,7 +3,7 @@
 #include <vector>
 
 #include "engine/ops/gemm.h"
-#include "engine/ops/registry.h"
+#include "kernels/cpu/registry.h"
 
 namespace driftlab {
 
@@ -29,9 +29,11 @@ template void gemm_ref<double>(const GemmParams&, const double*, const double*, 
 void register_gemm_ref(KernelRegistry& reg) {
   GemmKernel k;
   k.name = "reference";
+  k.supports_doc = "every params field, float32 and float64";
+  k.supports = [](const GemmParams&, DType) { return true; };
   k.f32 = gemm_ref<float>;
   k.f64 = gemm_ref<double>;
-  reg.gemm[static_cast<int>(KernelBackend::reference)] = k;
+  reg.gemm.at(KernelBackend::reference) = k;
 }
 
 }  // namespace driftlab

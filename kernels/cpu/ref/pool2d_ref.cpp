@@ -1,29 +1,11 @@
 // Reference max/average pooling, float and double, NCHW. Forward writes y (=);
 // backward writes dx (=), accumulating over overlapping windows inside the kernel.
 #include <cmath>
-#include <sstream>
 
-#include "engine/ops/pool2d.h"
+#include "kernels/cpu/ref/ref.h"
+#include "kernels/cpu/registry.h"
 
 namespace driftlab {
-
-std::string Pool2dParams::str() const {
-  std::ostringstream os;
-  os << "input [" << n << "," << c << "," << h << "," << w << "], window " << kh << "x" << kw << ", stride ("
-     << stride_h << "," << stride_w << "), pad t/b/l/r (" << pad_t << "," << pad_b << "," << pad_l << "," << pad_r
-     << ")";
-  return os.str();
-}
-
-void Pool2dParams::validate() const {
-  if (!(n >= 1 && c >= 1 && h >= 1 && w >= 1 && kh >= 1 && kw >= 1 && stride_h >= 1 && stride_w >= 1))
-    fail("pool2d: bad parameters (", str(), ")");
-  if (!(pad_t >= 0 && pad_b >= 0 && pad_l >= 0 && pad_r >= 0)) fail("pool2d: negative padding (", str(), ")");
-  if (!(pad_t < kh && pad_b < kh && pad_l < kw && pad_r < kw))
-    fail("pool2d: padding must be smaller than the window (", str(), ")");
-  if (!(h + pad_t + pad_b >= kh && w + pad_l + pad_r >= kw))
-    fail("pool2d: window larger than padded input (", str(), ")");
-}
 
 namespace {
 
@@ -164,6 +146,26 @@ void avgpool2d_backward_ref(const Pool2dParams& p, const Tensor& dy, Tensor& dx)
     using T = decltype(tag);
     avg_backward<T>(p, dy.data<T>(), dx.data<T>());
   });
+}
+
+namespace {
+// The table's backward takes the forward input for both kinds; average pooling ignores it.
+void avgpool2d_backward_entry(const Pool2dParams& p, const Tensor&, const Tensor& dy, Tensor& dx) {
+  avgpool2d_backward_ref(p, dy, dx);
+}
+}  // namespace
+
+void register_pool2d_ref(KernelRegistry& reg) {
+  Pool2dKernel k;
+  k.name = "reference";
+  k.supports_doc = "every params field, float32 and float64";
+  k.supports = [](const Pool2dParams&, DType) { return true; };
+  k.forward = maxpool2d_forward_ref;
+  k.backward = maxpool2d_backward_ref;
+  reg.maxpool2d.at(KernelBackend::reference) = k;
+  k.forward = avgpool2d_forward_ref;
+  k.backward = avgpool2d_backward_entry;
+  reg.avgpool2d.at(KernelBackend::reference) = k;
 }
 
 }  // namespace driftlab

@@ -9,7 +9,7 @@
 #include <vector>
 
 #include "engine/core/error.h"
-#include "engine/ops/registry.h"
+#include "kernels/cpu/registry.h"
 #include "engine/ops/rnn.h"
 
 namespace driftlab {
@@ -245,11 +245,13 @@ DL_INSTANTIATE(double)
 void register_rnn_ref(KernelRegistry& reg) {
   RnnKernel k;
   k.name = "reference";
+  k.supports_doc = "every params field, float32 and float64";
+  k.supports = [](const RnnParams&, DType) { return true; };
   k.forward_f32 = rnn_forward_ref<float>;
   k.forward_f64 = rnn_forward_ref<double>;
   k.backward_f32 = rnn_backward_ref<float>;
   k.backward_f64 = rnn_backward_ref<double>;
-  reg.rnn[static_cast<int>(KernelBackend::reference)] = k;
+  reg.rnn.at(KernelBackend::reference) = k;
 }
 
 }  // namespace driftlab

@@ -8,7 +8,17 @@
 namespace driftlab {
 namespace cuda {
 
-inline cudnnDataType_t cudnn_type(DType t) { return t == DType::f32 ? CUDNN_DATA_FLOAT : CUDNN_DATA_DOUBLE; }
+inline cudnnDataType_t cudnn_type(DType t) {
+  switch (t) {
+    case DType::f32: return CUDNN_DATA_FLOAT;
+    case DType::f64: return CUDNN_DATA_DOUBLE;
+    case DType::i8:
+    case DType::u8:
+    case DType::i32:
+    case DType::i64: break;
+  }
+  fail_dtype("cudnn_type", t);
+}
 
 // alpha/beta scalars: cuDNN reads them as float for float data and double for double data.
 struct CudnnScalars {

@@ -1,0 +1,92 @@
+#include "engine/train/cpu_runner.h"
+
+#include <chrono>
+#include <cmath>
+#include <limits>
+
+namespace driftlab {
+
+namespace {
+
+// First parameter gradient that is not finite, or "" when all are.
+std::string first_nonfinite_grad(Sequential& net) {
+  for (auto& np : net.named_params()) {
+    const Tensor& g = np.second->grad;
+    int64_t bad = dispatch_dtype(g.dtype(), [&](auto tag) -> int64_t {
+      using T = decltype(tag);
+      const T* d = g.data<T>();
+      T sum = 0;  // x*0 is 0 for finite x and NaN for Inf/NaN: the sum is finite iff all are
+      for (int64_t i = 0; i < g.numel(); ++i) sum += d[i] * T(0);
+      if (std::isfinite(sum)) return -1;
+      for (int64_t i = 0; i < g.numel(); ++i)
+        if (!std::isfinite(d[i])) return i;
+      return -1;
+    });
+    if (bad >= 0) return np.first + ".grad[" + std::to_string(bad) + "]";
+  }
+  return "";
+}
+
+}  // namespace
+
+CpuRunner::CpuRunner(Model& model, const TrainConfig& config, ExecContext exec)
+    : Runner(model, config), sgd_(config.sgd, rule_) {
+  exec_ = std::move(exec);
+  warm_up_gemms(exec_.kernels);  // library set-up outside the first epoch's timer (kernels/cpu/registry.h)
+}
+
+std::string CpuRunner::describe() const { return std::to_string(exec_.threads) + " threads"; }
+
+Tensor CpuRunner::logits(const Tensor& x, int64_t max_batch) {
+  check(max_batch == 0, "predict: --max-batch is for --device cuda (the CPU runs each size as one batch)");
+  RunContext ctx = RunContext::inference(exec_);
+  return model_.forward(ctx, x);
+}
+
+InputGradient CpuRunner::input_gradient(const Tensor& x, const std::vector<int32_t>& labels, Semantics s) {
+  RunContext ctx = RunContext::recorded(exec_, s, &dropout_rng_);
+  model_.net->zero_grad();
+  InputGradient g;
+  g.logits = model_.forward(ctx, x);
+  const SoftmaxXentKernel& k = exec_.pick(exec_.kernels.softmax_xent, loss_backend_, loss_, g.logits.dtype());
+  g.loss = k.forward(loss_, g.logits, labels);
+  Tensor dz = Tensor::empty(g.logits.shape(), g.logits.dtype());
+  k.backward(loss_, g.logits, labels, dz);
+  g.dx = model_.net->backward(ctx, dz);
+  return g;
+}
+
+double CpuRunner::train_step(const Tensor& x, const std::vector<int32_t>& labels, int64_t* correct) {
+  RunContext ctx = RunContext::training(exec_, &dropout_rng_);
+  ctx.input_grad = false;
+  auto params = model_.net->named_params();
+  model_.net->zero_grad();
+  Tensor logits = model_.forward(ctx, x);
+  const SoftmaxXentKernel& k = exec_.pick(exec_.kernels.softmax_xent, loss_backend_, loss_, logits.dtype());
+  double loss = k.forward(loss_, logits, labels) + sgd_.penalty(params);
+  check_loss(loss, "");
+  Tensor dz(logits.shape(), logits.dtype());
+  k.backward(loss_, logits, labels, dz);
+  model_.net->backward(ctx, dz);
+  std::string bad = first_nonfinite_grad(*model_.net);
+  check(bad.empty(), "train: non-finite gradient ", bad, " at epoch ", epoch_ + 1, " step ", step_index_ + 1);
+  sgd_.step(exec_, params);
+  if (correct) *correct = count_correct(logits, labels);
+  ++step_index_;
+  return loss;
+}
+
+PredictTime CpuRunner::time_prediction(const Tensor& x, int64_t max_batch) {
+  logits(x, max_batch);  // warm-up: primitive creation and page faults are not prediction time
+  PredictTime t;
+  t.host_to_host_s = std::numeric_limits<double>::infinity();
+  for (int rep = 0; rep < 3; ++rep) {  // best of 3: one call is at the mercy of the machine
+    auto t0 = std::chrono::steady_clock::now();
+    logits(x, max_batch);
+    t.host_to_host_s = std::min(t.host_to_host_s,
+                                std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
+  }
+  return t;
+}
+
+}  // namespace driftlab

@@ -1,0 +1,47 @@
+// The model face on a CUDA device: the same loop as the CPU runner (shuffle, batches, the
+// Policy's loss formulation and SGD formula, dropout draws, the NaN checks), with the weights,
+// gradients and optimiser state on the device; each batch is copied up, and only the loss, the
+// logits (N x classes, for accuracy) and one non-finite flag per parameter come back per step.
+// sync_to_model() copies the weights back into the CPU Model.
+#pragma once
+#include <memory>
+#include <vector>
+
+#include "engine/cuda/device_net.h"
+#include "engine/train/runner.h"
+
+namespace driftlab {
+
+class CudaRunner : public Runner {
+ public:
+  // Opens device 0 with the Policy's cuda knobs ("no CUDA device: ..." without one) after
+  // checking that every layer has a device counterpart, and uploads the model.
+  explicit CudaRunner(Model& model, const TrainConfig& config = {});
+  // On a context the caller opened (tests choose its exec params); ctx must outlive the runner.
+  CudaRunner(Model& model, cuda::CudaContext& ctx, const TrainConfig& config = {});
+  Device device() const override { return Device::cuda; }
+  std::string describe() const override;
+  Tensor logits(const Tensor& x, int64_t max_batch = 0) override;
+  InputGradient input_gradient(const Tensor& x, const std::vector<int32_t>& labels, Semantics s) override;
+  double train_step(const Tensor& x, const std::vector<int32_t>& labels, int64_t* correct = nullptr) override;
+  PredictTime time_prediction(const Tensor& x, int64_t max_batch = 0) override;
+  void sync_to_model() override { net_->download(); }
+
+  DeviceNet& net() { return *net_; }
+  cuda::CudaContext& context() { return ctx_; }
+
+ protected:
+  void synchronize() override;
+
+ private:
+  // The loss and dz of logits on the device (the Policy's formulation through the cuda dispatch).
+  double device_loss(const cuda::DeviceTensor& logits, const std::vector<int32_t>& labels, cuda::DeviceTensor& dz);
+
+  std::unique_ptr<cuda::CudaContext> owned_;  // set when this runner opened the device
+  cuda::CudaContext& ctx_;
+  std::unique_ptr<DeviceNet> net_;
+  std::vector<cuda::DeviceTensor> state_;  // momentum buffer / velocity per parameter
+  cuda::DeviceTensor flags_;               // one non-finite flag per parameter gradient
+};
+
+}  // namespace driftlab

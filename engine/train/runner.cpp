@@ -1,0 +1,147 @@
+#include "engine/train/runner.h"
+
+#include <chrono>
+#include <cmath>
+
+#include "engine/train/cpu_runner.h"
+#include "engine/train/cuda_runner.h"
+
+namespace driftlab {
+
+const char* device_name(Device d) { return d == Device::cpu ? "cpu" : "cuda"; }
+
+Device parse_device(const std::string& name) {
+  if (name == "cpu") return Device::cpu;
+  if (name == "cuda") return Device::cuda;
+  fail("device: unknown device '", name, "' (known: cpu, cuda)");
+}
+
+SoftmaxXentParams resolve_loss(const Policy& policy) {
+  SoftmaxXentParams p;
+  p.form = policy.ce_formulation;
+  p.clip_eps = policy.ce_clip_eps;
+  p.mean = policy.loss_reduction == LossReduction::mean;
+  p.sum_order = policy.acc_order;
+  return p;
+}
+
+Tensor gather_batch(const Dataset& data, const std::vector<int64_t>& idx, int64_t begin, int64_t count,
+                    DType dtype) {
+  Shape s = data.images.shape();
+  const int64_t per = data.images.numel() / s[0];
+  s[0] = count;
+  Tensor b(s, dtype);
+  const float* src = data.images.data<float>();
+  dispatch_dtype(dtype, [&](auto tag) {
+    using T = decltype(tag);
+    T* dst = b.data<T>();
+    for (int64_t i = 0; i < count; ++i) {
+      const float* row = src + idx[begin + i] * per;
+      for (int64_t j = 0; j < per; ++j) dst[i * per + j] = static_cast<T>(row[j]);
+    }
+  });
+  return b;
+}
+
+int64_t count_correct(const Tensor& logits, const std::vector<int32_t>& labels) {
+  const int64_t n = logits.dim(0), k = logits.dim(1);
+  int64_t c = 0;
+  for (int64_t i = 0; i < n; ++i) {
+    int64_t best = 0;
+    for (int64_t j = 1; j < k; ++j)
+      if (logits.at(i * k + j) > logits.at(i * k + best)) best = j;
+    c += best == labels[i];
+  }
+  return c;
+}
+
+Runner::Runner(Model& model, const TrainConfig& config)
+    : model_(model),
+      cfg_(config),
+      loss_(resolve_loss(model.policy)),
+      loss_backend_(model.policy.loss_backend),
+      rule_(resolve_sgd(model.policy)),
+      shuffle_rng_(static_cast<uint32_t>(config.seed & 0xffffffffu)),
+      dropout_rng_(model.policy.rng_engine, config.seed + 1) {
+  check(config.batch >= 1, "train: batch=", config.batch, " must be >= 1");
+  check(config.epochs >= 0, "train: epochs=", config.epochs, " must be >= 0");
+  check_sgd_config(config.sgd);
+}
+
+void Runner::check_loss(double loss, const char* device) const {
+  check(std::isfinite(loss), "train: loss is ", loss, " at epoch ", epoch_ + 1, " step ", step_index_ + 1,
+        " (lr=", cfg_.sgd.lr, *device ? ", " : "", device, "); the logits or weights diverged");
+}
+
+EpochStats Runner::run_epoch(const Dataset& train, const Dataset* val, const ProgressFn& progress) {
+  using clock = std::chrono::steady_clock;
+  const int64_t n = train.images.dim(0);
+  check(n > 0, "train: dataset '", train.name, "' is empty");
+  const DType dtype = model_.dtype();
+  std::vector<int64_t> order = permutation(n, model_.policy.shuffle, shuffle_rng_);
+  const int64_t batch = cfg_.batch, batches = (n + batch - 1) / batch;
+  EpochStats st;
+  st.epoch = epoch_ + 1;
+  double loss_sum = 0;
+  int64_t correct_sum = 0;
+  auto t0 = clock::now();
+  for (int64_t b = 0; b < batches; ++b) {
+    int64_t begin = b * batch, cnt = std::min(batch, n - begin);
+    Tensor x = gather_batch(train, order, begin, cnt, dtype);
+    std::vector<int32_t> y(static_cast<std::size_t>(cnt));
+    for (int64_t i = 0; i < cnt; ++i) y[i] = train.labels[order[begin + i]];
+    int64_t correct = 0;
+    double loss = train_step(x, y, &correct);
+    loss_sum += loss * static_cast<double>(cnt);
+    correct_sum += correct;
+    if (progress) {
+      double el = std::chrono::duration<double>(clock::now() - t0).count();
+      double ips = static_cast<double>(begin + cnt) / std::max(el, 1e-9);
+      progress({epoch_ + 1, cfg_.epochs, b + 1, batches, loss_sum / static_cast<double>(begin + cnt), ips,
+                static_cast<double>(n - begin - cnt) / ips});
+    }
+  }
+  synchronize();  // the epoch's time includes the last step's device work
+  st.seconds = std::chrono::duration<double>(clock::now() - t0).count();
+  st.images_per_s = static_cast<double>(n) / st.seconds;
+  st.train_loss = loss_sum / static_cast<double>(n);
+  st.train_acc = static_cast<double>(correct_sum) / static_cast<double>(n);
+  if (val) {
+    EvalResult e = evaluate(*val, 1000);
+    st.val_loss = e.loss;
+    st.val_acc = e.accuracy;
+  }
+  ++epoch_;
+  return st;
+}
+
+EvalResult Runner::evaluate(const Dataset& data, int64_t batch) {
+  check(batch >= 1, "evaluate: batch=", batch, " must be >= 1");
+  const int64_t n = data.images.dim(0);
+  std::vector<int64_t> idx(static_cast<std::size_t>(n));
+  for (int64_t i = 0; i < n; ++i) idx[i] = i;
+  SoftmaxXentParams lp = loss_;
+  lp.mean = false;
+  EvalResult r;
+  int64_t correct = 0;
+  for (int64_t b = 0; b < n; b += batch) {
+    int64_t cnt = std::min(batch, n - b);
+    Tensor x = gather_batch(data, idx, b, cnt, model_.dtype());
+    std::vector<int32_t> y(data.labels.begin() + b, data.labels.begin() + b + cnt);
+    Tensor z = logits(x);
+    r.loss += exec_.pick(exec_.kernels.softmax_xent, loss_backend_, lp, z.dtype()).forward(lp, z, y);
+    correct += count_correct(z, y);
+  }
+  r.n = n;
+  r.loss /= static_cast<double>(n);
+  r.accuracy = static_cast<double>(correct) / static_cast<double>(n);
+  return r;
+}
+
+std::unique_ptr<Runner> open_runner(Model& model, Device device, const TrainConfig& config,
+                                    const ExecContext& exec) {
+  if (device == Device::cpu) return std::make_unique<CpuRunner>(model, config, exec);
+  return std::make_unique<CudaRunner>(model, config);
+}
+
+}  // namespace driftlab

@@ -1,0 +1,143 @@
+// The model face: one Runner per built Model, on the CPU or on a CUDA device, with the same
+// calls on both. Everything above the engine (train, eval, predict, drift, attribute; next:
+// quantize, attack, study runs) goes through it:
+//   logits(x)                      inference semantics, on the host
+//   input_gradient(x, y, s)        the Policy's loss and dL/dx under train or inference semantics
+//   train_step(x, y)               one SGD step (train semantics)
+//   run_epoch / evaluate           the epoch loop (shuffle, batches, progress) and loss/accuracy
+//   time_prediction(x)             how long logits() takes, measured as each device is timed
+// The loss is the Policy's formulation (ce_formulation, ce_clip_eps, loss_reduction); a NaN or
+// infinite loss or gradient stops training with an error naming the epoch, step and tensor.
+//
+// To add a device: 1) a Runner subclass (engine/train/<device>_runner.*) implementing the pure
+// virtual calls; 2) a Device value and its name; 3) a branch in open_runner; 4) the runner tests
+// (tests/test_runner.cpp) parameterised over it.
+#pragma once
+#include <functional>
+#include <memory>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "engine/data/dataset.h"
+#include "engine/model.h"
+#include "engine/ops/softmax_xent.h"
+#include "engine/random.h"
+#include "engine/train/sgd.h"
+
+namespace driftlab {
+
+enum class Device { cpu, cuda };
+const char* device_name(Device d);
+Device parse_device(const std::string& name);  // "device: unknown device 'X' (known: cpu, cuda)"
+
+// The Policy's loss as op parameters (ce_formulation, ce_clip_eps, loss_reduction, acc_order).
+SoftmaxXentParams resolve_loss(const Policy& policy);
+
+struct TrainConfig {
+  int epochs = 1;
+  int64_t batch = 128;
+  SgdConfig sgd;
+  uint64_t seed = 1;
+};
+
+struct EpochStats {
+  int epoch = 0;
+  double train_loss = 0, train_acc = 0;  // running averages over the epoch's batches
+  double val_loss = 0, val_acc = 0;
+  double seconds = 0;                    // training time of the epoch (no validation)
+  double images_per_s = 0;
+};
+
+struct Progress {
+  int epoch, epochs;
+  int64_t batch, batches;
+  double loss, images_per_s, eta_s;
+};
+using ProgressFn = std::function<void(const Progress&)>;
+
+struct EvalResult {
+  double loss = 0, accuracy = 0;
+  int64_t n = 0;
+};
+
+// The loss and its gradient with respect to the input, for one batch.
+struct InputGradient {
+  double loss = 0;  // the Policy's formulation and reduction (no weight-decay penalty)
+  Tensor logits;    // (N, classes)
+  Tensor dx;        // the input's shape, the model's dtype
+};
+
+// Wall-clock seconds of one logits() call on a batch. device_forward_s: the forward pass alone on
+// input already on the device (CUDA, whole batch only); negative when not measured.
+struct PredictTime {
+  double host_to_host_s = 0;
+  double device_forward_s = -1;
+};
+
+// Gathers samples idx[begin, begin+count) into a batch of the model's dtype.
+Tensor gather_batch(const Dataset& data, const std::vector<int64_t>& idx, int64_t begin, int64_t count, DType dtype);
+
+// Samples whose largest logit (the first one on ties) is their label. logits (N,K).
+int64_t count_correct(const Tensor& logits, const std::vector<int32_t>& labels);
+
+class Runner {
+ public:
+  virtual ~Runner() = default;
+  Model& model() { return model_; }
+  const TrainConfig& config() const { return cfg_; }
+  virtual Device device() const = 0;
+  // "2 threads" or "cuda:0 NAME, gemm=cublas conv=cudnn ..."
+  virtual std::string describe() const = 0;
+
+  // Logits (N, classes) on the host under inference semantics (BatchNorm's running statistics,
+  // no dropout); x in any float dtype. max_batch > 0 runs at most that many inputs at a time.
+  virtual Tensor logits(const Tensor& x, int64_t max_batch = 0) = 0;
+  // The loss of the Policy and dL/dx under semantics s. Inference semantics read BatchNorm's
+  // running statistics and move nothing (the gradient a white-box attack on the deployed model
+  // needs); train semantics use the batch statistics and move the running ones, as a framework's
+  // train-mode forward does, and draw dropout masks. Parameter gradients are zeroed first and
+  // hold this loss's gradient afterwards; no weight changes.
+  virtual InputGradient input_gradient(const Tensor& x, const std::vector<int32_t>& labels, Semantics s) = 0;
+  // One SGD step on a batch (train semantics); returns the loss (with the l2_loss penalty) and
+  // writes the number of correct predictions.
+  virtual double train_step(const Tensor& x, const std::vector<int32_t>& labels, int64_t* correct = nullptr) = 0;
+  // How long logits(x, max_batch) takes after a warm-up call (CPU: best of 3; CUDA: one call,
+  // plus the device-resident forward).
+  virtual PredictTime time_prediction(const Tensor& x, int64_t max_batch = 0) = 0;
+  // The device's weights and BatchNorm statistics back into the Model (no-op on the CPU).
+  virtual void sync_to_model() {}
+
+  // One epoch over `train`: the Policy's shuffle from the run seed's stream, batches of
+  // config().batch (the last partial batch kept), a step each; `val` (may be null) evaluated after.
+  EpochStats run_epoch(const Dataset& train, const Dataset* val, const ProgressFn& progress);
+  // Loss and accuracy on a dataset, logits() in batches of `batch`, the loss summed on the host.
+  EvalResult evaluate(const Dataset& data, int64_t batch);
+
+ protected:
+  Runner(Model& model, const TrainConfig& config);
+  // Waits for queued device work (an epoch's time includes its last step's).
+  virtual void synchronize() {}
+  // Throws "train: loss is nan at epoch E step S (lr=..., DEVICE) ..." when the loss is not
+  // finite (device "" on the CPU).
+  void check_loss(double loss, const char* device) const;
+
+  Model& model_;
+  TrainConfig cfg_;
+  ExecContext exec_;  // the host's kernels (the CPU runner's everything; the loss sums on the host)
+  SoftmaxXentParams loss_;
+  KernelBackend loss_backend_;
+  SgdRule rule_;
+  std::mt19937 shuffle_rng_;
+  Rng dropout_rng_;
+  int epoch_ = 0;
+  int64_t step_index_ = 0;
+};
+
+// A Runner for `model` on `device` (cuda: device 0 with the Policy's cuda knobs; refused with
+// "no CUDA device: ..." or naming the first layer without a device implementation). `exec`: the
+// CPU runner's kernels and thread count. The model must outlive the runner.
+std::unique_ptr<Runner> open_runner(Model& model, Device device, const TrainConfig& config = {},
+                                    const ExecContext& exec = {});
+
+}  // namespace driftlab

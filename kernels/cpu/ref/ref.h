@@ -1,0 +1,71 @@
+// The reference kernels: single-threaded where an order matters (sums in the params'
+// SumOrder), float and double, every params field honoured. They are the oracle for every fast
+// CPU, oneDNN, Eigen, CUDA and cuDNN kernel, and the registry's fallback. Layers reach them
+// through the registry (engine/ops/registry.h); tests, benchmarks and `driftlab explain` call
+// them directly. Output contracts are those of each op header (engine/ops/<op>.h).
+#pragma once
+#include <cstdint>
+#include <vector>
+
+#include "engine/ops/activation.h"
+#include "engine/ops/batchnorm.h"
+#include "engine/ops/conv2d.h"
+#include "engine/ops/gemm.h"
+#include "engine/ops/pool2d.h"
+#include "engine/ops/rnn.h"
+#include "engine/ops/sgd.h"
+#include "engine/ops/softmax_xent.h"
+
+namespace driftlab {
+
+// conv2d (conv2d_ref.cpp): x (N,C,H,W), w (K,C,R,S), b (K) | null -> y (N,K,P,Q)
+void conv2d_forward_ref(const Conv2dParams&, const Tensor& x, const Tensor& w, const Tensor* b, Tensor& y);
+void conv2d_backward_data_ref(const Conv2dParams&, const Tensor& dy, const Tensor& w, Tensor& dx);
+void conv2d_backward_weight_ref(const Conv2dParams&, const Tensor& x, const Tensor& dy, Tensor& dw, Tensor* db);
+
+// gemm (gemm_ref.cpp): C = alpha*op(A)*op(B) + beta*C
+template <typename T>
+void gemm_ref(const GemmParams& p, const T* a, const T* b, T* c);
+
+// pooling (pool2d_ref.cpp): x (N,C,H,W) -> y (N,C,P,Q)
+void maxpool2d_forward_ref(const Pool2dParams&, const Tensor& x, Tensor& y);
+void maxpool2d_backward_ref(const Pool2dParams&, const Tensor& x, const Tensor& dy, Tensor& dx);
+void avgpool2d_forward_ref(const Pool2dParams&, const Tensor& x, Tensor& y);
+void avgpool2d_backward_ref(const Pool2dParams&, const Tensor& dy, Tensor& dx);
+
+// activations (activation_ref.cpp), elementwise
+void activation_forward_ref(const ActivationParams&, const Tensor& x, Tensor& y);
+void activation_backward_ref(const ActivationParams&, const Tensor& x, const Tensor& y, const Tensor& dy, Tensor& dx);
+
+// BatchNorm (batchnorm_ref.cpp): x (N,C,S); per-channel tensors (C)
+void batchnorm_forward_train_ref(const BatchNormParams&, const Tensor& x, const Tensor& gamma, const Tensor& beta,
+                                 Tensor& y, Tensor& mean, Tensor& var, Tensor& invstd);
+void batchnorm_backward_ref(const BatchNormParams&, const Tensor& x, const Tensor& dy, const Tensor& gamma,
+                            const Tensor& mean, const Tensor& invstd, Tensor& dx, Tensor& dgamma, Tensor& dbeta);
+void batchnorm_forward_infer_ref(const BatchNormParams&, const Tensor& x, const Tensor& gamma, const Tensor& beta,
+                                 const Tensor& running_mean, const Tensor& running_var, Tensor& y);
+void batchnorm_backward_infer_ref(const BatchNormParams&, const Tensor& x, const Tensor& dy, const Tensor& gamma,
+                                  const Tensor& running_mean, const Tensor& running_var, Tensor& dx, Tensor& dgamma,
+                                  Tensor& dbeta);
+void batchnorm_update_running(const BatchNormParams&, const Tensor& mean, const Tensor& var, Tensor& running_mean,
+                              Tensor& running_var, Tensor& biased_mean, Tensor& biased_var, Tensor& steps);
+
+// softmax cross-entropy (softmax_xent_ref.cpp): z (N,K)
+double softmax_xent_forward_ref(const SoftmaxXentParams&, const Tensor& z, const std::vector<int32_t>& labels);
+void softmax_xent_backward_ref(const SoftmaxXentParams&, const Tensor& z, const std::vector<int32_t>& labels,
+                               Tensor& dz);
+
+// LSTM / GRU (rnn_ref.cpp), raw pointers in the canonical layout of engine/ops/rnn.h
+template <typename T>
+void rnn_forward_ref(const RnnParams&, const RnnExec&, const T* x, const uint8_t* mask, const RnnWeights<T>& w,
+                     T* h_seq, T* ws);
+template <typename T>
+void rnn_backward_ref(const RnnParams&, const RnnExec&, const T* x, const uint8_t* mask, const RnnWeights<T>& w,
+                      const T* h_seq, const T* ws, const T* dh_seq, T* dx, const RnnGrads<T>& g);
+
+// SGD step (sgd_ref.cpp): p, grad, state of one parameter tensor
+void sgd_step_ref(const SgdStepParams&, Tensor& p, const Tensor& grad, Tensor& state);
+// Shapes, dtypes and lr > 0 of an SGD step (every SGD kernel checks these first).
+void check_sgd_args(const char* fn, const SgdStepParams&, const Tensor& p, const Tensor& grad, const Tensor& state);
+
+}  // namespace driftlab

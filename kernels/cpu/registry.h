@@ -1,0 +1,74 @@
+// The CPU kernels, as the engine sees them: make_cpu_registry() fills every op's table
+// (engine/ops/registry.h) by calling each backend's register_<op>_<backend> function, and
+// ExecContext carries that registry and the thread count into every layer. Nothing else of
+// kernels/cpu is visible above this floor but the reference kernels (kernels/cpu/ref/ref.h).
+//
+// To add a kernel: 1) kernels/cpu/<backend>/<op>_<backend>.cpp with its entry points in an
+// anonymous namespace and register_<op>_<backend>(KernelRegistry&) filling its slot (name,
+// supports_doc, supports, entry points); 2) declare that function below; 3) call it from
+// make_cpu_registry(); 4) a fast-vs-reference test in tests/ops/ and the kernel's row in
+// tests/test_registry.cpp.
+#pragma once
+#include <string>
+#include <vector>
+
+#include "engine/ops/registry.h"
+
+namespace driftlab {
+
+KernelRegistry make_cpu_registry();
+
+void register_conv2d_ref(KernelRegistry&);
+void register_conv2d_eigen(KernelRegistry&);
+void register_conv2d_onednn(KernelRegistry&);
+void register_gemm_ref(KernelRegistry&);
+void register_gemm_eigen(KernelRegistry&);
+void register_gemm_onednn(KernelRegistry&);
+void register_rnn_ref(KernelRegistry&);
+void register_rnn_fast(KernelRegistry&);
+void register_batchnorm_ref(KernelRegistry&);
+void register_batchnorm_fast(KernelRegistry&);
+void register_pool2d_ref(KernelRegistry&);   // max and average
+void register_pool2d_fast(KernelRegistry&);  // max and average
+void register_activation_ref(KernelRegistry&);
+void register_activation_fast(KernelRegistry&);
+void register_softmax_xent_ref(KernelRegistry&);
+void register_softmax_xent_fast(KernelRegistry&);
+void register_sgd_ref(KernelRegistry&);
+void register_sgd_fast(KernelRegistry&);
+
+// Runs each registered float32 GEMM once on 32x32x32 (result discarded): a library that sets
+// itself up on its first real call does it here, before a timed loop. oneDNN's sgemm takes
+// ~30 ms on its first call of that size or larger on this machine (CPU dispatch, JIT), ~0.01 ms
+// after (measured); a 1x1x1 call does not trigger it.
+void warm_up_gemms(const KernelRegistry&);
+
+// OpenMP's current thread count (omp_get_max_threads: OMP_NUM_THREADS or the CLI's --threads).
+int default_threads();
+
+// What a layer's kernels run with: the registry and the thread count (no global state).
+struct ExecContext {
+  KernelRegistry kernels = make_cpu_registry();
+  // Threads used by fast kernels: by default what OpenMP is set to, so every command and
+  // library call runs at the thread count the user chose. Results are reproducible per count.
+  int threads = default_threads();
+  // When set, every kernel selection is appended here (tests: which kernel ran for which op).
+  std::vector<KernelChoice>* trace = nullptr;
+
+  // The kernel of `table` for backend `want` (see OpTable::select), recorded in `trace`.
+  template <typename Kernel, typename Params>
+  const Kernel& pick(const OpTable<Kernel>& table, KernelBackend want, const Params& p, DType dt) const {
+    const Kernel& k = table.select(want, p, dt);
+    if (trace) trace->push_back({table.op, k.name, want});
+    return k;
+  }
+};
+
+// One line per op and registered kernel: "conv2d  onednn  float32 only; ..." (driftlab kernels,
+// tests/test_registry.cpp).
+struct KernelListing {
+  std::string op, backend, kernel, supports;
+};
+std::vector<KernelListing> list_kernels(const KernelRegistry&);
+
+}  // namespace driftlab

@@ -1,0 +1,87 @@
+// One row of softmax cross-entropy, forward and backward, as the reference writes it: shared by
+// the reference (rows in order, kernels/cpu/ref/softmax_xent_ref.cpp) and the fast kernel (rows
+// over OpenMP threads, kernels/cpu/softmax_xent.cpp), so that the two give the same bits. The
+// batch reduction stays with each kernel (in params.sum_order, over the per-row losses).
+#pragma once
+#include <cmath>
+#include <cstdint>
+#include <vector>
+
+#include "engine/ops/softmax_xent.h"
+
+namespace driftlab {
+namespace xent_rows {
+
+// z (N,K) and N labels in 0..K-1, or an error naming the sample.
+inline void check_args(const char* fn, const Tensor& z, const std::vector<int32_t>& labels) {
+  check(z.rank() == 2, fn, ": logits must be (N,K), got ", shape_str(z.shape()));
+  check(static_cast<int64_t>(labels.size()) == z.dim(0), fn, ": ", labels.size(), " labels for logits ",
+        shape_str(z.shape()));
+  for (std::size_t i = 0; i < labels.size(); ++i)
+    check(labels[i] >= 0 && labels[i] < z.dim(1), fn, ": label ", labels[i], " of sample ", i, " is outside 0..",
+          z.dim(1) - 1);
+}
+
+// p = softmax(row) with max subtraction; the normaliser summed in `order`.
+template <typename T>
+void softmax_row(const T* z, int64_t k, SumOrder order, T* p) {
+  T m = z[0];
+  for (int64_t j = 1; j < k; ++j) m = z[j] > m ? z[j] : m;
+  for (int64_t j = 0; j < k; ++j) p[j] = std::exp(z[j] - m);
+  T s = ordered_sum(p, k, order);
+  for (int64_t j = 0; j < k; ++j) p[j] /= s;
+}
+
+template <typename T>
+T clip(T v, T lo, T hi) {
+  return v < lo ? lo : (v > hi ? hi : v);
+}
+
+// The loss of one row z (k logits) with label y; p: k values of scratch.
+template <typename T>
+T row_loss(const SoftmaxXentParams& prm, const T* z, int64_t k, int32_t y, T* p) {
+  const T eps = static_cast<T>(prm.clip_eps);
+  if (prm.form == CeFormulation::log_softmax) {
+    T m = z[0];
+    for (int64_t j = 1; j < k; ++j) m = z[j] > m ? z[j] : m;
+    for (int64_t j = 0; j < k; ++j) p[j] = std::exp(z[j] - m);
+    return std::log(ordered_sum(p, k, prm.sum_order)) + m - z[y];
+  }
+  softmax_row(z, k, prm.sum_order, p);
+  if (prm.form == CeFormulation::softmax_clip) {
+    T s = ordered_sum(p, k, prm.sum_order);
+    return -std::log(clip(p[y] / s, eps, T(1) - eps));
+  }
+  return -std::log(p[y]);
+}
+
+// dz of one row, times `scale` (1/N for the mean); p, dp, t: k values of scratch each.
+// Each backward is the chain rule of its own forward, written out step by step.
+template <typename T>
+void row_grad(const SoftmaxXentParams& prm, const T* z, int64_t k, int32_t y, T scale, T* dz, T* p, T* dp, T* t) {
+  const T eps = static_cast<T>(prm.clip_eps);
+  softmax_row(z, k, prm.sum_order, p);
+  if (prm.form == CeFormulation::log_softmax) {
+    // d/dz (logsumexp(z) - z_y) = softmax(z) - onehot(y)
+    for (int64_t j = 0; j < k; ++j) dz[j] = (p[j] - (j == y ? T(1) : T(0))) * scale;
+    return;
+  }
+  // dL/dp for the probability formulations (only the target entry of t is non-zero).
+  if (prm.form == CeFormulation::softmax_clip) {
+    // q = p/S, S = sum p; L = -log clip(q_y). Outside [eps,1-eps] the clip has zero slope.
+    T s = ordered_sum(p, k, prm.sum_order);
+    T qy = p[y] / s;
+    T dq = (qy >= eps && qy <= T(1) - eps) ? -T(1) / qy : T(0);
+    // dq_y/dp_j = (delta_yj - q_y) / S
+    for (int64_t j = 0; j < k; ++j) dp[j] = dq * ((j == y ? T(1) : T(0)) - qy) / s;
+  } else {
+    for (int64_t j = 0; j < k; ++j) dp[j] = j == y ? -T(1) / p[j] : T(0);
+  }
+  // Softmax Jacobian: dz_j = p_j * (dp_j - sum_l p_l dp_l)
+  for (int64_t j = 0; j < k; ++j) t[j] = p[j] * dp[j];
+  T dot = ordered_sum(t, k, prm.sum_order);
+  for (int64_t j = 0; j < k; ++j) dz[j] = p[j] * (dp[j] - dot) * scale;
+}
+
+}  // namespace xent_rows
+}  // namespace driftlab
