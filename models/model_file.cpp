@@ -74,7 +74,11 @@ void save_model(const std::string& path, Model& model, const nlohmann::json& met
   for (auto& nb : model.net->named_buffers()) tensors_of.push_back(nb);
   for (auto& np : tensors_of) {
     const Tensor& t = np.second->value;
-    tensors.push_back({{"name", np.first}, {"shape", t.shape()}, {"offset", data.size()}, {"nbytes", t.nbytes()}});
+    tensors.push_back({{"name", np.first},
+                       {"dtype", dtype_name(t.dtype())},
+                       {"shape", t.shape()},
+                       {"offset", data.size()},
+                       {"nbytes", t.nbytes()}});
     data.append(static_cast<const char*>(t.raw()), t.nbytes());
   }
   h["tensors"] = tensors;
@@ -99,8 +103,9 @@ LoadedModel load_model(const std::string& path) {
   check(size >= 24, "model file: ", path, ": truncated at offset ", size, " (a model file has at least 24 bytes)");
   check(std::memcmp(s.data(), kMagic, 8) == 0, "model file: ", path, ": bad magic at offset 0 (not a driftlab model)");
   uint32_t version = static_cast<uint32_t>(get_le(s, 8, 4));
-  check(version == kModelFileVersion, "model file: ", path, ": version ", version, " at offset 8 is not supported (expected ",
-        kModelFileVersion, ")");
+  check(version >= kOldestModelFileVersion && version <= kModelFileVersion, "model file: ", path, ": version ", version,
+        " at offset 8 is not supported (this build reads versions ", kOldestModelFileVersion, " to ", kModelFileVersion,
+        ")");
   uint64_t hlen = get_le(s, 12, 8);
   check(hlen <= size - 24, "model file: ", path, ": header length ", hlen, " at offset 12 exceeds the ", size - 24,
         " bytes left");
@@ -137,6 +142,16 @@ LoadedModel load_model(const std::string& path) {
       std::string name = t.at("name").get<std::string>();
       check(name == params[i].first, "model file: ", path, ": tensor ", i, " is '", name, "', expected '",
             params[i].first, "'");
+      // Version 1 stored every tensor in the model's dtype; version 2 names each tensor's.
+      const std::string dt = version >= 2 ? t.at("dtype").get<std::string>() : h.at("dtype").get<std::string>();
+      DType file_dtype;
+      try {
+        file_dtype = dtype_from_name(dt);
+      } catch (const Error& e) {
+        fail("model file: ", path, ": tensor '", name, "': ", e.what());
+      }
+      check(file_dtype == v.dtype(), "model file: ", path, ": tensor '", name, "' is ", dt, ", parameter ",
+            params[i].first, " of ", out.model.name, " is ", dtype_name(v.dtype()));
       Shape shape = t.at("shape").get<Shape>();
       check(shape == v.shape(), "model file: ", path, ": tensor '", name, "' has shape ", shape_str(shape),
             ", expected ", shape_str(v.shape()));

@@ -1,0 +1,137 @@
+// The model file (models/model_file.h), format version 2 with a dtype per tensor: a file written
+// by the last version-1 writer (commit 7417a2b, tests/data/model_v1) still loads and predicts the
+// logits that writer's build computed, bit for bit; version 2 round-trips and names every
+// tensor's dtype; a tensor whose dtype is not its parameter's, an unknown dtype and a version
+// from the future are refused naming the file and the tensor or offset.
+#include <gtest/gtest.h>
+#include <zlib.h>
+
+#include <cstring>
+#include <fstream>
+#include <sstream>
+
+#include <nlohmann/json.hpp>
+
+#include "engine/io/npy.h"
+#include "engine/train/cpu_runner.h"
+#include "models/model_file.h"
+#include "models/models.h"
+#include "tests/scratch_util.h"
+#include "tests/test_util.h"
+
+namespace driftlab {
+namespace {
+
+std::string fixture(const std::string& name) {
+  return std::string(DRIFTLAB_SOURCE_DIR) + "/tests/data/model_v1/" + name;
+}
+
+std::string read_bytes(const std::string& path) {
+  std::ifstream f(path, std::ios::binary);
+  std::ostringstream s;
+  s << f.rdbuf();
+  return s.str();
+}
+
+uint64_t le(const std::string& s, std::size_t off, int n) {
+  uint64_t v = 0;
+  for (int i = n - 1; i >= 0; --i) v = (v << 8) | static_cast<unsigned char>(s[off + static_cast<std::size_t>(i)]);
+  return v;
+}
+
+// The file with its JSON header replaced by edit(header), the length and the CRC rewritten (so
+// that only the edit can be what the reader refuses).
+std::string with_header(const std::string& bytes, const std::function<void(nlohmann::json&)>& edit) {
+  const uint64_t hlen = le(bytes, 12, 8);
+  nlohmann::json h = nlohmann::json::parse(bytes.substr(20, hlen));
+  edit(h);
+  const std::string header = h.dump();
+  std::string out = bytes.substr(0, 12);
+  for (int i = 0; i < 8; ++i) out.push_back(static_cast<char>((header.size() >> (8 * i)) & 0xff));
+  out += header;
+  out += bytes.substr(20 + hlen, bytes.size() - 4 - 20 - hlen);
+  const uLong crc = crc32(0L, reinterpret_cast<const Bytef*>(out.data()), static_cast<uInt>(out.size()));
+  for (int i = 0; i < 4; ++i) out.push_back(static_cast<char>((crc >> (8 * i)) & 0xff));
+  return out;
+}
+
+void write_bytes(const std::string& path, const std::string& b) { std::ofstream(path, std::ios::binary) << b; }
+
+TEST(ModelFile, Version1FromTheLastVersion1WriterLoadsAndPredictsTheSameBits) {
+  const std::string bytes = read_bytes(fixture("lenet1_tensorflow_v1.dlm"));
+  ASSERT_EQ(le(bytes, 8, 4), 1u) << "the fixture must stay a version-1 file";
+  LoadedModel lm = load_model(fixture("lenet1_tensorflow_v1.dlm"));
+  EXPECT_EQ(lm.model.name, "lenet1");
+  EXPECT_EQ(lm.model.policy.to_string(), "tensorflow");
+  const Tensor x = read_npy(fixture("input.npy")), want = read_npy(fixture("logits_v1.npy"));
+  ThreadCountGuard one(1);  // the fixture's logits were computed with --threads 1
+  CpuRunner runner(lm.model);
+  EXPECT_TRUE(bitwise_equal(runner.logits(x), want));
+}
+
+TEST(ModelFile, Version2RoundTripNamesEachTensorsDtype) {
+  ScratchDir tmp;
+  for (const char* spec : {"torch", "tensorflow,dtype=float64"}) {
+    SCOPED_TRACE(spec);
+    Model m = build_model("resnet20", Policy::parse(spec), 3);
+    const std::string path = tmp.path("m.dlm");
+    save_model(path, m, {{"note", "x"}});
+    const std::string bytes = read_bytes(path);
+    EXPECT_EQ(le(bytes, 8, 4), kModelFileVersion);
+    const nlohmann::json h = nlohmann::json::parse(bytes.substr(20, le(bytes, 12, 8)));
+    for (const auto& t : h.at("tensors")) EXPECT_EQ(t.at("dtype"), dtype_name(m.dtype())) << t.at("name");
+    LoadedModel back = load_model(path);
+    auto a = m.net->named_params(), b = back.model.net->named_params();
+    auto ab = m.net->named_buffers(), bb = back.model.net->named_buffers();
+    a.insert(a.end(), ab.begin(), ab.end());
+    b.insert(b.end(), bb.begin(), bb.end());
+    ASSERT_EQ(a.size(), b.size());
+    for (std::size_t i = 0; i < a.size(); ++i) EXPECT_TRUE(bitwise_equal(a[i].second->value, b[i].second->value));
+    EXPECT_EQ(back.metadata.at("note"), "x");
+  }
+}
+
+TEST(ModelFile, DtypesAndVersionsItCannotReadAreRefusedByName) {
+  ScratchDir tmp;
+  Model m = build_model("lenet1", Policy::torch(), 1);
+  save_model(tmp.path("ok.dlm"), m, {});
+  const std::string bytes = read_bytes(tmp.path("ok.dlm"));
+  struct Bad {
+    const char* file;
+    std::function<void(nlohmann::json&)> edit;
+    std::vector<std::string> message;
+  };
+  const std::vector<Bad> bad = {
+      {"int8.dlm", [](nlohmann::json& h) { h["tensors"][0]["dtype"] = "int8"; },
+       {"int8.dlm", "tensor '0.conv2d.weight' is int8", "is float32"}},
+      {"bf16.dlm", [](nlohmann::json& h) { h["tensors"][2]["dtype"] = "bfloat16"; },
+       {"bf16.dlm", "tensor '3.conv2d.weight'", "unknown dtype 'bfloat16'"}},
+      {"nodtype.dlm", [](nlohmann::json& h) { h["tensors"][1].erase("dtype"); }, {"nodtype.dlm", "missing a field"}},
+  };
+  for (const Bad& b : bad) {
+    write_bytes(tmp.path(b.file), with_header(bytes, b.edit));
+    const std::string path = tmp.path(b.file);
+    ::testing::AssertionResult r = ::testing::AssertionFailure();
+    try {
+      load_model(path);
+      r << "nothing thrown";
+    } catch (const Error& e) {
+      r = ::testing::AssertionSuccess();
+      for (const std::string& part : b.message)
+        if (std::string(e.what()).find(part) == std::string::npos)
+          r = ::testing::AssertionFailure() << "\"" << e.what() << "\" lacks \"" << part << "\"";
+    }
+    EXPECT_TRUE(r) << b.file;
+  }
+  // A version from the future: the version word is not covered by a header edit; rewrite it and the CRC.
+  std::string future = bytes.substr(0, bytes.size() - 4);
+  future[8] = 3;
+  const uLong crc = crc32(0L, reinterpret_cast<const Bytef*>(future.data()), static_cast<uInt>(future.size()));
+  for (int i = 0; i < 4; ++i) future.push_back(static_cast<char>((crc >> (8 * i)) & 0xff));
+  write_bytes(tmp.path("v3.dlm"), future);
+  EXPECT_TRUE(throws_error_with([&] { load_model(tmp.path("v3.dlm")); },
+                                {"v3.dlm", "version 3 at offset 8 is not supported", "versions 1 to 2"}));
+}
+
+}  // namespace
+}  // namespace driftlab
