@@ -18,6 +18,7 @@
 #include "engine/layers/flatten_layer.h"
 #include "engine/layers/gru_layer.h"
 #include "engine/layers/lstm_layer.h"
+#include "engine/layers/residual_layer.h"
 #include "engine/layers/init.h"
 #include "engine/ops/activation.h"
 #include "engine/ops/pool2d.h"
@@ -26,6 +27,7 @@
 #include "engine/train/sgd.h"
 #include "engine/train/runner.h"
 #include "kernels/cpu/ref/ref.h"
+#include "models/models.h"
 
 namespace driftlab {
 namespace {
@@ -134,6 +136,32 @@ std::string ex_init() {
        << std::sqrt(6.0 / static_cast<double>(l.fi + l.fo)) << "   kaiming_uniform_sqrt5 +-"
        << 1.0 / std::sqrt(static_cast<double>(l.fi)) << "   bias uniform_fan_in +-"
        << 1.0 / std::sqrt(static_cast<double>(l.fi)) << "\n";
+  return os.str();
+}
+
+std::string ex_model_conv_padding() {
+  std::ostringstream os;
+  os << "  ResNet-20's first strided conv (3x3, stride 2, 16x32x32 -> 32x16x16), tensorflow preset:\n";
+  for (const char* value : {"same", "explicit_half"}) {
+    Model m = build_model("resnet20", Policy::parse(std::string("tensorflow,model_conv_padding=") + value), 1);
+    auto* block = dynamic_cast<ResidualLayer*>(&m.net->layer(9));
+    const Conv2dParams& p = dynamic_cast<Conv2dLayer&>(block->main().layer(0)).op_params();
+    os << "    " << std::left << std::setw(14) << value << "pad t/b/l/r " << p.pad_t << "/" << p.pad_b << "/" << p.pad_l
+       << "/" << p.pad_r << ": output (0,0) reads input rows " << (0 - p.pad_t) << ".." << (2 - p.pad_t) << "\n";
+  }
+  os << "  (same: TF puts the odd pad after; padding=1 centres the window one pixel up-left)\n";
+  return os.str();
+}
+
+std::string ex_embedding_init() {
+  std::ostringstream os;
+  os << "  the first 4 values of a 1000x8 table, seed 1, under each value (torch's engine):\n";
+  for (const char* value : {"uniform_0p05", "normal_1"}) {
+    Policy p = Policy::parse(std::string("torch,embedding_init=") + value);
+    Rng rng(p.rng_engine, 1);
+    EmbeddingLayer l({1000, 8, {}}, {4}, p, rng);
+    os << "    " << std::left << std::setw(14) << value << row(l.params()[0]->value, 0, 4) << "\n";
+  }
   return os.str();
 }
 
@@ -640,6 +668,8 @@ std::string explain_knob(const std::string& knob) {
       {"weight_layout", ex_weight_layout},
       {"init_weight", ex_init},
       {"init_bias", ex_init},
+      {"embedding_init", ex_embedding_init},
+      {"model_conv_padding", ex_model_conv_padding},
       {"relu_grad_at_zero", ex_relu},
       {"maxpool_grad_ties", ex_maxpool_ties},
       {"hard_sigmoid_kind", ex_hard_sigmoid},

@@ -25,6 +25,8 @@ Policy Policy::tensorflow() {
   p.weight_layout = WeightLayout::hwio;
   p.init_weight = WeightInit::glorot_uniform;
   p.init_bias = BiasInit::zeros;
+  p.embedding_init = EmbeddingInit::uniform_0p05;
+  p.model_conv_padding = ModelConvPadding::same;
   p.relu_grad_at_zero = 0.0;
   p.maxpool_grad_ties = PoolTies::first;
   p.hard_sigmoid_kind = HardSigmoidKind::linear_0p2;
@@ -219,6 +221,20 @@ const std::vector<KnobRow>& rows() {
         {"init_bias", "init", {"zeros", "uniform_fan_in"}, "default conv/dense bias initialiser",
          "zeros", "zeros", "U(+-1/sqrt(fan_in))",
          "keras/layers/core.py@2.2.4 Dense; torch/nn/modules/linear.py reset_parameters"}));
+    r.push_back(enum_knob(&Policy::embedding_init,
+        {"embedding_init", "init", {"uniform_0p05", "normal_1"}, "embedding table initialiser",
+         "uniform_0p05: Embedding(embeddings_initializer='uniform') = RandomUniform(-0.05, 0.05)",
+         "uniform_0p05 (the same Keras layer)", "normal_1: nn.Embedding reset_parameters init.normal_, N(0,1)",
+         "keras/layers/embeddings.py@2.2.4 Embedding.__init__; keras/initializers.py@2.2.4 RandomUniform; "
+         "torch/nn/modules/sparse.py Embedding.reset_parameters"}));
+    r.push_back(enum_knob(&Policy::model_conv_padding,
+        {"model_conv_padding", "layers", {"same", "explicit_half"},
+         "how the model zoo pads its size-keeping convolutions (CIFAR ResNets, VGG-16): 'same' (then conv_same_pad "
+         "decides the split) or explicit k//2 on every side",
+         "same: Keras model code writes Conv2D(..., padding='same')", "same (the same Keras model code)",
+         "explicit_half: nn.Conv2d(..., padding=1), as PyTorch's CIFAR ResNet and torchvision VGG write it",
+         "keras/applications/resnet50.py@2.2.4, keras-team/keras examples/cifar10_resnet.py (padding='same'); "
+         "torchvision/models/vgg.py, torchvision/models/resnet.py conv3x3 (padding=1)"}));
     r.push_back({{"relu_grad_at_zero", "layers", {}, "value of dReLU/dx at exactly x=0",
                   "0: ReluGrad g*(x>0)", "0.5: relu=0.5(x+|x|) and d|x|/dx=sgn(0)=0", "0",
                   "tensorflow/core/kernels/relu_op_functor.h; theano/tensor/nnet/nnet.py relu"},

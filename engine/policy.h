@@ -51,6 +51,16 @@ enum class LstmForgetBias { one, as_bias_init };
 enum class LstmPeepholes { none, lasagne };  // Lasagne LSTMLayer(peepholes=True): i,f see c_{t-1}, o sees c_t
 enum class GruReset { before, after };
 enum class GruUpdate { z_keeps_old, z_takes_new };
+enum class EmbeddingInit {
+  uniform_0p05,  // Keras 2.2.4 Embedding(embeddings_initializer='uniform') = RandomUniform(-0.05, 0.05)
+  normal_1,      // PyTorch nn.Embedding.reset_parameters: init.normal_(weight), N(0, 1)
+};
+// How the model zoo writes the padding of its 'same'-sized convolutions (the CIFAR ResNets'
+// and VGG-16's 3x3): as the frameworks' reference model code writes them.
+enum class ModelConvPadding {
+  same,      // Keras examples: Conv2D(padding='same'), resolved by conv_same_pad
+  explicit_half,  // PyTorch reference models: nn.Conv2d(padding=k//2) (PyTorch refuses strided 'same')
+};
 // What an LSTM/GRU does at a padded step (a step the layer before marks as padding).
 enum class RnnMask { none, carry, zero };
 
@@ -68,6 +78,8 @@ struct Policy {
   WeightLayout weight_layout = WeightLayout::oihw;      // order weights are drawn/exported in
   WeightInit init_weight = WeightInit::kaiming_uniform_sqrt5;  // conv/dense kernel init
   BiasInit init_bias = BiasInit::uniform_fan_in;        // conv/dense bias init
+  EmbeddingInit embedding_init = EmbeddingInit::normal_1;  // nn.Embedding N(0,1); Keras U(+-0.05)
+  ModelConvPadding model_conv_padding = ModelConvPadding::explicit_half;  // torchvision-style padding=1
   double relu_grad_at_zero = 0.0;                       // Theano relu=0.5(x+|x|) gives 0.5
   PoolTies maxpool_grad_ties = PoolTies::first;         // Theano CPU MaxPoolGrad: all ties
   HardSigmoidKind hard_sigmoid_kind = HardSigmoidKind::relu6_div6;

@@ -2,9 +2,11 @@
 // 3 basic blocks, 16/32/64 channels, option A shortcuts; "resnet20b" uses option B), ResNet-18
 // (CIFAR variant: 3x3 stem, 4 stages of 2 basic blocks, 64..512 channels, option B
 // shortcuts), and VGG-16 with the 4096-4096-10 head on 32x32 input.
-// The 3x3 convolutions keep the size ('same'); under the torch preset they are written the
-// way PyTorch's reference implementations write them, padding=1, because PyTorch refuses
-// 'same' with stride 2 and the CIFAR ResNets downsample with stride-2 3x3 convolutions.
+// The 3x3 convolutions keep the size: the model_conv_padding knob says how they are written,
+// padding='same' as Keras model code writes them (conv_same_pad then splits odd totals), or
+// padding=1 on every side as PyTorch's reference implementations write them (PyTorch refuses
+// 'same' with stride 2, and the CIFAR ResNets downsample with stride-2 3x3 convolutions). With
+// stride 2 on an even input the two differ: 'same' pads only after (TF), padding=1 both sides.
 // Convolutions followed by BatchNorm have no bias (PyTorch's references; a bias before BN
 // only shifts the batch mean away).
 #include <memory>
@@ -28,7 +30,7 @@ Conv2dSpec conv3x3(int64_t out, int64_t stride, bool bias, const Policy& p) {
   s.kernel_h = s.kernel_w = 3;
   s.stride = stride;
   s.bias = bias;
-  if (p.conv_same_pad == SamePad::after_stride1) {
+  if (p.model_conv_padding == ModelConvPadding::explicit_half) {
     s.pad = PadMode::explicit_pad;
     s.pad_h = s.pad_w = 1;
   } else {

@@ -24,6 +24,7 @@
 #include "engine/layers/flatten_layer.h"
 #include "engine/layers/init.h"
 #include "engine/layers/pool_layer.h"
+#include "engine/layers/residual_layer.h"
 #include "engine/ops/conv2d.h"
 #include "engine/ops/softmax_xent.h"
 #include "engine/policy.h"
@@ -831,6 +832,116 @@ TEST(Knob_dtype, Float64PolicyBuildsFloat64) {
     RunContext ctx = RunContext::inference(exec);
     // A float32 batch is converted to the model's dtype.
     EXPECT_EQ(m.forward(ctx, random_tensor({1, 1, 28, 28}, DType::f32, 3, 0, 1)).dtype(), want) << spec;
+  }
+}
+
+
+// ---------------------------------------------------------------------------------------------
+// model_conv_padding, embedding_init
+
+// ResNet-20's first downsampling conv (3x3, stride 2, 16x32x32 -> 32x16x16): 'same' under TF's
+// rule pads 0 before and 1 after (total (16-1)*2+3-32 = 1, the odd pixel after); PyTorch's
+// padding=1 pads 1 on every side, so its windows sit one pixel up-left of TF's. Stride-1 convs
+// pad 1/1 either way.
+TEST(Knob_model_conv_padding, SameVsExplicitHalfOnTheStridedConv) {
+  for (const char* value : {"same", "explicit_half"}) {
+    SCOPED_TRACE(value);
+    Model m = build_model("resnet20", Policy::parse(std::string("tensorflow,model_conv_padding=") + value), 1);
+    // Layer 9: the first residual block of stage 2; its main path's first conv has stride 2.
+    auto* block = dynamic_cast<ResidualLayer*>(&m.net->layer(9));
+    ASSERT_NE(block, nullptr) << m.net->layer(9).describe();
+    auto* conv = dynamic_cast<Conv2dLayer*>(&block->main().layer(0));
+    ASSERT_NE(conv, nullptr);
+    const Conv2dParams& p = conv->op_params();
+    ASSERT_EQ(p.stride_h, 2);
+    const bool same = std::string(value) == "same";
+    EXPECT_EQ(p.pad_t, same ? 0 : 1);
+    EXPECT_EQ(p.pad_b, 1);
+    EXPECT_EQ(p.pad_l, same ? 0 : 1);
+    auto* first = dynamic_cast<Conv2dLayer*>(&m.net->layer(0));
+    ASSERT_NE(first, nullptr);
+    EXPECT_EQ(first->op_params().pad_t, 1);  // stride 1: the same either way
+  }
+  // The presets: Keras model code writes padding='same', PyTorch's padding=1.
+  EXPECT_EQ(Policy::tensorflow().model_conv_padding, ModelConvPadding::same);
+  EXPECT_EQ(Policy::theano().model_conv_padding, ModelConvPadding::same);
+  EXPECT_EQ(Policy::torch().model_conv_padding, ModelConvPadding::explicit_half);
+  report("model_conv_padding_stride2_pad_top_same_minus_explicit", -1);
+}
+
+TEST(Knob_embedding_init, KerasUniformVsTorchNormal) {
+  for (const char* spec : {"torch", "torch,embedding_init=uniform_0p05", "tensorflow", "tensorflow,embedding_init=normal_1"}) {
+    SCOPED_TRACE(spec);
+    const Policy p = Policy::parse(spec);
+    Model m = build_model("lstm-imdb", p, 1, ModelArgs{1000, 20});
+    const Tensor& table = m.net->named_params().at(0).second->value;
+    double mx = 0, sq = 0;
+    for (int64_t i = 0; i < table.numel(); ++i) mx = std::max(mx, std::fabs(table.at(i))), sq += table.at(i) * table.at(i);
+    const double sd = std::sqrt(sq / static_cast<double>(table.numel()));
+    if (p.embedding_init == EmbeddingInit::uniform_0p05) {
+      EXPECT_LE(mx, 0.05);
+      EXPECT_NEAR(sd, 0.05 / std::sqrt(3.0), 0.002);  // 128,000 draws of U(-0.05, 0.05)
+    } else {
+      EXPECT_GT(mx, 3.0);  // 128,000 draws of N(0,1) reach 3 sigma many times
+      EXPECT_NEAR(sd, 1.0, 0.02);
+    }
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+// rnn_backend, bn_backend, pool_backend, act_backend, loss_backend, sgd_backend: which kernel
+// runs (the registry's trace), and how far apart their results are. rnn and bn change the float32
+// summation order (rounding only); the other four give the reference's bits: their effect is
+// speed, and zero on every number (tests/ops compares them bit for bit).
+TEST(Knob_own_backends, EachPicksItsKernelAndOnlyRnnAndBnChangeBits) {
+  struct Row {
+    const char* knob;
+    const char* model;
+    Shape x;
+    const char* op;
+    bool same_bits;
+  };
+  const Row rows[] = {{"rnn_backend", "lstm", {4, 28, 28}, "rnn", false},
+                      {"bn_backend", "resnet20", {2, 3, 32, 32}, "batchnorm", false},
+                      {"pool_backend", "lenet5", {4, 1, 28, 28}, "maxpool2d", true},
+                      {"act_backend", "lenet5", {4, 1, 28, 28}, "activation", true},
+                      {"loss_backend", "lenet5", {4, 1, 28, 28}, "softmax_xent", true},
+                      {"sgd_backend", "lenet5", {4, 1, 28, 28}, "sgd", true}};
+  for (const Row& r : rows) {
+    SCOPED_TRACE(r.knob);
+    std::vector<Tensor> weights[2];
+    for (int v = 0; v < 2; ++v) {
+      const std::string value = v == 0 ? "reference" : "fast";
+      Model m = build_model(r.model, Policy::parse(std::string("torch,") + r.knob + "=" + value), 1);
+      std::vector<KernelChoice> trace;
+      ExecContext exec;
+      exec.trace = &trace;
+      CpuRunner runner(m, {}, exec);
+      runner.train_step(random_tensor(r.x, DType::f32, 3, 0.0, 1.0), std::vector<int32_t>(r.x[0], 2));
+      int seen = 0;
+      for (const KernelChoice& c : trace) {
+        if (c.op != r.op) continue;
+        EXPECT_EQ(c.kernel, value);
+        ++seen;
+      }
+      EXPECT_GT(seen, 0) << r.op << " never dispatched";
+      for (auto& np : m.net->named_params()) weights[v].push_back(np.second->value.clone());
+    }
+    double gap = 0;
+    for (std::size_t i = 0; i < weights[0].size(); ++i) {
+      if (r.same_bits) {
+        EXPECT_TRUE(bitwise_equal(weights[1][i], weights[0][i]));
+      }
+      for (int64_t j = 0; j < weights[0][i].numel(); ++j)
+        gap = std::max(gap, std::fabs(weights[1][i].at(j) - weights[0][i].at(j)));
+    }
+    // rnn/bn: one SGD step apart in float32 summation order only: far below a formula change
+    // (a step moves weights by ~lr*|g| ~ 1e-3), and not zero.
+    if (!r.same_bits) {
+      EXPECT_GT(gap, 0.0);
+      EXPECT_LT(gap, 1e-5);
+    }
+    report(std::string(r.knob) + "_weight_gap_after_one_step", gap);
   }
 }
 

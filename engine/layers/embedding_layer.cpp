@@ -58,9 +58,7 @@ const char* embedding_init_name(EmbeddingInit init) {
   return init == EmbeddingInit::uniform_0p05 ? "uniform(-0.05,0.05)" : "normal(0,1)";
 }
 
-EmbeddingInit embedding_init_for(const Policy& policy) {
-  return policy.preset == "torch" ? EmbeddingInit::normal_1 : EmbeddingInit::uniform_0p05;
-}
+EmbeddingInit embedding_init_for(const Policy& policy) { return policy.embedding_init; }
 
 void init_embedding(Tensor& table, EmbeddingInit init, Rng& rng) {
   dispatch_dtype(table.dtype(), [&](auto tag) {

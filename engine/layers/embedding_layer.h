@@ -25,12 +25,8 @@
 
 namespace driftlab {
 
-enum class EmbeddingInit {
-  uniform_0p05,  // Keras 2.2.4 Embedding(embeddings_initializer='uniform') = RandomUniform(-0.05, 0.05)
-  normal_1,      // PyTorch nn.Embedding.reset_parameters: init.normal_(weight), N(0, 1)
-};
 const char* embedding_init_name(EmbeddingInit init);
-// torch -> normal_1; tensorflow and theano (Keras 2.2.4 on either backend) -> uniform_0p05.
+// The Policy's embedding_init knob (torch: normal_1; tensorflow and theano: uniform_0p05).
 EmbeddingInit embedding_init_for(const Policy& policy);
 
 struct EmbeddingArgs {
