@@ -1,5 +1,5 @@
-// Float64 central-difference gradient check of a whole Sequential (training mode), shared by
-// the BatchNorm and residual-block tests.
+// Float64 central-difference gradient check of a whole Sequential under train or inference
+// semantics (recorded passes), shared by the BatchNorm and residual-block tests.
 #pragma once
 #include <gtest/gtest.h>
 
@@ -12,23 +12,24 @@ namespace driftlab {
 // p_stride-th element of every parameter gradient against float64 central differences (h=1e-6),
 // within the absolute tolerance `tol` the caller justifies. x_stride <= 0 skips dx: for inputs
 // that are not differentiable (token ids of an embedding, which refuse non-integer values).
-inline void gradcheck_sequential(Sequential& net, const Tensor& x, double tol, int64_t x_stride, int64_t p_stride) {
+inline void gradcheck_sequential(Sequential& net, const Tensor& x, double tol, int64_t x_stride, int64_t p_stride,
+                                 Semantics semantics = Semantics::train) {
   ExecContext exec;
   Tensor probe;
   {
-    RunContext ctx = RunContext::training(exec, nullptr);
+    RunContext ctx = RunContext::recorded(exec, semantics);
     probe = net.forward(ctx, x);
   }
   Tensor r = random_tensor(probe.shape(), DType::f64, 31, -1.0, 1.0);
   auto loss = [&](const Tensor& in) {
-    RunContext ctx = RunContext::training(exec, nullptr);
+    RunContext ctx = RunContext::recorded(exec, semantics);
     Tensor y = net.forward(ctx, in);
     double s = 0;
     for (int64_t i = 0; i < y.numel(); ++i) s += y.at(i) * r.at(i);
     return s;
   };
   net.zero_grad();
-  RunContext ctx = RunContext::training(exec, nullptr);
+  RunContext ctx = RunContext::recorded(exec, semantics);
   net.forward(ctx, x);
   Tensor dx = net.backward(ctx, r);
   const double h = 1e-6;

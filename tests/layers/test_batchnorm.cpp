@@ -1,5 +1,7 @@
-// BatchNorm: float64 central-difference gradient check of the training forward (through
-// the batch statistics), and the documented effect of each BatchNorm knob on a hand case.
+// BatchNorm: float64 central-difference gradient checks of the training forward (through the
+// batch statistics) and of the inference forward (through the fixed running statistics, every
+// running-variance meaning, the inverse-std one included), the inference pass leaving every
+// running statistic untouched, and the documented effect of each BatchNorm knob on a hand case.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -39,6 +41,54 @@ void gradcheck(const Shape& per_sample, int64_t batch, const char* preset) {
 TEST(BatchNormGradCheck, Conv4D) { gradcheck({3, 2, 3}, 2, "torch"); }
 TEST(BatchNormGradCheck, Dense2D) { gradcheck({4}, 5, "tensorflow"); }
 TEST(BatchNormGradCheck, Batch1Spatial) { gradcheck({2, 3, 3}, 1, "theano"); }
+
+// dx, dgamma and dbeta at inference semantics: y = gamma*(x - rm)*s + beta with s from the
+// running statistics (non-trivial ones, set here), under each estimator's meaning of the running
+// variance (lasagne_inv_std stores s itself).
+void gradcheck_inference(const Shape& per_sample, int64_t batch, const Policy& p) {
+  Sequential net(per_sample);
+  auto& bn = net.add(std::make_unique<BatchNormLayer>(per_sample, p));
+  auto ps = bn.params();
+  auto bs = bn.buffers();
+  for (int64_t c = 0; c < ps[0]->value.numel(); ++c) {
+    ps[0]->value.data<double>()[c] = 0.5 + 0.25 * static_cast<double>(c);
+    ps[1]->value.data<double>()[c] = -0.1 * static_cast<double>(c);
+    bs[0]->value.data<double>()[c] = 0.3 - 0.2 * static_cast<double>(c);  // running mean
+    bs[1]->value.data<double>()[c] = 0.6 + 0.35 * static_cast<double>(c);  // running var (or inv std)
+  }
+  std::vector<Tensor> before;
+  for (Param* b : bn.buffers()) before.push_back(b->value.clone());
+  Shape full{batch};
+  full.insert(full.end(), per_sample.begin(), per_sample.end());
+  // The inference forward is affine in x, gamma and beta: central differences are exact up to
+  // rounding (~eps*|loss|/h ~ 1e-9); 1e-7 absolute on O(1) gradients.
+  gradcheck_sequential(net, random_tensor(full, DType::f64, 22, -2.0, 2.0), 1e-7, 1, 1, Semantics::inference);
+  auto after = bn.buffers();
+  for (std::size_t i = 0; i < before.size(); ++i)
+    EXPECT_TRUE(bitwise_equal(after[i]->value, before[i])) << "running statistic " << after[i]->name << " moved";
+}
+
+TEST(BatchNormGradCheck, InferenceSemanticsEveryEstimator) {
+  for (const char* est : {"unbiased", "keras_tf", "keras_theano", "biased", "lasagne_inv_std"})
+    for (const char* preset : {"torch", "tensorflow"}) {
+      SCOPED_TRACE(std::string(preset) + " " + est);
+      Policy p = f64(preset);
+      p.set("bn_running_var", est);
+      gradcheck_inference({3, 2, 3}, 2, p);
+      gradcheck_inference({4}, 5, p);
+      gradcheck_inference({2, 3, 3}, 1, p);  // batch 1: fine at inference (no batch statistics)
+    }
+}
+
+// A backward needs a recorded forward: an inference pass that kept nothing is refused by name.
+TEST(BatchNormSemantics, InferenceBackwardNeedsARecordedForward) {
+  BatchNormLayer bn({2, 3, 3}, Policy::torch());
+  ExecContext exec;
+  RunContext plain = RunContext::inference(exec);
+  bn.forward(plain, random_tensor({2, 2, 3, 3}, DType::f32, 1));
+  EXPECT_NE(error_of([&] { bn.backward(plain, Tensor({2, 2, 3, 3}, DType::f32)); }).find("without a recorded forward"),
+            std::string::npos);
+}
 
 struct Stats {
   double running_mean, running_var, infer_at_6;

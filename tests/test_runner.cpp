@@ -1,0 +1,151 @@
+// The model face (engine/train/runner.h) on the CPU: the input gradient under inference semantics
+// equals central differences of the inference loss (float64, ResNet-20 with non-trivial running
+// statistics and LeNet-5), moves no running statistic and no weight, and is not the training-mode
+// gradient; train semantics move the running statistics as a training forward does; logits and
+// evaluate agree with the layers run by hand; --device cuda without a device is one clear error.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstring>
+
+#include "engine/data/dataset.h"
+#include "engine/train/cpu_runner.h"
+#include "kernels/cpu/ref/ref.h"
+#include "models/models.h"
+#include "tests/test_util.h"
+
+namespace driftlab {
+namespace {
+
+// Running statistics set away from their initial 0/1 (mean in [-0.5,0.5], variance in [0.5,2]),
+// so that inference semantics differ from the training ones.
+void randomise_running_stats(Model& m, uint64_t seed) {
+  for (auto& nb : m.net->named_buffers()) {
+    Tensor& v = nb.second->value;
+    const bool var = nb.first.find("running_var") != std::string::npos;
+    if (!var && nb.first.find("running_mean") == std::string::npos) continue;
+    const Tensor r = random_tensor(v.shape(), v.dtype(), seed++, var ? 0.5 : -0.5, var ? 2.0 : 0.5);
+    std::memcpy(v.raw(), r.raw(), v.nbytes());
+  }
+}
+
+std::vector<Tensor> snapshot(Model& m) {
+  std::vector<Tensor> out;
+  for (auto& np : m.net->named_params()) out.push_back(np.second->value.clone());
+  for (auto& nb : m.net->named_buffers()) out.push_back(nb.second->value.clone());
+  return out;
+}
+
+struct FaceCase {
+  const char* model;
+  const char* policy;
+  Shape x;
+};
+
+class RunnerInputGradient : public ::testing::TestWithParam<FaceCase> {};
+
+TEST_P(RunnerInputGradient, InferenceGradientIsTheDerivativeOfTheInferenceLossAndMovesNothing) {
+  const FaceCase c = GetParam();
+  Policy p = Policy::parse(c.policy);
+  p.dtype = FloatType::float64;
+  // oneDNN has no float64 convolution (the registry would run the single-threaded reference):
+  // Eigen's float64 kernel keeps the test fast; the semantics under test do not depend on it.
+  p.conv_backend = KernelBackend::eigen;
+  Model m = build_model(c.model, p, 3);
+  randomise_running_stats(m, 40);
+  CpuRunner runner(m);
+  const Tensor x = random_tensor(c.x, DType::f64, 5, 0.0, 1.0);
+  const std::vector<int32_t> y = {3, 7};
+  const std::vector<Tensor> before = snapshot(m);
+  const InputGradient g = runner.input_gradient(x, y, Semantics::inference);
+  ASSERT_EQ(g.dx.shape(), x.shape());
+  // Nothing moved: weights and every BatchNorm running statistic, bit for bit.
+  const std::vector<Tensor> after = snapshot(m);
+  for (std::size_t i = 0; i < before.size(); ++i) EXPECT_TRUE(bitwise_equal(after[i], before[i])) << i;
+  // The same call again gives the same bits (no state is carried between calls).
+  EXPECT_TRUE(bitwise_equal(runner.input_gradient(x, y, Semantics::inference).dx, g.dx));
+  // Central differences of the inference loss (logits() is inference semantics) on 12 inputs
+  // spread over the batch: truncation O(h^2) ~ 1e-12, rounding ~ eps*|loss|/h ~ 1e-10; the
+  // gradients are O(1e-3..1e-1), so 1e-7 absolute plus 1e-5 relative fails any missing term.
+  const double h = 1e-6;
+  // The loss of the Policy on the inference logits, as input_gradient forms it.
+  const SoftmaxXentParams lp = resolve_loss(p);
+  auto loss_at = [&](const Tensor& xi) { return softmax_xent_forward_ref(lp, runner.logits(xi), y); };
+  EXPECT_EQ(loss_at(x), g.loss);
+  const int64_t stride = x.numel() / 12;
+  for (int64_t i = 0; i < x.numel(); i += stride) {
+    Tensor xp = x.clone(), xm = x.clone();
+    xp.data<double>()[i] += h;
+    xm.data<double>()[i] -= h;
+    const double fd = (loss_at(xp) - loss_at(xm)) / (2 * h);
+    EXPECT_NEAR(g.dx.at(i), fd, 1e-7 + 1e-5 * std::fabs(fd)) << "dx[" << i << "]";
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Models, RunnerInputGradient,
+                         ::testing::Values(FaceCase{"resnet20", "torch", {2, 3, 32, 32}},
+                                           FaceCase{"resnet20", "tensorflow", {2, 3, 32, 32}},
+                                           FaceCase{"lenet5", "theano", {2, 1, 28, 28}}),
+                         [](const ::testing::TestParamInfo<FaceCase>& i) {
+                           return std::string(i.param.model) + "_" + i.param.policy;
+                         });
+
+TEST(RunnerSemantics, TrainSemanticsMoveRunningStatisticsAndGiveAnotherGradient) {
+  Model m = build_model("resnet20", Policy::torch(), 3);
+  randomise_running_stats(m, 60);
+  CpuRunner runner(m);
+  const Tensor x = random_tensor({4, 3, 32, 32}, DType::f32, 6, 0.0, 1.0);
+  const std::vector<int32_t> y = {1, 2, 3, 4};
+  const InputGradient infer = runner.input_gradient(x, y, Semantics::inference);
+  const std::vector<Tensor> before = snapshot(m);
+  const InputGradient train = runner.input_gradient(x, y, Semantics::train);
+  const std::vector<Tensor> after = snapshot(m);
+  const std::size_t params = m.net->named_params().size();
+  int moved = 0;
+  for (std::size_t i = 0; i < before.size(); ++i) {
+    if (i < params) {
+      EXPECT_TRUE(bitwise_equal(after[i], before[i])) << "a weight moved";
+    } else if (!bitwise_equal(after[i], before[i])) {
+      ++moved;
+    }
+  }
+  EXPECT_EQ(moved, 2 * 19) << "every BatchNorm's running mean and variance (19 BatchNorms in ResNet-20)";
+  // Batch statistics instead of the running ones: a different function of x, so another gradient.
+  double gap = 0, scale = 0;
+  for (int64_t i = 0; i < infer.dx.numel(); ++i) {
+    gap = std::max(gap, std::fabs(infer.dx.at(i) - train.dx.at(i)));
+    scale = std::max(scale, std::fabs(infer.dx.at(i)));
+  }
+  EXPECT_GT(gap, 0.1 * scale);
+}
+
+TEST(Runner, LogitsAndEvaluateAreTheInferenceForward) {
+  Model m = build_model("lenet5", Policy::tensorflow(), 2);
+  CpuRunner runner(m);
+  Dataset d;
+  d.name = "random";
+  d.images = random_tensor({37, 1, 28, 28}, DType::f32, 9, 0.0, 1.0);
+  for (int i = 0; i < 37; ++i) d.labels.push_back(i % 10);
+  ExecContext exec;
+  RunContext ctx = RunContext::inference(exec);
+  const Tensor want = m.forward(ctx, d.images);
+  EXPECT_TRUE(bitwise_equal(runner.logits(d.images), want));
+  const EvalResult e = runner.evaluate(d, 10);
+  EXPECT_EQ(e.n, 37);
+  EXPECT_EQ(e.accuracy, static_cast<double>(count_correct(want, d.labels)) / 37.0);
+  EXPECT_GT(e.loss, 0.0);
+}
+
+TEST(Runner, CudaWithoutADeviceIsOneClearError) {
+  Model m = build_model("lenet1", Policy::torch(), 1);
+  try {
+    open_runner(m, Device::cuda);
+    GTEST_SKIP() << "a CUDA device is present";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("no CUDA device"), std::string::npos) << e.what();
+  }
+  EXPECT_NE(error_of([] { parse_device("tpu"); }).find("unknown device 'tpu' (known: cpu, cuda)"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace driftlab
