@@ -62,11 +62,6 @@ void add_data_options(CLI::App* c, DataOptions& o) {
   c->add_option("--seq-truncate", o.seq_truncate, "imdb: cut 'pre' (keep the end) or 'post' (default: the model file's, else pre)");
 }
 
-// One split for a command. model_meta: a loaded model file's metadata, for the dataset options
-// it was trained with.
-Dataset load_split(const DataOptions& o, bool train, const json* model_meta = nullptr) {
-  return o.loader->load(o, train ? Split::train : Split::test, model_meta);
-}
 
 void set_threads(int threads) {
   if (threads > 0) omp_set_num_threads(threads);
@@ -230,14 +225,11 @@ void add_train_options(CLI::App* c, TrainOptions& o) {
 
 // ---------- eval / predict ----------
 
-InputNorm model_input_norm(const LoadedModel& lm) { return input_norm_from_metadata(lm.metadata); }
-
 void eval_cmd(const std::string& weights, const DataOptions& d, int64_t batch, int threads, const DeviceOptions& dev) {
   set_threads(threads);
   const Device device = dev.parsed();
   LoadedModel lm = load_model(weights);
-  Dataset test = load_split(d, false, &lm.metadata);
-  apply_norm(test, model_input_norm(lm));
+  Dataset test = load_split_for(lm, *d.loader, d, Split::test);
   EvalResult r = open_runner(lm.model, device)->evaluate(test, batch);
   std::cout << "test accuracy " << fmt(r.accuracy, 4) << " loss " << fmt(r.loss, 4) << " on " << r.n << " images ("
             << lm.model.name << ", " << lm.model.policy.to_string() << ", " << dev.device << ")\n";
@@ -258,15 +250,14 @@ void predict_cmd(const std::string& weights, const DataOptions& d, const std::ve
     want.insert(want.end(), lm.model.input_shape.begin(), lm.model.input_shape.end());
     check(x.shape() == want, "predict: ", input, " has shape ", shape_str(x.shape()), ", model ", lm.model.name,
           " takes ", shape_str(want));
-    apply_norm(x, model_input_norm(lm));
+    normalise_for(lm, x);
     Tensor y = open_runner(lm.model, device)->logits(x, max_batch);
     check(!output.empty(), "predict: --input needs --output FILE.npy");
     write_npy(output, y);
     std::cout << "wrote logits " << shape_str(y.shape()) << " to " << output << "\n";
     return;
   }
-  Dataset test = load_split(d, false, &lm.metadata);
-  apply_norm(test, model_input_norm(lm));
+  Dataset test = load_split_for(lm, *d.loader, d, Split::test);
   std::vector<int64_t> idx(static_cast<std::size_t>(test.images.dim(0)));
   for (std::size_t i = 0; i < idx.size(); ++i) idx[i] = static_cast<int64_t>(i);
   std::unique_ptr<Runner> runner = open_runner(lm.model, device);
@@ -403,8 +394,7 @@ void drift_cmd(const DriftOptions& o) {
   set_threads(o.threads);
   LoadedModel lm = load_model(o.weights);
   check_model_name(o.model, lm, o.weights);
-  Dataset test = load_split(o.data, false, &lm.metadata);
-  apply_norm(test, model_input_norm(lm));
+  Dataset test = load_split_for(lm, *o.data.loader, o.data, Split::test);
   ExecContext exec;
   std::cout << "drift: " << lm.model.name << " weights " << o.weights << " (trained under "
             << lm.model.policy.to_string() << "), " << test.images.dim(0) << " images of " << test.name << ", weights "
@@ -461,14 +451,9 @@ void attribute_cmd(const AttributeCliOptions& o) {
   set_threads(o.threads);
   LoadedModel lm = load_model(o.weights);
   check_model_name(o.model, lm, o.weights);
-  InputNorm norm = model_input_norm(lm);
-  Dataset test = load_split(o.data, false, &lm.metadata);
-  apply_norm(test, norm);
+  Dataset test = load_split_for(lm, *o.data.loader, o.data, Split::test);
   Dataset train;
-  if (o.train > 0) {
-    train = load_split(o.data, true, &lm.metadata);
-    apply_norm(train, norm);
-  }
+  if (o.train > 0) train = load_split_for(lm, *o.data.loader, o.data, Split::train);
   ExecContext exec;
   AttributeOptions opt;
   opt.convert = !o.no_convert;

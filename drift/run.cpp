@@ -101,4 +101,12 @@ TrainRunResult run_training(const TrainRunSpec& spec, DatasetLoader& loader, con
   return out;
 }
 
+Dataset load_split_for(const LoadedModel& lm, DatasetLoader& loader, const DataSpec& spec, Split split) {
+  Dataset d = loader.load(spec, split, &lm.metadata);
+  apply_norm(d, input_norm_from_metadata(lm.metadata));
+  return d;
+}
+
+void normalise_for(const LoadedModel& lm, Tensor& x) { apply_norm(x, input_norm_from_metadata(lm.metadata)); }
+
 }  // namespace driftlab

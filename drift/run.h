@@ -14,6 +14,7 @@
 
 #include "engine/data/datasets.h"
 #include "engine/train/runner.h"
+#include "models/model_file.h"
 
 namespace driftlab {
 
@@ -53,5 +54,13 @@ nlohmann::json run_stamp(const Policy& policy, const std::string& model, const s
                          Device device);
 
 TrainRunResult run_training(const TrainRunSpec& spec, DatasetLoader& loader, const TrainRunHooks& hooks = {});
+
+// A trained model's data: the split of spec's dataset under the options the model file records
+// (IMDb vocabulary and length unless spec overrides them), standardised with the file's
+// input_mean/input_std, as the model was trained. What eval, predict, drift, attribute and the
+// study runner evaluate a saved model on.
+Dataset load_split_for(const LoadedModel& lm, DatasetLoader& loader, const DataSpec& spec, Split split);
+// An input batch of a saved model standardised as its training data was.
+void normalise_for(const LoadedModel& lm, Tensor& x);
 
 }  // namespace driftlab
