@@ -1,7 +1,6 @@
 // Helpers for tests of readers and writers: a scratch folder per test, and the check that a
 // call throws one driftlab::Error whose one-line message names what it must (the file, the
-// parameter, the offset). Header-only. test_idx.cpp and test_npy.cpp still define their own
-// copies of both (older than this header); they can drop them and include this one.
+// parameter, the offset). Header-only.
 #pragma once
 #include <gtest/gtest.h>
 #include <unistd.h>

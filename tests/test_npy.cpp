@@ -17,46 +17,12 @@
 #include "engine/core/error.h"
 #include "engine/io/npy.h"
 
+#include "tests/scratch_util.h"
+
 namespace driftlab {
 namespace {
 
 namespace fs = std::filesystem;
-
-// A fresh directory per test, removed at the end.
-struct ScratchDir {
-  fs::path dir;
-  ScratchDir() {
-    const auto* info = ::testing::UnitTest::GetInstance()->current_test_info();
-    dir = fs::temp_directory_path() / ("driftlab_npy_" + std::to_string(::getpid()) + "_" +
-                                       info->test_suite_name() + "_" + info->name());
-    fs::remove_all(dir);
-    fs::create_directories(dir);
-  }
-  ~ScratchDir() {
-    std::error_code ec;
-    fs::remove_all(dir, ec);
-  }
-  std::string path(const std::string& name) const { return (dir / name).string(); }
-};
-
-// Passes when f throws driftlab::Error whose single-line message contains every part.
-::testing::AssertionResult throws_error_with(const std::function<void()>& f,
-                                             std::initializer_list<std::string> parts) {
-  try {
-    f();
-  } catch (const Error& e) {
-    const std::string msg = e.what();
-    for (const std::string& p : parts)
-      if (msg.find(p) == std::string::npos)
-        return ::testing::AssertionFailure() << "message \"" << msg << "\" lacks \"" << p << "\"";
-    if (msg.find('\n') != std::string::npos)
-      return ::testing::AssertionFailure() << "message is not one line: \"" << msg << "\"";
-    return ::testing::AssertionSuccess() << msg;
-  } catch (const std::exception& e) {
-    return ::testing::AssertionFailure() << "threw a non-driftlab exception: " << e.what();
-  }
-  return ::testing::AssertionFailure() << "nothing was thrown";
-}
 
 void write_file(const std::string& path, const std::string& bytes) {
   std::ofstream os(path, std::ios::binary);

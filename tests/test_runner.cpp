@@ -12,22 +12,11 @@
 #include "engine/train/cpu_runner.h"
 #include "kernels/cpu/ref/ref.h"
 #include "models/models.h"
+#include "tests/model_test_util.h"
 #include "tests/test_util.h"
 
 namespace driftlab {
 namespace {
-
-// Running statistics set away from their initial 0/1 (mean in [-0.5,0.5], variance in [0.5,2]),
-// so that inference semantics differ from the training ones.
-void randomise_running_stats(Model& m, uint64_t seed) {
-  for (auto& nb : m.net->named_buffers()) {
-    Tensor& v = nb.second->value;
-    const bool var = nb.first.find("running_var") != std::string::npos;
-    if (!var && nb.first.find("running_mean") == std::string::npos) continue;
-    const Tensor r = random_tensor(v.shape(), v.dtype(), seed++, var ? 0.5 : -0.5, var ? 2.0 : 0.5);
-    std::memcpy(v.raw(), r.raw(), v.nbytes());
-  }
-}
 
 std::vector<Tensor> snapshot(Model& m) {
   std::vector<Tensor> out;

@@ -14,6 +14,7 @@
 #endif
 
 #include "engine/ops/pool2d.h"
+#include "kernels/cpu/pool2d_loops.h"
 #include "kernels/cpu/registry.h"
 
 namespace driftlab {
@@ -278,51 +279,6 @@ void backward(const Pool2dParams& p, const T* x, const T* dy, T* dx) {
   }
 }
 
-// Average pooling: the reference's window walk (rows, then columns, padding skipped) and divisor.
-template <typename F>
-inline void for_window(const Pool2dParams& p, int64_t oh, int64_t ow, F&& f) {
-  const int64_t h0 = oh * p.stride_h - p.pad_t, w0 = ow * p.stride_w - p.pad_l;
-  for (int64_t ih = std::max<int64_t>(h0, 0); ih < std::min(h0 + p.kh, p.h); ++ih)
-    for (int64_t iw = std::max<int64_t>(w0, 0); iw < std::min(w0 + p.kw, p.w); ++iw) f(ih * p.w + iw);
-}
-
-inline int64_t avg_divisor(const Pool2dParams& p, int64_t oh, int64_t ow) {
-  if (p.count_include_pad) return p.kh * p.kw;
-  int64_t cnt = 0;
-  for_window(p, oh, ow, [&](int64_t) { ++cnt; });
-  return cnt;
-}
-
-template <typename T>
-void avg_forward(const Pool2dParams& p, const T* x, T* y) {
-  const int64_t P = p.out_h(), Q = p.out_w(), planes = p.n * p.c;
-#pragma omp parallel for schedule(static)
-  for (int64_t nc = 0; nc < planes; ++nc) {
-    const T* xp = x + nc * p.h * p.w;
-    for (int64_t oh = 0; oh < P; ++oh)
-      for (int64_t ow = 0; ow < Q; ++ow) {
-        T acc = 0;
-        for_window(p, oh, ow, [&](int64_t i) { acc += xp[i]; });
-        y[(nc * P + oh) * Q + ow] = acc / static_cast<T>(avg_divisor(p, oh, ow));
-      }
-  }
-}
-
-template <typename T>
-void avg_backward(const Pool2dParams& p, const T* dy, T* dx) {
-  const int64_t P = p.out_h(), Q = p.out_w(), planes = p.n * p.c;
-#pragma omp parallel for schedule(static)
-  for (int64_t nc = 0; nc < planes; ++nc) {
-    T* dxp = dx + nc * p.h * p.w;
-    for (int64_t i = 0; i < p.h * p.w; ++i) dxp[i] = 0;
-    for (int64_t oh = 0; oh < P; ++oh)
-      for (int64_t ow = 0; ow < Q; ++ow) {
-        const T g = dy[(nc * P + oh) * Q + ow] / static_cast<T>(avg_divisor(p, oh, ow));
-        for_window(p, oh, ow, [&](int64_t i) { dxp[i] += g; });
-      }
-  }
-}
-
 void maxpool2d_forward_fast(const Pool2dParams& p, const Tensor& x, Tensor& y) {
   p.validate();
   check_shape("maxpool2d_forward_fast", "x", x, p.x_shape());
@@ -345,28 +301,6 @@ void maxpool2d_backward_fast(const Pool2dParams& p, const Tensor& x, const Tenso
   });
 }
 
-void avgpool2d_forward_fast(const Pool2dParams& p, const Tensor& x, Tensor& y) {
-  p.validate();
-  check_shape("avgpool2d_forward_fast", "x", x, p.x_shape());
-  check_shape("avgpool2d_forward_fast", "y", y, p.y_shape());
-  check_same_dtype("avgpool2d_forward_fast", x, y);
-  dispatch_dtype(x.dtype(), [&](auto tag) {
-    using T = decltype(tag);
-    avg_forward<T>(p, x.data<T>(), y.data<T>());
-  });
-}
-
-void avgpool2d_backward_fast(const Pool2dParams& p, const Tensor&, const Tensor& dy, Tensor& dx) {
-  p.validate();
-  check_shape("avgpool2d_backward_fast", "dy", dy, p.y_shape());
-  check_shape("avgpool2d_backward_fast", "dx", dx, p.x_shape());
-  check_same_dtype("avgpool2d_backward_fast", dy, dx);
-  dispatch_dtype(dy.dtype(), [&](auto tag) {
-    using T = decltype(tag);
-    avg_backward<T>(p, dy.data<T>(), dx.data<T>());
-  });
-}
-
 }  // namespace
 
 void register_pool2d_fast(KernelRegistry& reg) {
@@ -377,8 +311,8 @@ void register_pool2d_fast(KernelRegistry& reg) {
   k.forward = maxpool2d_forward_fast;
   k.backward = maxpool2d_backward_fast;
   reg.maxpool2d.at(KernelBackend::fast) = k;
-  k.forward = avgpool2d_forward_fast;
-  k.backward = avgpool2d_backward_fast;
+  k.forward = pool2d_loops::run_avg_forward<true>;
+  k.backward = pool2d_loops::run_avg_backward<true>;
   reg.avgpool2d.at(KernelBackend::fast) = k;
 }
 

@@ -1,7 +1,8 @@
-// One row of softmax cross-entropy, forward and backward, as the reference writes it: shared by
-// the reference (rows in order, kernels/cpu/ref/softmax_xent_ref.cpp) and the fast kernel (rows
-// over OpenMP threads, kernels/cpu/softmax_xent.cpp), so that the two give the same bits. The
-// batch reduction stays with each kernel (in params.sum_order, over the per-row losses).
+// Softmax cross-entropy of the CPU kernels, row by row as the reference writes it: shared by the
+// reference (rows in order on one thread, kernels/cpu/ref/softmax_xent_ref.cpp) and the fast
+// kernel (rows over OpenMP threads, Parallel, kernels/cpu/softmax_xent.cpp). Each row is computed
+// alone and the per-row losses are reduced on one thread in params.sum_order, so the two give
+// the same bits for any thread count.
 #pragma once
 #include <cmath>
 #include <cstdint>
@@ -81,6 +82,53 @@ void row_grad(const SoftmaxXentParams& prm, const T* z, int64_t k, int32_t y, T 
   for (int64_t j = 0; j < k; ++j) t[j] = p[j] * dp[j];
   T dot = ordered_sum(t, k, prm.sum_order);
   for (int64_t j = 0; j < k; ++j) dz[j] = p[j] * (dp[j] - dot) * scale;
+}
+
+// Rows below which one thread does all (a 10-class row is ~50 ns).
+constexpr int64_t kParallelMinRows = 512;
+
+template <bool Parallel, typename T>
+double forward(const SoftmaxXentParams& prm, const T* z, int64_t n, int64_t k, const int32_t* y) {
+  std::vector<T> losses(static_cast<std::size_t>(n));
+#pragma omp parallel if (Parallel && n >= kParallelMinRows)
+  {
+    std::vector<T> p(static_cast<std::size_t>(k));
+#pragma omp for schedule(static)
+    for (int64_t i = 0; i < n; ++i) losses[i] = row_loss(prm, z + i * k, k, y[i], p.data());
+  }
+  double total = static_cast<double>(ordered_sum(losses.data(), n, prm.sum_order));
+  return prm.mean ? total / static_cast<double>(n) : total;
+}
+
+template <bool Parallel, typename T>
+void backward(const SoftmaxXentParams& prm, const T* z, int64_t n, int64_t k, const int32_t* y, T* dz) {
+  const T scale = prm.mean ? T(1) / static_cast<T>(n) : T(1);
+#pragma omp parallel if (Parallel && n >= kParallelMinRows)
+  {
+    std::vector<T> p(static_cast<std::size_t>(k)), dp(p), t(p);
+#pragma omp for schedule(static)
+    for (int64_t i = 0; i < n; ++i) row_grad(prm, z + i * k, k, y[i], scale, dz + i * k, p.data(), dp.data(), t.data());
+  }
+}
+
+// The Tensor entry points: logits, labels and dz checked, then the rows for T.
+template <bool Parallel>
+double run_forward(const SoftmaxXentParams& prm, const Tensor& z, const std::vector<int32_t>& labels) {
+  check_args("softmax_xent_forward", z, labels);
+  return dispatch_dtype(z.dtype(), [&](auto tag) {
+    using T = decltype(tag);
+    return forward<Parallel, T>(prm, z.data<T>(), z.dim(0), z.dim(1), labels.data());
+  });
+}
+
+template <bool Parallel>
+void run_backward(const SoftmaxXentParams& prm, const Tensor& z, const std::vector<int32_t>& labels, Tensor& dz) {
+  check_args("softmax_xent_backward", z, labels);
+  check_shape("softmax_xent_backward", "dz", dz, z.shape());
+  dispatch_dtype(z.dtype(), [&](auto tag) {
+    using T = decltype(tag);
+    backward<Parallel, T>(prm, z.data<T>(), z.dim(0), z.dim(1), labels.data(), dz.data<T>());
+  });
 }
 
 }  // namespace xent_rows

@@ -13,6 +13,7 @@
 #include "kernels/cuda/ops.h"
 #include "models/models.h"
 #include "tests/cuda/cuda_test_util.h"
+#include "tests/model_test_util.h"
 
 namespace driftlab {
 namespace {
@@ -45,17 +46,6 @@ TEST(CudaBatchNormInference, BackwardMatchesTheReference) {
       EXPECT_TRUE(all_close(cuda::to_host(ctx, dg), rdg, 4 * u * (count * max_abs(dy) * xhat + max_abs(dg0)), 0));
       EXPECT_TRUE(all_close(cuda::to_host(ctx, db), rdb, 4 * u * (count * max_abs(dy) + max_abs(db0)), 0));
     }
-}
-
-// The running statistics away from their initial values, so inference semantics matter.
-void randomise_running_stats(Model& m, uint64_t seed) {
-  for (auto& nb : m.net->named_buffers()) {
-    Tensor& v = nb.second->value;
-    const bool var = nb.first.find("running_var") != std::string::npos;
-    if (!var && nb.first.find("running_mean") == std::string::npos) continue;
-    const Tensor r = random_tensor(v.shape(), v.dtype(), seed++, var ? 0.5 : -0.5, var ? 2.0 : 0.5);
-    std::memcpy(v.raw(), r.raw(), v.nbytes());
-  }
 }
 
 TEST(CudaRunnerSemantics, InferenceInputGradientMatchesTheCpuAndMovesNothing) {

@@ -1,7 +1,9 @@
-// Reference max/average pooling, float and double, NCHW. Forward writes y (=);
-// backward writes dx (=), accumulating over overlapping windows inside the kernel.
+// Reference max/average pooling, float and double, NCHW, one thread (average pooling: the shared
+// loops of kernels/cpu/pool2d_loops.h). Forward writes y (=); backward writes dx (=),
+// accumulating over overlapping windows inside the kernel.
 #include <cmath>
 
+#include "kernels/cpu/pool2d_loops.h"
 #include "kernels/cpu/ref/ref.h"
 #include "kernels/cpu/registry.h"
 
@@ -9,19 +11,7 @@ namespace driftlab {
 
 namespace {
 
-// Visits the real (non-padding) input positions of window (oh,ow) in row-major order.
-template <typename F>
-void for_window(const Pool2dParams& p, int64_t oh, int64_t ow, F&& f) {
-  for (int64_t r = 0; r < p.kh; ++r) {
-    int64_t ih = oh * p.stride_h - p.pad_t + r;
-    if (ih < 0 || ih >= p.h) continue;
-    for (int64_t s = 0; s < p.kw; ++s) {
-      int64_t iw = ow * p.stride_w - p.pad_l + s;
-      if (iw < 0 || iw >= p.w) continue;
-      f(ih * p.w + iw);
-    }
-  }
-}
+using pool2d_loops::for_window;
 
 // First maximum in scan order; a NaN wins (and stops the scan) as in PyTorch.
 template <typename T>
@@ -69,42 +59,6 @@ void max_backward(const Pool2dParams& p, const T* x, const T* dy, T* dx) {
   }
 }
 
-template <typename T>
-int64_t avg_count(const Pool2dParams& p, int64_t oh, int64_t ow) {
-  if (p.count_include_pad) return p.kh * p.kw;
-  int64_t cnt = 0;
-  for_window(p, oh, ow, [&](int64_t) { ++cnt; });
-  return cnt;
-}
-
-template <typename T>
-void avg_forward(const Pool2dParams& p, const T* x, T* y) {
-  const int64_t P = p.out_h(), Q = p.out_w();
-  for (int64_t nc = 0; nc < p.n * p.c; ++nc) {
-    const T* xp = x + nc * p.h * p.w;
-    for (int64_t oh = 0; oh < P; ++oh)
-      for (int64_t ow = 0; ow < Q; ++ow) {
-        T acc = 0;
-        for_window(p, oh, ow, [&](int64_t i) { acc += xp[i]; });
-        y[(nc * P + oh) * Q + ow] = acc / static_cast<T>(avg_count<T>(p, oh, ow));
-      }
-  }
-}
-
-template <typename T>
-void avg_backward(const Pool2dParams& p, const T* dy, T* dx) {
-  const int64_t P = p.out_h(), Q = p.out_w();
-  for (int64_t i = 0; i < p.n * p.c * p.h * p.w; ++i) dx[i] = 0;
-  for (int64_t nc = 0; nc < p.n * p.c; ++nc) {
-    T* dxp = dx + nc * p.h * p.w;
-    for (int64_t oh = 0; oh < P; ++oh)
-      for (int64_t ow = 0; ow < Q; ++ow) {
-        T g = dy[(nc * P + oh) * Q + ow] / static_cast<T>(avg_count<T>(p, oh, ow));
-        for_window(p, oh, ow, [&](int64_t i) { dxp[i] += g; });
-      }
-  }
-}
-
 void check_io(const char* fn, const Pool2dParams& p, const Tensor& in, const Shape& in_shape, const char* in_name,
               const Tensor& out, const Shape& out_shape, const char* out_name) {
   p.validate();
@@ -133,27 +87,12 @@ void maxpool2d_backward_ref(const Pool2dParams& p, const Tensor& x, const Tensor
 }
 
 void avgpool2d_forward_ref(const Pool2dParams& p, const Tensor& x, Tensor& y) {
-  check_io("avgpool2d_forward_ref", p, x, p.x_shape(), "x", y, p.y_shape(), "y");
-  dispatch_dtype(x.dtype(), [&](auto tag) {
-    using T = decltype(tag);
-    avg_forward<T>(p, x.data<T>(), y.data<T>());
-  });
+  pool2d_loops::run_avg_forward<false>(p, x, y);
 }
 
 void avgpool2d_backward_ref(const Pool2dParams& p, const Tensor& dy, Tensor& dx) {
-  check_io("avgpool2d_backward_ref", p, dx, p.x_shape(), "dx", dy, p.y_shape(), "dy");
-  dispatch_dtype(dy.dtype(), [&](auto tag) {
-    using T = decltype(tag);
-    avg_backward<T>(p, dy.data<T>(), dx.data<T>());
-  });
+  pool2d_loops::run_avg_backward<false>(p, Tensor(), dy, dx);
 }
-
-namespace {
-// The table's backward takes the forward input for both kinds; average pooling ignores it.
-void avgpool2d_backward_entry(const Pool2dParams& p, const Tensor&, const Tensor& dy, Tensor& dx) {
-  avgpool2d_backward_ref(p, dy, dx);
-}
-}  // namespace
 
 void register_pool2d_ref(KernelRegistry& reg) {
   Pool2dKernel k;
@@ -163,8 +102,8 @@ void register_pool2d_ref(KernelRegistry& reg) {
   k.forward = maxpool2d_forward_ref;
   k.backward = maxpool2d_backward_ref;
   reg.maxpool2d.at(KernelBackend::reference) = k;
-  k.forward = avgpool2d_forward_ref;
-  k.backward = avgpool2d_backward_entry;
+  k.forward = pool2d_loops::run_avg_forward<false>;
+  k.backward = pool2d_loops::run_avg_backward<false>;
   reg.avgpool2d.at(KernelBackend::reference) = k;
 }
 

@@ -65,7 +65,5 @@ void rnn_backward_ref(const RnnParams&, const RnnExec&, const T* x, const uint8_
 
 // SGD step (sgd_ref.cpp): p, grad, state of one parameter tensor
 void sgd_step_ref(const SgdStepParams&, Tensor& p, const Tensor& grad, Tensor& state);
-// Shapes, dtypes and lr > 0 of an SGD step (every SGD kernel checks these first).
-void check_sgd_args(const char* fn, const SgdStepParams&, const Tensor& p, const Tensor& grad, const Tensor& state);
 
 }  // namespace driftlab

@@ -1,0 +1,66 @@
+// The activation loops of both CPU kernels: the reference runs them on one thread, the fast
+// kernel splits them over OpenMP threads (Parallel). One loop per kind, so that the compiler
+// vectorises it; each element is the shared formula of engine/ops/activation.h computed alone, so
+// the two kernels give the same bits for any thread count. forward/backward write (=).
+#pragma once
+#include "engine/ops/activation.h"
+
+namespace driftlab {
+namespace activation_loops {
+
+// Below this many elements a parallel region costs more than it saves.
+constexpr int64_t kParallelMin = 1 << 15;
+
+template <bool Parallel, typename F>
+void for_each(int64_t n, F&& f) {
+#pragma omp parallel for schedule(static) if (Parallel && n > kParallelMin)
+  for (int64_t i = 0; i < n; ++i) f(i);
+}
+
+template <bool Parallel, typename T>
+void forward(const ActivationParams& p, const T* x, T* y, int64_t n) {
+  const T slope = static_cast<T>(p.hs_slope), offset = static_cast<T>(p.hs_offset);
+  switch (p.kind) {
+    case ActKind::relu: return for_each<Parallel>(n, [&](int64_t i) { y[i] = relu_value(x[i]); });
+    case ActKind::tanh: return for_each<Parallel>(n, [&](int64_t i) { y[i] = tanh_value(x[i]); });
+    case ActKind::sigmoid: return for_each<Parallel>(n, [&](int64_t i) { y[i] = sigmoid_value(x[i]); });
+    case ActKind::hard_sigmoid:
+      return for_each<Parallel>(n, [&](int64_t i) { y[i] = hard_sigmoid_value(x[i], slope, offset); });
+  }
+}
+
+template <bool Parallel, typename T>
+void backward(const ActivationParams& p, const T* x, const T* y, const T* dy, T* dx, int64_t n) {
+  const T g0 = static_cast<T>(p.relu_grad_at_zero);
+  switch (p.kind) {
+    case ActKind::relu: return for_each<Parallel>(n, [&](int64_t i) { dx[i] = relu_grad(x[i], dy[i], g0); });
+    case ActKind::tanh: return for_each<Parallel>(n, [&](int64_t i) { dx[i] = tanh_grad(y[i], dy[i]); });
+    case ActKind::sigmoid: return for_each<Parallel>(n, [&](int64_t i) { dx[i] = sigmoid_grad(y[i], dy[i]); });
+    case ActKind::hard_sigmoid:
+      return for_each<Parallel>(n, [&](int64_t i) { dx[i] = hard_sigmoid_grad(p, x[i], dy[i]); });
+  }
+}
+
+// The Tensor entry points: shapes and dtypes checked, then the loops for T.
+template <bool Parallel>
+void run_forward(const ActivationParams& p, const Tensor& x, Tensor& y) {
+  check_shape(act_name(p.kind), "y", y, x.shape());
+  check_same_dtype(act_name(p.kind), x, y);
+  dispatch_dtype(x.dtype(), [&](auto tag) {
+    using T = decltype(tag);
+    forward<Parallel, T>(p, x.data<T>(), y.data<T>(), x.numel());
+  });
+}
+
+template <bool Parallel>
+void run_backward(const ActivationParams& p, const Tensor& x, const Tensor& y, const Tensor& dy, Tensor& dx) {
+  check_shape(act_name(p.kind), "dy", dy, x.shape());
+  check_shape(act_name(p.kind), "dx", dx, x.shape());
+  dispatch_dtype(x.dtype(), [&](auto tag) {
+    using T = decltype(tag);
+    backward<Parallel, T>(p, x.data<T>(), y.data<T>(), dy.data<T>(), dx.data<T>(), x.numel());
+  });
+}
+
+}  // namespace activation_loops
+}  // namespace driftlab
