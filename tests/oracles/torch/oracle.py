@@ -1,18 +1,21 @@
 #!/usr/bin/env python3
-"""PyTorch 1.13 side of driftlab's oracle tests (tests/oracles/test_torch_oracle.cpp).
+"""PyTorch 1.13 side of driftlab's oracle tests (tests/oracles/test_torch_oracle.cpp), and the case
+loop rnn_oracle.py shares.
 
-Usage: /usr/bin/python3 oracle.py CASE_DIR
+Usage: /usr/bin/python3 oracle.py CASE_DIR [K/N]
 
-CASE_DIR/cases.json is {"cases": [{"name": ..., "op": ..., <op arguments>}, ...]}. The C++ test
-writes every input of a case as CASE_DIR/<name>.<input>.npy (float32; labels as float64) and
-this script writes every result as CASE_DIR/<name>.out.<result>.npy (float32; scalar losses as
-float64 of shape (1,)). Weights always come from the test, never from PyTorch's own init
-(except for the ops 'init_*', whose point is PyTorch's init), so that only the formula under
+The protocol of every oracle script (tests/oracles/oracle_util.h; tfjs/cases.js is the same loop
+in JS): CASE_DIR/cases.json is {"threads": T, "cases": [{"name": ..., "kind": ..., "shard"?: ...,
+<arguments>}, ...]}; with K/N only the cases whose shard (default 0) is K modulo N run. The C++
+test writes every input of a case as CASE_DIR/<name>.<input>.npy (float32; labels as float64)
+and this script writes every result as CASE_DIR/out/<name>.<result>.npy (float32; scalar losses
+as float64 of shape (1,)). Weights always come from the test, never from PyTorch's own init
+(except for the kinds 'init_*', whose point is PyTorch's init), so that only the formula under
 test can differ. One run serves a whole group of cases: importing torch costs about a second.
 
 Backward is exercised with a fixed random R: loss = sum(y * R), so dy = R (not all ones).
 
-To add an op: 1) write run_<op>(case, inp, out) below; 2) add it to OPS; 3) write its inputs
+To add a kind: 1) write run_<kind>(c, case) below; 2) add it to KINDS; 3) write its inputs
 from the C++ test and read its outputs there.
 """
 import json
@@ -49,7 +52,7 @@ class Case:
             a = np.asarray([t], dtype=np.float64)
         if a.dtype not in (np.float32, np.float64):
             a = a.astype(np.float32)
-        np.save(os.path.join(self.folder, '%s.out.%s.npy' % (self.name, key)), a)
+        np.save(os.path.join(self.folder, 'out', '%s.%s.npy' % (self.name, key)), a)
 
 
 def leaf(t):
@@ -85,7 +88,7 @@ def run_conv2d(c, case):
 
 def run_pool2d(c, case):
     x = leaf(case.get('x'))
-    if c['kind'] == 'max':
+    if c['pool'] == 'max':
         y = F.max_pool2d(x, c['kernel'], c['stride'], c['padding'])  # pads with -inf
     else:
         y = F.avg_pool2d(x, c['kernel'], c['stride'], c['padding'], count_include_pad=c['count_include_pad'])
@@ -281,22 +284,38 @@ def run_init_linear(c, case):
     case.put('bias', m.bias)
 
 
-OPS = {'conv2d': run_conv2d, 'pool2d': run_pool2d, 'linear': run_linear, 'module': run_module, 'xent': run_xent,
-       'batchnorm': run_batchnorm, 'resblock': run_resblock, 'model': run_model, 'train': run_train,
-       'init_model': run_init_model, 'init_linear': run_init_linear}
+KINDS = {'conv2d': run_conv2d, 'pool2d': run_pool2d, 'linear': run_linear, 'module': run_module,
+         'xent': run_xent, 'batchnorm': run_batchnorm, 'resblock': run_resblock, 'model': run_model,
+         'train': run_train, 'init_model': run_init_model, 'init_linear': run_init_linear}
 
 
-def run_cases(folder, ops):
-    """Runs every case of folder/cases.json through ops[case['op']]; records torch's version."""
+def run_cases(argv, kinds):
+    """SCRIPT CASE_DIR [K/N]: runs every case of CASE_DIR/cases.json (those of shard K of N)
+    through kinds[case['kind']], naming the case when one fails; records torch's version."""
+    if len(argv) not in (2, 3):
+        sys.exit('usage: %s CASE_DIR [K/N]' % argv[0])
+    folder, shard, shards = argv[1], 0, 1
+    if len(argv) == 3:
+        shard, shards = (int(v) for v in argv[2].split('/'))
+        if not 0 <= shard < shards:
+            sys.exit('bad shard %r (K/N, 0 <= K < N)' % argv[2])
     with open(os.path.join(folder, 'cases.json')) as f:
         spec = json.load(f)
+    os.makedirs(os.path.join(folder, 'out'), exist_ok=True)
     torch.set_num_threads(int(spec.get('threads', 1)))
     for c in spec['cases']:
-        ops[c['op']](c, Case(folder, c['name']))
-    with open(os.path.join(folder, 'torch_version.txt'), 'w') as f:
+        if c.get('shard', 0) % shards != shard:
+            continue
+        if c['kind'] not in kinds:
+            raise KeyError("case '%s': unknown kind '%s'" % (c['name'], c['kind']))
+        try:
+            kinds[c['kind']](c, Case(folder, c['name']))
+        except Exception as e:
+            raise RuntimeError("case '%s' (%s) failed" % (c['name'], c['kind'])) from e
+    with open(os.path.join(folder, 'out', 'torch_version.txt'), 'w') as f:
         f.write(torch.__version__)
     return 0
 
 
 if __name__ == '__main__':
-    sys.exit(run_cases(sys.argv[1], OPS))
+    sys.exit(run_cases(sys.argv, KINDS))
