@@ -42,6 +42,8 @@
 
 #include "engine/core/tensor.h"
 #include "engine/io/npy.h"
+#include "engine/model.h"
+#include "models/models.h"
 #include "tests/test_util.h"
 
 namespace driftlab {
@@ -386,6 +388,54 @@ inline Tensor one_hot(const std::vector<int32_t>& labels, int64_t k) {
 
 inline bool ends_with(const std::string& s, const std::string& tail) {
   return s.size() >= tail.size() && s.compare(s.size() - tail.size(), tail.size(), tail) == 0;
+}
+
+
+// ---------------------------------------------------------------------------------------------
+// Whole models with non-trivial state (the input-gradient cases of both oracles)
+
+// build_model(arch, policy, seed) with every bias U(-0.1, 0.1), every BatchNorm gamma
+// U(0.5, 1.5) and beta U(-0.5, 0.5), running mean U(-0.5, 0.5) and running variance U(0.5, 2):
+// with the initial 0 / 1 statistics an inference BatchNorm is the identity up to eps, and a
+// swapped, ignored or batch-recomputed statistic could match by accident.
+inline Model model_with_random_state(const std::string& arch, const Policy& policy, uint64_t seed) {
+  Model m = build_model(arch, policy, seed);
+  uint64_t s = seed * 1000;
+  auto draw = [&](Param& p, double lo, double hi) {
+    p.value = random_tensor(p.value.shape(), p.value.dtype(), ++s, lo, hi);
+  };
+  for (auto& [name, p] : m.net->named_params()) {
+    if (ends_with(name, ".gamma"))
+      draw(*p, 0.5, 1.5);
+    else if (ends_with(name, ".beta"))
+      draw(*p, -0.5, 0.5);
+    else if (p->is_bias)
+      draw(*p, -0.1, 0.1);
+  }
+  for (auto& [name, b] : m.net->named_buffers()) {
+    if (ends_with(name, ".running_mean")) draw(*b, -0.5, 0.5);
+    if (ends_with(name, ".running_var")) draw(*b, 0.5, 2.0);
+  }
+  return m;
+}
+
+// Every parameter and buffer of the model by name, copied.
+inline std::vector<std::pair<std::string, Tensor>> model_state(Model& m) {
+  std::vector<std::pair<std::string, Tensor>> s;
+  for (auto& [name, p] : m.net->named_params()) s.emplace_back(name, p->value.clone());
+  for (auto& [name, b] : m.net->named_buffers()) s.emplace_back(name, b->value.clone());
+  return s;
+}
+// The model's state is bit for bit `before` (model_state); else names what moved.
+inline ::testing::AssertionResult state_unchanged(const std::vector<std::pair<std::string, Tensor>>& before,
+                                                  Model& m) {
+  const auto now = model_state(m);
+  if (now.size() != before.size()) return ::testing::AssertionFailure() << "the model's state changed its size";
+  std::string moved;
+  for (std::size_t i = 0; i < now.size(); ++i)
+    if (!bitwise_equal(now[i].second, before[i].second)) moved += (moved.empty() ? "" : ", ") + now[i].first;
+  if (!moved.empty()) return ::testing::AssertionFailure() << "moved: " << moved;
+  return ::testing::AssertionSuccess() << now.size() << " tensors bit for bit unchanged";
 }
 
 }  // namespace oracle

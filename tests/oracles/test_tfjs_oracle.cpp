@@ -7,13 +7,14 @@
 // How it runs (the harness of tests/oracles/oracle_util.h): fill_tfjs() writes every case below
 // (weights, inputs, labels as .npy; cases.json) into one folder, `node tests/oracles/tfjs/oracle.js
 // DIR K/3` runs once per shard, the three shards side by side (node + tfjs start in ~1 s, more
-// than most cases take; the LeNet training cases are split between two of them, VGG-16's
-// gradients, ~80 s of pure-JS convolution, take the third), and each test reads its case's
-// results back.
+// than most cases take; the LeNet training cases and ResNet-20's input gradient are split
+// between two of them, VGG-16's gradients, ~80 s of pure-JS convolution, take the third), and
+// each test reads its case's results back.
 // Covered: every layer, softmax + Keras crossentropy, BatchNorm (training step, moving
 // statistics, inference), ResNet basic blocks (identity, option A, option B), LeNet-1/5 and
 // VGG-16 whole (every layer's output and gradients), 20 SGD steps, optimiser formulas,
-// glorot_uniform's distribution; negative tests with the torch preset. Weights are
+// glorot_uniform's distribution; negative tests with the torch preset; the input gradient of
+// LeNet-5 and ResNet-20 at inference semantics against tf.grad with training=false. Weights are
 // always passed explicitly (TF.js's default kernel initialiser is glorotNormal, not Keras's
 // glorot_uniform). Layouts are converted here: driftlab NCHW / OIHW / dense (out,in) versus
 // TF.js NHWC / HWIO / (in,out); the tensorflow preset's Flatten is (h,w,c), so dense weights
@@ -47,6 +48,7 @@
 #include "engine/layers/flatten_layer.h"
 #include "engine/layers/init.h"
 #include "engine/layers/pool_layer.h"
+#include "engine/layers/residual_layer.h"
 #include "engine/layers/sequential.h"
 #include "engine/ops/softmax_xent.h"
 #include "engine/policy.h"
@@ -618,10 +620,117 @@ Tensor block_r(const BlockCase& bc) {
 }
 
 // ---------------------------------------------------------------------------------------------
+// Input gradients of whole models at inference semantics: LeNet-5 and ResNet-20 (option A) with
+// random BatchNorm moving statistics, CpuRunner::input_gradient(x, y, Semantics::inference)
+// against tf.grad of the Keras loss through the layers applied with {training: false}.
+
+// The TF.js description (oracle.js makeLayer) of a built driftlab network, layer by layer;
+// weights and BatchNorm moving statistics are written into the folder in TF.js's layouts.
+json net_json(const CaseDir& w, const std::string& prefix, Sequential& net) {
+  json layers = json::array();
+  for (std::size_t i = 0; i < net.size(); ++i) {
+    Layer& l = net.layer(i);
+    const std::string p = prefix + "." + std::to_string(i);
+    auto weights = [&] {
+      json files = json::array();
+      const std::vector<Param*> ps = l.params();
+      for (std::size_t j = 0; j < ps.size(); ++j)
+        files.push_back(w.input(p + ".w" + std::to_string(j), weight_to_tfjs(ps[j]->value)));
+      return files;
+    };
+    if (auto* conv = dynamic_cast<Conv2dLayer*>(&l)) {
+      const Conv2dParams& c = conv->op_params();
+      // TF.js takes 'valid' or 'same' (TF's split, the odd pad after): the pads driftlab
+      // resolved must be one of them.
+      const AxisPad ph = same_padding(c.h, c.r, c.stride_h, c.dil_h, true);
+      const AxisPad pw = same_padding(c.w, c.s, c.stride_w, c.dil_w, true);
+      const bool valid = c.pad_t == 0 && c.pad_b == 0 && c.pad_l == 0 && c.pad_r == 0;
+      const bool same = c.pad_t == ph.before && c.pad_b == ph.after && c.pad_l == pw.before && c.pad_r == pw.after;
+      check(valid || same, "net_json: ", p, " pads ", c.pad_t, "/", c.pad_b, "/", c.pad_l, "/", c.pad_r,
+            " are neither 'valid' nor TF's 'same'");
+      check(c.dil_h == 1 && c.dil_w == 1 && !c.flip && c.stride_h == c.stride_w, "net_json: ", p, " ", c.str());
+      layers.push_back({{"type", "conv2d"},
+                        {"filters", c.k},
+                        {"kernel", json::array({c.r, c.s})},
+                        {"strides", c.stride_h},
+                        {"padding", valid ? "valid" : "same"},
+                        {"weights", weights()}});
+    } else if (auto* bn = dynamic_cast<BatchNormLayer*>(&l)) {
+      json files = weights();  // gamma, beta
+      const std::vector<Param*> st = bn->running_state();
+      files.push_back(w.input(p + ".moving_mean", st[0]->value));
+      files.push_back(w.input(p + ".moving_variance", st[1]->value));
+      layers.push_back({{"type", "batchNormalization"},
+                        {"epsilon", bn->op_params().eps},
+                        {"momentum", bn->op_params().keep},
+                        {"weights", files}});
+    } else if (auto* pool = dynamic_cast<Pool2dLayer*>(&l)) {
+      const Pool2dParams& q = pool->op_params();
+      check(q.pad_t == 0 && q.pad_b == 0 && q.pad_l == 0 && q.pad_r == 0, "net_json: ", p, " padded pooling");
+      layers.push_back({{"type", l.kind() == "maxpool2d" ? "maxPooling2d" : "averagePooling2d"},
+                        {"pool", json::array({q.kh, q.kw})},
+                        {"strides", json::array({q.stride_h, q.stride_w})},
+                        {"padding", "valid"}});
+    } else if (auto* res = dynamic_cast<ResidualLayer*>(&l)) {
+      json r = {{"type", "residual"},
+                {"main", net_json(w, p + ".main", res->main())},
+                {"stride", res->stride()},
+                {"pad_channels", res->pad_before()}};
+      r["shortcut"] = res->shortcut() == Shortcut::option_a ? "A" : res->shortcut() == Shortcut::option_b ? "B" : "identity";
+      if (res->projection()) r["projection"] = net_json(w, p + ".projection", *res->projection());
+      layers.push_back(r);
+    } else if (l.kind() == "dense") {
+      layers.push_back({{"type", "dense"}, {"units", l.output_shape()[0]}, {"weights", weights()}});
+    } else if (l.kind() == "flatten") {
+      layers.push_back({{"type", "flatten"}});
+    } else if (l.kind() == "global_avg_pool") {
+      layers.push_back({{"type", "globalAveragePooling2d"}});
+    } else if (l.kind() == "relu") {
+      layers.push_back({{"type", "activation"}, {"activation", "relu"}});
+    } else {
+      fail("net_json: no TF.js description of ", p, " (", l.kind(), ")");
+    }
+  }
+  return layers;
+}
+
+struct InputGradCase {
+  const char* arch;
+  int64_t batch;
+};
+void PrintTo(const InputGradCase& c, std::ostream* os) { *os << c.arch; }
+const InputGradCase kInputGradCases[] = {{"lenet5", 4}, {"resnet20", 4}};
+constexpr uint64_t kInputGradSeed = 20260102;
+
+std::string input_grad_case_name(const InputGradCase& c) { return std::string(c.arch) + "_input_grad"; }
+// LeNet-5: pixels in [0,1); ResNet-20: CIFAR-shaped U(-1,1) (a normalised image's range).
+Tensor input_grad_x(const InputGradCase& c) {
+  if (std::string(c.arch) == "lenet5") return lenet_images(c.batch, 41);
+  return random_tensor({c.batch, 3, 32, 32}, DType::f32, 42, -1.0, 1.0);
+}
+std::vector<int32_t> input_grad_labels(const InputGradCase& c) { return random_labels(c.batch, 10, 43); }
+
+void fill_input_gradient_cases(CaseDir& w) {
+  for (const InputGradCase& c : kInputGradCases) {
+    Model m = oracle::model_with_random_state(c.arch, Policy::tensorflow(), kInputGradSeed);
+    const std::string n = input_grad_case_name(c);
+    // ResNet-20's tf.grad takes ~20 s of pure-JS convolution: shard 1, beside two LeNet
+    // training runs, as shard 0 has the other two.
+    w.add_case({{"name", n},
+                {"kind", "input_grad"},
+                {"shard", std::string(c.arch) == "resnet20" ? 1 : 0},
+                {"training", false},
+                {"input", w.input(n + ".x", to_tfjs(input_grad_x(c)))},
+                {"layers", net_json(w, n, *m.net)},
+                {"labels", w.input(n + ".labels", one_hot(input_grad_labels(c), 10))}});
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
 // The case folder: every case below, computed by oracle.js in three node processes side by side
 // (node + tfjs start in ~1 s, more than most cases take): shards 0 and 1 share the four LeNet
-// training runs, shard 2 takes VGG-16's gradients (~80 s of pure-JS convolution); the rest go
-// to shard 0.
+// training runs, shard 1 also takes ResNet-20's input gradient, shard 2 VGG-16's gradients
+// (~80 s of pure-JS convolution); the rest go to shard 0.
 
 std::string train_case_name(const std::string& model, bool nesterov) {
   return model + (nesterov ? "_train_nesterov" : "_train_momentum");
@@ -661,7 +770,8 @@ void fill_tfjs(CaseDir& w) {
                 {"loss",
                  {{"type", "cce"}, {"labels", w.input(name + ".labels", one_hot(random_labels(kGradBatch, 10, 12), 10))}}}});
     for (bool nesterov : {false, true}) {
-      // The four training runs are ~90% of the node time: two on each of the two processes.
+      // The four training runs are most of the node time besides VGG-16: two on each of the two
+      // other processes.
       const int shard = (name == "lenet1") == nesterov ? 0 : 1;
       w.add_case({{"name", train_case_name(name, nesterov)},
                   {"kind", "train"},
@@ -755,6 +865,7 @@ void fill_tfjs(CaseDir& w) {
               {"initializer", "glorotUniform"},
               {"shape", json::array({kGlorotIn, kGlorotOut})},
               {"seed", kGlorotSeed}});
+  fill_input_gradient_cases(w);
 }
 
 const CaseDir& tfjs_run() {
@@ -1401,6 +1512,59 @@ TEST(TfjsNegative, InitialiserDistribution) {
   EXPECT_GT(torch.d, torch.crit);
   EXPECT_LT(fixed.d, fixed.crit);
 }
+
+// ---------------------------------------------------------------------------------------------
+// Input gradients of whole models at inference semantics (cases: fill_input_gradient_cases)
+
+class TfjsOracleInputGradient : public ::testing::TestWithParam<InputGradCase> {};
+
+TEST_P(TfjsOracleInputGradient, InferenceSemanticsEqualTfGradTrainingFalse) {
+  ORACLE_GROUP(run, tfjs_run);
+  const InputGradCase& c = GetParam();
+  const std::string n = input_grad_case_name(c);
+  Model m = oracle::model_with_random_state(c.arch, Policy::tensorflow(), kInputGradSeed);
+  const Tensor x = input_grad_x(c);
+  const std::vector<int32_t> y = input_grad_labels(c);
+  const auto before = oracle::model_state(m);
+  CpuRunner runner(m);
+  const InputGradient g = runner.input_gradient(x, y, Semantics::inference);
+  ErrorTable t(std::string(c.arch) + " (tensorflow preset), batch " + std::to_string(c.batch) +
+                   ", BatchNorm moving statistics random: input_gradient(inference) vs tf.grad, training=false, " +
+                   "mean Keras categorical crossentropy",
+               "tfjs");
+  // The tolerances of the LeNet cases (kFwdTol, kGradTol, kLossTol). ResNet-20 is deeper (20
+  // convolutions) but its sums are shorter (<= 9*64 = 576 terms per output or dX element, ~1.4e-6
+  // of the largest term at worst), its BatchNorms are one affine map per channel at inference (no
+  // batch reduction) and the layers' rounding differences are independent, not coherent.
+  // Measured: logits <= 6.6e-7, dL/dx <= 3.0e-7, loss <= 1.1e-7 (LeNet-5 and ResNet-20).
+  EXPECT_TRUE(t.check("loss", "mean CE", Tensor::from<double>({1}, {g.loss}), run.out(n, "loss"), kLossTol));
+  EXPECT_TRUE(t.check("logits", "forward", g.logits, run.out(n, "logits"), kFwdTol));
+  EXPECT_TRUE(t.check("input", "dL/dx", g.dx, from_tfjs(run.out(n, "dx")), kGradTol));
+  // Nothing moved: no weight, no BatchNorm statistic (driftlab's debiasing state included),
+  // bit for bit; TF.js's moving statistics are still the ones it was given.
+  EXPECT_TRUE(oracle::state_unchanged(before, m)) << "input_gradient(inference) must move nothing";
+  std::size_t k = 0;
+  for (auto& [name, b] : m.net->named_buffers())
+    if (oracle::ends_with(name, ".running_mean") || oracle::ends_with(name, ".running_var")) {
+      EXPECT_TRUE(bitwise_equal(b->value, run.out(n, "moving" + std::to_string(k)))) << "TF.js moved " << name;
+      ++k;
+    }
+  // The semantics matter: driftlab's train-semantics gradient (batch statistics) is another
+  // function of x for ResNet-20; LeNet-5 (no BatchNorm, no dropout) has one function only.
+  Model mt = oracle::model_with_random_state(c.arch, Policy::tensorflow(), kInputGradSeed);
+  CpuRunner train_runner(mt);
+  const Tensor dx_train = train_runner.input_gradient(x, y, Semantics::train).dx;
+  const double e = t.note("input", "train semantics vs TF.js training=false", dx_train, from_tfjs(run.out(n, "dx")));
+  if (k > 0) {
+    EXPECT_GT(e, kMismatchFactor * kGradTol) << "batch statistics should give another gradient";
+  } else {
+    EXPECT_TRUE(bitwise_equal(dx_train, g.dx)) << "without BatchNorm or dropout the semantics are one function";
+  }
+  t.print();
+}
+
+INSTANTIATE_TEST_SUITE_P(TfjsOracle, TfjsOracleInputGradient, ::testing::ValuesIn(kInputGradCases),
+                         [](const ::testing::TestParamInfo<InputGradCase>& i) { return std::string(i.param.arch); });
 
 }  // namespace
 }  // namespace driftlab

@@ -16,6 +16,10 @@
 //                         the layer x quantity error table
 //   TorchOracleModels.*   VGG-16 (33.6M parameters, batch 2 of 32x32): every layer's forward, dX,
 //                         dW, db and the loss
+//   TorchOracle/TorchOracleInputGradient.*  LeNet-5 and ResNet-20 (BatchNorm running statistics
+//                         random): CpuRunner::input_gradient at inference semantics (loss, logits,
+//                         dL/dx) vs autograd in eval(), moving nothing; vs train() it differs, and
+//                         train semantics match train()
 //   TorchOracleInit.*     default initialisation: bit for bit vs torch.manual_seed(S), bounds,
 //                         two-sample Kolmogorov-Smirnov test against PyTorch's samples
 //   TorchNegative.*       the tensorflow preset differs from PyTorch where a knob differs, and
@@ -71,6 +75,8 @@ using json = nlohmann::json;
 // float32 forward tolerance: a few ulps of the largest output, room for a different summation
 // order (oneDNN / PyTorch's blocked kernels vs ascending loops) over up to a few hundred terms.
 constexpr double kTol = 1e-5;
+// A negative test's difference must be one no rounding explains: 100x the match tolerance.
+constexpr double kMismatch = 100 * kTol;
 
 // ---------------------------------------------------------------------------------------------
 // Harness (tests/oracles/oracle_util.h): each group below is one case folder and one oracle.py run
@@ -837,6 +843,113 @@ TEST(TorchOracleModels, Vgg16EveryLayerForwardAndGradients) {
   check_every_layer(run, "vgg16_grad", m, table);
   table.print();
 }
+
+// ---------------------------------------------------------------------------------------------
+// Group 2b: the input gradient of whole models at inference semantics (what an attack on the
+// deployed model differentiates): CpuRunner::input_gradient(x, y, Semantics::inference) against
+// PyTorch autograd in eval() mode, and the training-mode gradient against train()
+
+struct InputGradCase {
+  const char* arch;
+  KernelBackend backend;
+};
+void PrintTo(const InputGradCase& c, std::ostream* os) { *os << c.arch << " with " << backend_name(c.backend); }
+constexpr uint64_t kInputGradSeed = 13;
+constexpr int64_t kInputGradBatch = 4;
+
+// The case's input: LeNet-5 Fashion-MNIST-like images, ResNet-20 CIFAR-shaped U(-1,1) (a
+// normalised image's range).
+Tensor input_grad_x(const std::string& arch) {
+  if (arch == "lenet5") return image_tensor({kInputGradBatch, 1, 28, 28}, 31);
+  return random_tensor({kInputGradBatch, 3, 32, 32}, DType::f32, 32);
+}
+
+void fill_input_grad(CaseDir& r) {
+  for (const char* arch : {"lenet5", "resnet20"}) {
+    Model m = oracle::model_with_random_state(arch, Policy::torch(), kInputGradSeed);
+    const std::string n = std::string(arch) + "_input_grad";
+    const auto params = m.net->named_params();
+    const auto stats = m.net->named_buffers();  // running_mean, running_var of each BatchNorm
+    for (std::size_t i = 0; i < params.size(); ++i) r.input(n, "p" + std::to_string(i), params[i].second->value);
+    for (std::size_t j = 0; j < stats.size(); ++j) r.input(n, "s" + std::to_string(j), stats[j].second->value);
+    r.input(n, "x", input_grad_x(arch));
+    r.input(n, "labels", labels_tensor(random_labels(kInputGradBatch, 10, 33)));
+    r.add_case({{"name", n},
+                {"kind", "model_input_grad"},
+                {"arch", arch},
+                {"num_params", params.size()},
+                {"num_stats", stats.size()}});
+  }
+}
+const CaseDir& input_grad_run() {
+  static const CaseDir run(torch_script(), "torch_input_grad", fill_input_grad);
+  return run;
+}
+
+class TorchOracleInputGradient : public ::testing::TestWithParam<InputGradCase> {};
+
+TEST_P(TorchOracleInputGradient, InferenceSemanticsEqualEvalModeAutograd) {
+  ORACLE_GROUP(run, input_grad_run);
+  const InputGradCase c = GetParam();
+  const std::string arch = c.arch, n = arch + "_input_grad";
+  ErrorTable table(arch + " (torch preset, conv/gemm " + backend_name(c.backend) + "), batch " +
+                       std::to_string(kInputGradBatch) + ", BatchNorm running statistics random: " +
+                       "input_gradient vs PyTorch autograd, F.cross_entropy",
+                   "pytorch");
+  Model m = build_model(arch, torch_with_backends(c.backend), kInputGradSeed);
+  auto params = m.net->named_params();
+  auto stats = m.net->named_buffers();
+  for (std::size_t i = 0; i < params.size(); ++i) params[i].second->value = run.in(n, "p" + std::to_string(i));
+  for (std::size_t j = 0; j < stats.size(); ++j) stats[j].second->value = run.in(n, "s" + std::to_string(j));
+  const Tensor x = run.in(n, "x");
+  const std::vector<int32_t> y = labels_of(run.in(n, "labels"));
+  const auto before = oracle::model_state(m);
+  CpuRunner runner(m);
+
+  // Inference semantics vs eval(), kTol. LeNet-5: the argument of check_every_layer (measured
+  // here <= 3.8e-7). ResNet-20: 20 convolutions, each output or dX element a float32 sum of
+  // 9*C <= 576 products: ~sqrt(576) * 2^-24 ~ 1.4e-6 of the largest term at worst per layer,
+  // and the layers' differences are independent, not coherent; its BatchNorms are one affine
+  // map per channel (running statistics: no batch reduction), the option-A shortcuts copy
+  // exactly. Measured <= 6.1e-7 (dL/dx, reference kernels): 16x headroom, while the batch
+  // statistics instead of the running ones are off by ~1 (the train() row below).
+  const InputGradient g = runner.input_gradient(x, y, Semantics::inference);
+  EXPECT_TRUE(table.check_scalar("eval() / inference", "loss", g.loss, run.out_scalar(n, "loss"), kTol));
+  EXPECT_TRUE(table.check("eval() / inference", "logits", g.logits, run.out(n, "logits"), kTol));
+  EXPECT_TRUE(table.check("eval() / inference", "dL/dx", g.dx, run.out(n, "dx"), kTol));
+  // Nothing moved: neither the weights nor any BatchNorm running statistic (PyTorch's eval()
+  // pass moved none either).
+  EXPECT_TRUE(oracle::state_unchanged(before, m)) << "input_gradient(inference) must move nothing";
+  for (std::size_t j = 0; j < stats.size(); ++j)
+    EXPECT_TRUE(bitwise_equal(run.out(n, "stats_after_eval.s" + std::to_string(j)), run.in(n, "s" + std::to_string(j))))
+        << "PyTorch eval() moved " << stats[j].first;
+
+  // The semantics matter: PyTorch's train() gradient (batch statistics) is another function of x.
+  const double e = table.note("inference vs PyTorch train()", "dL/dx", g.dx, run.out(n, "train.dx"));
+  if (!stats.empty()) {
+    EXPECT_GT(e, kMismatch) << "a BatchNorm model's train-mode gradient should differ from its inference gradient";
+  } else {
+    // No BatchNorm or dropout in LeNet-5: the two modes are one function.
+    EXPECT_TRUE(table.check("eval() vs train() (PyTorch)", "dL/dx", run.out(n, "dx"), run.out(n, "train.dx"), 0.0));
+  }
+  // ... and train semantics give train()'s gradient: the same convolutions, plus BatchNorms that
+  // reduce over N*H*W = 256..4096 values per channel and divide by the batch standard deviation,
+  // forward and backward, as in the training-mode block tests (kTol there too). Measured <= 3.0e-6.
+  const InputGradient gt = runner.input_gradient(x, y, Semantics::train);
+  EXPECT_TRUE(table.check_scalar("train() / train", "loss", gt.loss, run.out_scalar(n, "train.loss"), kTol));
+  EXPECT_TRUE(table.check("train() / train", "logits", gt.logits, run.out(n, "train.logits"), kTol));
+  EXPECT_TRUE(table.check("train() / train", "dL/dx", gt.dx, run.out(n, "train.dx"), kTol));
+  table.print();
+}
+
+INSTANTIATE_TEST_SUITE_P(TorchOracle, TorchOracleInputGradient,
+                         ::testing::Values(InputGradCase{"lenet5", KernelBackend::onednn},
+                                           InputGradCase{"lenet5", KernelBackend::reference},
+                                           InputGradCase{"resnet20", KernelBackend::onednn},
+                                           InputGradCase{"resnet20", KernelBackend::reference}),
+                         [](const ::testing::TestParamInfo<InputGradCase>& i) {
+                           return std::string(i.param.arch) + "_" + backend_name(i.param.backend);
+                         });
 
 // ---------------------------------------------------------------------------------------------
 // Group 3: initialisers

@@ -32,9 +32,9 @@ import torch.nn.functional as F
 # cifar_torch.py), so that the oracle and the benchmark can never disagree about the architecture.
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), '..', '..', '..', 'bench', 'peers'))
 from lenet_torch import lenet1, lenet5  # noqa: E402
-from cifar_torch import vgg16  # noqa: E402
+from cifar_torch import ResNet20, vgg16  # noqa: E402
 
-ARCHS = {'lenet1': lenet1, 'lenet5': lenet5, 'vgg16': vgg16}
+ARCHS = {'lenet1': lenet1, 'lenet5': lenet5, 'vgg16': vgg16, 'resnet20': ResNet20}
 
 
 class Case:
@@ -227,6 +227,38 @@ def run_model(c, case):
         case.put('g.' + name, p.grad)
 
 
+def run_model_input_grad(c, case):
+    """The loss F.cross_entropy (mean), the logits and dL/dx of a whole model, first in eval() mode
+    (BatchNorm normalises with its running statistics and moves nothing), then in train() mode
+    (batch statistics; prefix 'train.'). Parameters come as p<i> in model.parameters() order and
+    the BatchNorm running statistics as s<j> in module order (running_mean, running_var of each),
+    the order driftlab's named_params() / named_buffers() list them in. Also writes the running
+    statistics after the eval pass (stats_after_eval.s<j>)."""
+    model = ARCHS[c['arch']]()
+    params = list(model.parameters())
+    stats = [b for n, b in model.named_buffers() if n.endswith('running_mean') or n.endswith('running_var')]
+    assert len(params) == c['num_params'], (len(params), c['num_params'])
+    assert len(stats) == c['num_stats'], (len(stats), c['num_stats'])
+    with torch.no_grad():
+        for i, p in enumerate(params):
+            p.copy_(case.get('p%d' % i))
+        for j, b in enumerate(stats):
+            b.copy_(case.get('s%d' % j))
+    labels = case.get('labels', torch.int64)
+    for prefix, train_mode in (('', False), ('train.', True)):
+        model.train(train_mode)
+        x = case.get('x').requires_grad_(True)
+        logits = model(x)
+        loss = F.cross_entropy(logits, labels)
+        loss.backward()
+        case.put(prefix + 'loss', float(loss.item()))
+        case.put(prefix + 'logits', logits)
+        case.put(prefix + 'dx', x.grad)
+        if not train_mode:
+            for j, b in enumerate(stats):
+                case.put('stats_after_eval.s%d' % j, b)
+
+
 def train(c, case, dtype, mkldnn):
     torch.backends.mkldnn.enabled = mkldnn
     try:
@@ -286,7 +318,8 @@ def run_init_linear(c, case):
 
 KINDS = {'conv2d': run_conv2d, 'pool2d': run_pool2d, 'linear': run_linear, 'module': run_module,
          'xent': run_xent, 'batchnorm': run_batchnorm, 'resblock': run_resblock, 'model': run_model,
-         'train': run_train, 'init_model': run_init_model, 'init_linear': run_init_linear}
+         'model_input_grad': run_model_input_grad, 'train': run_train, 'init_model': run_init_model,
+         'init_linear': run_init_linear}
 
 
 def run_cases(argv, kinds):
