@@ -89,7 +89,8 @@ inline const std::string& torch_unavailable() {
   static const std::string why = [] {
     int code = 0;
     std::string out = run_command(std::string(kPython) + " -c 'import torch, numpy; print(torch.__version__)'", &code);
-    return code == 0 ? std::string() : "PyTorch oracle not installed (apt-get install python3-torch python3-numpy): " + out;
+    return code == 0 ? std::string()
+                     : "PyTorch oracle not installed (apt-get install python3-torch python3-numpy): " + out;
   }();
   return why;
 }
@@ -194,7 +195,8 @@ class CaseDir {
     if (opts.shards > 1) {
       // All processes side by side; the run fails if any does.
       cmd = "(";
-      for (int k = 0; k < opts.shards; ++k) cmd += one + " " + std::to_string(k) + "/" + std::to_string(opts.shards) + " & p" + std::to_string(k) + "=$!; ";
+      for (int k = 0; k < opts.shards; ++k)
+        cmd += one + " " + std::to_string(k) + "/" + std::to_string(opts.shards) + " & p" + std::to_string(k) + "=$!; ";
       cmd += "rc=0; ";
       for (int k = 0; k < opts.shards; ++k) cmd += "wait $p" + std::to_string(k) + " || rc=1; ";
       cmd += "exit $rc)";

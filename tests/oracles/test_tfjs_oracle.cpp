@@ -234,7 +234,8 @@ const char* tfjs_activation(ActKind a) {
 
 json layer_json(const CaseDir& w, const std::string& prefix, const LayerDesc& d, const std::vector<Tensor>& wts) {
   json files = json::array();
-  for (std::size_t j = 0; j < wts.size(); ++j) files.push_back(w.input(prefix + ".w" + std::to_string(j), weight_to_tfjs(wts[j])));
+  for (std::size_t j = 0; j < wts.size(); ++j)
+    files.push_back(w.input(prefix + ".w" + std::to_string(j), weight_to_tfjs(wts[j])));
   switch (d.kind) {
     case LKind::conv:
       check(d.conv.pad != PadMode::explicit_pad, "TF.js layers take 'valid' or 'same' only");
@@ -676,7 +677,9 @@ json net_json(const CaseDir& w, const std::string& prefix, Sequential& net) {
                 {"main", net_json(w, p + ".main", res->main())},
                 {"stride", res->stride()},
                 {"pad_channels", res->pad_before()}};
-      r["shortcut"] = res->shortcut() == Shortcut::option_a ? "A" : res->shortcut() == Shortcut::option_b ? "B" : "identity";
+      r["shortcut"] = res->shortcut() == Shortcut::option_a   ? "A"
+                      : res->shortcut() == Shortcut::option_b ? "B"
+                                                              : "identity";
       if (res->projection()) r["projection"] = net_json(w, p + ".projection", *res->projection());
       layers.push_back(r);
     } else if (l.kind() == "dense") {
@@ -768,7 +771,8 @@ void fill_tfjs(CaseDir& w) {
                 {"input", w.input(name + ".x", to_tfjs(lenet_images(kGradBatch, 11)))},
                 {"layers", layers},
                 {"loss",
-                 {{"type", "cce"}, {"labels", w.input(name + ".labels", one_hot(random_labels(kGradBatch, 10, 12), 10))}}}});
+                 {{"type", "cce"},
+                  {"labels", w.input(name + ".labels", one_hot(random_labels(kGradBatch, 10, 12), 10))}}}});
     for (bool nesterov : {false, true}) {
       // The four training runs are most of the node time besides VGG-16: two on each of the two
       // other processes.
@@ -889,8 +893,8 @@ void check_layer_case(const CaseDir& run, const LayerCase& c, const Policy& poli
     EXPECT_TRUE(t.check(where, "forward y", r.ys[i], from_tfjs(run.out(c.name, "y" + std::to_string(i))), fwd_tol));
     for (std::size_t j = 0; j < r.dw[i].size(); ++j)
       EXPECT_TRUE(t.check(where, j == 0 ? "dW" : "db", r.dw[i][j],
-                        weight_from_tfjs(run.out(c.name, "dw" + std::to_string(i) + "_" + std::to_string(j))),
-                        grad_tol));
+                          weight_from_tfjs(run.out(c.name, "dw" + std::to_string(i) + "_" + std::to_string(j))),
+                          grad_tol));
   }
   if (c.cce) {
     Tensor loss = Tensor::from<double>({1}, {r.loss});
@@ -1003,8 +1007,8 @@ void check_model(const CaseDir& run, const std::string& name) {
     EXPECT_TRUE(t.check(where, "forward y", r.ys[i], from_tfjs(run.out(name, "y" + std::to_string(i))), kFwdTol));
     for (std::size_t j = 0; j < r.dw[i].size(); ++j)
       EXPECT_TRUE(t.check(where, j == 0 ? "dW" : "db", r.dw[i][j],
-                        weight_from_tfjs(run.out(name, "dw" + std::to_string(i) + "_" + std::to_string(j))),
-                        kGradTol));
+                          weight_from_tfjs(run.out(name, "dw" + std::to_string(i) + "_" + std::to_string(j))),
+                          kGradTol));
   }
   EXPECT_TRUE(t.check("loss", "mean CE", Tensor::from<double>({1}, {r.loss}), run.out(name, "loss"), kLossTol));
   EXPECT_TRUE(t.check("input", "dX", r.dx, from_tfjs(run.out(name, "dx")), kGradTol));
@@ -1083,7 +1087,8 @@ TEST(TfjsOracle, BatchNormTrainingMovingStatisticsInference) {
         EXPECT_TRUE(t.check(n, "forward (inference)" + q, ye, ref_eval, kFwdTol));
       } else {
         t.note(n, "moving_mean (preset)", max_abs_diff(bufs[0]->value, ref_mean), rel_error(bufs[0]->value, ref_mean));
-        t.note(n, "moving_variance (preset)", max_abs_diff(bufs[1]->value, ref_var), rel_error(bufs[1]->value, ref_var));
+        t.note(n, "moving_variance (preset)", max_abs_diff(bufs[1]->value, ref_var),
+               rel_error(bufs[1]->value, ref_var));
         t.note(n, "inference (preset)", max_abs_diff(ye, ref_eval), rel_error(ye, ref_eval));
         // Debiasing after 3 steps at momentum 0.99 divides by 1-0.99^3 = 0.0297: the statistics
         // are the batches' own scale instead of 97% of their initial values.
@@ -1118,8 +1123,8 @@ TEST(TfjsOracle, ResidualBasicBlocks) {
     EXPECT_TRUE(t.check(n, "dX", dx, from_tfjs(run.out(n, "dx")), kGradTol));
     for (std::size_t i = 0; i < named.size(); ++i) {
       const std::string pname = named[i].first.substr(named[i].first.find('.') + 1);
-      EXPECT_TRUE(t.check(n, "grad " + pname, named[i].second->grad, weight_from_tfjs(run.out(n, "g" + std::to_string(i))),
-                        kGradTol));
+      EXPECT_TRUE(t.check(n, "grad " + pname, named[i].second->grad,
+                          weight_from_tfjs(run.out(n, "g" + std::to_string(i))), kGradTol));
     }
   }
   t.print();
@@ -1180,7 +1185,7 @@ void check_training(const CaseDir& run, const std::string& name, bool nesterov) 
     std::vector<double> losses;
     std::vector<Tensor> got = train_driftlab(name, p, nesterov, &losses);
     EXPECT_TRUE(t.check("losses", std::string("20 losses ") + forms[f], Tensor::from<double>({kTrainSteps}, losses),
-                      tf_losses, kTrainLossTol));
+                        tf_losses, kTrainLossTol));
     for (std::size_t k = 0; k < named.size(); ++k) {
       const Tensor& w0 = named[k].second->value;
       Tensor da(w0.shape(), DType::f32), dr(w0.shape(), DType::f32);
