@@ -1,29 +1,23 @@
-// Shared by the recurrent oracle tests (test_rnn_oracle_torch.cpp, test_rnn_oracle_tfjs.cpp): a
-// case folder run by one framework script, the per-test error table they print (the tables
-// docs/ORACLE_RUN.md records), and small tensor helpers for the frameworks' RNN layouts.
+// Shared by the recurrent oracle tests (test_rnn_oracle_torch.cpp, test_rnn_oracle_tfjs.cpp): the
+// RNN classifier both train, and small tensor helpers for the frameworks' RNN layouts. The case
+// folder, the script run and the error table are the harness of every oracle suite
+// (tests/oracles/oracle_util.h).
 //
 // To add an RNN oracle case: 1) write its inputs with CaseDir::input and describe it with
-// CaseDir::add_case in the group's fill function; 2) give the framework script an op for it if
+// CaseDir::add_case in the group's fill function; 2) give the framework script a kind for it if
 // none fits; 3) compare with ErrorTable::check at a tolerance whose comment says why.
 #pragma once
 #include <gtest/gtest.h>
 
 #include <algorithm>
 #include <cmath>
-#include <cstdlib>
 #include <cstring>
-#include <filesystem>
-#include <fstream>
-#include <iomanip>
-#include <iostream>
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <random>
-#include <sstream>
 #include <string>
 #include <vector>
 
-#include "engine/io/npy.h"
 #include "engine/layers/dense_layer.h"
 #include "engine/layers/embedding_layer.h"
 #include "engine/layers/layer.h"
@@ -37,62 +31,15 @@
 namespace driftlab {
 namespace rnn_oracle {
 
-namespace fs = std::filesystem;
 using json = nlohmann::json;
 
-// One folder, one cases.json, one run of a framework script for a group of cases. The folder
-// is removed when the object dies unless DRIFTLAB_KEEP_ORACLE_DIRS is set.
-class CaseDir {
- public:
-  explicit CaseDir(const std::string& name) : dir_(oracle::oracle_dir(name)) {}
-  ~CaseDir() {
-    std::error_code ec;
-    if (!std::getenv("DRIFTLAB_KEEP_ORACLE_DIRS")) fs::remove_all(dir_, ec);
-  }
-  CaseDir(const CaseDir&) = delete;
-  CaseDir& operator=(const CaseDir&) = delete;
-
-  // Writes dir/<file>.npy and returns "<file>.npy" (the name the scripts read).
-  std::string input(const std::string& file, const Tensor& t) const {
-    write_npy((dir_ / (file + ".npy")).string(), t);
-    return file + ".npy";
-  }
-  void add_case(json c) { cases_.push_back(std::move(c)); }
-  // Writes cases.json and runs `command DIR`; error() is "" on success, else the output.
-  void run(const std::string& command) {
-    std::ofstream(dir_ / "cases.json") << json{{"threads", 1}, {"cases", cases_}}.dump(1);
-    const std::string cmd = command + " " + dir_.string();
-    int code = 0;
-    output_ = oracle::run_command(cmd, &code);
-    if (code != 0) error_ = "`" + cmd + "` exited with " + std::to_string(code) + ":\n" + output_;
-  }
-  Tensor read(const std::string& file) const { return read_npy((dir_ / (file + ".npy")).string()); }
-  const std::string& error() const { return error_; }
-  const fs::path& dir() const { return dir_; }
-
- private:
-  fs::path dir_;
-  json cases_ = json::array();
-  std::string error_, output_;
-};
-
+using oracle::CaseDir;
 using oracle::ErrorTable;
+using oracle::labels_tensor;
 using oracle::max_abs;
-
-// Element k along the first axis of t, as its own tensor.
-inline Tensor slice0(const Tensor& t, int64_t k) {
-  Shape s(t.shape().begin() + 1, t.shape().end());
-  Tensor out(s, t.dtype());
-  std::memcpy(out.raw(), static_cast<const unsigned char*>(t.raw()) + k * out.nbytes(), out.nbytes());
-  return out;
-}
-
-inline std::vector<int32_t> random_labels(int64_t n, int64_t classes, uint64_t seed) {
-  std::mt19937 g(static_cast<uint32_t>(seed));
-  std::vector<int32_t> v(static_cast<std::size_t>(n));
-  for (auto& l : v) l = static_cast<int32_t>(g() % static_cast<uint32_t>(classes));
-  return v;
-}
+using oracle::one_hot;
+using oracle::random_labels;
+using oracle::slice0;
 
 // Token ids 0..num_ids-1 as float32 (how engine/data/imdb.h stores them).
 inline Tensor random_ids(Shape shape, int64_t num_ids, uint64_t seed) {

@@ -12,9 +12,9 @@
 //                      and converting / flipping the knob back restores the match
 //
 // How it runs: each group writes its cases (weights in Keras layout, inputs, one-hot labels as
-// .npy; cases.json) into one folder and runs `node tests/oracles/tfjs/rnn_oracle.js DIR` once.
-// Without node or tfjs the tests SKIP saying so. Comparison: err = max|a - r| / max|r| per tensor
-// (tests/oracles/rnn_oracle_util.h); every test prints its table (docs/ORACLE_RUN.md).
+// .npy; cases.json) into one folder and runs `node tests/oracles/tfjs/rnn_oracle.js DIR` once (the
+// harness of tests/oracles/oracle_util.h). Without node or tfjs the tests SKIP saying so.
+// Comparison: err = max|a - r| / max|r| per tensor; every test prints its table (docs/ORACLE_RUN.md).
 //
 // To add a case: 1) a row in the group's case table; 2) a kind in rnn_oracle.js if none fits;
 // 3) a comparison at a commented tolerance.
@@ -48,24 +48,9 @@ constexpr double kTrainTol = 1e-4;
 // A negative test must show a difference no rounding explains: more than 100x kTol.
 constexpr double kVisible = 1e-3;
 
-const std::string& tfjs_missing() {
-  static const std::string why = oracle::tfjs_unavailable();
-  return why;
-}
+oracle::Oracle rnn_script() { return oracle::tfjs_oracle("rnn_oracle.js"); }
 
-std::string script() {
-  return "node " + (oracle::tfjs_dir() / "rnn_oracle.js").string();
-}
-
-#define TFJS_RNN_GROUP(var, maker)      \
-  DRIFTLAB_SKIP_UNLESS(tfjs_missing()); \
-  ThreadCountGuard one_thread_(1);      \
-  const CaseDir& var = maker();         \
-  ASSERT_EQ(var.error(), "") << "TensorFlow.js RNN oracle failed"
-
-Tensor out(const CaseDir& d, const std::string& name, const std::string& key) {
-  return d.read("out/" + name + "." + key);
-}
+Tensor out(const CaseDir& d, const std::string& name, const std::string& key) { return d.out(name, key); }
 
 std::unique_ptr<RnnLayer> make_rnn(RnnCell cell, int64_t units, bool seq, int64_t steps, int64_t features,
                                    const Policy& p) {
@@ -122,17 +107,12 @@ void fill_grad(CaseDir& d) {
   }
 }
 const CaseDir& grad_run() {
-  static CaseDir* d = [] {
-    auto* r = new CaseDir("tfjs_rnn_grad");
-    fill_grad(*r);
-    r->run(script());
-    return r;
-  }();
-  return *d;
+  static const CaseDir d(rnn_script(), "tfjs_rnn_grad", fill_grad);
+  return d;
 }
 
 KerasRnnWeights keras_weights_of(const CaseDir& d, const std::string& name) {
-  return {d.read(name + ".kernel"), d.read(name + ".recurrent_kernel"), d.read(name + ".bias")};
+  return {d.in(name + ".kernel"), d.in(name + ".recurrent_kernel"), d.in(name + ".bias")};
 }
 
 Policy tf_policy(RnnGateAct act, const std::string& extra = "") {
@@ -142,11 +122,11 @@ Policy tf_policy(RnnGateAct act, const std::string& extra = "") {
 }
 
 LayerRun run_case(const CaseDir& d, const GradCase& c, RnnLayer& layer) {
-  return run_layer(layer, d.read(std::string(c.name) + ".x"), d.read(std::string(c.name) + ".r"));
+  return run_layer(layer, d.in(std::string(c.name) + ".x"), d.in(std::string(c.name) + ".r"));
 }
 
 TEST(TfjsRnnOracle, LstmAndGruOutputsAndEveryGradient) {
-  TFJS_RNN_GROUP(d, grad_run);
+  ORACLE_GROUP(d, grad_run);
   ErrorTable table("LSTM / GRU, tensorflow preset, vs TF.js 4.22 tf.layers.lstm / gru with the same weights", "tfjs");
   const char* const keys[] = {"dkernel", "drecurrent_kernel", "dbias"};
   for (const GradCase& c : kGradCases)
@@ -180,7 +160,7 @@ const GradCase& grad_case(const std::string& name) {
 // Keras's GRU weights (z,r,h columns) given to the PyTorch-layout setter after only a
 // transposition: z and r trade places. The LSTM's orders agree. Swapping the blocks restores it.
 TEST(TfjsRnnNegative, GateOrderKerasWeightsReadWithoutConversion) {
-  TFJS_RNN_GROUP(d, grad_run);
+  ORACLE_GROUP(d, grad_run);
   ErrorTable table("gate order: Keras weights read in PyTorch's order (layer: tensorflow preset)", "tfjs");
   for (const char* name : {"gru_hard_seq", "lstm_hard_seq"}) {
     const GradCase& c = grad_case(name);
@@ -225,7 +205,7 @@ TEST(TfjsRnnNegative, GateOrderKerasWeightsReadWithoutConversion) {
 // Knobs on top of the tensorflow preset that PyTorch (or Keras 3) would set, against TF.js:
 // each changes the output visibly; the preset's value (or the matching activation) restores it.
 TEST(TfjsRnnNegative, ResetAfterAndGateActivation) {
-  TFJS_RNN_GROUP(d, grad_run);
+  ORACLE_GROUP(d, grad_run);
   ErrorTable table("GRU reset placement and the gate activation vs TF.js (same weights)", "tfjs");
   struct Flip {
     const char* case_name;
@@ -308,12 +288,6 @@ std::vector<std::vector<Tensor>> tfjs_weights(Model& m) {
   return w;
 }
 
-Tensor one_hot(const std::vector<int32_t>& labels, int64_t classes) {
-  Tensor t({static_cast<int64_t>(labels.size()), classes}, DType::f32);
-  for (std::size_t i = 0; i < labels.size(); ++i) t.data<float>()[static_cast<int64_t>(i) * classes + labels[i]] = 1;
-  return t;
-}
-
 void fill_train(CaseDir& d) {
   uint64_t seed = 9200;
   for (const TrainCase& c : kTrainCases) {
@@ -351,13 +325,8 @@ void fill_train(CaseDir& d) {
   }
 }
 const CaseDir& train_run() {
-  static CaseDir* d = [] {
-    auto* r = new CaseDir("tfjs_rnn_train");
-    fill_train(*r);
-    r->run(script());
-    return r;
-  }();
-  return *d;
+  static const CaseDir d(rnn_script(), "tfjs_rnn_train", fill_train);
+  return d;
 }
 
 // kSteps momentum steps of m on the case's batches; the loss of each step.
@@ -371,17 +340,17 @@ Tensor train_steps(const CaseDir& d, const TrainCase& c, Model& m) {
   std::vector<double> losses;
   for (int k = 0; k < kSteps; ++k) {
     const std::string b = std::string(c.name) + ".b" + std::to_string(k);
-    const Tensor y = d.read(b + ".labels");
+    const Tensor y = d.in(b + ".labels");
     std::vector<int32_t> labels(static_cast<std::size_t>(y.dim(0)));
     for (int64_t i = 0; i < y.numel(); ++i)
       if (y.at(i) == 1.0) labels[static_cast<std::size_t>(i / c.classes)] = static_cast<int32_t>(i % c.classes);
-    losses.push_back(trainer.train_step(d.read(b + ".x"), labels));
+    losses.push_back(trainer.train_step(d.in(b + ".x"), labels));
   }
   return Tensor::from<double>({kSteps}, losses);
 }
 
 TEST(TfjsRnnOracle, TwentyMomentumStepsOfRnnClassifiers) {
-  TFJS_RNN_GROUP(d, train_run);
+  ORACLE_GROUP(d, train_run);
   ErrorTable table("[embedding ->] LSTM/GRU (hard sigmoid) -> dense softmax, 20 tf.train.momentum steps "
                    "(lr 0.1, momentum 0.9), tensorflow preset; *_mask_zero_*: padded ids, embedding maskZero "
                    "vs rnn_mask=carry",

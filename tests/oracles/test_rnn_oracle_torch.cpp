@@ -13,12 +13,12 @@
 //                       .npy by rnn_oracle.py, imported into the tensorflow preset: the gates
 //                       land in Keras's order and the outputs match PyTorch's
 //
-// Each group writes its cases into one folder and runs tests/oracles/torch/rnn_oracle.py once.
-// Comparison: err = max|a - r| / max|r| per tensor (tests/oracles/rnn_oracle_util.h). Every test
+// Each group writes its cases into one folder and runs tests/oracles/torch/rnn_oracle.py once
+// (the harness of tests/oracles/oracle_util.h). Comparison: err = max|a - r| / max|r| per tensor. Every test
 // prints its table; docs/ORACLE_RUN.md records them.
 //
 // To add a case: 1) a row in the group's case table (or inputs + add_case in its fill function);
-// 2) an op in rnn_oracle.py if none fits; 3) a comparison at a commented tolerance.
+// 2) a kind in rnn_oracle.py if none fits; 3) a comparison at a commented tolerance.
 #include <gtest/gtest.h>
 
 #include <memory>
@@ -56,26 +56,11 @@ constexpr double kTrainTol64 = 1e-10;
 // A negative test must show a difference no rounding explains: more than 100x kTol.
 constexpr double kVisible = 1e-3;
 
-const std::string& torch_missing() {
-  static const std::string why = oracle::torch_unavailable();
-  return why;
-}
+oracle::Oracle rnn_script() { return oracle::torch_oracle("rnn_oracle.py"); }
 
-std::string script() {
-  return std::string(oracle::kPython) + " " +
-         (fs::path(DRIFTLAB_SOURCE_DIR) / "tests" / "oracles" / "torch" / "rnn_oracle.py").string();
-}
-
-// Skips without PyTorch; builds the group once; fails when the script failed. One OpenMP
-// thread like PyTorch's side (threads: 1).
-#define TORCH_RNN_GROUP(var, maker)      \
-  DRIFTLAB_SKIP_UNLESS(torch_missing()); \
-  ThreadCountGuard one_thread_(1);       \
-  const CaseDir& var = maker();          \
-  ASSERT_EQ(var.error(), "") << "PyTorch RNN oracle failed"
-
-Tensor out(const CaseDir& d, const std::string& name, const std::string& key) { return d.read(name + ".out." + key); }
-Tensor in(const CaseDir& d, const std::string& name, const std::string& key) { return d.read(name + "." + key); }
+// The PyTorch scripts' file names: inputs <case>.<key>, outputs out/<case>.<key>.
+Tensor out(const CaseDir& d, const std::string& name, const std::string& key) { return d.out(name, key); }
+Tensor in(const CaseDir& d, const std::string& name, const std::string& key) { return d.in(name, key); }
 
 const char* const kTorchWeights[] = {"weight_ih_l0", "weight_hh_l0", "bias_ih_l0", "bias_hh_l0"};
 
@@ -130,7 +115,7 @@ void fill_grad(CaseDir& d) {
     const Shape ys = c.seq ? Shape{c.n, c.t, c.h} : Shape{c.n, c.h};
     d.input(std::string(c.name) + ".r", random_tensor(ys, DType::f32, ++seed));
     d.add_case({{"name", c.name},
-                {"op", "rnn"},
+                {"kind", "rnn"},
                 {"cell", rnn_cell_name(c.cell)},
                 {"input_size", c.f},
                 {"hidden", c.h},
@@ -138,13 +123,8 @@ void fill_grad(CaseDir& d) {
   }
 }
 const CaseDir& grad_run() {
-  static CaseDir* d = [] {
-    auto* r = new CaseDir("torch_rnn_grad");
-    fill_grad(*r);
-    r->run(script());
-    return r;
-  }();
-  return *d;
+  static const CaseDir d(rnn_script(), "torch_rnn_grad", fill_grad);
+  return d;
 }
 
 // Runs the case through `layer` (weights already set) and returns y (or the full result).
@@ -153,7 +133,7 @@ LayerRun run_case(const CaseDir& d, const GradCase& c, RnnLayer& layer, DType dt
 }
 
 TEST(TorchRnnOracle, LstmAndGruOutputsAndEveryGradient) {
-  TORCH_RNN_GROUP(d, grad_run);
+  ORACLE_GROUP(d, grad_run);
   ErrorTable table("LSTM / GRU, torch preset, vs PyTorch 1.13 nn.LSTM / nn.GRU with the same weights", "pytorch");
   struct Variant {
     const char* label;
@@ -212,22 +192,17 @@ void fill_packed(CaseDir& d) {
     d.input(n + ".bias_ih_l0", random_tensor({gh}, DType::f32, ++seed, -0.5, 0.5));
     d.input(n + ".bias_hh_l0", random_tensor({gh}, DType::f32, ++seed, -0.5, 0.5));
     d.input(n + ".r", random_tensor({kPackN, kPackH}, DType::f32, ++seed));
-    d.add_case({{"name", n}, {"op", "rnn_packed"}, {"cell", rnn_cell_name(c.cell)}, {"input_size", kPackF},
+    d.add_case({{"name", n}, {"kind", "rnn_packed"}, {"cell", rnn_cell_name(c.cell)}, {"input_size", kPackF},
                 {"hidden", kPackH}});
   }
 }
 const CaseDir& packed_run() {
-  static CaseDir* d = [] {
-    auto* r = new CaseDir("torch_rnn_packed");
-    fill_packed(*r);
-    r->run(script());
-    return r;
-  }();
-  return *d;
+  static const CaseDir d(rnn_script(), "torch_rnn_packed", fill_packed);
+  return d;
 }
 
 TEST(TorchRnnOracle, PackedSequencesEqualMaskCarry) {
-  TORCH_RNN_GROUP(d, packed_run);
+  ORACLE_GROUP(d, packed_run);
   ErrorTable table("post-padded sequences (lengths 7,3,5,1): rnn_mask=carry vs pack_padded_sequence h_n",
                    "pytorch");
   StepMask mask{kPackN, kPackT, std::vector<uint8_t>(kPackN * kPackT, 0)};
@@ -284,7 +259,7 @@ Tensor stack2(const Tensor& a, const Tensor& b) {
 // converter of keras-team/keras#15915 does): r and z trade places. The LSTM's orders agree, so
 // there the transposition is the whole conversion. Swapping the r/z blocks restores the GRU.
 TEST(TorchRnnNegative, GateOrderTorchWeightsReadAsKerasOrder) {
-  TORCH_RNN_GROUP(d, grad_run);
+  ORACLE_GROUP(d, grad_run);
   ErrorTable table("gate order: PyTorch weights read in Keras's order (layer: torch semantics)", "pytorch");
   for (const char* name : {"gru_seq", "lstm_seq"}) {
     const GradCase& c = grad_case(name);
@@ -337,7 +312,7 @@ TEST(TorchRnnNegative, GateOrderTorchWeightsReadAsKerasOrder) {
 // with the same weights; the torch preset's value restores the match. Likewise the recurrent
 // activation: Keras 2.2.4's hard sigmoid vs PyTorch's sigmoid.
 TEST(TorchRnnNegative, ResetAfterAndRecurrentActivation) {
-  TORCH_RNN_GROUP(d, grad_run);
+  ORACLE_GROUP(d, grad_run);
   ErrorTable table("GRU reset placement and the gate activation vs PyTorch (same weights)", "pytorch");
   struct Flip {
     const char* case_name;
@@ -378,18 +353,13 @@ void fill_import(CaseDir& d) {
   for (const char* cell : {"lstm", "gru"}) {
     const std::string name = std::string("state_") + cell;
     d.input(name + ".x", random_tensor({kImpN, kImpT, kImpF}, DType::f32, kImpSeed + 1));
-    d.add_case({{"name", name}, {"op", "rnn_state"}, {"cell", cell}, {"input_size", kImpF}, {"hidden", kImpH},
+    d.add_case({{"name", name}, {"kind", "rnn_state"}, {"cell", cell}, {"input_size", kImpF}, {"hidden", kImpH},
                 {"seed", kImpSeed}});
   }
 }
 const CaseDir& import_run() {
-  static CaseDir* d = [] {
-    auto* r = new CaseDir("torch_rnn_import");
-    fill_import(*r);
-    r->run(script());
-    return r;
-  }();
-  return *d;
+  static const CaseDir d(rnn_script(), "torch_rnn_import", fill_import);
+  return d;
 }
 
 // The tensorflow preset with the semantics knobs set to what the PyTorch model computes (sigmoid
@@ -397,7 +367,7 @@ const CaseDir& import_run() {
 // keeping the tensorflow preset's Keras layout (kernel (F,G*u), GRU gates z,r,h, one LSTM bias).
 // The state is imported with set_torch_weights: the gates must land where Keras expects them.
 TEST(TorchRnnImport, PyTorchStateIntoTensorflowPresetReordersGates) {
-  TORCH_RNN_GROUP(d, import_run);
+  ORACLE_GROUP(d, import_run);
   ErrorTable table("PyTorch state (torch.manual_seed; nn.LSTM/nn.GRU) imported into the tensorflow preset",
                    "pytorch");
   for (const RnnCell cell : {RnnCell::lstm, RnnCell::gru}) {
@@ -462,11 +432,6 @@ std::string torch_param_name(const std::string& driftlab_name) {
   return "rnn." + param + "_l0";
 }
 
-Tensor labels_tensor(const std::vector<int32_t>& labels) {
-  std::vector<double> v(labels.begin(), labels.end());
-  return Tensor::from<double>({static_cast<int64_t>(v.size())}, v);
-}
-
 void fill_train(CaseDir& d) {
   uint64_t seed = 9100;
   for (const TrainCase& c : kTrainCases) {
@@ -477,7 +442,7 @@ void fill_train(CaseDir& d) {
                                      : random_tensor({kSteps, c.batch, c.steps, c.features}, DType::f32, ++seed));
     std::vector<int32_t> labels = random_labels(kSteps * c.batch, c.classes, ++seed);
     d.input(n + ".labels", labels_tensor(labels).reshape({kSteps, c.batch}));
-    json cj = {{"name", n},           {"op", "rnn_train"}, {"cell", rnn_cell_name(c.cell)},
+    json cj = {{"name", n},           {"kind", "rnn_train"}, {"cell", rnn_cell_name(c.cell)},
                {"input_size", c.features}, {"hidden", c.units}, {"num_classes", c.classes},
                {"lr", kLr},           {"momentum", kMomentum}, {"steps", kSteps}};
     cj["embedding"] = c.num_ids > 0 ? json{{"num_ids", c.num_ids}, {"dim", c.features}} : json(nullptr);
@@ -485,17 +450,12 @@ void fill_train(CaseDir& d) {
   }
 }
 const CaseDir& train_run() {
-  static CaseDir* d = [] {
-    auto* r = new CaseDir("torch_rnn_train");
-    fill_train(*r);
-    r->run(script());
-    return r;
-  }();
-  return *d;
+  static const CaseDir d(rnn_script(), "torch_rnn_train", fill_train);
+  return d;
 }
 
 TEST(TorchRnnOracle, TwentySgdStepsOfRnnClassifiers) {
-  TORCH_RNN_GROUP(d, train_run);
+  ORACLE_GROUP(d, train_run);
   ErrorTable table("[embedding ->] LSTM/GRU -> dense, 20 torch.optim.SGD steps (lr 0.1, momentum 0.9), torch preset",
                    "pytorch");
   for (const TrainCase& c : kTrainCases)
@@ -541,21 +501,17 @@ const InitCase kInitCases[] = {{"emb_init_50x8", 50, 8, 0}, {"emb_init_37x3", 37
 
 void fill_init(CaseDir& d) {
   for (const InitCase& c : kInitCases)
-    d.add_case({{"name", c.name}, {"op", "init_embedding"}, {"num_ids", c.v}, {"dim", c.dim}, {"seed", c.seed}});
+    d.add_case({{"name", c.name}, {"kind", "init_embedding"}, {"num_ids", c.v}, {"dim", c.dim}, {"seed", c.seed}});
 }
 // PyTorch as it runs here (AVX2 kernels) and forced to its portable kernels.
-const CaseDir& init_run(bool portable) {
-  static CaseDir* runs[2] = {nullptr, nullptr};
-  CaseDir*& d = runs[portable ? 1 : 0];
-  if (!d) {
-    d = new CaseDir(portable ? "torch_rnn_init_default_cpu" : "torch_rnn_init");
-    fill_init(*d);
-    d->run((portable ? "ATEN_CPU_CAPABILITY=default " : "") + script());
-  }
-  return *d;
+const CaseDir& init_run_avx() {
+  static const CaseDir d(rnn_script(), "torch_rnn_init", fill_init);
+  return d;
 }
-const CaseDir& init_run_avx() { return init_run(false); }
-const CaseDir& init_run_portable() { return init_run(true); }
+const CaseDir& init_run_portable() {
+  static const CaseDir d(rnn_script(), "torch_rnn_init_default_cpu", fill_init, {1, "ATEN_CPU_CAPABILITY=default"});
+  return d;
+}
 
 // EmbeddingLayer under the torch preset, drawn from Rng(mt19937, S), against torch.manual_seed(S);
 // nn.Embedding(V, D). driftlab follows PyTorch's portable normal_fill (uniforms first, then
@@ -568,7 +524,7 @@ const CaseDir& init_run_portable() { return init_run(true); }
 // table whose largest |value| is >= 2 (always, for >= 100 N(0,1) draws). A different algorithm
 // (another pairing, no redrawn tail block) errs by O(1).
 TEST(TorchRnnOracle, EmbeddingInitFollowsTorchManualSeed) {
-  TORCH_RNN_GROUP(avx, init_run_avx);
+  ORACLE_GROUP(avx, init_run_avx);
   const CaseDir& portable = init_run_portable();
   ASSERT_EQ(portable.error(), "") << "PyTorch RNN oracle (portable kernels) failed";
   ErrorTable table("nn.Embedding(V, D) after torch.manual_seed(S) vs EmbeddingLayer (torch preset)", "pytorch");

@@ -4,15 +4,17 @@
 // tf.train.momentum = TF1 ApplyMomentum). And the `torch` preset against the same oracle, to show
 // that it does NOT match where a knob differs and that flipping that knob restores the match.
 //
-// How it runs: tfjs_run() writes every case below (weights, inputs, labels as .npy; a case list
-// as JSON) into one folder, runs `node tests/oracles/tfjs/oracle.js DIR K/3` once per shard, the
-// three shards side by side (node + tfjs start in ~1 s, more than most cases take; the LeNet
-// training cases are split between two of them, VGG-16's gradients, ~80 s of pure-JS
-// convolution, take the third), and each test reads its case's results back.
+// How it runs (the harness of tests/oracles/oracle_util.h): fill_tfjs() writes every case below
+// (weights, inputs, labels as .npy; cases.json) into one folder, `node tests/oracles/tfjs/oracle.js
+// DIR K/3` runs once per shard, the three shards side by side (node + tfjs start in ~1 s, more
+// than most cases take; the LeNet training cases and ResNet-20's input gradient are split
+// between two of them, VGG-16's gradients, ~80 s of pure-JS convolution, take the third), and
+// each test reads its case's results back.
 // Covered: every layer, softmax + Keras crossentropy, BatchNorm (training step, moving
 // statistics, inference), ResNet basic blocks (identity, option A, option B), LeNet-1/5 and
 // VGG-16 whole (every layer's output and gradients), 20 SGD steps, optimiser formulas,
-// glorot_uniform's distribution; negative tests with the torch preset. Weights are
+// glorot_uniform's distribution; negative tests with the torch preset; the input gradient of
+// LeNet-5 and ResNet-20 at inference semantics against tf.grad with training=false. Weights are
 // always passed explicitly (TF.js's default kernel initialiser is glorotNormal, not Keras's
 // glorot_uniform). Layouts are converted here: driftlab NCHW / OIHW / dense (out,in) versus
 // TF.js NHWC / HWIO / (in,out); the tensorflow preset's Flatten is (h,w,c), so dense weights
@@ -21,27 +23,24 @@
 //
 // Comparisons: max|a-r| <= tol * max|r| per tensor (all_close with atol = tol*max|r|, rtol 0),
 // normwise because gradients contain elements that are pure cancellation noise. Every test
-// prints a table: where x quantity x max abs err x max|a-r|/max|r|.
+// prints a table (oracle::ErrorTable): case x quantity x shape x max abs err x max|a-r|/max|r|.
 //
-// To add a case: 1) a row in layer_cases() (or a kind of its own written in tfjs_run());
+// To add a case: 1) a row in layer_cases() (or a kind of its own written in fill_tfjs());
 // 2) a tolerance with a comment saying why; 3) the run writes and computes it with the others.
 #include <gtest/gtest.h>
 
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
-#include <filesystem>
-#include <fstream>
-#include <iomanip>
 #include <iostream>
 #include <limits>
+#include <nlohmann/json.hpp>
 #include <memory>
 #include <sstream>
 #include <string>
 #include <vector>
 
 #include "engine/core/error.h"
-#include "engine/io/npy.h"
 #include "engine/layers/activation_layer.h"
 #include "engine/layers/batchnorm_layer.h"
 #include "engine/layers/conv2d_layer.h"
@@ -49,6 +48,7 @@
 #include "engine/layers/flatten_layer.h"
 #include "engine/layers/init.h"
 #include "engine/layers/pool_layer.h"
+#include "engine/layers/residual_layer.h"
 #include "engine/layers/sequential.h"
 #include "engine/ops/softmax_xent.h"
 #include "engine/policy.h"
@@ -63,7 +63,7 @@
 namespace driftlab {
 namespace {
 
-namespace fs = std::filesystem;
+using json = nlohmann::json;
 
 // ---------------------------------------------------------------------------------------------
 // Tolerances (normwise: max|a-r| / max|r|)
@@ -121,70 +121,14 @@ Tensor weight_to_tfjs(const Tensor& w) { return w.rank() >= 2 ? to_framework_lay
 Tensor weight_from_tfjs(const Tensor& w) { return w.rank() >= 2 ? from_framework_layout(w, WeightLayout::hwio) : w; }
 
 // ---------------------------------------------------------------------------------------------
-// Comparison table
+// Harness (tests/oracles/oracle_util.h): one case folder, oracle.js run in three shards
 
-class ErrorTable {
- public:
-  explicit ErrorTable(std::string title) : title_(std::move(title)) {}
-  // driftlab `a` against the oracle `r`: passes when max|a-r| <= tol * max|r|. Adds a row.
-  ::testing::AssertionResult add(const std::string& where, const std::string& qty, const Tensor& a, const Tensor& r,
-                                 double tol) {
-    double max_r = 0, max_abs = 0;
-    if (a.shape() == r.shape())
-      for (int64_t i = 0; i < r.numel(); ++i) {
-        max_r = std::max(max_r, std::fabs(r.at(i)));
-        max_abs = std::max(max_abs, std::fabs(a.at(i) - r.at(i)));
-      }
-    const double rel = max_r > 0 ? max_abs / max_r : max_abs;
-    auto res = all_close(a, r, tol * max_r, 0.0);
-    rows_.push_back({where, qty, shape_str(a.shape()), max_abs, rel, tol, static_cast<bool>(res)});
-    if (!res) return ::testing::AssertionFailure() << title_ << ": " << where << " " << qty << ": " << res.message();
-    return res;
-  }
-  // A row for a number the test reports without a pass/fail of its own.
-  void note(const std::string& where, const std::string& qty, double max_abs, double rel) {
-    rows_.push_back({where, qty, "", max_abs, rel, -1, true});
-  }
-  void print() const {
-    std::ostringstream os;
-    os << "\n  " << title_ << "\n";
-    os << "  " << std::left << std::setw(24) << "layer" << std::setw(38) << "quantity" << std::setw(18) << "shape"
-       << std::right << std::setw(13) << "max abs err" << std::setw(15) << "max rel err" << std::setw(10) << "tol"
-       << "\n";
-    for (const Row& r : rows_) {
-      os << "  " << std::left << std::setw(24) << r.where << std::setw(38) << r.qty << std::setw(18) << r.shape
-         << std::right << std::scientific << std::setprecision(3) << std::setw(13) << r.abs << std::setw(15) << r.rel;
-      if (r.tol >= 0)
-        os << std::setprecision(0) << std::setw(10) << r.tol << (r.ok ? "" : "  FAIL");
-      os << std::defaultfloat << "\n";
-    }
-    os << "  (max rel err = max|driftlab - tfjs| / max|tfjs| over the tensor)\n";
-    std::cout << os.str();
-  }
-
- private:
-  struct Row {
-    std::string where, qty, shape;
-    double abs, rel, tol;
-    bool ok;
-  };
-  std::string title_;
-  std::vector<Row> rows_;
-};
-
-double rel_diff(const Tensor& a, const Tensor& r) {
-  double mx = 0, mr = 0;
-  for (int64_t i = 0; i < r.numel(); ++i) {
-    mx = std::max(mx, std::fabs(a.at(i) - r.at(i)));
-    mr = std::max(mr, std::fabs(r.at(i)));
-  }
-  return mr > 0 ? mx / mr : mx;
-}
-double max_abs_diff(const Tensor& a, const Tensor& r) {
-  double mx = 0;
-  for (int64_t i = 0; i < r.numel(); ++i) mx = std::max(mx, std::fabs(a.at(i) - r.at(i)));
-  return mx;
-}
+using oracle::CaseDir;
+using oracle::ErrorTable;
+using oracle::ends_with;
+using oracle::max_abs_diff;
+using oracle::one_hot;
+using oracle::rel_error;
 
 // ---------------------------------------------------------------------------------------------
 // Layer descriptions: one list builds the driftlab Sequential and the TF.js layers.
@@ -285,71 +229,44 @@ const char* tfjs_activation(ActKind a) {
 }
 
 // ---------------------------------------------------------------------------------------------
-// The case folder: .npy files plus the JSON case list oracle.js reads.
+// The TF.js descriptions of layers (oracle.js makeLayer); their weights are written into the folder
+// converted to HWIO / (in,out).
 
-class CaseWriter {
- public:
-  explicit CaseWriter(fs::path dir) : dir_(std::move(dir)) {}
-  // Writes t as DIR/name.npy; returns the file name for the JSON.
-  std::string put(const std::string& name, const Tensor& t) {
-    write_npy((dir_ / (name + ".npy")).string(), t);
-    return "\"" + name + ".npy\"";
+json layer_json(const CaseDir& w, const std::string& prefix, const LayerDesc& d, const std::vector<Tensor>& wts) {
+  json files = json::array();
+  for (std::size_t j = 0; j < wts.size(); ++j)
+    files.push_back(w.input(prefix + ".w" + std::to_string(j), weight_to_tfjs(wts[j])));
+  switch (d.kind) {
+    case LKind::conv:
+      check(d.conv.pad != PadMode::explicit_pad, "TF.js layers take 'valid' or 'same' only");
+      return {{"type", "conv2d"},
+              {"filters", d.conv.out_channels},
+              {"kernel", json::array({d.conv.kernel_h, d.conv.kernel_w})},
+              {"strides", d.conv.stride},
+              {"padding", d.conv.pad == PadMode::same ? "same" : "valid"},
+              {"weights", files}};
+    case LKind::maxpool:
+    case LKind::avgpool:
+      return {{"type", d.kind == LKind::maxpool ? "maxPooling2d" : "averagePooling2d"},
+              {"pool", d.window},
+              {"strides", d.window},
+              {"padding", "valid"}};
+    case LKind::dense: return {{"type", "dense"}, {"units", d.units}, {"weights", files}};
+    case LKind::act: return {{"type", "activation"}, {"activation", tfjs_activation(d.act)}};
+    case LKind::flatten: return {{"type", "flatten"}};
   }
-  // The TF.js description of one layer; its weights (converted to HWIO / (in,out)) are written.
-  std::string layer_json(const std::string& prefix, const LayerDesc& d, const std::vector<Tensor>& w) {
-    std::ostringstream os;
-    std::vector<std::string> files;
-    for (std::size_t j = 0; j < w.size(); ++j)
-      files.push_back(put(prefix + ".w" + std::to_string(j), weight_to_tfjs(w[j])));
-    std::string wl = "[";
-    for (std::size_t j = 0; j < files.size(); ++j) wl += (j ? "," : "") + files[j];
-    wl += "]";
-    switch (d.kind) {
-      case LKind::conv:
-        check(d.conv.pad != PadMode::explicit_pad, "TF.js layers take 'valid' or 'same' only");
-        os << "{\"type\":\"conv2d\",\"filters\":" << d.conv.out_channels << ",\"kernel\":[" << d.conv.kernel_h << ","
-           << d.conv.kernel_w << "],\"strides\":" << d.conv.stride << ",\"padding\":\""
-           << (d.conv.pad == PadMode::same ? "same" : "valid") << "\",\"weights\":" << wl << "}";
-        break;
-      case LKind::maxpool:
-      case LKind::avgpool:
-        os << "{\"type\":\"" << (d.kind == LKind::maxpool ? "maxPooling2d" : "averagePooling2d") << "\",\"pool\":"
-           << d.window << ",\"strides\":" << d.window << ",\"padding\":\"valid\"}";
-        break;
-      case LKind::dense: os << "{\"type\":\"dense\",\"units\":" << d.units << ",\"weights\":" << wl << "}"; break;
-      case LKind::act: os << "{\"type\":\"activation\",\"activation\":\"" << tfjs_activation(d.act) << "\"}"; break;
-      case LKind::flatten: os << "{\"type\":\"flatten\"}"; break;
-    }
-    return os.str();
-  }
-  std::string layers_json(const std::string& prefix, const std::vector<LayerDesc>& descs, const Weights& w,
-                          bool softmax) {
-    std::string s = "[";
-    for (std::size_t i = 0; i < descs.size(); ++i)
-      s += (i ? "," : "") + layer_json(prefix + ".L" + std::to_string(i), descs[i], w[i]);
-    if (softmax) s += std::string(descs.empty() ? "" : ",") + "{\"type\":\"activation\",\"activation\":\"softmax\"}";
-    return s + "]";
-  }
-  void add_case(const std::string& json) { cases_.push_back(json); }
-  void finish() {
-    std::ofstream f(dir_ / "cases.json");
-    f << "{\"cases\":[\n";
-    for (std::size_t i = 0; i < cases_.size(); ++i) f << (i ? ",\n" : "") << cases_[i];
-    f << "\n]}\n";
-    check(static_cast<bool>(f), "could not write ", (dir_ / "cases.json").string());
-  }
-
- private:
-  fs::path dir_;
-  std::vector<std::string> cases_;
-};
-
-Tensor one_hot(const std::vector<int32_t>& labels, int64_t k) {
-  Tensor t({static_cast<int64_t>(labels.size()), k}, DType::f32);
-  for (std::size_t i = 0; i < labels.size(); ++i) t.data<float>()[static_cast<int64_t>(i) * k + labels[i]] = 1.0f;
-  return t;
+  fail("layer_json: unknown kind");
+}
+json layers_json(const CaseDir& w, const std::string& prefix, const std::vector<LayerDesc>& descs, const Weights& wts,
+                 bool softmax) {
+  json layers = json::array();
+  for (std::size_t i = 0; i < descs.size(); ++i)
+    layers.push_back(layer_json(w, prefix + ".L" + std::to_string(i), descs[i], wts[i]));
+  if (softmax) layers.push_back({{"type", "activation"}, {"activation", "softmax"}});
+  return layers;
 }
 
+// The tfjs suite's own label stream (uniform floats floored; the other suites draw MT19937).
 std::vector<int32_t> random_labels(int64_t n, int64_t k, uint64_t seed) {
   Tensor u = random_tensor({n}, DType::f64, seed, 0.0, static_cast<double>(k));
   std::vector<int32_t> y(static_cast<std::size_t>(n));
@@ -684,10 +601,6 @@ Tensor ones(const Shape& shape) {
   return t;
 }
 
-bool ends_with(const std::string& s, const std::string& tail) {
-  return s.size() >= tail.size() && s.compare(s.size() - tail.size(), tail.size(), tail) == 0;
-}
-
 // The block's parameters: convs from driftlab's glorot init, gamma U(0.5,1.5), beta U(-0.5,0.5).
 std::vector<Tensor> block_params(const BlockCase& bc) {
   std::unique_ptr<Sequential> net = basic_block(bc, Policy::tensorflow());
@@ -708,68 +621,170 @@ Tensor block_r(const BlockCase& bc) {
 }
 
 // ---------------------------------------------------------------------------------------------
-// The node run
+// Input gradients of whole models at inference semantics: LeNet-5 and ResNet-20 (option A) with
+// random BatchNorm moving statistics, CpuRunner::input_gradient(x, y, Semantics::inference)
+// against tf.grad of the Keras loss through the layers applied with {training: false}.
 
-struct OracleRun {
-  std::string skip;   // non-empty: tfjs is not installed (tests skip)
-  std::string error;  // non-empty: node failed (tests fail)
-  fs::path dir;
-  std::string log;
-  Tensor out(const std::string& case_name, const std::string& qty) const {
-    return read_npy((dir / "out" / (case_name + "." + qty + ".npy")).string());
+// The TF.js description (oracle.js makeLayer) of a built driftlab network, layer by layer;
+// weights and BatchNorm moving statistics are written into the folder in TF.js's layouts.
+json net_json(const CaseDir& w, const std::string& prefix, Sequential& net) {
+  json layers = json::array();
+  for (std::size_t i = 0; i < net.size(); ++i) {
+    Layer& l = net.layer(i);
+    const std::string p = prefix + "." + std::to_string(i);
+    auto weights = [&] {
+      json files = json::array();
+      const std::vector<Param*> ps = l.params();
+      for (std::size_t j = 0; j < ps.size(); ++j)
+        files.push_back(w.input(p + ".w" + std::to_string(j), weight_to_tfjs(ps[j]->value)));
+      return files;
+    };
+    if (auto* conv = dynamic_cast<Conv2dLayer*>(&l)) {
+      const Conv2dParams& c = conv->op_params();
+      // TF.js takes 'valid' or 'same' (TF's split, the odd pad after): the pads driftlab
+      // resolved must be one of them.
+      const AxisPad ph = same_padding(c.h, c.r, c.stride_h, c.dil_h, true);
+      const AxisPad pw = same_padding(c.w, c.s, c.stride_w, c.dil_w, true);
+      const bool valid = c.pad_t == 0 && c.pad_b == 0 && c.pad_l == 0 && c.pad_r == 0;
+      const bool same = c.pad_t == ph.before && c.pad_b == ph.after && c.pad_l == pw.before && c.pad_r == pw.after;
+      check(valid || same, "net_json: ", p, " pads ", c.pad_t, "/", c.pad_b, "/", c.pad_l, "/", c.pad_r,
+            " are neither 'valid' nor TF's 'same'");
+      check(c.dil_h == 1 && c.dil_w == 1 && !c.flip && c.stride_h == c.stride_w, "net_json: ", p, " ", c.str());
+      layers.push_back({{"type", "conv2d"},
+                        {"filters", c.k},
+                        {"kernel", json::array({c.r, c.s})},
+                        {"strides", c.stride_h},
+                        {"padding", valid ? "valid" : "same"},
+                        {"weights", weights()}});
+    } else if (auto* bn = dynamic_cast<BatchNormLayer*>(&l)) {
+      json files = weights();  // gamma, beta
+      const std::vector<Param*> st = bn->running_state();
+      files.push_back(w.input(p + ".moving_mean", st[0]->value));
+      files.push_back(w.input(p + ".moving_variance", st[1]->value));
+      layers.push_back({{"type", "batchNormalization"},
+                        {"epsilon", bn->op_params().eps},
+                        {"momentum", bn->op_params().keep},
+                        {"weights", files}});
+    } else if (auto* pool = dynamic_cast<Pool2dLayer*>(&l)) {
+      const Pool2dParams& q = pool->op_params();
+      check(q.pad_t == 0 && q.pad_b == 0 && q.pad_l == 0 && q.pad_r == 0, "net_json: ", p, " padded pooling");
+      layers.push_back({{"type", l.kind() == "maxpool2d" ? "maxPooling2d" : "averagePooling2d"},
+                        {"pool", json::array({q.kh, q.kw})},
+                        {"strides", json::array({q.stride_h, q.stride_w})},
+                        {"padding", "valid"}});
+    } else if (auto* res = dynamic_cast<ResidualLayer*>(&l)) {
+      json r = {{"type", "residual"},
+                {"main", net_json(w, p + ".main", res->main())},
+                {"stride", res->stride()},
+                {"pad_channels", res->pad_before()}};
+      r["shortcut"] = res->shortcut() == Shortcut::option_a   ? "A"
+                      : res->shortcut() == Shortcut::option_b ? "B"
+                                                              : "identity";
+      if (res->projection()) r["projection"] = net_json(w, p + ".projection", *res->projection());
+      layers.push_back(r);
+    } else if (l.kind() == "dense") {
+      layers.push_back({{"type", "dense"}, {"units", l.output_shape()[0]}, {"weights", weights()}});
+    } else if (l.kind() == "flatten") {
+      layers.push_back({{"type", "flatten"}});
+    } else if (l.kind() == "global_avg_pool") {
+      layers.push_back({{"type", "globalAveragePooling2d"}});
+    } else if (l.kind() == "relu") {
+      layers.push_back({{"type", "activation"}, {"activation", "relu"}});
+    } else {
+      fail("net_json: no TF.js description of ", p, " (", l.kind(), ")");
+    }
   }
+  return layers;
+}
+
+struct InputGradCase {
+  const char* arch;
+  int64_t batch;
 };
+void PrintTo(const InputGradCase& c, std::ostream* os) { *os << c.arch; }
+const InputGradCase kInputGradCases[] = {{"lenet5", 4}, {"resnet20", 4}};
+constexpr uint64_t kInputGradSeed = 20260102;
+
+std::string input_grad_case_name(const InputGradCase& c) { return std::string(c.arch) + "_input_grad"; }
+// LeNet-5: pixels in [0,1); ResNet-20: CIFAR-shaped U(-1,1) (a normalised image's range).
+Tensor input_grad_x(const InputGradCase& c) {
+  if (std::string(c.arch) == "lenet5") return lenet_images(c.batch, 41);
+  return random_tensor({c.batch, 3, 32, 32}, DType::f32, 42, -1.0, 1.0);
+}
+std::vector<int32_t> input_grad_labels(const InputGradCase& c) { return random_labels(c.batch, 10, 43); }
+
+void fill_input_gradient_cases(CaseDir& w) {
+  for (const InputGradCase& c : kInputGradCases) {
+    Model m = oracle::model_with_random_state(c.arch, Policy::tensorflow(), kInputGradSeed);
+    const std::string n = input_grad_case_name(c);
+    // ResNet-20's tf.grad takes ~20 s of pure-JS convolution: shard 1, beside two LeNet
+    // training runs, as shard 0 has the other two.
+    w.add_case({{"name", n},
+                {"kind", "input_grad"},
+                {"shard", std::string(c.arch) == "resnet20" ? 1 : 0},
+                {"training", false},
+                {"input", w.input(n + ".x", to_tfjs(input_grad_x(c)))},
+                {"layers", net_json(w, n, *m.net)},
+                {"labels", w.input(n + ".labels", one_hot(input_grad_labels(c), 10))}});
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+// The case folder: every case below, computed by oracle.js in three node processes side by side
+// (node + tfjs start in ~1 s, more than most cases take): shards 0 and 1 share the four LeNet
+// training runs, shard 1 also takes ResNet-20's input gradient, shard 2 VGG-16's gradients
+// (~80 s of pure-JS convolution); the rest go to shard 0.
 
 std::string train_case_name(const std::string& model, bool nesterov) {
   return model + (nesterov ? "_train_nesterov" : "_train_momentum");
 }
 
-OracleRun make_run() {
-  OracleRun run;
-  run.skip = oracle::tfjs_unavailable();
-  if (!run.skip.empty()) return run;
-  run.dir = oracle::oracle_dir("tfjs");
-  CaseWriter w(run.dir);
+void fill_tfjs(CaseDir& w) {
   const Policy tf = Policy::tensorflow();
 
   for (const LayerCase& c : layer_cases()) {
     auto net = build_net(c.layers, c.in, tf);
     CaseData d = case_data(c, *net);
-    std::string j = "{\"name\":\"" + c.name + "\",\"kind\":\"grad\",\"input\":" + w.put(c.name + ".x", to_tfjs(d.x)) +
-                    ",\"layers\":" + w.layers_json(c.name, c.layers, d.w, c.cce) + ",\"loss\":";
+    json j = {{"name", c.name},
+              {"kind", "grad"},
+              {"input", w.input(c.name + ".x", to_tfjs(d.x))},
+              {"layers", layers_json(w, c.name, c.layers, d.w, c.cce)}};
     if (c.cce)
-      j += "{\"type\":\"cce\",\"labels\":" + w.put(c.name + ".labels", one_hot(d.labels, 10)) + "}}";
+      j["loss"] = {{"type", "cce"}, {"labels", w.input(c.name + ".labels", one_hot(d.labels, 10))}};
     else
-      j += "{\"type\":\"sum_r\",\"r\":" + w.put(c.name + ".r", to_tfjs(d.r)) + "}}";
+      j["loss"] = {{"type", "sum_r"}, {"r", w.input(c.name + ".r", to_tfjs(d.r))}};
     w.add_case(j);
   }
 
   // The 20 training batches, shared by the four training cases.
-  std::string batches = "[";
+  json batches = json::array();
   for (int s = 0; s < kTrainSteps; ++s) {
     const std::string b = "batch" + std::to_string(s);
-    batches += std::string(s ? "," : "") + "{\"x\":" + w.put(b + ".x", to_tfjs(lenet_images(kTrainBatch, 1000 + s))) +
-               ",\"labels\":" + w.put(b + ".labels", one_hot(random_labels(kTrainBatch, 10, 2000 + s), 10)) + "}";
+    batches.push_back({{"x", w.input(b + ".x", to_tfjs(lenet_images(kTrainBatch, 1000 + s)))},
+                       {"labels", w.input(b + ".labels", one_hot(random_labels(kTrainBatch, 10, 2000 + s), 10))}});
   }
-  batches += "]";
   for (const std::string name : {"lenet1", "lenet5"}) {
     Model m = lenet(name, tf);
-    const Weights wts = get_weights(*m.net);
-    const auto descs = lenet_descs(name);
-    const std::string layers = w.layers_json(name, descs, wts, true);
-    w.add_case("{\"name\":\"" + name + "\",\"kind\":\"grad\",\"input\":" +
-               w.put(name + ".x", to_tfjs(lenet_images(kGradBatch, 11))) + ",\"layers\":" + layers +
-               ",\"loss\":{\"type\":\"cce\",\"labels\":" +
-               w.put(name + ".labels", one_hot(random_labels(kGradBatch, 10, 12), 10)) + "}}");
+    const json layers = layers_json(w, name, lenet_descs(name), get_weights(*m.net), true);
+    w.add_case({{"name", name},
+                {"kind", "grad"},
+                {"input", w.input(name + ".x", to_tfjs(lenet_images(kGradBatch, 11)))},
+                {"layers", layers},
+                {"loss",
+                 {{"type", "cce"},
+                  {"labels", w.input(name + ".labels", one_hot(random_labels(kGradBatch, 10, 12), 10))}}}});
     for (bool nesterov : {false, true}) {
-      // The four training runs are ~90% of the node time: two on each of the two processes.
+      // The four training runs are most of the node time besides VGG-16: two on each of the two
+      // other processes.
       const int shard = (name == "lenet1") == nesterov ? 0 : 1;
-      std::ostringstream os;
-      os << std::setprecision(17) << "{\"name\":\"" << train_case_name(name, nesterov)
-         << "\",\"kind\":\"train\",\"shard\":" << shard << ",\"layers\":" << layers
-         << ",\"batches\":" << batches << ",\"lr\":" << kLr << ",\"momentum\":" << kMomentum
-         << ",\"nesterov\":" << (nesterov ? "true" : "false") << "}";
-      w.add_case(os.str());
+      w.add_case({{"name", train_case_name(name, nesterov)},
+                  {"kind", "train"},
+                  {"shard", shard},
+                  {"layers", layers},
+                  {"batches", batches},
+                  {"lr", kLr},
+                  {"momentum", kMomentum},
+                  {"nesterov", nesterov}});
     }
   }
 
@@ -778,18 +793,25 @@ OracleRun make_run() {
     const std::string n = bc.name;
     const BnData d = bn_data(bc);
     const int64_t c = bc.x[1];
-    const std::string stats = "[" + w.put(n + ".gamma", d.gamma) + "," + w.put(n + ".beta", d.beta) + "," +
-                              w.put(n + ".mean0", Tensor::zeros({c}, DType::f32)) + "," +
-                              w.put(n + ".var0", ones({c})) + "]";
-    std::ostringstream layer;
-    layer << std::setprecision(17) << "{\"type\":\"batchNormalization\",\"epsilon\":" << tf.bn_eps
-          << ",\"momentum\":" << tf.bn_momentum << ",\"weights\":" << stats << "}";
-    w.add_case("{\"name\":\"" + n + "\",\"kind\":\"grad\",\"training\":true,\"input\":" +
-               w.put(n + ".x0", to_tfjs(d.x[0])) + ",\"layers\":[" + layer.str() +
-               "],\"loss\":{\"type\":\"sum_r\",\"r\":" + w.put(n + ".r", to_tfjs(d.r)) + "}}");
-    w.add_case("{\"name\":\"" + n + "_stats\",\"kind\":\"bnstats\",\"layer\":" + layer.str() + ",\"xs\":[" +
-               w.put(n + ".x0s", to_tfjs(d.x[0])) + "," + w.put(n + ".x1", to_tfjs(d.x[1])) + "," +
-               w.put(n + ".x2", to_tfjs(d.x[2])) + "],\"xe\":" + w.put(n + ".xe", to_tfjs(d.xe)) + "}");
+    const json layer = {{"type", "batchNormalization"},
+                        {"epsilon", tf.bn_eps},
+                        {"momentum", tf.bn_momentum},
+                        {"weights",
+                         {w.input(n + ".gamma", d.gamma), w.input(n + ".beta", d.beta),
+                          w.input(n + ".mean0", Tensor::zeros({c}, DType::f32)), w.input(n + ".var0", ones({c}))}}};
+    w.add_case({{"name", n},
+                {"kind", "grad"},
+                {"training", true},
+                {"input", w.input(n + ".x0", to_tfjs(d.x[0]))},
+                {"layers", json::array({layer})},
+                {"loss", {{"type", "sum_r"}, {"r", w.input(n + ".r", to_tfjs(d.r))}}}});
+    w.add_case({{"name", n + "_stats"},
+                {"kind", "bnstats"},
+                {"layer", layer},
+                {"xs",
+                 {w.input(n + ".x0s", to_tfjs(d.x[0])), w.input(n + ".x1", to_tfjs(d.x[1])),
+                  w.input(n + ".x2", to_tfjs(d.x[2]))}},
+                {"xe", w.input(n + ".xe", to_tfjs(d.xe))}});
   }
   // ResNet basic blocks (training mode).
   for (const BlockCase& bc : kBlockCases) {
@@ -797,93 +819,69 @@ OracleRun make_run() {
     const std::vector<Tensor> prm = block_params(bc);
     auto bn_files = [&](const std::string& key, std::size_t i) {  // gamma prm[i], beta prm[i+1]
       const int64_t c = prm[i].numel();
-      return "[" + w.put(n + "." + key + ".gamma", prm[i]) + "," + w.put(n + "." + key + ".beta", prm[i + 1]) + "," +
-             w.put(n + "." + key + ".mean", Tensor::zeros({c}, DType::f32)) + "," +
-             w.put(n + "." + key + ".var", ones({c})) + "]";
+      return json::array({w.input(n + "." + key + ".gamma", prm[i]), w.input(n + "." + key + ".beta", prm[i + 1]),
+                          w.input(n + "." + key + ".mean", Tensor::zeros({c}, DType::f32)),
+                          w.input(n + "." + key + ".var", ones({c}))});
     };
-    std::string wj = "{\"c1\":" + w.put(n + ".c1", weight_to_tfjs(prm[0])) + ",\"b1\":" + bn_files("b1", 1) +
-                     ",\"c2\":" + w.put(n + ".c2", weight_to_tfjs(prm[3])) + ",\"b2\":" + bn_files("b2", 4);
-    if (bc.shortcut == Shortcut::option_b)
-      wj += ",\"sc\":" + w.put(n + ".sc", weight_to_tfjs(prm[6])) + ",\"scbn\":" + bn_files("scbn", 7);
-    wj += "}";
-    std::ostringstream os;
-    os << std::setprecision(17) << "{\"name\":\"" << n << "\",\"kind\":\"block\",\"input\":"
-       << w.put(n + ".x", to_tfjs(block_input(bc))) << ",\"r\":" << w.put(n + ".r", to_tfjs(block_r(bc)))
-       << ",\"stride\":" << bc.stride << ",\"pad_channels\":" << (bc.planes - bc.cin) / 2 << ",\"shortcut\":\""
-       << bc.tfjs_shortcut << "\",\"epsilon\":" << tf.bn_eps << ",\"momentum\":" << tf.bn_momentum
-       << ",\"weights\":" << wj << "}";
-    w.add_case(os.str());
+    json wj = {{"c1", w.input(n + ".c1", weight_to_tfjs(prm[0]))},
+               {"b1", bn_files("b1", 1)},
+               {"c2", w.input(n + ".c2", weight_to_tfjs(prm[3]))},
+               {"b2", bn_files("b2", 4)}};
+    if (bc.shortcut == Shortcut::option_b) {
+      wj["sc"] = w.input(n + ".sc", weight_to_tfjs(prm[6]));
+      wj["scbn"] = bn_files("scbn", 7);
+    }
+    w.add_case({{"name", n},
+                {"kind", "block"},
+                {"input", w.input(n + ".x", to_tfjs(block_input(bc)))},
+                {"r", w.input(n + ".r", to_tfjs(block_r(bc)))},
+                {"stride", bc.stride},
+                {"pad_channels", (bc.planes - bc.cin) / 2},
+                {"shortcut", bc.tfjs_shortcut},
+                {"epsilon", tf.bn_eps},
+                {"momentum", tf.bn_momentum},
+                {"weights", wj}});
   }
   // VGG-16 forward and gradients: its own node process (shard 2), ~80 s of pure-JS convolution.
   {
     Model m = zoo_model("vgg16", tf);
-    const std::string layers = w.layers_json("vgg16", vgg16_descs(), get_weights(*m.net), true);
-    w.add_case("{\"name\":\"vgg16\",\"kind\":\"grad\",\"shard\":2,\"input\":" +
-               w.put("vgg16.x", to_tfjs(model_images("vgg16", kVggBatch, 11))) + ",\"layers\":" + layers +
-               ",\"loss\":{\"type\":\"cce\",\"labels\":" +
-               w.put("vgg16.labels", one_hot(random_labels(kVggBatch, 10, 12), 10)) + "}}");
+    w.add_case({{"name", "vgg16"},
+                {"kind", "grad"},
+                {"shard", 2},
+                {"input", w.input("vgg16.x", to_tfjs(model_images("vgg16", kVggBatch, 11)))},
+                {"layers", layers_json(w, "vgg16", vgg16_descs(), get_weights(*m.net), true)},
+                {"loss",
+                 {{"type", "cce"},
+                  {"labels", w.input("vgg16.labels", one_hot(random_labels(kVggBatch, 10, 12), 10))}}}});
   }
 
-  const std::string p = w.put("optim.p", optim_params()), g = w.put("optim.g", optim_grads());
-  for (bool nesterov : {false, true}) {
-    std::ostringstream os;
-    os << std::setprecision(17) << "{\"name\":\"optim_" << (nesterov ? "nesterov" : "momentum")
-       << "\",\"kind\":\"optim\",\"params\":" << p << ",\"grads\":" << g << ",\"lr\":" << kLr
-       << ",\"momentum\":" << kMomentum << ",\"nesterov\":" << (nesterov ? "true" : "false") << "}";
-    w.add_case(os.str());
-  }
-  w.add_case("{\"name\":\"glorot\",\"kind\":\"init\",\"initializer\":\"glorotUniform\",\"shape\":[" +
-             std::to_string(kGlorotIn) + "," + std::to_string(kGlorotOut) + "],\"seed\":" +
-             std::to_string(kGlorotSeed) + "}");
-  w.finish();
-
-  // Three node processes (shards 0/3, 1/3: the LeNet training runs; 2/3: VGG-16, see
-  // oracle.js); fails if any fails.
-  int code = 0;
-  const std::string node = "node oracle.js '" + run.dir.string() + "' ";
-  const std::string cmd = "cd '" + oracle::tfjs_dir().string() + "' && (" + node + "0/3 & a=$!; " + node +
-                          "2/3 & c=$!; " + node + "1/3; rb=$?; wait $a; ra=$?; wait $c; rc=$?; " +
-                          "[ $ra -eq 0 ] && [ $rb -eq 0 ] && [ $rc -eq 0 ])";
-  run.log = oracle::run_command(cmd, &code);
-  if (code != 0) run.error = "`" + cmd + "` exited with " + std::to_string(code) + ":\n" + run.log;
-  return run;
+  const std::string p = w.input("optim.p", optim_params()), g = w.input("optim.g", optim_grads());
+  for (bool nesterov : {false, true})
+    w.add_case({{"name", nesterov ? "optim_nesterov" : "optim_momentum"},
+                {"kind", "optim"},
+                {"params", p},
+                {"grads", g},
+                {"lr", kLr},
+                {"momentum", kMomentum},
+                {"nesterov", nesterov}});
+  w.add_case({{"name", "glorot"},
+              {"kind", "init"},
+              {"initializer", "glorotUniform"},
+              {"shape", json::array({kGlorotIn, kGlorotOut})},
+              {"seed", kGlorotSeed}});
+  fill_input_gradient_cases(w);
 }
 
-// Removes the case folder at exit, unless a test failed (then it is kept, and named, for a look).
-struct CaseDirCleanup {
-  fs::path dir;
-  ~CaseDirCleanup() {
-    if (dir.empty()) return;
-    if (::testing::UnitTest::GetInstance()->failed_test_count() > 0) {
-      std::cout << "TF.js oracle cases and results kept in " << dir.string() << "\n";
-      return;
-    }
-    std::error_code ec;
-    fs::remove_all(dir, ec);
-  }
-};
-
-const OracleRun& tfjs_run() {
-  static const OracleRun run = make_run();
-  static const CaseDirCleanup cleanup{run.dir};
+const CaseDir& tfjs_run() {
+  static const CaseDir run(oracle::tfjs_oracle("oracle.js"), "tfjs", fill_tfjs, {3, ""});
   return run;
 }
-
-// Every oracle test: the shared run (skip without tfjs, fail if node failed), and driftlab on
-// one OpenMP thread. The comparisons are about formulas, and on a busy 2-core machine the
-// fast kernels' parallel regions (max pooling, activations) made 20 LeNet-1 steps take 4 s
-// instead of 34 ms (threads waiting for a core at every region).
-#define DRIFTLAB_TFJS_RUN(var)           \
-  ThreadCountGuard one_thread_(1);       \
-  const OracleRun& var = tfjs_run();     \
-  DRIFTLAB_SKIP_UNLESS(var.skip);        \
-  ASSERT_TRUE(var.error.empty()) << var.error
 
 // ---------------------------------------------------------------------------------------------
 // Layer cases: forward, dX, dW, db of each, tensorflow preset
 
 // Compares one layer case computed by driftlab under `policy` with the TF.js results.
-void check_layer_case(const OracleRun& run, const LayerCase& c, const Policy& policy, ErrorTable& t, double fwd_tol,
+void check_layer_case(const CaseDir& run, const LayerCase& c, const Policy& policy, ErrorTable& t, double fwd_tol,
                       double grad_tol) {
   auto net = build_net(c.layers, c.in, policy);
   auto ref_net = build_net(c.layers, c.in, Policy::tensorflow());
@@ -892,25 +890,25 @@ void check_layer_case(const OracleRun& run, const LayerCase& c, const Policy& po
   NetResult r = run_driftlab(*net, d.x, d.r, d.labels, policy);
   for (std::size_t i = 0; i < net->size(); ++i) {
     const std::string where = std::to_string(i) + " " + net->layer(i).kind();
-    EXPECT_TRUE(t.add(where, "forward y", r.ys[i], from_tfjs(run.out(c.name, "y" + std::to_string(i))), fwd_tol));
+    EXPECT_TRUE(t.check(where, "forward y", r.ys[i], from_tfjs(run.out(c.name, "y" + std::to_string(i))), fwd_tol));
     for (std::size_t j = 0; j < r.dw[i].size(); ++j)
-      EXPECT_TRUE(t.add(where, j == 0 ? "dW" : "db", r.dw[i][j],
-                        weight_from_tfjs(run.out(c.name, "dw" + std::to_string(i) + "_" + std::to_string(j))),
-                        grad_tol));
+      EXPECT_TRUE(t.check(where, j == 0 ? "dW" : "db", r.dw[i][j],
+                          weight_from_tfjs(run.out(c.name, "dw" + std::to_string(i) + "_" + std::to_string(j))),
+                          grad_tol));
   }
   if (c.cce) {
     Tensor loss = Tensor::from<double>({1}, {r.loss});
-    EXPECT_TRUE(t.add("loss", "mean CE", loss, run.out(c.name, "loss"), kLossTol));
+    EXPECT_TRUE(t.check("loss", "mean CE", loss, run.out(c.name, "loss"), kLossTol));
   }
-  EXPECT_TRUE(t.add("input", "dX", r.dx, from_tfjs(run.out(c.name, "dx")), grad_tol));
+  EXPECT_TRUE(t.check("input", "dX", r.dx, from_tfjs(run.out(c.name, "dx")), grad_tol));
 }
 
 class TfjsOracleLayer : public ::testing::TestWithParam<LayerCase> {};
 
 TEST_P(TfjsOracleLayer, ForwardAndGradientsMatch) {
-  DRIFTLAB_TFJS_RUN(run);
+  ORACLE_GROUP(run, tfjs_run);
   const LayerCase& c = GetParam();
-  ErrorTable t("tensorflow preset vs TF.js: " + c.name);
+  ErrorTable t("tensorflow preset vs TF.js: " + c.name, "tfjs");
   check_layer_case(run, c, Policy::tensorflow(), t, kFwdTol, kGradTol);
   t.print();
 }
@@ -935,7 +933,7 @@ TEST(TfjsOracle, SamePaddingIsAsymmetricWhereTheCasesNeedIt) {
 
 // Crossentropy: the clip zeroes the gradient of the confident rows 0 and 1 in both.
 TEST(TfjsOracle, CrossentropyClipZeroesConfidentGradients) {
-  DRIFTLAB_TFJS_RUN(run);
+  ORACLE_GROUP(run, tfjs_run);
   const Tensor dz = run.out("categorical_crossentropy", "dx");
   for (int64_t row : {0, 1})
     for (int64_t j = 0; j < 10; ++j) EXPECT_EQ(dz.at(row * 10 + j), 0.0) << "TF.js row " << row << " class " << j;
@@ -956,7 +954,7 @@ TEST(TfjsOracle, CrossentropyClipZeroesConfidentGradients) {
 // case maxpool_2x2_ties matches exactly). Sending it to every tie (theano's rule) does not:
 // this shows the case really has ties, and by how much the rules differ.
 TEST(TfjsOracle, MaxPoolTiesGoToTheFirstMax) {
-  DRIFTLAB_TFJS_RUN(run);
+  ORACLE_GROUP(run, tfjs_run);
   const LayerCase& c = layer_case("maxpool_2x2_ties");
   const Tensor ref = from_tfjs(run.out(c.name, "dx"));
   auto dx_for = [&](const Policy& p) {
@@ -988,7 +986,7 @@ TEST(TfjsOracle, MaxPoolTiesGoToTheFirstMax) {
 // ---------------------------------------------------------------------------------------------
 // LeNet-1 and LeNet-5 whole
 
-void check_model(const OracleRun& run, const std::string& name) {
+void check_model(const CaseDir& run, const std::string& name) {
   const Policy tf = Policy::tensorflow();
   Model m = zoo_model(name, tf);
   // The description sent to TF.js must be the zoo model: same layer kinds and shapes.
@@ -1003,32 +1001,32 @@ void check_model(const OracleRun& run, const std::string& name) {
   const std::vector<int32_t> y = random_labels(batch, 10, 12);
   NetResult r = run_driftlab(*m.net, x, Tensor(), y, tf);
   ErrorTable t(name + " (tensorflow preset) vs TF.js, batch " + std::to_string(batch) +
-               ", loss = mean Keras categorical crossentropy");
+               ", loss = mean Keras categorical crossentropy", "tfjs");
   for (std::size_t i = 0; i < m.net->size(); ++i) {
     const std::string where = std::to_string(i) + " " + m.net->layer(i).kind();
-    EXPECT_TRUE(t.add(where, "forward y", r.ys[i], from_tfjs(run.out(name, "y" + std::to_string(i))), kFwdTol));
+    EXPECT_TRUE(t.check(where, "forward y", r.ys[i], from_tfjs(run.out(name, "y" + std::to_string(i))), kFwdTol));
     for (std::size_t j = 0; j < r.dw[i].size(); ++j)
-      EXPECT_TRUE(t.add(where, j == 0 ? "dW" : "db", r.dw[i][j],
-                        weight_from_tfjs(run.out(name, "dw" + std::to_string(i) + "_" + std::to_string(j))),
-                        kGradTol));
+      EXPECT_TRUE(t.check(where, j == 0 ? "dW" : "db", r.dw[i][j],
+                          weight_from_tfjs(run.out(name, "dw" + std::to_string(i) + "_" + std::to_string(j))),
+                          kGradTol));
   }
-  EXPECT_TRUE(t.add("loss", "mean CE", Tensor::from<double>({1}, {r.loss}), run.out(name, "loss"), kLossTol));
-  EXPECT_TRUE(t.add("input", "dX", r.dx, from_tfjs(run.out(name, "dx")), kGradTol));
+  EXPECT_TRUE(t.check("loss", "mean CE", Tensor::from<double>({1}, {r.loss}), run.out(name, "loss"), kLossTol));
+  EXPECT_TRUE(t.check("input", "dX", r.dx, from_tfjs(run.out(name, "dx")), kGradTol));
   t.print();
 }
 
 TEST(TfjsOracle, LeNet1ForwardLossGradients) {
-  DRIFTLAB_TFJS_RUN(run);
+  ORACLE_GROUP(run, tfjs_run);
   check_model(run, "lenet1");
 }
 TEST(TfjsOracle, LeNet5ForwardLossGradients) {
-  DRIFTLAB_TFJS_RUN(run);
+  ORACLE_GROUP(run, tfjs_run);
   check_model(run, "lenet5");
 }
 // VGG-16: 38 layers, sums of up to 4,608 products (conv) and 4,096 (dense) per output; the
 // same normwise tolerances hold (see kFwdTol, kGradTol: the rounding grows with sqrt(terms)).
 TEST(TfjsOracle, Vgg16ForwardLossGradients) {
-  DRIFTLAB_TFJS_RUN(run);
+  ORACLE_GROUP(run, tfjs_run);
   check_model(run, "vgg16");
 }
 
@@ -1045,9 +1043,9 @@ void set_params(Layer& l, const std::vector<Tensor>& values) {
 }
 
 TEST(TfjsOracle, BatchNormTrainingMovingStatisticsInference) {
-  DRIFTLAB_TFJS_RUN(run);
+  ORACLE_GROUP(run, tfjs_run);
   const Policy tf = Policy::tensorflow();
-  ErrorTable t("BatchNorm (tensorflow preset: eps 1e-3, momentum 0.99) vs tf.layers.batchNormalization");
+  ErrorTable t("BatchNorm (tensorflow preset: eps 1e-3, momentum 0.99) vs tf.layers.batchNormalization", "tfjs");
   for (const BnCase& bc : kBnCases) {
     const std::string n = bc.name;
     const BnData d = bn_data(bc);
@@ -1062,10 +1060,10 @@ TEST(TfjsOracle, BatchNormTrainingMovingStatisticsInference) {
       RunContext ctx = RunContext::training(exec, nullptr);
       const Tensor y = layer.forward(ctx, d.x[0]);
       const Tensor dx = layer.backward(ctx, d.r);
-      EXPECT_TRUE(t.add(n, "forward (train)", y, from_tfjs(run.out(n, "y0")), kFwdTol));
-      EXPECT_TRUE(t.add(n, "dX", dx, from_tfjs(run.out(n, "dx")), kGradTol));
-      EXPECT_TRUE(t.add(n, "dgamma", layer.params()[0]->grad, run.out(n, "dw0_0"), kGradTol));
-      EXPECT_TRUE(t.add(n, "dbeta", layer.params()[1]->grad, run.out(n, "dw0_1"), kGradTol));
+      EXPECT_TRUE(t.check(n, "forward (train)", y, from_tfjs(run.out(n, "y0")), kFwdTol));
+      EXPECT_TRUE(t.check(n, "dX", dx, from_tfjs(run.out(n, "dx")), kGradTol));
+      EXPECT_TRUE(t.check(n, "dgamma", layer.params()[0]->grad, run.out(n, "dw0_0"), kGradTol));
+      EXPECT_TRUE(t.check(n, "dbeta", layer.params()[1]->grad, run.out(n, "dw0_1"), kGradTol));
     }
     // Moving statistics after three training batches, then inference with them. TF.js
     // averages the biased batch variance without debiasing (tfjs_batchnorm_policy): three
@@ -1084,16 +1082,17 @@ TEST(TfjsOracle, BatchNormTrainingMovingStatisticsInference) {
       ASSERT_GE(bufs.size(), 2u);
       if (tfjs_rule) {
         const std::string q = " (biased, no debias)";
-        EXPECT_TRUE(t.add(n, "moving_mean" + q, bufs[0]->value, ref_mean, kFwdTol));
-        EXPECT_TRUE(t.add(n, "moving_variance" + q, bufs[1]->value, ref_var, kFwdTol));
-        EXPECT_TRUE(t.add(n, "forward (inference)" + q, ye, ref_eval, kFwdTol));
+        EXPECT_TRUE(t.check(n, "moving_mean" + q, bufs[0]->value, ref_mean, kFwdTol));
+        EXPECT_TRUE(t.check(n, "moving_variance" + q, bufs[1]->value, ref_var, kFwdTol));
+        EXPECT_TRUE(t.check(n, "forward (inference)" + q, ye, ref_eval, kFwdTol));
       } else {
-        t.note(n, "moving_mean (preset)", max_abs_diff(bufs[0]->value, ref_mean), rel_diff(bufs[0]->value, ref_mean));
-        t.note(n, "moving_variance (preset)", max_abs_diff(bufs[1]->value, ref_var), rel_diff(bufs[1]->value, ref_var));
-        t.note(n, "inference (preset)", max_abs_diff(ye, ref_eval), rel_diff(ye, ref_eval));
+        t.note(n, "moving_mean (preset)", max_abs_diff(bufs[0]->value, ref_mean), rel_error(bufs[0]->value, ref_mean));
+        t.note(n, "moving_variance (preset)", max_abs_diff(bufs[1]->value, ref_var),
+               rel_error(bufs[1]->value, ref_var));
+        t.note(n, "inference (preset)", max_abs_diff(ye, ref_eval), rel_error(ye, ref_eval));
         // Debiasing after 3 steps at momentum 0.99 divides by 1-0.99^3 = 0.0297: the statistics
         // are the batches' own scale instead of 97% of their initial values.
-        EXPECT_GT(rel_diff(bufs[1]->value, ref_var), 0.1) << "the preset's Keras 2.2.4 rule should differ from TF.js";
+        EXPECT_GT(rel_error(bufs[1]->value, ref_var), 0.1) << "the preset's Keras 2.2.4 rule should differ from TF.js";
       }
     }
   }
@@ -1101,8 +1100,8 @@ TEST(TfjsOracle, BatchNormTrainingMovingStatisticsInference) {
 }
 
 TEST(TfjsOracle, ResidualBasicBlocks) {
-  DRIFTLAB_TFJS_RUN(run);
-  ErrorTable t("ResNet basic block + relu (tensorflow preset, training mode) vs TF.js layers");
+  ORACLE_GROUP(run, tfjs_run);
+  ErrorTable t("ResNet basic block + relu (tensorflow preset, training mode) vs TF.js layers", "tfjs");
   for (const BlockCase& bc : kBlockCases) {
     const std::string n = bc.name;
     std::unique_ptr<Sequential> net = basic_block(bc, Policy::tensorflow());
@@ -1120,12 +1119,12 @@ TEST(TfjsOracle, ResidualBasicBlocks) {
     // Two 3x3 convolutions (<= 288 products per output, 2,304 per weight gradient), each
     // followed by a BatchNorm that divides by the batch standard deviation: float32 rounding
     // of either order stays below kGradTol of the largest entry of each tensor.
-    EXPECT_TRUE(t.add(n, "forward", y, from_tfjs(run.out(n, "y")), kFwdTol));
-    EXPECT_TRUE(t.add(n, "dX", dx, from_tfjs(run.out(n, "dx")), kGradTol));
+    EXPECT_TRUE(t.check(n, "forward", y, from_tfjs(run.out(n, "y")), kFwdTol));
+    EXPECT_TRUE(t.check(n, "dX", dx, from_tfjs(run.out(n, "dx")), kGradTol));
     for (std::size_t i = 0; i < named.size(); ++i) {
       const std::string pname = named[i].first.substr(named[i].first.find('.') + 1);
-      EXPECT_TRUE(t.add(n, "grad " + pname, named[i].second->grad, weight_from_tfjs(run.out(n, "g" + std::to_string(i))),
-                        kGradTol));
+      EXPECT_TRUE(t.check(n, "grad " + pname, named[i].second->grad,
+                          weight_from_tfjs(run.out(n, "g" + std::to_string(i))), kGradTol));
     }
   }
   t.print();
@@ -1163,7 +1162,7 @@ constexpr double kTrainDispTol = 1e-4;
 // The per-step losses come from forwards on slightly different weights: kFwdTol.
 constexpr double kTrainLossTol = kFwdTol;
 
-void check_training(const OracleRun& run, const std::string& name, bool nesterov) {
+void check_training(const CaseDir& run, const std::string& name, bool nesterov) {
   const std::string cn = train_case_name(name, nesterov);
   Model m0 = lenet(name, Policy::tensorflow());
   auto named = m0.net->named_params();
@@ -1176,7 +1175,7 @@ void check_training(const OracleRun& run, const std::string& name, bool nesterov
   std::ostringstream title;
   title << name << ": weights after " << kTrainSteps << " steps, lr " << kLr << ", momentum " << kMomentum
         << (nesterov ? ", Nesterov" : "") << ", batch " << kTrainBatch << " vs tf.train.momentum";
-  ErrorTable t(title.str());
+  ErrorTable t(title.str(), "tfjs");
   Tensor tf_losses = run.out(cn, "losses");
   double worst[2] = {0, 0};
   const char* forms[2] = {"keras_velocity", "torch_buffer"};
@@ -1185,8 +1184,8 @@ void check_training(const OracleRun& run, const std::string& name, bool nesterov
     p.set("sgd_form", forms[f]);
     std::vector<double> losses;
     std::vector<Tensor> got = train_driftlab(name, p, nesterov, &losses);
-    EXPECT_TRUE(t.add("losses", std::string("20 losses ") + forms[f], Tensor::from<double>({kTrainSteps}, losses),
-                      tf_losses, kTrainLossTol));
+    EXPECT_TRUE(t.check("losses", std::string("20 losses ") + forms[f], Tensor::from<double>({kTrainSteps}, losses),
+                        tf_losses, kTrainLossTol));
     for (std::size_t k = 0; k < named.size(); ++k) {
       const Tensor& w0 = named[k].second->value;
       Tensor da(w0.shape(), DType::f32), dr(w0.shape(), DType::f32);
@@ -1194,7 +1193,7 @@ void check_training(const OracleRun& run, const std::string& name, bool nesterov
         da.data<float>()[e] = got[k].data<float>()[e] - w0.data<float>()[e];
         dr.data<float>()[e] = ref[k].data<float>()[e] - w0.data<float>()[e];
       }
-      EXPECT_TRUE(t.add(named[k].first, std::string("w20-w0 ") + forms[f], da, dr, kTrainDispTol));
+      EXPECT_TRUE(t.check(named[k].first, std::string("w20-w0 ") + forms[f], da, dr, kTrainDispTol));
       double mx = 0;
       for (int64_t e = 0; e < w0.numel(); ++e) mx = std::max(mx, std::fabs(got[k].at(e) - ref[k].at(e)));
       worst[f] = std::max(worst[f], mx);
@@ -1212,19 +1211,19 @@ void check_training(const OracleRun& run, const std::string& name, bool nesterov
 }
 
 TEST(TfjsOracle, LeNet1TwentyMomentumSteps) {
-  DRIFTLAB_TFJS_RUN(run);
+  ORACLE_GROUP(run, tfjs_run);
   check_training(run, "lenet1", false);
 }
 TEST(TfjsOracle, LeNet1TwentyNesterovSteps) {
-  DRIFTLAB_TFJS_RUN(run);
+  ORACLE_GROUP(run, tfjs_run);
   check_training(run, "lenet1", true);
 }
 TEST(TfjsOracle, LeNet5TwentyMomentumSteps) {
-  DRIFTLAB_TFJS_RUN(run);
+  ORACLE_GROUP(run, tfjs_run);
   check_training(run, "lenet5", false);
 }
 TEST(TfjsOracle, LeNet5TwentyNesterovSteps) {
-  DRIFTLAB_TFJS_RUN(run);
+  ORACLE_GROUP(run, tfjs_run);
   check_training(run, "lenet5", true);
 }
 
@@ -1291,7 +1290,7 @@ double momentum_form_bound(const Tensor& traj) {
   return static_cast<double>(steps) * eps * (pmax + 30 * vmax);
 }
 
-void check_momentum_formula(const OracleRun& run, bool nesterov) {
+void check_momentum_formula(const CaseDir& run, bool nesterov) {
   const std::string cn = nesterov ? "optim_nesterov" : "optim_momentum";
   const Tensor tfjs = run.out(cn, "traj");
   // 1) TF.js is ApplyMomentum: bit for bit the hand-written TF1 formula above.
@@ -1300,7 +1299,7 @@ void check_momentum_formula(const OracleRun& run, bool nesterov) {
   std::ostringstream title;
   title << "SGD formula alone, " << kTrainSteps << " steps of fixed gradients, " << kOptimN << " params, lr " << kLr
         << ", momentum " << kMomentum << (nesterov ? ", Nesterov" : "") << ", vs tf.train.momentum";
-  ErrorTable t(title.str());
+  ErrorTable t(title.str(), "tfjs");
   const double bound = momentum_form_bound(tfjs);
   double worst[2] = {0, 0};
   const char* forms[2] = {"keras_velocity", "torch_buffer"};
@@ -1336,23 +1335,17 @@ void check_momentum_formula(const OracleRun& run, bool nesterov) {
 }
 
 TEST(TfjsOracle, MomentumFormulaAlone) {
-  DRIFTLAB_TFJS_RUN(run);
+  ORACLE_GROUP(run, tfjs_run);
   check_momentum_formula(run, false);
 }
 TEST(TfjsOracle, NesterovFormulaAlone) {
-  DRIFTLAB_TFJS_RUN(run);
+  ORACLE_GROUP(run, tfjs_run);
   check_momentum_formula(run, true);
 }
 
 // ---------------------------------------------------------------------------------------------
 // glorot_uniform against tf.initializers.glorotUniform: two-sample Kolmogorov-Smirnov
 
-
-std::vector<double> values(const Tensor& t) {
-  std::vector<double> v(static_cast<std::size_t>(t.numel()));
-  for (int64_t i = 0; i < t.numel(); ++i) v[static_cast<std::size_t>(i)] = t.at(i);
-  return v;
-}
 
 // A 256 -> 120 dense kernel drawn by driftlab's DenseLayer under `policy`.
 Tensor dense_kernel(const Policy& policy) {
@@ -1364,17 +1357,17 @@ Tensor dense_kernel(const Policy& policy) {
 struct KsResult {
   double d, crit, max_abs_driftlab;
 };
-KsResult ks_against_tfjs(const OracleRun& run, const Policy& policy) {
+KsResult ks_against_tfjs(const CaseDir& run, const Policy& policy) {
   const Tensor ref = run.out("glorot", "w");
   const Tensor got = dense_kernel(policy);
-  KsResult r{oracle::ks_statistic(values(got), values(ref)),
+  KsResult r{oracle::ks_statistic(oracle::values_of(got), oracle::values_of(ref)),
              oracle::ks_threshold(static_cast<std::size_t>(got.numel()), static_cast<std::size_t>(ref.numel())), 0};
   for (int64_t i = 0; i < got.numel(); ++i) r.max_abs_driftlab = std::max(r.max_abs_driftlab, std::fabs(got.at(i)));
   return r;
 }
 
 TEST(TfjsOracle, GlorotUniformKolmogorovSmirnov) {
-  DRIFTLAB_TFJS_RUN(run);
+  ORACLE_GROUP(run, tfjs_run);
   const Tensor ref = run.out("glorot", "w");
   ASSERT_EQ(ref.shape(), (Shape{kGlorotIn, kGlorotOut}));
   const double bound = std::sqrt(6.0 / static_cast<double>(kGlorotIn + kGlorotOut));
@@ -1402,7 +1395,7 @@ TEST(TfjsOracle, GlorotUniformKolmogorovSmirnov) {
 constexpr double kMismatchFactor = 100;
 
 TEST(TfjsNegative, StridedSamePadding) {
-  DRIFTLAB_TFJS_RUN(run);
+  ORACLE_GROUP(run, tfjs_run);
   const LayerCase& c = layer_case("conv_same_k3_s2_even");  // 8x8, k=3, s=2: TF pads (0,1)
   // 1) torch refuses strided 'same', as PyTorch does.
   try {
@@ -1413,7 +1406,7 @@ TEST(TfjsNegative, StridedSamePadding) {
     std::cout << "  torch preset: " << e.what() << "\n";
   }
   // 2) torch with conv_same_pad=after: matches TF.js.
-  ErrorTable t("torch,conv_same_pad=after vs TF.js: " + c.name);
+  ErrorTable t("torch,conv_same_pad=after vs TF.js: " + c.name, "tfjs");
   check_layer_case(run, c, Policy::parse("torch,conv_same_pad=after"), t, kFwdTol, kGradTol);
   t.print();
   // 3) torch with the usual PyTorch substitute, explicit symmetric padding 1: same output
@@ -1428,7 +1421,7 @@ TEST(TfjsNegative, StridedSamePadding) {
   NetResult r = run_driftlab(*net, d.x, d.r, d.labels, Policy::torch());
   const Tensor y = from_tfjs(run.out(c.name, "y0"));
   ASSERT_EQ(r.ys[0].shape(), y.shape());
-  const double rel = rel_diff(r.ys[0], y);
+  const double rel = rel_error(r.ys[0], y);
   std::cout << "  torch, explicit padding 1 vs TF SAME (0,1): forward max abs diff " << max_abs_diff(r.ys[0], y)
             << ", max rel " << rel << "\n";
   ::testing::Test::RecordProperty("symmetric_pad_rel_diff", std::to_string(rel));
@@ -1443,23 +1436,23 @@ Tensor lenet5_logits(const Policy& policy, const Tensor& x) {
 }
 
 TEST(TfjsNegative, FlattenOrder) {
-  DRIFTLAB_TFJS_RUN(run);
+  ORACLE_GROUP(run, tfjs_run);
   const Tensor x = lenet_images(kGradBatch, 11);
   const Tensor ref = run.out("lenet5", "y" + std::to_string(lenet_descs("lenet5").size() - 1));  // logits
   const Tensor torch = lenet5_logits(Policy::torch(), x);
   const Tensor fixed = lenet5_logits(Policy::parse("torch,flatten_order=hwc"), x);
-  const double rel = rel_diff(torch, ref);
+  const double rel = rel_error(torch, ref);
   std::cout << "  LeNet-5 logits, same weights: torch (flatten chw) vs TF.js max abs diff " << max_abs_diff(torch, ref)
-            << ", max rel " << rel << "; torch,flatten_order=hwc max rel " << rel_diff(fixed, ref) << "\n";
+            << ", max rel " << rel << "; torch,flatten_order=hwc max rel " << rel_error(fixed, ref) << "\n";
   ::testing::Test::RecordProperty("flatten_rel_diff", std::to_string(rel));
   EXPECT_GT(rel, kMismatchFactor * kFwdTol);
-  ErrorTable t("torch,flatten_order=hwc vs TF.js: LeNet-5 logits");
-  EXPECT_TRUE(t.add("11 dense", "logits", fixed, ref, kFwdTol));
+  ErrorTable t("torch,flatten_order=hwc vs TF.js: LeNet-5 logits", "tfjs");
+  EXPECT_TRUE(t.check("11 dense", "logits", fixed, ref, kFwdTol));
   t.print();
 }
 
 TEST(TfjsNegative, CrossentropyOnConfidentSamples) {
-  DRIFTLAB_TFJS_RUN(run);
+  ORACLE_GROUP(run, tfjs_run);
   const LayerCase& c = layer_case("categorical_crossentropy");
   const Tensor ref_loss = run.out(c.name, "loss"), ref_dz = run.out(c.name, "dx");
   auto net = build_net(c.layers, c.in, Policy::torch());
@@ -1475,15 +1468,15 @@ TEST(TfjsNegative, CrossentropyOnConfidentSamples) {
   std::cout << "  confident wrong row (logit +30 on another class): gradient max abs diff " << row1
             << " (TF.js clips it to 0)\n";
   ::testing::Test::RecordProperty("ce_loss_diff", std::to_string(torch.loss - ref_loss.at(0)));
-  EXPECT_GT(rel_diff(torch_loss, ref_loss), kMismatchFactor * kLossTol);
-  EXPECT_GT(rel_diff(torch.dlogits, ref_dz), kMismatchFactor * kGradTol);
-  ErrorTable t("torch,ce_formulation=softmax_clip vs TF.js: " + c.name);
+  EXPECT_GT(rel_error(torch_loss, ref_loss), kMismatchFactor * kLossTol);
+  EXPECT_GT(rel_error(torch.dlogits, ref_dz), kMismatchFactor * kGradTol);
+  ErrorTable t("torch,ce_formulation=softmax_clip vs TF.js: " + c.name, "tfjs");
   check_layer_case(run, c, Policy::parse("torch,ce_formulation=softmax_clip"), t, kFwdTol, kGradTol);
   t.print();
 }
 
 TEST(TfjsNegative, HardSigmoid) {
-  DRIFTLAB_TFJS_RUN(run);
+  ORACLE_GROUP(run, tfjs_run);
   const LayerCase& c = layer_case("hard_sigmoid_edges");
   const Tensor ref_y = run.out(c.name, "y0"), ref_dx = run.out(c.name, "dx");
   auto run_policy = [&](const Policy& p) {
@@ -1492,7 +1485,7 @@ TEST(TfjsNegative, HardSigmoid) {
     return run_driftlab(*net, d.x, d.r, d.labels, p);
   };
   NetResult torch = run_policy(Policy::torch());
-  const double fwd = rel_diff(torch.ys[0], ref_y), grad = rel_diff(torch.dx, ref_dx);
+  const double fwd = rel_error(torch.ys[0], ref_y), grad = rel_error(torch.dx, ref_dx);
   std::cout << "  torch (relu6/6, edges exclusive) vs TF.js (0.2x+0.5): forward max abs diff "
             << max_abs_diff(torch.ys[0], ref_y) << ", gradient max abs diff " << max_abs_diff(torch.dx, ref_dx)
             << "\n";
@@ -1504,18 +1497,18 @@ TEST(TfjsNegative, HardSigmoid) {
   NetResult kind_only = run_policy(Policy::parse("torch,hard_sigmoid_kind=linear_0p2"));
   int64_t edge_diffs = 0;
   for (int64_t i = 0; i < ref_dx.numel(); ++i) edge_diffs += kind_only.dx.at(i) != ref_dx.at(i);
-  std::cout << "  torch,hard_sigmoid_kind=linear_0p2: forward max rel " << rel_diff(kind_only.ys[0], ref_y) << "; "
+  std::cout << "  torch,hard_sigmoid_kind=linear_0p2: forward max rel " << rel_error(kind_only.ys[0], ref_y) << "; "
             << edge_diffs << " gradient elements differ (x = +-2.5 exactly: exclusive edges)\n";
-  EXPECT_LE(rel_diff(kind_only.ys[0], ref_y), kFwdTol);
+  EXPECT_LE(rel_error(kind_only.ys[0], ref_y), kFwdTol);
   EXPECT_GT(edge_diffs, 0);
-  ErrorTable t("torch,hard_sigmoid_kind=linear_0p2,hard_sigmoid_grad_edges=inclusive vs TF.js: " + c.name);
+  ErrorTable t("torch,hard_sigmoid_kind=linear_0p2,hard_sigmoid_grad_edges=inclusive vs TF.js: " + c.name, "tfjs");
   check_layer_case(run, c, Policy::parse("torch,hard_sigmoid_kind=linear_0p2,hard_sigmoid_grad_edges=inclusive"), t,
                    kFwdTol, kGradTol);
   t.print();
 }
 
 TEST(TfjsNegative, InitialiserDistribution) {
-  DRIFTLAB_TFJS_RUN(run);
+  ORACLE_GROUP(run, tfjs_run);
   const KsResult torch = ks_against_tfjs(run, Policy::torch());
   const KsResult fixed = ks_against_tfjs(run, Policy::parse("torch,init_weight=glorot_uniform"));
   std::cout << "  torch kaiming_uniform(a=sqrt5) vs tf glorotUniform, 256x120: KS D = " << torch.d << " (critical "
@@ -1524,6 +1517,59 @@ TEST(TfjsNegative, InitialiserDistribution) {
   EXPECT_GT(torch.d, torch.crit);
   EXPECT_LT(fixed.d, fixed.crit);
 }
+
+// ---------------------------------------------------------------------------------------------
+// Input gradients of whole models at inference semantics (cases: fill_input_gradient_cases)
+
+class TfjsOracleInputGradient : public ::testing::TestWithParam<InputGradCase> {};
+
+TEST_P(TfjsOracleInputGradient, InferenceSemanticsEqualTfGradTrainingFalse) {
+  ORACLE_GROUP(run, tfjs_run);
+  const InputGradCase& c = GetParam();
+  const std::string n = input_grad_case_name(c);
+  Model m = oracle::model_with_random_state(c.arch, Policy::tensorflow(), kInputGradSeed);
+  const Tensor x = input_grad_x(c);
+  const std::vector<int32_t> y = input_grad_labels(c);
+  const auto before = oracle::model_state(m);
+  CpuRunner runner(m);
+  const InputGradient g = runner.input_gradient(x, y, Semantics::inference);
+  ErrorTable t(std::string(c.arch) + " (tensorflow preset), batch " + std::to_string(c.batch) +
+                   ", BatchNorm moving statistics random: input_gradient(inference) vs tf.grad, training=false, " +
+                   "mean Keras categorical crossentropy",
+               "tfjs");
+  // The tolerances of the LeNet cases (kFwdTol, kGradTol, kLossTol). ResNet-20 is deeper (20
+  // convolutions) but its sums are shorter (<= 9*64 = 576 terms per output or dX element, ~1.4e-6
+  // of the largest term at worst), its BatchNorms are one affine map per channel at inference (no
+  // batch reduction) and the layers' rounding differences are independent, not coherent.
+  // Measured: logits <= 6.6e-7, dL/dx <= 3.0e-7, loss <= 1.1e-7 (LeNet-5 and ResNet-20).
+  EXPECT_TRUE(t.check("loss", "mean CE", Tensor::from<double>({1}, {g.loss}), run.out(n, "loss"), kLossTol));
+  EXPECT_TRUE(t.check("logits", "forward", g.logits, run.out(n, "logits"), kFwdTol));
+  EXPECT_TRUE(t.check("input", "dL/dx", g.dx, from_tfjs(run.out(n, "dx")), kGradTol));
+  // Nothing moved: no weight, no BatchNorm statistic (driftlab's debiasing state included),
+  // bit for bit; TF.js's moving statistics are still the ones it was given.
+  EXPECT_TRUE(oracle::state_unchanged(before, m)) << "input_gradient(inference) must move nothing";
+  std::size_t k = 0;
+  for (auto& [name, b] : m.net->named_buffers())
+    if (oracle::ends_with(name, ".running_mean") || oracle::ends_with(name, ".running_var")) {
+      EXPECT_TRUE(bitwise_equal(b->value, run.out(n, "moving" + std::to_string(k)))) << "TF.js moved " << name;
+      ++k;
+    }
+  // The semantics matter: driftlab's train-semantics gradient (batch statistics) is another
+  // function of x for ResNet-20; LeNet-5 (no BatchNorm, no dropout) has one function only.
+  Model mt = oracle::model_with_random_state(c.arch, Policy::tensorflow(), kInputGradSeed);
+  CpuRunner train_runner(mt);
+  const Tensor dx_train = train_runner.input_gradient(x, y, Semantics::train).dx;
+  const double e = t.note("input", "train semantics vs TF.js training=false", dx_train, from_tfjs(run.out(n, "dx")));
+  if (k > 0) {
+    EXPECT_GT(e, kMismatchFactor * kGradTol) << "batch statistics should give another gradient";
+  } else {
+    EXPECT_TRUE(bitwise_equal(dx_train, g.dx)) << "without BatchNorm or dropout the semantics are one function";
+  }
+  t.print();
+}
+
+INSTANTIATE_TEST_SUITE_P(TfjsOracle, TfjsOracleInputGradient, ::testing::ValuesIn(kInputGradCases),
+                         [](const ::testing::TestParamInfo<InputGradCase>& i) { return std::string(i.param.arch); });
 
 }  // namespace
 }  // namespace driftlab

@@ -1,9 +1,9 @@
 // PyTorch 1.13 oracle tests of the `torch` preset, and negative tests of the `tensorflow`
 // preset against the same PyTorch.
 //
-// Each test writes weights, inputs and labels as .npy into a fresh folder plus a cases.json,
-// runs tests/oracles/torch/oracle.py on the folder once for a whole group of cases (importing
-// torch costs about a second), reads PyTorch's results back and compares. Weights are always
+// Each group of cases is written as .npy files plus a cases.json into a fresh folder and
+// tests/oracles/torch/oracle.py runs on it once (importing torch costs about a second); the
+// tests read PyTorch's results back and compare (the harness of tests/oracles/oracle_util.h). Weights are always
 // driftlab's, copied into PyTorch, so only the formula under test can differ. Backward passes
 // use loss = sum(y * R) with a fixed random R, so every dy is a non-trivial tensor.
 //
@@ -16,6 +16,10 @@
 //                         the layer x quantity error table
 //   TorchOracleModels.*   VGG-16 (33.6M parameters, batch 2 of 32x32): every layer's forward, dX,
 //                         dW, db and the loss
+//   TorchOracle/TorchOracleInputGradient.*  LeNet-5 and ResNet-20 (BatchNorm running statistics
+//                         random): CpuRunner::input_gradient at inference semantics (loss, logits,
+//                         dL/dx) vs autograd in eval(), moving nothing; vs train() it differs, and
+//                         train semantics match train()
 //   TorchOracleInit.*     default initialisation: bit for bit vs torch.manual_seed(S), bounds,
 //                         two-sample Kolmogorov-Smirnov test against PyTorch's samples
 //   TorchNegative.*       the tensorflow preset differs from PyTorch where a knob differs, and
@@ -25,18 +29,14 @@
 // tol 1e-5 for float32 unless a comment at the tolerance says why it is another number.
 //
 // To add a case: 1) write its inputs with run.input(case, key, tensor) and run.add_case(json)
-// in the group's fill_* function; 2) give oracle.py an op for it if none fits; 3) compare in a
-// TEST with ErrorTable::check at a commented tolerance.
+// in the group's fill_* function; 2) give oracle.py a kind for it if none fits; 3) compare in a
+// TEST starting with ORACLE_GROUP, with ErrorTable::check at a commented tolerance.
 #include <gtest/gtest.h>
 
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
-#include <cstdlib>
 #include <cstring>
-#include <filesystem>
-#include <fstream>
-#include <iomanip>
 #include <iostream>
 #include <map>
 #include <memory>
@@ -47,7 +47,6 @@
 #include <vector>
 
 #include "engine/core/error.h"
-#include "engine/io/npy.h"
 #include "engine/layers/activation_layer.h"
 #include "engine/layers/batchnorm_layer.h"
 #include "engine/layers/conv2d_layer.h"
@@ -71,78 +70,29 @@
 namespace driftlab {
 namespace {
 
-namespace fs = std::filesystem;
 using json = nlohmann::json;
 
 // float32 forward tolerance: a few ulps of the largest output, room for a different summation
 // order (oneDNN / PyTorch's blocked kernels vs ascending loops) over up to a few hundred terms.
 constexpr double kTol = 1e-5;
+// A negative test's difference must be one no rounding explains: 100x the match tolerance.
+constexpr double kMismatch = 100 * kTol;
 
 // ---------------------------------------------------------------------------------------------
-// Harness
+// Harness (tests/oracles/oracle_util.h): each group below is one case folder and one oracle.py run
 
-// Probed once per test binary: importing torch takes about a second.
-const std::string& torch_missing() {
-  static const std::string why = oracle::torch_unavailable();
-  return why;
-}
-
-fs::path oracle_script() { return fs::path(DRIFTLAB_SOURCE_DIR) / "tests" / "oracles" / "torch" / "oracle.py"; }
-
-// One folder, one cases.json, one oracle.py run for a group of cases. The folder is removed
-// when the test binary exits unless DRIFTLAB_KEEP_ORACLE_DIRS is set (to look at the files).
-class TorchRun {
- public:
-  // fill writes the inputs (input) and describes the cases (add_case); then oracle.py runs with
-  // `env` (assignments put before the command, e.g. "ATEN_CPU_CAPABILITY=default ", or "").
-  TorchRun(const std::string& name, void (*fill)(TorchRun&), const std::string& env = "")
-      : dir_(oracle::oracle_dir("torch_" + name)) {
-    fill(*this);
-    std::ofstream(dir_ / "cases.json") << json{{"threads", 1}, {"cases", cases_}}.dump(1);
-    const std::string cmd = env + oracle::kPython + " " + oracle_script().string() + " " + dir_.string();
-    int code = 0;
-    const std::string out = oracle::run_command(cmd, &code);
-    if (code != 0) error_ = "`" + cmd + "` exited with " + std::to_string(code) + ":\n" + out;
-  }
-  ~TorchRun() {
-    std::error_code ec;
-    if (!std::getenv("DRIFTLAB_KEEP_ORACLE_DIRS")) fs::remove_all(dir_, ec);
-  }
-  TorchRun(const TorchRun&) = delete;
-  TorchRun& operator=(const TorchRun&) = delete;
-
-  void input(const std::string& name, const std::string& key, const Tensor& t) const {
-    write_npy((dir_ / (name + "." + key + ".npy")).string(), t);
-  }
-  void add_case(json c) { cases_.push_back(std::move(c)); }
-
-  Tensor in(const std::string& name, const std::string& key) const {
-    return read_npy((dir_ / (name + "." + key + ".npy")).string());
-  }
-  Tensor out(const std::string& name, const std::string& key) const {
-    return read_npy((dir_ / (name + ".out." + key + ".npy")).string());
-  }
-  double out_scalar(const std::string& name, const std::string& key) const { return out(name, key).at(0); }
-  const std::string& error() const { return error_; }
-
- private:
-  fs::path dir_;
-  json cases_ = json::array();
-  std::string error_;
-};
-
-// Skips without torch; otherwise builds the group (once) and fails if oracle.py failed.
-// One OpenMP thread, like PyTorch's side (threads: 1): results do not depend on the machine,
-// and at these sizes idle OpenMP workers spinning beside the main thread cost more than
-// they save.
-#define TORCH_GROUP(var, maker)          \
-  DRIFTLAB_SKIP_UNLESS(torch_missing()); \
-  ThreadCountGuard one_thread_(1);       \
-  const TorchRun& var = maker();         \
-  ASSERT_EQ(var.error(), "") << "PyTorch oracle failed"
-
+using oracle::CaseDir;
 using oracle::ErrorTable;
+using oracle::ends_with;
+using oracle::labels_of;
+using oracle::labels_tensor;
 using oracle::max_abs;
+using oracle::random_labels;
+using oracle::rel_error;
+using oracle::slice0;
+using oracle::values_of;
+
+oracle::Oracle torch_script() { return oracle::torch_oracle("oracle.py"); }
 
 // The torch preset with conv and gemm on backend b; b = reference runs every op on its
 // reference kernel (the all-reference engine).
@@ -157,21 +107,6 @@ Policy torch_with_backends(KernelBackend b) {
 // The preset default (onednn) and the reference kernels.
 const KernelBackend kBackends[] = {KernelBackend::onednn, KernelBackend::reference};
 
-Tensor labels_tensor(const std::vector<int32_t>& labels) {
-  std::vector<double> v(labels.begin(), labels.end());
-  return Tensor::from<double>({static_cast<int64_t>(v.size())}, v);
-}
-std::vector<int32_t> labels_of(const Tensor& t) {
-  std::vector<int32_t> v(static_cast<std::size_t>(t.numel()));
-  for (int64_t i = 0; i < t.numel(); ++i) v[i] = static_cast<int32_t>(t.at(i));
-  return v;
-}
-std::vector<int32_t> random_labels(int64_t n, int64_t classes, uint64_t seed) {
-  std::mt19937 g(static_cast<uint32_t>(seed));
-  std::vector<int32_t> v(static_cast<std::size_t>(n));
-  for (auto& l : v) l = static_cast<int32_t>(g() % static_cast<uint32_t>(classes));
-  return v;
-}
 // Small integers lo..hi as float: maxima tie often and every max is exact.
 Tensor integer_tensor(Shape shape, uint64_t seed, int lo, int hi) {
   Tensor t = random_tensor(std::move(shape), DType::f32, seed, 0.0, 1.0);
@@ -186,14 +121,6 @@ Tensor image_tensor(Shape shape, uint64_t seed) {
   for (int64_t i = 0; i < t.numel(); ++i) d[i] = std::max(d[i], 0.0f);
   return t;
 }
-// Element k along the first axis of t, as its own tensor.
-Tensor slice0(const Tensor& t, int64_t k) {
-  Shape s(t.shape().begin() + 1, t.shape().end());
-  Tensor out(s, t.dtype());
-  std::memcpy(out.raw(), static_cast<const unsigned char*>(t.raw()) + k * out.nbytes(), out.nbytes());
-  return out;
-}
-
 // "3.conv2d.weight" -> "3.weight": PyTorch's nn.Sequential parameter name.
 std::string torch_name(const std::string& driftlab_name) {
   return driftlab_name.substr(0, driftlab_name.find('.')) + driftlab_name.substr(driftlab_name.rfind('.'));
@@ -210,14 +137,14 @@ void set_params(Layer& layer, const std::vector<Tensor>& values) {
 }
 
 // Copies the weights the oracle got (case `name`, keys p.<torch name>) into the model.
-void load_model_weights(Model& m, const TorchRun& run, const std::string& name) {
+void load_model_weights(Model& m, const CaseDir& run, const std::string& name) {
   for (auto& np : m.net->named_params()) {
     Tensor w = run.in(name, "p." + torch_name(np.first));
     ASSERT_EQ(w.shape(), np.second->value.shape()) << np.first;
     np.second->value = w.to(np.second->value.dtype());  // to() copies
   }
 }
-void write_model_weights(TorchRun& run, const std::string& name, Model& m) {
+void write_model_weights(CaseDir& run, const std::string& name, Model& m) {
   for (auto& np : m.net->named_params()) run.input(name, "p." + torch_name(np.first), np.second->value);
 }
 
@@ -304,7 +231,7 @@ Tensor activation_input(const std::string& module) {
   return x;
 }
 
-void fill_layers(TorchRun& r) {
+void fill_layers(CaseDir& r) {
   uint64_t seed = 1000;
   for (const ConvCase& cc : kConvCases) {
     const std::string n = std::string("conv_") + cc.name;
@@ -319,7 +246,7 @@ void fill_layers(TorchRun& r) {
     p.pad_l = p.pad_r = cc.pad_w;
     r.input(n, "r", random_tensor(p.y_shape(), DType::f32, ++seed));
     r.add_case({{"name", n},
-                {"op", "conv2d"},
+                {"kind", "conv2d"},
                 {"stride", cc.stride},
                 {"dilation", cc.dilation},
                 {"padding", {cc.pad_h, cc.pad_h, cc.pad_w, cc.pad_w}}});
@@ -330,8 +257,8 @@ void fill_layers(TorchRun& r) {
     r.input(n, "x", pc.lo <= pc.hi ? integer_tensor(xs, ++seed, pc.lo, pc.hi) : random_tensor(xs, DType::f32, ++seed));
     r.input(n, "r", random_tensor(pool_params(pc).y_shape(), DType::f32, ++seed));
     r.add_case({{"name", n},
-                {"op", "pool2d"},
-                {"kind", pc.max ? "max" : "avg"},
+                {"kind", "pool2d"},
+                {"pool", pc.max ? "max" : "avg"},
                 {"kernel", pc.k},
                 {"stride", pc.stride},
                 {"padding", pc.pad},
@@ -343,7 +270,7 @@ void fill_layers(TorchRun& r) {
     r.input(n, "w", random_tensor({lc.out, lc.in}, DType::f32, ++seed, -0.3, 0.3));
     r.input(n, "b", random_tensor({lc.out}, DType::f32, ++seed, -0.3, 0.3));
     r.input(n, "r", random_tensor({lc.n, lc.out}, DType::f32, ++seed));
-    r.add_case({{"name", n}, {"op", "linear"}});
+    r.add_case({{"name", n}, {"kind", "linear"}});
   }
   for (const char* m : kModules) {
     const std::string n = std::string("module_") + m;
@@ -351,7 +278,7 @@ void fill_layers(TorchRun& r) {
     const Shape ys =
         std::string(m) == "flatten" ? Shape{kActShape[0], shape_numel(kActShape) / kActShape[0]} : kActShape;
     r.input(n, "r", random_tensor(ys, DType::f32, ++seed));
-    r.add_case({{"name", n}, {"op", "module"}, {"module", m}});
+    r.add_case({{"name", n}, {"kind", "module"}, {"module", m}});
   }
   // Cross-entropy: 6 ordinary samples, one confident and right (gap 30: softmax of the
   // others ~9.4e-14, not 0), one confident and wrong (loss ~30, gradient ~+-1/N).
@@ -365,15 +292,15 @@ void fill_layers(TorchRun& r) {
   y[7] = 2;
   r.input("xent", "z", z);
   r.input("xent", "labels", labels_tensor(y));
-  r.add_case({{"name", "xent"}, {"op", "xent"}});
+  r.add_case({{"name", "xent"}, {"kind", "xent"}});
 }
-const TorchRun& layers_run() {
-  static const TorchRun run("layers", fill_layers);
+const CaseDir& layers_run() {
+  static const CaseDir run(torch_script(), "torch_layers", fill_layers);
   return run;
 }
 
 TEST(TorchOracleLayers, Conv2d) {
-  TORCH_GROUP(run, layers_run);
+  ORACLE_GROUP(run, layers_run);
   ErrorTable table("Conv2d (torch preset) vs torch.nn.functional.conv2d", "pytorch");
   for (const ConvCase& cc : kConvCases) {
     const std::string n = std::string("conv_") + cc.name;
@@ -407,7 +334,7 @@ TEST(TorchOracleLayers, Conv2d) {
 }
 
 TEST(TorchOracleLayers, Pool2d) {
-  TORCH_GROUP(run, layers_run);
+  ORACLE_GROUP(run, layers_run);
   ErrorTable table("MaxPool2d / AvgPool2d (torch preset) vs F.max_pool2d / F.avg_pool2d", "pytorch");
   for (const PoolCase& pc : kPoolCases) {
     const std::string n = std::string("pool_") + pc.name;
@@ -460,7 +387,7 @@ TEST(TorchOracleLayers, Pool2d) {
 }
 
 TEST(TorchOracleLayers, MaxPoolPadsWithMinusInfinity) {
-  TORCH_GROUP(run, layers_run);
+  ORACLE_GROUP(run, layers_run);
   // All inputs negative: a zero-padded pool would output 0 at the borders; PyTorch (and the
   // op) never let the padding win.
   for (const char* name : {"pool_max3x3s2_pad1_negative", "pool_max2x2_pad1_negative"}) {
@@ -477,7 +404,7 @@ TEST(TorchOracleLayers, MaxPoolPadsWithMinusInfinity) {
 }
 
 TEST(TorchOracleLayers, Linear) {
-  TORCH_GROUP(run, layers_run);
+  ORACLE_GROUP(run, layers_run);
   ErrorTable table("Dense (torch preset) vs F.linear", "pytorch");
   for (const LinearCase& lc : kLinearCases) {
     const std::string n = std::string("linear_") + lc.name;
@@ -498,7 +425,7 @@ TEST(TorchOracleLayers, Linear) {
 }
 
 TEST(TorchOracleLayers, ActivationsAndFlatten) {
-  TORCH_GROUP(run, layers_run);
+  ORACLE_GROUP(run, layers_run);
   ErrorTable table("ReLU / Tanh / Sigmoid / Hardsigmoid / Flatten (torch preset) vs torch.nn", "pytorch");
   const Policy pol = Policy::torch();
   const Shape per_sample(kActShape.begin() + 1, kActShape.end());
@@ -545,7 +472,7 @@ TEST(TorchOracleLayers, ActivationsAndFlatten) {
 }
 
 TEST(TorchOracleLayers, CrossEntropyMeanFromLogits) {
-  TORCH_GROUP(run, layers_run);
+  ORACLE_GROUP(run, layers_run);
   ErrorTable table("CrossEntropyLoss(mean) (torch preset) vs nn.CrossEntropyLoss", "pytorch");
   const Tensor z = run.in("xent", "z");
   const std::vector<int32_t> y = labels_of(run.in("xent", "labels"));
@@ -595,11 +522,7 @@ std::unique_ptr<Sequential> basic_block(const BlockCase& bc, const Policy& p) {
   return net;
 }
 
-bool ends_with(const std::string& s, const std::string& tail) {
-  return s.size() >= tail.size() && s.compare(s.size() - tail.size(), tail.size(), tail) == 0;
-}
-
-void fill_blocks(TorchRun& r) {
+void fill_blocks(CaseDir& r) {
   uint64_t seed = 5000;
   for (const BnCase& bc : kBnCases) {
     const std::string n = bc.name;
@@ -613,7 +536,7 @@ void fill_blocks(TorchRun& r) {
     r.input(n, "gamma", random_tensor({c}, DType::f32, ++seed, 0.5, 1.5));
     r.input(n, "beta", random_tensor({c}, DType::f32, ++seed, -0.5, 0.5));
     r.input(n, "r", random_tensor(bc.x, DType::f32, ++seed));
-    r.add_case({{"name", n}, {"op", "batchnorm"}});
+    r.add_case({{"name", n}, {"kind", "batchnorm"}});
   }
   for (const BlockCase& bc : kBlockCases) {
     const std::string n = std::string("block_") + bc.name;
@@ -632,7 +555,7 @@ void fill_blocks(TorchRun& r) {
     r.input(n, "x", random_tensor({bc.n, bc.cin, bc.hw, bc.hw}, DType::f32, ++seed));
     r.input(n, "r", random_tensor({bc.n, bc.planes, oh, oh}, DType::f32, ++seed));
     r.add_case({{"name", n},
-                {"op", "resblock"},
+                {"kind", "resblock"},
                 {"cin", bc.cin},
                 {"planes", bc.planes},
                 {"stride", bc.stride},
@@ -640,13 +563,13 @@ void fill_blocks(TorchRun& r) {
                 {"num_params", params.size()}});
   }
 }
-const TorchRun& blocks_run() {
-  static const TorchRun run("blocks", fill_blocks);
+const CaseDir& blocks_run() {
+  static const CaseDir run(torch_script(), "torch_blocks", fill_blocks);
   return run;
 }
 
 TEST(TorchOracleLayers, BatchNormTrainingRunningStatsAndInference) {
-  TORCH_GROUP(run, blocks_run);
+  ORACLE_GROUP(run, blocks_run);
   ErrorTable table("BatchNorm (torch preset) vs nn.BatchNorm1d/2d(eps 1e-5, momentum 0.1)", "pytorch");
   const Policy pol = Policy::torch();
   for (const BnCase& bc : kBnCases) {
@@ -680,7 +603,7 @@ TEST(TorchOracleLayers, BatchNormTrainingRunningStatsAndInference) {
 }
 
 TEST(TorchOracleLayers, ResidualBasicBlocks) {
-  TORCH_GROUP(run, blocks_run);
+  ORACLE_GROUP(run, blocks_run);
   ErrorTable table("ResNet basic block + relu (torch preset, training mode) vs PyTorch block", "pytorch");
   for (const BlockCase& bc : kBlockCases) {
     const std::string n = std::string("block_") + bc.name;
@@ -729,21 +652,21 @@ struct TrainVariant {
 const TrainVariant kTrainVariants[] = {
     {"momentum", false, 0.0}, {"nesterov", true, 0.0}, {"weight_decay", false, 1e-3}};
 
-void fill_lenet(TorchRun& r) {
+void fill_lenet(CaseDir& r) {
   for (const char* arch : {"lenet1", "lenet5"}) {
     Model m = build_model(arch, Policy::torch(), kModelSeed);
     const std::string n = std::string(arch) + "_grad";
     write_model_weights(r, n, m);
     r.input(n, "x", image_tensor({kBatch, 1, 28, 28}, 11));
     r.input(n, "labels", labels_tensor(random_labels(kBatch, 10, 12)));
-    r.add_case({{"name", n}, {"op", "model"}, {"arch", arch}});
+    r.add_case({{"name", n}, {"kind", "model"}, {"arch", arch}});
     for (const TrainVariant& v : kTrainVariants) {
       const std::string t = std::string(arch) + "_train_" + v.name;
       write_model_weights(r, t, m);
       r.input(t, "xs", image_tensor({kSteps, kBatch, 1, 28, 28}, 21));
       r.input(t, "labels", labels_tensor(random_labels(kSteps * kBatch, 10, 22)).reshape({kSteps, kBatch}));
       r.add_case({{"name", t},
-                  {"op", "train"},
+                  {"kind", "train"},
                   {"arch", arch},
                   {"steps", kSteps},
                   {"lr", 0.05},
@@ -753,16 +676,9 @@ void fill_lenet(TorchRun& r) {
     }
   }
 }
-const TorchRun& lenet_run() {
-  static const TorchRun run("lenet", fill_lenet);
+const CaseDir& lenet_run() {
+  static const CaseDir run(torch_script(), "torch_lenet", fill_lenet);
   return run;
-}
-
-double rel_error(const Tensor& a, const Tensor& ref) {
-  double e = 0;
-  for (int64_t i = 0; i < ref.numel(); ++i) e = std::max(e, std::fabs(a.at(i) - ref.at(i)));
-  const double m = max_abs(ref);
-  return m > 0 ? e / m : e;
 }
 
 // Which of PyTorch's two float32 runs of a training case the driftlab results are nearer to
@@ -775,7 +691,7 @@ double rel_error(const Tensor& a, const Tensor& ref) {
 // row), its float64 run siding with the native one. A float32 trajectory is therefore only
 // defined up to such flips: the test asks that driftlab's be one of PyTorch's, within
 // rounding, and checks the formulas tightly in float64.
-std::string nearest_torch32(const TorchRun& run, const std::string& cas,
+std::string nearest_torch32(const CaseDir& run, const std::string& cas,
                             const std::vector<std::tuple<std::string, std::string, Tensor>>& results) {
   double e_default = 0, e_native = 0;
   for (const auto& [what, key, got] : results) {
@@ -791,7 +707,7 @@ std::string nearest_torch32(const TorchRun& run, const std::string& cas,
 // float32 products; the rounding of different summation orders compounds a little per layer:
 // 1e-5 of the largest entry still holds (measured ~1e-6). dX of layer 0 is the input gradient
 // an attack uses.
-void check_every_layer(const TorchRun& run, const std::string& n, Model& m, ErrorTable& table) {
+void check_every_layer(const CaseDir& run, const std::string& n, Model& m, ErrorTable& table) {
   const Policy& pol = m.policy;
   load_model_weights(m, run, n);
   ExecContext exec;
@@ -832,7 +748,7 @@ std::string model_case_name(const ::testing::TestParamInfo<ModelCase>& info) {
 class TorchOracleLeNet : public ::testing::TestWithParam<ModelCase> {};
 
 TEST_P(TorchOracleLeNet, EveryLayerGradientsAndSgdSteps) {
-  TORCH_GROUP(run, lenet_run);
+  ORACLE_GROUP(run, lenet_run);
   const ModelCase mc = GetParam();
   const Policy pol = torch_with_backends(mc.backend);
   ErrorTable table(std::string(mc.arch) + ", torch preset, conv/gemm backend " + backend_name(mc.backend) +
@@ -907,20 +823,20 @@ INSTANTIATE_TEST_SUITE_P(TorchOracle, TorchOracleLeNet,
 
 // VGG-16 (33.6M parameters, 32x32 input): every layer's forward, dX and parameter gradients
 // for one batch of 2 against the PyTorch definition the speed peer times (cifar_torch.vgg16).
-void fill_vgg(TorchRun& r) {
+void fill_vgg(CaseDir& r) {
   Model m = build_model("vgg16", Policy::torch(), kModelSeed);
   write_model_weights(r, "vgg16_grad", m);
   r.input("vgg16_grad", "x", random_tensor({2, 3, 32, 32}, DType::f32, 41, 0.0, 1.0));
   r.input("vgg16_grad", "labels", labels_tensor(random_labels(2, 10, 42)));
-  r.add_case({{"name", "vgg16_grad"}, {"op", "model"}, {"arch", "vgg16"}});
+  r.add_case({{"name", "vgg16_grad"}, {"kind", "model"}, {"arch", "vgg16"}});
 }
-const TorchRun& vgg_run() {
-  static const TorchRun run("vgg", fill_vgg);
+const CaseDir& vgg_run() {
+  static const CaseDir run(torch_script(), "torch_vgg", fill_vgg);
   return run;
 }
 
 TEST(TorchOracleModels, Vgg16EveryLayerForwardAndGradients) {
-  TORCH_GROUP(run, vgg_run);
+  ORACLE_GROUP(run, vgg_run);
   ErrorTable table("VGG-16, torch preset (oneDNN conv, default gemm), vs PyTorch 1.13 nn.Sequential, batch 2",
                    "pytorch");
   Model m = build_model("vgg16", Policy::torch(), kModelSeed);
@@ -929,31 +845,138 @@ TEST(TorchOracleModels, Vgg16EveryLayerForwardAndGradients) {
 }
 
 // ---------------------------------------------------------------------------------------------
+// Group 2b: the input gradient of whole models at inference semantics (what an attack on the
+// deployed model differentiates): CpuRunner::input_gradient(x, y, Semantics::inference) against
+// PyTorch autograd in eval() mode, and the training-mode gradient against train()
+
+struct InputGradCase {
+  const char* arch;
+  KernelBackend backend;
+};
+void PrintTo(const InputGradCase& c, std::ostream* os) { *os << c.arch << " with " << backend_name(c.backend); }
+constexpr uint64_t kInputGradSeed = 13;
+constexpr int64_t kInputGradBatch = 4;
+
+// The case's input: LeNet-5 Fashion-MNIST-like images, ResNet-20 CIFAR-shaped U(-1,1) (a
+// normalised image's range).
+Tensor input_grad_x(const std::string& arch) {
+  if (arch == "lenet5") return image_tensor({kInputGradBatch, 1, 28, 28}, 31);
+  return random_tensor({kInputGradBatch, 3, 32, 32}, DType::f32, 32);
+}
+
+void fill_input_grad(CaseDir& r) {
+  for (const char* arch : {"lenet5", "resnet20"}) {
+    Model m = oracle::model_with_random_state(arch, Policy::torch(), kInputGradSeed);
+    const std::string n = std::string(arch) + "_input_grad";
+    const auto params = m.net->named_params();
+    const auto stats = m.net->named_buffers();  // running_mean, running_var of each BatchNorm
+    for (std::size_t i = 0; i < params.size(); ++i) r.input(n, "p" + std::to_string(i), params[i].second->value);
+    for (std::size_t j = 0; j < stats.size(); ++j) r.input(n, "s" + std::to_string(j), stats[j].second->value);
+    r.input(n, "x", input_grad_x(arch));
+    r.input(n, "labels", labels_tensor(random_labels(kInputGradBatch, 10, 33)));
+    r.add_case({{"name", n},
+                {"kind", "model_input_grad"},
+                {"arch", arch},
+                {"num_params", params.size()},
+                {"num_stats", stats.size()}});
+  }
+}
+const CaseDir& input_grad_run() {
+  static const CaseDir run(torch_script(), "torch_input_grad", fill_input_grad);
+  return run;
+}
+
+class TorchOracleInputGradient : public ::testing::TestWithParam<InputGradCase> {};
+
+TEST_P(TorchOracleInputGradient, InferenceSemanticsEqualEvalModeAutograd) {
+  ORACLE_GROUP(run, input_grad_run);
+  const InputGradCase c = GetParam();
+  const std::string arch = c.arch, n = arch + "_input_grad";
+  ErrorTable table(arch + " (torch preset, conv/gemm " + backend_name(c.backend) + "), batch " +
+                       std::to_string(kInputGradBatch) + ", BatchNorm running statistics random: " +
+                       "input_gradient vs PyTorch autograd, F.cross_entropy",
+                   "pytorch");
+  Model m = build_model(arch, torch_with_backends(c.backend), kInputGradSeed);
+  auto params = m.net->named_params();
+  auto stats = m.net->named_buffers();
+  for (std::size_t i = 0; i < params.size(); ++i) params[i].second->value = run.in(n, "p" + std::to_string(i));
+  for (std::size_t j = 0; j < stats.size(); ++j) stats[j].second->value = run.in(n, "s" + std::to_string(j));
+  const Tensor x = run.in(n, "x");
+  const std::vector<int32_t> y = labels_of(run.in(n, "labels"));
+  const auto before = oracle::model_state(m);
+  CpuRunner runner(m);
+
+  // Inference semantics vs eval(), kTol. LeNet-5: the argument of check_every_layer (measured
+  // here <= 3.8e-7). ResNet-20: 20 convolutions, each output or dX element a float32 sum of
+  // 9*C <= 576 products: ~sqrt(576) * 2^-24 ~ 1.4e-6 of the largest term at worst per layer,
+  // and the layers' differences are independent, not coherent; its BatchNorms are one affine
+  // map per channel (running statistics: no batch reduction), the option-A shortcuts copy
+  // exactly. Measured <= 6.1e-7 (dL/dx, reference kernels): 16x headroom, while the batch
+  // statistics instead of the running ones are off by ~1 (the train() row below).
+  const InputGradient g = runner.input_gradient(x, y, Semantics::inference);
+  EXPECT_TRUE(table.check_scalar("eval() / inference", "loss", g.loss, run.out_scalar(n, "loss"), kTol));
+  EXPECT_TRUE(table.check("eval() / inference", "logits", g.logits, run.out(n, "logits"), kTol));
+  EXPECT_TRUE(table.check("eval() / inference", "dL/dx", g.dx, run.out(n, "dx"), kTol));
+  // Nothing moved: neither the weights nor any BatchNorm running statistic (PyTorch's eval()
+  // pass moved none either).
+  EXPECT_TRUE(oracle::state_unchanged(before, m)) << "input_gradient(inference) must move nothing";
+  for (std::size_t j = 0; j < stats.size(); ++j)
+    EXPECT_TRUE(bitwise_equal(run.out(n, "stats_after_eval.s" + std::to_string(j)), run.in(n, "s" + std::to_string(j))))
+        << "PyTorch eval() moved " << stats[j].first;
+
+  // The semantics matter: PyTorch's train() gradient (batch statistics) is another function of x.
+  const double e = table.note("inference vs PyTorch train()", "dL/dx", g.dx, run.out(n, "train.dx"));
+  if (!stats.empty()) {
+    EXPECT_GT(e, kMismatch) << "a BatchNorm model's train-mode gradient should differ from its inference gradient";
+  } else {
+    // No BatchNorm or dropout in LeNet-5: the two modes are one function.
+    EXPECT_TRUE(table.check("eval() vs train() (PyTorch)", "dL/dx", run.out(n, "dx"), run.out(n, "train.dx"), 0.0));
+  }
+  // ... and train semantics give train()'s gradient: the same convolutions, plus BatchNorms that
+  // reduce over N*H*W = 256..4096 values per channel and divide by the batch standard deviation,
+  // forward and backward, as in the training-mode block tests (kTol there too). Measured <= 3.0e-6.
+  const InputGradient gt = runner.input_gradient(x, y, Semantics::train);
+  EXPECT_TRUE(table.check_scalar("train() / train", "loss", gt.loss, run.out_scalar(n, "train.loss"), kTol));
+  EXPECT_TRUE(table.check("train() / train", "logits", gt.logits, run.out(n, "train.logits"), kTol));
+  EXPECT_TRUE(table.check("train() / train", "dL/dx", gt.dx, run.out(n, "train.dx"), kTol));
+  table.print();
+}
+
+INSTANTIATE_TEST_SUITE_P(TorchOracle, TorchOracleInputGradient,
+                         ::testing::Values(InputGradCase{"lenet5", KernelBackend::onednn},
+                                           InputGradCase{"lenet5", KernelBackend::reference},
+                                           InputGradCase{"resnet20", KernelBackend::onednn},
+                                           InputGradCase{"resnet20", KernelBackend::reference}),
+                         [](const ::testing::TestParamInfo<InputGradCase>& i) {
+                           return std::string(i.param.arch) + "_" + backend_name(i.param.backend);
+                         });
+
+// ---------------------------------------------------------------------------------------------
 // Group 3: initialisers
 
 const uint64_t kInitSeeds[] = {0, 42};
 constexpr uint64_t kKsTorchSeed = 7, kKsDriftlabSeed = 2024;
 constexpr int64_t kKsIn = 100, kKsOut = 200;  // 20,000 weights, bound 1/sqrt(100) = 0.1
 
-void fill_init(TorchRun& r) {
+void fill_init(CaseDir& r) {
   for (const char* arch : {"lenet1", "lenet5"})
     for (uint64_t s : kInitSeeds)
       r.add_case(
-          {{"name", std::string(arch) + "_" + std::to_string(s)}, {"op", "init_model"}, {"arch", arch}, {"seed", s}});
+          {{"name", std::string(arch) + "_" + std::to_string(s)}, {"kind", "init_model"}, {"arch", arch}, {"seed", s}});
   r.add_case({{"name", "linear"},
-              {"op", "init_linear"},
+              {"kind", "init_linear"},
               {"seed", kKsTorchSeed},
               {"in_features", kKsIn},
               {"out_features", kKsOut}});
 }
 // PyTorch as it runs on this machine (its best CPU kernels: AVX2 / AVX-512 where present).
-const TorchRun& init_run() {
-  static const TorchRun run("init", fill_init);
+const CaseDir& init_run() {
+  static const CaseDir run(torch_script(), "torch_init", fill_init);
   return run;
 }
 // PyTorch forced to its portable kernels (what it runs on a CPU without AVX2).
-const TorchRun& init_run_default_capability() {
-  static const TorchRun run("init_default_cpu", fill_init, "ATEN_CPU_CAPABILITY=default ");
+const CaseDir& init_run_default_capability() {
+  static const CaseDir run(torch_script(), "torch_init_default_cpu", fill_init, {1, "ATEN_CPU_CAPABILITY=default"});
   return run;
 }
 
@@ -1002,7 +1025,7 @@ void add_diff(BitDiff& d, const float* a, const float* b, int64_t n) {
 // diagnosis of any difference: which of the two float formulas PyTorch's weights follow.
 // fused: PyTorch's weights must equal driftlab's (which uses one fused multiply-add like
 // PyTorch's AVX2/AVX-512 kernels); otherwise they must equal the two-rounding replay.
-void expect_init_bitwise(const TorchRun& run, const std::string& label, bool fused) {
+void expect_init_bitwise(const CaseDir& run, const std::string& label, bool fused) {
   for (const char* arch : {"lenet1", "lenet5"})
     for (uint64_t s : kInitSeeds) {
       const std::string n = std::string(arch) + "_" + std::to_string(s);
@@ -1039,7 +1062,7 @@ void expect_init_bitwise(const TorchRun& run, const std::string& label, bool fus
 }
 
 TEST(TorchOracleInit, LeNetWeightsBitwiseEqualTorchManualSeed) {
-  TORCH_GROUP(run, init_run);
+  ORACLE_GROUP(run, init_run);
   // ATen 1.13's uniform_kernel (native/cpu/DistributionTemplates.h) is compiled once per CPU
   // capability, and GCC contracts `x * (to - from) + from` of core/TransformationHelper.h
   // uniform_real (dist_acctype<float> is float) into one fmaf in the AVX2 / AVX-512 builds,
@@ -1050,18 +1073,13 @@ TEST(TorchOracleInit, LeNetWeightsBitwiseEqualTorchManualSeed) {
 }
 
 TEST(TorchOracleInit, LeNetWeightsBitwiseEqualTorchPortableKernels) {
-  TORCH_GROUP(run, init_run_default_capability);
+  ORACLE_GROUP(run, init_run_default_capability);
   // ATEN_CPU_CAPABILITY=default: PyTorch's portable build of the same kernel rounds twice, and
   // its weights equal the two-rounding replay of driftlab's stream bit for bit: the stream, the
   // u24 conversion, the bounds and the draw order are PyTorch's; only the FMA differs.
   expect_init_bitwise(run, "PyTorch (ATEN_CPU_CAPABILITY=default)", false);
 }
 
-std::vector<double> values_of(const Tensor& t) {
-  std::vector<double> v(static_cast<std::size_t>(t.numel()));
-  for (int64_t i = 0; i < t.numel(); ++i) v[i] = t.at(i);
-  return v;
-}
 // A (kKsOut x kKsIn) dense layer's weights and bias drawn by driftlab under `pol`.
 std::pair<Tensor, Tensor> driftlab_dense_init(const Policy& pol, uint64_t seed) {
   Rng rng(pol.rng_engine, seed);
@@ -1070,7 +1088,7 @@ std::pair<Tensor, Tensor> driftlab_dense_init(const Policy& pol, uint64_t seed) 
 }
 
 TEST(TorchOracleInit, DefaultInitHasTorchBoundsAndPassesKsTest) {
-  TORCH_GROUP(run, init_run);
+  ORACLE_GROUP(run, init_run);
   // Different seeds on purpose: a distribution test, not a stream comparison.
   const auto [w, b] = driftlab_dense_init(Policy::torch(), kKsDriftlabSeed);
   const Tensor tw = run.out("linear", "weight"), tb = run.out("linear", "bias");
@@ -1102,7 +1120,7 @@ Policy tensorflow_ref(const std::string& overrides = "") {
                        (overrides.empty() ? "" : "," + overrides));
 }
 
-void fill_negative(TorchRun& r) {
+void fill_negative(CaseDir& r) {
   // (a) 3x3 stride-2 conv on an even 8x8 input: PyTorch's symmetric padding=1 vs the TF
   // SAME emulation F.pad(x, (0,1,0,1)).
   const Tensor x = random_tensor({2, 3, 8, 8}, DType::f32, 501),
@@ -1114,14 +1132,14 @@ void fill_negative(TorchRun& r) {
     r.input(n, "b", b);
     r.input(n, "r", rr);
   }
-  r.add_case({{"name", "same_sym"}, {"op", "conv2d"}, {"stride", 2}, {"dilation", 1}, {"padding", {1, 1, 1, 1}}});
-  r.add_case({{"name", "same_tfpad"}, {"op", "conv2d"}, {"stride", 2}, {"dilation", 1}, {"padding", {0, 1, 0, 1}}});
+  r.add_case({{"name", "same_sym"}, {"kind", "conv2d"}, {"stride", 2}, {"dilation", 1}, {"padding", {1, 1, 1, 1}}});
+  r.add_case({{"name", "same_tfpad"}, {"kind", "conv2d"}, {"stride", 2}, {"dilation", 1}, {"padding", {0, 1, 0, 1}}});
   // (b) LeNet-1 forward with the same weights (chw flatten in PyTorch).
   Model m = build_model("lenet1", Policy::torch(), kModelSeed);
   write_model_weights(r, "flatten_lenet1", m);
   r.input("flatten_lenet1", "x", image_tensor({kBatch, 1, 28, 28}, 511));
   r.input("flatten_lenet1", "labels", labels_tensor(random_labels(kBatch, 10, 512)));
-  r.add_case({{"name", "flatten_lenet1"}, {"op", "model"}, {"arch", "lenet1"}});
+  r.add_case({{"name", "flatten_lenet1"}, {"kind", "model"}, {"arch", "lenet1"}});
   // (c) confident samples: wrong (the label's logit 30 below another: PyTorch loss ~30) and
   // right (gap 30: PyTorch gradient ~9.4e-14).
   for (const char* n : {"xent_confident_wrong", "xent_confident_right"}) {
@@ -1129,7 +1147,7 @@ void fill_negative(TorchRun& r) {
     z[4] = 30.0f;
     r.input(n, "z", Tensor::from<float>({1, 10}, z));
     r.input(n, "labels", labels_tensor({std::string(n) == "xent_confident_wrong" ? 1 : 4}));
-    r.add_case({{"name", n}, {"op", "xent"}});
+    r.add_case({{"name", n}, {"kind", "xent"}});
   }
   // (d) 20 SGD steps on LeNet-1, constant lr and lr 0.05 -> 0.01 at step 10.
   // (f) the same with weight decay 1e-3.
@@ -1137,7 +1155,7 @@ void fill_negative(TorchRun& r) {
     write_model_weights(r, n, m);
     r.input(n, "xs", image_tensor({kSteps, kBatch, 1, 28, 28}, 521));
     r.input(n, "labels", labels_tensor(random_labels(kSteps * kBatch, 10, 522)).reshape({kSteps, kBatch}));
-    json c{{"name", n},         {"op", "train"},
+    json c{{"name", n},         {"kind", "train"},
            {"arch", "lenet1"},  {"steps", kSteps},
            {"lr", 0.05},        {"momentum", 0.9},
            {"nesterov", false}, {"weight_decay", n == std::string("sgd_weight_decay") ? 1e-3 : 0.0}};
@@ -1146,13 +1164,13 @@ void fill_negative(TorchRun& r) {
   }
   // (e) PyTorch's nn.Linear init.
   r.add_case({{"name", "linear"},
-              {"op", "init_linear"},
+              {"kind", "init_linear"},
               {"seed", kKsTorchSeed},
               {"in_features", kKsIn},
               {"out_features", kKsOut}});
 }
-const TorchRun& negative_run() {
-  static const TorchRun run("negative", fill_negative);
+const CaseDir& negative_run() {
+  static const CaseDir run(torch_script(), "torch_negative", fill_negative);
   return run;
 }
 
@@ -1163,7 +1181,7 @@ std::string join_diff(const Policy& a, const Policy& b) {
 }
 
 TEST(TorchNegative, StridedSamePaddingOnEvenInput) {
-  TORCH_GROUP(run, negative_run);
+  ORACLE_GROUP(run, negative_run);
   ErrorTable table("(a) conv 3x3 stride 2 'same' on 8x8: tensorflow preset vs PyTorch", "pytorch");
   Conv2dSpec spec;
   spec.out_channels = 4;
@@ -1211,7 +1229,7 @@ TEST(TorchNegative, StridedSamePaddingOnEvenInput) {
 }
 
 TEST(TorchNegative, FlattenOrder) {
-  TORCH_GROUP(run, negative_run);
+  ORACLE_GROUP(run, negative_run);
   ErrorTable table("(b) LeNet-1 logits with PyTorch's weights: flatten_order", "pytorch");
   auto logits = [&](const Policy& pol) {
     Model m = build_model("lenet1", pol, kModelSeed);
@@ -1230,7 +1248,7 @@ TEST(TorchNegative, FlattenOrder) {
 }
 
 TEST(TorchNegative, CrossEntropyOnConfidentSamples) {
-  TORCH_GROUP(run, negative_run);
+  ORACLE_GROUP(run, negative_run);
   ErrorTable table("(c) cross-entropy on confident samples (logit gap 30)", "pytorch");
   for (const char* n : {"xent_confident_wrong", "xent_confident_right"}) {
     const Tensor z = run.in(n, "z");
@@ -1268,7 +1286,7 @@ TEST(TorchNegative, CrossEntropyOnConfidentSamples) {
 }
 
 // Plain SGD loop (Trainer::step's, with Sgd exposed so the lr can change mid-way).
-Model train_lenet1(const TorchRun& run, const std::string& n, const Policy& pol, const std::map<int, double>& lr_at,
+Model train_lenet1(const CaseDir& run, const std::string& n, const Policy& pol, const std::map<int, double>& lr_at,
                    double weight_decay = 0.0) {
   Model m = build_model("lenet1", pol, kModelSeed);
   load_model_weights(m, run, n);
@@ -1298,7 +1316,7 @@ Model train_lenet1(const TorchRun& run, const std::string& n, const Policy& pol,
 }
 
 // Largest max|a-r|/max|r| over the model's parameters against the oracle's weights.
-double max_weight_error(Model& m, const TorchRun& run, const std::string& n, ErrorTable& table, const std::string& what,
+double max_weight_error(Model& m, const CaseDir& run, const std::string& n, ErrorTable& table, const std::string& what,
                         double tol, bool expect_match) {
   std::vector<std::tuple<std::string, std::string, Tensor>> results;
   for (auto& np : m.net->named_params())
@@ -1317,7 +1335,7 @@ double max_weight_error(Model& m, const TorchRun& run, const std::string& n, Err
 }
 
 TEST(TorchNegative, SgdFormulaKerasVelocityVsTorchBuffer) {
-  TORCH_GROUP(run, negative_run);
+  ORACLE_GROUP(run, negative_run);
   ErrorTable table("(d) LeNet-1 after 20 SGD steps (lr 0.05, momentum 0.9): sgd_form", "pytorch");
   // The tensorflow preset with the two other knobs a LeNet training step reads set to torch's
   // (flatten order, cross-entropy formulation), so that sgd_form is the only difference left
@@ -1363,7 +1381,7 @@ TEST(TorchNegative, SgdFormulaKerasVelocityVsTorchBuffer) {
 }
 
 TEST(TorchNegative, WeightDecayModeAndBiases) {
-  TORCH_GROUP(run, negative_run);
+  ORACLE_GROUP(run, negative_run);
   ErrorTable table("(f) LeNet-1 after 20 SGD steps with weight decay 1e-3, float64: weight_decay_mode / _on_bias",
                    "pytorch");
   // float64 (reference kernels), against PyTorch's float64 run: rounding and ReLU/max-pool
@@ -1406,7 +1424,7 @@ TEST(TorchNegative, WeightDecayModeAndBiases) {
 }
 
 TEST(TorchNegative, InitGlorotVsKaiming) {
-  TORCH_GROUP(run, negative_run);
+  ORACLE_GROUP(run, negative_run);
   const Tensor tw = run.out("linear", "weight"), tb = run.out("linear", "bias");
   const double kaiming = static_cast<float>(1.0 / std::sqrt(static_cast<double>(kKsIn)));
   const double glorot = static_cast<float>(std::sqrt(6.0 / static_cast<double>(kKsIn + kKsOut)));

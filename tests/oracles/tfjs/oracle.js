@@ -39,11 +39,20 @@
 //          pad_channels zero channels on each side, B = bn(conv1x1 stride s). loss sum(y*R).
 //          Writes NAME.y, NAME.dx and NAME.g<k> for the trainable weights in the order
 //          c1, b1.gamma, b1.beta, c2, b2.gamma, b2.beta[, sc, scbn.gamma, scbn.beta].
+//   input_grad {name, input, layers, labels, training}: logits = the layers applied in order with
+//          {training} (false: what model.predict runs, BatchNormalization with its moving
+//          statistics), loss = mean Keras categoricalCrossentropy(labels, softmax(logits)) (the
+//          Keras 2.2.4 loss: softmax, normalise, clip to [1e-7, 1-1e-7], -sum y log p), dL/dx by
+//          tf.grad. Writes NAME.logits, NAME.loss ([1]), NAME.dx, and NAME.moving<k> (the moving
+//          mean and variance of every batchNormalization, in order, after the gradient).
 // Layer descriptions (entries of `layers`): {type:'conv2d', filters, kernel:[kh,kw], strides,
 // padding, weights:[kernel, bias?]}, {type:'maxPooling2d'|'averagePooling2d', pool, strides,
 // padding}, {type:'dense', units, weights:[kernel, bias?]}, {type:'activation', activation},
 // {type:'flatten'}, {type:'batchNormalization', epsilon, momentum, weights:[gamma, beta,
-// moving_mean, moving_variance]} (channels last). Weight entries are file names relative to CASE_DIR.
+// moving_mean, moving_variance]} (channels last), {type:'globalAveragePooling2d'}, {type:'residual',
+// main:[layers], shortcut:'identity'|'A'|'B', stride, pad_channels, projection?:[layers]} (main(x)
+// + shortcut(x), the shortcuts of the block kind; no activation after the sum). Weight entries are
+// file names relative to CASE_DIR.
 'use strict';
 
 const tf = require('@tensorflow/tfjs');
@@ -78,9 +87,52 @@ function makeLayer(d, extra) {
     case 'batchNormalization':
       return tf.layers.batchNormalization(
           Object.assign(common, { axis: -1, epsilon: d.epsilon, momentum: d.momentum, weights }));
+    case 'globalAveragePooling2d':
+      return tf.layers.globalAveragePooling2d(Object.assign(common, { dataFormat: 'channelsLast' }));
+    case 'residual':
+      return makeResidual(d);
     default:
       throw new Error(`unknown layer type '${d.type}'`);
   }
+}
+
+// The option A shortcut: x[:, ::s, ::s, :] through reshape + slice (tfjs has no gradient for
+// stridedSlice; needs H and W divisible by s), then `pad` zero channels on each side.
+function optionA(x, stride, pad) {
+  let sub = x;
+  if (stride > 1) {
+    const [n, h, w, ch] = x.shape;
+    sub = tf.reshape(tf.slice(tf.reshape(x, [n, h / stride, stride, w / stride, stride, ch]), [0, 0, 0, 0, 0, 0],
+                              [n, h / stride, 1, w / stride, 1, ch]), [n, h / stride, w / stride, ch]);
+  }
+  return pad > 0 ? tf.pad(sub, [[0, 0], [0, 0], [0, 0], [pad, pad]]) : sub;
+}
+
+// A residual block as one layer-like object (apply, trainableWeights, dispose).
+function makeResidual(d) {
+  const main = d.main.map((m) => makeLayer(m));
+  const proj = (d.projection || []).map((m) => makeLayer(m));
+  const run = (layers, x, kwargs) => layers.reduce((h, l) => l.apply(h, kwargs), x);
+  return {
+    layers: main.concat(proj),
+    apply(x, kwargs) {
+      const y = run(main, x, kwargs);
+      const s = d.shortcut === 'A' ? optionA(x, d.stride, d.pad_channels)
+              : d.shortcut === 'B' ? run(proj, x, kwargs) : x;
+      return tf.add(y, s);
+    },
+    get trainableWeights() {
+      return this.layers.flatMap((l) => l.trainableWeights);
+    },
+    dispose() {
+      this.layers.forEach((l) => l.dispose());
+    },
+  };
+}
+
+// Every batchNormalization among `layers`, residual blocks' included, in order.
+function batchNorms(layers) {
+  return layers.flatMap((l) => (l.layers ? batchNorms(l.layers) : l.getClassName() === 'BatchNormalization' ? [l] : []));
 }
 
 function lossOf(spec, y) {
@@ -203,13 +255,7 @@ function runBlock(c) {
     const y = b2.apply(c2.apply(tf.relu(b1.apply(c1.apply(x), train))), train);
     let s = x;
     if (c.shortcut === 'A') {
-      // x[:, ::s, ::s, :] through reshape + slice (tfjs has no gradient for stridedSlice);
-      // needs H and W divisible by s.
-      const [n, h, w, ch] = x.shape;
-      const st = c.stride;
-      const sub = tf.reshape(tf.slice(tf.reshape(x, [n, h / st, st, w / st, st, ch]), [0, 0, 0, 0, 0, 0],
-                                      [n, h / st, 1, w / st, 1, ch]), [n, h / st, w / st, ch]);
-      s = tf.pad(sub, [[0, 0], [0, 0], [0, 0], [c.pad_channels, c.pad_channels]]);
+      s = optionA(x, c.stride, c.pad_channels);
     } else if (c.shortcut === 'B') {
       s = scbn.apply(sc.apply(x), train);
     }
@@ -228,6 +274,29 @@ function runBlock(c) {
   layers.forEach((l) => l.dispose());
 }
 
+function runInputGrad(c) {
+  const layers = c.layers.map((d) => makeLayer(d));
+  const softmax = makeLayer({ type: 'activation', activation: 'softmax' });
+  const kwargs = { training: !!c.training };
+  const labels = load(c.labels);
+  const x = load(c.input);
+  const logitsOf = (v) => layers.reduce((h, l) => l.apply(h, kwargs), v);
+  const lossOf = (v) => tf.mean(tf.metrics.categoricalCrossentropy(labels, softmax.apply(logitsOf(v))));
+  tf.tidy(() => save(`${c.name}.logits`, logitsOf(x)));  // also builds the layers, which sets their weights
+  tf.tidy(() => {
+    save(`${c.name}.loss`, lossOf(x));
+    save(`${c.name}.dx`, tf.grad(lossOf)(x));
+  });
+  batchNorms(layers).forEach((l, k) => {
+    const w = l.getWeights();  // gamma, beta, moving_mean, moving_variance
+    save(`${c.name}.moving${2 * k}`, w[2]);
+    save(`${c.name}.moving${2 * k + 1}`, w[3]);
+  });
+  x.dispose();
+  labels.dispose();
+  layers.forEach((l) => l.dispose());
+}
+
 runCases('oracle.js', {
   grad: runGrad,
   train: runTrain,
@@ -235,4 +304,5 @@ runCases('oracle.js', {
   init: runInit,
   bnstats: runBnStats,
   block: runBlock,
+  input_grad: runInputGrad,
 });

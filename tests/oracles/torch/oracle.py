@@ -1,18 +1,21 @@
 #!/usr/bin/env python3
-"""PyTorch 1.13 side of driftlab's oracle tests (tests/oracles/test_torch_oracle.cpp).
+"""PyTorch 1.13 side of driftlab's oracle tests (tests/oracles/test_torch_oracle.cpp), and the case
+loop rnn_oracle.py shares.
 
-Usage: /usr/bin/python3 oracle.py CASE_DIR
+Usage: /usr/bin/python3 oracle.py CASE_DIR [K/N]
 
-CASE_DIR/cases.json is {"cases": [{"name": ..., "op": ..., <op arguments>}, ...]}. The C++ test
-writes every input of a case as CASE_DIR/<name>.<input>.npy (float32; labels as float64) and
-this script writes every result as CASE_DIR/<name>.out.<result>.npy (float32; scalar losses as
-float64 of shape (1,)). Weights always come from the test, never from PyTorch's own init
-(except for the ops 'init_*', whose point is PyTorch's init), so that only the formula under
+The protocol of every oracle script (tests/oracles/oracle_util.h; tfjs/cases.js is the same loop
+in JS): CASE_DIR/cases.json is {"threads": T, "cases": [{"name": ..., "kind": ..., "shard"?: ...,
+<arguments>}, ...]}; with K/N only the cases whose shard (default 0) is K modulo N run. The C++
+test writes every input of a case as CASE_DIR/<name>.<input>.npy (float32; labels as float64)
+and this script writes every result as CASE_DIR/out/<name>.<result>.npy (float32; scalar losses
+as float64 of shape (1,)). Weights always come from the test, never from PyTorch's own init
+(except for the kinds 'init_*', whose point is PyTorch's init), so that only the formula under
 test can differ. One run serves a whole group of cases: importing torch costs about a second.
 
 Backward is exercised with a fixed random R: loss = sum(y * R), so dy = R (not all ones).
 
-To add an op: 1) write run_<op>(case, inp, out) below; 2) add it to OPS; 3) write its inputs
+To add a kind: 1) write run_<kind>(c, case) below; 2) add it to KINDS; 3) write its inputs
 from the C++ test and read its outputs there.
 """
 import json
@@ -29,9 +32,9 @@ import torch.nn.functional as F
 # cifar_torch.py), so that the oracle and the benchmark can never disagree about the architecture.
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), '..', '..', '..', 'bench', 'peers'))
 from lenet_torch import lenet1, lenet5  # noqa: E402
-from cifar_torch import vgg16  # noqa: E402
+from cifar_torch import ResNet20, vgg16  # noqa: E402
 
-ARCHS = {'lenet1': lenet1, 'lenet5': lenet5, 'vgg16': vgg16}
+ARCHS = {'lenet1': lenet1, 'lenet5': lenet5, 'vgg16': vgg16, 'resnet20': ResNet20}
 
 
 class Case:
@@ -49,7 +52,7 @@ class Case:
             a = np.asarray([t], dtype=np.float64)
         if a.dtype not in (np.float32, np.float64):
             a = a.astype(np.float32)
-        np.save(os.path.join(self.folder, '%s.out.%s.npy' % (self.name, key)), a)
+        np.save(os.path.join(self.folder, 'out', '%s.%s.npy' % (self.name, key)), a)
 
 
 def leaf(t):
@@ -85,7 +88,7 @@ def run_conv2d(c, case):
 
 def run_pool2d(c, case):
     x = leaf(case.get('x'))
-    if c['kind'] == 'max':
+    if c['pool'] == 'max':
         y = F.max_pool2d(x, c['kernel'], c['stride'], c['padding'])  # pads with -inf
     else:
         y = F.avg_pool2d(x, c['kernel'], c['stride'], c['padding'], count_include_pad=c['count_include_pad'])
@@ -224,6 +227,38 @@ def run_model(c, case):
         case.put('g.' + name, p.grad)
 
 
+def run_model_input_grad(c, case):
+    """The loss F.cross_entropy (mean), the logits and dL/dx of a whole model, first in eval() mode
+    (BatchNorm normalises with its running statistics and moves nothing), then in train() mode
+    (batch statistics; prefix 'train.'). Parameters come as p<i> in model.parameters() order and
+    the BatchNorm running statistics as s<j> in module order (running_mean, running_var of each),
+    the order driftlab's named_params() / named_buffers() list them in. Also writes the running
+    statistics after the eval pass (stats_after_eval.s<j>)."""
+    model = ARCHS[c['arch']]()
+    params = list(model.parameters())
+    stats = [b for n, b in model.named_buffers() if n.endswith('running_mean') or n.endswith('running_var')]
+    assert len(params) == c['num_params'], (len(params), c['num_params'])
+    assert len(stats) == c['num_stats'], (len(stats), c['num_stats'])
+    with torch.no_grad():
+        for i, p in enumerate(params):
+            p.copy_(case.get('p%d' % i))
+        for j, b in enumerate(stats):
+            b.copy_(case.get('s%d' % j))
+    labels = case.get('labels', torch.int64)
+    for prefix, train_mode in (('', False), ('train.', True)):
+        model.train(train_mode)
+        x = case.get('x').requires_grad_(True)
+        logits = model(x)
+        loss = F.cross_entropy(logits, labels)
+        loss.backward()
+        case.put(prefix + 'loss', float(loss.item()))
+        case.put(prefix + 'logits', logits)
+        case.put(prefix + 'dx', x.grad)
+        if not train_mode:
+            for j, b in enumerate(stats):
+                case.put('stats_after_eval.s%d' % j, b)
+
+
 def train(c, case, dtype, mkldnn):
     torch.backends.mkldnn.enabled = mkldnn
     try:
@@ -281,22 +316,39 @@ def run_init_linear(c, case):
     case.put('bias', m.bias)
 
 
-OPS = {'conv2d': run_conv2d, 'pool2d': run_pool2d, 'linear': run_linear, 'module': run_module, 'xent': run_xent,
-       'batchnorm': run_batchnorm, 'resblock': run_resblock, 'model': run_model, 'train': run_train,
-       'init_model': run_init_model, 'init_linear': run_init_linear}
+KINDS = {'conv2d': run_conv2d, 'pool2d': run_pool2d, 'linear': run_linear, 'module': run_module,
+         'xent': run_xent, 'batchnorm': run_batchnorm, 'resblock': run_resblock, 'model': run_model,
+         'model_input_grad': run_model_input_grad, 'train': run_train, 'init_model': run_init_model,
+         'init_linear': run_init_linear}
 
 
-def run_cases(folder, ops):
-    """Runs every case of folder/cases.json through ops[case['op']]; records torch's version."""
+def run_cases(argv, kinds):
+    """SCRIPT CASE_DIR [K/N]: runs every case of CASE_DIR/cases.json (those of shard K of N)
+    through kinds[case['kind']], naming the case when one fails; records torch's version."""
+    if len(argv) not in (2, 3):
+        sys.exit('usage: %s CASE_DIR [K/N]' % argv[0])
+    folder, shard, shards = argv[1], 0, 1
+    if len(argv) == 3:
+        shard, shards = (int(v) for v in argv[2].split('/'))
+        if not 0 <= shard < shards:
+            sys.exit('bad shard %r (K/N, 0 <= K < N)' % argv[2])
     with open(os.path.join(folder, 'cases.json')) as f:
         spec = json.load(f)
+    os.makedirs(os.path.join(folder, 'out'), exist_ok=True)
     torch.set_num_threads(int(spec.get('threads', 1)))
     for c in spec['cases']:
-        ops[c['op']](c, Case(folder, c['name']))
-    with open(os.path.join(folder, 'torch_version.txt'), 'w') as f:
+        if c.get('shard', 0) % shards != shard:
+            continue
+        if c['kind'] not in kinds:
+            raise KeyError("case '%s': unknown kind '%s'" % (c['name'], c['kind']))
+        try:
+            kinds[c['kind']](c, Case(folder, c['name']))
+        except Exception as e:
+            raise RuntimeError("case '%s' (%s) failed" % (c['name'], c['kind'])) from e
+    with open(os.path.join(folder, 'out', 'torch_version.txt'), 'w') as f:
         f.write(torch.__version__)
     return 0
 
 
 if __name__ == '__main__':
-    sys.exit(run_cases(sys.argv[1], OPS))
+    sys.exit(run_cases(sys.argv, KINDS))

@@ -1,15 +1,15 @@
 #!/usr/bin/env python3
 """PyTorch 1.13 side of driftlab's recurrent oracle tests (tests/oracles/test_rnn_oracle_torch.cpp).
 
-Usage: /usr/bin/python3 rnn_oracle.py CASE_DIR
+Usage: /usr/bin/python3 rnn_oracle.py CASE_DIR [K/N]
 
-The case-file protocol of oracle.py (whose helpers are imported, not repeated): CASE_DIR/cases.json
-lists the cases, inputs are CASE_DIR/<name>.<key>.npy, results CASE_DIR/<name>.out.<key>.npy.
+The case-file protocol of oracle.py (whose case loop is imported, not repeated): CASE_DIR/cases.json
+lists the cases, inputs are CASE_DIR/<name>.<key>.npy, results CASE_DIR/out/<name>.<key>.npy.
 Weights come from the test in PyTorch's own layout and names (weight_ih_l0 (G*u,in), weight_hh_l0
-(G*u,u), bias_ih_l0, bias_hh_l0; gate row blocks LSTM i,f,g,o, GRU r,z,n), except in the ops whose
+(G*u,u), bias_ih_l0, bias_hh_l0; gate row blocks LSTM i,f,g,o, GRU r,z,n), except in the kinds whose
 point is PyTorch's own state ('rnn_state', 'init_embedding').
 
-Ops:
+Kinds:
   rnn             nn.LSTM / nn.GRU (one layer, batch_first) on x (N,T,F) with the given weights;
                   y = every step's output (N,T,u) or the last one (N,u) (c['return_sequences']);
                   loss = sum(y * R). Writes y, dx and g.<weight name> for the four weights, in
@@ -20,11 +20,11 @@ Ops:
                   Runs in float32 (prefix '') and float64 (prefix 'f64.'); writes losses and the
                   final p.<name>.
   rnn_state       torch.manual_seed(seed); nn.LSTM/GRU(F, u, batch_first=True): PyTorch's own
-                  initial state, written as <name>.out.<state_dict key>.npy (what a user exports
+                  initial state, written as out/<name>.<state_dict key>.npy (what a user exports
                   from a trained PyTorch model), and its output y on x.
-  init_embedding  torch.manual_seed(seed); nn.Embedding(num_ids, dim).weight as out.weight.
+  init_embedding  torch.manual_seed(seed); nn.Embedding(num_ids, dim).weight as weight.
 
-To add an op: 1) write run_<op>(c, case) below; 2) add it to OPS; 3) write its inputs from the C++
+To add a kind: 1) write run_<kind>(c, case) below; 2) add it to KINDS; 3) write its inputs from the C++
 test and read its outputs there.
 """
 import os
@@ -134,9 +134,9 @@ def run_init_embedding(c, case):
     case.put('weight', nn.Embedding(c['num_ids'], c['dim']).weight)
 
 
-OPS = {'rnn': run_rnn, 'rnn_packed': run_rnn_packed, 'rnn_train': run_rnn_train, 'rnn_state': run_rnn_state,
-       'init_embedding': run_init_embedding}
+KINDS = {'rnn': run_rnn, 'rnn_packed': run_rnn_packed, 'rnn_train': run_rnn_train, 'rnn_state': run_rnn_state,
+         'init_embedding': run_init_embedding}
 
 
 if __name__ == '__main__':
-    sys.exit(run_cases(sys.argv[1], OPS))
+    sys.exit(run_cases(sys.argv, KINDS))
