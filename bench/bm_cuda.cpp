@@ -15,7 +15,8 @@
 // Without a device it prints "no CUDA device: <reason>; GPU benchmarks skipped" and exits 0.
 //
 // To add a conv shape: append a model-layer row to kConv2dCases in tests/cases/conv2d_cases.h (the
-// tests read it too), and to CONV_SHAPES in bench/peers/cuda_torch.py. To add a gemm: append to gemm_shapes().
+// tests read it too), and to CONV_SHAPES in bench/peers/cuda_torch.py. To add a gemm: register
+// it in register_all().
 // To add a model case: append to model_cases() (and to MODEL_CASES in bench/peers/cuda_torch.py).
 #include <benchmark/benchmark.h>
 

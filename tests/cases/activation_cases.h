@@ -8,6 +8,7 @@
 // act_hard_sigmoid(slope, inclusive), named for the framework behaviour it copies; 2) if a
 // consumer cannot afford it, narrow `uses` with a comment why.
 #pragma once
+#include <ostream>
 #include <string>
 
 #include "engine/ops/activation.h"
@@ -52,5 +53,8 @@ inline constexpr ActivationCase kActivationCases[] = {
 
 // The gtest-safe name of a row.
 inline std::string activation_case_name(const ActivationCase& c) { return case_test_name(c.name); }
+
+// gtest prints a parameter with PrintTo when it finds one (by argument lookup): the row's name.
+inline void PrintTo(const ActivationCase& c, std::ostream* os) { *os << c.name; }
 
 }  // namespace driftlab

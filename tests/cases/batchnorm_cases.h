@@ -9,6 +9,7 @@
 // afford it, narrow `uses` with a comment why.
 #pragma once
 #include <cstdint>
+#include <ostream>
 #include <string>
 
 #include "engine/ops/batchnorm.h"
@@ -59,5 +60,8 @@ inline BatchNormParams batchnorm_case_params(const BatchNormCase& c) {
 
 // The gtest parameter name of a row.
 inline std::string batchnorm_case_name(const BatchNormCase& c) { return case_test_name(c.name); }
+
+// gtest prints a parameter with PrintTo when it finds one (by argument lookup): the row's name.
+inline void PrintTo(const BatchNormCase& c, std::ostream* os) { *os << c.name; }
 
 }  // namespace driftlab

@@ -10,6 +10,7 @@
 // narrow `uses` with a comment why. Nothing else: every backend, dtype and benchmark picks it up.
 #pragma once
 #include <cstdint>
+#include <ostream>
 #include <string>
 
 #include "engine/ops/conv2d.h"
@@ -98,5 +99,8 @@ inline constexpr Conv2dCase kConv2dCases[] = {
 
 // The gtest parameter name of a row.
 inline std::string conv2d_case_name(const Conv2dCase& c) { return case_test_name(c.name); }
+
+// gtest prints a parameter with PrintTo when it finds one (by argument lookup): the row's name.
+inline void PrintTo(const Conv2dCase& c, std::ostream* os) { *os << c.name; }
 
 }  // namespace driftlab

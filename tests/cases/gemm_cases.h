@@ -11,6 +11,7 @@
 // 2) if a consumer cannot afford it, narrow `uses` with a comment why.
 #pragma once
 #include <cstdint>
+#include <ostream>
 #include <string>
 
 #include "engine/ops/gemm.h"
@@ -133,5 +134,8 @@ inline constexpr GemmScaling kGemmScalings[] = {
 
 // The gtest parameter name of a row ('/' -> '_').
 inline std::string gemm_case_name(const GemmCase& c) { return case_test_name(c.name); }
+
+// gtest prints a parameter with PrintTo when it finds one (by argument lookup): the row's name.
+inline void PrintTo(const GemmCase& c, std::ostream* os) { *os << c.name; }
 
 }  // namespace driftlab

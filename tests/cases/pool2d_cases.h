@@ -10,6 +10,7 @@
 // consumer cannot afford it, narrow `uses` with a comment why.
 #pragma once
 #include <cstdint>
+#include <ostream>
 #include <string>
 
 #include "engine/ops/pool2d.h"
@@ -79,5 +80,8 @@ inline constexpr Pool2dCase kPool2dCases[] = {
 
 // The gtest parameter name of a row.
 inline std::string pool2d_case_name(const Pool2dCase& c) { return case_test_name(c.name); }
+
+// gtest prints a parameter with PrintTo when it finds one (by argument lookup): the row's name.
+inline void PrintTo(const Pool2dCase& c, std::ostream* os) { *os << c.name; }
 
 }  // namespace driftlab

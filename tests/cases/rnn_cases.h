@@ -9,6 +9,7 @@
 // cannot afford it, narrow `uses` with a comment why. Nothing else: every consumer picks it up.
 #pragma once
 #include <cstdint>
+#include <ostream>
 #include <string>
 
 #include "engine/ops/rnn.h"
@@ -96,5 +97,9 @@ inline RnnParams rnn_case_params(const RnnCase& c, const RnnShape& s, bool dh_la
 
 // The gtest parameter name of a cell.
 inline std::string rnn_case_name(const RnnCase& c) { return case_test_name(c.name); }
+
+// gtest prints a parameter with PrintTo when it finds one (by argument lookup): the row's name.
+inline void PrintTo(const RnnCase& c, std::ostream* os) { *os << c.name; }
+inline void PrintTo(const RnnShapeCase& c, std::ostream* os) { *os << c.name; }
 
 }  // namespace driftlab

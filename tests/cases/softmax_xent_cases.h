@@ -9,6 +9,7 @@
 // `uses` with a comment why.
 #pragma once
 #include <cstdint>
+#include <ostream>
 #include <string>
 #include <vector>
 
@@ -52,5 +53,8 @@ inline std::string softmax_xent_setting_str(const SoftmaxXentParams& p) {
 
 // The gtest-safe name of a row.
 inline std::string softmax_xent_case_name(const SoftmaxXentCase& c) { return case_test_name(c.name); }
+
+// gtest prints a parameter with PrintTo when it finds one (by argument lookup): the row's name.
+inline void PrintTo(const SoftmaxXentCase& c, std::ostream* os) { *os << c.name; }
 
 }  // namespace driftlab

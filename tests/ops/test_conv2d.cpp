@@ -29,6 +29,10 @@ struct ConvTestParam {
   Conv2dCase c;
 };
 
+void PrintTo(const ConvTestParam& tp, std::ostream* os) {
+  *os << backend_name(tp.backend) << " " << dtype_name(tp.dtype) << " " << tp.c.name;
+}
+
 std::vector<ConvTestParam> conv_params() {
   std::vector<ConvTestParam> out;
   for (KernelBackend b : {KernelBackend::eigen, KernelBackend::onednn})

@@ -30,6 +30,10 @@ struct GemmTestParam {
   GemmCase c;
 };
 
+void PrintTo(const GemmTestParam& tp, std::ostream* os) {
+  *os << backend_name(tp.backend) << " " << dtype_name(tp.dtype) << " " << tp.c.name;
+}
+
 std::vector<GemmTestParam> gemm_params() {
   std::vector<GemmTestParam> out;
   for (KernelBackend b : {KernelBackend::eigen, KernelBackend::onednn})
