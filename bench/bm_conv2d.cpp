@@ -1,11 +1,13 @@
-// conv2d kernels per backend (reference, eigen, onednn), float32, for the LeNet-1/LeNet-5 layer
-// shapes and a CIFAR-style 3x3 layer, at batch 32/64/128 and 1 or 2 OpenMP threads.
+// conv2d kernels per backend (reference, eigen, onednn), float32, for the model layers of
+// tests/cases/conv2d_cases.h (the rows the tests read too: LeNet-1/LeNet-5, ResNet-20's three
+// stages, two VGG-16 layers), at batch 32/64/128 and 1 or 2 OpenMP threads.
 // Each benchmark first checks its kernel against the reference on the same layer at batch 2,
 // then times forward, backward_data or backward_weight. Counters: FLOP/s (2 flops per
 // multiply-add of the direct convolution, padding taps included) and images/s.
 //
-// Run e.g.: bm_conv2d --benchmark_filter='forward/onednn/lenet5_conv1/128/2'
-// To add a layer: append a row to bench_layers().
+// Run e.g.: bm_conv2d --benchmark_filter='forward/onednn/lenet5_conv1/batch:128/threads:2'
+// To add a layer: append a row to kConv2dCases in tests/cases/conv2d_cases.h (every consumer
+// reads it; the tests at the row's own batch).
 #include <benchmark/benchmark.h>
 #include <omp.h>
 
@@ -15,32 +17,10 @@
 
 #include "engine/ops/conv2d.h"
 #include "kernels/cpu/registry.h"
+#include "tests/cases/conv2d_cases.h"
 
 namespace driftlab {
 namespace {
-
-struct BenchLayer {
-  const char* name;
-  Conv2dParams p;  // n is set per benchmark
-};
-
-Conv2dParams layer(int64_t c, int64_t hw, int64_t k, int64_t rs, int64_t pad) {
-  Conv2dParams p;
-  p.c = c, p.h = p.w = hw, p.k = k, p.r = p.s = rs;
-  p.pad_t = p.pad_b = p.pad_l = p.pad_r = pad;
-  return p;
-}
-
-const std::vector<BenchLayer>& bench_layers() {
-  static const std::vector<BenchLayer> layers = {
-      {"lenet5_conv1", layer(1, 28, 6, 5, 0)},    // 1->6, 5x5, 28x28 -> 24x24
-      {"lenet5_conv2", layer(6, 12, 16, 5, 0)},   // 6->16, 5x5, 12x12 -> 8x8
-      {"lenet1_conv1", layer(1, 28, 4, 5, 0)},    // 1->4, 5x5, 28x28 -> 24x24
-      {"lenet1_conv2", layer(4, 12, 12, 5, 0)},   // 4->12, 5x5, 12x12 -> 8x8
-      {"cifar_3x3_c16", layer(16, 32, 16, 3, 1)}, // 16->16, 3x3 'same', 32x32
-  };
-  return layers;
-}
 
 enum class Pass { forward, backward_data, backward_weight };
 const char* pass_name(Pass p) {
@@ -121,7 +101,7 @@ bool register_benchmarks() {
   const int max_threads = std::min(2, omp_get_max_threads());
   for (Pass pass : {Pass::forward, Pass::backward_data, Pass::backward_weight})
     for (KernelBackend be : {KernelBackend::eigen, KernelBackend::onednn, KernelBackend::reference})
-      for (const BenchLayer& l : bench_layers()) {
+      for (const Conv2dCase& l : cases_for(kConv2dCases, kBench)) {
         const std::string name = std::string(pass_name(pass)) + "/" + backend_name(be) + "/" + l.name;
         auto* b = benchmark::RegisterBenchmark(name.c_str(), bm_conv2d, be, pass, l.p);
         b->ArgNames({"batch", "threads"})->Unit(benchmark::kMicrosecond)->UseRealTime();

@@ -1,8 +1,9 @@
 // GPU benchmarks (Google Benchmark, CUDA events, manual time): the machine's measured peaks
 // (a large sgemm with cuBLAS in FP32 and TF32 math, device-to-device copy bandwidth) and
 // driftlab's CUDA kernels against them (own tiled gemm, conv2d forward/backward own vs cuDNN
-// on LeNet-5, ResNet-20 and VGG-16 shapes at batch 128). Each kernel is checked once against
-// the CPU reference on a small problem before it is timed.
+// on the LeNet-1/LeNet-5, ResNet-20 and VGG-16 layers of tests/cases/conv2d_cases.h at batch
+// 128). Each kernel is checked once against the CPU reference on a small problem before it is
+// timed.
 // Counters: FLOP/s (gemm: 2*M*N*K; conv: 2*N*K*P*Q*C*R*S per pass), bytes/s (copy: read+write).
 // Whole models (torch preset, float32, TF32 off): one training step (BM_CudaTrainStep: the
 // batch copied from the host, forward, loss, backward, SGD on the device, the loss and logits
@@ -13,7 +14,9 @@
 // first. Counter images/s (sequences/s for the recurrent models).
 // Without a device it prints "no CUDA device: <reason>; GPU benchmarks skipped" and exits 0.
 //
-// To add a conv shape: append a row to conv_shapes(). To add a gemm: append to gemm_shapes().
+// To add a conv shape: append a model-layer row to kConv2dCases in tests/cases/conv2d_cases.h (the
+// tests read it too), and to CONV_SHAPES in bench/peers/cuda_torch.py. To add a gemm: register
+// it in register_all().
 // To add a model case: append to model_cases() (and to MODEL_CASES in bench/peers/cuda_torch.py).
 #include <benchmark/benchmark.h>
 
@@ -33,6 +36,7 @@
 #include "kernels/cuda/ops.h"
 #include "kernels/cuda/runtime.h"
 #include "models/models.h"
+#include "tests/cases/conv2d_cases.h"
 
 namespace driftlab {
 namespace {
@@ -109,30 +113,9 @@ void bm_d2d_copy(benchmark::State& state, int64_t bytes) {
       benchmark::Counter(2.0 * static_cast<double>(bytes), benchmark::Counter::kIsIterationInvariantRate);
 }
 
-struct ConvShape {
-  const char* name;
-  Conv2dParams p;
-};
-
-Conv2dParams cshape(int64_t n, int64_t c, int64_t hw, int64_t k, int64_t r, int64_t pad, int64_t stride) {
-  Conv2dParams p;
-  p.n = n, p.c = c, p.h = p.w = hw, p.k = k, p.r = p.s = r, p.stride_h = p.stride_w = stride;
-  p.pad_t = p.pad_b = p.pad_l = p.pad_r = pad;
-  return p;
-}
-
-const std::vector<ConvShape>& conv_shapes() {
-  static const std::vector<ConvShape> s = {
-      {"lenet5_conv1_b128", cshape(128, 1, 28, 6, 5, 0, 1)},
-      {"lenet5_conv2_b128", cshape(128, 6, 12, 16, 5, 0, 1)},
-      {"resnet20_s1_b128", cshape(128, 16, 32, 16, 3, 1, 1)},
-      {"resnet20_s2_b128", cshape(128, 32, 16, 32, 3, 1, 1)},
-      {"resnet20_s3_b128", cshape(128, 64, 8, 64, 3, 1, 1)},
-      {"vgg16_c1_2_b128", cshape(128, 64, 32, 64, 3, 1, 1)},
-      {"vgg16_c4_b128", cshape(128, 512, 4, 512, 3, 1, 1)},
-  };
-  return s;
-}
+// The conv shapes are the model-layer rows of tests/cases/conv2d_cases.h (those with kBench),
+// at batch 128: BM_CudaConv2d/<row>_b128/<pass>/<own|cudnn>.
+constexpr int64_t kConvBatch = 128;
 
 // pass: 0 forward, 1 backward_data, 2 backward_weight
 void bm_conv(benchmark::State& state, const Conv2dParams& p, int pass, CudaBackend backend, bool tf32) {
@@ -296,12 +279,13 @@ void register_all() {
       ->UseManualTime()
       ->Unit(benchmark::kMillisecond);
   const char* passes[] = {"forward", "backward_data", "backward_weight"};
-  for (const ConvShape& cs : conv_shapes())
+  for (const Conv2dCase& cs : cases_for(kConv2dCases, kBench))
     for (int pass = 0; pass < 3; ++pass)
       for (int b = 0; b < 2; ++b) {
-        const std::string name = std::string("BM_CudaConv2d/") + cs.name + "/" + passes[pass] + "/" +
-                                 (b ? "cudnn" : names[0]);
-        const Conv2dParams p = cs.p;
+        const std::string name = std::string("BM_CudaConv2d/") + cs.name + "_b" + std::to_string(kConvBatch) + "/" +
+                                 passes[pass] + "/" + (b ? "cudnn" : names[0]);
+        Conv2dParams p = cs.p;
+        p.n = kConvBatch;
         const CudaBackend be = b ? CudaBackend::vendor : CudaBackend::own;
         benchmark::RegisterBenchmark(name.c_str(), [p, pass, be](benchmark::State& s) { bm_conv(s, p, pass, be, false); })
             ->UseManualTime()

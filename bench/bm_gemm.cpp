@@ -1,15 +1,12 @@
 // gemm kernels per backend (eigen float32/float64, onednn float32, reference float32 as a
-// baseline on the small shapes) for square 512/1024/2048 and the dense-layer shapes of
-// LeNet-1/LeNet-5 at batch 32/64/128, at 1 or 2 OpenMP threads.
+// baseline on the small shapes) for the benchmark rows of tests/cases/gemm_cases.h: square
+// 512/1024/2048 and the three products of the dense layers of LeNet-1/LeNet-5 at batch
+// 32/64/128, at 1 or 2 OpenMP threads. Names: <backend>/<dtype>/<row>/threads:<t>.
 // Each benchmark first checks its kernel against the reference on a small problem with the
 // same transposes and scaling, then times C = alpha*op(A)*op(B) + beta*C.
 // Counters: FLOP/s (2*M*N*K per call).
 //
-// Dense layer y(B,out) = x(B,in) * W(out,in)^T + b needs three products per step:
-//   forward          m=B,   n=out, k=in,  trans_b
-//   backward_data    m=B,   n=in,  k=out             dx = dy * W
-//   backward_weight  m=out, n=in,  k=B,   trans_a, beta=1 (accumulates)   dW += dy^T * x
-// To add a shape: append a row to dense_layers() or square_sizes().
+// To add a shape: append a row to kGemmCases in tests/cases/gemm_cases.h (the tests read it too).
 #include <benchmark/benchmark.h>
 #include <omp.h>
 
@@ -21,29 +18,10 @@
 #include "engine/ops/gemm.h"
 #include "kernels/cpu/registry.h"
 #include "kernels/cpu/ref/ref.h"
+#include "tests/cases/gemm_cases.h"
 
 namespace driftlab {
 namespace {
-
-struct DenseLayer {
-  const char* name;
-  int64_t in, out;
-};
-
-const std::vector<DenseLayer>& dense_layers() {
-  static const std::vector<DenseLayer> layers = {
-      {"lenet5_fc1", 256, 120},  // 16*4*4 -> 120
-      {"lenet5_fc2", 120, 84},
-      {"lenet5_fc3", 84, 10},
-      {"lenet1_fc", 192, 10},  // 12*4*4 -> 10
-  };
-  return layers;
-}
-
-const std::vector<int64_t>& square_sizes() {
-  static const std::vector<int64_t> sizes = {512, 1024, 2048};
-  return sizes;
-}
 
 template <typename T>
 std::vector<T> values(int64_t n, double phase) {
@@ -95,12 +73,6 @@ void bm_gemm(benchmark::State& state, KernelBackend backend, GemmParams p) {
   omp_set_num_threads(saved_threads);
 }
 
-GemmParams gemm(int64_t m, int64_t n, int64_t k, bool trans_a, bool trans_b, double beta) {
-  GemmParams p;
-  p.m = m, p.n = n, p.k = k, p.trans_a = trans_a, p.trans_b = trans_b, p.beta = beta;
-  return p;
-}
-
 void add(const std::string& shape, KernelBackend be, DType dt, const GemmParams& p) {
   const std::string name = std::string(backend_name(be)) + "/" + dtype_name(dt) + "/" + shape;
   benchmark::internal::Benchmark* b = dt == DType::f32
@@ -111,27 +83,22 @@ void add(const std::string& shape, KernelBackend be, DType dt, const GemmParams&
   for (int t = 1; t <= max_threads; ++t) b->Arg(t);
 }
 
+// The reference (single loops) is a float32 baseline only up to this many multiply-adds a
+// product (every dense-layer row): at square_512 one call takes about 0.05 s, at 2048 seconds.
+constexpr int64_t kReferenceMaxMacs = int64_t(1) << 22;
+
 bool register_benchmarks() {
   struct Backend {
     KernelBackend be;
     DType dt;
   };
-  const std::vector<Backend> fast = {{KernelBackend::eigen, DType::f32},
-                                     {KernelBackend::onednn, DType::f32},
-                                     {KernelBackend::eigen, DType::f64}};
-  for (int64_t n : square_sizes())
-    for (const Backend& b : fast) add("square_" + std::to_string(n), b.be, b.dt, gemm(n, n, n, false, false, 0.0));
-  std::vector<Backend> dense = fast;
-  dense.push_back({KernelBackend::reference, DType::f32});
-  for (const DenseLayer& l : dense_layers())
-    for (int64_t batch : {32, 64, 128}) {
-      const std::string s = std::string(l.name) + "_b" + std::to_string(batch);
-      for (const Backend& b : dense) {
-        add(s + "/forward", b.be, b.dt, gemm(batch, l.out, l.in, false, true, 0.0));
-        add(s + "/backward_data", b.be, b.dt, gemm(batch, l.in, l.out, false, false, 0.0));
-        add(s + "/backward_weight", b.be, b.dt, gemm(l.out, l.in, batch, true, false, 1.0));
-      }
-    }
+  const std::vector<Backend> backends = {{KernelBackend::eigen, DType::f32},
+                                         {KernelBackend::onednn, DType::f32},
+                                         {KernelBackend::eigen, DType::f64},
+                                         {KernelBackend::reference, DType::f32}};
+  for (const GemmCase& c : cases_for(kGemmCases, kBench))
+    for (const Backend& b : backends)
+      if (b.be != KernelBackend::reference || c.p.m * c.p.n * c.p.k <= kReferenceMaxMacs) add(c.name, b.be, b.dt, c.p);
   return true;
 }
 

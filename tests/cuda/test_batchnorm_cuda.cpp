@@ -1,42 +1,32 @@
 // CUDA BatchNorm (own kernels; cuDNN in test_vendor_cuda.cpp) against the reference:
 // training forward (y, mean, var, invstd), inference with both variance meanings, backward
 // (dx; dgamma/dbeta '+=' from non-zero starts), and the running update for every estimator
-// with and without zero-debias. Shapes: 4-D with odd spatial sizes, batch 2, 2-D (S=1).
+// with and without zero-debias. Shapes: tests/cases/batchnorm_cases.h's rows (shared with the
+// CPU test and the benchmark): odd spatial sizes, batch 2, 2-D (S=1), a shifted mean.
 // The device sums in double: float64 runs are compared tightly, float32 runs with bounds
 // derived below.
 #include <gtest/gtest.h>
 
-#include <vector>
+#include <string>
 
 #include "engine/ops/batchnorm.h"
 #include "kernels/cpu/ref/ref.h"
 #include "kernels/cuda/ops.h"
+#include "tests/cases/batchnorm_cases.h"
 #include "tests/cuda/cuda_test_util.h"
 
 namespace driftlab {
 namespace {
 
-struct BnCase {
-  const char* name;
-  int64_t n, c, s;
-};
-
-const std::vector<BnCase>& cases() {
-  static const std::vector<BnCase> cs = {
-      {"conv_odd_spatial", 3, 5, 7 * 9}, {"batch2", 2, 4, 1}, {"dense_2d", 33, 17, 1}, {"resnet_like", 8, 16, 64}};
-  return cs;
-}
-
-class CudaBatchNorm : public ::testing::TestWithParam<std::tuple<BnCase, DType>> {};
+class CudaBatchNorm : public ::testing::TestWithParam<std::tuple<BatchNormCase, DType>> {};
 
 TEST_P(CudaBatchNorm, MatchesReference) {
   REQUIRE_CUDA_DEVICE();
-  const BnCase& bc = std::get<0>(GetParam());
+  const BatchNormCase& bc = std::get<0>(GetParam());
   const DType dt = std::get<1>(GetParam());
-  BatchNormParams p;
-  p.n = bc.n, p.c = bc.c, p.s = bc.s, p.eps = 1e-3;
+  const BatchNormParams p = batchnorm_case_params(bc);
   const Shape xs = {bc.n, bc.c, bc.s}, cs = {bc.c};
-  Tensor x = random_tensor(xs, dt, 80, -2.0, 3.0), dy = random_tensor(xs, dt, 81);
+  Tensor x = random_tensor(xs, dt, 80, bc.lo, bc.hi), dy = random_tensor(xs, dt, 81);
   Tensor g = random_tensor(cs, dt, 82, 0.5, 1.5), b = random_tensor(cs, dt, 83);
   Tensor dg0 = random_tensor(cs, dt, 84), db0 = random_tensor(cs, dt, 85);
   // float64 reference from the same values
@@ -80,10 +70,10 @@ TEST_P(CudaBatchNorm, MatchesReference) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Cases, CudaBatchNorm,
-                         ::testing::Combine(::testing::ValuesIn(cases()), ::testing::Values(DType::f32, DType::f64)),
+                         ::testing::Combine(::testing::ValuesIn(cases_for(kBatchNormCases, kCudaTest)),
+                                            ::testing::Values(DType::f32, DType::f64)),
                          [](const auto& info) {
-                           return std::string(std::get<0>(info.param).name) + "_" +
-                                  dtype_name(std::get<1>(info.param));
+                           return batchnorm_case_name(std::get<0>(info.param)) + "_" + dtype_name(std::get<1>(info.param));
                          });
 
 // Inference and the running update take the reference's formulas statement by statement on

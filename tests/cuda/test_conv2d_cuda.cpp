@@ -1,76 +1,27 @@
 // CUDA conv2d (own im2col + gemm; cuDNN in test_vendor_cuda.cpp) against the reference
-// kernels on awkward shapes: odd sizes, batch 1, stride 2, dilation, padding on one side only,
-// pads wider than the kernel, flip, 1x1, no bias. All three passes, float32 and float64.
+// kernels on tests/cases/conv2d_cases.h's rows (shared with the CPU test and the benchmarks):
+// odd sizes, batch 1, stride 2, dilation, padding on one side only, pads wider than the kernel,
+// flip, 1x1, no bias, and the model layers. All three passes, float32 and float64.
 // Tolerance: gamma_n * (the same pass run on |inputs| in float64), n = the number of terms
 // per output (see cuda_test_util.h); backward_weight/db start from non-zero values to check '+='.
 #include <gtest/gtest.h>
 
-#include <functional>
-#include <vector>
+#include <string>
 
 #include "engine/ops/conv2d.h"
 #include "kernels/cpu/ref/ref.h"
 #include "kernels/cuda/ops.h"
+#include "tests/cases/conv2d_cases.h"
 #include "tests/cuda/cuda_test_util.h"
 
 namespace driftlab {
 namespace {
 
-struct CudaConvCase {
-  const char* name;
-  Conv2dParams p;
-  bool bias = true;
-};
-
-Conv2dParams conv(int64_t n, int64_t c, int64_t h, int64_t w, int64_t k, int64_t r, int64_t s,
-                  const std::function<void(Conv2dParams&)>& edit = nullptr) {
-  Conv2dParams p;
-  p.n = n, p.c = c, p.h = h, p.w = w, p.k = k, p.r = r, p.s = s;
-  if (edit) edit(p);
-  return p;
-}
-
-const std::vector<CudaConvCase>& cases() {
-  static const std::vector<CudaConvCase> cs = {
-      {"odd_sizes_c3", conv(2, 3, 7, 9, 5, 3, 3, [](Conv2dParams& p) { p.pad_t = p.pad_b = p.pad_l = p.pad_r = 1; })},
-      {"batch1_lenet_conv1", conv(1, 1, 28, 28, 6, 5, 5)},
-      {"stride2_pad1", conv(3, 3, 11, 10, 4, 3, 3,
-                            [](Conv2dParams& p) {
-                              p.stride_h = p.stride_w = 2;
-                              p.pad_t = p.pad_b = p.pad_l = p.pad_r = 1;
-                            })},
-      {"dilation2", conv(2, 2, 9, 11, 3, 3, 2, [](Conv2dParams& p) { p.dil_h = p.dil_w = 2; })},
-      {"pad_one_side_only", conv(2, 3, 8, 7, 4, 3, 3, [](Conv2dParams& p) { p.pad_b = 1, p.pad_r = 2; })},
-      {"tf_same_stride2_asym", conv(2, 4, 8, 8, 6, 3, 3,
-                                    [](Conv2dParams& p) {
-                                      p.stride_h = p.stride_w = 2;
-                                      p.pad_t = 0, p.pad_b = 1, p.pad_l = 0, p.pad_r = 1;
-                                    })},
-      {"one_by_one_stride2", conv(2, 3, 7, 6, 5, 1, 1, [](Conv2dParams& p) { p.stride_h = p.stride_w = 2; })},
-      {"nonsquare_kernel_flip", conv(2, 3, 9, 8, 5, 2, 4,
-                                     [](Conv2dParams& p) {
-                                       p.flip = true;
-                                       p.pad_t = 1, p.pad_l = 2, p.pad_r = 1;
-                                     })},
-      {"flip_lenet_conv2_no_bias", conv(4, 6, 12, 12, 16, 5, 5, [](Conv2dParams& p) { p.flip = true; }), false},
-      {"pad_wider_than_kernel", conv(2, 2, 5, 6, 3, 2, 3,
-                                     [](Conv2dParams& p) { p.pad_t = 3, p.pad_b = 2, p.pad_l = 4, p.pad_r = 3; })},
-      {"resnet20_stage1_batch9", conv(9, 16, 32, 32, 16, 3, 3,
-                                      [](Conv2dParams& p) { p.pad_t = p.pad_b = p.pad_l = p.pad_r = 1; })},
-      {"many_channels_c17_k19_stride2_flip", conv(3, 17, 9, 10, 19, 3, 3,
-                                                  [](Conv2dParams& p) {
-                                                    p.stride_h = p.stride_w = 2, p.flip = true;
-                                                    p.pad_t = 1, p.pad_b = 1, p.pad_l = 0, p.pad_r = 1;
-                                                  })},
-  };
-  return cs;
-}
-
-class CudaConv2d : public ::testing::TestWithParam<std::tuple<CudaConvCase, DType>> {};
+class CudaConv2d : public ::testing::TestWithParam<std::tuple<Conv2dCase, DType>> {};
 
 TEST_P(CudaConv2d, AllPassesMatchReference) {
   REQUIRE_CUDA_DEVICE();
-  const CudaConvCase& cc = std::get<0>(GetParam());
+  const Conv2dCase& cc = std::get<0>(GetParam());
   const DType dt = std::get<1>(GetParam());
   const Conv2dParams& p = cc.p;
   Tensor x = random_tensor(p.x_shape(), dt, 10), w = random_tensor(p.w_shape(), dt, 11);
@@ -116,7 +67,7 @@ TEST_P(CudaConv2d, AllPassesMatchReference) {
 
 TEST_P(CudaConv2d, SameBitsTwice) {
   REQUIRE_CUDA_DEVICE();
-  const CudaConvCase& cc = std::get<0>(GetParam());
+  const Conv2dCase& cc = std::get<0>(GetParam());
   const DType dt = std::get<1>(GetParam());
   const Conv2dParams& p = cc.p;
   cuda::CudaContext ctx;
@@ -132,10 +83,10 @@ TEST_P(CudaConv2d, SameBitsTwice) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Cases, CudaConv2d,
-                         ::testing::Combine(::testing::ValuesIn(cases()), ::testing::Values(DType::f32, DType::f64)),
+                         ::testing::Combine(::testing::ValuesIn(cases_for(kConv2dCases, kCudaTest)),
+                                            ::testing::Values(DType::f32, DType::f64)),
                          [](const auto& info) {
-                           return std::string(std::get<0>(info.param).name) + "_" +
-                                  dtype_name(std::get<1>(info.param));
+                           return conv2d_case_name(std::get<0>(info.param)) + "_" + dtype_name(std::get<1>(info.param));
                          });
 
 }  // namespace

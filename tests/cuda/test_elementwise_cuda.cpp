@@ -1,7 +1,8 @@
 // CUDA activations and SGD step against the CPU: relu (every grad-at-zero), hard sigmoid
-// (both edge rules, inputs on the edges) and every SGD form x decay placement x Nesterov bit
-// for bit (pure + - * / with the same roundings: kernels built with -fmad=false); tanh and
-// sigmoid within a few ulps (CUDA's tanh/exp against glibc's).
+// (both slopes and edge rules, inputs on the edges; tests/cases/activation_cases.h's rows,
+// shared with the CPU test) and every SGD form x decay placement x Nesterov bit for bit (pure
+// + - * / with the same roundings: kernels built with -fmad=false); tanh and sigmoid within a
+// few ulps (CUDA's tanh/exp against glibc's).
 #include <gtest/gtest.h>
 
 #include <string>
@@ -13,6 +14,7 @@
 #include "engine/train/sgd.h"
 #include "kernels/cpu/ref/ref.h"
 #include "kernels/cuda/ops.h"
+#include "tests/cases/activation_cases.h"
 #include "tests/cuda/cuda_test_util.h"
 
 namespace driftlab {
@@ -34,25 +36,9 @@ TEST(CudaActivation, MatchesReference) {
   REQUIRE_CUDA_DEVICE();
   cuda::CudaContext ctx;
   for (DType dt : {DType::f32, DType::f64}) {
-    std::vector<ActivationParams> ps;
-    for (double g0 : {0.0, 0.5, 1.0}) {
-      ActivationParams p;
-      p.relu_grad_at_zero = g0;
-      ps.push_back(p);
-    }
-    for (ActKind k : {ActKind::tanh, ActKind::sigmoid}) {
-      ActivationParams p;
-      p.kind = k;
-      ps.push_back(p);
-    }
-    for (bool incl : {true, false})
-      for (double slope : {0.2, 1.0 / 6.0}) {
-        ActivationParams p;
-        p.kind = ActKind::hard_sigmoid, p.hs_slope = slope, p.hs_offset = 0.5, p.hs_grad_edges_inclusive = incl;
-        ps.push_back(p);
-      }
     Tensor x = act_input(dt), dy = random_tensor(x.shape(), dt, 51);
-    for (const ActivationParams& p : ps) {
+    for (const ActivationCase& c : cases_for(kActivationCases, kCudaTest)) {
+      const ActivationParams& p = c.p;
       Tensor ry(x.shape(), dt), rdx(x.shape(), dt);
       activation_forward_ref(p, x, ry);
       activation_backward_ref(p, x, ry, dy, rdx);
@@ -62,7 +48,7 @@ TEST(CudaActivation, MatchesReference) {
       // backward from the reference's y, so that only the backward formula is compared
       cuda::DeviceTensor gry = cuda::to_device(ctx, ry);
       cuda::activation_backward_cuda(ctx, p, gx, gry, gdy, gdx);
-      const std::string what = std::string(act_name(p.kind)) + " " + dtype_name(dt);
+      const std::string what = std::string(c.name) + " " + dtype_name(dt);
       if (p.kind == ActKind::tanh || p.kind == ActKind::sigmoid) {
         // CUDA tanh/exp are within 2 ulp, glibc's within 1; sigmoid adds one add and one
         // divide: 4 ulp of the result, plus 4 eps absolute near 0 where ulps shrink.

@@ -1,46 +1,24 @@
 // CUDA max/average pooling (own kernels) against the reference: bit for bit, float32 and
-// float64, on awkward shapes, with ties (small-integer inputs), NaN, both tie rules and both
-// average divisors. Bitwise because a max involves no rounding and the average's sums run in
-// the reference's order (kernels built with -fmad=false).
+// float64, on tests/cases/pool2d_cases.h's rows (shared with the CPU test and the benchmark:
+// awkward shapes and the LeNet/VGG-like layers), with ties (small-integer inputs), NaN, both
+// tie rules and both average divisors. Bitwise because a max involves no rounding and the
+// average's sums run in the reference's order (kernels built with -fmad=false).
 #include <gtest/gtest.h>
 
 #include <cmath>
 #include <limits>
-#include <vector>
+#include <string>
 
 #include "engine/ops/pool2d.h"
 #include "kernels/cpu/ref/ref.h"
 #include "kernels/cuda/ops.h"
+#include "tests/cases/pool2d_cases.h"
 #include "tests/cuda/cuda_test_util.h"
 
 namespace driftlab {
 namespace {
 
-struct PoolCase {
-  const char* name;
-  Pool2dParams p;
-};
-
-Pool2dParams pool(int64_t n, int64_t c, int64_t h, int64_t w, int64_t k, int64_t s, int64_t pt, int64_t pb,
-                  int64_t pl, int64_t pr) {
-  Pool2dParams p;
-  p.n = n, p.c = c, p.h = h, p.w = w, p.kh = p.kw = k, p.stride_h = p.stride_w = s;
-  p.pad_t = pt, p.pad_b = pb, p.pad_l = pl, p.pad_r = pr;
-  return p;
-}
-
-const std::vector<PoolCase>& cases() {
-  static const std::vector<PoolCase> cs = {
-      {"lenet_2x2_s2", pool(3, 6, 24, 24, 2, 2, 0, 0, 0, 0)},
-      {"odd_3x3_s2_overlap", pool(2, 3, 9, 11, 3, 2, 0, 0, 0, 0)},
-      {"batch1_pad_one_side", pool(1, 2, 7, 8, 3, 2, 0, 1, 1, 0)},
-      {"torch_ceil_mode_pads", pool(2, 5, 13, 13, 3, 2, 1, 2, 1, 2)},
-      {"stride1_overlap_3x3", pool(2, 2, 6, 7, 3, 1, 1, 1, 1, 1)},
-  };
-  return cs;
-}
-
-class CudaPool2d : public ::testing::TestWithParam<std::tuple<PoolCase, DType>> {};
+class CudaPool2d : public ::testing::TestWithParam<std::tuple<Pool2dCase, DType>> {};
 
 TEST_P(CudaPool2d, BitwiseAsReference) {
   REQUIRE_CUDA_DEVICE();
@@ -84,10 +62,10 @@ TEST_P(CudaPool2d, BitwiseAsReference) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Cases, CudaPool2d,
-                         ::testing::Combine(::testing::ValuesIn(cases()), ::testing::Values(DType::f32, DType::f64)),
+                         ::testing::Combine(::testing::ValuesIn(cases_for(kPool2dCases, kCudaTest)),
+                                            ::testing::Values(DType::f32, DType::f64)),
                          [](const auto& info) {
-                           return std::string(std::get<0>(info.param).name) + "_" +
-                                  dtype_name(std::get<1>(info.param));
+                           return pool2d_case_name(std::get<0>(info.param)) + "_" + dtype_name(std::get<1>(info.param));
                          });
 
 }  // namespace

@@ -2,7 +2,8 @@
 // for every kind and every framework constant (relu's gradient at 0, both hard sigmoids and both
 // edge rules), float32 and float64, on tensors large enough to be split over threads (1, 2 and
 // 3 threads), with the inputs where the formulas branch (0, the hard sigmoid's clip points) and
-// NaN/infinities placed among them: both call the same per-element functions.
+// NaN/infinities placed among them: both call the same per-element functions. The cases are
+// tests/cases/activation_cases.h's rows (shared with the CUDA test): to add one, append it there.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -11,35 +12,11 @@
 #include "engine/ops/activation.h"
 #include "kernels/cpu/ref/ref.h"
 #include "kernels/cpu/registry.h"
+#include "tests/cases/activation_cases.h"
 #include "tests/test_util.h"
 
 namespace driftlab {
 namespace {
-
-struct ActCase {
-  const char* name;
-  ActivationParams p;
-};
-
-std::vector<ActCase> cases() {
-  std::vector<ActCase> v;
-  ActivationParams a;
-  a.kind = ActKind::relu;
-  v.push_back({"relu", a});
-  a.relu_grad_at_zero = 0.5;
-  v.push_back({"relu_grad_half_at_0", a});
-  a = {};
-  a.kind = ActKind::tanh;
-  v.push_back({"tanh", a});
-  a.kind = ActKind::sigmoid;
-  v.push_back({"sigmoid", a});
-  a.kind = ActKind::hard_sigmoid;
-  v.push_back({"hard_sigmoid_keras_inclusive", a});  // 0.2x+0.5
-  a.hs_slope = 1.0 / 6.0;
-  a.hs_grad_edges_inclusive = false;
-  v.push_back({"hard_sigmoid_torch_exclusive", a});  // x/6+0.5
-  return v;
-}
 
 // 40,000 values in [-4, 4] (above the kernel's 32K-element parallel threshold), with exact 0s, the
 // clip points of both hard sigmoids (+-2.5, +-3), NaN and infinities among them.
@@ -58,7 +35,7 @@ TEST(ActivationFast, SameBitsAsTheReference) {
   const KernelRegistry reg = make_cpu_registry();
   const ActivationKernel& fast = reg.activation.at(KernelBackend::fast);
   ASSERT_STREQ(fast.name, "fast");
-  for (const ActCase& c : cases())
+  for (const ActivationCase& c : cases_for(kActivationCases, kCpuTest))
     for (DType dt : {DType::f32, DType::f64}) {
       SCOPED_TRACE(std::string(c.name) + " " + dtype_name(dt));
       const Tensor x = input(dt), dy = random_tensor(x.shape(), dt, 32);

@@ -5,6 +5,8 @@
 // agreeing with a float64 reference to within float32 rounding; the inference forward and
 // backward (y and dx the reference's bits, dgamma/dbeta within rounding); the same bits at 1 and
 // 2 threads; float64 input refused by the kernel and sent to the reference by the registry.
+// The shapes are tests/cases/batchnorm_cases.h's rows (shared with the CUDA test and the
+// benchmark): to add one, append it there.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -13,31 +15,12 @@
 #include "engine/ops/batchnorm.h"
 #include "kernels/cpu/ref/ref.h"
 #include "kernels/cpu/registry.h"
+#include "tests/cases/batchnorm_cases.h"
 #include "tests/test_util.h"
 
 namespace {
 
 using namespace driftlab;
-
-struct BnCase {
-  const char* name;
-  int64_t n, c, s;
-  double lo, hi;
-};
-const BnCase kCases[] = {
-    {"odd_3x5x7", 3, 5, 7, -1.0, 1.0},
-    {"bn1d_6x4", 6, 4, 1, -2.0, 3.0},
-    {"resnet_stage1_32x16x1024", 32, 16, 1024, -1.0, 3.0},
-    {"shifted_mean_8x3x49", 8, 3, 49, 100.0, 101.0},  // mean 100.5, std 0.29
-    {"two_values_2x1x1", 2, 1, 1, -1.0, 1.0},
-};
-
-BatchNormParams params(const BnCase& c) {
-  BatchNormParams p;
-  p.n = c.n, p.c = c.c, p.s = c.s;
-  p.eps = 1e-3;
-  return p;
-}
 
 Tensor to_f64(const Tensor& t) {
   Tensor r(t.shape(), DType::f64);
@@ -56,8 +39,8 @@ const BatchNormKernel& kernel(bool fast) {
 
 // Inference semantics: running statistics drawn from the case's seed (variance in [0.5, 2]).
 // mean/var/invstd are left empty (the inference pass has none).
-Result run_infer(const BnCase& c, bool fast, DType dt) {
-  const BatchNormParams p = params(c);
+Result run_infer(const BatchNormCase& c, bool fast, DType dt) {
+  const BatchNormParams p = batchnorm_case_params(c);
   const Shape shape{c.n, c.c, c.s};
   uint64_t seed = 29;
   for (const char* ch = c.name; *ch; ++ch) seed = seed * 31 + static_cast<unsigned char>(*ch);
@@ -73,8 +56,8 @@ Result run_infer(const BnCase& c, bool fast, DType dt) {
   return r;
 }
 
-Result run(const BnCase& c, bool fast, DType dt) {
-  const BatchNormParams p = params(c);
+Result run(const BatchNormCase& c, bool fast, DType dt) {
+  const BatchNormParams p = batchnorm_case_params(c);
   const Shape shape{c.n, c.c, c.s};
   uint64_t seed = 17;
   for (const char* ch = c.name; *ch; ++ch) seed = seed * 31 + static_cast<unsigned char>(*ch);
@@ -97,10 +80,10 @@ Result run(const BnCase& c, bool fast, DType dt) {
   return all_close(a, r, tol * m, 0.0);
 }
 
-class BatchNormFast : public ::testing::TestWithParam<BnCase> {};
+class BatchNormFast : public ::testing::TestWithParam<BatchNormCase> {};
 
 TEST_P(BatchNormFast, MatchesTheFloat64ReferenceAsCloselyAsTheFloat32Reference) {
-  const BnCase c = GetParam();
+  const BatchNormCase c = GetParam();
   const Result fast = run(c, true, DType::f32), ref = run(c, false, DType::f32), exact = run(c, false, DType::f64);
   // Tolerance: float32 rounding of a sum of <= 32,768 terms (~sqrt(n) ulps in the float32
   // reference's one chain; the fast kernel's lane sums are shorter) and of the per-element
@@ -120,7 +103,7 @@ TEST_P(BatchNormFast, MatchesTheFloat64ReferenceAsCloselyAsTheFloat32Reference) 
 }
 
 TEST_P(BatchNormFast, InferenceMatchesTheReference) {
-  const BnCase c = GetParam();
+  const BatchNormCase c = GetParam();
   const Result fast = run_infer(c, true, DType::f32), ref = run_infer(c, false, DType::f32),
                exact = run_infer(c, false, DType::f64);
   // y and dx are elementwise with a per-channel scale, written as the reference writes them: the
@@ -135,11 +118,11 @@ TEST_P(BatchNormFast, InferenceMatchesTheReference) {
   }
 }
 
-INSTANTIATE_TEST_SUITE_P(Shapes, BatchNormFast, ::testing::ValuesIn(kCases),
-                         [](const ::testing::TestParamInfo<BnCase>& i) { return std::string(i.param.name); });
+INSTANTIATE_TEST_SUITE_P(Shapes, BatchNormFast, ::testing::ValuesIn(cases_for(kBatchNormCases, kCpuTest)),
+                         [](const ::testing::TestParamInfo<BatchNormCase>& i) { return batchnorm_case_name(i.param); });
 
 TEST(BatchNormFast, SameBitsForOneAndTwoThreads) {
-  const BnCase c = kCases[2];
+  const BatchNormCase c = case_named(kBatchNormCases, "resnet_stage1_32x16x1024");
   Result one, two;
   {
     ThreadCountGuard g(1);
@@ -155,11 +138,11 @@ TEST(BatchNormFast, SameBitsForOneAndTwoThreads) {
 }
 
 TEST(BatchNormFast, RefusesFloat64AndTheRegistrySendsItToTheReference) {
-  const BnCase c = kCases[0];
+  const BatchNormCase c = case_named(kBatchNormCases, "odd_3x5x7");
   EXPECT_THROW(run(c, true, DType::f64), Error);
   const KernelRegistry reg = make_cpu_registry();
-  EXPECT_STREQ(reg.batchnorm.select(KernelBackend::fast, params(c), DType::f64).name, "reference");
-  EXPECT_STREQ(reg.batchnorm.select(KernelBackend::fast, params(c), DType::f32).name, "fast");
+  EXPECT_STREQ(reg.batchnorm.select(KernelBackend::fast, batchnorm_case_params(c), DType::f64).name, "reference");
+  EXPECT_STREQ(reg.batchnorm.select(KernelBackend::fast, batchnorm_case_params(c), DType::f32).name, "fast");
 }
 
 }  // namespace

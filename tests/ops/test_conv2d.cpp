@@ -2,14 +2,13 @@
 // (backend x dtype x case): forward (=), backward_data (=), backward_weight (+= into dw, db),
 // plus the float64 fallback of oneDNN and bitwise reproducibility with 2 threads.
 //
-// To add a case: 1) append a row to conv_cases() with a name saying what is awkward about it;
-// 2) nothing else: every backend and dtype picks it up.
+// The cases are tests/cases/conv2d_cases.h's rows (shared with the CUDA test and the
+// benchmarks): to add one, append a row there; every backend and dtype picks it up.
 #include <gtest/gtest.h>
 #include <omp.h>
 
 #include <algorithm>
 #include <cmath>
-#include <functional>
 #include <limits>
 #include <string>
 #include <utility>
@@ -18,86 +17,28 @@
 #include "engine/ops/conv2d.h"
 #include "kernels/cpu/registry.h"
 #include "kernels/cpu/ref/ref.h"
+#include "tests/cases/conv2d_cases.h"
 #include "tests/test_util.h"
 
 namespace driftlab {
 namespace {
 
-struct ConvCase {
-  const char* name;
-  Conv2dParams p;
-  bool bias = true;
-};
-
-// n, c, h, w, k, r, s; then the edits that make the case awkward.
-Conv2dParams conv(int64_t n, int64_t c, int64_t h, int64_t w, int64_t k, int64_t r, int64_t s,
-                  const std::function<void(Conv2dParams&)>& edit = nullptr) {
-  Conv2dParams p;
-  p.n = n, p.c = c, p.h = h, p.w = w, p.k = k, p.r = r, p.s = s;
-  if (edit) edit(p);
-  return p;
-}
-
-const std::vector<ConvCase>& conv_cases() {
-  static const std::vector<ConvCase> cases = {
-      {"odd_sizes_c3", conv(2, 3, 7, 9, 5, 3, 3, [](Conv2dParams& p) { p.pad_t = p.pad_b = p.pad_l = p.pad_r = 1; })},
-      {"batch1_lenet_conv1", conv(1, 1, 28, 28, 6, 5, 5)},
-      {"odd_batch_lenet_conv2", conv(7, 6, 12, 12, 16, 5, 5)},
-      {"stride2", conv(3, 3, 11, 10, 4, 3, 3,
-                       [](Conv2dParams& p) {
-                         p.stride_h = p.stride_w = 2;
-                         p.pad_t = p.pad_b = p.pad_l = p.pad_r = 1;
-                       })},
-      {"dilation2", conv(2, 2, 9, 11, 3, 3, 2, [](Conv2dParams& p) { p.dil_h = p.dil_w = 2; })},
-      {"asym_pad", conv(2, 3, 8, 7, 4, 3, 3,
-                        [](Conv2dParams& p) {
-                          p.pad_t = 0, p.pad_b = 1, p.pad_l = 2, p.pad_r = 0;
-                        })},
-      {"one_by_one", conv(3, 5, 6, 7, 4, 1, 1)},
-      {"one_by_one_stride2_pad", conv(2, 3, 7, 6, 5, 1, 1,
-                                      [](Conv2dParams& p) {
-                                        p.stride_h = p.stride_w = 2;
-                                        p.pad_t = 1, p.pad_r = 1;
-                                      })},
-      {"nonsquare_kernel_flip", conv(2, 3, 9, 8, 5, 2, 4,
-                                     [](Conv2dParams& p) {
-                                       p.flip = true;
-                                       p.pad_t = 1, p.pad_l = 2, p.pad_r = 1;
-                                     })},
-      {"flip_lenet_conv2_no_bias", conv(4, 6, 12, 12, 16, 5, 5, [](Conv2dParams& p) { p.flip = true; }), false},
-      {"c1_mixed_stride_dilation_flip", conv(2, 1, 13, 12, 3, 3, 3,
-                                             [](Conv2dParams& p) {
-                                               p.stride_h = 2, p.dil_w = 2, p.flip = true;
-                                               p.pad_t = 1, p.pad_b = 0, p.pad_l = 0, p.pad_r = 2;
-                                             })},
-      {"pad_wider_than_kernel", conv(2, 2, 5, 6, 3, 2, 3,
-                                     [](Conv2dParams& p) {
-                                       p.pad_t = 3, p.pad_b = 2, p.pad_l = 4, p.pad_r = 3;
-                                     })},
-      {"many_channels_c17_k19_stride2_flip", conv(3, 17, 9, 10, 19, 3, 3,
-                                                  [](Conv2dParams& p) {
-                                                    p.stride_h = p.stride_w = 2, p.flip = true;
-                                                    p.pad_t = 1, p.pad_b = 1, p.pad_l = 0, p.pad_r = 1;
-                                                  })},
-      {"cifar_3x3_c16_same", conv(2, 16, 10, 10, 16, 3, 3, [](Conv2dParams& p) {
-         p.pad_t = p.pad_b = p.pad_l = p.pad_r = 1;
-       })},
-  };
-  return cases;
-}
-
 struct ConvTestParam {
   KernelBackend backend;
   DType dtype;
-  ConvCase c;
+  Conv2dCase c;
 };
+
+void PrintTo(const ConvTestParam& tp, std::ostream* os) {
+  *os << backend_name(tp.backend) << " " << dtype_name(tp.dtype) << " " << tp.c.name;
+}
 
 std::vector<ConvTestParam> conv_params() {
   std::vector<ConvTestParam> out;
   for (KernelBackend b : {KernelBackend::eigen, KernelBackend::onednn})
     for (DType dt : {DType::f32, DType::f64}) {
       if (b == KernelBackend::onednn && dt == DType::f64) continue;  // no double path: see Onednn*Fallback
-      for (const ConvCase& c : conv_cases()) out.push_back({b, dt, c});
+      for (const Conv2dCase& c : cases_for(kConv2dCases, kCpuTest)) out.push_back({b, dt, c});
     }
   return out;
 }
@@ -172,7 +113,8 @@ TEST_P(Conv2dFastVsRef, BackwardWeightAccumulates) {
 }
 
 std::string conv_param_name(const ::testing::TestParamInfo<ConvTestParam>& info) {
-  return std::string(backend_name(info.param.backend)) + "_" + dtype_name(info.param.dtype) + "_" + info.param.c.name;
+  return std::string(backend_name(info.param.backend)) + "_" + dtype_name(info.param.dtype) + "_" +
+         conv2d_case_name(info.param.c);
 }
 
 INSTANTIATE_TEST_SUITE_P(Cases, Conv2dFastVsRef, ::testing::ValuesIn(conv_params()), conv_param_name);
@@ -199,7 +141,7 @@ TEST_P(Conv2dFlip, EqualsRotatedKernel) {
   const auto [backend, dtype] = GetParam();
   const KernelRegistry reg = make_cpu_registry();
   const Conv2dKernel& k = reg.conv2d.at(backend);
-  Conv2dParams plain = conv(3, 5, 9, 8, 6, 3, 2, [](Conv2dParams& q) { q.pad_t = 1, q.pad_l = 1, q.stride_w = 2; });
+  Conv2dParams plain = conv(3, 5, 9, 8, 6, 3, 2).pad(1, 0, 1, 0).stride(1, 2);
   Conv2dParams flipped = plain;
   flipped.flip = true;
   Tensor x = random_tensor(plain.x_shape(), dtype, 51), w = random_tensor(plain.w_shape(), dtype, 52);
@@ -258,7 +200,7 @@ TEST_P(Conv2dReproducible, TwoThreadsBitwiseIdentical) {
   ThreadCountGuard threads(2);
   const KernelRegistry reg = make_cpu_registry();
   const Conv2dKernel& k = reg.conv2d.at(backend);
-  const Conv2dParams p = conv(9, 6, 12, 12, 16, 5, 5, [](Conv2dParams& q) { q.pad_t = 1, q.pad_r = 2; });
+  const Conv2dParams p = conv(9, 6, 12, 12, 16, 5, 5).pad(1, 0, 0, 2);
   Tensor x = random_tensor(p.x_shape(), dtype, 11), w = random_tensor(p.w_shape(), dtype, 12);
   Tensor b = random_tensor({p.k}, dtype, 13), dy = random_tensor(p.y_shape(), dtype, 14);
   Tensor out[2][4];

@@ -1,9 +1,11 @@
 // Fast gemm kernels (eigen f32/f64, onednn f32) against the reference, parameterised over
-// (backend x dtype x shape x trans_a x trans_b x alpha/beta), plus the onednn float64
-// fallback and bitwise reproducibility with 2 threads.
+// (backend x dtype x case), each case run as written and under every transpose pair and
+// scaling (trans_a x trans_b x alpha/beta), plus the onednn float64 fallback and bitwise
+// reproducibility with 2 threads.
 //
-// To add a case: 1) append a shape to gemm_shapes() or a scaling to gemm_scalings();
-// 2) nothing else: every backend, dtype and transpose combination picks it up.
+// The cases are tests/cases/gemm_cases.h's rows (shared with the CUDA test and the benchmark),
+// the scalings its kGemmScalings: to add one, append it there; every backend, dtype and
+// transpose combination picks it up.
 #include <gtest/gtest.h>
 #include <omp.h>
 
@@ -16,65 +18,49 @@
 
 #include "engine/ops/gemm.h"
 #include "kernels/cpu/registry.h"
+#include "tests/cases/gemm_cases.h"
 #include "tests/test_util.h"
 
 namespace driftlab {
 namespace {
 
-struct GemmShape {
-  const char* name;
-  int64_t m, n, k;
-};
-
-const std::vector<GemmShape>& gemm_shapes() {
-  static const std::vector<GemmShape> shapes = {
-      {"1x1x1", 1, 1, 1},
-      {"odd_7x5x3", 7, 5, 3},
-      {"row_vector_1x37x19", 1, 37, 19},
-      {"column_vector_23x1x41", 23, 1, 41},
-      {"odd_33x17x65", 33, 17, 65},
-      {"dense_like_32x120x256", 32, 120, 256},
-      {"tall_130x3x257", 130, 3, 257},
-      {"wide_5x129x2", 5, 129, 2},
-      {"square_96", 96, 96, 96},
-      {"empty_k_4x3x0", 4, 3, 0},
-  };
-  return shapes;
-}
-
-struct GemmScaling {
-  const char* name;
-  double alpha, beta;
-};
-
-const std::vector<GemmScaling>& gemm_scalings() {
-  static const std::vector<GemmScaling> s = {
-      {"a1_b0", 1.0, 0.0},     // plain product; C must not be read (NaN-filled)
-      {"a0p5_b0", 0.5, 0.0},   // scaled product, C not read
-      {"a1_b1", 1.0, 1.0},     // accumulate into C
-      {"a1p5_bm0p75", 1.5, -0.75},
-  };
-  return s;
-}
-
 struct GemmTestParam {
   KernelBackend backend;
   DType dtype;
-  GemmShape shape;
-  bool trans_a, trans_b;
-  GemmScaling scaling;
+  GemmCase c;
 };
+
+void PrintTo(const GemmTestParam& tp, std::ostream* os) {
+  *os << backend_name(tp.backend) << " " << dtype_name(tp.dtype) << " " << tp.c.name;
+}
 
 std::vector<GemmTestParam> gemm_params() {
   std::vector<GemmTestParam> out;
   for (KernelBackend b : {KernelBackend::eigen, KernelBackend::onednn})
     for (DType dt : {DType::f32, DType::f64}) {
       if (b == KernelBackend::onednn && dt == DType::f64) continue;  // null f64: see OnednnGemm test
-      for (const GemmShape& s : gemm_shapes())
-        for (bool ta : {false, true})
-          for (bool tb : {false, true})
-            for (const GemmScaling& sc : gemm_scalings()) out.push_back({b, dt, s, ta, tb, sc});
+      for (const GemmCase& c : cases_for(kGemmCases, kCpuTest)) out.push_back({b, dt, c});
     }
+  return out;
+}
+
+// A row's product as written, then its shape under every transpose pair and every scaling of
+// kGemmScalings (the one equal to the row as written is not run twice).
+struct GemmCombo {
+  std::string name;
+  GemmParams p;
+};
+std::vector<GemmCombo> combos(const GemmCase& c) {
+  std::vector<GemmCombo> out = {{"as_written", c.p}};
+  for (bool ta : {false, true})
+    for (bool tb : {false, true})
+      for (const GemmScaling& sc : kGemmScalings) {
+        GemmParams p = c.p;
+        p.trans_a = ta, p.trans_b = tb, p.alpha = sc.alpha, p.beta = sc.beta;
+        if (p.trans_a == c.p.trans_a && p.trans_b == c.p.trans_b && p.alpha == c.p.alpha && p.beta == c.p.beta)
+          continue;
+        out.push_back({std::string(ta ? "T" : "N") + (tb ? "T" : "N") + "_" + sc.name, p});
+      }
   return out;
 }
 
@@ -94,41 +80,40 @@ class GemmFastVsRef : public ::testing::TestWithParam<GemmTestParam> {};
 
 TEST_P(GemmFastVsRef, MatchesReference) {
   const GemmTestParam& tp = GetParam();
-  GemmParams p;
-  p.m = tp.shape.m, p.n = tp.shape.n, p.k = tp.shape.k;
-  p.trans_a = tp.trans_a, p.trans_b = tp.trans_b;
-  p.alpha = tp.scaling.alpha, p.beta = tp.scaling.beta;
   const KernelRegistry reg = make_cpu_registry();
   const GemmKernel& fast = reg.gemm.at(tp.backend);
   ASSERT_STREQ(fast.name, backend_name(tp.backend));
   ASSERT_TRUE(tp.dtype == DType::f32 ? fast.f32 != nullptr : fast.f64 != nullptr);
 
-  Tensor a = random_tensor(tp.trans_a ? Shape{p.k, p.m} : Shape{p.m, p.k}, tp.dtype, 21);
-  Tensor b = random_tensor(tp.trans_b ? Shape{p.n, p.k} : Shape{p.k, p.n}, tp.dtype, 22);
-  Tensor c = random_tensor({p.m, p.n}, tp.dtype, 23);
-  // beta == 0 means C is write-only: NaNs there must not reach the result.
-  if (p.beta == 0.0) c.fill(std::numeric_limits<double>::quiet_NaN());
-  Tensor c_ref = c.clone();
-  call_gemm(fast, p, a, b, c);
-  call_gemm(reg.gemm.at(KernelBackend::reference), p, a, b, c_ref);
+  for (const GemmCombo& combo : combos(tp.c)) {
+    SCOPED_TRACE(combo.name);
+    const GemmParams& p = combo.p;
+    Tensor a = random_tensor(p.trans_a ? Shape{p.k, p.m} : Shape{p.m, p.k}, tp.dtype, 21);
+    Tensor b = random_tensor(p.trans_b ? Shape{p.n, p.k} : Shape{p.k, p.n}, tp.dtype, 22);
+    Tensor c = random_tensor({p.m, p.n}, tp.dtype, 23);
+    // beta == 0 means C is write-only: NaNs there must not reach the result.
+    if (p.beta == 0.0) c.fill(std::numeric_limits<double>::quiet_NaN());
+    Tensor c_ref = c.clone();
+    call_gemm(fast, p, a, b, c);
+    call_gemm(reg.gemm.at(KernelBackend::reference), p, a, b, c_ref);
 
-  // Inputs in [-1, 1]: each C element sums K products of magnitude <= 1 in a different order
-  // (blocked, FMA, threads) from the reference; the drift is ~ sqrt(K)*sqrt(K)*eps/2 (partial
-  // sums grow like sqrt(K)), so 8*K*eps scaled by |alpha| bounds it with margin (~1e-12
-  // relative in double). beta*C (|C| <= 1) adds one rounding of |beta|, the final add one
-  // rounding of |C| (the rtol).
-  const double eps = dtype_eps(tp.dtype);
-  const double atol = 8.0 * std::max<int64_t>(p.k, 1) * eps * std::max(1.0, std::fabs(p.alpha)) +
-                      4.0 * eps * std::fabs(p.beta);
-  EXPECT_TRUE(all_close(c, c_ref, atol, 4.0 * eps))
-      << "m=" << p.m << " n=" << p.n << " k=" << p.k << " trans_a=" << p.trans_a << " trans_b=" << p.trans_b
-      << " alpha=" << p.alpha << " beta=" << p.beta;
+    // Inputs in [-1, 1]: each C element sums K products of magnitude <= 1 in a different order
+    // (blocked, FMA, threads) from the reference; the drift is ~ sqrt(K)*sqrt(K)*eps/2 (partial
+    // sums grow like sqrt(K)), so 8*K*eps scaled by |alpha| bounds it with margin (~1e-12
+    // relative in double). beta*C (|C| <= 1) adds one rounding of |beta|, the final add one
+    // rounding of |C| (the rtol).
+    const double eps = dtype_eps(tp.dtype);
+    const double atol = 8.0 * std::max<int64_t>(p.k, 1) * eps * std::max(1.0, std::fabs(p.alpha)) +
+                        4.0 * eps * std::fabs(p.beta);
+    EXPECT_TRUE(all_close(c, c_ref, atol, 4.0 * eps))
+        << "m=" << p.m << " n=" << p.n << " k=" << p.k << " trans_a=" << p.trans_a << " trans_b=" << p.trans_b
+        << " alpha=" << p.alpha << " beta=" << p.beta;
+  }
 }
 
 std::string gemm_param_name(const ::testing::TestParamInfo<GemmTestParam>& info) {
   const GemmTestParam& p = info.param;
-  return std::string(backend_name(p.backend)) + "_" + dtype_name(p.dtype) + "_" + p.shape.name + "_" +
-         (p.trans_a ? "T" : "N") + (p.trans_b ? "T" : "N") + "_" + p.scaling.name;
+  return std::string(backend_name(p.backend)) + "_" + dtype_name(p.dtype) + "_" + gemm_case_name(p.c);
 }
 
 INSTANTIATE_TEST_SUITE_P(Cases, GemmFastVsRef, ::testing::ValuesIn(gemm_params()), gemm_param_name);
@@ -154,7 +139,13 @@ TEST(OnednnGemm, RowMajorExactOnSmallIntegers) {
   EXPECT_EQ(c, expect);
 }
 
-class GemmReproducible : public ::testing::TestWithParam<std::tuple<KernelBackend, DType, GemmShape>> {};
+// Shapes of the reproducibility test (not case-table rows: a fixed product, run twice).
+struct ReproShape {
+  const char* name;
+  int64_t m, n, k;
+};
+
+class GemmReproducible : public ::testing::TestWithParam<std::tuple<KernelBackend, DType, ReproShape>> {};
 
 // Same inputs twice with 2 threads: bitwise-identical C (DESIGN rule 6). Shapes large enough
 // for the libraries to split the work across threads, including a long-K one where a library
@@ -176,8 +167,8 @@ TEST_P(GemmReproducible, TwoThreadsBitwiseIdentical) {
 INSTANTIATE_TEST_SUITE_P(
     Backends, GemmReproducible,
     ::testing::Combine(::testing::Values(KernelBackend::eigen, KernelBackend::onednn), ::testing::Values(DType::f32),
-                       ::testing::Values(GemmShape{"square_300", 300, 300, 300}, GemmShape{"long_k", 16, 10, 20000},
-                                         GemmShape{"dense_128x120x400", 128, 120, 400})),
+                       ::testing::Values(ReproShape{"square_300", 300, 300, 300}, ReproShape{"long_k", 16, 10, 20000},
+                                         ReproShape{"dense_128x120x400", 128, 120, 400})),
     [](const auto& info) {
       return std::string(backend_name(std::get<0>(info.param))) + "_" + std::get<2>(info.param).name;
     });

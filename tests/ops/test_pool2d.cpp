@@ -2,7 +2,8 @@
 // results on awkward shapes -- max pooling (a max involves no rounding) under both tie rules
 // and with NaN inputs; average pooling (the same window sums in the same order and the same
 // divisor) with and without count_include_pad -- overlapping windows, padding on one side only,
-// batch 1, float32 and float64, and 1 vs 2 threads.
+// batch 1, float32 and float64, and 1 vs 2 threads. The cases are tests/cases/pool2d_cases.h's
+// rows (shared with the CUDA test and the benchmark): to add one, append it there.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -11,46 +12,15 @@
 #include "engine/ops/pool2d.h"
 #include "kernels/cpu/ref/ref.h"
 #include "kernels/cpu/registry.h"
+#include "tests/cases/pool2d_cases.h"
 #include "tests/test_util.h"
 
 namespace {
 
 using namespace driftlab;
 
-struct PoolCase {
-  const char* name;
-  int64_t n, c, h, w, kh, kw, sh, sw, pt, pb, pl, pr;
-};
-
-const PoolCase kCases[] = {
-    {"lenet_2x2", 3, 6, 24, 24, 2, 2, 2, 2, 0, 0, 0, 0},
-    // 2x2 rows of 19 and 17 windows: one full 16-window vector group plus a masked tail.
-    {"wide_2x2_tail", 2, 3, 6, 38, 2, 2, 2, 2, 0, 0, 0, 0},
-    {"wide_2x2_odd", 1, 2, 5, 35, 2, 2, 2, 2, 0, 0, 0, 0},
-    {"cifar_2x2", 2, 4, 32, 32, 2, 2, 2, 2, 0, 0, 0, 0},
-    {"odd_input_floor", 2, 3, 7, 9, 2, 2, 2, 2, 0, 0, 0, 0},
-    {"overlap_3x3_s2", 1, 2, 9, 8, 3, 3, 2, 2, 0, 0, 0, 0},
-    {"overlap_3x3_s1", 2, 1, 5, 6, 3, 3, 1, 1, 0, 0, 0, 0},
-    {"pad_one_side", 1, 3, 6, 7, 3, 3, 2, 2, 0, 1, 1, 0},
-    {"pad_all_sides", 2, 2, 5, 5, 3, 2, 2, 1, 1, 1, 1, 1},
-    {"non_square", 1, 4, 10, 3, 4, 1, 3, 1, 0, 0, 0, 0},
-    {"batch1_1x1", 1, 1, 4, 4, 1, 1, 1, 1, 0, 0, 0, 0},
-};
-
-Pool2dParams params(const PoolCase& c, PoolTies ties) {
-  Pool2dParams p;
-  p.n = c.n;
-  p.c = c.c;
-  p.h = c.h;
-  p.w = c.w;
-  p.kh = c.kh;
-  p.kw = c.kw;
-  p.stride_h = c.sh;
-  p.stride_w = c.sw;
-  p.pad_t = c.pt;
-  p.pad_b = c.pb;
-  p.pad_l = c.pl;
-  p.pad_r = c.pr;
+Pool2dParams params(const Pool2dCase& c, PoolTies ties) {
+  Pool2dParams p = c.p;
   p.ties = ties;
   return p;
 }
@@ -71,7 +41,7 @@ Tensor tie_heavy_input(const Pool2dParams& p, DType dt, uint64_t seed, bool with
   return x;
 }
 
-class Pool2dFastVsRef : public ::testing::TestWithParam<std::tuple<PoolCase, PoolTies, DType, bool>> {};
+class Pool2dFastVsRef : public ::testing::TestWithParam<std::tuple<Pool2dCase, PoolTies, DType, bool>> {};
 
 TEST_P(Pool2dFastVsRef, BitIdentical) {
   auto [c, ties, dt, nan] = GetParam();
@@ -96,7 +66,7 @@ TEST_P(Pool2dFastVsRef, BitIdentical) {
 
 // Average pooling: the same cases, the divisor with and without the padding (ties and NaN play
 // no part: `nan` here switches count_include_pad off).
-class AvgPool2dFastVsRef : public ::testing::TestWithParam<std::tuple<PoolCase, PoolTies, DType, bool>> {};
+class AvgPool2dFastVsRef : public ::testing::TestWithParam<std::tuple<Pool2dCase, PoolTies, DType, bool>> {};
 
 TEST_P(AvgPool2dFastVsRef, BitIdentical) {
   auto [c, ties, dt, exclude_pad] = GetParam();
@@ -122,24 +92,25 @@ TEST_P(AvgPool2dFastVsRef, BitIdentical) {
 
 std::string case_name(const ::testing::TestParamInfo<Pool2dFastVsRef::ParamType>& info) {
   auto [c, ties, dt, nan] = info.param;
-  return std::string(c.name) + (ties == PoolTies::first ? "_first" : "_all") + (dt == DType::f32 ? "_f32" : "_f64") +
+  return pool2d_case_name(c) + (ties == PoolTies::first ? "_first" : "_all") + (dt == DType::f32 ? "_f32" : "_f64") +
          (nan ? "_nan" : "");
 }
 
 INSTANTIATE_TEST_SUITE_P(Cases, Pool2dFastVsRef,
-                         ::testing::Combine(::testing::ValuesIn(kCases),
+                         ::testing::Combine(::testing::ValuesIn(cases_for(kPool2dCases, kCpuTest)),
                                             ::testing::Values(PoolTies::first, PoolTies::all),
                                             ::testing::Values(DType::f32, DType::f64), ::testing::Bool()),
                          case_name);
 
 std::string avg_case_name(const ::testing::TestParamInfo<AvgPool2dFastVsRef::ParamType>& info) {
-  const PoolCase& c = std::get<0>(info.param);
-  return std::string(c.name) + (std::get<2>(info.param) == DType::f32 ? "_f32" : "_f64") +
+  const Pool2dCase& c = std::get<0>(info.param);
+  return pool2d_case_name(c) + (std::get<2>(info.param) == DType::f32 ? "_f32" : "_f64") +
          (std::get<3>(info.param) ? "_exclude_pad" : "_include_pad");
 }
 
 INSTANTIATE_TEST_SUITE_P(Cases, AvgPool2dFastVsRef,
-                         ::testing::Combine(::testing::ValuesIn(kCases), ::testing::Values(PoolTies::first),
+                         ::testing::Combine(::testing::ValuesIn(cases_for(kPool2dCases, kCpuTest)),
+                                            ::testing::Values(PoolTies::first),
                                             ::testing::Values(DType::f32, DType::f64), ::testing::Bool()),
                          avg_case_name);
 

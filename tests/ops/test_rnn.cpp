@@ -1,7 +1,8 @@
 // The fast float32 LSTM/GRU kernels (kernels/cpu/rnn.cpp, both GEMM backends) against the
 // reference (kernels/cpu/ref/rnn_ref.cpp): forward h_seq, dx and every parameter gradient,
 // over cells x knob-resolved params, without and with a padding mask; and thread-count
-// independence of the fast kernel.
+// independence of the fast kernel. The cells and shapes are tests/cases/rnn_cases.h's tables
+// (shared with the CUDA test and the benchmark): to add one, append it there.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -17,25 +18,9 @@
 namespace driftlab {
 namespace {
 
-const RnnCase kCases[] = {
-    {"lstm_torch", RnnCell::lstm, ActKind::sigmoid, true, true, true},
-    {"lstm_keras", RnnCell::lstm, ActKind::hard_sigmoid, false, true, true},
-    {"gru_torch", RnnCell::gru, ActKind::sigmoid, true, true, true},
-    {"gru_keras", RnnCell::gru, ActKind::hard_sigmoid, false, false, true},
-    {"gru_lasagne", RnnCell::gru, ActKind::sigmoid, false, true, false},
-    {"gru_before_2bias", RnnCell::gru, ActKind::sigmoid, true, false, true},
-    {"lstm_peepholes", RnnCell::lstm, ActKind::sigmoid, false, true, true, true},
-    {"lstm_peepholes_hard", RnnCell::lstm, ActKind::hard_sigmoid, true, true, true, true},
-};
-
-// Two shapes: the small one of the mask tests (every unit block and row block partial), and one
-// that fills the fast kernel's tiles: 13 rows (blocks of 6 and a remainder on each thread),
-// 70 units (four full 16-unit blocks and a partial one; two 64-unit backward panels).
-constexpr RnnShape kSmall = kRnnSmall, kTiles{13, 5, 19, 70};
-// Rows of three backward chunks (32, 32 and 11 of the fast kernel's fixed 32-row chunks, split
-// unevenly among 3 threads), 37 inputs (dx: three vectors, the last partial) and 21 units
-// (LSTM gates 84: a full and a partial 64-column panel of the weight-gradient tiles).
-constexpr RnnShape kChunks{75, 4, 37, 21};
+// The shapes by name, for the tests that pick one (tests/cases/rnn_cases.h says what each
+// exercises).
+constexpr RnnShape kSmall = kRnnSmall, kTiles = kRnnTiles, kChunks = kRnnChunks;
 
 // A mask for a shape: sample n pads its first n%3 and its last n%2 steps (the last sample none).
 std::vector<uint8_t> shape_mask(const RnnShape& s) {
@@ -52,6 +37,10 @@ struct RnnRun {
 
 // kSmall's 5 samples x 7 steps with pre-, post- and mid-padding and a sequence all padding.
 const std::vector<uint8_t>& kMask = rnn_test_mask();
+
+bool same_shape(const RnnShape& a, const RnnShape& b) {
+  return a.batch == b.batch && a.steps == b.steps && a.input == b.input && a.hidden == b.hidden;
+}
 
 RnnRun run(const RnnKernel& k, int threads, const RnnParams& p, uint64_t seed,
            const uint8_t* mask = nullptr) {
@@ -78,37 +67,38 @@ RnnRun run(const RnnKernel& k, int threads, const RnnParams& p, uint64_t seed,
   return r;
 }
 
-class RnnFastVsRef : public ::testing::TestWithParam<std::tuple<KernelBackend, int>> {};
+class RnnFastVsRef : public ::testing::TestWithParam<std::tuple<KernelBackend, RnnCase>> {};
 
 TEST_P(RnnFastVsRef, ForwardAndBackwardMatchTheReference) {
   const KernelBackend b = std::get<0>(GetParam());
-  const RnnCase& c = kCases[std::get<1>(GetParam())];
+  const RnnCase& c = std::get<1>(GetParam());
   SCOPED_TRACE(c.name);
   KernelRegistry reg = make_cpu_registry();
   const RnnKernel& fast = reg.rnn.at(b);
   ASSERT_NE(fast.forward_f32, nullptr) << backend_name(b);
   const RnnKernel& ref = reg.rnn.at(KernelBackend::reference);
-  const std::vector<uint8_t> tiles_mask = shape_mask(kTiles), chunks_mask = shape_mask(kChunks);
-  for (const RnnShape& shape : {kSmall, kTiles, kChunks})
-  for (const uint8_t* mask : {static_cast<const uint8_t*>(nullptr), shape.batch == kSmall.batch ? kMask.data()
-                                                                    : shape.batch == kTiles.batch ? tiles_mask.data()
-                                                                                                  : chunks_mask.data()}) {
-    SCOPED_TRACE(std::string(mask ? "with the padding mask" : "no mask") + ", batch " + std::to_string(shape.batch) +
-                 " hidden " + std::to_string(shape.hidden));
-    const RnnParams p = rnn_case_params(c, shape);
-    RnnRun f = run(fast, 2, p, 11, mask);
-    RnnRun r = run(ref, 1, p, 11, mask);
-    // float32 on both sides, sums of up to N*T=300 (parameter gradients) or G*H=280 terms in a
-    // different order (tiles and per-chunk sums vs ascending), and the fast kernel's polynomial
-    // exp/tanh (within 2 ulp of libm's), propagated through up to 7 steps of BPTT: a few
-    // hundred ulps of values O(1-10), so atol 1e-5 plus rtol 1e-4.
-    EXPECT_TRUE(all_close(f.h, r.h, 1e-5, 1e-4)) << "h_seq";
-    EXPECT_TRUE(all_close(f.dx, r.dx, 1e-5, 1e-4)) << "dx";
-    EXPECT_TRUE(all_close(f.dw_ih, r.dw_ih, 1e-5, 1e-4)) << "dw_ih";
-    EXPECT_TRUE(all_close(f.dw_hh, r.dw_hh, 1e-5, 1e-4)) << "dw_hh";
-    EXPECT_TRUE(all_close(f.db_ih, r.db_ih, 1e-5, 1e-4)) << "db_ih";
-    EXPECT_TRUE(all_close(f.db_hh, r.db_hh, 1e-5, 1e-4)) << "db_hh";
-    EXPECT_TRUE(all_close(f.dw_peep, r.dw_peep, 1e-5, 1e-4)) << "dw_peep";
+  for (const RnnShapeCase& sc : cases_for(kRnnShapes, kCpuTest)) {
+    const RnnShape& shape = sc.s;
+    // The small shape's mask has an all-padding sequence and a gap; the others get shape_mask's.
+    const std::vector<uint8_t> pads = same_shape(shape, kSmall) ? kMask : shape_mask(shape);
+    for (const uint8_t* mask : {static_cast<const uint8_t*>(nullptr), pads.data()}) {
+      SCOPED_TRACE(std::string(mask ? "with the padding mask" : "no mask") + ", shape " + sc.name + ", batch " +
+                   std::to_string(shape.batch) + " hidden " + std::to_string(shape.hidden));
+      const RnnParams p = rnn_case_params(c, shape);
+      RnnRun f = run(fast, 2, p, 11, mask);
+      RnnRun r = run(ref, 1, p, 11, mask);
+      // float32 on both sides, sums of up to N*T=300 (parameter gradients) or G*H=280 terms in a
+      // different order (tiles and per-chunk sums vs ascending), and the fast kernel's polynomial
+      // exp/tanh (within 2 ulp of libm's), propagated through up to 7 steps of BPTT: a few
+      // hundred ulps of values O(1-10), so atol 1e-5 plus rtol 1e-4.
+      EXPECT_TRUE(all_close(f.h, r.h, 1e-5, 1e-4)) << "h_seq";
+      EXPECT_TRUE(all_close(f.dx, r.dx, 1e-5, 1e-4)) << "dx";
+      EXPECT_TRUE(all_close(f.dw_ih, r.dw_ih, 1e-5, 1e-4)) << "dw_ih";
+      EXPECT_TRUE(all_close(f.dw_hh, r.dw_hh, 1e-5, 1e-4)) << "dw_hh";
+      EXPECT_TRUE(all_close(f.db_ih, r.db_ih, 1e-5, 1e-4)) << "db_ih";
+      EXPECT_TRUE(all_close(f.db_hh, r.db_hh, 1e-5, 1e-4)) << "db_hh";
+      EXPECT_TRUE(all_close(f.dw_peep, r.dw_peep, 1e-5, 1e-4)) << "dw_peep";
+    }
   }
 }
 
@@ -116,7 +106,7 @@ TEST_P(RnnFastVsRef, ForwardAndBackwardMatchTheReference) {
 // before the first real step), and the step's input gets no gradient.
 TEST_P(RnnFastVsRef, PaddedStepsCarryTheStateExactly) {
   const KernelBackend b = std::get<0>(GetParam());
-  const RnnCase& c = kCases[std::get<1>(GetParam())];
+  const RnnCase& c = std::get<1>(GetParam());
   SCOPED_TRACE(c.name);
   KernelRegistry reg = make_cpu_registry();
   const RnnParams p = rnn_case_params(c, kSmall);
@@ -129,10 +119,10 @@ TEST_P(RnnFastVsRef, PaddedStepsCarryTheStateExactly) {
 
 INSTANTIATE_TEST_SUITE_P(All, RnnFastVsRef,
                          ::testing::Combine(::testing::Values(KernelBackend::fast),
-                                            ::testing::Range(0, static_cast<int>(std::size(kCases)))),
+                                            ::testing::ValuesIn(cases_for(kRnnCases, kCpuTest))),
                          [](const auto& info) {
                            return std::string(backend_name(std::get<0>(info.param))) + "_" +
-                                  kCases[std::get<1>(info.param)].name;
+                                  rnn_case_name(std::get<1>(info.param));
                          });
 
 // Inference (no workspace): the fast kernel keeps one step of state and gives the same bits as
@@ -140,7 +130,7 @@ INSTANTIATE_TEST_SUITE_P(All, RnnFastVsRef,
 TEST(RnnFast, InferenceWithoutWorkspaceGivesTheSameStates) {
   KernelRegistry reg = make_cpu_registry();
   for (KernelBackend b : {KernelBackend::reference, KernelBackend::fast})
-    for (const RnnCase& c : kCases)
+    for (const RnnCase& c : cases_for(kRnnCases, kCpuTest))
       for (const uint8_t* mask : {static_cast<const uint8_t*>(nullptr), kMask.data()}) {
         SCOPED_TRACE(std::string(c.name) + " " + backend_name(b) + (mask ? " masked" : ""));
         const RnnParams p = mask ? rnn_case_params(c, kSmall) : rnn_case_params(c, kTiles);
@@ -167,7 +157,7 @@ TEST(RnnFast, SameBitsForAnyThreadCount) {
   KernelRegistry reg = make_cpu_registry();
   const KernelBackend b = KernelBackend::fast;
   const std::vector<uint8_t> chunks_mask = shape_mask(kChunks);
-  for (const RnnCase& c : kCases)
+  for (const RnnCase& c : cases_for(kRnnCases, kCpuTest))
     for (int shape = 0; shape < 3; ++shape) {
       SCOPED_TRACE(std::string(c.name) + " shape " + std::to_string(shape));
       const RnnParams p = rnn_case_params(c, shape == 0 ? kSmall : shape == 1 ? kTiles : kChunks);
@@ -193,7 +183,7 @@ TEST(RnnFast, SameBitsForAnyThreadCount) {
 TEST(RnnOp, LastStepGradientEqualsTheFullOneWithZeros) {
   KernelRegistry reg = make_cpu_registry();
   for (KernelBackend b : {KernelBackend::reference, KernelBackend::fast})
-    for (const RnnCase& c : kCases) {
+    for (const RnnCase& c : cases_for(kRnnCases, kCpuTest)) {
       SCOPED_TRACE(std::string(c.name) + " " + backend_name(b));
       const RnnParams p = rnn_case_params(c, kSmall);
       const int64_t GH = rnn_gates(p.cell) * p.hidden, N = p.batch, S = p.steps, H = p.hidden;
@@ -230,7 +220,7 @@ TEST(RnnOp, LastStepGradientEqualsTheFullOneWithZeros) {
 }
 
 TEST(RnnOp, BadSizesAreRefusedNamingTheCell) {
-  RnnParams p = rnn_case_params(kCases[2], kSmall);
+  RnnParams p = rnn_case_params(case_named(kRnnCases, "gru_torch"), kSmall);
   p.hidden = 0;
   try {
     check_rnn_params(p);
