@@ -1,7 +1,8 @@
 // The SGD step as an op: one parameter tensor, its gradient and its optimiser state, updated
-// elementwise in each framework's formula. The formula is one DL_HOST_DEVICE function, called by
-// the CPU kernels (kernels/cpu/ref/sgd_ref.cpp, kernels/cpu/sgd.cpp) and the CUDA kernel
-// (kernels/cuda/elementwise.cu) alike, so the devices agree by construction.
+// elementwise in each framework's formula. The formula is one DL_HOST_DEVICE function
+// (sgd_update), called by the CPU kernels (kernels/cpu/sgd_loops.h) and the CUDA kernel
+// (kernels/cuda/elementwise.cu) alike, so the devices agree by construction; its discrete
+// choices are template parameters (with_sgd_rule), so each tensor's loop has no branch.
 //   torch_buffer:       g' = g (+ D*p);  b = g' at the first step, else mu*b + g';
 //                       p -= lr*b, or Nesterov p -= lr*(g' + mu*b)                 (torch/optim/sgd.py)
 //   keras_velocity:     v = mu*v - lr*g;  p += v, or Nesterov p += mu*v - lr*g     (keras/optimizers.py@2.2.4)
@@ -29,45 +30,84 @@ struct SgdStepParams {
   bool first = false;      // the optimiser's first step (torch_buffer starts its buffer at g)
 };
 
-// One element: p and its state s updated in place from the gradient g. Each product and sum is
-// written in the order the frameworks write it; kernels are built without FMA contraction.
-template <typename T>
-DL_HOST_DEVICE inline void sgd_update(const SgdStepParams& c, T& p, T g, T& s) {
-  const T lr = static_cast<T>(c.lr), mu = static_cast<T>(c.momentum), wd = static_cast<T>(c.weight_decay);
-  if (c.decay_this && c.weight_decay > 0) {
-    switch (c.decay) {
-      case WeightDecayMode::grad_add: g = g + wd * p; break;
-      case WeightDecayMode::l2_loss: g = g + T(2) * wd * p; break;
-      case WeightDecayMode::decoupled: p -= lr * wd * p; break;
+// Where weight decay enters a step (none: off for this tensor, or D = 0).
+enum class DecayAt { none, grad_add, l2_loss, decoupled };
+
+// The discrete choices of one step as compile-time constants, so that a loop over a tensor's
+// elements runs without a branch (with_sgd_rule picks the instantiation once per tensor).
+template <SgdForm Form, DecayAt Decay, bool Momentum, bool Nesterov, bool First>
+struct SgdRuleOf {
+  static constexpr SgdForm form = Form;
+  static constexpr DecayAt decay = Decay;
+  static constexpr bool momentum = Momentum;  // false: p -= lr*g whatever the form
+  static constexpr bool nesterov = Nesterov;
+  static constexpr bool first = First;        // torch_buffer starts its buffer at g
+};
+
+// One element under rule R: p and its state s updated in place from the gradient g. Each product
+// and sum is written in the order the frameworks write it; kernels are built without FMA
+// contraction. lr, mu (momentum), wd (weight decay) in the element type.
+template <typename R, typename T>
+DL_HOST_DEVICE inline void sgd_update(T lr, T mu, T wd, T& p, T g, T& s) {
+  if constexpr (R::decay == DecayAt::grad_add) g = g + wd * p;
+  if constexpr (R::decay == DecayAt::l2_loss) g = g + T(2) * wd * p;
+  if constexpr (R::decay == DecayAt::decoupled) p -= lr * wd * p;
+  if constexpr (!R::momentum) {
+    p -= lr * g;
+  } else if constexpr (R::form == SgdForm::torch_buffer) {
+    s = R::first ? g : mu * s + g;
+    p -= lr * (R::nesterov ? g + mu * s : s);
+  } else if constexpr (R::form == SgdForm::keras_velocity) {
+    s = mu * s - lr * g;
+    p += R::nesterov ? mu * s - lr * g : s;
+  } else {  // lasagne_difference
+    const T stepped = p - lr * g;
+    if constexpr (R::nesterov) {
+      const T x = mu * s + stepped - p;
+      s = x;
+      p = mu * x + stepped;
+    } else {
+      const T x = mu * s + stepped;
+      s = x - p;
+      p = x;
     }
   }
-  if (c.momentum == 0.0) {
-    p -= lr * g;
-    return;
+}
+
+namespace sgd_detail {
+template <SgdForm F, bool M, bool N, bool First, typename Fn>
+void with_decay(const SgdStepParams& c, Fn&& f) {
+  if (!(c.decay_this && c.weight_decay > 0)) return f(SgdRuleOf<F, DecayAt::none, M, N, First>{});
+  switch (c.decay) {
+    case WeightDecayMode::grad_add: return f(SgdRuleOf<F, DecayAt::grad_add, M, N, First>{});
+    case WeightDecayMode::l2_loss: return f(SgdRuleOf<F, DecayAt::l2_loss, M, N, First>{});
+    case WeightDecayMode::decoupled: return f(SgdRuleOf<F, DecayAt::decoupled, M, N, First>{});
   }
+  fail("sgd: unknown weight decay mode ", static_cast<int>(c.decay));
+}
+template <SgdForm F, typename Fn>
+void with_nesterov(const SgdStepParams& c, Fn&& f) {
+  if (c.nesterov) return with_decay<F, true, true, false>(c, f);
+  with_decay<F, true, false, false>(c, f);
+}
+}  // namespace sgd_detail
+
+// Calls f(R{}) with the SgdRuleOf of c (host code: the CPU loops and the CUDA launch).
+template <typename Fn>
+void with_sgd_rule(const SgdStepParams& c, Fn&& f) {
+  using namespace sgd_detail;
+  if (c.momentum == 0.0) return with_decay<SgdForm::torch_buffer, false, false, false>(c, f);
   switch (c.form) {
     case SgdForm::torch_buffer:
-      s = c.first ? g : mu * s + g;
-      p -= lr * (c.nesterov ? g + mu * s : s);
-      return;
-    case SgdForm::keras_velocity:
-      s = mu * s - lr * g;
-      p += c.nesterov ? mu * s - lr * g : s;
-      return;
-    case SgdForm::lasagne_difference: {
-      const T stepped = p - lr * g;
-      if (c.nesterov) {
-        const T x = mu * s + stepped - p;
-        s = x;
-        p = mu * x + stepped;
-      } else {
-        const T x = mu * s + stepped;
-        s = x - p;
-        p = x;
-      }
-      return;
-    }
+      if (c.nesterov)
+        return c.first ? with_decay<SgdForm::torch_buffer, true, true, true>(c, f)
+                       : with_decay<SgdForm::torch_buffer, true, true, false>(c, f);
+      return c.first ? with_decay<SgdForm::torch_buffer, true, false, true>(c, f)
+                     : with_decay<SgdForm::torch_buffer, true, false, false>(c, f);
+    case SgdForm::keras_velocity: return with_nesterov<SgdForm::keras_velocity>(c, f);
+    case SgdForm::lasagne_difference: return with_nesterov<SgdForm::lasagne_difference>(c, f);
   }
+  fail("sgd: unknown form ", static_cast<int>(c.form));
 }
 
 // p, grad, state: the same shape; p and state updated in place.

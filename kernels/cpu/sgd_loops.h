@@ -23,8 +23,12 @@ void run(const SgdStepParams& c, Tensor& p, const Tensor& grad, Tensor& state) {
     const T* g = grad.data<T>();
     T* s = state.data<T>();
     const int64_t n = p.numel();
+    const T lr = static_cast<T>(c.lr), mu = static_cast<T>(c.momentum), wd = static_cast<T>(c.weight_decay);
+    with_sgd_rule(c, [&](auto rule) {
+      using R = decltype(rule);
 #pragma omp parallel for schedule(static) if (Parallel && n >= (int64_t(1) << 16))
-    for (int64_t i = 0; i < n; ++i) sgd_update(c, pd[i], g[i], s[i]);
+      for (int64_t i = 0; i < n; ++i) sgd_update<R>(lr, mu, wd, pd[i], g[i], s[i]);
+    });
   });
 }
 

@@ -26,11 +26,11 @@ __global__ void act_backward_kernel(ActivationParams p, long long n, const T* __
 
 cudaStream_t stream_of(CudaContext& ctx) { return static_cast<cudaStream_t>(ctx.stream()); }
 
-// The CPU's SGD formula (engine/ops/sgd.h) one element per thread.
-template <typename T>
-__global__ void sgd_step_kernel(SgdStepParams c, long long n, T* __restrict__ p, const T* __restrict__ grad,
+// The CPU's SGD formula (engine/ops/sgd.h) one element per thread, under rule R.
+template <typename T, typename R>
+__global__ void sgd_step_kernel(T lr, T mu, T wd, long long n, T* __restrict__ p, const T* __restrict__ grad,
                                 T* __restrict__ s) {
-  DL_GRID_STRIDE(i, n) { sgd_update(c, p[i], grad[i], s[i]); }
+  DL_GRID_STRIDE(i, n) { sgd_update<R>(lr, mu, wd, p[i], grad[i], s[i]); }
 }
 
 }  // namespace
@@ -70,9 +70,13 @@ void sgd_step_cuda(CudaContext& ctx, const SgdStepParams& prm, DeviceTensor& p, 
   if (p.numel() == 0) return;
   dispatch_dtype(p.dtype(), [&](auto tag) {
     using T = decltype(tag);
-    sgd_step_kernel<T><<<dl_blocks(p.numel(), 256), 256, 0, stream_of(ctx)>>>(prm, p.numel(), p.data<T>(),
-                                                                              grad.data<T>(), state.data<T>());
-    DL_CUDA_LAUNCH_CHECK("sgd_step_kernel");
+    const T lr = static_cast<T>(prm.lr), mu = static_cast<T>(prm.momentum), wd = static_cast<T>(prm.weight_decay);
+    with_sgd_rule(prm, [&](auto rule) {
+      using R = decltype(rule);
+      sgd_step_kernel<T, R><<<dl_blocks(p.numel(), 256), 256, 0, stream_of(ctx)>>>(lr, mu, wd, p.numel(), p.data<T>(),
+                                                                                   grad.data<T>(), state.data<T>());
+      DL_CUDA_LAUNCH_CHECK("sgd_step_kernel");
+    });
   });
 }
 
