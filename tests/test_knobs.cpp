@@ -22,6 +22,7 @@
 #include "engine/layers/conv2d_layer.h"
 #include "engine/layers/dense_layer.h"
 #include "engine/layers/flatten_layer.h"
+#include "engine/layers/global_avg_pool_layer.h"
 #include "engine/layers/init.h"
 #include "engine/layers/pool_layer.h"
 #include "engine/layers/residual_layer.h"
@@ -816,6 +817,31 @@ TEST(Knob_acc_order, AdversarialSumThroughGemmAndConv) {
     }
   }
   report("acc_order_adversarial_sum_gap", 1.0);
+}
+
+// acc_order reaches the average-pooling layers (until 2026-11-24 they ignored it). float32 window
+// [1e8, 1, -1e8, 1]: ascending ((1e8+1)-1e8)+1 = 1; descending ((1-1e8)+1)+1e8 = 0; pairwise
+// (1e8+1)+(-1e8+1) = 0; the layers divide by 4.
+TEST(Knob_acc_order, ReachesAveragePoolingAndGlobalAveragePooling) {
+  const Tensor x = Tensor::from<float>({1, 1, 2, 2}, {1e8f, 1, -1e8f, 1});
+  const struct {
+    const char* order;
+    float sum;
+  } cases[] = {{"ascending", 1}, {"descending", 0}, {"pairwise", 0}};
+  for (const auto& c : cases) {
+    for (const char* backend : {"reference", "fast"}) {
+      const Policy pol = Policy::parse(std::string("torch,pool_backend=") + backend + ",acc_order=" + c.order);
+      ExecContext exec;
+      RunContext ctx = RunContext::inference(exec);
+      Pool2dSpec ps;
+      ps.kind = PoolKind::avg;
+      ps.window = 2;
+      Pool2dLayer pool(ps, {1, 2, 2}, pol);
+      EXPECT_EQ(pool.forward(ctx, x).at(0), c.sum / 4) << "avg pool " << c.order << " " << backend;
+      GlobalAvgPoolLayer gap({1, 2, 2}, pol);
+      EXPECT_EQ(gap.forward(ctx, x).at(0), c.sum / 4) << "global avg pool " << c.order << " " << backend;
+    }
+  }
 }
 
 TEST(Knob_dtype, Float64PolicyBuildsFloat64) {

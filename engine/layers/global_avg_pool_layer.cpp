@@ -8,6 +8,7 @@ GlobalAvgPoolLayer::GlobalAvgPoolLayer(const Shape& in, const Policy& policy) : 
   p_.h = p_.kh = in[1];
   p_.w = p_.kw = in[2];
   p_.stride_h = p_.stride_w = 1;
+  p_.sum_order = policy.acc_order;
   p_.validate();
 }
 

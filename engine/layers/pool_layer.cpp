@@ -13,6 +13,7 @@ Pool2dParams resolve_pool2d(const Policy& policy, const Shape& in, const Pool2dS
   p.kh = p.kw = spec.window;
   p.stride_h = p.stride_w = spec.stride > 0 ? spec.stride : spec.window;
   p.ties = policy.maxpool_grad_ties;
+  p.sum_order = policy.acc_order;  // average pooling
   p.validate();
   return p;
 }

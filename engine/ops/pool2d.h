@@ -2,13 +2,16 @@
 // Max: padding never wins (it is outside the window's candidates); ties and NaN follow
 // `ties`: forward picks the first max in row-major scan (NaN always wins, as PyTorch);
 // backward sends dy to that first element, or to every element equal to the max.
-// Average: divides by kh*kw (count_include_pad) or by the number of real elements.
+// Average: divides by kh*kw (count_include_pad) or by the number of real elements. Each window's
+// sum (forward) and each input's sum over the windows covering it (backward) runs in sum_order
+// over the terms in row-major order.
 // Kernels write dx with '=' (overlapping windows accumulate inside the kernel).
 #pragma once
 #include <cstdint>
 #include <string>
 
 #include "engine/core/tensor.h"
+#include "engine/ops/common.h"
 
 namespace driftlab {
 
@@ -21,6 +24,7 @@ struct Pool2dParams {
   int64_t pad_t = 0, pad_b = 0, pad_l = 0, pad_r = 0;
   PoolTies ties = PoolTies::first;  // max pooling backward
   bool count_include_pad = true;    // average pooling divisor
+  SumOrder sum_order = SumOrder::ascending;  // average pooling sums
 
   int64_t out_h() const { return (h + pad_t + pad_b - kh) / stride_h + 1; }
   int64_t out_w() const { return (w + pad_l + pad_r - kw) / stride_w + 1; }

@@ -1,9 +1,12 @@
 // Pooling loops shared by the CPU kernels: the window walk both max-pool kernels' references use,
 // and the average pooling of both the reference (one thread) and the fast kernel (OpenMP over the
-// N*C planes, Parallel). Planes are independent and each window is summed in the same order and
-// divided by the same divisor, so the two average kernels give the same bits for any thread
+// N*C planes, Parallel). Planes are independent and each sum runs in params.sum_order over the
+// same terms with the same divisor, so the two average kernels give the same bits for any thread
 // count. Forward writes y (=); backward writes dx (=), accumulating over overlapping windows.
 #pragma once
+#include <algorithm>
+#include <vector>
+
 #include "engine/ops/pool2d.h"
 
 namespace driftlab {
@@ -31,33 +34,71 @@ inline int64_t avg_divisor(const Pool2dParams& p, int64_t oh, int64_t ow) {
   return cnt;
 }
 
-template <bool Parallel, typename T>
-void avg_forward(const Pool2dParams& p, const T* x, T* y) {
-  const int64_t P = p.out_h(), Q = p.out_w(), planes = p.n * p.c;
-#pragma omp parallel for schedule(static) if (Parallel)
-  for (int64_t nc = 0; nc < planes; ++nc) {
-    const T* xp = x + nc * p.h * p.w;
-    for (int64_t oh = 0; oh < P; ++oh)
-      for (int64_t ow = 0; ow < Q; ++ow) {
-        T acc = 0;
-        for_window(p, oh, ow, [&](int64_t i) { acc += xp[i]; });
-        y[(nc * P + oh) * Q + ow] = acc / static_cast<T>(avg_divisor(p, oh, ow));
-      }
+// The sum of the terms that visit(f) passes to f, in `order`: ascending accumulates as they come
+// (the same bits as ordered_sum, without the buffer); the other orders collect them in buf first.
+template <typename T, typename Visit>
+T window_sum(SumOrder order, std::vector<T>& buf, Visit&& visit) {
+  if (order == SumOrder::ascending) {
+    T acc = 0;
+    visit([&](T t) { acc += t; });
+    return acc;
   }
+  buf.clear();
+  visit([&](T t) { buf.push_back(t); });
+  return ordered_sum(buf.data(), static_cast<int64_t>(buf.size()), order);
 }
 
 template <bool Parallel, typename T>
+void avg_forward(const Pool2dParams& p, const T* x, T* y) {
+  const int64_t P = p.out_h(), Q = p.out_w(), planes = p.n * p.c;
+#pragma omp parallel if (Parallel)
+  {
+    std::vector<T> buf;
+#pragma omp for schedule(static)
+    for (int64_t nc = 0; nc < planes; ++nc) {
+      const T* xp = x + nc * p.h * p.w;
+      for (int64_t oh = 0; oh < P; ++oh)
+        for (int64_t ow = 0; ow < Q; ++ow) {
+          const T acc = window_sum<T>(p.sum_order, buf, [&](auto&& f) {
+            for_window(p, oh, ow, [&](int64_t i) { f(xp[i]); });
+          });
+          y[(nc * P + oh) * Q + ow] = acc / static_cast<T>(avg_divisor(p, oh, ow));
+        }
+    }
+  }
+}
+
+// Gathers, for each input position, dy/divisor of the windows that cover it in row-major window
+// order, and sums them in sum_order (ascending gives the bits of scattering window by window).
+template <bool Parallel, typename T>
 void avg_backward(const Pool2dParams& p, const T* dy, T* dx) {
   const int64_t P = p.out_h(), Q = p.out_w(), planes = p.n * p.c;
-#pragma omp parallel for schedule(static) if (Parallel)
-  for (int64_t nc = 0; nc < planes; ++nc) {
-    T* dxp = dx + nc * p.h * p.w;
-    for (int64_t i = 0; i < p.h * p.w; ++i) dxp[i] = 0;
-    for (int64_t oh = 0; oh < P; ++oh)
-      for (int64_t ow = 0; ow < Q; ++ow) {
-        const T g = dy[(nc * P + oh) * Q + ow] / static_cast<T>(avg_divisor(p, oh, ow));
-        for_window(p, oh, ow, [&](int64_t i) { dxp[i] += g; });
+  std::vector<T> divisor(static_cast<size_t>(P * Q));
+  for (int64_t oh = 0; oh < P; ++oh)
+    for (int64_t ow = 0; ow < Q; ++ow) divisor[oh * Q + ow] = static_cast<T>(avg_divisor(p, oh, ow));
+  // Windows covering padded coordinate c along one axis: o*s <= c <= o*s + k - 1, 0 <= o < n.
+  auto first_window = [](int64_t c, int64_t k, int64_t s) { return c < k ? int64_t{0} : (c - k) / s + 1; };
+  auto last_window = [](int64_t c, int64_t s, int64_t n) { return std::min(c / s, n - 1); };
+#pragma omp parallel if (Parallel)
+  {
+    std::vector<T> buf;
+#pragma omp for schedule(static)
+    for (int64_t nc = 0; nc < planes; ++nc) {
+      const T* dyp = dy + nc * P * Q;
+      T* dxp = dx + nc * p.h * p.w;
+      for (int64_t ih = 0; ih < p.h; ++ih) {
+        const int64_t ch = ih + p.pad_t, oh0 = first_window(ch, p.kh, p.stride_h),
+                      oh1 = last_window(ch, p.stride_h, P);
+        for (int64_t iw = 0; iw < p.w; ++iw) {
+          const int64_t cw = iw + p.pad_l, ow0 = first_window(cw, p.kw, p.stride_w),
+                        ow1 = last_window(cw, p.stride_w, Q);
+          dxp[ih * p.w + iw] = window_sum<T>(p.sum_order, buf, [&](auto&& f) {
+            for (int64_t oh = oh0; oh <= oh1; ++oh)
+              for (int64_t ow = ow0; ow <= ow1; ++ow) f(dyp[oh * Q + ow] / divisor[oh * Q + ow]);
+          });
+        }
       }
+    }
   }
 }
 

@@ -88,6 +88,50 @@ TEST_P(AvgPool2dFastVsRef, BitIdentical) {
     EXPECT_TRUE(bitwise_equal(y, y_ref)) << c.name << " threads=" << threads;
     EXPECT_TRUE(bitwise_equal(dx, dx_ref)) << c.name << " threads=" << threads;
   }
+  // The other summation orders: the fast kernel still gives the reference's bits.
+  for (SumOrder order : {SumOrder::descending, SumOrder::pairwise}) {
+    p.sum_order = order;
+    avgpool2d_forward_ref(p, x, y_ref);
+    avgpool2d_backward_ref(p, dy, dx_ref);
+    Tensor y(p.y_shape(), dt), dx(p.x_shape(), dt);
+    fast.forward(p, x, y);
+    fast.backward(p, x, dy, dx);
+    EXPECT_TRUE(bitwise_equal(y, y_ref)) << c.name << " order " << static_cast<int>(order);
+    EXPECT_TRUE(bitwise_equal(dx, dx_ref)) << c.name << " order " << static_cast<int>(order);
+  }
+}
+
+// Average pooling sums in params.sum_order: the window sum forward, and backward each input's sum
+// over the windows covering it. Terms in float32, where 1e8 + 1 rounds to 1e8 (spacing 8):
+//   [1e8, 1, -1e8, 1]  ascending ((1e8+1)-1e8)+1 = 1; descending ((1-1e8)+1)+1e8 = 0;
+//                      pairwise (1e8+1)+(-1e8+1) = 0.
+// A 2x2 window at stride 1 over 3x3: window (0,0) holds x[0,0],x[0,1],x[1,0],x[1,1] row-major,
+// and the centre input is covered by all four windows, in row-major window order.
+TEST(AvgPool2dSumOrder, ForwardAndBackwardSumInTheOrderAsked) {
+  Pool2dParams p;
+  p.h = p.w = 3;
+  p.kh = p.kw = 2;
+  p.stride_h = p.stride_w = 1;
+  const Tensor x = Tensor::from<float>({1, 1, 3, 3}, {1e8f, 1, 0, -1e8f, 1, 0, 0, 0, 0});
+  // dy/4 = [1e8, 1, -1e8, 1] exactly (powers of two scale exactly).
+  const Tensor dy = Tensor::from<float>({1, 1, 2, 2}, {4e8f, 4, -4e8f, 4});
+  const KernelRegistry reg = make_cpu_registry();
+  const struct {
+    SumOrder order;
+    float sum;
+  } want[] = {{SumOrder::ascending, 1}, {SumOrder::descending, 0}, {SumOrder::pairwise, 0}};
+  for (const auto& w : want) {
+    p.sum_order = w.order;
+    for (KernelBackend b : {KernelBackend::reference, KernelBackend::fast}) {
+      const Pool2dKernel& k = reg.avgpool2d.at(b);
+      Tensor y(p.y_shape(), DType::f32), dx(p.x_shape(), DType::f32);
+      k.forward(p, x, y);
+      k.backward(p, x, dy, dx);
+      EXPECT_EQ(y.at(0), w.sum / 4) << k.name << " order " << static_cast<int>(w.order);
+      EXPECT_EQ(dx.at(4), w.sum) << k.name << " centre, order " << static_cast<int>(w.order);
+      EXPECT_EQ(dx.at(0), 1e8f) << k.name << " corner: one window, no order";
+    }
+  }
 }
 
 std::string case_name(const ::testing::TestParamInfo<Pool2dFastVsRef::ParamType>& info) {
