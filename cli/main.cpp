@@ -3,8 +3,11 @@
 #include <CLI/CLI.hpp>
 #include <malloc.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <iostream>
+#include <string>
+#include <vector>
 
 #include "cli/commands.h"
 #include "engine/core/error.h"
@@ -19,6 +22,21 @@ int main(int argc, char** argv) {
   CLI::App app{"driftlab: one engine, every framework's semantics as a switchable knob"};
   app.require_subcommand(1);
   driftlab::cli::register_commands(app);
+  // CLI11 says only "A subcommand is required" for a misspelt command: name it and the known ones.
+  CLI::App* cmd = &app;
+  for (int i = 1; i < argc && argv[i][0] != '-' && cmd->get_require_subcommand_min() > 0; ++i) {
+    std::vector<CLI::App*> subs = cmd->get_subcommands([](CLI::App*) { return true; });
+    auto it = std::find_if(subs.begin(), subs.end(), [&](CLI::App* s) { return s->check_name(argv[i]); });
+    if (it == subs.end()) {
+      std::string path = "driftlab", known;
+      for (int j = 1; j < i; ++j) path += std::string(" ") + argv[j];
+      for (CLI::App* s : subs) known += (known.empty() ? "" : ", ") + s->get_name();
+      std::fprintf(stderr, "driftlab: unknown command '%s' for '%s' (known: %s)\n", argv[i], path.c_str(),
+                   known.c_str());
+      return 2;
+    }
+    cmd = *it;
+  }
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
