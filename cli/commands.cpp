@@ -70,6 +70,16 @@ void set_threads(int threads) {
   if (threads > 0) omp_set_num_threads(threads);
 }
 
+// A number that is neither negative nor NaN nor infinite (CLI::NonNegativeNumber lets NaN through).
+const CLI::Validator kFiniteNonNegative(
+    [](std::string& s) {
+      double v = 0;
+      return CLI::detail::lexical_cast(s, v) && std::isfinite(v) && v >= 0
+                 ? std::string()
+                 : "Value " + s + " must be a finite number >= 0";
+    },
+    "NONNEGATIVE");
+
 // --threads of every command. A negative count is refused, not read as "all cores".
 void add_threads_option(CLI::App* c, int& threads) {
   c->add_option("--threads", threads, "CPU threads (0: all cores); results are reproducible per count")
@@ -424,7 +434,7 @@ std::string sci(double v) {
 }
 
 void check_model_name(const std::string& asked, const LoadedModel& lm, const std::string& path) {
-  check(asked.empty() || asked == lm.model.name, "--model ", asked, " does not match ", path, ", which holds ",
+  check(asked.empty() || asked == lm.model.name, "model: --model ", asked, " does not match ", path, ", which holds ",
         lm.model.name);
 }
 
@@ -658,8 +668,10 @@ void register_commands(CLI::App& app) {
   dr->add_option("--model", dopt->model, "checked against the model the file holds");
   dr->add_option("--policies", dopt->policies)->capture_default_str();
   dr->add_flag("--no-convert", dopt->no_convert, "load the tensors raw under each policy instead of converting them");
-  dr->add_option("--tol", dopt->tol, "localisation tolerance on max|d|/max|b| per layer")->capture_default_str();
-  dr->add_option("--localise-batch", dopt->localise_batch)->capture_default_str();
+  dr->add_option("--tol", dopt->tol, "localisation tolerance on max|d|/max|b| per layer")
+      ->capture_default_str()
+      ->check(kFiniteNonNegative);
+  dr->add_option("--localise-batch", dopt->localise_batch)->capture_default_str()->check(CLI::PositiveNumber);
   dr->add_option("--json", dopt->json, "also write the report as JSON");
   add_threads_option(dr, dopt->threads);
   add_data_options(dr, dopt->data);
@@ -673,7 +685,8 @@ void register_commands(CLI::App& app) {
   at->add_option("--model", aopt->model, "checked against the model the file holds");
   at->add_option("--from", aopt->from)->capture_default_str();
   at->add_option("--to", aopt->to)->capture_default_str();
-  at->add_option("--train", aopt->train, "also train N epochs from the same initial weights under each policy");
+  at->add_option("--train", aopt->train, "also train N epochs from the same initial weights under each policy")
+      ->check(CLI::NonNegativeNumber);
   at->add_option("--batch", aopt->batch)->capture_default_str();
   at->add_option("--lr", aopt->lr)->capture_default_str();
   at->add_option("--momentum", aopt->momentum)->capture_default_str();

@@ -1,10 +1,12 @@
 // The driftlab command. Library errors (driftlab::Error) become one line on stderr,
-// "driftlab: error: <message>", and exit code 1; command-line usage errors exit 2.
+// "driftlab: error: <message>", and exit code 1, as do filesystem errors (they name the path);
+// command-line usage errors exit 2.
 #include <CLI/CLI.hpp>
 #include <malloc.h>
 
 #include <algorithm>
 #include <cstdio>
+#include <filesystem>
 #include <iostream>
 #include <string>
 #include <vector>
@@ -43,6 +45,11 @@ int main(int argc, char** argv) {
     int rc = app.exit(e);
     return rc == 0 ? 0 : 2;
   } catch (const driftlab::Error& e) {
+    std::fprintf(stderr, "driftlab: error: %s\n", e.what());
+    return 1;
+  } catch (const std::filesystem::filesystem_error& e) {
+    // A folder that cannot be made or read (a file in its place, no permission): the message
+    // names the path and the system's reason; it is the user's to fix, not an internal error.
     std::fprintf(stderr, "driftlab: error: %s\n", e.what());
     return 1;
   } catch (const std::exception& e) {
