@@ -3,6 +3,7 @@
 #include <omp.h>
 #include <unistd.h>
 
+#include <cmath>
 #include <cstdio>
 #include <filesystem>
 #include <iomanip>
@@ -55,9 +56,11 @@ void add_data_options(CLI::App* c, DataOptions& o) {
       ->capture_default_str();
   c->add_option("--data-dir", o.data_dir, "folder with the IDX files (default for fashion-mnist: " +
                                               std::string(kDefaultFashionMnistDir) + ")");
-  c->add_option("--limit", o.limit, "use only the first N samples of each split (0: all)");
-  c->add_option("--vocab-size", o.vocab_size, "imdb: words kept, ids 2..V+1 (default: the model file's, else 20000)");
-  c->add_option("--maxlen", o.max_len, "imdb: tokens per review (default: the model file's, else 80)");
+  c->add_option("--limit", o.limit, "use only the first N samples of each split (0: all)")->check(CLI::NonNegativeNumber);
+  c->add_option("--vocab-size", o.vocab_size, "imdb: words kept, ids 2..V+1 (default: the model file's, else 20000)")
+      ->check(CLI::NonNegativeNumber);
+  c->add_option("--maxlen", o.max_len, "imdb: tokens per review (default: the model file's, else 80)")
+      ->check(CLI::NonNegativeNumber);
   c->add_option("--seq-pad", o.seq_pad, "imdb: pad with id 0 'pre' or 'post' (default: the model file's, else pre)");
   c->add_option("--seq-truncate", o.seq_truncate, "imdb: cut 'pre' (keep the end) or 'post' (default: the model file's, else pre)");
 }
@@ -65,6 +68,44 @@ void add_data_options(CLI::App* c, DataOptions& o) {
 
 void set_threads(int threads) {
   if (threads > 0) omp_set_num_threads(threads);
+}
+
+// A number that is neither negative nor NaN nor infinite (CLI::NonNegativeNumber lets NaN through).
+const CLI::Validator kFiniteNonNegative(
+    [](std::string& s) {
+      double v = 0;
+      return CLI::detail::lexical_cast(s, v) && std::isfinite(v) && v >= 0
+                 ? std::string()
+                 : "Value " + s + " must be a finite number >= 0";
+    },
+    "NONNEGATIVE");
+
+// --threads of every command. A negative count is refused, not read as "all cores".
+void add_threads_option(CLI::App* c, int& threads) {
+  c->add_option("--threads", threads, "CPU threads (0: all cores); results are reproducible per count")
+      ->check(CLI::NonNegativeNumber);
+}
+
+// A saved model's data must have its input shape: say so naming the file, before any layer
+// refuses the batch in its own terms.
+void check_data_fits(const LoadedModel& lm, const std::string& weights, const Dataset& data) {
+  const Shape& s = data.images.shape();
+  const Shape per_sample(s.begin() + (s.empty() ? 0 : 1), s.end());
+  check(per_sample == lm.model.input_shape, "data: ", weights, " holds ", lm.model.name, ", which takes ",
+        shape_str(lm.model.input_shape), " inputs, but ", data.name, " has ", shape_str(per_sample));
+}
+
+// The first element of t that is NaN or infinite, or -1. t: float32 or float64.
+int64_t first_nonfinite(const Tensor& t) {
+  for (int64_t i = 0; i < t.numel(); ++i) {
+    const double v = t.dtype() == DType::f64 ? t.data<double>()[i] : t.data<float>()[i];
+    if (!std::isfinite(v)) return i;
+  }
+  return -1;
+}
+std::string value_at(const Tensor& t, int64_t i) {
+  const double v = t.dtype() == DType::f64 ? t.data<double>()[i] : t.data<float>()[i];
+  return std::isnan(v) ? "nan" : (v > 0 ? "inf" : "-inf");
 }
 
 std::string fmt(double v, int prec) {
@@ -215,8 +256,8 @@ void add_train_options(CLI::App* c, TrainOptions& o) {
   c->add_option("--momentum", o.momentum)->capture_default_str();
   c->add_flag("--nesterov", o.nesterov);
   c->add_option("--weight-decay", o.weight_decay, "in each framework's own terms (see weight_decay_mode)");
-  c->add_option("--seed", o.seed)->capture_default_str();
-  c->add_option("--threads", o.threads, "CPU threads (0: all cores); results are reproducible per count");
+  c->add_option("--seed", o.seed)->capture_default_str()->check(CLI::NonNegativeNumber);
+  add_threads_option(c, o.threads);
   c->add_flag("--no-progress", o.no_progress);
   c->add_flag("--normalize", o.normalize, "standardise inputs with the training set's mean/std (kept in the model file)");
   add_data_options(c, o.data);
@@ -230,6 +271,7 @@ void eval_cmd(const std::string& weights, const DataOptions& d, int64_t batch, i
   const Device device = dev.parsed();
   LoadedModel lm = load_model(weights);
   Dataset test = load_split_for(lm, *d.loader, d, Split::test);
+  check_data_fits(lm, weights, test);
   EvalResult r = open_runner(lm.model, device)->evaluate(test, batch);
   std::cout << "test accuracy " << fmt(r.accuracy, 4) << " loss " << fmt(r.loss, 4) << " on " << r.n << " images ("
             << lm.model.name << ", " << lm.model.policy.to_string() << ", " << dev.device << ")\n";
@@ -246,6 +288,12 @@ void predict_cmd(const std::string& weights, const DataOptions& d, const std::ve
   LoadedModel lm = load_model(weights);
   if (!input.empty()) {
     Tensor x = read_npy(input);
+    check(x.dtype() == DType::f32 || x.dtype() == DType::f64, "predict: ", input, " holds ", dtype_name(x.dtype()),
+          "; the model takes float32 or float64 inputs");
+    check(x.rank() >= 1 && x.dim(0) >= 1, "predict: ", input, " has shape ", shape_str(x.shape()),
+          ": no inputs to predict");
+    if (const int64_t bad = first_nonfinite(x); bad >= 0)
+      fail("predict: ", input, " holds ", value_at(x, bad), " at index ", bad, " (flat, C order); the inputs must be finite");
     Shape want{x.rank() ? x.dim(0) : 0};
     want.insert(want.end(), lm.model.input_shape.begin(), lm.model.input_shape.end());
     check(x.shape() == want, "predict: ", input, " has shape ", shape_str(x.shape()), ", model ", lm.model.name,
@@ -258,6 +306,7 @@ void predict_cmd(const std::string& weights, const DataOptions& d, const std::ve
     return;
   }
   Dataset test = load_split_for(lm, *d.loader, d, Split::test);
+  check_data_fits(lm, weights, test);
   std::vector<int64_t> idx(static_cast<std::size_t>(test.images.dim(0)));
   for (std::size_t i = 0; i < idx.size(); ++i) idx[i] = static_cast<int64_t>(i);
   std::unique_ptr<Runner> runner = open_runner(lm.model, device);
@@ -295,6 +344,16 @@ void weights_import(const std::string& model_name, const std::string& spec, cons
                     const std::string& out, NpyLayout layout) {
   Model m = build_model(model_name, Policy::parse(spec), 1);
   import_weights_npy(m, dir, layout);
+  // The files passed their shape checks; a NaN or infinity in them would be a model that
+  // trains and predicts NaN, so it is refused here naming the file and the index in it.
+  for (const auto& np : m.net->named_params()) {
+    const std::string path = (fs::path(dir) / (np.first + ".npy")).string();
+    const Tensor t = read_npy(path);
+    if (t.dtype() != DType::f32 && t.dtype() != DType::f64) continue;
+    if (const int64_t bad = first_nonfinite(t); bad >= 0)
+      fail("weights import: ", path, " holds ", value_at(t, bad), " at index ", bad, " (flat, C order, shape ",
+           shape_str(t.shape()), "); nothing written to ", out);
+  }
   save_model(out, m, {{"imported_from", dir}});
   std::cout << "wrote " << out << "\n";
 }
@@ -375,7 +434,7 @@ std::string sci(double v) {
 }
 
 void check_model_name(const std::string& asked, const LoadedModel& lm, const std::string& path) {
-  check(asked.empty() || asked == lm.model.name, "--model ", asked, " does not match ", path, ", which holds ",
+  check(asked.empty() || asked == lm.model.name, "model: --model ", asked, " does not match ", path, ", which holds ",
         lm.model.name);
 }
 
@@ -395,6 +454,7 @@ void drift_cmd(const DriftOptions& o) {
   LoadedModel lm = load_model(o.weights);
   check_model_name(o.model, lm, o.weights);
   Dataset test = load_split_for(lm, *o.data.loader, o.data, Split::test);
+  check_data_fits(lm, o.weights, test);
   ExecContext exec;
   std::cout << "drift: " << lm.model.name << " weights " << o.weights << " (trained under "
             << lm.model.policy.to_string() << "), " << test.images.dim(0) << " images of " << test.name << ", weights "
@@ -452,6 +512,7 @@ void attribute_cmd(const AttributeCliOptions& o) {
   LoadedModel lm = load_model(o.weights);
   check_model_name(o.model, lm, o.weights);
   Dataset test = load_split_for(lm, *o.data.loader, o.data, Split::test);
+  check_data_fits(lm, o.weights, test);
   Dataset train;
   if (o.train > 0) train = load_split_for(lm, *o.data.loader, o.data, Split::train);
   ExecContext exec;
@@ -549,7 +610,7 @@ void register_commands(CLI::App& app) {
   auto* ev = app.add_subcommand("eval", "test accuracy of a saved model");
   ev->add_option("--weights", *ew, "model file (.dlm)")->required();
   ev->add_option("--batch", *eb)->capture_default_str();
-  ev->add_option("--threads", *et);
+  add_threads_option(ev, *et);
   add_data_options(ev, *ed);
   auto edev = std::make_shared<DeviceOptions>();
   add_device_options(ev, *edev);
@@ -565,7 +626,7 @@ void register_commands(CLI::App& app) {
   pr->add_option("--sizes", *psizes, "batch sizes to time")->delimiter(',')->capture_default_str();
   pr->add_option("--input", *pin, "an .npy array (N,C,H,W) to predict instead of timing");
   pr->add_option("--output", *pout, "where --input's logits go (.npy)");
-  pr->add_option("--threads", *pt);
+  add_threads_option(pr, *pt);
   add_data_options(pr, *pd);
   auto pdev = std::make_shared<DeviceOptions>();
   auto pmax = std::make_shared<int64_t>(0);
@@ -607,10 +668,12 @@ void register_commands(CLI::App& app) {
   dr->add_option("--model", dopt->model, "checked against the model the file holds");
   dr->add_option("--policies", dopt->policies)->capture_default_str();
   dr->add_flag("--no-convert", dopt->no_convert, "load the tensors raw under each policy instead of converting them");
-  dr->add_option("--tol", dopt->tol, "localisation tolerance on max|d|/max|b| per layer")->capture_default_str();
-  dr->add_option("--localise-batch", dopt->localise_batch)->capture_default_str();
+  dr->add_option("--tol", dopt->tol, "localisation tolerance on max|d|/max|b| per layer")
+      ->capture_default_str()
+      ->check(kFiniteNonNegative);
+  dr->add_option("--localise-batch", dopt->localise_batch)->capture_default_str()->check(CLI::PositiveNumber);
   dr->add_option("--json", dopt->json, "also write the report as JSON");
-  dr->add_option("--threads", dopt->threads);
+  add_threads_option(dr, dopt->threads);
   add_data_options(dr, dopt->data);
   add_device_options(dr, dopt->dev);
   dr->callback([dopt] { drift_cmd(*dopt); });
@@ -622,14 +685,15 @@ void register_commands(CLI::App& app) {
   at->add_option("--model", aopt->model, "checked against the model the file holds");
   at->add_option("--from", aopt->from)->capture_default_str();
   at->add_option("--to", aopt->to)->capture_default_str();
-  at->add_option("--train", aopt->train, "also train N epochs from the same initial weights under each policy");
+  at->add_option("--train", aopt->train, "also train N epochs from the same initial weights under each policy")
+      ->check(CLI::NonNegativeNumber);
   at->add_option("--batch", aopt->batch)->capture_default_str();
   at->add_option("--lr", aopt->lr)->capture_default_str();
   at->add_option("--momentum", aopt->momentum)->capture_default_str();
-  at->add_option("--seed", aopt->seed)->capture_default_str();
+  at->add_option("--seed", aopt->seed)->capture_default_str()->check(CLI::NonNegativeNumber);
   at->add_flag("--no-convert", aopt->no_convert);
   at->add_option("--json", aopt->json);
-  at->add_option("--threads", aopt->threads);
+  add_threads_option(at, aopt->threads);
   add_data_options(at, aopt->data);
   add_device_options(at, aopt->dev);
   at->callback([aopt] { attribute_cmd(*aopt); });

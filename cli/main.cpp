@@ -1,10 +1,15 @@
 // The driftlab command. Library errors (driftlab::Error) become one line on stderr,
-// "driftlab: error: <message>", and exit code 1; command-line usage errors exit 2.
+// "driftlab: error: <message>", and exit code 1, as do filesystem errors (they name the path);
+// command-line usage errors exit 2.
 #include <CLI/CLI.hpp>
 #include <malloc.h>
 
+#include <algorithm>
 #include <cstdio>
+#include <filesystem>
 #include <iostream>
+#include <string>
+#include <vector>
 
 #include "cli/commands.h"
 #include "engine/core/error.h"
@@ -19,12 +24,32 @@ int main(int argc, char** argv) {
   CLI::App app{"driftlab: one engine, every framework's semantics as a switchable knob"};
   app.require_subcommand(1);
   driftlab::cli::register_commands(app);
+  // CLI11 says only "A subcommand is required" for a misspelt command: name it and the known ones.
+  CLI::App* cmd = &app;
+  for (int i = 1; i < argc && argv[i][0] != '-' && cmd->get_require_subcommand_min() > 0; ++i) {
+    std::vector<CLI::App*> subs = cmd->get_subcommands([](CLI::App*) { return true; });
+    auto it = std::find_if(subs.begin(), subs.end(), [&](CLI::App* s) { return s->check_name(argv[i]); });
+    if (it == subs.end()) {
+      std::string path = "driftlab", known;
+      for (int j = 1; j < i; ++j) path += std::string(" ") + argv[j];
+      for (CLI::App* s : subs) known += (known.empty() ? "" : ", ") + s->get_name();
+      std::fprintf(stderr, "driftlab: unknown command '%s' for '%s' (known: %s)\n", argv[i], path.c_str(),
+                   known.c_str());
+      return 2;
+    }
+    cmd = *it;
+  }
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
     int rc = app.exit(e);
     return rc == 0 ? 0 : 2;
   } catch (const driftlab::Error& e) {
+    std::fprintf(stderr, "driftlab: error: %s\n", e.what());
+    return 1;
+  } catch (const std::filesystem::filesystem_error& e) {
+    // A folder that cannot be made or read (a file in its place, no permission): the message
+    // names the path and the system's reason; it is the user's to fix, not an internal error.
     std::fprintf(stderr, "driftlab: error: %s\n", e.what());
     return 1;
   } catch (const std::exception& e) {
