@@ -4,6 +4,7 @@
 #include <cstdlib>
 #include <functional>
 #include <iomanip>
+#include <set>
 #include <sstream>
 
 #include "engine/core/error.h"
@@ -510,11 +511,15 @@ Policy Policy::parse(const std::string& spec) {
   check(!parts[0].empty() && parts[0].find('=') == std::string::npos,
         "policy: '", spec, "' must start with a preset (tensorflow, theano, torch)");
   Policy p = preset_named(parts[0]);
+  std::set<std::string> given;
   for (std::size_t i = 1; i < parts.size(); ++i) {
     const std::string& kv = parts[i];
     auto eq = kv.find('=');
     check(eq != std::string::npos && eq > 0, "policy: '", kv, "' in '", spec, "' is not knob=value");
-    p.set(kv.substr(0, eq), kv.substr(eq + 1));
+    const std::string knob = kv.substr(0, eq);
+    // A knob given twice is a mistake to report, not a silent "last one wins".
+    check(given.insert(knob).second, "policy: knob '", knob, "' given twice in '", spec, "'");
+    p.set(knob, kv.substr(eq + 1));
   }
   return p;
 }

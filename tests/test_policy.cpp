@@ -75,8 +75,15 @@ TEST(PolicyParse, SettingThePresetValuePrintsNothing) {
   EXPECT_EQ(Policy::parse("tensorflow, weight_layout = hwio").to_string(), "tensorflow");  // spaces ignored
 }
 
-TEST(PolicyParse, LaterAssignmentWins) {
-  EXPECT_EQ(Policy::parse("torch,relu_grad_at_zero=0.5,relu_grad_at_zero=0.25").relu_grad_at_zero, 0.25);
+// A knob given twice is refused (until 2026-11-24 the later value silently won): a study spec
+// that sets a knob in two places has a mistake in one of them. The same value twice too.
+TEST(PolicyParse, KnobGivenTwiceIsAnErrorNamingIt) {
+  for (const char* spec : {"torch,relu_grad_at_zero=0.5,relu_grad_at_zero=0.25",
+                           "torch,relu_grad_at_zero=0.5,dtype=float64,relu_grad_at_zero=0.5"}) {
+    const std::string msg = error_of([&] { Policy::parse(spec); });
+    EXPECT_TRUE(contains(msg, "knob 'relu_grad_at_zero' given twice")) << spec << ": " << msg;
+    EXPECT_TRUE(contains(msg, spec)) << msg;
+  }
 }
 
 TEST(PolicyKnobs, NamesUniqueAndDocumented) {

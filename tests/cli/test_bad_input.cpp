@@ -782,9 +782,6 @@ const std::map<std::string, std::string> kOpenDefectsWithoutOwner = {
     {"model_is_directory",
      "models/model_file.cpp load_model reads a directory as an empty file: 'model file: D/m.dlm: truncated at "
      "offset 0 (a model file has at least 24 bytes)'"},
-    {"policy_duplicate_knob",
-     "engine/policy.cpp Policy::parse: a knob given twice is accepted and the last value wins; "
-     "'policy show torch,relu_grad_at_zero=0.5,relu_grad_at_zero=1' exits 0 showing relu_grad_at_zero=1"},
     {"model_unknown_model_name",
      "models/model_file.cpp load_model: build_model's error escapes without the file: "
      "'model: unknown model 'lenet9' (known: ...)'"},
