@@ -31,6 +31,9 @@ struct FaceCase {
   Shape x;
 };
 
+// gtest prints the parameter in listings and failures: the row, not its bytes.
+void PrintTo(const FaceCase& c, std::ostream* os) { *os << c.model << " " << c.policy << " " << shape_str(c.x); }
+
 class RunnerInputGradient : public ::testing::TestWithParam<FaceCase> {};
 
 TEST_P(RunnerInputGradient, InferenceGradientIsTheDerivativeOfTheInferenceLossAndMovesNothing) {

@@ -162,6 +162,10 @@ struct StepCase {
   bool vendor;
 };
 
+void PrintTo(const StepCase& c, std::ostream* os) {
+  *os << c.model << " " << c.policy << " B-" << c.batch << (c.vendor ? " vendor" : " own");
+}
+
 std::string case_name(const ::testing::TestParamInfo<StepCase>& i) {
   std::string s = i.param.model + "_" + i.param.policy + "_b" + std::to_string(i.param.batch) +
                   (i.param.vendor ? "_vendor" : "_own");

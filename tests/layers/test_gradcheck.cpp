@@ -200,6 +200,8 @@ const std::vector<ConvCase>& conv_cases() {
   return cases;
 }
 
+void PrintTo(const ConvCase& c, std::ostream* os) { *os << c.name << " " << c.policy; }
+
 class GradCheckConv : public ::testing::TestWithParam<ConvCase> {};
 
 TEST_P(GradCheckConv, DxDwDb) {
@@ -255,6 +257,8 @@ const std::vector<PoolCase>& pool_cases() {
   };
   return cases;
 }
+
+void PrintTo(const PoolCase& c, std::ostream* os) { *os << c.name << " " << c.policy; }
 
 class GradCheckPool : public ::testing::TestWithParam<PoolCase> {};
 
@@ -313,6 +317,8 @@ struct ActCase {
   ActKind kind;
   const char* policy;
 };
+
+void PrintTo(const ActCase& c, std::ostream* os) { *os << c.name << " " << c.policy; }
 
 class GradCheckActivation : public ::testing::TestWithParam<ActCase> {};
 
@@ -387,6 +393,10 @@ struct XentCase {
   bool mean;
 };
 
+void PrintTo(const XentCase& c, std::ostream* os) {
+  *os << "formulation " << static_cast<int>(c.form) << (c.mean ? " mean" : " sum");
+}
+
 class GradCheckXent : public ::testing::TestWithParam<XentCase> {};
 
 TEST_P(GradCheckXent, Dz) {
@@ -445,6 +455,8 @@ struct ModelCase {
   const char* model;
   const char* policy;
 };
+
+void PrintTo(const ModelCase& c, std::ostream* os) { *os << c.model << " " << c.policy; }
 
 class GradCheckModel : public ::testing::TestWithParam<ModelCase> {};
 
