@@ -84,11 +84,6 @@ double Runner::nonfinite_step(const Tensor& x, const std::string& what, const ch
   return std::numeric_limits<double>::quiet_NaN();
 }
 
-void Runner::check_loss(double loss, const char* device) const {
-  check(std::isfinite(loss), "train: loss is ", loss, " at epoch ", epoch_ + 1, " step ", step_index_ + 1,
-        " (lr=", cfg_.sgd.lr, *device ? ", " : "", device, "); the logits or weights diverged");
-}
-
 EpochStats Runner::run_epoch(const Dataset& train, const Dataset* val, const ProgressFn& progress) {
   using clock = std::chrono::steady_clock;
   const int64_t n = train.images.dim(0);

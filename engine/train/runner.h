@@ -128,9 +128,6 @@ class Runner {
   Runner(Model& model, const TrainConfig& config);
   // Waits for queued device work (an epoch's time includes its last step's).
   virtual void synchronize() {}
-  // Throws "train: loss is nan at epoch E step S (lr=..., DEVICE) ..." when the loss is not
-  // finite (device "" on the CPU).
-  void check_loss(double loss, const char* device) const;
   // A step whose `what` ("loss is nan", "gradient 2.dense.weight.grad[5] is inf") is not finite:
   // names the first non-finite tensor of x's forward (the model's weights must be on the host),
   // then throws (stop) or records the skip and returns NaN (skip_batch). Counts the step.
