@@ -212,6 +212,7 @@ struct TrainOptions {
   bool nesterov = false, no_progress = false, normalize = false;
   uint64_t seed = 1;
   int threads = 0;
+  std::string on_nonfinite = "stop";
   DeviceOptions dev;
 };
 
@@ -225,6 +226,7 @@ TrainRunResult run_train(const TrainOptions& o) {
   spec.train.batch = o.batch;
   spec.train.sgd = {o.lr, o.momentum, o.nesterov, o.weight_decay};
   spec.train.seed = o.seed;
+  spec.train.on_nonfinite = parse_on_nonfinite(o.on_nonfinite);
   spec.normalize = o.normalize;
   spec.device = o.dev.parsed();
   spec.out = o.out;
@@ -239,6 +241,9 @@ TrainRunResult run_train(const TrainOptions& o) {
     std::cerr << "epoch " << st.epoch << ": train loss " << fmt(st.train_loss, 4) << " acc " << fmt(st.train_acc, 4)
               << " | val loss " << fmt(st.val_loss, 4) << " acc " << fmt(st.val_acc, 4) << " | "
               << fmt(st.seconds, 2) << " s (" << fmt(st.images_per_s, 0) << " img/s)\n";
+    if (st.skipped_steps > 0)
+      std::cerr << "epoch " << st.epoch << ": skipped " << st.skipped_steps << " non-finite step(s); first: "
+                << st.first_skip << "\n";
   };
   TrainRunResult r = run_training(spec, *o.data.loader, hooks);
   if (!r.model_path.empty())
@@ -260,6 +265,9 @@ void add_train_options(CLI::App* c, TrainOptions& o) {
   add_threads_option(c, o.threads);
   c->add_flag("--no-progress", o.no_progress);
   c->add_flag("--normalize", o.normalize, "standardise inputs with the training set's mean/std (kept in the model file)");
+  c->add_option("--on-nonfinite", o.on_nonfinite,
+                "stop (error naming the step, layer and tensor) | skip-batch (no SGD step, counted in the report)")
+      ->capture_default_str();
   add_data_options(c, o.data);
   add_device_options(c, o.dev);
 }

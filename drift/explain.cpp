@@ -9,6 +9,7 @@
 #include <iomanip>
 #include <map>
 #include <memory>
+#include <limits>
 #include <sstream>
 
 #include "engine/layers/activation_layer.h"
@@ -175,6 +176,20 @@ std::string ex_relu() {
     activation_forward_ref(a, x, y);
     activation_backward_ref(a, x, y, dy, dx);
     os << "  " << preset << ": x=[-1, 0, 1] relu=" << row(y, 0, 3) << " gradient=" << row(dx, 0, 3) << "\n";
+  }
+  return os.str();
+}
+
+std::string ex_relu_nan() {
+  std::ostringstream os;
+  Tensor x = Tensor::from<float>({3}, {std::numeric_limits<float>::quiet_NaN(), -1, 1});
+  Tensor dy = Tensor::from<float>({3}, {2, 2, 2});
+  for (const char* preset : {"torch", "tensorflow"}) {
+    ActivationParams a = resolve_activation(Policy::preset_named(preset), ActKind::relu);
+    Tensor y({3}, DType::f32), dx({3}, DType::f32);
+    activation_forward_ref(a, x, y);
+    activation_backward_ref(a, x, y, dy, dx);
+    os << "  " << preset << ": x=[nan, -1, 1] dy=2 relu=" << row(y, 0, 3) << " gradient=" << row(dx, 0, 3) << "\n";
   }
   return os.str();
 }
@@ -671,6 +686,7 @@ std::string explain_knob(const std::string& knob) {
       {"embedding_init", ex_embedding_init},
       {"model_conv_padding", ex_model_conv_padding},
       {"relu_grad_at_zero", ex_relu},
+      {"relu_grad_at_nan", ex_relu_nan},
       {"maxpool_grad_ties", ex_maxpool_ties},
       {"hard_sigmoid_kind", ex_hard_sigmoid},
       {"hard_sigmoid_grad_edges", ex_hard_sigmoid},

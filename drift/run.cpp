@@ -19,7 +19,7 @@ namespace {
 json epoch_json(const EpochStats& e) {
   return {{"epoch", e.epoch},           {"train_loss", e.train_loss}, {"train_acc", e.train_acc},
           {"val_loss", e.val_loss},     {"val_acc", e.val_acc},       {"seconds", e.seconds},
-          {"images_per_s", e.images_per_s}};
+          {"images_per_s", e.images_per_s}, {"skipped_steps", e.skipped_steps}};
 }
 
 }  // namespace
@@ -96,6 +96,15 @@ TrainRunResult run_training(const TrainRunSpec& spec, DatasetLoader& loader, con
         << "," << st.seconds << "," << st.images_per_s << "\n";
   }
   out.report["epochs"] = eps;
+  // --on-nonfinite: the mode, the steps skipped over the run and what the first one found.
+  int64_t skipped = 0;
+  std::string first_skip;
+  for (const auto& st : out.epochs) {
+    if (first_skip.empty()) first_skip = st.first_skip;
+    skipped += st.skipped_steps;
+  }
+  out.report["nonfinite"] = {{"on_nonfinite", on_nonfinite_name(spec.train.on_nonfinite)},
+                             {"skipped_steps", skipped}, {"first_skipped", first_skip}};
   write_file_atomic((fs::path(spec.out) / "metrics.json").string(), out.report.dump(2) + "\n");
   write_file_atomic((fs::path(spec.out) / "metrics.csv").string(), csv.str());
   return out;

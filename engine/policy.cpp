@@ -29,6 +29,7 @@ Policy Policy::tensorflow() {
   p.embedding_init = EmbeddingInit::uniform_0p05;
   p.model_conv_padding = ModelConvPadding::same;
   p.relu_grad_at_zero = 0.0;
+  p.relu_grad_at_nan = ReluNanGrad::nan;
   p.maxpool_grad_ties = PoolTies::first;
   p.hard_sigmoid_kind = HardSigmoidKind::linear_0p2;
   p.hard_sigmoid_grad_edges = GradEdges::inclusive;
@@ -240,6 +241,12 @@ const std::vector<KnobRow>& rows() {
                   "0: ReluGrad g*(x>0)", "0.5: relu=0.5(x+|x|) and d|x|/dx=sgn(0)=0", "0",
                   "tensorflow/core/kernels/relu_op_functor.h; theano/tensor/nnet/nnet.py relu"},
                  double_accessor(&Policy::relu_grad_at_zero, "relu_grad_at_zero", 0.0, 1.0)});
+    r.push_back(enum_knob(&Policy::relu_grad_at_nan,
+        {"relu_grad_at_nan", "layers", {"dy", "nan"}, "value of dReLU/dx times dy at x=NaN (the forward gives NaN)",
+         "nan: TF.js Relu grad dy*step(x), step(NaN)=NaN", "nan: 0.5*(dy+dy*sgn(x)), sgn(NaN)=NaN",
+         "dy: threshold_backward(dy, y, 0) tests y<=0, false for NaN",
+         "tfjs-core/src/gradients/Relu_grad.ts, tfjs-backend-cpu Step; theano/scalar/basic.py Sgn.c_code; "
+         "aten/src/ATen/native/Activation.cpp threshold_backward"}));
     r.push_back(enum_knob(&Policy::maxpool_grad_ties,
         {"maxpool_grad_ties", "layers", {"first", "all"},
          "which inputs of a max-pool window receive the gradient when several equal the max",

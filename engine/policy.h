@@ -13,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include "engine/ops/activation.h"
 #include "engine/ops/common.h"
 #include "engine/ops/pool2d.h"
 #include "engine/ops/sgd.h"
@@ -81,6 +82,7 @@ struct Policy {
   EmbeddingInit embedding_init = EmbeddingInit::normal_1;  // nn.Embedding N(0,1); Keras U(+-0.05)
   ModelConvPadding model_conv_padding = ModelConvPadding::explicit_half;  // torchvision-style padding=1
   double relu_grad_at_zero = 0.0;                       // Theano relu=0.5(x+|x|) gives 0.5
+  ReluNanGrad relu_grad_at_nan = ReluNanGrad::dy;       // torch threshold_backward passes dy at NaN
   PoolTies maxpool_grad_ties = PoolTies::first;         // Theano CPU MaxPoolGrad: all ties
   HardSigmoidKind hard_sigmoid_kind = HardSigmoidKind::relu6_div6;
   GradEdges hard_sigmoid_grad_edges = GradEdges::exclusive;

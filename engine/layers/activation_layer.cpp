@@ -8,6 +8,7 @@ ActivationParams resolve_activation(const Policy& policy, ActKind kind) {
   ActivationParams p;
   p.kind = kind;
   p.relu_grad_at_zero = policy.relu_grad_at_zero;
+  p.relu_nan_grad = policy.relu_grad_at_nan;
   if (policy.hard_sigmoid_kind == HardSigmoidKind::linear_0p2) {
     p.hs_slope = 0.2;
     p.hs_offset = 0.5;

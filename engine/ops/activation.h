@@ -1,5 +1,6 @@
 // Elementwise activations with every framework constant explicit.
-//   relu:         y = max(x,0);  dy/dx = 1 (x>0), relu_grad_at_zero (x==0), 0 (x<0)
+//   relu:         y = max(x,0), NaN for NaN;  dy/dx = 1 (x>0), relu_grad_at_zero (x==0), 0 (x<0),
+//                 and at NaN either dy passed through or NaN (relu_nan_grad)
 //   tanh, sigmoid: y = tanh(x), 1/(1+exp(-x)); gradients from y
 //   hard_sigmoid: y = clip(slope*x + offset, 0, 1); dy/dx = slope inside the linear
 //                 region, including its end points when grad_edges_inclusive.
@@ -13,24 +14,34 @@
 namespace driftlab {
 
 enum class ActKind { relu, tanh, sigmoid, hard_sigmoid };
+// dReLU at x = NaN: `dy` passes the incoming gradient (PyTorch's threshold_backward tests the
+// output, `y <= 0 ? 0 : dy`, false for NaN); `nan` gives NaN (TF.js dy*step(x) with step(NaN) =
+// NaN; Theano 0.5*(dy + dy*sgn(x)) with sgn(NaN) = NaN).
+enum class ReluNanGrad { dy, nan };
 
 struct ActivationParams {
   ActKind kind = ActKind::relu;
   double relu_grad_at_zero = 0.0;
   double hs_slope = 0.2, hs_offset = 0.5;
   bool hs_grad_edges_inclusive = true;
+  ReluNanGrad relu_nan_grad = ReluNanGrad::dy;  // last: positional initialisers predate it
 };
 
 const char* act_name(ActKind k);
 
 // The formulas, one element at a time: every activation kernel (CPU reference and fast, CUDA)
 // calls these very functions, so they agree by construction.
+// A NaN input stays NaN, as in every framework copied (PyTorch's clamp_min, Theano's
+// 0.5*(x+|x|), TF.js's x<0?0:x); -0 gives +0. `x != x` is the NaN test that also compiles in
+// device code.
 template <typename T>
 DL_HOST_DEVICE inline T relu_value(T x) {
-  return x > T(0) ? x : T(0);
+  return (x > T(0) || x != x) ? x : T(0);
 }
+// nan_is_nan: ReluNanGrad::nan (else a NaN input passes dy).
 template <typename T>
-DL_HOST_DEVICE inline T relu_grad(T x, T dy, T grad_at_zero) {
+DL_HOST_DEVICE inline T relu_grad(T x, T dy, T grad_at_zero, bool nan_is_nan) {
+  if (x != x) return nan_is_nan ? x : dy;
   return x > T(0) ? dy : (x == T(0) ? grad_at_zero * dy : T(0));
 }
 template <typename T>
@@ -85,7 +96,8 @@ DL_HOST_DEVICE inline T activation_value(const ActivationParams& p, T x) {
 template <typename T>
 DL_HOST_DEVICE inline T activation_grad(const ActivationParams& p, T x, T y, T dy) {
   switch (p.kind) {
-    case ActKind::relu: return relu_grad(x, dy, static_cast<T>(p.relu_grad_at_zero));
+    case ActKind::relu:
+      return relu_grad(x, dy, static_cast<T>(p.relu_grad_at_zero), p.relu_nan_grad == ReluNanGrad::nan);
     case ActKind::tanh: return tanh_grad(y, dy);
     case ActKind::sigmoid: return sigmoid_grad(y, dy);
     case ActKind::hard_sigmoid: break;

@@ -1,7 +1,9 @@
 // pool2d: max and average pooling with explicit pads. x (N,C,H,W) -> y (N,C,P,Q).
-// Max: padding never wins (it is outside the window's candidates); ties and NaN follow
-// `ties`: forward picks the first max in row-major scan (NaN always wins, as PyTorch);
-// backward sends dy to that first element, or to every element equal to the max.
+// Max: padding never wins (it is outside the window's candidates). The window is scanned in
+// row-major order and an element takes the lead when max_scan_takes says so: the first max
+// wins among numbers, and any NaN makes the max NaN with the LAST NaN as the winner (PyTorch's
+// cpu_max_pool and max_pool2d_with_indices CUDA kernel: `val > maxval || isnan(val)`).
+// Backward (`ties`): dy to that winner, or to every element equal to the max (none for NaN).
 // Average: divides by kh*kw (count_include_pad) or by the number of real elements. Each window's
 // sum (forward) and each input's sum over the windows covering it (backward) runs in sum_order
 // over the terms in row-major order.
@@ -10,12 +12,21 @@
 #include <cstdint>
 #include <string>
 
+#include "engine/core/host_device.h"
 #include "engine/core/tensor.h"
 #include "engine/ops/common.h"
 
 namespace driftlab {
 
 enum class PoolTies { first, all };
+
+// The max-pool scan step every kernel (reference, fast, CUDA) calls: does v take the lead from
+// the current max `cur`? Strictly greater keeps the first of equal maxima; a NaN always takes
+// it, so a window with NaN has max NaN and its last NaN is the winner.
+template <typename T>
+DL_HOST_DEVICE inline bool max_scan_takes(T v, T cur) {
+  return v > cur || v != v;
+}
 
 struct Pool2dParams {
   int64_t n = 1, c = 1, h = 1, w = 1;

@@ -3,6 +3,7 @@
 #include <chrono>
 #include <cmath>
 #include <limits>
+#include <sstream>
 
 namespace driftlab {
 
@@ -57,19 +58,38 @@ InputGradient CpuRunner::input_gradient(const Tensor& x, const std::vector<int32
 }
 
 double CpuRunner::train_step(const Tensor& x, const std::vector<int32_t>& labels, int64_t* correct) {
+  last_skip_.clear();
   RunContext ctx = RunContext::training(exec_, &dropout_rng_);
   ctx.input_grad = false;
   auto params = model_.net->named_params();
+  // skip-batch: a skipped batch leaves no trace, so BatchNorm's running statistics (moved by the
+  // train-mode forward) are put back as they were (they are per channel: a small copy).
+  std::vector<Tensor> saved;
+  if (cfg_.on_nonfinite == OnNonFinite::skip_batch)
+    for (auto& b : model_.net->named_buffers()) saved.push_back(b.second->value.clone());
+  auto restore = [&] {
+    if (saved.empty()) return;
+    std::size_t i = 0;
+    for (auto& b : model_.net->named_buffers()) b.second->value = saved[i++];
+  };
   model_.net->zero_grad();
   Tensor logits = model_.forward(ctx, x);
   const SoftmaxXentKernel& k = exec_.pick(exec_.kernels.softmax_xent, loss_backend_, loss_, logits.dtype());
   double loss = k.forward(loss_, logits, labels) + sgd_.penalty(params);
-  check_loss(loss, "");
+  if (!std::isfinite(loss)) {
+    std::ostringstream what;
+    what << "loss is " << loss;
+    restore();
+    return nonfinite_step(x, what.str(), "");
+  }
   Tensor dz(logits.shape(), logits.dtype());
   k.backward(loss_, logits, labels, dz);
   model_.net->backward(ctx, dz);
   std::string bad = first_nonfinite_grad(*model_.net);
-  check(bad.empty(), "train: non-finite gradient ", bad, " at epoch ", epoch_ + 1, " step ", step_index_ + 1);
+  if (!bad.empty()) {
+    restore();
+    return nonfinite_step(x, "gradient " + bad + " is not finite", "");
+  }
   sgd_.step(exec_, params);
   if (correct) *correct = count_correct(logits, labels);
   ++step_index_;

@@ -2,6 +2,7 @@
 
 #include <chrono>
 #include <cmath>
+#include <sstream>
 
 #include "kernels/cuda/device.h"
 #include "kernels/cuda/ops.h"
@@ -9,6 +10,14 @@
 namespace driftlab {
 
 namespace {
+
+// A skipped batch must leave no trace; on the device the train-mode forward has already moved
+// BatchNorm's running statistics, which are not put back there yet: refused rather than kept.
+void check_skip_supported(Model& model, const TrainConfig& config) {
+  check(config.on_nonfinite != OnNonFinite::skip_batch || model.net->named_buffers().empty(),
+        "train: --on-nonfinite skip-batch with --device cuda is not implemented for models with BatchNorm "
+        "(the skipped batch would stay in the running statistics); use --device cpu or --on-nonfinite stop");
+}
 
 std::unique_ptr<cuda::CudaContext> open_for(Model& model) {
   check_device_supported(model);
@@ -19,6 +28,7 @@ std::unique_ptr<cuda::CudaContext> open_for(Model& model) {
 
 CudaRunner::CudaRunner(Model& model, const TrainConfig& config)
     : Runner(model, config), owned_(open_for(model)), ctx_(*owned_) {
+  check_skip_supported(model, config);
   net_ = std::make_unique<DeviceNet>(ctx_, model);
   for (DeviceParam* p : net_->params())
     state_.push_back(cuda::DeviceTensor::zeros(ctx_, p->value.shape(), p->value.dtype()));
@@ -27,6 +37,7 @@ CudaRunner::CudaRunner(Model& model, const TrainConfig& config)
 
 CudaRunner::CudaRunner(Model& model, cuda::CudaContext& ctx, const TrainConfig& config)
     : Runner(model, config), ctx_(ctx), net_(std::make_unique<DeviceNet>(ctx, model)) {
+  check_skip_supported(model, config);
   for (DeviceParam* p : net_->params())
     state_.push_back(cuda::DeviceTensor::zeros(ctx_, p->value.shape(), p->value.dtype()));
   flags_ = cuda::DeviceTensor(ctx_, {static_cast<int64_t>(state_.size())}, DType::f32);
@@ -81,7 +92,13 @@ double CudaRunner::train_step(const Tensor& x, const std::vector<int32_t>& label
       if (!p->is_bias || rule_.decay_bias) s += cuda::sum_squares_cuda(ctx_, p->value);
     loss += cfg_.sgd.weight_decay * s;
   }
-  check_loss(loss, "cuda");
+  last_skip_.clear();
+  if (!std::isfinite(loss)) {
+    sync_to_model();  // the diagnosis runs the batch on the host with the device's weights
+    std::ostringstream what;
+    what << "loss is " << loss;
+    return nonfinite_step(x, what.str(), "cuda");
+  }
   net_->backward(run, std::make_shared<cuda::DeviceTensor>(std::move(dz)));
   cuda::fill_zero(ctx_, flags_);
   for (std::size_t i = 0; i < params.size(); ++i)
@@ -92,8 +109,9 @@ double CudaRunner::train_step(const Tensor& x, const std::vector<int32_t>& label
     const Tensor g = cuda::to_host(ctx_, params[i]->grad);
     int64_t bad = 0;
     while (bad < g.numel() && std::isfinite(g.at(bad))) ++bad;
-    fail("train: non-finite gradient ", params[i]->name, ".grad[", bad, "] at epoch ", epoch_ + 1, " step ",
-         step_index_ + 1, " (cuda)");
+    sync_to_model();
+    return nonfinite_step(x, "gradient " + params[i]->name + ".grad[" + std::to_string(bad) + "] is not finite",
+                          "cuda");
   }
   for (std::size_t i = 0; i < params.size(); ++i) {
     const SgdStepParams sp = sgd_step_params(cfg_.sgd, rule_, params[i]->is_bias, step_index_ == 0);

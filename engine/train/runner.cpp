@@ -2,6 +2,8 @@
 
 #include <chrono>
 #include <cmath>
+#include <limits>
+#include <sstream>
 
 #include "engine/train/cpu_runner.h"
 #include "engine/train/cuda_runner.h"
@@ -68,9 +70,18 @@ Runner::Runner(Model& model, const TrainConfig& config)
   check_sgd_config(config.sgd);
 }
 
-void Runner::check_loss(double loss, const char* device) const {
-  check(std::isfinite(loss), "train: loss is ", loss, " at epoch ", epoch_ + 1, " step ", step_index_ + 1,
-        " (lr=", cfg_.sgd.lr, *device ? ", " : "", device, "); the logits or weights diverged");
+double Runner::nonfinite_step(const Tensor& x, const std::string& what, const char* device) {
+  const std::string where = locate_nonfinite_forward(model_, exec_, x);
+  std::ostringstream os;
+  os << "train: non-finite step at epoch " << epoch_ + 1 << " step " << step_index_ + 1 << " (lr=" << cfg_.sgd.lr
+     << (*device ? ", " : "") << device << "): " << what << "; first non-finite tensor in the forward: "
+     << (where.empty() ? "none under inference semantics (train-only BatchNorm statistics or dropout, or the backward)"
+                       : where);
+  if (cfg_.on_nonfinite == OnNonFinite::stop)
+    fail(os.str(), "; lower --lr, check the inputs, or pass --on-nonfinite skip-batch");
+  last_skip_ = os.str();
+  ++step_index_;
+  return std::numeric_limits<double>::quiet_NaN();
 }
 
 EpochStats Runner::run_epoch(const Dataset& train, const Dataset* val, const ProgressFn& progress) {
@@ -83,7 +94,7 @@ EpochStats Runner::run_epoch(const Dataset& train, const Dataset* val, const Pro
   EpochStats st;
   st.epoch = epoch_ + 1;
   double loss_sum = 0;
-  int64_t correct_sum = 0;
+  int64_t correct_sum = 0, skipped_samples = 0;
   auto t0 = clock::now();
   for (int64_t b = 0; b < batches; ++b) {
     int64_t begin = b * batch, cnt = std::min(batch, n - begin);
@@ -92,20 +103,28 @@ EpochStats Runner::run_epoch(const Dataset& train, const Dataset* val, const Pro
     for (int64_t i = 0; i < cnt; ++i) y[i] = train.labels[order[begin + i]];
     int64_t correct = 0;
     double loss = train_step(x, y, &correct);
-    loss_sum += loss * static_cast<double>(cnt);
-    correct_sum += correct;
+    if (last_step_skipped()) {  // no step taken: out of the epoch's loss and accuracy
+      if (st.skipped_steps++ == 0) st.first_skip = last_skip_;
+      skipped_samples += cnt;
+    } else {
+      loss_sum += loss * static_cast<double>(cnt);
+      correct_sum += correct;
+    }
     if (progress) {
       double el = std::chrono::duration<double>(clock::now() - t0).count();
       double ips = static_cast<double>(begin + cnt) / std::max(el, 1e-9);
-      progress({epoch_ + 1, cfg_.epochs, b + 1, batches, loss_sum / static_cast<double>(begin + cnt), ips,
+      const int64_t counted = std::max<int64_t>(begin + cnt - skipped_samples, 1);
+      progress({epoch_ + 1, cfg_.epochs, b + 1, batches, loss_sum / static_cast<double>(counted), ips,
                 static_cast<double>(n - begin - cnt) / ips});
     }
   }
   synchronize();  // the epoch's time includes the last step's device work
   st.seconds = std::chrono::duration<double>(clock::now() - t0).count();
   st.images_per_s = static_cast<double>(n) / st.seconds;
-  st.train_loss = loss_sum / static_cast<double>(n);
-  st.train_acc = static_cast<double>(correct_sum) / static_cast<double>(n);
+  // Averages over the batches stepped on (NaN when every batch was skipped).
+  const double counted = static_cast<double>(n - skipped_samples);
+  st.train_loss = counted > 0 ? loss_sum / counted : std::numeric_limits<double>::quiet_NaN();
+  st.train_acc = counted > 0 ? static_cast<double>(correct_sum) / counted : std::numeric_limits<double>::quiet_NaN();
   if (val) {
     EvalResult e = evaluate(*val, 1000);
     st.val_loss = e.loss;

@@ -7,7 +7,9 @@
 //   run_epoch / evaluate           the epoch loop (shuffle, batches, progress) and loss/accuracy
 //   time_prediction(x)             how long logits() takes, measured as each device is timed
 // The loss is the Policy's formulation (ce_formulation, ce_clip_eps, loss_reduction); a NaN or
-// infinite loss or gradient stops training with an error naming the epoch, step and tensor.
+// infinite loss or gradient either stops training with an error naming the epoch, step, the
+// failing tensor and the first layer whose output went non-finite (engine/train/nonfinite.h),
+// or skips that batch's SGD step (TrainConfig::on_nonfinite), counted in EpochStats.
 //
 // To add a device: 1) a Runner subclass (engine/train/<device>_runner.*) implementing the pure
 // virtual calls; 2) a Device value and its name; 3) a branch in open_runner; 4) the runner tests
@@ -23,6 +25,7 @@
 #include "engine/model.h"
 #include "engine/ops/softmax_xent.h"
 #include "engine/random.h"
+#include "engine/train/nonfinite.h"
 #include "engine/train/sgd.h"
 
 namespace driftlab {
@@ -39,6 +42,7 @@ struct TrainConfig {
   int64_t batch = 128;
   SgdConfig sgd;
   uint64_t seed = 1;
+  OnNonFinite on_nonfinite = OnNonFinite::stop;
 };
 
 struct EpochStats {
@@ -47,6 +51,8 @@ struct EpochStats {
   double val_loss = 0, val_acc = 0;
   double seconds = 0;                    // training time of the epoch (no validation)
   double images_per_s = 0;
+  int64_t skipped_steps = 0;             // --on-nonfinite skip-batch: steps not taken (not in the averages)
+  std::string first_skip;                // what the first skipped step's check found
 };
 
 struct Progress {
@@ -100,13 +106,17 @@ class Runner {
   // hold this loss's gradient afterwards; no weight changes.
   virtual InputGradient input_gradient(const Tensor& x, const std::vector<int32_t>& labels, Semantics s) = 0;
   // One SGD step on a batch (train semantics); returns the loss (with the l2_loss penalty) and
-  // writes the number of correct predictions.
+  // writes the number of correct predictions. A non-finite loss or gradient throws (stop) or
+  // takes no step and returns NaN (skip_batch; last_step_skipped() says so).
   virtual double train_step(const Tensor& x, const std::vector<int32_t>& labels, int64_t* correct = nullptr) = 0;
   // How long logits(x, max_batch) takes after a warm-up call (CPU: best of 3; CUDA: one call,
   // plus the device-resident forward).
   virtual PredictTime time_prediction(const Tensor& x, int64_t max_batch = 0) = 0;
   // The device's weights and BatchNorm statistics back into the Model (no-op on the CPU).
   virtual void sync_to_model() {}
+  // Whether the last train_step skipped its batch, and what its check found.
+  bool last_step_skipped() const { return !last_skip_.empty(); }
+  const std::string& last_skip() const { return last_skip_; }
 
   // One epoch over `train`: the Policy's shuffle from the run seed's stream, batches of
   // config().batch (the last partial batch kept), a step each; `val` (may be null) evaluated after.
@@ -118,9 +128,10 @@ class Runner {
   Runner(Model& model, const TrainConfig& config);
   // Waits for queued device work (an epoch's time includes its last step's).
   virtual void synchronize() {}
-  // Throws "train: loss is nan at epoch E step S (lr=..., DEVICE) ..." when the loss is not
-  // finite (device "" on the CPU).
-  void check_loss(double loss, const char* device) const;
+  // A step whose `what` ("loss is nan", "gradient 2.dense.weight.grad[5] is inf") is not finite:
+  // names the first non-finite tensor of x's forward (the model's weights must be on the host),
+  // then throws (stop) or records the skip and returns NaN (skip_batch). Counts the step.
+  double nonfinite_step(const Tensor& x, const std::string& what, const char* device);
 
   Model& model_;
   TrainConfig cfg_;
@@ -132,6 +143,7 @@ class Runner {
   Rng dropout_rng_;
   int epoch_ = 0;
   int64_t step_index_ = 0;
+  std::string last_skip_;  // "" when the last step was taken
 };
 
 // A Runner for `model` on `device` (cuda: device 0 with the Policy's cuda knobs; refused with

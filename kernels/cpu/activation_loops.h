@@ -32,8 +32,10 @@ void forward(const ActivationParams& p, const T* x, T* y, int64_t n) {
 template <bool Parallel, typename T>
 void backward(const ActivationParams& p, const T* x, const T* y, const T* dy, T* dx, int64_t n) {
   const T g0 = static_cast<T>(p.relu_grad_at_zero);
+  const bool nan_is_nan = p.relu_nan_grad == ReluNanGrad::nan;
   switch (p.kind) {
-    case ActKind::relu: return for_each<Parallel>(n, [&](int64_t i) { dx[i] = relu_grad(x[i], dy[i], g0); });
+    case ActKind::relu:
+      return for_each<Parallel>(n, [&](int64_t i) { dx[i] = relu_grad(x[i], dy[i], g0, nan_is_nan); });
     case ActKind::tanh: return for_each<Parallel>(n, [&](int64_t i) { dx[i] = tanh_grad(y[i], dy[i]); });
     case ActKind::sigmoid: return for_each<Parallel>(n, [&](int64_t i) { dx[i] = sigmoid_grad(y[i], dy[i]); });
     case ActKind::hard_sigmoid:

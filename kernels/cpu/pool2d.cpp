@@ -1,7 +1,7 @@
 // Fast max and average pooling, float and double, NCHW, OpenMP over the N*C planes (each plane
 // is independent, so the result does not depend on the thread count). Both give the reference's
-// bits: the max window scan is the reference's (first maximum in row-major order, a NaN wins
-// and stops the scan; a max rounds nothing), and the average adds each window in the reference's
+// bits: the max window scan is the reference's (max_scan_takes in row-major order: the first
+// maximum, or the last NaN; a max rounds nothing), and the average adds each window in the reference's
 // order and divides as it does. Forward writes y (=); backward writes dx (=), max-pool ties sent
 // to the first max or to every equal element.
 // The 2x2 stride-2 max windows of every LeNet/VGG pool run 16 windows per AVX-512 instruction on
@@ -20,9 +20,8 @@
 namespace driftlab {
 namespace {
 
-// Offset (within the plane) of the first max of window (oh, ow); the window is clipped to
-// the real input, so padding never wins. `!(v <= best)` is true when v > best or v is NaN:
-// one comparison per element gives "first max, a NaN wins and stops the scan".
+// Offset (within the plane) of the winner of window (oh, ow): max_scan_takes in row-major order
+// (the first max, or the last NaN); the window is clipped to the real input, so padding never wins.
 template <typename T>
 inline int64_t window_argmax(const Pool2dParams& p, const T* xp, int64_t oh, int64_t ow) {
   const int64_t h0 = oh * p.stride_h - p.pad_t, w0 = ow * p.stride_w - p.pad_l;
@@ -30,26 +29,17 @@ inline int64_t window_argmax(const Pool2dParams& p, const T* xp, int64_t oh, int
   const int64_t ws = w0 < 0 ? 0 : w0, we = std::min(w0 + p.kw, p.w);
   int64_t best = hs * p.w + ws;
   T bv = xp[best];
-  if (bv != bv) return best;  // NaN first
   for (int64_t ih = hs; ih < he; ++ih) {
     const T* row = xp + ih * p.w;
     for (int64_t iw = ws; iw < we; ++iw) {
       const T v = row[iw];
-      if (!(v <= bv)) {
+      if (max_scan_takes(v, bv)) {
         best = ih * p.w + iw;
         bv = v;
-        if (v != v) return best;
       }
     }
   }
   return best;
-}
-
-// x holds the window's max m: equal, or both NaN. For the first element in scan order that
-// matches, this is exactly "the first max" (an earlier equal value would have won the scan).
-template <typename T>
-inline bool holds_max(T x, T m) {
-  return x == m || (x != x && m != m);
 }
 
 // The 2x2 stride-2 unpadded window of every LeNet/VGG pool, unrolled: same scan order.
@@ -59,22 +49,20 @@ inline int64_t argmax_2x2(const T* xp, int64_t w, int64_t oh, int64_t ow) {
   const int64_t idx[4] = {i0, i0 + 1, i0 + w, i0 + w + 1};
   int64_t best = i0;
   T bv = xp[i0];
-  if (bv != bv) return best;
   for (int k = 1; k < 4; ++k) {
     const T v = xp[idx[k]];
-    if (!(v <= bv)) {
+    if (max_scan_takes(v, bv)) {
       best = idx[k];
       bv = v;
-      if (v != v) return best;
     }
   }
   return best;
 }
 
-// The scan step of the window: keep `cur` unless v beats it or is NaN; a NaN `cur` stays.
+// The scan step of the window on values: v replaces `cur` when max_scan_takes(v, cur).
 template <typename T>
 inline T pick(T cur, T v) {
-  return (cur != cur) ? cur : ((v > cur || v != v) ? v : cur);
+  return max_scan_takes(v, cur) ? v : cur;
 }
 
 #if defined(__AVX512F__)
@@ -95,19 +83,26 @@ inline Quad load_quad(const float* r0, const float* r1, int n = 16) {
   return {_mm512_permutex2var_ps(t0, even, t1), _mm512_permutex2var_ps(t0, odd, t1),
           _mm512_permutex2var_ps(u0, even, u1), _mm512_permutex2var_ps(u0, odd, u1)};
 }
-// pick(cur, v): v replaces cur when cur is not NaN and (v > cur or v is NaN), i.e. when
-// !(v <= cur) and cur == cur.
-inline __m512 pick16(__m512 cur, __m512 v) {
-  const __mmask16 cur_ok = _mm512_cmp_ps_mask(cur, cur, _CMP_ORD_Q);
-  const __mmask16 take = _mm512_mask_cmp_ps_mask(cur_ok, v, cur, _CMP_NLE_UQ);
-  return _mm512_mask_blend_ps(take, cur, v);
+// max_scan_takes(v, cur) on 16 lanes: v > cur, or v is NaN.
+inline __mmask16 takes16(__m512 v, __m512 cur) {
+  return _mm512_cmp_ps_mask(v, cur, _CMP_GT_OQ) | _mm512_cmp_ps_mask(v, v, _CMP_UNORD_Q);
 }
-inline __m512 max16(const Quad& q) { return pick16(pick16(pick16(q.a, q.b), q.c), q.d); }
-// holds_max(x, m): x == m, or both NaN.
-inline __mmask16 holds16(__m512 x, __m512 m) {
-  return _mm512_cmp_ps_mask(x, m, _CMP_EQ_OQ) |
-         (_mm512_cmp_ps_mask(x, x, _CMP_UNORD_Q) & _mm512_cmp_ps_mask(m, m, _CMP_UNORD_Q));
+// The scan over a, b, c, d: the max and, per lane, whether b, c, d took the lead when visited.
+struct Scan16 {
+  __m512 m;
+  __mmask16 tb, tc, td;
+};
+inline Scan16 scan16(const Quad& q) {
+  Scan16 s;
+  s.tb = takes16(q.b, q.a);
+  s.m = _mm512_mask_blend_ps(s.tb, q.a, q.b);
+  s.tc = takes16(q.c, s.m);
+  s.m = _mm512_mask_blend_ps(s.tc, s.m, q.c);
+  s.td = takes16(q.d, s.m);
+  s.m = _mm512_mask_blend_ps(s.td, s.m, q.d);
+  return s;
 }
+inline __m512 max16(const Quad& q) { return scan16(q).m; }
 // Writes the first n pairs of lo/hi interleaved (lo[0], hi[0], lo[1], ...): 2n floats.
 inline void store_interleaved(float* out, __m512 lo, __m512 hi, int n = 16) {
   const __m512i first = _mm512_setr_epi32(0, 16, 1, 17, 2, 18, 3, 19, 4, 20, 5, 21, 6, 22, 7, 23);
@@ -154,18 +149,19 @@ inline void backward_row_2x2_vec(const T* r0, const T* r1, const T* g, T* d0, T*
     for (int64_t ow = 0; ow < qv; ow += 16) {
       const int n = static_cast<int>(std::min<int64_t>(16, qv - ow));
       const Quad q = load_quad(r0 + 2 * ow, r1 + 2 * ow, n);
-      const __m512 m = max16(q), gv = _mm512_maskz_loadu_ps(static_cast<__mmask16>((1u << n) - 1u), g + ow);
+      const Scan16 s = scan16(q);
+      const __m512 m = s.m, gv = _mm512_maskz_loadu_ps(static_cast<__mmask16>((1u << n) - 1u), g + ow);
       __mmask16 at_a, at_b, at_c, at_d;
       if (ties == PoolTies::all) {  // every input equal to the max (none for a NaN max)
         at_a = _mm512_cmp_ps_mask(q.a, m, _CMP_EQ_OQ);
         at_b = _mm512_cmp_ps_mask(q.b, m, _CMP_EQ_OQ);
         at_c = _mm512_cmp_ps_mask(q.c, m, _CMP_EQ_OQ);
         at_d = _mm512_cmp_ps_mask(q.d, m, _CMP_EQ_OQ);
-      } else {  // the first position in scan order holding the max
-        at_a = holds16(q.a, m);
-        at_b = static_cast<__mmask16>(~at_a) & holds16(q.b, m);
-        at_c = static_cast<__mmask16>(~(at_a | at_b)) & holds16(q.c, m);
-        at_d = static_cast<__mmask16>(~(at_a | at_b | at_c));
+      } else {  // the winner: the last of b, c, d to take the lead, else a
+        at_d = s.td;
+        at_c = static_cast<__mmask16>(s.tc & ~s.td);
+        at_b = static_cast<__mmask16>(s.tb & ~(s.tc | s.td));
+        at_a = static_cast<__mmask16>(~(s.tb | s.tc | s.td));
       }
       store_interleaved(d0 + 2 * ow, _mm512_mask_blend_ps(at_a, zero, gv), _mm512_mask_blend_ps(at_b, zero, gv), n);
       store_interleaved(d1 + 2 * ow, _mm512_mask_blend_ps(at_c, zero, gv), _mm512_mask_blend_ps(at_d, zero, gv), n);
@@ -176,9 +172,9 @@ inline void backward_row_2x2_vec(const T* r0, const T* r1, const T* g, T* d0, T*
   (void)r0, (void)r1, (void)g, (void)d0, (void)d1, (void)qv, (void)ties;
 }
 
-// Backward of one plane for the tiling 2x2 window. ties=first: the input equal to the first
-// max in scan order gets dy (found with the same picks as forward); ties=all: every input
-// equal to the max gets dy (none when the max is NaN, as in the reference's == test).
+// Backward of one plane for the tiling 2x2 window. ties=first: the scan's winner gets dy (the
+// first max, or the last NaN); ties=all: every input equal to the max gets dy (none when the
+// max is NaN, as in the reference's == test).
 // Rows/columns the floor-mode windows never reach (odd H or W) get 0.
 template <typename T>
 void backward_2x2(const Pool2dParams& p, const T* xp, const T* dyp, T* dxp) {
@@ -196,7 +192,12 @@ void backward_2x2(const Pool2dParams& p, const T* xp, const T* dyp, T* dxp) {
     for (int64_t ow = qv; ow < Q; ++ow) {
       const T a = r0[2 * ow], b = r0[2 * ow + 1], c = r1[2 * ow], d = r1[2 * ow + 1];
       const T g = dyp[oh * Q + ow];
-      const T m = pick(pick(pick(a, b), c), d);
+      const bool tb = max_scan_takes(b, a);
+      const T m1 = tb ? b : a;
+      const bool tc = max_scan_takes(c, m1);
+      const T m2 = tc ? c : m1;
+      const bool td = max_scan_takes(d, m2);
+      const T m = td ? d : m2;
       if (p.ties == PoolTies::all) {
         d0[2 * ow] = a == m ? g : T(0);
         d0[2 * ow + 1] = b == m ? g : T(0);
@@ -204,9 +205,8 @@ void backward_2x2(const Pool2dParams& p, const T* xp, const T* dyp, T* dxp) {
         d1[2 * ow + 1] = d == m ? g : T(0);
         continue;
       }
-      // First position in scan order holding the max (a NaN max is found too).
-      const bool at_a = holds_max(a, m), at_b = !at_a && holds_max(b, m), at_c = !at_a && !at_b && holds_max(c, m);
-      const bool at_d = !at_a && !at_b && !at_c;
+      // The winner: the last of b, c, d to take the lead, else a.
+      const bool at_d = td, at_c = tc && !td, at_b = tb && !tc && !td, at_a = !tb && !tc && !td;
       d0[2 * ow] = at_a ? g : T(0);
       d0[2 * ow + 1] = at_b ? g : T(0);
       d1[2 * ow] = at_c ? g : T(0);

@@ -91,13 +91,16 @@ inline v16 fmadd(v16 a, v16 b, v16 c) {
 // Full-mask forms of max, min, roundscale and scalef: GCC 12's unmasked intrinsics read an
 // uninitialised "undefined" operand and warn (-Wuninitialized) wherever they are inlined.
 constexpr __mmask16 kAll = 0xFFFF;
-inline __m512 vmax(__m512 a, __m512 b) { return _mm512_mask_max_ps(a, kAll, a, b); }
-inline __m512 vmin(__m512 a, __m512 b) { return _mm512_mask_min_ps(a, kAll, a, b); }
+// vmaxps/vminps return their second operand when either is NaN, so the clamps pass the bound
+// first and the input second: a NaN input comes out NaN (sigmoid and tanh of NaN are NaN, as in
+// the reference's libm calls and the portable code's compares), never the bound.
+inline __m512 vmax(__m512 bound, __m512 x) { return _mm512_mask_max_ps(bound, kAll, bound, x); }
+inline __m512 vmin(__m512 bound, __m512 x) { return _mm512_mask_min_ps(bound, kAll, bound, x); }
 #endif
 
 __attribute__((always_inline)) inline v16 vexp(v16 x) {
 #if defined(__AVX512F__)
-  __m512 v = vmin(vmax((__m512)x, _mm512_set1_ps(-87.3f)), _mm512_set1_ps(88.3f));
+  __m512 v = vmin(_mm512_set1_ps(88.3f), vmax(_mm512_set1_ps(-87.3f), (__m512)x));
   const __m512 l2 = _mm512_mul_ps(v, _mm512_set1_ps(1.44269504088896341f));
   const __m512 n = _mm512_mask_roundscale_ps(l2, kAll, l2, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
   v = _mm512_fnmadd_ps(n, _mm512_set1_ps(0.693359375f), v);
@@ -139,7 +142,7 @@ __attribute__((always_inline)) inline v16 vtanh(v16 x) {
   p = _mm512_fmadd_ps(p, z, _mm512_set1_ps(1.33314422036e-1f));
   p = _mm512_fmadd_ps(p, z, _mm512_set1_ps(-3.33332819422e-1f));
   const __m512 small = _mm512_fmadd_ps(_mm512_mul_ps(p, z), xv, xv);
-  const __m512 a9 = vmin(ax, _mm512_set1_ps(9.0f));
+  const __m512 a9 = vmin(_mm512_set1_ps(9.0f), ax);
   const __m512 e = (__m512)vexp((v16)_mm512_add_ps(a9, a9));
   const __m512 big = _mm512_sub_ps(_mm512_set1_ps(1.0f),
                                    _mm512_div_ps(_mm512_set1_ps(2.0f), _mm512_add_ps(e, _mm512_set1_ps(1.0f))));

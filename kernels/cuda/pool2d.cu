@@ -1,7 +1,8 @@
 // Own CUDA max/average pooling, float and double, NCHW, explicit pads. The same results as
 // the reference bit for bit (built with -fmad=false; a max and a sum of dy/count in window
 // order involve the same roundings):
-//   forward: one thread per output, the window scanned row-major, first max, NaN wins.
+//   forward: one thread per output, the window scanned row-major with max_scan_takes
+//   (engine/ops/pool2d.h): the first max, or the last NaN.
 //   backward: one thread per input element (a gather, no atomics), adding the contribution
 //   of every window that covers it in (oh, ow) order, which is the order the reference's
 //   scatter adds them. dx is written (=).
@@ -22,7 +23,7 @@ PoolDims dims_of(const Pool2dParams& p) {
           p.pad_t,    p.pad_l, p.out_h(), p.out_w(), p.ties == PoolTies::all, p.count_include_pad};
 }
 
-// Index (within the plane) of the first maximum of window (oh,ow); NaN wins and stops the scan.
+// Index (within the plane) of the winner of window (oh,ow): the first max, or the last NaN.
 template <typename T>
 __device__ long long argmax_first(const PoolDims& d, const T* xp, long long oh, long long ow) {
   long long best = -1;
@@ -33,9 +34,7 @@ __device__ long long argmax_first(const PoolDims& d, const T* xp, long long oh, 
       const long long iw = ow * d.sw - d.pl + s;
       if (iw < 0 || iw >= d.w) continue;
       const long long i = ih * d.w + iw;
-      const T v = xp[i];
-      if (v != v) return i;  // NaN
-      if (best < 0 || v > xp[best]) best = i;
+      if (best < 0 || max_scan_takes(xp[i], xp[best])) best = i;
     }
   }
   return best;

@@ -22,6 +22,8 @@
 //                         train semantics match train()
 //   TorchOracleInit.*     default initialisation: bit for bit vs torch.manual_seed(S), bounds,
 //                         two-sample Kolmogorov-Smirnov test against PyTorch's samples
+//   TorchOracleNan.*      NaN inputs through ReLU, max pooling (windows with one and two NaNs)
+//                         and an LSTM: which outputs and gradients are NaN, and the rest's values
 //   TorchNegative.*       the tensorflow preset differs from PyTorch where a knob differs, and
 //                         flipping that knob to torch's value restores the match
 //
@@ -64,6 +66,7 @@
 #include "kernels/cpu/ref/ref.h"
 #include "kernels/cpu/registry.h"
 #include "models/models.h"
+#include "tests/cases/rnn_cases.h"
 #include "tests/oracles/oracle_util.h"
 #include "tests/test_util.h"
 
@@ -1460,6 +1463,156 @@ TEST(TorchNegative, InitGlorotVsKaiming) {
   const auto [w_b, b_b] = driftlab_dense_init(tensorflow_ref("init_bias=uniform_fan_in"), kKsDriftlabSeed);
   EXPECT_LE(max_abs(b_b), kaiming);
   EXPECT_GT(max_abs(b_b), 0.9 * kaiming) << "init_bias=uniform_fan_in draws PyTorch's bias range";
+}
+
+// ---------------------------------------------------------------------------------------------
+// Group: NaN inputs (docs/POLICIES.md "NaN semantics"). PyTorch keeps a NaN: relu(NaN) = NaN and
+// its gradient passes dy (threshold_backward tests the output, `y <= 0`); a max-pool window
+// holding a NaN outputs NaN and sends dy to its last NaN (`val > maxval || isnan(val)`); an LSTM
+// turns the NaN sample's states NaN from that step on. NaN must match NaN exactly and the finite
+// values as every other case (all_close treats NaN as equal only to NaN).
+
+const Shape kNanActShape = {2, 3, 4, 4};
+const RnnShape kNanLstm = {3, 5, 4, 6};
+
+// (2,2,8,8) planes, k x k windows, stride 2, no padding; ties=first (the torch preset's).
+Pool2dParams nan_pool_params(int k) {
+  Pool2dParams p;
+  p.n = p.c = 2;
+  p.h = p.w = 8;
+  p.kh = p.kw = k;
+  p.stride_h = p.stride_w = 2;
+  return p;
+}
+
+Tensor with_nans(Tensor x, std::initializer_list<int64_t> at) {
+  for (int64_t i : at) x.data<float>()[i] = std::numeric_limits<float>::quiet_NaN();
+  return x;
+}
+
+void fill_nan(CaseDir& r) {
+  // relu: NaNs among values of both signs and an exact 0.
+  Tensor xr = with_nans(random_tensor(kNanActShape, DType::f32, 900, -2.0, 2.0), {0, 5, 17, 40, 95});
+  xr.data<float>()[6] = 0.0f;
+  r.input("nan_relu", "x", xr);
+  r.input("nan_relu", "r", random_tensor(kNanActShape, DType::f32, 901));
+  r.add_case({{"name", "nan_relu"}, {"kind", "module"}, {"module", "relu"}});
+  // max pool 2x2 (the fast kernel's AVX-512 path) and 3x3 stride 2 (its general scan), planes 8x8:
+  // windows with one NaN, two NaNs (indices 0,1 and 8,9 share window (0,0) of the 2x2 pool), none.
+  const Tensor xp = with_nans(random_tensor({2, 2, 8, 8}, DType::f32, 902), {0, 1, 8, 9, 20, 27, 64 + 36, 64 + 45,
+                                                                              128 + 63, 192 + 18, 192 + 19});
+  for (int k : {2, 3}) {
+    const std::string n = "nan_maxpool" + std::to_string(k);
+    const Pool2dParams p = nan_pool_params(k);
+    r.input(n, "x", xp);
+    r.input(n, "r", random_tensor(p.y_shape(), DType::f32, 903 + k));
+    r.add_case({{"name", n}, {"kind", "pool2d"}, {"pool", "max"}, {"kernel", k}, {"stride", 2}, {"padding", 0}});
+  }
+  // LSTM: sample 1 gets a NaN at step 2.
+  const RnnShape s = kNanLstm;
+  const int64_t G = 4 * s.hidden;
+  r.input("nan_lstm", "x", with_nans(random_tensor({s.batch, s.steps, s.input}, DType::f32, 910),
+                                     {(1 * s.steps + 2) * s.input + 1}));
+  r.input("nan_lstm", "weight_ih_l0", random_tensor({G, s.input}, DType::f32, 911, -0.5, 0.5));
+  r.input("nan_lstm", "weight_hh_l0", random_tensor({G, s.hidden}, DType::f32, 912, -0.5, 0.5));
+  r.input("nan_lstm", "bias_ih_l0", random_tensor({G}, DType::f32, 913, -0.5, 0.5));
+  r.input("nan_lstm", "bias_hh_l0", random_tensor({G}, DType::f32, 914, -0.5, 0.5));
+  r.input("nan_lstm", "r", random_tensor({s.batch, s.steps, s.hidden}, DType::f32, 915));
+  r.add_case({{"name", "nan_lstm"}, {"kind", "lstm"}, {"input", s.input}, {"hidden", s.hidden}});
+}
+const CaseDir& nan_run() {
+  static const CaseDir run(torch_script(), "torch_nan", fill_nan);
+  return run;
+}
+
+int64_t count_nan(const Tensor& t) {
+  int64_t n = 0;
+  for (int64_t i = 0; i < t.numel(); ++i) n += std::isnan(t.at(i));
+  return n;
+}
+
+// The finite part of `ref` sets the scale of the float32 tolerance (max_abs would see the NaNs).
+double finite_max(const Tensor& ref) {
+  double m = 0;
+  for (int64_t i = 0; i < ref.numel(); ++i)
+    if (std::isfinite(ref.at(i))) m = std::max(m, std::fabs(ref.at(i)));
+  return m;
+}
+
+TEST(TorchOracleNan, ReluKeepsNanAndPassesItsGradient) {
+  ORACLE_GROUP(run, nan_run);
+  const Shape per_sample(kNanActShape.begin() + 1, kNanActShape.end());
+  for (KernelBackend b : {KernelBackend::reference, KernelBackend::fast}) {
+    Policy pol = Policy::torch();
+    pol.act_backend = b;
+    ActivationLayer l(ActKind::relu, per_sample, pol);
+    LayerResult res = run_layer(l, run.in("nan_relu", "x"), run.in("nan_relu", "r"));
+    const Tensor ty = run.out("nan_relu", "y"), tdx = run.out("nan_relu", "dx");
+    ASSERT_EQ(count_nan(ty), 5) << "PyTorch's relu keeps the 5 NaNs";
+    ASSERT_EQ(count_nan(tdx), 0) << "PyTorch's relu gradient at NaN is dy";
+    // No arithmetic: exact (up to the sign of zero, as in ActivationsAndFlatten).
+    EXPECT_TRUE(all_close(res.y, ty, 0.0, 0.0)) << backend_name(pol.act_backend);
+    EXPECT_TRUE(all_close(res.dx, tdx, 0.0, 0.0)) << backend_name(pol.act_backend);
+  }
+}
+
+TEST(TorchOracleNan, MaxPoolOutputsNanAndSendsDyToTheLastNan) {
+  ORACLE_GROUP(run, nan_run);
+  const KernelRegistry reg = make_cpu_registry();
+  for (int k : {2, 3}) {
+    const std::string n = "nan_maxpool" + std::to_string(k);
+    const Pool2dParams p = nan_pool_params(k);
+    const Tensor x = run.in(n, "x"), r = run.in(n, "r"), ty = run.out(n, "y"), tdx = run.out(n, "dx");
+    ASSERT_GT(count_nan(ty), 0) << n;
+    for (KernelBackend b : {KernelBackend::reference, KernelBackend::fast}) {
+      Tensor y = Tensor::empty(p.y_shape(), DType::f32), dx = Tensor::empty(p.x_shape(), DType::f32);
+      reg.maxpool2d.at(b).forward(p, x, y);
+      reg.maxpool2d.at(b).backward(p, x, r, dx);
+      // A max rounds nothing and each dX here is one R value or a sum of at most 4 (3x3, stride 2
+      // overlaps), added in window order as PyTorch's scatter does: exact.
+      EXPECT_TRUE(all_close(y, ty, 0.0, 0.0)) << n << " " << backend_name(b);
+      EXPECT_TRUE(all_close(dx, tdx, 0.0, 0.0)) << n << " " << backend_name(b);
+    }
+  }
+  // Through the layer (torch preset, 2x2).
+  Pool2dSpec spec;
+  spec.kind = PoolKind::max;
+  spec.window = 2;
+  spec.stride = 2;
+  Pool2dLayer layer(spec, {2, 8, 8}, Policy::torch());
+  LayerResult res = run_layer(layer, run.in("nan_maxpool2", "x"), run.in("nan_maxpool2", "r"));
+  EXPECT_TRUE(all_close(res.y, run.out("nan_maxpool2", "y"), 0.0, 0.0));
+  EXPECT_TRUE(all_close(res.dx, run.out("nan_maxpool2", "dx"), 0.0, 0.0));
+}
+
+TEST(TorchOracleNan, LstmNanSampleGoesNanTheOthersMatch) {
+  ORACLE_GROUP(run, nan_run);
+  const RnnCase& torch_cell = kRnnCases[0];
+  ASSERT_STREQ(torch_cell.name, "lstm_torch");
+  const RnnParams p = rnn_case_params(torch_cell, kNanLstm);
+  const Tensor x = run.in("nan_lstm", "x"), r = run.in("nan_lstm", "r");
+  const Tensor w_ih = run.in("nan_lstm", "weight_ih_l0"), w_hh = run.in("nan_lstm", "weight_hh_l0");
+  const Tensor b_ih = run.in("nan_lstm", "bias_ih_l0"), b_hh = run.in("nan_lstm", "bias_hh_l0");
+  const Tensor ty = run.out("nan_lstm", "y"), tdx = run.out("nan_lstm", "dx");
+  ASSERT_EQ(count_nan(ty), (p.steps - 2) * p.hidden) << "PyTorch: sample 1's states from step 2 on";
+  const KernelRegistry reg = make_cpu_registry();
+  for (KernelBackend b : {KernelBackend::reference, KernelBackend::fast}) {
+    const RnnKernel& k = reg.rnn.at(b);
+    Tensor h({p.batch, p.steps, p.hidden}, DType::f32), dx(x.shape(), DType::f32);
+    Tensor dw_ih(w_ih.shape(), DType::f32), dw_hh(w_hh.shape(), DType::f32), db_ih(b_ih.shape(), DType::f32),
+        db_hh(b_hh.shape(), DType::f32), ws({rnn_workspace_size(p)}, DType::f32);
+    for (Tensor* t : {&dw_ih, &dw_hh, &db_ih, &db_hh}) std::fill(t->data<float>(), t->data<float>() + t->numel(), 0.f);
+    RnnExec ex{1};
+    const RnnWeights<float> w{w_ih.data<float>(), w_hh.data<float>(), b_ih.data<float>(), b_hh.data<float>(), nullptr};
+    k.forward_f32(p, ex, x.data<float>(), nullptr, w, h.data<float>(), ws.data<float>());
+    k.backward_f32(p, ex, x.data<float>(), nullptr, w, h.data<float>(), ws.data<float>(), r.data<float>(),
+                   dx.data<float>(),
+                   {dw_ih.data<float>(), dw_hh.data<float>(), db_ih.data<float>(), db_hh.data<float>(), nullptr});
+    // The finite values: a few libm/Sleef exp/tanh evaluations and sums of 10 terms per gate, 5
+    // steps deep; the fast kernel's polynomial exp/tanh (1.3 ulp) on top: 1e-5 of the largest.
+    EXPECT_TRUE(all_close(h, ty, 1e-5 * finite_max(ty), 0.0)) << backend_name(b);
+    EXPECT_TRUE(all_close(dx, tdx, 1e-5 * finite_max(tdx), 0.0)) << backend_name(b);
+  }
 }
 
 }  // namespace

@@ -13,15 +13,12 @@ namespace {
 
 using pool2d_loops::for_window;
 
-// First maximum in scan order; a NaN wins (and stops the scan) as in PyTorch.
+// The window's winner (engine/ops/pool2d.h max_scan_takes): the first max, or the last NaN.
 template <typename T>
 int64_t argmax_first(const Pool2dParams& p, const T* xp, int64_t oh, int64_t ow) {
   int64_t best = -1;
-  bool nan_seen = false;
   for_window(p, oh, ow, [&](int64_t i) {
-    if (nan_seen) return;
-    if (best < 0 || xp[i] > xp[best] || std::isnan(xp[i])) best = i;
-    if (std::isnan(xp[i])) nan_seen = true;
+    if (best < 0 || max_scan_takes(xp[i], xp[best])) best = i;
   });
   return best;
 }

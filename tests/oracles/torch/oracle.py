@@ -316,10 +316,23 @@ def run_init_linear(c, case):
     case.put('bias', m.bias)
 
 
+def run_lstm(c, case):
+    """nn.LSTM(batch_first) with the test's weights (PyTorch's own layout: gate rows i, f, g, o)."""
+    x = leaf(case.get('x'))
+    lstm = nn.LSTM(c['input'], c['hidden'], batch_first=True)
+    with torch.no_grad():
+        for key in ('weight_ih_l0', 'weight_hh_l0', 'bias_ih_l0', 'bias_hh_l0'):
+            getattr(lstm, key).copy_(case.get(key))
+    y, _ = lstm(x)
+    backward_with_r(case, y)
+    case.put('y', y)
+    case.put('dx', x.grad)
+
+
 KINDS = {'conv2d': run_conv2d, 'pool2d': run_pool2d, 'linear': run_linear, 'module': run_module,
          'xent': run_xent, 'batchnorm': run_batchnorm, 'resblock': run_resblock, 'model': run_model,
          'model_input_grad': run_model_input_grad, 'train': run_train, 'init_model': run_init_model,
-         'init_linear': run_init_linear}
+         'init_linear': run_init_linear, 'lstm': run_lstm}
 
 
 def run_cases(argv, kinds):
