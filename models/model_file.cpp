@@ -106,8 +106,9 @@ void read_at(std::istream& in, uint64_t at, void* dst, uint64_t n, const std::st
   errno = 0;
   if (n) in.read(static_cast<char*>(dst), static_cast<std::streamsize>(n));
   if (!in || static_cast<uint64_t>(in.gcount()) != n)
-    fail("model file: ", path, ": read error at offset ", at + static_cast<uint64_t>(std::max<std::streamsize>(in.gcount(), 0)),
-         " (", n, " bytes wanted", errno ? std::string(": ") + std::strerror(errno) : std::string(), ")");
+    fail("model file: ", path, ": read error at offset ",
+         at + static_cast<uint64_t>(std::max<std::streamsize>(in.gcount(), 0)), " (", n, " bytes wanted",
+         errno ? std::string(": ") + std::strerror(errno) : std::string(), ")");
 }
 
 // A header value for a message: short, and safe to print whatever the bytes were.
@@ -190,8 +191,8 @@ uint64_t token_model_bytes(const std::string& name, const Policy& policy, uint64
   const uint64_t base = at_probe - kProbeIds * row;
   uint64_t rows_bytes = 0, total = 0;
   if (__builtin_mul_overflow(num_ids, row, &rows_bytes) || __builtin_add_overflow(base, rows_bytes, &total))
-    fail("model file: ", path, ": num_ids=", num_ids, " rows of ", row, " bytes overflow 2^64 bytes; refused before building ",
-         name);
+    fail("model file: ", path, ": num_ids=", num_ids, " rows of ", row,
+         " bytes overflow 2^64 bytes; refused before building ", name);
   return total;
 }
 }  // namespace
@@ -249,7 +250,8 @@ LoadedModel load_model(std::istream& in, const std::string& path) {
     unsigned char tail[4];
     read_at(in, size - 4, tail, 4, path);
     const uint32_t stored = static_cast<uint32_t>(get_le(std::string(reinterpret_cast<char*>(tail), 4), 0, 4));
-    check(stored == crc, "model file: ", path, ": CRC mismatch at offset ", size - 4, " (file is corrupt or truncated)");
+    check(stored == crc, "model file: ", path, ": CRC mismatch at offset ", size - 4,
+          " (file is corrupt or truncated)");
   }
 
   std::string htext(static_cast<std::size_t>(hlen), '\0');

@@ -73,7 +73,8 @@ TEST(Idx, BytesEntryMatchesTheFileReader) {
   }
   EXPECT_TRUE(throws_error_with([&] { read_idx_bytes(std::string(raw.begin(), raw.end() - 1), "mem.idx"); },
                                 {"mem.idx", "truncated at offset 12+5"}));
-  EXPECT_TRUE(throws_error_with([&] { read_idx_bytes("", "empty.idx"); }, {"empty.idx", "truncated header at offset 0"}));
+  EXPECT_TRUE(
+      throws_error_with([&] { read_idx_bytes("", "empty.idx"); }, {"empty.idx", "truncated header at offset 0"}));
 }
 
 TEST(Idx, RawRoundTrip) {
