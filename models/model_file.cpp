@@ -4,11 +4,14 @@
 #include <unistd.h>
 #include <zlib.h>
 
+#include <algorithm>
 #include <cerrno>
+#include <cmath>
 #include <cstdio>
 #include <cstring>
 #include <fstream>
 #include <sstream>
+#include <vector>
 
 #include "models/models.h"
 
@@ -88,80 +91,255 @@ void save_model(const std::string& path, Model& model, const nlohmann::json& met
   put_u64(out, header.size());
   out += header;
   out += data;
-  uLong crc = crc32(0L, reinterpret_cast<const Bytef*>(out.data()), static_cast<uInt>(out.size()));
-  put_u32(out, static_cast<uint32_t>(crc));
+  put_u32(out, model_file_crc32(0, out.data(), out.size()));
   write_file_atomic(path, out);
+}
+
+namespace {
+using nlohmann::json;
+
+// Reads exactly n bytes at offset `at`; a short read is a read error or a file that changed
+// under us, never taken for the end of a file whose size was already checked.
+void read_at(std::istream& in, uint64_t at, void* dst, uint64_t n, const std::string& path) {
+  in.clear();
+  in.seekg(static_cast<std::streamoff>(at));
+  errno = 0;
+  if (n) in.read(static_cast<char*>(dst), static_cast<std::streamsize>(n));
+  if (!in || static_cast<uint64_t>(in.gcount()) != n)
+    fail("model file: ", path, ": read error at offset ",
+         at + static_cast<uint64_t>(std::max<std::streamsize>(in.gcount(), 0)), " (", n, " bytes wanted",
+         errno ? std::string(": ") + std::strerror(errno) : std::string(), ")");
+}
+
+// A header value for a message: short, and safe to print whatever the bytes were.
+std::string shown(const json& v) {
+  std::string s = v.dump(-1, ' ', false, json::error_handler_t::replace);
+  return s.size() > 60 ? s.substr(0, 57) + "..." : s;
+}
+
+// Type-checked access to the header: json::get would cast a float where an integer belongs
+// (undefined behaviour past int64) and throw its own exception type on a string.
+struct Header {
+  const std::string& path;
+
+  const json& member(const json& obj, const char* key, const std::string& where) const {
+    if (!obj.is_object() || !obj.contains(key))
+      fail("model file: ", path, ": header at offset 20 is missing a field: ", where, key);
+    return obj.at(key);
+  }
+  std::string string(const json& obj, const char* key, const std::string& where = "") const {
+    const json& v = member(obj, key, where);
+    check(v.is_string(), "model file: ", path, ": header field ", where, key, " is ", shown(v), ", not a string");
+    return v.get<std::string>();
+  }
+  // An integer >= 0 (JSON integers only: 3.0 is not a count).
+  uint64_t count(const json& v, const std::string& what) const {
+    check(v.is_number_unsigned() || (v.is_number_integer() && v.get<int64_t>() >= 0), "model file: ", path,
+          ": header field ", what, " is ", shown(v), ", not an integer >= 0");
+    return v.get<uint64_t>();
+  }
+  int64_t count64(const json& v, const std::string& what) const {
+    const uint64_t c = count(v, what);
+    check(c <= static_cast<uint64_t>(INT64_MAX), "model file: ", path, ": header field ", what, " = ", c,
+          " is over 2^63-1");
+    return static_cast<int64_t>(c);
+  }
+  Shape shape(const json& v, const std::string& what) const {
+    check(v.is_array(), "model file: ", path, ": header field ", what, " is ", shown(v), ", not a shape");
+    Shape s;
+    for (std::size_t i = 0; i < v.size(); ++i) s.push_back(count64(v[i], what + "[" + std::to_string(i) + "]"));
+    return s;
+  }
+  // input_mean / input_std are applied to every input by eval and predict.
+  void check_norm(const json& meta) const {
+    if (meta.contains("input_mean")) {
+      const json& m = meta.at("input_mean");
+      check(m.is_number() && std::isfinite(m.get<double>()), "model file: ", path, ": metadata input_mean is ",
+            shown(m), ", not a finite number");
+    }
+    if (meta.contains("input_std")) {
+      const json& s = meta.at("input_std");
+      check(s.is_number() && std::isfinite(s.get<double>()) && s.get<double>() > 0, "model file: ", path,
+            ": metadata input_std is ", shown(s), ", not a finite number > 0");
+    }
+  }
+};
+
+struct TensorEntry {
+  std::string name;
+  DType dtype;
+  Shape shape;
+  uint64_t offset, nbytes;
+};
+
+uint64_t param_bytes(Model& m) {
+  uint64_t n = 0;
+  for (auto& np : m.net->named_params()) n += np.second->value.nbytes();
+  for (auto& nb : m.net->named_buffers()) n += nb.second->value.nbytes();
+  return n;
+}
+
+// The bytes of every parameter and buffer of a token model with num_ids embedding rows, found
+// without building it at that size: two builds with a few rows give the bytes per row (the
+// embedding's width times its dtype), and nothing else in the model depends on num_ids. The
+// exact shapes are compared tensor by tensor after the real build.
+uint64_t token_model_bytes(const std::string& name, const Policy& policy, uint64_t num_ids, const std::string& path) {
+  constexpr int64_t kProbeIds = 3;
+  Model a = build_model(name, policy, 0, ModelArgs{kProbeIds, 1});
+  Model b = build_model(name, policy, 0, ModelArgs{kProbeIds + 1, 1});
+  const uint64_t at_probe = param_bytes(a), row = param_bytes(b) - at_probe;
+  const uint64_t base = at_probe - kProbeIds * row;
+  uint64_t rows_bytes = 0, total = 0;
+  if (__builtin_mul_overflow(num_ids, row, &rows_bytes) || __builtin_add_overflow(base, rows_bytes, &total))
+    fail("model file: ", path, ": num_ids=", num_ids, " rows of ", row,
+         " bytes overflow 2^64 bytes; refused before building ", name);
+  return total;
+}
+}  // namespace
+
+uint32_t model_file_crc32(uint32_t crc, const void* data, uint64_t n) {
+  // zlib's crc32 takes a uInt (32-bit) length: one call over more than 4 GiB would cover only
+  // n mod 2^32 bytes, so feed it in pieces.
+  constexpr uint64_t kPiece = uint64_t{1} << 30;
+  uLong c = crc;
+  const auto* p = static_cast<const Bytef*>(data);
+  while (n > 0) {
+    const uint64_t k = std::min(n, kPiece);
+    c = crc32(c, p, static_cast<uInt>(k));
+    p += k;
+    n -= k;
+  }
+  return static_cast<uint32_t>(c);
 }
 
 LoadedModel load_model(const std::string& path) {
   std::ifstream f(path, std::ios::binary);
   check(f.good(), "model file: cannot open ", path);
-  std::ostringstream ss;
-  ss << f.rdbuf();
-  const std::string s = ss.str();
-  const std::size_t size = s.size();
+  return load_model(f, path);
+}
+
+LoadedModel load_model(std::istream& in, const std::string& path) {
+  in.seekg(0, std::ios::end);
+  const std::streamoff end = in.tellg();
+  check(in.good() && end >= 0, "model file: ", path, ": cannot find its size (not a seekable regular file)");
+  const uint64_t size = static_cast<uint64_t>(end);
   check(size >= 24, "model file: ", path, ": truncated at offset ", size, " (a model file has at least 24 bytes)");
+  char pre[20];
+  read_at(in, 0, pre, 20, path);
+  const std::string s(pre, 20);
   check(std::memcmp(s.data(), kMagic, 8) == 0, "model file: ", path, ": bad magic at offset 0 (not a driftlab model)");
   uint32_t version = static_cast<uint32_t>(get_le(s, 8, 4));
   check(version >= kOldestModelFileVersion && version <= kModelFileVersion, "model file: ", path, ": version ", version,
         " at offset 8 is not supported (this build reads versions ", kOldestModelFileVersion, " to ", kModelFileVersion,
         ")");
-  uint64_t hlen = get_le(s, 12, 8);
+  const uint64_t hlen = get_le(s, 12, 8);
   check(hlen <= size - 24, "model file: ", path, ": header length ", hlen, " at offset 12 exceeds the ", size - 24,
         " bytes left");
-  uint32_t stored_crc = static_cast<uint32_t>(get_le(s, size - 4, 4));
-  uLong crc = crc32(0L, reinterpret_cast<const Bytef*>(s.data()), static_cast<uInt>(size - 4));
-  check(stored_crc == static_cast<uint32_t>(crc), "model file: ", path, ": CRC mismatch at offset ", size - 4,
-        " (file is corrupt or truncated)");
-  nlohmann::json h;
+  check(hlen <= kMaxModelHeaderBytes, "model file: ", path, ": header length ", hlen, " at offset 12 is over ",
+        kMaxModelHeaderBytes, " bytes");
+
+  // The CRC first, streamed: whatever else the bytes say is only read once they are known whole.
+  {
+    std::vector<char> buf(std::min<uint64_t>(size - 4, uint64_t{1} << 20));
+    uint32_t crc = 0;
+    for (uint64_t at = 0; at < size - 4; at += buf.size()) {
+      const uint64_t k = std::min<uint64_t>(buf.size(), size - 4 - at);
+      read_at(in, at, buf.data(), k, path);
+      crc = model_file_crc32(crc, buf.data(), k);
+    }
+    unsigned char tail[4];
+    read_at(in, size - 4, tail, 4, path);
+    const uint32_t stored = static_cast<uint32_t>(get_le(std::string(reinterpret_cast<char*>(tail), 4), 0, 4));
+    check(stored == crc, "model file: ", path, ": CRC mismatch at offset ", size - 4,
+          " (file is corrupt or truncated)");
+  }
+
+  std::string htext(static_cast<std::size_t>(hlen), '\0');
+  read_at(in, 20, htext.data(), hlen, path);
+  json h;
   try {
-    h = nlohmann::json::parse(s.substr(20, hlen));
+    h = json::parse(htext);
   } catch (const std::exception& e) {
     fail("model file: ", path, ": header JSON at offset 20 is invalid: ", e.what());
   }
-  const std::size_t data_start = 20 + hlen, data_len = size - 4 - data_start;
-  LoadedModel out;
-  try {
-    Policy policy = Policy::parse(h.at("policy").get<std::string>());
-    // Token models are rebuilt at the vocabulary and length they were trained with.
-    ModelArgs args;
-    args.num_ids = h.value("num_ids", int64_t{0});
-    if (args.num_ids > 0) args.steps = h.at("input_shape").get<Shape>().at(0);
-    out.model = build_model(h.at("model").get<std::string>(), policy, 0, args);
-    out.metadata = h.value("metadata", nlohmann::json::object());
-    check(h.at("dtype").get<std::string>() == dtype_name(out.model.dtype()), "model file: ", path, ": dtype ",
-          h.at("dtype").get<std::string>(), " does not match the policy's ", dtype_name(out.model.dtype()));
-    auto params = out.model.net->named_params();
-    for (auto& nb : out.model.net->named_buffers()) params.push_back(nb);
-    const auto& tensors = h.at("tensors");
-    check(tensors.size() == params.size(), "model file: ", path, ": ", tensors.size(), " tensors, but model ",
-          out.model.name, " has ", params.size(), " parameters");
-    for (std::size_t i = 0; i < params.size(); ++i) {
-      const auto& t = tensors[i];
-      Tensor& v = params[i].second->value;
-      std::string name = t.at("name").get<std::string>();
-      check(name == params[i].first, "model file: ", path, ": tensor ", i, " is '", name, "', expected '",
-            params[i].first, "'");
-      // Version 1 stored every tensor in the model's dtype; version 2 names each tensor's.
-      const std::string dt = version >= 2 ? t.at("dtype").get<std::string>() : h.at("dtype").get<std::string>();
-      DType file_dtype;
-      try {
-        file_dtype = dtype_from_name(dt);
-      } catch (const Error& e) {
-        fail("model file: ", path, ": tensor '", name, "': ", e.what());
-      }
-      check(file_dtype == v.dtype(), "model file: ", path, ": tensor '", name, "' is ", dt, ", parameter ",
-            params[i].first, " of ", out.model.name, " is ", dtype_name(v.dtype()));
-      Shape shape = t.at("shape").get<Shape>();
-      check(shape == v.shape(), "model file: ", path, ": tensor '", name, "' has shape ", shape_str(shape),
-            ", expected ", shape_str(v.shape()));
-      uint64_t off = t.at("offset").get<uint64_t>(), nb = t.at("nbytes").get<uint64_t>();
-      check(nb == v.nbytes() && off <= data_len && nb <= data_len - off, "model file: ", path, ": tensor '", name,
-            "' at offset ", data_start + off, " (", nb, " bytes) overruns the data section (", data_len, " bytes)");
-      std::memcpy(v.raw(), s.data() + data_start + off, nb);
+  const uint64_t data_start = 20 + hlen, data_len = size - 4 - data_start;
+  const Header hd{path};
+
+  // Everything the header claims is checked against the file before the model is built, so a
+  // small file cannot make us allocate what it does not hold.
+  check(h.is_object(), "model file: ", path, ": header at offset 20 is ", shown(h), ", not a JSON object");
+  const std::string model_name = hd.string(h, "model"), model_dtype = hd.string(h, "dtype");
+  const std::string policy_spec = hd.string(h, "policy");
+  const json& tensors = hd.member(h, "tensors", "");
+  check(tensors.is_array(), "model file: ", path, ": header field tensors is ", shown(tensors), ", not an array");
+  std::vector<TensorEntry> entries;
+  uint64_t next = 0;  // tensors lie back to back in header order, from the start of the data
+  for (std::size_t i = 0; i < tensors.size(); ++i) {
+    const json& t = tensors[i];
+    const std::string where = "tensors[" + std::to_string(i) + "].";
+    TensorEntry e;
+    e.name = hd.string(t, "name", where);
+    // Version 1 stored every tensor in the model's dtype; version 2 names each tensor's.
+    const std::string dt = version >= 2 ? hd.string(t, "dtype", where) : model_dtype;
+    try {
+      e.dtype = dtype_from_name(dt);
+    } catch (const Error& err) {
+      fail("model file: ", path, ": tensor '", e.name, "': ", err.what());
     }
-  } catch (const nlohmann::json::exception& e) {
-    fail("model file: ", path, ": header at offset 20 is missing a field: ", e.what());
+    e.shape = hd.shape(hd.member(t, "shape", where), where + "shape");
+    e.offset = hd.count(hd.member(t, "offset", where), where + "offset");
+    e.nbytes = hd.count(hd.member(t, "nbytes", where), where + "nbytes");
+    const uint64_t numel = static_cast<uint64_t>(shape_numel(e.shape));
+    uint64_t want = 0;
+    check(!__builtin_mul_overflow(numel, dtype_size(e.dtype), &want) && want == e.nbytes, "model file: ", path,
+          ": tensor '", e.name, "' of shape ", shape_str(e.shape), " and dtype ", dt, " declares ", e.nbytes,
+          " bytes, its shape holds ", numel, " elements of ", dtype_size(e.dtype), " bytes");
+    check(e.offset == next, "model file: ", path, ": tensor '", e.name, "' at data offset ", e.offset,
+          ", expected ", next, " (tensors are stored back to back in header order)");
+    check(e.nbytes <= data_len - next, "model file: ", path, ": tensor '", e.name, "' at offset ",
+          data_start + e.offset, " (", e.nbytes, " bytes) overruns the data section (", data_len, " bytes)");
+    next += e.nbytes;
+    entries.push_back(std::move(e));
+  }
+  check(next == data_len, "model file: ", path, ": ", data_len - next, " bytes after the last tensor at offset ",
+        data_start + next, " (the header's tensors hold ", next, " of the ", data_len, " data bytes)");
+  // save_model(path, m, {}) writes null: no metadata.
+  const json meta = h.contains("metadata") && !h.at("metadata").is_null() ? h.at("metadata") : json::object();
+  check(meta.is_object(), "model file: ", path, ": header field metadata is ", shown(meta), ", not an object");
+  hd.check_norm(meta);
+
+  LoadedModel out;
+  Policy policy = Policy::parse(policy_spec);
+  // Token models are rebuilt at the vocabulary and length they were trained with; the bytes
+  // that asks for must be the bytes the file holds, before anything that size is allocated.
+  ModelArgs args;
+  if (h.contains("num_ids")) args.num_ids = hd.count64(h.at("num_ids"), "num_ids");
+  if (args.num_ids > 0) {
+    const Shape in_shape = hd.shape(hd.member(h, "input_shape", ""), "input_shape");
+    check(!in_shape.empty(), "model file: ", path, ": header field input_shape is [], a token model needs [steps]");
+    args.steps = in_shape[0];
+    const uint64_t need = token_model_bytes(model_name, policy, static_cast<uint64_t>(args.num_ids), path);
+    check(need == data_len, "model file: ", path, ": num_ids=", args.num_ids, " makes ", model_name, " hold ", need,
+          " bytes of tensors, the file holds ", data_len, "; refused before building it");
+  }
+  out.model = build_model(model_name, policy, 0, args);
+  out.metadata = meta;
+  check(model_dtype == dtype_name(out.model.dtype()), "model file: ", path, ": dtype ", model_dtype,
+        " does not match the policy's ", dtype_name(out.model.dtype()));
+  auto params = out.model.net->named_params();
+  for (auto& nb : out.model.net->named_buffers()) params.push_back(nb);
+  check(entries.size() == params.size(), "model file: ", path, ": ", entries.size(), " tensors, but model ",
+        out.model.name, " has ", params.size(), " parameters");
+  for (std::size_t i = 0; i < params.size(); ++i) {
+    const TensorEntry& e = entries[i];
+    Tensor& v = params[i].second->value;
+    check(e.name == params[i].first, "model file: ", path, ": tensor ", i, " is '", e.name, "', expected '",
+          params[i].first, "'");
+    check(e.dtype == v.dtype(), "model file: ", path, ": tensor '", e.name, "' is ", dtype_name(e.dtype),
+          ", parameter ", params[i].first, " of ", out.model.name, " is ", dtype_name(v.dtype()));
+    check(e.shape == v.shape(), "model file: ", path, ": tensor '", e.name, "' has shape ", shape_str(e.shape),
+          ", expected ", shape_str(v.shape()));
+    read_at(in, data_start + e.offset, v.raw(), e.nbytes, path);
   }
   return out;
 }

@@ -18,6 +18,7 @@
 // that varies between identical runs (no timestamps, no timings), so the same seed, Policy
 // and thread count give byte-identical files.
 #pragma once
+#include <istream>
 #include <string>
 
 #include <nlohmann/json.hpp>
@@ -36,7 +37,21 @@ struct LoadedModel {
   nlohmann::json metadata;
 };
 // Throws naming the file and offset on a bad magic, version, size, CRC or tensor mismatch.
+// Order: magic, version, header length, CRC (streamed over the whole file), the JSON, then
+// every claim of the header against the file (tensor byte counts from shape and dtype, tensors
+// back to back filling the data exactly, num_ids against those bytes, input_mean/input_std)
+// BEFORE the model is built; then each tensor against the built model's parameter.
 LoadedModel load_model(const std::string& path);
+// The same from a seekable stream; `name` stands for the file in messages (the fuzz target's
+// entry, fuzz/fuzz_model_file.cpp).
+LoadedModel load_model(std::istream& in, const std::string& name);
+
+// A JSON header over this is refused as corrupt (a header lists ~150 bytes per tensor).
+constexpr uint64_t kMaxModelHeaderBytes = uint64_t{64} << 20;
+
+// zlib's CRC-32 of n bytes continuing from crc (0 to start), for any n: zlib's crc32() takes a
+// 32-bit length, which alone would cover only n mod 4 GiB bytes.
+uint32_t model_file_crc32(uint32_t crc, const void* data, uint64_t n);
 
 // Writes bytes to path atomically (temporary + fsync + rename). Shared by every writer.
 void write_file_atomic(const std::string& path, const std::string& bytes);

@@ -6,9 +6,12 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <sstream>
+#include <streambuf>
 #include <vector>
 
 #include "engine/data/cifar.h"
+#include "tests/scratch_util.h"
 #include "tests/test_util.h"
 
 namespace {
@@ -77,6 +80,41 @@ TEST(Cifar, CorruptFilesNameFileAndOffset) {
   e = error_of([&] { load_cifar10(d.string(), false); });
   EXPECT_NE(e.find("is empty"), std::string::npos) << e;
   fs::remove_all(d);
+}
+
+// A read error is not the end of the file: reading a folder fails in read(2) (EISDIR) at offset 0,
+// which must be a driftlab error naming the path and the offset, not an empty or a foreign
+// (std::ios_base::failure) result.
+TEST(Cifar, ReadErrorIsNotEndOfFile) {
+  fs::path d = temp_dir();
+  fs::create_directories(d / "batch.bin");
+  EXPECT_TRUE(throws_error_with([&] { read_cifar_bin((d / "batch.bin").string()); },
+                                {"batch.bin", "read error at offset 0"}));
+  fs::remove_all(d);
+}
+
+// A stream that serves its bytes and then fails as a disk does: its underflow throws, which
+// istream turns into badbit, as libstdc++'s filebuf does on a failing read(2).
+struct FailingAfter : std::streambuf {
+  std::vector<unsigned char> bytes;
+  bool served = false;
+  int_type underflow() override {
+    if (served) throw std::ios_base::failure("simulated EIO");
+    served = true;
+    char* p = reinterpret_cast<char*>(bytes.data());
+    setg(p, p, p + bytes.size());
+    return traits_type::to_int_type(*p);
+  }
+};
+
+// An error right after a whole record must not pass for the end of a one-record file.
+TEST(Cifar, ReadErrorAtARecordBoundaryIsNotEndOfFile) {
+  FailingAfter buf;
+  buf.bytes = records(1);
+  std::istream in(&buf);
+  EXPECT_TRUE(throws_error_with([&] { read_cifar_bin(in, "disk.bin"); }, {"disk.bin", "read error at offset 3073"}));
+  std::istringstream ok(std::string(buf.bytes.begin(), buf.bytes.end()));
+  EXPECT_EQ(read_cifar_bin(ok, "mem.bin").labels, (std::vector<int32_t>{0}));
 }
 
 TEST(Cifar, SyntheticIsLabelledAndReproducible) {

@@ -59,6 +59,24 @@ Bytes read_all(const std::string& path) {
   return Bytes(std::istreambuf_iterator<char>(is), std::istreambuf_iterator<char>());
 }
 
+// The bytes entry (the fuzz target's) reads through the same ByteSource as files: the same
+// result for raw and gzip, and the same message, naming the given name, on bad bytes.
+TEST(Idx, BytesEntryMatchesTheFileReader) {
+  ScratchDir tmp;
+  const Bytes raw = idx_bytes(0x08, {2, 3}, iota_bytes(6, 9));
+  write_gz(tmp.path("a.gz"), raw);
+  const Bytes gz = read_all(tmp.path("a.gz"));
+  for (const Bytes& b : {raw, gz}) {
+    IdxArray a = read_idx_bytes(std::string(b.begin(), b.end()), "mem");
+    EXPECT_EQ(a.dims, (std::vector<int64_t>{2, 3}));
+    EXPECT_EQ(a.data, iota_bytes(6, 9));
+  }
+  EXPECT_TRUE(throws_error_with([&] { read_idx_bytes(std::string(raw.begin(), raw.end() - 1), "mem.idx"); },
+                                {"mem.idx", "truncated at offset 12+5"}));
+  EXPECT_TRUE(
+      throws_error_with([&] { read_idx_bytes("", "empty.idx"); }, {"empty.idx", "truncated header at offset 0"}));
+}
+
 TEST(Idx, RawRoundTrip) {
   ScratchDir tmp;
   const std::string p = tmp.path("a-idx3-ubyte");

@@ -2,8 +2,11 @@
 // by the last version-1 writer (commit 7417a2b, tests/data/model_v1) still loads and predicts the
 // logits that writer's build computed, bit for bit; version 2 round-trips and names every
 // tensor's dtype; a tensor whose dtype is not its parameter's, an unknown dtype and a version
-// from the future are refused naming the file and the tensor or offset.
+// from the future are refused naming the file and the tensor or offset. Hardening (issue 14):
+// the header is checked against the file before the model is built (a huge num_ids, bytes after
+// the last tensor), input_std must be finite and positive, and the CRC covers files over 4 GiB.
 #include <gtest/gtest.h>
+#include <sys/mman.h>
 #include <zlib.h>
 
 #include <cstring>
@@ -41,7 +44,9 @@ uint64_t le(const std::string& s, std::size_t off, int n) {
 
 // The file with its JSON header replaced by edit(header), the length and the CRC rewritten (so
 // that only the edit can be what the reader refuses).
-std::string with_header(const std::string& bytes, const std::function<void(nlohmann::json&)>& edit) {
+// extra_data is appended to the tensor data.
+std::string with_header(const std::string& bytes, const std::function<void(nlohmann::json&)>& edit,
+                        const std::string& extra_data = "") {
   const uint64_t hlen = le(bytes, 12, 8);
   nlohmann::json h = nlohmann::json::parse(bytes.substr(20, hlen));
   edit(h);
@@ -50,6 +55,7 @@ std::string with_header(const std::string& bytes, const std::function<void(nlohm
   for (int i = 0; i < 8; ++i) out.push_back(static_cast<char>((header.size() >> (8 * i)) & 0xff));
   out += header;
   out += bytes.substr(20 + hlen, bytes.size() - 4 - 20 - hlen);
+  out += extra_data;
   const uLong crc = crc32(0L, reinterpret_cast<const Bytef*>(out.data()), static_cast<uInt>(out.size()));
   for (int i = 0; i < 4; ++i) out.push_back(static_cast<char>((crc >> (8 * i)) & 0xff));
   return out;
@@ -102,8 +108,12 @@ TEST(ModelFile, DtypesAndVersionsItCannotReadAreRefusedByName) {
     std::vector<std::string> message;
   };
   const std::vector<Bad> bad = {
+      // int32 has float32's size, so the byte counts agree and the parameter's dtype refuses it.
+      {"int32.dlm", [](nlohmann::json& h) { h["tensors"][0]["dtype"] = "int32"; },
+       {"int32.dlm", "tensor '0.conv2d.weight' is int32", "is float32"}},
+      // int8 changes the tensor's byte count: refused from the header alone, before building.
       {"int8.dlm", [](nlohmann::json& h) { h["tensors"][0]["dtype"] = "int8"; },
-       {"int8.dlm", "tensor '0.conv2d.weight' is int8", "is float32"}},
+       {"int8.dlm", "tensor '0.conv2d.weight' of shape [4,1,5,5] and dtype int8 declares 400 bytes"}},
       {"bf16.dlm", [](nlohmann::json& h) { h["tensors"][2]["dtype"] = "bfloat16"; },
        {"bf16.dlm", "tensor '3.conv2d.weight'", "unknown dtype 'bfloat16'"}},
       {"nodtype.dlm", [](nlohmann::json& h) { h["tensors"][1].erase("dtype"); }, {"nodtype.dlm", "missing a field"}},
@@ -131,6 +141,67 @@ TEST(ModelFile, DtypesAndVersionsItCannotReadAreRefusedByName) {
   write_bytes(tmp.path("v3.dlm"), future);
   EXPECT_TRUE(throws_error_with([&] { load_model(tmp.path("v3.dlm")); },
                                 {"v3.dlm", "version 3 at offset 8 is not supported", "versions 1 to 2"}));
+}
+
+// A small file with a valid CRC whose header asks for a huge embedding (num_ids 2^20 rows of 128
+// floats: 512 MiB) must be refused from the header and the file size, before the model is
+// built: the old reader built (allocated and initialised) the embedding first and only then
+// compared its shape with the tensor list. The message names num_ids and the bytes the file holds.
+TEST(ModelFile, HugeEmbeddingIsRefusedBeforeTheModelIsBuilt) {
+  ScratchDir tmp;
+  Model m = build_model("lstm-imdb", Policy::torch(), 1, ModelArgs{50, 8});
+  save_model(tmp.path("ok.dlm"), m, {});
+  const std::string bytes = read_bytes(tmp.path("ok.dlm"));
+  write_bytes(tmp.path("huge.dlm"), with_header(bytes, [](nlohmann::json& h) { h["num_ids"] = int64_t{1} << 20; }));
+  EXPECT_TRUE(throws_error_with([&] { load_model(tmp.path("huge.dlm")); },
+                                {"huge.dlm", "num_ids=1048576", "before building"}));
+  EXPECT_NO_THROW(load_model(tmp.path("ok.dlm")));
+}
+
+// The file holds exactly the tensors its header lists: bytes after the last tensor (with the
+// CRC rewritten to match) are refused naming their offset; the old reader ignored them.
+TEST(ModelFile, BytesAfterTheLastTensorAreRefused) {
+  ScratchDir tmp;
+  Model m = build_model("lenet1", Policy::torch(), 1);
+  save_model(tmp.path("ok.dlm"), m, {});
+  const std::string bytes = read_bytes(tmp.path("ok.dlm"));
+  write_bytes(tmp.path("extra.dlm"), with_header(bytes, [](nlohmann::json&) {}, std::string(4, '\0')));
+  EXPECT_TRUE(throws_error_with([&] { load_model(tmp.path("extra.dlm")); }, {"extra.dlm", "4 bytes after"}));
+}
+
+// input_mean / input_std come from the file and are applied to every input: a standard deviation
+// that is zero, negative, not finite or not a number is refused at load, naming the field.
+TEST(ModelFile, InputStdMustBeFinitePositive) {
+  ScratchDir tmp;
+  Model m = build_model("lenet1", Policy::torch(), 1);
+  const std::vector<std::pair<const char*, nlohmann::json>> bad = {
+      {"input_std", 0.0}, {"input_std", -0.5}, {"input_std", "0.3"},
+      {"input_std", nullptr},  // what a NaN or an infinity becomes in JSON
+      {"input_mean", "x"}, {"input_mean", nullptr}};
+  for (const auto& [field, value] : bad) {
+    SCOPED_TRACE(std::string(field) + "=" + value.dump());
+    nlohmann::json meta = {{"input_mean", 0.25}, {"input_std", 0.5}};
+    meta[field] = value;
+    save_model(tmp.path("m.dlm"), m, meta);
+    EXPECT_TRUE(throws_error_with([&] { load_model(tmp.path("m.dlm")); }, {"m.dlm", field}));
+  }
+  save_model(tmp.path("m.dlm"), m, {{"input_mean", 0.25}, {"input_std", 0.5}});
+  EXPECT_EQ(load_model(tmp.path("m.dlm")).metadata.at("input_std"), 0.5);
+}
+
+// The CRC covers every byte of a file over 4 GiB: zlib's crc32() takes a 32-bit length, and
+// the old writer and reader passed it the size cast to that, covering only size mod 4 GiB
+// bytes. 4 GiB + 16 bytes of zeros from an anonymous mapping (never written, so they cost no
+// memory); the reference is zlib's crc32_z, which takes a size_t length.
+TEST(ModelFile, CrcCoversMoreThan4GiB) {
+  const uint64_t n = (uint64_t{1} << 32) + 16;
+  void* p = ::mmap(nullptr, n, PROT_READ, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+  ASSERT_NE(p, MAP_FAILED);
+  const auto* b = static_cast<const Bytef*>(p);
+  const uint32_t want = static_cast<uint32_t>(crc32_z(0L, b, n));
+  ASSERT_NE(want, static_cast<uint32_t>(crc32(0L, b, 16))) << "the test needs the two to differ";
+  EXPECT_EQ(model_file_crc32(0, p, n), want);
+  ::munmap(p, n);
 }
 
 }  // namespace

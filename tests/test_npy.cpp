@@ -379,5 +379,18 @@ for name, e in expect.items():
             0);
 }
 
+// The bytes entry (the fuzz target's) is the file reader over fmemopen: the same tensor, and
+// the same checks naming the given name.
+TEST(Npy, BytesEntryMatchesTheFileReader) {
+  ScratchDir tmp;
+  Tensor t({2, 3}, DType::f32);
+  for (int64_t i = 0; i < 6; ++i) t.data<float>()[i] = static_cast<float>(i) - 2.5f;
+  write_npy(tmp.path("t.npy"), t);
+  const std::string bytes = read_file(tmp.path("t.npy"));
+  expect_same_bits(read_npy_bytes(bytes, "mem.npy"), t);
+  EXPECT_TRUE(throws_error_with([&] { read_npy_bytes(bytes + "x", "mem.npy"); }, {"mem.npy", "1 trailing bytes"}));
+  EXPECT_TRUE(throws_error_with([&] { read_npy_bytes("", "empty.npy"); }, {"empty.npy", "truncated header"}));
+}
+
 }  // namespace
 }  // namespace driftlab

@@ -53,10 +53,16 @@ std::string shape_str(const Shape& s) {
 
 int64_t shape_numel(const Shape& s) {
   int64_t n = 1;
+  bool overflow = false;
   for (int64_t d : s) {
     if (d < 0) fail("tensor: negative dimension in shape ", shape_str(s));
-    n *= d;
+    // Keep scanning after an overflow: a later 0 makes the product 0, and a later negative is
+    // the better message.
+    if (!overflow) overflow = __builtin_mul_overflow(n, d, &n);
   }
+  for (int64_t d : s)
+    if (d == 0) return 0;
+  if (overflow) fail("tensor: shape ", shape_str(s), " has more than 2^63-1 elements");
   return n;
 }
 

@@ -1,9 +1,9 @@
 #include "engine/data/cifar.h"
 
+#include <cerrno>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
-#include <iterator>
 #include <vector>
 
 #include "engine/random.h"
@@ -13,7 +13,27 @@ namespace driftlab {
 Dataset read_cifar_bin(const std::string& path) {
   std::ifstream f(path, std::ios::binary);
   check(f.good(), "cifar10: cannot open ", path);
-  std::vector<unsigned char> bytes((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
+  return read_cifar_bin(f, path);
+}
+
+Dataset read_cifar_bin(std::istream& in, const std::string& path) {
+  // istream::read, not istreambuf_iterator: a failing read(2) sets badbit here, where the
+  // iterator would end as if at EOF (or let the filebuf's std::ios_base::failure escape). One
+  // record per read: a failed read reports no count, so the offset named is the start of the
+  // record that could not be read.
+  std::vector<unsigned char> bytes;
+  for (;;) {
+    const std::size_t have = bytes.size();
+    bytes.resize(have + kCifarRecordBytes);
+    errno = 0;
+    in.read(reinterpret_cast<char*>(bytes.data() + have), kCifarRecordBytes);
+    const int err = errno;
+    if (in.bad())
+      fail("cifar10: ", path, ": read error at offset ", have, err ? " (" : "", err ? std::strerror(err) : "",
+           err ? ")" : "");
+    bytes.resize(have + static_cast<std::size_t>(in.gcount()));
+    if (!in) break;  // end of the stream (eofbit and failbit)
+  }
   const int64_t size = static_cast<int64_t>(bytes.size());
   check(size > 0, "cifar10: ", path, " is empty");
   check(size % kCifarRecordBytes == 0, "cifar10: ", path, ": truncated record at offset ",

@@ -5,6 +5,7 @@
 // Also a synthetic CIFAR-shaped generator for benchmarks, named "synthetic-cifar10"
 // everywhere it appears.
 #pragma once
+#include <istream>
 #include <string>
 
 #include "engine/data/dataset.h"
@@ -13,8 +14,11 @@ namespace driftlab {
 
 constexpr int64_t kCifarRecordBytes = 1 + 3 * 32 * 32;
 
-// Reads one .bin file of whole records.
+// Reads one .bin file of whole records. A read error (EIO, a folder) is an error naming the
+// offset where it happened, never taken for the end of the file.
 Dataset read_cifar_bin(const std::string& path);
+// The same from a stream; `name` stands for the file in messages (the fuzz target's entry).
+Dataset read_cifar_bin(std::istream& in, const std::string& name);
 // train: data_batch_1..5.bin concatenated; test: test_batch.bin. Missing files are an error
 // naming the folder and the file.
 Dataset load_cifar10(const std::string& dir, bool train);

@@ -68,12 +68,26 @@ class ByteSource {
     if (!file_) fail("idx: ", path, ": cannot open (", std::strerror(errno), ")");
     uint64_t size = fs::file_size(path, ec);
     file_bytes_ = ec ? 0 : size;
+    start();
+  }
+  // Bytes in memory (read_idx_bytes), through fmemopen so that both take the same path.
+  ByteSource(const std::string& bytes, const std::string& name) : path_(name) {
+    static char empty = 0;  // fmemopen wants a buffer even for 0 bytes
+    char* buf = bytes.empty() ? &empty : const_cast<char*>(bytes.data());
+    errno = 0;
+    file_.reset(::fmemopen(buf, bytes.size(), "rb"));
+    if (!file_) fail("idx: ", name, ": fmemopen failed (", std::strerror(errno), ")");
+    file_bytes_ = bytes.size();
+    start();
+  }
+  // Reads the first chunk and sniffs the gzip magic; both constructors end here.
+  void start() {
     in_.resize(kInChunk);
     in_len_ = fill(in_.data(), in_.size());
     gzip_ = in_len_ >= 2 && in_[0] == 0x1f && in_[1] == 0x8b;
     if (gzip_) {
       // 15 + 16: 32 KiB window, gzip wrapper required (and its CRC-32 and length checked).
-      if (inflateInit2(&zs_, 15 + 16) != Z_OK) fail("idx: ", path, ": zlib inflateInit2 failed");
+      if (inflateInit2(&zs_, 15 + 16) != Z_OK) fail("idx: ", path_, ": zlib inflateInit2 failed");
       zinit_ = true;
       zs_.next_in = in_.data();
       zs_.avail_in = static_cast<uInt>(in_len_);
@@ -165,10 +179,7 @@ uint32_t be32(const uint8_t* p) {
   return (uint32_t{p[0]} << 24) | (uint32_t{p[1]} << 16) | (uint32_t{p[2]} << 8) | p[3];
 }
 
-}  // namespace
-
-IdxArray read_idx(const std::string& path) {
-  ByteSource src(path);
+IdxArray read_idx_from(ByteSource& src, const std::string& path) {
   uint8_t magic[4];
   std::size_t got = src.read(magic, 4);
   if (got < 4)
@@ -232,6 +243,18 @@ IdxArray read_idx(const std::string& path) {
     fail("idx: ", path, ": ", extra, " trailing bytes at offset ", header, "+", need, " after the ",
          need, " data bytes declared by dims ", shape_str(out.dims));
   return out;
+}
+
+}  // namespace
+
+IdxArray read_idx(const std::string& path) {
+  ByteSource src(path);
+  return read_idx_from(src, path);
+}
+
+IdxArray read_idx_bytes(const std::string& bytes, const std::string& name) {
+  ByteSource src(bytes, name);
+  return read_idx_from(src, name);
 }
 
 Dataset load_idx_dataset(const std::string& images_path, const std::string& labels_path,

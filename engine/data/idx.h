@@ -26,6 +26,9 @@ struct IdxArray {
 
 // Reads one IDX file (raw or gzip). Throws Error on any mismatch between header and bytes.
 IdxArray read_idx(const std::string& path);
+// The same from bytes in memory (raw or gzip); `name` stands for the file in messages. The
+// fuzz target's entry (fuzz/fuzz_idx.cpp).
+IdxArray read_idx_bytes(const std::string& bytes, const std::string& name);
 
 // Pairs an image file ([n,rows,cols]) with a label file ([n]); labels must be 0..9. The
 // images load as float32 [n,1,rows,cols], pixel/255 in [0,1].

@@ -275,14 +275,9 @@ void write_npy(const std::string& path, const Tensor& t) {
   guard.keep = true;
 }
 
-Tensor read_npy(const std::string& path) {
-  std::error_code ec;
-  if (fs::is_directory(path, ec)) fail("npy: ", path, ": is a directory, not a .npy file");
-  errno = 0;
-  FilePtr f(std::fopen(path.c_str(), "rb"));
-  if (!f) fail("npy: ", path, ": cannot open (", std::strerror(errno), ")");
-  const uint64_t size = fs::file_size(path, ec);
-  if (ec) fail("npy: ", path, ": cannot read its size (", ec.message(), ")");
+namespace {
+// The reader proper, on an open file of `size` bytes (a real file or fmemopen'ed bytes).
+Tensor read_npy_from(const FilePtr& f, uint64_t size, const std::string& path) {
 
   // Reads exactly n bytes at offset `at`; sizes were checked against `size` beforehand,
   // so a short read means the file changed under us or the disk failed.
@@ -359,6 +354,27 @@ Tensor read_npy(const std::string& path) {
   Tensor t(h.shape, dtype);
   get(t.raw(), static_cast<std::size_t>(need), data_at);
   return t;
+}
+}  // namespace
+
+Tensor read_npy(const std::string& path) {
+  std::error_code ec;
+  if (fs::is_directory(path, ec)) fail("npy: ", path, ": is a directory, not a .npy file");
+  errno = 0;
+  FilePtr f(std::fopen(path.c_str(), "rb"));
+  if (!f) fail("npy: ", path, ": cannot open (", std::strerror(errno), ")");
+  const uint64_t size = fs::file_size(path, ec);
+  if (ec) fail("npy: ", path, ": cannot read its size (", ec.message(), ")");
+  return read_npy_from(f, size, path);
+}
+
+Tensor read_npy_bytes(const std::string& bytes, const std::string& name) {
+  static char empty = 0;  // fmemopen wants a buffer even for 0 bytes
+  char* buf = bytes.empty() ? &empty : const_cast<char*>(bytes.data());
+  errno = 0;
+  FilePtr f(::fmemopen(buf, bytes.size(), "rb"));
+  if (!f) fail("npy: ", name, ": fmemopen failed (", std::strerror(errno), ")");
+  return read_npy_from(f, bytes.size(), name);
 }
 
 }  // namespace driftlab

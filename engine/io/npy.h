@@ -18,6 +18,9 @@ void write_npy(const std::string& path, const Tensor& t);
 // Throws Error unless the file is a little-endian f4/f8 C-order array whose data size
 // matches its shape exactly.
 Tensor read_npy(const std::string& path);
+// The same from bytes in memory; `name` stands for the file in messages. The fuzz target's
+// entry (fuzz/fuzz_npy.cpp).
+Tensor read_npy_bytes(const std::string& bytes, const std::string& name);
 
 // The complete header numpy writes for this dtype and shape (magic, version, length,
 // dict, padding, '\n'); its size is a multiple of 64. Exposed for tests.
