@@ -95,14 +95,6 @@ void check_data_fits(const LoadedModel& lm, const std::string& weights, const Da
         shape_str(lm.model.input_shape), " inputs, but ", data.name, " has ", shape_str(per_sample));
 }
 
-// The first element of t that is NaN or infinite, or -1. t: float32 or float64.
-int64_t first_nonfinite(const Tensor& t) {
-  for (int64_t i = 0; i < t.numel(); ++i) {
-    const double v = t.dtype() == DType::f64 ? t.data<double>()[i] : t.data<float>()[i];
-    if (!std::isfinite(v)) return i;
-  }
-  return -1;
-}
 std::string value_at(const Tensor& t, int64_t i) {
   const double v = t.dtype() == DType::f64 ? t.data<double>()[i] : t.data<float>()[i];
   return std::isnan(v) ? "nan" : (v > 0 ? "inf" : "-inf");

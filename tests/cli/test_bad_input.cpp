@@ -768,12 +768,6 @@ const std::map<std::string, std::string> kPendingOnOtherBranch = {
     {"model_input_std_not_a_number",
      "input_std validation (engine/data/transform.cpp): exit 3, 'driftlab: internal error: "
      "[json.exception.type_error.302] type must be number, but is string'"},
-    {"nan_weight_reaches_loss",
-     "ReLU/maxpool NaN propagation and train --on-nonfinite stop: a NaN in 0.conv2d.weight is hidden by ReLU and "
-     "max-pool; attribute --train 1 exits 0 with a finite train loss (2.2932) and |dW| nan"},
-    {"on_nonfinite_bad_value",
-     "train --on-nonfinite stop|skip-batch does not exist yet: exit 2, 'The following arguments were not expected: "
-     "ignore --on-nonfinite' (names no allowed values)"},
 };
 
 // Rows that fail today whose fix is in files outside cli/ that no branch is known to be
