@@ -16,6 +16,7 @@
 #include "engine/core/error.h"
 #include "engine/data/idx.h"
 
+#include "tests/require_util.h"
 #include "tests/scratch_util.h"
 
 namespace driftlab {
@@ -344,7 +345,7 @@ TEST(Idx, RealFashionMnist) {
     std::error_code ec;
     if (!fs::exists(fs::path(dir) / stem, ec) &&
         !fs::exists(fs::path(dir) / (std::string(stem) + ".gz"), ec))
-      GTEST_SKIP() << "Fashion-MNIST not found in " << dir << " (no " << stem << "[.gz])";
+      DRIFTLAB_SKIP_OR_REQUIRE("Fashion-MNIST not found in " + dir + " (no " + stem + "[.gz])");
   }
   struct Expect {
     bool train;

@@ -22,6 +22,7 @@
 
 #include "engine/policy.h"
 #include "engine/random.h"
+#include "tests/require_util.h"
 
 namespace driftlab {
 namespace {
@@ -178,7 +179,7 @@ std::vector<int64_t> perm(int64_t n, ShuffleAlgo algo, uint32_t seed) {
 
 #define SKIP_UNLESS(res, what)                                                    \
   do {                                                                            \
-    if (!(res).ok) GTEST_SKIP() << what " unavailable (" << (res).why << ")"; \
+    if (!(res).ok) DRIFTLAB_SKIP_OR_REQUIRE(what " unavailable (" + (res).why + ")"); \
   } while (0)
 
 TEST(RandomVsTorch, Mt19937U24MatchesTorchRand) {

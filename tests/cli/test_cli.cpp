@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "tests/cli/cli_util.h"
+#include "tests/require_util.h"
 
 namespace {
 
@@ -164,7 +165,7 @@ TEST(Cli, CorruptIdxFilesNameFileAndOffset) {
 }
 
 TEST(Cli, TruncatedModelFileIsRefused) {
-  if (!have_fashion_mnist()) GTEST_SKIP() << "Fashion-MNIST not installed (apt-get install dataset-fashion-mnist)";
+  if (!have_fashion_mnist()) DRIFTLAB_SKIP_OR_REQUIRE("Fashion-MNIST not installed (apt-get install dataset-fashion-mnist)");
   fs::path d = temp_dir("model");
   CliRun t = run_driftlab("train --model lenet1 --limit 256 --batch 64 --no-progress --threads 1 --out " + d.string());
   ASSERT_EQ(t.code, 0) << t.out;
@@ -193,7 +194,7 @@ TEST(Cli, TruncatedModelFileIsRefused) {
 }
 
 TEST(Cli, PredictNpyRoundTrip) {
-  if (!have_fashion_mnist()) GTEST_SKIP() << "Fashion-MNIST not installed";
+  if (!have_fashion_mnist()) DRIFTLAB_SKIP_OR_REQUIRE("Fashion-MNIST not installed");
   fs::path d = temp_dir("predict");
   ASSERT_EQ(run_driftlab("train --model lenet1 --limit 256 --no-progress --threads 1 --out " + d.string()).code, 0);
   CliRun wrong = run_driftlab("predict --weights " + (d / "model.dlm").string() + " --input " + (d / "model.dlm").string() +
@@ -209,7 +210,7 @@ TEST(Cli, PredictNpyRoundTrip) {
 // Weights leave and re-enter as .npy in the preset's framework layout (HWIO for tensorflow):
 // export, import into a new model file, and both files evaluate identically.
 TEST(Cli, WeightsExportImportRoundTrip) {
-  if (!have_fashion_mnist()) GTEST_SKIP() << "Fashion-MNIST not installed";
+  if (!have_fashion_mnist()) DRIFTLAB_SKIP_OR_REQUIRE("Fashion-MNIST not installed");
   fs::path d = temp_dir("weights");
   ASSERT_EQ(run_driftlab("train --model lenet5 --policy tensorflow --limit 256 --no-progress --threads 1 --out " +
                      d.string()).code, 0);
@@ -235,7 +236,7 @@ TEST(Cli, WeightsExportImportRoundTrip) {
 
 // drift and attribute on a small trained model: the JSON reports, and --model must match.
 TEST(Cli, DriftAttributeExplain) {
-  if (!have_fashion_mnist()) GTEST_SKIP() << "Fashion-MNIST not installed";
+  if (!have_fashion_mnist()) DRIFTLAB_SKIP_OR_REQUIRE("Fashion-MNIST not installed");
   fs::path d = temp_dir("drift");
   ASSERT_EQ(run_driftlab("train --model lenet1 --limit 512 --no-progress --threads 1 --out " + d.string()).code, 0);
   std::string w = (d / "model.dlm").string();
@@ -271,7 +272,7 @@ TEST(Cli, DriftAttributeExplain) {
 // Recipe: inputs standardised with the training set's mean/std, SGD lr 0.05, Nesterov
 // momentum 0.9 (PyTorch 1.13 itself reaches 84-86% with this recipe, depending on seed).
 TEST(Cli, LeNet5OneEpochAccuracyAndByteIdenticalModels) {
-  if (!have_fashion_mnist()) GTEST_SKIP() << "Fashion-MNIST not installed (apt-get install dataset-fashion-mnist)";
+  if (!have_fashion_mnist()) DRIFTLAB_SKIP_OR_REQUIRE("Fashion-MNIST not installed (apt-get install dataset-fashion-mnist)");
   fs::path a = temp_dir("acc_a"), b = temp_dir("acc_b");
   const std::string args =
       "train --model lenet5 --policy torch --epochs 1 --batch 128 --lr 0.05 --momentum 0.9 --nesterov --normalize "
@@ -297,7 +298,7 @@ TEST(Cli, LeNet5OneEpochAccuracyAndByteIdenticalModels) {
 // The recurrent models end to end on sequential Fashion-MNIST: train, eval, weights export in
 // the Keras layout (kernel (in,4u) / (in,3u), one bias) and import back, drift and attribute.
 TEST(Cli, RecurrentModelsTrainEvalExportDrift) {
-  if (!have_fashion_mnist()) GTEST_SKIP() << "Fashion-MNIST not installed";
+  if (!have_fashion_mnist()) DRIFTLAB_SKIP_OR_REQUIRE("Fashion-MNIST not installed");
   fs::path d = temp_dir("rnn");
   const std::string data = " --dataset seq-fashion-mnist --limit 256 --threads 1";
   for (const char* m : {"lstm", "gru"}) {

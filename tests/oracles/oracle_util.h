@@ -3,9 +3,9 @@
 // case folder (inputs as .npy, a cases.json), the framework's script runs once on the folder
 // (PyTorch through /usr/bin/python3, TensorFlow.js through node; N processes side by side where
 // the group is sharded), and the tests read its outputs back and compare them in an ErrorTable.
-// A missing oracle makes the tests SKIP with the reason, never pass silently; a failing script
-// makes them FAIL with its command and output. .ci/run installs both oracles so that in CI they
-// always run.
+// A missing oracle makes the tests SKIP with the reason, never pass silently (FAIL where
+// DRIFTLAB_REQUIRE_ORACLES=1, as in CI: tests/require_util.h); a failing script makes them FAIL
+// with its command and output.
 //
 // The protocol both script families share (torch/oracle.py run_cases, tfjs/cases.js runCases):
 //   SCRIPT CASE_DIR [K/N]
@@ -44,6 +44,7 @@
 #include "engine/io/npy.h"
 #include "engine/model.h"
 #include "models/models.h"
+#include "tests/require_util.h"
 #include "tests/test_util.h"
 
 namespace driftlab {
@@ -212,10 +213,12 @@ class CaseDir {
   std::string skip_, error_, log_;
 };
 
-#define DRIFTLAB_SKIP_UNLESS(reason_expr)          \
-  do {                                             \
-    std::string why_ = (reason_expr);              \
-    if (!why_.empty()) GTEST_SKIP() << why_;       \
+// Skips (fails where DRIFTLAB_REQUIRE_ORACLES is set: tests/require_util.h) with the reason
+// when there is one.
+#define DRIFTLAB_SKIP_UNLESS(reason_expr)                   \
+  do {                                                      \
+    std::string why_ = (reason_expr);                       \
+    if (!why_.empty()) DRIFTLAB_SKIP_OR_REQUIRE(why_);      \
   } while (0)
 
 // Every oracle test starts with this: the group `maker()` returns (built on first use), skipped

@@ -1,0 +1,59 @@
+#!/usr/bin/env bash
+# The unit tests under AddressSanitizer + UndefinedBehaviorSanitizer (CMake DRIFTLAB_SANITIZE):
+# configures ${ASAN_BUILD_DIR:-build-asan} (CPU only, no benchmarks, -O1 -g with assertions on),
+# builds driftlab and driftlab_tests, runs the tests; any sanitizer report fails the run.
+#   scripts/sanitize.sh            every test but the oracle suites (docs/RELIABILITY.md: times)
+#   scripts/sanitize.sh --subset   the CI subset (SUBSET_FILTER below)
+#   extra arguments go to driftlab_tests, e.g. --gtest_filter=Conv2d*
+set -euo pipefail
+cd "$(dirname "$0")/.."
+ROOT=$PWD
+BUILD_DIR=${ASAN_BUILD_DIR:-build-asan}
+
+# The CI subset (scripts/sanitize.sh --subset): every kernel, reference and fast, of each op
+# family, through the tests that run the fast kernel (own loops, Eigen, oneDNN) beside the
+# reference on the same rows: gemm, conv2d, max/avg pool, batchnorm, activations, softmax +
+# cross-entropy, recurrent cells, SGD, embedding, and the reference backward kernels' gradient
+# checks; and every reader (IDX, .npy, CIFAR, IMDB, the datasets front, the model file, .npy
+# weights). Left out, to fit CI's budget (docs/RELIABILITY.md has the times): the large rows of
+# the case tables (b64/b128 batches, VGG-16 and ResNet stage shapes, the split-K gemm: the same
+# code paths as the small rows, at sizes that take most of the time), the CLI end-to-end runs,
+# models, drift, knobs, registry and policy tests (whole models through the kernels above; what
+# they add, the layers, the training loop and the CLI, only the full run checks: run it before a
+# release), and the CUDA tests (CPU build: they skip).
+SUBSET_KERNELS='Cases/GemmFastVsRef.*:OnednnGemm.*:GemmReproducibleDouble.*:Backends/*'\
+':Cases/Conv2dFastVsRef.*:Conv2dFast.*:Conv2dOnednn.*'\
+':Cases/Pool2dFastVsRef.*:Cases/AvgPool2dFastVsRef.*:Pool2dRef.*'\
+':Shapes/BatchNormFast.*:BatchNormFast.*:BatchNormGradCheck.*:BatchNormSemantics.*'\
+':ActivationFast.*:SoftmaxXentFast.*:All/RnnFastVsRef.*:RnnFast.*:RnnOp.*:Cells/*'\
+':SgdKernels.*:SgdRule.*:Embedding.*:Cases/GradCheck*'
+SUBSET_READERS='Idx.*:Npy.*:Cifar.*:Imdb.*:Datasets.*:ModelFile.*:WeightsNpy.*'
+SUBSET_LARGE_ROWS='*b128*:*b64*:*vgg16*:*splitk_conv_dw_like*:*resnet20_s2*:*resnet20_s3*:*resnet_stage1*'
+SUBSET_FILTER="$SUBSET_KERNELS:$SUBSET_READERS:-$SUBSET_LARGE_ROWS:Cases/GradCheckModel.*"
+
+filter='-Torch*:Tfjs*:RandomVsTorch*'  # everything but the oracle suites (PyTorch/node children, not our code)
+if [[ ${1:-} == --subset ]]; then
+  filter=$SUBSET_FILTER
+  shift
+fi
+
+start=$SECONDS
+cmake -S . -B "$BUILD_DIR" -DDRIFTLAB_SANITIZE=ON -DDRIFTLAB_CUDA=OFF -DDRIFTLAB_BENCH=OFF \
+  -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_CXX_FLAGS_RELWITHDEBINFO="-O1 -g"
+cmake --build "$BUILD_DIR" -j"$(nproc)" --target driftlab driftlab_tests
+built=$SECONDS
+
+# halt_on_error / -fno-sanitize-recover: the first report ends the process with an error, so a
+# report cannot scroll by in a passing run. detect_leaks: LeakSanitizer at exit.
+# The suppressions file names each suppressed leak and says why (scripts/lsan.supp).
+export ASAN_OPTIONS=halt_on_error=1:detect_leaks=1:abort_on_error=0:strict_string_checks=1:detect_stack_use_after_return=1:check_initialization_order=1
+export UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
+export LSAN_OPTIONS=suppressions=$ROOT/scripts/lsan.supp:print_suppressions=0
+# Idle OpenMP threads sleep rather than spin (as in ctest, CMakeLists.txt).
+export OMP_WAIT_POLICY=passive
+
+status=0
+"$BUILD_DIR/driftlab_tests" --gtest_filter="$filter" "$@" || status=$?
+end=$SECONDS
+echo "sanitize.sh: filter '$filter': build $((built - start)) s, tests $((end - built)) s, total $((end - start)) s, exit $status"
+exit $status
