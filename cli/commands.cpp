@@ -259,7 +259,8 @@ void add_train_options(CLI::App* c, TrainOptions& o) {
   c->add_flag("--normalize", o.normalize, "standardise inputs with the training set's mean/std (kept in the model file)");
   c->add_option("--on-nonfinite", o.on_nonfinite,
                 "stop (error naming the step, layer and tensor) | skip-batch (no SGD step, counted in the report)")
-      ->capture_default_str();
+      ->capture_default_str()
+      ->check(CLI::IsMember({"stop", "skip-batch"}));
   add_data_options(c, o.data);
   add_device_options(c, o.dev);
 }

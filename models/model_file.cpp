@@ -9,10 +9,12 @@
 #include <cmath>
 #include <cstdio>
 #include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <sstream>
 #include <vector>
 
+#include "engine/train/nonfinite.h"
 #include "models/models.h"
 
 namespace driftlab {
@@ -212,7 +214,20 @@ uint32_t model_file_crc32(uint32_t crc, const void* data, uint64_t n) {
   return static_cast<uint32_t>(c);
 }
 
+// Runs f, which parses or builds what header field `field` names; a driftlab error from it is
+// rethrown naming the file and the field (the bare message would not say where it came from).
+template <typename F>
+auto from_header(const std::string& path, const char* field, F&& f) -> decltype(f()) {
+  try {
+    return f();
+  } catch (const Error& e) {
+    fail("model file: ", path, ": header field ", field, ": ", e.what());
+  }
+}
+
 LoadedModel load_model(const std::string& path) {
+  std::error_code ec;
+  check(!std::filesystem::is_directory(path, ec), "model file: ", path, ": is a directory, not a model file");
   std::ifstream f(path, std::ios::binary);
   check(f.good(), "model file: cannot open ", path);
   return load_model(f, path);
@@ -309,7 +324,7 @@ LoadedModel load_model(std::istream& in, const std::string& path) {
   hd.check_norm(meta);
 
   LoadedModel out;
-  Policy policy = Policy::parse(policy_spec);
+  const Policy policy = from_header(path, "policy", [&] { return Policy::parse(policy_spec); });
   // Token models are rebuilt at the vocabulary and length they were trained with; the bytes
   // that asks for must be the bytes the file holds, before anything that size is allocated.
   ModelArgs args;
@@ -318,11 +333,13 @@ LoadedModel load_model(std::istream& in, const std::string& path) {
     const Shape in_shape = hd.shape(hd.member(h, "input_shape", ""), "input_shape");
     check(!in_shape.empty(), "model file: ", path, ": header field input_shape is [], a token model needs [steps]");
     args.steps = in_shape[0];
-    const uint64_t need = token_model_bytes(model_name, policy, static_cast<uint64_t>(args.num_ids), path);
+    const uint64_t need = from_header(path, "model", [&] {
+      return token_model_bytes(model_name, policy, static_cast<uint64_t>(args.num_ids), path);
+    });
     check(need == data_len, "model file: ", path, ": num_ids=", args.num_ids, " makes ", model_name, " hold ", need,
           " bytes of tensors, the file holds ", data_len, "; refused before building it");
   }
-  out.model = build_model(model_name, policy, 0, args);
+  out.model = from_header(path, "model", [&] { return build_model(model_name, policy, 0, args); });
   out.metadata = meta;
   check(model_dtype == dtype_name(out.model.dtype()), "model file: ", path, ": dtype ", model_dtype,
         " does not match the policy's ", dtype_name(out.model.dtype()));
@@ -340,6 +357,12 @@ LoadedModel load_model(std::istream& in, const std::string& path) {
     check(e.shape == v.shape(), "model file: ", path, ": tensor '", e.name, "' has shape ", shape_str(e.shape),
           ", expected ", shape_str(v.shape()));
     read_at(in, data_start + e.offset, v.raw(), e.nbytes, path);
+    // A non-finite weight or statistic: the file was written from a run that had diverged, or was
+    // corrupted past its CRC; refused here rather than found as NaN logits later.
+    if (const int64_t bad = is_float(v.dtype()) ? first_nonfinite(v) : -1; bad >= 0)
+      fail("model file: ", path, ": tensor '", e.name, "' element ", bad, " (at offset ",
+           data_start + e.offset + static_cast<uint64_t>(bad) * dtype_size(v.dtype()), ") is ",
+           std::isnan(v.at(bad)) ? "nan" : "infinite", "; a model file holds finite values");
   }
   return out;
 }

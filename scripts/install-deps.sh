@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Installs what driftlab needs on a fresh Debian 12 machine of this kind: build tools and
 # libraries (Eigen, oneDNN, zlib, CLI11, nlohmann-json, GoogleTest, Google Benchmark), the
-# Fashion-MNIST data set, and PyTorch + numpy (oracles and speed peers). ocl-icd-opencl-dev is
+# Fashion-MNIST data set, PyTorch + numpy (oracles and speed peers), and clang with its runtime
+# libraries (libFuzzer for scripts/fuzz.sh). ocl-icd-opencl-dev is
 # libdnnl-dev's recommended package, which --no-install-recommends skips: Debian's oneDNN is built
 # with the OpenCL GPU runtime, so its CMake config calls find_package(OpenCL REQUIRED) and
 # configuring fails without the OpenCL headers on a fresh machine.
@@ -9,7 +10,7 @@
 set -euo pipefail
 pkgs=(build-essential cmake libeigen3-dev libdnnl-dev zlib1g-dev ocl-icd-opencl-dev libcli11-dev nlohmann-json3-dev
       libgtest-dev libgmock-dev libbenchmark-dev dataset-fashion-mnist
-      python3-numpy python3-torch libopenblas0-openmp)
+      python3-numpy python3-torch libopenblas0-openmp clang libclang-rt-14-dev)
 missing=()
 for p in "${pkgs[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

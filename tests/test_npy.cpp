@@ -17,6 +17,7 @@
 #include "engine/core/error.h"
 #include "engine/io/npy.h"
 
+#include "tests/require_util.h"
 #include "tests/scratch_util.h"
 
 namespace driftlab {
@@ -292,7 +293,7 @@ int run_python(const ScratchDir& tmp, const std::string& script) {
 }
 
 TEST(Npy, NumpyWritesWeRead) {
-  if (!have_numpy()) GTEST_SKIP() << "numpy not available";
+  if (!have_numpy()) DRIFTLAB_SKIP_OR_REQUIRE("numpy not available (apt-get install python3-numpy)");
   ScratchDir tmp;
   ASSERT_EQ(run_python(tmp, R"(
 import sys, numpy as np
@@ -339,7 +340,7 @@ np.save(d + 'i.npy', np.arange(12.0).reshape(3, 4)[:, ::2])
 }
 
 TEST(Npy, WeWriteNumpyReads) {
-  if (!have_numpy()) GTEST_SKIP() << "numpy not available";
+  if (!have_numpy()) DRIFTLAB_SKIP_OR_REQUIRE("numpy not available (apt-get install python3-numpy)");
   ScratchDir tmp;
   Tensor a = ramp({2, 3, 4}, DType::f32, 0.25, -2.0);
   write_npy(tmp.path("a.npy"), a);
