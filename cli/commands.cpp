@@ -354,6 +354,10 @@ void weights_import(const std::string& model_name, const std::string& spec, cons
     if (const int64_t bad = first_nonfinite(t); bad >= 0)
       fail("weights import: ", path, " holds ", value_at(t, bad), " at index ", bad, " (flat, C order, shape ",
            shape_str(t.shape()), "); nothing written to ", out);
+    // Finite in the file, but not in the model's dtype: a float64 beyond float32's range.
+    if (const int64_t bad = first_nonfinite(np.second->value); bad >= 0)
+      fail("weights import: ", path, " holds a value beyond the range of the model's ", dtype_name(m.dtype()),
+           " (", np.first, "[", bad, "] would be ", value_at(np.second->value, bad), "); nothing written to ", out);
   }
   save_model(out, m, {{"imported_from", dir}});
   std::cout << "wrote " << out << "\n";

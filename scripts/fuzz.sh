@@ -18,9 +18,14 @@ secs=${1:?usage: scripts/fuzz.sh SECONDS [TARGET...]}
 shift
 build=build-fuzz
 if [[ -z "${FUZZ_NO_BUILD:-}" ]]; then
-  if [[ ! -f $build/CMakeCache.txt ]]; then
-    CC=clang CXX=clang++ cmake -S . -B $build -DCMAKE_BUILD_TYPE=Release -DDRIFTLAB_FUZZ=ON \
-      -DDRIFTLAB_CUDA=OFF -DDRIFTLAB_TESTS=OFF -DDRIFTLAB_BENCH=OFF >/dev/null
+  # Configured every time (quick once the cache exists), so a failed first configure is not
+  # built on later; its output is shown only when it fails.
+  mkdir -p $build
+  if ! CC=clang CXX=clang++ cmake -S . -B $build -DCMAKE_BUILD_TYPE=Release -DDRIFTLAB_FUZZ=ON \
+      -DDRIFTLAB_CUDA=OFF -DDRIFTLAB_TESTS=OFF -DDRIFTLAB_BENCH=OFF >"$build/configure.log" 2>&1; then
+    cat "$build/configure.log" >&2
+    echo "fuzz.sh: configuring $build failed (needs clang, libclang-rt-14-dev, libomp-14-dev)" >&2
+    exit 2
   fi
   cmake --build $build -j"${FUZZ_JOBS:-2}" --target driftlab_fuzz
 fi

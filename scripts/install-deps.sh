@@ -2,7 +2,8 @@
 # Installs what driftlab needs on a fresh Debian 12 machine of this kind: build tools and
 # libraries (Eigen, oneDNN, zlib, CLI11, nlohmann-json, GoogleTest, Google Benchmark), the
 # Fashion-MNIST data set, PyTorch + numpy (oracles and speed peers), and clang with its runtime
-# libraries (libFuzzer for scripts/fuzz.sh). ocl-icd-opencl-dev is
+# libraries (libFuzzer for scripts/fuzz.sh, and LLVM's OpenMP, which the fuzz build's
+# find_package(OpenMP) needs under clang). ocl-icd-opencl-dev is
 # libdnnl-dev's recommended package, which --no-install-recommends skips: Debian's oneDNN is built
 # with the OpenCL GPU runtime, so its CMake config calls find_package(OpenCL REQUIRED) and
 # configuring fails without the OpenCL headers on a fresh machine.
@@ -10,7 +11,7 @@
 set -euo pipefail
 pkgs=(build-essential cmake libeigen3-dev libdnnl-dev zlib1g-dev ocl-icd-opencl-dev libcli11-dev nlohmann-json3-dev
       libgtest-dev libgmock-dev libbenchmark-dev dataset-fashion-mnist
-      python3-numpy python3-torch libopenblas0-openmp clang libclang-rt-14-dev)
+      python3-numpy python3-torch libopenblas0-openmp clang libclang-rt-14-dev libomp-14-dev)
 missing=()
 for p in "${pkgs[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

@@ -13,17 +13,15 @@ namespace {
 std::string first_nonfinite_grad(Sequential& net) {
   for (auto& np : net.named_params()) {
     const Tensor& g = np.second->grad;
-    int64_t bad = dispatch_dtype(g.dtype(), [&](auto tag) -> int64_t {
+    const bool all_finite = dispatch_dtype(g.dtype(), [&](auto tag) {
       using T = decltype(tag);
       const T* d = g.data<T>();
       T sum = 0;  // x*0 is 0 for finite x and NaN for Inf/NaN: the sum is finite iff all are
       for (int64_t i = 0; i < g.numel(); ++i) sum += d[i] * T(0);
-      if (std::isfinite(sum)) return -1;
-      for (int64_t i = 0; i < g.numel(); ++i)
-        if (!std::isfinite(d[i])) return i;
-      return -1;
+      return static_cast<bool>(std::isfinite(sum));
     });
-    if (bad >= 0) return np.first + ".grad[" + std::to_string(bad) + "]";
+    if (all_finite) continue;  // the vectorised check; the scan below only where it failed
+    if (const int64_t bad = first_nonfinite(g); bad >= 0) return np.first + ".grad[" + std::to_string(bad) + "]";
   }
   return "";
 }
@@ -62,13 +60,12 @@ double CpuRunner::train_step(const Tensor& x, const std::vector<int32_t>& labels
   RunContext ctx = RunContext::training(exec_, &dropout_rng_);
   ctx.input_grad = false;
   auto params = model_.net->named_params();
-  // skip-batch: a skipped batch leaves no trace, so BatchNorm's running statistics (moved by the
-  // train-mode forward) are put back as they were (they are per channel: a small copy).
+  // A non-finite step leaves no trace in either mode: BatchNorm's running statistics (moved by the
+  // train-mode forward) are put back as they were before the diagnosis runs the batch again, and
+  // before stop's error leaves the model to its caller (they are per channel: a small copy).
   std::vector<Tensor> saved;
-  if (cfg_.on_nonfinite == OnNonFinite::skip_batch)
-    for (auto& b : model_.net->named_buffers()) saved.push_back(b.second->value.clone());
+  for (auto& b : model_.net->named_buffers()) saved.push_back(b.second->value.clone());
   auto restore = [&] {
-    if (saved.empty()) return;
     std::size_t i = 0;
     for (auto& b : model_.net->named_buffers()) b.second->value = saved[i++];
   };

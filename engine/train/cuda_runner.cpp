@@ -107,16 +107,17 @@ double CudaRunner::train_step(const Tensor& x, const std::vector<int32_t>& label
   for (std::size_t i = 0; i < params.size(); ++i) {
     if (flags.at(static_cast<int64_t>(i)) == 0.0) continue;
     const Tensor g = cuda::to_host(ctx_, params[i]->grad);
-    int64_t bad = 0;
-    while (bad < g.numel() && std::isfinite(g.at(bad))) ++bad;
+    const int64_t bad = first_nonfinite(g);
     sync_to_model();
     return nonfinite_step(x, "gradient " + params[i]->name + ".grad[" + std::to_string(bad) + "] is not finite",
                           "cuda");
   }
   for (std::size_t i = 0; i < params.size(); ++i) {
-    const SgdStepParams sp = sgd_step_params(cfg_.sgd, rule_, params[i]->is_bias, step_index_ == 0);
+    // The first SGD step taken (a skipped batch takes none), as the CPU's Sgd counts it.
+    const SgdStepParams sp = sgd_step_params(cfg_.sgd, rule_, params[i]->is_bias, sgd_steps_ == 0);
     cuda::sgd_step_cuda(ctx_, sp, params[i]->value, params[i]->grad, state_[i]);
   }
+  ++sgd_steps_;
   if (correct) *correct = count_correct(cuda::to_host(ctx_, *logits), labels);
   ++step_index_;
   return loss;

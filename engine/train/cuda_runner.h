@@ -42,6 +42,7 @@ class CudaRunner : public Runner {
   std::unique_ptr<DeviceNet> net_;
   std::vector<cuda::DeviceTensor> state_;  // momentum buffer / velocity per parameter
   cuda::DeviceTensor flags_;               // one non-finite flag per parameter gradient
+  int64_t sgd_steps_ = 0;                  // SGD steps taken (a skipped batch takes none)
 };
 
 }  // namespace driftlab

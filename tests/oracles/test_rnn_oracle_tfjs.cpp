@@ -209,28 +209,30 @@ TEST(TfjsRnnNegative, ResetAfterAndGateActivation) {
   ErrorTable table("GRU reset placement and the gate activation vs TF.js (same weights)", "tfjs");
   struct Flip {
     const char* case_name;
-    const char* wrong;  // knobs appended to the case's tensorflow policy
+    const char* knob;  // set on top of the case's tensorflow policy
+    const char* value;
     const char* what;
   };
   const Flip flips[] = {
       // TF.js has only reset-before; reset-after with Keras's one bias is Lasagne's form (no b_hn).
-      {"gru_hard_seq", ",gru_reset_after=after", "gru_reset_after=after (torch, TF2)"},
-      {"gru_hard_seq_28x28", ",gru_reset_after=after", "gru_reset_after=after (torch, TF2)"},
-      {"gru_sigmoid_seq", ",gru_reset_after=after", "gru_reset_after=after (torch, TF2)"},
-      {"lstm_hard_seq", ",rnn_recurrent_activation=sigmoid", "sigmoid gates (torch, Keras >= 2.3)"},
-      {"lstm_sigmoid_seq", ",rnn_recurrent_activation=hard_sigmoid", "hard sigmoid gates (Keras 2.2.4)"},
-      {"gru_hard_seq", ",hard_sigmoid_kind=relu6_div6", "hard_sigmoid_kind=relu6_div6 (Keras 3)"},
+      {"gru_hard_seq", "gru_reset_after", "after", "gru_reset_after=after (torch, TF2)"},
+      {"gru_hard_seq_28x28", "gru_reset_after", "after", "gru_reset_after=after (torch, TF2)"},
+      {"gru_sigmoid_seq", "gru_reset_after", "after", "gru_reset_after=after (torch, TF2)"},
+      {"lstm_hard_seq", "rnn_recurrent_activation", "sigmoid", "sigmoid gates (torch, Keras >= 2.3)"},
+      {"lstm_sigmoid_seq", "rnn_recurrent_activation", "hard_sigmoid", "hard sigmoid gates (Keras 2.2.4)"},
+      {"gru_hard_seq", "hard_sigmoid_kind", "relu6_div6", "hard_sigmoid_kind=relu6_div6 (Keras 3)"},
   };
   for (const Flip& f : flips) {
     const GradCase& c = grad_case(f.case_name);
     const Tensor ref = out(d, c.name, "y");
     for (const bool flipped : {false, true}) {
-      Policy p = flipped ? tf_policy(c.act) : Policy::parse(tf_policy(c.act).to_string() + f.wrong);
+      Policy p = tf_policy(c.act);
+      if (!flipped) p.set(f.knob, f.value);
       auto layer = make_rnn(c.cell, c.h, c.seq, c.t, c.f, p);
       layer->set_keras_weights(keras_weights_of(d, c.name));
       const LayerRun res = run_case(d, c, *layer);
       if (!flipped) {
-        EXPECT_GT(table.note(c.name, f.what, res.y, ref), kVisible) << f.wrong;
+        EXPECT_GT(table.note(c.name, f.what, res.y, ref), kVisible) << f.knob << "=" << f.value;
         table.note(c.name, std::string(f.what) + ", dX", res.dx, out(d, c.name, "dx"));
       } else {
         EXPECT_TRUE(table.check(c.name, "flipped back", res.y, ref, kTol));
