@@ -41,6 +41,21 @@ Tensor tie_heavy_input(const Pool2dParams& p, DType dt, uint64_t seed, bool with
   return x;
 }
 
+// The fast kernel's forward and backward at 1 and 2 threads against the reference's outputs,
+// bit for bit.
+void expect_fast_gives_reference_bits(const Pool2dKernel& fast, const Pool2dParams& p, const Tensor& x,
+                                      const Tensor& dy, const Tensor& y_ref, const Tensor& dx_ref,
+                                      const std::string& what) {
+  for (int threads : {1, 2}) {
+    ThreadCountGuard guard(threads);
+    Tensor y(p.y_shape(), x.dtype()), dx(p.x_shape(), x.dtype());
+    fast.forward(p, x, y);
+    fast.backward(p, x, dy, dx);
+    EXPECT_TRUE(bitwise_equal(y, y_ref)) << what << " threads=" << threads;
+    EXPECT_TRUE(bitwise_equal(dx, dx_ref)) << what << " threads=" << threads;
+  }
+}
+
 class Pool2dFastVsRef : public ::testing::TestWithParam<std::tuple<Pool2dCase, PoolTies, DType, bool>> {};
 
 TEST_P(Pool2dFastVsRef, BitIdentical) {
@@ -54,14 +69,7 @@ TEST_P(Pool2dFastVsRef, BitIdentical) {
   const KernelRegistry reg = make_cpu_registry();
   const Pool2dKernel& fast = reg.maxpool2d.at(KernelBackend::fast);
   ASSERT_STREQ(fast.name, "fast");
-  for (int threads : {1, 2}) {
-    ThreadCountGuard guard(threads);
-    Tensor y(p.y_shape(), dt), dx(p.x_shape(), dt);
-    fast.forward(p, x, y);
-    fast.backward(p, x, dy, dx);
-    EXPECT_TRUE(bitwise_equal(y, y_ref)) << c.name << " threads=" << threads;
-    EXPECT_TRUE(bitwise_equal(dx, dx_ref)) << c.name << " threads=" << threads;
-  }
+  expect_fast_gives_reference_bits(fast, p, x, dy, y_ref, dx_ref, c.name);
 }
 
 // Average pooling: the same cases, the divisor with and without the padding (ties and NaN play
@@ -80,24 +88,14 @@ TEST_P(AvgPool2dFastVsRef, BitIdentical) {
   const KernelRegistry reg = make_cpu_registry();
   const Pool2dKernel& fast = reg.avgpool2d.at(KernelBackend::fast);
   ASSERT_STREQ(fast.name, "fast");
-  for (int threads : {1, 2}) {
-    ThreadCountGuard guard(threads);
-    Tensor y(p.y_shape(), dt), dx(p.x_shape(), dt);
-    fast.forward(p, x, y);
-    fast.backward(p, x, dy, dx);
-    EXPECT_TRUE(bitwise_equal(y, y_ref)) << c.name << " threads=" << threads;
-    EXPECT_TRUE(bitwise_equal(dx, dx_ref)) << c.name << " threads=" << threads;
-  }
+  expect_fast_gives_reference_bits(fast, p, x, dy, y_ref, dx_ref, c.name);
   // The other summation orders: the fast kernel still gives the reference's bits.
   for (SumOrder order : {SumOrder::descending, SumOrder::pairwise}) {
     p.sum_order = order;
     avgpool2d_forward_ref(p, x, y_ref);
     avgpool2d_backward_ref(p, dy, dx_ref);
-    Tensor y(p.y_shape(), dt), dx(p.x_shape(), dt);
-    fast.forward(p, x, y);
-    fast.backward(p, x, dy, dx);
-    EXPECT_TRUE(bitwise_equal(y, y_ref)) << c.name << " order " << static_cast<int>(order);
-    EXPECT_TRUE(bitwise_equal(dx, dx_ref)) << c.name << " order " << static_cast<int>(order);
+    expect_fast_gives_reference_bits(fast, p, x, dy, y_ref, dx_ref,
+                                     std::string(c.name) + " order " + std::to_string(static_cast<int>(order)));
   }
 }
 
