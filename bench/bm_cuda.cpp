@@ -226,7 +226,7 @@ void bm_train_step(benchmark::State& state, const std::string& model, int64_t ba
   }
   TrainConfig cfg;
   cfg.batch = batch;
-  cfg.sgd = {0.01, 0.9, false, 0.0};
+  cfg.optim = {0.01, 0.9, false, 0.0};
   CudaRunner trainer(m, ctx, cfg);
   Tensor x = model_images(m, batch, 7);
   auto y = model_labels(batch);

@@ -56,7 +56,7 @@ void BM_TrainStep(benchmark::State& state) {
   exec.threads = omp_get_max_threads();  // OMP_NUM_THREADS, as the label says
   TrainConfig cfg;
   cfg.batch = batch;
-  cfg.sgd = {0.01, 0.9, false, 0.0};
+  cfg.optim = {0.01, 0.9, false, 0.0};
   CpuRunner trainer(m, cfg, exec);
   Tensor x = synthetic_images(model, batch, 7);
   auto y = synthetic_labels(batch);

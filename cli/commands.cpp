@@ -200,13 +200,28 @@ struct TrainOptions {
   DataOptions data;
   int epochs = 1;
   int64_t batch = 128;
-  double lr = 0.01, momentum = 0.9, weight_decay = 0.0;
-  bool nesterov = false, no_progress = false, normalize = false;
+  double lr = 0.01, momentum = 0.9, weight_decay = 0.0, beta1 = 0.9, beta2 = 0.999;
+  CLI::Option* momentum_given = nullptr;  // --momentum's default (0.9) is SGD's; RMSprop's is 0
+  bool nesterov = false, no_progress = false, normalize = false, step_loss = false;
+  std::string optimizer = "sgd", schedule;
   uint64_t seed = 1;
   int threads = 0;
   std::string on_nonfinite = "stop";
   DeviceOptions dev;
 };
+
+OptimConfig optim_config(const TrainOptions& o) {
+  OptimConfig c;
+  c.kind = parse_optimizer(o.optimizer);
+  const bool momentum_given = o.momentum_given && o.momentum_given->count() > 0;
+  c.lr = o.lr;
+  c.momentum = c.kind == OptimizerKind::sgd || momentum_given ? o.momentum : 0.0;
+  c.nesterov = o.nesterov;
+  c.weight_decay = o.weight_decay;
+  c.beta1 = o.beta1;
+  c.beta2 = o.beta2;
+  return c;
+}
 
 TrainRunResult run_train(const TrainOptions& o) {
   set_threads(o.threads);
@@ -216,7 +231,9 @@ TrainRunResult run_train(const TrainOptions& o) {
   spec.data = o.data;
   spec.train.epochs = o.epochs;
   spec.train.batch = o.batch;
-  spec.train.sgd = {o.lr, o.momentum, o.nesterov, o.weight_decay};
+  spec.train.optim = optim_config(o);
+  spec.train.schedule = parse_schedule(o.schedule);
+  spec.train.step_losses = o.step_loss;
   spec.train.seed = o.seed;
   spec.train.on_nonfinite = parse_on_nonfinite(o.on_nonfinite);
   spec.normalize = o.normalize;
@@ -249,10 +266,22 @@ void add_train_options(CLI::App* c, TrainOptions& o) {
   c->add_option("--model", o.model, "lenet1 | lenet5 | resnet20 | resnet20b | resnet18 | vgg16 | lstm | gru | lstm-imdb | gru-imdb")->capture_default_str();
   c->add_option("--epochs", o.epochs)->capture_default_str();
   c->add_option("--batch", o.batch)->capture_default_str();
-  c->add_option("--lr", o.lr)->capture_default_str();
-  c->add_option("--momentum", o.momentum)->capture_default_str();
+  c->add_option("--optimizer", o.optimizer,
+                 "sgd | adam | rmsprop, each in the policy's formula (adam_form, rmsprop_form...; docs/TRAINING.md)")
+      ->capture_default_str();
+  c->add_option("--lr", o.lr, "the base learning rate")->capture_default_str();
+  o.momentum_given = c->add_option("--momentum", o.momentum, "SGD's momentum (default 0.9), RMSprop's (default 0)")
+                         ->capture_default_str();
   c->add_flag("--nesterov", o.nesterov);
   c->add_option("--weight-decay", o.weight_decay, "in each framework's own terms (see weight_decay_mode)");
+  c->add_option("--beta1", o.beta1, "Adam")->capture_default_str();
+  c->add_option("--beta2", o.beta2, "Adam")->capture_default_str();
+  c->add_option("--schedule", o.schedule,
+                "learning-rate schedule: step:step=S,gamma=G | multistep:milestones=A;B,gamma=G | "
+                "exponential:gamma=G | inverse_time:decay=D (per batch) | "
+                "plateau:factor=F,patience=P,threshold=T,cooldown=C,min_lr=M (plateau_rule); "
+                "step/multistep/exponential take every=batch");
+  c->add_flag("--step-loss", o.step_loss, "record every step's loss (metrics.json steps, steps.csv)");
   c->add_option("--seed", o.seed)->capture_default_str()->check(CLI::NonNegativeNumber);
   add_threads_option(c, o.threads);
   c->add_flag("--no-progress", o.no_progress);
@@ -525,7 +554,7 @@ void attribute_cmd(const AttributeCliOptions& o) {
   opt.convert = !o.no_convert;
   opt.train_epochs = o.train;
   opt.train.batch = o.batch;
-  opt.train.sgd = {o.lr, o.momentum, false, 0.0};
+  opt.train.optim = {o.lr, o.momentum, false, 0.0};
   opt.train.seed = o.seed;
   opt.device = o.dev.parsed();
   Policy from = Policy::parse(o.from), to = Policy::parse(o.to);

@@ -25,7 +25,7 @@
 #include "engine/ops/pool2d.h"
 #include "engine/ops/softmax_xent.h"
 #include "engine/random.h"
-#include "engine/train/sgd.h"
+#include "engine/train/optimizer.h"
 #include "engine/train/runner.h"
 #include "kernels/cpu/ref/ref.h"
 #include "models/models.h"
@@ -269,7 +269,7 @@ std::string ex_sgd(const std::string& knob) {
     pol.set("sgd_form", form);
     if (knob != "sgd_form") pol.set("weight_decay_mode", "grad_add");
     Param prm{"weight", Tensor::from<float>({1}, {1.0f}), Tensor::from<float>({1}, {0.5f}), false};
-    Sgd sgd({0.1, 0.9, false, 0.0}, resolve_sgd(pol));
+    Optimizer sgd({0.1, 0.9, false, 0.0}, resolve_optim(pol));
     std::vector<std::pair<std::string, Param*>> ps = {{"p", &prm}};
     const ExecContext exec;
     os << "    " << std::left << std::setw(19) << form;
@@ -291,7 +291,7 @@ std::string ex_weight_decay() {
     Policy pol = Policy::preset_named(preset);
     Param w{"weight", Tensor::from<float>({1}, {2.0f}), Tensor::from<float>({1}, {0.0f}), false};
     Param b{"bias", Tensor::from<float>({1}, {2.0f}), Tensor::from<float>({1}, {0.0f}), true};
-    Sgd sgd({0.1, 0.0, false, 0.01}, resolve_sgd(pol));
+    Optimizer sgd({0.1, 0.0, false, 0.01}, resolve_optim(pol));
     std::vector<std::pair<std::string, Param*>> ps = {{"w", &w}, {"b", &b}};
     sgd.step(ExecContext{}, ps);
     os << "    " << std::left << std::setw(11) << preset << "(" << pol.get("weight_decay_mode") << ", on bias "
@@ -452,7 +452,7 @@ std::string ex_own_backend(const std::string& knob) {
         k.backward(lp, z, labels, dz);
         return dz;
       }
-      SgdStepParams sp = sgd_step_params({0.1, 0.9, false, 0.0}, resolve_sgd(p), false, false);
+      SgdStepParams sp = sgd_step_params({0.1, 0.9, false, 0.0}, resolve_optim(p), false, false);
       Tensor wt = w.clone(), st = g.clone();
       const SgdKernel& k = exec.kernels.sgd.select(p.sgd_backend, sp, DType::f32);
       kernel = k.name;

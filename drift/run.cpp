@@ -19,7 +19,7 @@ namespace {
 json epoch_json(const EpochStats& e) {
   return {{"epoch", e.epoch},           {"train_loss", e.train_loss}, {"train_acc", e.train_acc},
           {"val_loss", e.val_loss},     {"val_acc", e.val_acc},       {"seconds", e.seconds},
-          {"images_per_s", e.images_per_s}, {"skipped_steps", e.skipped_steps}};
+          {"images_per_s", e.images_per_s}, {"skipped_steps", e.skipped_steps}, {"lr", e.lr}};
 }
 
 }  // namespace
@@ -68,15 +68,17 @@ TrainRunResult run_training(const TrainRunSpec& spec, DatasetLoader& loader, con
   if (spec.out.empty()) return out;
 
   const std::string device = device_name(spec.device);
-  const SgdConfig& sgd = spec.train.sgd;
+  const OptimConfig& opt = spec.train.optim;
   fs::create_directories(spec.out);
   json meta = {{"dataset", spec.data.dataset}, {"epochs", spec.train.epochs}, {"batch", spec.train.batch},
-               {"lr", sgd.lr},
+               {"optimizer", optimizer_name(opt.kind)}, {"lr", opt.lr},
+               {"schedule", schedule_string(spec.train.schedule)},
                {"device", device},
-               {"momentum", sgd.momentum},     {"nesterov", sgd.nesterov},   {"weight_decay", sgd.weight_decay},
+               {"momentum", opt.momentum},     {"nesterov", opt.nesterov},   {"weight_decay", opt.weight_decay},
                {"seed", spec.train.seed},      {"threads", default_threads()}, {"train_samples", train.images.dim(0)},
                {"test_accuracy", out.test.accuracy}, {"test_loss", out.test.loss},
                {"input_mean", norm.mean}, {"input_std", norm.std}};
+  if (opt.kind == OptimizerKind::adam) meta["betas"] = {opt.beta1, opt.beta2};
   if (imdb) meta["imdb"] = imdb_json(imdb_options(spec.data, nullptr));
   out.model_path = (fs::path(spec.out) / "model.dlm").string();
   save_model(out.model_path, model, meta);
@@ -96,6 +98,20 @@ TrainRunResult run_training(const TrainRunSpec& spec, DatasetLoader& loader, con
         << "," << st.seconds << "," << st.images_per_s << "\n";
   }
   out.report["epochs"] = eps;
+  // --step-loss: every step's loss (NaN for a skipped one: null in the JSON), in steps.csv too.
+  if (spec.train.step_losses) {
+    std::ostringstream steps;
+    steps << "epoch,step,loss\n" << std::setprecision(9);
+    json all = json::array();
+    int64_t k = 0;
+    for (const auto& st : out.epochs)
+      for (double l : st.step_losses) {
+        steps << st.epoch << "," << ++k << "," << l << "\n";
+        all.push_back(l);
+      }
+    out.report["step_losses"] = all;
+    write_file_atomic((fs::path(spec.out) / "steps.csv").string(), steps.str());
+  }
   // --on-nonfinite: the mode, the steps skipped over the run and what the first one found.
   int64_t skipped = 0;
   std::string first_skip;

@@ -56,6 +56,15 @@ Policy Policy::tensorflow() {
   p.sgd_form = SgdForm::keras_velocity;
   p.weight_decay_mode = WeightDecayMode::l2_loss;
   p.weight_decay_on_bias = false;
+  // Keras 2.2.4 Adam / RMSprop (keras/optimizers.py@2.2.4), in float32 graph arithmetic.
+  p.adam_form = AdamForm::epsilon_hat;
+  p.optim_square_order = SquareOrder::square_then_scale;
+  p.adam_beta_power = BetaPower::pow_float32;
+  p.optim_scalar_precision = ScalarPrecision::float32;
+  p.adam_eps = 1e-7;
+  p.rmsprop_rho = 0.9;
+  p.rmsprop_eps = 1e-7;
+  p.plateau_rule = PlateauRule::keras;
   p.rng_engine = RngEngine::philox_u23;
   p.shuffle = ShuffleAlgo::backward_rejection;
   p.conv_backend = KernelBackend::eigen;
@@ -374,14 +383,69 @@ const std::vector<KnobRow>& rows() {
          "torch_buffer: b=mu*b+g (b=g at step 1); p-=lr*b (Nesterov p-=lr*(g+mu*b))",
          "keras/optimizers.py@2.2.4 SGD.get_updates; torch/optim/sgd.py; lasagne/updates.py apply_momentum"}));
     r.push_back(enum_knob(&Policy::weight_decay_mode,
-        {"weight_decay_mode", "optimiser", {"grad_add", "l2_loss", "decoupled"},
-         "where weight decay D enters: g+=D*p, loss+=D*sum(w^2) (g+=2D*w), or p-=lr*D*p",
-         "l2_loss: kernel_regularizer=l2(D)", "l2_loss", "grad_add: weight_decay=D",
-         "keras/regularizers.py@2.2.4; torch/optim/sgd.py; tf_keras/optimizers/optimizer.py"}));
+        {"weight_decay_mode", "optimiser", {"grad_add", "l2_loss", "decoupled", "decoupled_scale"},
+         "where weight decay D enters: g+=D*p, loss+=D*sum(w^2) (g+=2D*w), p-=lr*D*p, or p*=(1-lr*D) "
+         "(Adam/RMSprop)",
+         "l2_loss: kernel_regularizer=l2(D)", "l2_loss", "grad_add: weight_decay=D (AdamW: decoupled_scale)",
+         "keras/regularizers.py@2.2.4; torch/optim/sgd.py, adam.py, adamw.py; tf_keras/optimizers/optimizer.py"}));
     r.push_back({{"weight_decay_on_bias", "optimiser", {"true", "false"}, "whether weight decay also applies to biases",
                   "false: regularizer on kernels only", "false", "true: every parameter in the group",
                   "keras/layers/core.py@2.2.4; torch/optim/sgd.py"},
                  bool_accessor(&Policy::weight_decay_on_bias, "weight_decay_on_bias")});
+    const std::string kOpt = "keras/optimizers.py@2.2.4";
+    r.push_back(enum_knob(&Policy::adam_form,
+        {"adam_form", "optimiser", {"corrected_moments", "corrected_quotient", "epsilon_hat"},
+         "Adam's update: p += -(lr/bc1)*m/(sqrt(v)/sqrt(bc2)+eps); p += ((m/bc1)/(sqrt(v/bc2)+eps))*(-lr) "
+         "(TF.js); or p -= lr_t*m/(sqrt(v)+eps) with lr_t = lr*sqrt(bc2)/bc1 (bc = 1-beta^t)",
+         "epsilon_hat: Adam.get_updates lr_t", "epsilon_hat (Keras; Lasagne adam too)",
+         "corrected_moments: _single_tensor_adam",
+         kOpt + " Adam; torch/optim/adam.py _single_tensor_adam; tfjs-core/src/optimizers/adam_optimizer.ts; "
+         "lasagne/updates.py adam; tensorflow/core/kernels/training_ops.cc ApplyAdamNonCuda"}));
+    r.push_back(enum_knob(&Policy::optim_moment_update,
+        {"optim_moment_update", "optimiser", {"weighted_sum", "increment"},
+         "Adam/RMSprop moving averages: m = b*m + (1-b)*g, or m += (g-m)*(1-b) (TF1's ApplyAdam/ApplyRMSProp)",
+         "weighted_sum (Keras graph)", "weighted_sum", "weighted_sum: mul_(b).add_(g, alpha=1-b)",
+         kOpt + "; torch/optim/adam.py; tensorflow/core/kernels/training_ops.cc"}));
+    r.push_back(enum_knob(&Policy::optim_square_order,
+        {"optim_square_order", "optimiser", {"scale_then_square", "square_then_scale"},
+         "the new term of the second moment: ((1-b)*g)*g (addcmul) or (1-b)*(g*g)",
+         "square_then_scale: (1-beta_2)*K.square(g)", "square_then_scale", "scale_then_square: addcmul_(g, g, value=1-b)",
+         kOpt + "; torch/optim/adam.py, rmsprop.py"}));
+    r.push_back(enum_knob(&Policy::adam_beta_power,
+        {"adam_beta_power", "optimiser", {"pow_float64", "pow_float32", "product_float32"},
+         "how Adam forms beta^t: pow in double, pow in float32, or a float32 running product (TF1, TF.js)",
+         "pow_float32: K.pow(beta_2, t) on float32 variables", "pow_float32", "pow_float64: beta1 ** step (Python)",
+         kOpt + "; torch/optim/adam.py; tensorflow/python/training/adam.py _finish; tfjs adam_optimizer.ts accBeta1"}));
+    r.push_back(enum_knob(&Policy::optim_scalar_precision,
+        {"optim_scalar_precision", "optimiser", {"float64", "float32"},
+         "precision of the optimiser's per-step scalars (1-beta, bias corrections, step size, decayed rate)",
+         "float32: graph tensors", "float32", "float64: Python numbers",
+         kOpt + "; torch/optim/adam.py"}));
+    r.push_back({{"adam_eps", "optimiser", {}, "Adam's epsilon (a framework default)", "1e-7 (K.epsilon())", "1e-7",
+                  "1e-8", kOpt + " Adam.__init__; torch/optim/adam.py; lasagne/updates.py adam (1e-8)"},
+                 double_accessor(&Policy::adam_eps, "adam_eps", 0.0, 1.0)});
+    r.push_back(enum_knob(&Policy::rmsprop_form,
+        {"rmsprop_form", "optimiser", {"eps_outside_root", "eps_inside_root"},
+         "RMSprop's denominator: sqrt(v)+eps, or sqrt(v+eps) with the rate inside the momentum term (TF1, TF.js)",
+         "eps_outside_root: lr*g/(K.sqrt(new_a)+epsilon)", "eps_outside_root", "eps_outside_root: sqrt().add_(eps)",
+         kOpt + " RMSprop; torch/optim/rmsprop.py; tensorflow/core/kernels/training_ops.cc ApplyRMSProp; "
+         "tfjs-core/src/optimizers/rmsprop_optimizer.ts"}));
+    r.push_back({{"rmsprop_rho", "optimiser", {}, "RMSprop's decay of the mean square (a framework default)",
+                  "0.9 (rho)", "0.9", "0.99 (alpha)", kOpt + " RMSprop.__init__; torch/optim/rmsprop.py"},
+                 double_accessor(&Policy::rmsprop_rho, "rmsprop_rho", 0.0, 0.999999)});
+    r.push_back({{"rmsprop_eps", "optimiser", {}, "RMSprop's epsilon (a framework default)", "1e-7 (K.epsilon())",
+                  "1e-7", "1e-8", kOpt + "; torch/optim/rmsprop.py; tensorflow/python/training/rmsprop.py (1e-10)"},
+                 double_accessor(&Policy::rmsprop_eps, "rmsprop_eps", 0.0, 1.0)});
+    r.push_back(enum_knob(&Policy::rmsprop_ms_init,
+        {"rmsprop_ms_init", "optimiser", {"zeros", "ones"}, "RMSprop's mean square at the start",
+         "zeros: K.zeros", "zeros", "zeros: zeros_like",
+         kOpt + "; torch/optim/rmsprop.py; tensorflow/python/training/rmsprop.py _create_slots (ones)"}));
+    r.push_back(enum_knob(&Policy::plateau_rule,
+        {"plateau_rule", "optimiser", {"torch", "keras"},
+         "ReduceLROnPlateau: relative threshold, reduce when bad epochs > patience (torch); absolute min_delta, "
+         "reduce when wait >= patience, cooldown's last epoch counted (Keras)",
+         "keras: callbacks.ReduceLROnPlateau", "keras", "torch: lr_scheduler.ReduceLROnPlateau",
+         "keras/callbacks.py@2.2.4 ReduceLROnPlateau; torch/optim/lr_scheduler.py ReduceLROnPlateau"}));
     r.push_back(enum_knob(&Policy::rng_engine,
         {"rng_engine", "random", {"mt19937_u24", "philox_u23", "mrg31k3p"},
          "random engine and float conversion used by initialisers and dropout",

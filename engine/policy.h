@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "engine/ops/activation.h"
+#include "engine/ops/adaptive.h"
 #include "engine/ops/common.h"
 #include "engine/ops/pool2d.h"
 #include "engine/ops/sgd.h"
@@ -56,6 +57,17 @@ enum class EmbeddingInit {
   uniform_0p05,  // Keras 2.2.4 Embedding(embeddings_initializer='uniform') = RandomUniform(-0.05, 0.05)
   normal_1,      // PyTorch nn.Embedding.reset_parameters: init.normal_(weight), N(0, 1)
 };
+// Adam's beta^t: pow in double (Python numbers), pow in float32 (graph tensors), or the float32
+// running product kept in a variable (beta at step 1, times beta after every step).
+enum class BetaPower { pow_float64, pow_float32, product_float32 };
+// The precision the optimiser's per-step scalars (1-beta, bias corrections, step sizes, decayed
+// rates) are formed in: host doubles (PyTorch's Python, TF.js's JavaScript) or float32 tensors.
+enum class ScalarPrecision { float64, float32 };
+enum class RmspropInit { zeros, ones };  // RMSprop's mean square at step 0 (TF1: ones)
+// ReduceLROnPlateau: PyTorch (improvement relative by default, reduce once the bad epochs exceed
+// the patience, cooldown epochs not counted) or Keras (improvement absolute (min_delta), reduce
+// once the waiting epochs reach the patience, the epoch that ends a cooldown counted).
+enum class PlateauRule { torch, keras };
 // How the model zoo writes the padding of its 'same'-sized convolutions (the CIFAR ResNets'
 // and VGG-16's 3x3): as the frameworks' reference model code writes them.
 enum class ModelConvPadding {
@@ -112,6 +124,17 @@ struct Policy {
   SgdForm sgd_form = SgdForm::torch_buffer;
   WeightDecayMode weight_decay_mode = WeightDecayMode::grad_add;
   bool weight_decay_on_bias = true;
+  AdamForm adam_form = AdamForm::corrected_moments;            // torch.optim.Adam: m/bc1, sqrt(v)/sqrt(bc2) + eps
+  MomentUpdate optim_moment_update = MomentUpdate::weighted_sum;  // m = b*m + (1-b)*g (TF1 kernels: m += (g-m)*(1-b))
+  SquareOrder optim_square_order = SquareOrder::scale_then_square;  // torch addcmul: ((1-b)*g)*g
+  BetaPower adam_beta_power = BetaPower::pow_float64;          // torch: beta ** step in Python
+  ScalarPrecision optim_scalar_precision = ScalarPrecision::float64;  // torch: Python doubles
+  double adam_eps = 1e-8;                                      // torch.optim.Adam eps
+  RmspropForm rmsprop_form = RmspropForm::eps_outside_root;    // torch: sqrt(v) + eps
+  double rmsprop_rho = 0.99;                                   // torch.optim.RMSprop alpha
+  double rmsprop_eps = 1e-8;                                   // torch.optim.RMSprop eps
+  RmspropInit rmsprop_ms_init = RmspropInit::zeros;            // torch: zeros_like
+  PlateauRule plateau_rule = PlateauRule::torch;               // torch.optim.lr_scheduler.ReduceLROnPlateau
   // --- randomness ---
   RngEngine rng_engine = RngEngine::mt19937_u24;
   ShuffleAlgo shuffle = ShuffleAlgo::forward_modulo;

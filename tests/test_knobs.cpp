@@ -30,7 +30,7 @@
 #include "engine/ops/softmax_xent.h"
 #include "engine/policy.h"
 #include "engine/random.h"
-#include "engine/train/sgd.h"
+#include "engine/train/optimizer.h"
 #include "engine/train/cpu_runner.h"
 #include "kernels/cpu/ref/ref.h"
 #include "models/models.h"
@@ -571,13 +571,13 @@ TEST(Knob_loss_reduction, SumIsNTimesMean) {
 std::vector<double> trajectory(SgdForm form, bool nesterov, DType dt, int steps) {
   Param p{"w", Tensor({1}, dt), Tensor({1}, dt), false};
   p.value.fill(1.0);
-  SgdConfig c;
+  OptimConfig c;
   c.lr = 0.1;
   c.momentum = 0.9;
   c.nesterov = nesterov;
   Policy pol = Policy::torch();
   pol.sgd_form = form;
-  Sgd sgd(c, resolve_sgd(pol));
+  Optimizer sgd(c, resolve_optim(pol));
   std::vector<std::pair<std::string, Param*>> params = {{"w", &p}};
   std::vector<double> out;
   for (int s = 0; s < steps; ++s) {
@@ -632,11 +632,11 @@ double decayed_step(const std::string& policy, bool is_bias, double momentum = 0
                     double* penalty = nullptr) {
   Param p{"w", Tensor({1}, DType::f64), Tensor({1}, DType::f64), is_bias};
   p.value.fill(2.0);
-  SgdConfig c;
+  OptimConfig c;
   c.lr = 0.1;
   c.momentum = momentum;
   c.weight_decay = 0.01;
-  Sgd sgd(c, resolve_sgd(Policy::parse(policy)));
+  Optimizer sgd(c, resolve_optim(Policy::parse(policy)));
   std::vector<std::pair<std::string, Param*>> params = {{"w", &p}};
   if (penalty) *penalty = sgd.penalty(params);
   for (int s = 0; s < steps; ++s) {

@@ -30,7 +30,7 @@ Dataset images(int64_t nan_sample) {
 TrainConfig config(OnNonFinite m) {
   TrainConfig c;
   c.batch = 16;
-  c.sgd.lr = 0.01;
+  c.optim.lr = 0.01;
   c.on_nonfinite = m;
   return c;
 }

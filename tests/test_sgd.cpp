@@ -1,4 +1,4 @@
-// SGD update formulas step by step, hand-checked (engine/train/sgd.h; training-quant-attacks.md
+// SGD update formulas step by step, hand-checked (engine/train/optimizer.h; training-quant-attacks.md
 // A.5-A.6): torch_buffer (buffer = g at step 1), keras_velocity (v starts at 0) and
 // lasagne_difference (v computed through p), plain and Nesterov, with weight decay, a learning
 // rate change, and the float32 bit loss of the Lasagne form. Knob-level effects (same trajectory
@@ -15,7 +15,7 @@
 #include "engine/core/error.h"
 #include "engine/layers/layer.h"
 #include "engine/policy.h"
-#include "engine/train/sgd.h"
+#include "engine/train/optimizer.h"
 #include "kernels/cpu/registry.h"
 #include "tests/test_util.h"
 
@@ -26,8 +26,8 @@ namespace {
 // 1e-13 is tight enough to catch any wrong coefficient (those err by >= 1e-4 here).
 constexpr double kHandTol = 1e-13;
 
-SgdConfig config(double lr, double momentum, bool nesterov = false, double wd = 0.0) {
-  SgdConfig c;
+OptimConfig config(double lr, double momentum, bool nesterov = false, double wd = 0.0) {
+  OptimConfig c;
   c.lr = lr;
   c.momentum = momentum;
   c.nesterov = nesterov;
@@ -35,8 +35,8 @@ SgdConfig config(double lr, double momentum, bool nesterov = false, double wd = 
   return c;
 }
 
-SgdRule rule(SgdForm form, WeightDecayMode decay = WeightDecayMode::grad_add, bool decay_bias = true) {
-  SgdRule r;
+OptimRule rule(SgdForm form, WeightDecayMode decay = WeightDecayMode::grad_add, bool decay_bias = true) {
+  OptimRule r;
   r.form = form;
   r.decay = decay;
   r.decay_bias = decay_bias;
@@ -44,11 +44,11 @@ SgdRule rule(SgdForm form, WeightDecayMode decay = WeightDecayMode::grad_add, bo
 }
 
 // One scalar parameter p0 stepped with the gradients gs; returns p after each step.
-std::vector<double> run(const SgdConfig& c, const SgdRule& r, double p0, const std::vector<double>& gs,
+std::vector<double> run(const OptimConfig& c, const OptimRule& r, double p0, const std::vector<double>& gs,
                         DType dt = DType::f64) {
   Param p{"w", Tensor({1}, dt), Tensor({1}, dt), false};
   p.value.fill(p0);
-  Sgd sgd(c, r);
+  Optimizer sgd(c, r);
   const std::vector<std::pair<std::string, Param*>> params = {{"w", &p}};
   std::vector<double> out;
   for (double g : gs) {
@@ -64,9 +64,9 @@ std::string name(SgdForm f) {
   return f == SgdForm::torch_buffer ? "torch_buffer" : f == SgdForm::keras_velocity ? "keras_velocity" : "lasagne_difference";
 }
 
-TEST(SgdRule, ResolvedFromThePolicy) {
-  const SgdRule t = resolve_sgd(Policy::torch()), k = resolve_sgd(Policy::tensorflow()),
-                l = resolve_sgd(Policy::parse("theano,sgd_form=lasagne_difference,weight_decay_mode=decoupled"));
+TEST(OptimRule, ResolvedFromThePolicy) {
+  const OptimRule t = resolve_optim(Policy::torch()), k = resolve_optim(Policy::tensorflow()),
+                l = resolve_optim(Policy::parse("theano,sgd_form=lasagne_difference,weight_decay_mode=decoupled"));
   EXPECT_EQ(t.form, SgdForm::torch_buffer);
   EXPECT_EQ(t.decay, WeightDecayMode::grad_add);
   EXPECT_TRUE(t.decay_bias);
@@ -77,7 +77,7 @@ TEST(SgdRule, ResolvedFromThePolicy) {
   EXPECT_EQ(l.decay, WeightDecayMode::decoupled);
 }
 
-TEST(SgdRule, PlainSgdIsTheSameInEveryForm) {
+TEST(OptimRule, PlainSgdIsTheSameInEveryForm) {
   // momentum 0: p -= lr*g. p0=1, g=0.5, lr=0.1: 0.95, 0.9, 0.85.
   for (SgdForm f : kForms) {
     const auto p = run(config(0.1, 0.0), rule(f), 1.0, {0.5, 0.5, 0.5});
@@ -87,7 +87,7 @@ TEST(SgdRule, PlainSgdIsTheSameInEveryForm) {
   }
 }
 
-TEST(SgdRule, MomentumFirstStepsHandChecked) {
+TEST(OptimRule, MomentumFirstStepsHandChecked) {
   // p0=1, lr=0.1, mu=0.9, gradients 0.5, -0.2, 0.1.
   // torch_buffer: b1 = g1 = 0.5 (the buffer starts AT the first gradient), p1 = 1 - 0.05 = 0.95
   //               b2 = 0.45 - 0.2 = 0.25,   p2 = 0.95 - 0.025 = 0.925
@@ -110,7 +110,7 @@ TEST(SgdRule, MomentumFirstStepsHandChecked) {
   }
 }
 
-TEST(SgdRule, NesterovFirstStepsHandChecked) {
+TEST(OptimRule, NesterovFirstStepsHandChecked) {
   // p0=1, lr=0.1, mu=0.9, gradients 0.5, -0.2.
   // torch: b1 = 0.5, p1 = 1 - 0.1*(0.5 + 0.9*0.5) = 0.905;
   //        b2 = 0.45 - 0.2 = 0.25, p2 = 0.905 - 0.1*(-0.2 + 0.225) = 0.9025
@@ -127,7 +127,7 @@ TEST(SgdRule, NesterovFirstStepsHandChecked) {
   for (SgdForm f : kForms) EXPECT_NEAR(run(config(0.1, 0.9, true), rule(f), 1.0, {0.5, 0.5})[1], 0.7695, kHandTol);
 }
 
-TEST(SgdRule, LearningRateChangeSplitsTorchFromKeras) {
+TEST(OptimRule, LearningRateChangeSplitsTorchFromKeras) {
   // Step 1 at lr 0.1 (p1 = 0.95 everywhere), step 2 at lr 0.2, g = 0.5, mu = 0.9:
   // torch rescales the whole buffer: b2 = 0.95, p2 = 0.95 - 0.2*0.95 = 0.76.
   // keras keeps the old lr inside v:  v2 = 0.9*-0.05 - 0.2*0.5 = -0.145, p2 = 0.805.
@@ -135,7 +135,7 @@ TEST(SgdRule, LearningRateChangeSplitsTorchFromKeras) {
   auto two_steps = [](SgdForm f) {
     Param p{"w", Tensor({1}, DType::f64), Tensor({1}, DType::f64), false};
     p.value.fill(1.0);
-    Sgd sgd(config(0.1, 0.9), rule(f));
+    Optimizer sgd(config(0.1, 0.9), rule(f));
     const std::vector<std::pair<std::string, Param*>> params = {{"w", &p}};
     p.grad.fill(0.5);
     sgd.step(ExecContext{}, params);
@@ -151,7 +151,7 @@ TEST(SgdRule, LearningRateChangeSplitsTorchFromKeras) {
             << two_steps(SgdForm::keras_velocity) - two_steps(SgdForm::torch_buffer) << "\n";
 }
 
-TEST(SgdRule, WeightDecayEntersTheMomentum) {
+TEST(OptimRule, WeightDecayEntersTheMomentum) {
   // p0=2, g=0.5, D=0.01, lr=0.1, mu=0.9, keras_velocity with l2_loss (g' = g + 2Dp):
   //   g1' = 0.54, v1 = -0.054, p1 = 1.946; g2' = 0.5 + 0.02*1.946 = 0.53892,
   //   v2 = -0.0486 - 0.053892 = -0.102492, p2 = 1.843508
@@ -166,7 +166,7 @@ TEST(SgdRule, WeightDecayEntersTheMomentum) {
   EXPECT_NEAR(t[1], 1.849252, kHandTol);
 }
 
-TEST(SgdRule, BiasesSkipDecayOnlyWhenRuleSaysSo) {
+TEST(OptimRule, BiasesSkipDecayOnlyWhenRuleSaysSo) {
   for (bool decay_bias : {true, false}) {
     Param w{"weight", Tensor({1}, DType::f64), Tensor({1}, DType::f64), false};
     Param b{"bias", Tensor({1}, DType::f64), Tensor({1}, DType::f64), true};
@@ -174,7 +174,7 @@ TEST(SgdRule, BiasesSkipDecayOnlyWhenRuleSaysSo) {
     b.value.fill(2.0);
     w.grad.fill(0.5);
     b.grad.fill(0.5);
-    Sgd sgd(config(0.1, 0.0, false, 0.01), rule(SgdForm::torch_buffer, WeightDecayMode::l2_loss, decay_bias));
+    Optimizer sgd(config(0.1, 0.0, false, 0.01), rule(SgdForm::torch_buffer, WeightDecayMode::l2_loss, decay_bias));
     const std::vector<std::pair<std::string, Param*>> params = {{"w", &w}, {"b", &b}};
     // penalty D*sum p^2 over the decayed parameters: 0.04 per parameter.
     EXPECT_NEAR(sgd.penalty(params), decay_bias ? 0.08 : 0.04, kHandTol);
@@ -184,7 +184,7 @@ TEST(SgdRule, BiasesSkipDecayOnlyWhenRuleSaysSo) {
   }
 }
 
-TEST(SgdRule, LasagneLosesTheStepWhenPDwarfsV) {
+TEST(OptimRule, LasagneLosesTheStepWhenPDwarfsV) {
   // float32, p0 = 1000 (spacing 6.1e-5 there), g = 1e-4, lr = 0.1, mu = 0.9: lr*g = 1e-5 is below
   // half a spacing, so p - lr*g rounds back to p. Lasagne computes v = (mu*v + (p - lr*g)) - p = 0
   // and never moves; torch and keras accumulate b (or v) towards g/(1-mu) and move once
@@ -201,12 +201,12 @@ TEST(SgdRule, LasagneLosesTheStepWhenPDwarfsV) {
             << ", keras " << keras << "\n";
 }
 
-TEST(SgdRule, StateIsPerElementAndPerParameter) {
+TEST(OptimRule, StateIsPerElementAndPerParameter) {
   // Two parameters of two elements with different gradients: each element follows its own scalar
   // trajectory (here momentum, torch form).
   Param a{"a", Tensor::from<double>({2}, {1.0, -1.0}), Tensor({2}, DType::f64), false};
   Param b{"b", Tensor::from<double>({2}, {0.5, 2.0}), Tensor({2}, DType::f64), false};
-  Sgd sgd(config(0.1, 0.9), rule(SgdForm::torch_buffer));
+  Optimizer sgd(config(0.1, 0.9), rule(SgdForm::torch_buffer));
   const std::vector<std::pair<std::string, Param*>> params = {{"a", &a}, {"b", &b}};
   const double ga[2] = {0.5, -0.3}, gb[2] = {0.0, 1.0};
   for (int s = 0; s < 3; ++s) {
@@ -222,22 +222,22 @@ TEST(SgdRule, StateIsPerElementAndPerParameter) {
     EXPECT_NEAR(got[i], run(config(0.1, 0.9), rule(SgdForm::torch_buffer), p0[i], {g[i], g[i], g[i]})[2], kHandTol) << i;
 }
 
-TEST(SgdRule, Float32ParametersStayFloat32) {
+TEST(OptimRule, Float32ParametersStayFloat32) {
   const auto p = run(config(0.1, 0.9), rule(SgdForm::keras_velocity), 1.0, {0.5, 0.5}, DType::f32);
   // float32 rounding of a handful of operations near 1: a few ulps (1.2e-7 each).
   EXPECT_NEAR(p[1], 0.855, 1e-6);
 }
 
-TEST(SgdRule, RejectsBadConfigAndChangedParameterList) {
-  EXPECT_THROW(Sgd(config(0.0, 0.0), rule(SgdForm::torch_buffer)), Error);
-  EXPECT_THROW(Sgd(config(0.1, 1.0), rule(SgdForm::torch_buffer)), Error);
-  EXPECT_THROW(Sgd(config(0.1, -0.1), rule(SgdForm::torch_buffer)), Error);
-  EXPECT_THROW(Sgd(config(0.1, 0.0, true), rule(SgdForm::torch_buffer)), Error);  // Nesterov needs momentum
-  EXPECT_THROW(Sgd(config(0.1, 0.0, false, -1e-4), rule(SgdForm::torch_buffer)), Error);
+TEST(OptimRule, RejectsBadConfigAndChangedParameterList) {
+  EXPECT_THROW(Optimizer(config(0.0, 0.0), rule(SgdForm::torch_buffer)), Error);
+  EXPECT_THROW(Optimizer(config(0.1, 1.0), rule(SgdForm::torch_buffer)), Error);
+  EXPECT_THROW(Optimizer(config(0.1, -0.1), rule(SgdForm::torch_buffer)), Error);
+  EXPECT_THROW(Optimizer(config(0.1, 0.0, true), rule(SgdForm::torch_buffer)), Error);  // Nesterov needs momentum
+  EXPECT_THROW(Optimizer(config(0.1, 0.0, false, -1e-4), rule(SgdForm::torch_buffer)), Error);
 
   Param a{"a", Tensor({1}, DType::f64), Tensor({1}, DType::f64), false};
   Param b{"b", Tensor({1}, DType::f64), Tensor({1}, DType::f64), false};
-  Sgd sgd(config(0.1, 0.9), rule(SgdForm::torch_buffer));
+  Optimizer sgd(config(0.1, 0.9), rule(SgdForm::torch_buffer));
   sgd.step(ExecContext{}, {{"a", &a}});
   try {
     sgd.step(ExecContext{}, {{"a", &a}, {"b", &b}});

@@ -1,7 +1,7 @@
 // KernelRegistry: one table per op, a slot per backend (reference, fast, eigen, onednn). Every
 // CPU op of every layer runs through it: the layer asks for the backend its knob names
 // (conv_backend, gemm_backend, rnn_backend, bn_backend, pool_backend, act_backend,
-// loss_backend, sgd_backend), the table hands out that kernel when it is registered and its
+// loss_backend, sgd_backend: every optimiser step), the table hands out that kernel when it is registered and its
 // supports() accepts the call's params and dtype, and the reference otherwise. Fast kernels are
 // declared in no header: registration (kernels/cpu/registry.h) is the only way to reach them,
 // so no layer can run one past its knob (tests/test_registry.cpp).
@@ -21,6 +21,7 @@
 #include <vector>
 
 #include "engine/ops/activation.h"
+#include "engine/ops/adaptive.h"
 #include "engine/ops/batchnorm.h"
 #include "engine/ops/conv2d.h"
 #include "engine/ops/gemm.h"
@@ -61,11 +62,14 @@ struct KernelRegistry {
   OpTable<ActivationKernel> activation;
   OpTable<SoftmaxXentKernel> softmax_xent;
   OpTable<SgdKernel> sgd;
+  OpTable<AdamKernel> adam;
+  OpTable<RmspropKernel> rmsprop;
 
   // f(table) for every op table, in a fixed order (listings, tests).
   template <typename F>
   void for_each_op(F&& f) const {
-    f(conv2d), f(gemm), f(rnn), f(batchnorm), f(maxpool2d), f(avgpool2d), f(activation), f(softmax_xent), f(sgd);
+    f(conv2d), f(gemm), f(rnn), f(batchnorm), f(maxpool2d), f(avgpool2d), f(activation), f(softmax_xent), f(sgd),
+        f(adam), f(rmsprop);
   }
 };
 

@@ -19,7 +19,9 @@
 namespace driftlab {
 
 enum class SgdForm { torch_buffer, keras_velocity, lasagne_difference };
-enum class WeightDecayMode { grad_add, l2_loss, decoupled };
+// decoupled: p -= lr*D*p (tf.keras's optimizers); decoupled_scale: p *= (1 - lr*D) with the factor
+// formed on the host (torch.optim.AdamW): Adam and RMSprop only (engine/ops/adaptive.h).
+enum class WeightDecayMode { grad_add, l2_loss, decoupled, decoupled_scale };
 
 struct SgdStepParams {
   double lr = 0.01, momentum = 0.0, weight_decay = 0.0;
@@ -82,6 +84,9 @@ void with_decay(const SgdStepParams& c, Fn&& f) {
     case WeightDecayMode::grad_add: return f(SgdRuleOf<F, DecayAt::grad_add, M, N, First>{});
     case WeightDecayMode::l2_loss: return f(SgdRuleOf<F, DecayAt::l2_loss, M, N, First>{});
     case WeightDecayMode::decoupled: return f(SgdRuleOf<F, DecayAt::decoupled, M, N, First>{});
+    case WeightDecayMode::decoupled_scale:
+      fail("sgd: weight_decay_mode=decoupled_scale is torch.optim.AdamW's form, for Adam and RMSprop; SGD's "
+           "decoupled decay is weight_decay_mode=decoupled");
   }
   fail("sgd: unknown weight decay mode ", static_cast<int>(c.decay));
 }

@@ -29,7 +29,7 @@ std::string first_nonfinite_grad(Sequential& net) {
 }  // namespace
 
 CpuRunner::CpuRunner(Model& model, const TrainConfig& config, ExecContext exec)
-    : Runner(model, config), sgd_(config.sgd, rule_) {
+    : Runner(model, config), opt_(config.optim, rule_) {
   exec_ = std::move(exec);
   warm_up_gemms(exec_.kernels);  // library set-up outside the first epoch's timer (kernels/cpu/registry.h)
 }
@@ -72,7 +72,7 @@ double CpuRunner::train_step(const Tensor& x, const std::vector<int32_t>& labels
   model_.net->zero_grad();
   Tensor logits = model_.forward(ctx, x);
   const SoftmaxXentKernel& k = exec_.pick(exec_.kernels.softmax_xent, loss_backend_, loss_, logits.dtype());
-  double loss = k.forward(loss_, logits, labels) + sgd_.penalty(params);
+  double loss = k.forward(loss_, logits, labels) + opt_.penalty(params);
   if (!std::isfinite(loss)) {
     std::ostringstream what;
     what << "loss is " << loss;
@@ -87,7 +87,7 @@ double CpuRunner::train_step(const Tensor& x, const std::vector<int32_t>& labels
     restore();
     return nonfinite_step(x, "gradient " + bad + " is not finite", "");
   }
-  sgd_.step(exec_, params);
+  opt_.step(exec_, params, lr_schedule_.lr());
   if (correct) *correct = count_correct(logits, labels);
   ++step_index_;
   return loss;

@@ -1,5 +1,5 @@
 // The model face on the CPU: the layers' own forward/backward (engine/layers), the kernels their
-// knobs name through the registry, the SGD op per parameter tensor.
+// knobs name through the registry, the optimiser's op per parameter tensor.
 #pragma once
 #include "engine/train/runner.h"
 
@@ -15,12 +15,14 @@ class CpuRunner : public Runner {
   InputGradient input_gradient(const Tensor& x, const std::vector<int32_t>& labels, Semantics s) override;
   double train_step(const Tensor& x, const std::vector<int32_t>& labels, int64_t* correct = nullptr) override;
   PredictTime time_prediction(const Tensor& x, int64_t max_batch = 0) override;
+  OptimState optimizer_state() override { return opt_.state(); }
+  void set_optimizer_state(const OptimState& s) override { opt_.set_state(s, model_.net->named_params()); }
 
   ExecContext& exec() { return exec_; }
-  Sgd& sgd() { return sgd_; }
+  Optimizer& optimizer() { return opt_; }
 
  private:
-  Sgd sgd_;
+  Optimizer opt_;
 };
 
 }  // namespace driftlab

@@ -27,20 +27,62 @@ std::unique_ptr<cuda::CudaContext> open_for(Model& model) {
 }  // namespace
 
 CudaRunner::CudaRunner(Model& model, const TrainConfig& config)
-    : Runner(model, config), owned_(open_for(model)), ctx_(*owned_) {
+    : Runner(model, config), owned_(open_for(model)), ctx_(*owned_), sched_(config.optim, rule_) {
   check_skip_supported(model, config);
   net_ = std::make_unique<DeviceNet>(ctx_, model);
-  for (DeviceParam* p : net_->params())
-    state_.push_back(cuda::DeviceTensor::zeros(ctx_, p->value.shape(), p->value.dtype()));
-  flags_ = cuda::DeviceTensor(ctx_, {static_cast<int64_t>(state_.size())}, DType::f32);
+  init_state();
 }
 
 CudaRunner::CudaRunner(Model& model, cuda::CudaContext& ctx, const TrainConfig& config)
-    : Runner(model, config), ctx_(ctx), net_(std::make_unique<DeviceNet>(ctx, model)) {
+    : Runner(model, config), ctx_(ctx), net_(std::make_unique<DeviceNet>(ctx, model)), sched_(config.optim, rule_) {
   check_skip_supported(model, config);
-  for (DeviceParam* p : net_->params())
-    state_.push_back(cuda::DeviceTensor::zeros(ctx_, p->value.shape(), p->value.dtype()));
+  init_state();
+}
+
+void CudaRunner::init_state() {
+  state_.clear();
+  state1_.clear();
+  const bool two = cfg_.optim.kind != OptimizerKind::sgd;
+  for (DeviceParam* p : net_->params()) {
+    Tensor s0(p->value.shape(), p->value.dtype());
+    if (sched_.slot0_init() != 0.0) s0.fill(sched_.slot0_init());
+    state_.push_back(cuda::to_device(ctx_, s0));
+    state1_.push_back(two ? cuda::DeviceTensor::zeros(ctx_, p->value.shape(), p->value.dtype()) : cuda::DeviceTensor());
+  }
   flags_ = cuda::DeviceTensor(ctx_, {static_cast<int64_t>(state_.size())}, DType::f32);
+}
+
+OptimState CudaRunner::optimizer_state() {
+  OptimState s;
+  s.steps = sched_.steps();
+  s.power1 = sched_.power1();
+  s.power2 = sched_.power2();
+  if (s.steps == 0) return s;
+  for (std::size_t i = 0; i < state_.size(); ++i) {
+    s.slot0.push_back(cuda::to_host(ctx_, state_[i]));
+    s.slot1.push_back(state1_[i].numel() ? cuda::to_host(ctx_, state1_[i]) : Tensor());
+  }
+  return s;
+}
+
+void CudaRunner::set_optimizer_state(const OptimState& s) {
+  const std::vector<DeviceParam*> params = net_->params();
+  const bool two = cfg_.optim.kind != OptimizerKind::sgd;
+  if (s.steps > 0) {
+    check(s.slot0.size() == params.size() && s.slot1.size() == params.size(), optimizer_name(cfg_.optim.kind),
+          ": the state has ", s.slot0.size(), " tensors, the model ", params.size(), " parameters");
+    for (std::size_t i = 0; i < params.size(); ++i) {
+      check(s.slot0[i].shape() == params[i]->value.shape() && s.slot0[i].dtype() == params[i]->value.dtype() &&
+                (!two || (s.slot1[i].shape() == params[i]->value.shape() &&
+                          s.slot1[i].dtype() == params[i]->value.dtype())),
+            optimizer_name(cfg_.optim.kind), ": state of ", params[i]->name, " does not match the parameter");
+      state_[i] = cuda::to_device(ctx_, s.slot0[i]);
+      state1_[i] = two ? cuda::to_device(ctx_, s.slot1[i]) : cuda::DeviceTensor();
+    }
+  } else {
+    init_state();
+  }
+  sched_.restore(s.steps, s.power1, s.power2);
 }
 
 std::string CudaRunner::describe() const {
@@ -85,12 +127,12 @@ double CudaRunner::train_step(const Tensor& x, const std::vector<int32_t>& label
   DeviceValue logits = net_->forward(run, x);
   cuda::DeviceTensor dz;
   double loss = device_loss(*logits, labels, dz);
-  // The l2_loss mode's penalty D*sum(p^2), as Sgd::penalty adds it on the CPU.
-  if (rule_.decay == WeightDecayMode::l2_loss && cfg_.sgd.weight_decay != 0.0) {
+  // The l2_loss mode's penalty D*sum(p^2), as Optimizer::penalty adds it on the CPU.
+  if (rule_.decay == WeightDecayMode::l2_loss && cfg_.optim.weight_decay != 0.0) {
     double s = 0;
     for (DeviceParam* p : params)
       if (!p->is_bias || rule_.decay_bias) s += cuda::sum_squares_cuda(ctx_, p->value);
-    loss += cfg_.sgd.weight_decay * s;
+    loss += cfg_.optim.weight_decay * s;
   }
   last_skip_.clear();
   if (!std::isfinite(loss)) {
@@ -112,12 +154,19 @@ double CudaRunner::train_step(const Tensor& x, const std::vector<int32_t>& label
     return nonfinite_step(x, "gradient " + params[i]->name + ".grad[" + std::to_string(bad) + "] is not finite",
                           "cuda");
   }
+  // The step's parameters as the CPU's Optimizer forms them (a skipped batch takes no step).
+  OptimStep step = sched_.next(lr_schedule_.lr());
   for (std::size_t i = 0; i < params.size(); ++i) {
-    // The first SGD step taken (a skipped batch takes none), as the CPU's Sgd counts it.
-    const SgdStepParams sp = sgd_step_params(cfg_.sgd, rule_, params[i]->is_bias, sgd_steps_ == 0);
-    cuda::sgd_step_cuda(ctx_, sp, params[i]->value, params[i]->grad, state_[i]);
+    step.for_tensor(params[i]->is_bias);
+    DeviceParam& p = *params[i];
+    switch (step.kind) {
+      case OptimizerKind::sgd: cuda::sgd_step_cuda(ctx_, step.sgd, p.value, p.grad, state_[i]); break;
+      case OptimizerKind::adam: cuda::adam_step_cuda(ctx_, step.adam, p.value, p.grad, state_[i], state1_[i]); break;
+      case OptimizerKind::rmsprop:
+        cuda::rmsprop_step_cuda(ctx_, step.rmsprop, p.value, p.grad, state_[i], state1_[i]);
+        break;
+    }
   }
-  ++sgd_steps_;
   if (correct) *correct = count_correct(cuda::to_host(ctx_, *logits), labels);
   ++step_index_;
   return loss;

@@ -26,6 +26,8 @@ class CudaRunner : public Runner {
   double train_step(const Tensor& x, const std::vector<int32_t>& labels, int64_t* correct = nullptr) override;
   PredictTime time_prediction(const Tensor& x, int64_t max_batch = 0) override;
   void sync_to_model() override { net_->download(); }
+  OptimState optimizer_state() override;
+  void set_optimizer_state(const OptimState& s) override;
 
   DeviceNet& net() { return *net_; }
   cuda::CudaContext& context() { return ctx_; }
@@ -40,9 +42,10 @@ class CudaRunner : public Runner {
   std::unique_ptr<cuda::CudaContext> owned_;  // set when this runner opened the device
   cuda::CudaContext& ctx_;
   std::unique_ptr<DeviceNet> net_;
-  std::vector<cuda::DeviceTensor> state_;  // momentum buffer / velocity per parameter
+  void init_state();
+  OptimSchedule sched_;                    // the optimiser's counters and per-step parameters
+  std::vector<cuda::DeviceTensor> state_, state1_;  // per parameter: OptimState's slot0 / slot1
   cuda::DeviceTensor flags_;               // one non-finite flag per parameter gradient
-  int64_t sgd_steps_ = 0;                  // SGD steps taken (a skipped batch takes none)
 };
 
 }  // namespace driftlab

@@ -62,18 +62,19 @@ Runner::Runner(Model& model, const TrainConfig& config)
       cfg_(config),
       loss_(resolve_loss(model.policy)),
       loss_backend_(model.policy.loss_backend),
-      rule_(resolve_sgd(model.policy)),
+      rule_(resolve_optim(model.policy)),
+      lr_schedule_(config.schedule, config.optim.lr, model.policy),
       shuffle_rng_(static_cast<uint32_t>(config.seed & 0xffffffffu)),
       dropout_rng_(model.policy.rng_engine, config.seed + 1) {
   check(config.batch >= 1, "train: batch=", config.batch, " must be >= 1");
   check(config.epochs >= 0, "train: epochs=", config.epochs, " must be >= 0");
-  check_sgd_config(config.sgd);
+  check_optim_config(config.optim);
 }
 
 double Runner::nonfinite_step(const Tensor& x, const std::string& what, const char* device) {
   const std::string where = locate_nonfinite_forward(model_, exec_, x);
   std::ostringstream os;
-  os << "train: non-finite step at epoch " << epoch_ + 1 << " step " << step_index_ + 1 << " (lr=" << cfg_.sgd.lr
+  os << "train: non-finite step at epoch " << epoch_ + 1 << " step " << step_index_ + 1 << " (lr=" << lr_schedule_.lr()
      << (*device ? ", " : "") << device << "): " << what << "; first non-finite tensor in the forward: "
      << (where.empty() ? "none under inference semantics (train-only BatchNorm statistics or dropout, or the backward)"
                        : where);
@@ -102,11 +103,14 @@ EpochStats Runner::run_epoch(const Dataset& train, const Dataset* val, const Pro
     std::vector<int32_t> y(static_cast<std::size_t>(cnt));
     for (int64_t i = 0; i < cnt; ++i) y[i] = train.labels[order[begin + i]];
     int64_t correct = 0;
+    st.lr = lr_schedule_.lr();
     double loss = train_step(x, y, &correct);
+    if (cfg_.step_losses) st.step_losses.push_back(loss);
     if (last_step_skipped()) {  // no step taken: out of the epoch's loss and accuracy
       if (st.skipped_steps++ == 0) st.first_skip = last_skip_;
       skipped_samples += cnt;
     } else {
+      lr_schedule_.after_step();
       loss_sum += loss * static_cast<double>(cnt);
       correct_sum += correct;
     }
@@ -125,11 +129,14 @@ EpochStats Runner::run_epoch(const Dataset& train, const Dataset* val, const Pro
   const double counted = static_cast<double>(n - skipped_samples);
   st.train_loss = counted > 0 ? loss_sum / counted : std::numeric_limits<double>::quiet_NaN();
   st.train_acc = counted > 0 ? static_cast<double>(correct_sum) / counted : std::numeric_limits<double>::quiet_NaN();
+  check(val || !lr_schedule_.needs_validation(), "train: the plateau schedule watches the validation loss; "
+        "this run has no validation set");
   if (val) {
     EvalResult e = evaluate(*val, 1000);
     st.val_loss = e.loss;
     st.val_acc = e.accuracy;
   }
+  lr_schedule_.after_epoch(val ? st.val_loss : std::numeric_limits<double>::quiet_NaN());
   ++epoch_;
   return st;
 }

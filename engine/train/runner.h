@@ -26,7 +26,8 @@
 #include "engine/ops/softmax_xent.h"
 #include "engine/random.h"
 #include "engine/train/nonfinite.h"
-#include "engine/train/sgd.h"
+#include "engine/train/optimizer.h"
+#include "engine/train/schedule.h"
 
 namespace driftlab {
 
@@ -40,7 +41,9 @@ SoftmaxXentParams resolve_loss(const Policy& policy);
 struct TrainConfig {
   int epochs = 1;
   int64_t batch = 128;
-  SgdConfig sgd;
+  OptimConfig optim;     // the optimiser and its hyperparameters
+  ScheduleSpec schedule; // the rate of each step (engine/train/schedule.h)
+  bool step_losses = false;  // keep every step's loss in EpochStats::step_losses
   uint64_t seed = 1;
   OnNonFinite on_nonfinite = OnNonFinite::stop;
 };
@@ -53,6 +56,8 @@ struct EpochStats {
   double images_per_s = 0;
   int64_t skipped_steps = 0;             // --on-nonfinite skip-batch: steps not taken (not in the averages)
   std::string first_skip;                // what the first skipped step's check found
+  double lr = 0;                         // the rate of the epoch's last step
+  std::vector<double> step_losses;       // TrainConfig::step_losses: each step's loss (NaN: skipped)
 };
 
 struct Progress {
@@ -105,7 +110,7 @@ class Runner {
   // train-mode forward does, and draw dropout masks. Parameter gradients are zeroed first and
   // hold this loss's gradient afterwards; no weight changes.
   virtual InputGradient input_gradient(const Tensor& x, const std::vector<int32_t>& labels, Semantics s) = 0;
-  // One SGD step on a batch (train semantics); returns the loss (with the l2_loss penalty) and
+  // One optimiser step on a batch (train semantics) at the schedule's current rate; returns the loss (with the l2_loss penalty) and
   // writes the number of correct predictions. A non-finite loss or gradient throws (stop) or
   // takes no step and returns NaN (skip_batch; last_step_skipped() says so).
   virtual double train_step(const Tensor& x, const std::vector<int32_t>& labels, int64_t* correct = nullptr) = 0;
@@ -114,6 +119,11 @@ class Runner {
   virtual PredictTime time_prediction(const Tensor& x, int64_t max_batch = 0) = 0;
   // The device's weights and BatchNorm statistics back into the Model (no-op on the CPU).
   virtual void sync_to_model() {}
+  // Checkpoints (drift/checkpoint.h): the optimiser's counters and state tensors on the host, and
+  // back (shapes checked against the model).
+  virtual OptimState optimizer_state() = 0;
+  virtual void set_optimizer_state(const OptimState& s) = 0;
+  LrSchedule& schedule() { return lr_schedule_; }
   // Whether the last train_step skipped its batch, and what its check found.
   bool last_step_skipped() const { return !last_skip_.empty(); }
   const std::string& last_skip() const { return last_skip_; }
@@ -138,7 +148,8 @@ class Runner {
   ExecContext exec_;  // the host's kernels (the CPU runner's everything; the loss sums on the host)
   SoftmaxXentParams loss_;
   KernelBackend loss_backend_;
-  SgdRule rule_;
+  OptimRule rule_;
+  LrSchedule lr_schedule_;
   std::mt19937 shuffle_rng_;
   Rng dropout_rng_;
   int epoch_ = 0;

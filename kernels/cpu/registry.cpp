@@ -19,6 +19,8 @@ KernelRegistry make_cpu_registry() {
   r.activation.op = "activation";
   r.softmax_xent.op = "softmax_xent";
   r.sgd.op = "sgd";
+  r.adam.op = "adam";
+  r.rmsprop.op = "rmsprop";
   register_conv2d_ref(r);
   register_conv2d_eigen(r);
   register_conv2d_onednn(r);
@@ -37,6 +39,8 @@ KernelRegistry make_cpu_registry() {
   register_softmax_xent_fast(r);
   register_sgd_ref(r);
   register_sgd_fast(r);
+  register_adaptive_ref(r);
+  register_adaptive_fast(r);
   return r;
 }
 

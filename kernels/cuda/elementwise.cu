@@ -33,6 +33,27 @@ __global__ void sgd_step_kernel(T lr, T mu, T wd, long long n, T* __restrict__ p
   DL_GRID_STRIDE(i, n) { sgd_update<R>(lr, mu, wd, p[i], grad[i], s[i]); }
 }
 
+// The CPU's Adam / RMSprop formulas (engine/ops/adaptive.h) one element per thread, under rule R.
+template <typename T, typename R>
+__global__ void adam_step_kernel(AdaptiveScalars<T> k, long long n, T* __restrict__ p, const T* __restrict__ grad,
+                                 T* __restrict__ m, T* __restrict__ v) {
+  DL_GRID_STRIDE(i, n) { adam_update<R>(k, p[i], grad[i], m[i], v[i]); }
+}
+template <typename T, typename R>
+__global__ void rmsprop_step_kernel(AdaptiveScalars<T> k, long long n, T* __restrict__ p, const T* __restrict__ grad,
+                                    T* __restrict__ v, T* __restrict__ b) {
+  DL_GRID_STRIDE(i, n) { rmsprop_update<R>(k, p[i], grad[i], v[i], b[i]); }
+}
+
+void check_adaptive(const char* fn, double lr, const DeviceTensor& p, const DeviceTensor& grad,
+                    const DeviceTensor& a, const DeviceTensor& b) {
+  check_device_shape(fn, "grad", grad, p.shape());
+  check_device_shape(fn, "state", a, p.shape());
+  check_device_shape(fn, "state", b, p.shape());
+  check(p.dtype() == grad.dtype() && p.dtype() == a.dtype() && p.dtype() == b.dtype(), fn, ": mixed dtypes");
+  check(lr > 0, fn, ": lr=", lr, " must be > 0");
+}
+
 }  // namespace
 
 void activation_forward_cuda(CudaContext& ctx, const ActivationParams& p, const DeviceTensor& x, DeviceTensor& y) {
@@ -76,6 +97,38 @@ void sgd_step_cuda(CudaContext& ctx, const SgdStepParams& prm, DeviceTensor& p, 
       sgd_step_kernel<T, R><<<dl_blocks(p.numel(), 256), 256, 0, stream_of(ctx)>>>(lr, mu, wd, p.numel(), p.data<T>(),
                                                                                    grad.data<T>(), state.data<T>());
       DL_CUDA_LAUNCH_CHECK("sgd_step_kernel");
+    });
+  });
+}
+
+void adam_step_cuda(CudaContext& ctx, const AdamStepParams& prm, DeviceTensor& p, const DeviceTensor& grad,
+                    DeviceTensor& m, DeviceTensor& v) {
+  check_adaptive("adam_step_cuda", prm.lr, p, grad, m, v);
+  if (p.numel() == 0) return;
+  dispatch_dtype(p.dtype(), [&](auto tag) {
+    using T = decltype(tag);
+    const AdaptiveScalars<T> k = adaptive_scalars<T>(prm);
+    with_adam_rule(prm, [&](auto rule) {
+      using R = decltype(rule);
+      adam_step_kernel<T, R><<<dl_blocks(p.numel(), 256), 256, 0, stream_of(ctx)>>>(
+          k, p.numel(), p.data<T>(), grad.data<T>(), m.data<T>(), v.data<T>());
+      DL_CUDA_LAUNCH_CHECK("adam_step_kernel");
+    });
+  });
+}
+
+void rmsprop_step_cuda(CudaContext& ctx, const RmspropStepParams& prm, DeviceTensor& p, const DeviceTensor& grad,
+                       DeviceTensor& v, DeviceTensor& b) {
+  check_adaptive("rmsprop_step_cuda", prm.lr, p, grad, v, b);
+  if (p.numel() == 0) return;
+  dispatch_dtype(p.dtype(), [&](auto tag) {
+    using T = decltype(tag);
+    const AdaptiveScalars<T> k = adaptive_scalars<T>(prm);
+    with_rmsprop_rule(prm, [&](auto rule) {
+      using R = decltype(rule);
+      rmsprop_step_kernel<T, R><<<dl_blocks(p.numel(), 256), 256, 0, stream_of(ctx)>>>(
+          k, p.numel(), p.data<T>(), grad.data<T>(), v.data<T>(), b.data<T>());
+      DL_CUDA_LAUNCH_CHECK("rmsprop_step_kernel");
     });
   });
 }

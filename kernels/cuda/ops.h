@@ -19,6 +19,7 @@
 #include "engine/ops/gemm.h"
 #include "engine/ops/pool2d.h"
 #include "engine/ops/rnn.h"
+#include "engine/ops/adaptive.h"
 #include "engine/ops/sgd.h"
 #include "engine/ops/softmax_xent.h"
 #include "kernels/cuda/runtime.h"
@@ -212,6 +213,12 @@ void embedding_backward_cuda(CudaContext&, const std::vector<int64_t>& ids, cons
 // p, grad, state: same shape; p and state updated in place.
 void sgd_step_cuda(CudaContext&, const SgdStepParams&, DeviceTensor& p, const DeviceTensor& grad,
                    DeviceTensor& state);
+// Adam (state m, v) and RMSprop (state mean square, momentum) steps by the CPU's formulas
+// (engine/ops/adaptive.h): the CPU's bits.
+void adam_step_cuda(CudaContext&, const AdamStepParams&, DeviceTensor& p, const DeviceTensor& grad, DeviceTensor& m,
+                    DeviceTensor& v);
+void rmsprop_step_cuda(CudaContext&, const RmspropStepParams&, DeviceTensor& p, const DeviceTensor& grad,
+                       DeviceTensor& v, DeviceTensor& b);
 
 // ---- tensor helpers for the device layers (kernels/cuda/tensor_ops.cu), own kernels only ----
 // Elementwise or one thread per output, each sum in a fixed order: the same bits on every run.

@@ -11,7 +11,7 @@
 
 #include "engine/layers/layer.h"
 #include "engine/ops/activation.h"
-#include "engine/train/sgd.h"
+#include "engine/train/optimizer.h"
 #include "kernels/cpu/ref/ref.h"
 #include "kernels/cuda/ops.h"
 #include "tests/cases/activation_cases.h"
@@ -74,10 +74,10 @@ TEST(CudaSgd, EveryFormBitwiseAsCpu) {
         for (double mu : {0.0, 0.9})
           for (bool nesterov : {false, true}) {
             if (nesterov && mu == 0.0) continue;
-            SgdConfig cfg;
+            OptimConfig cfg;
             cfg.lr = 0.05, cfg.momentum = mu, cfg.nesterov = nesterov, cfg.weight_decay = 1e-3;
-            const SgdRule rule{f, d, true, KernelBackend::fast};
-            Sgd cpu(cfg, rule);
+            const OptimRule rule{f, d, true, KernelBackend::fast};
+            Optimizer cpu(cfg, rule);
             const ExecContext exec;
             Param prm;
             prm.value = random_tensor({5, 37}, dt, 60);

@@ -177,7 +177,7 @@ std::string case_name(const ::testing::TestParamInfo<StepCase>& i) {
 TrainConfig step_config(int64_t batch) {
   TrainConfig cfg;
   cfg.batch = batch;
-  cfg.sgd = {0.05, 0.9, false, 1e-3};  // momentum and weight decay: every SGD form's branches run
+  cfg.optim = {0.05, 0.9, false, 1e-3};  // momentum and weight decay: every SGD form's branches run
   cfg.seed = 3;
   return cfg;
 }

@@ -141,7 +141,7 @@ TEST(DriftAttribute, TrainingMakesTrainingKnobsMatter) {
   AttributeOptions opt;
   opt.train_epochs = 1;
   opt.train.batch = 32;
-  opt.train.sgd = {0.05, 0.9, false, 0.0};
+  opt.train.optim = {0.05, 0.9, false, 0.0};
   opt.batch = 32;
   Attribution a = attribute(src, Policy::tensorflow(), Policy::torch(), test, &train, exec, opt);
   ASSERT_TRUE(a.trained);

@@ -105,7 +105,7 @@ TEST(Models, CifarModelsTrainOneStep) {
     ExecContext exec;
     TrainConfig cfg;
     cfg.batch = 2;
-    cfg.sgd = {0.01, 0.9, false, 0.0};
+    cfg.optim = {0.01, 0.9, false, 0.0};
     CpuRunner t(m, cfg, exec);
     double loss = t.train_step(random_tensor({2, 3, 32, 32}, DType::f32, 4, 0.0, 1.0), {3, 7});
     EXPECT_TRUE(std::isfinite(loss)) << name;

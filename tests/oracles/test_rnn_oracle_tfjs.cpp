@@ -335,8 +335,8 @@ const CaseDir& train_run() {
 Tensor train_steps(const CaseDir& d, const TrainCase& c, Model& m) {
   TrainConfig cfg;
   cfg.batch = c.batch;
-  cfg.sgd.lr = kLr;
-  cfg.sgd.momentum = kMomentum;
+  cfg.optim.lr = kLr;
+  cfg.optim.momentum = kMomentum;
   ExecContext exec;
   CpuRunner trainer(m, cfg, exec);
   std::vector<double> losses;

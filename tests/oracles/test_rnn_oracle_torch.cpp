@@ -467,8 +467,8 @@ TEST(TorchRnnOracle, TwentySgdStepsOfRnnClassifiers) {
         np.second->value = in(d, c.name, "p." + torch_param_name(np.first)).to(m.dtype());
       TrainConfig cfg;
       cfg.batch = c.batch;
-      cfg.sgd.lr = kLr;
-      cfg.sgd.momentum = kMomentum;
+      cfg.optim.lr = kLr;
+      cfg.optim.momentum = kMomentum;
       ExecContext exec;
       CpuRunner trainer(m, cfg, exec);
       const Tensor xs = in(d, c.name, "xs"), ls = in(d, c.name, "labels");

@@ -53,7 +53,7 @@
 #include "engine/ops/softmax_xent.h"
 #include "engine/policy.h"
 #include "engine/random.h"
-#include "engine/train/sgd.h"
+#include "engine/train/optimizer.h"
 #include "engine/train/cpu_runner.h"
 #include "kernels/cpu/ref/ref.h"
 #include "models/models.h"
@@ -1141,9 +1141,9 @@ std::vector<Tensor> train_driftlab(const std::string& name, const Policy& policy
   ExecContext exec;
   TrainConfig cfg;
   cfg.batch = kTrainBatch;
-  cfg.sgd.lr = kLr;
-  cfg.sgd.momentum = kMomentum;
-  cfg.sgd.nesterov = nesterov;
+  cfg.optim.lr = kLr;
+  cfg.optim.momentum = kMomentum;
+  cfg.optim.nesterov = nesterov;
   CpuRunner tr(m, cfg, exec);
   for (int s = 0; s < kTrainSteps; ++s)
     losses->push_back(tr.train_step(lenet_images(kTrainBatch, 1000 + s), random_labels(kTrainBatch, 10, 2000 + s)));
@@ -1254,11 +1254,11 @@ Tensor apply_momentum_by_hand(bool nesterov) {
 Tensor sgd_driftlab(const std::string& form, bool nesterov) {
   Policy pol = Policy::tensorflow();
   pol.set("sgd_form", form);
-  SgdConfig cfg;
+  OptimConfig cfg;
   cfg.lr = kLr;
   cfg.momentum = kMomentum;
   cfg.nesterov = nesterov;
-  Sgd sgd(cfg, resolve_sgd(pol));
+  Optimizer sgd(cfg, resolve_optim(pol));
   Param prm{"weight", optim_params(), Tensor({kOptimN}, DType::f32), false};
   const Tensor g = optim_grads();
   Tensor traj({kTrainSteps, kOptimN}, DType::f32);

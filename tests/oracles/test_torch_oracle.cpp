@@ -61,7 +61,7 @@
 #include "engine/ops/softmax_xent.h"
 #include "engine/policy.h"
 #include "engine/random.h"
-#include "engine/train/sgd.h"
+#include "engine/train/optimizer.h"
 #include "engine/train/cpu_runner.h"
 #include "kernels/cpu/ref/ref.h"
 #include "kernels/cpu/registry.h"
@@ -780,10 +780,10 @@ TEST_P(TorchOracleLeNet, EveryLayerGradientsAndSgdSteps) {
       load_model_weights(tm, run, t);
       TrainConfig cfg;
       cfg.batch = kBatch;
-      cfg.sgd.lr = 0.05;
-      cfg.sgd.momentum = 0.9;
-      cfg.sgd.nesterov = v.nesterov;
-      cfg.sgd.weight_decay = v.weight_decay;
+      cfg.optim.lr = 0.05;
+      cfg.optim.momentum = 0.9;
+      cfg.optim.nesterov = v.nesterov;
+      cfg.optim.weight_decay = v.weight_decay;
       ExecContext texec;
       CpuRunner trainer(tm, cfg, texec);
       const Tensor xs = run.in(t, "xs"), ls = run.in(t, "labels");
@@ -1288,16 +1288,16 @@ TEST(TorchNegative, CrossEntropyOnConfidentSamples) {
   table.print();
 }
 
-// Plain SGD loop (Trainer::step's, with Sgd exposed so the lr can change mid-way).
+// Plain SGD loop (Trainer::step's, with Optimizer exposed so the lr can change mid-way).
 Model train_lenet1(const CaseDir& run, const std::string& n, const Policy& pol, const std::map<int, double>& lr_at,
                    double weight_decay = 0.0) {
   Model m = build_model("lenet1", pol, kModelSeed);
   load_model_weights(m, run, n);
-  SgdConfig sc;
+  OptimConfig sc;
   sc.lr = 0.05;
   sc.momentum = 0.9;
   sc.weight_decay = weight_decay;
-  Sgd sgd(sc, resolve_sgd(pol));
+  Optimizer sgd(sc, resolve_optim(pol));
   const SoftmaxXentParams lp = resolve_loss(pol);
   ExecContext exec;
   RunContext ctx = RunContext::training(exec, nullptr);
