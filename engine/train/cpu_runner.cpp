@@ -88,6 +88,7 @@ double CpuRunner::train_step(const Tensor& x, const std::vector<int32_t>& labels
     return nonfinite_step(x, "gradient " + bad + " is not finite", "");
   }
   opt_.step(exec_, params, lr_schedule_.lr());
+  lr_schedule_.after_step();
   if (correct) *correct = count_correct(logits, labels);
   ++step_index_;
   return loss;

@@ -167,6 +167,7 @@ double CudaRunner::train_step(const Tensor& x, const std::vector<int32_t>& label
         break;
     }
   }
+  lr_schedule_.after_step();
   if (correct) *correct = count_correct(cuda::to_host(ctx_, *logits), labels);
   ++step_index_;
   return loss;

@@ -110,7 +110,6 @@ EpochStats Runner::run_epoch(const Dataset& train, const Dataset* val, const Pro
       if (st.skipped_steps++ == 0) st.first_skip = last_skip_;
       skipped_samples += cnt;
     } else {
-      lr_schedule_.after_step();
       loss_sum += loss * static_cast<double>(cnt);
       correct_sum += correct;
     }

@@ -110,7 +110,8 @@ class Runner {
   // train-mode forward does, and draw dropout masks. Parameter gradients are zeroed first and
   // hold this loss's gradient afterwards; no weight changes.
   virtual InputGradient input_gradient(const Tensor& x, const std::vector<int32_t>& labels, Semantics s) = 0;
-  // One optimiser step on a batch (train semantics) at the schedule's current rate; returns the loss (with the l2_loss penalty) and
+  // One optimiser step on a batch (train semantics) at the schedule's current rate (a step taken
+  // advances the schedule); returns the loss (with the l2_loss penalty) and
   // writes the number of correct predictions. A non-finite loss or gradient throws (stop) or
   // takes no step and returns NaN (skip_batch; last_step_skipped() says so).
   virtual double train_step(const Tensor& x, const std::vector<int32_t>& labels, int64_t* correct = nullptr) = 0;

@@ -259,6 +259,30 @@ def run_model_input_grad(c, case):
                 case.put('stats_after_eval.s%d' % j, b)
 
 
+def make_optimizer(c, params):
+    """torch.optim for c['optimizer'] (default 'sgd'), and the StepLR of c['schedule']
+    ({'step_size', 'gamma'}, stepped after every optimiser step) or None."""
+    kind = c.get('optimizer', 'sgd')
+    wd = c.get('weight_decay', 0.0)
+    if kind == 'sgd':
+        opt = torch.optim.SGD(params, lr=c['lr'], momentum=c['momentum'], nesterov=c.get('nesterov', False),
+                              weight_decay=wd)
+    elif kind == 'adam':
+        opt = torch.optim.Adam(params, lr=c['lr'], betas=(c['beta1'], c['beta2']), eps=c['eps'], weight_decay=wd)
+    elif kind == 'adamw':
+        opt = torch.optim.AdamW(params, lr=c['lr'], betas=(c['beta1'], c['beta2']), eps=c['eps'], weight_decay=wd)
+    elif kind == 'rmsprop':
+        opt = torch.optim.RMSprop(params, lr=c['lr'], alpha=c['alpha'], eps=c['eps'], weight_decay=wd,
+                                  momentum=c['momentum'])
+    else:
+        raise ValueError('unknown optimizer ' + kind)
+    sched = None
+    if c.get('schedule'):
+        sched = torch.optim.lr_scheduler.StepLR(opt, step_size=c['schedule']['step_size'],
+                                                gamma=c['schedule']['gamma'])
+    return opt, sched
+
+
 def train(c, case, dtype, mkldnn):
     torch.backends.mkldnn.enabled = mkldnn
     try:
@@ -268,8 +292,7 @@ def train(c, case, dtype, mkldnn):
                 p.copy_(case.get('p.' + name, dtype))
         xs = case.get('xs', dtype)
         ys = case.get('labels', torch.int64)
-        opt = torch.optim.SGD(model.parameters(), lr=c['lr'], momentum=c['momentum'], nesterov=c['nesterov'],
-                              weight_decay=c['weight_decay'])
+        opt, sched = make_optimizer(c, model.parameters())
         lr_at = {int(k): v for k, v in c.get('lr_at', {}).items()}
         losses = []
         for k in range(c['steps']):
@@ -280,6 +303,8 @@ def train(c, case, dtype, mkldnn):
             loss = F.cross_entropy(model(xs[k]), ys[k])
             loss.backward()
             opt.step()
+            if sched is not None:
+                sched.step()
             losses.append(loss.item())
         return model, losses
     finally:
@@ -287,7 +312,8 @@ def train(c, case, dtype, mkldnn):
 
 
 def run_train(c, case):
-    """c['steps'] torch.optim.SGD steps, batch k = xs[k], labels[k]; lr changes per c['lr_at'].
+    """c['steps'] steps of c['optimizer'] (make_optimizer: SGD, Adam, AdamW, RMSprop, with a per-step
+    StepLR), batch k = xs[k], labels[k]; lr changes per c['lr_at'].
 
     Three runs from the same weights: float32 as PyTorch runs by default (convolutions through
     mkldnn = oneDNN), prefix ''; float32 with torch.backends.mkldnn.enabled = False (PyTorch's

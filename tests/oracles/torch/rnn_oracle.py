@@ -14,7 +14,7 @@ Kinds:
                   y = every step's output (N,T,u) or the last one (N,u) (c['return_sequences']);
                   loss = sum(y * R). Writes y, dx and g.<weight name> for the four weights, in
                   float32 and (prefix 'f64.') float64.
-  rnn_train       c['steps'] torch.optim.SGD steps (lr, momentum) of a classifier
+  rnn_train       c['steps'] steps of c['optimizer'] (oracle.make_optimizer) of a classifier
                   [Embedding(num_ids, dim) ->] LSTM/GRU (last step) -> Linear(u, classes) with
                   F.cross_entropy, batch k = xs[k], labels[k]; parameters p.<state_dict name>.
                   Runs in float32 (prefix '') and float64 (prefix 'f64.'); writes losses and the
@@ -35,7 +35,7 @@ import torch.nn as nn
 import torch.nn.functional as F
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from oracle import leaf, run_cases  # noqa: E402
+from oracle import leaf, make_optimizer, run_cases  # noqa: E402
 
 CELLS = {'lstm': nn.LSTM, 'gru': nn.GRU}
 WEIGHTS = ('weight_ih_l0', 'weight_hh_l0', 'bias_ih_l0', 'bias_hh_l0')
@@ -107,13 +107,15 @@ def run_rnn_train(c, case):
                 p.copy_(case.get('p.' + name, dtype))
         xs = case.get('xs', dtype)
         ys = case.get('labels', torch.int64)
-        opt = torch.optim.SGD(model.parameters(), lr=c['lr'], momentum=c['momentum'])
+        opt, sched = make_optimizer(c, model.parameters())
         losses = []
         for k in range(c['steps']):
             opt.zero_grad()
             loss = F.cross_entropy(model(xs[k]), ys[k])
             loss.backward()
             opt.step()
+            if sched is not None:
+                sched.step()
             losses.append(loss.item())
         case.put(prefix + 'losses', torch.tensor(losses, dtype=torch.float64))
         for name, p in model.named_parameters():
