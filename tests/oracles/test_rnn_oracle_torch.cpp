@@ -32,6 +32,7 @@
 #include "engine/policy.h"
 #include "engine/random.h"
 #include "engine/train/cpu_runner.h"
+#include "tests/oracles/optim_cases.h"
 #include "tests/oracles/rnn_oracle_util.h"
 
 namespace driftlab {
@@ -438,15 +439,30 @@ void fill_train(CaseDir& d) {
     const std::string n = c.name;
     Model m = make_classifier(c, Policy::torch(), kTrainSeed);  // driftlab's torch-preset initial weights
     for (auto& np : m.net->named_params()) d.input(n + ".p." + torch_param_name(np.first), np.second->value);
-    d.input(n + ".xs", c.num_ids > 0 ? random_ids({kSteps, c.batch, c.steps}, c.num_ids, ++seed)
-                                     : random_tensor({kSteps, c.batch, c.steps, c.features}, DType::f32, ++seed));
+    const Tensor xs = c.num_ids > 0 ? random_ids({kSteps, c.batch, c.steps}, c.num_ids, ++seed)
+                                    : random_tensor({kSteps, c.batch, c.steps, c.features}, DType::f32, ++seed);
+    d.input(n + ".xs", xs);
     std::vector<int32_t> labels = random_labels(kSteps * c.batch, c.classes, ++seed);
-    d.input(n + ".labels", labels_tensor(labels).reshape({kSteps, c.batch}));
+    const Tensor ls = labels_tensor(labels).reshape({kSteps, c.batch});
+    d.input(n + ".labels", ls);
     json cj = {{"name", n},           {"kind", "rnn_train"}, {"cell", rnn_cell_name(c.cell)},
                {"input_size", c.features}, {"hidden", c.units}, {"num_classes", c.classes},
                {"lr", kLr},           {"momentum", kMomentum}, {"steps", kSteps}};
     cj["embedding"] = c.num_ids > 0 ? json{{"num_ids", c.num_ids}, {"dim", c.features}} : json(nullptr);
     d.add_case(cj);
+    // Adam and RMSprop (tests/oracles/optim_cases.h) on the LSTM classifier, the same weights
+    // and batches as its SGD case.
+    if (c.cell != RnnCell::lstm) continue;
+    for (const OptimVariant& v : kOptimVariants) {
+      const std::string on = n + "_optim_" + v.name;
+      for (auto& np : m.net->named_params()) d.input(on + ".p." + torch_param_name(np.first), np.second->value);
+      d.input(on + ".xs", xs);
+      d.input(on + ".labels", ls);
+      json oj = optim_case_json(v, Policy::torch());
+      for (const char* k : {"cell", "input_size", "hidden", "num_classes", "steps", "embedding"}) oj[k] = cj[k];
+      oj["name"] = on, oj["kind"] = "rnn_train";
+      d.add_case(oj);
+    }
   }
 }
 const CaseDir& train_run() {
@@ -487,6 +503,43 @@ TEST(TorchRnnOracle, TwentySgdStepsOfRnnClassifiers) {
       for (auto& np : m.net->named_params())
         EXPECT_TRUE(table.check(what, "after 20 steps: " + torch_param_name(np.first), np.second->value,
                                 out(d, c.name, pre + "p." + torch_param_name(np.first)), tol));
+    }
+  table.print();
+}
+
+// 20 steps of Adam / AdamW / RMSprop (+ StepLR) on the LSTM classifier (embedding -> LSTM -> dense)
+// against torch.optim from the same weights; tolerances as for SGD above.
+TEST(TorchRnnOracle, AdamAndRmspropTwentyStepsOfTheLstmClassifier) {
+  ORACLE_GROUP(d, train_run);
+  ErrorTable table("embedding -> LSTM -> dense, 20 steps of torch.optim.Adam/AdamW/RMSprop (+StepLR), torch preset",
+                   "pytorch");
+  const TrainCase& c = kTrainCases[0];
+  for (const OptimVariant& v : kOptimVariants)
+    for (const bool f64 : {false, true}) {
+      const std::string on = std::string(c.name) + "_optim_" + v.name;
+      Policy p = optim_policy(v, Policy::torch());
+      if (f64) p.dtype = FloatType::float64;
+      Model m = make_classifier(c, p, kTrainSeed);
+      for (auto& np : m.net->named_params())
+        np.second->value = in(d, on, "p." + torch_param_name(np.first)).to(m.dtype());
+      ExecContext exec;
+      CpuRunner trainer(m, optim_train_config(v, c.batch), exec);
+      const Tensor xs = in(d, on, "xs"), ls = in(d, on, "labels");
+      std::vector<double> losses;
+      for (int k = 0; k < kSteps; ++k) {
+        const Tensor lk = slice0(ls, k);
+        std::vector<int32_t> labels(static_cast<std::size_t>(lk.numel()));
+        for (int64_t i = 0; i < lk.numel(); ++i) labels[static_cast<std::size_t>(i)] = static_cast<int32_t>(lk.at(i));
+        losses.push_back(trainer.train_step(slice0(xs, k), labels));
+      }
+      const std::string pre = f64 ? "f64." : "";
+      const double tol = f64 ? kTrainTol64 : kTrainTol;
+      const std::string what = std::string(v.name) + (f64 ? " f64" : " f32");
+      EXPECT_TRUE(table.check(what, "loss of each step", Tensor::from<double>({kSteps}, losses),
+                              out(d, on, pre + "losses"), tol));
+      for (auto& np : m.net->named_params())
+        EXPECT_TRUE(table.check(what, "after 20 steps: " + torch_param_name(np.first), np.second->value,
+                                out(d, on, pre + "p." + torch_param_name(np.first)), tol));
     }
   table.print();
 }

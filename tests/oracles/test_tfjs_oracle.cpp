@@ -735,6 +735,58 @@ void fill_input_gradient_cases(CaseDir& w) {
 // training runs, shard 1 also takes ResNet-20's input gradient, shard 2 VGG-16's gradients
 // (~80 s of pure-JS convolution); the rest go to shard 0.
 
+// Adam and RMSprop against TF.js. TF.js 4.22's tf.train.adam is not Keras 2.2.4's Adam: it
+// bias-corrects m and v (m/(1-b1^t) over sqrt(v/(1-b2^t)) + eps), keeps beta^t as a float32
+// running product and forms 1-beta in JavaScript doubles; tf.train.rmsprop puts eps inside the
+// root (as TF1). The tensorflow preset copies Keras 2.2.4 (epsilon_hat, float32 scalars, eps
+// outside the root); these knobs make it TF.js's, and the tests show both.
+const char* const kTfjsAdamKnobs = "adam_form=corrected_quotient,adam_beta_power=product_float32,"
+                                   "optim_scalar_precision=float64";
+const char* const kTfjsRmspropKnobs = "rmsprop_form=eps_inside_root,optim_scalar_precision=float64";
+struct TfjsOptimCase {
+  const char* name;
+  OptimizerKind kind;
+  double lr, momentum, l2;
+  bool schedule;  // the rate halves after every 5 steps (StepLR(5, 0.5) per step)
+};
+const TfjsOptimCase kTfjsOptimCases[] = {
+    {"adam", OptimizerKind::adam, 1e-3, 0.0, 0.0, false},
+    {"adam_l2_step", OptimizerKind::adam, 1e-3, 0.0, 1e-2, true},
+    {"rmsprop", OptimizerKind::rmsprop, 1e-3, 0.0, 0.0, false},
+    {"rmsprop_momentum_l2_step", OptimizerKind::rmsprop, 1e-3, 0.9, 1e-2, true},
+    {"adam_step", OptimizerKind::adam, 1e-3, 0.0, 0.0, true},  // LeNet-5's (its layers have no regularizer)
+};
+double tfjs_lr_at(const TfjsOptimCase& oc, int step) {
+  return oc.schedule ? oc.lr * std::pow(0.5, step / 5) : oc.lr;
+}
+json tfjs_optimizer_json(const TfjsOptimCase& oc) {
+  json j = {{"optimizer", oc.kind == OptimizerKind::adam ? "adam" : "rmsprop"},
+            {"lr", oc.lr}, {"beta1", 0.9}, {"beta2", 0.999}, {"decay", 0.9}, {"momentum", oc.momentum}};
+  if (oc.l2 > 0) j["l2"] = oc.l2;
+  if (oc.schedule) {
+    json at = json::array();
+    for (int k = 0; k < kTrainSteps; ++k) at.push_back(tfjs_lr_at(oc, k));
+    j["lr_at"] = at;
+  }
+  return j;
+}
+// driftlab's run of a case: the tensorflow preset, plus the TF.js knobs when `as_tfjs`.
+Policy tfjs_optim_policy(const TfjsOptimCase& oc, bool as_tfjs) {
+  Policy p = Policy::tensorflow();
+  if (!as_tfjs) return p;
+  return Policy::parse("tensorflow," + std::string(oc.kind == OptimizerKind::adam ? kTfjsAdamKnobs : kTfjsRmspropKnobs));
+}
+TrainConfig tfjs_optim_config(const TfjsOptimCase& oc) {
+  TrainConfig cfg;
+  cfg.batch = kTrainBatch;
+  cfg.optim.kind = oc.kind;
+  cfg.optim.lr = oc.lr;
+  cfg.optim.momentum = oc.momentum;
+  cfg.optim.weight_decay = oc.l2;
+  if (oc.schedule) cfg.schedule = parse_schedule("step:step=5,gamma=0.5,every=batch");
+  return cfg;
+}
+
 std::string train_case_name(const std::string& model, bool nesterov) {
   return model + (nesterov ? "_train_nesterov" : "_train_momentum");
 }
@@ -773,6 +825,15 @@ void fill_tfjs(CaseDir& w) {
                 {"loss",
                  {{"type", "cce"},
                   {"labels", w.input(name + ".labels", one_hot(random_labels(kGradBatch, 10, 12), 10))}}}});
+    // LeNet-5 trained with tf.train.adam (with a step schedule) and tf.train.rmsprop.
+    for (int k = 0; name == "lenet5" && k < 2; ++k) {
+      const TfjsOptimCase& oc = kTfjsOptimCases[k == 0 ? 4 : 2];
+      json c = {{"name", "lenet5_train_" + std::string(oc.name)}, {"kind", "train"}, {"shard", k},
+                {"layers", layers}, {"batches", batches}, {"nesterov", false}};
+      const json oj = tfjs_optimizer_json(oc);
+      for (auto& [key, v] : oj.items()) c[key] = v;
+      w.add_case(c);
+    }
     for (bool nesterov : {false, true}) {
       // The four training runs are most of the node time besides VGG-16: two on each of the two
       // other processes.
@@ -864,6 +925,13 @@ void fill_tfjs(CaseDir& w) {
                 {"lr", kLr},
                 {"momentum", kMomentum},
                 {"nesterov", nesterov}});
+  // Adam and RMSprop alone on the same fixed gradients (tests: TfjsOracleOptimizers below).
+  for (const TfjsOptimCase& oc : kTfjsOptimCases) {
+    json c = {{"name", std::string("optim_") + oc.name}, {"kind", "optim"}, {"params", p}, {"grads", g}};
+    const json oj = tfjs_optimizer_json(oc);
+    for (auto& [k, v] : oj.items()) c[k] = v;
+    w.add_case(c);
+  }
   w.add_case({{"name", "glorot"},
               {"kind", "init"},
               {"initializer", "glorotUniform"},
@@ -1332,6 +1400,91 @@ void check_momentum_formula(const CaseDir& run, bool nesterov) {
             << " (torch_buffer)\n";
   ::testing::Test::RecordProperty(std::string(nesterov ? "nesterov" : "momentum") + "_keras_velocity_max_abs",
                                   std::to_string(worst[0]));
+}
+
+// The optimiser alone on fixed gradients: driftlab's Optimizer under the tensorflow preset with
+// the TF.js knobs must give TF.js's trajectory bit for bit (both round every operation to float32
+// in the same order; l2 = Keras's regularizer, whose gradient 2*D*p TF.js's autodiff forms); the
+// preset itself (Keras 2.2.4's formulas) is shown beside it: the size of the formula difference.
+Tensor optimizer_trajectory(const TfjsOptimCase& oc, bool as_tfjs) {
+  Optimizer opt(tfjs_optim_config(oc).optim, resolve_optim(tfjs_optim_policy(oc, as_tfjs)));
+  LrSchedule sched(tfjs_optim_config(oc).schedule, oc.lr, tfjs_optim_policy(oc, as_tfjs));
+  Param prm{"weight", optim_params(), Tensor({kOptimN}, DType::f32), false};
+  const Tensor g = optim_grads();
+  Tensor traj({kTrainSteps, kOptimN}, DType::f32);
+  for (int s = 0; s < kTrainSteps; ++s) {
+    for (int64_t i = 0; i < kOptimN; ++i) prm.grad.data<float>()[i] = g.data<float>()[s * kOptimN + i];
+    opt.step(ExecContext{}, {{"p", &prm}}, sched.lr());
+    sched.after_step();
+    for (int64_t i = 0; i < kOptimN; ++i) traj.data<float>()[s * kOptimN + i] = prm.value.data<float>()[i];
+  }
+  return traj;
+}
+
+TEST(TfjsOracleOptimizers, AdamAndRmspropFormulasAloneBitForBit) {
+  ORACLE_GROUP(run, tfjs_run);
+  ErrorTable t("Adam / RMSprop alone, 20 steps of fixed gradients, 4096 params, vs tf.train.adam / tf.train.rmsprop",
+               "tfjs");
+  for (const TfjsOptimCase& oc : kTfjsOptimCases) {
+    const Tensor tfjs = run.out(std::string("optim_") + oc.name, "traj");
+    const Tensor as_tfjs = optimizer_trajectory(oc, true), keras = optimizer_trajectory(oc, false);
+    EXPECT_TRUE(bitwise_equal(as_tfjs, tfjs)) << oc.name << " with "
+                                              << (oc.kind == OptimizerKind::adam ? kTfjsAdamKnobs : kTfjsRmspropKnobs);
+    EXPECT_TRUE(t.check(oc.name, "tensorflow + TF.js knobs", as_tfjs, tfjs, 0.0));
+    // The Keras 2.2.4 formulas of the preset differ visibly (> 1e-6 of the largest value).
+    EXPECT_GT(t.note(oc.name, "tensorflow preset (Keras 2.2.4 formula)", keras, tfjs), 1e-6) << oc.name;
+  }
+  t.print();
+}
+
+// LeNet-5 trained 20 steps with tf.train.adam (+ step schedule) and tf.train.rmsprop from the same
+// weights and batches, against driftlab with the TF.js knobs (displacement and losses), and the
+// preset's Keras formulas shown beside. The losses as for SGD. The displacement tolerance is
+// wider than SGD's: SGD's displacement is linear in the gradients, so an element's error is
+// bounded by kGradTol of the tensor's largest gradient; Adam and RMSprop normalise each element
+// (m/(sqrt(v)+eps)), so an element whose gradient is comparable to eps (1e-7) moves by
+// ~lr*g/(|g|+eps), and the relative error of that small gradient (up to ~1e-3 for a sum that
+// cancels to ~1e-7) passes into its step: <= lr*1e-3/4 per step, 20 steps at lr 1e-3: 5e-6,
+// against a largest displacement of ~1e-2 (lr*20 at most; measured 8e-3): 5e-4 -> 1e-3.
+constexpr double kAdaptiveDispTol = 1e-3;
+TEST(TfjsOracleOptimizers, LeNet5TwentyAdamAndRmspropSteps) {
+  ORACLE_GROUP(run, tfjs_run);
+  ErrorTable t("lenet5: weights after 20 steps of tf.train.adam / tf.train.rmsprop (w20 - w0)", "tfjs");
+  for (int k = 0; k < 2; ++k) {
+    const TfjsOptimCase& oc = kTfjsOptimCases[k == 0 ? 4 : 2];
+    const std::string cn = "lenet5_train_" + std::string(oc.name);
+    Model m0 = lenet("lenet5", Policy::tensorflow());
+    auto named = m0.net->named_params();
+    std::vector<Tensor> ref;
+    for (std::size_t i = 0; i < m0.net->size(); ++i)
+      for (std::size_t j = 0; j < m0.net->layer(i).params().size(); ++j)
+        ref.push_back(weight_from_tfjs(run.out(cn, "w" + std::to_string(i) + "_" + std::to_string(j))));
+    ASSERT_EQ(ref.size(), named.size());
+    for (const bool as_tfjs : {true, false}) {
+      Model m = lenet("lenet5", tfjs_optim_policy(oc, as_tfjs));
+      ExecContext exec;
+      CpuRunner tr(m, tfjs_optim_config(oc), exec);
+      std::vector<double> losses;
+      for (int s = 0; s < kTrainSteps; ++s)
+        losses.push_back(tr.train_step(lenet_images(kTrainBatch, 1000 + s), random_labels(kTrainBatch, 10, 2000 + s)));
+      const std::string qty = std::string(oc.name) + (as_tfjs ? " + TF.js knobs" : " (Keras 2.2.4 formula)");
+      auto got = m.net->named_params();
+      for (std::size_t q = 0; q < named.size(); ++q) {
+        const Tensor& w0 = named[q].second->value;
+        Tensor da(w0.shape(), DType::f32), dr(w0.shape(), DType::f32);
+        for (int64_t e = 0; e < w0.numel(); ++e) {
+          da.data<float>()[e] = got[q].second->value.data<float>()[e] - w0.data<float>()[e];
+          dr.data<float>()[e] = ref[q].data<float>()[e] - w0.data<float>()[e];
+        }
+        if (as_tfjs) EXPECT_TRUE(t.check(named[q].first, "w20-w0 " + qty, da, dr, kAdaptiveDispTol));
+        else t.note(named[q].first, "w20-w0 " + qty, da, dr);
+      }
+      if (as_tfjs)
+        EXPECT_TRUE(t.check("losses", "20 losses " + qty, Tensor::from<double>({kTrainSteps}, losses),
+                            run.out(cn, "losses"), kTrainLossTol));
+    }
+  }
+  t.print();
 }
 
 TEST(TfjsOracle, MomentumFormulaAlone) {

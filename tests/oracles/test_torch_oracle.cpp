@@ -44,6 +44,7 @@
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <sstream>
+#include <set>
 #include <string>
 #include <tuple>
 #include <vector>
@@ -62,6 +63,7 @@
 #include "engine/policy.h"
 #include "engine/random.h"
 #include "engine/train/optimizer.h"
+#include "tests/oracles/optim_cases.h"
 #include "engine/train/cpu_runner.h"
 #include "kernels/cpu/ref/ref.h"
 #include "kernels/cpu/registry.h"
@@ -678,6 +680,17 @@ void fill_lenet(CaseDir& r) {
                   {"weight_decay", v.weight_decay}});
     }
   }
+  // Adam and RMSprop on LeNet-5 (tests/oracles/optim_cases.h), the same weights and batches.
+  Model m = build_model("lenet5", Policy::torch(), kModelSeed);
+  for (const OptimVariant& v : kOptimVariants) {
+    const std::string t = std::string("lenet5_optim_") + v.name;
+    write_model_weights(r, t, m);
+    r.input(t, "xs", image_tensor({kSteps, kBatch, 1, 28, 28}, 31));
+    r.input(t, "labels", labels_tensor(random_labels(kSteps * kBatch, 10, 32)).reshape({kSteps, kBatch}));
+    nlohmann::json c = optim_case_json(v, Policy::torch());
+    c["name"] = t, c["kind"] = "train", c["arch"] = "lenet5", c["steps"] = kSteps;
+    r.add_case(c);
+  }
 }
 const CaseDir& lenet_run() {
   static const CaseDir run(torch_script(), "torch_lenet", fill_lenet);
@@ -813,6 +826,56 @@ TEST_P(TorchOracleLeNet, EveryLayerGradientsAndSgdSteps) {
       spread = std::max(spread, e / max_abs(b));
     }
     table.note("PyTorch mkldnn vs native (f32)", std::string("after 20 steps, ") + v.name, spread_abs, spread);
+  }
+  table.print();
+}
+
+// 20 steps of Adam / AdamW / RMSprop (tests/oracles/optim_cases.h) on LeNet-5 against torch.optim
+// from the same weights, in float32 (against the nearer of PyTorch's two float32 runs, as for
+// SGD) and float64. Tolerances as for SGD above, for the same reasons; in float32 Adam's step is
+// about lr per element whatever the gradient's size (m/sqrt(v) ~ 1), so a gradient element that
+// is rounding noise in both frameworks (|g| << eps) moves by up to lr*|g|/eps: eps = 1e-8 keeps
+// that below lr.
+// One case's float32 trajectory is not defined to 1e-4: RMSprop with momentum 0.9 and weight decay
+// at lr 1e-3 drives conv2's channel 8 to the edge of death, and PyTorch's own float64 run shows
+// its bias gradient exactly 0 at steps 3-9, 13-14 and 16-20 and ~1e-4 in between (a ReLU decision
+// on the whole channel each step). Which steps the channel is dead at in float32 is decided within
+// rounding, and each decision is then amplified by RMSprop's normalisation (a step of about
+// 10*lr whatever |g|): driftlab's float32 run (every backend alike) ends 5.9e-4 (3e-3 of the
+// largest weight) from PyTorch's in conv2, while PyTorch's two float32 runs happen to decide
+// alike. Its float64 run matches PyTorch's to 1e-15 (checked), so the formula is exact; the
+// float32 rows of that case are shown, not checked.
+const std::set<std::string> kFlips = {"rmsprop_momentum_wd_step"};
+
+TEST(TorchOracleOptimizers, AdamAndRmspropTwentyStepsOnLeNet5) {
+  ORACLE_GROUP(run, lenet_run);
+  ErrorTable table("lenet5, torch preset, 20 steps of torch.optim.Adam/AdamW/RMSprop (+StepLR) from the same weights",
+                   "pytorch");
+  for (const OptimVariant& v : kOptimVariants) {
+    const std::string t = std::string("lenet5_optim_") + v.name;
+    for (const bool f64 : {false, true}) {
+      Policy tp = optim_policy(v, Policy::torch());
+      if (f64) tp.dtype = FloatType::float64;
+      Model tm = build_model("lenet5", tp, kModelSeed);
+      load_model_weights(tm, run, t);
+      ExecContext texec;
+      CpuRunner trainer(tm, optim_train_config(v, kBatch), texec);
+      const Tensor xs = run.in(t, "xs"), ls = run.in(t, "labels");
+      std::vector<double> losses;
+      for (int k = 0; k < kSteps; ++k) losses.push_back(trainer.train_step(slice0(xs, k), labels_of(slice0(ls, k))));
+      std::vector<std::tuple<std::string, std::string, Tensor>> results;
+      for (auto& np : tm.net->named_params())
+        results.emplace_back(torch_name(np.first), "p." + torch_name(np.first), np.second->value);
+      results.emplace_back("loss of each step", "losses", Tensor::from<double>({kSteps}, losses));
+      const std::string prefix = f64 ? "f64." : nearest_torch32(run, t, results);
+      const std::string qty = std::string(v.name) + (f64 ? ", f64" : prefix.empty() ? " (mkldnn)" : " (native)");
+      for (const auto& [what, key, got] : results) {
+        if (f64 || !kFlips.count(v.name))
+          EXPECT_TRUE(table.check(what, qty, got, run.out(t, prefix + key), f64 ? 1e-10 : 1e-4));
+        else
+          table.note(what, qty + " (flip: information only)", got, run.out(t, prefix + key));
+      }
+    }
   }
   table.print();
 }

@@ -20,13 +20,14 @@
 //          is the tfjs-layers losses.categoricalCrossentropy that compile('categoricalCrossentropy')
 //          uses). Writes NAME.y<i> (output of layer i), NAME.loss ([1]), NAME.dx, and
 //          NAME.dw<i>_<j> (gradient of weight j of layer i), gradients by tf.variableGrads.
-//   train  {name, layers, batches:[{x, labels}], lr, momentum, nesterov}: tf.sequential of the
-//          layers, compile({optimizer: tf.train.momentum(lr, momentum, nesterov), loss:
-//          'categoricalCrossentropy'}), one trainOnBatch per batch. Writes NAME.losses ([T])
-//          and the final weights NAME.w<i>_<j>.
-//   optim  {name, params, grads, lr, momentum, nesterov}: applies the T rows of `grads` (T,n)
-//          to the variable `params` (n) with tf.train.momentum. Writes NAME.traj (T,n): the
-//          parameters after each step.
+//   train  {name, layers, batches:[{x, labels}], lr, momentum, nesterov, optimizer?, lr_at?}:
+//          tf.sequential of the layers, compile({optimizer: makeOptimizer(c), loss:
+//          'categoricalCrossentropy'}), one trainOnBatch per batch (the rate set to lr_at[k]
+//          before batch k when given). Writes NAME.losses ([T]) and the final weights NAME.w<i>_<j>.
+//   optim  {name, params, grads, lr, momentum, nesterov, optimizer?, l2?, lr_at?}: applies the T
+//          rows of `grads` (T,n) to the variable `params` (n) with makeOptimizer(c); with l2 = D
+//          the gradient is tf.variableGrads of sum(g_t*p) + D*sum(p^2) (Keras's l2 regularizer).
+//          Writes NAME.traj (T,n): the parameters after each step.
 //   init   {name, initializer, shape, seed}: tf.initializers[initializer]({seed}).apply(shape).
 //          Writes NAME.w.
 //   bnstats {name, layer, xs:[x...], xe}: one batchNormalization layer applied in training mode
@@ -178,15 +179,27 @@ function runGrad(c) {
   layers.forEach((l) => l.dispose());
 }
 
+// tf.train.momentum (default), tf.train.adam(lr, beta1, beta2) or tf.train.rmsprop(lr, decay,
+// momentum), each with TF.js's default epsilon (the backend's, 1e-7 on the CPU).
+function makeOptimizer(c) {
+  switch (c.optimizer || 'momentum') {
+    case 'momentum': return tf.train.momentum(c.lr, c.momentum, c.nesterov);
+    case 'adam': return tf.train.adam(c.lr, c.beta1, c.beta2);
+    case 'rmsprop': return tf.train.rmsprop(c.lr, c.decay, c.momentum);
+    default: throw new Error(`unknown optimizer '${c.optimizer}'`);
+  }
+}
+
 async function runTrain(c) {
   const first = load(c.batches[0].x);
   const layers = c.layers.map((d, i) => makeLayer(d, i === 0 ? { inputShape: first.shape.slice(1) } : {}));
   first.dispose();
   const model = tf.sequential({ layers });
-  const optimizer = tf.train.momentum(c.lr, c.momentum, c.nesterov);
+  const optimizer = makeOptimizer(c);
   model.compile({ optimizer, loss: 'categoricalCrossentropy' });
   const losses = [];
-  for (const b of c.batches) {
+  for (const [k, b] of c.batches.entries()) {
+    if (c.lr_at) optimizer.learningRate = c.lr_at[k];
     const x = load(b.x);
     const y = load(b.labels);
     losses.push(await model.trainOnBatch(x, y));
@@ -203,12 +216,18 @@ function runOptim(c) {
   const p = tf.variable(load(c.params), true, `oracle_p_${varCounter++}`);
   const g = load(c.grads);
   const [steps, n] = g.shape;
-  const optimizer = tf.train.momentum(c.lr, c.momentum, c.nesterov);
+  const optimizer = makeOptimizer(c);
   const traj = new Float32Array(steps * n);
   for (let t = 0; t < steps; ++t) {
+    if (c.lr_at) optimizer.learningRate = c.lr_at[t];
     tf.tidy(() => {
       const gt = g.slice([t, 0], [1, n]).reshape([n]);
-      optimizer.applyGradients({ [p.name]: gt });
+      if (c.l2) {
+        const { grads } = tf.variableGrads(() => tf.add(tf.sum(tf.mul(gt, p)), tf.mul(c.l2, tf.sum(tf.square(p)))), [p]);
+        optimizer.applyGradients({ [p.name]: grads[p.name] });
+      } else {
+        optimizer.applyGradients({ [p.name]: gt });
+      }
     });
     traj.set(p.dataSync(), t * n);
   }
