@@ -99,5 +99,44 @@ TEST(CudaSgd, EveryFormBitwiseAsCpu) {
           }
 }
 
+// The CPU optimiser on one parameter vs adam_step_cuda / rmsprop_step_cuda, three steps, every
+// form with weight decay (the per-step parameters formed by the same OptimSchedule).
+TEST(CudaAdaptive, AdamAndRmspropBitwiseAsCpu) {
+  REQUIRE_CUDA_DEVICE();
+  cuda::CudaContext ctx;
+  const char* policies[] = {"torch", "tensorflow", "torch,adam_form=corrected_quotient,optim_moment_update=increment",
+                            "torch,rmsprop_form=eps_inside_root,rmsprop_ms_init=ones,weight_decay_mode=decoupled_scale"};
+  for (DType dt : {DType::f32, DType::f64})
+    for (const char* pol : policies)
+      for (OptimizerKind kind : {OptimizerKind::adam, OptimizerKind::rmsprop}) {
+        OptimConfig cfg;
+        cfg.kind = kind, cfg.lr = 1e-2, cfg.weight_decay = 1e-3, cfg.momentum = kind == OptimizerKind::rmsprop ? 0.9 : 0.0;
+        const OptimRule rule = resolve_optim(Policy::parse(pol));
+        Optimizer cpu(cfg, rule);
+        OptimSchedule sched(cfg, rule);
+        const ExecContext exec;
+        Param prm;
+        prm.value = random_tensor({5, 37}, dt, 60);
+        prm.grad = Tensor(prm.value.shape(), dt);
+        std::vector<std::pair<std::string, Param*>> params = {{"w", &prm}};
+        cuda::DeviceTensor gp = cuda::to_device(ctx, prm.value);
+        Tensor s0(prm.value.shape(), dt);
+        s0.fill(sched.slot0_init());
+        cuda::DeviceTensor ga = cuda::to_device(ctx, s0), gb = cuda::DeviceTensor::zeros(ctx, prm.value.shape(), dt);
+        for (int step = 0; step < 3; ++step) {
+          Tensor g = random_tensor(prm.value.shape(), dt, 70 + step);
+          prm.grad = g.clone();
+          cuda::DeviceTensor gg = cuda::to_device(ctx, g);
+          OptimStep st = sched.next(cfg.lr);
+          st.for_tensor(false);
+          cpu.step(exec, params);
+          if (kind == OptimizerKind::adam) cuda::adam_step_cuda(ctx, st.adam, gp, gg, ga, gb);
+          else cuda::rmsprop_step_cuda(ctx, st.rmsprop, gp, gg, ga, gb);
+        }
+        EXPECT_TRUE(bitwise_equal(cuda::to_host(ctx, gp), prm.value))
+            << pol << " " << optimizer_name(kind) << " " << dtype_name(dt);
+      }
+}
+
 }  // namespace
 }  // namespace driftlab
