@@ -159,7 +159,7 @@ TrainRunSpec spec_from(const Reader& r, const json& j) {
     try {
       return f();
     } catch (const Error& e) {
-      r.bad(std::string("spec.") + field, std::string(": ") + e.what());
+      r.bad(std::string("spec.") + field, std::string("is refused: ") + e.what());
     }
   };
   TrainRunSpec s;
@@ -359,7 +359,7 @@ Checkpoint read_checkpoint(const std::string& path) {
     try {
       e.dtype = dtype_from_name(dt);
     } catch (const Error& err) {
-      r.bad(w + "dtype", std::string(": ") + err.what());
+      r.bad(w + "dtype", std::string("is refused: ") + err.what());
     }
     const json& shape = r.array(tj[i], "shape", w);
     uint64_t numel = 1;

@@ -209,7 +209,6 @@ TrainRunResult train_from(const TrainRunSpec& spec, DatasetLoader& loader, const
     hooks.on_start({spec.model, out.policy, train.name, runner->describe(), train.images.dim(0), spec.train.batch});
 
   const std::string ckpt_path = spec.out.empty() ? "" : (fs::path(spec.out) / kCheckpointFile).string();
-  if (!spec.out.empty()) fs::create_directories(spec.out);
   const int64_t batches = (train.images.dim(0) + spec.train.batch - 1) / spec.train.batch;
   int writes = 0;
   int64_t saved_step = -1;
@@ -225,6 +224,7 @@ TrainRunResult train_from(const TrainRunSpec& spec, DatasetLoader& loader, const
     c.epochs = out.epochs;
     c.resumed = resumed;
     const int n = ++writes;
+    if (n == 1) fs::create_directories(spec.out);  // not before: a run that fails at once leaves no folder
     std::function<void()> halfway;
     if (hooks.checkpoint_halfway) halfway = [&] { hooks.checkpoint_halfway(n); };
     write_checkpoint(ckpt_path, c, halfway);
@@ -263,6 +263,7 @@ TrainRunResult train_from(const TrainRunSpec& spec, DatasetLoader& loader, const
 
   const std::string device = device_name(spec.device);
   const OptimConfig& opt = spec.train.optim;
+  fs::create_directories(spec.out);
   json meta = {{"dataset", spec.data.dataset}, {"epochs", spec.train.epochs}, {"batch", spec.train.batch},
                {"optimizer", optimizer_name(opt.kind)}, {"lr", opt.lr},
                {"schedule", schedule_string(spec.train.schedule)},
