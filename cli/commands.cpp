@@ -1,10 +1,13 @@
 #include "cli/commands.h"
 
 #include <omp.h>
+#include <signal.h>
 #include <unistd.h>
 
+#include <csignal>
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <filesystem>
 #include <iomanip>
 #include <iostream>
@@ -13,6 +16,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "drift/checkpoint.h"
 #include "drift/convert.h"
 #include "drift/drift.h"
 #include "drift/explain.h"
@@ -208,6 +212,11 @@ struct TrainOptions {
   int threads = 0;
   std::string on_nonfinite = "stop";
   DeviceOptions dev;
+  std::string init, init_policy, shuffle;  // --init FILE|DIR, --init-policy P, --shuffle ALGO
+  bool no_convert = false;
+  int64_t checkpoint_every = 0;  // train only
+  std::string resume;            // train only: --resume RUN_DIR
+  CLI::App* cmd = nullptr;       // the subcommand, to see which options were given
 };
 
 OptimConfig optim_config(const TrainOptions& o) {
@@ -223,11 +232,146 @@ OptimConfig optim_config(const TrainOptions& o) {
   return c;
 }
 
+// SIGINT and SIGTERM while training: the handler only records the signal; the run finishes its
+// step, writes a checkpoint and returns (TrainRunHooks::stop_requested). A signal handler can
+// reach nothing but a global. SA_RESETHAND: a second Ctrl-C kills at once.
+volatile std::sig_atomic_t g_stop_signal = 0;
+extern "C" void record_stop_signal(int sig) { g_stop_signal = sig; }
+
+class StopSignals {
+ public:
+  StopSignals() {
+    g_stop_signal = 0;
+    struct sigaction sa {};
+    sa.sa_handler = record_stop_signal;
+    sigemptyset(&sa.sa_mask);
+    sa.sa_flags = SA_RESTART | SA_RESETHAND;
+    sigaction(SIGINT, &sa, &old_int_);
+    sigaction(SIGTERM, &sa, &old_term_);
+  }
+  ~StopSignals() {
+    sigaction(SIGINT, &old_int_, nullptr);
+    sigaction(SIGTERM, &old_term_, nullptr);
+  }
+  static int caught() { return g_stop_signal; }
+
+ private:
+  struct sigaction old_int_ {}, old_term_ {};
+};
+
+// DRIFTLAB_TEST_KILL, a test hook (tests/cli/test_cli_resume.cpp): the process kills itself with
+// SIGKILL at a chosen point, read once when training starts:
+//   step:N              after the run's step N (before any checkpoint at that step)
+//   checkpoint:N        right after this process's N-th checkpoint is in place
+//   checkpoint-write:N  halfway through writing this process's N-th checkpoint's temporary file
+//   sigint:N, sigterm:N the process sends itself that signal after the run's step N instead (the
+//                       handler's path: finish the step, checkpoint, exit 130 / 143)
+void install_test_kill(TrainRunHooks& hooks) {
+  const char* env = std::getenv("DRIFTLAB_TEST_KILL");
+  if (!env || !*env) return;
+  const std::string v = env;
+  const std::size_t colon = v.find(':');
+  const std::string what = v.substr(0, colon == std::string::npos ? v.size() : colon);
+  int64_t n = 0;
+  bool ok = colon != std::string::npos && colon + 1 < v.size() && v.size() - colon <= 18 &&
+            v.find_first_not_of("0123456789", colon + 1) == std::string::npos;
+  if (ok) n = std::stoll(v.substr(colon + 1));
+  check(ok && n >= 1 &&
+            (what == "step" || what == "checkpoint" || what == "checkpoint-write" || what == "sigint" ||
+             what == "sigterm"),
+        "DRIFTLAB_TEST_KILL='", v, "': expected step:N, checkpoint:N, checkpoint-write:N, sigint:N or sigterm:N "
+        "with N >= 1");
+  if (what == "sigint" || what == "sigterm") {
+    const int sig = what == "sigint" ? SIGINT : SIGTERM;
+    hooks.after_step = [n, sig](int64_t step) { if (step == n) std::raise(sig); };
+  } else if (what == "step")
+    hooks.after_step = [n](int64_t step) { if (step == n) std::raise(SIGKILL); };
+  else if (what == "checkpoint")
+    hooks.after_checkpoint = [n](int k) { if (k == n) std::raise(SIGKILL); };
+  else
+    hooks.checkpoint_halfway = [n](int k) { if (k == n) std::raise(SIGKILL); };
+}
+
+TrainRunHooks train_hooks(ProgressBar& bar) {
+  TrainRunHooks hooks;
+  hooks.on_start = [](const TrainRunStart& s) {
+    std::cerr << "train " << s.model << " policy " << s.policy << " on " << s.dataset << " (" << s.images
+              << " images), batch " << s.batch << ", " << s.runner << "\n";
+  };
+  hooks.progress = [&bar](const Progress& p) { bar(p); };
+  hooks.on_epoch = [](const EpochStats& st) {
+    std::cerr << "epoch " << st.epoch << ": train loss " << fmt(st.train_loss, 4) << " acc " << fmt(st.train_acc, 4)
+              << " | val loss " << fmt(st.val_loss, 4) << " acc " << fmt(st.val_acc, 4) << " | "
+              << fmt(st.seconds, 2) << " s (" << fmt(st.images_per_s, 0) << " img/s)\n";
+    if (st.skipped_steps > 0)
+      std::cerr << "epoch " << st.epoch << ": skipped " << st.skipped_steps << " non-finite step(s); first: "
+                << st.first_skip << "\n";
+  };
+  hooks.stop_requested = [] { return StopSignals::caught() != 0; };
+  install_test_kill(hooks);
+  return hooks;
+}
+
+// After a run: the interruption (exit 128+signal, as a shell reports a process the signal
+// ended) or the files and the test accuracy.
+TrainRunResult finish_train(const TrainRunResult& r, const std::string& model, uint64_t seed, Device device,
+                            const std::string& out) {
+  if (r.interrupted) {
+    const int sig = StopSignals::caught() ? StopSignals::caught() : SIGINT;
+    std::cerr << "\n";
+    std::cout << "interrupted at epoch " << r.stopped_epoch << " step " << r.stopped_batch << " (step "
+              << r.stopped_step << " of the run); ";
+    if (r.checkpoint_path.empty())
+      std::cout << "no checkpoint: a run without --out keeps none (pass --out RUN_DIR to be able to resume)\n";
+    else
+      std::cout << "checkpoint " << r.checkpoint_path << "; resume with: driftlab train --resume " << out << "\n";
+    std::cout.flush();
+    throw ExitStatus{128 + sig};
+  }
+  if (!r.model_path.empty())
+    std::cerr << "wrote " << r.model_path << " (" << r.model_bytes << " bytes), metrics.json, metrics.csv"
+              << (r.checkpoint_path.empty() ? "" : ", checkpoint.dlc") << "\n";
+  std::cout << "test accuracy " << fmt(r.test.accuracy, 4) << " loss " << fmt(r.test.loss, 4) << " (" << model
+            << ", " << r.policy << ", seed " << seed << ", " << device_name(device) << ")\n";
+  return r;
+}
+
+// train --resume RUN_DIR: everything comes from the checkpoint; any other option would either
+// repeat it or contradict it, so only --no-progress (and --threads, when it is the checkpoint's) pass.
+void resume_train(const TrainOptions& o) {
+  const std::string path = (fs::path(o.resume) / kCheckpointFile).string();
+  std::error_code ec;
+  check(fs::is_directory(o.resume, ec), "train --resume ", o.resume, ": no such run folder");
+  check(fs::exists(path, ec), "train --resume ", o.resume, ": no ", kCheckpointFile,
+        " in it (a run writes one after each epoch, and every N steps with --checkpoint-every N, when it has --out)");
+  Checkpoint ckpt = read_checkpoint(path);
+  for (const CLI::Option* opt : o.cmd->get_options()) {
+    const std::string name = opt->get_name();
+    if (opt->count() == 0 || name == "--resume" || name == "--no-progress" || name == "--help") continue;
+    check(name == "--threads" && o.threads == ckpt.threads, "train --resume ", o.resume, ": ", name,
+          " cannot be given with --resume: the run's settings come from ", path,
+          name == "--threads" ? " (it computes with " + std::to_string(ckpt.threads) + " threads)" : std::string(),
+          "; start a new run to change them");
+  }
+  set_threads(ckpt.threads);
+  const EpochProgress& p = ckpt.state.progress;
+  std::cerr << "resuming " << o.resume << " at epoch " << ckpt.state.epoch + (p.active ? 1 : 0) << " step "
+            << (p.active ? p.next_batch : 0) << " (step " << ckpt.state.step_index << " of the run, "
+            << ckpt.spec.train.epochs << " epochs)\n";
+  ProgressBar bar(!o.no_progress);
+  StopSignals signals;
+  TrainRunResult r = resume_training(ckpt, o.resume, *o.data.loader, train_hooks(bar));
+  for (const std::string& t : r.removed_temporaries)
+    std::cerr << "removed " << t << " (the temporary of a write a kill interrupted)\n";
+  finish_train(r, ckpt.spec.model, ckpt.spec.train.seed, ckpt.spec.device, o.resume);
+}
+
 TrainRunResult run_train(const TrainOptions& o) {
   set_threads(o.threads);
   TrainRunSpec spec;
   spec.model = o.model;
   spec.policy = Policy::parse(o.policy);
+  if (!o.shuffle.empty()) spec.policy.set("shuffle", o.shuffle);  // --shuffle: the knob, by its short name
   spec.data = o.data;
   spec.train.epochs = o.epochs;
   spec.train.batch = o.batch;
@@ -239,27 +383,17 @@ TrainRunResult run_train(const TrainOptions& o) {
   spec.normalize = o.normalize;
   spec.device = o.dev.parsed();
   spec.out = o.out;
+  spec.init = o.init;
+  spec.init_convert = !o.no_convert;
+  spec.init_policy = o.init_policy;
+  spec.checkpoint_every = o.checkpoint_every;
+  check(!o.no_convert || !o.init.empty(), "train: --no-convert is for --init (how the given weights are loaded)");
+  check(o.init_policy.empty() || !o.init.empty(), "train: --init-policy is for --init DIR (the policy the .npy files "
+        "were exported under)");
   ProgressBar bar(!o.no_progress);
-  TrainRunHooks hooks;
-  hooks.on_start = [](const TrainRunStart& s) {
-    std::cerr << "train " << s.model << " policy " << s.policy << " on " << s.dataset << " (" << s.images
-              << " images), batch " << s.batch << ", " << s.runner << "\n";
-  };
-  hooks.progress = [&](const Progress& p) { bar(p); };
-  hooks.on_epoch = [](const EpochStats& st) {
-    std::cerr << "epoch " << st.epoch << ": train loss " << fmt(st.train_loss, 4) << " acc " << fmt(st.train_acc, 4)
-              << " | val loss " << fmt(st.val_loss, 4) << " acc " << fmt(st.val_acc, 4) << " | "
-              << fmt(st.seconds, 2) << " s (" << fmt(st.images_per_s, 0) << " img/s)\n";
-    if (st.skipped_steps > 0)
-      std::cerr << "epoch " << st.epoch << ": skipped " << st.skipped_steps << " non-finite step(s); first: "
-                << st.first_skip << "\n";
-  };
-  TrainRunResult r = run_training(spec, *o.data.loader, hooks);
-  if (!r.model_path.empty())
-    std::cerr << "wrote " << r.model_path << " (" << r.model_bytes << " bytes), metrics.json, metrics.csv\n";
-  std::cout << "test accuracy " << fmt(r.test.accuracy, 4) << " loss " << fmt(r.test.loss, 4) << " (" << o.model
-            << ", " << r.policy << ", seed " << o.seed << ", " << device_name(spec.device) << ")\n";
-  return r;
+  StopSignals signals;
+  TrainRunResult r = run_training(spec, *o.data.loader, train_hooks(bar));
+  return finish_train(r, o.model, o.seed, spec.device, o.out);
 }
 
 void add_train_options(CLI::App* c, TrainOptions& o) {
@@ -290,6 +424,15 @@ void add_train_options(CLI::App* c, TrainOptions& o) {
                 "stop (error naming the step, layer and tensor) | skip-batch (no SGD step, counted in the report)")
       ->capture_default_str()
       ->check(CLI::IsMember({"stop", "skip-batch"}));
+  c->add_option("--init", o.init,
+                "start from these weights: a model file (.dlm) or a folder of .npy files as `weights export` "
+                "writes them; converted from their policy's conventions to this run's (drift's conversion)");
+  c->add_option("--init-policy", o.init_policy,
+                "--init DIR: the policy the .npy files were exported under (default: the run's)");
+  c->add_flag("--no-convert", o.no_convert, "--init: load the tensors raw instead of converting them");
+  c->add_option("--shuffle", o.shuffle, "override the policy's shuffle knob (the data order; metrics.json "
+                "records its hash per epoch)")
+      ->check(CLI::IsMember({"none", "forward_modulo", "backward_rejection"}));
   add_data_options(c, o.data);
   add_device_options(c, o.dev);
 }
@@ -624,8 +767,20 @@ void register_commands(CLI::App& app) {
   auto* tr = app.add_subcommand("train", "train a model under a policy; writes model.dlm, metrics.json, metrics.csv");
   add_train_options(tr, *topt);
   tr->add_option("--policy", topt->policy)->capture_default_str();
-  tr->add_option("--out", topt->out, "output folder (runs/NAME)");
-  tr->callback([topt] { run_train(*topt); });
+  tr->add_option("--out", topt->out, "output folder (runs/NAME); also where checkpoint.dlc goes");
+  tr->add_option("--checkpoint-every", topt->checkpoint_every,
+                 "also write RUN/checkpoint.dlc every N steps (one is written after every epoch)")
+      ->check(CLI::NonNegativeNumber);
+  tr->add_option("--resume", topt->resume,
+                 "go on with the run in RUN_DIR from its checkpoint.dlc (after Ctrl-C, SIGTERM or a kill); "
+                 "takes no other option");
+  topt->cmd = tr;
+  tr->callback([topt] {
+    if (!topt->resume.empty())
+      resume_train(*topt);
+    else
+      run_train(*topt);
+  });
 
   // compare
   auto copt = std::make_shared<TrainOptions>();

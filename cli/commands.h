@@ -8,5 +8,11 @@ namespace cli {
 
 void register_commands(CLI::App& app);
 
+// Thrown by a command that ends with a status of its own (train interrupted by SIGINT: 130,
+// SIGTERM: 143) after printing what happened; main returns the code.
+struct ExitStatus {
+  int code;
+};
+
 }  // namespace cli
 }  // namespace driftlab

@@ -44,6 +44,8 @@ int main(int argc, char** argv) {
   } catch (const CLI::ParseError& e) {
     int rc = app.exit(e);
     return rc == 0 ? 0 : 2;
+  } catch (const driftlab::cli::ExitStatus& e) {
+    return e.code;
   } catch (const driftlab::Error& e) {
     std::fprintf(stderr, "driftlab: error: %s\n", e.what());
     return 1;

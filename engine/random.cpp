@@ -1,6 +1,7 @@
 #include "engine/random.h"
 
 #include <cstring>
+#include <sstream>
 
 #include "engine/core/error.h"
 #include "engine/policy.h"
@@ -12,6 +13,16 @@ constexpr uint32_t kPhiloxM0 = 0xD2511F53u, kPhiloxM1 = 0xCD9E8D57u;
 constexpr uint32_t kPhiloxW0 = 0x9E3779B9u, kPhiloxW1 = 0xBB67AE85u;
 constexpr int64_t kMrgM1 = 2147483647;  // 2^31 - 1
 constexpr int64_t kMrgM2 = 2147462579;  // 2^31 - 21069
+
+// The rng_engine knob's value names, which a saved state opens with.
+const char* rng_engine_name(RngEngine e) {
+  switch (e) {
+    case RngEngine::mt19937_u24: return "mt19937_u24";
+    case RngEngine::philox_u23: return "philox_u23";
+    case RngEngine::mrg31k3p: return "mrg31k3p";
+  }
+  return "?";
+}
 }  // namespace
 
 std::array<uint32_t, 4> philox4x32_10(std::array<uint32_t, 4> c, std::array<uint32_t, 2> k) {
@@ -129,6 +140,85 @@ std::vector<int64_t> permutation(int64_t n, ShuffleAlgo algo, std::mt19937& mt) 
       break;
   }
   return idx;
+}
+
+std::string mt19937_text(const std::mt19937& mt) {
+  std::ostringstream os;
+  os << mt;
+  return os.str();
+}
+
+void mt19937_from_text(std::mt19937& mt, const std::string& text, const std::string& what) {
+  std::istringstream is(text);
+  std::mt19937 r;
+  is >> r;
+  check(!is.fail(), what, ": not an MT19937 state (624 words and a position)");
+  is >> std::ws;
+  check(is.eof(), what, ": text after the MT19937 state");
+  mt = r;
+}
+
+std::string Rng::state() const {
+  std::ostringstream os;
+  os << rng_engine_name(engine_);
+  switch (engine_) {
+    case RngEngine::mt19937_u24:
+      os << " " << mt_;
+      break;
+    case RngEngine::philox_u23:
+      for (uint32_t w : ctr_) os << " " << w;
+      for (uint32_t w : buf_) os << " " << w;
+      for (uint32_t w : key_) os << " " << w;
+      os << " " << buf_pos_;
+      break;
+    case RngEngine::mrg31k3p:
+      for (int64_t w : x1_) os << " " << w;
+      for (int64_t w : x2_) os << " " << w;
+      break;
+  }
+  return os.str();
+}
+
+void Rng::set_state(const std::string& text) {
+  std::istringstream is(text);
+  std::string name;
+  is >> name;
+  check(name == rng_engine_name(engine_), "rng state: engine '", name, "', this stream is ",
+        rng_engine_name(engine_));
+  Rng r = *this;
+  switch (engine_) {
+    case RngEngine::mt19937_u24:
+      is >> r.mt_;
+      break;
+    case RngEngine::philox_u23:
+      for (uint32_t& w : r.ctr_) is >> w;
+      for (uint32_t& w : r.buf_) is >> w;
+      for (uint32_t& w : r.key_) is >> w;
+      is >> r.buf_pos_;
+      check(is.fail() || (r.buf_pos_ >= 0 && r.buf_pos_ <= 4), "rng state: philox buffer position ", r.buf_pos_,
+            " is outside 0..4");
+      break;
+    case RngEngine::mrg31k3p:
+      for (int64_t& w : r.x1_) is >> w;
+      for (int64_t& w : r.x2_) is >> w;
+      for (int64_t w : r.x1_) check(is.fail() || (w >= 0 && w < kMrgM1), "rng state: mrg31k3p word ", w, " is outside [0, m1)");
+      for (int64_t w : r.x2_) check(is.fail() || (w >= 0 && w < kMrgM2), "rng state: mrg31k3p word ", w, " is outside [0, m2)");
+      break;
+  }
+  check(!is.fail(), "rng state: the ", name, " words are incomplete or not numbers");
+  is >> std::ws;
+  check(is.eof(), "rng state: text after the ", name, " state");
+  *this = r;
+}
+
+uint64_t order_hash(const std::vector<int64_t>& order) {
+  uint64_t h = 14695981039346656037ull;  // FNV-1a 64 offset basis
+  for (int64_t v : order)
+    for (int b = 0; b < 8; ++b) {
+      h ^= (static_cast<uint64_t>(v) >> (8 * b)) & 0xffu;
+      h *= 1099511628211ull;  // FNV 64 prime
+    }
+  return h;
 }
 
 }  // namespace driftlab

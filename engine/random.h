@@ -7,6 +7,7 @@
 #include <cmath>
 #include <cstdint>
 #include <random>
+#include <string>
 #include <vector>
 
 #include "engine/policy.h"
@@ -32,6 +33,11 @@ class Rng {
   T uniform(T lo, T hi);
 
   RngEngine engine() const { return engine_; }
+
+  // The whole state as text (the engine's name, then its words), for checkpoints; set_state
+  // takes what state() wrote for the same engine and throws naming the field it could not read.
+  std::string state() const;
+  void set_state(const std::string& text);
 
  private:
   RngEngine engine_;
@@ -64,5 +70,14 @@ std::array<uint32_t, 4> philox4x32_10(std::array<uint32_t, 4> ctr, std::array<ui
 //                       (numpy RandomState.shuffle via rk_interval)
 //   none:               the identity
 std::vector<int64_t> permutation(int64_t n, ShuffleAlgo algo, std::mt19937& mt);
+
+// An MT19937 stream's state as the standard's operator<< writes it (624 words and the
+// position), and back; mt19937_from_text throws naming `what` when the text is not one.
+std::string mt19937_text(const std::mt19937& mt);
+void mt19937_from_text(std::mt19937& mt, const std::string& text, const std::string& what);
+
+// FNV-1a 64 of a permutation's indices (each as 8 little-endian bytes): one number per epoch
+// that says whether two runs saw the same batches in the same order.
+uint64_t order_hash(const std::vector<int64_t>& order);
 
 }  // namespace driftlab

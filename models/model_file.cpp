@@ -35,13 +35,16 @@ uint64_t get_le(const std::string& s, std::size_t off, int bytes) {
 }
 }  // namespace
 
-void write_file_atomic(const std::string& path, const std::string& bytes) {
+void write_file_atomic(const std::string& path, const std::string& bytes, const std::function<void()>& halfway) {
   std::string tmp = path + ".tmp." + std::to_string(::getpid());
   int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
   check(fd >= 0, "write: cannot create ", tmp, ": ", std::strerror(errno));
   std::size_t done = 0;
+  const std::size_t half = halfway ? bytes.size() / 2 : bytes.size();
   while (done < bytes.size()) {
-    ssize_t w = ::write(fd, bytes.data() + done, bytes.size() - done);
+    if (done == half && halfway) halfway();
+    const std::size_t upto = done < half ? half : bytes.size();
+    ssize_t w = ::write(fd, bytes.data() + done, upto - done);
     if (w < 0) {
       int e = errno;
       ::close(fd);

@@ -18,6 +18,7 @@
 // that varies between identical runs (no timestamps, no timings), so the same seed, Policy
 // and thread count give byte-identical files.
 #pragma once
+#include <functional>
 #include <istream>
 #include <string>
 
@@ -53,7 +54,10 @@ constexpr uint64_t kMaxModelHeaderBytes = uint64_t{64} << 20;
 // 32-bit length, which alone would cover only n mod 4 GiB bytes.
 uint32_t model_file_crc32(uint32_t crc, const void* data, uint64_t n);
 
-// Writes bytes to path atomically (temporary + fsync + rename). Shared by every writer.
-void write_file_atomic(const std::string& path, const std::string& bytes);
+// Writes bytes to path atomically (temporary PATH.tmp.PID in the same folder + fsync + rename):
+// until the rename, path keeps its old content. Shared by every writer. `halfway`, when set, is
+// called once half the bytes are in the temporary (the checkpoint writer's kill point for tests).
+void write_file_atomic(const std::string& path, const std::string& bytes,
+                       const std::function<void()>& halfway = {});
 
 }  // namespace driftlab

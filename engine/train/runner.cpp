@@ -86,48 +86,72 @@ double Runner::nonfinite_step(const Tensor& x, const std::string& what, const ch
 }
 
 EpochStats Runner::run_epoch(const Dataset& train, const Dataset* val, const ProgressFn& progress) {
+  EpochStats st;
+  run_epoch(train, val, progress, {}, &st);
+  return st;
+}
+
+bool Runner::run_epoch(const Dataset& train, const Dataset* val, const ProgressFn& progress,
+                       const std::function<bool()>& between_steps, EpochStats* stats) {
   using clock = std::chrono::steady_clock;
   const int64_t n = train.images.dim(0);
   check(n > 0, "train: dataset '", train.name, "' is empty");
   const DType dtype = model_.dtype();
-  std::vector<int64_t> order = permutation(n, model_.policy.shuffle, shuffle_rng_);
+  EpochProgress& p = progress_;
+  if (!p.active) {
+    p = EpochProgress{};
+    p.active = true;
+    p.order = permutation(n, model_.policy.shuffle, shuffle_rng_);
+    p.stats.epoch = epoch_ + 1;
+    p.stats.order_hash = order_hash(p.order);
+  }
+  check(static_cast<int64_t>(p.order.size()) == n, "train: the epoch under way has an order of ", p.order.size(),
+        " samples, the dataset ", train.name, " has ", n);
   const int64_t batch = cfg_.batch, batches = (n + batch - 1) / batch;
-  EpochStats st;
-  st.epoch = epoch_ + 1;
-  double loss_sum = 0;
-  int64_t correct_sum = 0, skipped_samples = 0;
-  auto t0 = clock::now();
-  for (int64_t b = 0; b < batches; ++b) {
+  check(p.next_batch >= 0 && p.next_batch <= batches, "train: the epoch under way is at batch ", p.next_batch,
+        " of ", batches);
+  EpochStats& st = p.stats;
+  // The epoch's time goes on from what an interrupted process had measured.
+  const auto t0 = clock::now() - std::chrono::duration_cast<clock::duration>(std::chrono::duration<double>(p.elapsed_s));
+  while (p.next_batch < batches) {
+    const int64_t b = p.next_batch;
     int64_t begin = b * batch, cnt = std::min(batch, n - begin);
-    Tensor x = gather_batch(train, order, begin, cnt, dtype);
+    Tensor x = gather_batch(train, p.order, begin, cnt, dtype);
     std::vector<int32_t> y(static_cast<std::size_t>(cnt));
-    for (int64_t i = 0; i < cnt; ++i) y[i] = train.labels[order[begin + i]];
+    for (int64_t i = 0; i < cnt; ++i) y[i] = train.labels[p.order[begin + i]];
     int64_t correct = 0;
     st.lr = lr_schedule_.lr();
     double loss = train_step(x, y, &correct);
     if (cfg_.step_losses) st.step_losses.push_back(loss);
     if (last_step_skipped()) {  // no step taken: out of the epoch's loss and accuracy
       if (st.skipped_steps++ == 0) st.first_skip = last_skip_;
-      skipped_samples += cnt;
+      p.skipped_samples += cnt;
     } else {
-      loss_sum += loss * static_cast<double>(cnt);
-      correct_sum += correct;
+      p.loss_sum += loss * static_cast<double>(cnt);
+      p.correct_sum += correct;
     }
+    ++p.next_batch;
+    p.elapsed_s = std::chrono::duration<double>(clock::now() - t0).count();
     if (progress) {
-      double el = std::chrono::duration<double>(clock::now() - t0).count();
-      double ips = static_cast<double>(begin + cnt) / std::max(el, 1e-9);
-      const int64_t counted = std::max<int64_t>(begin + cnt - skipped_samples, 1);
-      progress({epoch_ + 1, cfg_.epochs, b + 1, batches, loss_sum / static_cast<double>(counted), ips,
+      double ips = static_cast<double>(begin + cnt) / std::max(p.elapsed_s, 1e-9);
+      const int64_t counted = std::max<int64_t>(begin + cnt - p.skipped_samples, 1);
+      progress({epoch_ + 1, cfg_.epochs, b + 1, batches, p.loss_sum / static_cast<double>(counted), ips,
                 static_cast<double>(n - begin - cnt) / ips});
+    }
+    if (between_steps && !between_steps()) {
+      synchronize();
+      p.elapsed_s = std::chrono::duration<double>(clock::now() - t0).count();
+      return false;
     }
   }
   synchronize();  // the epoch's time includes the last step's device work
   st.seconds = std::chrono::duration<double>(clock::now() - t0).count();
   st.images_per_s = static_cast<double>(n) / st.seconds;
   // Averages over the batches stepped on (NaN when every batch was skipped).
-  const double counted = static_cast<double>(n - skipped_samples);
-  st.train_loss = counted > 0 ? loss_sum / counted : std::numeric_limits<double>::quiet_NaN();
-  st.train_acc = counted > 0 ? static_cast<double>(correct_sum) / counted : std::numeric_limits<double>::quiet_NaN();
+  const double counted = static_cast<double>(n - p.skipped_samples);
+  st.train_loss = counted > 0 ? p.loss_sum / counted : std::numeric_limits<double>::quiet_NaN();
+  st.train_acc =
+      counted > 0 ? static_cast<double>(p.correct_sum) / counted : std::numeric_limits<double>::quiet_NaN();
   check(val || !lr_schedule_.needs_validation(), "train: the plateau schedule watches the validation loss; "
         "this run has no validation set");
   if (val) {
@@ -137,7 +161,37 @@ EpochStats Runner::run_epoch(const Dataset& train, const Dataset* val, const Pro
   }
   lr_schedule_.after_epoch(val ? st.val_loss : std::numeric_limits<double>::quiet_NaN());
   ++epoch_;
-  return st;
+  if (stats) *stats = std::move(st);
+  progress_ = EpochProgress{};
+  return true;
+}
+
+TrainState Runner::train_state() {
+  TrainState s;
+  s.epoch = epoch_;
+  s.step_index = step_index_;
+  s.shuffle_rng = mt19937_text(shuffle_rng_);
+  s.dropout_rng = dropout_rng_.state();
+  s.schedule = lr_schedule_.state();
+  s.optim = optimizer_state();
+  s.progress = progress_;
+  return s;
+}
+
+void Runner::set_train_state(const TrainState& s) {
+  check(s.epoch >= 0 && s.step_index >= 0, "train state: epoch ", s.epoch, " and step ", s.step_index,
+        " must be >= 0");
+  std::mt19937 shuffle;
+  mt19937_from_text(shuffle, s.shuffle_rng, "train state: shuffle stream");
+  Rng dropout = dropout_rng_;
+  dropout.set_state(s.dropout_rng);
+  set_optimizer_state(s.optim);  // checks every tensor against the model before anything below changes
+  shuffle_rng_ = shuffle;
+  dropout_rng_ = dropout;
+  lr_schedule_.set_state(s.schedule);
+  epoch_ = s.epoch;
+  step_index_ = s.step_index;
+  progress_ = s.progress;
 }
 
 EvalResult Runner::evaluate(const Dataset& data, int64_t batch) {

@@ -58,6 +58,31 @@ struct EpochStats {
   std::string first_skip;                // what the first skipped step's check found
   double lr = 0;                         // the rate of the epoch's last step
   std::vector<double> step_losses;       // TrainConfig::step_losses: each step's loss (NaN: skipped)
+  uint64_t order_hash = 0;               // FNV-1a 64 of the epoch's sample order (engine/random.h)
+};
+
+// An epoch under way: what a checkpoint taken between two steps needs to finish it as an
+// uninterrupted run would (the order its batches come in, the next batch, the running sums).
+struct EpochProgress {
+  bool active = false;             // false between epochs
+  std::vector<int64_t> order;      // the epoch's sample order (already drawn from the shuffle stream)
+  int64_t next_batch = 0;          // batches done
+  double loss_sum = 0;             // sum of loss * batch size over the batches stepped on
+  int64_t correct_sum = 0, skipped_samples = 0;
+  double elapsed_s = 0;            // training time so far (the epoch's seconds go on from here)
+  EpochStats stats;                // epoch, skipped_steps, first_skip, lr, step_losses, order_hash so far
+};
+
+// Everything of a Runner's training state that is not in the Model (weights and buffers are):
+// what a checkpoint saves and a resumed run restores (drift/checkpoint.h).
+struct TrainState {
+  int epoch = 0;                   // epochs finished
+  int64_t step_index = 0;          // steps counted (taken or skipped)
+  std::string shuffle_rng;         // the shuffle stream (mt19937_text)
+  std::string dropout_rng;         // Rng::state()
+  ScheduleState schedule;
+  OptimState optim;
+  EpochProgress progress;
 };
 
 struct Progress {
@@ -132,6 +157,20 @@ class Runner {
   // One epoch over `train`: the Policy's shuffle from the run seed's stream, batches of
   // config().batch (the last partial batch kept), a step each; `val` (may be null) evaluated after.
   EpochStats run_epoch(const Dataset& train, const Dataset* val, const ProgressFn& progress);
+  // The same, resumable: continues the epoch under way (train_state().progress) or starts the
+  // next, and calls between_steps() after every step with the runner in a state a checkpoint can
+  // take. When it returns false the epoch stays under way and this returns false; true: the
+  // epoch ended (validation included) and *stats holds it.
+  bool run_epoch(const Dataset& train, const Dataset* val, const ProgressFn& progress,
+                 const std::function<bool()>& between_steps, EpochStats* stats);
+  // The training state beside the Model's tensors (optimiser state copied to the host), and its
+  // restoration into a runner opened on the same Model, spec and data; throws naming what does
+  // not fit (an RNG text, an optimiser tensor's shape, a position past the epoch's batches).
+  TrainState train_state();
+  void set_train_state(const TrainState& s);
+  int epoch() const { return epoch_; }
+  int64_t step_index() const { return step_index_; }
+  const EpochProgress& epoch_progress() const { return progress_; }
   // Loss and accuracy on a dataset, logits() in batches of `batch`, the loss summed on the host.
   EvalResult evaluate(const Dataset& data, int64_t batch);
 
@@ -155,6 +194,7 @@ class Runner {
   Rng dropout_rng_;
   int epoch_ = 0;
   int64_t step_index_ = 0;
+  EpochProgress progress_;
   std::string last_skip_;  // "" when the last step was taken
 };
 

@@ -16,9 +16,10 @@ struct CliRun {
   std::string out;
 };
 
-// Runs `driftlab ARGS` (stderr merged into stdout); the code is 128+signal if it was killed.
-inline CliRun run_driftlab(const std::string& args) {
-  const std::string cmd = std::string(DRIFTLAB_CLI_PATH) + " " + args + " 2>&1";
+// Runs `driftlab ARGS` (stderr merged into stdout) with `env` ("NAME=value ...", may be empty)
+// added to its environment; the code is 128+signal if it was killed.
+inline CliRun run_driftlab_env(const std::string& env, const std::string& args) {
+  const std::string cmd = env + (env.empty() ? "" : " ") + std::string(DRIFTLAB_CLI_PATH) + " " + args + " 2>&1";
   FILE* p = popen(cmd.c_str(), "r");
   std::string out;
   std::array<char, 4096> buf{};
@@ -26,6 +27,9 @@ inline CliRun run_driftlab(const std::string& args) {
   const int status = pclose(p);
   return {WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status), out};
 }
+
+// Runs `driftlab ARGS` (stderr merged into stdout); the code is 128+signal if it was killed.
+inline CliRun run_driftlab(const std::string& args) { return run_driftlab_env("", args); }
 
 // An empty folder /tmp/driftlab_cli_<name>_<pid>.
 inline std::filesystem::path fresh_dir(const std::string& name) {
