@@ -26,6 +26,7 @@
 #include "engine/ops/softmax_xent.h"
 #include "engine/random.h"
 #include "engine/train/optimizer.h"
+#include "engine/train/schedule.h"
 #include "engine/train/runner.h"
 #include "kernels/cpu/ref/ref.h"
 #include "models/models.h"
@@ -281,6 +282,55 @@ std::string ex_sgd(const std::string& knob) {
   }
   os << "  identical algebra at constant lr; the rounding differs (see the 9th digit), and torch's buffer\n"
         "  rescales all past gradients when lr changes, Keras's velocity does not.\n";
+  return os.str();
+}
+
+// Adam / RMSprop knobs: one parameter p=1 and the gradients 5e-8, -2e-8, 3e-8 (float32), three steps
+// under each value of the knob on the torch preset (numeric knobs: each preset's value).
+std::string ex_adaptive(const std::string& knob) {
+  std::ostringstream os;
+  const bool rms = knob.rfind("rmsprop", 0) == 0;
+  os << "  " << (rms ? "RMSprop" : "Adam") << ", one parameter p=1, gradients 5e-8, -2e-8, 3e-8 (near eps), lr 0.01, float32"
+     << (knob == "weight_decay_mode" ? ", weight decay 0.1" : "") << ", p after each step:\n";
+  std::vector<std::string> values = knob_info(knob).values;
+  if (values.empty())
+    for (const char* preset : kPresets) values.push_back(Policy::preset_named(preset).get(knob));
+  for (const std::string& v : values) {
+    Policy pol = Policy::torch();
+    pol.set(knob, v);
+    OptimConfig c;
+    c.kind = rms ? OptimizerKind::rmsprop : OptimizerKind::adam;
+    c.lr = 0.01;
+    Optimizer opt(c, resolve_optim(pol));
+    Param prm{"weight", Tensor::from<float>({1}, {1.0f}), Tensor::from<float>({1}, {0.0f}), false};
+    std::vector<std::pair<std::string, Param*>> ps = {{"p", &prm}};
+    os << "    " << knob << "=" << std::left << std::setw(20) << v;
+    for (float g : {5e-8f, -2e-8f, 3e-8f}) {
+      prm.grad.data<float>()[0] = g;
+      opt.step(ExecContext{}, ps);
+      os << " " << std::setprecision(9) << prm.value.at(0);
+    }
+    os << "\n";
+  }
+  return os.str();
+}
+
+// ReduceLROnPlateau over 12 epochs whose validation loss never improves, patience 2, cooldown 2.
+std::string ex_plateau() {
+  std::ostringstream os;
+  os << "  plateau:factor=0.5,patience=2,cooldown=2, a validation loss that never improves, the rate after each of\n"
+        "  12 epochs:\n";
+  for (const char* rule : {"torch", "keras"}) {
+    Policy pol = Policy::torch();
+    pol.set("plateau_rule", rule);
+    LrSchedule s(parse_schedule("plateau:factor=0.5,patience=2,cooldown=2"), 1.0, pol);
+    os << "    plateau_rule=" << std::left << std::setw(6) << rule;
+    for (int e = 0; e < 12; ++e) {
+      s.after_epoch(1.0);
+      os << " " << s.lr();
+    }
+    os << "\n";
+  }
   return os.str();
 }
 
@@ -695,6 +745,17 @@ std::string explain_knob(const std::string& knob) {
       {"loss_reduction", ex_loss_reduction},
       {"sgd_form", [] { return ex_sgd("sgd_form"); }},
       {"weight_decay_mode", ex_weight_decay},
+      {"adam_form", [] { return ex_adaptive("adam_form"); }},
+      {"optim_moment_update", [] { return ex_adaptive("optim_moment_update"); }},
+      {"optim_square_order", [] { return ex_adaptive("optim_square_order"); }},
+      {"adam_beta_power", [] { return ex_adaptive("adam_beta_power"); }},
+      {"optim_scalar_precision", [] { return ex_adaptive("optim_scalar_precision"); }},
+      {"adam_eps", [] { return ex_adaptive("adam_eps"); }},
+      {"rmsprop_form", [] { return ex_adaptive("rmsprop_form"); }},
+      {"rmsprop_rho", [] { return ex_adaptive("rmsprop_rho"); }},
+      {"rmsprop_eps", [] { return ex_adaptive("rmsprop_eps"); }},
+      {"rmsprop_ms_init", [] { return ex_adaptive("rmsprop_ms_init"); }},
+      {"plateau_rule", ex_plateau},
       {"weight_decay_on_bias", ex_weight_decay},
       {"rng_engine", ex_rng},
       {"shuffle", ex_shuffle},

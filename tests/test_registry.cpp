@@ -48,6 +48,8 @@ const std::map<std::string, std::map<std::string, std::string>> kExpected = {
     {"activation", {{"reference", "reference"}, {"fast", "fast"}}},
     {"softmax_xent", {{"reference", "reference"}, {"fast", "fast"}}},
     {"sgd", {{"reference", "reference"}, {"fast", "fast"}}},
+    {"adam", {{"reference", "reference"}, {"fast", "fast"}}},
+    {"rmsprop", {{"reference", "reference"}, {"fast", "fast"}}},
 };
 
 TEST(Registry, ListsEveryOpWithItsReferenceAndFastKernels) {
@@ -248,7 +250,7 @@ TEST(Registry, OnlyReferencesRegisteredGivesTheAllReferenceBits) {
     };
     KernelRegistry& k = refs_only.kernels;
     strip(k.conv2d), strip(k.gemm), strip(k.rnn), strip(k.batchnorm), strip(k.maxpool2d), strip(k.avgpool2d),
-        strip(k.activation), strip(k.softmax_xent), strip(k.sgd);
+        strip(k.activation), strip(k.softmax_xent), strip(k.sgd), strip(k.adam), strip(k.rmsprop);
     const Shape x_shape = std::string(model) == "gru" ? Shape{3, 28, 28}
                           : std::string(model) == "lenet5" ? Shape{3, 1, 28, 28}
                                                            : Shape{2, 3, 32, 32};

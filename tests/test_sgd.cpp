@@ -140,7 +140,7 @@ TEST(OptimRule, LearningRateChangeSplitsTorchFromKeras) {
     p.grad.fill(0.5);
     sgd.step(ExecContext{}, params);
     sgd.set_lr(0.2);
-    EXPECT_EQ(sgd.config().lr, 0.2);
+    EXPECT_EQ(sgd.lr(), 0.2);
     sgd.step(ExecContext{}, params);
     return p.value.at(0);
   };

@@ -144,8 +144,7 @@ void form_rmsprop(const OptimConfig& c, const OptimRule& r, double lr, RmspropSt
 }  // namespace
 
 OptimStep OptimSchedule::next(double lr) {
-  check(lr > 0 && std::isfinite(lr), optimizer_name(cfg_.kind), ": the rate of step ", steps_ + 1, " is ", lr,
-        "; it must be finite and > 0");
+  check(lr > 0, optimizer_name(cfg_.kind), ": the rate of step ", steps_ + 1, " is ", lr, "; it must be > 0");
   OptimStep s;
   s.kind = cfg_.kind;
   s.decay_bias = rule_.decay_bias;

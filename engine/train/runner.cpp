@@ -62,7 +62,7 @@ Runner::Runner(Model& model, const TrainConfig& config)
       cfg_(config),
       loss_(resolve_loss(model.policy)),
       loss_backend_(model.policy.loss_backend),
-      rule_(resolve_optim(model.policy)),
+      rule_((check_optim_config(config.optim), resolve_optim(model.policy))),  // its errors before the schedule's
       lr_schedule_(config.schedule, config.optim.lr, model.policy),
       shuffle_rng_(static_cast<uint32_t>(config.seed & 0xffffffffu)),
       dropout_rng_(model.policy.rng_engine, config.seed + 1) {
