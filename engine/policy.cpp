@@ -65,6 +65,7 @@ Policy Policy::tensorflow() {
   p.rmsprop_rho = 0.9;
   p.rmsprop_eps = 1e-7;
   p.plateau_rule = PlateauRule::keras;
+  p.optim_fma = OptimFma::none;
   p.rng_engine = RngEngine::philox_u23;
   p.shuffle = ShuffleAlgo::backward_rejection;
   p.conv_backend = KernelBackend::eigen;
@@ -446,6 +447,13 @@ const std::vector<KnobRow>& rows() {
          "reduce when wait >= patience, cooldown's last epoch counted (Keras)",
          "keras: callbacks.ReduceLROnPlateau", "keras", "torch: lr_scheduler.ReduceLROnPlateau",
          "keras/callbacks.py@2.2.4 ReduceLROnPlateau; torch/optim/lr_scheduler.py ReduceLROnPlateau"}));
+    r.push_back(enum_knob(&Policy::optim_fma,
+        {"optim_fma", "optimiser", {"none", "aten"},
+         "the optimiser's multiply-adds: every operation rounded, or PyTorch's add(alpha)/addcmul as one fma "
+         "(SGD: g+D*p, g+mu*b, p-lr*d; Adam/RMSprop: the weighted sums, g+D*p, RMSprop's p-lr*b)",
+         "none (graph ops round each result)", "none", "aten: vectorised CPU kernels fuse add(alpha) and addcmul",
+         "aten/src/ATen/native/ufunc/add.h (Vectorized add: fmadd); aten/src/ATen/native/cpu/PointwiseOpsKernel.cpp "
+         "addcmul; torch/optim/sgd.py, adam.py, rmsprop.py"}));
     r.push_back(enum_knob(&Policy::rng_engine,
         {"rng_engine", "random", {"mt19937_u24", "philox_u23", "mrg31k3p"},
          "random engine and float conversion used by initialisers and dropout",

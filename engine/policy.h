@@ -63,7 +63,11 @@ enum class BetaPower { pow_float64, pow_float32, product_float32 };
 // The precision the optimiser's per-step scalars (1-beta, bias corrections, step sizes, decayed
 // rates) are formed in: host doubles (PyTorch's Python, TF.js's JavaScript) or float32 tensors.
 enum class ScalarPrecision { float64, float32 };
-enum class RmspropInit { zeros, ones };  // RMSprop's mean square at step 0 (TF1: ones)
+enum class RmspropInit { zeros, ones };
+// The optimiser's multiply-adds: every operation rounded (Keras, TF1, TF.js, PyTorch under
+// ATEN_CPU_CAPABILITY=default), or PyTorch's add(alpha)/addcmul as one fma (its vectorised CPU
+// kernels: ATen's add with alpha is Vectorized fmadd).
+enum class OptimFma { none, aten };  // RMSprop's mean square at step 0 (TF1: ones)
 // ReduceLROnPlateau: PyTorch (improvement relative by default, reduce once the bad epochs exceed
 // the patience, cooldown epochs not counted) or Keras (improvement absolute (min_delta), reduce
 // once the waiting epochs reach the patience, the epoch that ends a cooldown counted).
@@ -134,7 +138,8 @@ struct Policy {
   double rmsprop_rho = 0.99;                                   // torch.optim.RMSprop alpha
   double rmsprop_eps = 1e-8;                                   // torch.optim.RMSprop eps
   RmspropInit rmsprop_ms_init = RmspropInit::zeros;            // torch: zeros_like
-  PlateauRule plateau_rule = PlateauRule::torch;               // torch.optim.lr_scheduler.ReduceLROnPlateau
+  PlateauRule plateau_rule = PlateauRule::torch;
+  OptimFma optim_fma = OptimFma::aten;                         // torch: add_(alpha)/addcmul_ as fma               // torch.optim.lr_scheduler.ReduceLROnPlateau
   // --- randomness ---
   RngEngine rng_engine = RngEngine::mt19937_u24;
   ShuffleAlgo shuffle = ShuffleAlgo::forward_modulo;

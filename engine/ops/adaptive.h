@@ -21,6 +21,9 @@
 //        eps_inside_root:  b = b*mu + (g*lr)/sqrt(v + eps);  p = p - b
 // Weight decay D (where decay_this): grad_add g = g + D*p; l2_loss g = g + 2*D*p; decoupled
 // p = p - lr*D*p; decoupled_scale p = p*k with k = 1 - lr*D formed on the host; before the step.
+// fused (optim_fma=aten): what PyTorch writes as add(alpha) or addcmul is one fused multiply-add,
+// as its vectorised CPU kernels compute it: g + D*p, m = fma(c1, g, b1*m), v = fma(c2*g, g, b2*v)
+// (the weighted sums), and RMSprop's p + (-lr)*b; quotients (addcdiv) stay two roundings.
 #pragma once
 #include <cmath>
 #include <type_traits>
@@ -48,6 +51,7 @@ struct AdamStepParams {
   double weight_decay = 0, decay_scale = 1;
   WeightDecayMode decay = WeightDecayMode::grad_add;
   bool decay_this = true;
+  bool fused = false;  // optim_fma=aten
   AdamForm form = AdamForm::corrected_moments;
   MomentUpdate moments = MomentUpdate::weighted_sum;
   SquareOrder square = SquareOrder::scale_then_square;
@@ -61,6 +65,7 @@ struct RmspropStepParams {
   double weight_decay = 0, decay_scale = 1;
   WeightDecayMode decay = WeightDecayMode::grad_add;
   bool decay_this = true;
+  bool fused = false;  // optim_fma=aten
   RmspropForm form = RmspropForm::eps_outside_root;
   MomentUpdate moments = MomentUpdate::weighted_sum;
   SquareOrder square = SquareOrder::scale_then_square;
@@ -85,9 +90,9 @@ AdaptiveScalars<T> adaptive_scalars(const RmspropStepParams& c) {
 // Where weight decay enters (none: off for this tensor, or D = 0).
 enum class AdaptiveDecay { none, grad_add, l2_loss, decoupled, decoupled_scale };
 
-template <typename T, AdaptiveDecay D>
+template <typename T, AdaptiveDecay D, bool Fused>
 DL_HOST_DEVICE inline T apply_decay(const AdaptiveScalars<T>& k, T& p, T g) {
-  if constexpr (D == AdaptiveDecay::grad_add) g = g + k.wd * p;
+  if constexpr (D == AdaptiveDecay::grad_add) g = mul_add<Fused>(k.wd, p, g);
   if constexpr (D == AdaptiveDecay::l2_loss) g = g + T(2) * k.wd * p;
   if constexpr (D == AdaptiveDecay::decoupled) p -= k.lr * k.wd * p;
   if constexpr (D == AdaptiveDecay::decoupled_scale) p = p * k.decay_scale;
@@ -95,38 +100,40 @@ DL_HOST_DEVICE inline T apply_decay(const AdaptiveScalars<T>& k, T& p, T g) {
 }
 
 // The exponential average of g*g with weight b on the old value and c on the new.
-template <MomentUpdate M, SquareOrder S, typename T>
+template <MomentUpdate M, SquareOrder S, bool Fused, typename T>
 DL_HOST_DEVICE inline T average_square(T v, T g, T b, T c) {
   if constexpr (M == MomentUpdate::increment) return v + (g * g - v) * c;
-  else if constexpr (S == SquareOrder::scale_then_square) return b * v + (c * g) * g;
-  else return b * v + c * (g * g);
+  else if constexpr (S == SquareOrder::scale_then_square) return mul_add<Fused>(c * g, g, b * v);
+  else return mul_add<Fused>(c, g * g, b * v);
 }
 
 // The discrete choices of one step as compile-time constants (a loop over a tensor runs without a
 // branch); with_adam_rule / with_rmsprop_rule pick the instantiation once per tensor.
-template <AdamForm F, MomentUpdate M, SquareOrder S, AdaptiveDecay D>
+template <AdamForm F, MomentUpdate M, SquareOrder S, AdaptiveDecay D, bool Fused>
 struct AdamRuleOf {
   static constexpr AdamForm form = F;
   static constexpr MomentUpdate moments = M;
   static constexpr SquareOrder square = S;
   static constexpr AdaptiveDecay decay = D;
+  static constexpr bool fused = Fused;
 };
-template <RmspropForm F, MomentUpdate M, SquareOrder S, AdaptiveDecay D, bool Momentum>
+template <RmspropForm F, MomentUpdate M, SquareOrder S, AdaptiveDecay D, bool Fused, bool Momentum>
 struct RmspropRuleOf {
   static constexpr RmspropForm form = F;
   static constexpr MomentUpdate moments = M;
   static constexpr SquareOrder square = S;
   static constexpr AdaptiveDecay decay = D;
+  static constexpr bool fused = Fused;
   static constexpr bool momentum = Momentum;
 };
 
 // One element under rule R: p and its state (m, v) updated in place from the gradient g.
 template <typename R, typename T>
 DL_HOST_DEVICE inline void adam_update(const AdaptiveScalars<T>& k, T& p, T g, T& m, T& v) {
-  g = apply_decay<T, R::decay>(k, p, g);
+  g = apply_decay<T, R::decay, R::fused>(k, p, g);
   if constexpr (R::moments == MomentUpdate::increment) m = m + (g - m) * k.c1;
-  else m = k.b1 * m + k.c1 * g;
-  v = average_square<R::moments, R::square>(v, g, k.b2, k.c2);
+  else m = mul_add<R::fused>(k.c1, g, k.b1 * m);
+  v = average_square<R::moments, R::square, R::fused>(v, g, k.b2, k.c2);
   if constexpr (R::form == AdamForm::corrected_moments) {
     p = p + (-k.step * m) / (std::sqrt(v) / k.sqrt_bc2 + k.eps);
   } else if constexpr (R::form == AdamForm::corrected_quotient) {
@@ -139,14 +146,14 @@ DL_HOST_DEVICE inline void adam_update(const AdaptiveScalars<T>& k, T& p, T g, T
 // One element under rule R: p and its state (v mean square, b momentum) updated in place.
 template <typename R, typename T>
 DL_HOST_DEVICE inline void rmsprop_update(const AdaptiveScalars<T>& k, T& p, T g, T& v, T& b) {
-  g = apply_decay<T, R::decay>(k, p, g);
-  v = average_square<R::moments, R::square>(v, g, k.b2, k.c2);
+  g = apply_decay<T, R::decay, R::fused>(k, p, g);
+  v = average_square<R::moments, R::square, R::fused>(v, g, k.b2, k.c2);
   if constexpr (R::form == RmspropForm::eps_inside_root) {
     b = b * k.mu + (g * k.lr) / std::sqrt(v + k.eps);
     p = p - b;
   } else if constexpr (R::momentum) {
     b = b * k.mu + g / (std::sqrt(v) + k.eps);
-    p = p + (-k.lr) * b;
+    p = mul_add<R::fused>(-k.lr, b, p);
   } else {
     p = p + ((-k.lr) * g) / (std::sqrt(v) + k.eps);
   }
@@ -175,7 +182,9 @@ void with_common(const P& c, Fn&& f) {
   with_value<MomentUpdate, MomentUpdate::weighted_sum, MomentUpdate::increment>(c.moments, [&](auto m) {
     with_value<SquareOrder, SquareOrder::scale_then_square, SquareOrder::square_then_scale>(c.square, [&](auto s) {
       with_value<AdaptiveDecay, AdaptiveDecay::none, AdaptiveDecay::grad_add, AdaptiveDecay::l2_loss,
-                 AdaptiveDecay::decoupled, AdaptiveDecay::decoupled_scale>(decay_of(c), [&](auto d) { f(m, s, d); });
+                 AdaptiveDecay::decoupled, AdaptiveDecay::decoupled_scale>(decay_of(c), [&](auto d) {
+        with_value<bool, false, true>(c.fused, [&](auto fu) { f(m, s, d, fu); });
+      });
     });
   });
 }
@@ -187,8 +196,9 @@ void with_adam_rule(const AdamStepParams& c, Fn&& f) {
   using namespace adaptive_detail;
   with_value<AdamForm, AdamForm::corrected_moments, AdamForm::corrected_quotient, AdamForm::epsilon_hat>(
       c.form, [&](auto form) {
-        with_common(c, [&](auto m, auto s, auto d) {
-          f(AdamRuleOf<decltype(form)::value, decltype(m)::value, decltype(s)::value, decltype(d)::value>{});
+        with_common(c, [&](auto m, auto s, auto d, auto fu) {
+          f(AdamRuleOf<decltype(form)::value, decltype(m)::value, decltype(s)::value, decltype(d)::value,
+                       decltype(fu)::value>{});
         });
       });
 }
@@ -198,10 +208,10 @@ template <typename Fn>
 void with_rmsprop_rule(const RmspropStepParams& c, Fn&& f) {
   using namespace adaptive_detail;
   with_value<RmspropForm, RmspropForm::eps_outside_root, RmspropForm::eps_inside_root>(c.form, [&](auto form) {
-    with_common(c, [&](auto m, auto s, auto d) {
+    with_common(c, [&](auto m, auto s, auto d, auto fu) {
       with_value<bool, false, true>(c.momentum != 0.0, [&](auto mom) {
         f(RmspropRuleOf<decltype(form)::value, decltype(m)::value, decltype(s)::value, decltype(d)::value,
-                        decltype(mom)::value>{});
+                        decltype(fu)::value, decltype(mom)::value>{});
       });
     });
   });

@@ -35,6 +35,7 @@ OptimRule resolve_optim(const Policy& policy) {
   r.rmsprop_rho = policy.rmsprop_rho;
   r.rmsprop_eps = policy.rmsprop_eps;
   r.rmsprop_init = policy.rmsprop_ms_init == RmspropInit::ones ? 1.0 : 0.0;
+  r.fused = policy.optim_fma == OptimFma::aten;
   return r;
 }
 
@@ -58,6 +59,7 @@ SgdStepParams sgd_step_params(const OptimConfig& c, const OptimRule& r, bool is_
   p.decay = r.decay;
   p.decay_this = !is_bias || r.decay_bias;
   p.first = first;
+  p.fused = r.fused;
   return p;
 }
 
@@ -164,6 +166,7 @@ OptimStep OptimSchedule::next(double lr) {
     if (rule_.precision == ScalarPrecision::float32) form_adam<float>(cfg_, rule_, lr, p1, p2, a);
     else form_adam<double>(cfg_, rule_, lr, p1, p2, a);
     a.decay = rule_.decay;
+    a.fused = rule_.fused;
     a.form = rule_.adam_form;
     a.moments = rule_.moments;
     a.square = rule_.square;
@@ -173,6 +176,7 @@ OptimStep OptimSchedule::next(double lr) {
     if (rule_.precision == ScalarPrecision::float32) form_rmsprop<float>(cfg_, rule_, lr, m);
     else form_rmsprop<double>(cfg_, rule_, lr, m);
     m.decay = rule_.decay;
+    m.fused = rule_.fused;
     m.form = rule_.rmsprop_form;
     m.moments = rule_.moments;
     m.square = rule_.square;

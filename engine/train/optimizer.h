@@ -50,6 +50,7 @@ struct OptimRule {
   RmspropForm rmsprop_form = RmspropForm::eps_outside_root;  // rmsprop_form
   double rmsprop_rho = 0.99, rmsprop_eps = 1e-8;        // rmsprop_rho, rmsprop_eps
   double rmsprop_init = 0.0;                            // rmsprop_ms_init: 0 or 1
+  bool fused = false;                                   // optim_fma=aten
 };
 OptimRule resolve_optim(const Policy& policy);
 

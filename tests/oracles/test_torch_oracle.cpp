@@ -836,15 +836,114 @@ TEST_P(TorchOracleLeNet, EveryLayerGradientsAndSgdSteps) {
 // about lr per element whatever the gradient's size (m/sqrt(v) ~ 1), so a gradient element that
 // is rounding noise in both frameworks (|g| << eps) moves by up to lr*|g|/eps: eps = 1e-8 keeps
 // that below lr.
+// ---------------------------------------------------------------------------------------------
+// The optimisers alone on fixed gradients (4096 float32 parameters, 20 steps): SGD and the
+// adaptive cases of tests/oracles/optim_cases.h, run by PyTorch with its default CPU dispatch
+// (AVX2 here: add(alpha) and addcmul fused into one fma) and forced to its portable kernels
+// (ATEN_CPU_CAPABILITY=default: every operation rounded).
+struct SgdAloneCase {
+  const char* name;
+  double momentum, weight_decay;
+  bool nesterov;
+};
+const SgdAloneCase kSgdAlone[] = {{"sgd", 0.0, 1e-3, false}, {"sgd_momentum", 0.9, 0.0, false},
+                                  {"sgd_nesterov_wd", 0.9, 1e-3, true}};
+constexpr int64_t kAloneN = 4096;
+
+void fill_optim_alone(CaseDir& r) {
+  const Tensor p = random_tensor({kAloneN}, DType::f32, 81, -1.0, 1.0);
+  const Tensor g = random_tensor({kSteps, kAloneN}, DType::f32, 82, -1.0, 1.0);
+  for (const SgdAloneCase& c : kSgdAlone) {
+    const std::string n = std::string("alone_") + c.name;
+    r.input(n, "p", p), r.input(n, "grads", g);
+    r.add_case({{"name", n}, {"kind", "optim"}, {"optimizer", "sgd"}, {"lr", 0.05}, {"momentum", c.momentum},
+                {"nesterov", c.nesterov}, {"weight_decay", c.weight_decay}, {"schedule", nullptr}});
+  }
+  for (const OptimVariant& v : kOptimVariants) {
+    const std::string n = std::string("alone_") + v.name;
+    r.input(n, "p", p), r.input(n, "grads", g);
+    nlohmann::json c = optim_case_json(v, Policy::torch());
+    c["name"] = n, c["kind"] = "optim";
+    r.add_case(c);
+  }
+}
+const CaseDir& optim_alone_run() {
+  static const CaseDir run(torch_script(), "torch_optim_alone", fill_optim_alone);
+  return run;
+}
+const CaseDir& optim_alone_portable_run() {
+  static const CaseDir run(torch_script(), "torch_optim_alone_portable", fill_optim_alone,
+                           {1, "ATEN_CPU_CAPABILITY=default"});
+  return run;
+}
+
+// driftlab's trajectory of a case under `policy`.
+Tensor optim_alone_trajectory(const OptimConfig& oc, const ScheduleSpec& sched_spec, const Policy& policy) {
+  Optimizer opt(oc, resolve_optim(policy));
+  LrSchedule sched(sched_spec, oc.lr, policy);
+  Param prm{"weight", random_tensor({kAloneN}, DType::f32, 81, -1.0, 1.0), Tensor({kAloneN}, DType::f32), false};
+  const Tensor g = random_tensor({kSteps, kAloneN}, DType::f32, 82, -1.0, 1.0);
+  Tensor traj({kSteps, kAloneN}, DType::f32);
+  for (int s = 0; s < kSteps; ++s) {
+    for (int64_t i = 0; i < kAloneN; ++i) prm.grad.data<float>()[i] = g.data<float>()[s * kAloneN + i];
+    opt.step(ExecContext{}, {{"w", &prm}}, sched.lr());
+    sched.after_step();
+    for (int64_t i = 0; i < kAloneN; ++i) traj.data<float>()[s * kAloneN + i] = prm.value.data<float>()[i];
+  }
+  return traj;
+}
+
+int64_t count_differing(const Tensor& a, const Tensor& b) {
+  int64_t n = 0;
+  for (int64_t i = 0; i < a.numel(); ++i) n += a.at(i) != b.at(i);
+  return n;
+}
+
+// The torch preset (optim_fma=aten) gives PyTorch's default trajectory bit for bit, and
+// optim_fma=none its portable one: the one rounding of ATen's fused add is the whole difference.
+TEST(TorchOracleOptimizers, FormulasAloneBitForBitWithAndWithoutFma) {
+  ORACLE_GROUP(run, optim_alone_run);
+  const CaseDir& portable = optim_alone_portable_run();
+  ASSERT_EQ(portable.error(), "") << "PyTorch oracle (portable kernels) failed";
+  ErrorTable t("torch.optim alone, 20 steps of fixed gradients, 4096 float32 params", "pytorch");
+  std::vector<std::tuple<std::string, OptimConfig, ScheduleSpec, Policy>> cases;
+  for (const SgdAloneCase& c : kSgdAlone) {
+    OptimConfig oc;
+    oc.lr = 0.05, oc.momentum = c.momentum, oc.weight_decay = c.weight_decay, oc.nesterov = c.nesterov;
+    cases.emplace_back(c.name, oc, ScheduleSpec{}, Policy::torch());
+  }
+  for (const OptimVariant& v : kOptimVariants) {
+    const TrainConfig tc = optim_train_config(v, 1);
+    cases.emplace_back(v.name, tc.optim, tc.schedule, optim_policy(v, Policy::torch()));
+  }
+  for (const auto& [name, oc, spec, pol] : cases) {
+    const std::string n = std::string("alone_") + name;
+    Policy none = pol;
+    none.optim_fma = OptimFma::none;
+    const Tensor fused = optim_alone_trajectory(oc, spec, pol), plain = optim_alone_trajectory(oc, spec, none);
+    const Tensor ref = run.out(n, "traj"), ref_portable = portable.out(n, "traj");
+    EXPECT_TRUE(bitwise_equal(fused, ref)) << name << ": torch preset vs PyTorch's default dispatch";
+    EXPECT_TRUE(bitwise_equal(plain, ref_portable)) << name << ": optim_fma=none vs ATEN_CPU_CAPABILITY=default";
+    EXPECT_TRUE(t.check(name, "torch preset (aten) vs default dispatch", fused, ref, 0.0));
+    EXPECT_TRUE(t.check(name, "optim_fma=none vs portable kernels", plain, ref_portable, 0.0));
+    t.note(name, "optim_fma=none vs default dispatch", plain, ref);
+    std::cout << "  " << name << ": optim_fma=none differs from PyTorch's default dispatch in "
+              << count_differing(plain, ref) << " of " << ref.numel() << " trajectory values\n";
+  }
+  t.print();
+}
+
 // One case's float32 trajectory is not defined to 1e-4: RMSprop with momentum 0.9 and weight decay
 // at lr 1e-3 drives conv2's channel 8 to the edge of death, and PyTorch's own float64 run shows
 // its bias gradient exactly 0 at steps 3-9, 13-14 and 16-20 and ~1e-4 in between (a ReLU decision
 // on the whole channel each step). Which steps the channel is dead at in float32 is decided within
 // rounding, and each decision is then amplified by RMSprop's normalisation (a step of about
-// 10*lr whatever |g|): driftlab's float32 run (every backend alike) ends 5.9e-4 (3e-3 of the
-// largest weight) from PyTorch's in conv2, while PyTorch's two float32 runs happen to decide
-// alike. Its float64 run matches PyTorch's to 1e-15 (checked), so the formula is exact; the
-// float32 rows of that case are shown, not checked.
+// 10*lr whatever |g|): driftlab's float32 run ends 5.9e-4 (3e-3 of the largest weight) from
+// PyTorch's in conv2. The optimiser step itself is PyTorch's bit for bit (FormulasAlone...
+// above), the float64 run matches PyTorch's to 1e-15, and driftlab's oneDNN and reference
+// backends decide alike, as PyTorch's mkldnn and native runs do: each pair shares everything but
+// the convolutions (the dense layers, ReLU, pooling, the loss), where the rounding that decides
+// lies. The float32 rows of that case are shown, not checked.
 const std::set<std::string> kFlips = {"rmsprop_momentum_wd_step"};
 
 TEST(TorchOracleOptimizers, AdamAndRmspropTwentyStepsOnLeNet5) {
@@ -870,8 +969,12 @@ TEST(TorchOracleOptimizers, AdamAndRmspropTwentyStepsOnLeNet5) {
       const std::string prefix = f64 ? "f64." : nearest_torch32(run, t, results);
       const std::string qty = std::string(v.name) + (f64 ? ", f64" : prefix.empty() ? " (mkldnn)" : " (native)");
       for (const auto& [what, key, got] : results) {
+        // float32: 1e-4 as for SGD, or PyTorch's own spread on this tensor where that is larger
+        // (its mkldnn and native runs; Adam and RMSprop amplify rounding, see kFlips): driftlab's
+        // run must be no farther from PyTorch's nearer run than PyTorch's two runs are apart.
+        const double spread = f64 ? 0.0 : rel_error(run.out(t, key), run.out(t, "native." + key));
         if (f64 || !kFlips.count(v.name))
-          EXPECT_TRUE(table.check(what, qty, got, run.out(t, prefix + key), f64 ? 1e-10 : 1e-4));
+          EXPECT_TRUE(table.check(what, qty, got, run.out(t, prefix + key), f64 ? 1e-10 : std::max(1e-4, spread)));
         else
           table.note(what, qty + " (flip: information only)", got, run.out(t, prefix + key));
       }

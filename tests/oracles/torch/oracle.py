@@ -327,6 +327,22 @@ def run_train(c, case):
             case.put(prefix + 'p.' + name, p)
 
 
+def run_optim(c, case):
+    """The optimiser alone: the T rows of grads (T,n) applied to one float32 parameter p (n) by
+    make_optimizer(c) (its StepLR stepped after every step). Writes traj (T,n)."""
+    p = torch.nn.Parameter(case.get('p').clone())
+    g = case.get('grads')
+    opt, sched = make_optimizer(c, [p])
+    traj = []
+    for t in range(g.shape[0]):
+        p.grad = g[t].clone()
+        opt.step()
+        if sched is not None:
+            sched.step()
+        traj.append(p.detach().clone())
+    case.put('traj', torch.stack(traj))
+
+
 def run_init_model(c, case):
     """torch.manual_seed(S); ARCH(): PyTorch's own default initialisation."""
     torch.manual_seed(c['seed'])
@@ -357,7 +373,7 @@ def run_lstm(c, case):
 
 KINDS = {'conv2d': run_conv2d, 'pool2d': run_pool2d, 'linear': run_linear, 'module': run_module,
          'xent': run_xent, 'batchnorm': run_batchnorm, 'resblock': run_resblock, 'model': run_model,
-         'model_input_grad': run_model_input_grad, 'train': run_train, 'init_model': run_init_model,
+         'model_input_grad': run_model_input_grad, 'train': run_train, 'optim': run_optim, 'init_model': run_init_model,
          'init_linear': run_init_linear, 'lstm': run_lstm}
 
 
