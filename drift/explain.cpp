@@ -756,6 +756,7 @@ std::string explain_knob(const std::string& knob) {
       {"rmsprop_eps", [] { return ex_adaptive("rmsprop_eps"); }},
       {"rmsprop_ms_init", [] { return ex_adaptive("rmsprop_ms_init"); }},
       {"plateau_rule", ex_plateau},
+      {"optim_fma", [] { return ex_adaptive("optim_fma"); }},
       {"weight_decay_on_bias", ex_weight_decay},
       {"rng_engine", ex_rng},
       {"shuffle", ex_shuffle},
