@@ -115,7 +115,7 @@ struct TensorEntry {
   uint64_t offset, nbytes;
 };
 
-void read_at(std::ifstream& in, uint64_t at, void* dst, uint64_t n, const std::string& path) {
+void read_at(std::istream& in, uint64_t at, void* dst, uint64_t n, const std::string& path) {
   in.clear();
   in.seekg(static_cast<std::streamoff>(at));
   errno = 0;
@@ -271,6 +271,10 @@ Checkpoint read_checkpoint(const std::string& path) {
   check(!std::filesystem::is_directory(path, ec), "checkpoint: ", path, ": is a directory, not a checkpoint");
   std::ifstream in(path, std::ios::binary);
   check(in.good(), "checkpoint: cannot open ", path, ": ", std::strerror(errno));
+  return read_checkpoint(in, path);
+}
+
+Checkpoint read_checkpoint(std::istream& in, const std::string& path) {
   in.seekg(0, std::ios::end);
   const std::streamoff end = in.tellg();
   check(in.good() && end >= 0, "checkpoint: ", path, ": cannot find its size");

@@ -22,6 +22,7 @@
 // moment leaves the previous checkpoint whole.
 #pragma once
 #include <functional>
+#include <istream>
 #include <string>
 #include <utility>
 #include <vector>
@@ -53,6 +54,8 @@ void write_checkpoint(const std::string& path, const Checkpoint& c, const std::f
 // Throws naming the file and the offset on a bad magic, version, size, CRC, header field or
 // tensor: "checkpoint: RUN/checkpoint.dlc: CRC mismatch at offset 8012 (file is corrupt or truncated)".
 Checkpoint read_checkpoint(const std::string& path);
+// The same from a stream (the fuzz target's entry); `path` names it in the errors.
+Checkpoint read_checkpoint(std::istream& in, const std::string& path);
 
 // The run spec as the checkpoint's header holds it, and back (throws naming the field).
 nlohmann::json train_spec_json(const TrainRunSpec& spec);

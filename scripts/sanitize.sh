@@ -13,9 +13,9 @@ BUILD_DIR=${ASAN_BUILD_DIR:-build-asan}
 # The CI subset (scripts/sanitize.sh --subset): every kernel, reference and fast, of each op
 # family, through the tests that run the fast kernel (own loops, Eigen, oneDNN) beside the
 # reference on the same rows: gemm, conv2d, max/avg pool, batchnorm, activations, softmax +
-# cross-entropy, recurrent cells, SGD, embedding, and the reference backward kernels' gradient
-# checks; and every reader (IDX, .npy, CIFAR, IMDB, the datasets front, the model file, .npy
-# weights). Left out, to fit CI's budget (docs/RELIABILITY.md has the times): the large rows of
+# cross-entropy, recurrent cells, the optimiser steps (SGD, Adam, RMSprop), embedding, and the
+# reference backward kernels' gradient checks; and every reader (IDX, .npy, CIFAR, IMDB, the
+# datasets front, the model file, .npy weights, the training checkpoint). Left out, to fit CI's budget (docs/RELIABILITY.md has the times): the large rows of
 # the case tables (b64/b128 batches, VGG-16 and ResNet stage shapes, the split-K gemm: the same
 # code paths as the small rows, at sizes that take most of the time), the CLI end-to-end runs,
 # models, drift, knobs, registry and policy tests (whole models through the kernels above; what
@@ -26,8 +26,8 @@ SUBSET_KERNELS='Cases/GemmFastVsRef.*:OnednnGemm.*:GemmReproducibleDouble.*:Back
 ':Cases/Pool2dFastVsRef.*:Cases/AvgPool2dFastVsRef.*:Pool2dRef.*'\
 ':Shapes/BatchNormFast.*:BatchNormFast.*:BatchNormGradCheck.*:BatchNormSemantics.*'\
 ':ActivationFast.*:SoftmaxXentFast.*:All/RnnFastVsRef.*:RnnFast.*:RnnOp.*:Cells/*'\
-':SgdKernels.*:SgdRule.*:Embedding.*:Cases/GradCheck*'
-SUBSET_READERS='Idx.*:Npy.*:Cifar.*:Imdb.*:Datasets.*:ModelFile.*:WeightsNpy.*'
+':SgdKernels.*:OptimRule.*:AdaptiveKernels.*:Adam.*:Rmsprop.*:Embedding.*:Cases/GradCheck*'
+SUBSET_READERS='Idx.*:Npy.*:Cifar.*:Imdb.*:Datasets.*:ModelFile.*:WeightsNpy.*:Checkpoint.*'
 SUBSET_LARGE_ROWS='*b128*:*b64*:*vgg16*:*splitk_conv_dw_like*:*resnet20_s2*:*resnet20_s3*:*resnet_stage1*'
 SUBSET_FILTER="$SUBSET_KERNELS:$SUBSET_READERS:-$SUBSET_LARGE_ROWS:Cases/GradCheckModel.*"
 
