@@ -12,19 +12,10 @@
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, std::size_t size) {
   using namespace driftlab;
   const std::string bytes = fuzz_bytes(data, size);
-  fuzz_one([&] {
-    std::istringstream in(bytes);
+  fuzz_with_fixed_crc(bytes, model_file_crc32, [](const std::string& b) {
+    std::istringstream in(b);
     read_checkpoint(in, "fuzz.dlc");
   });
-  if (size >= 24) {
-    std::string fixed = bytes.substr(0, size - 4);
-    const uint32_t crc = model_file_crc32(0, fixed.data(), fixed.size());
-    for (int i = 0; i < 4; ++i) fixed.push_back(static_cast<char>((crc >> (8 * i)) & 0xff));
-    fuzz_one([&] {
-      std::istringstream in(fixed);
-      read_checkpoint(in, "fuzz.dlc");
-    });
-  }
   if (size < 256) {
     fuzz_one([&] {
       const ScheduleSpec s = parse_schedule(bytes);

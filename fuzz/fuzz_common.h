@@ -34,4 +34,18 @@ inline std::string fuzz_bytes(const uint8_t* data, std::size_t size) {
   return std::string(reinterpret_cast<const char*>(data), size);
 }
 
+// For a file whose last 4 bytes are the CRC-32 of the rest (model file, checkpoint): calls read
+// on the bytes as they are and, when there are at least 24, with that CRC made right, which
+// takes the fuzzer past the CRC check (a mutated file almost never carries a valid one) into the
+// reader's header and tensor checks. crc32(seed, data, n) is the format's CRC.
+template <typename Crc, typename Read>
+void fuzz_with_fixed_crc(const std::string& bytes, Crc&& crc32, Read&& read) {
+  fuzz_one([&] { read(bytes); });
+  if (bytes.size() < 24) return;
+  std::string fixed = bytes.substr(0, bytes.size() - 4);
+  const uint32_t crc = crc32(0, fixed.data(), fixed.size());
+  for (int i = 0; i < 4; ++i) fixed.push_back(static_cast<char>((crc >> (8 * i)) & 0xff));
+  fuzz_one([&] { read(fixed); });
+}
+
 }  // namespace driftlab

@@ -470,39 +470,45 @@ const CaseDir& train_run() {
   return d;
 }
 
+// 20 steps of case `name` (inputs p.*, xs, labels) under `policy` and `cfg` from PyTorch's initial
+// weights, checked against its results (prefix 'f64.' in float64) after every step's loss and at
+// the end, at the SGD tolerances above.
+void check_rnn_training(const CaseDir& d, const std::string& name, const TrainCase& c, Policy p,
+                        const TrainConfig& cfg, bool f64, const std::string& what, ErrorTable& table) {
+  if (f64) p.dtype = FloatType::float64;
+  Model m = make_classifier(c, p, kTrainSeed);
+  for (auto& np : m.net->named_params())
+    np.second->value = in(d, name, "p." + torch_param_name(np.first)).to(m.dtype());
+  ExecContext exec;
+  CpuRunner trainer(m, cfg, exec);
+  const Tensor xs = in(d, name, "xs"), ls = in(d, name, "labels");
+  std::vector<double> losses;
+  for (int k = 0; k < kSteps; ++k) {
+    const Tensor lk = slice0(ls, k);
+    std::vector<int32_t> labels(static_cast<std::size_t>(lk.numel()));
+    for (int64_t i = 0; i < lk.numel(); ++i) labels[static_cast<std::size_t>(i)] = static_cast<int32_t>(lk.at(i));
+    losses.push_back(trainer.train_step(slice0(xs, k), labels));
+  }
+  const std::string pre = f64 ? "f64." : "";
+  const double tol = f64 ? kTrainTol64 : kTrainTol;
+  EXPECT_TRUE(table.check(what, "loss of each step", Tensor::from<double>({kSteps}, losses),
+                          out(d, name, pre + "losses"), tol));
+  for (auto& np : m.net->named_params())
+    EXPECT_TRUE(table.check(what, "after 20 steps: " + torch_param_name(np.first), np.second->value,
+                            out(d, name, pre + "p." + torch_param_name(np.first)), tol));
+}
+
 TEST(TorchRnnOracle, TwentySgdStepsOfRnnClassifiers) {
   ORACLE_GROUP(d, train_run);
   ErrorTable table("[embedding ->] LSTM/GRU -> dense, 20 torch.optim.SGD steps (lr 0.1, momentum 0.9), torch preset",
                    "pytorch");
+  TrainConfig cfg;
+  cfg.optim.lr = kLr;
+  cfg.optim.momentum = kMomentum;
   for (const TrainCase& c : kTrainCases)
     for (const bool f64 : {false, true}) {
-      Policy p = Policy::torch();
-      if (f64) p.dtype = FloatType::float64;
-      Model m = make_classifier(c, p, kTrainSeed);
-      for (auto& np : m.net->named_params())
-        np.second->value = in(d, c.name, "p." + torch_param_name(np.first)).to(m.dtype());
-      TrainConfig cfg;
       cfg.batch = c.batch;
-      cfg.optim.lr = kLr;
-      cfg.optim.momentum = kMomentum;
-      ExecContext exec;
-      CpuRunner trainer(m, cfg, exec);
-      const Tensor xs = in(d, c.name, "xs"), ls = in(d, c.name, "labels");
-      std::vector<double> losses;
-      for (int k = 0; k < kSteps; ++k) {
-        const Tensor lk = slice0(ls, k);
-        std::vector<int32_t> labels(static_cast<std::size_t>(lk.numel()));
-        for (int64_t i = 0; i < lk.numel(); ++i) labels[static_cast<std::size_t>(i)] = static_cast<int32_t>(lk.at(i));
-        losses.push_back(trainer.train_step(slice0(xs, k), labels));
-      }
-      const std::string pre = f64 ? "f64." : "";
-      const double tol = f64 ? kTrainTol64 : kTrainTol;
-      const std::string what = std::string(c.name) + (f64 ? " f64" : " f32");
-      EXPECT_TRUE(table.check(what, "loss of each step", Tensor::from<double>({kSteps}, losses),
-                              out(d, c.name, pre + "losses"), tol));
-      for (auto& np : m.net->named_params())
-        EXPECT_TRUE(table.check(what, "after 20 steps: " + torch_param_name(np.first), np.second->value,
-                                out(d, c.name, pre + "p." + torch_param_name(np.first)), tol));
+      check_rnn_training(d, c.name, c, Policy::torch(), cfg, f64, std::string(c.name) + (f64 ? " f64" : " f32"), table);
     }
   table.print();
 }
@@ -515,32 +521,9 @@ TEST(TorchRnnOracle, AdamAndRmspropTwentyStepsOfTheLstmClassifier) {
                    "pytorch");
   const TrainCase& c = kTrainCases[0];
   for (const OptimVariant& v : kOptimVariants)
-    for (const bool f64 : {false, true}) {
-      const std::string on = std::string(c.name) + "_optim_" + v.name;
-      Policy p = optim_policy(v, Policy::torch());
-      if (f64) p.dtype = FloatType::float64;
-      Model m = make_classifier(c, p, kTrainSeed);
-      for (auto& np : m.net->named_params())
-        np.second->value = in(d, on, "p." + torch_param_name(np.first)).to(m.dtype());
-      ExecContext exec;
-      CpuRunner trainer(m, optim_train_config(v, c.batch), exec);
-      const Tensor xs = in(d, on, "xs"), ls = in(d, on, "labels");
-      std::vector<double> losses;
-      for (int k = 0; k < kSteps; ++k) {
-        const Tensor lk = slice0(ls, k);
-        std::vector<int32_t> labels(static_cast<std::size_t>(lk.numel()));
-        for (int64_t i = 0; i < lk.numel(); ++i) labels[static_cast<std::size_t>(i)] = static_cast<int32_t>(lk.at(i));
-        losses.push_back(trainer.train_step(slice0(xs, k), labels));
-      }
-      const std::string pre = f64 ? "f64." : "";
-      const double tol = f64 ? kTrainTol64 : kTrainTol;
-      const std::string what = std::string(v.name) + (f64 ? " f64" : " f32");
-      EXPECT_TRUE(table.check(what, "loss of each step", Tensor::from<double>({kSteps}, losses),
-                              out(d, on, pre + "losses"), tol));
-      for (auto& np : m.net->named_params())
-        EXPECT_TRUE(table.check(what, "after 20 steps: " + torch_param_name(np.first), np.second->value,
-                                out(d, on, pre + "p." + torch_param_name(np.first)), tol));
-    }
+    for (const bool f64 : {false, true})
+      check_rnn_training(d, std::string(c.name) + "_optim_" + v.name, c, optim_policy(v, Policy::torch()),
+                         optim_train_config(v, c.batch), f64, std::string(v.name) + (f64 ? " f64" : " f32"), table);
   table.print();
 }
 
