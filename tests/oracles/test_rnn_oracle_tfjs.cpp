@@ -32,6 +32,7 @@
 #include "engine/random.h"
 #include "engine/train/cpu_runner.h"
 #include "tests/oracles/rnn_oracle_util.h"
+#include "tests/oracles/tfjs_optim_cases.h"
 
 namespace driftlab {
 namespace {
@@ -324,6 +325,16 @@ void fill_train(CaseDir& d) {
                                            {"table", d.input(n + ".table", w[0][0])}}
                                     : json(nullptr);
     d.add_case(cj);
+    // The LSTM classifiers also with tf.train.adam (+ step schedule) and tf.train.rmsprop (momentum),
+    // the same weights and batches (tests/oracles/tfjs_optim_cases.h).
+    if (c.cell != RnnCell::lstm) continue;
+    for (const int oi : {kTfjsAdamStep, kTfjsRmspropMomentum}) {
+      json oj = cj;
+      oj["name"] = n + "_" + kTfjsOptimCases[oi].name;
+      const json fields = tfjs_optimizer_json(kTfjsOptimCases[oi], kSteps);  // items() needs it alive
+      for (auto& [k, v] : fields.items()) oj[k] = v;
+      d.add_case(oj);
+    }
   }
 }
 const CaseDir& train_run() {
@@ -331,12 +342,16 @@ const CaseDir& train_run() {
   return d;
 }
 
-// kSteps momentum steps of m on the case's batches; the loss of each step.
-Tensor train_steps(const CaseDir& d, const TrainCase& c, Model& m) {
+TrainConfig momentum_config(const TrainCase& c) {
   TrainConfig cfg;
   cfg.batch = c.batch;
   cfg.optim.lr = kLr;
   cfg.optim.momentum = kMomentum;
+  return cfg;
+}
+
+// kSteps steps of m on the case's batches (momentum unless cfg says otherwise); each step's loss.
+Tensor train_steps(const CaseDir& d, const TrainCase& c, Model& m, const TrainConfig& cfg) {
   ExecContext exec;
   CpuRunner trainer(m, cfg, exec);
   std::vector<double> losses;
@@ -351,6 +366,22 @@ Tensor train_steps(const CaseDir& d, const TrainCase& c, Model& m) {
   return Tensor::from<double>({kSteps}, losses);
 }
 
+// Every layer's weights of m against TF.js's after the case `name`'s 20 steps.
+void check_weights(const CaseDir& d, const std::string& name, const std::string& qty, Model& m, ErrorTable& table,
+                   double tol) {
+  const auto w = tfjs_weights(m);
+  const char* const names[][3] = {{"embeddings", "", ""}, {"kernel", "recurrent_kernel", "bias"}, {"kernel", "bias", ""}};
+  for (std::size_t i = 0; i < w.size(); ++i) {
+    const std::size_t kind = m.net->layer(i).kind() == "embedding" ? 0 : m.net->layer(i).kind() == "dense" ? 2 : 1;
+    for (std::size_t j = 0; j < w[i].size(); ++j) {
+      const std::string what = qty + m.net->layer(i).kind() + " " + names[kind][j];
+      const Tensor ref = out(d, name, "w" + std::to_string(i) + "_" + std::to_string(j));
+      if (tol >= 0) EXPECT_TRUE(table.check(name, what, w[i][j], ref, tol));
+      else table.note(name, what, w[i][j], ref);
+    }
+  }
+}
+
 TEST(TfjsRnnOracle, TwentyMomentumStepsOfRnnClassifiers) {
   ORACLE_GROUP(d, train_run);
   ErrorTable table("[embedding ->] LSTM/GRU (hard sigmoid) -> dense softmax, 20 tf.train.momentum steps "
@@ -359,22 +390,41 @@ TEST(TfjsRnnOracle, TwentyMomentumStepsOfRnnClassifiers) {
                    "tfjs");
   for (const TrainCase& c : kTrainCases) {
     Model m = make_classifier(c, train_policy(c), kTrainSeed);
-    const Tensor losses = train_steps(d, c, m);
+    const Tensor losses = train_steps(d, c, m, momentum_config(c));
     EXPECT_TRUE(table.check(c.name, "loss of each step", losses, out(d, c.name, "losses"), kTrainTol));
     if (c.padding) {  // negative: without the mask the padding is computed and the losses leave TF.js's
       Model none = make_classifier(c, Policy::tensorflow(), kTrainSeed);
-      EXPECT_GT(table.note(c.name, "rnn_mask=none: loss of each step", train_steps(d, c, none),
+      EXPECT_GT(table.note(c.name, "rnn_mask=none: loss of each step", train_steps(d, c, none, momentum_config(c)),
                            out(d, c.name, "losses")),
                 kVisible);
     }
-    const auto w = tfjs_weights(m);
-    const char* const names[][3] = {{"embeddings", "", ""}, {"kernel", "recurrent_kernel", "bias"}, {"kernel", "bias", ""}};
-    for (std::size_t i = 0; i < w.size(); ++i) {
-      const std::size_t kind = m.net->layer(i).kind() == "embedding" ? 0 : m.net->layer(i).kind() == "dense" ? 2 : 1;
-      for (std::size_t j = 0; j < w[i].size(); ++j)
-        EXPECT_TRUE(table.check(c.name, std::string("after 20 steps: ") + m.net->layer(i).kind() + " " + names[kind][j],
-                                w[i][j], out(d, c.name, "w" + std::to_string(i) + "_" + std::to_string(j)),
-                                kTrainTol));
+    check_weights(d, c.name, "after 20 steps: ", m, table, kTrainTol);
+  }
+  table.print();
+}
+
+// The LSTM classifiers (features, and embedding with mask_zero) trained 20 steps with
+// tf.train.adam (+ step schedule) and tf.train.rmsprop (momentum 0.9): the tensorflow preset with
+// the TF.js optimiser knobs (tests/oracles/tfjs_optim_cases.h) against TF.js, at the momentum
+// runs' tolerance; the preset's own Keras 2.2.4 formulas shown beside (information).
+TEST(TfjsRnnOracle, TwentyAdamAndRmspropStepsOfLstmClassifiers) {
+  ORACLE_GROUP(d, train_run);
+  ErrorTable table("[embedding ->] LSTM -> dense softmax, 20 steps of tf.train.adam (+ step schedule) / "
+                   "tf.train.rmsprop (momentum 0.9), tensorflow preset + TF.js optimiser knobs",
+                   "tfjs");
+  for (const TrainCase& c : kTrainCases) {
+    if (c.cell != RnnCell::lstm) continue;
+    for (const int oi : {kTfjsAdamStep, kTfjsRmspropMomentum}) {
+      const TfjsOptimCase& oc = kTfjsOptimCases[oi];
+      const std::string name = std::string(c.name) + "_" + oc.name;
+      for (const bool as_tfjs : {true, false}) {
+        Model m = make_classifier(c, tfjs_optim_policy(oc, as_tfjs, train_policy(c)), kTrainSeed);
+        const Tensor losses = train_steps(d, c, m, tfjs_optim_config(oc, c.batch));
+        const std::string qty = as_tfjs ? "" : "Keras 2.2.4 formula: ";
+        if (as_tfjs) EXPECT_TRUE(table.check(name, "loss of each step", losses, out(d, name, "losses"), kTrainTol));
+        else table.note(name, qty + "loss of each step", losses, out(d, name, "losses"));
+        check_weights(d, name, qty + "after 20 steps: ", m, table, as_tfjs ? kTrainTol : -1.0);
+      }
     }
   }
   table.print();

@@ -58,6 +58,7 @@
 #include "kernels/cpu/ref/ref.h"
 #include "models/models.h"
 #include "tests/oracles/oracle_util.h"
+#include "tests/oracles/tfjs_optim_cases.h"
 #include "tests/test_util.h"
 
 namespace driftlab {
@@ -735,58 +736,6 @@ void fill_input_gradient_cases(CaseDir& w) {
 // training runs, shard 1 also takes ResNet-20's input gradient, shard 2 VGG-16's gradients
 // (~80 s of pure-JS convolution); the rest go to shard 0.
 
-// Adam and RMSprop against TF.js. TF.js 4.22's tf.train.adam is not Keras 2.2.4's Adam: it
-// bias-corrects m and v (m/(1-b1^t) over sqrt(v/(1-b2^t)) + eps), keeps beta^t as a float32
-// running product and forms 1-beta in JavaScript doubles; tf.train.rmsprop puts eps inside the
-// root (as TF1). The tensorflow preset copies Keras 2.2.4 (epsilon_hat, float32 scalars, eps
-// outside the root); these knobs make it TF.js's, and the tests show both.
-const char* const kTfjsAdamKnobs = "adam_form=corrected_quotient,adam_beta_power=product_float32,"
-                                   "optim_scalar_precision=float64";
-const char* const kTfjsRmspropKnobs = "rmsprop_form=eps_inside_root,optim_scalar_precision=float64";
-struct TfjsOptimCase {
-  const char* name;
-  OptimizerKind kind;
-  double lr, momentum, l2;
-  bool schedule;  // the rate halves after every 5 steps (StepLR(5, 0.5) per step)
-};
-const TfjsOptimCase kTfjsOptimCases[] = {
-    {"adam", OptimizerKind::adam, 1e-3, 0.0, 0.0, false},
-    {"adam_l2_step", OptimizerKind::adam, 1e-3, 0.0, 1e-2, true},
-    {"rmsprop", OptimizerKind::rmsprop, 1e-3, 0.0, 0.0, false},
-    {"rmsprop_momentum_l2_step", OptimizerKind::rmsprop, 1e-3, 0.9, 1e-2, true},
-    {"adam_step", OptimizerKind::adam, 1e-3, 0.0, 0.0, true},  // LeNet-5's (its layers have no regularizer)
-};
-double tfjs_lr_at(const TfjsOptimCase& oc, int step) {
-  return oc.schedule ? oc.lr * std::pow(0.5, step / 5) : oc.lr;
-}
-json tfjs_optimizer_json(const TfjsOptimCase& oc) {
-  json j = {{"optimizer", oc.kind == OptimizerKind::adam ? "adam" : "rmsprop"},
-            {"lr", oc.lr}, {"beta1", 0.9}, {"beta2", 0.999}, {"decay", 0.9}, {"momentum", oc.momentum}};
-  if (oc.l2 > 0) j["l2"] = oc.l2;
-  if (oc.schedule) {
-    json at = json::array();
-    for (int k = 0; k < kTrainSteps; ++k) at.push_back(tfjs_lr_at(oc, k));
-    j["lr_at"] = at;
-  }
-  return j;
-}
-// driftlab's run of a case: the tensorflow preset, plus the TF.js knobs when `as_tfjs`.
-Policy tfjs_optim_policy(const TfjsOptimCase& oc, bool as_tfjs) {
-  Policy p = Policy::tensorflow();
-  if (!as_tfjs) return p;
-  return Policy::parse("tensorflow," + std::string(oc.kind == OptimizerKind::adam ? kTfjsAdamKnobs : kTfjsRmspropKnobs));
-}
-TrainConfig tfjs_optim_config(const TfjsOptimCase& oc) {
-  TrainConfig cfg;
-  cfg.batch = kTrainBatch;
-  cfg.optim.kind = oc.kind;
-  cfg.optim.lr = oc.lr;
-  cfg.optim.momentum = oc.momentum;
-  cfg.optim.weight_decay = oc.l2;
-  if (oc.schedule) cfg.schedule = parse_schedule("step:step=5,gamma=0.5,every=batch");
-  return cfg;
-}
-
 std::string train_case_name(const std::string& model, bool nesterov) {
   return model + (nesterov ? "_train_nesterov" : "_train_momentum");
 }
@@ -827,10 +776,10 @@ void fill_tfjs(CaseDir& w) {
                   {"labels", w.input(name + ".labels", one_hot(random_labels(kGradBatch, 10, 12), 10))}}}});
     // LeNet-5 trained with tf.train.adam (with a step schedule) and tf.train.rmsprop.
     for (int k = 0; name == "lenet5" && k < 2; ++k) {
-      const TfjsOptimCase& oc = kTfjsOptimCases[k == 0 ? 4 : 2];
+      const TfjsOptimCase& oc = kTfjsOptimCases[k == 0 ? kTfjsAdamStep : kTfjsRmsprop];
       json c = {{"name", "lenet5_train_" + std::string(oc.name)}, {"kind", "train"}, {"shard", k},
                 {"layers", layers}, {"batches", batches}, {"nesterov", false}};
-      const json oj = tfjs_optimizer_json(oc);
+      const json oj = tfjs_optimizer_json(oc, kTrainSteps);
       for (auto& [key, v] : oj.items()) c[key] = v;
       w.add_case(c);
     }
@@ -928,7 +877,7 @@ void fill_tfjs(CaseDir& w) {
   // Adam and RMSprop alone on the same fixed gradients (tests: TfjsOracleOptimizers below).
   for (const TfjsOptimCase& oc : kTfjsOptimCases) {
     json c = {{"name", std::string("optim_") + oc.name}, {"kind", "optim"}, {"params", p}, {"grads", g}};
-    const json oj = tfjs_optimizer_json(oc);
+    const json oj = tfjs_optimizer_json(oc, kTrainSteps);
     for (auto& [k, v] : oj.items()) c[k] = v;
     w.add_case(c);
   }
@@ -1407,8 +1356,8 @@ void check_momentum_formula(const CaseDir& run, bool nesterov) {
 // in the same order; l2 = Keras's regularizer, whose gradient 2*D*p TF.js's autodiff forms); the
 // preset itself (Keras 2.2.4's formulas) is shown beside it: the size of the formula difference.
 Tensor optimizer_trajectory(const TfjsOptimCase& oc, bool as_tfjs) {
-  Optimizer opt(tfjs_optim_config(oc).optim, resolve_optim(tfjs_optim_policy(oc, as_tfjs)));
-  LrSchedule sched(tfjs_optim_config(oc).schedule, oc.lr, tfjs_optim_policy(oc, as_tfjs));
+  Optimizer opt(tfjs_optim_config(oc, kTrainBatch).optim, resolve_optim(tfjs_optim_policy(oc, as_tfjs)));
+  LrSchedule sched(tfjs_optim_config(oc, kTrainBatch).schedule, oc.lr, tfjs_optim_policy(oc, as_tfjs));
   Param prm{"weight", optim_params(), Tensor({kOptimN}, DType::f32), false};
   const Tensor g = optim_grads();
   Tensor traj({kTrainSteps, kOptimN}, DType::f32);
@@ -1451,7 +1400,7 @@ TEST(TfjsOracleOptimizers, LeNet5TwentyAdamAndRmspropSteps) {
   ORACLE_GROUP(run, tfjs_run);
   ErrorTable t("lenet5: weights after 20 steps of tf.train.adam / tf.train.rmsprop (w20 - w0)", "tfjs");
   for (int k = 0; k < 2; ++k) {
-    const TfjsOptimCase& oc = kTfjsOptimCases[k == 0 ? 4 : 2];
+    const TfjsOptimCase& oc = kTfjsOptimCases[k == 0 ? kTfjsAdamStep : kTfjsRmsprop];
     const std::string cn = "lenet5_train_" + std::string(oc.name);
     Model m0 = lenet("lenet5", Policy::tensorflow());
     auto named = m0.net->named_params();
@@ -1463,7 +1412,7 @@ TEST(TfjsOracleOptimizers, LeNet5TwentyAdamAndRmspropSteps) {
     for (const bool as_tfjs : {true, false}) {
       Model m = lenet("lenet5", tfjs_optim_policy(oc, as_tfjs));
       ExecContext exec;
-      CpuRunner tr(m, tfjs_optim_config(oc), exec);
+      CpuRunner tr(m, tfjs_optim_config(oc, kTrainBatch), exec);
       std::vector<double> losses;
       for (int s = 0; s < kTrainSteps; ++s)
         losses.push_back(tr.train_step(lenet_images(kTrainBatch, 1000 + s), random_labels(kTrainBatch, 10, 2000 + s)));

@@ -80,4 +80,20 @@ function runCases(script, handlers) {
   });
 }
 
-module.exports = { inputPath, outputPath, load, save, runCases };
+// The optimiser of a case (tests/oracles/tfjs_optim_cases.h): tf.train.momentum (default),
+// tf.train.adam(lr, beta1, beta2) or tf.train.rmsprop(lr, decay, momentum), each with TF.js's
+// default epsilon (the backend's, 1e-7 on the CPU). setRate(optimizer, k) sets the rate of step k
+// from c.lr_at when the case has a schedule.
+function makeOptimizer(tf, c) {
+  switch (c.optimizer || 'momentum') {
+    case 'momentum': return tf.train.momentum(c.lr, c.momentum, c.nesterov);
+    case 'adam': return tf.train.adam(c.lr, c.beta1, c.beta2);
+    case 'rmsprop': return tf.train.rmsprop(c.lr, c.decay, c.momentum);
+    default: throw new Error(`unknown optimizer '${c.optimizer}'`);
+  }
+}
+function setRate(optimizer, c, k) {
+  if (c.lr_at) optimizer.learningRate = c.lr_at[k];
+}
+
+module.exports = { inputPath, outputPath, load, save, runCases, makeOptimizer, setRate };

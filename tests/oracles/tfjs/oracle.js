@@ -21,7 +21,7 @@
 //          uses). Writes NAME.y<i> (output of layer i), NAME.loss ([1]), NAME.dx, and
 //          NAME.dw<i>_<j> (gradient of weight j of layer i), gradients by tf.variableGrads.
 //   train  {name, layers, batches:[{x, labels}], lr, momentum, nesterov, optimizer?, lr_at?}:
-//          tf.sequential of the layers, compile({optimizer: makeOptimizer(c), loss:
+//          tf.sequential of the layers, compile({optimizer: makeOptimizer(tf, c) (cases.js), loss:
 //          'categoricalCrossentropy'}), one trainOnBatch per batch (the rate set to lr_at[k]
 //          before batch k when given). Writes NAME.losses ([T]) and the final weights NAME.w<i>_<j>.
 //   optim  {name, params, grads, lr, momentum, nesterov, optimizer?, l2?, lr_at?}: applies the T
@@ -58,7 +58,7 @@
 
 const tf = require('@tensorflow/tfjs');
 const { readNpy, writeNpy } = require('./npy');
-const { inputPath, outputPath, load, save, runCases } = require('./cases');
+const { inputPath, outputPath, load, save, runCases, makeOptimizer, setRate } = require('./cases');
 
 function makeLayer(d, extra) {
   const weights = (d.weights || []).map(load);
@@ -179,27 +179,16 @@ function runGrad(c) {
   layers.forEach((l) => l.dispose());
 }
 
-// tf.train.momentum (default), tf.train.adam(lr, beta1, beta2) or tf.train.rmsprop(lr, decay,
-// momentum), each with TF.js's default epsilon (the backend's, 1e-7 on the CPU).
-function makeOptimizer(c) {
-  switch (c.optimizer || 'momentum') {
-    case 'momentum': return tf.train.momentum(c.lr, c.momentum, c.nesterov);
-    case 'adam': return tf.train.adam(c.lr, c.beta1, c.beta2);
-    case 'rmsprop': return tf.train.rmsprop(c.lr, c.decay, c.momentum);
-    default: throw new Error(`unknown optimizer '${c.optimizer}'`);
-  }
-}
-
 async function runTrain(c) {
   const first = load(c.batches[0].x);
   const layers = c.layers.map((d, i) => makeLayer(d, i === 0 ? { inputShape: first.shape.slice(1) } : {}));
   first.dispose();
   const model = tf.sequential({ layers });
-  const optimizer = makeOptimizer(c);
+  const optimizer = makeOptimizer(tf, c);
   model.compile({ optimizer, loss: 'categoricalCrossentropy' });
   const losses = [];
   for (const [k, b] of c.batches.entries()) {
-    if (c.lr_at) optimizer.learningRate = c.lr_at[k];
+    setRate(optimizer, c, k);
     const x = load(b.x);
     const y = load(b.labels);
     losses.push(await model.trainOnBatch(x, y));
@@ -216,10 +205,10 @@ function runOptim(c) {
   const p = tf.variable(load(c.params), true, `oracle_p_${varCounter++}`);
   const g = load(c.grads);
   const [steps, n] = g.shape;
-  const optimizer = makeOptimizer(c);
+  const optimizer = makeOptimizer(tf, c);
   const traj = new Float32Array(steps * n);
   for (let t = 0; t < steps; ++t) {
-    if (c.lr_at) optimizer.learningRate = c.lr_at[t];
+    setRate(optimizer, c, t);
     tf.tidy(() => {
       const gt = g.slice([t, 0], [1, n]).reshape([n]);
       if (c.l2) {

@@ -17,14 +17,14 @@
 //              NAME.drecurrent_kernel, NAME.dbias (tf.variableGrads).
 //   rnn_train  {name, cell, units, recurrentActivation, embedding: null | {inputDim, outputDim,
 //              maskZero, table}, kernel, recurrentKernel, bias, dense: {kernel, bias}, batches: [{x,
-//              labels (one-hot)}], lr, momentum}: tf.sequential([embedding,] rnn (last step),
-//              dense softmax), compile({optimizer: tf.train.momentum(lr, momentum), loss:
+//              labels (one-hot)}], lr, momentum, optimizer?, lr_at?}: tf.sequential([embedding,] rnn (last step),
+//              dense softmax), compile({optimizer: makeOptimizer(tf, c) (cases.js), loss:
 //              'categoricalCrossentropy'}), one trainOnBatch per batch. Writes NAME.losses ([S])
 //              and the final weights NAME.w<i>_<j> (layer i, weight j in getWeights() order).
 'use strict';
 
 const tf = require('@tensorflow/tfjs');
-const { load, save, runCases } = require('./cases');
+const { load, save, runCases, makeOptimizer, setRate } = require('./cases');
 
 function rnnLayer(c, returnSequences, extra) {
   const args = Object.assign({
@@ -81,10 +81,11 @@ async function runTrain(c) {
     weights: [load(c.dense.kernel), load(c.dense.bias)],
   }));
   const model = tf.sequential({ layers });
-  const optimizer = tf.train.momentum(c.lr, c.momentum, false);
+  const optimizer = makeOptimizer(tf, c);
   model.compile({ optimizer, loss: 'categoricalCrossentropy' });
   const losses = [];
-  for (const b of c.batches) {
+  for (const [k, b] of c.batches.entries()) {
+    setRate(optimizer, c, k);
     const x = load(b.x);
     const y = load(b.labels);
     losses.push(await model.trainOnBatch(x, y));
