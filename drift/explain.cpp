@@ -757,6 +757,7 @@ std::string explain_knob(const std::string& knob) {
       {"rmsprop_ms_init", [] { return ex_adaptive("rmsprop_ms_init"); }},
       {"plateau_rule", ex_plateau},
       {"optim_fma", [] { return ex_adaptive("optim_fma"); }},
+      {"adam_lr_t_order", [] { return ex_adaptive("adam_lr_t_order"); }},
       {"weight_decay_on_bias", ex_weight_decay},
       {"rng_engine", ex_rng},
       {"shuffle", ex_shuffle},

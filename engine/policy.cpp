@@ -454,6 +454,13 @@ const std::vector<KnobRow>& rows() {
          "none (graph ops round each result)", "none", "aten: vectorised CPU kernels fuse add(alpha) and addcmul",
          "aten/src/ATen/native/ufunc/add.h (Vectorized add: fmadd); aten/src/ATen/native/cpu/PointwiseOpsKernel.cpp "
          "addcmul; torch/optim/sgd.py, adam.py, rmsprop.py"}));
+    r.push_back(enum_knob(&Policy::adam_lr_t_order,
+        {"adam_lr_t_order", "optimiser", {"lr_times_ratio", "lr_sqrt_then_divide"},
+         "adam_form=epsilon_hat's step size: lr*(sqrt(1-b2^t)/(1-b1^t)) (Keras) or (lr*sqrt(1-b2^t))/(1-b1^t) "
+         "(TF1's ApplyAdam, Lasagne)",
+         "lr_times_ratio: lr * (K.sqrt(1. - K.pow(beta_2, t)) / (1. - K.pow(beta_1, t)))", "lr_times_ratio",
+         "lr_times_ratio (unused: corrected_moments)",
+         kOpt + " Adam.get_updates; tensorflow/core/kernels/training_ops.cc ApplyAdamNonCuda; lasagne/updates.py adam"}));
     r.push_back(enum_knob(&Policy::rng_engine,
         {"rng_engine", "random", {"mt19937_u24", "philox_u23", "mrg31k3p"},
          "random engine and float conversion used by initialisers and dropout",

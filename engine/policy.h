@@ -67,7 +67,10 @@ enum class RmspropInit { zeros, ones };
 // The optimiser's multiply-adds: every operation rounded (Keras, TF1, TF.js, PyTorch under
 // ATEN_CPU_CAPABILITY=default), or PyTorch's add(alpha)/addcmul as one fma (its vectorised CPU
 // kernels: ATen's add with alpha is Vectorized fmadd).
-enum class OptimFma { none, aten };  // RMSprop's mean square at step 0 (TF1: ones)
+enum class OptimFma { none, aten };
+// epsilon_hat's step size lr_t = lr*sqrt(1-b2^t)/(1-b1^t) as Keras groups it, lr*(sqrt/(..)), or as
+// TF1's ApplyAdam and Lasagne do, (lr*sqrt)/(..): one rounding apart.
+enum class AdamLrTOrder { lr_times_ratio, lr_sqrt_then_divide };  // RMSprop's mean square at step 0 (TF1: ones)
 // ReduceLROnPlateau: PyTorch (improvement relative by default, reduce once the bad epochs exceed
 // the patience, cooldown epochs not counted) or Keras (improvement absolute (min_delta), reduce
 // once the waiting epochs reach the patience, the epoch that ends a cooldown counted).
@@ -139,7 +142,8 @@ struct Policy {
   double rmsprop_eps = 1e-8;                                   // torch.optim.RMSprop eps
   RmspropInit rmsprop_ms_init = RmspropInit::zeros;            // torch: zeros_like
   PlateauRule plateau_rule = PlateauRule::torch;
-  OptimFma optim_fma = OptimFma::aten;                         // torch: add_(alpha)/addcmul_ as fma               // torch.optim.lr_scheduler.ReduceLROnPlateau
+  OptimFma optim_fma = OptimFma::aten;                         // torch: add_(alpha)/addcmul_ as fma
+  AdamLrTOrder adam_lr_t_order = AdamLrTOrder::lr_times_ratio; // Keras's grouping (epsilon_hat only)               // torch.optim.lr_scheduler.ReduceLROnPlateau
   // --- randomness ---
   RngEngine rng_engine = RngEngine::mt19937_u24;
   ShuffleAlgo shuffle = ShuffleAlgo::forward_modulo;

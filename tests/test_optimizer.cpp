@@ -213,6 +213,25 @@ TEST(OptimizerKnobs, ScalarPrecisionChangesOneMinusBeta) {
   EXPECT_NE(1.0f - 0.9f, 0.1f);
 }
 
+// epsilon_hat's lr_t grouped as Keras does, lr*(sqrt(bc2)/bc1), or as TF1 and Lasagne do,
+// (lr*sqrt(bc2))/bc1, in float32 scalars: the same value at most steps, an ulp apart at some.
+TEST(OptimizerKnobs, EpsilonHatStepSizeGrouping) {
+  Policy k = Policy::tensorflow();  // epsilon_hat, float32 scalars, pow_float32
+  Policy t = k;
+  t.adam_lr_t_order = AdamLrTOrder::lr_sqrt_then_divide;
+  OptimSchedule a(adam(1e-3), resolve_optim(k)), b(adam(1e-3), resolve_optim(t));
+  int parted = 0;
+  for (int step = 1; step <= 2000; ++step) {
+    const double sa = a.next(1e-3).adam.step, sb = b.next(1e-3).adam.step;
+    const float bc1 = 1.0f - std::pow(0.9f, static_cast<float>(step)), bc2 = 1.0f - std::pow(0.999f, static_cast<float>(step));
+    EXPECT_EQ(sa, static_cast<double>(1e-3f * (std::sqrt(bc2) / bc1))) << step;
+    EXPECT_EQ(sb, static_cast<double>((1e-3f * std::sqrt(bc2)) / bc1)) << step;
+    parted += sa != sb;
+  }
+  EXPECT_GT(parted, 0);
+  std::cout << "  lr_t groupings part at " << parted << " of the first 2000 steps (float32, lr 1e-3)\n";
+}
+
 // TF1 / TF.js: beta^t as a float32 running product, which drifts from pow in double.
 TEST(OptimizerKnobs, RunningBetaPowerIsAFloat32Product) {
   Policy p = Policy::torch();

@@ -36,6 +36,7 @@ OptimRule resolve_optim(const Policy& policy) {
   r.rmsprop_eps = policy.rmsprop_eps;
   r.rmsprop_init = policy.rmsprop_ms_init == RmspropInit::ones ? 1.0 : 0.0;
   r.fused = policy.optim_fma == OptimFma::aten;
+  r.lr_t_order = policy.adam_lr_t_order;
   return r;
 }
 
@@ -124,8 +125,11 @@ void form_adam(const OptimConfig& c, const OptimRule& r, double lr, double p1, d
   switch (r.adam_form) {
     case AdamForm::corrected_moments: a.step = double(tlr / T(bc1)); break;  // lr / bias_correction1
     case AdamForm::corrected_quotient: a.step = a.lr; break;
-    // lr_t = lr * (sqrt(1 - beta2^t) / (1 - beta1^t)), Keras 2.2.4's grouping
-    case AdamForm::epsilon_hat: a.step = double(tlr * (T(std::sqrt(T(bc2))) / T(bc1))); break;
+    // lr_t = lr * (sqrt(1 - beta2^t) / (1 - beta1^t)) (Keras 2.2.4), or (lr * sqrt(..)) / (..) (TF1, Lasagne)
+    case AdamForm::epsilon_hat:
+      a.step = r.lr_t_order == AdamLrTOrder::lr_times_ratio ? double(tlr * (T(std::sqrt(T(bc2))) / T(bc1)))
+                                                            : double((tlr * T(std::sqrt(T(bc2)))) / T(bc1));
+      break;
   }
   a.weight_decay = c.weight_decay;
   a.decay_scale = double(T(1) - tlr * T(c.weight_decay));  // AdamW: param.mul_(1 - lr * weight_decay)

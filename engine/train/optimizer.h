@@ -51,6 +51,7 @@ struct OptimRule {
   double rmsprop_rho = 0.99, rmsprop_eps = 1e-8;        // rmsprop_rho, rmsprop_eps
   double rmsprop_init = 0.0;                            // rmsprop_ms_init: 0 or 1
   bool fused = false;                                   // optim_fma=aten
+  AdamLrTOrder lr_t_order = AdamLrTOrder::lr_times_ratio;  // adam_lr_t_order
 };
 OptimRule resolve_optim(const Policy& policy);
 
