@@ -219,7 +219,7 @@ std::string checkpoint_bytes(const Checkpoint& c) {
   auto add = [&](const std::string& name, const Tensor& t) {
     tensors.push_back({{"name", name}, {"dtype", dtype_name(t.dtype())}, {"shape", t.shape()},
                        {"offset", data.size()}, {"nbytes", t.nbytes()}});
-    data.append(static_cast<const char*>(t.raw()), t.nbytes());
+    if (t.nbytes()) data.append(static_cast<const char*>(t.raw()), t.nbytes());  // empty: no buffer
   };
   for (const auto& [name, t] : c.tensors) add("model/" + name, t);
   const TrainState& s = c.state;
