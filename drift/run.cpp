@@ -12,6 +12,7 @@
 #include "drift/convert.h"
 #include "engine/build_info.h"
 #include "engine/data/transform.h"
+#include "engine/random.h"
 #include "models/model_file.h"
 #include "models/models.h"
 #include "models/weights_npy.h"
@@ -46,14 +47,10 @@ uint64_t fnv1a64_file(const std::string& path, uint64_t h) {
   std::vector<char> buf(1 << 16);
   while (f) {
     f.read(buf.data(), static_cast<std::streamsize>(buf.size()));
-    for (std::streamsize i = 0; i < f.gcount(); ++i) {
-      h ^= static_cast<unsigned char>(buf[static_cast<std::size_t>(i)]);
-      h *= 1099511628211ull;
-    }
+    h = fnv1a64(buf.data(), static_cast<std::size_t>(f.gcount()), h);
   }
   return h;
 }
-constexpr uint64_t kFnvBasis = 14695981039346656037ull;
 
 std::string hex64(uint64_t v) {
   std::ostringstream os;
@@ -74,7 +71,7 @@ json apply_init(const TrainRunSpec& spec, Model& model) {
     }
   };
   Policy from = model.policy;
-  uint64_t hash = kFnvBasis;
+  uint64_t hash = kFnv1a64Basis;
   json rec;
   if (fs::is_directory(path, ec)) {
     if (!spec.init_policy.empty()) from = from_init([&] { return Policy::parse(spec.init_policy); });
@@ -89,7 +86,8 @@ json apply_init(const TrainRunSpec& spec, Model& model) {
       if (const int64_t bad = first_nonfinite(p->value); bad >= 0)
         fail("train: --init ", file, ": element ", bad, " of ", name, " is not finite (in the model's ",
              dtype_name(src.dtype()), ")");
-      for (char c : name + ".npy") hash = (hash ^ static_cast<unsigned char>(c)) * 1099511628211ull;
+      const std::string file_name = name + ".npy";
+      hash = fnv1a64(file_name.data(), file_name.size(), hash);
       hash = fnv1a64_file(file, hash);
     }
     from_init([&] {

@@ -211,13 +211,22 @@ void Rng::set_state(const std::string& text) {
   *this = r;
 }
 
+uint64_t fnv1a64(const void* data, std::size_t n, uint64_t h) {
+  const unsigned char* p = static_cast<const unsigned char*>(data);
+  for (std::size_t i = 0; i < n; ++i) {
+    h ^= p[i];
+    h *= 1099511628211ull;  // FNV 64 prime
+  }
+  return h;
+}
+
 uint64_t order_hash(const std::vector<int64_t>& order) {
-  uint64_t h = 14695981039346656037ull;  // FNV-1a 64 offset basis
-  for (int64_t v : order)
-    for (int b = 0; b < 8; ++b) {
-      h ^= (static_cast<uint64_t>(v) >> (8 * b)) & 0xffu;
-      h *= 1099511628211ull;  // FNV 64 prime
-    }
+  uint64_t h = kFnv1a64Basis;
+  for (int64_t v : order) {
+    unsigned char le[8];  // little-endian whatever the host's order
+    for (int b = 0; b < 8; ++b) le[b] = static_cast<unsigned char>((static_cast<uint64_t>(v) >> (8 * b)) & 0xffu);
+    h = fnv1a64(le, 8, h);
+  }
   return h;
 }
 

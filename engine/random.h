@@ -3,6 +3,7 @@
 // conversions (see docs/POLICIES.md, knobs rng_engine and shuffle); no state is global:
 // every stream is an Rng value owned by whoever draws from it.
 #pragma once
+#include <cstddef>
 #include <array>
 #include <cmath>
 #include <cstdint>
@@ -75,6 +76,11 @@ std::vector<int64_t> permutation(int64_t n, ShuffleAlgo algo, std::mt19937& mt);
 // position), and back; mt19937_from_text throws naming `what` when the text is not one.
 std::string mt19937_text(const std::mt19937& mt);
 void mt19937_from_text(std::mt19937& mt, const std::string& text, const std::string& what);
+
+// FNV-1a 64 of n bytes, continuing from h (the offset basis to start): the content hashes runs
+// record (data order, --init sources).
+constexpr uint64_t kFnv1a64Basis = 14695981039346656037ull;
+uint64_t fnv1a64(const void* data, std::size_t n, uint64_t h = kFnv1a64Basis);
 
 // FNV-1a 64 of a permutation's indices (each as 8 little-endian bytes): one number per epoch
 // that says whether two runs saw the same batches in the same order.
