@@ -128,11 +128,11 @@ double CudaRunner::train_step(const Tensor& x, const std::vector<int32_t>& label
   cuda::DeviceTensor dz;
   double loss = device_loss(*logits, labels, dz);
   // The l2_loss mode's penalty D*sum(p^2), as Optimizer::penalty adds it on the CPU.
-  if (rule_.decay == WeightDecayMode::l2_loss && cfg_.optim.weight_decay != 0.0) {
+  if (const double d = sched_.penalty_factor(); d != 0.0) {
     double s = 0;
     for (DeviceParam* p : params)
       if (!p->is_bias || rule_.decay_bias) s += cuda::sum_squares_cuda(ctx_, p->value);
-    loss += cfg_.optim.weight_decay * s;
+    loss += d * s;
   }
   last_skip_.clear();
   if (!std::isfinite(loss)) {
