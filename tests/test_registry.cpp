@@ -50,6 +50,10 @@ const std::map<std::string, std::map<std::string, std::string>> kExpected = {
     {"sgd", {{"reference", "reference"}, {"fast", "fast"}}},
     {"adam", {{"reference", "reference"}, {"fast", "fast"}}},
     {"rmsprop", {{"reference", "reference"}, {"fast", "fast"}}},
+    {"qconv2d", {{"reference", "reference"}}},
+    {"qdense", {{"reference", "reference"}}},
+    {"qmaxpool2d", {{"reference", "reference"}}},
+    {"quantize", {{"reference", "reference"}}},
 };
 
 TEST(Registry, ListsEveryOpWithItsReferenceAndFastKernels) {

@@ -26,6 +26,7 @@
 #include "engine/ops/conv2d.h"
 #include "engine/ops/gemm.h"
 #include "engine/ops/pool2d.h"
+#include "engine/ops/quant.h"
 #include "engine/ops/rnn.h"
 #include "engine/ops/sgd.h"
 #include "engine/ops/softmax_xent.h"
@@ -64,12 +65,17 @@ struct KernelRegistry {
   OpTable<SgdKernel> sgd;
   OpTable<AdamKernel> adam;
   OpTable<RmspropKernel> rmsprop;
+  // int8 inference (quant/): quantized conv, dense, max pooling; quantize and dequantize.
+  OpTable<QConv2dKernel> qconv2d;
+  OpTable<QDenseKernel> qdense;
+  OpTable<QMaxPool2dKernel> qmaxpool2d;
+  OpTable<QuantizeKernel> quantize;
 
   // f(table) for every op table, in a fixed order (listings, tests).
   template <typename F>
   void for_each_op(F&& f) const {
     f(conv2d), f(gemm), f(rnn), f(batchnorm), f(maxpool2d), f(avgpool2d), f(activation), f(softmax_xent), f(sgd),
-        f(adam), f(rmsprop);
+        f(adam), f(rmsprop), f(qconv2d), f(qdense), f(qmaxpool2d), f(quantize);
   }
 };
 

@@ -21,6 +21,10 @@ KernelRegistry make_cpu_registry() {
   r.sgd.op = "sgd";
   r.adam.op = "adam";
   r.rmsprop.op = "rmsprop";
+  r.qconv2d.op = "qconv2d";
+  r.qdense.op = "qdense";
+  r.qmaxpool2d.op = "qmaxpool2d";
+  r.quantize.op = "quantize";
   register_conv2d_ref(r);
   register_conv2d_eigen(r);
   register_conv2d_onednn(r);
@@ -41,6 +45,7 @@ KernelRegistry make_cpu_registry() {
   register_sgd_fast(r);
   register_adaptive_ref(r);
   register_adaptive_fast(r);
+  register_quant_ref(r);
   return r;
 }
 

@@ -38,6 +38,7 @@ void register_sgd_ref(KernelRegistry&);
 void register_sgd_fast(KernelRegistry&);
 void register_adaptive_ref(KernelRegistry&);   // adam, rmsprop
 void register_adaptive_fast(KernelRegistry&);
+void register_quant_ref(KernelRegistry&);  // qconv2d, qdense, qmaxpool2d, quantize/dequantize
 
 // Runs each registered float32 GEMM once on 32x32x32 (result discarded): a library that sets
 // itself up on its first real call does it here, before a timed loop. oneDNN's sgemm takes

@@ -12,6 +12,7 @@
 #include "engine/ops/conv2d.h"
 #include "engine/ops/gemm.h"
 #include "engine/ops/pool2d.h"
+#include "engine/ops/quant.h"
 #include "engine/ops/rnn.h"
 #include "engine/ops/sgd.h"
 #include "engine/ops/softmax_xent.h"
@@ -65,5 +66,13 @@ void rnn_backward_ref(const RnnParams&, const RnnExec&, const T* x, const uint8_
 
 // SGD step (sgd_ref.cpp): p, grad, state of one parameter tensor
 void sgd_step_ref(const SgdStepParams&, Tensor& p, const Tensor& grad, Tensor& state);
+
+// int8 (quant_ref.cpp): x (N,C,H,W) int8|uint8, w (K,C,R,S) int8, bias (K) int32 | null -> y (N,K,P,Q);
+// dense x (N,in), w (out,in); quantize float32 -> int, dequantize int -> float32
+void qconv2d_forward_ref(const QConv2dParams&, const Tensor& x, const Tensor& w, const Tensor* bias, Tensor& y);
+void qdense_forward_ref(const QDenseParams&, const Tensor& x, const Tensor& w, const Tensor* bias, Tensor& y);
+void qmaxpool2d_forward_ref(const QPool2dParams&, const Tensor& x, Tensor& y);
+void quantize_forward_ref(const QuantizeParams&, const Tensor& x, Tensor& q);
+void dequantize_forward_ref(const QuantizeParams&, const Tensor& q, Tensor& x);
 
 }  // namespace driftlab

@@ -1,0 +1,116 @@
+#include "engine/ops/quant.h"
+
+#include <cmath>
+#include <limits>
+
+#include "engine/core/error.h"
+
+namespace driftlab {
+
+const char* round_rule_name(RoundRule r) {
+  switch (r) {
+    case RoundRule::half_away: return "half_away";
+    case RoundRule::half_even: return "half_even";
+  }
+  return "?";
+}
+
+const char* requant_rule_name(RequantRule r) {
+  switch (r) {
+    case RequantRule::fixed_point_double_rounding: return "fixed_point_double_rounding";
+    case RequantRule::fixed_point_single_rounding: return "fixed_point_single_rounding";
+    case RequantRule::float_multiply: return "float_multiply";
+  }
+  return "?";
+}
+
+const char* scale_op_name(ScaleOp s) {
+  switch (s) {
+    case ScaleOp::divide: return "divide";
+    case ScaleOp::mul_reciprocal: return "mul_reciprocal";
+  }
+  return "?";
+}
+
+FixedPointMultiplier quantize_multiplier(double m, bool single_rounding) {
+  check(std::isfinite(m) && m >= 0, "quantize_multiplier: multiplier ", m, " is not a finite non-negative number");
+  if (m == 0.0) return {0, 0};
+  int shift = 0;
+  const double q = std::frexp(m, &shift);  // m = q * 2^shift, q in [0.5, 1)
+  int64_t q_fixed = static_cast<int64_t>(std::round(q * static_cast<double>(int64_t{1} << 31)));  // TfLiteRound
+  if (q_fixed == (int64_t{1} << 31)) {
+    q_fixed /= 2;
+    ++shift;
+  }
+  if (shift < -31) return {0, 0};
+  if (single_rounding && shift > 30) return {INT32_MAX, 30};
+  // Double rounding shifts x left by `shift` in int32: TFLite leaves a shift above 31 undefined.
+  check(single_rounding || shift <= 31, "quantize_multiplier: multiplier ", m,
+        " needs a left shift of ", shift, " (more than 31): no int32 fixed-point form");
+  return {static_cast<int32_t>(q_fixed), shift};
+}
+
+void Requant::validate(const char* op, int64_t num_channels) const {
+  check(!channels.empty() && (channels.size() == 1 || static_cast<int64_t>(channels.size()) == num_channels), op,
+        ": requantization has ", channels.size(), " channels for ", num_channels, " outputs");
+  check(lo <= hi, op, ": requantization clamp [", lo, ", ", hi, "] is empty");
+  for (const RequantChannel& c : channels) {
+    if (rule == RequantRule::float_multiply) {
+      check(std::isfinite(c.scale) && c.scale > 0 && std::isfinite(c.bias), op, ": float requantization scale ",
+            c.scale, " / bias ", c.bias, " must be finite, scale positive");
+    } else {
+      check(c.fixed.m0 >= 0 && c.fixed.shift >= -31 && c.fixed.shift <= 31, op, ": fixed-point multiplier (",
+            c.fixed.m0, ", shift ", c.fixed.shift, ") out of range");
+      check(rule != RequantRule::fixed_point_single_rounding || c.fixed.shift <= 30, op,
+            ": single rounding needs shift <= 30, got ", c.fixed.shift);
+    }
+  }
+}
+
+void QuantizeParams::validate(const char* op) const {
+  check(!scale.empty() && scale.size() == zero_point.size(), op, ": ", scale.size(), " scales and ",
+        zero_point.size(), " zero points");
+  check(scale.size() == 1 || axis >= 0, op, ": ", scale.size(), " scales need a channel axis");
+  check(dtype == DType::i8 || dtype == DType::u8 || dtype == DType::i32, op, ": quantized dtype ",
+        dtype_name(dtype), " (int8, uint8 or int32)");
+  const int64_t tmin = dtype == DType::i8 ? -128 : dtype == DType::u8 ? 0 : INT32_MIN;
+  const int64_t tmax = dtype == DType::i8 ? 127 : dtype == DType::u8 ? 255 : INT32_MAX;
+  check(qmin <= qmax && qmin >= tmin && qmax <= tmax, op, ": clamp [", qmin, ", ", qmax, "] outside ",
+        dtype_name(dtype));
+  for (std::size_t i = 0; i < scale.size(); ++i)
+    check(std::isfinite(scale[i]) && scale[i] > 0, op, ": scale ", scale[i], " is not finite and positive");
+}
+
+namespace {
+
+int64_t type_extent(DType t) {  // the largest |q - zp| a value of the type can produce
+  check(t == DType::i8 || t == DType::u8, "quantized op: activation dtype ", dtype_name(t), " (int8 or uint8)");
+  return 255;
+}
+
+void check_acc_fits(const char* op, DType x, int64_t terms, bool bias) {
+  // |x - zp| <= 255 and |w| <= 128: the accumulator stays in int32 when terms*255*128 (+ a bias
+  // bounded by INT32_MAX/2, which quant/ checks) does.
+  const int64_t bound = terms * type_extent(x) * 128;
+  check(bound <= (bias ? INT32_MAX / 2 : INT32_MAX), op, ": ", terms,
+        " products per output could overflow the int32 accumulator");
+}
+
+}  // namespace
+
+void QConv2dParams::validate() const {
+  g.validate();
+  check(!g.flip, "qconv2d: flip must be resolved into the weights");
+  check(y_dtype == DType::i8 || y_dtype == DType::u8, "qconv2d: output dtype ", dtype_name(y_dtype));
+  check_acc_fits("qconv2d", x_dtype, g.c * g.r * g.s, has_bias);
+  rq.validate("qconv2d", g.k);
+}
+
+void QDenseParams::validate() const {
+  check(n >= 0 && in > 0 && out > 0, "qdense: sizes n=", n, " in=", in, " out=", out);
+  check(y_dtype == DType::i8 || y_dtype == DType::u8, "qdense: output dtype ", dtype_name(y_dtype));
+  check_acc_fits("qdense", x_dtype, in, has_bias);
+  rq.validate("qdense", out);
+}
+
+}  // namespace driftlab

@@ -1,0 +1,262 @@
+// Integer (int8/uint8) ops: quantize, dequantize, requantize, and the quantized convolution,
+// dense layer and max pooling. Everything a toolchain decides (TFLite, PyTorch's engines, ONNX
+// Runtime) arrives here already resolved into numbers and arithmetic-named rules by quant/
+// (quant/scheme.h): scales, zero points, fixed-point multipliers and shifts, a rounding rule, the
+// clamp range. No scheme name reaches these functions.
+//
+// Every rounding is written out below and needs no floating-point environment: round_half_even
+// does not call nearbyint (which follows fesetround), so a kernel's bits never depend on a mode
+// left behind by other code.
+//
+// The quantized-value convention shared by every op: a tensor of int8 or uint8 values q with a
+// scale s (float32) and zero point zp (int32) stands for the real values s * (q - zp).
+#pragma once
+#include <cmath>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "engine/core/host_device.h"
+#include "engine/core/tensor.h"
+#include "engine/ops/conv2d.h"
+#include "engine/ops/pool2d.h"
+
+namespace driftlab {
+
+// Ties of a float-to-integer rounding.
+enum class RoundRule {
+  half_away,  // std::round: TFLite's TfLiteRound, gemmlowp
+  half_even,  // nearbyint under FE_TONEAREST: PyTorch (ATen, qnnpack, oneDNN), numpy.round (ONNX Runtime)
+};
+const char* round_rule_name(RoundRule r);
+
+// Rounds v to an integer-valued float. Exact for every float: v - floor(v) is exact below 2^23
+// and every float at or above 2^23 is already an integer.
+template <typename F>
+DL_HOST_DEVICE inline F round_with(F v, RoundRule rule) {
+  if (!(v == v)) return v;  // NaN stays NaN; the caller decides what it becomes
+  F f = std::floor(v);
+  F frac = v - f;
+  if (frac > F(0.5)) return f + F(1);
+  if (frac < F(0.5)) return f;
+  // a tie: x.5 exactly
+  if (rule == RoundRule::half_away) return v < F(0) ? f : f + F(1);
+  F half = f * F(0.5);
+  return std::floor(half) == half ? f : f + F(1);  // f even: keep it
+}
+
+// --------------------------------------------------------------------------------------------
+// Fixed-point requantization (gemmlowp, TFLite). A real multiplier M in (0, 1) or above is held as
+// an int32 m0 in [2^30, 2^31) and a shift with M ~= m0 * 2^(shift - 31).
+
+struct FixedPointMultiplier {
+  int32_t m0 = 0;
+  int32_t shift = 0;
+};
+
+// TFLite QuantizeMultiplier (tensorflow/lite/kernels/internal/quantization_util.cc): M == 0 gives
+// (0, 0); q = frexp(M, &shift); m0 = round_half_away(q * 2^31) (int64); m0 == 2^31 halves it and
+// adds one to shift; a shift below -31 gives (0, 0) (every bit would be shifted out). With
+// single_rounding (TFLITE_SINGLE_ROUNDING), a shift above 30 saturates to (2^31 - 1, 30).
+// M must be finite and non-negative (checked: throws naming the value).
+FixedPointMultiplier quantize_multiplier(double m, bool single_rounding);
+
+// gemmlowp SaturatingRoundingDoublingHighMul: the high 32 bits of 2*a*b, rounded by a nudge of
+// +2^30 (a*b >= 0) or 1-2^30 (a*b < 0) and a division by 2^31 that truncates toward zero. The
+// nudge makes ties round toward +infinity, not away from zero: 2*(-1)*2^30 / 2^32 = -0.5 gives 0,
+// -1.5 gives -1 (tests/ops/test_quant_kernels.cpp). The one overflow (a == b == INT32_MIN)
+// saturates to INT32_MAX.
+DL_HOST_DEVICE inline int32_t sat_rounding_doubling_high_mul(int32_t a, int32_t b) {
+  if (a == b && a == INT32_MIN) return INT32_MAX;
+  const int64_t ab = static_cast<int64_t>(a) * static_cast<int64_t>(b);
+  const int64_t nudge = ab >= 0 ? (int64_t{1} << 30) : (int64_t{1} - (int64_t{1} << 30));
+  return static_cast<int32_t>((ab + nudge) / (int64_t{1} << 31));  // C++ '/' truncates toward zero
+}
+
+// gemmlowp RoundingDivideByPOT: x / 2^e rounded half away from zero, e in [0, 31]
+// (mask = 2^e - 1 formed in int64 so that e = 31 is defined).
+DL_HOST_DEVICE inline int32_t rounding_divide_by_pot(int32_t x, int e) {
+  const int32_t mask = static_cast<int32_t>((int64_t{1} << e) - 1);
+  const int32_t remainder = x & mask;
+  const int32_t threshold = (mask >> 1) + (x < 0 ? 1 : 0);
+  return (x >> e) + (remainder > threshold ? 1 : 0);  // >> of a negative int32: arithmetic (C++20, every compiler)
+}
+
+// TFLite MultiplyByQuantizedMultiplier, double rounding (the default build): left shift
+// max(shift, 0) (wrapping in two's complement as TFLite's int32 product does on every target),
+// the rounding doubling high multiply, then a rounding right shift by max(-shift, 0).
+DL_HOST_DEVICE inline int32_t mbqm_double_rounding(int32_t x, FixedPointMultiplier m) {
+  const int left = m.shift > 0 ? m.shift : 0;
+  const int right = m.shift > 0 ? 0 : -m.shift;
+  const int32_t shifted = static_cast<int32_t>(static_cast<uint32_t>(x) << left);
+  return rounding_divide_by_pot(sat_rounding_doubling_high_mul(shifted, m.m0), right);
+}
+
+// TFLite MultiplyByQuantizedMultiplier under TFLITE_SINGLE_ROUNDING: one rounding in int64,
+// (x * m0 + 2^(30 - shift)) >> (31 - shift), shift in [-31, 30]. A result outside int32 (TFLite
+// DCHECKs it cannot happen) saturates here.
+DL_HOST_DEVICE inline int32_t mbqm_single_rounding(int32_t x, FixedPointMultiplier m) {
+  const int total = 31 - m.shift;
+  const int64_t round = int64_t{1} << (total - 1);
+  int64_t r = (static_cast<int64_t>(x) * m.m0 + round) >> total;
+  if (r > INT32_MAX) r = INT32_MAX;
+  if (r < INT32_MIN) r = INT32_MIN;
+  return static_cast<int32_t>(r);
+}
+
+// --------------------------------------------------------------------------------------------
+// Requantization: an int32 accumulator to an output integer.
+
+enum class RequantRule {
+  fixed_point_double_rounding,  // TFLite default: mbqm_double_rounding
+  fixed_point_single_rounding,  // TFLite with TFLITE_SINGLE_ROUNDING
+  float_multiply,               // PyTorch engines, ONNX Runtime MLAS: round(float(acc) [+ bias] * scale)
+};
+const char* requant_rule_name(RequantRule r);
+
+// One output channel's numbers.
+struct RequantChannel {
+  FixedPointMultiplier fixed;  // fixed-point rules
+  float scale = 0.f;           // float_multiply: the multiplier (s_in * s_w / s_out, formed by quant/)
+  float bias = 0.f;            // float_multiply: added to float(acc) before the multiply (oneDNN, fbgemm)
+};
+
+struct Requant {
+  RequantRule rule = RequantRule::float_multiply;
+  RoundRule round = RoundRule::half_even;  // float_multiply's rounding (the fixed rules round as written above)
+  int32_t zero_point = 0;                  // added after the multiply
+  int32_t lo = 0, hi = 255;                // clamp of the result (ReLU fused: lo = max(qmin, zero_point))
+  std::vector<RequantChannel> channels;    // one per output channel, or one for every channel
+
+  const RequantChannel& channel(int64_t c) const { return channels.size() == 1 ? channels[0] : channels[c]; }
+  void validate(const char* op, int64_t num_channels) const;  // throws naming op and the bad field
+};
+
+// acc already holds any int32 bias. Float rule: v = float(acc) + bias (only when bias != 0: adding
+// +0.f would turn -0 into +0, which rounds the same, so this is only a speed choice), v *= scale,
+// clamped to [lo - zp, hi - zp] in float (which also sends NaN to lo - zp and saturates infinities),
+// rounded, plus zp. Fixed rules: mbqm(acc) + zp, clamped.
+DL_HOST_DEVICE inline int32_t requantize_one(int32_t acc, const RequantChannel& ch, RequantRule rule,
+                                             RoundRule round, int32_t zp, int32_t lo, int32_t hi) {
+  if (rule == RequantRule::float_multiply) {
+    float v = static_cast<float>(acc);
+    if (ch.bias != 0.f) v = v + ch.bias;
+    v = v * ch.scale;
+    const float flo = static_cast<float>(lo - zp), fhi = static_cast<float>(hi - zp);
+    v = v < flo ? flo : v;  // NaN compares false twice: becomes flo below
+    v = v > fhi ? fhi : v;
+    if (!(v == v)) v = flo;
+    return static_cast<int32_t>(round_with(v, round)) + zp;
+  }
+  int64_t r = rule == RequantRule::fixed_point_double_rounding ? mbqm_double_rounding(acc, ch.fixed)
+                                                               : mbqm_single_rounding(acc, ch.fixed);
+  r += zp;
+  return static_cast<int32_t>(r < lo ? lo : (r > hi ? hi : r));
+}
+
+// --------------------------------------------------------------------------------------------
+// Quantize (float -> int) and dequantize (int -> float).
+
+enum class ScaleOp {
+  divide,          // x / s: TFLite Quantize, ONNX QuantizeLinear
+  mul_reciprocal,  // x * (1/s) with 1/s rounded to float32 first: PyTorch quantize_per_tensor
+};
+const char* scale_op_name(ScaleOp s);
+
+struct QuantizeParams {
+  std::vector<float> scale;  // one, or one per channel of `axis`
+  std::vector<int32_t> zero_point;
+  int axis = -1;             // the channel axis when per channel (-1: per tensor)
+  ScaleOp op = ScaleOp::divide;
+  RoundRule round = RoundRule::half_even;
+  int32_t qmin = -128, qmax = 127;  // clamp (the storage type's range or narrower)
+  DType dtype = DType::i8;          // int8, uint8 or int32 (biases)
+  void validate(const char* op) const;
+};
+
+// q = clamp(round(x op s) + zp, qmin, qmax), the clamp done in float before the conversion to
+// int (so infinities saturate and NaN becomes qmin). x/s and x*(1/s) are float32 operations.
+DL_HOST_DEVICE inline int32_t quantize_one(float x, float scale, float inv_scale, int32_t zp, ScaleOp op,
+                                           RoundRule round, int32_t qmin, int32_t qmax) {
+  float v = op == ScaleOp::divide ? x / scale : x * inv_scale;
+  v = round_with(v, round);
+  const float flo = static_cast<float>(qmin) - static_cast<float>(zp);
+  const float fhi = static_cast<float>(qmax) - static_cast<float>(zp);
+  if (!(v >= flo)) v = flo;  // also NaN
+  if (v > fhi) v = fhi;
+  return static_cast<int32_t>(v) + zp;
+}
+
+// y = (float)(q - zp) * s: the integer difference is exact, then one float32 multiply
+// (torch dequantize, TFLite Dequantize, ONNX DequantizeLinear all compute this).
+DL_HOST_DEVICE inline float dequantize_one(int32_t q, int32_t zp, float scale) {
+  return static_cast<float>(q - zp) * scale;
+}
+
+// --------------------------------------------------------------------------------------------
+// Quantized convolution and dense layer: acc[k] = sum over the window of (x_q - x_zp) * w_q
+// (the weight zero point is 0 in every scheme driftlab models: symmetric weights), plus the int32
+// bias, in int32 (exact: every term is an integer; the build refuses shapes whose sum could leave
+// int32), then requantized. Padding reads x_zp (the real value 0).
+
+struct QConv2dParams {
+  Conv2dParams g;                 // geometry (flip must be false: quant/ flips the weights once)
+  DType x_dtype = DType::u8, y_dtype = DType::u8;
+  int32_t x_zero_point = 0;
+  bool has_bias = false;          // an int32 bias (K) added to the accumulator
+  Requant rq;
+  void validate() const;          // throws naming what is wrong
+};
+
+struct QDenseParams {
+  int64_t n = 1, in = 1, out = 1;  // x (n,in) . w (out,in)^T
+  DType x_dtype = DType::u8, y_dtype = DType::u8;
+  int32_t x_zero_point = 0;
+  bool has_bias = false;
+  Requant rq;
+  void validate() const;
+};
+
+// Max pooling on quantized values: the integer max (monotone in the real value for any positive
+// scale), input and output sharing scale and zero point (what PyTorch's, TFLite's and ORT's
+// quantized max pools do). The geometry's padding reads the type's minimum.
+struct QPool2dParams {
+  Pool2dParams g;
+  DType dtype = DType::u8;
+};
+
+using QConv2dForwardFn = void (*)(const QConv2dParams&, const Tensor& x, const Tensor& w, const Tensor* bias,
+                                  Tensor& y);
+using QDenseForwardFn = void (*)(const QDenseParams&, const Tensor& x, const Tensor& w, const Tensor* bias,
+                                 Tensor& y);
+using QMaxPool2dForwardFn = void (*)(const QPool2dParams&, const Tensor& x, Tensor& y);
+using QuantizeFn = void (*)(const QuantizeParams&, const Tensor& x, Tensor& q);
+using DequantizeFn = void (*)(const QuantizeParams&, const Tensor& q, Tensor& x);
+
+struct QConv2dKernel {
+  const char* name = nullptr;
+  const char* supports_doc = nullptr;
+  bool (*supports)(const QConv2dParams&, DType) = nullptr;
+  QConv2dForwardFn forward = nullptr;
+};
+struct QDenseKernel {
+  const char* name = nullptr;
+  const char* supports_doc = nullptr;
+  bool (*supports)(const QDenseParams&, DType) = nullptr;
+  QDenseForwardFn forward = nullptr;
+};
+struct QMaxPool2dKernel {
+  const char* name = nullptr;
+  const char* supports_doc = nullptr;
+  bool (*supports)(const QPool2dParams&, DType) = nullptr;
+  QMaxPool2dForwardFn forward = nullptr;
+};
+struct QuantizeKernel {
+  const char* name = nullptr;
+  const char* supports_doc = nullptr;
+  bool (*supports)(const QuantizeParams&, DType) = nullptr;
+  QuantizeFn quantize = nullptr;
+  DequantizeFn dequantize = nullptr;
+};
+
+}  // namespace driftlab

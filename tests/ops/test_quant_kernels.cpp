@@ -1,0 +1,286 @@
+// The integer kernels of engine/ops/quant.h and kernels/cpu/ref/quant_ref.cpp against values
+// computed by hand (each case's comment shows the arithmetic): every rounding rule at its ties,
+// both signs; TFLite's QuantizeMultiplier at its edges (a mantissa that rounds up to 2^31,
+// multipliers below 2^-31, shifts beyond 30/31); gemmlowp's fixed-point multiply with double and
+// single rounding; the float requantization; quantize by division vs by the reciprocal; and the
+// quantized conv, dense and max pool on tiny inputs.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <limits>
+
+#include "kernels/cpu/ref/ref.h"
+#include "tests/test_util.h"
+
+namespace driftlab {
+namespace {
+
+TEST(QuantRounding, TiesHalfAwayAndHalfEvenBothSigns) {
+  struct Case {
+    float v, away, even;
+  };
+  const Case cases[] = {{0.5f, 1, 0},   {-0.5f, -1, 0},  {1.5f, 2, 2},    {-1.5f, -2, -2}, {2.5f, 3, 2},
+                        {-2.5f, -3, -2}, {2.4999998f, 2, 2}, {-2.5000002f, -3, -3}, {7.f, 7, 7},
+                        {16777218.f, 16777218.f, 16777218.f}, {-0.f, 0, 0}};
+  for (const Case& c : cases) {
+    EXPECT_EQ(round_with(c.v, RoundRule::half_away), c.away) << c.v;
+    EXPECT_EQ(round_with(c.v, RoundRule::half_even), c.even) << c.v;
+    EXPECT_EQ(round_with(double(c.v), RoundRule::half_even), double(c.even)) << c.v;
+  }
+  // The sign of a zero result is not kept (-0.5 gives +0 where nearbyint gives -0): every caller
+  // converts the result to an integer.
+  EXPECT_TRUE(std::isnan(round_with(std::nanf(""), RoundRule::half_even)));
+}
+
+TEST(QuantMultiplier, TfliteQuantizeMultiplierEdges) {
+  auto qm = [](double m, bool single) { return quantize_multiplier(m, single); };
+  // 0.5 = 0.5 * 2^0 -> m0 = 0.5 * 2^31 = 2^30, shift 0
+  EXPECT_EQ(qm(0.5, false).m0, 1 << 30);
+  EXPECT_EQ(qm(0.5, false).shift, 0);
+  // 1.0 = 0.5 * 2^1
+  EXPECT_EQ(qm(1.0, false).m0, 1 << 30);
+  EXPECT_EQ(qm(1.0, false).shift, 1);
+  // 0.75 -> 0.75 * 2^31 = 1610612736
+  EXPECT_EQ(qm(0.75, false).m0, 1610612736);
+  // mantissa 1 - 2^-34: q * 2^31 = 2^31 - 1/8 rounds to 2^31 -> halved to 2^30, shift -3 + 1
+  const double m = (1.0 - std::ldexp(1.0, -34)) * 0.125;
+  EXPECT_EQ(qm(m, false).m0, 1 << 30);
+  EXPECT_EQ(qm(m, false).shift, -2);
+  // 2^-32 = 0.5 * 2^-31: the smallest shift kept
+  EXPECT_EQ(qm(std::ldexp(1.0, -32), false).m0, 1 << 30);
+  EXPECT_EQ(qm(std::ldexp(1.0, -32), false).shift, -31);
+  // below: 2^-33 = 0.5 * 2^-32, shift < -31 -> (0, 0), every output becomes the zero point
+  EXPECT_EQ(qm(std::ldexp(1.0, -33), false).m0, 0);
+  EXPECT_EQ(qm(std::ldexp(1.0, -33), false).shift, 0);
+  EXPECT_EQ(qm(1e-12, true).m0, 0);
+  // zero
+  EXPECT_EQ(qm(0.0, false).m0, 0);
+  // single rounding saturates a shift above 30: 2^31 = 0.5 * 2^32 -> (2^31 - 1, 30)
+  EXPECT_EQ(qm(std::ldexp(1.0, 31), true).m0, INT32_MAX);
+  EXPECT_EQ(qm(std::ldexp(1.0, 31), true).shift, 30);
+  // double rounding has no form for a left shift of 32
+  EXPECT_THROW(qm(std::ldexp(1.0, 31), false), Error);
+  EXPECT_THROW(qm(-0.5, false), Error);
+  EXPECT_THROW(qm(std::nan(""), false), Error);
+}
+
+TEST(QuantFixedPoint, HighMulAndDivideByPotRoundTheirOwnWays) {
+  const int32_t h = 1 << 30;  // 0.5 as a Q31 multiplier
+  // 2*a*b/2^32 with a*b = +-2^30 * k:
+  EXPECT_EQ(sat_rounding_doubling_high_mul(1, h), 1);    // +0.5 -> 1
+  EXPECT_EQ(sat_rounding_doubling_high_mul(-1, h), 0);   // -0.5 -> 0 (ties toward +inf)
+  EXPECT_EQ(sat_rounding_doubling_high_mul(3, h), 2);    // +1.5 -> 2
+  EXPECT_EQ(sat_rounding_doubling_high_mul(-3, h), -1);  // -1.5 -> -1
+  EXPECT_EQ(sat_rounding_doubling_high_mul(h, h), 1 << 29);
+  EXPECT_EQ(sat_rounding_doubling_high_mul(INT32_MIN, INT32_MIN), INT32_MAX);  // the one overflow
+  EXPECT_EQ(sat_rounding_doubling_high_mul(INT32_MIN, INT32_MAX), -INT32_MAX);  // -(2^31-1) exactly
+  // x / 2^e, ties away from zero
+  EXPECT_EQ(rounding_divide_by_pot(3, 1), 2);    // 1.5
+  EXPECT_EQ(rounding_divide_by_pot(-3, 1), -2);  // -1.5
+  EXPECT_EQ(rounding_divide_by_pot(-1, 1), -1);  // -0.5
+  EXPECT_EQ(rounding_divide_by_pot(1, 1), 1);    // 0.5
+  EXPECT_EQ(rounding_divide_by_pot(-5, 2), -1);  // -1.25
+  EXPECT_EQ(rounding_divide_by_pot(-6, 2), -2);  // -1.5
+  EXPECT_EQ(rounding_divide_by_pot(INT32_MAX, 31), 1);   // 0.99999999953
+  EXPECT_EQ(rounding_divide_by_pot(INT32_MIN, 31), -1);  // -1 exactly
+  EXPECT_EQ(rounding_divide_by_pot(1 << 30, 31), 1);     // 0.5 -> 1
+  EXPECT_EQ(rounding_divide_by_pot(-(1 << 30), 31), -1); // -0.5 -> -1
+  EXPECT_EQ(rounding_divide_by_pot(7, 0), 7);
+}
+
+TEST(QuantFixedPoint, DoubleAndSingleRoundingDisagreeWhereTheyShould) {
+  const FixedPointMultiplier quarter{1 << 30, -1};  // 0.25
+  // double: high mul exact, then the divide rounds ties away from zero
+  EXPECT_EQ(mbqm_double_rounding(2, quarter), 1);    // 0.5 -> 1
+  EXPECT_EQ(mbqm_double_rounding(-2, quarter), -1);  // -0.5 -> -1
+  EXPECT_EQ(mbqm_double_rounding(-6, quarter), -2);  // -1.5 -> -2
+  // single: (x*m0 + 2^31) >> 32 rounds ties toward +inf
+  EXPECT_EQ(mbqm_single_rounding(2, quarter), 1);    // 0.5 -> 1
+  EXPECT_EQ(mbqm_single_rounding(-2, quarter), 0);   // -0.5 -> 0
+  EXPECT_EQ(mbqm_single_rounding(-6, quarter), -1);  // -1.5 -> -1
+  // double rounding's classic error: x = 1, M = 0.25 + 2^-32 (m0 = 2^30 + 1, shift -1). The high
+  // mul gives (2^30+1 + 2^30)/2^31 -> 1 (0.50000000047 rounded), then 1/2 -> 1; one rounding of
+  // 0.25000000023 gives 0.
+  const FixedPointMultiplier m{(1 << 30) + 1, -1};
+  EXPECT_EQ(mbqm_double_rounding(1, m), 1);
+  EXPECT_EQ(mbqm_single_rounding(1, m), 0);
+  // left shifts: M = 2 (m0 2^30, shift 2): 3 -> 12 << ... 3*2 = 6
+  EXPECT_EQ(mbqm_double_rounding(3, {1 << 30, 2}), 6);
+  EXPECT_EQ(mbqm_single_rounding(3, {1 << 30, 2}), 6);
+  // a multiplier of 0 (below 2^-31): every accumulator becomes 0
+  EXPECT_EQ(mbqm_double_rounding(INT32_MAX, {0, 0}), 0);
+  EXPECT_EQ(mbqm_double_rounding(INT32_MIN, {0, 0}), 0);
+  // the smallest shift, -31 (M = 2^-32): 2^30 * M = 0.25 -> 0
+  EXPECT_EQ(mbqm_double_rounding(1 << 30, {1 << 30, -31}), 0);
+  // (2^31 - 1) * M = 0.49999999977, but the high mul rounds to 2^30 first and 2^30 / 2^31 = 0.5
+  // then rounds away: 1 (single rounding: 0)
+  EXPECT_EQ(mbqm_double_rounding(INT32_MAX, {1 << 30, -31}), 1);
+  EXPECT_EQ(mbqm_single_rounding(INT32_MAX, {1 << 30, -31}), 0);
+  // -2^31 * M = -0.5: high mul -2^30 exactly, then the divide's tie goes away from zero: -1
+  EXPECT_EQ(mbqm_double_rounding(INT32_MIN, {1 << 30, -31}), -1);
+}
+
+TEST(QuantRequant, FloatMultiplyRoundsThenAddsZeroPointThenClamps) {
+  RequantChannel ch;
+  ch.scale = 0.5f;
+  auto rq = [&](int32_t acc, RoundRule r, int32_t zp = 10, int32_t lo = 0, int32_t hi = 255) {
+    return requantize_one(acc, ch, RequantRule::float_multiply, r, zp, lo, hi);
+  };
+  EXPECT_EQ(rq(1, RoundRule::half_even), 10);   // 0.5 -> 0
+  EXPECT_EQ(rq(1, RoundRule::half_away), 11);   // 0.5 -> 1
+  EXPECT_EQ(rq(5, RoundRule::half_even), 12);   // 2.5 -> 2
+  EXPECT_EQ(rq(-1, RoundRule::half_even), 10);  // -0.5 -> -0
+  EXPECT_EQ(rq(-1, RoundRule::half_away), 9);   // -0.5 -> -1
+  EXPECT_EQ(rq(-100, RoundRule::half_even), 0);   // -50 + 10 clamps at 0
+  EXPECT_EQ(rq(1000, RoundRule::half_even), 255);  // 500 + 10 clamps at 255
+  EXPECT_EQ(rq(INT32_MAX, RoundRule::half_even), 255);
+  EXPECT_EQ(rq(-7, RoundRule::half_even, 10, 10, 255), 10);  // ReLU fused: clamp low at the zero point
+  // 5 * 0.1f = 0.50000000745 rounds (float32) to exactly 0.5: a tie that only the float product makes
+  ch.scale = 0.1f;
+  EXPECT_EQ(rq(5, RoundRule::half_even, 0), 0);
+  EXPECT_EQ(rq(5, RoundRule::half_away, 0), 1);
+  // a float bias is added to float(acc) before the multiply: (1 + 0.25) * 0.5 = 0.625 -> 1
+  ch.scale = 0.5f;
+  ch.bias = 0.25f;
+  EXPECT_EQ(rq(1, RoundRule::half_even, 0), 1);
+  // float(acc) rounds large accumulators: 2^24 + 1 becomes 2^24 before the multiply
+  ch.bias = 0.f;
+  ch.scale = 1.f;
+  EXPECT_EQ(requantize_one((1 << 24) + 1, ch, RequantRule::float_multiply, RoundRule::half_even, 0, INT32_MIN / 2,
+                           INT32_MAX / 2),
+            1 << 24);
+}
+
+TEST(QuantRequant, FixedPointRulesAddZeroPointAfterTheMultiply) {
+  RequantChannel ch;
+  ch.fixed = {1 << 30, 0};  // 0.5
+  auto rq = [&](int32_t acc, RequantRule rule) { return requantize_one(acc, ch, rule, RoundRule::half_away, -5, -128, 127); };
+  EXPECT_EQ(rq(1, RequantRule::fixed_point_double_rounding), -4);   // 0.5 -> 1
+  EXPECT_EQ(rq(-1, RequantRule::fixed_point_double_rounding), -5);  // -0.5 -> 0 (the high mul's tie)
+  EXPECT_EQ(rq(-3, RequantRule::fixed_point_single_rounding), -6);  // -1.5 -> -1
+  EXPECT_EQ(rq(1000, RequantRule::fixed_point_double_rounding), 127);
+  EXPECT_EQ(rq(-1000, RequantRule::fixed_point_single_rounding), -128);
+}
+
+TEST(QuantQuantize, DivisionAndReciprocalDifferOnFbgemmsExample) {
+  // FBGEMM's documented case: x / s = 127.49999... but x * (1/s) rounds to 127.5 in float32 and
+  // then to 128 (half even): PyTorch quantizes by the reciprocal, TFLite and ONNX by division.
+  const float x = 0.273939937f, s = 0.00214854861f, inv = 1.0f / s;
+  EXPECT_EQ(quantize_one(x, s, inv, 0, ScaleOp::divide, RoundRule::half_even, 0, 255), 127);
+  EXPECT_EQ(quantize_one(x, s, inv, 0, ScaleOp::mul_reciprocal, RoundRule::half_even, 0, 255), 128);
+  // ties: zp added after the rounding; half even vs away
+  EXPECT_EQ(quantize_one(0.5f, 1.f, 1.f, 1, ScaleOp::mul_reciprocal, RoundRule::half_even, 0, 255), 1);
+  EXPECT_EQ(quantize_one(0.5f, 1.f, 1.f, 1, ScaleOp::divide, RoundRule::half_away, 0, 255), 2);
+  EXPECT_EQ(quantize_one(-2.5f, 1.f, 1.f, 0, ScaleOp::divide, RoundRule::half_even, -128, 127), -2);
+  EXPECT_EQ(quantize_one(-2.5f, 1.f, 1.f, 0, ScaleOp::divide, RoundRule::half_away, -128, 127), -3);
+  // saturation, infinities, NaN (to qmin: what PyTorch's nearbyint-then-clamp gives on x86)
+  EXPECT_EQ(quantize_one(1e30f, 0.1f, 10.f, 0, ScaleOp::divide, RoundRule::half_even, -127, 127), 127);
+  EXPECT_EQ(quantize_one(-INFINITY, 0.1f, 10.f, 3, ScaleOp::divide, RoundRule::half_even, -128, 127), -128);
+  EXPECT_EQ(quantize_one(std::nanf(""), 0.1f, 10.f, 3, ScaleOp::divide, RoundRule::half_even, 0, 255), 0);
+  EXPECT_EQ(dequantize_one(0, 128, 0.5f), -64.f);
+  EXPECT_EQ(dequantize_one(-128, -128, 0.5f), 0.f);
+}
+
+TEST(QuantQuantize, PerChannelTensorRoundTrip) {
+  QuantizeParams p;
+  p.scale = {0.5f, 0.25f};
+  p.zero_point = {0, 2};
+  p.axis = 1;
+  p.dtype = DType::i8;
+  p.qmin = -127;
+  p.op = ScaleOp::divide;
+  p.round = RoundRule::half_even;
+  Tensor x = Tensor::from<float>({2, 2, 2}, {0.25f, -1.f, 0.125f, 100.f, -0.75f, 1.f, -0.375f, -100.f});
+  Tensor q(x.shape(), DType::i8);
+  quantize_forward_ref(p, x, q);
+  // channel 0 (s .5, zp 0): .25/.5=.5 -> 0; -2; channel 1 (s .25, zp 2): .5 -> 0 + 2 = 2; 400 -> 127 (clamp)
+  // n=1: ch0: -1.5 -> -2; 2 -> 2; ch1: -1.5 -> -2 + 2 = 0; -400 -> -127
+  EXPECT_EQ(std::vector<double>({q.at(0), q.at(1), q.at(2), q.at(3), q.at(4), q.at(5), q.at(6), q.at(7)}),
+            std::vector<double>({0, -2, 2, 127, -2, 2, 0, -127}));
+  Tensor back(x.shape(), DType::f32);
+  dequantize_forward_ref(p, q, back);
+  EXPECT_EQ(back.at(1), -1.0);
+  EXPECT_EQ(back.at(3), 0.25 * 125);
+  p.scale = {0.f, 1.f};
+  EXPECT_THROW(quantize_forward_ref(p, x, q), Error);
+}
+
+Requant float_rq(float scale, int32_t zp, RoundRule r) {
+  Requant rq;
+  rq.rule = RequantRule::float_multiply;
+  rq.round = r;
+  rq.zero_point = zp;
+  rq.lo = 0;
+  rq.hi = 255;
+  rq.channels = {RequantChannel{{}, scale, 0.f}};
+  return rq;
+}
+
+TEST(QuantConv, HandComputedUint8WithZeroPointsBiasAndPadding) {
+  QConv2dParams p;
+  p.g.c = 1, p.g.h = p.g.w = 3, p.g.k = 1, p.g.r = p.g.s = 2;
+  p.x_dtype = p.y_dtype = DType::u8;
+  p.x_zero_point = 3;
+  p.has_bias = true;
+  p.rq = float_rq(0.5f, 100, RoundRule::half_even);
+  Tensor x = Tensor::from<uint8_t>({1, 1, 3, 3}, {1, 2, 3, 4, 5, 6, 7, 8, 9});
+  Tensor w = Tensor::from<int8_t>({1, 1, 2, 2}, {1, -1, 2, 0});
+  Tensor b = Tensor::from<int32_t>({1}, {4});
+  Tensor y(p.g.y_shape(), DType::u8);
+  qconv2d_forward_ref(p, x, w, &b, y);
+  // x - 3 = [-2 -1 0; 1 2 3; 4 5 6]; windows . [1 -1; 2 0] = 1, 3, 7, 9; + 4 = 5, 7, 11, 13;
+  // * 0.5 = 2.5, 3.5, 5.5, 6.5 -> half even 2, 4, 6, 6; + 100
+  EXPECT_EQ(std::vector<double>({y.at(0), y.at(1), y.at(2), y.at(3)}), std::vector<double>({102, 104, 106, 106}));
+  // padding reads the zero point: top-left output of a 1-padded conv sees only x[0][0] under w[1][1] = 0
+  p.g.pad_t = p.g.pad_l = p.g.pad_b = p.g.pad_r = 1;
+  Tensor y2(p.g.y_shape(), DType::u8);
+  qconv2d_forward_ref(p, x, w, &b, y2);
+  EXPECT_EQ(y2.at(0), 102);  // (0 + 4) * 0.5 = 2 -> 102
+  // wrong dtypes and a missing bias are refused by name
+  Tensor xi = Tensor::from<int8_t>({1, 1, 3, 3}, {1, 2, 3, 4, 5, 6, 7, 8, 9});
+  EXPECT_THROW(qconv2d_forward_ref(p, xi, w, &b, y2), Error);
+  EXPECT_THROW(qconv2d_forward_ref(p, x, w, nullptr, y2), Error);
+}
+
+TEST(QuantDense, HandComputedInt8OutputWithFixedPointRequant) {
+  QDenseParams p;
+  p.n = 1, p.in = 3, p.out = 2;
+  p.x_dtype = DType::u8;
+  p.y_dtype = DType::i8;
+  p.x_zero_point = 128;
+  p.rq.rule = RequantRule::fixed_point_double_rounding;
+  p.rq.zero_point = 0;
+  p.rq.lo = -128, p.rq.hi = 127;
+  p.rq.channels = {RequantChannel{{1 << 30, 0}, 0.f, 0.f}};  // 0.5
+  Tensor x = Tensor::from<uint8_t>({1, 3}, {10, 0, 255});
+  Tensor w = Tensor::from<int8_t>({2, 3}, {1, 1, 1, -128, 0, 127});
+  Tensor y({1, 2}, DType::i8);
+  qdense_forward_ref(p, x, w, nullptr, y);
+  // x - 128 = [-118 -128 127]; row 0: -119 * 0.5 = -59.5 -> the high mul's tie goes up: -59
+  // row 1: 15104 + 16129 = 31233 * 0.5 = 15616.5 -> 15617 -> clamped to 127
+  EXPECT_EQ(y.at(0), -59);
+  EXPECT_EQ(y.at(1), 127);
+}
+
+TEST(QuantMaxPool, IntegerMaxAndPaddingNeverWins) {
+  QPool2dParams p;
+  p.g.c = 1, p.g.h = p.g.w = 3, p.g.kh = p.g.kw = 2, p.g.stride_h = p.g.stride_w = 2;
+  p.g.pad_b = p.g.pad_r = 1;
+  p.dtype = DType::i8;
+  Tensor x = Tensor::from<int8_t>({1, 1, 3, 3}, {-128, -5, -7, -100, -3, -9, -120, -128, -127});
+  Tensor y(p.g.y_shape(), DType::i8);
+  qmaxpool2d_forward_ref(p, x, y);
+  EXPECT_EQ(std::vector<double>({y.at(0), y.at(1), y.at(2), y.at(3)}), std::vector<double>({-3, -7, -120, -127}));
+}
+
+TEST(QuantConv, AccumulatorBoundIsCheckedAtValidation) {
+  QConv2dParams p;
+  p.g.c = 70000, p.g.h = p.g.w = 1, p.g.k = 1, p.g.r = p.g.s = 1;
+  p.rq = float_rq(1.f, 0, RoundRule::half_even);
+  EXPECT_THROW(p.validate(), Error);  // 70000 * 255 * 128 > 2^31
+  p.g.c = 60000;
+  EXPECT_NO_THROW(p.validate());
+}
+
+}  // namespace
+}  // namespace driftlab
