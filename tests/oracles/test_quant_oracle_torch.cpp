@@ -79,6 +79,19 @@ std::vector<ObsCase> obs_cases() {
     b.data<float>()[100] = -25.0f;
     cs.back().batches.push_back(b);
   }
+  // Two clusters (0.25 and 0.75, 100 each): the search ends one bin below the upper cluster
+  // (tests/quant/test_observer.cpp HistogramTwoClustersEndsOneBinShort walks it by hand).
+  {
+    std::vector<float> v(200, 0.25f);
+    std::fill(v.begin() + 100, v.end(), 0.75f);
+    cs.push_back({"two_values", {Tensor::from<float>({200}, v)}});
+  }
+  // Many batches with drifting centre and scale: several combines, fractional counts, sums
+  // whose float32 order matters.
+  cs.push_back({"many_batches", {}});
+  for (uint32_t k = 0; k < 8; ++k)
+    cs.back().batches.push_back(make_batch(90 + k, 12 * 256, normal(0.3f * static_cast<float>(k) - 1.0f,
+                                                                       0.5f + 0.4f * static_cast<float>(k % 5))));
   // One big batch, negative-only data.
   cs.push_back({"negative_single", {make_batch(70, 12 * 512, normal(-5.0f, 0.7f))}});
   return cs;
@@ -128,6 +141,19 @@ TEST(TorchQuantObserver, RangesBitExactWithTorchObservers) {
       // Tolerance 0: the same float32 operations in the same order as torch.
       EXPECT_TRUE(table.check(name, "range", range_tensor(o->range()), run.out(name, "range"), 0.0));
     }
+  }
+  // Negative control: without 1.13's int-truncated histc bounds the crossing-integer case must
+  // differ from torch, or the comparison above could not see that knob.
+  for (const ObsCase& c : obs_cases()) {
+    if (c.name != "crossing_integers") continue;
+    quant::ObserverConfig cfg;
+    cfg.kind = quant::ObserverKind::histogram;
+    cfg.histc_int_bounds = false;
+    auto o = quant::make_observer(cfg);
+    for (const Tensor& b : c.batches) o->observe(b);
+    const Tensor ref = run.out(case_name(c, "histogram"), "range");
+    const double rel = table.note(c.name + ".histogram float bounds", "range", range_tensor(o->range()), ref);
+    EXPECT_GT(rel, 0.0) << "float histc bounds give torch 1.13's range too: the knob is not exercised";
   }
   table.print();
 }
