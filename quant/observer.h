@@ -8,13 +8,16 @@
 // double where it computes in numpy float64); quant/observer.cpp cites file and function for
 // each step. The kinds:
 //   minmax          torch.ao.quantization MinMaxObserver (running min of batch mins, max of maxes);
-//                   the same range as ONNX Runtime's MinMaxCalibrater(moving_average=False)
+//                   (believed equal to ONNX Runtime's MinMaxCalibrater(moving_average=False) and
+//                   TFLite's calibrator: UNCONFIRMED, neither read for this)
 //   moving_average  torch MovingAverageMinMaxObserver (first batch sets, then m += c*(cur - m))
 //   histogram       torch 1.13 HistogramObserver: 2048-bin histogram grown across batches,
 //                   then _non_linear_param_search (L2 error against dst_nbins = 2^bits levels)
 //   percentile      ONNX Runtime HistogramCalibrater, CalibrationMethod.Percentile
 //   entropy         ONNX Runtime HistogramCalibrater, CalibrationMethod.Entropy (KL search)
 //
+// Empty batches: the torch kinds ignore them (torch returns early); percentile/entropy refuse them
+// (ORT would record a [0, 0] range for them, silently widening the range to 0).
 // Non-finite inputs: every observer throws "<kind> observer: ..." naming the first NaN/inf it
 // meets, leaving its state as it was before that batch. (torch's min/max propagate NaN into the
 // range and its histogram observer then produces a NaN or meaningless range; ORT's numpy
