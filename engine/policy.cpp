@@ -70,6 +70,9 @@ Policy Policy::tensorflow() {
   p.shuffle = ShuffleAlgo::backward_rejection;
   p.conv_backend = KernelBackend::eigen;
   p.gemm_backend = KernelBackend::eigen;
+  // A Keras model's int8 form is TFLite's (S1, S2). Theano has no int8 toolchain: the theano
+  // preset inherits this too (a Keras-on-Theano model would be converted the same way).
+  apply_quant_toolchain(p, QuantToolchain::tflite);
   return p;
 }
 
@@ -85,6 +88,81 @@ Policy Policy::theano() {
   p.cudnn_algo_search = AlgoSearch::heuristic;  // dnn.conv.algo_fwd='small': a fixed choice, no autotuning
   p.rng_engine = RngEngine::mrg31k3p;
   return p;
+}
+
+void apply_quant_toolchain(Policy& p, QuantToolchain t) {
+  p.quant_scheme = t;
+  switch (t) {
+    case QuantToolchain::tflite:  // TFLite converter, legacy quantizer (tools/optimize): docs/QUANT_SOURCES.md
+      p.quant_act_dtype = QuantActDtype::int8;
+      p.quant_act_range = QuantActRange::full;
+      p.quant_observer = QuantObserver::minmax;
+      p.quant_weight_range = QuantWeightRange::narrow;
+      p.quant_conv_weights = QuantGranularity::per_channel;
+      p.quant_dense_weights = QuantGranularity::per_tensor;
+      p.quant_weight_scale_op = WeightScaleOp::mul_inverse_range;
+      p.quant_act_scale_op = ScaleOp::divide;
+      p.quant_round = RoundRule::half_away;
+      p.quant_zp_round = RoundRule::half_away;
+      p.quant_zp_form = ZeroPointForm::round_of_difference;
+      p.quant_scale_precision = FloatType::float32;
+      p.quant_scale_floor = ScaleFloor::none;
+      p.quant_bias = QuantBias::int32_mul_reciprocal;
+      p.quant_requant = RequantRule::fixed_point_double_rounding;
+      p.quant_multiplier = QuantMultiplier::float64;
+      p.quant_bias_product = FloatType::float32;
+      p.quant_relu = QuantRelu::fused;
+      return;
+    case QuantToolchain::torch_qnnpack:
+    case QuantToolchain::torch_onednn:
+    case QuantToolchain::torch_fbgemm:  // PyTorch 1.13 get_default_qconfig(engine), eager PTQ
+      p.quant_act_dtype = QuantActDtype::uint8;
+      p.quant_act_range = t == QuantToolchain::torch_fbgemm ? QuantActRange::reduced : QuantActRange::full;
+      p.quant_observer = QuantObserver::histogram;
+      p.quant_weight_range = QuantWeightRange::full;
+      p.quant_conv_weights =
+          t == QuantToolchain::torch_qnnpack ? QuantGranularity::per_tensor : QuantGranularity::per_channel;
+      p.quant_dense_weights = p.quant_conv_weights;
+      p.quant_weight_scale_op = WeightScaleOp::mul_reciprocal;
+      p.quant_act_scale_op = ScaleOp::mul_reciprocal;
+      p.quant_round = RoundRule::half_even;
+      p.quant_zp_round = RoundRule::half_even;
+      p.quant_zp_form = ZeroPointForm::qmin_minus_round;
+      p.quant_scale_precision = FloatType::float32;
+      p.quant_scale_floor = ScaleFloor::float32_eps;
+      p.quant_bias =
+          t == QuantToolchain::torch_qnnpack ? QuantBias::int32_mul_reciprocal : QuantBias::float_in_requant;
+      p.quant_bias_product = FloatType::float64;
+      // qnnpack: (s_w*s_in)*(1/s_out), round, + zp; oneDNN: reciprocal scales, + zp before the rounding;
+      // fbgemm (read, not run): (s_in*s_w)/s_out.
+      p.quant_requant = t == QuantToolchain::torch_onednn ? RequantRule::float_multiply_add_zp : RequantRule::float_multiply;
+      p.quant_multiplier = t == QuantToolchain::torch_qnnpack  ? QuantMultiplier::float32_mul_reciprocal
+                           : t == QuantToolchain::torch_onednn ? QuantMultiplier::reciprocal_scales
+                                                               : QuantMultiplier::float32_divide;
+      p.quant_relu = QuantRelu::fused;
+      return;
+    case QuantToolchain::ort:  // onnxruntime quantize_static defaults (QDQ, QInt8/QInt8, MinMax)
+      p.quant_act_dtype = QuantActDtype::int8;
+      p.quant_act_range = QuantActRange::full;
+      p.quant_observer = QuantObserver::minmax;
+      p.quant_weight_range = QuantWeightRange::narrow;
+      p.quant_conv_weights = QuantGranularity::per_tensor;
+      p.quant_dense_weights = QuantGranularity::per_tensor;
+      p.quant_weight_scale_op = WeightScaleOp::divide;
+      p.quant_act_scale_op = ScaleOp::divide;
+      p.quant_round = RoundRule::half_even;
+      p.quant_zp_round = RoundRule::half_even;
+      p.quant_zp_form = ZeroPointForm::round_of_difference;
+      p.quant_scale_precision = FloatType::float64;
+      p.quant_scale_floor = ScaleFloor::tiny_to_one;
+      p.quant_bias = QuantBias::int32_divide_f64;
+      p.quant_bias_product = FloatType::float32;
+      p.quant_requant = RequantRule::float_multiply;
+      p.quant_multiplier = QuantMultiplier::float32_divide;  // MLAS order UNCONFIRMED (docs/QUANT_SOURCES.md)
+      p.quant_relu = QuantRelu::fused;
+      return;
+  }
+  fail("policy: unknown quant toolchain ", static_cast<int>(t));
 }
 
 void use_reference_kernels(Policy& p) {
@@ -461,6 +539,110 @@ const std::vector<KnobRow>& rows() {
          "lr_times_ratio: lr * (K.sqrt(1. - K.pow(beta_2, t)) / (1. - K.pow(beta_1, t)))", "lr_times_ratio",
          "lr_times_ratio (unused: corrected_moments)",
          kOpt + " Adam.get_updates; tensorflow/core/kernels/training_ops.cc ApplyAdamNonCuda; lasagne/updates.py adam"}));
+    // --- int8 quantization: docs/QUANT_SOURCES.md has every formula with its source ---
+    const std::string kQ = "tensorflow/lite/tools/optimize/quantization_utils.cc; "
+                           "torch/ao/quantization/observer.py + qconfig.py@1.13; "
+                           "onnxruntime/python/tools/quantization/quant_utils.py";
+    {
+      KnobInfo info{"quant_scheme", "quant", {"tflite", "torch_qnnpack", "torch_onednn", "torch_fbgemm", "ort"},
+                    "the int8 toolchain: setting it sets every quant_* knob to that toolchain's values (give it "
+                    "before any quant_* knob)",
+                    "tflite (TFLite converter, legacy quantizer)", "tflite (no Theano int8 toolchain)",
+                    "torch_qnnpack (PyTorch Mobile's engine)", kQ};
+      Accessor a = enum_accessor(&Policy::quant_scheme, info.name, info.values);
+      auto plain_set = a.set;
+      a.set = [plain_set](Policy& p, const std::string& v) {
+        plain_set(p, v);
+        apply_quant_toolchain(p, p.quant_scheme);
+      };
+      r.push_back({info, a});
+    }
+    r.push_back(enum_knob(&Policy::quant_act_dtype,
+        {"quant_act_dtype", "quant", {"int8", "uint8"}, "integer type of activations",
+         "int8", "int8", "uint8 (quint8)", kQ}));
+    r.push_back(enum_knob(&Policy::quant_act_range,
+        {"quant_act_range", "quant", {"full", "reduced"},
+         "range an activation's scale is computed for: the type's, or PyTorch reduce_range's ([0,127] / [-64,63]); "
+         "kernels still clamp to the type",
+         "full", "full", "full (qnnpack, onednn qconfigs; fbgemm: reduced)",
+         "torch/ao/quantization/utils.py calculate_qmin_qmax; qconfig.py get_default_qconfig"}));
+    r.push_back(enum_knob(&Policy::quant_observer,
+        {"quant_observer", "quant", {"minmax", "moving_average", "histogram", "percentile", "entropy"},
+         "calibration observer of activations (quant/observer.h)", "minmax (calibrator min/max)", "minmax",
+         "histogram (HistogramObserver, L2 search)",
+         "torch/ao/quantization/observer.py; onnxruntime/python/tools/quantization/calibrate.py"}));
+    r.push_back(enum_knob(&Policy::quant_weight_range,
+        {"quant_weight_range", "quant", {"full", "narrow"},
+         "int8 weight range: [-128,127] or [-127,127]; the symmetric scale is 2*amax/(qmax-qmin) "
+         "(amax/127.5 or amax/127)",
+         "narrow (amax/127)", "narrow", "full (qint8, amax/127.5)", kQ}));
+    r.push_back(enum_knob(&Policy::quant_conv_weights,
+        {"quant_conv_weights", "quant", {"per_tensor", "per_channel"}, "convolution weight scale granularity",
+         "per_channel", "per_channel", "per_tensor (qnnpack default_weight_observer)", kQ}));
+    r.push_back(enum_knob(&Policy::quant_dense_weights,
+        {"quant_dense_weights", "quant", {"per_tensor", "per_channel"}, "dense layer weight scale granularity",
+         "per_tensor (fully_connected: per-tensor)", "per_tensor", "per_tensor (qnnpack)", kQ}));
+    r.push_back(enum_knob(&Policy::quant_weight_scale_op,
+        {"quant_weight_scale_op", "quant", {"divide", "mul_reciprocal", "mul_inverse_range"},
+         "how a weight becomes an integer: w/s, w*(1/s), or w*(qmax_sym/amax)",
+         "mul_inverse_range (SymmetricPerChannelQuantizeValues)", "mul_inverse_range",
+         "mul_reciprocal (quantize_val: nearbyint(x * inv_scale))", kQ}));
+    r.push_back(enum_knob(&Policy::quant_act_scale_op,
+        {"quant_act_scale_op", "quant", {"divide", "mul_reciprocal"},
+         "how an activation is quantized: x/s or x*(1/s) (1/s in float32)", "divide (reference_ops AffineQuantize)",
+         "divide", "mul_reciprocal", kQ}));
+    r.push_back(enum_knob(&Policy::quant_round,
+        {"quant_round", "quant", {"half_away", "half_even"},
+         "rounding of activations, weights and the int32 bias", "half_away (TfLiteRound = std::round)",
+         "half_away", "half_even (nearbyint)", kQ}));
+    r.push_back(enum_knob(&Policy::quant_zp_round,
+        {"quant_zp_round", "quant", {"half_away", "half_even"}, "rounding of the activation zero point",
+         "half_away (std::round)", "half_away", "half_even (torch.round)", kQ}));
+    r.push_back(enum_knob(&Policy::quant_zp_form,
+        {"quant_zp_form", "quant", {"qmin_minus_round", "round_of_difference"},
+         "zero point as qmin - round(min/s) or round(qmin - min/s), then clamped to [qmin, qmax]",
+         "round_of_difference (GetAsymmetricQuantizationParams)", "round_of_difference",
+         "qmin_minus_round (_calculate_qparams)", kQ}));
+    r.push_back(enum_knob(&Policy::quant_scale_precision,
+        {"quant_scale_precision", "quant", {"float32", "float64"},
+         "precision of s = (max-min)/(qmax-qmin) and of the zero point formed from it (the scale is stored "
+         "as float32)",
+         "float32", "float32", "float32 (tensor math)", kQ}));
+    r.push_back(enum_knob(&Policy::quant_scale_floor,
+        {"quant_scale_floor", "quant", {"none", "float32_eps", "tiny_to_one"},
+         "what a (near-)zero scale becomes: kept, max(s, float32 eps), or 1 when below float32 tiny",
+         "none", "none", "float32_eps (observer eps)", kQ}));
+    r.push_back(enum_knob(&Policy::quant_bias,
+        {"quant_bias", "quant", {"int32_divide_f64", "int32_mul_reciprocal", "float_in_requant"},
+         "bias: int32 round(double(b)/double(s_b)), int32 round(b*(1/s_b)) (s_b = s_in*s_w), or a float added to "
+         "the float accumulator before the requantization multiply (b/s_b, or b*bs under reciprocal_scales)",
+         "int32_mul_reciprocal (SymmetricPerChannelBiasQuantize)", "int32_mul_reciprocal",
+         "int32_mul_reciprocal (qnnpack: quantize_per_tensor(b, s_w*s_in, 0, qint32); onednn, fbgemm: "
+         "float_in_requant)",
+         "aten/src/ATen/native/quantized/cpu/qconv.cpp; " + kQ}));
+    r.push_back(enum_knob(&Policy::quant_bias_product,
+        {"quant_bias_product", "quant", {"float32", "float64"},
+         "precision of the bias scale s_in*s_w (stored as float32 either way)", "float32", "float32",
+         "float64 (q_scale() * act_scale: doubles)", "aten/src/ATen/native/quantized/cpu/qconv.cpp"}));
+    r.push_back(enum_knob(&Policy::quant_requant,
+        {"quant_requant", "quant",
+         {"fixed_point_double_rounding", "fixed_point_single_rounding", "float_multiply", "float_multiply_add_zp"},
+         "int32 accumulator to int8: gemmlowp fixed-point multiplier (two roundings or one), float multiply "
+         "then round then + zp, or float multiply + zp then round (oneDNN)",
+         "fixed_point_double_rounding (MultiplyByQuantizedMultiplier)", "fixed_point_double_rounding",
+         "float_multiply (qnnpack q8gemm; onednn: float_multiply_add_zp)",
+         "tensorflow/lite/kernels/internal/common.h; aten/src/ATen/native/quantized/cpu/qnnpack/src/q8gemm"}));
+    r.push_back(enum_knob(&Policy::quant_multiplier,
+        {"quant_multiplier", "quant", {"float32_divide", "float32_mul_reciprocal", "float64", "reciprocal_scales"},
+         "how M = s_in*s_w/s_out is formed", "float64 (double products, conv)", "float64",
+         "float32_mul_reciprocal (qnnpack; onednn: reciprocal_scales)",
+         "tensorflow/lite/kernels/kernel_util.cc PopulateConvolutionQuantizationParams; "
+         "aten/src/ATen/native/quantized/cpu/QnnpackUtils.h generate_requantization_scales"}));
+    r.push_back(enum_knob(&Policy::quant_relu,
+        {"quant_relu", "quant", {"fused", "separate"},
+         "ReLU after conv/dense: the output clamp at the zero point (its range observed after the ReLU), or "
+         "its own int8 op after an output quantized with the pre-ReLU range",
+         "fused (fused_activation_function)", "fused", "fused (fuse_modules: ConvReLU2d, LinearReLU)", kQ}));
     r.push_back(enum_knob(&Policy::rng_engine,
         {"rng_engine", "random", {"mt19937_u24", "philox_u23", "mrg31k3p"},
          "random engine and float conversion used by initialisers and dropout",
@@ -605,6 +787,11 @@ Policy Policy::parse(const std::string& spec) {
     const std::string knob = kv.substr(0, eq);
     // A knob given twice is a mistake to report, not a silent "last one wins".
     check(given.insert(knob).second, "policy: knob '", knob, "' given twice in '", spec, "'");
+    // quant_scheme resets the whole quant group: a quant_* knob before it would be silently lost.
+    if (knob == "quant_scheme")
+      for (const std::string& g : given)
+        check(g == knob || g.rfind("quant_", 0) != 0, "policy: '", g, "' is given before quant_scheme in '", spec,
+              "', which resets every quant_* knob: give quant_scheme first");
     p.set(knob, kv.substr(eq + 1));
   }
   return p;
@@ -615,7 +802,11 @@ std::string Policy::to_string() const {
   std::string s = preset;
   for (const auto& r : rows()) {
     std::string v = r.access.get(*this);
-    if (v != r.access.get(base)) s += "," + r.info.name + "=" + v;
+    if (v == r.access.get(base)) continue;
+    s += "," + r.info.name + "=" + v;
+    // The quant_* knobs after it print as differences from the toolchain's values (parse applies
+    // quant_scheme first, then them).
+    if (r.info.name == "quant_scheme") r.access.set(base, v);
   }
   return s;
 }

@@ -17,6 +17,7 @@
 #include "engine/ops/adaptive.h"
 #include "engine/ops/common.h"
 #include "engine/ops/pool2d.h"
+#include "engine/ops/quant.h"
 #include "engine/ops/sgd.h"
 #include "engine/ops/softmax_xent.h"
 
@@ -84,6 +85,29 @@ enum class ModelConvPadding {
 // What an LSTM/GRU does at a padded step (a step the layer before marks as padding).
 enum class RnnMask { none, carry, zero };
 
+// --- int8 post-training quantization (quant/: resolved by quant/scheme.h into explicit op numbers) ---
+// The toolchain a quant group was set from (quant_scheme=NAME sets every quant_* knob below).
+enum class QuantToolchain { tflite, torch_qnnpack, torch_onednn, torch_fbgemm, ort };
+enum class QuantActDtype { int8, uint8 };
+enum class QuantActRange { full, reduced };      // PyTorch reduce_range: uint8 [0,127], int8 [-64,63]
+enum class QuantWeightRange { full, narrow };    // [-128,127] (PyTorch) vs [-127,127] (TFLite, ORT symmetric)
+enum class QuantGranularity { per_tensor, per_channel };
+enum class QuantObserver { minmax, moving_average, histogram, percentile, entropy };  // quant/observer.h
+// How a weight becomes an integer: w / s (ORT), w * (1/s) (PyTorch), w * (qmax_sym/amax) (TFLite).
+enum class WeightScaleOp { divide, mul_reciprocal, mul_inverse_range };
+// The zero point: qmin - round(min/s) (PyTorch _calculate_qparams) or round(qmin - min/s) (TFLite, ORT).
+enum class ZeroPointForm { qmin_minus_round, round_of_difference };
+// A floor on the scale: none (TFLite), max(s, float32 eps) (PyTorch), s < float32 tiny -> 1 (ORT).
+enum class ScaleFloor { none, float32_eps, tiny_to_one };
+// The bias: int32 round(double(b) / double(s_in*s_w)) (ORT), int32 round(b * (1/(s_in*s_w))) (TFLite,
+// qnnpack), or a float added to the float accumulator inside the requantization (oneDNN, fbgemm).
+enum class QuantBias { int32_divide_f64, int32_mul_reciprocal, float_in_requant };
+// How the requantization multiplier M = s_in*s_w/s_out is formed: float32 (s_in*s_w)/s_out (fbgemm),
+// float32 (s_w*s_in)*(1/s_out) (qnnpack), in double (TFLite), or from reciprocal scales as oneDNN takes
+// them: bs = (1/s_in)*(1/s_w), M = (1/s_out)/bs (the float bias is then b*bs).
+enum class QuantMultiplier { float32_divide, float32_mul_reciprocal, float64, reciprocal_scales };
+enum class QuantRelu { fused, separate };        // ReLU as the output clamp, or its own op on int8
+
 // CUDA execution (resolved into cuda::CudaExecParams by engine/cuda/device_net.cpp).
 enum class CudaKernels { own, vendor };          // driftlab's CUDA kernels | cuBLAS + cuDNN
 enum class AlgoSearch { heuristic, exhaustive };  // cuDNN algorithm choice
@@ -144,6 +168,26 @@ struct Policy {
   PlateauRule plateau_rule = PlateauRule::torch;
   OptimFma optim_fma = OptimFma::aten;                         // torch: add_(alpha)/addcmul_ as fma
   AdamLrTOrder adam_lr_t_order = AdamLrTOrder::lr_times_ratio; // Keras's grouping (epsilon_hat only)               // torch.optim.lr_scheduler.ReduceLROnPlateau
+  // --- int8 quantization (defaults: torch_qnnpack, PyTorch Mobile's engine; apply_quant_toolchain) ---
+  QuantToolchain quant_scheme = QuantToolchain::torch_qnnpack;
+  QuantActDtype quant_act_dtype = QuantActDtype::uint8;          // torch quint8 activations
+  QuantActRange quant_act_range = QuantActRange::full;           // qnnpack qconfig reduce_range=False
+  QuantObserver quant_observer = QuantObserver::histogram;       // get_default_qconfig: HistogramObserver
+  QuantWeightRange quant_weight_range = QuantWeightRange::full;  // qint8 [-128,127], scale amax/127.5
+  QuantGranularity quant_conv_weights = QuantGranularity::per_tensor;   // qnnpack: per-tensor weights
+  QuantGranularity quant_dense_weights = QuantGranularity::per_tensor;
+  WeightScaleOp quant_weight_scale_op = WeightScaleOp::mul_reciprocal;  // ATen quantize_val: x * (1/s)
+  ScaleOp quant_act_scale_op = ScaleOp::mul_reciprocal;
+  RoundRule quant_round = RoundRule::half_even;                  // nearbyint
+  RoundRule quant_zp_round = RoundRule::half_even;               // torch.round
+  ZeroPointForm quant_zp_form = ZeroPointForm::qmin_minus_round;
+  FloatType quant_scale_precision = FloatType::float32;          // float32 tensor math
+  ScaleFloor quant_scale_floor = ScaleFloor::float32_eps;
+  QuantBias quant_bias = QuantBias::int32_mul_reciprocal;
+  FloatType quant_bias_product = FloatType::float64;            // q_scale() * act_scale: Python/C++ doubles
+  RequantRule quant_requant = RequantRule::float_multiply;
+  QuantMultiplier quant_multiplier = QuantMultiplier::float32_mul_reciprocal;  // generate_requantization_scales
+  QuantRelu quant_relu = QuantRelu::fused;                       // fuse_modules: ConvReLU2d, LinearReLU
   // --- randomness ---
   RngEngine rng_engine = RngEngine::mt19937_u24;
   ShuffleAlgo shuffle = ShuffleAlgo::forward_modulo;
@@ -180,6 +224,9 @@ struct Policy {
   std::string get(const std::string& knob) const;
   void set(const std::string& knob, const std::string& value);
 };
+
+// Sets every quant_* knob to the toolchain's values (docs/POLICIES.md, quant group).
+void apply_quant_toolchain(Policy& p, QuantToolchain t);
 
 // Every CPU kernel knob (conv_backend ... sgd_backend) set to the reference: the all-reference
 // engine that tests and `explain` compare against.

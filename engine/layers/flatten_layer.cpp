@@ -7,7 +7,7 @@ namespace {
 Tensor move_channels(const Tensor& x, int64_t c, int64_t h, int64_t w, bool to_hwc) {
   const int64_t n = x.dim(0);
   Tensor y(x.shape(), x.dtype());
-  dispatch_dtype(x.dtype(), [&](auto tag) {
+  dispatch_any_dtype(x.dtype(), [&](auto tag) {  // int8 too: a quantized model flattens its integers
     using T = decltype(tag);
     const T* s = x.data<T>();
     T* d = y.data<T>();

@@ -20,6 +20,7 @@ const char* requant_rule_name(RequantRule r) {
     case RequantRule::fixed_point_double_rounding: return "fixed_point_double_rounding";
     case RequantRule::fixed_point_single_rounding: return "fixed_point_single_rounding";
     case RequantRule::float_multiply: return "float_multiply";
+    case RequantRule::float_multiply_add_zp: return "float_multiply_add_zp";
   }
   return "?";
 }
@@ -55,7 +56,7 @@ void Requant::validate(const char* op, int64_t num_channels) const {
         ": requantization has ", channels.size(), " channels for ", num_channels, " outputs");
   check(lo <= hi, op, ": requantization clamp [", lo, ", ", hi, "] is empty");
   for (const RequantChannel& c : channels) {
-    if (rule == RequantRule::float_multiply) {
+    if (rule == RequantRule::float_multiply || rule == RequantRule::float_multiply_add_zp) {
       check(std::isfinite(c.scale) && c.scale > 0 && std::isfinite(c.bias), op, ": float requantization scale ",
             c.scale, " / bias ", c.bias, " must be finite, scale positive");
     } else {

@@ -110,7 +110,8 @@ DL_HOST_DEVICE inline int32_t mbqm_single_rounding(int32_t x, FixedPointMultipli
 enum class RequantRule {
   fixed_point_double_rounding,  // TFLite default: mbqm_double_rounding
   fixed_point_single_rounding,  // TFLite with TFLITE_SINGLE_ROUNDING
-  float_multiply,               // PyTorch engines, ONNX Runtime MLAS: round(float(acc) [+ bias] * scale)
+  float_multiply,               // qnnpack, fbgemm, ONNX Runtime MLAS: round(float(acc) [+ bias] * scale) + zp
+  float_multiply_add_zp,        // oneDNN (PyTorch onednn engine): round((float(acc) [+ bias]) * scale + float(zp))
 };
 const char* requant_rule_name(RequantRule r);
 
@@ -138,6 +139,18 @@ struct Requant {
 // rounded, plus zp. Fixed rules: mbqm(acc) + zp, clamped.
 DL_HOST_DEVICE inline int32_t requantize_one(int32_t acc, const RequantChannel& ch, RequantRule rule,
                                              RoundRule round, int32_t zp, int32_t lo, int32_t hi) {
+  if (rule == RequantRule::float_multiply_add_zp) {
+    // The zero point joins before the rounding (oneDNN's output scale then shift): the clamp is
+    // then on [lo, hi] directly.
+    float v = static_cast<float>(acc);
+    if (ch.bias != 0.f) v = v + ch.bias;
+    v = v * ch.scale + static_cast<float>(zp);
+    const float flo = static_cast<float>(lo), fhi = static_cast<float>(hi);
+    v = v < flo ? flo : v;
+    v = v > fhi ? fhi : v;
+    if (!(v == v)) v = flo;
+    return static_cast<int32_t>(round_with(v, round));
+  }
   if (rule == RequantRule::float_multiply) {
     float v = static_cast<float>(acc);
     if (ch.bias != 0.f) v = v + ch.bias;

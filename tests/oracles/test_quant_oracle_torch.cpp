@@ -11,7 +11,9 @@
 
 #include <random>
 
+#include "models/models.h"
 #include "quant/observer.h"
+#include "quant/ptq.h"
 #include "tests/oracles/oracle_util.h"
 
 namespace driftlab {
@@ -176,5 +178,114 @@ TEST(TorchQuantObserver, PerChannelMinMaxBitExact) {
   EXPECT_EQ(all.max, *std::max_element(mx.begin(), mx.end()));
 }
 
+// ---------------------------------------------------------------------------------------------
+// Static PTQ of LeNet-1 and LeNet-5 against PyTorch 1.13 eager mode (QuantStub, fuse_modules,
+// get_default_qconfig(engine), prepare, calibration, convert) on its two engines here, qnnpack and
+// onednn: the same float32 weights and calibration batches. Compared bit for bit: every scale and
+// zero point the observers gave, every int8 weight and weight scale, every conv/linear's integer
+// output on a test batch, and the dequantized logits. A difference is a count of elements and
+// their largest distance in integer steps, printed; the tolerance is 0 (the formulas were pinned
+// against these engines: docs/QUANT_SOURCES.md), so any count fails.
+namespace ptq {
+
+constexpr int kCalibBatches = 4, kCalibRows = 32, kTestRows = 64;
+
+std::string torch_param(const std::string& n) {  // "0.conv2d.weight" -> "0.weight"
+  const auto a = n.find('.'), b = n.rfind('.');
+  return n.substr(0, a) + n.substr(b);
+}
+
+struct PtqCase {
+  std::string arch, engine;
+  std::string name() const { return arch + "_" + engine; }
+  std::string scheme() const { return "torch,quant_scheme=torch_" + engine; }
+};
+const std::vector<PtqCase> kCases = {{"lenet5", "qnnpack"}, {"lenet5", "onednn"}, {"lenet1", "qnnpack"},
+                                     {"lenet1", "onednn"}};
+
+Model fp32_model(const std::string& arch) { return build_model(arch, Policy::torch(), 7); }
+Tensor calib_batch(int k) { return random_tensor({kCalibRows, 1, 28, 28}, DType::f32, 300 + k, 0.0, 1.0); }
+Tensor test_input() { return random_tensor({kTestRows, 1, 28, 28}, DType::f32, 399, 0.0, 1.0); }
+
+void fill_ptq(CaseDir& d) {
+  for (const PtqCase& c : kCases) {
+    Model m = fp32_model(c.arch);
+    for (auto& np : m.net->named_params()) d.input(c.name(), "p." + torch_param(np.first), np.second->value);
+    for (int k = 0; k < kCalibBatches; ++k) d.input(c.name(), "calib" + std::to_string(k), calib_batch(k));
+    d.input(c.name(), "x", test_input());
+    d.add_case({{"name", c.name()}, {"kind", "ptq"}, {"arch", c.arch}, {"engine", c.engine},
+                {"calib_batches", kCalibBatches}});
+  }
+}
+const CaseDir& ptq_run() {
+  static const CaseDir d(oracle::torch_oracle("quant_oracle.py"), "torch_quant_ptq", fill_ptq);
+  return d;
+}
+
+// Elements that differ and the largest difference (integer steps for int tensors).
+std::string diff_summary(const Tensor& a, const Tensor& b, int64_t* count) {
+  *count = 0;
+  double worst = 0;
+  for (int64_t i = 0; i < a.numel(); ++i)
+    if (a.at(i) != b.at(i)) {
+      ++*count;
+      worst = std::max(worst, std::fabs(a.at(i) - b.at(i)));
+    }
+  return std::to_string(*count) + " of " + std::to_string(a.numel()) + " differ (max " + std::to_string(worst) + ")";
+}
+
+TEST(TorchQuantPtq, LenetQparamsWeightsAndIntegerOutputsMatchQnnpackAndOnednn) {
+  ORACLE_GROUP(run, ptq_run);
+  for (const PtqCase& c : kCases) {
+    SCOPED_TRACE(c.name());
+    Model m = fp32_model(c.arch);
+    Tensor calib({kCalibBatches * kCalibRows, 1, 28, 28}, DType::f32);
+    for (int k = 0; k < kCalibBatches; ++k) {
+      const Tensor b = calib_batch(k);
+      std::copy_n(b.data<float>(), b.numel(), calib.data<float>() + k * b.numel());
+    }
+    quant::PtqOptions o;
+    o.calib_batch = kCalibRows;  // the oracle's batches, one forward each
+    quant::PtqResult r = quant::quantize_model(m, Policy::parse(c.scheme()), calib, o);
+    // qparams
+    const Tensor qp = run.out(c.name(), "qparams");
+    ASSERT_EQ(qp.dim(0), static_cast<int64_t>(r.points.size()));
+    for (std::size_t i = 0; i < r.points.size(); ++i) {
+      std::cout << c.name() << " " << r.points[i].name << ": scale " << r.points[i].q.scale << " zp "
+                << r.points[i].q.zero_point << " | torch " << qp.at(2 * i) << " " << qp.at(2 * i + 1) << "\n";
+      EXPECT_EQ(static_cast<double>(r.points[i].q.scale), qp.at(2 * i)) << r.points[i].name;
+      EXPECT_EQ(r.points[i].q.zero_point, qp.at(2 * i + 1)) << r.points[i].name;
+    }
+    // weights, then the integer outputs of each int8 conv/dense, layer by layer
+    ExecContext exec;
+    RunContext ctx = RunContext::inference(exec);
+    Tensor x = test_input();
+    int li = 0;
+    for (std::size_t i = 0; i < r.model.net->size(); ++i) {
+      Layer& l = r.model.net->layer(i);
+      x = l.forward(ctx, x);
+      if (l.kind() != "qconv2d" && l.kind() != "qdense") continue;
+      const std::string k = std::to_string(li++);
+      Tensor w, ws;
+      for (Param* p : l.buffers()) {
+        if (p->name == "weight") w = p->value;
+        if (p->name == "weight_scale") ws = p->value;
+      }
+      int64_t n = 0;
+      std::cout << c.name() << " layer " << i << " " << l.kind() << " weights: "
+                << diff_summary(w, run.out(c.name(), "w" + k), &n);
+      EXPECT_EQ(n, 0);
+      std::cout << "; weight scales: " << diff_summary(ws, run.out(c.name(), "ws" + k), &n);
+      EXPECT_EQ(n, 0);
+      std::cout << "; outputs: " << diff_summary(x, run.out(c.name(), "y" + k), &n) << "\n";
+      EXPECT_EQ(n, 0) << "layer " << i;
+    }
+    int64_t n = 0;
+    std::cout << c.name() << " logits: " << diff_summary(x, run.out(c.name(), "logits"), &n) << "\n";
+    EXPECT_EQ(n, 0);
+  }
+}
+
+}  // namespace ptq
 }  // namespace
 }  // namespace driftlab

@@ -1,0 +1,42 @@
+// Post-training static quantization (PTQ): calibrate, fold, convert. The fp32 model runs the
+// calibration samples (inference semantics, in batches); an observer (quant/observer.h) watches
+// the network input and the output of every conv/dense unit (after its ReLU when the ReLU is
+// fused); then each unit becomes its int8 layer (quant/qlayers.h) with the scheme's numbers
+// (quant/scheme.h), in an ordinary Sequential: quantize, int8 layers, dequantize.
+//
+// Layers supported now: conv2d (+relu), dense (+relu), max pooling, flatten, relu: LeNet-1 and
+// LeNet-5. Any other layer is refused by name (BatchNorm folding, residual add and average pooling
+// for ResNet-20 are the next step of issue 16).
+#pragma once
+#include <string>
+#include <vector>
+
+#include "engine/model.h"
+#include "quant/scheme.h"
+
+namespace driftlab {
+namespace quant {
+
+struct PtqOptions {
+  int64_t calib_batch = 32;  // calibration samples per forward (the histogram observer depends on it)
+  KernelBackend backend = KernelBackend::reference;  // the int8 kernels' backend
+};
+
+// One calibrated activation: where it is and the scale/zero point it was given.
+struct ObservedPoint {
+  std::string name;  // "input", or "<index>.<kind>" of the fp32 layer whose output was observed
+  Range range;
+  ActQParams q;
+};
+
+struct PtqResult {
+  Model model;                        // the quantized model (policy: `policy`, with its quant knobs)
+  std::vector<ObservedPoint> points;  // in network order
+};
+
+// Quantizes `fp32` (left unchanged) under the quant_* knobs of `policy`, calibrating on the rows
+// of `calib` (N, input shape...) float32. Throws naming the layer that has no int8 form.
+PtqResult quantize_model(Model& fp32, const Policy& policy, const Tensor& calib, const PtqOptions& options = {});
+
+}  // namespace quant
+}  // namespace driftlab

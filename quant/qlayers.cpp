@@ -1,0 +1,209 @@
+#include "quant/qlayers.h"
+
+#include <sstream>
+
+#include "engine/core/error.h"
+
+namespace driftlab {
+namespace quant {
+
+Param buffer(const std::string& name, Tensor t) {
+  Param p;
+  p.name = name;
+  p.value = std::move(t);
+  return p;
+}
+
+namespace {
+
+Tensor scalar_f32(float v) { return Tensor::from<float>({1}, {v}); }
+Tensor scalar_i32(int32_t v) { return Tensor::from<int32_t>({1}, {v}); }
+Tensor vec_f32(const std::vector<float>& v) { return Tensor::from<float>({static_cast<int64_t>(v.size())}, v); }
+
+std::string qdesc(float scale, int32_t zp) {
+  std::ostringstream os;
+  os << "s=" << scale << " zp=" << zp;
+  return os.str();
+}
+
+}  // namespace
+
+Tensor QuantLayerBase::backward(RunContext&, const Tensor&) {
+  fail(kind(), ": a quantized model is inference-only (no gradient through int8 ops); attack the fp32 model "
+               "or use a straight-through surrogate");
+}
+
+std::vector<Param*> QuantLayerBase::buffers() {
+  std::vector<Param*> v;
+  for (Param& p : bufs_) v.push_back(&p);
+  return v;
+}
+
+QuantizeLayer::QuantizeLayer(const Shape& in, const QuantizeParams& p, KernelBackend backend)
+    : shape_(in), p_(p), backend_(backend) {
+  p_.validate("quantize");
+  check(p_.scale.size() == 1, "quantize: an activation is quantized per tensor");
+  bufs_.push_back(buffer("scale", scalar_f32(p_.scale[0])));
+  bufs_.push_back(buffer("zero_point", scalar_i32(p_.zero_point[0])));
+}
+
+std::string QuantizeLayer::describe() const {
+  return std::string("quantize to ") + dtype_name(p_.dtype) + " " + qdesc(p_.scale[0], p_.zero_point[0]) + " (" +
+         scale_op_name(p_.op) + ", " + round_rule_name(p_.round) + ")";
+}
+
+Tensor QuantizeLayer::forward(RunContext& ctx, const Tensor& x) {
+  check_input("quantize", x, shape_);
+  Tensor q = Tensor::empty(x.shape(), p_.dtype);
+  ctx.exec.pick(ctx.exec.kernels.quantize, backend_, p_, x.dtype()).quantize(p_, x, q);
+  return q;
+}
+
+DequantizeLayer::DequantizeLayer(const Shape& in, const QuantizeParams& p, KernelBackend backend)
+    : shape_(in), p_(p), backend_(backend) {
+  p_.validate("dequantize");
+  bufs_.push_back(buffer("scale", scalar_f32(p_.scale[0])));
+  bufs_.push_back(buffer("zero_point", scalar_i32(p_.zero_point[0])));
+}
+
+std::string DequantizeLayer::describe() const {
+  return std::string("dequantize from ") + dtype_name(p_.dtype) + " " + qdesc(p_.scale[0], p_.zero_point[0]);
+}
+
+Tensor DequantizeLayer::forward(RunContext& ctx, const Tensor& x) {
+  check_input("dequantize", x, shape_);
+  Tensor y = Tensor::empty(x.shape(), DType::f32);
+  ctx.exec.pick(ctx.exec.kernels.quantize, backend_, p_, x.dtype()).dequantize(p_, x, y);
+  return y;
+}
+
+namespace {
+
+// The buffers every quantized conv/dense keeps, and the int32 bias the kernel adds (undefined when
+// the bias is absent or a float inside the requantization).
+void linear_buffers(std::vector<Param>& bufs, const QLinearSpec& spec, Tensor& int_bias) {
+  bufs.push_back(buffer("weight", spec.weight.q));
+  bufs.push_back(buffer("weight_scale", vec_f32(spec.weight.scale)));
+  if (spec.bias.defined()) bufs.push_back(buffer("bias", spec.bias));
+  bufs.push_back(buffer("in_scale", scalar_f32(spec.in.scale)));
+  bufs.push_back(buffer("in_zero_point", scalar_i32(spec.in.zero_point)));
+  bufs.push_back(buffer("out_scale", scalar_f32(spec.out.scale)));
+  bufs.push_back(buffer("out_zero_point", scalar_i32(spec.out.zero_point)));
+  int_bias = spec.bias.defined() && spec.bias.dtype() == DType::i32 ? spec.bias : Tensor();
+}
+
+Tensor float_bias_of(const QLinearSpec& spec) {
+  return spec.bias.defined() && spec.bias.dtype() == DType::f32 ? spec.bias : Tensor();
+}
+
+}  // namespace
+
+QConv2dLayer::QConv2dLayer(const Conv2dParams& geometry, const QuantScheme& s, QLinearSpec spec,
+                           KernelBackend backend)
+    : backend_(backend) {
+  p_.g = geometry;
+  p_.g.n = 1;
+  check(!p_.g.flip, "qconv2d: flip the float weights before quantizing them");
+  check_shape("qconv2d", "weight", spec.weight.q, p_.g.w_shape());
+  p_.x_dtype = p_.y_dtype = s.act_dtype;
+  p_.x_zero_point = spec.in.zero_point;
+  linear_buffers(bufs_, spec, int_bias_);
+  p_.has_bias = int_bias_.defined();
+  w_ = spec.weight.q;
+  p_.rq = make_requant(s, spec.in.scale, spec.weight, p_.g.k, float_bias_of(spec), spec.out, spec.relu, "qconv2d");
+  p_.validate();
+}
+
+std::string QConv2dLayer::describe() const {
+  std::ostringstream os;
+  os << "qconv2d " << p_.g.k << "x" << p_.g.c << "x" << p_.g.r << "x" << p_.g.s << " x_zp=" << p_.x_zero_point
+     << " requant " << requant_rule_name(p_.rq.rule) << " zp_out=" << p_.rq.zero_point << " clamp [" << p_.rq.lo << ","
+     << p_.rq.hi << "]" << (p_.rq.channels.size() > 1 ? " per-channel" : " per-tensor");
+  return os.str();
+}
+
+Tensor QConv2dLayer::forward(RunContext& ctx, const Tensor& x) {
+  check_input("qconv2d", x, {p_.g.c, p_.g.h, p_.g.w});
+  p_.g.n = x.dim(0);
+  Tensor y = Tensor::empty(p_.g.y_shape(), p_.y_dtype);
+  ctx.exec.pick(ctx.exec.kernels.qconv2d, backend_, p_, x.dtype())
+      .forward(p_, x, w_, p_.has_bias ? &int_bias_ : nullptr, y);
+  return y;
+}
+
+QDenseLayer::QDenseLayer(int64_t in, int64_t out, const QuantScheme& s, QLinearSpec spec, KernelBackend backend)
+    : backend_(backend) {
+  p_.in = in;
+  p_.out = out;
+  check_shape("qdense", "weight", spec.weight.q, {out, in});
+  p_.x_dtype = p_.y_dtype = s.act_dtype;
+  p_.x_zero_point = spec.in.zero_point;
+  linear_buffers(bufs_, spec, int_bias_);
+  p_.has_bias = int_bias_.defined();
+  w_ = spec.weight.q;
+  p_.rq = make_requant(s, spec.in.scale, spec.weight, out, float_bias_of(spec), spec.out, spec.relu, "qdense");
+  p_.validate();
+}
+
+std::string QDenseLayer::describe() const {
+  std::ostringstream os;
+  os << "qdense " << p_.out << "x" << p_.in << " x_zp=" << p_.x_zero_point << " requant "
+     << requant_rule_name(p_.rq.rule) << " zp_out=" << p_.rq.zero_point << " clamp [" << p_.rq.lo << "," << p_.rq.hi
+     << "]" << (p_.rq.channels.size() > 1 ? " per-channel" : " per-tensor");
+  return os.str();
+}
+
+Tensor QDenseLayer::forward(RunContext& ctx, const Tensor& x) {
+  check_input("qdense", x, {p_.in});
+  p_.n = x.dim(0);
+  Tensor y = Tensor::empty({p_.n, p_.out}, p_.y_dtype);
+  ctx.exec.pick(ctx.exec.kernels.qdense, backend_, p_, x.dtype()).forward(p_, x, w_, p_.has_bias ? &int_bias_ : nullptr, y);
+  return y;
+}
+
+QMaxPool2dLayer::QMaxPool2dLayer(const Pool2dParams& geometry, DType dtype, KernelBackend backend) : backend_(backend) {
+  p_.g = geometry;
+  p_.g.n = 1;
+  p_.dtype = dtype;
+}
+
+std::string QMaxPool2dLayer::describe() const {
+  std::ostringstream os;
+  os << "qmaxpool2d " << p_.g.kh << "x" << p_.g.kw << " stride " << p_.g.stride_h << " " << dtype_name(p_.dtype);
+  return os.str();
+}
+
+Tensor QMaxPool2dLayer::forward(RunContext& ctx, const Tensor& x) {
+  check_input("qmaxpool2d", x, {p_.g.c, p_.g.h, p_.g.w});
+  p_.g.n = x.dim(0);
+  Tensor y = Tensor::empty(p_.g.y_shape(), p_.dtype);
+  ctx.exec.pick(ctx.exec.kernels.qmaxpool2d, backend_, p_, x.dtype()).forward(p_, x, y);
+  return y;
+}
+
+QReluLayer::QReluLayer(const Shape& in, DType dtype, int32_t zero_point) : shape_(in), dtype_(dtype), zp_(zero_point) {
+  bufs_.push_back(buffer("zero_point", scalar_i32(zp_)));
+}
+
+std::string QReluLayer::describe() const { return "qrelu max(q, " + std::to_string(zp_) + ")"; }
+
+Tensor QReluLayer::forward(RunContext&, const Tensor& x) {
+  check_input("qrelu", x, shape_);
+  check(x.dtype() == dtype_, "qrelu: input is ", dtype_name(x.dtype()), ", expected ", dtype_name(dtype_));
+  Tensor y = Tensor::empty(x.shape(), dtype_);
+  auto run = [&](auto tag) {
+    using T = decltype(tag);
+    const T* s = x.data<T>();
+    T* d = y.data<T>();
+    const T z = static_cast<T>(zp_);
+    for (int64_t i = 0; i < x.numel(); ++i) d[i] = s[i] < z ? z : s[i];
+  };
+  if (dtype_ == DType::u8)
+    run(uint8_t{});
+  else
+    run(int8_t{});
+  return y;
+}
+
+}  // namespace quant
+}  // namespace driftlab

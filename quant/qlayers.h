@@ -1,0 +1,126 @@
+// The layers of a quantized model: they sit in an ordinary Sequential (engine/layers/sequential.h)
+// between a QuantizeLayer (float32 in) and a DequantizeLayer (float32 out), carry int8/uint8
+// tensors between them, and hold every number they compute with as buffers (saved in the model
+// file): int8 weights, their scales, the bias as int32 (or float32 where the scheme adds a float
+// bias inside the requantization), the input and output scale and zero point. Each resolves its
+// numbers once, in its constructor, into the explicit op params of engine/ops/quant.h; the
+// kernels come from the registry (KernelBackend `backend`, reference by default).
+// Quantized models are inference-only: backward throws.
+#pragma once
+#include "engine/layers/layer.h"
+#include "engine/ops/quant.h"
+#include "quant/scheme.h"
+
+namespace driftlab {
+namespace quant {
+
+// A buffer Param over a tensor (saved with the model, never trained).
+Param buffer(const std::string& name, Tensor t);
+
+class QuantLayerBase : public Layer {
+ public:
+  Tensor backward(RunContext&, const Tensor&) override;  // throws: int8 layers have no gradient
+  std::vector<Param*> buffers() override;
+
+ protected:
+  std::vector<Param> bufs_;
+};
+
+class QuantizeLayer : public QuantLayerBase {
+ public:
+  QuantizeLayer(const Shape& in, const QuantizeParams& p, KernelBackend backend = KernelBackend::reference);
+  std::string kind() const override { return "quantize"; }
+  std::string describe() const override;
+  Shape output_shape() const override { return shape_; }
+  Tensor forward(RunContext& ctx, const Tensor& x) override;
+
+ private:
+  Shape shape_;
+  QuantizeParams p_;
+  KernelBackend backend_;
+};
+
+class DequantizeLayer : public QuantLayerBase {
+ public:
+  DequantizeLayer(const Shape& in, const QuantizeParams& p, KernelBackend backend = KernelBackend::reference);
+  std::string kind() const override { return "dequantize"; }
+  std::string describe() const override;
+  Shape output_shape() const override { return shape_; }
+  Tensor forward(RunContext& ctx, const Tensor& x) override;
+
+ private:
+  Shape shape_;
+  QuantizeParams p_;
+  KernelBackend backend_;
+};
+
+// What a quantized conv or dense layer is built from.
+struct QLinearSpec {
+  ActQParams in, out;
+  QuantizedWeight weight;
+  Tensor bias;  // int32 or float32 (quantize_bias), or undefined
+  bool relu = false;
+};
+
+class QConv2dLayer : public QuantLayerBase {
+ public:
+  QConv2dLayer(const Conv2dParams& geometry, const QuantScheme& s, QLinearSpec spec,
+               KernelBackend backend = KernelBackend::reference);
+  std::string kind() const override { return "qconv2d"; }
+  std::string describe() const override;
+  Shape output_shape() const override { return {p_.g.k, p_.g.out_h(), p_.g.out_w()}; }
+  Tensor forward(RunContext& ctx, const Tensor& x) override;
+  const QConv2dParams& op_params() const { return p_; }
+
+ private:
+  QConv2dParams p_;
+  Tensor w_, int_bias_;
+  KernelBackend backend_;
+};
+
+class QDenseLayer : public QuantLayerBase {
+ public:
+  QDenseLayer(int64_t in, int64_t out, const QuantScheme& s, QLinearSpec spec,
+              KernelBackend backend = KernelBackend::reference);
+  std::string kind() const override { return "qdense"; }
+  std::string describe() const override;
+  Shape output_shape() const override { return {p_.out}; }
+  Tensor forward(RunContext& ctx, const Tensor& x) override;
+  const QDenseParams& op_params() const { return p_; }
+
+ private:
+  QDenseParams p_;
+  Tensor w_, int_bias_;
+  KernelBackend backend_;
+};
+
+class QMaxPool2dLayer : public QuantLayerBase {
+ public:
+  QMaxPool2dLayer(const Pool2dParams& geometry, DType dtype, KernelBackend backend = KernelBackend::reference);
+  std::string kind() const override { return "qmaxpool2d"; }
+  std::string describe() const override;
+  Shape output_shape() const override { return {p_.g.c, p_.g.out_h(), p_.g.out_w()}; }
+  Tensor forward(RunContext& ctx, const Tensor& x) override;
+
+ private:
+  QPool2dParams p_;
+  KernelBackend backend_;
+};
+
+// ReLU on quantized values: max(q, zero_point) (PyTorch's quantized relu), same scale and zero point.
+class QReluLayer : public QuantLayerBase {
+ public:
+  QReluLayer(const Shape& in, DType dtype, int32_t zero_point);
+  std::string kind() const override { return "qrelu"; }
+  std::string describe() const override;
+  Shape output_shape() const override { return shape_; }
+  Tensor forward(RunContext& ctx, const Tensor& x) override;
+
+ private:
+  Shape shape_;
+  DType dtype_;
+  int32_t zp_;
+};
+
+}  // namespace quant
+}  // namespace driftlab
