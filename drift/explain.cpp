@@ -30,6 +30,7 @@
 #include "engine/train/runner.h"
 #include "kernels/cpu/ref/ref.h"
 #include "models/models.h"
+#include "quant/ptq.h"
 
 namespace driftlab {
 namespace {
@@ -709,6 +710,44 @@ std::string ex_cuda(const std::string& knob) {
   return os.str();
 }
 
+// int8 knobs: LeNet-1 (torch preset, seed 1, random weights) calibrated on 32 random images in
+// [0, 1) and quantized under each value of the knob on the torch preset's toolchain (torch_qnnpack;
+// quant_scheme: each toolchain); for 16 test images: the input and first-conv scale/zero point, the
+// integer logits' count that differ from the first value's, and image 0's first dequantized logits.
+std::string ex_quant(const std::string& knob) {
+  std::ostringstream os;
+  Model m = build_model("lenet1", Policy::torch(), 1);
+  Rng rng(RngEngine::mt19937_u24, 17);
+  Tensor calib({32, 1, 28, 28}, DType::f32), x({16, 1, 28, 28}, DType::f32);
+  for (Tensor* t : {&calib, &x})
+    for (int64_t i = 0; i < t->numel(); ++i) t->data<float>()[i] = rng.uniform_f32();
+  os << "  LeNet-1 (random weights), calibrated on 32 random images, 16 test images; torch preset (torch_qnnpack)"
+     << (knob == "quant_scheme" ? "" : " with " + knob + " set") << ":\n";
+  Tensor first;
+  for (const std::string& v : knob_info(knob).values) {
+    Policy pol = Policy::torch();
+    os << "    " << knob << "=" << std::left << std::setw(28) << v << std::right;
+    try {
+      pol.set(knob, v);
+      quant::PtqResult r = quant::quantize_model(m, pol, calib);
+      ExecContext exec;
+      RunContext ctx = RunContext::inference(exec);
+      const Tensor y = r.model.forward(ctx, x);
+      int64_t differ = 0;
+      if (!first.defined()) first = y;
+      for (int64_t i = 0; i < y.numel(); ++i) differ += y.at(i) != first.at(i);
+      os << " input s=" << std::setprecision(6) << r.points[0].q.scale << " zp=" << r.points[0].q.zero_point
+         << ", conv1 out s=" << r.points[1].q.scale << " zp=" << r.points[1].q.zero_point << "; logits differing from the "
+         << "first value: " << differ << "/" << y.numel() << "; image 0:";
+      for (int j = 0; j < 3; ++j) os << " " << std::setprecision(5) << y.at(j);
+      os << "\n";
+    } catch (const Error& e) {
+      os << " refused: " << e.what() << "\n";
+    }
+  }
+  return os.str();
+}
+
 }  // namespace
 
 std::string explain_knob(const std::string& knob) {
@@ -799,6 +838,25 @@ std::string explain_knob(const std::string& knob) {
       {"tf32_conv", [] { return ex_cuda("tf32_conv"); }},
       {"cuda_deterministic", [] { return ex_cuda("cuda_deterministic"); }},
       {"cudnn_algo_search", [] { return ex_cuda("cudnn_algo_search"); }},
+      {"quant_scheme", [] { return ex_quant("quant_scheme"); }},
+      {"quant_act_dtype", [] { return ex_quant("quant_act_dtype"); }},
+      {"quant_act_range", [] { return ex_quant("quant_act_range"); }},
+      {"quant_observer", [] { return ex_quant("quant_observer"); }},
+      {"quant_weight_range", [] { return ex_quant("quant_weight_range"); }},
+      {"quant_conv_weights", [] { return ex_quant("quant_conv_weights"); }},
+      {"quant_dense_weights", [] { return ex_quant("quant_dense_weights"); }},
+      {"quant_weight_scale_op", [] { return ex_quant("quant_weight_scale_op"); }},
+      {"quant_act_scale_op", [] { return ex_quant("quant_act_scale_op"); }},
+      {"quant_round", [] { return ex_quant("quant_round"); }},
+      {"quant_zp_round", [] { return ex_quant("quant_zp_round"); }},
+      {"quant_zp_form", [] { return ex_quant("quant_zp_form"); }},
+      {"quant_scale_precision", [] { return ex_quant("quant_scale_precision"); }},
+      {"quant_scale_floor", [] { return ex_quant("quant_scale_floor"); }},
+      {"quant_bias", [] { return ex_quant("quant_bias"); }},
+      {"quant_bias_product", [] { return ex_quant("quant_bias_product"); }},
+      {"quant_requant", [] { return ex_quant("quant_requant"); }},
+      {"quant_multiplier", [] { return ex_quant("quant_multiplier"); }},
+      {"quant_relu", [] { return ex_quant("quant_relu"); }},
   };
   auto it = kExamples.find(knob);
   check(it != kExamples.end(), "explain: knob '", knob, "' has no worked example yet");
