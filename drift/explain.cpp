@@ -857,6 +857,7 @@ std::string explain_knob(const std::string& knob) {
       {"quant_requant", [] { return ex_quant("quant_requant"); }},
       {"quant_multiplier", [] { return ex_quant("quant_multiplier"); }},
       {"quant_relu", [] { return ex_quant("quant_relu"); }},
+      {"quant_backend", [] { return ex_quant("quant_backend"); }},
   };
   auto it = kExamples.find(knob);
   check(it != kExamples.end(), "explain: knob '", knob, "' has no worked example yet");

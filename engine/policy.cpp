@@ -168,7 +168,7 @@ void apply_quant_toolchain(Policy& p, QuantToolchain t) {
 void use_reference_kernels(Policy& p) {
   for (KernelBackend Policy::*f : {&Policy::conv_backend, &Policy::gemm_backend, &Policy::rnn_backend,
                                    &Policy::bn_backend, &Policy::pool_backend, &Policy::act_backend,
-                                   &Policy::loss_backend, &Policy::sgd_backend})
+                                   &Policy::loss_backend, &Policy::sgd_backend, &Policy::quant_backend})
     p.*f = KernelBackend::reference;
 }
 
@@ -696,7 +696,13 @@ const std::vector<KnobRow>& rows() {
         {"sgd_backend", "numerics", kOwnBackends,
          "CPU kernel for the SGD step (fast: the reference's bits, OpenMP over large tensors)",
          "fast", "fast", "fast", kOwn}));
+    r.push_back(backend_knob(&Policy::quant_backend,
+        {"quant_backend", "numerics", {"reference", "fast", "onednn"},
+         "CPU kernel for the int8 ops of a quantized model (every backend gives the reference's bits: integer "
+         "sums are exact)",
+         "fast", "fast", "fast", kOwn}));
     r.push_back(enum_knob(&Policy::acc_order,
+
         {"acc_order", "numerics", {"ascending", "descending", "pairwise"},
          "summation order inside the reference kernels (fast kernels use their library's order)",
          "n/a (library order)", "n/a (library order)", "n/a (library order)", "driftlab kernels/cpu/ref"}));

@@ -200,6 +200,7 @@ struct Policy {
   KernelBackend act_backend = KernelBackend::fast;      // activations: reference | fast
   KernelBackend loss_backend = KernelBackend::fast;     // softmax cross-entropy: reference | fast
   KernelBackend sgd_backend = KernelBackend::fast;      // the SGD step: reference | fast
+  KernelBackend quant_backend = KernelBackend::fast;    // int8 conv/dense/pool/quantize: reference | fast | onednn
   SumOrder acc_order = SumOrder::ascending;               // reference kernels only
   FloatType dtype = FloatType::float32;
   // --- CUDA (--device cuda) ---

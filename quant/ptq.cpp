@@ -143,7 +143,7 @@ PtqResult quantize_model(Model& fp32, const Policy& policy, const Tensor& calib,
   m.num_classes = fp32.num_classes;
   m.num_ids = fp32.num_ids;
   m.net = std::make_unique<Sequential>(fp32.input_shape);
-  m.net->add(std::make_unique<QuantizeLayer>(fp32.input_shape, act_quantize_params(s, q[0]), o.backend));
+  m.net->add(std::make_unique<QuantizeLayer>(fp32.input_shape, act_quantize_params(s, q[0]), policy.quant_backend));
   ActQParams cur = q[0];
   for (const Unit& u : units) {
     Layer& l = net.layer(u.first);
@@ -166,17 +166,17 @@ PtqResult quantize_model(Model& fp32, const Policy& policy, const Tensor& calib,
           }
           spec.weight = quantize_weight(s, w, s.conv_per_channel, where);
           spec.bias = quantize_bias(s, cur.scale, spec.weight, b ? b->value : Tensor(), where);
-          m.net->add(std::make_unique<QConv2dLayer>(g, s, spec, o.backend));
+          m.net->add(std::make_unique<QConv2dLayer>(g, s, spec, policy.quant_backend));
         } else {
           spec.weight = quantize_weight(s, w, s.dense_per_channel, where);
           spec.bias = quantize_bias(s, cur.scale, spec.weight, b ? b->value : Tensor(), where);
-          m.net->add(std::make_unique<QDenseLayer>(w.dim(1), w.dim(0), s, spec, o.backend));
+          m.net->add(std::make_unique<QDenseLayer>(w.dim(1), w.dim(0), s, spec, policy.quant_backend));
         }
         cur = spec.out;
         break;
       }
       case UnitKind::maxpool:
-        m.net->add(std::make_unique<QMaxPool2dLayer>(static_cast<Pool2dLayer&>(l).op_params(), s.act_dtype, o.backend));
+        m.net->add(std::make_unique<QMaxPool2dLayer>(static_cast<Pool2dLayer&>(l).op_params(), s.act_dtype, policy.quant_backend));
         break;
       case UnitKind::flatten:
         m.net->add(std::make_unique<FlattenLayer>(in, policy));
@@ -186,7 +186,7 @@ PtqResult quantize_model(Model& fp32, const Policy& policy, const Tensor& calib,
         break;
     }
   }
-  m.net->add(std::make_unique<DequantizeLayer>(m.net->current_shape(), act_quantize_params(s, cur), o.backend));
+  m.net->add(std::make_unique<DequantizeLayer>(m.net->current_shape(), act_quantize_params(s, cur), policy.quant_backend));
   return result;
 }
 

@@ -19,7 +19,6 @@ namespace quant {
 
 struct PtqOptions {
   int64_t calib_batch = 32;  // calibration samples per forward (the histogram observer depends on it)
-  KernelBackend backend = KernelBackend::reference;  // the int8 kernels' backend
 };
 
 // One calibrated activation: where it is and the scale/zero point it was given.
