@@ -237,6 +237,15 @@ LoadedModel load_model(const std::string& path) {
 }
 
 LoadedModel load_model(std::istream& in, const std::string& path) {
+  return load_model(in, path, [&path](const std::string& name, const Policy& policy, const ModelArgs& args,
+                                      const json& meta) {
+    check(!meta.contains("quantized"), "model file: ", path, " holds an int8 model (written by driftlab quantize): ",
+          "it loads through quant/model_io.h (every driftlab command does)");
+    return build_model(name, policy, 0, args);
+  });
+}
+
+LoadedModel load_model(std::istream& in, const std::string& path, const ModelBuilder& build) {
   in.seekg(0, std::ios::end);
   const std::streamoff end = in.tellg();
   check(in.good() && end >= 0, "model file: ", path, ": cannot find its size (not a seekable regular file)");
@@ -342,7 +351,7 @@ LoadedModel load_model(std::istream& in, const std::string& path) {
     check(need == data_len, "model file: ", path, ": num_ids=", args.num_ids, " makes ", model_name, " hold ", need,
           " bytes of tensors, the file holds ", data_len, "; refused before building it");
   }
-  out.model = from_header(path, "model", [&] { return build_model(model_name, policy, 0, args); });
+  out.model = from_header(path, "model", [&] { return build(model_name, policy, args, meta); });
   out.metadata = meta;
   check(model_dtype == dtype_name(out.model.dtype()), "model file: ", path, ": dtype ", model_dtype,
         " does not match the policy's ", dtype_name(out.model.dtype()));

@@ -25,6 +25,7 @@
 #include <nlohmann/json.hpp>
 
 #include "engine/model.h"
+#include "models/models.h"
 
 namespace driftlab {
 
@@ -46,6 +47,13 @@ LoadedModel load_model(const std::string& path);
 // The same from a seekable stream; `name` stands for the file in messages (the fuzz target's
 // entry, fuzz/fuzz_model_file.cpp).
 LoadedModel load_model(std::istream& in, const std::string& name);
+
+// What builds the network a file's tensors are read into: by default build_model(name, policy, 0,
+// args), which refuses a quantized model's file (metadata "quantized": written by `driftlab
+// quantize`); quant/model_io.h passes one that builds the int8 network.
+using ModelBuilder =
+    std::function<Model(const std::string& name, const Policy& policy, const ModelArgs& args, const nlohmann::json& metadata)>;
+LoadedModel load_model(std::istream& in, const std::string& name, const ModelBuilder& build);
 
 // A JSON header over this is refused as corrupt (a header lists ~150 bytes per tensor).
 constexpr uint64_t kMaxModelHeaderBytes = uint64_t{64} << 20;

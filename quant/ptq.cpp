@@ -88,55 +88,17 @@ Tensor rows(const Tensor& x, int64_t start, int64_t count) {
 
 }  // namespace
 
-PtqResult quantize_model(Model& fp32, const Policy& policy, const Tensor& calib, const PtqOptions& o) {
-  check(fp32.dtype() == DType::f32, "quantize: the fp32 model must be float32 (policy dtype=",
-        fp32.policy.dtype == FloatType::float64 ? "float64" : "float32", ")");
-  check(calib.dtype() == DType::f32 && calib.rank() >= 1 && calib.dim(0) > 0, "quantize: calibration data must be "
-        "float32 with at least one sample, got ", dtype_name(calib.dtype()), " ", shape_str(calib.shape()));
-  Shape per_sample(calib.shape().begin() + 1, calib.shape().end());
-  check(per_sample == fp32.input_shape, "quantize: calibration samples are ", shape_str(per_sample),
-        ", the model takes ", shape_str(fp32.input_shape));
-  check(o.calib_batch > 0, "quantize: calibration batch must be positive");
+// The int8 network for fp32's layers with the activations' scale/zero point q (the input, then
+// each conv/dense unit's output, in order).
+Model convert_model(Model& fp32, const Policy& policy, const std::vector<ActQParams>& q) {
   const QuantScheme s = QuantScheme::from_policy(policy);
   Sequential& net = *fp32.net;
   std::vector<Unit> units = plan_units(net, s.relu_fused);
-
-  // Observers: the input, then each conv/dense unit's output.
-  std::vector<std::unique_ptr<Observer>> obs;
-  std::vector<std::string> names{"input"};
-  obs.push_back(make_observer(s.observer));
-  std::vector<int> observer_after(net.size(), -1);  // fp32 layer index -> observer of its output
+  int next = 1;
   for (Unit& u : units)
-    if (u.kind == UnitKind::conv || u.kind == UnitKind::dense) {
-      u.observer = static_cast<int>(obs.size());
-      observer_after[u.last] = u.observer;
-      names.push_back(std::to_string(u.last) + "." + net.layer(u.last).kind());
-      obs.push_back(make_observer(s.observer));
-    }
-
-  // Calibrate.
-  ExecContext exec;
-  for (int64_t start = 0; start < calib.dim(0); start += o.calib_batch) {
-    const int64_t count = std::min(o.calib_batch, calib.dim(0) - start);
-    Tensor x = rows(calib, start, count);
-    obs[0]->observe(x);
-    RunContext ctx = RunContext::inference(exec);
-    for (std::size_t i = 0; i < net.size(); ++i) {
-      x = net.layer(i).forward(ctx, x);
-      if (observer_after[i] >= 0) obs[observer_after[i]]->observe(x);
-    }
-  }
-
-  PtqResult result;
-  std::vector<ActQParams> q(obs.size());
-  for (std::size_t i = 0; i < obs.size(); ++i) {
-    const Range r = obs[i]->range();
-    q[i] = activation_qparams(s, r, "quantize: activation " + names[i]);
-    result.points.push_back({names[i], r, q[i]});
-  }
-
-  // Convert.
-  Model& m = result.model;
+    if (u.kind == UnitKind::conv || u.kind == UnitKind::dense) u.observer = next++;
+  check(static_cast<int>(q.size()) == next, "quantize: ", q.size(), " activation qparams for ", next, " points");
+  Model m;
   m.name = fp32.name;
   m.policy = policy;
   m.input_shape = fp32.input_shape;
@@ -187,7 +149,66 @@ PtqResult quantize_model(Model& fp32, const Policy& policy, const Tensor& calib,
     }
   }
   m.net->add(std::make_unique<DequantizeLayer>(m.net->current_shape(), act_quantize_params(s, cur), policy.quant_backend));
+  return m;
+}
+
+PtqResult quantize_model(Model& fp32, const Policy& policy, const Tensor& calib, const PtqOptions& o) {
+  check(fp32.dtype() == DType::f32, "quantize: the fp32 model must be float32 (policy dtype=",
+        fp32.policy.dtype == FloatType::float64 ? "float64" : "float32", ")");
+  check(calib.dtype() == DType::f32 && calib.rank() >= 1 && calib.dim(0) > 0, "quantize: calibration data must be "
+        "float32 with at least one sample, got ", dtype_name(calib.dtype()), " ", shape_str(calib.shape()));
+  Shape per_sample(calib.shape().begin() + 1, calib.shape().end());
+  check(per_sample == fp32.input_shape, "quantize: calibration samples are ", shape_str(per_sample),
+        ", the model takes ", shape_str(fp32.input_shape));
+  check(o.calib_batch > 0, "quantize: calibration batch must be positive");
+  const QuantScheme s = QuantScheme::from_policy(policy);
+  Sequential& net = *fp32.net;
+  std::vector<Unit> units = plan_units(net, s.relu_fused);
+
+  // Observers: the input, then each conv/dense unit's output.
+  std::vector<std::unique_ptr<Observer>> obs;
+  std::vector<std::string> names{"input"};
+  obs.push_back(make_observer(s.observer));
+  std::vector<int> observer_after(net.size(), -1);  // fp32 layer index -> observer of its output
+  for (Unit& u : units)
+    if (u.kind == UnitKind::conv || u.kind == UnitKind::dense) {
+      u.observer = static_cast<int>(obs.size());
+      observer_after[u.last] = u.observer;
+      names.push_back(std::to_string(u.last) + "." + net.layer(u.last).kind());
+      obs.push_back(make_observer(s.observer));
+    }
+
+  // Calibrate.
+  ExecContext exec;
+  for (int64_t start = 0; start < calib.dim(0); start += o.calib_batch) {
+    const int64_t count = std::min(o.calib_batch, calib.dim(0) - start);
+    Tensor x = rows(calib, start, count);
+    obs[0]->observe(x);
+    RunContext ctx = RunContext::inference(exec);
+    for (std::size_t i = 0; i < net.size(); ++i) {
+      x = net.layer(i).forward(ctx, x);
+      if (observer_after[i] >= 0) obs[observer_after[i]]->observe(x);
+    }
+  }
+
+  PtqResult result;
+  std::vector<ActQParams> q(obs.size());
+  for (std::size_t i = 0; i < obs.size(); ++i) {
+    const Range r = obs[i]->range();
+    q[i] = activation_qparams(s, r, "quantize: activation " + names[i]);
+    result.points.push_back({names[i], r, q[i]});
+  }
+
+  result.model = convert_model(fp32, policy, q);
   return result;
+}
+
+Model build_quantized(Model& fp32, const Policy& policy) {
+  const QuantScheme s = QuantScheme::from_policy(policy);
+  int points = 1;
+  for (const Unit& u : plan_units(*fp32.net, s.relu_fused))
+    points += u.kind == UnitKind::conv || u.kind == UnitKind::dense;
+  return convert_model(fp32, policy, std::vector<ActQParams>(static_cast<std::size_t>(points)));
 }
 
 }  // namespace quant

@@ -37,5 +37,10 @@ struct PtqResult {
 // of `calib` (N, input shape...) float32. Throws naming the layer that has no int8 form.
 PtqResult quantize_model(Model& fp32, const Policy& policy, const Tensor& calib, const PtqOptions& options = {});
 
+// The int8 network of `fp32` under `policy` with placeholder numbers (scale 1, zero point 0, fp32's
+// own weights quantized): the shape a quantized model file's tensors are read into
+// (quant/model_io.h), which then refreshes every layer from them.
+Model build_quantized(Model& fp32, const Policy& policy);
+
 }  // namespace quant
 }  // namespace driftlab

@@ -33,6 +33,12 @@ Tensor QuantLayerBase::backward(RunContext&, const Tensor&) {
                "or use a straight-through surrogate");
 }
 
+const Tensor& QuantLayerBase::buf(const std::string& name) const {
+  for (const Param& p : bufs_)
+    if (p.name == name) return p.value;
+  fail(kind(), ": no buffer '", name, "'");
+}
+
 std::vector<Param*> QuantLayerBase::buffers() {
   std::vector<Param*> v;
   for (Param& p : bufs_) v.push_back(&p);
@@ -45,6 +51,12 @@ QuantizeLayer::QuantizeLayer(const Shape& in, const QuantizeParams& p, KernelBac
   check(p_.scale.size() == 1, "quantize: an activation is quantized per tensor");
   bufs_.push_back(buffer("scale", scalar_f32(p_.scale[0])));
   bufs_.push_back(buffer("zero_point", scalar_i32(p_.zero_point[0])));
+}
+
+void QuantizeLayer::refresh() {
+  p_.scale = {buf("scale").data<float>()[0]};
+  p_.zero_point = {buf("zero_point").data<int32_t>()[0]};
+  p_.validate("quantize");
 }
 
 std::string QuantizeLayer::describe() const {
@@ -64,6 +76,12 @@ DequantizeLayer::DequantizeLayer(const Shape& in, const QuantizeParams& p, Kerne
   p_.validate("dequantize");
   bufs_.push_back(buffer("scale", scalar_f32(p_.scale[0])));
   bufs_.push_back(buffer("zero_point", scalar_i32(p_.zero_point[0])));
+}
+
+void DequantizeLayer::refresh() {
+  p_.scale = {buf("scale").data<float>()[0]};
+  p_.zero_point = {buf("zero_point").data<int32_t>()[0]};
+  p_.validate("dequantize");
 }
 
 std::string DequantizeLayer::describe() const {
@@ -100,17 +118,52 @@ Tensor float_bias_of(const QLinearSpec& spec) {
 
 QConv2dLayer::QConv2dLayer(const Conv2dParams& geometry, const QuantScheme& s, QLinearSpec spec,
                            KernelBackend backend)
-    : backend_(backend) {
+    : scheme_(s), relu_(spec.relu), backend_(backend) {
   p_.g = geometry;
   p_.g.n = 1;
   check(!p_.g.flip, "qconv2d: flip the float weights before quantizing them");
   check_shape("qconv2d", "weight", spec.weight.q, p_.g.w_shape());
   p_.x_dtype = p_.y_dtype = s.act_dtype;
-  p_.x_zero_point = spec.in.zero_point;
   linear_buffers(bufs_, spec, int_bias_);
+  refresh();
+}
+
+namespace {
+
+// The spec a conv/dense layer's buffers hold now.
+QLinearSpec spec_from(const QuantLayerBase& l, const std::vector<Param>& bufs, bool relu) {
+  QLinearSpec s;
+  auto get = [&](const std::string& n) -> const Tensor* {
+    for (const Param& p : bufs)
+      if (p.name == n) return &p.value;
+    return nullptr;
+  };
+  auto need = [&](const std::string& n) -> const Tensor& {
+    const Tensor* t = get(n);
+    check(t != nullptr, l.kind(), ": no buffer '", n, "'");
+    return *t;
+  };
+  s.weight.q = need("weight");
+  const Tensor& ws = need("weight_scale");
+  s.weight.scale.assign(ws.data<float>(), ws.data<float>() + ws.numel());
+  if (const Tensor* b = get("bias")) s.bias = *b;
+  s.in = {need("in_scale").data<float>()[0], need("in_zero_point").data<int32_t>()[0]};
+  s.out = {need("out_scale").data<float>()[0], need("out_zero_point").data<int32_t>()[0]};
+  s.relu = relu;
+  return s;
+}
+
+}  // namespace
+
+void QConv2dLayer::refresh() {
+  const QLinearSpec spec = spec_from(*this, bufs_, relu_);
+  check(spec.weight.scale.size() == 1 || static_cast<int64_t>(spec.weight.scale.size()) == p_.g.k,
+        "qconv2d: ", spec.weight.scale.size(), " weight scales for ", p_.g.k, " output channels");
+  p_.x_zero_point = spec.in.zero_point;
+  int_bias_ = spec.bias.defined() && spec.bias.dtype() == DType::i32 ? spec.bias : Tensor();
   p_.has_bias = int_bias_.defined();
   w_ = spec.weight.q;
-  p_.rq = make_requant(s, spec.in.scale, spec.weight, p_.g.k, float_bias_of(spec), spec.out, spec.relu, "qconv2d");
+  p_.rq = make_requant(scheme_, spec.in.scale, spec.weight, p_.g.k, float_bias_of(spec), spec.out, relu_, "qconv2d");
   p_.validate();
 }
 
@@ -132,16 +185,24 @@ Tensor QConv2dLayer::forward(RunContext& ctx, const Tensor& x) {
 }
 
 QDenseLayer::QDenseLayer(int64_t in, int64_t out, const QuantScheme& s, QLinearSpec spec, KernelBackend backend)
-    : backend_(backend) {
+    : scheme_(s), relu_(spec.relu), backend_(backend) {
   p_.in = in;
   p_.out = out;
   check_shape("qdense", "weight", spec.weight.q, {out, in});
   p_.x_dtype = p_.y_dtype = s.act_dtype;
-  p_.x_zero_point = spec.in.zero_point;
   linear_buffers(bufs_, spec, int_bias_);
+  refresh();
+}
+
+void QDenseLayer::refresh() {
+  const QLinearSpec spec = spec_from(*this, bufs_, relu_);
+  check(spec.weight.scale.size() == 1 || static_cast<int64_t>(spec.weight.scale.size()) == p_.out, "qdense: ",
+        spec.weight.scale.size(), " weight scales for ", p_.out, " outputs");
+  p_.x_zero_point = spec.in.zero_point;
+  int_bias_ = spec.bias.defined() && spec.bias.dtype() == DType::i32 ? spec.bias : Tensor();
   p_.has_bias = int_bias_.defined();
   w_ = spec.weight.q;
-  p_.rq = make_requant(s, spec.in.scale, spec.weight, out, float_bias_of(spec), spec.out, spec.relu, "qdense");
+  p_.rq = make_requant(scheme_, spec.in.scale, spec.weight, p_.out, float_bias_of(spec), spec.out, relu_, "qdense");
   p_.validate();
 }
 
@@ -184,6 +245,8 @@ Tensor QMaxPool2dLayer::forward(RunContext& ctx, const Tensor& x) {
 QReluLayer::QReluLayer(const Shape& in, DType dtype, int32_t zero_point) : shape_(in), dtype_(dtype), zp_(zero_point) {
   bufs_.push_back(buffer("zero_point", scalar_i32(zp_)));
 }
+
+void QReluLayer::refresh() { zp_ = buf("zero_point").data<int32_t>()[0]; }
 
 std::string QReluLayer::describe() const { return "qrelu max(q, " + std::to_string(zp_) + ")"; }
 

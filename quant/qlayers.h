@@ -21,8 +21,11 @@ class QuantLayerBase : public Layer {
  public:
   Tensor backward(RunContext&, const Tensor&) override;  // throws: int8 layers have no gradient
   std::vector<Param*> buffers() override;
+  // Re-resolves the op params from the buffers (after a model file wrote new values into them).
+  virtual void refresh() {}
 
  protected:
+  const Tensor& buf(const std::string& name) const;  // throws naming the layer and buffer
   std::vector<Param> bufs_;
 };
 
@@ -33,6 +36,7 @@ class QuantizeLayer : public QuantLayerBase {
   std::string describe() const override;
   Shape output_shape() const override { return shape_; }
   Tensor forward(RunContext& ctx, const Tensor& x) override;
+  void refresh() override;
 
  private:
   Shape shape_;
@@ -47,6 +51,7 @@ class DequantizeLayer : public QuantLayerBase {
   std::string describe() const override;
   Shape output_shape() const override { return shape_; }
   Tensor forward(RunContext& ctx, const Tensor& x) override;
+  void refresh() override;
 
  private:
   Shape shape_;
@@ -71,9 +76,12 @@ class QConv2dLayer : public QuantLayerBase {
   Shape output_shape() const override { return {p_.g.k, p_.g.out_h(), p_.g.out_w()}; }
   Tensor forward(RunContext& ctx, const Tensor& x) override;
   const QConv2dParams& op_params() const { return p_; }
+  void refresh() override;
 
  private:
   QConv2dParams p_;
+  QuantScheme scheme_;
+  bool relu_;
   Tensor w_, int_bias_;
   KernelBackend backend_;
 };
@@ -87,9 +95,12 @@ class QDenseLayer : public QuantLayerBase {
   Shape output_shape() const override { return {p_.out}; }
   Tensor forward(RunContext& ctx, const Tensor& x) override;
   const QDenseParams& op_params() const { return p_; }
+  void refresh() override;
 
  private:
   QDenseParams p_;
+  QuantScheme scheme_;
+  bool relu_;
   Tensor w_, int_bias_;
   KernelBackend backend_;
 };
@@ -115,6 +126,7 @@ class QReluLayer : public QuantLayerBase {
   std::string describe() const override;
   Shape output_shape() const override { return shape_; }
   Tensor forward(RunContext& ctx, const Tensor& x) override;
+  void refresh() override;
 
  private:
   Shape shape_;

@@ -1,0 +1,29 @@
+// What quantization did to a model (driftlab quantize --report): per-layer SQNR between the fp32
+// activations and the dequantized int8 ones, agreement of predictions. Timing and file sizes are
+// measured by the CLI around these.
+#pragma once
+#include <string>
+#include <vector>
+
+#include "engine/model.h"
+#include "quant/ptq.h"
+
+namespace driftlab {
+namespace quant {
+
+struct LayerSqnr {
+  std::string point;  // the observed point ("input", "<index>.<kind>" of the fp32 layer)
+  double sqnr_db;     // 10 log10(sum x^2 / sum (x - dequant(q))^2); +inf when exact
+  int64_t n;
+};
+
+// Runs fp32 and the quantized model side by side on x (float32, a batch) and compares each observed
+// point's activation: the fp32 layer's output there vs the int8 layer's output dequantized with its
+// scale and zero point. `q` is the PtqResult of fp32 (its points name where to look).
+std::vector<LayerSqnr> layer_sqnr(Model& fp32, const PtqResult& q, const Tensor& x);
+
+// Argmax of each row of logits (N,K), the first maximum on ties.
+std::vector<int32_t> predictions(const Tensor& logits);
+
+}  // namespace quant
+}  // namespace driftlab

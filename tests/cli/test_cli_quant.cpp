@@ -1,0 +1,103 @@
+// driftlab quantize end to end: a trained LeNet-1 quantized under a toolchain's scheme into an int8
+// model file that eval and predict run; the report (JSON/Markdown) with sizes, accuracy, SQNR and
+// time; calibration from an .npy; refusals by name (an int8 model given again, a bad report
+// extension, calibration data of the wrong dtype).
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+#include "engine/io/npy.h"
+#include "tests/cli/cli_util.h"
+#include "tests/test_util.h"
+
+namespace {
+
+using namespace driftlab::cli_test;
+namespace fs = std::filesystem;
+using nlohmann::json;
+
+void write_be(std::ofstream& f, uint32_t v) {
+  for (int i = 3; i >= 0; --i) f.put(static_cast<char>(v >> (8 * i)));
+}
+
+// n images of 28x28 with a pattern per class, labels i % 10.
+void write_idx(const fs::path& dir, const std::string& prefix, uint32_t n) {
+  std::ofstream img(dir / (prefix + "-images-idx3-ubyte"), std::ios::binary),
+      lab(dir / (prefix + "-labels-idx1-ubyte"), std::ios::binary);
+  write_be(img, 0x803), write_be(img, n), write_be(img, 28), write_be(img, 28);
+  write_be(lab, 0x801), write_be(lab, n);
+  for (uint32_t i = 0; i < n; ++i) {
+    for (uint32_t p = 0; p < 784; ++p) img.put(static_cast<char>((p * (i % 10 + 1) + i) & 0xff));
+    lab.put(static_cast<char>(i % 10));
+  }
+}
+
+TEST(CliQuant, QuantizeReportEvalPredictAndRefusals) {
+  const fs::path d = fresh_dir("cli_quant");
+  write_idx(d, "train", 96);
+  write_idx(d, "t10k", 32);
+  const std::string data = " --data-dir " + d.string() + " --threads 1";
+  CliRun r = run_driftlab("train --model lenet1 --epochs 1 --batch 32 --no-progress --out " + (d / "run").string() + data);
+  ASSERT_EQ(r.code, 0) << r.out;
+  const std::string fp = (d / "run" / "model.dlm").string(), q = (d / "q.dlm").string();
+  r = run_driftlab("quantize --weights " + fp + " --scheme tflite --calib 64 --calib-batch 16 --out " + q +
+                   " --report " + (d / "rep.json").string() + " --report-inputs 32" + data);
+  ASSERT_EQ(r.code, 0) << r.out;
+  EXPECT_NE(r.out.find("calibrated on first 64 of"), std::string::npos) << r.out;
+  std::ifstream rf(d / "rep.json");
+  const json rep = json::parse(rf);
+  EXPECT_EQ(rep["scheme"], "tflite");
+  EXPECT_LT(rep["file_bytes"]["int8"].get<double>(), rep["file_bytes"]["fp32"].get<double>());
+  EXPECT_EQ(rep["accuracy"]["n"], 32);
+  ASSERT_EQ(rep["sqnr"].size(), 4u);  // input, conv1+relu, conv2+relu, dense
+  EXPECT_EQ(rep["sqnr"][0]["point"], "input");
+  EXPECT_GT(rep["inference_s"]["int8"].get<double>(), 0.0);
+  // the int8 file runs under eval and predict
+  r = run_driftlab("eval --weights " + q + data);
+  ASSERT_EQ(r.code, 0) << r.out;
+  EXPECT_NE(r.out.find("quant_scheme=tflite"), std::string::npos) << r.out;
+  driftlab::write_npy((d / "x.npy").string(), driftlab::random_tensor({3, 1, 28, 28}, driftlab::DType::f32, 5, 0, 1));
+  r = run_driftlab("predict --weights " + q + " --input " + (d / "x.npy").string() + " --output " +
+                   (d / "y.npy").string() + data);
+  ASSERT_EQ(r.code, 0) << r.out;
+  EXPECT_EQ(driftlab::read_npy((d / "y.npy").string()).shape(), (driftlab::Shape{3, 10}));
+  // calibration from an .npy, a Markdown report
+  r = run_driftlab("quantize --weights " + fp + " --scheme ort --calib-data " + (d / "x.npy").string() + " --out " +
+                   (d / "q2.dlm").string() + " --report " + (d / "rep.md").string() + " --report-inputs 8" + data);
+  ASSERT_EQ(r.code, 0) << r.out;
+  EXPECT_NE(r.out.find("| point | SQNR (dB) |"), std::string::npos) << r.out;
+  // refusals
+  r = run_driftlab("quantize --weights " + q + " --out " + (d / "q3.dlm").string() + data);
+  EXPECT_NE(r.code, 0);
+  EXPECT_NE(r.out.find("already an int8 model"), std::string::npos) << r.out;
+  r = run_driftlab("quantize --weights " + fp + " --calib 8 --out " + (d / "q4.dlm").string() + " --report " +
+                   (d / "rep.txt").string() + data);
+  EXPECT_NE(r.code, 0);
+  EXPECT_NE(r.out.find("must end in .json, .csv or .md"), std::string::npos) << r.out;
+  driftlab::write_npy((d / "xi.npy").string(), driftlab::Tensor::zeros({2, 1, 28, 28}, driftlab::DType::i32));
+  r = run_driftlab("quantize --weights " + fp + " --calib-data " + (d / "xi.npy").string() + " --out " +
+                   (d / "q5.dlm").string() + data);
+  EXPECT_NE(r.code, 0);
+  EXPECT_NE(r.out.find("must be float32"), std::string::npos) << r.out;
+  EXPECT_FALSE(fs::exists(d / "q5.dlm"));
+  r = run_driftlab("quantize --weights " + fp + " --scheme tensorrt --out " + (d / "q6.dlm").string() + data);
+  EXPECT_NE(r.code, 0);
+  EXPECT_NE(r.out.find("quant_scheme"), std::string::npos) << r.out;
+  // a truncated int8 file names itself
+  {
+    std::ifstream in(q, std::ios::binary);
+    std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    std::ofstream out(d / "cut.dlm", std::ios::binary);
+    out.write(bytes.data(), static_cast<std::streamsize>(bytes.size() / 2));
+  }
+  r = run_driftlab("eval --weights " + (d / "cut.dlm").string() + data);
+  EXPECT_NE(r.code, 0);
+  EXPECT_NE(r.out.find("cut.dlm"), std::string::npos) << r.out;
+  fs::remove_all(d);
+}
+
+}  // namespace
