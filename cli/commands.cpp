@@ -811,6 +811,7 @@ struct AttributeCliOptions {
   uint64_t seed = 1;
   int threads = 0;
   DeviceOptions dev;
+  int64_t quantize = 0, calib_batch = 32;  // > 0: int8 models calibrated on the first N training samples
 };
 
 void attribute_cmd(const AttributeCliOptions& o) {
@@ -830,6 +831,19 @@ void attribute_cmd(const AttributeCliOptions& o) {
   opt.train.seed = o.seed;
   opt.device = o.dev.parsed();
   Policy from = Policy::parse(o.from), to = Policy::parse(o.to);
+  Tensor calib;
+  if (o.quantize > 0) {
+    check(!quant::is_quantized(lm), "attribute: --quantize needs the fp32 model, ", o.weights, " is int8");
+    Dataset calib_set = load_split_for(lm, *o.data.loader, o.data, Split::train);
+    const int64_t n = std::min<int64_t>(o.quantize, calib_set.images.dim(0));
+    std::vector<int64_t> idx(static_cast<std::size_t>(n));
+    for (int64_t i = 0; i < n; ++i) idx[static_cast<std::size_t>(i)] = i;
+    calib = gather_batch(calib_set, idx, 0, n, DType::f32);
+    opt.calib = &calib;
+    opt.calib_batch = o.calib_batch;
+    std::cout << "int8: each policy's model quantized under its quant_* knobs, calibrated on the first " << n
+              << " samples of " << calib_set.name << " (batches of " << o.calib_batch << ")\n";
+  }
   Attribution a = attribute(lm.model, from, to, test, o.train > 0 ? &train : nullptr, exec, opt);
   std::cout << "attribute: " << lm.model.name << " weights " << o.weights << ", from " << a.from << " to " << a.to
             << ", " << test.images.dim(0) << " images of " << test.name << ", weights "
@@ -1028,6 +1042,11 @@ void register_commands(CLI::App& app) {
   at->add_option("--momentum", aopt->momentum)->capture_default_str();
   at->add_option("--seed", aopt->seed)->capture_default_str()->check(CLI::NonNegativeNumber);
   at->add_flag("--no-convert", aopt->no_convert);
+  at->add_option("--quantize", aopt->quantize,
+                 "compare int8 models: quantize under each policy's quant_* knobs, calibrated on the first N training "
+                 "samples")
+      ->check(CLI::NonNegativeNumber);
+  at->add_option("--calib-batch", aopt->calib_batch, "calibration samples per forward (--quantize)")->capture_default_str();
   at->add_option("--json", aopt->json);
   add_threads_option(at, aopt->threads);
   add_data_options(at, aopt->data);

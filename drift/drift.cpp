@@ -5,6 +5,7 @@
 #include <sstream>
 
 #include "drift/convert.h"
+#include "quant/ptq.h"
 #include "engine/layers/flatten_layer.h"
 
 namespace driftlab {
@@ -154,6 +155,13 @@ Outcome run_policy(const Model& weights, const Policy& p, const Policy& from, co
                    const Dataset* train, ExecContext& exec, const AttributeOptions& opt) {
   Outcome o;
   Model m = rebuild_under(weights, p, opt.convert);
+  if (opt.calib) {
+    check(opt.train_epochs == 0, "attribute: int8 models are inference-only (no --train with quantization)");
+    check(opt.device == Device::cpu, "attribute: int8 models run on the CPU only");
+    quant::PtqOptions po;
+    po.calib_batch = opt.calib_batch;
+    m = std::move(quant::quantize_model(m, p, *opt.calib, po).model);
+  }
   std::unique_ptr<Runner> runner = open_runner(m, opt.device, opt.train, exec);
   if (opt.train_epochs > 0) {
     EpochStats st;
@@ -182,6 +190,9 @@ Attribution attribute(const Model& weights, const Policy& from, const Policy& to
   a.from_accuracy = of.accuracy;
   a.to_accuracy = ot.accuracy;
   auto knobs = diff(from, to);
+  if (opt.calib)  // quant_scheme only labels the group: its knobs are flipped one by one instead
+    knobs.erase(std::remove_if(knobs.begin(), knobs.end(), [](const KnobDiff& k) { return k.knob == "quant_scheme"; }),
+                knobs.end());
   for (const auto& k : knobs) {
     Policy p = from;
     p.set(k.knob, k.b);

@@ -92,6 +92,11 @@ struct AttributeOptions {
   TrainConfig train;          // used when train_epochs > 0
   int64_t batch = 1000;       // inference batch
   Device device = Device::cpu;  // where outputs are computed and training runs
+  // When set, every policy's model is quantized (quant/ptq.h, its quant_* knobs) on these
+  // calibration samples before it is evaluated: the attribution is then over int8 models, and
+  // quant_scheme (a group label: its knobs are flipped one by one) is not flipped itself.
+  const Tensor* calib = nullptr;
+  int64_t calib_batch = 32;
 };
 
 struct KnobEffect {
