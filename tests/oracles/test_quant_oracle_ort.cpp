@@ -221,8 +221,96 @@ void fill(CaseDir& d) {
   }
 }
 
+// ---------------------------------------------------------------------------------------------
+// Crafted requantization probe (the method of docs/QUANT_SOURCES.md S2): LeNet's data cannot tell
+// M = f32(f32(s_in*s_w)/s_out) from the double or reciprocal forms (RequantKnobsOffOrtsFormulaAreSeen
+// prints 0 differences for them), so a 16-input dense layer with weight rows +-([127]*15 + [1]) lets
+// each input row hit a chosen accumulator: rows are aimed within +-8 of the ties of round(acc*M),
+// with an int32 bias of 2e7..6e7 so that float(acc) is inexact (above 2^24) and the order of the
+// bias add shows too. kProbeTrials models of random scales and zero points, kProbeRows rows each.
+constexpr int kProbeTrials = 12, kProbeRows = 2000, kProbeIn = 16, kProbeOut = 8;
+
+struct Probe {
+  std::string name;
+  quant::QLinearSpec spec;
+  Tensor xq;  // int8 inputs (rows, 16)
+};
+
+std::vector<Probe> probes() {
+  std::vector<Probe> v;
+  std::mt19937 g(2026);
+  auto uni = [&](double lo, double hi) { return std::uniform_real_distribution<double>(lo, hi)(g); };
+  auto integer = [&](int64_t lo, int64_t hi) { return std::uniform_int_distribution<int64_t>(lo, hi)(g); };
+  for (int t = 0; t < kProbeTrials; ++t) {
+    Probe p;
+    p.name = "probe" + std::to_string(t);
+    quant::QLinearSpec& sp = p.spec;
+    sp.in = {static_cast<float>(uni(0.001, 0.003)), static_cast<int32_t>(integer(-128, 60))};
+    const float sw = static_cast<float>(uni(0.001, 0.003));
+    sp.out = {static_cast<float>(static_cast<double>(sp.in.scale) * sw * 6e7 / 120), static_cast<int32_t>(integer(-100, 100))};
+    sp.weight.scale = {sw};
+    sp.weight.q = Tensor({kProbeOut, kProbeIn}, DType::i8);
+    sp.bias = Tensor({kProbeOut}, DType::i32);
+    std::vector<int> sign(kProbeOut);
+    for (int c = 0; c < kProbeOut; ++c) {
+      sign[c] = integer(0, 1) ? 1 : -1;
+      for (int i = 0; i < kProbeIn; ++i)
+        sp.weight.q.data<int8_t>()[c * kProbeIn + i] = static_cast<int8_t>(sign[c] * (i < 15 ? 127 : 1));
+      sp.bias.data<int32_t>()[c] = static_cast<int32_t>(integer(20000000, 60000000) * (integer(0, 1) ? 1 : -1));
+    }
+    const float m = (sp.in.scale * sw) / sp.out.scale;  // the tie positions aimed at (any form would do)
+    const int64_t hi = 127 - sp.in.zero_point, reach = 15 * 127 * hi + hi;
+    p.xq = Tensor({kProbeRows, kProbeIn}, DType::i8);
+    for (int r = 0; r < kProbeRows; ++r) {
+      const int c = r % kProbeOut;
+      const int64_t b = sp.bias.data<int32_t>()[c];
+      const double lo_acc = std::min<double>(b, b + sign[c] * reach);
+      const double j = std::floor(lo_acc * m) + static_cast<double>(integer(0, 2));
+      const int64_t acc = std::llround((j + 0.5) / m) + integer(-8, 8);
+      int64_t target = (acc - b) * sign[c];  // the sum of (x - zp_in) * |w| wanted
+      if (r < 200 || target < 0 || target > reach) target = integer(0, reach);
+      for (int i = 0; i < kProbeIn; ++i) {
+        const int64_t a = i < 15 ? std::min<int64_t>(target / 127, hi) : std::min<int64_t>(target, hi);
+        target -= a * (i < 15 ? 127 : 1);
+        p.xq.data<int8_t>()[r * kProbeIn + i] = static_cast<int8_t>(a + sp.in.zero_point);
+      }
+    }
+    v.push_back(std::move(p));
+  }
+  return v;
+}
+
+void fill_probes(CaseDir& d) {
+  for (const Probe& p : probes()) {
+    // x = (xq - zp) * s_in in float32: ORT's QuantizeLinear (x / s_in, rne) gives xq back, since
+    // |xq - zp| <= 255 keeps the two roundings far from a half.
+    Tensor x({kProbeRows, kProbeIn}, DType::f32);
+    for (int64_t i = 0; i < x.numel(); ++i)
+      x.data<float>()[i] = static_cast<float>(p.xq.data<int8_t>()[i] - p.spec.in.zero_point) * p.spec.in.scale;
+    json layer = {{"op", "dense"},
+                  {"w", d.input(p.name, "w0", p.spec.weight.q)},
+                  {"ws", d.input(p.name, "ws0", Tensor::from<float>({1}, p.spec.weight.scale))},
+                  {"b", d.input(p.name, "b0", p.spec.bias)},
+                  {"in_scale", d.input(p.name, "in_scale0", Tensor::from<float>({1}, {p.spec.in.scale}))},
+                  {"out_scale", d.input(p.name, "out_scale0", Tensor::from<float>({1}, {p.spec.out.scale}))},
+                  {"out_zp", p.spec.out.zero_point},
+                  {"relu", false}};
+    d.add_case({{"name", p.name},
+                {"kind", "model"},
+                {"x", d.input(p.name, "x", x)},
+                {"shape", x.shape()},
+                {"act_dtype", "int8"},
+                {"input", {{"scale", d.input(p.name, "in_scale", Tensor::from<float>({1}, {p.spec.in.scale}))},
+                           {"zp", p.spec.in.zero_point}}},
+                {"layers", json::array({layer})}});
+  }
+}
+
 const CaseDir& ort_run() {
-  static const CaseDir d(ort_oracle(), "ort_quant", fill);
+  static const CaseDir d(ort_oracle(), "ort_quant", [](CaseDir& dir) {
+    fill(dir);
+    fill_probes(dir);
+  });
   return d;
 }
 
@@ -387,6 +475,50 @@ TEST(OrtQuantPtq, RequantKnobsOffOrtsFormulaAreSeen) {
         total += n;
       }
       std::cout << line.str() << "\n";
+    }
+  }
+}
+
+// The crafted probe: driftlab's ort requantization, y = clamp(rne(float32(acc + b) * M) + zp) with
+// M = float32(float32(s_in * s_w) / s_out) and the int32 bias in the accumulator, against ORT's
+// QGemm (QDQ fused, uint8 and int8 paths, and QOperator); tolerance 0. The other multiplier forms
+// and oneDNN's "+ zp before rounding" must each differ somewhere, or the probe could not see them.
+TEST(OrtQuantPtq, CraftedRequantTiesMatchOnnxRuntime) {
+  ORACLE_GROUP(run, ort_run);
+  struct Form {
+    const char* knobs;
+    bool ort;  // ORT's formula (expected 0 differences) or a rival (expected some)
+  };
+  const Form forms[] = {{"", true},
+                        {",quant_multiplier=float64", false},
+                        {",quant_multiplier=float32_mul_reciprocal", false},
+                        {",quant_requant=float_multiply_add_zp", false}};
+  const char* runs[] = {"qdq.all", "qdq.all_s8", "qop.all", "qop.disabled"};
+  const std::vector<Probe> ps = probes();
+  for (const Form& f : forms) {
+    const quant::QuantScheme s = quant::QuantScheme::from_policy(Policy::parse(std::string("torch,quant_scheme=ort") + f.knobs));
+    for (const char* r : runs) {
+      int64_t total = 0, n = 0, numel = 0;
+      double worst = 0;
+      for (const Probe& p : ps) {
+        quant::QDenseLayer layer(kProbeIn, kProbeOut, s, p.spec);
+        ExecContext exec;
+        RunContext ctx = RunContext::inference(exec);
+        const Tensor y = layer.forward(ctx, p.xq);
+        Tensor ref = run.out(p.name, std::string(r) + ".y0");
+        if (std::string(r).rfind("qdq", 0) == 0) ref = requantized(ref, p.spec.out.scale, p.spec.out.zero_point, DType::i8);
+        diff_summary(y, ref, 1, &n);
+        total += n;
+        numel += y.numel();
+        for (int64_t i = 0; i < y.numel() && y.shape() == ref.shape(); ++i) worst = std::max(worst, std::fabs(y.at(i) - ref.at(i)));
+      }
+      std::cout << "probe: ort" << f.knobs << " vs ORT " << r << ": " << total << " of " << numel << " differ (max "
+                << worst << " steps)\n";
+      if (f.ort) {
+        EXPECT_EQ(total, 0) << r;
+      } else {
+        EXPECT_GT(total, 0) << f.knobs << " vs " << r << ": the probe does not separate this form";
+      }
     }
   }
 }
