@@ -19,6 +19,8 @@
 //    log (the oracle's --summary). With optimizations off ('disabled') a QDQ model computes in
 //    float (DequantizeLinear, float Conv, QuantizeLinear): printed as information only, it is
 //    another formula, not a bug.
+//  * The requantization formula. LeNet's data cannot separate the multiplier forms, so a crafted
+//    dense layer aimed at the rounding ties (CraftedRequantTiesMatchOnnxRuntime) pins ORT's.
 // A difference is a count of elements and their largest distance in integer steps, printed.
 #include <gtest/gtest.h>
 
@@ -446,8 +448,8 @@ TEST(OrtQuantPtq, LenetIntegerOutputsAndLogitsMatchOnnxRuntime) {
 
 // Negative control: the requantization knobs set off ORT's formula (everything else unchanged, so
 // the scales, weights and biases are the ones ORT ran) against ORT's 'all' run of the default
-// scheme. A count of 0 would mean the LeNet data cannot see that knob: the crafted probe
-// (tests/oracles/ort/requant_probe.py) then is what separates the candidates.
+// scheme. A count of 0 means the LeNet data cannot see that knob (the multiplier forms, here): the
+// crafted probe (CraftedRequantTiesMatchOnnxRuntime) is what separates them.
 TEST(OrtQuantPtq, RequantKnobsOffOrtsFormulaAreSeen) {
   ORACLE_GROUP(run, ort_run);
   const char* knobs[] = {"quant_multiplier=float64", "quant_multiplier=float32_mul_reciprocal",
