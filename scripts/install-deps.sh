@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Installs what driftlab needs on a fresh Debian 12 machine of this kind: build tools and
 # libraries (Eigen, oneDNN, zlib, CLI11, nlohmann-json, GoogleTest, Google Benchmark), the
-# Fashion-MNIST data set, PyTorch + numpy (oracles and speed peers), and clang with its runtime
+# Fashion-MNIST data set, PyTorch + numpy (oracles and speed peers), ONNX for Python (the ONNX
+# Runtime oracle's model writer), and clang with its runtime
 # libraries (libFuzzer for scripts/fuzz.sh, and LLVM's OpenMP, which the fuzz build's
 # find_package(OpenMP) needs under clang). ocl-icd-opencl-dev is
 # libdnnl-dev's recommended package, which --no-install-recommends skips: Debian's oneDNN is built
@@ -11,7 +12,7 @@
 set -euo pipefail
 pkgs=(build-essential cmake libeigen3-dev libdnnl-dev zlib1g-dev ocl-icd-opencl-dev libcli11-dev nlohmann-json3-dev
       libgtest-dev libgmock-dev libbenchmark-dev dataset-fashion-mnist
-      python3-numpy python3-torch libopenblas0-openmp clang libclang-rt-14-dev libomp-14-dev)
+      python3-numpy python3-torch libopenblas0-openmp python3-onnx clang libclang-rt-14-dev libomp-14-dev)
 missing=()
 for p in "${pkgs[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
@@ -42,4 +43,18 @@ if [ -f "$oracle_dir/package.json" ]; then
       (cd "$oracle_dir" && npm install --no-audit --no-fund --loglevel=error)
     fi
   fi
+fi
+
+# ONNX Runtime oracle (tests/oracles/ort): onnxruntime-node from the npm registry, its CPU library
+# inside the package. --ignore-scripts: the package's install script only downloads the GPU (CUDA)
+# binaries, and fails on a machine without internet beyond the registry.
+ort_dir="$(dirname "$0")/../tests/oracles/ort"
+if [ -f "$ort_dir/package.json" ] && [ ! -d "$ort_dir/node_modules/onnxruntime-node" ]; then
+  if ! command -v node >/dev/null 2>&1; then
+    SUDO=""
+    [ "$(id -u)" -eq 0 ] || SUDO="sudo"
+    DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -q --no-install-recommends nodejs npm
+  fi
+  echo "install-deps: installing the ONNX Runtime oracle (npm)"
+  (cd "$ort_dir" && npm ci --ignore-scripts --no-audit --no-fund --loglevel=error)
 fi

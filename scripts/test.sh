@@ -7,7 +7,7 @@ BUILD_DIR=${BUILD_DIR:-build}
 bash scripts/build.sh
 (
   cd "$BUILD_DIR"
-  # CI has the oracles (PyTorch, TF.js) and Fashion-MNIST: a missing one fails its tests instead
+  # CI has the oracles (PyTorch, TF.js, ONNX Runtime) and Fashion-MNIST: a missing one fails its tests instead
   # of skipping them (tests/require_util.h); elsewhere they skip, and ctest lists them as skipped.
   export DRIFTLAB_REQUIRE_ORACLES=1
   ctest --output-on-failure -j"$(nproc)" -E '^oracles\.'
