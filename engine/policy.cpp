@@ -158,7 +158,7 @@ void apply_quant_toolchain(Policy& p, QuantToolchain t) {
       p.quant_bias = QuantBias::int32_divide_f64;
       p.quant_bias_product = FloatType::float32;
       p.quant_requant = RequantRule::float_multiply;
-      p.quant_multiplier = QuantMultiplier::float32_divide;  // MLAS order UNCONFIRMED (docs/QUANT_SOURCES.md)
+      p.quant_multiplier = QuantMultiplier::float32_divide;  // MLAS: float32(float32(s_in*s_w)/s_out), run (oracles.Ort)
       p.quant_relu = QuantRelu::fused;
       return;
   }
