@@ -33,7 +33,10 @@
 #include <algorithm>
 #include <cstring>
 #include <limits>
+#include <type_traits>
 #include <vector>
+
+#include <omp.h>
 
 #if defined(__x86_64__) && defined(__GNUC__)
 #include <immintrin.h>
@@ -263,6 +266,15 @@ int64_t round_up(int64_t v, int64_t to) { return (v + to - 1) / to * to; }
 // ---------------------------------------------------------------------------------------------
 // qconv2d
 
+// dst[i] = src[i] ^ flip, i < n.
+void copy_flip(const uint8_t* __restrict src, int64_t n, uint8_t flip, uint8_t* __restrict dst) {
+  if (flip == 0) {
+    std::memcpy(dst, src, static_cast<std::size_t>(n));
+    return;
+  }
+  for (int64_t i = 0; i < n; ++i) dst[i] = src[i] ^ flip;
+}
+
 // u = x ^ flip: 0 for uint8, 0x80 for int8 (x + 128 in two's complement).
 uint8_t sign_flip(DType t) { return t == DType::i8 ? 0x80 : 0x00; }
 int32_t shifted_zero_point(DType t, int32_t zp) { return t == DType::i8 ? zp + 128 : zp; }
@@ -287,13 +299,17 @@ struct ConvScratch {
 template <typename TX, typename TY>
 void qconv_fast(const QConv2dParams& p, const TX* x, const int8_t* w, const int32_t* bias, TY* y) {
   const Conv2dParams& g = p.g;
+  // Locals, not g's fields: every byte store below may alias g (a char type), which would
+  // reload them in each inner loop.
+  const int64_t C = g.c, H = g.h, W = g.w, R = g.r, S = g.s, pad_t = g.pad_t, pad_l = g.pad_l;
+  const int64_t stride_h = g.stride_h, stride_w = g.stride_w, dil_h = g.dil_h, dil_w = g.dil_w;
   const int64_t P = g.out_h(), Q = g.out_w(), J = g.c * g.r * g.s;
   const uint8_t flip = sign_flip(p.x_dtype);
   const int32_t zp_u = shifted_zero_point(p.x_dtype, p.x_zero_point);
   const uint8_t pad_byte = static_cast<uint8_t>(zp_u);  // only used when has_padding (then a byte: supports)
   const PackedWeights pw = pack_weights(w, g.k, J, bias, zp_u);
   const int64_t hp = g.h + g.pad_t + g.pad_b, wp = g.w + g.pad_l + g.pad_r, plane = hp * wp;
-  const bool unit_stride = g.stride_h == 1 && g.stride_w == 1;
+  const bool unit_stride = stride_h == 1 && stride_w == 1;
   // Columns: oh * ld + ow.
   const int64_t ld = unit_stride ? wp : Q;
   const int64_t mpad = round_up(P * ld, 16);
@@ -314,16 +330,13 @@ void qconv_fast(const QConv2dParams& p, const TX* x, const int8_t* w, const int3
 #pragma omp for schedule(static)
     for (int64_t n = 0; n < g.n; ++n) {
       // 1) the padded image, shifted to unsigned (the pad ring and the slack already hold zp_u)
-      const TX* xn = x + n * g.c * g.h * g.w;
-      for (int64_t c = 0; c < g.c; ++c)
-        for (int64_t ih = 0; ih < g.h; ++ih) {
-          uint8_t* dst = sc.plane.data() + c * plane + (ih + g.pad_t) * wp + g.pad_l;
-          const TX* src = xn + (c * g.h + ih) * g.w;
-          for (int64_t iw = 0; iw < g.w; ++iw) dst[iw] = static_cast<uint8_t>(src[iw]) ^ flip;
-        }
+      const uint8_t* xn = reinterpret_cast<const uint8_t*>(x) + n * C * H * W;
+      for (int64_t c = 0; c < C; ++c)
+        for (int64_t ih = 0; ih < H; ++ih)
+          copy_flip(xn + (c * H + ih) * W, W, flip, sc.plane.data() + c * plane + (ih + pad_t) * wp + pad_l);
       // 2) the panel Xp[j/4][m][4]
       auto tap = [&](int64_t j, int64_t& c, int64_t& r, int64_t& s) {
-        c = j / (g.r * g.s), r = (j / g.s) % g.r, s = j % g.s;
+        c = j / (R * S), r = (j / S) % R, s = j % S;
       };
       for (int64_t gi = 0; gi < groups; ++gi) {
         uint8_t* dst = sc.panel.data() + gi * mpad * 4;
@@ -337,7 +350,7 @@ void qconv_fast(const QConv2dParams& p, const TX* x, const int8_t* w, const int3
             }
             int64_t c, r, s;
             tap(j, c, r, s);
-            src[t] = sc.plane.data() + c * plane + r * g.dil_h * wp + s * g.dil_w;
+            src[t] = sc.plane.data() + c * plane + r * dil_h * wp + s * dil_w;
           }
           interleave4(src[0], src[1], src[2], src[3], mpad, 0, dst);  // already shifted in the plane
         } else {
@@ -349,11 +362,11 @@ void qconv_fast(const QConv2dParams& p, const TX* x, const int8_t* w, const int3
             }
             int64_t c, r, s;
             tap(j, c, r, s);
-            const uint8_t* src = sc.plane.data() + c * plane + r * g.dil_h * wp + s * g.dil_w;
+            const uint8_t* src = sc.plane.data() + c * plane + r * dil_h * wp + s * dil_w;
             for (int64_t oh = 0; oh < P; ++oh) {
-              const uint8_t* row = src + oh * g.stride_h * wp;
+              const uint8_t* row = src + oh * stride_h * wp;
               uint8_t* o = dst + oh * Q * 4 + t;
-              for (int64_t ow = 0; ow < Q; ++ow) o[ow * 4] = row[ow * g.stride_w];
+              for (int64_t ow = 0; ow < Q; ++ow) o[ow * 4] = row[ow * stride_w];
             }
           }
         }
@@ -464,26 +477,73 @@ void qdense_forward_fast(const QDenseParams& p, const Tensor& x, const Tensor& w
 
 bool qmaxpool2d_supports(const QPool2dParams& p, DType dt) { return dt == p.dtype && is_q8(p.dtype); }
 
+// y[ow] = the max of the 2x2 window at columns 2ow, 2ow+1 of rows r0, r1 (vectorised: restrict).
+template <typename T>
+void max_2x2_row(const T* __restrict r0, const T* __restrict r1, int64_t q, T* __restrict y) {
+  for (int64_t ow = 0; ow < q; ++ow)
+    y[ow] = std::max(std::max(r0[2 * ow], r0[2 * ow + 1]), std::max(r1[2 * ow], r1[2 * ow + 1]));
+}
+
+#if DL_QFAST_X86
+// The whole tensor's 2x2 stride-2 pooling when H and W are even (no row is left over): first each
+// horizontal pair, hm[i] = max(x[2i], x[2i+1]) over the flat tensor (a pair never crosses a row),
+// 64 outputs per step (each 16-bit word's two bytes compared after a shift); then each output row
+// is the max of the two hm rows above it (masked loads, rows up to 64 wide).
+template <bool Signed>
+__attribute__((target("avx512f,avx512bw"))) void max_2x2_even_avx512(const uint8_t* x, int64_t rows_out, int64_t q,
+                                                                      uint8_t* hm, uint8_t* y) {
+  const int64_t pairs = rows_out * 2 * q;  // horizontal pairs in the tensor
+  int64_t i = 0;
+  for (; i + 64 <= pairs; i += 64) {
+    const __m512i a = _mm512_loadu_si512(x + 2 * i), b = _mm512_loadu_si512(x + 2 * i + 64);
+    // word w holds bytes (2w, 2w+1): the high byte shifted down meets the low byte
+    const __m512i ma = Signed ? _mm512_max_epi8(a, _mm512_srai_epi16(a, 8)) : _mm512_max_epu8(a, _mm512_srli_epi16(a, 8));
+    const __m512i mb = Signed ? _mm512_max_epi8(b, _mm512_srai_epi16(b, 8)) : _mm512_max_epu8(b, _mm512_srli_epi16(b, 8));
+    _mm256_storeu_si256(reinterpret_cast<__m256i*>(hm + i), _mm512_maskz_cvtepi16_epi8(~__mmask32{0}, ma));
+    _mm256_storeu_si256(reinterpret_cast<__m256i*>(hm + i + 32), _mm512_maskz_cvtepi16_epi8(~__mmask32{0}, mb));
+  }
+  for (; i < pairs; ++i) {
+    const uint8_t u = x[2 * i], v = x[2 * i + 1];
+    hm[i] = Signed ? (static_cast<int8_t>(u) > static_cast<int8_t>(v) ? u : v) : (u > v ? u : v);
+  }
+  const __mmask64 m = q >= 64 ? ~__mmask64{0} : ((__mmask64{1} << q) - 1);
+  for (int64_t r = 0; r < rows_out; ++r) {
+    const __m512i top = _mm512_maskz_loadu_epi8(m, hm + 2 * r * q), bot = _mm512_maskz_loadu_epi8(m, hm + (2 * r + 1) * q);
+    _mm512_mask_storeu_epi8(y + r * q, m, Signed ? _mm512_max_epi8(top, bot) : _mm512_max_epu8(top, bot));
+  }
+}
+#endif
+
 template <typename T>
 void qmaxpool_fast(const QPool2dParams& p, const T* x, T* y) {
   const Pool2dParams& g = p.g;
-  const int64_t P = g.out_h(), Q = g.out_w(), planes = g.n * g.c;
+  const int64_t P = g.out_h(), Q = g.out_w(), planes = g.n * g.c, H = g.h, W = g.w;
   const bool two_by_two = g.kh == 2 && g.kw == 2 && g.stride_h == 2 && g.stride_w == 2 && g.pad_t == 0 &&
                           g.pad_b == 0 && g.pad_l == 0 && g.pad_r == 0;
+#if DL_QFAST_X86
+  if (two_by_two && H % 2 == 0 && W % 2 == 0 && Q <= 64 && tiles().vnni) {  // vnni: AVX-512BW is there too
+    const int64_t rows_out = planes * P;
+    const int64_t per_thread = (rows_out + omp_get_max_threads() - 1) / omp_get_max_threads();
+#pragma omp parallel
+    {
+      const int64_t r0 = std::min(rows_out, per_thread * omp_get_thread_num());
+      const int64_t r1 = std::min(rows_out, r0 + per_thread);
+      std::vector<uint8_t> hm(static_cast<std::size_t>((r1 - r0) * 2 * Q));
+      if (r1 > r0)
+        max_2x2_even_avx512<std::is_signed<T>::value>(reinterpret_cast<const uint8_t*>(x) + r0 * 2 * W, r1 - r0, Q,
+                                                      hm.data(), reinterpret_cast<uint8_t*>(y) + r0 * Q);
+    }
+    return;
+  }
+#endif
 #pragma omp parallel
   {
-    std::vector<T> rowmax(static_cast<std::size_t>(2 * Q));
 #pragma omp for schedule(static)
     for (int64_t nc = 0; nc < planes; ++nc) {
-      const T* xp = x + nc * g.h * g.w;
+      const T* xp = x + nc * H * W;
       T* yp = y + nc * P * Q;
       if (two_by_two) {
-        for (int64_t oh = 0; oh < P; ++oh) {
-          const T* r0 = xp + 2 * oh * g.w;
-          const T* r1 = r0 + g.w;
-          for (int64_t i = 0; i < 2 * Q; ++i) rowmax[i] = std::max(r0[i], r1[i]);
-          for (int64_t ow = 0; ow < Q; ++ow) yp[oh * Q + ow] = std::max(rowmax[2 * ow], rowmax[2 * ow + 1]);
-        }
+        for (int64_t oh = 0; oh < P; ++oh) max_2x2_row(xp + 2 * oh * W, xp + (2 * oh + 1) * W, Q, yp + oh * Q);
         continue;
       }
       for (int64_t oh = 0; oh < P; ++oh)
