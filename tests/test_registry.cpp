@@ -50,10 +50,10 @@ const std::map<std::string, std::map<std::string, std::string>> kExpected = {
     {"sgd", {{"reference", "reference"}, {"fast", "fast"}}},
     {"adam", {{"reference", "reference"}, {"fast", "fast"}}},
     {"rmsprop", {{"reference", "reference"}, {"fast", "fast"}}},
-    {"qconv2d", {{"reference", "reference"}}},
-    {"qdense", {{"reference", "reference"}}},
-    {"qmaxpool2d", {{"reference", "reference"}}},
-    {"quantize", {{"reference", "reference"}}},
+    {"qconv2d", {{"reference", "reference"}, {"fast", "fast"}}},
+    {"qdense", {{"reference", "reference"}, {"fast", "fast"}}},
+    {"qmaxpool2d", {{"reference", "reference"}, {"fast", "fast"}}},
+    {"quantize", {{"reference", "reference"}, {"fast", "fast"}}},
 };
 
 TEST(Registry, ListsEveryOpWithItsReferenceAndFastKernels) {

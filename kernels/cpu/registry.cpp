@@ -46,6 +46,7 @@ KernelRegistry make_cpu_registry() {
   register_adaptive_ref(r);
   register_adaptive_fast(r);
   register_quant_ref(r);
+  register_quant_fast(r);
   return r;
 }
 

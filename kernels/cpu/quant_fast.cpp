@@ -1,0 +1,669 @@
+// Fast int8 kernels: quantize/dequantize, qconv2d, qdense, qmaxpool2d (registry slot `fast`).
+// Layouts as the reference's: x (N,C,H,W), w (K,C,R,S), y (N,K,P,Q); dense x (n,in), w (out,in),
+// y (n,out). Every output is written (=).
+//
+// Bit-exact with kernels/cpu/ref/quant_ref.cpp for every call supports() accepts, for any thread
+// count: the accumulators are integers, and every output element goes through the same
+// requantize_one() / quantize_one() / dequantize_one() of engine/ops/quant.h. Those loops are
+// written so that the compiler vectorises them (the rule and rounding are template constants),
+// which changes no bit: the same float operations, no contraction (-ffp-contract=off).
+//
+// Conv and dense are one u8 x s8 GEMM with int32 accumulators:
+//   acc[k][m] = corr[k] + sum_j u[j][m] * w[k][j],  corr[k] = bias[k] - zp_u * sum_j w[k][j]
+// where u = x for uint8 and x + 128 (sign bit flipped) for int8, and zp_u the zero point moved
+// alike. Since u - zp_u = x - x_zp, acc = bias + sum (x - x_zp) * w: the reference's integer
+// (int32 wraps the same way mod 2^32 in both orders, and the reference's own sum fits in int32,
+// QConv2dParams::validate). Padding taps read zp_u and so add 0, as the reference skips them.
+// The activation panel is Xp[j/4][m][4]: column m's four consecutive reduction terms share one
+// 32-bit lane, what AVX-512 VNNI's VPDPBUSD multiplies (u8 x s8) and adds in one instruction.
+// Where the CPU lacks VNNI (checked at run time) a portable loop computes the same integers.
+//
+// This file is compiled as if with -fno-trapping-math (the pragma below): GCC 12 vectorises
+// std::floor (round_with) only then. It changes no value, only whether FP exception flags may be
+// raised differently; -ffp-contract=off and everything else of the build stay as they are.
+//
+// Columns of the convolution GEMM: at stride 1, column m = oh * Wp + ow reads the padded plane
+// at m + (r*dil_h*Wp + s*dil_w): every kernel tap is one contiguous shifted row of the flattened
+// padded image, so the panel is built by interleaving four rows at a time (no per-pixel gather);
+// the Wp - Q columns past each output row are computed and never stored. At other strides each
+// column is one output pixel, gathered.
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC optimize("no-trapping-math")
+#endif
+#include <algorithm>
+#include <cstring>
+#include <limits>
+#include <type_traits>
+#include <vector>
+
+#include <omp.h>
+
+#if defined(__x86_64__) && defined(__GNUC__)
+#include <immintrin.h>
+#define DL_QFAST_X86 1
+#endif
+
+#include "engine/core/error.h"
+#include "kernels/cpu/pool2d_loops.h"
+#include "kernels/cpu/registry.h"
+
+namespace driftlab {
+namespace {
+
+constexpr int kMaxKb = 8;  // output channels per register tile
+constexpr int kMaxNv = 3;  // 16-column vectors per register tile (8 x 3 accumulators + 3 panel loads)
+
+// ---------------------------------------------------------------------------------------------
+// Checks shared by the entry points (the reference's messages).
+
+void check_tensor(const char* op, const char* name, const Tensor& t, const Shape& shape, DType dtype) {
+  check(t.dtype() == dtype, op, ": ", name, " is ", dtype_name(t.dtype()), ", expected ", dtype_name(dtype));
+  check_shape(op, name, t, shape);
+}
+
+void check_q_io(const char* op, DType x_dtype, DType y_dtype, const Tensor& x, const Shape& xs, const Tensor& w,
+                const Shape& ws, const Tensor* bias, int64_t k, bool has_bias, const Tensor& y, const Shape& ys) {
+  check_tensor(op, "input", x, xs, x_dtype);
+  check_tensor(op, "weight", w, ws, DType::i8);
+  check((bias != nullptr) == has_bias, op, ": params say ", has_bias ? "a" : "no", " bias, the call passes ",
+        bias ? "one" : "none");
+  if (bias) check_tensor(op, "bias", *bias, {k}, DType::i32);
+  check_tensor(op, "output", y, ys, y_dtype);
+}
+
+bool is_q8(DType t) { return t == DType::u8 || t == DType::i8; }
+
+// ---------------------------------------------------------------------------------------------
+// Requantization and quantization rows: requantize_one / quantize_one per element, with the rule
+// and rounding fixed at compile time so that the loop vectorises.
+
+template <typename TY>
+using RequantRowFn = void (*)(const int32_t*, int64_t, const RequantChannel&, int32_t, int32_t, int32_t, TY*);
+
+// y[i] = requantize_one(acc[i], ch, ...), i < n: one output channel's run.
+template <RequantRule R, RoundRule RR, typename TY>
+void requant_row(const int32_t* __restrict acc, int64_t n, const RequantChannel& channel, int32_t zp, int32_t lo,
+                 int32_t hi, TY* __restrict y) {
+  const RequantChannel ch = channel;  // a local copy: stores through TY* (a char type) cannot alias it
+#pragma omp simd
+  for (int64_t i = 0; i < n; ++i) y[i] = static_cast<TY>(requantize_one(acc[i], ch, R, RR, zp, lo, hi));
+}
+
+template <RequantRule R, typename TY>
+RequantRowFn<TY> requant_row_for(RoundRule round) {
+  return round == RoundRule::half_even ? requant_row<R, RoundRule::half_even, TY>
+                                       : requant_row<R, RoundRule::half_away, TY>;
+}
+
+template <typename TY>
+RequantRowFn<TY> requant_row_for(const Requant& rq) {
+  switch (rq.rule) {
+    case RequantRule::fixed_point_double_rounding:
+      return requant_row_for<RequantRule::fixed_point_double_rounding, TY>(rq.round);
+    case RequantRule::fixed_point_single_rounding:
+      return requant_row_for<RequantRule::fixed_point_single_rounding, TY>(rq.round);
+    case RequantRule::float_multiply: return requant_row_for<RequantRule::float_multiply, TY>(rq.round);
+    case RequantRule::float_multiply_add_zp: return requant_row_for<RequantRule::float_multiply_add_zp, TY>(rq.round);
+  }
+  fail("qconv2d: unknown requantization rule");
+}
+
+// ---------------------------------------------------------------------------------------------
+// The u8 x s8 GEMM.
+
+struct PackedWeights {
+  int64_t k = 0, j = 0, j4 = 0;
+  std::vector<int8_t> w;      // (k, j4): each row zero-padded to a multiple of 4 terms
+  std::vector<int32_t> corr;  // bias[k] - zp_u * sum_j w[k][j], in wrapping int32
+};
+
+// w (k, j) row-major, as both (K,C,R,S) and (out,in) are.
+PackedWeights pack_weights(const int8_t* w, int64_t k, int64_t j, const int32_t* bias, int32_t zp_u) {
+  PackedWeights p;
+  p.k = k, p.j = j, p.j4 = (j + 3) / 4 * 4;
+  p.w.assign(static_cast<std::size_t>(k * p.j4), 0);
+  p.corr.resize(static_cast<std::size_t>(k));
+  for (int64_t kk = 0; kk < k; ++kk) {
+    uint32_t sum = 0;  // unsigned: wraps (mod 2^32) where int32 would be undefined
+    for (int64_t jj = 0; jj < j; ++jj) {
+      p.w[kk * p.j4 + jj] = w[kk * j + jj];
+      sum += static_cast<uint32_t>(static_cast<int32_t>(w[kk * j + jj]));
+    }
+    const uint32_t b = bias ? static_cast<uint32_t>(bias[kk]) : 0u;
+    p.corr[kk] = static_cast<int32_t>(b - static_cast<uint32_t>(zp_u) * sum);
+  }
+  return p;
+}
+
+// c[kb][col] = corr[kb] + sum_g sum_t xp[g][col][t] * w[kb][4g+t] for KB rows and 16*NV columns.
+// w: row k0 (stride j4); xp: column m0 of group 0 (groups `gstride` bytes apart); c: (k0, m0), ldc.
+using TileFn = void (*)(const int8_t* w, int64_t j4, const int32_t* corr, const uint8_t* xp, int64_t gstride,
+                        int32_t* c, int64_t ldc);
+
+template <int KB, int NV>
+void tile_portable(const int8_t* w, int64_t j4, const int32_t* corr, const uint8_t* xp, int64_t gstride, int32_t* c,
+                   int64_t ldc) {
+  for (int kb = 0; kb < KB; ++kb)
+    for (int col = 0; col < 16 * NV; ++col) {
+      uint32_t acc = static_cast<uint32_t>(corr[kb]);
+      for (int64_t g = 0; g < j4 / 4; ++g)
+        for (int t = 0; t < 4; ++t)
+          acc += static_cast<uint32_t>(static_cast<int32_t>(xp[g * gstride + col * 4 + t]) *
+                                       static_cast<int32_t>(w[kb * j4 + 4 * g + t]));
+      c[kb * ldc + col] = static_cast<int32_t>(acc);
+    }
+}
+
+#if DL_QFAST_X86
+template <int KB, int NV>
+__attribute__((target("avx512f,avx512bw,avx512vnni"))) void tile_vnni(const int8_t* w, int64_t j4,
+                                                                      const int32_t* corr, const uint8_t* xp,
+                                                                      int64_t gstride, int32_t* c, int64_t ldc) {
+  __m512i acc[KB][NV];
+#pragma GCC unroll 8
+  for (int kb = 0; kb < KB; ++kb)
+#pragma GCC unroll 4
+    for (int v = 0; v < NV; ++v) acc[kb][v] = _mm512_set1_epi32(corr[kb]);
+  const int64_t groups = j4 / 4;
+  for (int64_t g = 0; g < groups; ++g) {
+    const uint8_t* xg = xp + g * gstride;
+    __m512i a[NV];
+#pragma GCC unroll 4
+    for (int v = 0; v < NV; ++v) a[v] = _mm512_loadu_si512(xg + 64 * v);
+#pragma GCC unroll 8
+    for (int kb = 0; kb < KB; ++kb) {
+      int32_t quad;
+      std::memcpy(&quad, w + kb * j4 + 4 * g, 4);
+      const __m512i b = _mm512_set1_epi32(quad);
+#pragma GCC unroll 4
+      for (int v = 0; v < NV; ++v) acc[kb][v] = _mm512_dpbusd_epi32(acc[kb][v], a[v], b);
+    }
+  }
+#pragma GCC unroll 8
+  for (int kb = 0; kb < KB; ++kb)
+#pragma GCC unroll 4
+    for (int v = 0; v < NV; ++v) _mm512_storeu_si512(c + kb * ldc + 16 * v, acc[kb][v]);
+}
+
+bool cpu_has_vnni() {
+  __builtin_cpu_init();
+  return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
+         __builtin_cpu_supports("avx512vnni");
+}
+#else
+bool cpu_has_vnni() { return false; }
+#endif
+
+// The tile functions for every (KB, NV), VNNI where the CPU has it.
+struct Tiles {
+  TileFn fn[kMaxKb + 1][kMaxNv + 1] = {};
+  bool vnni = false;
+  template <int KB, int NV>
+  void fill_one() {
+#if DL_QFAST_X86
+    fn[KB][NV] = vnni ? tile_vnni<KB, NV> : tile_portable<KB, NV>;
+#else
+    fn[KB][NV] = tile_portable<KB, NV>;
+#endif
+  }
+  template <int KB>
+  void fill_row() {
+    fill_one<KB, 1>(), fill_one<KB, 2>(), fill_one<KB, 3>();
+  }
+  Tiles() : vnni(cpu_has_vnni()) {
+    fill_row<1>(), fill_row<2>(), fill_row<3>(), fill_row<4>(), fill_row<5>(), fill_row<6>(), fill_row<7>(),
+        fill_row<8>();
+  }
+};
+
+const Tiles& tiles() {
+  static const Tiles t;  // a property of the CPU, decided once
+  return t;
+}
+
+// c (k, mpad) = corr + w . Xp over columns [0, mpad), mpad a multiple of 16.
+void gemm_panel(const PackedWeights& pw, const uint8_t* xp, int64_t mpad, int32_t* c) {
+  const Tiles& t = tiles();
+  const int64_t gstride = mpad * 4;
+  for (int64_t m0 = 0; m0 < mpad; m0 += 16 * kMaxNv) {
+    const int nv = static_cast<int>(std::min<int64_t>(kMaxNv, (mpad - m0) / 16));
+    for (int64_t k0 = 0; k0 < pw.k; k0 += kMaxKb) {
+      const int kb = static_cast<int>(std::min<int64_t>(kMaxKb, pw.k - k0));
+      t.fn[kb][nv](pw.w.data() + k0 * pw.j4, pw.j4, pw.corr.data() + k0, xp + m0 * 4, gstride, c + k0 * mpad + m0,
+                   mpad);
+    }
+  }
+}
+
+// dst[m*4 + t] = src_t[m] ^ flip for m < len, t < 4: four byte rows into one panel group.
+void interleave4(const uint8_t* s0, const uint8_t* s1, const uint8_t* s2, const uint8_t* s3, int64_t len,
+                 uint8_t flip, uint8_t* dst) {
+  int64_t m = 0;
+#if defined(__SSE2__)
+  const __m128i f = _mm_set1_epi8(static_cast<char>(flip));
+  auto ld = [&](const uint8_t* s) { return _mm_xor_si128(_mm_loadu_si128(reinterpret_cast<const __m128i*>(s)), f); };
+  for (; m + 16 <= len; m += 16) {
+    const __m128i a = ld(s0 + m), b = ld(s1 + m), c = ld(s2 + m), d = ld(s3 + m);
+    const __m128i ab_lo = _mm_unpacklo_epi8(a, b), ab_hi = _mm_unpackhi_epi8(a, b);
+    const __m128i cd_lo = _mm_unpacklo_epi8(c, d), cd_hi = _mm_unpackhi_epi8(c, d);
+    __m128i* o = reinterpret_cast<__m128i*>(dst + 4 * m);
+    _mm_storeu_si128(o + 0, _mm_unpacklo_epi16(ab_lo, cd_lo));
+    _mm_storeu_si128(o + 1, _mm_unpackhi_epi16(ab_lo, cd_lo));
+    _mm_storeu_si128(o + 2, _mm_unpacklo_epi16(ab_hi, cd_hi));
+    _mm_storeu_si128(o + 3, _mm_unpackhi_epi16(ab_hi, cd_hi));
+  }
+#endif
+  for (; m < len; ++m) {
+    dst[4 * m + 0] = s0[m] ^ flip;
+    dst[4 * m + 1] = s1[m] ^ flip;
+    dst[4 * m + 2] = s2[m] ^ flip;
+    dst[4 * m + 3] = s3[m] ^ flip;
+  }
+}
+
+int64_t round_up(int64_t v, int64_t to) { return (v + to - 1) / to * to; }
+
+// ---------------------------------------------------------------------------------------------
+// qconv2d
+
+// dst[i] = src[i] ^ flip, i < n.
+void copy_flip(const uint8_t* __restrict src, int64_t n, uint8_t flip, uint8_t* __restrict dst) {
+  if (flip == 0) {
+    std::memcpy(dst, src, static_cast<std::size_t>(n));
+    return;
+  }
+  for (int64_t i = 0; i < n; ++i) dst[i] = src[i] ^ flip;
+}
+
+// u = x ^ flip: 0 for uint8, 0x80 for int8 (x + 128 in two's complement).
+uint8_t sign_flip(DType t) { return t == DType::i8 ? 0x80 : 0x00; }
+int32_t shifted_zero_point(DType t, int32_t zp) { return t == DType::i8 ? zp + 128 : zp; }
+
+bool has_padding(const Conv2dParams& g) { return g.pad_t || g.pad_b || g.pad_l || g.pad_r; }
+
+bool qconv2d_supports(const QConv2dParams& p, DType dt) {
+  if (dt != p.x_dtype || !is_q8(p.x_dtype) || !is_q8(p.y_dtype) || p.g.flip) return false;
+  // Padding is written as the shifted zero point, which must be a byte.
+  const int32_t zp_u = shifted_zero_point(p.x_dtype, p.x_zero_point);
+  return !has_padding(p.g) || (zp_u >= 0 && zp_u <= 255);
+}
+
+// Per-thread buffers of one image.
+template <typename TY>
+struct ConvScratch {
+  std::vector<uint8_t> plane, panel;
+  std::vector<int32_t> acc;
+  std::vector<TY> out;  // one channel's requantized columns
+};
+
+template <typename TX, typename TY>
+void qconv_fast(const QConv2dParams& p, const TX* x, const int8_t* w, const int32_t* bias, TY* y) {
+  const Conv2dParams& g = p.g;
+  // Locals, not g's fields: every byte store below may alias g (a char type), which would
+  // reload them in each inner loop.
+  const int64_t C = g.c, H = g.h, W = g.w, R = g.r, S = g.s, pad_t = g.pad_t, pad_l = g.pad_l;
+  const int64_t stride_h = g.stride_h, stride_w = g.stride_w, dil_h = g.dil_h, dil_w = g.dil_w;
+  const int64_t P = g.out_h(), Q = g.out_w(), J = g.c * g.r * g.s;
+  const uint8_t flip = sign_flip(p.x_dtype);
+  const int32_t zp_u = shifted_zero_point(p.x_dtype, p.x_zero_point);
+  const uint8_t pad_byte = static_cast<uint8_t>(zp_u);  // only used when has_padding (then a byte: supports)
+  const PackedWeights pw = pack_weights(w, g.k, J, bias, zp_u);
+  const int64_t hp = g.h + g.pad_t + g.pad_b, wp = g.w + g.pad_l + g.pad_r, plane = hp * wp;
+  const bool unit_stride = stride_h == 1 && stride_w == 1;
+  // Columns: oh * ld + ow.
+  const int64_t ld = unit_stride ? wp : Q;
+  const int64_t mpad = round_up(P * ld, 16);
+  const int64_t groups = pw.j4 / 4;
+  const RequantRowFn<TY> requant = requant_row_for<TY>(p.rq);
+  // The shifted rows read up to the largest tap offset + mpad bytes of the padded image.
+  const int64_t max_off = (g.c - 1) * plane + (g.r - 1) * g.dil_h * wp + (g.s - 1) * g.dil_w;
+  const int64_t plane_bytes = unit_stride ? max_off + mpad + 16 : g.c * plane;
+
+#pragma omp parallel
+  {
+    ConvScratch<TY> sc;
+    sc.out.resize(static_cast<std::size_t>(mpad));
+    sc.plane.assign(static_cast<std::size_t>(plane_bytes), pad_byte);
+    sc.panel.assign(static_cast<std::size_t>(groups * mpad * 4), 0);
+    sc.acc.assign(static_cast<std::size_t>(g.k * mpad), 0);
+    const std::vector<uint8_t> zeros(static_cast<std::size_t>(mpad + 16), 0);  // the terms past J (weights 0)
+#pragma omp for schedule(static)
+    for (int64_t n = 0; n < g.n; ++n) {
+      // 1) the padded image, shifted to unsigned (the pad ring and the slack already hold zp_u)
+      const uint8_t* xn = reinterpret_cast<const uint8_t*>(x) + n * C * H * W;
+      for (int64_t c = 0; c < C; ++c)
+        for (int64_t ih = 0; ih < H; ++ih)
+          copy_flip(xn + (c * H + ih) * W, W, flip, sc.plane.data() + c * plane + (ih + pad_t) * wp + pad_l);
+      // 2) the panel Xp[j/4][m][4]
+      auto tap = [&](int64_t j, int64_t& c, int64_t& r, int64_t& s) {
+        c = j / (R * S), r = (j / S) % R, s = j % S;
+      };
+      for (int64_t gi = 0; gi < groups; ++gi) {
+        uint8_t* dst = sc.panel.data() + gi * mpad * 4;
+        if (unit_stride) {
+          const uint8_t* src[4];
+          for (int t = 0; t < 4; ++t) {
+            const int64_t j = 4 * gi + t;
+            if (j >= J) {
+              src[t] = zeros.data();
+              continue;
+            }
+            int64_t c, r, s;
+            tap(j, c, r, s);
+            src[t] = sc.plane.data() + c * plane + r * dil_h * wp + s * dil_w;
+          }
+          interleave4(src[0], src[1], src[2], src[3], mpad, 0, dst);  // already shifted in the plane
+        } else {
+          for (int t = 0; t < 4; ++t) {
+            const int64_t j = 4 * gi + t;
+            if (j >= J) {
+              for (int64_t m = 0; m < P * Q; ++m) dst[m * 4 + t] = 0;
+              continue;
+            }
+            int64_t c, r, s;
+            tap(j, c, r, s);
+            const uint8_t* src = sc.plane.data() + c * plane + r * dil_h * wp + s * dil_w;
+            for (int64_t oh = 0; oh < P; ++oh) {
+              const uint8_t* row = src + oh * stride_h * wp;
+              uint8_t* o = dst + oh * Q * 4 + t;
+              for (int64_t ow = 0; ow < Q; ++ow) o[ow * 4] = row[ow * stride_w];
+            }
+          }
+        }
+      }
+      // 3) the integer accumulators, 4) requantized row by row
+      gemm_panel(pw, sc.panel.data(), mpad, sc.acc.data());
+      // (one run per channel, past-the-row columns included: long runs vectorise; those are dropped)
+      for (int64_t k = 0; k < g.k; ++k) {
+        TY* yk = y + (n * g.k + k) * P * Q;
+        const bool direct = ld == Q;
+        requant(sc.acc.data() + k * mpad, P * ld, p.rq.channel(k), p.rq.zero_point, p.rq.lo, p.rq.hi,
+                direct ? yk : sc.out.data());
+        if (!direct)
+          for (int64_t oh = 0; oh < P; ++oh) std::memcpy(yk + oh * Q, sc.out.data() + oh * ld, Q * sizeof(TY));
+      }
+    }
+  }
+}
+
+template <typename F>
+void dispatch_xy(DType xt, DType yt, const char* op, F&& f) {
+  auto out = [&](auto xtag) {
+    if (yt == DType::u8) return f(xtag, uint8_t{});
+    if (yt == DType::i8) return f(xtag, int8_t{});
+    fail(op, ": output dtype ", dtype_name(yt), " (int8 or uint8)");
+  };
+  if (xt == DType::u8) return out(uint8_t{});
+  if (xt == DType::i8) return out(int8_t{});
+  fail(op, ": input dtype ", dtype_name(xt), " (int8 or uint8)");
+}
+
+// x:(N,C,H,W) w:(K,C,R,S) int8, bias:(K) int32, y:(N,K,P,Q)
+void qconv2d_forward_fast(const QConv2dParams& p, const Tensor& x, const Tensor& w, const Tensor* bias, Tensor& y) {
+  p.validate();
+  check_q_io("qconv2d", p.x_dtype, p.y_dtype, x, p.g.x_shape(), w, p.g.w_shape(), bias, p.g.k, p.has_bias, y,
+             p.g.y_shape());
+  check(qconv2d_supports(p, x.dtype()), "qconv2d fast: called outside supports() (", p.g.str(), ")");
+  dispatch_xy(p.x_dtype, p.y_dtype, "qconv2d", [&](auto xt, auto yt) {
+    using TX = decltype(xt);
+    using TY = decltype(yt);
+    qconv_fast(p, x.data<TX>(), w.data<int8_t>(), bias ? bias->data<int32_t>() : nullptr, y.data<TY>());
+  });
+}
+
+// ---------------------------------------------------------------------------------------------
+// qdense: the same GEMM with the batch rows as columns, in blocks of kDenseRows rows.
+
+constexpr int64_t kDenseRows = 64;
+
+bool qdense_supports(const QDenseParams& p, DType dt) {
+  return dt == p.x_dtype && is_q8(p.x_dtype) && is_q8(p.y_dtype);
+}
+
+template <typename TX, typename TY>
+void qdense_fast(const QDenseParams& p, const TX* x, const int8_t* w, const int32_t* bias, TY* y) {
+  const uint8_t flip = sign_flip(p.x_dtype);
+  const PackedWeights pw = pack_weights(w, p.out, p.in, bias, shifted_zero_point(p.x_dtype, p.x_zero_point));
+  const int64_t groups = pw.j4 / 4, full = p.in / 4, blocks = (p.n + kDenseRows - 1) / kDenseRows;
+  const RequantRowFn<TY> requant = requant_row_for<TY>(p.rq);
+  uint32_t flip4;
+  std::memset(&flip4, flip, 4);
+#pragma omp parallel
+  {
+    std::vector<uint8_t> panel(static_cast<std::size_t>(groups * kDenseRows * 4), 0);
+    std::vector<int32_t> acc(static_cast<std::size_t>(p.out * kDenseRows));
+    std::vector<TY> row(kDenseRows);
+#pragma omp for schedule(static)
+    for (int64_t b = 0; b < blocks; ++b) {
+      const int64_t n0 = b * kDenseRows, rows = std::min(kDenseRows, p.n - n0);
+      const int64_t mpad = round_up(rows, 16);
+      // Xp[g][m][4] = x[n0 + m][4g .. 4g+3] shifted; terms past `in` are 0 (their weights are 0)
+      for (int64_t m = 0; m < rows; ++m) {
+        const uint8_t* src = reinterpret_cast<const uint8_t*>(x + (n0 + m) * p.in);
+        for (int64_t gi = 0; gi < full; ++gi) {
+          uint32_t quad;
+          std::memcpy(&quad, src + 4 * gi, 4);
+          quad ^= flip4;
+          std::memcpy(panel.data() + (gi * mpad + m) * 4, &quad, 4);
+        }
+        for (int64_t j = full * 4; j < pw.j4; ++j)
+          panel[(full * mpad + m) * 4 + (j - full * 4)] = j < p.in ? static_cast<uint8_t>(src[j] ^ flip) : 0;
+      }
+      gemm_panel(pw, panel.data(), mpad, acc.data());
+      for (int64_t o = 0; o < p.out; ++o) {
+        requant(acc.data() + o * mpad, rows, p.rq.channel(o), p.rq.zero_point, p.rq.lo, p.rq.hi, row.data());
+        for (int64_t m = 0; m < rows; ++m) y[(n0 + m) * p.out + o] = row[m];
+      }
+    }
+  }
+}
+
+// x:(n,in) w:(out,in) int8, bias:(out) int32, y:(n,out)
+void qdense_forward_fast(const QDenseParams& p, const Tensor& x, const Tensor& w, const Tensor* bias, Tensor& y) {
+  p.validate();
+  check_q_io("qdense", p.x_dtype, p.y_dtype, x, {p.n, p.in}, w, {p.out, p.in}, bias, p.out, p.has_bias, y,
+             {p.n, p.out});
+  dispatch_xy(p.x_dtype, p.y_dtype, "qdense", [&](auto xt, auto yt) {
+    using TX = decltype(xt);
+    using TY = decltype(yt);
+    qdense_fast(p, x.data<TX>(), w.data<int8_t>(), bias ? bias->data<int32_t>() : nullptr, y.data<TY>());
+  });
+}
+
+// ---------------------------------------------------------------------------------------------
+// qmaxpool2d: OpenMP over the N*C planes; the unpadded 2x2 stride-2 window (every LeNet pool) as
+// two vectorisable passes (row pair max, then column pair max), any other window as the
+// reference's walk. An integer max rounds nothing: the same bits in any order.
+
+bool qmaxpool2d_supports(const QPool2dParams& p, DType dt) { return dt == p.dtype && is_q8(p.dtype); }
+
+// y[ow] = the max of the 2x2 window at columns 2ow, 2ow+1 of rows r0, r1 (vectorised: restrict).
+template <typename T>
+void max_2x2_row(const T* __restrict r0, const T* __restrict r1, int64_t q, T* __restrict y) {
+  for (int64_t ow = 0; ow < q; ++ow)
+    y[ow] = std::max(std::max(r0[2 * ow], r0[2 * ow + 1]), std::max(r1[2 * ow], r1[2 * ow + 1]));
+}
+
+#if DL_QFAST_X86
+// The whole tensor's 2x2 stride-2 pooling when H and W are even (no row is left over): first each
+// horizontal pair, hm[i] = max(x[2i], x[2i+1]) over the flat tensor (a pair never crosses a row),
+// 64 outputs per step (each 16-bit word's two bytes compared after a shift); then each output row
+// is the max of the two hm rows above it (masked loads, rows up to 64 wide).
+template <bool Signed>
+__attribute__((target("avx512f,avx512bw"))) void max_2x2_even_avx512(const uint8_t* x, int64_t rows_out, int64_t q,
+                                                                      uint8_t* hm, uint8_t* y) {
+  const int64_t pairs = rows_out * 2 * q;  // horizontal pairs in the tensor
+  int64_t i = 0;
+  for (; i + 64 <= pairs; i += 64) {
+    const __m512i a = _mm512_loadu_si512(x + 2 * i), b = _mm512_loadu_si512(x + 2 * i + 64);
+    // word w holds bytes (2w, 2w+1): the high byte shifted down meets the low byte
+    const __m512i ma = Signed ? _mm512_max_epi8(a, _mm512_srai_epi16(a, 8)) : _mm512_max_epu8(a, _mm512_srli_epi16(a, 8));
+    const __m512i mb = Signed ? _mm512_max_epi8(b, _mm512_srai_epi16(b, 8)) : _mm512_max_epu8(b, _mm512_srli_epi16(b, 8));
+    _mm256_storeu_si256(reinterpret_cast<__m256i*>(hm + i), _mm512_maskz_cvtepi16_epi8(~__mmask32{0}, ma));
+    _mm256_storeu_si256(reinterpret_cast<__m256i*>(hm + i + 32), _mm512_maskz_cvtepi16_epi8(~__mmask32{0}, mb));
+  }
+  for (; i < pairs; ++i) {
+    const uint8_t u = x[2 * i], v = x[2 * i + 1];
+    hm[i] = Signed ? (static_cast<int8_t>(u) > static_cast<int8_t>(v) ? u : v) : (u > v ? u : v);
+  }
+  const __mmask64 m = q >= 64 ? ~__mmask64{0} : ((__mmask64{1} << q) - 1);
+  for (int64_t r = 0; r < rows_out; ++r) {
+    const __m512i top = _mm512_maskz_loadu_epi8(m, hm + 2 * r * q), bot = _mm512_maskz_loadu_epi8(m, hm + (2 * r + 1) * q);
+    _mm512_mask_storeu_epi8(y + r * q, m, Signed ? _mm512_max_epi8(top, bot) : _mm512_max_epu8(top, bot));
+  }
+}
+#endif
+
+template <typename T>
+void qmaxpool_fast(const QPool2dParams& p, const T* x, T* y) {
+  const Pool2dParams& g = p.g;
+  const int64_t P = g.out_h(), Q = g.out_w(), planes = g.n * g.c, H = g.h, W = g.w;
+  const bool two_by_two = g.kh == 2 && g.kw == 2 && g.stride_h == 2 && g.stride_w == 2 && g.pad_t == 0 &&
+                          g.pad_b == 0 && g.pad_l == 0 && g.pad_r == 0;
+#if DL_QFAST_X86
+  if (two_by_two && H % 2 == 0 && W % 2 == 0 && Q <= 64 && tiles().vnni) {  // vnni: AVX-512BW is there too
+    const int64_t rows_out = planes * P;
+    const int64_t per_thread = (rows_out + omp_get_max_threads() - 1) / omp_get_max_threads();
+#pragma omp parallel
+    {
+      const int64_t r0 = std::min(rows_out, per_thread * omp_get_thread_num());
+      const int64_t r1 = std::min(rows_out, r0 + per_thread);
+      std::vector<uint8_t> hm(static_cast<std::size_t>((r1 - r0) * 2 * Q));
+      if (r1 > r0)
+        max_2x2_even_avx512<std::is_signed<T>::value>(reinterpret_cast<const uint8_t*>(x) + r0 * 2 * W, r1 - r0, Q,
+                                                      hm.data(), reinterpret_cast<uint8_t*>(y) + r0 * Q);
+    }
+    return;
+  }
+#endif
+#pragma omp parallel
+  {
+#pragma omp for schedule(static)
+    for (int64_t nc = 0; nc < planes; ++nc) {
+      const T* xp = x + nc * H * W;
+      T* yp = y + nc * P * Q;
+      if (two_by_two) {
+        for (int64_t oh = 0; oh < P; ++oh) max_2x2_row(xp + 2 * oh * W, xp + (2 * oh + 1) * W, Q, yp + oh * Q);
+        continue;
+      }
+      for (int64_t oh = 0; oh < P; ++oh)
+        for (int64_t ow = 0; ow < Q; ++ow) {
+          T m = std::numeric_limits<T>::lowest();  // a window wholly in the padding: the type's minimum
+          pool2d_loops::for_window(g, oh, ow, [&](int64_t i) { m = std::max(m, xp[i]); });
+          yp[oh * Q + ow] = m;
+        }
+    }
+  }
+}
+
+// x:(N,C,H,W) y:(N,C,P,Q)
+void qmaxpool2d_forward_fast(const QPool2dParams& p, const Tensor& x, Tensor& y) {
+  p.g.validate();
+  check_tensor("qmaxpool2d", "input", x, p.g.x_shape(), p.dtype);
+  check_tensor("qmaxpool2d", "output", y, p.g.y_shape(), p.dtype);
+  if (p.dtype == DType::u8)
+    qmaxpool_fast(p, x.data<uint8_t>(), y.data<uint8_t>());
+  else if (p.dtype == DType::i8)
+    qmaxpool_fast(p, x.data<int8_t>(), y.data<int8_t>());
+  else
+    fail("qmaxpool2d: dtype ", dtype_name(p.dtype), " (int8 or uint8)");
+}
+
+// ---------------------------------------------------------------------------------------------
+// quantize / dequantize, per tensor: quantize_one / dequantize_one per element, OpenMP over chunks.
+
+bool quantize_supports(const QuantizeParams& p, DType) { return p.axis < 0 && p.scale.size() == 1; }
+
+template <ScaleOp S, RoundRule RR, typename Q>
+void quantize_run(const float* __restrict x, int64_t n, float scale, float inv, int32_t zp, int32_t qmin,
+                  int32_t qmax, Q* __restrict q) {
+#pragma omp simd
+  for (int64_t i = 0; i < n; ++i) q[i] = static_cast<Q>(quantize_one(x[i], scale, inv, zp, S, RR, qmin, qmax));
+}
+
+template <typename Q>
+using QuantizeRunFn = void (*)(const float*, int64_t, float, float, int32_t, int32_t, int32_t, Q*);
+
+template <typename Q>
+QuantizeRunFn<Q> quantize_run_for(ScaleOp op, RoundRule round) {
+  const bool even = round == RoundRule::half_even;
+  if (op == ScaleOp::divide)
+    return even ? quantize_run<ScaleOp::divide, RoundRule::half_even, Q>
+                : quantize_run<ScaleOp::divide, RoundRule::half_away, Q>;
+  return even ? quantize_run<ScaleOp::mul_reciprocal, RoundRule::half_even, Q>
+              : quantize_run<ScaleOp::mul_reciprocal, RoundRule::half_away, Q>;
+}
+
+constexpr int64_t kChunk = 4096;  // elements per OpenMP work item
+
+template <typename Q>
+void quantize_fast_t(const QuantizeParams& p, const float* x, int64_t n, Q* q) {
+  const float scale = p.scale[0], inv = 1.0f / scale;  // float32, as ATen forms it (and the reference)
+  const QuantizeRunFn<Q> run = quantize_run_for<Q>(p.op, p.round);
+  const int64_t chunks = (n + kChunk - 1) / kChunk;
+#pragma omp parallel for schedule(static) if (chunks > 1)
+  for (int64_t c = 0; c < chunks; ++c) {
+    const int64_t i0 = c * kChunk;
+    run(x + i0, std::min(kChunk, n - i0), scale, inv, p.zero_point[0], p.qmin, p.qmax, q + i0);
+  }
+}
+
+// x: float32, q: p.dtype, same shape
+void quantize_forward_fast(const QuantizeParams& p, const Tensor& x, Tensor& q) {
+  p.validate("quantize");
+  check_tensor("quantize", "output", q, x.shape(), p.dtype);
+  check(x.dtype() == DType::f32, "quantize: input is ", dtype_name(x.dtype()), ", expected float32");
+  check(quantize_supports(p, x.dtype()), "quantize fast: per tensor only (axis ", p.axis, ")");
+  const float* xs = x.data<float>();
+  switch (p.dtype) {
+    case DType::u8: return quantize_fast_t(p, xs, x.numel(), q.data<uint8_t>());
+    case DType::i8: return quantize_fast_t(p, xs, x.numel(), q.data<int8_t>());
+    case DType::i32: return quantize_fast_t(p, xs, x.numel(), q.data<int32_t>());
+    default: fail("quantize: ", dtype_name(p.dtype), " is not a quantized dtype (int8, uint8, int32)");
+  }
+}
+
+template <typename Q>
+void dequantize_fast_t(const QuantizeParams& p, const Q* __restrict q, int64_t n, float* __restrict x) {
+  const int32_t zp = p.zero_point[0];
+  const float scale = p.scale[0];
+  const int64_t chunks = (n + kChunk - 1) / kChunk;
+#pragma omp parallel for schedule(static) if (chunks > 1)
+  for (int64_t c = 0; c < chunks; ++c) {
+    const int64_t i1 = std::min(n, (c + 1) * kChunk);
+    for (int64_t i = c * kChunk; i < i1; ++i) x[i] = dequantize_one(q[i], zp, scale);
+  }
+}
+
+// q: p.dtype, x: float32, same shape
+void dequantize_forward_fast(const QuantizeParams& p, const Tensor& q, Tensor& x) {
+  p.validate("dequantize");
+  check(q.dtype() == p.dtype, "dequantize: input is ", dtype_name(q.dtype()), ", expected ", dtype_name(p.dtype));
+  check_tensor("dequantize", "output", x, q.shape(), DType::f32);
+  check(quantize_supports(p, q.dtype()), "dequantize fast: per tensor only (axis ", p.axis, ")");
+  float* xs = x.data<float>();
+  switch (p.dtype) {
+    case DType::u8: return dequantize_fast_t(p, q.data<uint8_t>(), q.numel(), xs);
+    case DType::i8: return dequantize_fast_t(p, q.data<int8_t>(), q.numel(), xs);
+    case DType::i32: return dequantize_fast_t(p, q.data<int32_t>(), q.numel(), xs);
+    default: fail("dequantize: ", dtype_name(p.dtype), " is not a quantized dtype (int8, uint8, int32)");
+  }
+}
+
+}  // namespace
+
+void register_quant_fast(KernelRegistry& reg) {
+  reg.qconv2d.at(KernelBackend::fast) = {
+      "fast",
+      "int8/uint8 in and out, any geometry; padding only where the zero point (+128 for int8) is a byte; "
+      "AVX-512 VNNI where the CPU has it",
+      qconv2d_supports, qconv2d_forward_fast};
+  reg.qdense.at(KernelBackend::fast) = {"fast", "int8/uint8 in and out; AVX-512 VNNI where the CPU has it",
+                                        qdense_supports, qdense_forward_fast};
+  reg.qmaxpool2d.at(KernelBackend::fast) = {"fast", "int8 and uint8, any window (2x2 stride 2 vectorised)",
+                                            qmaxpool2d_supports, qmaxpool2d_forward_fast};
+  reg.quantize.at(KernelBackend::fast) = {"fast", "per tensor; int8, uint8, int32", quantize_supports,
+                                          quantize_forward_fast, dequantize_forward_fast};
+}
+
+}  // namespace driftlab

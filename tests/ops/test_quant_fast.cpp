@@ -1,0 +1,331 @@
+// The fast int8 kernels (kernels/cpu/quant_fast.cpp, registry slot `fast`) against the reference
+// (kernels/cpu/ref/quant_ref.cpp), byte for byte: every integer output must be the same, so every
+// comparison here is bitwise_equal (no tolerance). Awkward shapes (batch 1 and odd batches, odd
+// channel counts, stride 2, asymmetric padding, dilation, 1x1 and 5x5 kernels, more output
+// channels than one register tile), int8 and uint8 activations with nonzero zero points,
+// per-tensor and per-channel requantization under every RequantRule and both float roundings,
+// with and without bias, with and without a fused ReLU clamp; then whole LeNet-5 models quantized
+// under every scheme, fast vs reference logits.
+#include <gtest/gtest.h>
+#include <omp.h>
+
+#include <cmath>
+#include <limits>
+#include <random>
+#include <string>
+
+#include "kernels/cpu/registry.h"
+#include "models/models.h"
+#include "quant/ptq.h"
+#include "tests/test_util.h"
+
+namespace driftlab {
+namespace {
+
+const KernelRegistry& registry() {
+  static const KernelRegistry reg = make_cpu_registry();
+  return reg;
+}
+
+struct QConvCase {
+  const char* name;
+  int64_t n, c, h, w, k, r, s, stride_h, stride_w, dil, pad_t, pad_b, pad_l, pad_r;
+};
+// One row per geometry; every row runs under every dtype, rule, granularity, bias and clamp.
+const QConvCase kQConvCases[] = {
+    {"lenet5_conv1", 3, 1, 28, 28, 6, 5, 5, 1, 1, 1, 0, 0, 0, 0},
+    {"lenet5_conv2", 2, 6, 12, 12, 16, 5, 5, 1, 1, 1, 0, 0, 0, 0},
+    {"odd_asym_pad", 1, 3, 7, 9, 5, 3, 3, 1, 1, 1, 1, 0, 2, 1},
+    {"stride2_pad1", 3, 5, 11, 10, 7, 3, 3, 2, 2, 1, 1, 1, 1, 1},
+    {"stride2x1_5x5_asym", 2, 4, 9, 8, 9, 5, 5, 2, 1, 1, 2, 1, 0, 2},
+    {"conv1x1", 5, 13, 6, 5, 17, 1, 1, 1, 1, 1, 0, 0, 0, 0},
+    {"conv1x1_stride2", 1, 8, 7, 7, 3, 1, 1, 2, 2, 1, 0, 0, 0, 0},
+    {"dilation2", 2, 3, 10, 10, 4, 3, 3, 1, 1, 2, 2, 2, 2, 2},
+    {"k19_pad1", 2, 17, 6, 6, 19, 3, 3, 1, 1, 1, 1, 1, 1, 1},
+    {"j288_5x5_pad2", 1, 32, 6, 5, 20, 3, 3, 1, 1, 1, 2, 0, 1, 2},
+};
+
+// Uniform integers in [lo, hi] of an integer dtype (random_tensor makes floats), from the seed.
+Tensor random_int(Shape shape, DType dtype, uint64_t seed, int64_t lo, int64_t hi) {
+  Tensor t(std::move(shape), dtype);
+  std::mt19937_64 gen(seed);
+  for (int64_t i = 0; i < t.numel(); ++i) {
+    const int64_t v = lo + static_cast<int64_t>(gen() % static_cast<uint64_t>(hi - lo + 1));
+    if (dtype == DType::u8) t.data<uint8_t>()[i] = static_cast<uint8_t>(v);
+    if (dtype == DType::i8) t.data<int8_t>()[i] = static_cast<int8_t>(v);
+    if (dtype == DType::i32) t.data<int32_t>()[i] = static_cast<int32_t>(v);
+  }
+  return t;
+}
+
+void PrintTo(const QConvCase& c, std::ostream* os) { *os << c.name; }
+
+int32_t type_min(DType t) { return t == DType::i8 ? -128 : 0; }
+int32_t type_max(DType t) { return t == DType::i8 ? 127 : 255; }
+
+// Requantization for `k` channels whose accumulators are of size ~acc_scale: multipliers spread
+// so that outputs cover the range and saturate at both ends (ties: QConvFast.TiesRoundAsTheReference).
+Requant make_requant(RequantRule rule, RoundRule round, bool per_channel, int64_t k, double acc_scale, DType yt,
+                     bool relu, uint64_t seed) {
+  Requant rq;
+  rq.rule = rule;
+  rq.round = round;
+  rq.zero_point = yt == DType::i8 ? -3 : 7;
+  rq.lo = relu ? std::max(type_min(yt), rq.zero_point) : type_min(yt);
+  rq.hi = type_max(yt);
+  const int64_t nch = per_channel ? k : 1;
+  const Tensor u = random_tensor({nch}, DType::f64, seed, 0.3, 3.0);
+  const Tensor fb = random_tensor({nch}, DType::f64, seed + 1, -400.0, 400.0);
+  for (int64_t i = 0; i < nch; ++i) {
+    RequantChannel ch;
+    const double m = u.at(i) * 100.0 / acc_scale;
+    ch.scale = static_cast<float>(m);
+    // float_multiply_add_zp (oneDNN) and float_multiply (fbgemm) may carry a float bias
+    ch.bias = i % 2 == 1 ? static_cast<float>(fb.at(i)) : 0.f;
+    ch.fixed = quantize_multiplier(m, rule == RequantRule::fixed_point_single_rounding);
+    rq.channels.push_back(ch);
+  }
+  return rq;
+}
+
+std::string rule_str(RequantRule r, RoundRule rr) { return std::string(requant_rule_name(r)) + "/" + round_rule_name(rr); }
+
+// Every (dtype, rule, rounding, granularity, bias, clamp) of one geometry: fast == reference.
+void check_qconv_case(const QConvCase& cs) {
+  const QConv2dKernel& ref = registry().qconv2d.reference();
+  const QConv2dKernel& fast = registry().qconv2d.at(KernelBackend::fast);
+  ASSERT_NE(fast.name, nullptr);
+  const RequantRule rules[] = {RequantRule::fixed_point_double_rounding, RequantRule::fixed_point_single_rounding,
+                               RequantRule::float_multiply, RequantRule::float_multiply_add_zp};
+  uint64_t seed = 100;
+  for (DType xt : {DType::u8, DType::i8})
+    for (DType yt : {DType::u8, DType::i8})
+      for (RequantRule rule : rules)
+        for (RoundRule round : {RoundRule::half_even, RoundRule::half_away})
+          for (bool per_channel : {false, true})
+            for (bool has_bias : {false, true})
+              for (bool relu : {false, true}) {
+                const bool fixed = rule == RequantRule::fixed_point_double_rounding ||
+                                   rule == RequantRule::fixed_point_single_rounding;
+                if (fixed && round == RoundRule::half_away) continue;  // the fixed rules ignore `round`
+                ++seed;
+                QConv2dParams p;
+                Conv2dParams& g = p.g;
+                g.n = cs.n, g.c = cs.c, g.h = cs.h, g.w = cs.w, g.k = cs.k, g.r = cs.r, g.s = cs.s;
+                g.stride_h = cs.stride_h, g.stride_w = cs.stride_w, g.dil_h = g.dil_w = cs.dil;
+                g.pad_t = cs.pad_t, g.pad_b = cs.pad_b, g.pad_l = cs.pad_l, g.pad_r = cs.pad_r;
+                p.x_dtype = xt, p.y_dtype = yt;
+                p.x_zero_point = xt == DType::i8 ? (seed % 2 ? -5 : 100) : (seed % 2 ? 3 : 250);
+                p.has_bias = has_bias;
+                const double acc_scale = std::sqrt(double(g.c * g.r * g.s)) * 128.0 * 90.0;
+                p.rq = make_requant(rule, round, per_channel, g.k, acc_scale, yt, relu, seed);
+                const Tensor x = random_int(g.x_shape(), xt, seed, type_min(xt), type_max(xt));
+                const Tensor w = random_int(g.w_shape(), DType::i8, seed + 7, -128, 127);
+                const Tensor b = random_int({g.k}, DType::i32, seed + 9, -40000, 40000);
+                Tensor y_ref(g.y_shape(), yt), y_fast(g.y_shape(), yt);
+                ASSERT_TRUE(fast.supports(p, xt)) << cs.name;
+                ref.forward(p, x, w, has_bias ? &b : nullptr, y_ref);
+                fast.forward(p, x, w, has_bias ? &b : nullptr, y_fast);
+                ASSERT_TRUE(bitwise_equal(y_fast, y_ref))
+                    << cs.name << " x " << dtype_name(xt) << " y " << dtype_name(yt) << " " << rule_str(rule, round)
+                    << (per_channel ? " per-channel" : " per-tensor") << (has_bias ? " bias" : "")
+                    << (relu ? " relu" : "");
+              }
+}
+
+class QConvFast : public ::testing::TestWithParam<QConvCase> {};
+TEST_P(QConvFast, EqualsReferenceByteForByte) { check_qconv_case(GetParam()); }
+INSTANTIATE_TEST_SUITE_P(Cases, QConvFast, ::testing::ValuesIn(kQConvCases),
+                         [](const ::testing::TestParamInfo<QConvCase>& i) { return std::string(i.param.name); });
+
+TEST(QConvFast, SameBytesAtEveryThreadCountAndRefusesAPaddingItCannotWrite) {
+  QConv2dParams p;
+  p.g.n = 5, p.g.c = 6, p.g.h = p.g.w = 12, p.g.k = 16, p.g.r = p.g.s = 5, p.g.pad_t = p.g.pad_l = 1;
+  p.x_dtype = p.y_dtype = DType::u8;
+  p.x_zero_point = 17;
+  p.rq = make_requant(RequantRule::float_multiply, RoundRule::half_even, true, 16, 1e5, DType::u8, true, 3);
+  const Tensor x = random_int(p.g.x_shape(), DType::u8, 1, 0, 255);
+  const Tensor w = random_int(p.g.w_shape(), DType::i8, 2, -128, 127);
+  const QConv2dKernel& fast = registry().qconv2d.at(KernelBackend::fast);
+  Tensor y1(p.g.y_shape(), DType::u8), y3(p.g.y_shape(), DType::u8), yr(p.g.y_shape(), DType::u8);
+  const int saved = omp_get_max_threads();
+  omp_set_num_threads(1);
+  fast.forward(p, x, w, nullptr, y1);
+  omp_set_num_threads(3);
+  fast.forward(p, x, w, nullptr, y3);
+  omp_set_num_threads(saved);
+  registry().qconv2d.reference().forward(p, x, w, nullptr, yr);
+  EXPECT_TRUE(bitwise_equal(y1, yr));
+  EXPECT_TRUE(bitwise_equal(y3, yr));
+  // A zero point outside the byte range: with padding the fast kernel cannot write it (refused:
+  // the registry falls back to the reference); without padding the correction term is exact.
+  p.x_zero_point = 300;
+  EXPECT_FALSE(fast.supports(p, DType::u8));
+  p.g.pad_t = p.g.pad_l = 0;
+  EXPECT_TRUE(fast.supports(p, DType::u8));
+  Tensor a(p.g.y_shape(), DType::u8), r(p.g.y_shape(), DType::u8);
+  fast.forward(p, x, w, nullptr, a);
+  registry().qconv2d.reference().forward(p, x, w, nullptr, r);
+  EXPECT_TRUE(bitwise_equal(a, r));
+}
+
+// A 1x1 convolution of one channel with weight 1 and multiplier 0.5: acc = x - x_zp, so every odd
+// accumulator is a tie, and the rounding rule decides it (half_even vs half_away, gemmlowp's nudge).
+TEST(QConvFast, TiesRoundAsTheReference) {
+  const RequantRule rules[] = {RequantRule::fixed_point_double_rounding, RequantRule::fixed_point_single_rounding,
+                               RequantRule::float_multiply, RequantRule::float_multiply_add_zp};
+  for (DType xt : {DType::u8, DType::i8})
+    for (RequantRule rule : rules)
+      for (RoundRule round : {RoundRule::half_even, RoundRule::half_away}) {
+        QConv2dParams p;
+        p.g.n = 3, p.g.c = 1, p.g.h = 16, p.g.w = 16, p.g.k = 1, p.g.r = p.g.s = 1;
+        p.x_dtype = p.y_dtype = xt;
+        p.x_zero_point = xt == DType::i8 ? 1 : 128;
+        p.rq = make_requant(rule, round, false, 1, 1.0, xt, false, 1);
+        p.rq.channels[0].scale = 0.5f, p.rq.channels[0].bias = 0.f;
+        p.rq.channels[0].fixed = quantize_multiplier(0.5, rule == RequantRule::fixed_point_single_rounding);
+        Tensor x(p.g.x_shape(), xt);  // every value of the type, 768 = 3 x 256
+        for (int64_t i = 0; i < x.numel(); ++i) {
+          if (xt == DType::u8) x.data<uint8_t>()[i] = static_cast<uint8_t>(i);
+          if (xt == DType::i8) x.data<int8_t>()[i] = static_cast<int8_t>(static_cast<uint8_t>(i));
+        }
+        Tensor w({1, 1, 1, 1}, DType::i8);
+        w.data<int8_t>()[0] = 1;
+        Tensor a(p.g.y_shape(), xt), r(p.g.y_shape(), xt);
+        registry().qconv2d.at(KernelBackend::fast).forward(p, x, w, nullptr, a);
+        registry().qconv2d.reference().forward(p, x, w, nullptr, r);
+        ASSERT_TRUE(bitwise_equal(a, r)) << dtype_name(xt) << " " << rule_str(rule, round);
+      }
+}
+
+TEST(QDenseFast, EqualsReferenceByteForByte) {
+  struct Shape3 {
+    int64_t n, in, out;
+  };
+  // batch 1, odd batches, one and several 64-row blocks; `in` not a multiple of 4; out of 1, 10,
+  // 17 (past two register tiles) and LeNet-5's layers
+  const Shape3 shapes[] = {{1, 256, 120}, {3, 5, 10}, {64, 120, 84}, {65, 84, 10}, {130, 257, 17}, {7, 1, 1},
+                           {100, 256, 120}};
+  const QDenseKernel& ref = registry().qdense.reference();
+  const QDenseKernel& fast = registry().qdense.at(KernelBackend::fast);
+  ASSERT_NE(fast.name, nullptr);
+  uint64_t seed = 500;
+  for (const Shape3& s : shapes)
+    for (DType xt : {DType::u8, DType::i8})
+      for (RequantRule rule : {RequantRule::fixed_point_double_rounding, RequantRule::fixed_point_single_rounding,
+                               RequantRule::float_multiply, RequantRule::float_multiply_add_zp})
+        for (RoundRule round : {RoundRule::half_even, RoundRule::half_away})
+          for (bool per_channel : {false, true})
+            for (bool has_bias : {false, true})
+              for (bool relu : {false, true}) {
+                ++seed;
+                const DType yt = seed % 3 ? xt : (xt == DType::u8 ? DType::i8 : DType::u8);
+                QDenseParams p;
+                p.n = s.n, p.in = s.in, p.out = s.out, p.x_dtype = xt, p.y_dtype = yt, p.has_bias = has_bias;
+                p.x_zero_point = xt == DType::i8 ? (seed % 2 ? -128 : 31) : (seed % 2 ? 255 : 128);
+                p.rq = make_requant(rule, round, per_channel, s.out, std::sqrt(double(s.in)) * 128 * 90, yt, relu, seed);
+                const Tensor x = random_int({s.n, s.in}, xt, seed, type_min(xt), type_max(xt));
+                const Tensor w = random_int({s.out, s.in}, DType::i8, seed + 3, -128, 127);
+                const Tensor b = random_int({s.out}, DType::i32, seed + 5, -40000, 40000);
+                Tensor y_ref({s.n, s.out}, yt), y_fast({s.n, s.out}, yt);
+                ASSERT_TRUE(fast.supports(p, xt));
+                ref.forward(p, x, w, has_bias ? &b : nullptr, y_ref);
+                fast.forward(p, x, w, has_bias ? &b : nullptr, y_fast);
+                ASSERT_TRUE(bitwise_equal(y_fast, y_ref))
+                    << s.n << "x" << s.in << "->" << s.out << " x " << dtype_name(xt) << " y " << dtype_name(yt)
+                    << " " << rule_str(rule, round) << (per_channel ? " per-channel" : "") << (has_bias ? " bias" : "")
+                    << (relu ? " relu" : "");
+              }
+}
+
+TEST(QMaxPool2dFast, EqualsReferenceByteForByte) {
+  struct Case {
+    int64_t n, c, h, w, kh, kw, sh, sw, pt, pb, pl, pr;
+  };
+  const Case cases[] = {{3, 6, 24, 24, 2, 2, 2, 2, 0, 0, 0, 0}, {1, 5, 9, 7, 2, 2, 2, 2, 0, 0, 0, 0},
+                        {2, 3, 11, 10, 3, 3, 2, 2, 1, 1, 1, 1}, {2, 4, 6, 7, 3, 3, 1, 1, 0, 2, 1, 0},
+                        {1, 2, 5, 5, 2, 3, 1, 2, 1, 0, 0, 1}};
+  const QMaxPool2dKernel& fast = registry().qmaxpool2d.at(KernelBackend::fast);
+  ASSERT_NE(fast.name, nullptr);
+  uint64_t seed = 900;
+  for (const Case& cs : cases)
+    for (DType t : {DType::u8, DType::i8}) {
+      QPool2dParams p;
+      p.dtype = t;
+      p.g.n = cs.n, p.g.c = cs.c, p.g.h = cs.h, p.g.w = cs.w, p.g.kh = cs.kh, p.g.kw = cs.kw;
+      p.g.stride_h = cs.sh, p.g.stride_w = cs.sw, p.g.pad_t = cs.pt, p.g.pad_b = cs.pb, p.g.pad_l = cs.pl;
+      p.g.pad_r = cs.pr;
+      const Tensor x = random_int(p.g.x_shape(), t, ++seed, type_min(t), type_max(t));
+      Tensor a(p.g.y_shape(), t), r(p.g.y_shape(), t);
+      ASSERT_TRUE(fast.supports(p, t));
+      fast.forward(p, x, a);
+      registry().qmaxpool2d.reference().forward(p, x, r);
+      ASSERT_TRUE(bitwise_equal(a, r)) << p.g.str() << " " << dtype_name(t);
+    }
+}
+
+TEST(QuantizeFast, EqualsReferenceByteForByteAtTiesAndNonFinite) {
+  // 10007 values (more than one 4096-element work item, not a multiple of it): uniform values,
+  // exact ties of the scale (k + 0.5 steps), huge values that saturate, infinities, NaN.
+  Tensor x = random_tensor({10007}, DType::f32, 77, -300.0, 300.0);
+  float* xs = x.data<float>();
+  const float scale = 0.25f;
+  for (int64_t i = 0; i < 2000; ++i) xs[i] = (static_cast<float>(i - 1000) + 0.5f) * scale;
+  xs[2000] = std::numeric_limits<float>::infinity();
+  xs[2001] = -std::numeric_limits<float>::infinity();
+  xs[2002] = std::nanf("");
+  xs[2003] = 1e30f, xs[2004] = -1e30f, xs[2005] = -0.f;
+  const QuantizeKernel& fast = registry().quantize.at(KernelBackend::fast);
+  const QuantizeKernel& ref = registry().quantize.reference();
+  ASSERT_NE(fast.name, nullptr);
+  for (DType t : {DType::u8, DType::i8, DType::i32})
+    for (ScaleOp op : {ScaleOp::divide, ScaleOp::mul_reciprocal})
+      for (RoundRule round : {RoundRule::half_even, RoundRule::half_away})
+        for (float s : {scale, 0.0372f}) {
+          QuantizeParams p;
+          p.dtype = t, p.op = op, p.round = round, p.scale = {s};
+          p.zero_point = {t == DType::u8 ? 131 : t == DType::i8 ? -7 : 1000};
+          p.qmin = t == DType::u8 ? 0 : t == DType::i8 ? -128 : -100000;
+          p.qmax = t == DType::u8 ? 255 : t == DType::i8 ? 127 : 100000;
+          Tensor a(x.shape(), t), r(x.shape(), t);
+          ASSERT_TRUE(fast.supports(p, DType::f32));
+          fast.quantize(p, x, a);
+          ref.quantize(p, x, r);
+          ASSERT_TRUE(bitwise_equal(a, r)) << dtype_name(t) << " " << scale_op_name(op) << " "
+                                           << round_rule_name(round) << " s=" << s;
+          Tensor da(x.shape(), DType::f32), dr(x.shape(), DType::f32);
+          fast.dequantize(p, a, da);
+          ref.dequantize(p, a, dr);
+          ASSERT_TRUE(bitwise_equal(da, dr)) << dtype_name(t);
+        }
+  QuantizeParams per_channel;
+  per_channel.scale = {1.f, 2.f}, per_channel.zero_point = {0, 0}, per_channel.axis = 0;
+  EXPECT_FALSE(fast.supports(per_channel, DType::f32));  // weights only, once: the reference does them
+}
+
+// A whole quantized LeNet-5 under each scheme: quant_backend=fast (the default) and
+// quant_backend=reference give the same logits bit for bit, and the fast kernels did run.
+TEST(QuantFastModel, Lenet5LogitsEqualReferenceUnderEveryScheme) {
+  Model m = build_model("lenet5", Policy::torch(), 3);
+  const Tensor calib = random_tensor({64, 1, 28, 28}, DType::f32, 11, 0.0, 1.0);
+  const Tensor x = random_tensor({37, 1, 28, 28}, DType::f32, 12, 0.0, 1.0);
+  for (const char* scheme : {"torch_qnnpack", "torch_onednn", "tflite", "ort", "torch_fbgemm"}) {
+    const std::string base = std::string("torch,quant_scheme=") + scheme;
+    quant::PtqResult fast = quant::quantize_model(m, Policy::parse(base), calib);
+    quant::PtqResult ref = quant::quantize_model(m, Policy::parse(base + ",quant_backend=reference"), calib);
+    ExecContext exec;
+    std::vector<KernelChoice> trace;
+    exec.trace = &trace;
+    RunContext ctx = RunContext::inference(exec);
+    const Tensor yf = fast.model.forward(ctx, x);
+    int fast_kernels = 0;
+    for (const KernelChoice& c : trace) fast_kernels += c.kernel == "fast";
+    EXPECT_EQ(fast_kernels, static_cast<int>(trace.size())) << scheme << ": a layer fell back to the reference";
+    exec.trace = nullptr;
+    const Tensor yr = ref.model.forward(ctx, x);
+    EXPECT_TRUE(bitwise_equal(yf, yr)) << scheme;
+  }
+}
+
+}  // namespace
+}  // namespace driftlab
