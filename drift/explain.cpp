@@ -858,6 +858,8 @@ std::string explain_knob(const std::string& knob) {
       {"quant_multiplier", [] { return ex_quant("quant_multiplier"); }},
       {"quant_relu", [] { return ex_quant("quant_relu"); }},
       {"quant_backend", [] { return ex_quant("quant_backend"); }},
+      {"quant_add", [] { return ex_quant("quant_add"); }},
+      {"quant_avg_pool", [] { return ex_quant("quant_avg_pool"); }},
   };
   auto it = kExamples.find(knob);
   check(it != kExamples.end(), "explain: knob '", knob, "' has no worked example yet");

@@ -112,6 +112,8 @@ void apply_quant_toolchain(Policy& p, QuantToolchain t) {
       p.quant_multiplier = QuantMultiplier::float64;
       p.quant_bias_product = FloatType::float32;
       p.quant_relu = QuantRelu::fused;
+      p.quant_add = QuantAdd::tflite_fixed_point;
+      p.quant_avg_pool = QuantAvgPool::tflite_rounded_division;
       return;
     case QuantToolchain::torch_qnnpack:
     case QuantToolchain::torch_onednn:
@@ -140,6 +142,9 @@ void apply_quant_toolchain(Policy& p, QuantToolchain t) {
                            : t == QuantToolchain::torch_onednn ? QuantMultiplier::reciprocal_scales
                                                                : QuantMultiplier::float32_divide;
       p.quant_relu = QuantRelu::fused;
+      // ATen's qadd_kernel serves every x86 engine (onednn, fbgemm); qnnpack has its own
+      p.quant_add = t == QuantToolchain::torch_qnnpack ? QuantAdd::fixed_point_shift : QuantAdd::float_fma_tail64;
+      p.quant_avg_pool = QuantAvgPool::float_reciprocal;
       return;
     case QuantToolchain::ort:  // onnxruntime quantize_static defaults (QDQ, QInt8/QInt8, MinMax)
       p.quant_act_dtype = QuantActDtype::int8;
@@ -160,6 +165,8 @@ void apply_quant_toolchain(Policy& p, QuantToolchain t) {
       p.quant_requant = RequantRule::float_multiply;
       p.quant_multiplier = QuantMultiplier::float32_divide;  // MLAS: float32(float32(s_in*s_w)/s_out), run (oracles.Ort)
       p.quant_relu = QuantRelu::fused;
+      p.quant_add = QuantAdd::ort_qlinear_add;
+      p.quant_avg_pool = QuantAvgPool::ort_qlinear_global_avg_pool;
       return;
   }
   fail("policy: unknown quant toolchain ", static_cast<int>(t));
@@ -638,6 +645,20 @@ const std::vector<KnobRow>& rows() {
          "float32_mul_reciprocal (qnnpack; onednn: reciprocal_scales)",
          "tensorflow/lite/kernels/kernel_util.cc PopulateConvolutionQuantizationParams; "
          "aten/src/ATen/native/quantized/cpu/QnnpackUtils.h generate_requantization_scales"}));
+    r.push_back(enum_knob(&Policy::quant_add,
+        {"quant_add", "quant", {"fixed_point_shift", "float_fma_tail64", "tflite_fixed_point", "ort_qlinear_add"},
+         "the int8 residual add: qnnpack's fixed point (shift 21 - exponent), ATen's x86 float kernel (fma body, "
+         "scalar tail of numel % 64), TFLite's or ONNX Runtime's (not implemented yet: refused)",
+         "tflite_fixed_point (refused: not implemented)", "tflite_fixed_point (refused: not implemented)",
+         "fixed_point_shift (qnnpack; onednn, fbgemm: float_fma_tail64)",
+         "aten/src/ATen/native/quantized/cpu/qnnpack/src/requantization (add params); "
+         "aten/src/ATen/native/quantized/cpu/kernels/QuantizedOpKernels.cpp qadd_kernel"}));
+    r.push_back(enum_knob(&Policy::quant_avg_pool,
+        {"quant_avg_pool", "quant", {"float_reciprocal", "tflite_rounded_division", "ort_qlinear_global_avg_pool"},
+         "int8 global average pooling: round((sum - N*zp) * (1/N)) + zp (PyTorch, channels-last input), TFLite's or "
+         "ORT's (not implemented yet: refused)",
+         "tflite_rounded_division (refused: not implemented)", "tflite_rounded_division (refused: not implemented)",
+         "float_reciprocal", "aten/src/ATen/native/quantized/cpu/AdaptiveAveragePooling.cpp"}));
     r.push_back(enum_knob(&Policy::quant_relu,
         {"quant_relu", "quant", {"fused", "separate"},
          "ReLU after conv/dense: the output clamp at the zero point (its range observed after the ReLU), or "

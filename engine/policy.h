@@ -106,6 +106,11 @@ enum class QuantBias { int32_divide_f64, int32_mul_reciprocal, float_in_requant 
 // float32 (s_w*s_in)*(1/s_out) (qnnpack), in double (TFLite), or from reciprocal scales as oneDNN takes
 // them: bs = (1/s_in)*(1/s_w), M = (1/s_out)/bs (the float bias is then b*bs).
 enum class QuantMultiplier { float32_divide, float32_mul_reciprocal, float64, reciprocal_scales };
+// The residual add: qnnpack's fixed point, ATen's x86 float kernel (onednn, fbgemm engines), and
+// TFLite's / ONNX Runtime's (named, not implemented yet: refused when a model has an add).
+enum class QuantAdd { fixed_point_shift, float_fma_tail64, tflite_fixed_point, ort_qlinear_add };
+// Global average pooling: PyTorch's round((sum - N*zp) * (1/N)) + zp; TFLite's and ORT's (not implemented yet).
+enum class QuantAvgPool { float_reciprocal, tflite_rounded_division, ort_qlinear_global_avg_pool };
 enum class QuantRelu { fused, separate };        // ReLU as the output clamp, or its own op on int8
 
 // CUDA execution (resolved into cuda::CudaExecParams by engine/cuda/device_net.cpp).
@@ -188,6 +193,8 @@ struct Policy {
   RequantRule quant_requant = RequantRule::float_multiply;
   QuantMultiplier quant_multiplier = QuantMultiplier::float32_mul_reciprocal;  // generate_requantization_scales
   QuantRelu quant_relu = QuantRelu::fused;                       // fuse_modules: ConvReLU2d, LinearReLU
+  QuantAdd quant_add = QuantAdd::fixed_point_shift;              // pytorch_qnnp add
+  QuantAvgPool quant_avg_pool = QuantAvgPool::float_reciprocal;  // adaptive_avg_pool2d (channels-last)
   // --- randomness ---
   RngEngine rng_engine = RngEngine::mt19937_u24;
   ShuffleAlgo shuffle = ShuffleAlgo::forward_modulo;

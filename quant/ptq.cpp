@@ -1,14 +1,19 @@
 #include "quant/ptq.h"
 
 #include <algorithm>
+#include <cmath>
 #include <memory>
 
 #include "engine/core/error.h"
 #include "engine/layers/activation_layer.h"
+#include "engine/layers/batchnorm_layer.h"
 #include "engine/layers/conv2d_layer.h"
 #include "engine/layers/dense_layer.h"
 #include "engine/layers/flatten_layer.h"
+#include "engine/layers/global_avg_pool_layer.h"
 #include "engine/layers/pool_layer.h"
+#include "engine/layers/residual_layer.h"
+#include "engine/random.h"
 #include "quant/qlayers.h"
 
 namespace driftlab {
@@ -16,15 +21,18 @@ namespace quant {
 
 namespace {
 
-enum class UnitKind { conv, dense, maxpool, flatten, relu };
+enum class UnitKind { conv, dense, maxpool, flatten, relu, gap, residual };
 
-// A piece of the fp32 network that becomes one int8 layer (a conv/dense takes the ReLU after it
-// along when the scheme fuses it).
+// A piece of the fp32 network that becomes one int8 layer: a conv takes the BatchNorm after it
+// along (folded), a conv/dense/residual the ReLU after it when the scheme fuses it.
 struct Unit {
   UnitKind kind;
-  std::size_t first, last;  // fp32 layer indices it covers
-  bool relu = false;        // conv/dense followed by a fused ReLU
-  int observer = -1;        // index of the observer of its output (conv/dense only)
+  std::size_t first = 0, last = 0;   // fp32 layer indices it covers
+  bool relu = false;                 // a fused ReLU (conv, dense, residual add)
+  std::unique_ptr<Conv2dLayer> folded;  // conv + BatchNorm folded (fp32): what calibration runs
+  std::vector<Unit> inner;           // residual: the units of its main path
+  int observer = -1;                 // the activation point of its output (conv, dense, residual)
+  std::string name;                  // "<path>.<kind>" of the fp32 layer whose output is observed
 };
 
 bool is_relu(Layer& l) {
@@ -32,30 +40,161 @@ bool is_relu(Layer& l) {
   return a && a->op_params().kind == ActKind::relu;
 }
 
-std::vector<Unit> plan_units(Sequential& net, bool relu_fused) {
+// torch.nn.utils.fusion.fuse_conv_bn_weights (PyTorch 1.13, used by fuse_modules for eval PTQ), in
+// its float32 tensor order: rsq = 1/sqrt(var + eps) (torch.rsqrt: Vectorized rsqrt is 1/sqrt),
+// w' = w * (gamma * rsq) per output channel, b' = ((b - mean) * rsq) * gamma + beta (b = 0 without a
+// conv bias). Returns a conv with bias holding w', b'.
+std::unique_ptr<Conv2dLayer> fold_conv_bn(Conv2dLayer& conv, BatchNormLayer& bn, const Shape& in, const Policy& policy,
+                                          const std::string& where) {
+  const Conv2dParams& g = conv.op_params();
+  check(g.pad_t == g.pad_b && g.pad_l == g.pad_r && g.stride_h == g.stride_w && g.dil_h == g.dil_w, where,
+        ": folding needs symmetric padding, stride and dilation (", g.str(), ")");
+  check(policy.bn_running_var != BnRunningVar::lasagne_inv_std, where,
+        ": bn_running_var=lasagne_inv_std keeps 1/std, not the variance: folding it is not implemented");
+  Conv2dSpec spec;
+  spec.out_channels = g.k;
+  spec.kernel_h = g.r;
+  spec.kernel_w = g.s;
+  spec.stride = g.stride_h;
+  spec.dilation = g.dil_h;
+  spec.pad = PadMode::explicit_pad;
+  spec.pad_h = g.pad_t;
+  spec.pad_w = g.pad_l;
+  spec.bias = true;
+  Rng rng(policy.rng_engine, 0);
+  auto f = std::make_unique<Conv2dLayer>(spec, in, policy, rng);
+  Conv2dParams got = f->op_params(), want = g;
+  got.n = want.n = 1;  // the batch is set per call
+  check(got.str() == want.str(), where, ": folded conv resolves to ", got.str(), ", not ", want.str());
+  std::vector<Param*> cp = conv.params(), bp = bn.params(), bb = bn.running_state();
+  const float* w = cp[0]->value.data<float>();
+  const float* cb = cp.size() > 1 ? cp[1]->value.data<float>() : nullptr;
+  const float* gamma = bp[0]->value.data<float>();
+  const float* beta = bp[1]->value.data<float>();
+  const float* mean = bb[0]->value.data<float>();
+  const float* var = bb[1]->value.data<float>();
+  const float eps = static_cast<float>(bn.op_params().eps);  // a Python float added to a float32 tensor
+  std::vector<Param*> fp = f->params();
+  float* fw = fp[0]->value.data<float>();
+  float* fb = fp[1]->value.data<float>();
+  const int64_t per = cp[0]->value.numel() / g.k;
+  for (int64_t k = 0; k < g.k; ++k) {
+    const float rsq = 1.0f / std::sqrt(var[k] + eps);
+    const float scale = gamma[k] * rsq;
+    for (int64_t i = 0; i < per; ++i) fw[k * per + i] = w[k * per + i] * scale;
+    fb[k] = ((cb ? cb[k] : 0.0f) - mean[k]) * rsq * gamma[k] + beta[k];
+  }
+  return f;
+}
+
+std::vector<Unit> plan_units(Sequential& net, bool relu_fused, const Policy& policy, const std::string& prefix) {
   std::vector<Unit> units;
   for (std::size_t i = 0; i < net.size(); ++i) {
     Layer& l = net.layer(i);
-    const std::string where = "quantize: layer " + std::to_string(i) + " (" + l.kind() + ")";
-    if (dynamic_cast<Conv2dLayer*>(&l) || dynamic_cast<DenseLayer*>(&l)) {
-      Unit u{dynamic_cast<Conv2dLayer*>(&l) ? UnitKind::conv : UnitKind::dense, i, i};
+    const std::string where = "quantize: layer " + prefix + std::to_string(i) + " (" + l.kind() + ")";
+    Unit u;
+    u.first = u.last = i;
+    auto take_relu = [&] {
       if (relu_fused && i + 1 < net.size() && is_relu(net.layer(i + 1))) {
         u.relu = true;
         u.last = ++i;
       }
-      units.push_back(u);
+    };
+    if (auto* c = dynamic_cast<Conv2dLayer*>(&l)) {
+      u.kind = UnitKind::conv;
+      const Shape in = i == 0 ? net.input_shape() : net.layer(i - 1).output_shape();
+      if (i + 1 < net.size())
+        if (auto* bn = dynamic_cast<BatchNormLayer*>(&net.layer(i + 1))) {
+          u.folded = fold_conv_bn(*c, *bn, in, policy, where);
+          u.last = ++i;
+        }
+      take_relu();
+    } else if (dynamic_cast<DenseLayer*>(&l)) {
+      u.kind = UnitKind::dense;
+      take_relu();
     } else if (auto* p = dynamic_cast<Pool2dLayer*>(&l)) {
-      check(p->pool_kind() == PoolKind::max, where, ": average pooling has no int8 form yet");
-      units.push_back({UnitKind::maxpool, i, i});
+      check(p->pool_kind() == PoolKind::max, where, ": average pooling with a window has no int8 form yet");
+      u.kind = UnitKind::maxpool;
     } else if (dynamic_cast<FlattenLayer*>(&l)) {
-      units.push_back({UnitKind::flatten, i, i});
+      u.kind = UnitKind::flatten;
+    } else if (dynamic_cast<GlobalAvgPoolLayer*>(&l)) {
+      u.kind = UnitKind::gap;
+    } else if (auto* r = dynamic_cast<ResidualLayer*>(&l)) {
+      check(r->shortcut() != Shortcut::option_b, where, ": the option-B (1x1 conv) shortcut has no int8 form yet");
+      u.kind = UnitKind::residual;
+      u.inner = plan_units(r->main(), relu_fused, policy, prefix + std::to_string(i) + ".residual.main.");
+      take_relu();
     } else if (is_relu(l)) {
-      units.push_back({UnitKind::relu, i, i});
+      u.kind = UnitKind::relu;
+    } else if (dynamic_cast<BatchNormLayer*>(&l)) {
+      fail(where, ": a BatchNorm not right after a convolution cannot be folded");
     } else {
-      fail(where, " has no int8 form yet (supported: conv2d, dense, relu, max pooling, flatten)");
+      fail(where, " has no int8 form yet (supported: conv2d (+batchnorm), dense, relu, max pooling, flatten, global "
+                  "average pooling, residual blocks with identity or option-A shortcuts)");
     }
+    u.name = prefix + std::to_string(u.last) + "." + net.layer(u.last).kind();
+    units.push_back(std::move(u));
   }
   return units;
+}
+
+// Assigns observer indices in network order (pre-order: a residual's inner points before its own).
+void number_points(std::vector<Unit>& units, std::vector<std::string>& names) {
+  for (Unit& u : units) {
+    if (u.kind == UnitKind::residual) number_points(u.inner, names);
+    if (u.kind == UnitKind::conv || u.kind == UnitKind::dense || u.kind == UnitKind::residual) {
+      u.observer = static_cast<int>(names.size());
+      names.push_back(u.name);
+    }
+  }
+}
+
+// option A's shortcut of x (N,C,H,W) for a block of output (Cout,Ho,Wo): x[:, :, ::s, ::s] with
+// `before` zero channels before it and the rest after (fill: the real 0, `fill` in x's encoding).
+template <typename T>
+Tensor option_a(const Tensor& x, int64_t stride, int64_t before, const Shape& out, T fill) {
+  const int64_t n = x.dim(0), c = x.dim(1), h = x.dim(2), w = x.dim(3);
+  Tensor y({n, out[0], out[1], out[2]}, x.dtype());
+  T* yd = y.data<T>();
+  const T* xd = x.data<T>();
+  std::fill(yd, yd + y.numel(), fill);
+  for (int64_t b = 0; b < n; ++b)
+    for (int64_t ci = 0; ci < c; ++ci)
+      for (int64_t oh = 0; oh < out[1]; ++oh)
+        for (int64_t ow = 0; ow < out[2]; ++ow) {
+          const int64_t ih = oh * stride, iw = ow * stride;
+          if (ih >= h || iw >= w) continue;
+          yd[((b * out[0] + ci + before) * out[1] + oh) * out[2] + ow] = xd[((b * c + ci) * h + ih) * w + iw];
+        }
+  return y;
+}
+
+// Runs the fp32 units on x (folded convs, fused ReLUs), observing every point.
+Tensor run_fp32(std::vector<Unit>& units, Sequential& net, Tensor x, RunContext& ctx,
+                std::vector<std::unique_ptr<Observer>>& obs) {
+  for (Unit& u : units) {
+    Layer& l = net.layer(u.first);
+    Tensor y;
+    if (u.kind == UnitKind::residual) {
+      auto& r = static_cast<ResidualLayer&>(l);
+      Tensor main = run_fp32(u.inner, r.main(), x, ctx, obs);
+      Tensor s = r.shortcut() == Shortcut::identity
+                     ? x
+                     : option_a<float>(x, r.stride(), r.pad_before(), r.output_shape(), 0.0f);
+      y = main.clone();
+      float* yd = y.data<float>();
+      const float* sd = s.data<float>();
+      for (int64_t i = 0; i < y.numel(); ++i) yd[i] += sd[i];
+    } else if (u.folded) {
+      y = u.folded->forward(ctx, x);
+    } else {
+      y = l.forward(ctx, x);
+    }
+    if (u.relu) y = net.layer(u.last).forward(ctx, y);
+    if (u.observer >= 0) obs[u.observer]->observe(y);
+    x = y;
+  }
+  return x;
 }
 
 Param* param_named(Layer& l, const std::string& name) {
@@ -86,18 +225,78 @@ Tensor rows(const Tensor& x, int64_t start, int64_t count) {
   return out;
 }
 
-}  // namespace
+// Builds the int8 layers of `units` into `out`; `cur` is the scale/zero point of their input.
+void convert_units(std::vector<Unit>& units, Sequential& net, const QuantScheme& s, const Policy& policy,
+                   const std::vector<ActQParams>& q, Sequential& out, ActQParams& cur) {
+  for (Unit& u : units) {
+    Layer& l = net.layer(u.first);
+    const std::string where = "quantize: " + u.name;
+    const Shape in = out.current_shape();
+    switch (u.kind) {
+      case UnitKind::conv:
+      case UnitKind::dense: {
+        QLinearSpec spec;
+        spec.in = cur;
+        spec.out = q.at(u.observer);
+        spec.relu = u.relu;
+        Layer& src = u.folded ? static_cast<Layer&>(*u.folded) : l;
+        Tensor w = param_named(src, "weight")->value;
+        Param* b = param_named(src, "bias");
+        if (u.kind == UnitKind::conv) {
+          Conv2dParams g = static_cast<Conv2dLayer&>(src).op_params();
+          if (g.flip) {
+            w = unflip(w);
+            g.flip = false;
+          }
+          spec.weight = quantize_weight(s, w, s.conv_per_channel, where);
+          spec.bias = quantize_bias(s, cur.scale, spec.weight, b ? b->value : Tensor(), where);
+          out.add(std::make_unique<QConv2dLayer>(g, s, spec, policy.quant_backend));
+        } else {
+          spec.weight = quantize_weight(s, w, s.dense_per_channel, where);
+          spec.bias = quantize_bias(s, cur.scale, spec.weight, b ? b->value : Tensor(), where);
+          out.add(std::make_unique<QDenseLayer>(w.dim(1), w.dim(0), s, spec, policy.quant_backend));
+        }
+        cur = spec.out;
+        break;
+      }
+      case UnitKind::maxpool:
+        out.add(std::make_unique<QMaxPool2dLayer>(static_cast<Pool2dLayer&>(l).op_params(), s.act_dtype,
+                                                  policy.quant_backend));
+        break;
+      case UnitKind::flatten:
+        out.add(std::make_unique<FlattenLayer>(in, policy));
+        break;
+      case UnitKind::relu:  // quant_relu=separate: max(q, zp), the input's scale and zero point kept
+        out.add(std::make_unique<QReluLayer>(in, s.act_dtype, cur.zero_point));
+        break;
+      case UnitKind::gap:
+        check(s.avg_pool_implemented, where, ": quant_avg_pool=", s.avg_pool_name, " is not implemented yet");
+        out.add(std::make_unique<QGlobalAvgPoolLayer>(in, s.act_dtype, cur.zero_point, policy.quant_backend));
+        break;
+      case UnitKind::residual: {
+        check(s.add_implemented, where, ": quant_add=", s.add_name, " is not implemented yet");
+        auto& r = static_cast<ResidualLayer&>(l);
+        auto main = std::make_unique<Sequential>(in);
+        ActQParams m = cur;
+        convert_units(u.inner, r.main(), s, policy, q, *main, m);
+        QResidualSpec rs;
+        rs.main_out = m;
+        rs.shortcut_in = cur;
+        rs.out = q.at(u.observer);
+        rs.relu = u.relu;
+        rs.option_a = r.shortcut() == Shortcut::option_a;
+        rs.stride = r.stride();
+        rs.pad_before = r.pad_before();
+        out.add(std::make_unique<QResidualLayer>(std::move(main), s, rs, policy.quant_backend));
+        cur = rs.out;
+        break;
+      }
+    }
+  }
+}
 
-// The int8 network for fp32's layers with the activations' scale/zero point q (the input, then
-// each conv/dense unit's output, in order).
-Model convert_model(Model& fp32, const Policy& policy, const std::vector<ActQParams>& q) {
+Model convert_model(Model& fp32, const Policy& policy, std::vector<Unit>& units, const std::vector<ActQParams>& q) {
   const QuantScheme s = QuantScheme::from_policy(policy);
-  Sequential& net = *fp32.net;
-  std::vector<Unit> units = plan_units(net, s.relu_fused);
-  int next = 1;
-  for (Unit& u : units)
-    if (u.kind == UnitKind::conv || u.kind == UnitKind::dense) u.observer = next++;
-  check(static_cast<int>(q.size()) == next, "quantize: ", q.size(), " activation qparams for ", next, " points");
   Model m;
   m.name = fp32.name;
   m.policy = policy;
@@ -105,52 +304,14 @@ Model convert_model(Model& fp32, const Policy& policy, const std::vector<ActQPar
   m.num_classes = fp32.num_classes;
   m.num_ids = fp32.num_ids;
   m.net = std::make_unique<Sequential>(fp32.input_shape);
-  m.net->add(std::make_unique<QuantizeLayer>(fp32.input_shape, act_quantize_params(s, q[0]), policy.quant_backend));
+  m.net->add(std::make_unique<QuantizeLayer>(fp32.input_shape, act_quantize_params(s, q.at(0)), policy.quant_backend));
   ActQParams cur = q[0];
-  for (const Unit& u : units) {
-    Layer& l = net.layer(u.first);
-    const std::string where = "quantize: layer " + std::to_string(u.first) + " (" + l.kind() + ")";
-    const Shape in = m.net->current_shape();
-    switch (u.kind) {
-      case UnitKind::conv:
-      case UnitKind::dense: {
-        QLinearSpec spec;
-        spec.in = cur;
-        spec.out = q[u.observer];
-        spec.relu = u.relu;
-        Tensor w = param_named(l, "weight")->value;
-        Param* b = param_named(l, "bias");
-        if (u.kind == UnitKind::conv) {
-          Conv2dParams g = static_cast<Conv2dLayer&>(l).op_params();
-          if (g.flip) {
-            w = unflip(w);
-            g.flip = false;
-          }
-          spec.weight = quantize_weight(s, w, s.conv_per_channel, where);
-          spec.bias = quantize_bias(s, cur.scale, spec.weight, b ? b->value : Tensor(), where);
-          m.net->add(std::make_unique<QConv2dLayer>(g, s, spec, policy.quant_backend));
-        } else {
-          spec.weight = quantize_weight(s, w, s.dense_per_channel, where);
-          spec.bias = quantize_bias(s, cur.scale, spec.weight, b ? b->value : Tensor(), where);
-          m.net->add(std::make_unique<QDenseLayer>(w.dim(1), w.dim(0), s, spec, policy.quant_backend));
-        }
-        cur = spec.out;
-        break;
-      }
-      case UnitKind::maxpool:
-        m.net->add(std::make_unique<QMaxPool2dLayer>(static_cast<Pool2dLayer&>(l).op_params(), s.act_dtype, policy.quant_backend));
-        break;
-      case UnitKind::flatten:
-        m.net->add(std::make_unique<FlattenLayer>(in, policy));
-        break;
-      case UnitKind::relu:  // quant_relu=separate: max(q, zp), the input's scale and zero point kept
-        m.net->add(std::make_unique<QReluLayer>(in, s.act_dtype, cur.zero_point));
-        break;
-    }
-  }
+  convert_units(units, *fp32.net, s, policy, q, *m.net, cur);
   m.net->add(std::make_unique<DequantizeLayer>(m.net->current_shape(), act_quantize_params(s, cur), policy.quant_backend));
   return m;
 }
+
+}  // namespace
 
 PtqResult quantize_model(Model& fp32, const Policy& policy, const Tensor& calib, const PtqOptions& o) {
   check(fp32.dtype() == DType::f32, "quantize: the fp32 model must be float32 (policy dtype=",
@@ -162,33 +323,21 @@ PtqResult quantize_model(Model& fp32, const Policy& policy, const Tensor& calib,
         ", the model takes ", shape_str(fp32.input_shape));
   check(o.calib_batch > 0, "quantize: calibration batch must be positive");
   const QuantScheme s = QuantScheme::from_policy(policy);
-  Sequential& net = *fp32.net;
-  std::vector<Unit> units = plan_units(net, s.relu_fused);
-
-  // Observers: the input, then each conv/dense unit's output.
-  std::vector<std::unique_ptr<Observer>> obs;
+  std::vector<Unit> units = plan_units(*fp32.net, s.relu_fused, fp32.policy, "");
   std::vector<std::string> names{"input"};
-  obs.push_back(make_observer(s.observer));
-  std::vector<int> observer_after(net.size(), -1);  // fp32 layer index -> observer of its output
-  for (Unit& u : units)
-    if (u.kind == UnitKind::conv || u.kind == UnitKind::dense) {
-      u.observer = static_cast<int>(obs.size());
-      observer_after[u.last] = u.observer;
-      names.push_back(std::to_string(u.last) + "." + net.layer(u.last).kind());
-      obs.push_back(make_observer(s.observer));
-    }
+  number_points(units, names);
+  std::vector<std::unique_ptr<Observer>> obs;
+  for (std::size_t i = 0; i < names.size(); ++i) obs.push_back(make_observer(s.observer));
 
-  // Calibrate.
+  // Calibrate: the fp32 network as the toolchain runs it while observing (BatchNorm folded, ReLU
+  // fused).
   ExecContext exec;
   for (int64_t start = 0; start < calib.dim(0); start += o.calib_batch) {
     const int64_t count = std::min(o.calib_batch, calib.dim(0) - start);
     Tensor x = rows(calib, start, count);
     obs[0]->observe(x);
     RunContext ctx = RunContext::inference(exec);
-    for (std::size_t i = 0; i < net.size(); ++i) {
-      x = net.layer(i).forward(ctx, x);
-      if (observer_after[i] >= 0) obs[observer_after[i]]->observe(x);
-    }
+    run_fp32(units, *fp32.net, x, ctx, obs);
   }
 
   PtqResult result;
@@ -198,17 +347,50 @@ PtqResult quantize_model(Model& fp32, const Policy& policy, const Tensor& calib,
     q[i] = activation_qparams(s, r, "quantize: activation " + names[i]);
     result.points.push_back({names[i], r, q[i]});
   }
-
-  result.model = convert_model(fp32, policy, q);
+  result.model = convert_model(fp32, policy, units, q);
   return result;
+}
+
+namespace {
+// Keeps what it is shown (fp32_activations).
+class Recorder : public Observer {
+ public:
+  explicit Recorder(std::vector<Tensor>* out) : out_(out) {}
+  void observe(const Tensor& x) override { out_->push_back(x.clone()); }
+  Range range() const override { return {0, 0}; }
+  bool empty() const override { return false; }
+  ObserverKind kind() const override { return ObserverKind::minmax; }
+
+ private:
+  std::vector<Tensor>* out_;
+};
+}  // namespace
+
+std::vector<Tensor> fp32_activations(Model& fp32, const Policy& policy, const Tensor& x) {
+  const QuantScheme s = QuantScheme::from_policy(policy);
+  std::vector<Unit> units = plan_units(*fp32.net, s.relu_fused, fp32.policy, "");
+  std::vector<std::string> names{"input"};
+  number_points(units, names);
+  // Observers are indexed by point; a recorder per point appends in evaluation order, so collect
+  // into one slot per point.
+  std::vector<std::vector<Tensor>> per(names.size());
+  std::vector<std::unique_ptr<Observer>> obs;
+  for (std::size_t i = 0; i < names.size(); ++i) obs.push_back(std::make_unique<Recorder>(&per[i]));
+  obs[0]->observe(x);
+  ExecContext exec;
+  RunContext ctx = RunContext::inference(exec);
+  run_fp32(units, *fp32.net, x, ctx, obs);
+  std::vector<Tensor> out;
+  for (auto& v : per) out.push_back(v.at(0));
+  return out;
 }
 
 Model build_quantized(Model& fp32, const Policy& policy) {
   const QuantScheme s = QuantScheme::from_policy(policy);
-  int points = 1;
-  for (const Unit& u : plan_units(*fp32.net, s.relu_fused))
-    points += u.kind == UnitKind::conv || u.kind == UnitKind::dense;
-  return convert_model(fp32, policy, std::vector<ActQParams>(static_cast<std::size_t>(points)));
+  std::vector<Unit> units = plan_units(*fp32.net, s.relu_fused, fp32.policy, "");
+  std::vector<std::string> names{"input"};
+  number_points(units, names);
+  return convert_model(fp32, policy, units, std::vector<ActQParams>(names.size()));
 }
 
 }  // namespace quant

@@ -4,9 +4,10 @@
 // fused); then each unit becomes its int8 layer (quant/qlayers.h) with the scheme's numbers
 // (quant/scheme.h), in an ordinary Sequential: quantize, int8 layers, dequantize.
 //
-// Layers supported now: conv2d (+relu), dense (+relu), max pooling, flatten, relu: LeNet-1 and
-// LeNet-5. Any other layer is refused by name (BatchNorm folding, residual add and average pooling
-// for ResNet-20 are the next step of issue 16).
+// Layers supported: conv2d (+ BatchNorm, folded as torch.nn.utils.fusion does) (+ relu), dense
+// (+ relu), max pooling, flatten, relu, global average pooling, residual blocks with identity or
+// option-A shortcuts (+ relu, fused into the add): LeNet-1, LeNet-5, ResNet-20. Any other layer is
+// refused by name. Point names refer to the fp32 layer whose output is observed ("3.residual.main.2.relu").
 #pragma once
 #include <string>
 #include <vector>
@@ -41,6 +42,10 @@ PtqResult quantize_model(Model& fp32, const Policy& policy, const Tensor& calib,
 // own weights quantized): the shape a quantized model file's tensors are read into
 // (quant/model_io.h), which then refreshes every layer from them.
 Model build_quantized(Model& fp32, const Policy& policy);
+
+// The fp32 activations at the points a quantization under `policy` observes (PtqResult::points'
+// order: the input, then each conv/dense/residual output, a residual's inner points first), for x.
+std::vector<Tensor> fp32_activations(Model& fp32, const Policy& policy, const Tensor& x);
 
 }  // namespace quant
 }  // namespace driftlab

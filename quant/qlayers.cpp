@@ -1,5 +1,6 @@
 #include "quant/qlayers.h"
 
+#include <algorithm>
 #include <sstream>
 
 #include "engine/core/error.h"
@@ -266,6 +267,110 @@ Tensor QReluLayer::forward(RunContext&, const Tensor& x) {
   else
     run(int8_t{});
   return y;
+}
+
+QGlobalAvgPoolLayer::QGlobalAvgPoolLayer(const Shape& in, DType dtype, int32_t zero_point, KernelBackend backend)
+    : in_(in), backend_(backend) {
+  check(in.size() == 3, "qglobal_avg_pool: input ", shape_str(in), " is not (C,H,W)");
+  p_.c = in[0], p_.h = in[1], p_.w = in[2];
+  p_.dtype = dtype;
+  bufs_.push_back(buffer("zero_point", scalar_i32(zero_point)));
+  refresh();
+}
+
+void QGlobalAvgPoolLayer::refresh() { p_.zero_point = buf("zero_point").data<int32_t>()[0]; }
+
+std::string QGlobalAvgPoolLayer::describe() const {
+  return "qglobal_avg_pool " + std::to_string(p_.h) + "x" + std::to_string(p_.w) + " zp=" + std::to_string(p_.zero_point);
+}
+
+Tensor QGlobalAvgPoolLayer::forward(RunContext& ctx, const Tensor& x) {
+  check_input("qglobal_avg_pool", x, in_);
+  p_.n = x.dim(0);
+  Tensor y = Tensor::empty({p_.n, p_.c}, p_.dtype);
+  ctx.exec.pick(ctx.exec.kernels.qglobal_avg_pool, backend_, p_, x.dtype()).forward(p_, x, y);
+  return y;
+}
+
+QResidualLayer::QResidualLayer(std::unique_ptr<Sequential> main, const QuantScheme& s, const QResidualSpec& spec,
+                               KernelBackend backend)
+    : main_(std::move(main)), scheme_(s), spec_(spec), in_(main_->input_shape()), backend_(backend) {
+  check(in_.size() == 3 && main_->current_shape().size() == 3, "qresidual: shapes ", shape_str(in_), " -> ",
+        shape_str(main_->current_shape()), " are not (C,H,W)");
+  bufs_.push_back(buffer("main_scale", scalar_f32(spec.main_out.scale)));
+  bufs_.push_back(buffer("main_zero_point", scalar_i32(spec.main_out.zero_point)));
+  bufs_.push_back(buffer("shortcut_scale", scalar_f32(spec.shortcut_in.scale)));
+  bufs_.push_back(buffer("shortcut_zero_point", scalar_i32(spec.shortcut_in.zero_point)));
+  bufs_.push_back(buffer("out_scale", scalar_f32(spec.out.scale)));
+  bufs_.push_back(buffer("out_zero_point", scalar_i32(spec.out.zero_point)));
+  refresh();
+}
+
+void QResidualLayer::refresh() {
+  for (std::size_t i = 0; i < main_->size(); ++i)  // the main path's layers first (a file wrote them too)
+    if (auto* q = dynamic_cast<QuantLayerBase*>(&main_->layer(i))) q->refresh();
+  spec_.main_out = {buf("main_scale").data<float>()[0], buf("main_zero_point").data<int32_t>()[0]};
+  spec_.shortcut_in = {buf("shortcut_scale").data<float>()[0], buf("shortcut_zero_point").data<int32_t>()[0]};
+  spec_.out = {buf("out_scale").data<float>()[0], buf("out_zero_point").data<int32_t>()[0]};
+  p_.rule = scheme_.add_rule;
+  p_.a_scale = spec_.main_out.scale, p_.a_zero_point = spec_.main_out.zero_point;
+  p_.b_scale = spec_.shortcut_in.scale, p_.b_zero_point = spec_.shortcut_in.zero_point;
+  p_.y_scale = spec_.out.scale, p_.y_zero_point = spec_.out.zero_point;
+  p_.dtype = scheme_.act_dtype;
+  p_.lo = spec_.relu ? std::max(scheme_.act_type_min, spec_.out.zero_point) : scheme_.act_type_min;
+  p_.hi = scheme_.act_type_max;
+  p_.resolve();
+}
+
+std::string QResidualLayer::describe() const {
+  std::ostringstream os;
+  os << "qresidual (" << (spec_.option_a ? "option A" : "identity") << " shortcut) add " << qadd_rule_name(p_.rule)
+     << (spec_.relu ? " + relu" : "") << " out " << qdesc(spec_.out.scale, spec_.out.zero_point);
+  return os.str();
+}
+
+void QResidualLayer::collect(const std::string& prefix, bool want_buffers,
+                             std::vector<std::pair<std::string, Param*>>& out) {
+  if (want_buffers)
+    for (Param& p : bufs_) out.emplace_back(prefix + ".qresidual." + p.name, &p);
+  for (auto& np : want_buffers ? main_->named_buffers() : main_->named_params())
+    out.emplace_back(prefix + ".qresidual.main." + np.first, np.second);
+}
+
+Tensor QResidualLayer::forward(RunContext& ctx, const Tensor& x) {
+  check_input("qresidual", x, in_);
+  return add(ctx, x, main_->forward(ctx, x));
+}
+
+Tensor QResidualLayer::add(RunContext& ctx, const Tensor& x, const Tensor& y) {
+  Tensor s = x;
+  if (spec_.option_a) {  // x[:, :, ::s, ::s] with zero-point channels around it
+    const Shape out = main_->current_shape();
+    s = Tensor::empty(y.shape(), x.dtype());
+    auto fill = [&](auto tag) {
+      using T = decltype(tag);
+      const T* xd = x.data<T>();
+      T* sd = s.data<T>();
+      const int64_t n = x.dim(0), c = in_[0], h = in_[1], w = in_[2];
+      std::fill(sd, sd + s.numel(), static_cast<T>(spec_.shortcut_in.zero_point));
+      for (int64_t b = 0; b < n; ++b)
+        for (int64_t ci = 0; ci < c; ++ci)
+          for (int64_t oh = 0; oh < out[1] && oh * spec_.stride < h; ++oh)
+            for (int64_t ow = 0; ow < out[2] && ow * spec_.stride < w; ++ow)
+              sd[((b * out[0] + ci + spec_.pad_before) * out[1] + oh) * out[2] + ow] =
+                  xd[((b * c + ci) * h + oh * spec_.stride) * w + ow * spec_.stride];
+    };
+    if (x.dtype() == DType::u8)
+      fill(uint8_t{});
+    else
+      fill(int8_t{});
+  }
+  check(s.shape() == y.shape(), "qresidual: shortcut ", shape_str(s.shape()), " vs main ", shape_str(y.shape()));
+  QAddParams p = p_;
+  p.n = y.dim(0), p.c = y.dim(1), p.h = y.dim(2), p.w = y.dim(3);  // channels-last positions (onednn's tail)
+  Tensor out = Tensor::empty(y.shape(), y.dtype());
+  ctx.exec.pick(ctx.exec.kernels.qadd, backend_, p, y.dtype()).forward(p, y, s, out);
+  return out;
 }
 
 }  // namespace quant

@@ -8,6 +8,7 @@
 // Quantized models are inference-only: backward throws.
 #pragma once
 #include "engine/layers/layer.h"
+#include "engine/layers/sequential.h"
 #include "engine/ops/quant.h"
 #include "quant/scheme.h"
 
@@ -115,6 +116,58 @@ class QMaxPool2dLayer : public QuantLayerBase {
 
  private:
   QPool2dParams p_;
+  KernelBackend backend_;
+};
+
+// Global average pooling (N,C,H,W) -> (N,C), the input's scale and zero point kept.
+class QGlobalAvgPoolLayer : public QuantLayerBase {
+ public:
+  QGlobalAvgPoolLayer(const Shape& in, DType dtype, int32_t zero_point, KernelBackend backend = KernelBackend::reference);
+  std::string kind() const override { return "qglobal_avg_pool"; }
+  std::string describe() const override;
+  Shape output_shape() const override { return {in_[0]}; }
+  Tensor forward(RunContext& ctx, const Tensor& x) override;
+  void refresh() override;
+
+ private:
+  Shape in_;
+  QGlobalAvgPoolParams p_;
+  KernelBackend backend_;
+};
+
+// A residual block in int8: main(x) and the shortcut (identity, or option A: x[:, :, ::s, ::s] with
+// zero channels, i.e. the zero point, padded before and after) added by the scheme's quantized add
+// into the output's scale and zero point, the ReLU after it fused as the clamp (PyTorch add_relu).
+struct QResidualSpec {
+  ActQParams main_out, shortcut_in, out;
+  bool relu = false, option_a = false;
+  int64_t stride = 1, pad_before = 0;
+};
+
+class QResidualLayer : public QuantLayerBase {
+ public:
+  QResidualLayer(std::unique_ptr<Sequential> main, const QuantScheme& s, const QResidualSpec& spec,
+                 KernelBackend backend = KernelBackend::reference);
+  std::string kind() const override { return "qresidual"; }
+  std::string describe() const override;
+  Shape output_shape() const override { return main_->current_shape(); }
+  Tensor forward(RunContext& ctx, const Tensor& x) override;
+  void refresh() override;
+  void collect(const std::string& prefix, bool buffers, std::vector<std::pair<std::string, Param*>>& out) override;
+  Sequential& main() { return *main_; }
+  // forward with the main path computed by `run_main` (the report's walker: it sees inside).
+  template <typename F>
+  Tensor forward_with(RunContext& ctx, const Tensor& x, F&& run_main) {
+    return add(ctx, x, run_main(*main_, x));
+  }
+
+ private:
+  Tensor add(RunContext& ctx, const Tensor& x, const Tensor& main_y);
+  std::unique_ptr<Sequential> main_;
+  QuantScheme scheme_;
+  QResidualSpec spec_;
+  Shape in_;
+  QAddParams p_;
   KernelBackend backend_;
 };
 

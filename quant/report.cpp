@@ -25,37 +25,43 @@ double sqnr(const Tensor& ref, const Tensor& got) {
 
 }  // namespace
 
+namespace {
+
+// Runs the int8 network on x, appending each point's integer activation in the PTQ's point order:
+// the quantized input, each qconv/qdense output, a residual's inner points then its own output.
+Tensor walk(Sequential& seq, Tensor x, RunContext& ctx, std::vector<Tensor>& acts) {
+  for (std::size_t i = 0; i < seq.size(); ++i) {
+    Layer& l = seq.layer(i);
+    if (auto* r = dynamic_cast<QResidualLayer*>(&l)) {
+      x = r->forward_with(ctx, x, [&](Sequential& main, const Tensor& in) { return walk(main, in, ctx, acts); });
+      acts.push_back(x);
+      continue;
+    }
+    x = l.forward(ctx, x);
+    const std::string k = l.kind();
+    if (k == "quantize" || k == "qconv2d" || k == "qdense") acts.push_back(x);
+  }
+  return x;
+}
+
+}  // namespace
+
 std::vector<LayerSqnr> layer_sqnr(Model& fp32, const PtqResult& q, const Tensor& x) {
+  const std::vector<Tensor> ref = fp32_activations(fp32, q.model.policy, x);
+  check(ref.size() == q.points.size(), "sqnr: ", ref.size(), " fp32 activations for ", q.points.size(), " points");
   ExecContext exec;
   RunContext ctx = RunContext::inference(exec);
-  // fp32 activations at the observed points
-  std::vector<Tensor> ref{x};
-  Tensor a = x;
-  for (std::size_t i = 0; i < fp32.net->size(); ++i) {
-    a = fp32.net->layer(i).forward(ctx, a);
-    const std::string name = std::to_string(i) + "." + fp32.net->layer(i).kind();
-    for (const ObservedPoint& p : q.points)
-      if (p.name == name) ref.push_back(a);
-  }
-  check(ref.size() == q.points.size(), "sqnr: ", ref.size(), " fp32 activations for ", q.points.size(), " points");
-  // int8 activations: the quantized input, then each qconv/qdense output, dequantized
-  std::vector<Tensor> got;
-  Tensor b = x;
-  for (std::size_t i = 0; i < q.model.net->size(); ++i) {
-    Layer& l = q.model.net->layer(i);
-    b = l.forward(ctx, b);
-    const std::string k = l.kind();
-    if (k != "quantize" && k != "qconv2d" && k != "qdense") continue;
-    const std::size_t point = got.size();
-    const ActQParams qp = q.points.at(point).q;
-    Tensor deq(b.shape(), DType::f32);
-    for (int64_t j = 0; j < b.numel(); ++j)
-      deq.data<float>()[j] = dequantize_one(static_cast<int32_t>(b.at(j)), qp.zero_point, qp.scale);
-    got.push_back(deq);
-  }
-  check(got.size() == ref.size(), "sqnr: ", got.size(), " int8 activations for ", ref.size(), " points");
+  std::vector<Tensor> ints;
+  walk(*q.model.net, x, ctx, ints);
+  check(ints.size() == ref.size(), "sqnr: ", ints.size(), " int8 activations for ", ref.size(), " points");
   std::vector<LayerSqnr> out;
-  for (std::size_t i = 0; i < ref.size(); ++i) out.push_back({q.points[i].name, sqnr(ref[i], got[i]), ref[i].numel()});
+  for (std::size_t i = 0; i < ref.size(); ++i) {
+    const ActQParams qp = q.points[i].q;
+    Tensor deq(ints[i].shape(), DType::f32);
+    for (int64_t j = 0; j < ints[i].numel(); ++j)
+      deq.data<float>()[j] = dequantize_one(static_cast<int32_t>(ints[i].at(j)), qp.zero_point, qp.scale);
+    out.push_back({q.points[i].name, sqnr(ref[i], deq), ref[i].numel()});
+  }
   return out;
 }
 

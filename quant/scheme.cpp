@@ -76,6 +76,11 @@ QuantScheme QuantScheme::from_policy(const Policy& p) {
   s.bias_product_in_double = p.quant_bias_product == FloatType::float64;
   s.multiplier = p.quant_multiplier;
   s.relu_fused = p.quant_relu == QuantRelu::fused;
+  s.add_name = p.get("quant_add");
+  s.avg_pool_name = p.get("quant_avg_pool");
+  s.add_implemented = p.quant_add == QuantAdd::fixed_point_shift || p.quant_add == QuantAdd::float_fma_tail64;
+  s.add_rule = p.quant_add == QuantAdd::float_fma_tail64 ? QAddRule::float_fma_tail64 : QAddRule::fixed_point_shift;
+  s.avg_pool_implemented = p.quant_avg_pool == QuantAvgPool::float_reciprocal;
   return s;
 }
 

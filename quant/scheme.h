@@ -37,6 +37,9 @@ struct QuantScheme {
   RequantRule requant = RequantRule::float_multiply;
   QuantMultiplier multiplier = QuantMultiplier::float32_mul_reciprocal;
   bool relu_fused = true;
+  QAddRule add_rule = QAddRule::fixed_point_shift;
+  bool add_implemented = true, avg_pool_implemented = true;
+  std::string add_name, avg_pool_name;  // the knob values (for the refusal of one not implemented)
 
   static QuantScheme from_policy(const Policy& p);
 };

@@ -1,6 +1,7 @@
 #include "engine/ops/quant.h"
 
 #include <cmath>
+#include <cstring>
 #include <limits>
 
 #include "engine/core/error.h"
@@ -23,6 +24,34 @@ const char* requant_rule_name(RequantRule r) {
     case RequantRule::float_multiply_add_zp: return "float_multiply_add_zp";
   }
   return "?";
+}
+
+const char* qadd_rule_name(QAddRule r) {
+  switch (r) {
+    case QAddRule::fixed_point_shift: return "fixed_point_shift";
+    case QAddRule::float_fma_tail64: return "float_fma_tail64";
+  }
+  return "?";
+}
+
+void QAddParams::resolve() {
+  for (float sc : {a_scale, b_scale, y_scale})
+    check(std::isfinite(sc) && sc > 0, "qadd: scale ", sc, " is not finite and positive");
+  check(dtype == DType::u8 || dtype == DType::i8, "qadd: dtype ", dtype_name(dtype), " (int8 or uint8)");
+  check(lo <= hi, "qadd: clamp [", lo, ", ", hi, "] is empty");
+  if (rule != QAddRule::fixed_point_shift) return;
+  // pytorch_qnnp_compute_add_quantization_params (qnnpack requantization.h)
+  const float ra = a_scale / y_scale, rb = b_scale / y_scale;
+  const float rmax = ra > rb ? ra : rb;
+  check(rmax >= 0x1.0p-14f && rmax < 0x1.0p+8f, "qadd: input/output scale ratio ", rmax,
+        " outside qnnpack's [2^-14, 2^8)");
+  uint32_t bits;
+  std::memcpy(&bits, &rmax, 4);
+  const int32_t exponent = static_cast<int32_t>(bits >> 23) - 127;
+  shift = 21 - exponent;
+  const float pow2 = std::ldexp(1.0f, shift);  // exact: a power of two
+  a_mult = static_cast<int32_t>(round_with(ra * pow2, RoundRule::half_even));  // lrintf (FE_TONEAREST)
+  b_mult = static_cast<int32_t>(round_with(rb * pow2, RoundRule::half_even));
 }
 
 const char* scale_op_name(ScaleOp s) {

@@ -238,6 +238,60 @@ struct QPool2dParams {
   DType dtype = DType::u8;
 };
 
+// Elementwise add of two quantized tensors of one shape (the residual add), each with its own
+// scale and zero point, into the output's: y = clamp(requant(s_a*(a - za) + s_b*(b - zb))).
+enum class QAddRule {
+  // qnnpack (pytorch_qnnp_compute_add_quantization_params): ratios s_a/s_y, s_b/s_y in float32;
+  // shift = 21 - exponent(max ratio); am = lrintf(ratio_a * 2^shift) (bm likewise);
+  // acc = am*(a - za) + bm*(b - zb) in int32; y = (acc >> shift) + (rem > mask/2), rem = (acc & mask) -
+  // (acc < 0): ties away from zero; + zy.
+  fixed_point_shift,
+  // ATen's x86 qadd_kernel (PyTorch onednn and fbgemm engines): per input d = fmaf(s, float(q),
+  // s*float(-z)) in the vectorised body, d = float(q - z) * s in the scalar tail (the last numel % 64
+  // elements of the tensor in its memory order, channels-last for a converted model: see
+  // QAddParams::nhwc); y = round_half_even((d_a + d_b) * (1/s_y)) + zy.
+  float_fma_tail64,
+};
+const char* qadd_rule_name(QAddRule r);
+
+struct QAddParams {
+  QAddRule rule = QAddRule::fixed_point_shift;
+  float a_scale = 1, b_scale = 1, y_scale = 1;
+  int32_t a_zero_point = 0, b_zero_point = 0, y_zero_point = 0;
+  int32_t lo = 0, hi = 255;  // clamp (a fused ReLU: lo = max(qmin, zy))
+  DType dtype = DType::u8;
+  // float_fma_tail64: which elements are in the scalar tail is decided in channels-last order of a
+  // (N,C,H,W) tensor (the memory order PyTorch's quantized conv outputs have); {0,0,0,0}: flat order.
+  int64_t n = 0, c = 0, h = 0, w = 0;
+  // fixed_point_shift: derived by resolve()
+  int32_t a_mult = 0, b_mult = 0, shift = 0;
+  void resolve();  // computes the fixed-point multipliers and checks every field (throws naming it)
+};
+
+// Average over all of H*W per channel (global average pooling), the output sharing the input's
+// scale and zero point (PyTorch adaptive_avg_pool2d on channels-last input, both engines):
+// y = round_half_even(float(sum(q) - N*zp) * (1.0f/N)) + zp, N = H*W.
+struct QGlobalAvgPoolParams {
+  int64_t n = 1, c = 1, h = 1, w = 1;
+  int32_t zero_point = 0;
+  DType dtype = DType::u8;
+};
+
+using QAddFn = void (*)(const QAddParams&, const Tensor& a, const Tensor& b, Tensor& y);
+using QGlobalAvgPoolFn = void (*)(const QGlobalAvgPoolParams&, const Tensor& x, Tensor& y);
+struct QAddKernel {
+  const char* name = nullptr;
+  const char* supports_doc = nullptr;
+  bool (*supports)(const QAddParams&, DType) = nullptr;
+  QAddFn forward = nullptr;
+};
+struct QGlobalAvgPoolKernel {
+  const char* name = nullptr;
+  const char* supports_doc = nullptr;
+  bool (*supports)(const QGlobalAvgPoolParams&, DType) = nullptr;
+  QGlobalAvgPoolFn forward = nullptr;
+};
+
 using QConv2dForwardFn = void (*)(const QConv2dParams&, const Tensor& x, const Tensor& w, const Tensor* bias,
                                   Tensor& y);
 using QDenseForwardFn = void (*)(const QDenseParams&, const Tensor& x, const Tensor& w, const Tensor* bias,

@@ -70,12 +70,15 @@ struct KernelRegistry {
   OpTable<QDenseKernel> qdense;
   OpTable<QMaxPool2dKernel> qmaxpool2d;
   OpTable<QuantizeKernel> quantize;
+  OpTable<QAddKernel> qadd;
+  OpTable<QGlobalAvgPoolKernel> qglobal_avg_pool;
 
   // f(table) for every op table, in a fixed order (listings, tests).
   template <typename F>
   void for_each_op(F&& f) const {
     f(conv2d), f(gemm), f(rnn), f(batchnorm), f(maxpool2d), f(avgpool2d), f(activation), f(softmax_xent), f(sgd),
-        f(adam), f(rmsprop), f(qconv2d), f(qdense), f(qmaxpool2d), f(quantize);
+        f(adam), f(rmsprop), f(qconv2d), f(qdense), f(qmaxpool2d), f(quantize), f(qadd),
+        f(qglobal_avg_pool);
   }
 };
 

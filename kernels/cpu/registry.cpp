@@ -25,6 +25,8 @@ KernelRegistry make_cpu_registry() {
   r.qdense.op = "qdense";
   r.qmaxpool2d.op = "qmaxpool2d";
   r.quantize.op = "quantize";
+  r.qadd.op = "qadd";
+  r.qglobal_avg_pool.op = "qglobal_avg_pool";
   register_conv2d_ref(r);
   register_conv2d_eigen(r);
   register_conv2d_onednn(r);

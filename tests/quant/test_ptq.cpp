@@ -16,6 +16,8 @@
 #include "quant/model_io.h"
 #include "quant/ptq.h"
 #include "quant/qlayers.h"
+#include "quant/report.h"
+#include "tests/model_test_util.h"
 #include "tests/test_util.h"
 
 namespace driftlab {
@@ -109,14 +111,18 @@ TEST(QuantPtq, KnobsChangeWhatTheyName) {
   // A fused ReLU's output range starts at 0: the int8 zero point is the type minimum.
   EXPECT_EQ(a.points[1].q.zero_point, -128);
   EXPECT_LT(b.points[1].range.min, 0.f);  // observed before the ReLU
-  // Unsupported layers are refused by name.
-  Model r = build_model("resnet20", Policy::torch(), 1);
+  // What has no int8 form yet is refused by name: the option-B shortcut (resnet20b), and TFLite's
+  // residual add (quant_add=tflite_fixed_point) on ResNet-20.
   const Tensor c = random_tensor({2, 3, 32, 32}, DType::f32, 1);
-  try {
-    quant::quantize_model(r, fused, c);
-    FAIL() << "no error";
-  } catch (const Error& e) {
-    EXPECT_NE(std::string(e.what()).find("batchnorm"), std::string::npos) << e.what();
+  for (const auto& [arch, want] : {std::pair<std::string, std::string>{"resnet20b", "option-B"},
+                                   std::pair<std::string, std::string>{"resnet20", "quant_add=tflite_fixed_point"}}) {
+    Model r = build_model(arch, Policy::torch(), 1);
+    try {
+      quant::quantize_model(r, fused, c);
+      ADD_FAILURE() << arch << ": no error";
+    } catch (const Error& e) {
+      EXPECT_NE(std::string(e.what()).find(want), std::string::npos) << e.what();
+    }
   }
   // Calibration data of the wrong shape names both shapes.
   EXPECT_THROW(quant::quantize_model(m, fused, random_tensor({4, 1, 27, 28}, DType::f32, 1)), Error);
@@ -156,6 +162,44 @@ TEST(QuantModelFile, SavedAndLoadedInt8ModelGivesTheSameBits) {
     }
   }
   std::filesystem::remove(path);
+}
+
+}  // namespace
+}  // namespace driftlab
+
+namespace driftlab {
+namespace {
+
+// ResNet-20 (BatchNorm folded into the convs, residual adds with the ReLU fused, global average
+// pooling) under the two PyTorch engines' schemes: the int8 logits follow fp32's; the model file
+// round-trips; the report's SQNR walks inside the residual blocks.
+TEST(QuantPtq, Resnet20UnderTheTorchEngines) {
+  Model m = build_model("resnet20", Policy::torch(), 4);
+  randomise_running_stats(m, 40);
+  const Tensor calib = random_tensor({16, 3, 32, 32}, DType::f32, 41, 0.0, 1.0);
+  const Tensor x = random_tensor({6, 3, 32, 32}, DType::f32, 42, 0.0, 1.0);
+  const Tensor ref = logits(m, x);
+  for (const char* t : {"torch_qnnpack", "torch_onednn"}) {
+    const Policy p = Policy::parse(std::string("torch,quant_scheme=") + t);
+    quant::PtqOptions o;
+    o.calib_batch = 8;
+    quant::PtqResult r = quant::quantize_model(m, p, calib, o);
+    // input, stem conv, 9 blocks x (2 convs + the add), fc
+    EXPECT_EQ(r.points.size(), 1u + 1u + 27u + 1u) << t;
+    const Tensor y = logits(r.model, x);
+    const Agreement a = compare(ref, y);
+    std::cout << "resnet20 " << t << ": max |dlogit| / logit range " << a.max_rel << "\n";
+    EXPECT_LT(a.max_rel, 0.1) << t;  // 20 int8 layers: a few output steps of the logit range
+    const std::vector<quant::LayerSqnr> sq = quant::layer_sqnr(m, r, x);
+    ASSERT_EQ(sq.size(), r.points.size());
+    for (const auto& l : sq) EXPECT_GT(l.sqnr_db, 10.0) << t << " " << l.point;
+    const std::string path =
+        (std::filesystem::temp_directory_path() / ("qr_" + std::to_string(::getpid()) + ".dlm")).string();
+    quant::save_quantized_model(path, r.model, nlohmann::json::object(), {{"scheme", t}});
+    LoadedModel lm = quant::load_any_model(path);
+    EXPECT_TRUE(bitwise_equal(logits(lm.model, x), y)) << t;
+    std::filesystem::remove(path);
+  }
 }
 
 }  // namespace

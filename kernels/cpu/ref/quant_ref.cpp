@@ -4,6 +4,7 @@
 // for bit. The rounding and requantization rules are the DL_HOST_DEVICE functions of
 // engine/ops/quant.h, shared with every other backend.
 #include <algorithm>
+#include <cmath>
 #include <limits>
 
 #include "engine/core/error.h"
@@ -185,7 +186,80 @@ void qmaxpool2d_forward_ref_impl(const QPool2dParams& p, const Tensor& x, Tensor
   });
 }
 
+void qadd_ref_impl(const QAddParams& p0, const Tensor& a, const Tensor& b, Tensor& y) {
+  QAddParams p = p0;
+  p.resolve();
+  check(a.shape() == b.shape() && y.shape() == a.shape(), "qadd: shapes ", shape_str(a.shape()), ", ",
+        shape_str(b.shape()), " -> ", shape_str(y.shape()), " must agree");
+  for (const Tensor* t : {&a, &b, static_cast<const Tensor*>(&y)})
+    check(t->dtype() == p.dtype, "qadd: ", dtype_name(t->dtype()), " tensor, expected ", dtype_name(p.dtype));
+  const int64_t numel = a.numel();
+  const bool nhwc = p.n > 0;
+  if (nhwc) check(p.n * p.c * p.h * p.w == numel, "qadd: layout (", p.n, ",", p.c, ",", p.h, ",", p.w, ") for ", numel,
+                  " elements");
+  const int64_t body = numel - numel % 64;  // ATen's vectorised loop: 64 quint8 values per step
+  dispatch_xy(p.dtype, p.dtype, "qadd", [&](auto tag, auto) {
+    using T = decltype(tag);
+    const T* as = a.data<T>();
+    const T* bs = b.data<T>();
+    T* ys = y.data<T>();
+    for (int64_t i = 0; i < numel; ++i) {
+      const int32_t qa = as[i] - p.a_zero_point, qb = bs[i] - p.b_zero_point;
+      int64_t v;
+      if (p.rule == QAddRule::fixed_point_shift) {
+        const int32_t acc = p.a_mult * qa + p.b_mult * qb;  // |acc| < 2^22 * 255 * 2: int32
+        const int32_t mask = static_cast<int32_t>((int64_t{1} << p.shift) - 1);
+        const int32_t rem = (acc & mask) - (acc < 0 ? 1 : 0);
+        v = (acc >> p.shift) + (rem > (mask >> 1) ? 1 : 0);
+      } else {
+        int64_t pos = i;  // the element's place in memory order
+        if (nhwc) {
+          const int64_t w = i % p.w, h = (i / p.w) % p.h, c = (i / (p.w * p.h)) % p.c, n = i / (p.w * p.h * p.c);
+          pos = ((n * p.h + h) * p.w + w) * p.c + c;
+        }
+        float da, db;
+        if (pos < body) {
+          da = std::fma(p.a_scale, static_cast<float>(as[i]), p.a_scale * static_cast<float>(-p.a_zero_point));
+          db = std::fma(p.b_scale, static_cast<float>(bs[i]), p.b_scale * static_cast<float>(-p.b_zero_point));
+        } else {
+          da = static_cast<float>(qa) * p.a_scale;
+          db = static_cast<float>(qb) * p.b_scale;
+        }
+        const float c = (da + db) * (1.0f / p.y_scale);
+        const float lo = static_cast<float>(INT32_MIN / 2), hi = static_cast<float>(INT32_MAX / 2);
+        v = static_cast<int64_t>(round_with(std::min(std::max(c, lo), hi), RoundRule::half_even));
+      }
+      v += p.y_zero_point;
+      ys[i] = static_cast<T>(v < p.lo ? p.lo : (v > p.hi ? p.hi : v));
+    }
+  });
+}
+
+void qgap_ref_impl(const QGlobalAvgPoolParams& p, const Tensor& x, Tensor& y) {
+  check_tensor("qglobal_avg_pool", "input", x, {p.n, p.c, p.h, p.w}, p.dtype);
+  check_tensor("qglobal_avg_pool", "output", y, {p.n, p.c}, p.dtype);
+  const int64_t count = p.h * p.w;
+  check(count > 0 && count < (int64_t{1} << 23), "qglobal_avg_pool: ", count, " values per channel");
+  dispatch_xy(p.dtype, p.dtype, "qglobal_avg_pool", [&](auto tag, auto) {
+    using T = decltype(tag);
+    const T* xs = x.data<T>();
+    T* ys = y.data<T>();
+    const int32_t qmin = std::numeric_limits<T>::min(), qmax = std::numeric_limits<T>::max();
+    const float inv = 1.0f / static_cast<float>(count);
+    for (int64_t nc = 0; nc < p.n * p.c; ++nc) {
+      int64_t acc = 0;
+      for (int64_t i = 0; i < count; ++i) acc += xs[nc * count + i];
+      const float v = static_cast<float>(acc - count * p.zero_point) * inv;
+      int64_t q = static_cast<int64_t>(round_with(v, RoundRule::half_even)) + p.zero_point;
+      ys[nc] = static_cast<T>(q < qmin ? qmin : (q > qmax ? qmax : q));
+    }
+  });
+}
+
 }  // namespace
+
+void qadd_forward_ref(const QAddParams& p, const Tensor& a, const Tensor& b, Tensor& y) { qadd_ref_impl(p, a, b, y); }
+void qglobal_avg_pool_forward_ref(const QGlobalAvgPoolParams& p, const Tensor& x, Tensor& y) { qgap_ref_impl(p, x, y); }
 
 void quantize_forward_ref(const QuantizeParams& p, const Tensor& x, Tensor& q) { quantize_ref(p, x, q); }
 void dequantize_forward_ref(const QuantizeParams& p, const Tensor& q, Tensor& x) { dequantize_ref(p, q, x); }
@@ -206,6 +280,11 @@ void register_quant_ref(KernelRegistry& reg) {
   reg.qmaxpool2d.at(KernelBackend::reference) = {"reference", "every params field, int8 and uint8",
                                                  [](const QPool2dParams&, DType) { return true; },
                                                  qmaxpool2d_forward_ref};
+  reg.qadd.at(KernelBackend::reference) = {"reference", "every params field, int8 and uint8",
+                                           [](const QAddParams&, DType) { return true; }, qadd_forward_ref};
+  reg.qglobal_avg_pool.at(KernelBackend::reference) = {"reference", "every params field, int8 and uint8",
+                                                       [](const QGlobalAvgPoolParams&, DType) { return true; },
+                                                       qglobal_avg_pool_forward_ref};
   reg.quantize.at(KernelBackend::reference) = {"reference", "per tensor and per channel; int8, uint8, int32",
                                                [](const QuantizeParams&, DType) { return true; },
                                                quantize_forward_ref, dequantize_forward_ref};

@@ -72,6 +72,8 @@ void sgd_step_ref(const SgdStepParams&, Tensor& p, const Tensor& grad, Tensor& s
 void qconv2d_forward_ref(const QConv2dParams&, const Tensor& x, const Tensor& w, const Tensor* bias, Tensor& y);
 void qdense_forward_ref(const QDenseParams&, const Tensor& x, const Tensor& w, const Tensor* bias, Tensor& y);
 void qmaxpool2d_forward_ref(const QPool2dParams&, const Tensor& x, Tensor& y);
+void qadd_forward_ref(const QAddParams&, const Tensor& a, const Tensor& b, Tensor& y);
+void qglobal_avg_pool_forward_ref(const QGlobalAvgPoolParams&, const Tensor& x, Tensor& y);  // (N,C,H,W) -> (N,C)
 void quantize_forward_ref(const QuantizeParams&, const Tensor& x, Tensor& q);
 void dequantize_forward_ref(const QuantizeParams&, const Tensor& q, Tensor& x);
 
