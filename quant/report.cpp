@@ -29,30 +29,33 @@ namespace {
 
 // Runs the int8 network on x, appending each point's integer activation in the PTQ's point order:
 // the quantized input, each qconv/qdense output, a residual's inner points then its own output.
-Tensor walk(Sequential& seq, Tensor x, RunContext& ctx, std::vector<Tensor>& acts) {
+Tensor walk(Sequential& seq, Tensor x, RunContext& ctx, std::vector<Tensor>& acts, std::vector<Layer*>* by) {
   for (std::size_t i = 0; i < seq.size(); ++i) {
     Layer& l = seq.layer(i);
     if (auto* r = dynamic_cast<QResidualLayer*>(&l)) {
-      x = r->forward_with(ctx, x, [&](Sequential& main, const Tensor& in) { return walk(main, in, ctx, acts); });
+      x = r->forward_with(ctx, x, [&](Sequential& main, const Tensor& in) { return walk(main, in, ctx, acts, by); });
       acts.push_back(x);
+      if (by) by->push_back(&l);
       continue;
     }
     x = l.forward(ctx, x);
     const std::string k = l.kind();
-    if (k == "quantize" || k == "qconv2d" || k == "qdense") acts.push_back(x);
+    if (k == "quantize" || k == "qconv2d" || k == "qdense") {
+      acts.push_back(x);
+      if (by) by->push_back(&l);
+    }
   }
   return x;
 }
 
 }  // namespace
 
-std::vector<LayerSqnr> layer_sqnr(Model& fp32, const PtqResult& q, const Tensor& x) {
+std::vector<LayerSqnr> layer_sqnr(Model& fp32, PtqResult& q, const Tensor& x) {
   const std::vector<Tensor> ref = fp32_activations(fp32, q.model.policy, x);
   check(ref.size() == q.points.size(), "sqnr: ", ref.size(), " fp32 activations for ", q.points.size(), " points");
   ExecContext exec;
   RunContext ctx = RunContext::inference(exec);
-  std::vector<Tensor> ints;
-  walk(*q.model.net, x, ctx, ints);
+  std::vector<Tensor> ints = int8_activations(q.model, x);
   check(ints.size() == ref.size(), "sqnr: ", ints.size(), " int8 activations for ", ref.size(), " points");
   std::vector<LayerSqnr> out;
   for (std::size_t i = 0; i < ref.size(); ++i) {
@@ -63,6 +66,14 @@ std::vector<LayerSqnr> layer_sqnr(Model& fp32, const PtqResult& q, const Tensor&
     out.push_back({q.points[i].name, sqnr(ref[i], deq), ref[i].numel()});
   }
   return out;
+}
+
+std::vector<Tensor> int8_activations(Model& q, const Tensor& x, std::vector<Layer*>* producers) {
+  ExecContext exec;
+  RunContext ctx = RunContext::inference(exec);
+  std::vector<Tensor> acts;
+  walk(*q.net, x, ctx, acts, producers);
+  return acts;
 }
 
 std::vector<int32_t> predictions(const Tensor& logits) {

@@ -20,7 +20,12 @@ struct LayerSqnr {
 // Runs fp32 and the quantized model side by side on x (float32, a batch) and compares each observed
 // point's activation: the fp32 layer's output there vs the int8 layer's output dequantized with its
 // scale and zero point. `q` is the PtqResult of fp32 (its points name where to look).
-std::vector<LayerSqnr> layer_sqnr(Model& fp32, const PtqResult& q, const Tensor& x);
+std::vector<LayerSqnr> layer_sqnr(Model& fp32, PtqResult& q, const Tensor& x);
+
+// The int8 model's integer activations at the PTQ's points for x, in PtqResult::points' order (the
+// quantized input, each qconv/qdense output, a residual's inner points then its add), and the layer
+// that produced each (oracle tests compare them one by one).
+std::vector<Tensor> int8_activations(Model& q, const Tensor& x, std::vector<Layer*>* producers = nullptr);
 
 // Argmax of each row of logits (N,K), the first maximum on ties.
 std::vector<int32_t> predictions(const Tensor& logits);

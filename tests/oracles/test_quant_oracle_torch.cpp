@@ -9,11 +9,13 @@
 // is not installed; tests/quant/test_observer.cpp checks them on hand-computed cases.
 #include <gtest/gtest.h>
 
+#include <cstring>
 #include <random>
 
 #include "models/models.h"
 #include "quant/observer.h"
 #include "quant/ptq.h"
+#include "quant/report.h"
 #include "tests/oracles/oracle_util.h"
 
 namespace driftlab {
@@ -200,19 +202,38 @@ struct PtqCase {
   std::string name() const { return arch + "_" + engine; }
   std::string scheme() const { return "torch,quant_scheme=torch_" + engine; }
 };
-const std::vector<PtqCase> kCases = {{"lenet5", "qnnpack"}, {"lenet5", "onednn"}, {"lenet1", "qnnpack"},
-                                     {"lenet1", "onednn"}};
+const std::vector<PtqCase> kCases = {{"lenet5", "qnnpack"},   {"lenet5", "onednn"},  {"lenet1", "qnnpack"},
+                                     {"lenet1", "onednn"},    {"resnet20", "qnnpack"}, {"resnet20", "onednn"}};
 
-Model fp32_model(const std::string& arch) { return build_model(arch, Policy::torch(), 7); }
-Tensor calib_batch(int k) { return random_tensor({kCalibRows, 1, 28, 28}, DType::f32, 300 + k, 0.0, 1.0); }
-Tensor test_input() { return random_tensor({kTestRows, 1, 28, 28}, DType::f32, 399, 0.0, 1.0); }
+bool is_resnet(const std::string& arch) { return arch == "resnet20"; }
+// LeNets: the zoo's initial weights; ResNet-20: random BatchNorm statistics and affine parameters too
+// (a model straight from init has mean 0, var 1, gamma 1, beta 0: folding would then be trivial).
+Model fp32_model(const std::string& arch) {
+  return is_resnet(arch) ? oracle::model_with_random_state(arch, Policy::torch(), 7) : build_model(arch, Policy::torch(), 7);
+}
+// LeNets: images in [0, 1); ResNet-20: a normalised CIFAR batch's range, U(-1, 1).
+Tensor calib_batch(const std::string& arch, int k) {
+  return is_resnet(arch) ? random_tensor({8, 3, 32, 32}, DType::f32, 310 + k, -1.0, 1.0)
+                         : random_tensor({kCalibRows, 1, 28, 28}, DType::f32, 300 + k, 0.0, 1.0);
+}
+Tensor test_input(const std::string& arch) {
+  return is_resnet(arch) ? random_tensor({6, 3, 32, 32}, DType::f32, 398, -1.0, 1.0)
+                         : random_tensor({kTestRows, 1, 28, 28}, DType::f32, 399, 0.0, 1.0);
+}
 
 void fill_ptq(CaseDir& d) {
   for (const PtqCase& c : kCases) {
     Model m = fp32_model(c.arch);
-    for (auto& np : m.net->named_params()) d.input(c.name(), "p." + torch_param(np.first), np.second->value);
-    for (int k = 0; k < kCalibBatches; ++k) d.input(c.name(), "calib" + std::to_string(k), calib_batch(k));
-    d.input(c.name(), "x", test_input());
+    if (is_resnet(c.arch)) {
+      const auto params = m.net->named_params();
+      const auto stats = m.net->named_buffers();  // running_mean, running_var of each BatchNorm
+      for (std::size_t i = 0; i < params.size(); ++i) d.input(c.name(), "p" + std::to_string(i), params[i].second->value);
+      for (std::size_t j = 0; j < stats.size(); ++j) d.input(c.name(), "s" + std::to_string(j), stats[j].second->value);
+    } else {
+      for (auto& np : m.net->named_params()) d.input(c.name(), "p." + torch_param(np.first), np.second->value);
+    }
+    for (int k = 0; k < kCalibBatches; ++k) d.input(c.name(), "calib" + std::to_string(k), calib_batch(c.arch, k));
+    d.input(c.name(), "x", test_input(c.arch));
     d.add_case({{"name", c.name()}, {"kind", "ptq"}, {"arch", c.arch}, {"engine", c.engine},
                 {"calib_batches", kCalibBatches}});
   }
@@ -234,36 +255,73 @@ std::string diff_summary(const Tensor& a, const Tensor& b, int64_t* count) {
   return std::to_string(*count) + " of " + std::to_string(a.numel()) + " differ (max " + std::to_string(worst) + ")";
 }
 
-TEST(TorchQuantPtq, LenetQparamsWeightsAndIntegerOutputsMatchQnnpackAndOnednn) {
+TEST(TorchQuantPtq, LenetAndResnet20QparamsWeightsAndIntegerOutputsMatchQnnpackAndOnednn) {
   ORACLE_GROUP(run, ptq_run);
   for (const PtqCase& c : kCases) {
     SCOPED_TRACE(c.name());
     Model m = fp32_model(c.arch);
-    Tensor calib({kCalibBatches * kCalibRows, 1, 28, 28}, DType::f32);
-    for (int k = 0; k < kCalibBatches; ++k) {
-      const Tensor b = calib_batch(k);
-      std::copy_n(b.data<float>(), b.numel(), calib.data<float>() + k * b.numel());
-    }
+    std::vector<Tensor> batches;
+    for (int k = 0; k < kCalibBatches; ++k) batches.push_back(calib_batch(c.arch, k));
+    Shape cs = batches[0].shape();
+    cs[0] *= kCalibBatches;
+    Tensor calib(cs, DType::f32);
+    for (int k = 0; k < kCalibBatches; ++k)
+      std::copy_n(batches[k].data<float>(), batches[k].numel(), calib.data<float>() + k * batches[k].numel());
     quant::PtqOptions o;
-    o.calib_batch = kCalibRows;  // the oracle's batches, one forward each
+    o.calib_batch = batches[0].dim(0);  // the oracle's batches, one forward each
     quant::PtqResult r = quant::quantize_model(m, Policy::parse(c.scheme()), calib, o);
     // qparams
     const Tensor qp = run.out(c.name(), "qparams");
     ASSERT_EQ(qp.dim(0), static_cast<int64_t>(r.points.size()));
+    // One known difference, not in the int8 engine: the point right after ResNet-20's global average
+    // pool. Its fp32 input during calibration is torch's mean reduction (adaptive_avg_pool2d to 1x1
+    // is at::mean, a vectorised cascade sum) vs driftlab's ordered sum, ulps apart, so the histogram
+    // observer there can end a few ulps of scale away. Allowed only there, at most 4 ulps, zero
+    // point equal; counted and printed.
+    int64_t qp_diff = 0, qp_ulp = 0;
+    double scale_gap = 0;
     for (std::size_t i = 0; i < r.points.size(); ++i) {
-      std::cout << c.name() << " " << r.points[i].name << ": scale " << r.points[i].q.scale << " zp "
-                << r.points[i].q.zero_point << " | torch " << qp.at(2 * i) << " " << qp.at(2 * i + 1) << "\n";
-      EXPECT_EQ(static_cast<double>(r.points[i].q.scale), qp.at(2 * i)) << r.points[i].name;
-      EXPECT_EQ(r.points[i].q.zero_point, qp.at(2 * i + 1)) << r.points[i].name;
+      const float ts = static_cast<float>(qp.at(2 * i));
+      bool same = r.points[i].q.scale == ts && r.points[i].q.zero_point == qp.at(2 * i + 1);
+      const std::string& pn = r.points[i].name;
+      const std::size_t dot = pn.find('.');
+      const bool after_gap = dot != std::string::npos && pn.find('.', dot + 1) == std::string::npos &&
+                             std::stoi(pn.substr(0, dot)) > 0 &&
+                             m.net->layer(static_cast<std::size_t>(std::stoi(pn.substr(0, dot)) - 1)).kind() == "global_avg_pool";
+      // ulps between the two scales (positive floats: their bit patterns are ordered)
+      int32_t ours_bits, torch_bits;
+      std::memcpy(&ours_bits, &r.points[i].q.scale, 4);
+      std::memcpy(&torch_bits, &ts, 4);
+      const int32_t ulps = std::abs(ours_bits - torch_bits);
+      if (!same) std::cout << c.name() << " " << pn << ": scales " << ulps << " ulps apart\n";
+      // 4 ulps: the observed gap is 2 (2026-11-25); a bin edge crossed by the ulp-different fp32
+      // values would show as a larger jump, which this does not hide.
+      if (!same && after_gap && r.points[i].q.zero_point == qp.at(2 * i + 1) && ulps <= 4) {
+        ++qp_ulp;
+        scale_gap = std::max(scale_gap, std::fabs(static_cast<double>(r.points[i].q.scale) - ts));
+        same = true;
+      }
+      qp_diff += !same;
+      if (!same || i < 3)
+        std::cout << std::setprecision(9) << c.name() << " " << r.points[i].name << ": scale " << r.points[i].q.scale << " zp "
+                  << r.points[i].q.zero_point << " | torch " << qp.at(2 * i) << " " << qp.at(2 * i + 1) << "\n";
     }
-    // weights, then the integer outputs of each int8 conv/dense, layer by layer
-    ExecContext exec;
-    RunContext ctx = RunContext::inference(exec);
-    Tensor x = test_input();
+    std::cout << c.name() << ": " << r.points.size() << " points, " << qp_diff << " scale/zero point differences, "
+              << qp_ulp << " scale differences of a few ulps after the global average pool\n";
+    EXPECT_EQ(qp_diff, 0);
+    // weights of each qconv/qdense, the integer output of every point, layer by layer
+    std::vector<Layer*> by;
+    const std::vector<Tensor> acts = quant::int8_activations(r.model, test_input(c.arch), &by);
+    ASSERT_EQ(acts.size(), r.points.size());
     int li = 0;
-    for (std::size_t i = 0; i < r.model.net->size(); ++i) {
-      Layer& l = r.model.net->layer(i);
-      x = l.forward(ctx, x);
+    int64_t total = 0, differ = 0;
+    for (std::size_t i = 1; i < acts.size(); ++i) {
+      Layer& l = *by[i];
+      int64_t n = 0;
+      const std::string summary = diff_summary(acts[i], run.out(c.name(), "y" + std::to_string(i - 1)), &n);
+      total += acts[i].numel(), differ += n;
+      if (n || !is_resnet(c.arch)) std::cout << c.name() << " " << r.points[i].name << " (" << l.kind() << ") outputs: " << summary << "\n";
+      EXPECT_EQ(n, 0) << r.points[i].name;
       if (l.kind() != "qconv2d" && l.kind() != "qdense") continue;
       const std::string k = std::to_string(li++);
       Tensor w, ws;
@@ -271,18 +329,25 @@ TEST(TorchQuantPtq, LenetQparamsWeightsAndIntegerOutputsMatchQnnpackAndOnednn) {
         if (p->name == "weight") w = p->value;
         if (p->name == "weight_scale") ws = p->value;
       }
-      int64_t n = 0;
-      std::cout << c.name() << " layer " << i << " " << l.kind() << " weights: "
-                << diff_summary(w, run.out(c.name(), "w" + k), &n);
-      EXPECT_EQ(n, 0);
-      std::cout << "; weight scales: " << diff_summary(ws, run.out(c.name(), "ws" + k), &n);
-      EXPECT_EQ(n, 0);
-      std::cout << "; outputs: " << diff_summary(x, run.out(c.name(), "y" + k), &n) << "\n";
-      EXPECT_EQ(n, 0) << "layer " << i;
+      int64_t nw = 0, ns = 0;
+      const std::string wsum = diff_summary(w, run.out(c.name(), "w" + k), &nw);
+      const std::string ssum = diff_summary(ws, run.out(c.name(), "ws" + k), &ns);
+      if (nw || ns) std::cout << c.name() << " " << r.points[i].name << " weights: " << wsum << "; scales: " << ssum << "\n";
+      EXPECT_EQ(nw, 0) << r.points[i].name;
+      EXPECT_EQ(ns, 0) << r.points[i].name;
     }
+    ExecContext exec;
+    RunContext ctx = RunContext::inference(exec);
+    const Tensor y = r.model.forward(ctx, test_input(c.arch));
     int64_t n = 0;
-    std::cout << c.name() << " logits: " << diff_summary(x, run.out(c.name(), "logits"), &n) << "\n";
-    EXPECT_EQ(n, 0);
+    const Tensor tl = run.out(c.name(), "logits");
+    std::cout << c.name() << ": integer outputs " << differ << " of " << total << " differ; logits: "
+              << diff_summary(y, tl, &n) << "\n";
+    if (qp_ulp == 0) {
+      EXPECT_EQ(n, 0);
+    } else {  // equal integers dequantized with scales a few ulps apart: |dy| <= |ds| * |q - zp| <= |ds| * 255
+      for (int64_t i = 0; i < y.numel(); ++i) EXPECT_LE(std::fabs(y.at(i) - tl.at(i)), scale_gap * 255) << i;
+    }
   }
 }
 

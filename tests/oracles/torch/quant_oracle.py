@@ -19,9 +19,11 @@ Kind:
             engine c['engine'] ('qnnpack' / 'onednn') with its get_default_qconfig: weights 'p.<torch
             name>', calibration batches 'calib0', 'calib1', ... (c['calib_batches'] of them, fed in
             order), test input 'x'. conv+relu and linear+relu fused (fuse_modules), QuantStub before,
-            DeQuantStub after. Writes 'qparams' ([scale, zero_point] rows: the QuantStub, then every
-            conv/linear in order), for each conv/linear i: 'w<i>' (int_repr of the int8 weight),
-            'ws<i>' (its scales), 'y<i>' (int_repr of its output on x); and 'logits' (dequantized).
+            DeQuantStub after; or c['arch'] = 'resnet20' (quantizable_resnet20: parameters p<i>, BatchNorm
+            statistics s<j>, conv+bn(+relu) fused, add_relu). Writes 'qparams' ([scale, zero_point]
+            rows: the QuantStub, then every conv/linear and residual add in module order), 'y<i>' (the
+            integer output of point i+1 on x), for each conv/linear j: 'w<j>' (int_repr of the int8
+            weight), 'ws<j>' (its scales); and 'logits' (dequantized).
 
 To add a kind: 1) write run_<kind>(c, case) below; 2) add it to KINDS; 3) write its inputs from the C++
 test and read its outputs there.
@@ -68,6 +70,56 @@ def run_per_channel(c, case):
     case.put('max', obs.max_val)
 
 
+def quantizable_resnet20():
+    """bench/peers/cifar_torch.py's ResNet20 as a PyTorch user rewrites it for eager-mode PTQ: the same
+    parameters and buffers in the same order, ReLUs as modules (to fuse conv+bn+relu), the block's
+    `relu(y + s)` as FloatFunctional.add_relu, `x.mean((2, 3))` as AdaptiveAvgPool2d(1) + flatten."""
+    import torch.nn as nn
+    import torch.nn.functional as F
+
+    class Block(nn.Module):
+        def __init__(self, cin, planes, stride):
+            super().__init__()
+            self.c1 = nn.Conv2d(cin, planes, 3, stride, 1, bias=False)
+            self.b1 = nn.BatchNorm2d(planes)
+            self.r1 = nn.ReLU()
+            self.c2 = nn.Conv2d(planes, planes, 3, 1, 1, bias=False)
+            self.b2 = nn.BatchNorm2d(planes)
+            self.add = nn.quantized.FloatFunctional()
+            self.pad = (planes - cin) // 2 if (stride != 1 or cin != planes) else None
+            self.stride = stride
+
+        def forward(self, x):
+            y = self.b2(self.c2(self.r1(self.b1(self.c1(x)))))
+            s = x if self.pad is None else F.pad(x[:, :, ::self.stride, ::self.stride], (0, 0, 0, 0, self.pad, self.pad))
+            return self.add.add_relu(y, s)
+
+    class Net(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.c = nn.Conv2d(3, 16, 3, 1, 1, bias=False)
+            self.b = nn.BatchNorm2d(16)
+            self.r = nn.ReLU()
+            layers, cin = [], 16
+            for planes, stride in ((16, 1), (32, 2), (64, 2)):
+                for i in range(3):
+                    layers.append(Block(cin, planes, stride if i == 0 else 1))
+                    cin = planes
+            self.layers = nn.Sequential(*layers)
+            self.pool = nn.AdaptiveAvgPool2d(1)
+            self.fc = nn.Linear(64, 10)
+
+        def forward(self, x):
+            x = self.layers(self.r(self.b(self.c(x))))
+            return self.fc(torch.flatten(self.pool(x), 1))
+
+    net = Net()
+    fuse = [['c', 'b', 'r']]
+    for i in range(len(net.layers)):
+        fuse += [['layers.%d.c1' % i, 'layers.%d.b1' % i, 'layers.%d.r1' % i], ['layers.%d.c2' % i, 'layers.%d.b2' % i]]
+    return net, fuse
+
+
 def run_ptq(c, case):
     import torch.nn as nn
     from torch.ao.quantization import DeQuantStub, QuantStub, convert, fuse_modules, get_default_qconfig, prepare
@@ -75,13 +127,22 @@ def run_ptq(c, case):
     from lenet_torch import lenet1, lenet5
 
     torch.backends.quantized.engine = c['engine']
-    body = {'lenet1': lenet1, 'lenet5': lenet5}[c['arch']]()
-    with torch.no_grad():
-        for name, p in body.named_parameters():
-            p.copy_(case.get('p.' + name))
+    if c['arch'] == 'resnet20':
+        body, pairs = quantizable_resnet20()
+        stats = [b for n, b in body.named_buffers() if n.endswith('running_mean') or n.endswith('running_var')]
+        with torch.no_grad():
+            for i, p in enumerate(body.parameters()):
+                p.copy_(case.get('p%d' % i))
+            for j, b in enumerate(stats):
+                b.copy_(case.get('s%d' % j))
+    else:
+        body = {'lenet1': lenet1, 'lenet5': lenet5}[c['arch']]()
+        with torch.no_grad():
+            for name, p in body.named_parameters():
+                p.copy_(case.get('p.' + name))
+        pairs = [[str(i), str(i + 1)] for i, m in enumerate(body)
+                 if isinstance(m, (nn.Conv2d, nn.Linear)) and i + 1 < len(body) and isinstance(body[i + 1], nn.ReLU)]
     body.eval()
-    pairs = [[str(i), str(i + 1)] for i, m in enumerate(body)
-             if isinstance(m, (nn.Conv2d, nn.Linear)) and i + 1 < len(body) and isinstance(body[i + 1], nn.ReLU)]
     fuse_modules(body, pairs, inplace=True)
 
     class Wrapped(nn.Module):
@@ -99,23 +160,39 @@ def run_ptq(c, case):
         for k in range(c['calib_batches']):
             model(case.get('calib%d' % k))
     convert(model, inplace=True)
-    rows = [[float(model.quant.scale), float(model.quant.zero_point)]]
-    linears = [m for m in model.body if hasattr(m, 'weight') and callable(m.weight)]
-    outs = []
-    hooks = [m.register_forward_hook(lambda mod, inp, out: outs.append(out)) for m in linears]
+    # The observed points in the order they are computed (a block's convs, then its add), each read where its
+    # output appears: quantized conv/linear modules, and the block module for the add_relu.
+    def is_point(m):
+        return (hasattr(m, 'weight') and callable(m.weight)) or (hasattr(m, 'add') and hasattr(m.add, 'scale'))
+
+    def post_order(m, out):  # a block after its convs: the order its outputs are computed in
+        for child in m.children():
+            post_order(child, out)
+        if is_point(m):
+            out.append(m)
+        return out
+
+    points = post_order(model.body, [])
+    outs = {}
+    hooks = [m.register_forward_hook(lambda mod, inp, out: outs.setdefault(id(mod), out)) for m in points]
     with torch.no_grad():
         logits = model(case.get('x'))
     for h in hooks:
         h.remove()
-    for i, m in enumerate(linears):
-        rows.append([float(m.scale), float(m.zero_point)])
-        w = m.weight()
-        case.put('w%d' % i, w.int_repr())
-        if w.qscheme() in (torch.per_channel_affine, torch.per_channel_symmetric):
-            case.put('ws%d' % i, w.q_per_channel_scales().to(torch.float32))
-        else:
-            case.put('ws%d' % i, torch.tensor([w.q_scale()], dtype=torch.float32))
-        case.put('y%d' % i, outs[i].int_repr())
+    rows = [[float(model.quant.scale), float(model.quant.zero_point)]]
+    li = 0
+    for i, m in enumerate(points):
+        q = m.add if hasattr(m, 'add') and hasattr(m.add, 'scale') else m
+        rows.append([float(q.scale), float(q.zero_point)])
+        case.put('y%d' % i, outs[id(m)].int_repr())
+        if q is m:
+            w = m.weight()
+            case.put('w%d' % li, w.int_repr())
+            if w.qscheme() in (torch.per_channel_affine, torch.per_channel_symmetric):
+                case.put('ws%d' % li, w.q_per_channel_scales().to(torch.float32))
+            else:
+                case.put('ws%d' % li, torch.tensor([w.q_scale()], dtype=torch.float32))
+            li += 1
     case.put('qparams', torch.tensor(rows, dtype=torch.float64))
     case.put('logits', logits)
 
