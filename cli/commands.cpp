@@ -725,6 +725,7 @@ struct DriftOptions {
   int64_t localise_batch = 100;
   int threads = 0;
   DeviceOptions dev;
+  int64_t quantize = 0, calib_batch = 32;  // > 0: fp32 and each policy's int8 model
 };
 
 // "cpu, 2 threads" or "cuda" for a command's header line.
@@ -758,6 +759,8 @@ void print_localisation(const Localisation& loc) {
 void drift_cmd(const DriftOptions& o) {
   set_threads(o.threads);
   LoadedModel lm = quant::load_any_model(o.weights);
+  check(!quant::is_quantized(lm), "drift: ", o.weights, " is an int8 model; give the fp32 model and --quantize N to "
+        "compare its int8 forms");
   check_model_name(o.model, lm, o.weights);
   Dataset test = load_split_for(lm, *o.data.loader, o.data, Split::test);
   check_data_fits(lm, o.weights, test);
@@ -775,21 +778,35 @@ void drift_cmd(const DriftOptions& o) {
   opt.tolerance = o.tol;
   opt.localise_batch = o.localise_batch;
   opt.device = o.dev.parsed();
+  Tensor calib;
+  if (o.quantize > 0) {
+    Dataset calib_set = load_split_for(lm, *o.data.loader, o.data, Split::train);
+    const int64_t n = std::min<int64_t>(o.quantize, calib_set.images.dim(0));
+    std::vector<int64_t> idx(static_cast<std::size_t>(n));
+    for (int64_t i = 0; i < n; ++i) idx[static_cast<std::size_t>(i)] = i;
+    calib = gather_batch(calib_set, idx, 0, n, DType::f32);
+    opt.calib = &calib;
+    opt.calib_batch = o.calib_batch;
+    std::cout << "int8: the fp32 model under the first policy, then each policy's int8 model (its quant_* knobs), "
+              << "calibrated on the first " << n << " samples of " << calib_set.name << "\n";
+  }
   const CrossPolicyDrift d = cross_policy_drift(lm.model, policies, test, exec, opt, [](const PolicyAccuracy& a) {
-    std::cout << std::left << std::setw(40) << a.policy.to_string() << std::right << std::setw(10) << pct(a.accuracy)
-              << "\n";
+    std::cout << std::left << std::setw(40) << a.label << std::right << std::setw(10) << pct(a.accuracy) << "\n";
   });
   std::cout << "\nlast-layer outputs (softmax probabilities), a against b as the reference (S3's y_c vs y_o):\n";
   std::cout << std::left << std::setw(30) << "a vs b" << std::right << std::setw(14) << "abs err mean" << std::setw(14)
             << "rel err mean" << std::setw(12) << "mean|d|" << std::setw(12) << "max|d|" << std::setw(12)
             << "misclass." << "\n";
   for (const PolicyPair& p : d.pairs)
-    std::cout << std::left << std::setw(30) << (p.a.preset + " vs " + p.b.preset) << std::right << std::setw(14)
+    std::cout << std::left << std::setw(30)
+              << (o.quantize > 0 ? p.a_label.substr(0, p.a_label.find(' ', 5)) + " vs " + p.b_label.substr(0, p.b_label.find(' ', 5))
+                                 : p.a.preset + " vs " + p.b.preset)
+              << std::right << std::setw(14)
               << sci(p.outputs.abs_err_mean) << std::setw(14) << sci(p.outputs.rel_err_mean) << std::setw(12)
               << sci(p.outputs.mean_abs) << std::setw(12) << sci(p.outputs.max_abs) << std::setw(12)
               << pct(p.outputs.misclassification) << "\n";
   for (const PolicyPair& p : d.pairs) {
-    std::cout << "\nlocalisation, " << p.a.to_string() << " vs " << p.b.to_string() << " (first " << d.localised
+    std::cout << "\nlocalisation, " << p.a_label << " vs " << p.b_label << " (first " << d.localised
               << " images; tolerance max|d|/max|b| > " << p.localisation.tolerance << "):\n";
     print_localisation(p.localisation);
     if (p.localisation.first_divergent < 0) std::cout << "  no layer diverges beyond the tolerance\n";
@@ -817,6 +834,7 @@ struct AttributeCliOptions {
 void attribute_cmd(const AttributeCliOptions& o) {
   set_threads(o.threads);
   LoadedModel lm = quant::load_any_model(o.weights);
+  check(!quant::is_quantized(lm), "attribute: ", o.weights, " is an int8 model; give the fp32 model and --quantize N");
   check_model_name(o.model, lm, o.weights);
   Dataset test = load_split_for(lm, *o.data.loader, o.data, Split::test);
   check_data_fits(lm, o.weights, test);
@@ -1022,6 +1040,11 @@ void register_commands(CLI::App& app) {
       ->capture_default_str()
       ->check(kFiniteNonNegative);
   dr->add_option("--localise-batch", dopt->localise_batch)->capture_default_str()->check(CLI::PositiveNumber);
+  dr->add_option("--quantize", dopt->quantize,
+                 "compare the fp32 model and each policy's int8 model (quantized under its quant_* knobs, calibrated on "
+                 "the first N training samples); localisation by activation point")
+      ->check(CLI::NonNegativeNumber);
+  dr->add_option("--calib-batch", dopt->calib_batch, "calibration samples per forward (--quantize)")->capture_default_str();
   dr->add_option("--json", dopt->json, "also write the report as JSON");
   add_threads_option(dr, dopt->threads);
   add_data_options(dr, dopt->data);

@@ -6,6 +6,7 @@
 
 #include "drift/convert.h"
 #include "quant/ptq.h"
+#include "quant/report.h"
 #include "engine/layers/flatten_layer.h"
 
 namespace driftlab {
@@ -108,26 +109,97 @@ Localisation localise(Model& a, Model& b, ExecContext& exec, const Tensor& x, do
   return loc;
 }
 
+namespace {
+
+// The activations at the quantization points of `q` (its PtqResult) for x: the int8 ones
+// dequantized with each point's scale and zero point, or (fp32 = true) the fp32 model's there.
+std::vector<Tensor> point_activations(Model& fp32, quant::PtqResult& q, bool as_fp32, const Tensor& x) {
+  if (as_fp32) return quant::fp32_activations(fp32, q.model.policy, x);
+  std::vector<Tensor> ints = quant::int8_activations(q.model, x), out;
+  for (std::size_t i = 0; i < ints.size(); ++i) {
+    Tensor d(ints[i].shape(), DType::f32);
+    for (int64_t j = 0; j < ints[i].numel(); ++j)
+      d.data<float>()[j] = dequantize_one(static_cast<int32_t>(ints[i].at(j)), q.points[i].q.zero_point, q.points[i].q.scale);
+    out.push_back(d);
+  }
+  return out;
+}
+
+Localisation localise_points(const std::vector<Tensor>& a, const std::vector<Tensor>& b,
+                             const std::vector<quant::ObservedPoint>& names, double tolerance) {
+  Localisation loc;
+  loc.tolerance = tolerance;
+  for (std::size_t i = 0; i < a.size() && i < b.size(); ++i) {
+    double max_abs = 0, scale = 0;
+    for (int64_t j = 0; j < a[i].numel(); ++j) {
+      max_abs = std::max(max_abs, std::abs(a[i].at(j) - b[i].at(j)));
+      scale = std::max(scale, std::abs(b[i].at(j)));
+    }
+    const double rel = scale > 0 ? max_abs / scale : max_abs;
+    loc.layers.push_back({i, "point " + names[i].name, max_abs, rel});
+    if (loc.first_divergent < 0 && rel > tolerance) loc.first_divergent = static_cast<int>(i);
+  }
+  return loc;
+}
+
+}  // namespace
+
 CrossPolicyDrift cross_policy_drift(const Model& weights, const std::vector<Policy>& policies, const Dataset& test,
                                     ExecContext& exec, const CrossPolicyOptions& opt,
                                     const std::function<void(const PolicyAccuracy&)>& on_policy) {
   CrossPolicyDrift r;
   std::vector<Model> models;
   std::vector<Tensor> probs;
-  for (const Policy& p : policies) {
-    models.push_back(rebuild_under(weights, p, opt.convert));
-    probs.push_back(predict_probs(*open_runner(models.back(), opt.device, {}, exec), test, opt.batch));
-    r.accuracy.push_back({models.back().policy, accuracy_of(probs.back(), test.labels)});
+  std::vector<quant::PtqResult> q;  // quantization: q[i] is models[i + 1]'s
+  std::vector<std::string> labels;
+  auto evaluate = [&](Model& m, const Policy& p, const std::string& label) {
+    probs.push_back(predict_probs(*open_runner(m, opt.device, {}, exec), test, opt.batch));
+    r.accuracy.push_back({p, accuracy_of(probs.back(), test.labels), label});
+    labels.push_back(label);
     if (on_policy) on_policy(r.accuracy.back());
+  };
+  if (opt.calib) {
+    check(!policies.empty() && opt.device == Device::cpu, "drift --quantize: int8 models run on the CPU only");
+    models.push_back(rebuild_under(weights, policies[0], opt.convert));
+    evaluate(models.back(), policies[0], "fp32 " + policies[0].to_string());
+    for (const Policy& p : policies) {
+      quant::PtqOptions po;
+      po.calib_batch = opt.calib_batch;
+      Model fp = rebuild_under(weights, p, opt.convert);
+      q.push_back(quant::quantize_model(fp, p, *opt.calib, po));
+      evaluate(q.back().model, p, "int8 " + p.get("quant_scheme") + " (" + p.to_string() + ")");
+    }
+  } else {
+    for (const Policy& p : policies) {
+      models.push_back(rebuild_under(weights, p, opt.convert));
+      evaluate(models.back(), p, p.to_string());
+    }
   }
   r.localised = std::min(opt.localise_batch, test.images.dim(0));
   std::vector<int64_t> idx(static_cast<std::size_t>(r.localised));
   for (std::size_t i = 0; i < idx.size(); ++i) idx[i] = static_cast<int64_t>(i);
   const Tensor x = gather_batch(test, idx, 0, r.localised, DType::f32);
-  for (std::size_t i = 0; i < models.size(); ++i)
-    for (std::size_t j = i + 1; j < models.size(); ++j)
-      r.pairs.push_back({models[j].policy, models[i].policy, compare_outputs(probs[j], probs[i]),
-                         localise(models[j], models[i], exec, x, opt.tolerance)});
+  const std::size_t n = probs.size();
+  for (std::size_t i = 0; i < n; ++i)
+    for (std::size_t j = i + 1; j < n; ++j) {
+      PolicyPair pp;
+      pp.a_label = labels[j], pp.b_label = labels[i];
+      pp.a = r.accuracy[j].policy, pp.b = r.accuracy[i].policy;
+      pp.outputs = compare_outputs(probs[j], probs[i]);
+      if (!opt.calib) {
+        pp.localisation = localise(models[j], models[i], exec, x, opt.tolerance);
+      } else {
+        // by points: int8 j against fp32 (i = 0) or int8 i, under j's points (same plan when
+        // quant_relu agrees; otherwise the points differ and only the outputs are compared)
+        quant::PtqResult& qj = q[j - 1];
+        const std::vector<Tensor> aj = point_activations(models[0], qj, false, x);
+        const std::vector<Tensor> bi = i == 0 ? point_activations(models[0], qj, true, x)
+                                              : point_activations(models[0], q[i - 1], false, x);
+        if (aj.size() == bi.size()) pp.localisation = localise_points(aj, bi, qj.points, opt.tolerance);
+        else pp.localisation.tolerance = opt.tolerance;
+      }
+      r.pairs.push_back(std::move(pp));
+    }
   return r;
 }
 
@@ -267,10 +339,11 @@ nlohmann::json to_json(const Attribution& a) {
 
 nlohmann::json to_json(const CrossPolicyDrift& d) {
   nlohmann::json accuracy = nlohmann::json::array(), pairs = nlohmann::json::array();
-  for (const auto& a : d.accuracy) accuracy.push_back({{"policy", a.policy.to_string()}, {"accuracy", a.accuracy}});
+  for (const auto& a : d.accuracy)
+    accuracy.push_back({{"policy", a.policy.to_string()}, {"label", a.label}, {"accuracy", a.accuracy}});
   for (const auto& p : d.pairs)
-    pairs.push_back({{"a", p.a.to_string()}, {"b", p.b.to_string()}, {"outputs", to_json(p.outputs)},
-                     {"localisation", to_json(p.localisation)}});
+    pairs.push_back({{"a", p.a.to_string()}, {"b", p.b.to_string()}, {"a_label", p.a_label}, {"b_label", p.b_label},
+                     {"outputs", to_json(p.outputs)}, {"localisation", to_json(p.localisation)}});
   return {{"accuracy", accuracy}, {"pairs", pairs}};
 }
 

@@ -59,12 +59,19 @@ struct CrossPolicyOptions {
   int64_t localise_batch = 100;  // localise on the first N test images
   int64_t batch = 1000;          // inference batch
   Device device = Device::cpu;   // where the outputs are computed (localisation: always the CPU)
+  // When set: the fp32 model (under the first policy) and each policy's int8 model, quantized
+  // under its quant_* knobs on these calibration samples, are compared; localisation is then by
+  // the quantization's activation points (the int8 activations dequantized).
+  const Tensor* calib = nullptr;
+  int64_t calib_batch = 32;
 };
 struct PolicyAccuracy {
   Policy policy;
   double accuracy = 0;
+  std::string label;  // the policy string; "fp32 ..." / "int8 <scheme> ..." under quantization
 };
 struct PolicyPair {
+  std::string a_label, b_label;
   Policy a, b;                // b is the reference (S3's y_o)
   OutputDrift outputs;        // a's softmax outputs against b's, on the whole test set
   Localisation localisation;  // on the first CrossPolicyDrift::localised test images

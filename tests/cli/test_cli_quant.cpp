@@ -70,6 +70,29 @@ TEST(CliQuant, QuantizeReportEvalPredictAndRefusals) {
                    (d / "q2.dlm").string() + " --report " + (d / "rep.md").string() + " --report-inputs 8" + data);
   ASSERT_EQ(r.code, 0) << r.out;
   EXPECT_NE(r.out.find("| point | SQNR (dB) |"), std::string::npos) << r.out;
+  // drift over int8 forms: fp32, then each policy's int8 model; localisation by activation point
+  r = run_driftlab("drift --weights " + fp + " --policies \"torch;torch,quant_scheme=tflite\" --quantize 32 --json " +
+                   (d / "drift.json").string() + data);
+  ASSERT_EQ(r.code, 0) << r.out;
+  EXPECT_NE(r.out.find("int8 tflite"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("point 1.relu"), std::string::npos) << r.out;
+  {
+    std::ifstream df(d / "drift.json");
+    const json dj = json::parse(df);
+    ASSERT_EQ(dj["accuracy"].size(), 3u);  // fp32, int8 torch_qnnpack, int8 tflite
+    EXPECT_EQ(dj["accuracy"][0]["label"].get<std::string>().rfind("fp32", 0), 0u);
+    ASSERT_EQ(dj["pairs"].size(), 3u);
+    EXPECT_EQ(dj["pairs"][0]["localisation"]["layers"].size(), 4u);  // input, conv1, conv2, dense
+  }
+  r = run_driftlab("drift --weights " + q + data);
+  EXPECT_NE(r.code, 0);
+  EXPECT_NE(r.out.find("is an int8 model"), std::string::npos) << r.out;
+  // attribute over the quant knobs names them
+  r = run_driftlab("attribute --weights " + fp + " --from torch,quant_scheme=torch_qnnpack --to torch,quant_scheme=tflite "
+                   "--quantize 32" + data);
+  ASSERT_EQ(r.code, 0) << r.out;
+  EXPECT_NE(r.out.find("quant_conv_weights"), std::string::npos) << r.out;
+  EXPECT_EQ(r.out.find("quant_scheme "), std::string::npos) << r.out;  // the group label is not flipped
   // refusals
   r = run_driftlab("quantize --weights " + q + " --out " + (d / "q3.dlm").string() + data);
   EXPECT_NE(r.code, 0);
