@@ -514,6 +514,17 @@ void predict_cmd(const std::string& weights, const DataOptions& d, const std::ve
 
 // ---------- quantize ----------
 
+// The first n training samples of a model's data in file order (calibration); *from describes them.
+Tensor first_training_samples(const LoadedModel& lm, const DataOptions& data, int64_t n, std::string* from) {
+  check(n > 0, "calibration: ", n, " samples requested, need at least 1");
+  Dataset train = load_split_for(lm, *data.loader, data, Split::train);
+  n = std::min<int64_t>(n, train.images.dim(0));
+  std::vector<int64_t> idx(static_cast<std::size_t>(n));
+  for (int64_t i = 0; i < n; ++i) idx[static_cast<std::size_t>(i)] = i;
+  *from = "first " + std::to_string(n) + " of " + train.name;
+  return gather_batch(train, idx, 0, n, DType::f32);
+}
+
 struct QuantizeOptions {
   std::string weights, scheme = "torch_qnnpack", knobs, observer, calib_data, out, report;
   int64_t calib = 1000, calib_batch = 32, report_n = 1000;
@@ -544,13 +555,7 @@ void quantize_cmd(const QuantizeOptions& o) {
     calib_from = o.calib_data;
   } else {
     check(o.calib > 0, "quantize: --calib ", o.calib, " must be positive");
-    Dataset train = load_split_for(lm, *o.data.loader, o.data, Split::train);
-    check_data_fits(lm, o.weights, train);
-    const int64_t n = std::min<int64_t>(o.calib, train.images.dim(0));
-    std::vector<int64_t> idx(static_cast<std::size_t>(n));
-    for (int64_t i = 0; i < n; ++i) idx[static_cast<std::size_t>(i)] = i;
-    calib = gather_batch(train, idx, 0, n, DType::f32);
-    calib_from = "first " + std::to_string(n) + " of " + train.name;
+    calib = first_training_samples(lm, o.data, o.calib, &calib_from);
   }
   quant::PtqOptions po;
   po.calib_batch = o.calib_batch;
@@ -780,15 +785,12 @@ void drift_cmd(const DriftOptions& o) {
   opt.device = o.dev.parsed();
   Tensor calib;
   if (o.quantize > 0) {
-    Dataset calib_set = load_split_for(lm, *o.data.loader, o.data, Split::train);
-    const int64_t n = std::min<int64_t>(o.quantize, calib_set.images.dim(0));
-    std::vector<int64_t> idx(static_cast<std::size_t>(n));
-    for (int64_t i = 0; i < n; ++i) idx[static_cast<std::size_t>(i)] = i;
-    calib = gather_batch(calib_set, idx, 0, n, DType::f32);
+    std::string from;
+    calib = first_training_samples(lm, o.data, o.quantize, &from);
     opt.calib = &calib;
     opt.calib_batch = o.calib_batch;
     std::cout << "int8: the fp32 model under the first policy, then each policy's int8 model (its quant_* knobs), "
-              << "calibrated on the first " << n << " samples of " << calib_set.name << "\n";
+              << "calibrated on the " << from << "\n";
   }
   const CrossPolicyDrift d = cross_policy_drift(lm.model, policies, test, exec, opt, [](const PolicyAccuracy& a) {
     std::cout << std::left << std::setw(40) << a.label << std::right << std::setw(10) << pct(a.accuracy) << "\n";
@@ -851,16 +853,12 @@ void attribute_cmd(const AttributeCliOptions& o) {
   Policy from = Policy::parse(o.from), to = Policy::parse(o.to);
   Tensor calib;
   if (o.quantize > 0) {
-    check(!quant::is_quantized(lm), "attribute: --quantize needs the fp32 model, ", o.weights, " is int8");
-    Dataset calib_set = load_split_for(lm, *o.data.loader, o.data, Split::train);
-    const int64_t n = std::min<int64_t>(o.quantize, calib_set.images.dim(0));
-    std::vector<int64_t> idx(static_cast<std::size_t>(n));
-    for (int64_t i = 0; i < n; ++i) idx[static_cast<std::size_t>(i)] = i;
-    calib = gather_batch(calib_set, idx, 0, n, DType::f32);
+    std::string from;
+    calib = first_training_samples(lm, o.data, o.quantize, &from);
     opt.calib = &calib;
     opt.calib_batch = o.calib_batch;
-    std::cout << "int8: each policy's model quantized under its quant_* knobs, calibrated on the first " << n
-              << " samples of " << calib_set.name << " (batches of " << o.calib_batch << ")\n";
+    std::cout << "int8: each policy's model quantized under its quant_* knobs, calibrated on the " << from
+              << " (batches of " << o.calib_batch << ")\n";
   }
   Attribution a = attribute(lm.model, from, to, test, o.train > 0 ? &train : nullptr, exec, opt);
   std::cout << "attribute: " << lm.model.name << " weights " << o.weights << ", from " << a.from << " to " << a.to

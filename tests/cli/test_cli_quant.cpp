@@ -20,22 +20,6 @@ using namespace driftlab::cli_test;
 namespace fs = std::filesystem;
 using nlohmann::json;
 
-void write_be(std::ofstream& f, uint32_t v) {
-  for (int i = 3; i >= 0; --i) f.put(static_cast<char>(v >> (8 * i)));
-}
-
-// n images of 28x28 with a pattern per class, labels i % 10.
-void write_idx(const fs::path& dir, const std::string& prefix, uint32_t n) {
-  std::ofstream img(dir / (prefix + "-images-idx3-ubyte"), std::ios::binary),
-      lab(dir / (prefix + "-labels-idx1-ubyte"), std::ios::binary);
-  write_be(img, 0x803), write_be(img, n), write_be(img, 28), write_be(img, 28);
-  write_be(lab, 0x801), write_be(lab, n);
-  for (uint32_t i = 0; i < n; ++i) {
-    for (uint32_t p = 0; p < 784; ++p) img.put(static_cast<char>((p * (i % 10 + 1) + i) & 0xff));
-    lab.put(static_cast<char>(i % 10));
-  }
-}
-
 TEST(CliQuant, QuantizeReportEvalPredictAndRefusals) {
   const fs::path d = fresh_dir("cli_quant");
   write_idx(d, "train", 96);
