@@ -1,6 +1,7 @@
-// Fast int8 kernels: quantize/dequantize, qconv2d, qdense, qmaxpool2d (registry slot `fast`).
-// Layouts as the reference's: x (N,C,H,W), w (K,C,R,S), y (N,K,P,Q); dense x (n,in), w (out,in),
-// y (n,out). Every output is written (=).
+// Fast int8 kernels: quantize/dequantize, qconv2d, qdense, qmaxpool2d, qadd, qglobal_avg_pool
+// (registry slot `fast`). Layouts as the reference's: x (N,C,H,W), w (K,C,R,S), y (N,K,P,Q); dense
+// x (n,in), w (out,in), y (n,out); qadd elementwise; global pooling (N,C,H,W) -> (N,C). Every
+// output is written (=).
 //
 // Bit-exact with kernels/cpu/ref/quant_ref.cpp for every call supports() accepts, for any thread
 // count: the accumulators are integers, and every output element goes through the same
@@ -31,9 +32,11 @@
 #pragma GCC optimize("no-trapping-math")
 #endif
 #include <algorithm>
+#include <cmath>
 #include <cstring>
 #include <limits>
 #include <type_traits>
+#include <utility>
 #include <vector>
 
 #include <omp.h>
@@ -650,6 +653,176 @@ void dequantize_forward_fast(const QuantizeParams& p, const Tensor& q, Tensor& x
   }
 }
 
+// ---------------------------------------------------------------------------------------------
+// qadd: the reference's per-element formula, with the rule fixed at compile time so that the loop
+// vectorises, OpenMP over chunks of the flat tensor. Integers (fixed_point_shift) are exact in
+// any order; the float rule does the same float operations per element (std::fma where the
+// reference has it, nothing else contracted), so the bits are the reference's. The float rule's
+// scalar tail (the last numel % 64 elements in channels-last order, or in flat order) is a set of
+// fewer than 64 elements: computed first into a small buffer (so that y may alias a or b), the
+// whole tensor then run with the body's formula, and the tail written over it.
+
+bool qadd_supports(const QAddParams& p, DType dt) { return dt == p.dtype && is_q8(p.dtype); }
+
+// The resolved numbers of one add, loop-invariant locals (stores through T* may alias a struct).
+struct QAddConsts {
+  float a_scale, b_scale, a_off, b_off, inv_y;  // a_off = a_scale * float(-za): the fma's addend
+  int32_t za, zb, zy, lo, hi, a_mult, b_mult, shift, mask, half_mask;
+};
+
+QAddConsts qadd_consts(const QAddParams& p) {
+  QAddConsts k;
+  k.a_scale = p.a_scale, k.b_scale = p.b_scale;
+  k.a_off = p.a_scale * static_cast<float>(-p.a_zero_point);
+  k.b_off = p.b_scale * static_cast<float>(-p.b_zero_point);
+  k.inv_y = 1.0f / p.y_scale;
+  k.za = p.a_zero_point, k.zb = p.b_zero_point, k.zy = p.y_zero_point, k.lo = p.lo, k.hi = p.hi;
+  k.a_mult = p.a_mult, k.b_mult = p.b_mult, k.shift = p.shift;
+  k.mask = p.rule == QAddRule::fixed_point_shift ? static_cast<int32_t>((int64_t{1} << p.shift) - 1) : 0;
+  k.half_mask = k.mask >> 1;
+  return k;
+}
+
+// One element: `body` picks the float rule's vectorised-body formula (fma) or its scalar tail's.
+template <QAddRule R, bool Body, typename T>
+inline T qadd_one(T a, T b, const QAddConsts& k) {
+  const int32_t qa = static_cast<int32_t>(a) - k.za, qb = static_cast<int32_t>(b) - k.zb;
+  int32_t v;
+  if (R == QAddRule::fixed_point_shift) {
+    const int32_t acc = k.a_mult * qa + k.b_mult * qb;  // |acc| < 2^22 * 255 * 2: int32 (the reference's bound)
+    const int32_t rem = (acc & k.mask) - (acc < 0 ? 1 : 0);
+    v = (acc >> k.shift) + (rem > k.half_mask ? 1 : 0);
+  } else {
+    float da, db;
+    if (Body) {
+      da = std::fma(k.a_scale, static_cast<float>(a), k.a_off);
+      db = std::fma(k.b_scale, static_cast<float>(b), k.b_off);
+    } else {
+      da = static_cast<float>(qa) * k.a_scale;
+      db = static_cast<float>(qb) * k.b_scale;
+    }
+    const float c = (da + db) * k.inv_y;
+    const float lo = static_cast<float>(INT32_MIN / 2), hi = static_cast<float>(INT32_MAX / 2);
+    // in [-2^30, 2^30] after the clamp (scales are finite and positive: no NaN), so int32 holds
+    // the rounded value and + zy as the reference's int64 does
+    v = static_cast<int32_t>(round_with(std::min(std::max(c, lo), hi), RoundRule::half_even));
+  }
+  v += k.zy;
+  return static_cast<T>(v < k.lo ? k.lo : (v > k.hi ? k.hi : v));
+}
+
+template <QAddRule R, typename T>
+void qadd_run(const T* __restrict a, const T* __restrict b, int64_t n, const QAddConsts& consts, T* __restrict y) {
+  const QAddConsts k = consts;
+#pragma omp simd
+  for (int64_t i = 0; i < n; ++i) y[i] = qadd_one<R, true>(a[i], b[i], k);
+}
+
+// Runs without __restrict when y aliases an input (in place): the same values, element by element.
+template <QAddRule R, typename T>
+void qadd_run_alias(const T* a, const T* b, int64_t n, const QAddConsts& k, T* y) {
+  for (int64_t i = 0; i < n; ++i) y[i] = qadd_one<R, true>(a[i], b[i], k);
+}
+
+template <QAddRule R, typename T>
+void qadd_fast_t(const QAddParams& p, const T* a, const T* b, int64_t numel, T* y) {
+  const QAddConsts k = qadd_consts(p);
+  // The float rule's scalar tail: flat indices of the last numel % 64 elements in memory order.
+  std::vector<std::pair<int64_t, T>> tail;
+  if (R == QAddRule::float_fma_tail64) {
+    const int64_t body = numel - numel % 64;
+    const bool nhwc = p.n > 0;
+    for (int64_t pos = body; pos < numel; ++pos) {
+      int64_t i = pos;
+      if (nhwc) {  // pos = ((n*H + h)*W + w)*C + c -> i = ((n*C + c)*H + h)*W + w
+        const int64_t c = pos % p.c, w = (pos / p.c) % p.w, h = (pos / (p.c * p.w)) % p.h, n = pos / (p.c * p.w * p.h);
+        i = ((n * p.c + c) * p.h + h) * p.w + w;
+      }
+      tail.emplace_back(i, qadd_one<R, false>(a[i], b[i], k));
+    }
+  }
+  const bool alias = y == a || y == b;
+  const int64_t chunks = (numel + kChunk - 1) / kChunk;
+#pragma omp parallel for schedule(static) if (chunks > 1)
+  for (int64_t c = 0; c < chunks; ++c) {
+    const int64_t i0 = c * kChunk, len = std::min(kChunk, numel - i0);
+    if (alias)
+      qadd_run_alias<R>(a + i0, b + i0, len, k, y + i0);
+    else
+      qadd_run<R>(a + i0, b + i0, len, k, y + i0);
+  }
+  for (const auto& t : tail) y[t.first] = t.second;
+}
+
+// a, b, y: one shape, p.dtype (a (N,C,H,W) stored NCHW when p.n > 0)
+void qadd_forward_fast(const QAddParams& p0, const Tensor& a, const Tensor& b, Tensor& y) {
+  QAddParams p = p0;
+  p.resolve();
+  check(a.shape() == b.shape() && y.shape() == a.shape(), "qadd: shapes ", shape_str(a.shape()), ", ",
+        shape_str(b.shape()), " -> ", shape_str(y.shape()), " must agree");
+  for (const Tensor* t : {&a, &b, static_cast<const Tensor*>(&y)})
+    check(t->dtype() == p.dtype, "qadd: ", dtype_name(t->dtype()), " tensor, expected ", dtype_name(p.dtype));
+  const int64_t numel = a.numel();
+  if (p.n > 0)
+    check(p.n * p.c * p.h * p.w == numel, "qadd: layout (", p.n, ",", p.c, ",", p.h, ",", p.w, ") for ", numel,
+          " elements");
+  auto run = [&](auto tag) {
+    using T = decltype(tag);
+    if (p.rule == QAddRule::fixed_point_shift)
+      qadd_fast_t<QAddRule::fixed_point_shift>(p, a.data<T>(), b.data<T>(), numel, y.data<T>());
+    else
+      qadd_fast_t<QAddRule::float_fma_tail64>(p, a.data<T>(), b.data<T>(), numel, y.data<T>());
+  };
+  if (p.dtype == DType::u8)
+    run(uint8_t{});
+  else
+    run(int8_t{});
+}
+
+// ---------------------------------------------------------------------------------------------
+// qglobal_avg_pool: one integer sum per (n, c) plane (exact in any order), then the reference's
+// float step; OpenMP over planes.
+
+bool qgap_supports(const QGlobalAvgPoolParams& p, DType dt) { return dt == p.dtype && is_q8(p.dtype); }
+
+// sum of x[0..count): int32 (count < 2^23 values of at most 255 in magnitude: below 2^31)
+template <typename T>
+int32_t plane_sum(const T* __restrict x, int64_t count) {
+  int32_t s = 0;
+#pragma omp simd reduction(+ : s)
+  for (int64_t i = 0; i < count; ++i) s += x[i];
+  return s;
+}
+
+template <typename T>
+void qgap_fast_t(const QGlobalAvgPoolParams& p, const T* x, T* y) {
+  const int64_t count = p.h * p.w, planes = p.n * p.c;
+  const int32_t qmin = std::numeric_limits<T>::min(), qmax = std::numeric_limits<T>::max(), zp = p.zero_point;
+  const float inv = 1.0f / static_cast<float>(count);
+  const int64_t zsum = count * zp;
+#pragma omp parallel for schedule(static) if (planes * count > kChunk)
+  for (int64_t nc = 0; nc < planes; ++nc) {
+    const int64_t acc = plane_sum(x + nc * count, count);
+    const float v = static_cast<float>(acc - zsum) * inv;
+    const int64_t q = static_cast<int64_t>(round_with(v, RoundRule::half_even)) + zp;
+    y[nc] = static_cast<T>(q < qmin ? qmin : (q > qmax ? qmax : q));
+  }
+}
+
+// x:(N,C,H,W) y:(N,C), p.dtype
+void qglobal_avg_pool_forward_fast(const QGlobalAvgPoolParams& p, const Tensor& x, Tensor& y) {
+  check_tensor("qglobal_avg_pool", "input", x, {p.n, p.c, p.h, p.w}, p.dtype);
+  check_tensor("qglobal_avg_pool", "output", y, {p.n, p.c}, p.dtype);
+  const int64_t count = p.h * p.w;
+  check(count > 0 && count < (int64_t{1} << 23), "qglobal_avg_pool: ", count, " values per channel");
+  if (p.dtype == DType::u8)
+    qgap_fast_t(p, x.data<uint8_t>(), y.data<uint8_t>());
+  else if (p.dtype == DType::i8)
+    qgap_fast_t(p, x.data<int8_t>(), y.data<int8_t>());
+  else
+    fail("qglobal_avg_pool: dtype ", dtype_name(p.dtype), " (int8 or uint8)");
+}
+
 }  // namespace
 
 void register_quant_fast(KernelRegistry& reg) {
@@ -664,6 +837,10 @@ void register_quant_fast(KernelRegistry& reg) {
                                             qmaxpool2d_supports, qmaxpool2d_forward_fast};
   reg.quantize.at(KernelBackend::fast) = {"fast", "per tensor; int8, uint8, int32", quantize_supports,
                                           quantize_forward_fast, dequantize_forward_fast};
+  reg.qadd.at(KernelBackend::fast) = {"fast", "int8 and uint8, both QAddRule values, any layout", qadd_supports,
+                                      qadd_forward_fast};
+  reg.qglobal_avg_pool.at(KernelBackend::fast) = {"fast", "int8 and uint8", qgap_supports,
+                                                  qglobal_avg_pool_forward_fast};
 }
 
 }  // namespace driftlab
