@@ -98,8 +98,54 @@ RequantRowFn<TY> requant_row_for(RoundRule round) {
                                        : requant_row<R, RoundRule::half_away, TY>;
 }
 
+#if DL_QFAST_X86
+// The float rules with round-half-even (qnnpack's, oneDNN's: what both PyTorch schemes run), 16
+// accumulators per step with AVX-512: the reference's operations in its order (int32 -> float,
+// + bias only when it is nonzero, * scale, [+ float(zp)], the clamp in float with NaN sent to the
+// low end, the rounding, + zp). The rounding is the conversion's embedded round-to-nearest-even
+// (an immediate: MXCSR's mode is not read, as round_with reads none), which is round_with(v,
+// half_even) for every clamped v; max_ps(v, lo) returns lo for a NaN v, as the reference ends.
+// The clamped result is in [lo, hi], a byte of TY: the truncating narrow keeps it.
+template <RequantRule R, typename TY>
+__attribute__((target("avx512f,avx512bw,avx512vl"))) void requant_row_avx512(const int32_t* __restrict acc, int64_t n,
+                                                                             const RequantChannel& ch, int32_t zp,
+                                                                             int32_t lo, int32_t hi, TY* __restrict y) {
+  static_assert(R == RequantRule::float_multiply || R == RequantRule::float_multiply_add_zp, "float rules only");
+  constexpr bool kAddZp = R == RequantRule::float_multiply_add_zp;
+  const bool add_bias = ch.bias != 0.f;
+  const __m512 bias = _mm512_set1_ps(ch.bias), scale = _mm512_set1_ps(ch.scale);
+  const __m512 fzp = _mm512_set1_ps(static_cast<float>(zp));
+  const __m512 flo = _mm512_set1_ps(static_cast<float>(kAddZp ? lo : lo - zp));
+  const __m512 fhi = _mm512_set1_ps(static_cast<float>(kAddZp ? hi : hi - zp));
+  const __m512i izp = _mm512_set1_epi32(kAddZp ? 0 : zp);
+  for (int64_t i = 0; i < n; i += 16) {
+    const __mmask16 m = n - i >= 16 ? static_cast<__mmask16>(0xFFFF) : static_cast<__mmask16>((1u << (n - i)) - 1);
+    __m512 v = _mm512_cvtepi32_ps(_mm512_maskz_loadu_epi32(m, acc + i));
+    if (add_bias) v = _mm512_add_ps(v, bias);
+    v = _mm512_mul_ps(v, scale);
+    if (kAddZp) v = _mm512_add_ps(v, fzp);
+    v = _mm512_min_ps(_mm512_max_ps(v, flo), fhi);
+    const __m512i q = _mm512_add_epi32(_mm512_cvt_roundps_epi32(v, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC), izp);
+    _mm_mask_storeu_epi8(reinterpret_cast<void*>(y + i), m, _mm512_cvtepi32_epi8(q));
+  }
+}
+
+bool cpu_has_avx512bw_vl() {
+  __builtin_cpu_init();
+  return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
+         __builtin_cpu_supports("avx512vl");
+}
+#endif
+
 template <typename TY>
 RequantRowFn<TY> requant_row_for(const Requant& rq) {
+#if DL_QFAST_X86
+  static const bool avx512 = cpu_has_avx512bw_vl();
+  if (avx512 && rq.round == RoundRule::half_even) {
+    if (rq.rule == RequantRule::float_multiply) return requant_row_avx512<RequantRule::float_multiply, TY>;
+    if (rq.rule == RequantRule::float_multiply_add_zp) return requant_row_avx512<RequantRule::float_multiply_add_zp, TY>;
+  }
+#endif
   switch (rq.rule) {
     case RequantRule::fixed_point_double_rounding:
       return requant_row_for<RequantRule::fixed_point_double_rounding, TY>(rq.round);
