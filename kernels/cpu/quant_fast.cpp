@@ -373,6 +373,14 @@ void qconv_fast(const QConv2dParams& p, const TX* x, const int8_t* w, const int3
   const int64_t max_off = (g.c - 1) * plane + (g.r - 1) * g.dil_h * wp + (g.s - 1) * g.dil_w;
   const int64_t plane_bytes = unit_stride ? max_off + mpad + 16 : g.c * plane;
 
+  // Each reduction term's offset in the padded plane (-1: a term past J, weight 0), once per call
+  // (the divisions per term per image cost as much as the GEMM on 8x8 planes).
+  std::vector<int64_t> tap_off(static_cast<std::size_t>(groups * 4), -1);
+  for (int64_t j = 0; j < J; ++j) {
+    const int64_t c = j / (R * S), r = (j / S) % R, s = j % S;
+    tap_off[j] = c * plane + r * dil_h * wp + s * dil_w;
+  }
+
 #pragma omp parallel
   {
     ConvScratch<TY> sc;
@@ -388,34 +396,20 @@ void qconv_fast(const QConv2dParams& p, const TX* x, const int8_t* w, const int3
         for (int64_t ih = 0; ih < H; ++ih)
           copy_flip(xn + (c * H + ih) * W, W, flip, sc.plane.data() + c * plane + (ih + pad_t) * wp + pad_l);
       // 2) the panel Xp[j/4][m][4]
-      auto tap = [&](int64_t j, int64_t& c, int64_t& r, int64_t& s) {
-        c = j / (R * S), r = (j / S) % R, s = j % S;
-      };
       for (int64_t gi = 0; gi < groups; ++gi) {
         uint8_t* dst = sc.panel.data() + gi * mpad * 4;
+        const int64_t* off = tap_off.data() + 4 * gi;
         if (unit_stride) {
           const uint8_t* src[4];
-          for (int t = 0; t < 4; ++t) {
-            const int64_t j = 4 * gi + t;
-            if (j >= J) {
-              src[t] = zeros.data();
-              continue;
-            }
-            int64_t c, r, s;
-            tap(j, c, r, s);
-            src[t] = sc.plane.data() + c * plane + r * dil_h * wp + s * dil_w;
-          }
+          for (int t = 0; t < 4; ++t) src[t] = off[t] < 0 ? zeros.data() : sc.plane.data() + off[t];
           interleave4(src[0], src[1], src[2], src[3], mpad, 0, dst);  // already shifted in the plane
         } else {
           for (int t = 0; t < 4; ++t) {
-            const int64_t j = 4 * gi + t;
-            if (j >= J) {
+            if (off[t] < 0) {
               for (int64_t m = 0; m < P * Q; ++m) dst[m * 4 + t] = 0;
               continue;
             }
-            int64_t c, r, s;
-            tap(j, c, r, s);
-            const uint8_t* src = sc.plane.data() + c * plane + r * dil_h * wp + s * dil_w;
+            const uint8_t* src = sc.plane.data() + off[t];
             for (int64_t oh = 0; oh < P; ++oh) {
               const uint8_t* row = src + oh * stride_h * wp;
               uint8_t* o = dst + oh * Q * 4 + t;
