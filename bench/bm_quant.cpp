@@ -6,23 +6,32 @@
 //     default kernels), the baseline of issue 16's "int8 at least 2x fp32".
 //   QConv2d: LeNet-5's two convolutions alone (uint8, per-tensor float requantization, as
 //     torch_qnnpack resolves them), fast vs reference, 100 images per call.
+//   Resnet20Int8 / Resnet20Fp32: the same for ResNet-20 (BatchNorm folded, residual adds, global
+//     average pooling) on 1,000 CIFAR-shaped 3x32x32 U(-1,1) inputs (a normalised batch's range),
+//     calibrated on 64 of them, BatchNorm state drawn at random (so folding is not the identity);
+//     fast kernels only (the reference is the check, at ~1 image/s).
+//   Resnet20Int8Layers / Resnet20Fp32Layers: where the time goes, one pass of 1,000 inputs in
+//     batches of 100 layer by layer, each top-level layer's time a counter (ms per 1,000 images;
+//     a residual block split into its main path and the add with its shortcut).
 // Every benchmark checks once before timing: the int8 model's fast logits equal its reference
 // logits bit for bit, the float32 model's output is finite, each fast conv equals the reference.
-// Counters: img/s (and MAC/s for the convolutions). ResNet-20 int8 is not here: the PTQ driver
-// cannot convert BatchNorm yet (issue 16's next step).
+// Counters: img/s (and MAC/s for the convolutions).
 //
 // Run e.g.: bm_quant --benchmark_filter='Lenet5' (OMP_WAIT_POLICY=passive on a shared machine)
 #include <benchmark/benchmark.h>
 #include <omp.h>
 
+#include <chrono>
 #include <cmath>
 #include <cstring>
+#include <map>
 #include <string>
 
 #include "engine/random.h"
 #include "kernels/cpu/registry.h"
 #include "models/models.h"
 #include "quant/ptq.h"
+#include "quant/qlayers.h"
 
 namespace driftlab {
 namespace {
@@ -181,6 +190,179 @@ void BM_QConv2d(benchmark::State& state) {
   state.SetLabel(std::string("lenet5_conv") + std::to_string(layer) + " " + k.name);
 }
 
+// ---------------------------------------------------------------------------------------------
+// ResNet-20
+
+Tensor cifar_images(int64_t n, uint64_t seed) {
+  Tensor x({n, 3, 32, 32}, DType::f32);
+  Rng rng(RngEngine::mt19937_u24, seed);
+  float* d = x.data<float>();
+  for (int64_t i = 0; i < x.numel(); ++i) d[i] = 2.0f * rng.uniform_f32() - 1.0f;
+  return x;
+}
+
+// ResNet-20 under the torch preset with BatchNorm statistics and affine parameters drawn (gamma
+// U(0.5,1.5), beta and running mean U(-0.5,0.5), running variance U(0.5,2)), as the oracle tests'.
+Model resnet20_fp32() {
+  Model m = build_model("resnet20", Policy::torch(), 7);
+  Rng rng(RngEngine::mt19937_u24, 11);
+  auto draw = [&](Param& p, float lo, float hi) {
+    float* d = p.value.data<float>();
+    for (int64_t i = 0; i < p.value.numel(); ++i) d[i] = lo + (hi - lo) * rng.uniform_f32();
+  };
+  auto ends = [](const std::string& s, const std::string& t) {
+    return s.size() >= t.size() && s.compare(s.size() - t.size(), t.size(), t) == 0;
+  };
+  for (auto& np : m.net->named_params()) {
+    if (ends(np.first, ".gamma")) draw(*np.second, 0.5f, 1.5f);
+    if (ends(np.first, ".beta")) draw(*np.second, -0.5f, 0.5f);
+  }
+  for (auto& nb : m.net->named_buffers()) {
+    if (ends(nb.first, ".running_mean")) draw(*nb.second, -0.5f, 0.5f);
+    if (ends(nb.first, ".running_var")) draw(*nb.second, 0.5f, 2.0f);
+  }
+  return m;
+}
+
+quant::PtqResult resnet20_int8(Model& fp32, const std::string& scheme, KernelBackend backend) {
+  const std::string pol = "torch,quant_scheme=" + scheme + ",quant_backend=" + backend_name(backend);
+  return quant::quantize_model(fp32, Policy::parse(pol), cifar_images(64, 7));
+}
+
+// args: scheme index, batch, threads
+void BM_Resnet20Int8(benchmark::State& state) {
+  const std::string scheme = kSchemes[state.range(0)];
+  const int64_t batch = state.range(1);
+  const Threads threads(static_cast<int>(state.range(2)));
+  Model fp32 = resnet20_fp32();
+  quant::PtqResult q = resnet20_int8(fp32, scheme, KernelBackend::fast);
+  ExecContext exec;
+  exec.threads = omp_get_max_threads();
+  RunContext ctx = RunContext::inference(exec);
+  {  // once: fast == reference, bit for bit, on 3 images
+    quant::PtqResult r = resnet20_int8(fp32, scheme, KernelBackend::reference);
+    const Tensor x = cifar_images(3, 9);
+    const Tensor a = q.model.forward(ctx, x), b = r.model.forward(ctx, x);
+    if (std::memcmp(a.raw(), b.raw(), a.nbytes()) != 0) {
+      state.SkipWithError("int8 logits differ from the reference kernels'");
+      return;
+    }
+  }
+  const std::vector<Tensor> batches = split(cifar_images(kInputs, 3), batch);
+  predict_all(q.model, ctx, batches);  // warm-up
+  for (auto _ : state) predict_all(q.model, ctx, batches);
+  state.counters["img/s"] = benchmark::Counter(static_cast<double>(kInputs * state.iterations()),
+                                               benchmark::Counter::kIsRate);
+  state.SetLabel(scheme + " fast threads=" + std::to_string(exec.threads));
+}
+
+// args: batch, threads
+void BM_Resnet20Fp32(benchmark::State& state) {
+  const int64_t batch = state.range(0);
+  const Threads threads(static_cast<int>(state.range(1)));
+  Model m = resnet20_fp32();
+  ExecContext exec;
+  exec.threads = omp_get_max_threads();
+  RunContext ctx = RunContext::inference(exec);
+  const std::vector<Tensor> batches = split(cifar_images(kInputs, 3), batch);
+  {
+    const Tensor y = m.forward(ctx, batches[0]);
+    for (int64_t i = 0; i < y.numel(); ++i)
+      if (!std::isfinite(y.at(i))) {
+        state.SkipWithError("non-finite fp32 logits");
+        return;
+      }
+  }
+  predict_all(m, ctx, batches);  // warm-up (oneDNN builds its primitives here)
+  for (auto _ : state) predict_all(m, ctx, batches);
+  state.counters["img/s"] = benchmark::Counter(static_cast<double>(kInputs * state.iterations()),
+                                               benchmark::Counter::kIsRate);
+  state.SetLabel("torch preset threads=" + std::to_string(exec.threads));
+}
+
+// Seconds per top-level layer (a residual block: its main path, and its add with the shortcut)
+// for the batches through net, accumulated into t under "<index>_<kind>" names.
+using Clock = std::chrono::steady_clock;
+double since(Clock::time_point t0) { return std::chrono::duration<double>(Clock::now() - t0).count(); }
+
+void time_layers(Sequential& net, RunContext& ctx, const std::vector<Tensor>& batches,
+                 std::map<std::string, double>& t) {
+  for (const Tensor& b : batches) {
+    Tensor x = b;
+    for (std::size_t i = 0; i < net.size(); ++i) {
+      Layer& l = net.layer(i);
+      char idx[24];
+      std::snprintf(idx, sizeof idx, "%02zu_", i);
+      const std::string name = idx + l.kind();
+      if (auto* r = dynamic_cast<quant::QResidualLayer*>(&l)) {
+        double main_s = 0;
+        const auto t0 = Clock::now();
+        x = r->forward_with(ctx, x, [&](Sequential& main, const Tensor& in) {
+          const auto m0 = Clock::now();
+          Tensor y = main.forward(ctx, in);
+          main_s = since(m0);
+          return y;
+        });
+        t[name + "_main"] += main_s;
+        t[name + "_add"] += since(t0) - main_s;
+        continue;
+      }
+      const auto t0 = Clock::now();
+      x = l.forward(ctx, x);
+      t[name] += since(t0);
+    }
+  }
+}
+
+void report_layers(benchmark::State& state, const std::map<std::string, double>& t) {
+  double total = 0;
+  for (const auto& kv : t) total += kv.second;
+  for (const auto& kv : t)  // ms per 1,000 images per pass
+    state.counters[kv.first] = kv.second * 1e3 / static_cast<double>(state.iterations());
+  state.counters["total_ms"] = total * 1e3 / static_cast<double>(state.iterations());
+}
+
+// args: scheme index, threads
+void BM_Resnet20Int8Layers(benchmark::State& state) {
+  const std::string scheme = kSchemes[state.range(0)];
+  const Threads threads(static_cast<int>(state.range(1)));
+  Model fp32 = resnet20_fp32();
+  quant::PtqResult q = resnet20_int8(fp32, scheme, KernelBackend::fast);
+  ExecContext exec;
+  exec.threads = omp_get_max_threads();
+  RunContext ctx = RunContext::inference(exec);
+  const std::vector<Tensor> batches = split(cifar_images(kInputs, 3), 100);
+  {  // the layer walk computes what forward does
+    const Tensor a = q.model.forward(ctx, batches[0]);
+    Tensor b = batches[0];
+    for (std::size_t i = 0; i < q.model.net->size(); ++i) b = q.model.net->layer(i).forward(ctx, b);
+    if (std::memcmp(a.raw(), b.raw(), a.nbytes()) != 0) {
+      state.SkipWithError("layer walk differs from forward");
+      return;
+    }
+  }
+  predict_all(q.model, ctx, batches);  // warm-up
+  std::map<std::string, double> t;
+  for (auto _ : state) time_layers(*q.model.net, ctx, batches, t);
+  report_layers(state, t);
+  state.SetLabel(scheme + " fast threads=" + std::to_string(exec.threads) + " batch=100");
+}
+
+// args: threads
+void BM_Resnet20Fp32Layers(benchmark::State& state) {
+  const Threads threads(static_cast<int>(state.range(0)));
+  Model m = resnet20_fp32();
+  ExecContext exec;
+  exec.threads = omp_get_max_threads();
+  RunContext ctx = RunContext::inference(exec);
+  const std::vector<Tensor> batches = split(cifar_images(kInputs, 3), 100);
+  predict_all(m, ctx, batches);  // warm-up
+  std::map<std::string, double> t;
+  for (auto _ : state) time_layers(*m.net, ctx, batches, t);
+  report_layers(state, t);
+  state.SetLabel("torch preset threads=" + std::to_string(exec.threads) + " batch=100");
+}
+
 void int8_args(benchmark::internal::Benchmark* b) {
   const int max_threads = std::min(2, omp_get_max_threads());
   for (int s = 0; s < 2; ++s)
@@ -203,6 +385,26 @@ void conv_args(benchmark::internal::Benchmark* b) {
 BENCHMARK(BM_Lenet5Int8)->Apply(int8_args)->ArgNames({"scheme", "backend", "batch", "threads"})->UseRealTime()
     ->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_Lenet5Fp32)->Apply(fp32_args)->ArgNames({"batch", "threads"})->UseRealTime()->Unit(benchmark::kMillisecond);
+void resnet_int8_args(benchmark::internal::Benchmark* b) {
+  for (int s = 0; s < 2; ++s)
+    for (int64_t batch : {1000, 100})
+      for (int t = 1; t <= std::min(2, omp_get_max_threads()); ++t) b->Args({s, batch, t});
+}
+void layer_int8_args(benchmark::internal::Benchmark* b) {
+  for (int s = 0; s < 2; ++s)
+    for (int t = 1; t <= std::min(2, omp_get_max_threads()); ++t) b->Args({s, t});
+}
+void layer_fp32_args(benchmark::internal::Benchmark* b) {
+  for (int t = 1; t <= std::min(2, omp_get_max_threads()); ++t) b->Args({t});
+}
+
+BENCHMARK(BM_Resnet20Int8)->Apply(resnet_int8_args)->ArgNames({"scheme", "batch", "threads"})->UseRealTime()
+    ->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_Resnet20Fp32)->Apply(fp32_args)->ArgNames({"batch", "threads"})->UseRealTime()->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_Resnet20Int8Layers)->Apply(layer_int8_args)->ArgNames({"scheme", "threads"})->UseRealTime()
+    ->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_Resnet20Fp32Layers)->Apply(layer_fp32_args)->ArgNames({"threads"})->UseRealTime()
+    ->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_QConv2d)->Apply(conv_args)->ArgNames({"layer", "backend", "threads"})->UseRealTime()
     ->Unit(benchmark::kMicrosecond);
 

@@ -54,8 +54,8 @@ const std::map<std::string, std::map<std::string, std::string>> kExpected = {
     {"qdense", {{"reference", "reference"}, {"fast", "fast"}}},
     {"qmaxpool2d", {{"reference", "reference"}, {"fast", "fast"}}},
     {"quantize", {{"reference", "reference"}, {"fast", "fast"}}},
-    {"qadd", {{"reference", "reference"}}},
-    {"qglobal_avg_pool", {{"reference", "reference"}}},
+    {"qadd", {{"reference", "reference"}, {"fast", "fast"}}},
+    {"qglobal_avg_pool", {{"reference", "reference"}, {"fast", "fast"}}},
 };
 
 TEST(Registry, ListsEveryOpWithItsReferenceAndFastKernels) {

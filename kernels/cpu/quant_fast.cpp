@@ -1,6 +1,7 @@
-// Fast int8 kernels: quantize/dequantize, qconv2d, qdense, qmaxpool2d (registry slot `fast`).
-// Layouts as the reference's: x (N,C,H,W), w (K,C,R,S), y (N,K,P,Q); dense x (n,in), w (out,in),
-// y (n,out). Every output is written (=).
+// Fast int8 kernels: quantize/dequantize, qconv2d, qdense, qmaxpool2d, qadd, qglobal_avg_pool
+// (registry slot `fast`). Layouts as the reference's: x (N,C,H,W), w (K,C,R,S), y (N,K,P,Q); dense
+// x (n,in), w (out,in), y (n,out); qadd elementwise; global pooling (N,C,H,W) -> (N,C). Every
+// output is written (=).
 //
 // Bit-exact with kernels/cpu/ref/quant_ref.cpp for every call supports() accepts, for any thread
 // count: the accumulators are integers, and every output element goes through the same
@@ -31,9 +32,11 @@
 #pragma GCC optimize("no-trapping-math")
 #endif
 #include <algorithm>
+#include <cmath>
 #include <cstring>
 #include <limits>
 #include <type_traits>
+#include <utility>
 #include <vector>
 
 #include <omp.h>
@@ -95,8 +98,54 @@ RequantRowFn<TY> requant_row_for(RoundRule round) {
                                        : requant_row<R, RoundRule::half_away, TY>;
 }
 
+#if DL_QFAST_X86
+// The float rules with round-half-even (qnnpack's, oneDNN's: what both PyTorch schemes run), 16
+// accumulators per step with AVX-512: the reference's operations in its order (int32 -> float,
+// + bias only when it is nonzero, * scale, [+ float(zp)], the clamp in float with NaN sent to the
+// low end, the rounding, + zp). The rounding is the conversion's embedded round-to-nearest-even
+// (an immediate: MXCSR's mode is not read, as round_with reads none), which is round_with(v,
+// half_even) for every clamped v; max_ps(v, lo) returns lo for a NaN v, as the reference ends.
+// The clamped result is in [lo, hi], a byte of TY: the truncating narrow keeps it.
+template <RequantRule R, typename TY>
+__attribute__((target("avx512f,avx512bw,avx512vl"))) void requant_row_avx512(const int32_t* __restrict acc, int64_t n,
+                                                                             const RequantChannel& ch, int32_t zp,
+                                                                             int32_t lo, int32_t hi, TY* __restrict y) {
+  static_assert(R == RequantRule::float_multiply || R == RequantRule::float_multiply_add_zp, "float rules only");
+  constexpr bool kAddZp = R == RequantRule::float_multiply_add_zp;
+  const bool add_bias = ch.bias != 0.f;
+  const __m512 bias = _mm512_set1_ps(ch.bias), scale = _mm512_set1_ps(ch.scale);
+  const __m512 fzp = _mm512_set1_ps(static_cast<float>(zp));
+  const __m512 flo = _mm512_set1_ps(static_cast<float>(kAddZp ? lo : lo - zp));
+  const __m512 fhi = _mm512_set1_ps(static_cast<float>(kAddZp ? hi : hi - zp));
+  const __m512i izp = _mm512_set1_epi32(kAddZp ? 0 : zp);
+  for (int64_t i = 0; i < n; i += 16) {
+    const __mmask16 m = n - i >= 16 ? static_cast<__mmask16>(0xFFFF) : static_cast<__mmask16>((1u << (n - i)) - 1);
+    __m512 v = _mm512_cvtepi32_ps(_mm512_maskz_loadu_epi32(m, acc + i));
+    if (add_bias) v = _mm512_add_ps(v, bias);
+    v = _mm512_mul_ps(v, scale);
+    if (kAddZp) v = _mm512_add_ps(v, fzp);
+    v = _mm512_min_ps(_mm512_max_ps(v, flo), fhi);
+    const __m512i q = _mm512_add_epi32(_mm512_cvt_roundps_epi32(v, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC), izp);
+    _mm_mask_storeu_epi8(reinterpret_cast<void*>(y + i), m, _mm512_cvtepi32_epi8(q));
+  }
+}
+
+bool cpu_has_avx512bw_vl() {
+  __builtin_cpu_init();
+  return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
+         __builtin_cpu_supports("avx512vl");
+}
+#endif
+
 template <typename TY>
 RequantRowFn<TY> requant_row_for(const Requant& rq) {
+#if DL_QFAST_X86
+  static const bool avx512 = cpu_has_avx512bw_vl();
+  if (avx512 && rq.round == RoundRule::half_even) {
+    if (rq.rule == RequantRule::float_multiply) return requant_row_avx512<RequantRule::float_multiply, TY>;
+    if (rq.rule == RequantRule::float_multiply_add_zp) return requant_row_avx512<RequantRule::float_multiply_add_zp, TY>;
+  }
+#endif
   switch (rq.rule) {
     case RequantRule::fixed_point_double_rounding:
       return requant_row_for<RequantRule::fixed_point_double_rounding, TY>(rq.round);
@@ -239,6 +288,22 @@ void gemm_panel(const PackedWeights& pw, const uint8_t* xp, int64_t mpad, int32_
 void interleave4(const uint8_t* s0, const uint8_t* s1, const uint8_t* s2, const uint8_t* s3, int64_t len,
                  uint8_t flip, uint8_t* dst) {
   int64_t m = 0;
+#if defined(__AVX512VBMI__)
+  // 16 columns of the four rows in one register's four 128-bit lanes, one byte permutation to
+  // [m][t] order: output byte 4m + t is lane t's byte m
+  const __m512i idx = _mm512_set_epi8(63, 47, 31, 15, 62, 46, 30, 14, 61, 45, 29, 13, 60, 44, 28, 12, 59, 43, 27, 11,
+                                      58, 42, 26, 10, 57, 41, 25, 9, 56, 40, 24, 8, 55, 39, 23, 7, 54, 38, 22, 6, 53,
+                                      37, 21, 5, 52, 36, 20, 4, 51, 35, 19, 3, 50, 34, 18, 2, 49, 33, 17, 1, 48, 32,
+                                      16, 0);
+  const __m512i f512 = _mm512_set1_epi8(static_cast<char>(flip));
+  for (; m + 16 <= len; m += 16) {
+    __m512i v = _mm512_castsi128_si512(_mm_loadu_si128(reinterpret_cast<const __m128i*>(s0 + m)));
+    v = _mm512_inserti32x4(v, _mm_loadu_si128(reinterpret_cast<const __m128i*>(s1 + m)), 1);
+    v = _mm512_inserti32x4(v, _mm_loadu_si128(reinterpret_cast<const __m128i*>(s2 + m)), 2);
+    v = _mm512_inserti32x4(v, _mm_loadu_si128(reinterpret_cast<const __m128i*>(s3 + m)), 3);
+    _mm512_storeu_si512(dst + 4 * m, _mm512_xor_si512(_mm512_permutexvar_epi8(idx, v), f512));
+  }
+#endif
 #if defined(__SSE2__)
   const __m128i f = _mm_set1_epi8(static_cast<char>(flip));
   auto ld = [&](const uint8_t* s) { return _mm_xor_si128(_mm_loadu_si128(reinterpret_cast<const __m128i*>(s)), f); };
@@ -266,13 +331,19 @@ int64_t round_up(int64_t v, int64_t to) { return (v + to - 1) / to * to; }
 // ---------------------------------------------------------------------------------------------
 // qconv2d
 
-// dst[i] = src[i] ^ flip, i < n.
-void copy_flip(const uint8_t* __restrict src, int64_t n, uint8_t flip, uint8_t* __restrict dst) {
-  if (flip == 0) {
-    std::memcpy(dst, src, static_cast<std::size_t>(n));
-    return;
+// dst[i] = src[i] ^ flip, i < n: an image row into the padded plane (rows of 8 to 32 bytes in
+// ResNet-20: a memcpy call each cost as much as the GEMM, so the loop stays inline).
+inline void copy_flip(const uint8_t* __restrict src, int64_t n, uint8_t flip, uint8_t* __restrict dst) {
+#if defined(__AVX512BW__)
+  // 64 bytes a step, the last step masked (GCC's own vectorisation leaves rows under 32 scalar)
+  const __m512i f = _mm512_set1_epi8(static_cast<char>(flip));
+  for (int64_t i = 0; i < n; i += 64) {
+    const __mmask64 m = n - i >= 64 ? ~__mmask64{0} : ((__mmask64{1} << (n - i)) - 1);
+    _mm512_mask_storeu_epi8(dst + i, m, _mm512_xor_si512(_mm512_maskz_loadu_epi8(m, src + i), f));
   }
+#else
   for (int64_t i = 0; i < n; ++i) dst[i] = src[i] ^ flip;
+#endif
 }
 
 // u = x ^ flip: 0 for uint8, 0x80 for int8 (x + 128 in two's complement).
@@ -293,7 +364,6 @@ template <typename TY>
 struct ConvScratch {
   std::vector<uint8_t> plane, panel;
   std::vector<int32_t> acc;
-  std::vector<TY> out;  // one channel's requantized columns
 };
 
 template <typename TX, typename TY>
@@ -319,10 +389,17 @@ void qconv_fast(const QConv2dParams& p, const TX* x, const int8_t* w, const int3
   const int64_t max_off = (g.c - 1) * plane + (g.r - 1) * g.dil_h * wp + (g.s - 1) * g.dil_w;
   const int64_t plane_bytes = unit_stride ? max_off + mpad + 16 : g.c * plane;
 
+  // Each reduction term's offset in the padded plane (-1: a term past J, weight 0), once per call
+  // (the divisions per term per image cost as much as the GEMM on 8x8 planes).
+  std::vector<int64_t> tap_off(static_cast<std::size_t>(groups * 4), -1);
+  for (int64_t j = 0; j < J; ++j) {
+    const int64_t c = j / (R * S), r = (j / S) % R, s = j % S;
+    tap_off[j] = c * plane + r * dil_h * wp + s * dil_w;
+  }
+
 #pragma omp parallel
   {
     ConvScratch<TY> sc;
-    sc.out.resize(static_cast<std::size_t>(mpad));
     sc.plane.assign(static_cast<std::size_t>(plane_bytes), pad_byte);
     sc.panel.assign(static_cast<std::size_t>(groups * mpad * 4), 0);
     sc.acc.assign(static_cast<std::size_t>(g.k * mpad), 0);
@@ -335,34 +412,20 @@ void qconv_fast(const QConv2dParams& p, const TX* x, const int8_t* w, const int3
         for (int64_t ih = 0; ih < H; ++ih)
           copy_flip(xn + (c * H + ih) * W, W, flip, sc.plane.data() + c * plane + (ih + pad_t) * wp + pad_l);
       // 2) the panel Xp[j/4][m][4]
-      auto tap = [&](int64_t j, int64_t& c, int64_t& r, int64_t& s) {
-        c = j / (R * S), r = (j / S) % R, s = j % S;
-      };
       for (int64_t gi = 0; gi < groups; ++gi) {
         uint8_t* dst = sc.panel.data() + gi * mpad * 4;
+        const int64_t* off = tap_off.data() + 4 * gi;
         if (unit_stride) {
           const uint8_t* src[4];
-          for (int t = 0; t < 4; ++t) {
-            const int64_t j = 4 * gi + t;
-            if (j >= J) {
-              src[t] = zeros.data();
-              continue;
-            }
-            int64_t c, r, s;
-            tap(j, c, r, s);
-            src[t] = sc.plane.data() + c * plane + r * dil_h * wp + s * dil_w;
-          }
+          for (int t = 0; t < 4; ++t) src[t] = off[t] < 0 ? zeros.data() : sc.plane.data() + off[t];
           interleave4(src[0], src[1], src[2], src[3], mpad, 0, dst);  // already shifted in the plane
         } else {
           for (int t = 0; t < 4; ++t) {
-            const int64_t j = 4 * gi + t;
-            if (j >= J) {
+            if (off[t] < 0) {
               for (int64_t m = 0; m < P * Q; ++m) dst[m * 4 + t] = 0;
               continue;
             }
-            int64_t c, r, s;
-            tap(j, c, r, s);
-            const uint8_t* src = sc.plane.data() + c * plane + r * dil_h * wp + s * dil_w;
+            const uint8_t* src = sc.plane.data() + off[t];
             for (int64_t oh = 0; oh < P; ++oh) {
               const uint8_t* row = src + oh * stride_h * wp;
               uint8_t* o = dst + oh * Q * 4 + t;
@@ -373,14 +436,17 @@ void qconv_fast(const QConv2dParams& p, const TX* x, const int8_t* w, const int3
       }
       // 3) the integer accumulators, 4) requantized row by row
       gemm_panel(pw, sc.panel.data(), mpad, sc.acc.data());
-      // (one run per channel, past-the-row columns included: long runs vectorise; those are dropped)
+      // (one run per channel where the columns are the output pixels; else one per output row,
+      // straight into y: the past-the-row columns are never converted)
       for (int64_t k = 0; k < g.k; ++k) {
         TY* yk = y + (n * g.k + k) * P * Q;
-        const bool direct = ld == Q;
-        requant(sc.acc.data() + k * mpad, P * ld, p.rq.channel(k), p.rq.zero_point, p.rq.lo, p.rq.hi,
-                direct ? yk : sc.out.data());
-        if (!direct)
-          for (int64_t oh = 0; oh < P; ++oh) std::memcpy(yk + oh * Q, sc.out.data() + oh * ld, Q * sizeof(TY));
+        const int32_t* ak = sc.acc.data() + k * mpad;
+        const RequantChannel& ch = p.rq.channel(k);
+        if (ld == Q) {
+          requant(ak, P * Q, ch, p.rq.zero_point, p.rq.lo, p.rq.hi, yk);
+          continue;
+        }
+        for (int64_t oh = 0; oh < P; ++oh) requant(ak + oh * ld, Q, ch, p.rq.zero_point, p.rq.lo, p.rq.hi, yk + oh * Q);
       }
     }
   }
@@ -650,6 +716,223 @@ void dequantize_forward_fast(const QuantizeParams& p, const Tensor& q, Tensor& x
   }
 }
 
+// ---------------------------------------------------------------------------------------------
+// qadd: the reference's per-element formula, with the rule fixed at compile time so that the loop
+// vectorises, OpenMP over chunks of the flat tensor. Integers (fixed_point_shift) are exact in
+// any order; the float rule does the same float operations per element (std::fma where the
+// reference has it, nothing else contracted), so the bits are the reference's. The float rule's
+// scalar tail (the last numel % 64 elements in channels-last order, or in flat order) is a set of
+// fewer than 64 elements: computed first into a small buffer (so that y may alias a or b), the
+// whole tensor then run with the body's formula, and the tail written over it.
+
+bool qadd_supports(const QAddParams& p, DType dt) { return dt == p.dtype && is_q8(p.dtype); }
+
+// The resolved numbers of one add, loop-invariant locals (stores through T* may alias a struct).
+struct QAddConsts {
+  float a_scale, b_scale, a_off, b_off, inv_y;  // a_off = a_scale * float(-za): the fma's addend
+  int32_t za, zb, zy, lo, hi, a_mult, b_mult, shift, mask, half_mask;
+};
+
+QAddConsts qadd_consts(const QAddParams& p) {
+  QAddConsts k;
+  k.a_scale = p.a_scale, k.b_scale = p.b_scale;
+  k.a_off = p.a_scale * static_cast<float>(-p.a_zero_point);
+  k.b_off = p.b_scale * static_cast<float>(-p.b_zero_point);
+  k.inv_y = 1.0f / p.y_scale;
+  k.za = p.a_zero_point, k.zb = p.b_zero_point, k.zy = p.y_zero_point, k.lo = p.lo, k.hi = p.hi;
+  k.a_mult = p.a_mult, k.b_mult = p.b_mult, k.shift = p.shift;
+  k.mask = p.rule == QAddRule::fixed_point_shift ? static_cast<int32_t>((int64_t{1} << p.shift) - 1) : 0;
+  k.half_mask = k.mask >> 1;
+  return k;
+}
+
+// One element: `body` picks the float rule's vectorised-body formula (fma) or its scalar tail's.
+template <QAddRule R, bool Body, typename T>
+inline T qadd_one(T a, T b, const QAddConsts& k) {
+  const int32_t qa = static_cast<int32_t>(a) - k.za, qb = static_cast<int32_t>(b) - k.zb;
+  int32_t v;
+  if (R == QAddRule::fixed_point_shift) {
+    const int32_t acc = k.a_mult * qa + k.b_mult * qb;  // |acc| < 2^22 * 255 * 2: int32 (the reference's bound)
+    const int32_t rem = (acc & k.mask) - (acc < 0 ? 1 : 0);
+    v = (acc >> k.shift) + (rem > k.half_mask ? 1 : 0);
+  } else {
+    float da, db;
+    if (Body) {
+      da = std::fma(k.a_scale, static_cast<float>(a), k.a_off);
+      db = std::fma(k.b_scale, static_cast<float>(b), k.b_off);
+    } else {
+      da = static_cast<float>(qa) * k.a_scale;
+      db = static_cast<float>(qb) * k.b_scale;
+    }
+    const float c = (da + db) * k.inv_y;
+    const float lo = static_cast<float>(INT32_MIN / 2), hi = static_cast<float>(INT32_MAX / 2);
+    // in [-2^30, 2^30] after the clamp (scales are finite and positive: no NaN), so int32 holds
+    // the rounded value and + zy as the reference's int64 does
+    v = static_cast<int32_t>(round_with(std::min(std::max(c, lo), hi), RoundRule::half_even));
+  }
+  v += k.zy;
+  return static_cast<T>(v < k.lo ? k.lo : (v > k.hi ? k.hi : v));
+}
+
+template <QAddRule R, typename T>
+void qadd_run(const T* __restrict a, const T* __restrict b, int64_t n, const QAddConsts& consts, T* __restrict y) {
+  const QAddConsts k = consts;
+#pragma omp simd
+  for (int64_t i = 0; i < n; ++i) y[i] = qadd_one<R, true>(a[i], b[i], k);
+}
+
+#if defined(__AVX512BW__) && defined(__AVX512VL__) && defined(__FMA__)
+// 16 elements a step with AVX-512 (GCC's own vectorisation of qadd_one widens through several
+// steps and converts floor twice): the same operations as qadd_one's body per lane. Float rule:
+// vfmadd is std::fma (one rounding), then the add, the multiply, the clamp (c is never NaN: finite
+// scales), and the conversion's embedded round-to-nearest-even (an immediate, no MXCSR mode), which
+// is round_with(c, half_even) on the clamped range. Fixed rule: int32 lanes, the reference's
+// expression ((acc & mask) - (acc < 0) is (acc & mask) + (acc >> 31)). Then + zy, the clamp, the
+// narrow (a byte of T after the clamp). a, b, y may alias: each step loads before it stores.
+template <QAddRule R, typename T>
+void qadd_run_avx512(const T* a, const T* b, int64_t n, const QAddConsts& k, T* y) {
+  constexpr bool kSigned = std::is_signed<T>::value;
+  const __m512i za = _mm512_set1_epi32(k.za), zb = _mm512_set1_epi32(k.zb), zy = _mm512_set1_epi32(k.zy);
+  const __m512i lo = _mm512_set1_epi32(k.lo), hi = _mm512_set1_epi32(k.hi);
+  const __m512 as = _mm512_set1_ps(k.a_scale), bs = _mm512_set1_ps(k.b_scale), ao = _mm512_set1_ps(k.a_off);
+  const __m512 bo = _mm512_set1_ps(k.b_off), inv = _mm512_set1_ps(k.inv_y);
+  const __m512 clo = _mm512_set1_ps(static_cast<float>(INT32_MIN / 2)), chi = _mm512_set1_ps(static_cast<float>(INT32_MAX / 2));
+  const __m512i am = _mm512_set1_epi32(k.a_mult), bm = _mm512_set1_epi32(k.b_mult), mask = _mm512_set1_epi32(k.mask);
+  const __m512i half = _mm512_set1_epi32(k.half_mask);
+  const __m128i shift = _mm_cvtsi32_si128(k.shift);
+  auto widen = [](__m128i v) { return kSigned ? _mm512_cvtepi8_epi32(v) : _mm512_cvtepu8_epi32(v); };
+  for (int64_t i = 0; i < n; i += 16) {
+    const __mmask16 m = n - i >= 16 ? static_cast<__mmask16>(0xFFFF) : static_cast<__mmask16>((1u << (n - i)) - 1);
+    const __m512i ia = widen(_mm_maskz_loadu_epi8(m, a + i)), ib = widen(_mm_maskz_loadu_epi8(m, b + i));
+    __m512i v;
+    if (R == QAddRule::fixed_point_shift) {
+      const __m512i acc = _mm512_add_epi32(_mm512_mullo_epi32(am, _mm512_sub_epi32(ia, za)),
+                                           _mm512_mullo_epi32(bm, _mm512_sub_epi32(ib, zb)));
+      const __m512i rem = _mm512_add_epi32(_mm512_and_si512(acc, mask), _mm512_srai_epi32(acc, 31));
+      v = _mm512_sra_epi32(acc, shift);
+      v = _mm512_mask_add_epi32(v, _mm512_cmpgt_epi32_mask(rem, half), v, _mm512_set1_epi32(1));
+    } else {
+      const __m512 da = _mm512_fmadd_ps(as, _mm512_cvtepi32_ps(ia), ao);
+      const __m512 db = _mm512_fmadd_ps(bs, _mm512_cvtepi32_ps(ib), bo);
+      __m512 c = _mm512_mul_ps(_mm512_add_ps(da, db), inv);
+      c = _mm512_min_ps(_mm512_max_ps(c, clo), chi);
+      v = _mm512_cvt_roundps_epi32(c, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+    }
+    v = _mm512_min_epi32(_mm512_max_epi32(_mm512_add_epi32(v, zy), lo), hi);
+    _mm_mask_storeu_epi8(y + i, m, _mm512_cvtepi32_epi8(v));
+  }
+}
+#endif
+
+// Runs without __restrict when y aliases an input (in place): the same values, element by element.
+template <QAddRule R, typename T>
+void qadd_run_alias(const T* a, const T* b, int64_t n, const QAddConsts& k, T* y) {
+  for (int64_t i = 0; i < n; ++i) y[i] = qadd_one<R, true>(a[i], b[i], k);
+}
+
+template <QAddRule R, typename T>
+void qadd_fast_t(const QAddParams& p, const T* a, const T* b, int64_t numel, T* y) {
+  const QAddConsts k = qadd_consts(p);
+  // The float rule's scalar tail: flat indices of the last numel % 64 elements in memory order.
+  std::vector<std::pair<int64_t, T>> tail;
+  if (R == QAddRule::float_fma_tail64) {
+    const int64_t body = numel - numel % 64;
+    const bool nhwc = p.n > 0;
+    for (int64_t pos = body; pos < numel; ++pos) {
+      int64_t i = pos;
+      if (nhwc) {  // pos = ((n*H + h)*W + w)*C + c -> i = ((n*C + c)*H + h)*W + w
+        const int64_t c = pos % p.c, w = (pos / p.c) % p.w, h = (pos / (p.c * p.w)) % p.h, n = pos / (p.c * p.w * p.h);
+        i = ((n * p.c + c) * p.h + h) * p.w + w;
+      }
+      tail.emplace_back(i, qadd_one<R, false>(a[i], b[i], k));
+    }
+  }
+  const bool alias = y == a || y == b;
+  const int64_t chunks = (numel + kChunk - 1) / kChunk;
+#pragma omp parallel for schedule(static) if (chunks > 1)
+  for (int64_t c = 0; c < chunks; ++c) {
+    const int64_t i0 = c * kChunk, len = std::min(kChunk, numel - i0);
+#if defined(__AVX512BW__) && defined(__AVX512VL__) && defined(__FMA__)
+    qadd_run_avx512<R>(a + i0, b + i0, len, k, y + i0);
+    continue;
+#endif
+    if (alias)
+      qadd_run_alias<R>(a + i0, b + i0, len, k, y + i0);
+    else
+      qadd_run<R>(a + i0, b + i0, len, k, y + i0);
+  }
+  for (const auto& t : tail) y[t.first] = t.second;
+}
+
+// a, b, y: one shape, p.dtype (a (N,C,H,W) stored NCHW when p.n > 0)
+void qadd_forward_fast(const QAddParams& p0, const Tensor& a, const Tensor& b, Tensor& y) {
+  QAddParams p = p0;
+  p.resolve();
+  check(a.shape() == b.shape() && y.shape() == a.shape(), "qadd: shapes ", shape_str(a.shape()), ", ",
+        shape_str(b.shape()), " -> ", shape_str(y.shape()), " must agree");
+  for (const Tensor* t : {&a, &b, static_cast<const Tensor*>(&y)})
+    check(t->dtype() == p.dtype, "qadd: ", dtype_name(t->dtype()), " tensor, expected ", dtype_name(p.dtype));
+  const int64_t numel = a.numel();
+  if (p.n > 0)
+    check(p.n * p.c * p.h * p.w == numel, "qadd: layout (", p.n, ",", p.c, ",", p.h, ",", p.w, ") for ", numel,
+          " elements");
+  auto run = [&](auto tag) {
+    using T = decltype(tag);
+    if (p.rule == QAddRule::fixed_point_shift)
+      qadd_fast_t<QAddRule::fixed_point_shift>(p, a.data<T>(), b.data<T>(), numel, y.data<T>());
+    else
+      qadd_fast_t<QAddRule::float_fma_tail64>(p, a.data<T>(), b.data<T>(), numel, y.data<T>());
+  };
+  if (p.dtype == DType::u8)
+    run(uint8_t{});
+  else
+    run(int8_t{});
+}
+
+// ---------------------------------------------------------------------------------------------
+// qglobal_avg_pool: one integer sum per (n, c) plane (exact in any order), then the reference's
+// float step; OpenMP over planes.
+
+bool qgap_supports(const QGlobalAvgPoolParams& p, DType dt) { return dt == p.dtype && is_q8(p.dtype); }
+
+// sum of x[0..count): int32 (count < 2^23 values of at most 255 in magnitude: below 2^31)
+template <typename T>
+int32_t plane_sum(const T* __restrict x, int64_t count) {
+  int32_t s = 0;
+#pragma omp simd reduction(+ : s)
+  for (int64_t i = 0; i < count; ++i) s += x[i];
+  return s;
+}
+
+template <typename T>
+void qgap_fast_t(const QGlobalAvgPoolParams& p, const T* x, T* y) {
+  const int64_t count = p.h * p.w, planes = p.n * p.c;
+  const int32_t qmin = std::numeric_limits<T>::min(), qmax = std::numeric_limits<T>::max(), zp = p.zero_point;
+  const float inv = 1.0f / static_cast<float>(count);
+  const int64_t zsum = count * zp;
+#pragma omp parallel for schedule(static) if (planes * count > kChunk)
+  for (int64_t nc = 0; nc < planes; ++nc) {
+    const int64_t acc = plane_sum(x + nc * count, count);
+    const float v = static_cast<float>(acc - zsum) * inv;
+    const int64_t q = static_cast<int64_t>(round_with(v, RoundRule::half_even)) + zp;
+    y[nc] = static_cast<T>(q < qmin ? qmin : (q > qmax ? qmax : q));
+  }
+}
+
+// x:(N,C,H,W) y:(N,C), p.dtype
+void qglobal_avg_pool_forward_fast(const QGlobalAvgPoolParams& p, const Tensor& x, Tensor& y) {
+  check_tensor("qglobal_avg_pool", "input", x, {p.n, p.c, p.h, p.w}, p.dtype);
+  check_tensor("qglobal_avg_pool", "output", y, {p.n, p.c}, p.dtype);
+  const int64_t count = p.h * p.w;
+  check(count > 0 && count < (int64_t{1} << 23), "qglobal_avg_pool: ", count, " values per channel");
+  if (p.dtype == DType::u8)
+    qgap_fast_t(p, x.data<uint8_t>(), y.data<uint8_t>());
+  else if (p.dtype == DType::i8)
+    qgap_fast_t(p, x.data<int8_t>(), y.data<int8_t>());
+  else
+    fail("qglobal_avg_pool: dtype ", dtype_name(p.dtype), " (int8 or uint8)");
+}
+
 }  // namespace
 
 void register_quant_fast(KernelRegistry& reg) {
@@ -664,6 +947,10 @@ void register_quant_fast(KernelRegistry& reg) {
                                             qmaxpool2d_supports, qmaxpool2d_forward_fast};
   reg.quantize.at(KernelBackend::fast) = {"fast", "per tensor; int8, uint8, int32", quantize_supports,
                                           quantize_forward_fast, dequantize_forward_fast};
+  reg.qadd.at(KernelBackend::fast) = {"fast", "int8 and uint8, both QAddRule values, any layout", qadd_supports,
+                                      qadd_forward_fast};
+  reg.qglobal_avg_pool.at(KernelBackend::fast) = {"fast", "int8 and uint8", qgap_supports,
+                                                  qglobal_avg_pool_forward_fast};
 }
 
 }  // namespace driftlab

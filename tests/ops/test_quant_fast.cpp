@@ -9,14 +9,17 @@
 #include <gtest/gtest.h>
 #include <omp.h>
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
+#include <map>
 #include <random>
 #include <string>
 
 #include "kernels/cpu/registry.h"
 #include "models/models.h"
 #include "quant/ptq.h"
+#include "tests/oracles/oracle_util.h"
 #include "tests/test_util.h"
 
 namespace driftlab {
@@ -303,6 +306,166 @@ TEST(QuantizeFast, EqualsReferenceByteForByteAtTiesAndNonFinite) {
   EXPECT_FALSE(fast.supports(per_channel, DType::f32));  // weights only, once: the reference does them
 }
 
+// qadd under both rules: channels-last (N,C,H,W) layouts whose numel % 64 leaves a tail of every
+// size class (0, 41, 60, ...), a flat layout, more than one OpenMP chunk (4096) with a tail, batch
+// 1 and odd batches, odd channel counts; int8 and uint8 with zero points at both ends; with and
+// without the fused ReLU clamp; scales whose sums hit exact ties (0.5 and 0.25 of the output scale:
+// round-half-even in the float rule, qnnpack's ties-away shift in the fixed one) and scales that
+// saturate at both ends; 1 and 3 threads; the output aliasing an input.
+TEST(QAddFast, EqualsReferenceByteForByteUnderBothRules) {
+  struct Layout {
+    int64_t n, c, h, w;  // n = 0: flat order, `c` elements
+  };
+  const Layout layouts[] = {{1, 3, 5, 7},  {3, 17, 4, 5}, {2, 16, 8, 8},   {5, 33, 3, 3},
+                            {0, 1000, 0, 0}, {3, 7, 33, 31}, {1, 64, 8, 8}, {7, 1, 1, 1}};
+  struct Scales {
+    float a, b, y;
+  };
+  const Scales scales[] = {{0.5f, 0.25f, 1.f}, {0.0371f, 0.0523f, 0.0619f}, {0.11f, 0.013f, 0.02f},
+                           {0.02f, 0.02f, 0.9f}};
+  const QAddKernel& ref = registry().qadd.reference();
+  const QAddKernel& fast = registry().qadd.at(KernelBackend::fast);
+  ASSERT_NE(fast.name, nullptr);
+  const int saved = omp_get_max_threads();
+  uint64_t seed = 1200;
+  for (const Layout& l : layouts)
+    for (QAddRule rule : {QAddRule::fixed_point_shift, QAddRule::float_fma_tail64})
+      for (DType t : {DType::u8, DType::i8})
+        for (const Scales& sc : scales)
+          for (bool relu : {false, true}) {
+            ++seed;
+            QAddParams p;
+            p.rule = rule, p.dtype = t;
+            p.a_scale = sc.a, p.b_scale = sc.b, p.y_scale = sc.y;
+            p.a_zero_point = t == DType::u8 ? (seed % 2 ? 0 : 255) : (seed % 2 ? -128 : 127);
+            p.b_zero_point = t == DType::u8 ? 131 : -9;
+            p.y_zero_point = t == DType::u8 ? (seed % 3 ? 64 : 200) : (seed % 3 ? 5 : -100);
+            p.lo = relu ? std::max(type_min(t), p.y_zero_point) : type_min(t);
+            p.hi = type_max(t);
+            p.n = l.n, p.c = l.n ? l.c : 0, p.h = l.h, p.w = l.w;
+            const Shape shape = l.n ? Shape{l.n, l.c, l.h, l.w} : Shape{l.c};
+            const Tensor a = random_int(shape, t, seed, type_min(t), type_max(t));
+            const Tensor b = random_int(shape, t, seed + 1, type_min(t), type_max(t));
+            Tensor r(shape, t), y1(shape, t), y3(shape, t);
+            ASSERT_TRUE(fast.supports(p, t));
+            ref.forward(p, a, b, r);
+            omp_set_num_threads(1);
+            fast.forward(p, a, b, y1);
+            omp_set_num_threads(3);
+            fast.forward(p, a, b, y3);
+            omp_set_num_threads(saved);
+            const std::string what = std::string(qadd_rule_name(rule)) + " " + dtype_name(t) + " " +
+                                     shape_str(shape) + " scales " + std::to_string(sc.a) + "," +
+                                     std::to_string(sc.b) + "->" + std::to_string(sc.y) + (relu ? " relu" : "");
+            ASSERT_TRUE(bitwise_equal(y1, r)) << what;
+            ASSERT_TRUE(bitwise_equal(y3, r)) << what << " (3 threads)";
+            Tensor in_place = a.clone();  // y aliasing a: the tail is read before the body writes
+            fast.forward(p, in_place, b, in_place);
+            ASSERT_TRUE(bitwise_equal(in_place, r)) << what << " (in place)";
+          }
+}
+
+// The float rule's tail is its own formula: inputs (qa, qb) where the body's fma and the tail's
+// multiply-then-add give different bytes (the first of the 65,536 uint8 pairs that does) fill every
+// element; the reference then holds exactly numel % 64 tail bytes (at channels-last positions, or
+// flat ones), and the fast kernel must put them at the same places.
+TEST(QAddFast, FloatRuleTailUsesTheScalarFormulaAtChannelsLastPositions) {
+  QAddParams p;
+  p.rule = QAddRule::float_fma_tail64, p.dtype = DType::u8;
+  // scales and zero points found by search (the two formulas differ at about one pair in 10^8):
+  // (79, 6) gives (da + db) / s_y = -2.49999881 by the fma, -2.50000262 by the scalar formula
+  p.a_scale = 0.0371f, p.b_scale = 0.0523f, p.y_scale = 0x1.fb3fa8p-5f;  // 0.06192
+  p.a_zero_point = 0, p.b_zero_point = 65, p.y_zero_point = 64, p.lo = 0, p.hi = 255;
+  // the two formulas of QAddRule::float_fma_tail64 (engine/ops/quant.h), before the clamp
+  auto one = [&](int a, int b, bool body) {
+    const float da = body ? std::fma(p.a_scale, float(a), p.a_scale * float(-p.a_zero_point))
+                          : float(a - p.a_zero_point) * p.a_scale;
+    const float db = body ? std::fma(p.b_scale, float(b), p.b_scale * float(-p.b_zero_point))
+                          : float(b - p.b_zero_point) * p.b_scale;
+    return round_with((da + db) * (1.0f / p.y_scale), RoundRule::half_even);
+  };
+  int qa = -1, qb = -1;
+  for (int a = 0; a < 256 && qa < 0; ++a)
+    for (int b = 0; b < 256; ++b)
+      if (one(a, b, true) != one(a, b, false) && one(a, b, true) + p.y_zero_point >= 0 &&
+          one(a, b, true) + p.y_zero_point <= 255 && one(a, b, false) + p.y_zero_point <= 255 &&
+          one(a, b, false) + p.y_zero_point >= 0) {
+        qa = a, qb = b;
+        break;
+      }
+  ASSERT_GE(qa, 0) << "no uint8 pair where the tail's formula changes a byte: pick other scales";
+  const Shape shape{3, 5, 3, 3};  // 135 elements: a tail of 7
+  Tensor a(shape, DType::u8), b(shape, DType::u8);
+  std::fill(a.data<uint8_t>(), a.data<uint8_t>() + a.numel(), static_cast<uint8_t>(qa));
+  std::fill(b.data<uint8_t>(), b.data<uint8_t>() + b.numel(), static_cast<uint8_t>(qb));
+  const uint8_t tail_byte = static_cast<uint8_t>(one(qa, qb, false) + p.y_zero_point);
+  for (bool nhwc : {true, false}) {
+    QAddParams q = p;
+    if (nhwc) q.n = 3, q.c = 5, q.h = 3, q.w = 3;
+    Tensor r(shape, DType::u8), f(shape, DType::u8);
+    registry().qadd.reference().forward(q, a, b, r);
+    registry().qadd.at(KernelBackend::fast).forward(q, a, b, f);
+    EXPECT_EQ(std::count(r.data<uint8_t>(), r.data<uint8_t>() + r.numel(), tail_byte), 7);
+    // channels-last: the last 7 of NHWC are image 2, pixel (2,2) channels 0-4 and pixel (2,1) channels 3-4
+    const int64_t last = nhwc ? ((2 * 5 + 0) * 3 + 2) * 3 + 2 : 134;
+    EXPECT_EQ(r.data<uint8_t>()[last], tail_byte);
+    EXPECT_TRUE(bitwise_equal(f, r)) << (nhwc ? "channels-last" : "flat");
+  }
+}
+
+// Global average pooling: 1x1 (every value its own mean), 2x2 (means in quarters: ties), ResNet-20's
+// 8x8, odd planes, batch 1 and odd batches, odd channel counts, zero points at both ends, int8 and
+// uint8; 1 and 3 threads.
+TEST(QGlobalAvgPoolFast, EqualsReferenceByteForByte) {
+  struct Case {
+    int64_t n, c, h, w;
+  };
+  const Case cases[] = {{1, 3, 8, 8}, {3, 17, 5, 7}, {2, 64, 8, 8}, {5, 1, 1, 1}, {4, 33, 13, 11}, {7, 9, 2, 2},
+                        {100, 64, 8, 8}};
+  const QGlobalAvgPoolKernel& fast = registry().qglobal_avg_pool.at(KernelBackend::fast);
+  ASSERT_NE(fast.name, nullptr);
+  const int saved = omp_get_max_threads();
+  uint64_t seed = 1500;
+  for (const Case& cs : cases)
+    for (DType t : {DType::u8, DType::i8})
+      for (int32_t zp : {type_min(t), type_max(t), t == DType::u8 ? 113 : -3}) {
+        QGlobalAvgPoolParams p;
+        p.n = cs.n, p.c = cs.c, p.h = cs.h, p.w = cs.w, p.zero_point = zp, p.dtype = t;
+        const Tensor x = random_int({cs.n, cs.c, cs.h, cs.w}, t, ++seed, type_min(t), type_max(t));
+        Tensor r({cs.n, cs.c}, t), y1({cs.n, cs.c}, t), y3({cs.n, cs.c}, t);
+        ASSERT_TRUE(fast.supports(p, t));
+        registry().qglobal_avg_pool.reference().forward(p, x, r);
+        omp_set_num_threads(1);
+        fast.forward(p, x, y1);
+        omp_set_num_threads(3);
+        fast.forward(p, x, y3);
+        omp_set_num_threads(saved);
+        ASSERT_TRUE(bitwise_equal(y1, r)) << cs.n << "x" << cs.c << "x" << cs.h << "x" << cs.w << " " << dtype_name(t)
+                                          << " zp " << zp;
+        ASSERT_TRUE(bitwise_equal(y3, r)) << "3 threads";
+      }
+}
+
+// ResNet-20's convolutions as the two PyTorch schemes resolve them: 3x3 stride 1 and 2, padding 1,
+// uint8 activations with their zero points, per-tensor (qnnpack) or per-channel (onednn) weights.
+TEST(QConvFast, SupportsEveryResnet20Convolution) {
+  const QConv2dKernel& fast = registry().qconv2d.at(KernelBackend::fast);
+  struct Conv {
+    int64_t c, hw, k, stride;
+  };
+  for (const Conv& cv : {Conv{3, 32, 16, 1}, Conv{16, 32, 16, 1}, Conv{16, 32, 32, 2}, Conv{32, 16, 32, 1},
+                         Conv{32, 16, 64, 2}, Conv{64, 8, 64, 1}})
+    for (int32_t zp : {0, 1, 57, 128, 255}) {
+      QConv2dParams p;
+      p.g.n = 2, p.g.c = cv.c, p.g.h = p.g.w = cv.hw, p.g.k = cv.k, p.g.r = p.g.s = 3;
+      p.g.stride_h = p.g.stride_w = cv.stride, p.g.pad_t = p.g.pad_b = p.g.pad_l = p.g.pad_r = 1;
+      p.x_dtype = p.y_dtype = DType::u8, p.x_zero_point = zp, p.has_bias = true;
+      p.rq = make_requant(RequantRule::float_multiply, RoundRule::half_even, zp % 2 == 1, cv.k, 3e4, DType::u8,
+                          true, 5);
+      EXPECT_TRUE(fast.supports(p, DType::u8)) << p.g.str() << " zp " << zp;
+    }
+}
+
 // A whole quantized LeNet-5 under each scheme: quant_backend=fast (the default) and
 // quant_backend=reference give the same logits bit for bit, and the fast kernels did run.
 TEST(QuantFastModel, Lenet5LogitsEqualReferenceUnderEveryScheme) {
@@ -321,6 +484,36 @@ TEST(QuantFastModel, Lenet5LogitsEqualReferenceUnderEveryScheme) {
     int fast_kernels = 0;
     for (const KernelChoice& c : trace) fast_kernels += c.kernel == "fast";
     EXPECT_EQ(fast_kernels, static_cast<int>(trace.size())) << scheme << ": a layer fell back to the reference";
+    exec.trace = nullptr;
+    const Tensor yr = ref.model.forward(ctx, x);
+    EXPECT_TRUE(bitwise_equal(yf, yr)) << scheme;
+  }
+}
+
+// ResNet-20 quantized under both PyTorch schemes (BatchNorm folded, residual adds, global average
+// pooling), with non-trivial BatchNorm state: every layer runs on a fast kernel and the logits equal
+// the reference kernels' bit for bit, on 3 images (an odd batch).
+TEST(QuantFastModel, Resnet20LogitsEqualReferenceUnderBothTorchSchemes) {
+  Model m = oracle::model_with_random_state("resnet20", Policy::torch(), 7);
+  const Tensor calib = random_tensor({16, 3, 32, 32}, DType::f32, 21, -1.0, 1.0);
+  const Tensor x = random_tensor({3, 3, 32, 32}, DType::f32, 22, -1.0, 1.0);
+  for (const char* scheme : {"torch_qnnpack", "torch_onednn"}) {
+    const std::string base = std::string("torch,quant_scheme=") + scheme;
+    quant::PtqResult fast = quant::quantize_model(m, Policy::parse(base), calib);
+    quant::PtqResult ref = quant::quantize_model(m, Policy::parse(base + ",quant_backend=reference"), calib);
+    ExecContext exec;
+    std::vector<KernelChoice> trace;
+    exec.trace = &trace;
+    RunContext ctx = RunContext::inference(exec);
+    const Tensor yf = fast.model.forward(ctx, x);
+    std::map<std::string, int> ops;
+    for (const KernelChoice& c : trace) {
+      EXPECT_EQ(c.kernel, "fast") << scheme << ": " << c.op << " fell back to the reference";
+      ++ops[c.op];
+    }
+    EXPECT_EQ(ops["qconv2d"], 19) << scheme;
+    EXPECT_EQ(ops["qadd"], 9) << scheme;
+    EXPECT_EQ(ops["qglobal_avg_pool"], 1) << scheme;
     exec.trace = nullptr;
     const Tensor yr = ref.model.forward(ctx, x);
     EXPECT_TRUE(bitwise_equal(yf, yr)) << scheme;
