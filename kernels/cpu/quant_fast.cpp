@@ -19,6 +19,11 @@
 // 32-bit lane, what AVX-512 VNNI's VPDPBUSD multiplies (u8 x s8) and adds in one instruction.
 // Where the CPU lacks VNNI (checked at run time) a portable loop computes the same integers.
 //
+// Where the build targets AVX-512 (and at run time where the CPU has it) the float requantization
+// with round-half-even, qadd's body, the plane row copy and the panel interleave are written with
+// intrinsics instead: the same operations per element, the rounding by a conversion whose
+// immediate says nearest-even (no floating-point mode is read, as round_with reads none).
+//
 // This file is compiled as if with -fno-trapping-math (the pragma below): GCC 12 vectorises
 // std::floor (round_with) only then. It changes no value, only whether FP exception flags may be
 // raised differently; -ffp-contract=off and everything else of the build stay as they are.
@@ -868,8 +873,9 @@ void qadd_fast_t(const QAddParams& p, const T* a, const T* b, int64_t numel, T* 
 void qadd_forward_fast(const QAddParams& p0, const Tensor& a, const Tensor& b, Tensor& y) {
   QAddParams p = p0;
   p.resolve();
-  check(a.shape() == b.shape() && y.shape() == a.shape(), "qadd: shapes ", shape_str(a.shape()), ", ",
-        shape_str(b.shape()), " -> ", shape_str(y.shape()), " must agree");
+  if (!(a.shape() == b.shape() && y.shape() == a.shape()))  // (check() would format the shapes on every call)
+    fail("qadd: shapes ", shape_str(a.shape()), ", ", shape_str(b.shape()), " -> ", shape_str(y.shape()),
+         " must agree");
   for (const Tensor* t : {&a, &b, static_cast<const Tensor*>(&y)})
     check(t->dtype() == p.dtype, "qadd: ", dtype_name(t->dtype()), " tensor, expected ", dtype_name(p.dtype));
   const int64_t numel = a.numel();
