@@ -53,6 +53,7 @@
 
 #include "engine/core/error.h"
 #include "kernels/cpu/pool2d_loops.h"
+#include "kernels/cpu/quant_loops.h"
 #include "kernels/cpu/registry.h"
 
 namespace driftlab {
@@ -457,17 +458,7 @@ void qconv_fast(const QConv2dParams& p, const TX* x, const int8_t* w, const int3
   }
 }
 
-template <typename F>
-void dispatch_xy(DType xt, DType yt, const char* op, F&& f) {
-  auto out = [&](auto xtag) {
-    if (yt == DType::u8) return f(xtag, uint8_t{});
-    if (yt == DType::i8) return f(xtag, int8_t{});
-    fail(op, ": output dtype ", dtype_name(yt), " (int8 or uint8)");
-  };
-  if (xt == DType::u8) return out(uint8_t{});
-  if (xt == DType::i8) return out(int8_t{});
-  fail(op, ": input dtype ", dtype_name(xt), " (int8 or uint8)");
-}
+using quant_loops::dispatch_xy;
 
 // x:(N,C,H,W) w:(K,C,R,S) int8, bias:(K) int32, y:(N,K,P,Q)
 void qconv2d_forward_fast(const QConv2dParams& p, const Tensor& x, const Tensor& w, const Tensor* bias, Tensor& y) {

@@ -9,6 +9,7 @@
 
 #include "engine/core/error.h"
 #include "kernels/cpu/pool2d_loops.h"
+#include "kernels/cpu/quant_loops.h"
 #include "kernels/cpu/ref/ref.h"
 #include "kernels/cpu/registry.h"
 
@@ -118,17 +119,7 @@ void check_q_io(const char* op, DType x_dtype, DType y_dtype, const Tensor& x, c
   check_tensor(op, "output", y, ys, y_dtype);
 }
 
-template <typename F>
-void dispatch_xy(DType xt, DType yt, const char* op, F&& f) {
-  auto out = [&](auto xtag) {
-    if (yt == DType::u8) return f(xtag, uint8_t{});
-    if (yt == DType::i8) return f(xtag, int8_t{});
-    fail(op, ": output dtype ", dtype_name(yt), " (int8 or uint8)");
-  };
-  if (xt == DType::u8) return out(uint8_t{});
-  if (xt == DType::i8) return out(int8_t{});
-  fail(op, ": input dtype ", dtype_name(xt), " (int8 or uint8)");
-}
+using quant_loops::dispatch_xy;
 
 void qconv2d_forward_ref_impl(const QConv2dParams& p, const Tensor& x, const Tensor& w, const Tensor* bias,
                               Tensor& y) {
