@@ -30,6 +30,7 @@
 #include "models/model_file.h"
 #include "models/models.h"
 #include "models/weights_npy.h"
+#include "quant/dynamic.h"
 #include "quant/model_io.h"
 #include "quant/ptq.h"
 #include "quant/report.h"
@@ -526,7 +527,7 @@ Tensor first_training_samples(const LoadedModel& lm, const DataOptions& data, in
 }
 
 struct QuantizeOptions {
-  std::string weights, scheme = "torch_qnnpack", knobs, observer, calib_data, out, report;
+  std::string weights, scheme = "torch_qnnpack", knobs, observer, calib_data, out, report, mode = "auto";
   int64_t calib = 1000, calib_batch = 32, report_n = 1000;
   int threads = 0;
   DataOptions data;
@@ -544,10 +545,26 @@ void quantize_cmd(const QuantizeOptions& o) {
   policy.set("quant_scheme", o.scheme);
   if (!o.knobs.empty()) policy = Policy::parse(policy.to_string() + "," + o.knobs);
   if (!o.observer.empty()) policy.set("quant_observer", o.observer);
-  // Calibration samples: --calib-data, or the first N training samples in file order.
+  check(o.mode == "auto" || o.mode == "static" || o.mode == "dynamic", "quantize: --mode ", o.mode,
+        " (allowed: auto, static, dynamic)");
+  const bool dynamic = o.mode == "dynamic" || (o.mode == "auto" && quant::needs_dynamic(lm.model));
+  check(!(o.mode == "static" && quant::needs_dynamic(lm.model)), "quantize: ", lm.model.name, " has LSTM/GRU layers, "
+        "which have no static int8 form here; use --mode dynamic (weights-only, PyTorch quantize_dynamic)");
+  // Calibration samples: --calib-data, or the first N training samples in file order (static only).
   Tensor calib;
   std::string calib_from;
-  if (!o.calib_data.empty()) {
+  quant::PtqResult r;
+  if (dynamic) {
+    check(o.calib_data.empty(), "quantize: --calib-data is for static quantization; dynamic quantization "
+          "chooses each input's scale at run time");
+    r.model = quant::quantize_dynamic(lm.model, policy);
+    nlohmann::json quantized = {{"scheme", o.scheme}, {"mode", "dynamic"}, {"from", o.weights}};
+    quant::save_quantized_model(o.out, r.model, lm.metadata, quantized);
+    std::cout << "wrote " << o.out << " (" << lm.model.name << ", dynamic int8 (weights only), scheme " << o.scheme
+              << ", " << policy.to_string() << ")\n";
+    for (std::size_t i = 0; i < r.model.net->size(); ++i)
+      std::cout << "  " << i << " " << r.model.net->layer(i).describe() << "\n";
+  } else if (!o.calib_data.empty()) {
     calib = read_npy(o.calib_data);
     check(calib.dtype() == DType::f32, "quantize: ", o.calib_data, " holds ", dtype_name(calib.dtype()),
           ", calibration data must be float32");
@@ -557,23 +574,25 @@ void quantize_cmd(const QuantizeOptions& o) {
     check(o.calib > 0, "quantize: --calib ", o.calib, " must be positive");
     calib = first_training_samples(lm, o.data, o.calib, &calib_from);
   }
-  quant::PtqOptions po;
-  po.calib_batch = o.calib_batch;
-  quant::PtqResult r = quant::quantize_model(lm.model, policy, calib, po);
-  nlohmann::json quantized = {{"scheme", o.scheme},
-                              {"observer", policy.get("quant_observer")},
-                              {"calibration", calib_from},
-                              {"calibration_samples", calib.dim(0)},
-                              {"calibration_batch", o.calib_batch},
-                              {"from", o.weights}};
-  nlohmann::json meta = lm.metadata;
-  quant::save_quantized_model(o.out, r.model, meta, quantized);
-  std::cout << "wrote " << o.out << " (" << lm.model.name << ", int8 scheme " << o.scheme << ", " << policy.to_string()
-            << "; calibrated on "
-            << calib_from << ")\n";
-  for (const auto& p : r.points)
-    std::cout << "  " << std::left << std::setw(12) << p.name << std::right << " range [" << p.range.min << ", "
-              << p.range.max << "] scale " << p.q.scale << " zero point " << p.q.zero_point << "\n";
+  if (!dynamic) {
+    quant::PtqOptions po;
+    po.calib_batch = o.calib_batch;
+    r = quant::quantize_model(lm.model, policy, calib, po);
+    nlohmann::json quantized = {{"scheme", o.scheme},
+                                {"observer", policy.get("quant_observer")},
+                                {"calibration", calib_from},
+                                {"calibration_samples", calib.dim(0)},
+                                {"calibration_batch", o.calib_batch},
+                                {"from", o.weights}};
+    nlohmann::json meta = lm.metadata;
+    quant::save_quantized_model(o.out, r.model, meta, quantized);
+    std::cout << "wrote " << o.out << " (" << lm.model.name << ", int8 scheme " << o.scheme << ", " << policy.to_string()
+              << "; calibrated on "
+              << calib_from << ")\n";
+    for (const auto& p : r.points)
+      std::cout << "  " << std::left << std::setw(12) << p.name << std::right << " range [" << p.range.min << ", "
+                << p.range.max << "] scale " << p.q.scale << " zero point " << p.q.zero_point << "\n";
+  }
   if (o.report.empty()) return;
 
   // --report: sizes, accuracy, per-layer SQNR, time and agreement, on the test set.
@@ -587,7 +606,7 @@ void quantize_cmd(const QuantizeOptions& o) {
   std::vector<int64_t> idx(static_cast<std::size_t>(test.images.dim(0)));
   for (std::size_t i = 0; i < idx.size(); ++i) idx[i] = static_cast<int64_t>(i);
   const Tensor x = gather_batch(test, idx, 0, n, DType::f32);
-  const std::vector<quant::LayerSqnr> sq = quant::layer_sqnr(fp, r, x);
+  const std::vector<quant::LayerSqnr> sq = dynamic ? quant::layer_sqnr_dynamic(fp, qm.model, x) : quant::layer_sqnr(fp, r, x);
   const Tensor all = gather_batch(test, idx, 0, test.images.dim(0), DType::f32);
   const std::vector<int32_t> pf = quant::predictions(run_fp->logits(all)), pq = quant::predictions(run_q->logits(all));
   int64_t disagree = 0;
@@ -599,7 +618,8 @@ void quantize_cmd(const QuantizeOptions& o) {
       {"fp32_policy", fp.policy.to_string()},
       {"int8_policy", policy.to_string()},
       {"scheme", o.scheme},
-      {"calibration", calib_from},
+      {"mode", dynamic ? "dynamic" : "static"},
+      {"calibration", dynamic ? std::string("none (dynamic: per-call input scales)") : calib_from},
       {"test_set", test.name},
       {"file_bytes", {{"fp32", fsize}, {"int8", qsize}, {"ratio", double(qsize) / double(fsize)}}},
       {"accuracy", {{"fp32", efp.accuracy}, {"int8", eq.accuracy}, {"n", efp.n}}},
@@ -992,6 +1012,9 @@ void register_commands(CLI::App& app) {
       ->capture_default_str();
   qz->add_option("--quant", qo->knobs, "quant knobs over the scheme's, e.g. quant_round=half_away,quant_relu=separate");
   qz->add_option("--observer", qo->observer, "minmax | moving_average | histogram | percentile | entropy");
+  qz->add_option("--mode", qo->mode, "static (calibrated int8 activations) | dynamic (int8 weights, each input's "
+                 "scale chosen at run time: PyTorch quantize_dynamic) | auto (dynamic for models with LSTM/GRU layers)")
+      ->capture_default_str();
   qz->add_option("--calib", qo->calib, "calibrate on the first N training samples in file order")->capture_default_str();
   qz->add_option("--calib-data", qo->calib_data, "calibrate on this float32 .npy (N, input shape) instead");
   qz->add_option("--calib-batch", qo->calib_batch, "calibration samples per forward")->capture_default_str();

@@ -30,6 +30,7 @@
 #include "engine/train/runner.h"
 #include "kernels/cpu/ref/ref.h"
 #include "models/models.h"
+#include "quant/dynamic.h"
 #include "quant/ptq.h"
 
 namespace driftlab {
@@ -748,6 +749,49 @@ std::string ex_quant(const std::string& knob) {
   return os.str();
 }
 
+// A dynamic-quantization knob: the torch preset's LSTM classifier (random weights) quantized
+// dynamically under torch_qnnpack with the knob at each value: logits vs fp32 and vs the first value.
+std::string ex_quant_dynamic(const std::string& knob, const std::string& arch = "lstm") {
+  std::ostringstream os;
+  Model m = build_model(arch, Policy::torch(), 1);
+  Rng rng(RngEngine::mt19937_u24, 17);
+  Tensor x({8, 28, 28}, DType::f32);
+  for (int64_t i = 0; i < x.numel(); ++i) x.data<float>()[i] = 2.0f * rng.uniform_f32() - 0.5f;
+  ExecContext exec;
+  RunContext ctx = RunContext::inference(exec);
+  const Tensor yf = m.forward(ctx, x);
+  os << "  " << (arch == "gru" ? "GRU" : "LSTM") << " classifier (28 steps x 28 features, 128 units; random "
+        "weights), 8 random sequences in [-0.5, 1.5), "
+        "dynamic int8 under torch_qnnpack with "
+     << knob << " set:\n";
+  Tensor first;
+  for (const std::string& v : knob_info(knob).values) {
+    Policy pol = Policy::torch();
+    os << "    " << knob << "=" << std::left << std::setw(20) << v << std::right;
+    try {
+      pol.set(knob, v);
+      Model q = quant::quantize_dynamic(m, pol);
+      const Tensor y = q.forward(ctx, x);
+      double sig = 0, err = 0;
+      int64_t differ = 0;
+      if (!first.defined()) first = y;
+      for (int64_t i = 0; i < y.numel(); ++i) {
+        sig += yf.at(i) * yf.at(i);
+        err += (y.at(i) - yf.at(i)) * (y.at(i) - yf.at(i));
+        differ += y.at(i) != first.at(i);
+      }
+      os << " logits vs fp32 SQNR " << std::fixed << std::setprecision(2) << 10 * std::log10(sig / err)
+         << std::defaultfloat << " dB; differing from the first value: " << differ << "/" << y.numel()
+         << "; sample 0:";
+      for (int j = 0; j < 3; ++j) os << " " << std::setprecision(6) << y.at(j);
+      os << "\n";
+    } catch (const Error& e) {
+      os << " refused: " << e.what() << "\n";
+    }
+  }
+  return os.str();
+}
+
 }  // namespace
 
 std::string explain_knob(const std::string& knob) {
@@ -860,6 +904,12 @@ std::string explain_knob(const std::string& knob) {
       {"quant_backend", [] { return ex_quant("quant_backend"); }},
       {"quant_add", [] { return ex_quant("quant_add"); }},
       {"quant_avg_pool", [] { return ex_quant("quant_avg_pool"); }},
+      {"quant_dyn_act", [] { return ex_quant_dynamic("quant_dyn_act"); }},
+      {"quant_dyn_range", [] { return ex_quant_dynamic("quant_dyn_range"); }},
+      {"quant_dyn_weights", [] { return ex_quant_dynamic("quant_dyn_weights"); }},
+      {"quant_dyn_output", [] { return ex_quant_dynamic("quant_dyn_output"); }},
+      {"quant_dyn_input_proj", [] { return ex_quant_dynamic("quant_dyn_input_proj"); }},
+      {"quant_dyn_gru", [] { return ex_quant_dynamic("quant_dyn_gru", "gru"); }},
   };
   auto it = kExamples.find(knob);
   check(it != kExamples.end(), "explain: knob '", knob, "' has no worked example yet");

@@ -90,8 +90,47 @@ Policy Policy::theano() {
   return p;
 }
 
+namespace {
+// The dynamic-range (weights-only) knobs of a toolchain (docs/QUANT_SOURCES.md S2.4, S2.8).
+void apply_dynamic_toolchain(Policy& p, QuantToolchain t) {
+  switch (t) {
+    case QuantToolchain::torch_qnnpack:
+    case QuantToolchain::torch_onednn:
+    case QuantToolchain::torch_fbgemm:
+      // quantize_dynamic: default_dynamic_qconfig (per-tensor symmetric qint8 weights on every engine);
+      // the input's qparams per call (reduce_range=True, honoured by onednn and fbgemm only)
+      p.quant_dyn_act = QuantDynAct::affine_double;
+      p.quant_dyn_range = t == QuantToolchain::torch_qnnpack ? QuantActRange::full : QuantActRange::reduced;
+      p.quant_dyn_weights = QuantGranularity::per_tensor;
+      p.quant_dyn_output = t == QuantToolchain::torch_onednn ? QuantDynOutput::prescaled_bias
+                                                             : QuantDynOutput::scale_then_bias;
+      p.quant_dyn_input_proj = QuantDynInputProj::whole_sequence;
+      p.quant_dyn_gru = QuantDynLayer::int8;
+      return;
+    case QuantToolchain::ort:  // quantize_dynamic: DynamicQuantizeLinear + MatMulInteger / DynamicQuantizeLSTM
+      p.quant_dyn_act = QuantDynAct::affine_float;
+      p.quant_dyn_range = QuantActRange::full;
+      p.quant_dyn_weights = QuantGranularity::per_tensor;
+      p.quant_dyn_output = QuantDynOutput::scale_then_bias;
+      p.quant_dyn_input_proj = QuantDynInputProj::whole_sequence;  // DynamicQuantizeLSTM quantizes X once
+      p.quant_dyn_gru = QuantDynLayer::float32;  // quantize_dynamic registers no GRU quantizer
+      return;
+    case QuantToolchain::tflite:  // dynamic range quantization: hybrid FULLY_CONNECTED / LSTM kernels
+      // asymmetric_quantize_inputs=true (the MLIR quantizer sets it on FC and LSTM; TF 2.x default)
+      p.quant_dyn_act = QuantDynAct::affine_per_row;
+      p.quant_dyn_range = QuantActRange::full;
+      p.quant_dyn_weights = QuantGranularity::per_tensor;
+      p.quant_dyn_output = QuantDynOutput::scale_then_bias;
+      p.quant_dyn_input_proj = QuantDynInputProj::per_step;  // lstm_eval.cc: x_t and h_{t-1} per step
+      p.quant_dyn_gru = QuantDynLayer::int8;  // a Keras GRU stays a WHILE loop whose FC ops become hybrid
+      return;
+  }
+}
+}  // namespace
+
 void apply_quant_toolchain(Policy& p, QuantToolchain t) {
   p.quant_scheme = t;
+  apply_dynamic_toolchain(p, t);
   switch (t) {
     case QuantToolchain::tflite:  // TFLite converter, legacy quantizer (tools/optimize): docs/QUANT_SOURCES.md
       p.quant_act_dtype = QuantActDtype::int8;
@@ -664,6 +703,43 @@ const std::vector<KnobRow>& rows() {
          "ReLU after conv/dense: the output clamp at the zero point (its range observed after the ReLU), or "
          "its own int8 op after an output quantized with the pre-ReLU range",
          "fused (fused_activation_function)", "fused", "fused (fuse_modules: ConvReLU2d, LinearReLU)", kQ}));
+    const std::string kDyn = "aten/src/ATen/native/quantized/cpu/qlinear_dynamic.cpp, quant_utils.h "
+                             "ChooseQuantizationParams; aten/src/ATen/native/RNN.cpp (QuantizedCellParamsDynamic, "
+                             "FullLayer); tensorflow/lite/kernels/lstm_eval.cc (hybrid); onnxruntime "
+                             "DynamicQuantizeLinear";
+    r.push_back(enum_knob(&Policy::quant_dyn_act,
+        {"quant_dyn_act", "quant", {"affine_double", "affine_float", "symmetric_per_row", "affine_per_row"},
+         "dynamic (weights-only) quantization: how a dense/LSTM/GRU layer's float input is quantized at each call: "
+         "one uint8 scale and zero point over the whole call in double (ChooseQuantizationParams) or float32 "
+         "(DynamicQuantizeLinear), or int8 per row, symmetric (r = max|x|, s = r/127) or asymmetric (double "
+         "scale, zero point added before the rounding)",
+         "affine_per_row (hybrid kernels, asymmetric_quantize_inputs)", "affine_per_row",
+         "affine_double (quantize_dynamic)", kDyn}));
+    r.push_back(enum_knob(&Policy::quant_dyn_gru,
+        {"quant_dyn_gru", "quant", {"int8", "float32"},
+         "dynamic quantization of GRU layers: converted (int8 products) or left float (ONNX Runtime's "
+         "quantize_dynamic registers no GRU quantizer)",
+         "int8 (the GRU's FC ops become hybrid)", "int8", "int8 (quantize_dynamic: nn.GRU)",
+         "onnxruntime/python/tools/quantization/registry.py"}));
+    r.push_back(enum_knob(&Policy::quant_dyn_range,
+        {"quant_dyn_range", "quant", {"full", "reduced"},
+         "dynamic quantization: the input's scale chosen for uint8 0..255 or 0..127 (reduce_range=True, which "
+         "quantize_dynamic passes and qnnpack ignores)",
+         "full", "full", "full (qnnpack; onednn, fbgemm: reduced)", kDyn}));
+    r.push_back(enum_knob(&Policy::quant_dyn_weights,
+        {"quant_dyn_weights", "quant", {"per_tensor", "per_channel"},
+         "dynamic quantization: int8 weight scales per tensor (each of W_ih, W_hh, the dense W) or per output row",
+         "per_tensor", "per_tensor", "per_tensor (default_dynamic_qconfig)", kDyn}));
+    r.push_back(enum_knob(&Policy::quant_dyn_output,
+        {"quant_dyn_output", "quant", {"scale_then_bias", "prescaled_bias"},
+         "dynamic quantization: float output float(acc)*(s_x*s_w) + b, or (float(acc) + b*bs)*(1/bs) with "
+         "bs = (1/s_x)*(1/s_w) (oneDNN's pre-scaled bias)",
+         "scale_then_bias", "scale_then_bias", "scale_then_bias (qnnpack, fbgemm; onednn: prescaled_bias)", kDyn}));
+    r.push_back(enum_knob(&Policy::quant_dyn_input_proj,
+        {"quant_dyn_input_proj", "quant", {"whole_sequence", "per_step"},
+         "dynamic quantization of an LSTM/GRU: the input projection x W_ih^T quantizes the whole (T*N, F) "
+         "sequence with one scale (PyTorch on CPU), or each step's (N, F) on its own",
+         "per_step", "per_step", "whole_sequence (RNN.cpp FullLayer pre-computes the input on CPU)", kDyn}));
     r.push_back(enum_knob(&Policy::rng_engine,
         {"rng_engine", "random", {"mt19937_u24", "philox_u23", "mrg31k3p"},
          "random engine and float conversion used by initialisers and dropout",

@@ -112,6 +112,15 @@ enum class QuantAdd { fixed_point_shift, float_fma_tail64, tflite_fixed_point, o
 // Global average pooling: PyTorch's round((sum - N*zp) * (1/N)) + zp; TFLite's and ORT's (not implemented yet).
 enum class QuantAvgPool { float_reciprocal, tflite_rounded_division, ort_qlinear_global_avg_pool };
 enum class QuantRelu { fused, separate };        // ReLU as the output clamp, or its own op on int8
+// Dynamic-range (weights-only) quantization of dense and LSTM/GRU layers (quant/dynamic.h), resolved
+// into engine/ops/quant_dynamic.h's rules: how a layer's float input is quantized at each call (one
+// uint8 scale/zero point in double (PyTorch) or float32 (ONNX DynamicQuantizeLinear), or symmetric
+// int8 per row (TFLite hybrid)); how the float output is formed; whether an LSTM/GRU's input
+// projection is quantized once over the whole sequence (PyTorch on CPU) or step by step.
+enum class QuantDynAct { affine_double, affine_float, symmetric_per_row, affine_per_row };
+enum class QuantDynLayer { int8, float32 };  // a layer kind dynamic quantization converts, or leaves float
+enum class QuantDynOutput { scale_then_bias, prescaled_bias };
+enum class QuantDynInputProj { whole_sequence, per_step };
 
 // CUDA execution (resolved into cuda::CudaExecParams by engine/cuda/device_net.cpp).
 enum class CudaKernels { own, vendor };          // driftlab's CUDA kernels | cuBLAS + cuDNN
@@ -193,6 +202,13 @@ struct Policy {
   RequantRule quant_requant = RequantRule::float_multiply;
   QuantMultiplier quant_multiplier = QuantMultiplier::float32_mul_reciprocal;  // generate_requantization_scales
   QuantRelu quant_relu = QuantRelu::fused;                       // fuse_modules: ConvReLU2d, LinearReLU
+  // dynamic (weights-only) quantization, PyTorch quantize_dynamic on qnnpack (default_dynamic_qconfig)
+  QuantDynAct quant_dyn_act = QuantDynAct::affine_double;        // ChooseQuantizationParams per call
+  QuantActRange quant_dyn_range = QuantActRange::full;           // qnnpack ignores reduce_range=True
+  QuantGranularity quant_dyn_weights = QuantGranularity::per_tensor;  // default_weight_observer
+  QuantDynOutput quant_dyn_output = QuantDynOutput::scale_then_bias;  // qnnpack dq: acc*(s_in*s_w) + b
+  QuantDynInputProj quant_dyn_input_proj = QuantDynInputProj::whole_sequence;  // RNN.cpp FullLayer (CPU)
+  QuantDynLayer quant_dyn_gru = QuantDynLayer::int8;            // quantize_dynamic converts nn.GRU
   QuantAdd quant_add = QuantAdd::fixed_point_shift;              // pytorch_qnnp add
   QuantAvgPool quant_avg_pool = QuantAvgPool::float_reciprocal;  // adaptive_avg_pool2d (channels-last)
   // --- randomness ---

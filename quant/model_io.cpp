@@ -4,6 +4,7 @@
 #include <fstream>
 
 #include "engine/core/error.h"
+#include "quant/dynamic.h"
 #include "quant/ptq.h"
 #include "quant/qlayers.h"
 
@@ -27,6 +28,8 @@ LoadedModel load_any_model(const std::string& path) {
                                             const nlohmann::json& meta) {
     Model fp32 = build_model(name, policy, 0, args);
     if (!meta.contains("quantized")) return fp32;
+    const nlohmann::json& q = meta["quantized"];
+    if (q.is_object() && q.value("mode", std::string("static")) == "dynamic") return quantize_dynamic(fp32, policy);
     return build_quantized(fp32, policy);
   });
   if (is_quantized(out))

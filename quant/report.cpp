@@ -68,6 +68,21 @@ std::vector<LayerSqnr> layer_sqnr(Model& fp32, PtqResult& q, const Tensor& x) {
   return out;
 }
 
+std::vector<LayerSqnr> layer_sqnr_dynamic(Model& fp32, Model& q, const Tensor& x) {
+  check(fp32.net->size() == q.net->size(), "sqnr: ", fp32.net->size(), " fp32 layers vs ", q.net->size(),
+        " in the dynamic int8 model");
+  ExecContext exec;
+  RunContext ctx = RunContext::inference(exec);
+  Tensor a = x, b = x;
+  std::vector<LayerSqnr> out;
+  for (std::size_t i = 0; i < fp32.net->size(); ++i) {
+    a = fp32.net->layer(i).forward(ctx, a);
+    b = q.net->layer(i).forward(ctx, b);
+    out.push_back({std::to_string(i) + "." + fp32.net->layer(i).kind(), sqnr(a, b), a.numel()});
+  }
+  return out;
+}
+
 std::vector<Tensor> int8_activations(Model& q, const Tensor& x, std::vector<Layer*>* producers) {
   ExecContext exec;
   RunContext ctx = RunContext::inference(exec);

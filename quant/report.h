@@ -22,6 +22,10 @@ struct LayerSqnr {
 // scale and zero point. `q` is the PtqResult of fp32 (its points name where to look).
 std::vector<LayerSqnr> layer_sqnr(Model& fp32, PtqResult& q, const Tensor& x);
 
+// A dynamically quantized model (quant/dynamic.h) has the fp32 model's layers one for one: each
+// layer's output (float in both) compared, named "<index>.<kind>" of the fp32 layer.
+std::vector<LayerSqnr> layer_sqnr_dynamic(Model& fp32, Model& q, const Tensor& x);
+
 // The int8 model's integer activations at the PTQ's points for x, in PtqResult::points' order (the
 // quantized input, each qconv/qdense output, a residual's inner points then its add), and the layer
 // that produced each (oracle tests compare them one by one).

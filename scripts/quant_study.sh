@@ -7,6 +7,10 @@
 #
 #   scripts/quant_study.sh [OUT_DIR] [EPOCHS]       (defaults: quant-study, 3)
 #
+# The LSTM and GRU classifiers (seq-fashion-mnist: 28 steps of 28 features; torch preset, 3 epochs, the
+# recipe of docs/RNN.md) are quantized dynamically (int8 weights, each input's scale chosen per call:
+# `quantize --mode auto` picks it for recurrent models) under the same five schemes.
+#
 # Needs build/driftlab and /usr/bin/python3 with numpy; the data in /usr/share/datasets/fashion-mnist.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -31,14 +35,23 @@ def idx(stem):
     raise SystemExit('missing ' + stem)
 np.save(out, (idx('t10k-images-idx3-ubyte').astype(np.float32) / 255.0)[:, None])
 np.save(out.replace('test.npy', 'labels.npy'), idx('t10k-labels-idx1-ubyte').astype(np.int64))
+np.save(out.replace('test.npy', 'test_seq.npy'), idx('t10k-images-idx3-ubyte').astype(np.float32) / 255.0)
 PY
-for m in lenet1 lenet5; do
-  [ -f "$OUT/$m/model.dlm" ] || $BIN train --model $m --epochs "$EPOCHS" --no-progress --seed 1 --out "$OUT/$m"
-  $BIN predict --weights "$OUT/$m/model.dlm" --input "$OUT/test.npy" --output "$OUT/$m.fp32.npy"
+for m in lenet1 lenet5 lstm gru; do
+  case $m in
+    lenet*) IN=test.npy; TRAIN="--epochs $EPOCHS" ;;
+    *) IN=test_seq.npy; TRAIN="--dataset seq-fashion-mnist --epochs $EPOCHS --batch 128 --lr 0.05 --momentum 0.9 --normalize" ;;
+  esac
+  # shellcheck disable=SC2086
+  [ -f "$OUT/$m/model.dlm" ] || $BIN train --model $m $TRAIN --no-progress --seed 1 --out "$OUT/$m"
+  $BIN predict --weights "$OUT/$m/model.dlm" --input "$OUT/$IN" --output "$OUT/$m.fp32.npy"
   for s in $SCHEMES; do
-    $BIN quantize --weights "$OUT/$m/model.dlm" --scheme $s --calib 1000 --out "$OUT/$m.$s.dlm" \
+    DATA_ARG=""
+    case $m in lenet*) ;; *) DATA_ARG="--dataset seq-fashion-mnist" ;; esac
+    # shellcheck disable=SC2086
+    $BIN quantize --weights "$OUT/$m/model.dlm" --scheme $s --calib 1000 --out "$OUT/$m.$s.dlm" $DATA_ARG \
       --report "$OUT/$m.$s.json" > "$OUT/$m.$s.log"
-    $BIN predict --weights "$OUT/$m.$s.dlm" --input "$OUT/test.npy" --output "$OUT/$m.$s.npy"
+    $BIN predict --weights "$OUT/$m.$s.dlm" --input "$OUT/$IN" --output "$OUT/$m.$s.npy"
   done
 done
 /usr/bin/python3 - "$OUT" $SCHEMES <<'PY'
@@ -46,7 +59,7 @@ import json, sys
 import numpy as np
 out, schemes = sys.argv[1], sys.argv[2:]
 y = np.load(out + '/labels.npy')
-for m in ('lenet1', 'lenet5'):
+for m in ('lenet1', 'lenet5', 'lstm', 'gru'):
     pred = {'fp32': np.load('%s/%s.fp32.npy' % (out, m)).argmax(1)}
     for s in schemes:
         pred[s] = np.load('%s/%s.%s.npy' % (out, m, s)).argmax(1)

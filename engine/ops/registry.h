@@ -27,6 +27,7 @@
 #include "engine/ops/gemm.h"
 #include "engine/ops/pool2d.h"
 #include "engine/ops/quant.h"
+#include "engine/ops/quant_dynamic.h"
 #include "engine/ops/rnn.h"
 #include "engine/ops/sgd.h"
 #include "engine/ops/softmax_xent.h"
@@ -72,13 +73,15 @@ struct KernelRegistry {
   OpTable<QuantizeKernel> quantize;
   OpTable<QAddKernel> qadd;
   OpTable<QGlobalAvgPoolKernel> qglobal_avg_pool;
+  // dynamic-range (weights-only) int8: float in, float out (quantize_dynamic's Linear, LSTM, GRU)
+  OpTable<QDenseDynamicKernel> qdense_dynamic;
 
   // f(table) for every op table, in a fixed order (listings, tests).
   template <typename F>
   void for_each_op(F&& f) const {
     f(conv2d), f(gemm), f(rnn), f(batchnorm), f(maxpool2d), f(avgpool2d), f(activation), f(softmax_xent), f(sgd),
         f(adam), f(rmsprop), f(qconv2d), f(qdense), f(qmaxpool2d), f(quantize), f(qadd),
-        f(qglobal_avg_pool);
+        f(qglobal_avg_pool), f(qdense_dynamic);
   }
 };
 

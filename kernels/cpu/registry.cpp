@@ -27,6 +27,7 @@ KernelRegistry make_cpu_registry() {
   r.quantize.op = "quantize";
   r.qadd.op = "qadd";
   r.qglobal_avg_pool.op = "qglobal_avg_pool";
+  r.qdense_dynamic.op = "qdense_dynamic";
   register_conv2d_ref(r);
   register_conv2d_eigen(r);
   register_conv2d_onednn(r);
@@ -49,6 +50,7 @@ KernelRegistry make_cpu_registry() {
   register_adaptive_fast(r);
   register_quant_ref(r);
   register_quant_fast(r);
+  register_quant_dynamic_ref(r);
   return r;
 }
 

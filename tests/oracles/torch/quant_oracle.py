@@ -25,6 +25,11 @@ Kind:
             integer output of point i+1 on x), for each conv/linear j: 'w<j>' (int_repr of the int8
             weight), 'ws<j>' (its scales); and 'logits' (dequantized).
 
+  dynamic   quantize_dynamic (default_dynamic_qconfig) of c['arch'] = 'linear' (inputs 'weight', 'bias')
+            or 'lstm' / 'gru' (nn.LSTM/GRU(batch_first=True) -> last step -> nn.Linear; inputs 'weight_ih',
+            'weight_hh', 'bias_ih', 'bias_hh', 'fc_weight', 'fc_bias') on engine c['engine'], run on 'x'.
+            Writes 'y' (float32), 'y_fp32' (the float model's), and for linear 'wq' (int8 weight) and 'ws'.
+
 To add a kind: 1) write run_<kind>(c, case) below; 2) add it to KINDS; 3) write its inputs from the C++
 test and read its outputs there.
 """
@@ -197,7 +202,53 @@ def run_ptq(c, case):
     case.put('logits', logits)
 
 
-KINDS = {'observer': run_observer, 'per_channel': run_per_channel, 'ptq': run_ptq}
+def run_dynamic(c, case):
+    """torch.ao.quantization.quantize_dynamic (default_dynamic_qconfig, qint8) of one nn.Linear
+    (c['arch'] = 'linear') or of an LSTM/GRU classifier (nn.LSTM/nn.GRU(batch_first=True), last step,
+    nn.Linear head) on engine c['engine'], run on x."""
+    import torch.nn as nn
+    from torch.ao.quantization import quantize_dynamic
+    torch.backends.quantized.engine = c['engine']
+    if c['arch'] == 'linear':
+        w = case.get('weight')
+        model = nn.Sequential(nn.Linear(w.shape[1], w.shape[0]))
+        with torch.no_grad():
+            model[0].weight.copy_(w)
+            model[0].bias.copy_(case.get('bias'))
+        types = {nn.Linear}
+    else:
+        cell = nn.LSTM if c['arch'] == 'lstm' else nn.GRU
+        w_ih, fc_w = case.get('weight_ih'), case.get('fc_weight')
+
+        class Net(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.rnn = cell(w_ih.shape[1], fc_w.shape[1], batch_first=True)
+                self.fc = nn.Linear(fc_w.shape[1], fc_w.shape[0])
+
+            def forward(self, x):
+                out, _ = self.rnn(x)
+                return self.fc(out[:, -1])
+
+        model = Net()
+        with torch.no_grad():
+            for k in ('weight_ih', 'weight_hh', 'bias_ih', 'bias_hh'):
+                getattr(model.rnn, k + '_l0').copy_(case.get(k))
+            model.fc.weight.copy_(fc_w)
+            model.fc.bias.copy_(case.get('fc_bias'))
+        types = {nn.Linear, cell}
+    model.eval()
+    q = quantize_dynamic(model, types, dtype=torch.qint8)
+    with torch.no_grad():
+        case.put('y', q(case.get('x')))
+        case.put('y_fp32', model(case.get('x')))
+    if c['arch'] == 'linear':
+        qw = q[0].weight()
+        case.put('wq', qw.int_repr())
+        case.put('ws', torch.tensor([qw.q_scale()], dtype=torch.float32))
+
+
+KINDS = {'observer': run_observer, 'per_channel': run_per_channel, 'ptq': run_ptq, 'dynamic': run_dynamic}
 
 
 if __name__ == '__main__':
