@@ -5,6 +5,7 @@
 #include <sstream>
 
 #include "drift/convert.h"
+#include "quant/dynamic.h"
 #include "quant/ptq.h"
 #include "quant/report.h"
 #include "engine/layers/flatten_layer.h"
@@ -166,7 +167,12 @@ CrossPolicyDrift cross_policy_drift(const Model& weights, const std::vector<Poli
       quant::PtqOptions po;
       po.calib_batch = opt.calib_batch;
       Model fp = rebuild_under(weights, p, opt.convert);
-      q.push_back(quant::quantize_model(fp, p, *opt.calib, po));
+      if (quant::needs_dynamic(fp)) {  // LSTM/GRU: dynamic (weights-only), no points: compared layer by layer
+        q.emplace_back();
+        q.back().model = quant::quantize_dynamic(fp, p);
+      } else {
+        q.push_back(quant::quantize_model(fp, p, *opt.calib, po));
+      }
       evaluate(q.back().model, p, "int8 " + p.get("quant_scheme") + " (" + p.to_string() + ")");
     }
   } else {
@@ -192,6 +198,11 @@ CrossPolicyDrift cross_policy_drift(const Model& weights, const std::vector<Poli
         // by points: int8 j against fp32 (i = 0) or int8 i, under j's points (same plan when
         // quant_relu agrees; otherwise the points differ and only the outputs are compared)
         quant::PtqResult& qj = q[j - 1];
+        if (qj.points.empty()) {  // dynamic: the fp32 model's layers one for one
+          pp.localisation = localise(qj.model, i == 0 ? models[0] : q[i - 1].model, exec, x, opt.tolerance);
+          r.pairs.push_back(std::move(pp));
+          continue;
+        }
         const std::vector<Tensor> aj = point_activations(models[0], qj, false, x);
         const std::vector<Tensor> bi = i == 0 ? point_activations(models[0], qj, true, x)
                                               : point_activations(models[0], q[i - 1], false, x);
@@ -232,7 +243,7 @@ Outcome run_policy(const Model& weights, const Policy& p, const Policy& from, co
     check(opt.device == Device::cpu, "attribute: int8 models run on the CPU only");
     quant::PtqOptions po;
     po.calib_batch = opt.calib_batch;
-    m = std::move(quant::quantize_model(m, p, *opt.calib, po).model);
+    m = quant::needs_dynamic(m) ? quant::quantize_dynamic(m, p) : std::move(quant::quantize_model(m, p, *opt.calib, po).model);
   }
   std::unique_ptr<Runner> runner = open_runner(m, opt.device, opt.train, exec);
   if (opt.train_epochs > 0) {

@@ -101,7 +101,7 @@ void apply_dynamic_toolchain(Policy& p, QuantToolchain t) {
       // the input's qparams per call (reduce_range=True, honoured by onednn and fbgemm only)
       p.quant_dyn_act = QuantDynAct::affine_double;
       p.quant_dyn_range = t == QuantToolchain::torch_qnnpack ? QuantActRange::full : QuantActRange::reduced;
-      p.quant_dyn_weights = QuantGranularity::per_tensor;
+      p.quant_dyn_weights = QuantDynWeights::per_tensor;
       p.quant_dyn_output = t == QuantToolchain::torch_onednn ? QuantDynOutput::prescaled_bias
                                                              : QuantDynOutput::scale_then_bias;
       p.quant_dyn_input_proj = QuantDynInputProj::whole_sequence;
@@ -110,7 +110,7 @@ void apply_dynamic_toolchain(Policy& p, QuantToolchain t) {
     case QuantToolchain::ort:  // quantize_dynamic: DynamicQuantizeLinear + MatMulInteger / DynamicQuantizeLSTM
       p.quant_dyn_act = QuantDynAct::affine_float;
       p.quant_dyn_range = QuantActRange::full;
-      p.quant_dyn_weights = QuantGranularity::per_tensor;
+      p.quant_dyn_weights = QuantDynWeights::per_tensor;
       p.quant_dyn_output = QuantDynOutput::scale_then_bias;
       p.quant_dyn_input_proj = QuantDynInputProj::whole_sequence;  // DynamicQuantizeLSTM quantizes X once
       p.quant_dyn_gru = QuantDynLayer::float32;  // quantize_dynamic registers no GRU quantizer
@@ -119,7 +119,9 @@ void apply_dynamic_toolchain(Policy& p, QuantToolchain t) {
       // asymmetric_quantize_inputs=true (the MLIR quantizer sets it on FC and LSTM; TF 2.x default)
       p.quant_dyn_act = QuantDynAct::affine_per_row;
       p.quant_dyn_range = QuantActRange::full;
-      p.quant_dyn_weights = QuantGranularity::per_tensor;
+      // the fused LSTM: one scale per gate matrix (no AffineQuantizedOpInterface); hybrid FC per tensor
+      // before the 2.17 runtime (per channel after it: quant_dyn_weights=per_channel)
+      p.quant_dyn_weights = QuantDynWeights::per_gate;
       p.quant_dyn_output = QuantDynOutput::scale_then_bias;
       p.quant_dyn_input_proj = QuantDynInputProj::per_step;  // lstm_eval.cc: x_t and h_{t-1} per step
       p.quant_dyn_gru = QuantDynLayer::int8;  // a Keras GRU stays a WHILE loop whose FC ops become hybrid
@@ -727,9 +729,11 @@ const std::vector<KnobRow>& rows() {
          "quantize_dynamic passes and qnnpack ignores)",
          "full", "full", "full (qnnpack; onednn, fbgemm: reduced)", kDyn}));
     r.push_back(enum_knob(&Policy::quant_dyn_weights,
-        {"quant_dyn_weights", "quant", {"per_tensor", "per_channel"},
-         "dynamic quantization: int8 weight scales per tensor (each of W_ih, W_hh, the dense W) or per output row",
-         "per_tensor", "per_tensor", "per_tensor (default_dynamic_qconfig)", kDyn}));
+        {"quant_dyn_weights", "quant", {"per_tensor", "per_gate", "per_channel"},
+         "dynamic quantization: int8 weight scales per tensor (each of W_ih, W_hh, the dense W), per gate block of "
+         "an LSTM/GRU weight (dense layers: per tensor), or per output row",
+         "per_gate (fused LSTM: a scale per gate matrix)", "per_gate", "per_tensor (default_dynamic_qconfig)",
+         kDyn + "; tensorflow/compiler/mlir/lite/transforms/prepare_quantize_dynamic_range.cc"}));
     r.push_back(enum_knob(&Policy::quant_dyn_output,
         {"quant_dyn_output", "quant", {"scale_then_bias", "prescaled_bias"},
          "dynamic quantization: float output float(acc)*(s_x*s_w) + b, or (float(acc) + b*bs)*(1/bs) with "

@@ -118,6 +118,9 @@ enum class QuantRelu { fused, separate };        // ReLU as the output clamp, or
 // int8 per row (TFLite hybrid)); how the float output is formed; whether an LSTM/GRU's input
 // projection is quantized once over the whole sequence (PyTorch on CPU) or step by step.
 enum class QuantDynAct { affine_double, affine_float, symmetric_per_row, affine_per_row };
+// Weight scales of a dynamic layer: one per tensor (each of W_ih, W_hh, W), one per gate block of an
+// LSTM/GRU weight (TFLite's fused LSTM: 8 scales; dense layers: per tensor), or one per output row.
+enum class QuantDynWeights { per_tensor, per_gate, per_channel };
 enum class QuantDynLayer { int8, float32 };  // a layer kind dynamic quantization converts, or leaves float
 enum class QuantDynOutput { scale_then_bias, prescaled_bias };
 enum class QuantDynInputProj { whole_sequence, per_step };
@@ -205,7 +208,7 @@ struct Policy {
   // dynamic (weights-only) quantization, PyTorch quantize_dynamic on qnnpack (default_dynamic_qconfig)
   QuantDynAct quant_dyn_act = QuantDynAct::affine_double;        // ChooseQuantizationParams per call
   QuantActRange quant_dyn_range = QuantActRange::full;           // qnnpack ignores reduce_range=True
-  QuantGranularity quant_dyn_weights = QuantGranularity::per_tensor;  // default_weight_observer
+  QuantDynWeights quant_dyn_weights = QuantDynWeights::per_tensor;  // default_weight_observer
   QuantDynOutput quant_dyn_output = QuantDynOutput::scale_then_bias;  // qnnpack dq: acc*(s_in*s_w) + b
   QuantDynInputProj quant_dyn_input_proj = QuantDynInputProj::whole_sequence;  // RNN.cpp FullLayer (CPU)
   QuantDynLayer quant_dyn_gru = QuantDynLayer::int8;            // quantize_dynamic converts nn.GRU

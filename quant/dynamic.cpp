@@ -173,7 +173,7 @@ Shape QDynRnnLayer::output_shape() const {
 std::string QDynRnnLayer::describe() const {
   std::ostringstream os;
   os << kind() << " " << p_.hidden << " units, int8 weights ("
-     << (s_ih_.numel() == 1 ? "per-tensor" : "per-row") << "), input " << dyn_act_rule_name(dyn_.act) << " ["
+     << (s_ih_.numel() == 1 ? "per-tensor" : "a scale per row") << "), input " << dyn_act_rule_name(dyn_.act) << " ["
      << dyn_.qmin << "," << dyn_.qmax << "] " << (whole_sequence_ ? "whole sequence" : "per step") << ", output "
      << dyn_out_rule_name(dyn_.out_rule);
   return os.str();
@@ -287,7 +287,23 @@ Model quantize_dynamic(Model& fp32, const Policy& policy) {
   check(fp32.dtype() == DType::f32, "quantize: the fp32 model must be float32 (policy dtype=float64)");
   const QuantScheme s = QuantScheme::from_policy(policy);
   const QDenseDynamicParams dyn = dynamic_params(policy);
-  const bool per_row = policy.quant_dyn_weights == QuantGranularity::per_channel;
+  const bool per_row = policy.quant_dyn_weights == QuantDynWeights::per_channel;
+  // An LSTM/GRU weight under per_gate: each gate block of H rows quantized as its own tensor, its
+  // scale repeated for the block's rows (the kernels take a scale per row).
+  auto rnn_weight = [&](const Tensor& w, int64_t gates, const std::string& what) {
+    if (policy.quant_dyn_weights != QuantDynWeights::per_gate) return quantize_weight(s, w, per_row, what);
+    const int64_t rows = w.dim(0) / gates, cols = w.dim(1);
+    QuantizedWeight out;
+    out.q = Tensor(w.shape(), DType::i8);
+    for (int64_t g = 0; g < gates; ++g) {
+      Tensor block({rows, cols}, DType::f32);
+      std::copy_n(w.data<float>() + g * rows * cols, rows * cols, block.data<float>());
+      const QuantizedWeight qb = quantize_weight(s, block, false, what + " gate " + std::to_string(g));
+      std::copy_n(qb.q.data<int8_t>(), rows * cols, out.q.data<int8_t>() + g * rows * cols);
+      out.scale.insert(out.scale.end(), static_cast<std::size_t>(rows), qb.scale[0]);
+    }
+    return out;
+  };
   Model m;
   m.name = fp32.name;
   m.policy = policy;
@@ -317,8 +333,8 @@ Model quantize_dynamic(Model& fp32, const Policy& policy) {
       m.net->add(std::make_unique<QDynRnnLayer>(
           r->op_params(), r->steps(), r->return_sequences(), dyn,
           policy.quant_dyn_input_proj == QuantDynInputProj::whole_sequence,
-          quantize_weight(s, tw.weight_ih, per_row, where + " weight_ih"),
-          quantize_weight(s, tw.weight_hh, per_row, where + " weight_hh"), tw.bias_ih,
+          rnn_weight(tw.weight_ih, rnn_gates(r->cell()), where + " weight_ih"),
+          rnn_weight(tw.weight_hh, rnn_gates(r->cell()), where + " weight_hh"), tw.bias_ih,
           r->two_biases() ? tw.bias_hh : Tensor(), policy.quant_backend));
     } else if (l.kind() == "flatten") {
       m.net->add(std::make_unique<FlattenLayer>(cur, fp32.policy));

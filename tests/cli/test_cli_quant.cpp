@@ -108,3 +108,67 @@ TEST(CliQuant, QuantizeReportEvalPredictAndRefusals) {
 }
 
 }  // namespace
+
+namespace {
+
+// Dynamic (weights-only) quantization from the command line: an LSTM trained for one epoch on
+// sequential IDX images is quantized without calibration (--mode auto picks dynamic for recurrent
+// models), reported (one SQNR row per layer), run by eval and predict; static mode and calibration
+// data are refused for it by name.
+TEST(CliQuant, DynamicLstmQuantizeReportEvalPredictAndRefusals) {
+  const fs::path d = fresh_dir("cli_quant_dyn");
+  write_idx(d, "train", 64);
+  write_idx(d, "t10k", 24);
+  const std::string data = " --data-dir " + d.string() + " --dataset seq-fashion-mnist --threads 1";
+  CliRun r = run_driftlab("train --model lstm --epochs 1 --batch 32 --no-progress --out " + (d / "run").string() + data);
+  ASSERT_EQ(r.code, 0) << r.out;
+  const std::string fp = (d / "run" / "model.dlm").string(), q = (d / "q.dlm").string();
+  r = run_driftlab("quantize --weights " + fp + " --scheme torch_onednn --out " + q + " --report " +
+                   (d / "rep.json").string() + " --report-inputs 16" + data);
+  ASSERT_EQ(r.code, 0) << r.out;
+  EXPECT_NE(r.out.find("dynamic int8 (weights only)"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("lstm_dynamic 128 units"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("[0,127]"), std::string::npos) << r.out;  // onednn honours reduce_range
+  std::ifstream rf(d / "rep.json");
+  const json rep = json::parse(rf);
+  EXPECT_EQ(rep["mode"], "dynamic");
+  ASSERT_EQ(rep["sqnr"].size(), 2u);  // the lstm's output, the dense head's
+  EXPECT_EQ(rep["sqnr"][0]["point"], "0.lstm");
+  EXPECT_LT(rep["file_bytes"]["int8"].get<double>(), rep["file_bytes"]["fp32"].get<double>());
+  r = run_driftlab("eval --weights " + q + data);
+  ASSERT_EQ(r.code, 0) << r.out;
+  driftlab::write_npy((d / "x.npy").string(), driftlab::random_tensor({3, 28, 28}, driftlab::DType::f32, 6, 0, 1));
+  r = run_driftlab("predict --weights " + q + " --input " + (d / "x.npy").string() + " --output " +
+                   (d / "y.npy").string() + data);
+  ASSERT_EQ(r.code, 0) << r.out;
+  EXPECT_EQ(driftlab::read_npy((d / "y.npy").string()).shape(), (driftlab::Shape{3, 10}));
+  // drift: fp32, then each scheme's dynamic int8 model, localised layer by layer
+  r = run_driftlab("drift --weights " + fp + " --policies \"torch;torch,quant_scheme=tflite\" --quantize 16 --json " +
+                   (d / "drift.json").string() + data);
+  ASSERT_EQ(r.code, 0) << r.out;
+  {
+    std::ifstream df(d / "drift.json");
+    const json dj = json::parse(df);
+    ASSERT_EQ(dj["accuracy"].size(), 3u);
+    ASSERT_EQ(dj["pairs"].size(), 3u);
+    EXPECT_EQ(dj["pairs"][0]["localisation"]["layers"].size(), 2u);  // the lstm, the dense head
+  }
+  // attribute over the dynamic knobs names them
+  r = run_driftlab("attribute --weights " + fp + " --from torch,quant_scheme=torch_qnnpack --to torch,quant_scheme=tflite "
+                   "--quantize 16" + data);
+  ASSERT_EQ(r.code, 0) << r.out;
+  EXPECT_NE(r.out.find("quant_dyn_act"), std::string::npos) << r.out;
+  r = run_driftlab("quantize --weights " + fp + " --mode static --out " + (d / "q2.dlm").string() + data);
+  EXPECT_NE(r.code, 0);
+  EXPECT_NE(r.out.find("use --mode dynamic"), std::string::npos) << r.out;
+  r = run_driftlab("quantize --weights " + fp + " --calib-data " + (d / "x.npy").string() + " --out " +
+                   (d / "q3.dlm").string() + data);
+  EXPECT_NE(r.code, 0);
+  EXPECT_NE(r.out.find("--calib-data is for static quantization"), std::string::npos) << r.out;
+  r = run_driftlab("quantize --weights " + fp + " --mode sometimes --out " + (d / "q4.dlm").string() + data);
+  EXPECT_NE(r.code, 0);
+  EXPECT_NE(r.out.find("--mode sometimes"), std::string::npos) << r.out;
+  EXPECT_FALSE(fs::exists(d / "q2.dlm") || fs::exists(d / "q3.dlm") || fs::exists(d / "q4.dlm"));
+}
+
+}  // namespace

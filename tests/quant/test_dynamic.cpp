@@ -252,7 +252,7 @@ TEST(QuantDynamicModel, KnobsChangeWhatTheyName) {
   const Tensor y0 = logits(base, x);
   for (const char* knob : {"quant_dyn_act=affine_float", "quant_dyn_act=symmetric_per_row",
                            "quant_dyn_act=affine_per_row", "quant_dyn_range=reduced",
-                           "quant_dyn_weights=per_channel", "quant_dyn_output=prescaled_bias",
+                           "quant_dyn_weights=per_channel", "quant_dyn_weights=per_gate", "quant_dyn_output=prescaled_bias",
                            "quant_dyn_input_proj=per_step"}) {
     SCOPED_TRACE(knob);
     Model q = quant::quantize_dynamic(fp, Policy::parse(std::string("torch,quant_scheme=torch_qnnpack,") + knob));
