@@ -159,6 +159,7 @@ class QResidualLayer : public QuantLayerBase {
   void refresh() override;
   void collect(const std::string& prefix, bool buffers, std::vector<std::pair<std::string, Param*>>& out) override;
   Sequential& main() { return *main_; }
+  const QResidualSpec& spec() const { return spec_; }
   // forward with the main path computed by `run_main` (the report's walker: it sees inside).
   template <typename F>
   Tensor forward_with(RunContext& ctx, const Tensor& x, F&& run_main) {
