@@ -689,17 +689,22 @@ const std::vector<KnobRow>& rows() {
     r.push_back(enum_knob(&Policy::quant_add,
         {"quant_add", "quant", {"fixed_point_shift", "float_fma_tail64", "tflite_fixed_point", "ort_qlinear_add"},
          "the int8 residual add: qnnpack's fixed point (shift 21 - exponent), ATen's x86 float kernel (fma body, "
-         "scalar tail of numel % 64), TFLite's or ONNX Runtime's (not implemented yet: refused)",
+         "scalar tail of numel % 64), ONNX Runtime's QLinearAdd (MLAS AVX2: float32 ratios s/s_y, "
+         "fma(a, r_a, fma(b, r_b, F)) on the stored ints, int8 run as uint8 + 128 on x86), TFLite's (not "
+         "implemented yet: refused)",
          "tflite_fixed_point (refused: not implemented)", "tflite_fixed_point (refused: not implemented)",
-         "fixed_point_shift (qnnpack; onednn, fbgemm: float_fma_tail64)",
+         "fixed_point_shift (qnnpack; onednn, fbgemm: float_fma_tail64; ort: ort_qlinear_add)",
          "aten/src/ATen/native/quantized/cpu/qnnpack/src/requantization (add params); "
-         "aten/src/ATen/native/quantized/cpu/kernels/QuantizedOpKernels.cpp qadd_kernel"}));
+         "aten/src/ATen/native/quantized/cpu/kernels/QuantizedOpKernels.cpp qadd_kernel; "
+         "onnxruntime/core/mlas/lib/intrinsics/avx2/qladd_avx2.cpp"}));
     r.push_back(enum_knob(&Policy::quant_avg_pool,
         {"quant_avg_pool", "quant", {"float_reciprocal", "tflite_rounded_division", "ort_qlinear_global_avg_pool"},
-         "int8 global average pooling: round((sum - N*zp) * (1/N)) + zp (PyTorch, channels-last input), TFLite's or "
-         "ORT's (not implemented yet: refused)",
+         "int8 global average pooling: round((sum - N*zp) * (1/N)) + zp (PyTorch, channels-last input), ORT's "
+         "QLinearGlobalAveragePool (own output scale: round((sum - N*zp_in) * s_in/(s_out*N)) + zp_out), TFLite's "
+         "(not implemented yet: refused)",
          "tflite_rounded_division (refused: not implemented)", "tflite_rounded_division (refused: not implemented)",
-         "float_reciprocal", "aten/src/ATen/native/quantized/cpu/AdaptiveAveragePooling.cpp"}));
+         "float_reciprocal (ort: ort_qlinear_global_avg_pool)",
+         "aten/src/ATen/native/quantized/cpu/AdaptiveAveragePooling.cpp; onnxruntime/core/mlas/lib/qlgavgpool.cpp"}));
     r.push_back(enum_knob(&Policy::quant_relu,
         {"quant_relu", "quant", {"fused", "separate"},
          "ReLU after conv/dense: the output clamp at the zero point (its range observed after the ReLU), or "

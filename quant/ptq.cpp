@@ -139,10 +139,12 @@ std::vector<Unit> plan_units(Sequential& net, bool relu_fused, const Policy& pol
 }
 
 // Assigns observer indices in network order (pre-order: a residual's inner points before its own).
-void number_points(std::vector<Unit>& units, std::vector<std::string>& names) {
+// A global average pool is a point of its own when the scheme requantizes its output (ORT).
+void number_points(std::vector<Unit>& units, std::vector<std::string>& names, bool gap_point) {
   for (Unit& u : units) {
-    if (u.kind == UnitKind::residual) number_points(u.inner, names);
-    if (u.kind == UnitKind::conv || u.kind == UnitKind::dense || u.kind == UnitKind::residual) {
+    if (u.kind == UnitKind::residual) number_points(u.inner, names, gap_point);
+    if (u.kind == UnitKind::conv || u.kind == UnitKind::dense || u.kind == UnitKind::residual ||
+        (u.kind == UnitKind::gap && gap_point)) {
       u.observer = static_cast<int>(names.size());
       names.push_back(u.name);
     }
@@ -271,7 +273,13 @@ void convert_units(std::vector<Unit>& units, Sequential& net, const QuantScheme&
         break;
       case UnitKind::gap:
         check(s.avg_pool_implemented, where, ": quant_avg_pool=", s.avg_pool_name, " is not implemented yet");
-        out.add(std::make_unique<QGlobalAvgPoolLayer>(in, s.act_dtype, cur.zero_point, policy.quant_backend));
+        if (s.avg_pool_own_qparams()) {
+          const ActQParams o = q.at(u.observer);
+          out.add(std::make_unique<QGlobalAvgPoolLayer>(in, s.act_dtype, cur, o, policy.quant_backend));
+          cur = o;
+        } else {
+          out.add(std::make_unique<QGlobalAvgPoolLayer>(in, s.act_dtype, cur.zero_point, policy.quant_backend));
+        }
         break;
       case UnitKind::residual: {
         check(s.add_implemented, where, ": quant_add=", s.add_name, " is not implemented yet");
@@ -325,7 +333,7 @@ PtqResult quantize_model(Model& fp32, const Policy& policy, const Tensor& calib,
   const QuantScheme s = QuantScheme::from_policy(policy);
   std::vector<Unit> units = plan_units(*fp32.net, s.relu_fused, fp32.policy, "");
   std::vector<std::string> names{"input"};
-  number_points(units, names);
+  number_points(units, names, s.avg_pool_own_qparams());
   std::vector<std::unique_ptr<Observer>> obs;
   for (std::size_t i = 0; i < names.size(); ++i) obs.push_back(make_observer(s.observer));
 
@@ -370,7 +378,7 @@ std::vector<Tensor> fp32_activations(Model& fp32, const Policy& policy, const Te
   const QuantScheme s = QuantScheme::from_policy(policy);
   std::vector<Unit> units = plan_units(*fp32.net, s.relu_fused, fp32.policy, "");
   std::vector<std::string> names{"input"};
-  number_points(units, names);
+  number_points(units, names, s.avg_pool_own_qparams());
   // Observers are indexed by point; a recorder per point appends in evaluation order, so collect
   // into one slot per point.
   std::vector<std::vector<Tensor>> per(names.size());
@@ -389,7 +397,7 @@ Model build_quantized(Model& fp32, const Policy& policy) {
   const QuantScheme s = QuantScheme::from_policy(policy);
   std::vector<Unit> units = plan_units(*fp32.net, s.relu_fused, fp32.policy, "");
   std::vector<std::string> names{"input"};
-  number_points(units, names);
+  number_points(units, names, s.avg_pool_own_qparams());
   return convert_model(fp32, policy, units, std::vector<ActQParams>(names.size()));
 }
 

@@ -278,10 +278,34 @@ QGlobalAvgPoolLayer::QGlobalAvgPoolLayer(const Shape& in, DType dtype, int32_t z
   refresh();
 }
 
-void QGlobalAvgPoolLayer::refresh() { p_.zero_point = buf("zero_point").data<int32_t>()[0]; }
+QGlobalAvgPoolLayer::QGlobalAvgPoolLayer(const Shape& in, DType dtype, ActQParams input, ActQParams out,
+                                         KernelBackend backend)
+    : in_(in), backend_(backend) {
+  check(in.size() == 3, "qglobal_avg_pool: input ", shape_str(in), " is not (C,H,W)");
+  p_.c = in[0], p_.h = in[1], p_.w = in[2];
+  p_.dtype = dtype;
+  p_.rule = QAvgPoolRule::scale_ratio;
+  bufs_.push_back(buffer("zero_point", scalar_i32(input.zero_point)));
+  bufs_.push_back(buffer("in_scale", scalar_f32(input.scale)));
+  bufs_.push_back(buffer("out_scale", scalar_f32(out.scale)));
+  bufs_.push_back(buffer("out_zero_point", scalar_i32(out.zero_point)));
+  refresh();
+}
+
+void QGlobalAvgPoolLayer::refresh() {
+  p_.zero_point = buf("zero_point").data<int32_t>()[0];
+  if (p_.rule == QAvgPoolRule::scale_ratio) {
+    p_.in_scale = buf("in_scale").data<float>()[0];
+    p_.out_scale = buf("out_scale").data<float>()[0];
+    p_.out_zero_point = buf("out_zero_point").data<int32_t>()[0];
+  }
+}
 
 std::string QGlobalAvgPoolLayer::describe() const {
-  return "qglobal_avg_pool " + std::to_string(p_.h) + "x" + std::to_string(p_.w) + " zp=" + std::to_string(p_.zero_point);
+  std::string d = "qglobal_avg_pool " + std::to_string(p_.h) + "x" + std::to_string(p_.w) + " zp=" +
+                  std::to_string(p_.zero_point);
+  if (p_.rule == QAvgPoolRule::scale_ratio) d += " -> out " + qdesc(p_.out_scale, p_.out_zero_point);
+  return d;
 }
 
 Tensor QGlobalAvgPoolLayer::forward(RunContext& ctx, const Tensor& x) {
@@ -317,6 +341,7 @@ void QResidualLayer::refresh() {
   p_.b_scale = spec_.shortcut_in.scale, p_.b_zero_point = spec_.shortcut_in.zero_point;
   p_.y_scale = spec_.out.scale, p_.y_zero_point = spec_.out.zero_point;
   p_.dtype = scheme_.act_dtype;
+  p_.offset = scheme_.add_offset;
   p_.lo = spec_.relu ? std::max(scheme_.act_type_min, spec_.out.zero_point) : scheme_.act_type_min;
   p_.hi = scheme_.act_type_max;
   p_.resolve();

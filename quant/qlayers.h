@@ -119,11 +119,15 @@ class QMaxPool2dLayer : public QuantLayerBase {
   KernelBackend backend_;
 };
 
-// Global average pooling (N,C,H,W) -> (N,C), the input's scale and zero point kept.
+// Global average pooling (N,C,H,W) -> (N,C): the input's scale and zero point kept (PyTorch), or,
+// under QAvgPoolRule::scale_ratio (ONNX Runtime), requantized into the output's own `out`.
 class QGlobalAvgPoolLayer : public QuantLayerBase {
  public:
   QGlobalAvgPoolLayer(const Shape& in, DType dtype, int32_t zero_point, KernelBackend backend = KernelBackend::reference);
+  QGlobalAvgPoolLayer(const Shape& in, DType dtype, ActQParams input, ActQParams out,
+                      KernelBackend backend = KernelBackend::reference);  // scale_ratio
   std::string kind() const override { return "qglobal_avg_pool"; }
+  bool own_qparams() const { return p_.rule == QAvgPoolRule::scale_ratio; }  // an activation point of its own
   std::string describe() const override;
   Shape output_shape() const override { return {in_[0]}; }
   Tensor forward(RunContext& ctx, const Tensor& x) override;
@@ -155,6 +159,7 @@ class QResidualLayer : public QuantLayerBase {
   void refresh() override;
   void collect(const std::string& prefix, bool buffers, std::vector<std::pair<std::string, Param*>>& out) override;
   Sequential& main() { return *main_; }
+  const QResidualSpec& spec() const { return spec_; }
   // forward with the main path computed by `run_main` (the report's walker: it sees inside).
   template <typename F>
   Tensor forward_with(RunContext& ctx, const Tensor& x, F&& run_main) {

@@ -28,7 +28,8 @@ double sqnr(const Tensor& ref, const Tensor& got) {
 namespace {
 
 // Runs the int8 network on x, appending each point's integer activation in the PTQ's point order:
-// the quantized input, each qconv/qdense output, a residual's inner points then its own output.
+// the quantized input, each qconv/qdense output, a residual's inner points then its own output, a
+// global average pool's output where it has its own scale (ORT).
 Tensor walk(Sequential& seq, Tensor x, RunContext& ctx, std::vector<Tensor>& acts, std::vector<Layer*>* by) {
   for (std::size_t i = 0; i < seq.size(); ++i) {
     Layer& l = seq.layer(i);
@@ -40,7 +41,8 @@ Tensor walk(Sequential& seq, Tensor x, RunContext& ctx, std::vector<Tensor>& act
     }
     x = l.forward(ctx, x);
     const std::string k = l.kind();
-    if (k == "quantize" || k == "qconv2d" || k == "qdense") {
+    auto* gap = dynamic_cast<QGlobalAvgPoolLayer*>(&l);
+    if (k == "quantize" || k == "qconv2d" || k == "qdense" || (gap && gap->own_qparams())) {
       acts.push_back(x);
       if (by) by->push_back(&l);
     }

@@ -78,9 +78,21 @@ QuantScheme QuantScheme::from_policy(const Policy& p) {
   s.relu_fused = p.quant_relu == QuantRelu::fused;
   s.add_name = p.get("quant_add");
   s.avg_pool_name = p.get("quant_avg_pool");
-  s.add_implemented = p.quant_add == QuantAdd::fixed_point_shift || p.quant_add == QuantAdd::float_fma_tail64;
-  s.add_rule = p.quant_add == QuantAdd::float_fma_tail64 ? QAddRule::float_fma_tail64 : QAddRule::fixed_point_shift;
-  s.avg_pool_implemented = p.quant_avg_pool == QuantAvgPool::float_reciprocal;
+  s.add_implemented = p.quant_add != QuantAdd::tflite_fixed_point;
+  switch (p.quant_add) {
+    case QuantAdd::fixed_point_shift: s.add_rule = QAddRule::fixed_point_shift; break;
+    case QuantAdd::float_fma_tail64: s.add_rule = QAddRule::float_fma_tail64; break;
+    case QuantAdd::ort_qlinear_add:
+      // MLAS's AVX2 QLinearAdd; an int8 QDQ graph runs as uint8 + 128 on x86 (QDQS8ToU8Transformer in
+      // ORT's default session): the same formula on shifted integers (docs/QUANT_SOURCES.md S2.5)
+      s.add_rule = QAddRule::float_ratio_fma;
+      s.add_offset = i8 ? 128 : 0;
+      break;
+    case QuantAdd::tflite_fixed_point: break;  // refused by the PTQ driver (not implemented)
+  }
+  s.avg_pool_implemented = p.quant_avg_pool != QuantAvgPool::tflite_rounded_division;
+  s.avg_pool_rule = p.quant_avg_pool == QuantAvgPool::ort_qlinear_global_avg_pool ? QAvgPoolRule::scale_ratio
+                                                                                 : QAvgPoolRule::shared_qparams;
   return s;
 }
 

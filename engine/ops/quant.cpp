@@ -30,8 +30,30 @@ const char* qadd_rule_name(QAddRule r) {
   switch (r) {
     case QAddRule::fixed_point_shift: return "fixed_point_shift";
     case QAddRule::float_fma_tail64: return "float_fma_tail64";
+    case QAddRule::float_ratio_fma: return "float_ratio_fma";
   }
   return "?";
+}
+
+const char* qavg_pool_rule_name(QAvgPoolRule r) {
+  switch (r) {
+    case QAvgPoolRule::shared_qparams: return "shared_qparams";
+    case QAvgPoolRule::scale_ratio: return "scale_ratio";
+  }
+  return "?";
+}
+
+float QGlobalAvgPoolParams::multiplier() const {
+  const int64_t count = h * w;
+  check(count > 0 && count < (int64_t{1} << 23), "qglobal_avg_pool: ", count, " values per channel");
+  if (rule == QAvgPoolRule::shared_qparams) return 1.0f / static_cast<float>(count);
+  for (float sc : {in_scale, out_scale})
+    check(std::isfinite(sc) && sc > 0, "qglobal_avg_pool: scale ", sc, " is not finite and positive");
+  // MLAS CheckQLinearGlobalAveragePoolScaleAndSize: the float32 product, then the division
+  const float m = in_scale / (out_scale * static_cast<float>(count));
+  check(m >= 0x1.0p-32f && m < 256.0f, "qglobal_avg_pool: multiplier s_in/(s_out*N) = ", in_scale, "/(", out_scale,
+        "*", count, ") = ", m, " outside ONNX Runtime's [2^-32, 256)");
+  return m;
 }
 
 void QAddParams::resolve() {
@@ -39,6 +61,16 @@ void QAddParams::resolve() {
     check(std::isfinite(sc) && sc > 0, "qadd: scale ", sc, " is not finite and positive");
   check(dtype == DType::u8 || dtype == DType::i8, "qadd: dtype ", dtype_name(dtype), " (int8 or uint8)");
   check(lo <= hi, "qadd: clamp [", lo, ", ", hi, "] is empty");
+  check(offset == 0 || (rule == QAddRule::float_ratio_fma && offset == 128 && dtype == DType::i8), "qadd: offset ",
+        offset, " (128 for int8 under float_ratio_fma, else 0)");
+  if (rule == QAddRule::float_ratio_fma) {
+    // MLAS qladd_avx2.cpp: the ratios, then the fixed part as ORT's build contracts it
+    a_ratio = a_scale / y_scale;
+    b_ratio = b_scale / y_scale;
+    const float zb_term = b_ratio * static_cast<float>(b_zero_point + offset);
+    fixed = static_cast<float>(y_zero_point + offset) - std::fma(a_ratio, static_cast<float>(a_zero_point + offset), zb_term);
+    return;
+  }
   if (rule != QAddRule::fixed_point_shift) return;
   // pytorch_qnnp_compute_add_quantization_params (qnnpack requantization.h)
   const float ra = a_scale / y_scale, rb = b_scale / y_scale;

@@ -251,6 +251,15 @@ enum class QAddRule {
   // elements of the tensor in its memory order, channels-last for a converted model: see
   // QAddParams::nhwc); y = round_half_even((d_a + d_b) * (1/s_y)) + zy.
   float_fma_tail64,
+  // ONNX Runtime's QLinearAdd as its x86-64 build runs it with AVX2 (MLAS qladd_avx2.cpp, ORT 1.23,
+  // ran: docs/QUANT_SOURCES.md S2.5): ratios r_a = s_a/s_y, r_b = s_b/s_y in float32; one fixed part
+  // F = float(zy) - fmaf(r_a, float(za), r_b*float(zb)) (the compiler contracts r_a*za + r_b*zb into
+  // that fma); per element v = fmaf(float(a), r_a, fmaf(float(b), r_b, F)) on the STORED integers
+  // (b's term first); y = saturate(round_half_even(v)) (cvtps2dq, then the int16 and int8/uint8
+  // saturating packs; |v| >= 2^31 converts to INT32_MIN and saturates low). Every stored integer and
+  // zero point is first shifted by QAddParams::offset (ORT on x86 runs an int8 QDQ graph as uint8 +
+  // 128), which changes the float roundings, not the real values.
+  float_ratio_fma,
 };
 const char* qadd_rule_name(QAddRule r);
 
@@ -263,18 +272,38 @@ struct QAddParams {
   // float_fma_tail64: which elements are in the scalar tail is decided in channels-last order of a
   // (N,C,H,W) tensor (the memory order PyTorch's quantized conv outputs have); {0,0,0,0}: flat order.
   int64_t n = 0, c = 0, h = 0, w = 0;
+  // float_ratio_fma: added to a, b and every zero point before the float formula, taken off after
+  // (128 for int8 values that ONNX Runtime's x86 graph rewrite runs as uint8; 0 otherwise)
+  int32_t offset = 0;
   // fixed_point_shift: derived by resolve()
   int32_t a_mult = 0, b_mult = 0, shift = 0;
+  // float_ratio_fma: derived by resolve()
+  float a_ratio = 0, b_ratio = 0, fixed = 0;
   void resolve();  // computes the fixed-point multipliers and checks every field (throws naming it)
 };
 
-// Average over all of H*W per channel (global average pooling), the output sharing the input's
-// scale and zero point (PyTorch adaptive_avg_pool2d on channels-last input, both engines):
-// y = round_half_even(float(sum(q) - N*zp) * (1.0f/N)) + zp, N = H*W.
+// Average over all of H*W per channel (global average pooling): with acc = sum(q) - N*zp in int32
+// (exact), N = H*W, y = clamp(round_half_even(float(acc) * M) + zp_out) to the type's range.
+enum class QAvgPoolRule {
+  // PyTorch adaptive_avg_pool2d on channels-last input, both engines: the output keeps the input's
+  // scale and zero point, M = 1.0f/N (float32).
+  shared_qparams,
+  // ONNX Runtime QLinearGlobalAveragePool (MLAS qlgavgpool.cpp, ORT 1.23, ran: docs/QUANT_SOURCES.md
+  // S2.5): the output has its own scale and zero point, M = s_in / (s_out * float(N)) in float32
+  // (MLAS refuses M outside [2^-32, 256) and N >= 2^24: so does validate()).
+  scale_ratio,
+};
+const char* qavg_pool_rule_name(QAvgPoolRule r);
+
 struct QGlobalAvgPoolParams {
   int64_t n = 1, c = 1, h = 1, w = 1;
-  int32_t zero_point = 0;
+  int32_t zero_point = 0;  // the input's
   DType dtype = DType::u8;
+  QAvgPoolRule rule = QAvgPoolRule::shared_qparams;
+  float in_scale = 1, out_scale = 1;  // scale_ratio only
+  int32_t out_zero_point = 0;         // scale_ratio only (shared_qparams: zero_point)
+  float multiplier() const;           // M of the rule (checks the scales; throws naming them)
+  int32_t output_zero_point() const { return rule == QAvgPoolRule::shared_qparams ? zero_point : out_zero_point; }
 };
 
 using QAddFn = void (*)(const QAddParams&, const Tensor& a, const Tensor& b, Tensor& y);

@@ -721,7 +721,9 @@ void dequantize_forward_fast(const QuantizeParams& p, const Tensor& q, Tensor& x
 // fewer than 64 elements: computed first into a small buffer (so that y may alias a or b), the
 // whole tensor then run with the body's formula, and the tail written over it.
 
-bool qadd_supports(const QAddParams& p, DType dt) { return dt == p.dtype && is_q8(p.dtype); }
+bool qadd_supports(const QAddParams& p, DType dt) {
+  return dt == p.dtype && is_q8(p.dtype) && p.rule != QAddRule::float_ratio_fma;  // that one: the reference
+}
 
 // The resolved numbers of one add, loop-invariant locals (stores through T* may alias a struct).
 struct QAddConsts {
@@ -864,6 +866,7 @@ void qadd_fast_t(const QAddParams& p, const T* a, const T* b, int64_t numel, T* 
 void qadd_forward_fast(const QAddParams& p0, const Tensor& a, const Tensor& b, Tensor& y) {
   QAddParams p = p0;
   p.resolve();
+  check(p.rule != QAddRule::float_ratio_fma, "qadd fast: rule float_ratio_fma is the reference kernel's only");
   if (!(a.shape() == b.shape() && y.shape() == a.shape()))  // (check() would format the shapes on every call)
     fail("qadd: shapes ", shape_str(a.shape()), ", ", shape_str(b.shape()), " -> ", shape_str(y.shape()),
          " must agree");
@@ -905,13 +908,14 @@ template <typename T>
 void qgap_fast_t(const QGlobalAvgPoolParams& p, const T* x, T* y) {
   const int64_t count = p.h * p.w, planes = p.n * p.c;
   const int32_t qmin = std::numeric_limits<T>::min(), qmax = std::numeric_limits<T>::max(), zp = p.zero_point;
-  const float inv = 1.0f / static_cast<float>(count);
+  const float inv = p.multiplier();
+  const int32_t zo = p.output_zero_point();
   const int64_t zsum = count * zp;
 #pragma omp parallel for schedule(static) if (planes * count > kChunk)
   for (int64_t nc = 0; nc < planes; ++nc) {
     const int64_t acc = plane_sum(x + nc * count, count);
     const float v = static_cast<float>(acc - zsum) * inv;
-    const int64_t q = static_cast<int64_t>(round_with(v, RoundRule::half_even)) + zp;
+    const int64_t q = static_cast<int64_t>(round_with(v, RoundRule::half_even)) + zo;
     y[nc] = static_cast<T>(q < qmin ? qmin : (q > qmax ? qmax : q));
   }
 }

@@ -428,9 +428,12 @@ TEST(QGlobalAvgPoolFast, EqualsReferenceByteForByte) {
   uint64_t seed = 1500;
   for (const Case& cs : cases)
     for (DType t : {DType::u8, DType::i8})
-      for (int32_t zp : {type_min(t), type_max(t), t == DType::u8 ? 113 : -3}) {
+      for (int32_t zp : {type_min(t), type_max(t), t == DType::u8 ? 113 : -3})
+      for (QAvgPoolRule rule : {QAvgPoolRule::shared_qparams, QAvgPoolRule::scale_ratio}) {
         QGlobalAvgPoolParams p;
         p.n = cs.n, p.c = cs.c, p.h = cs.h, p.w = cs.w, p.zero_point = zp, p.dtype = t;
+        // ORT's own output scale and zero point: M = 0.05/(0.0123*N) (a ratio of about 4/N, inexact)
+        p.rule = rule, p.in_scale = 0.05f, p.out_scale = 0.0123f, p.out_zero_point = t == DType::u8 ? 7 : -9;
         const Tensor x = random_int({cs.n, cs.c, cs.h, cs.w}, t, ++seed, type_min(t), type_max(t));
         Tensor r({cs.n, cs.c}, t), y1({cs.n, cs.c}, t), y3({cs.n, cs.c}, t);
         ASSERT_TRUE(fast.supports(p, t));
@@ -441,7 +444,7 @@ TEST(QGlobalAvgPoolFast, EqualsReferenceByteForByte) {
         fast.forward(p, x, y3);
         omp_set_num_threads(saved);
         ASSERT_TRUE(bitwise_equal(y1, r)) << cs.n << "x" << cs.c << "x" << cs.h << "x" << cs.w << " " << dtype_name(t)
-                                          << " zp " << zp;
+                                          << " zp " << zp << " " << qavg_pool_rule_name(rule);
         ASSERT_TRUE(bitwise_equal(y3, r)) << "3 threads";
       }
 }

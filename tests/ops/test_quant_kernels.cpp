@@ -2,8 +2,9 @@
 // computed by hand (each case's comment shows the arithmetic): every rounding rule at its ties,
 // both signs; TFLite's QuantizeMultiplier at its edges (a mantissa that rounds up to 2^31,
 // multipliers below 2^-31, shifts beyond 30/31); gemmlowp's fixed-point multiply with double and
-// single rounding; the float requantization; quantize by division vs by the reciprocal; and the
-// quantized conv, dense and max pool on tiny inputs.
+// single rounding; the float requantization; quantize by division vs by the reciprocal; the
+// quantized conv, dense and max pool on tiny inputs; ONNX Runtime's QLinearAdd (float ratios, fma,
+// the uint8 offset) and global average pooling (own output scale) at their ties.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -280,6 +281,107 @@ TEST(QuantConv, AccumulatorBoundIsCheckedAtValidation) {
   EXPECT_THROW(p.validate(), Error);  // 70000 * 255 * 128 > 2^31
   p.g.c = 60000;
   EXPECT_NO_THROW(p.validate());
+}
+
+// ONNX Runtime's QLinearAdd (QAddRule::float_ratio_fma), hand-computed: one int8 element per case.
+int8_t ort_add(float sa, int32_t za, int8_t a, float sb, int32_t zb, int8_t b, float sy, int32_t zy, int32_t offset = 0) {
+  QAddParams p;
+  p.rule = QAddRule::float_ratio_fma;
+  p.dtype = DType::i8;
+  p.lo = -128, p.hi = 127;
+  p.a_scale = sa, p.b_scale = sb, p.y_scale = sy;
+  p.a_zero_point = za, p.b_zero_point = zb, p.y_zero_point = zy;
+  p.offset = offset;
+  Tensor ta = Tensor::from<int8_t>({1}, {a}), tb = Tensor::from<int8_t>({1}, {b}), ty({1}, DType::i8);
+  qadd_forward_ref(p, ta, tb, ty);
+  return ty.data<int8_t>()[0];
+}
+
+TEST(QuantAdd, OrtRatioFmaTiesHalfEvenBothSignsAndSaturation) {
+  // ratios 0.5 and 0.25 (s_y = 1), zero points 0: exact arithmetic, v = 0.5 a + 0.25 b
+  EXPECT_EQ(ort_add(0.5f, 0, 1, 0.25f, 0, 0, 1.f, 0), 0);     // 0.5 -> 0
+  EXPECT_EQ(ort_add(0.5f, 0, 3, 0.25f, 0, 0, 1.f, 0), 2);     // 1.5 -> 2
+  EXPECT_EQ(ort_add(0.5f, 0, -1, 0.25f, 0, 0, 1.f, 0), 0);    // -0.5 -> 0
+  EXPECT_EQ(ort_add(0.5f, 0, -3, 0.25f, 0, 0, 1.f, 0), -2);   // -1.5 -> -2
+  EXPECT_EQ(ort_add(0.5f, 0, 2, 0.25f, 0, 2, 1.f, 0), 2);     // 1 + 0.5 = 1.5 -> 2
+  EXPECT_EQ(ort_add(0.5f, 0, 0, 0.25f, 0, 10, 1.f, 0), 2);    // 2.5 -> 2
+  // zero points enter through the fixed part F = zy - fma(r_a, za, r_b*zb) = 5 - (0.5*3 + 0.25*(-2)) = 4:
+  // a = 4, b = 0: 0.25*0 + 4 = 4, then 0.5*4 + 4 = 6
+  EXPECT_EQ(ort_add(0.5f, 3, 4, 0.25f, -2, 0, 1.f, 5), 6);
+  // saturation: 2*127 + 2*127 = 508 -> 127; 2*(-128)*2 = -512 -> -128
+  EXPECT_EQ(ort_add(1.f, 0, 127, 1.f, 0, 127, 0.5f, 0), 127);
+  EXPECT_EQ(ort_add(1.f, 0, -128, 1.f, 0, -128, 0.5f, 0), -128);
+  // |v| >= 2^31: cvtps2dq gives INT32_MIN, which the packs saturate LOW: 127 * 2^30 -> -128, not 127
+  EXPECT_EQ(ort_add(1.f, 0, 127, 1.f, 0, 0, 0x1p-30f, 0), -128);
+}
+
+TEST(QuantAdd, OrtRatioFmaRoundsOnceWhereOrtsBinaryFuses) {
+  // Per element, fmaf(a, r_a, t): r_a = 1 + 2^-23, a = 5, t = F = -(4.5 + 2^-21) (from s_b = 4.5 + 2^-21,
+  // zb = 1, b = 0: F = 0 - fma(r_a, 0, r_b * 1)). Exact 5 + 5*2^-23 - 4.5 - 4*2^-23 = 0.5 + 2^-23 -> 1;
+  // a separate multiply would round 5 + 5*2^-23 to 5 + 2^-21 first: exactly 0.5 -> 0.
+  EXPECT_EQ(ort_add(1.f + 0x1p-23f, 0, 5, 4.5f + 0x1p-21f, 1, 0, 1.f, 0), 1);
+  // The fixed part: r_a*za + r_b*zb contracted, fma(r_a, za, r_b*zb) with r_a = 1 + 2^-23, za = 5,
+  // r_b = 4.5 + 2^-21, zb = -1: -(4.5 + 2^-21) + 5 + 5*2^-23 = 0.5 + 2^-23 (one rounding, exact),
+  // F = -(0.5 + 2^-23); a = b = 0: v = F -> -1. Uncontracted, 5 + 2^-21 - 4.5 - 2^-21 = 0.5: F = -0.5 -> 0.
+  EXPECT_EQ(ort_add(1.f + 0x1p-23f, 5, 0, 4.5f + 0x1p-21f, -1, 0, 1.f, 0), -1);
+}
+
+TEST(QuantAdd, OrtRatioFmaOffsetShiftsTheRoundings) {
+  // r_a = 0.5 + 3*2^-24, r_b = 0.25, zero points 0, a = 1, b = -16: real value -3.4999998 (exact: -3).
+  // offset 0: F = 0, t = fma(-16, 0.25, 0) = -4, fma(1, r_a, -4) = -3.5 + 3*2^-24 rounds (ulp 2^-22
+  // there) to -3.5 + 2^-22 -> -3.
+  EXPECT_EQ(ort_add(0.5f + 0x1p-24f * 3, 0, 1, 0.25f, 0, -16, 1.f, 0), -3);
+  // offset 128 (ORT's uint8 run of an int8 graph): F = 128 - fma(r_a, 128, 0.25*128) = 128 - (96 + 3*2^-17)
+  // = 32 - 3*2^-17; t = fma(112, 0.25, F) = 60 - 3*2^-17; fma(129, r_a, t) = 124.5 + 3*2^-24, which rounds
+  // (ulp 2^-17 at 124) to 124.5 -> 124, minus 128: -4.
+  EXPECT_EQ(ort_add(0.5f + 0x1p-24f * 3, 0, 1, 0.25f, 0, -16, 1.f, 0, 128), -4);
+  // an offset is only ORT's 128 on int8
+  QAddParams p;
+  p.rule = QAddRule::float_ratio_fma;
+  p.dtype = DType::i8;
+  p.lo = -128, p.hi = 127;
+  p.offset = 64;
+  EXPECT_THROW(p.resolve(), Error);
+}
+
+TEST(QuantGlobalAvgPool, OrtScaleRatioOwnZeroPointTiesBothSigns) {
+  // int8, 2x2 planes (N = 4), s_in = s_out = 1: M = 1/(1*4) = 0.25; zp_in = 1, zp_out = -3.
+  QGlobalAvgPoolParams p;
+  p.n = 1, p.c = 5, p.h = p.w = 2;
+  p.dtype = DType::i8;
+  p.rule = QAvgPoolRule::scale_ratio;
+  p.zero_point = 1, p.out_zero_point = -3;
+  Tensor x = Tensor::from<int8_t>({1, 5, 2, 2}, {1, 1, 2, 2,  2, 2, 3, 3,  0, 0, 1, 1,  -1, -1, 0, 0,  3, 3, 4, 4});
+  Tensor y({1, 5}, DType::i8);
+  qglobal_avg_pool_forward_ref(p, x, y);
+  // sums 6, 10, 2, -2, 14; acc = sum - 4: 2, 6, -2, -6, 10; * 0.25 = 0.5, 1.5, -0.5, -1.5, 2.5
+  // -> half even 0, 2, 0, -2, 2; + (-3)
+  EXPECT_EQ(std::vector<double>({y.at(0), y.at(1), y.at(2), y.at(3), y.at(4)}),
+            std::vector<double>({-3, -1, -3, -5, -1}));
+  // the output scale: s_out = 1/64 makes M = 1/((1/64)*4) = 16: acc 10 -> 160 - 3 = 157, saturates at 127;
+  // acc -6 -> -96 - 3 = -99; with zp_out = -100, -96 - 100 = -196 saturates at -128
+  p.out_scale = 1.f / 64;
+  qglobal_avg_pool_forward_ref(p, x, y);
+  EXPECT_EQ(y.at(4), 127);
+  EXPECT_EQ(y.at(3), -99);
+  p.out_zero_point = -100;
+  qglobal_avg_pool_forward_ref(p, x, y);
+  EXPECT_EQ(y.at(3), -128);
+  EXPECT_EQ(y.at(4), 60);  // 160 - 100
+}
+
+TEST(QuantGlobalAvgPool, OrtMultiplierIsProductFirstAndRangeChecked) {
+  QGlobalAvgPoolParams p;
+  p.h = p.w = 7;
+  p.rule = QAvgPoolRule::scale_ratio;
+  p.in_scale = 0.01f, p.out_scale = 0.013f;
+  // MLAS: s_in / (s_out * float(N)); the other order differs by an ulp for these scales
+  EXPECT_EQ(p.multiplier(), 0.01f / (0.013f * 49.f));
+  EXPECT_NE(p.multiplier(), 0.01f / 49.f / 0.013f);
+  p.out_scale = 0.01f / (49.f * 300.f);  // M = 300 >= 256: MLAS refuses, so does this
+  EXPECT_THROW(p.multiplier(), Error);
+  p.rule = QAvgPoolRule::shared_qparams;  // PyTorch: 1.0f/N whatever the scales
+  EXPECT_EQ(p.multiplier(), 1.0f / 49.f);
 }
 
 }  // namespace

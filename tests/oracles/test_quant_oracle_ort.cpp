@@ -34,6 +34,7 @@
 #include "models/models.h"
 #include "quant/ptq.h"
 #include "quant/qlayers.h"
+#include "quant/report.h"
 #include "tests/oracles/oracle_util.h"
 
 namespace driftlab {
@@ -88,6 +89,27 @@ const std::vector<OrtCase> kCases = {
 };
 
 Model fp32_model(const std::string& arch) { return build_model(arch, Policy::torch(), 7); }
+
+// ResNet-20 (identity and option-A shortcuts, residual adds with the ReLU fused, global average
+// pooling with its own output scale): the torch oracle's random BatchNorm state and inputs
+// (test_quant_oracle_torch.cpp), int8 (quantize_static's default) and uint8 activations.
+const std::vector<OrtCase> kResnetCases = {
+    {"resnet20", "resnet20", "torch,quant_scheme=ort"},
+    {"resnet20_u8", "resnet20", "torch,quant_scheme=ort,quant_act_dtype=uint8"},
+};
+constexpr int kResnetCalibBatches = 4, kResnetCalibRows = 8, kResnetTestRows = 6;
+Model resnet_model() { return oracle::model_with_random_state("resnet20", Policy::torch(), 7); }
+Tensor resnet_input() { return random_tensor({kResnetTestRows, 3, 32, 32}, DType::f32, 398, -1.0, 1.0); }
+quant::PtqResult quantize_resnet(Model& m, const std::string& scheme) {
+  Tensor calib({kResnetCalibBatches * kResnetCalibRows, 3, 32, 32}, DType::f32);
+  for (int k = 0; k < kResnetCalibBatches; ++k) {
+    const Tensor b = random_tensor({kResnetCalibRows, 3, 32, 32}, DType::f32, 310 + k, -1.0, 1.0);
+    std::copy_n(b.data<float>(), b.numel(), calib.data<float>() + k * b.numel());
+  }
+  quant::PtqOptions o;
+  o.calib_batch = kResnetCalibRows;
+  return quant::quantize_model(m, Policy::parse(scheme), calib, o);
+}
 Tensor calib_batch(int k) { return random_tensor({kCalibRows, 1, 28, 28}, DType::f32, 300 + k, 0.0, 1.0); }
 Tensor test_input() { return random_tensor({kTestRows, 1, 28, 28}, DType::f32, 399, 0.0, 1.0); }
 
@@ -223,6 +245,80 @@ void fill(CaseDir& d) {
   }
 }
 
+// The quantized net as make_models.py's layer list, recursively (residual blocks hold their main
+// path). Weighted layers' numbers come from the int8 layers' buffers; `k` numbers their files.
+json describe_layers(CaseDir& d, const std::string& name, Sequential& qnet, int& k) {
+  json layers = json::array();
+  for (std::size_t i = 0; i < qnet.size(); ++i) {
+    Layer& l = qnet.layer(i);
+    const std::string kind = l.kind();
+    if (kind == "quantize" || kind == "dequantize") continue;  // the graph's own QuantizeLinear ends
+    if (kind == "qconv2d" || kind == "qdense") {
+      const std::string ks = std::to_string(k++);
+      json j = {{"op", kind == "qconv2d" ? "conv" : "dense"},
+                {"w", d.input(name, "w" + ks, buffer_of(l, "weight"))},
+                {"ws", d.input(name, "ws" + ks, buffer_of(l, "weight_scale"))},
+                {"in_scale", d.input(name, "in_scale" + ks, buffer_of(l, "in_scale"))},
+                {"out_scale", d.input(name, "out_scale" + ks, buffer_of(l, "out_scale"))},
+                {"out_zp", static_cast<int>(buffer_of(l, "out_zero_point").at(0))},
+                {"relu", false}};  // a fused ReLU is the zero point's clamp (no qdq_relu variant here)
+      const Tensor b = buffer_of(l, "bias");
+      if (b.defined()) j["b"] = d.input(name, "b" + ks, b);
+      if (kind == "qconv2d") {
+        const Conv2dParams& g = static_cast<quant::QConv2dLayer&>(l).op_params().g;
+        j["pads"] = {g.pad_t, g.pad_l, g.pad_b, g.pad_r};
+        j["strides"] = {g.stride_h, g.stride_w};
+        j["dilations"] = {g.dil_h, g.dil_w};
+      }
+      layers.push_back(j);
+    } else if (auto* r = dynamic_cast<quant::QResidualLayer*>(&l)) {
+      const quant::QResidualSpec& sp = r->spec();
+      const std::string ks = "r" + std::to_string(k);
+      const int64_t cin = r->main().input_shape().at(0), cout = r->output_shape().at(0);
+      json j = {{"op", "residual"}, {"option_a", sp.option_a}, {"stride", sp.stride}, {"pad_before", sp.pad_before},
+                {"pad_after", cout - cin - sp.pad_before}, {"relu", sp.relu}};
+      j["main"] = describe_layers(d, name, r->main(), k);
+      j["out_scale"] = d.input(name, "out_scale" + ks, buffer_of(l, "out_scale"));
+      j["out_zp"] = static_cast<int>(buffer_of(l, "out_zero_point").at(0));
+      layers.push_back(j);
+    } else if (kind == "qglobal_avg_pool") {
+      layers.push_back({{"op", "gap"},
+                        {"out_scale", d.input(name, "gap_scale", buffer_of(l, "out_scale"))},
+                        {"out_zp", static_cast<int>(buffer_of(l, "out_zero_point").at(0))}});
+    } else if (kind == "flatten") {
+      layers.push_back({{"op", "flatten"}});
+    } else {
+      ADD_FAILURE() << name << ": quantized layer " << i << " (" << kind << ") has no ONNX form in this oracle";
+    }
+  }
+  return layers;
+}
+
+void fill_resnet(CaseDir& d) {
+  for (const OrtCase& c : kResnetCases) {
+    Model m = resnet_model();
+    quant::PtqResult r = quantize_resnet(m, c.scheme);
+    const quant::QuantScheme s = quant::QuantScheme::from_policy(Policy::parse(c.scheme));
+    Sequential& qnet = *r.model.net;
+    json input;
+    for (std::size_t i = 0; i < qnet.size(); ++i)
+      if (qnet.layer(i).kind() == "quantize")
+        input = {{"scale", d.input(c.name, "in_scale", buffer_of(qnet.layer(i), "scale"))},
+                 {"zp", static_cast<int>(buffer_of(qnet.layer(i), "zero_point").at(0))}};
+    int k = 0;
+    const json layers = describe_layers(d, c.name, qnet, k);
+    const Tensor x = resnet_input();
+    d.add_case({{"name", c.name},
+                {"kind", "model"},
+                {"x", d.input(c.name, "x", x)},
+                {"shape", x.shape()},
+                {"act_dtype", s.act_dtype == DType::i8 ? "int8" : "uint8"},
+                {"input", input},
+                {"layers", layers},
+                {"keep_relu_variant", false}});
+  }
+}
+
 // ---------------------------------------------------------------------------------------------
 // Crafted requantization probe (the method of docs/QUANT_SOURCES.md S2): LeNet's data cannot tell
 // M = f32(f32(s_in*s_w)/s_out) from the double or reciprocal forms (RequantKnobsOffOrtsFormulaAreSeen
@@ -312,6 +408,7 @@ const CaseDir& ort_run() {
   static const CaseDir d(ort_oracle(), "ort_quant", [](CaseDir& dir) {
     fill(dir);
     fill_probes(dir);
+    fill_resnet(dir);
   });
   return d;
 }
@@ -439,6 +536,64 @@ TEST(OrtQuantPtq, LenetIntegerOutputsAndLogitsMatchOnnxRuntime) {
       line << " logits " << diff_summary(logits, run.out(arch, key + "logits"), ys.back().scale, &n);
       total += n;
       std::cout << line.str() << "\n";
+      if (rr.exact) {
+        EXPECT_EQ(total, 0) << line.str();
+      }
+    }
+  }
+}
+
+// ResNet-20 under the ort scheme against ONNX Runtime, every activation point (19 convs, 9 residual
+// adds, the global average pool, the fc) and the logits. Exact (tolerance 0) for uint8 activations,
+// where ORT fuses every node (QLinearConv x19, QLinearAdd x9, QLinearGlobalAveragePool, QGemm) at
+// every level. The int8 runs are information only: at 'all' on x86 a block output (one Q, two DQ
+// consumers) is left int8 by QDQS8ToU8Transformer, so the convs reading it and all 9 adds run in
+// float (DQ -> Conv/Add -> Q; the optimized graph lists Conv x10, Add x9), another formula; at all_s8
+// and in the QOperator model the int8 QLinearAdd runs unshifted, while quant_add=ort_qlinear_add
+// models the uint8 + 128 run (docs/QUANT_SOURCES.md S2.5: the probe that separates these).
+TEST(OrtQuantPtq, Resnet20EveryPointAndLogitsMatchOnnxRuntime) {
+  ORACLE_GROUP(run, ort_run);
+  {  // which kernels ORT ran on the whole models (QLinearConv, QLinearAdd, QLinearGlobalAveragePool, QGemm)
+    std::istringstream log(run.log());
+    for (std::string line; std::getline(log, line);)
+      if (line.find("resnet20") != std::string::npos && line.find("logits") != std::string::npos) std::cout << line << "\n";
+  }
+  for (const OrtCase& c : kResnetCases) {
+    SCOPED_TRACE(c.name);
+    Model m = resnet_model();
+    quant::PtqResult r = quantize_resnet(m, c.scheme);
+    const bool u8 = c.name.find("_u8") != std::string::npos;
+    std::vector<Layer*> by;
+    const std::vector<Tensor> acts = quant::int8_activations(r.model, resnet_input(), &by);
+    ASSERT_EQ(acts.size(), r.points.size());
+    ExecContext exec;
+    RunContext ctx = RunContext::inference(exec);
+    const Tensor logits = r.model.forward(ctx, resnet_input());
+    struct Run {
+      const char* variant;
+      const char* level;
+      bool exact;
+    };
+    const Run runs[] = {{"qdq", "all", u8},           {"qdq", "all_s8", u8},  {"qop", "all", u8},
+                        {"qop", "disabled", u8},      {"qdq", "disabled", false}};
+    for (const Run& rr : runs) {
+      const std::string key = std::string(rr.variant) + "." + rr.level + ".";
+      const bool dequantized = std::string(rr.variant) != "qop";
+      int64_t total = 0, numel = 0, n = 0;
+      std::ostringstream line, detail;
+      line << c.name << " " << rr.variant << " (" << rr.level << (rr.exact ? "" : ", information only") << "):";
+      for (std::size_t i = 1; i < acts.size(); ++i) {
+        Tensor ref = run.out(c.name, key + "y" + std::to_string(i - 1));
+        if (dequantized) ref = requantized(ref, r.points[i].q.scale, r.points[i].q.zero_point, acts[i].dtype());
+        const std::string sum = diff_summary(acts[i], ref, 1, &n);
+        if (n) detail << "  " << r.points[i].name << " (" << by[i]->kind() << "): " << sum << "\n";
+        total += n;
+        numel += acts[i].numel();
+      }
+      line << " " << total << " of " << numel << " integer outputs differ over " << acts.size() - 1 << " points;";
+      line << " logits " << diff_summary(logits, run.out(c.name, key + "logits"), r.points.back().q.scale, &n);
+      total += n;
+      std::cout << line.str() << "\n" << detail.str();
       if (rr.exact) {
         EXPECT_EQ(total, 0) << line.str();
       }

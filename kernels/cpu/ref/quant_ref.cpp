@@ -197,6 +197,19 @@ void qadd_ref_impl(const QAddParams& p0, const Tensor& a, const Tensor& b, Tenso
     for (int64_t i = 0; i < numel; ++i) {
       const int32_t qa = as[i] - p.a_zero_point, qb = bs[i] - p.b_zero_point;
       int64_t v;
+      if (p.rule == QAddRule::float_ratio_fma) {
+        // b's term first, then a's, each one fma; the stored integers (shifted by the offset)
+        const float t = std::fma(static_cast<float>(bs[i] + p.offset), p.b_ratio, p.fixed);
+        const float r = std::fma(static_cast<float>(as[i] + p.offset), p.a_ratio, t);
+        // cvtps2dq: round half even; |r| >= 2^31 (or NaN, impossible here) gives INT32_MIN
+        const bool fits = r >= -2147483648.0f && r < 2147483648.0f;
+        v = (fits ? static_cast<int64_t>(round_with(r, RoundRule::half_even)) : int64_t{INT32_MIN});
+        // the saturating packs: to the (shifted) type's range, then the shift taken off
+        const int64_t tlo = std::numeric_limits<T>::min() + p.offset, thi = std::numeric_limits<T>::max() + p.offset;
+        v = (v < tlo ? tlo : (v > thi ? thi : v)) - p.offset;
+        ys[i] = static_cast<T>(v < p.lo ? p.lo : (v > p.hi ? p.hi : v));
+        continue;
+      }
       if (p.rule == QAddRule::fixed_point_shift) {
         const int32_t acc = p.a_mult * qa + p.b_mult * qb;  // |acc| < 2^22 * 255 * 2: int32
         const int32_t mask = static_cast<int32_t>((int64_t{1} << p.shift) - 1);
@@ -230,18 +243,20 @@ void qgap_ref_impl(const QGlobalAvgPoolParams& p, const Tensor& x, Tensor& y) {
   check_tensor("qglobal_avg_pool", "input", x, {p.n, p.c, p.h, p.w}, p.dtype);
   check_tensor("qglobal_avg_pool", "output", y, {p.n, p.c}, p.dtype);
   const int64_t count = p.h * p.w;
-  check(count > 0 && count < (int64_t{1} << 23), "qglobal_avg_pool: ", count, " values per channel");
+  const float m = p.multiplier();  // checks count too
+  const int32_t zo = p.output_zero_point();
   dispatch_xy(p.dtype, p.dtype, "qglobal_avg_pool", [&](auto tag, auto) {
     using T = decltype(tag);
     const T* xs = x.data<T>();
     T* ys = y.data<T>();
     const int32_t qmin = std::numeric_limits<T>::min(), qmax = std::numeric_limits<T>::max();
-    const float inv = 1.0f / static_cast<float>(count);
     for (int64_t nc = 0; nc < p.n * p.c; ++nc) {
       int64_t acc = 0;
       for (int64_t i = 0; i < count; ++i) acc += xs[nc * count + i];
-      const float v = static_cast<float>(acc - count * p.zero_point) * inv;
-      int64_t q = static_cast<int64_t>(round_with(v, RoundRule::half_even)) + p.zero_point;
+      // |acc - N*zp| < 2^23 * 256: exact in float32 below 2^24 only when N < 2^16, as every caller's N
+      // is (an image plane); MLAS converts the same int32 the same way
+      const float v = static_cast<float>(acc - count * p.zero_point) * m;
+      int64_t q = static_cast<int64_t>(round_with(v, RoundRule::half_even)) + zo;
       ys[nc] = static_cast<T>(q < qmin ? qmin : (q > qmax ? qmax : q));
     }
   });

@@ -200,87 +200,207 @@ def layer_numbers(case, l, act_dtype):
     return w, w_scale, w_zp, b, s_in, s_out, zp_out, per_channel
 
 
-def write_qdq(c, case, keep_relu, stop=None):
-    """The QDQ graph, whole (output 'logits'), or up to weighted layer `stop` (output 'y<stop>': its
-    QuantizeLinear then DequantizeLinear, float). Only the dequantized value leaves the graph: a graph
-    output taken from an interior QuantizeLinear would keep that Q/DQ pair int8 and so block ORT's
-    fusion on x86 (QDQS8ToU8Transformer), which is not the deployed graph."""
-    dt = c['act_dtype']
-    g = Graph(c['name'] + ('.qdq_relu' if keep_relu else '.qdq'))
-    s0 = g.init('x_scale', case.file(c['input']['scale']).astype(np.float32).reshape(()))
-    z0 = g.init('x_zero_point', np.array(c['input']['zp'], dtype=np.dtype(dt)))
-    scale, zp = s0, z0
-    q = g.node('QuantizeLinear', ['x', s0, z0], 'x_quantized')
-    k = 0
-    for i, l in enumerate(c['layers']):
-        d = g.node('DequantizeLinear', [q, scale, zp])
-        if l['op'] in ('conv', 'dense'):
-            w, w_scale, w_zp, b, s_in, s_out, zp_out, per_channel = layer_numbers(case, l, dt)
-            ax = {'axis': 0} if per_channel else {}
-            wq = g.init('w%d_quantized' % k, w)
-            wd = g.node('DequantizeLinear', [wq, g.init('w%d_scale' % k, w_scale), g.init('w%d_zero_point' % k, w_zp)],
-                        **ax)
-            ins = [d, wd]
-            if b is not None:
-                # bias_scale = input_scale * weight_scale (float32), zero point 0 (int32)
-                bs = (s_in * w_scale).astype(np.float32)
-                bzp = np.zeros(bs.shape, np.int32) if per_channel else np.array(0, np.int32)
-                ins.append(g.node('DequantizeLinear', [g.init('b%d_quantized' % k, b), g.init('b%d_scale' % k, bs),
-                                                       g.init('b%d_zero_point' % k, bzp)], **ax))
-            if l['op'] == 'conv':
-                y = g.node('Conv', ins, **conv_attrs(l))
+class Stop(Exception):
+    """Raised by the writers when the point to stop at is written (its output already added)."""
+
+
+def count_points(layers):
+    """Activation points in driftlab's PTQ order: conv, dense, global average pool, and a residual's
+    inner points before its own output."""
+    n = 0
+    for l in layers:
+        if l['op'] == 'residual':
+            n += count_points(l['main']) + 1
+        elif l['op'] in ('conv', 'dense', 'gap'):
+            n += 1
+    return n
+
+
+def option_a(g, t, l, tag):
+    """ResNet option A on a float tensor: x[:, :, ::s, ::s], then zero channels before and after (the
+    fp32 graph's Slice and Pad, which quantize_static surrounds with the input's Q/DQ)."""
+    big = np.iinfo(np.int64).max
+    st = l['stride']
+    y = g.node('Slice', [t, g.init('sl_start_%s' % tag, np.array([0, 0], np.int64)),
+                         g.init('sl_end_%s' % tag, np.array([big, big], np.int64)),
+                         g.init('sl_axes_%s' % tag, np.array([2, 3], np.int64)),
+                         g.init('sl_steps_%s' % tag, np.array([st, st], np.int64))])
+    pads = np.array([0, l['pad_before'], 0, 0, 0, l['pad_after'], 0, 0], np.int64)
+    return y, pads
+
+
+class QdqWriter:
+    """The QDQ graph, whole (output 'logits'), or up to activation point `stop` (output 'y<stop>': its
+    QuantizeLinear then DequantizeLinear, float; a global average pool's flattened to (N, C)). Only the
+    dequantized value leaves the graph: a graph output taken from an interior QuantizeLinear would keep
+    that Q/DQ pair int8 and so block ORT's fusion on x86 (QDQS8ToU8Transformer), which is not the
+    deployed graph. Each consumer of a quantized tensor gets its own DequantizeLinear (as
+    quantize_static writes a residual block's two uses)."""
+
+    def __init__(self, c, case, keep_relu, stop):
+        self.c, self.case, self.keep_relu, self.stop = c, case, keep_relu, stop
+        self.dt = c['act_dtype']
+        self.g = Graph(c['name'] + ('.qdq_relu' if keep_relu else '.qdq'))
+        self.k = 0  # the next activation point
+        self.w = 0  # the next weighted layer's file index
+
+    def point(self, q, scale, zp, kind):
+        """kind: 'nchw' (a conv's or residual's output, rank 4), 'flat' (a dense output), 'gap' (a global
+        average pool's (N, C, 1, 1), flattened to (N, C) after the DequantizeLinear)."""
+        if self.k == self.stop:
+            name = 'y%d' % self.k
+            out = self.g.node('DequantizeLinear', [q, scale, zp], None if kind == 'gap' else name)
+            if kind == 'gap':
+                out = self.g.node('Reshape', [out, self.g.init('stop_shape', np.array([0, -1], np.int64))], name)
+            self.g.output(out, TensorProto.FLOAT, 4 if kind == 'nchw' else 2)
+            raise Stop()
+        self.k += 1
+
+    def layers(self, layers, q, scale, zp, prefix=''):
+        g, case, dt = self.g, self.case, self.dt
+        for i, l in enumerate(layers):
+            tag = '%s%d' % (prefix, i)
+            if l['op'] == 'residual':
+                mq, ms, mz = self.layers(l['main'], q, scale, zp, tag + '_')
+                sd = g.node('DequantizeLinear', [q, scale, zp])
+                if l['option_a']:
+                    y, pads = option_a(g, sd, l, tag)
+                    sq = g.node('QuantizeLinear', [y, scale, zp])
+                    y = g.node('Pad', [g.node('DequantizeLinear', [sq, scale, zp]), g.init('pads_%s' % tag, pads),
+                                       g.init('pad_value_%s' % tag, np.array(0, np.float32))], mode='constant')
+                    sd = g.node('DequantizeLinear', [g.node('QuantizeLinear', [y, scale, zp]), scale, zp])
+                y = g.node('Add', [g.node('DequantizeLinear', [mq, ms, mz]), sd])  # A = main, B = shortcut
+                if self.keep_relu and l['relu']:
+                    y = g.node('Relu', [y])
+                scale = g.init('r%s_scale' % tag, case.file(l['out_scale']).astype(np.float32).reshape(()))
+                zp = g.init('r%s_zero_point' % tag, np.array(l['out_zp'], dtype=np.dtype(dt)))
+                q = g.node('QuantizeLinear', [y, scale, zp])
+                self.point(q, scale, zp, 'nchw')
+                continue
+            d = g.node('DequantizeLinear', [q, scale, zp])
+            if l['op'] in ('conv', 'dense'):
+                k = self.w
+                self.w += 1
+                w, w_scale, w_zp, b, s_in, s_out, zp_out, per_channel = layer_numbers(case, l, dt)
+                ax = {'axis': 0} if per_channel else {}
+                wq = g.init('w%d_quantized' % k, w)
+                wd = g.node('DequantizeLinear', [wq, g.init('w%d_scale' % k, w_scale), g.init('w%d_zero_point' % k, w_zp)],
+                            **ax)
+                ins = [d, wd]
+                if b is not None:
+                    # bias_scale = input_scale * weight_scale (float32), zero point 0 (int32)
+                    bs = (s_in * w_scale).astype(np.float32)
+                    bzp = np.zeros(bs.shape, np.int32) if per_channel else np.array(0, np.int32)
+                    ins.append(g.node('DequantizeLinear', [g.init('b%d_quantized' % k, b), g.init('b%d_scale' % k, bs),
+                                                           g.init('b%d_zero_point' % k, bzp)], **ax))
+                y = g.node('Conv', ins, **conv_attrs(l)) if l['op'] == 'conv' else g.node('Gemm', ins, transB=1)
+                if self.keep_relu and l['relu']:
+                    y = g.node('Relu', [y])
+                scale, zp = g.init('y%d_scale' % k, s_out), g.init('y%d_zero_point' % k, zp_out)
+                q = g.node('QuantizeLinear', [y, scale, zp])
+                self.point(q, scale, zp, 'flat' if l['op'] == 'dense' else 'nchw')
+            elif l['op'] == 'gap':
+                y = g.node('GlobalAveragePool', [d])
+                scale = g.init('gap%s_scale' % tag, case.file(l['out_scale']).astype(np.float32).reshape(()))
+                zp = g.init('gap%s_zero_point' % tag, np.array(l['out_zp'], dtype=np.dtype(dt)))
+                q = g.node('QuantizeLinear', [y, scale, zp])
+                self.point(q, scale, zp, 'gap')
+                # (N, C, 1, 1) -> (N, C): Reshape between the point's Q/DQ pair (dropped by ORT)
+                y = g.node('Reshape', [g.node('DequantizeLinear', [q, scale, zp]),
+                                       g.init('gap_shape_%s' % tag, np.array([0, -1], np.int64))])
+                q = g.node('QuantizeLinear', [y, scale, zp])
+            elif l['op'] == 'maxpool':
+                y = g.node('MaxPool', [d], kernel_shape=l['kernel'], strides=l['strides'], pads=l['pads'])
+                q = g.node('QuantizeLinear', [y, scale, zp])
+            elif l['op'] == 'flatten':
+                y = g.node('Reshape', [d, g.init('shape_%s' % tag, np.array([0, -1], np.int64))])
+                q = g.node('QuantizeLinear', [y, scale, zp])
             else:
-                y = g.node('Gemm', ins, transB=1)
-            if keep_relu and l['relu']:
-                y = g.node('Relu', [y])
-            scale, zp = g.init('y%d_scale' % k, s_out), g.init('y%d_zero_point' % k, zp_out)
-            q = g.node('QuantizeLinear', [y, scale, zp])
-            if k == stop:
-                g.output(g.node('DequantizeLinear', [q, scale, zp], 'y%d' % k), TensorProto.FLOAT,
-                         4 if l['op'] == 'conv' else 2)
-                return g.model(c['shape'])
-            k += 1
-        elif l['op'] == 'maxpool':
-            y = g.node('MaxPool', [d], kernel_shape=l['kernel'], strides=l['strides'], pads=l['pads'])
-            q = g.node('QuantizeLinear', [y, scale, zp])
-        elif l['op'] == 'flatten':
-            y = g.node('Reshape', [d, g.init('shape_%d' % i, np.array([0, -1], np.int64))])
-            q = g.node('QuantizeLinear', [y, scale, zp])
-        else:
-            raise KeyError('unknown layer op %r' % l['op'])
+                raise KeyError('unknown layer op %r' % l['op'])
+        return q, scale, zp
+
+
+def write_qdq(c, case, keep_relu, stop=None):
+    wr = QdqWriter(c, case, keep_relu, stop)
+    g = wr.g
+    s0 = g.init('x_scale', case.file(c['input']['scale']).astype(np.float32).reshape(()))
+    z0 = g.init('x_zero_point', np.array(c['input']['zp'], dtype=np.dtype(c['act_dtype'])))
+    q = g.node('QuantizeLinear', ['x', s0, z0], 'x_quantized')
+    try:
+        q, scale, zp = wr.layers(c['layers'], q, s0, z0)
+    except Stop:
+        return g.model(c['shape'])
     g.output(g.node('DequantizeLinear', [q, scale, zp], 'logits'), TensorProto.FLOAT, 2)
     return g.model(c['shape'])
 
 
-def write_qop(c, case):
-    dt = c['act_dtype']
-    g = Graph(c['name'] + '.qop')
-    scale = g.init('x_scale', case.file(c['input']['scale']).astype(np.float32).reshape(()))
-    zp = g.init('x_zero_point', np.array(c['input']['zp'], dtype=np.dtype(dt)))
-    q = g.node('QuantizeLinear', ['x', scale, zp], 'x_quantized')
-    k = 0
-    for i, l in enumerate(c['layers']):
-        if l['op'] in ('conv', 'dense'):
-            w, w_scale, w_zp, b, s_in, s_out, zp_out, per_channel = layer_numbers(case, l, dt)
-            wq = g.init('w%d_quantized' % k, w)
-            ws, wz = g.init('w%d_scale' % k, w_scale), g.init('w%d_zero_point' % k, w_zp)
-            ys, yz = g.init('y%d_scale' % k, s_out), g.init('y%d_zero_point' % k, zp_out)
-            bq = g.init('b%d_quantized' % k, b) if b is not None else ''
-            if l['op'] == 'conv':
-                ins = [q, scale, zp, wq, ws, wz, ys, yz] + ([bq] if bq else [])
-                q = g.node('QLinearConv', ins, 'y%d' % k, **conv_attrs(l))
+class QopWriter:
+    """QOperator format: QLinearConv, QGemm, QLinearAdd and QLinearGlobalAveragePool (com.microsoft),
+    MaxPool/Reshape/Slice/Pad on the integers; every point's integer output is a graph output."""
+
+    def __init__(self, c, case):
+        self.c, self.case, self.dt = c, case, c['act_dtype']
+        self.g = Graph(c['name'] + '.qop')
+        self.k, self.w = 0, 0
+
+    def point(self, q, rank):
+        self.g.output(q, ONNX_TYPE[self.dt], rank)
+        self.k += 1
+
+    def layers(self, layers, q, scale, zp, prefix=''):
+        g, case, dt = self.g, self.case, self.dt
+        for i, l in enumerate(layers):
+            tag = '%s%d' % (prefix, i)
+            if l['op'] == 'residual':
+                mq, ms, mz = self.layers(l['main'], q, scale, zp, tag + '_')
+                sq = q
+                if l['option_a']:
+                    y, pads = option_a(g, q, l, tag)
+                    sq = g.node('Pad', [y, g.init('pads_%s' % tag, pads), zp], mode='constant')
+                ys = g.init('r%s_scale' % tag, case.file(l['out_scale']).astype(np.float32).reshape(()))
+                yz = g.init('r%s_zero_point' % tag, np.array(l['out_zp'], dtype=np.dtype(dt)))
+                q = g.node('QLinearAdd', [mq, ms, mz, sq, scale, zp, ys, yz], 'y%d' % self.k, domain='com.microsoft')
+                scale, zp = ys, yz
+                self.point(q, 4)
+            elif l['op'] in ('conv', 'dense'):
+                k = self.w
+                self.w += 1
+                w, w_scale, w_zp, b, s_in, s_out, zp_out, per_channel = layer_numbers(case, l, dt)
+                wq = g.init('w%d_quantized' % k, w)
+                ws, wz = g.init('w%d_scale' % k, w_scale), g.init('w%d_zero_point' % k, w_zp)
+                ys, yz = g.init('y%d_scale' % k, s_out), g.init('y%d_zero_point' % k, zp_out)
+                bq = g.init('b%d_quantized' % k, b) if b is not None else ''
+                if l['op'] == 'conv':
+                    ins = [q, scale, zp, wq, ws, wz, ys, yz] + ([bq] if bq else [])
+                    q = g.node('QLinearConv', ins, 'y%d' % self.k, **conv_attrs(l))
+                else:
+                    q = g.node('QGemm', [q, scale, zp, wq, ws, wz, bq, ys, yz], 'y%d' % self.k, domain='com.microsoft',
+                               transB=1)
+                scale, zp = ys, yz
+                self.point(q, 4 if l['op'] == 'conv' else 2)
+            elif l['op'] == 'gap':
+                ys = g.init('gap%s_scale' % tag, case.file(l['out_scale']).astype(np.float32).reshape(()))
+                yz = g.init('gap%s_zero_point' % tag, np.array(l['out_zp'], dtype=np.dtype(dt)))
+                y = g.node('QLinearGlobalAveragePool', [q, scale, zp, ys, yz], domain='com.microsoft', channels_last=0)
+                q = g.node('Reshape', [y, g.init('gap_shape_%s' % tag, np.array([0, -1], np.int64))], 'y%d' % self.k)
+                scale, zp = ys, yz
+                self.point(q, 2)
+            elif l['op'] == 'maxpool':
+                q = g.node('MaxPool', [q], kernel_shape=l['kernel'], strides=l['strides'], pads=l['pads'])
+            elif l['op'] == 'flatten':
+                q = g.node('Reshape', [q, g.init('shape_%s' % tag, np.array([0, -1], np.int64))])
             else:
-                q = g.node('QGemm', [q, scale, zp, wq, ws, wz, bq, ys, yz], 'y%d' % k, domain='com.microsoft',
-                           transB=1)
-            scale, zp = ys, yz
-            g.output(q, ONNX_TYPE[dt], 4 if l['op'] == 'conv' else 2)
-            k += 1
-        elif l['op'] == 'maxpool':
-            q = g.node('MaxPool', [q], kernel_shape=l['kernel'], strides=l['strides'], pads=l['pads'])
-        elif l['op'] == 'flatten':
-            q = g.node('Reshape', [q, g.init('shape_%d' % i, np.array([0, -1], np.int64))])
-        else:
-            raise KeyError('unknown layer op %r' % l['op'])
+                raise KeyError('unknown layer op %r' % l['op'])
+        return q, scale, zp
+
+
+def write_qop(c, case):
+    wr = QopWriter(c, case)
+    g = wr.g
+    scale = g.init('x_scale', case.file(c['input']['scale']).astype(np.float32).reshape(()))
+    zp = g.init('x_zero_point', np.array(c['input']['zp'], dtype=np.dtype(c['act_dtype'])))
+    q = g.node('QuantizeLinear', ['x', scale, zp], 'x_quantized')
+    q, scale, zp = wr.layers(c['layers'], q, scale, zp)
     g.output(g.node('DequantizeLinear', [q, scale, zp], 'logits'), TensorProto.FLOAT, 2)
     return g.model(c['shape'])
 
@@ -293,9 +413,11 @@ def run_model(c, case):
         onnx.save(m, os.path.join(case.dir, f))
         models.setdefault(variant, []).append(f)
 
-    weighted = sum(1 for l in c['layers'] if l['op'] in ('conv', 'dense'))
+    points = count_points(c['layers'])
     for variant, keep_relu in (('qdq', False), ('qdq_relu', True)):
-        for k in range(weighted):
+        if keep_relu and not c.get('keep_relu_variant', True):
+            continue
+        for k in range(points):
             save(variant, 'y%d' % k, write_qdq(c, case, keep_relu, stop=k))
         save(variant, 'logits', write_qdq(c, case, keep_relu))
     save('qop', 'all', write_qop(c, case))
