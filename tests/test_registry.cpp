@@ -56,7 +56,7 @@ const std::map<std::string, std::map<std::string, std::string>> kExpected = {
     {"quantize", {{"reference", "reference"}, {"fast", "fast"}}},
     {"qadd", {{"reference", "reference"}, {"fast", "fast"}}},
     {"qglobal_avg_pool", {{"reference", "reference"}, {"fast", "fast"}}},
-    {"qdense_dynamic", {{"reference", "reference"}}},
+    {"qdense_dynamic", {{"reference", "reference"}, {"fast", "fast"}}},
 };
 
 TEST(Registry, ListsEveryOpWithItsReferenceAndFastKernels) {

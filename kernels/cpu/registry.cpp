@@ -51,6 +51,7 @@ KernelRegistry make_cpu_registry() {
   register_quant_ref(r);
   register_quant_fast(r);
   register_quant_dynamic_ref(r);
+  register_quant_dynamic_fast(r);
   return r;
 }
 

@@ -40,7 +40,8 @@ void register_adaptive_ref(KernelRegistry&);   // adam, rmsprop
 void register_adaptive_fast(KernelRegistry&);
 void register_quant_ref(KernelRegistry&);   // qconv2d, qdense, qmaxpool2d, qadd, qglobal_avg_pool, quantize/dequantize
 void register_quant_fast(KernelRegistry&);  // the same six, AVX-512 VNNI where the CPU has it
-void register_quant_dynamic_ref(KernelRegistry&);  // qdense_dynamic (float in/out, int8 weights)
+void register_quant_dynamic_ref(KernelRegistry&);   // qdense_dynamic (float in/out, int8 weights)
+void register_quant_dynamic_fast(KernelRegistry&);  // the same, AVX-512 VNNI where the CPU has it
 
 // Runs each registered float32 GEMM once on 32x32x32 (result discarded): a library that sets
 // itself up on its first real call does it here, before a timed loop. oneDNN's sgemm takes
