@@ -367,13 +367,9 @@ void interleave4_pairs(const uint8_t* s0, const uint8_t* s1, const uint8_t* s2, 
   // 16 columns of the four rows in one register's four 128-bit lanes; one byte permutation puts
   // the 8 even columns' quads in the low 256 bits (byte 4u + t = lane t's byte 2u) and the odd
   // ones' in the high 256 bits
-  alignas(64) uint8_t perm[64];
-  for (int u = 0; u < 8; ++u)
-    for (int t = 0; t < 4; ++t) {
-      perm[4 * u + t] = static_cast<uint8_t>(16 * t + 2 * u);
-      perm[32 + 4 * u + t] = static_cast<uint8_t>(16 * t + 2 * u + 1);
-    }
-  const __m512i idx = _mm512_load_si512(perm);
+  const __m512i idx = _mm512_set_epi8(63, 47, 31, 15, 61, 45, 29, 13, 59, 43, 27, 11, 57, 41, 25, 9, 55, 39, 23, 7, 53,
+                                      37, 21, 5, 51, 35, 19, 3, 49, 33, 17, 1, 62, 46, 30, 14, 60, 44, 28, 12, 58, 42,
+                                      26, 10, 56, 40, 24, 8, 54, 38, 22, 6, 52, 36, 20, 4, 50, 34, 18, 2, 48, 32, 16, 0);
   const __m512i f512 = _mm512_set1_epi8(static_cast<char>(flip));
   for (; m < len; m += 16) {
     const int64_t rem = std::min<int64_t>(16, len - m);
@@ -461,18 +457,26 @@ QuadPlane quad_plane(const Conv2dParams& g) {
 }
 
 // The weights in the quad plane's reduction order: group (c4 * R + r) * S + s holds channels
-// 4*c4 .. 4*c4 + 3 of tap (r, s), channels past C weighing 0. corr is pack_weights' (an integer
-// sum: the order does not matter).
+// 4*c4 .. 4*c4 + 3 of tap (r, s), channels past C weighing 0; corr as pack_weights forms it (an
+// integer sum: the order does not matter). One pass over w (this runs on every call).
 PackedWeights pack_conv_weights(const int8_t* w, const Conv2dParams& g, const int32_t* bias, int32_t zp_u) {
-  const int64_t C = g.c, R = g.r, S = g.s, c4 = (C + 3) / 4;
-  PackedWeights p = pack_weights(w, g.k, C * R * S, bias, zp_u);
-  p.j4 = c4 * R * S * 4;
-  p.w.assign(static_cast<std::size_t>(g.k * p.j4), 0);
-  for (int64_t k = 0; k < g.k; ++k)
-    for (int64_t c = 0; c < C; ++c)
-      for (int64_t r = 0; r < R; ++r)
-        for (int64_t s = 0; s < S; ++s)
-          p.w[k * p.j4 + ((c / 4 * R + r) * S + s) * 4 + c % 4] = w[((k * C + c) * R + r) * S + s];
+  const int64_t C = g.c, RS = g.r * g.s, K = g.k, c4 = (C + 3) / 4;
+  PackedWeights p;
+  p.k = K, p.j = C * RS, p.j4 = c4 * RS * 4;
+  p.w.assign(static_cast<std::size_t>(K * p.j4), 0);
+  p.corr.resize(static_cast<std::size_t>(K));
+  for (int64_t k = 0; k < K; ++k) {
+    const int8_t* wk = w + k * C * RS;
+    int8_t* pk = p.w.data() + k * p.j4;
+    uint32_t sum = 0;  // unsigned: wraps (mod 2^32) where int32 would be undefined
+    for (int64_t j = 0; j < C * RS; ++j) sum += static_cast<uint32_t>(static_cast<int32_t>(wk[j]));
+    for (int64_t c = 0; c < C; ++c) {
+      int8_t* dst = pk + (c / 4) * RS * 4 + c % 4;
+      for (int64_t rs = 0; rs < RS; ++rs) dst[4 * rs] = wk[c * RS + rs];
+    }
+    const uint32_t b = bias ? static_cast<uint32_t>(bias[k]) : 0u;
+    p.corr[k] = static_cast<int32_t>(b - static_cast<uint32_t>(zp_u) * sum);
+  }
   return p;
 }
 
@@ -525,24 +529,35 @@ __attribute__((target("avx512f,avx512bw,avx512vl,avx512vnni,avx512vbmi2"))) void
   tile_vnni<KB, NV>(w, j4, corr, xp, goff, &c[0][0], 16 * NV);
   const __m512 fzp = _mm512_set1_ps(ra.fzp), flo = _mm512_set1_ps(ra.flo), fhi = _mm512_set1_ps(ra.fhi);
   const __m512i izp = _mm512_set1_epi32(ra.izp);
+  // Everything read from ra as locals first: the byte stores below may alias it (a char type).
+  uint32_t vmask[NV];
+  __mmask16 smask[NV];
+  TY* yv[NV];
+  float scale_s[KB], bias_s[KB];
+  const int64_t ystride = ra.ystride;
+  for (int v = 0; v < NV; ++v) {
+    vmask[v] = ra.vmask[v];
+    smask[v] = static_cast<__mmask16>((1u << __builtin_popcount(vmask[v])) - 1);
+    yv[v] = y + ra.vstart[v];
+  }
+  for (int kb = 0; kb < KB; ++kb) scale_s[kb] = ra.scale[kb], bias_s[kb] = ra.bias[kb];
 #pragma GCC unroll 8
   for (int kb = 0; kb < KB; ++kb) {
-    const __m512 scale = _mm512_set1_ps(ra.scale[kb]), bias = _mm512_set1_ps(ra.bias[kb]);
-    TY* yk = y + kb * ra.ystride;
+    const __m512 scale = _mm512_set1_ps(scale_s[kb]), bias = _mm512_set1_ps(bias_s[kb]);
 #pragma GCC unroll 4
     for (int v = 0; v < NV; ++v) {
-      const uint32_t m = ra.vmask[v];
+      const uint32_t m = vmask[v];
       if (!m) continue;
       __m512 f = _mm512_mul_ps(_mm512_add_ps(_mm512_cvtepi32_ps(_mm512_load_si512(&c[kb][16 * v])), bias), scale);
       if (kAddZp) f = _mm512_add_ps(f, fzp);
       f = _mm512_min_ps(_mm512_max_ps(f, flo), fhi);  // a NaN f becomes flo (max returns its second operand)
       const __m512i q = _mm512_add_epi32(_mm512_cvt_roundps_epi32(f, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC), izp);
       const __m128i b = _mm512_cvtepi32_epi8(q);
+      TY* dst = yv[v] + kb * ystride;
       if (m == 0xFFFFu)
-        _mm_storeu_si128(reinterpret_cast<__m128i*>(yk + ra.vstart[v]), b);
+        _mm_storeu_si128(reinterpret_cast<__m128i*>(dst), b);
       else
-        _mm_mask_storeu_epi8(yk + ra.vstart[v], static_cast<__mmask16>((1u << __builtin_popcount(m)) - 1),
-                             _mm_maskz_compress_epi8(static_cast<__mmask16>(m), b));
+        _mm_mask_storeu_epi8(dst, smask[v], _mm_maskz_compress_epi8(static_cast<__mmask16>(m), b));
     }
   }
 }
