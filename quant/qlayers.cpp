@@ -372,18 +372,37 @@ Tensor QResidualLayer::add(RunContext& ctx, const Tensor& x, const Tensor& y) {
   if (spec_.option_a) {  // x[:, :, ::s, ::s] with zero-point channels around it
     const Shape out = main_->current_shape();
     s = Tensor::empty(y.shape(), x.dtype());
+    // Sizes as locals and one row pointer per row: the byte stores below may alias any field (a
+    // char type), which kept every loop bound and index term reloaded per element (the two
+    // option-A adds cost 3-5x an identity block's add).
+    const int64_t n = x.dim(0), c = in_[0], h = in_[1], w = in_[2], oc = out[0], oh_n = out[1], ow_n = out[2];
+    const int64_t stride = spec_.stride, pad_before = spec_.pad_before;
+    const int64_t rows = std::min(oh_n, (h + stride - 1) / stride), cols = std::min(ow_n, (w + stride - 1) / stride);
+    const int32_t zp = spec_.shortcut_in.zero_point;
     auto fill = [&](auto tag) {
       using T = decltype(tag);
       const T* xd = x.data<T>();
       T* sd = s.data<T>();
-      const int64_t n = x.dim(0), c = in_[0], h = in_[1], w = in_[2];
-      std::fill(sd, sd + s.numel(), static_cast<T>(spec_.shortcut_in.zero_point));
-      for (int64_t b = 0; b < n; ++b)
-        for (int64_t ci = 0; ci < c; ++ci)
-          for (int64_t oh = 0; oh < out[1] && oh * spec_.stride < h; ++oh)
-            for (int64_t ow = 0; ow < out[2] && ow * spec_.stride < w; ++ow)
-              sd[((b * out[0] + ci + spec_.pad_before) * out[1] + oh) * out[2] + ow] =
-                  xd[((b * c + ci) * h + oh * spec_.stride) * w + ow * spec_.stride];
+      const T z = static_cast<T>(zp);
+      const int64_t plane = oh_n * ow_n;
+      for (int64_t b = 0; b < n; ++b) {
+        T* sb = sd + b * oc * plane;
+        std::fill(sb, sb + pad_before * plane, z);  // the zero-point channels before and after x's
+        std::fill(sb + (pad_before + c) * plane, sb + oc * plane, z);
+        for (int64_t ci = 0; ci < c; ++ci) {
+          T* dp = sb + (ci + pad_before) * plane;
+          if (rows < oh_n || cols < ow_n) std::fill(dp, dp + plane, z);
+          for (int64_t oh = 0; oh < rows; ++oh) {
+            const T* src = xd + ((b * c + ci) * h + oh * stride) * w;
+            T* dst = dp + oh * ow_n;
+            if (stride == 2) {
+              for (int64_t ow = 0; ow < cols; ++ow) dst[ow] = src[2 * ow];
+            } else {
+              for (int64_t ow = 0; ow < cols; ++ow) dst[ow] = src[ow * stride];
+            }
+          }
+        }
+      }
     };
     if (x.dtype() == DType::u8)
       fill(uint8_t{});

@@ -15,9 +15,9 @@
 // alike. Since u - zp_u = x - x_zp, acc = bias + sum (x - x_zp) * w: the reference's integer
 // (int32 wraps the same way mod 2^32 in both orders, and the reference's own sum fits in int32,
 // QConv2dParams::validate). Padding taps read zp_u and so add 0, as the reference skips them.
-// The activation panel is Xp[j/4][m][4]: column m's four consecutive reduction terms share one
-// 32-bit lane, what AVX-512 VNNI's VPDPBUSD multiplies (u8 x s8) and adds in one instruction.
-// Where the CPU lacks VNNI (checked at run time) a portable loop computes the same integers.
+// A group of four consecutive reduction terms of one column shares one 32-bit lane, what AVX-512
+// VNNI's VPDPBUSD multiplies (u8 x s8) and adds in one instruction. Where the CPU lacks VNNI
+// (checked at run time) a portable loop computes the same integers.
 //
 // Where the build targets AVX-512 (and at run time where the CPU has it) the float requantization
 // with round-half-even, qadd's body, the plane row copy and the panel interleave are written with
@@ -28,11 +28,13 @@
 // std::floor (round_with) only then. It changes no value, only whether FP exception flags may be
 // raised differently; -ffp-contract=off and everything else of the build stay as they are.
 //
-// Columns of the convolution GEMM: at stride 1, column m = oh * Wp + ow reads the padded plane
-// at m + (r*dil_h*Wp + s*dil_w): every kernel tap is one contiguous shifted row of the flattened
-// padded image, so the panel is built by interleaving four rows at a time (no per-pixel gather);
-// the Wp - Q columns past each output row are computed and never stored. At other strides each
-// column is one output pixel, gathered.
+// The convolution reads no panel: the image is copied once into a quad plane (four channels'
+// bytes per pixel, split into the stride's phases, padded: QuadPlane below), where each group
+// (four channels of one kernel tap) over the GEMM's columns m = oh * ws + ow is one contiguous
+// shifted window. The ws - Q columns past each output row are computed and dropped. Where the
+// requantization is a float rule with round-half-even (both PyTorch schemes) it runs on each
+// tile as it leaves the GEMM, into the output pixels; other rules requantize the tile's int32.
+// The dense layer packs its rows into a panel Xp[j/4][m][4] and runs the same tiles.
 #if defined(__GNUC__) && !defined(__clang__)
 #pragma GCC optimize("no-trapping-math")
 #endif
@@ -190,38 +192,43 @@ PackedWeights pack_weights(const int8_t* w, int64_t k, int64_t j, const int32_t*
   return p;
 }
 
-// c[kb][col] = corr[kb] + sum_g sum_t xp[g][col][t] * w[kb][4g+t] for KB rows and 16*NV columns.
-// w: row k0 (stride j4); xp: column m0 of group 0 (groups `gstride` bytes apart); c: (k0, m0), ldc.
-using TileFn = void (*)(const int8_t* w, int64_t j4, const int32_t* corr, const uint8_t* xp, int64_t gstride,
+// c[kb][col] = corr[kb] + sum_g sum_t xp[goff[g] + 4*col + t] * w[kb][4g+t] for KB rows and 16*NV
+// columns. w: row k0 (stride j4); xp: column m0 (group g's four terms of column col at byte
+// goff[g] + 4*col: a panel's groups, or a convolution tap's shifted window of the quad plane);
+// c: (k0, m0), ldc.
+using TileFn = void (*)(const int8_t* w, int64_t j4, const int32_t* corr, const uint8_t* xp, const int64_t* goff,
                         int32_t* c, int64_t ldc);
 
 template <int KB, int NV>
-void tile_portable(const int8_t* w, int64_t j4, const int32_t* corr, const uint8_t* xp, int64_t gstride, int32_t* c,
-                   int64_t ldc) {
+void tile_portable(const int8_t* w, int64_t j4, const int32_t* corr, const uint8_t* xp, const int64_t* goff,
+                   int32_t* c, int64_t ldc) {
   for (int kb = 0; kb < KB; ++kb)
     for (int col = 0; col < 16 * NV; ++col) {
       uint32_t acc = static_cast<uint32_t>(corr[kb]);
       for (int64_t g = 0; g < j4 / 4; ++g)
         for (int t = 0; t < 4; ++t)
-          acc += static_cast<uint32_t>(static_cast<int32_t>(xp[g * gstride + col * 4 + t]) *
+          acc += static_cast<uint32_t>(static_cast<int32_t>(xp[goff[g] + col * 4 + t]) *
                                        static_cast<int32_t>(w[kb * j4 + 4 * g + t]));
       c[kb * ldc + col] = static_cast<int32_t>(acc);
     }
 }
 
 #if DL_QFAST_X86
+#define DL_QFAST_VNNI_TARGET __attribute__((target("avx512f,avx512bw,avx512vl,avx512vnni")))
+// The tile's accumulators: acc[kb][v] = corr[kb] + sum over groups (the TileFn formula).
 template <int KB, int NV>
-__attribute__((target("avx512f,avx512bw,avx512vnni"))) void tile_vnni(const int8_t* w, int64_t j4,
-                                                                      const int32_t* corr, const uint8_t* xp,
-                                                                      int64_t gstride, int32_t* c, int64_t ldc) {
-  __m512i acc[KB][NV];
+DL_QFAST_VNNI_TARGET inline __attribute__((always_inline)) void vnni_accumulate(__m512i (&acc)[KB][NV],
+                                                                                 const int8_t* w, int64_t j4,
+                                                                                 const int32_t* corr,
+                                                                                 const uint8_t* xp,
+                                                                                 const int64_t* goff) {
 #pragma GCC unroll 8
   for (int kb = 0; kb < KB; ++kb)
 #pragma GCC unroll 4
     for (int v = 0; v < NV; ++v) acc[kb][v] = _mm512_set1_epi32(corr[kb]);
   const int64_t groups = j4 / 4;
   for (int64_t g = 0; g < groups; ++g) {
-    const uint8_t* xg = xp + g * gstride;
+    const uint8_t* xg = xp + goff[g];
     __m512i a[NV];
 #pragma GCC unroll 4
     for (int v = 0; v < NV; ++v) a[v] = _mm512_loadu_si512(xg + 64 * v);
@@ -234,6 +241,13 @@ __attribute__((target("avx512f,avx512bw,avx512vnni"))) void tile_vnni(const int8
       for (int v = 0; v < NV; ++v) acc[kb][v] = _mm512_dpbusd_epi32(acc[kb][v], a[v], b);
     }
   }
+}
+
+template <int KB, int NV>
+DL_QFAST_VNNI_TARGET __attribute__((noinline)) void tile_vnni(const int8_t* w, int64_t j4, const int32_t* corr, const uint8_t* xp,
+                                    const int64_t* goff, int32_t* c, int64_t ldc) {
+  __m512i acc[KB][NV];
+  vnni_accumulate<KB, NV>(acc, w, j4, corr, xp, goff);
 #pragma GCC unroll 8
   for (int kb = 0; kb < KB; ++kb)
 #pragma GCC unroll 4
@@ -279,13 +293,14 @@ const Tiles& tiles() {
 // c (k, mpad) = corr + w . Xp over columns [0, mpad), mpad a multiple of 16.
 void gemm_panel(const PackedWeights& pw, const uint8_t* xp, int64_t mpad, int32_t* c) {
   const Tiles& t = tiles();
-  const int64_t gstride = mpad * 4;
+  std::vector<int64_t> goff(static_cast<std::size_t>(pw.j4 / 4));
+  for (std::size_t g = 0; g < goff.size(); ++g) goff[g] = static_cast<int64_t>(g) * mpad * 4;
   for (int64_t m0 = 0; m0 < mpad; m0 += 16 * kMaxNv) {
     const int nv = static_cast<int>(std::min<int64_t>(kMaxNv, (mpad - m0) / 16));
     for (int64_t k0 = 0; k0 < pw.k; k0 += kMaxKb) {
       const int kb = static_cast<int>(std::min<int64_t>(kMaxKb, pw.k - k0));
-      t.fn[kb][nv](pw.w.data() + k0 * pw.j4, pw.j4, pw.corr.data() + k0, xp + m0 * 4, gstride, c + k0 * mpad + m0,
-                   mpad);
+      t.fn[kb][nv](pw.w.data() + k0 * pw.j4, pw.j4, pw.corr.data() + k0, xp + m0 * 4, goff.data(),
+                   c + k0 * mpad + m0, mpad);
     }
   }
 }
@@ -309,6 +324,17 @@ void interleave4(const uint8_t* s0, const uint8_t* s1, const uint8_t* s2, const 
     v = _mm512_inserti32x4(v, _mm_loadu_si128(reinterpret_cast<const __m128i*>(s3 + m)), 3);
     _mm512_storeu_si512(dst + 4 * m, _mm512_xor_si512(_mm512_permutexvar_epi8(idx, v), f512));
   }
+  if (m < len) {  // the last len - m < 16 columns: masked loads, one masked store (rows of 8 in ResNet-20)
+    const int64_t rem = len - m;
+    const __mmask16 lm = static_cast<__mmask16>((1u << rem) - 1);
+    __m512i v = _mm512_castsi128_si512(_mm_maskz_loadu_epi8(lm, s0 + m));
+    v = _mm512_inserti32x4(v, _mm_maskz_loadu_epi8(lm, s1 + m), 1);
+    v = _mm512_inserti32x4(v, _mm_maskz_loadu_epi8(lm, s2 + m), 2);
+    v = _mm512_inserti32x4(v, _mm_maskz_loadu_epi8(lm, s3 + m), 3);
+    const __mmask64 sm = (__mmask64{1} << (4 * rem)) - 1;
+    _mm512_mask_storeu_epi8(dst + 4 * m, sm, _mm512_xor_si512(_mm512_permutexvar_epi8(idx, v), f512));
+    return;
+  }
 #endif
 #if defined(__SSE2__)
   const __m128i f = _mm_set1_epi8(static_cast<char>(flip));
@@ -329,6 +355,40 @@ void interleave4(const uint8_t* s0, const uint8_t* s1, const uint8_t* s2, const 
     dst[4 * m + 1] = s1[m] ^ flip;
     dst[4 * m + 2] = s2[m] ^ flip;
     dst[4 * m + 3] = s3[m] ^ flip;
+  }
+}
+
+// Four byte rows split by column parity into two quad rows: even[u*4 + t] = src_t[2u] ^ flip,
+// odd[u*4 + t] = src_t[2u + 1] ^ flip (a stride-2 convolution's phase planes).
+void interleave4_pairs(const uint8_t* s0, const uint8_t* s1, const uint8_t* s2, const uint8_t* s3, int64_t len,
+                       uint8_t flip, uint8_t* even, uint8_t* odd) {
+  int64_t m = 0;
+#if defined(__AVX512VBMI__)
+  // 16 columns of the four rows in one register's four 128-bit lanes; one byte permutation puts
+  // the 8 even columns' quads in the low 256 bits (byte 4u + t = lane t's byte 2u) and the odd
+  // ones' in the high 256 bits
+  const __m512i idx = _mm512_set_epi8(63, 47, 31, 15, 61, 45, 29, 13, 59, 43, 27, 11, 57, 41, 25, 9, 55, 39, 23, 7, 53,
+                                      37, 21, 5, 51, 35, 19, 3, 49, 33, 17, 1, 62, 46, 30, 14, 60, 44, 28, 12, 58, 42,
+                                      26, 10, 56, 40, 24, 8, 54, 38, 22, 6, 52, 36, 20, 4, 50, 34, 18, 2, 48, 32, 16, 0);
+  const __m512i f512 = _mm512_set1_epi8(static_cast<char>(flip));
+  for (; m < len; m += 16) {
+    const int64_t rem = std::min<int64_t>(16, len - m);
+    const __mmask16 lm = static_cast<__mmask16>((1u << rem) - 1);
+    __m512i v = _mm512_castsi128_si512(_mm_maskz_loadu_epi8(lm, s0 + m));
+    v = _mm512_inserti32x4(v, _mm_maskz_loadu_epi8(lm, s1 + m), 1);
+    v = _mm512_inserti32x4(v, _mm_maskz_loadu_epi8(lm, s2 + m), 2);
+    v = _mm512_inserti32x4(v, _mm_maskz_loadu_epi8(lm, s3 + m), 3);
+    v = _mm512_xor_si512(_mm512_permutexvar_epi8(idx, v), f512);
+    const int64_t ne = (rem + 1) / 2, no = rem / 2;  // even and odd columns in this step
+    _mm256_mask_storeu_epi8(even + 2 * m, static_cast<__mmask32>((uint64_t{1} << (4 * ne)) - 1),
+                            _mm512_castsi512_si256(v));
+    _mm256_mask_storeu_epi8(odd + 2 * m, static_cast<__mmask32>((uint64_t{1} << (4 * no)) - 1),
+                            _mm512_extracti64x4_epi64(v, 1));
+  }
+#endif
+  for (; m < len; ++m) {
+    uint8_t* d = (m % 2 ? odd : even) + 4 * (m / 2);
+    d[0] = s0[m] ^ flip, d[1] = s1[m] ^ flip, d[2] = s2[m] ^ flip, d[3] = s3[m] ^ flip;
   }
 }
 
@@ -365,94 +425,286 @@ bool qconv2d_supports(const QConv2dParams& p, DType dt) {
   return !has_padding(p.g) || (zp_u >= 0 && zp_u <= 255);
 }
 
-// Per-thread buffers of one image.
-template <typename TY>
-struct ConvScratch {
-  std::vector<uint8_t> plane, panel;
-  std::vector<int32_t> acc;
+// The quad plane: the padded image of one input, four channels' bytes per pixel (channel 4*c4 + t
+// at byte t), split by the stride into sh * sw phase planes (pixel (i, j) of the padded image in
+// phase (i % sh, j % sw) at row i / sh, column j / sw). Column m = oh * ws + ow of the GEMM then
+// reads, for tap (r, s) and channel quad c4, the 4-byte word at a fixed offset + m: each group of
+// the reduction is one contiguous shifted window of the plane, read by the tile in place (no
+// panel). At unit column stride the left and right padding share columns (a row is W + max(pad_l,
+// pad_r) long; a tap past the right edge reads the next row's left padding), so fewer columns
+// are computed and dropped; one slack row below holds the padding such reads meet last.
+struct QuadPlane {
+  int64_t sh = 1, sw = 1, c4 = 1;
+  int64_t lw = 0;        // padded row length before the split
+  int64_t hs = 0, ws = 0;  // rows and columns of one phase plane
+  int64_t phase_px = 0, block_px = 0;  // pixels in one phase plane; in one channel quad's phases
+  // pixel index of padded (row i, column j) in channel quad q
+  int64_t pixel(int64_t q, int64_t i, int64_t j) const {
+    return q * block_px + ((i % sh) * sw + j % sw) * phase_px + (i / sh) * ws + j / sw;
+  }
 };
+
+QuadPlane quad_plane(const Conv2dParams& g) {
+  QuadPlane qp;
+  qp.sh = g.stride_h, qp.sw = g.stride_w, qp.c4 = (g.c + 3) / 4;
+  qp.lw = g.stride_w == 1 ? g.w + std::max(g.pad_l, g.pad_r) : g.w + g.pad_l + g.pad_r;
+  const int64_t hp = g.h + g.pad_t + g.pad_b;
+  qp.hs = (hp + qp.sh - 1) / qp.sh + 1;
+  qp.ws = (qp.lw + qp.sw - 1) / qp.sw;
+  qp.phase_px = qp.hs * qp.ws;
+  qp.block_px = qp.sh * qp.sw * qp.phase_px;
+  return qp;
+}
+
+// The weights in the quad plane's reduction order: group (c4 * R + r) * S + s holds channels
+// 4*c4 .. 4*c4 + 3 of tap (r, s), channels past C weighing 0; corr as pack_weights forms it (an
+// integer sum: the order does not matter). One pass over w (this runs on every call).
+PackedWeights pack_conv_weights(const int8_t* w, const Conv2dParams& g, const int32_t* bias, int32_t zp_u) {
+  const int64_t C = g.c, RS = g.r * g.s, K = g.k, c4 = (C + 3) / 4;
+  PackedWeights p;
+  p.k = K, p.j = C * RS, p.j4 = c4 * RS * 4;
+  p.w.assign(static_cast<std::size_t>(K * p.j4), 0);
+  p.corr.resize(static_cast<std::size_t>(K));
+  for (int64_t k = 0; k < K; ++k) {
+    const int8_t* wk = w + k * C * RS;
+    int8_t* pk = p.w.data() + k * p.j4;
+    uint32_t sum = 0;  // unsigned: wraps (mod 2^32) where int32 would be undefined
+    for (int64_t j = 0; j < C * RS; ++j) sum += static_cast<uint32_t>(static_cast<int32_t>(wk[j]));
+    for (int64_t c = 0; c < C; ++c) {
+      int8_t* dst = pk + (c / 4) * RS * 4 + c % 4;
+      for (int64_t rs = 0; rs < RS; ++rs) dst[4 * rs] = wk[c * RS + rs];
+    }
+    const uint32_t b = bias ? static_cast<uint32_t>(bias[k]) : 0u;
+    p.corr[k] = static_cast<int32_t>(b - static_cast<uint32_t>(zp_u) * sum);
+  }
+  return p;
+}
+
+// The 16 bytes at src whose bit is set in `mask`, packed, to dst (a vector of GEMM columns into
+// its output pixels: the columns past a row's Q are dropped).
+template <typename TY>
+inline void store_valid(const TY* src, uint32_t mask, TY* dst) {
+#if defined(__AVX512VBMI2__) && defined(__AVX512VL__)
+  const __m128i v = _mm_loadu_si128(reinterpret_cast<const __m128i*>(src));
+  if (mask == 0xFFFFu) {
+    _mm_storeu_si128(reinterpret_cast<__m128i*>(dst), v);
+    return;
+  }
+  _mm_mask_storeu_epi8(dst, static_cast<__mmask16>((1u << __builtin_popcount(mask)) - 1),
+                       _mm_maskz_compress_epi8(static_cast<__mmask16>(mask), v));
+#else
+  for (int i = 0, o = 0; i < 16; ++i)
+    if (mask >> i & 1u) dst[o++] = src[i];
+#endif
+}
+
+// The float rules' requantization of one GEMM tile as it leaves the GEMM, into the output pixels
+// (no image-sized int32 buffer, no call per row): requant_row_avx512's operations per lane, then
+// each vector's valid columns packed (vpcompressb) and stored at their first pixel.
+struct RqTileArgs {
+  const float* scale = nullptr;  // per output channel, from the tile's first
+  const float* bias = nullptr;   // (0 where the channel has none: float(acc) + 0 is float(acc), never -0)
+  float fzp = 0, flo = 0, fhi = 0;
+  int32_t izp = 0;
+  const uint32_t* vmask = nullptr;  // per 16-column vector, from the tile's first: its valid columns
+  const int64_t* vstart = nullptr;  // and the pixel of the first
+  int64_t ystride = 0;              // between output channels' planes
+};
+
+template <typename TY>
+using RqTileFn = void (*)(const int8_t* w, int64_t j4, const int32_t* corr, const uint8_t* xp, const int64_t* goff,
+                          const RqTileArgs& ra, TY* y);
+
+#if DL_QFAST_X86
+template <int KB, int NV, RequantRule R, typename TY>
+__attribute__((target("avx512f,avx512bw,avx512vl,avx512vnni,avx512vbmi2"))) void tile_vnni_rq(
+    const int8_t* w, int64_t j4, const int32_t* corr, const uint8_t* xp, const int64_t* goff, const RqTileArgs& ra,
+    TY* y) {
+  static_assert(R == RequantRule::float_multiply || R == RequantRule::float_multiply_add_zp, "float rules only");
+  constexpr bool kAddZp = R == RequantRule::float_multiply_add_zp;
+  // The accumulators pass through 64-byte-aligned stack (L1, 1.5 KB): with the requantization
+  // inlined after the reduction loop, GCC 12 spilled accumulators inside that loop (measured
+  // 1.5x slower).
+  alignas(64) int32_t c[KB][16 * NV];
+  tile_vnni<KB, NV>(w, j4, corr, xp, goff, &c[0][0], 16 * NV);
+  const __m512 fzp = _mm512_set1_ps(ra.fzp), flo = _mm512_set1_ps(ra.flo), fhi = _mm512_set1_ps(ra.fhi);
+  const __m512i izp = _mm512_set1_epi32(ra.izp);
+  // Everything read from ra as locals first: the byte stores below may alias it (a char type).
+  uint32_t vmask[NV];
+  __mmask16 smask[NV];
+  TY* yv[NV];
+  float scale_s[KB], bias_s[KB];
+  const int64_t ystride = ra.ystride;
+  for (int v = 0; v < NV; ++v) {
+    vmask[v] = ra.vmask[v];
+    smask[v] = static_cast<__mmask16>((1u << __builtin_popcount(vmask[v])) - 1);
+    yv[v] = y + ra.vstart[v];
+  }
+  for (int kb = 0; kb < KB; ++kb) scale_s[kb] = ra.scale[kb], bias_s[kb] = ra.bias[kb];
+#pragma GCC unroll 8
+  for (int kb = 0; kb < KB; ++kb) {
+    const __m512 scale = _mm512_set1_ps(scale_s[kb]), bias = _mm512_set1_ps(bias_s[kb]);
+#pragma GCC unroll 4
+    for (int v = 0; v < NV; ++v) {
+      const uint32_t m = vmask[v];
+      if (!m) continue;
+      __m512 f = _mm512_mul_ps(_mm512_add_ps(_mm512_cvtepi32_ps(_mm512_load_si512(&c[kb][16 * v])), bias), scale);
+      if (kAddZp) f = _mm512_add_ps(f, fzp);
+      f = _mm512_min_ps(_mm512_max_ps(f, flo), fhi);  // a NaN f becomes flo (max returns its second operand)
+      const __m512i q = _mm512_add_epi32(_mm512_cvt_roundps_epi32(f, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC), izp);
+      const __m128i b = _mm512_cvtepi32_epi8(q);
+      TY* dst = yv[v] + kb * ystride;
+      if (m == 0xFFFFu)
+        _mm_storeu_si128(reinterpret_cast<__m128i*>(dst), b);
+      else
+        _mm_mask_storeu_epi8(dst, smask[v], _mm_maskz_compress_epi8(static_cast<__mmask16>(m), b));
+    }
+  }
+}
+
+template <RequantRule R, typename TY>
+struct RqTiles {
+  RqTileFn<TY> fn[kMaxKb + 1][kMaxNv + 1] = {};
+  template <int KB>
+  void fill_row() {
+    fn[KB][1] = tile_vnni_rq<KB, 1, R, TY>, fn[KB][2] = tile_vnni_rq<KB, 2, R, TY>, fn[KB][3] = tile_vnni_rq<KB, 3, R, TY>;
+  }
+  RqTiles() {
+    fill_row<1>(), fill_row<2>(), fill_row<3>(), fill_row<4>(), fill_row<5>(), fill_row<6>(), fill_row<7>(),
+        fill_row<8>();
+  }
+};
+#endif
+
+// The fused tiles for rq, or null where they do not apply (then the tile's int32 go through
+// requant_row_for's row functions): the float rules with round-half-even, on a CPU with VNNI and
+// VBMI2.
+template <typename TY>
+const RqTileFn<TY> (*rq_tiles_for(const Requant& rq))[kMaxNv + 1] {
+#if DL_QFAST_X86
+  static const bool ok = tiles().vnni && __builtin_cpu_supports("avx512vbmi2") && __builtin_cpu_supports("avx512vl");
+  if (!ok || rq.round != RoundRule::half_even) return nullptr;
+  if (rq.rule == RequantRule::float_multiply) {
+    static const RqTiles<RequantRule::float_multiply, TY> t;
+    return t.fn;
+  }
+  if (rq.rule == RequantRule::float_multiply_add_zp) {
+    static const RqTiles<RequantRule::float_multiply_add_zp, TY> t;
+    return t.fn;
+  }
+#else
+  (void)rq;
+#endif
+  return nullptr;
+}
 
 template <typename TX, typename TY>
 void qconv_fast(const QConv2dParams& p, const TX* x, const int8_t* w, const int32_t* bias, TY* y) {
   const Conv2dParams& g = p.g;
   // Locals, not g's fields: every byte store below may alias g (a char type), which would
   // reload them in each inner loop.
-  const int64_t C = g.c, H = g.h, W = g.w, R = g.r, S = g.s, pad_t = g.pad_t, pad_l = g.pad_l;
-  const int64_t stride_h = g.stride_h, stride_w = g.stride_w, dil_h = g.dil_h, dil_w = g.dil_w;
-  const int64_t P = g.out_h(), Q = g.out_w(), J = g.c * g.r * g.s;
+  const int64_t C = g.c, H = g.h, W = g.w, K = g.k, R = g.r, S = g.s, pad_t = g.pad_t, pad_l = g.pad_l;
+  const int64_t P = g.out_h(), Q = g.out_w();
   const uint8_t flip = sign_flip(p.x_dtype);
   const int32_t zp_u = shifted_zero_point(p.x_dtype, p.x_zero_point);
-  const uint8_t pad_byte = static_cast<uint8_t>(zp_u);  // only used when has_padding (then a byte: supports)
-  const PackedWeights pw = pack_weights(w, g.k, J, bias, zp_u);
-  const int64_t hp = g.h + g.pad_t + g.pad_b, wp = g.w + g.pad_l + g.pad_r, plane = hp * wp;
-  const bool unit_stride = stride_h == 1 && stride_w == 1;
-  // Columns: oh * ld + ow.
-  const int64_t ld = unit_stride ? wp : Q;
-  const int64_t mpad = round_up(P * ld, 16);
-  const int64_t groups = pw.j4 / 4;
+  const uint8_t pad_byte = static_cast<uint8_t>(zp_u);  // only read when has_padding (then a byte: supports)
+  const PackedWeights pw = pack_conv_weights(w, g, bias, zp_u);
+  const QuadPlane qp = quad_plane(g);
+  const int64_t ld = qp.ws, M = P * ld, mpad = round_up(M, 16), groups = pw.j4 / 4;
   const RequantRowFn<TY> requant = requant_row_for<TY>(p.rq);
-  // The shifted rows read up to the largest tap offset + mpad bytes of the padded image.
-  const int64_t max_off = (g.c - 1) * plane + (g.r - 1) * g.dil_h * wp + (g.s - 1) * g.dil_w;
-  const int64_t plane_bytes = unit_stride ? max_off + mpad + 16 : g.c * plane;
+  const int32_t rq_zp = p.rq.zero_point, rq_lo = p.rq.lo, rq_hi = p.rq.hi;
+  // Columns past the last valid one read up to mpad words past a window's start: slack after the
+  // last quad's phases.
+  const int64_t plane_bytes = 4 * (qp.c4 * qp.block_px + mpad + 16);
 
-  // Each reduction term's offset in the padded plane (-1: a term past J, weight 0), once per call
-  // (the divisions per term per image cost as much as the GEMM on 8x8 planes).
-  std::vector<int64_t> tap_off(static_cast<std::size_t>(groups * 4), -1);
-  for (int64_t j = 0; j < J; ++j) {
-    const int64_t c = j / (R * S), r = (j / S) % R, s = j % S;
-    tap_off[j] = c * plane + r * dil_h * wp + s * dil_w;
+  // Each group's byte offset in the plane (tap (r, s) of quad c4 at column 0).
+  std::vector<int64_t> goff(static_cast<std::size_t>(groups));
+  for (int64_t q = 0; q < qp.c4; ++q)
+    for (int64_t r = 0; r < R; ++r)
+      for (int64_t s = 0; s < S; ++s) goff[(q * R + r) * S + s] = 4 * qp.pixel(q, r * g.dil_h, s * g.dil_w);
+  // Each 16-column vector's valid columns (oh < P, ow < Q) and where the first lands in y.
+  std::vector<uint32_t> vmask(static_cast<std::size_t>(mpad / 16), 0);
+  std::vector<int64_t> vstart(static_cast<std::size_t>(mpad / 16), 0);
+  for (int64_t v = 0; v < mpad / 16; ++v) {
+    const int64_t m0 = 16 * v;
+    vstart[v] = std::min(m0 / ld, P) * Q + (m0 / ld < P ? std::min(m0 % ld, Q) : 0);
+    for (int i = 0; i < 16; ++i)
+      if (m0 + i < M && (m0 + i) % ld < Q) vmask[v] |= 1u << i;
+  }
+  const Tiles& tl = tiles();
+  const int64_t nblocks = (mpad / 16 + kMaxNv - 1) / kMaxNv;
+  const auto rq_tiles = rq_tiles_for<TY>(p.rq);
+  RqTileArgs ra;
+  std::vector<float> scales(static_cast<std::size_t>(K)), biases(static_cast<std::size_t>(K));
+  if (rq_tiles) {
+    const bool add_zp = p.rq.rule == RequantRule::float_multiply_add_zp;
+    for (int64_t k = 0; k < K; ++k) scales[k] = p.rq.channel(k).scale, biases[k] = p.rq.channel(k).bias;
+    ra.fzp = static_cast<float>(rq_zp);
+    ra.flo = static_cast<float>(add_zp ? rq_lo : rq_lo - rq_zp);
+    ra.fhi = static_cast<float>(add_zp ? rq_hi : rq_hi - rq_zp);
+    ra.izp = add_zp ? 0 : rq_zp;
+    ra.ystride = P * Q;
   }
 
 #pragma omp parallel
   {
-    ConvScratch<TY> sc;
-    sc.plane.assign(static_cast<std::size_t>(plane_bytes), pad_byte);
-    sc.panel.assign(static_cast<std::size_t>(groups * mpad * 4), 0);
-    sc.acc.assign(static_cast<std::size_t>(g.k * mpad), 0);
-    const std::vector<uint8_t> zeros(static_cast<std::size_t>(mpad + 16), 0);  // the terms past J (weights 0)
+    std::vector<uint8_t> plane(static_cast<std::size_t>(plane_bytes), pad_byte);
+    std::vector<int32_t> cbuf(static_cast<std::size_t>(kMaxKb * 16 * kMaxNv));
+    alignas(64) TY row[16 * kMaxNv];
+    const std::vector<uint8_t> zeros(static_cast<std::size_t>(W), 0);  // channels past C (weights 0)
 #pragma omp for schedule(static)
     for (int64_t n = 0; n < g.n; ++n) {
-      // 1) the padded image, shifted to unsigned (the pad ring and the slack already hold zp_u)
+      // 1) the image into the plane, shifted to unsigned (padding and slack already hold zp_u)
       const uint8_t* xn = reinterpret_cast<const uint8_t*>(x) + n * C * H * W;
-      for (int64_t c = 0; c < C; ++c)
-        for (int64_t ih = 0; ih < H; ++ih)
-          copy_flip(xn + (c * H + ih) * W, W, flip, sc.plane.data() + c * plane + (ih + pad_t) * wp + pad_l);
-      // 2) the panel Xp[j/4][m][4]
-      for (int64_t gi = 0; gi < groups; ++gi) {
-        uint8_t* dst = sc.panel.data() + gi * mpad * 4;
-        const int64_t* off = tap_off.data() + 4 * gi;
-        if (unit_stride) {
+      for (int64_t q = 0; q < qp.c4; ++q)
+        for (int64_t ih = 0; ih < H; ++ih) {
           const uint8_t* src[4];
-          for (int t = 0; t < 4; ++t) src[t] = off[t] < 0 ? zeros.data() : sc.plane.data() + off[t];
-          interleave4(src[0], src[1], src[2], src[3], mpad, 0, dst);  // already shifted in the plane
-        } else {
-          for (int t = 0; t < 4; ++t) {
-            if (off[t] < 0) {
-              for (int64_t m = 0; m < P * Q; ++m) dst[m * 4 + t] = 0;
-              continue;
-            }
-            const uint8_t* src = sc.plane.data() + off[t];
-            for (int64_t oh = 0; oh < P; ++oh) {
-              const uint8_t* row = src + oh * stride_h * wp;
-              uint8_t* o = dst + oh * Q * 4 + t;
-              for (int64_t ow = 0; ow < Q; ++ow) o[ow * 4] = row[ow * stride_w];
+          for (int t = 0; t < 4; ++t) src[t] = 4 * q + t < C ? xn + ((4 * q + t) * H + ih) * W : zeros.data();
+          const int64_t i = ih + pad_t;
+          if (qp.sw == 1) {
+            interleave4(src[0], src[1], src[2], src[3], W, flip, plane.data() + 4 * qp.pixel(q, i, pad_l));
+          } else if (qp.sw == 2) {
+            interleave4_pairs(src[0], src[1], src[2], src[3], W, flip, plane.data() + 4 * qp.pixel(q, i, pad_l),
+                              plane.data() + 4 * qp.pixel(q, i, pad_l + 1));
+          } else {
+            for (int64_t iw = 0; iw < W; ++iw) {
+              uint8_t* d = plane.data() + 4 * qp.pixel(q, i, iw + pad_l);
+              for (int t = 0; t < 4; ++t) d[t] = src[t][iw] ^ flip;
             }
           }
         }
-      }
-      // 3) the integer accumulators, 4) requantized row by row
-      gemm_panel(pw, sc.panel.data(), mpad, sc.acc.data());
-      // (one run per channel where the columns are the output pixels; else one per output row,
-      // straight into y: the past-the-row columns are never converted)
-      for (int64_t k = 0; k < g.k; ++k) {
-        TY* yk = y + (n * g.k + k) * P * Q;
-        const int32_t* ak = sc.acc.data() + k * mpad;
-        const RequantChannel& ch = p.rq.channel(k);
-        if (ld == Q) {
-          requant(ak, P * Q, ch, p.rq.zero_point, p.rq.lo, p.rq.hi, yk);
-          continue;
+#if DL_QFAST_X86
+      // the next image's bytes towards L2 while this one's GEMM runs: from a batch too large for
+      // the caches the copy above otherwise waits on memory (measured: ResNet-20's stride-2
+      // 16->32 conv took 3x as long per image at batch 1000 as at batch 100)
+      if (n + 1 < g.n)
+        for (int64_t i = 0; i < C * H * W; i += 64)
+          _mm_prefetch(reinterpret_cast<const char*>(xn + C * H * W + i), _MM_HINT_T1);
+#endif
+      // 2) per tile of output channels x columns: the accumulators, requantized into y's pixels
+      for (int64_t k0 = 0; k0 < K; k0 += kMaxKb) {
+        const int kb = static_cast<int>(std::min<int64_t>(kMaxKb, K - k0));
+        for (int64_t b = 0; b < nblocks; ++b) {
+          const int64_t v0 = b * kMaxNv;
+          const int nv = static_cast<int>(std::min<int64_t>(kMaxNv, mpad / 16 - v0));
+          if (rq_tiles) {
+            RqTileArgs a = ra;
+            a.scale = scales.data() + k0, a.bias = biases.data() + k0;
+            a.vmask = vmask.data() + v0, a.vstart = vstart.data() + v0;
+            rq_tiles[kb][nv](pw.w.data() + k0 * pw.j4, pw.j4, pw.corr.data() + k0, plane.data() + 64 * v0,
+                             goff.data(), a, y + (n * K + k0) * P * Q);
+            continue;
+          }
+          const int64_t ldc = 16 * nv;
+          tl.fn[kb][nv](pw.w.data() + k0 * pw.j4, pw.j4, pw.corr.data() + k0, plane.data() + 64 * v0, goff.data(),
+                        cbuf.data(), ldc);
+          for (int i = 0; i < kb; ++i) {
+            TY* yk = y + (n * K + k0 + i) * P * Q;
+            requant(cbuf.data() + i * ldc, ldc, p.rq.channel(k0 + i), rq_zp, rq_lo, rq_hi, row);
+            for (int v = 0; v < nv; ++v)
+              if (vmask[v0 + v]) store_valid(row + 16 * v, vmask[v0 + v], yk + vstart[v0 + v]);
+          }
         }
-        for (int64_t oh = 0; oh < P; ++oh) requant(ak + oh * ld, Q, ch, p.rq.zero_point, p.rq.lo, p.rq.hi, yk + oh * Q);
       }
     }
   }

@@ -46,6 +46,18 @@ const QConvCase kQConvCases[] = {
     {"dilation2", 2, 3, 10, 10, 4, 3, 3, 1, 1, 2, 2, 2, 2, 2},
     {"k19_pad1", 2, 17, 6, 6, 19, 3, 3, 1, 1, 1, 1, 1, 1, 1},
     {"j288_5x5_pad2", 1, 32, 6, 5, 20, 3, 3, 1, 1, 1, 2, 0, 1, 2},
+    // the quad plane's edges: channels not a multiple of 4, pad_r > pad_l (the shared padding
+    // column), rows wider than one 16-pixel step, stride-2 phases with even and odd pad_l and odd
+    // widths, a stride above 2 (the scalar phase split) with dilation, a ResNet-20 downsampling conv
+    {"pad_r_gt_pad_l", 2, 5, 6, 7, 3, 3, 3, 1, 1, 1, 0, 1, 0, 2},
+    {"wide_rows_33", 1, 6, 5, 33, 12, 3, 3, 1, 1, 1, 1, 1, 1, 1},
+    {"stride2_odd_w17", 2, 7, 13, 17, 9, 3, 3, 2, 2, 1, 1, 1, 1, 1},
+    {"stride2_pad_l0", 1, 6, 10, 21, 5, 3, 3, 2, 2, 1, 0, 1, 0, 1},
+    {"stride2_dil2", 2, 3, 12, 12, 5, 3, 3, 2, 2, 2, 2, 2, 2, 2},
+    {"stride1x2_asym", 1, 9, 9, 19, 10, 3, 2, 1, 2, 1, 1, 2, 0, 1},
+    {"stride3_dil2", 2, 5, 15, 14, 6, 3, 3, 3, 3, 2, 2, 1, 1, 2},
+    {"resnet20_downsample", 1, 16, 32, 32, 32, 3, 3, 2, 2, 1, 1, 1, 1, 1},
+    {"resnet20_stage3", 1, 64, 8, 8, 64, 3, 3, 1, 1, 1, 1, 1, 1, 1},
 };
 
 // Uniform integers in [lo, hi] of an integer dtype (random_tensor makes floats), from the seed.
