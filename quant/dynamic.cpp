@@ -220,6 +220,8 @@ Tensor QDynRnnLayer::forward(RunContext& ctx, const Tensor& x) {
   for (int64_t t = 0; t < T; ++t) {
     if (p_.cell == RnnCell::lstm) {
       const Tensor a_rec = product(ctx, h, w_hh_, s_hh_, bhh);
+      // rows are independent: threads change no bits
+#pragma omp parallel for schedule(static)
       for (int64_t n = 0; n < N; ++n) {
         const float* ai = a_in.data<float>() + (n * T + t) * GH;
         const float* ar = a_rec.data<float>() + n * GH;
@@ -235,6 +237,8 @@ Tensor QDynRnnLayer::forward(RunContext& ctx, const Tensor& x) {
       }
     } else if (p_.gru_reset_after) {
       const Tensor a_rec = product(ctx, h, w_hh_, s_hh_, bhh);
+      // rows are independent: threads change no bits
+#pragma omp parallel for schedule(static)
       for (int64_t n = 0; n < N; ++n) {
         const float* ai = a_in.data<float>() + (n * T + t) * GH;
         const float* ar = a_rec.data<float>() + n * GH;
@@ -249,6 +253,8 @@ Tensor QDynRnnLayer::forward(RunContext& ctx, const Tensor& x) {
     } else {  // reset before: n's product takes r*h, quantized on its own
       const Tensor a_rz = product(ctx, h, w_hh_rz_, scale_rows(s_hh_, 0, 2 * H), bhh ? &b_hh_rz_ : nullptr);
       Tensor z({N, H}, DType::f32);
+      // rows are independent: threads change no bits
+#pragma omp parallel for schedule(static)
       for (int64_t n = 0; n < N; ++n) {
         const float* ai = a_in.data<float>() + (n * T + t) * GH;
         const float* ar = a_rz.data<float>() + n * 2 * H;
@@ -259,6 +265,8 @@ Tensor QDynRnnLayer::forward(RunContext& ctx, const Tensor& x) {
         }
       }
       const Tensor a_n = product(ctx, rh, w_hh_n_, scale_rows(s_hh_, 2 * H, H), bhh ? &b_hh_n_ : nullptr);
+      // rows are independent: threads change no bits
+#pragma omp parallel for schedule(static)
       for (int64_t n = 0; n < N; ++n) {
         const float* ai = a_in.data<float>() + (n * T + t) * GH;
         for (int64_t j = 0; j < H; ++j) {
