@@ -18,6 +18,7 @@
 #include "engine/ops/conv2d.h"
 #include "engine/ops/gemm.h"
 #include "engine/ops/pool2d.h"
+#include "engine/ops/quant.h"
 #include "engine/ops/rnn.h"
 #include "engine/ops/adaptive.h"
 #include "engine/ops/sgd.h"
@@ -262,6 +263,22 @@ double sum_squares_cuda(CudaContext&, const DeviceTensor& t);
 // flags[slot] = 1 when t holds a NaN or an infinity (flags is float32; nothing is written
 // otherwise, so zero the flags first). Many launches, one copy of flags back to the host.
 void flag_nonfinite_cuda(CudaContext&, const DeviceTensor& t, DeviceTensor& flags, int64_t slot);
+
+// ---- int8 (engine/ops/quant.h), own kernels only (kernels/cuda/quant.cu): the reference kernels'
+// contracts and bytes (kernels/cpu/ref/quant_ref.cpp), device tensors of int8/uint8/int32/float32 ----
+// qconv2d: x (N,C,H,W) int8|uint8, w (K,C,R,S) int8, bias (K) int32 | null -> y (N,K,P,Q) int8|uint8.
+// qdense: x (N,in), w (out,in), bias (out) -> y (N,out). One implicit-GEMM body: the int32 dot
+// products by __dp4a on activation bytes shifted to int8, a weight-sum correction for the zero
+// point, then requantize_one per element (every RequantRule, per tensor or per channel).
+void qconv2d_forward_own(CudaContext&, const QConv2dParams&, const DeviceTensor& x, const DeviceTensor& w,
+                         const DeviceTensor* bias, DeviceTensor& y);
+void qdense_forward_own(CudaContext&, const QDenseParams&, const DeviceTensor& x, const DeviceTensor& w,
+                        const DeviceTensor* bias, DeviceTensor& y);
+// x (N,C,H,W) -> y (N,C,P,Q), int8|uint8: the integer max of each window (padding never wins).
+void qmaxpool2d_forward_own(CudaContext&, const QPool2dParams&, const DeviceTensor& x, DeviceTensor& y);
+// float32 x -> q (int8, uint8 or int32) and back, per tensor or per channel of p.axis.
+void quantize_own(CudaContext&, const QuantizeParams&, const DeviceTensor& x, DeviceTensor& q);
+void dequantize_own(CudaContext&, const QuantizeParams&, const DeviceTensor& q, DeviceTensor& x);
 
 // ---- vendor paths (kernels/cuda/cublas/, kernels/cuda/cudnn/), chosen by CudaExecParams ----
 // cuBLAS gemm (float: cublasSgemm with the tf32_matmul math mode; double: cublasDgemm).

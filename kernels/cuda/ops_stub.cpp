@@ -167,5 +167,13 @@ DL_NO_CUDA(void, embedding_forward_cuda, CudaContext&, const DeviceTensor&, cons
 DL_NO_CUDA(void, embedding_backward_cuda, CudaContext&, const std::vector<int64_t>&, const DeviceTensor&,
            DeviceTensor&)
 
+DL_NO_CUDA(void, qconv2d_forward_own, CudaContext&, const QConv2dParams&, const DeviceTensor&, const DeviceTensor&,
+           const DeviceTensor*, DeviceTensor&)
+DL_NO_CUDA(void, qdense_forward_own, CudaContext&, const QDenseParams&, const DeviceTensor&, const DeviceTensor&,
+           const DeviceTensor*, DeviceTensor&)
+DL_NO_CUDA(void, qmaxpool2d_forward_own, CudaContext&, const QPool2dParams&, const DeviceTensor&, DeviceTensor&)
+DL_NO_CUDA(void, quantize_own, CudaContext&, const QuantizeParams&, const DeviceTensor&, DeviceTensor&)
+DL_NO_CUDA(void, dequantize_own, CudaContext&, const QuantizeParams&, const DeviceTensor&, DeviceTensor&)
+
 }  // namespace cuda
 }  // namespace driftlab

@@ -19,6 +19,7 @@
 #include "kernels/cpu/registry.h"
 #include "models/models.h"
 #include "quant/ptq.h"
+#include "tests/cases/quant_cases.h"
 #include "tests/oracles/oracle_util.h"
 #include "tests/test_util.h"
 
@@ -29,81 +30,6 @@ const KernelRegistry& registry() {
   static const KernelRegistry reg = make_cpu_registry();
   return reg;
 }
-
-struct QConvCase {
-  const char* name;
-  int64_t n, c, h, w, k, r, s, stride_h, stride_w, dil, pad_t, pad_b, pad_l, pad_r;
-};
-// One row per geometry; every row runs under every dtype, rule, granularity, bias and clamp.
-const QConvCase kQConvCases[] = {
-    {"lenet5_conv1", 3, 1, 28, 28, 6, 5, 5, 1, 1, 1, 0, 0, 0, 0},
-    {"lenet5_conv2", 2, 6, 12, 12, 16, 5, 5, 1, 1, 1, 0, 0, 0, 0},
-    {"odd_asym_pad", 1, 3, 7, 9, 5, 3, 3, 1, 1, 1, 1, 0, 2, 1},
-    {"stride2_pad1", 3, 5, 11, 10, 7, 3, 3, 2, 2, 1, 1, 1, 1, 1},
-    {"stride2x1_5x5_asym", 2, 4, 9, 8, 9, 5, 5, 2, 1, 1, 2, 1, 0, 2},
-    {"conv1x1", 5, 13, 6, 5, 17, 1, 1, 1, 1, 1, 0, 0, 0, 0},
-    {"conv1x1_stride2", 1, 8, 7, 7, 3, 1, 1, 2, 2, 1, 0, 0, 0, 0},
-    {"dilation2", 2, 3, 10, 10, 4, 3, 3, 1, 1, 2, 2, 2, 2, 2},
-    {"k19_pad1", 2, 17, 6, 6, 19, 3, 3, 1, 1, 1, 1, 1, 1, 1},
-    {"j288_5x5_pad2", 1, 32, 6, 5, 20, 3, 3, 1, 1, 1, 2, 0, 1, 2},
-    // the quad plane's edges: channels not a multiple of 4, pad_r > pad_l (the shared padding
-    // column), rows wider than one 16-pixel step, stride-2 phases with even and odd pad_l and odd
-    // widths, a stride above 2 (the scalar phase split) with dilation, a ResNet-20 downsampling conv
-    {"pad_r_gt_pad_l", 2, 5, 6, 7, 3, 3, 3, 1, 1, 1, 0, 1, 0, 2},
-    {"wide_rows_33", 1, 6, 5, 33, 12, 3, 3, 1, 1, 1, 1, 1, 1, 1},
-    {"stride2_odd_w17", 2, 7, 13, 17, 9, 3, 3, 2, 2, 1, 1, 1, 1, 1},
-    {"stride2_pad_l0", 1, 6, 10, 21, 5, 3, 3, 2, 2, 1, 0, 1, 0, 1},
-    {"stride2_dil2", 2, 3, 12, 12, 5, 3, 3, 2, 2, 2, 2, 2, 2, 2},
-    {"stride1x2_asym", 1, 9, 9, 19, 10, 3, 2, 1, 2, 1, 1, 2, 0, 1},
-    {"stride3_dil2", 2, 5, 15, 14, 6, 3, 3, 3, 3, 2, 2, 1, 1, 2},
-    {"resnet20_downsample", 1, 16, 32, 32, 32, 3, 3, 2, 2, 1, 1, 1, 1, 1},
-    {"resnet20_stage3", 1, 64, 8, 8, 64, 3, 3, 1, 1, 1, 1, 1, 1, 1},
-};
-
-// Uniform integers in [lo, hi] of an integer dtype (random_tensor makes floats), from the seed.
-Tensor random_int(Shape shape, DType dtype, uint64_t seed, int64_t lo, int64_t hi) {
-  Tensor t(std::move(shape), dtype);
-  std::mt19937_64 gen(seed);
-  for (int64_t i = 0; i < t.numel(); ++i) {
-    const int64_t v = lo + static_cast<int64_t>(gen() % static_cast<uint64_t>(hi - lo + 1));
-    if (dtype == DType::u8) t.data<uint8_t>()[i] = static_cast<uint8_t>(v);
-    if (dtype == DType::i8) t.data<int8_t>()[i] = static_cast<int8_t>(v);
-    if (dtype == DType::i32) t.data<int32_t>()[i] = static_cast<int32_t>(v);
-  }
-  return t;
-}
-
-void PrintTo(const QConvCase& c, std::ostream* os) { *os << c.name; }
-
-int32_t type_min(DType t) { return t == DType::i8 ? -128 : 0; }
-int32_t type_max(DType t) { return t == DType::i8 ? 127 : 255; }
-
-// Requantization for `k` channels whose accumulators are of size ~acc_scale: multipliers spread
-// so that outputs cover the range and saturate at both ends (ties: QConvFast.TiesRoundAsTheReference).
-Requant make_requant(RequantRule rule, RoundRule round, bool per_channel, int64_t k, double acc_scale, DType yt,
-                     bool relu, uint64_t seed) {
-  Requant rq;
-  rq.rule = rule;
-  rq.round = round;
-  rq.zero_point = yt == DType::i8 ? -3 : 7;
-  rq.lo = relu ? std::max(type_min(yt), rq.zero_point) : type_min(yt);
-  rq.hi = type_max(yt);
-  const int64_t nch = per_channel ? k : 1;
-  const Tensor u = random_tensor({nch}, DType::f64, seed, 0.3, 3.0);
-  const Tensor fb = random_tensor({nch}, DType::f64, seed + 1, -400.0, 400.0);
-  for (int64_t i = 0; i < nch; ++i) {
-    RequantChannel ch;
-    const double m = u.at(i) * 100.0 / acc_scale;
-    ch.scale = static_cast<float>(m);
-    // float_multiply_add_zp (oneDNN) and float_multiply (fbgemm) may carry a float bias
-    ch.bias = i % 2 == 1 ? static_cast<float>(fb.at(i)) : 0.f;
-    ch.fixed = quantize_multiplier(m, rule == RequantRule::fixed_point_single_rounding);
-    rq.channels.push_back(ch);
-  }
-  return rq;
-}
-
-std::string rule_str(RequantRule r, RoundRule rr) { return std::string(requant_rule_name(r)) + "/" + round_rule_name(rr); }
 
 // Every (dtype, rule, rounding, granularity, bias, clamp) of one geometry: fast == reference.
 void check_qconv_case(const QConvCase& cs) {
@@ -150,7 +76,7 @@ void check_qconv_case(const QConvCase& cs) {
 
 class QConvFast : public ::testing::TestWithParam<QConvCase> {};
 TEST_P(QConvFast, EqualsReferenceByteForByte) { check_qconv_case(GetParam()); }
-INSTANTIATE_TEST_SUITE_P(Cases, QConvFast, ::testing::ValuesIn(kQConvCases),
+INSTANTIATE_TEST_SUITE_P(Cases, QConvFast, ::testing::ValuesIn(cases_for(kQConvCases, kCpuTest)),
                          [](const ::testing::TestParamInfo<QConvCase>& i) { return std::string(i.param.name); });
 
 TEST(QConvFast, SameBytesAtEveryThreadCountAndRefusesAPaddingItCannotWrite) {
@@ -214,18 +140,11 @@ TEST(QConvFast, TiesRoundAsTheReference) {
 }
 
 TEST(QDenseFast, EqualsReferenceByteForByte) {
-  struct Shape3 {
-    int64_t n, in, out;
-  };
-  // batch 1, odd batches, one and several 64-row blocks; `in` not a multiple of 4; out of 1, 10,
-  // 17 (past two register tiles) and LeNet-5's layers
-  const Shape3 shapes[] = {{1, 256, 120}, {3, 5, 10}, {64, 120, 84}, {65, 84, 10}, {130, 257, 17}, {7, 1, 1},
-                           {100, 256, 120}};
   const QDenseKernel& ref = registry().qdense.reference();
   const QDenseKernel& fast = registry().qdense.at(KernelBackend::fast);
   ASSERT_NE(fast.name, nullptr);
   uint64_t seed = 500;
-  for (const Shape3& s : shapes)
+  for (const QDenseCase& s : cases_for(kQDenseCases, kCpuTest))
     for (DType xt : {DType::u8, DType::i8})
       for (RequantRule rule : {RequantRule::fixed_point_double_rounding, RequantRule::fixed_point_single_rounding,
                                RequantRule::float_multiply, RequantRule::float_multiply_add_zp})
@@ -254,22 +173,14 @@ TEST(QDenseFast, EqualsReferenceByteForByte) {
 }
 
 TEST(QMaxPool2dFast, EqualsReferenceByteForByte) {
-  struct Case {
-    int64_t n, c, h, w, kh, kw, sh, sw, pt, pb, pl, pr;
-  };
-  const Case cases[] = {{3, 6, 24, 24, 2, 2, 2, 2, 0, 0, 0, 0}, {1, 5, 9, 7, 2, 2, 2, 2, 0, 0, 0, 0},
-                        {2, 3, 11, 10, 3, 3, 2, 2, 1, 1, 1, 1}, {2, 4, 6, 7, 3, 3, 1, 1, 0, 2, 1, 0},
-                        {1, 2, 5, 5, 2, 3, 1, 2, 1, 0, 0, 1}};
   const QMaxPool2dKernel& fast = registry().qmaxpool2d.at(KernelBackend::fast);
   ASSERT_NE(fast.name, nullptr);
   uint64_t seed = 900;
-  for (const Case& cs : cases)
+  for (const QPoolCase& cs : cases_for(kQPoolCases, kCpuTest))
     for (DType t : {DType::u8, DType::i8}) {
       QPool2dParams p;
       p.dtype = t;
-      p.g.n = cs.n, p.g.c = cs.c, p.g.h = cs.h, p.g.w = cs.w, p.g.kh = cs.kh, p.g.kw = cs.kw;
-      p.g.stride_h = cs.sh, p.g.stride_w = cs.sw, p.g.pad_t = cs.pt, p.g.pad_b = cs.pb, p.g.pad_l = cs.pl;
-      p.g.pad_r = cs.pr;
+      p.g = cs.geometry();
       const Tensor x = random_int(p.g.x_shape(), t, ++seed, type_min(t), type_max(t));
       Tensor a(p.g.y_shape(), t), r(p.g.y_shape(), t);
       ASSERT_TRUE(fast.supports(p, t));
