@@ -9,6 +9,8 @@
 #include <sys/mman.h>
 #include <zlib.h>
 
+#include <cmath>
+#include <cstdio>
 #include <cstring>
 #include <fstream>
 #include <sstream>
@@ -72,7 +74,24 @@ TEST(ModelFile, Version1FromTheLastVersion1WriterLoadsAndPredictsTheSameBits) {
   const Tensor x = read_npy(fixture("input.npy")), want = read_npy(fixture("logits_v1.npy"));
   ThreadCountGuard one(1);  // the fixture's logits were computed with --threads 1
   CpuRunner runner(lm.model);
-  EXPECT_TRUE(bitwise_equal(runner.logits(x), want));
+  const Tensor got = runner.logits(x);
+  // The fixture was computed on an AVX-512 machine, and the tensorflow preset's Eigen GEMM sums
+  // each dot product in blocks of its SIMD width: on such a CPU the logits must be the same bits.
+  // On a narrower CPU (AVX2: 8 lanes, not 16) the same weights give another summation order, an
+  // ulp-level difference; a weight the v1 reader misplaced or misread would move a logit by O(1),
+  // so there the check is 1e-5 of the largest logit (seen on Zen 3: 3e-7).
+  if (__builtin_cpu_supports("avx512f")) {
+    EXPECT_TRUE(bitwise_equal(got, want));
+  } else {
+    ASSERT_EQ(got.shape(), want.shape());
+    double largest = 0, worst = 0;
+    for (int64_t i = 0; i < want.numel(); ++i) {
+      largest = std::max(largest, std::fabs(double(want.data<float>()[i])));
+      worst = std::max(worst, std::fabs(double(got.data<float>()[i]) - double(want.data<float>()[i])));
+    }
+    std::printf("no AVX-512: largest |logit| %.6g, largest difference %.3g\n", largest, worst);
+    EXPECT_LE(worst, 1e-5 * largest);
+  }
 }
 
 TEST(ModelFile, Version2RoundTripNamesEachTensorsDtype) {
