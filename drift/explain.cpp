@@ -901,6 +901,7 @@ std::string explain_knob(const std::string& knob) {
       {"quant_requant", [] { return ex_quant("quant_requant"); }},
       {"quant_multiplier", [] { return ex_quant("quant_multiplier"); }},
       {"quant_relu", [] { return ex_quant("quant_relu"); }},
+      {"quant_u8s8_dot", [] { return ex_quant("quant_u8s8_dot"); }},
       {"quant_backend", [] { return ex_quant("quant_backend"); }},
       {"quant_add", [] { return ex_quant("quant_add"); }},
       {"quant_avg_pool", [] { return ex_quant("quant_avg_pool"); }},

@@ -133,6 +133,9 @@ void apply_dynamic_toolchain(Policy& p, QuantToolchain t) {
 void apply_quant_toolchain(Policy& p, QuantToolchain t) {
   p.quant_scheme = t;
   apply_dynamic_toolchain(p, t);
+  // Every toolchain's int8 conv/dense computes the integer sum on ARM and on x86 with VNNI; the
+  // int16 pairs of x86 without VNNI are a property of the CPU, set by hand (quant_u8s8_dot).
+  p.quant_u8s8_dot = DotRule::exact;
   switch (t) {
     case QuantToolchain::tflite:  // TFLite converter, legacy quantizer (tools/optimize): docs/QUANT_SOURCES.md
       p.quant_act_dtype = QuantActDtype::int8;
@@ -705,6 +708,20 @@ const std::vector<KnobRow>& rows() {
          "tflite_rounded_division (refused: not implemented)", "tflite_rounded_division (refused: not implemented)",
          "float_reciprocal (ort: ort_qlinear_global_avg_pool)",
          "aten/src/ATen/native/quantized/cpu/AdaptiveAveragePooling.cpp; onnxruntime/core/mlas/lib/qlgavgpool.cpp"}));
+    r.push_back(enum_knob(&Policy::quant_u8s8_dot,
+        {"quant_u8s8_dot", "quant", {"exact", "int16_pairs_channels", "int16_pairs_hwc"},
+         "how an int8 conv/dense sums its u8 x s8 products: the integer sum of (x - zp) * w (ARM, x86 with "
+         "AVX-512 VNNI or AVX-VNNI, reference kernels), or as x86 without VNNI runs them (VPMADDUBSW): stored "
+         "uint8 values times int8 weights, two products added into an int16 with saturation, zp * sum(w) "
+         "subtracted after; oneDNN pairs input channels 2j, 2j+1 of one tap (uint8 activations only), ONNX "
+         "Runtime's MLAS adjacent terms of the (kh, kw, c) im2col row (padding taps read the zero point; int8 "
+         "activations run as uint8 + 128); dense: inputs 2j, 2j+1. Equal unless a pair leaves int16. A CPU "
+         "property, not a scheme's: every scheme sets exact",
+         "exact", "exact",
+         "exact (VNNI CPUs; on x86 without VNNI torch_onednn runs int16_pairs_channels, ort int16_pairs_hwc)",
+         "oneDNN dev guide 'Nuances of int8 computations'; onnxruntime docs performance/model-optimizations/"
+         "quantization (VPMADDUBSW saturation); onnxruntime/core/mlas/lib/qgemm_kernel_avx2.cpp; "
+         "docs/QUANT_SOURCES.md S2.9"}));
     r.push_back(enum_knob(&Policy::quant_relu,
         {"quant_relu", "quant", {"fused", "separate"},
          "ReLU after conv/dense: the output clamp at the zero point (its range observed after the ReLU), or "

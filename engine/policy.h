@@ -205,6 +205,7 @@ struct Policy {
   RequantRule quant_requant = RequantRule::float_multiply;
   QuantMultiplier quant_multiplier = QuantMultiplier::float32_mul_reciprocal;  // generate_requantization_scales
   QuantRelu quant_relu = QuantRelu::fused;                       // fuse_modules: ConvReLU2d, LinearReLU
+  DotRule quant_u8s8_dot = DotRule::exact;                       // VNNI / ARM: the integer sum
   // dynamic (weights-only) quantization, PyTorch quantize_dynamic on qnnpack (default_dynamic_qconfig)
   QuantDynAct quant_dyn_act = QuantDynAct::affine_double;        // ChooseQuantizationParams per call
   QuantActRange quant_dyn_range = QuantActRange::full;           // qnnpack ignores reduce_range=True

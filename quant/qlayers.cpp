@@ -125,6 +125,7 @@ QConv2dLayer::QConv2dLayer(const Conv2dParams& geometry, const QuantScheme& s, Q
   check(!p_.g.flip, "qconv2d: flip the float weights before quantizing them");
   check_shape("qconv2d", "weight", spec.weight.q, p_.g.w_shape());
   p_.x_dtype = p_.y_dtype = s.act_dtype;
+  p_.dot = s.dot;
   linear_buffers(bufs_, spec, int_bias_);
   refresh();
 }
@@ -172,7 +173,8 @@ std::string QConv2dLayer::describe() const {
   std::ostringstream os;
   os << "qconv2d " << p_.g.k << "x" << p_.g.c << "x" << p_.g.r << "x" << p_.g.s << " x_zp=" << p_.x_zero_point
      << " requant " << requant_rule_name(p_.rq.rule) << " zp_out=" << p_.rq.zero_point << " clamp [" << p_.rq.lo << ","
-     << p_.rq.hi << "]" << (p_.rq.channels.size() > 1 ? " per-channel" : " per-tensor");
+     << p_.rq.hi << "]" << (p_.rq.channels.size() > 1 ? " per-channel" : " per-tensor")
+     << (p_.dot == DotRule::exact ? "" : " int16 product pairs");
   return os.str();
 }
 
@@ -191,6 +193,7 @@ QDenseLayer::QDenseLayer(int64_t in, int64_t out, const QuantScheme& s, QLinearS
   p_.out = out;
   check_shape("qdense", "weight", spec.weight.q, {out, in});
   p_.x_dtype = p_.y_dtype = s.act_dtype;
+  p_.dot = s.dot;
   linear_buffers(bufs_, spec, int_bias_);
   refresh();
 }
@@ -211,7 +214,8 @@ std::string QDenseLayer::describe() const {
   std::ostringstream os;
   os << "qdense " << p_.out << "x" << p_.in << " x_zp=" << p_.x_zero_point << " requant "
      << requant_rule_name(p_.rq.rule) << " zp_out=" << p_.rq.zero_point << " clamp [" << p_.rq.lo << "," << p_.rq.hi
-     << "]" << (p_.rq.channels.size() > 1 ? " per-channel" : " per-tensor");
+     << "]" << (p_.rq.channels.size() > 1 ? " per-channel" : " per-tensor")
+     << (p_.dot == DotRule::exact ? "" : " int16 product pairs");
   return os.str();
 }
 

@@ -76,6 +76,7 @@ QuantScheme QuantScheme::from_policy(const Policy& p) {
   s.bias_product_in_double = p.quant_bias_product == FloatType::float64;
   s.multiplier = p.quant_multiplier;
   s.relu_fused = p.quant_relu == QuantRelu::fused;
+  s.dot = p.quant_u8s8_dot;
   s.add_name = p.get("quant_add");
   s.avg_pool_name = p.get("quant_avg_pool");
   s.add_implemented = p.quant_add != QuantAdd::tflite_fixed_point;

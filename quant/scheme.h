@@ -37,6 +37,7 @@ struct QuantScheme {
   RequantRule requant = RequantRule::float_multiply;
   QuantMultiplier multiplier = QuantMultiplier::float32_mul_reciprocal;
   bool relu_fused = true;
+  DotRule dot = DotRule::exact;  // how conv/dense sum their products (quant_u8s8_dot)
   QAddRule add_rule = QAddRule::fixed_point_shift;
   int32_t add_offset = 0;  // QAddParams::offset (ORT on x86: int8 activations run as uint8 + 128)
   QAvgPoolRule avg_pool_rule = QAvgPoolRule::shared_qparams;

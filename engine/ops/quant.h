@@ -212,12 +212,35 @@ DL_HOST_DEVICE inline float dequantize_one(int32_t q, int32_t zp, float scale) {
 // bias, in int32 (exact: every term is an integer; the build refuses shapes whose sum could leave
 // int32), then requantized. Padding reads x_zp (the real value 0).
 
+// How a conv/dense with uint8 activations sums its products before the bias and requantization.
+enum class DotRule {
+  // acc = sum (x - x_zp) * w in int32: the integer convolution. What VNNI's VPDPBUSD, qnnpack,
+  // TFLite's reference kernels and every int8 kernel on a CPU with AVX-512 VNNI / AVX-VNNI compute.
+  exact,
+  // x86 without VNNI (AVX2, or AVX-512 before VNNI), as oneDNN's int8 conv and inner product run
+  // there (PyTorch's onednn engine): VPMADDUBSW multiplies the stored uint8 values (not x - x_zp) by
+  // the int8 weights and adds the two products of a pair into an int16 with saturation
+  // ([-32768, 32767]); VPMADDWD then adds pairs in int32, and x_zp * sum(w) is subtracted after.
+  // acc = sum over pairs sat16(x[a] w[a] + x[b] w[b]) - x_zp * sum w. Pairs: input channels 2j and
+  // 2j+1 of one kernel tap (an odd channel count pairs the last with nothing); dense: inputs 2j,
+  // 2j+1. Padding taps add nothing. Equal to `exact` unless a pair leaves int16. uint8 activations
+  // only. Ran against PyTorch 1.13's onednn engine on Zen 3 (docs/QUANT_SOURCES.md S2.9).
+  int16_pairs_channels,
+  // The same int16 pairs as ONNX Runtime's MLAS runs a u8 x s8 QGEMM on x86 without VNNI: adjacent
+  // terms 2j, 2j+1 of the im2col row in (kh, kw, c) order, so with an odd channel count a pair
+  // spans two taps; a padding tap enters as the stored zero point; dense: inputs 2j, 2j+1. int8
+  // activations are run as uint8 + 128 with zero point + 128 (ORT's x86 QDQ rewrite). Ran against
+  // ONNX Runtime 1.23 on Zen 3 (docs/QUANT_SOURCES.md S2.9).
+  int16_pairs_hwc,
+};
+
 struct QConv2dParams {
   Conv2dParams g;                 // geometry (flip must be false: quant/ flips the weights once)
   DType x_dtype = DType::u8, y_dtype = DType::u8;
   int32_t x_zero_point = 0;
   bool has_bias = false;          // an int32 bias (K) added to the accumulator
   Requant rq;
+  DotRule dot = DotRule::exact;   // int16_pairs_channels needs uint8 activations
   void validate() const;          // throws naming what is wrong
 };
 
@@ -227,6 +250,7 @@ struct QDenseParams {
   int32_t x_zero_point = 0;
   bool has_bias = false;
   Requant rq;
+  DotRule dot = DotRule::exact;
   void validate() const;
 };
 

@@ -419,7 +419,7 @@ int32_t shifted_zero_point(DType t, int32_t zp) { return t == DType::i8 ? zp + 1
 bool has_padding(const Conv2dParams& g) { return g.pad_t || g.pad_b || g.pad_l || g.pad_r; }
 
 bool qconv2d_supports(const QConv2dParams& p, DType dt) {
-  if (dt != p.x_dtype || !is_q8(p.x_dtype) || !is_q8(p.y_dtype) || p.g.flip) return false;
+  if (dt != p.x_dtype || !is_q8(p.x_dtype) || !is_q8(p.y_dtype) || p.g.flip || p.dot != DotRule::exact) return false;
   // Padding is written as the shifted zero point, which must be a byte.
   const int32_t zp_u = shifted_zero_point(p.x_dtype, p.x_zero_point);
   return !has_padding(p.g) || (zp_u >= 0 && zp_u <= 255);
@@ -731,7 +731,7 @@ void qconv2d_forward_fast(const QConv2dParams& p, const Tensor& x, const Tensor&
 constexpr int64_t kDenseRows = 64;
 
 bool qdense_supports(const QDenseParams& p, DType dt) {
-  return dt == p.x_dtype && is_q8(p.x_dtype) && is_q8(p.y_dtype);
+  return dt == p.x_dtype && is_q8(p.x_dtype) && is_q8(p.y_dtype) && p.dot == DotRule::exact;
 }
 
 template <typename TX, typename TY>
@@ -1192,9 +1192,10 @@ void register_quant_fast(KernelRegistry& reg) {
   reg.qconv2d.at(KernelBackend::fast) = {
       "fast",
       "int8/uint8 in and out, any geometry; padding only where the zero point (+128 for int8) is a byte; "
-      "AVX-512 VNNI where the CPU has it",
+      "exact sums only (DotRule::exact); AVX-512 VNNI where the CPU has it",
       qconv2d_supports, qconv2d_forward_fast};
-  reg.qdense.at(KernelBackend::fast) = {"fast", "int8/uint8 in and out; AVX-512 VNNI where the CPU has it",
+  reg.qdense.at(KernelBackend::fast) = {"fast", "int8/uint8 in and out; exact sums only (DotRule::exact); AVX-512 VNNI where the CPU "
+                                        "has it",
                                         qdense_supports, qdense_forward_fast};
   reg.qmaxpool2d.at(KernelBackend::fast) = {"fast", "int8 and uint8, any window (2x2 stride 2 vectorised)",
                                             qmaxpool2d_supports, qmaxpool2d_forward_fast};

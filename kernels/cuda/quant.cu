@@ -328,6 +328,8 @@ __global__ void qmaxpool_kernel(QPoolDims d, const T* __restrict__ x, T* __restr
 void qconv2d_forward_own(CudaContext& ctx, const QConv2dParams& p, const DeviceTensor& x, const DeviceTensor& w,
                          const DeviceTensor* bias, DeviceTensor& y) {
   p.validate();
+  check(p.dot == DotRule::exact, "qconv2d_forward_own: the int16 product pairs of DotRule (x86 without VNNI) are emulated by "
+        "the CPU reference kernels only");
   const Conv2dParams& g = p.g;
   check_q_io("qconv2d_forward_own", p.x_dtype, p.y_dtype, x, g.x_shape(), w, g.w_shape(), bias, g.k, p.has_bias, y,
              g.y_shape());
@@ -342,6 +344,8 @@ void qconv2d_forward_own(CudaContext& ctx, const QConv2dParams& p, const DeviceT
 void qdense_forward_own(CudaContext& ctx, const QDenseParams& p, const DeviceTensor& x, const DeviceTensor& w,
                         const DeviceTensor* bias, DeviceTensor& y) {
   p.validate();
+  check(p.dot == DotRule::exact, "qdense_forward_own: the int16 product pairs of DotRule (x86 without VNNI) are emulated by "
+        "the CPU reference kernels only");
   check_q_io("qdense_forward_own", p.x_dtype, p.y_dtype, x, {p.n, p.in}, w, {p.out, p.in}, bias, p.out, p.has_bias,
              y, {p.n, p.out});
   QGemmDims d;  // a 1x1 convolution of `in` channels on a 1x1 image

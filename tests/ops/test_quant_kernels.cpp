@@ -263,6 +263,117 @@ TEST(QuantDense, HandComputedInt8OutputWithFixedPointRequant) {
   EXPECT_EQ(y.at(1), 127);
 }
 
+// DotRule::int16_pairs_channels: VPMADDUBSW's int16 saturation of each pair of stored-uint8 x int8
+// products (x86 without VNNI, oneDNN). Scale 1/256 keeps accumulators up to 65280 inside uint8.
+TEST(QuantDense, Int16PairsSaturateEachPairOfStoredProducts) {
+  QDenseParams p;
+  p.n = 1, p.in = 5, p.out = 5;
+  p.x_dtype = p.y_dtype = DType::u8;
+  p.rq = float_rq(1.0f / 256, 0, RoundRule::half_even);
+  Tensor x = Tensor::from<uint8_t>({1, 5}, {255, 255, 255, 255, 255});
+  Tensor w = Tensor::from<int8_t>({5, 5}, {127, 127, 0, 0, 0,      // pair (0,1): 64770 -> 32767
+                                           127, 0, 127, 0, 0,      // 0 and 2 are in different pairs: 64770
+                                           0, 0, 0, 127, 127,      // 3 pairs with 2, and 4 with nothing
+                                           0, 0, 0, 0, 127,        // the odd last input pairs with nothing
+                                           -128, -128, 127, 127, 0});  // -65280 -> -32768; +64770 -> 32767
+  Tensor exact({1, 5}, DType::u8), pairs({1, 5}, DType::u8);
+  qdense_forward_ref(p, x, w, nullptr, exact);
+  p.dot = DotRule::int16_pairs_channels;
+  qdense_forward_ref(p, x, w, nullptr, pairs);
+  // exact: 64770/256 = 253.008 -> 253 (rows 0-2); 32385/256 = 126.504 -> 127; row 4: -510/256
+  // = -1.99 -> -2 -> clamped 0
+  EXPECT_EQ(std::vector<double>({exact.at(0), exact.at(1), exact.at(2), exact.at(3), exact.at(4)}),
+            std::vector<double>({253, 253, 253, 127, 0}));
+  // pairs: 32767/256 = 127.996 -> 128; row 1: 32385 + 32385 = 64770 -> 253; row 2: (2,3) 32385 +
+  // (4) 32385 -> 253; row 3 -> 127; row 4: -32768 + 32767 = -1 -> -0.004 -> 0
+  EXPECT_EQ(std::vector<double>({pairs.at(0), pairs.at(1), pairs.at(2), pairs.at(3), pairs.at(4)}),
+            std::vector<double>({128, 253, 253, 127, 0}));
+  // the zero point is subtracted after, from the stored values' sums: x_zp = 100 makes row 0
+  // 32767 - 100 * 254 = 7367 -> 28.78 -> 29 (exact: 155 * 254 = 39370 -> 153.79 -> 154)
+  p.x_zero_point = 100;
+  qdense_forward_ref(p, x, w, nullptr, pairs);
+  EXPECT_EQ(pairs.at(0), 29);
+  p.dot = DotRule::exact;
+  qdense_forward_ref(p, x, w, nullptr, exact);
+  EXPECT_EQ(exact.at(0), 154);
+  // int8 activations have no VPMADDUBSW form: refused by name
+  p.dot = DotRule::int16_pairs_channels;
+  p.x_dtype = DType::i8;
+  EXPECT_THROW(p.validate(), Error);
+}
+
+TEST(QuantConv, Int16PairsAreChannelPairsOfOneTapAndPaddingAddsNothing) {
+  QConv2dParams p;
+  p.g.c = 3, p.g.h = 1, p.g.w = 2, p.g.k = 1, p.g.r = 1, p.g.s = 2;
+  p.x_dtype = p.y_dtype = DType::u8;
+  p.dot = DotRule::int16_pairs_channels;
+  // every input 255; tap 0 weights (c0, c1, c2) = (127, 127, 127), tap 1 = (0, 0, 127)
+  Tensor x = Tensor::from<uint8_t>({1, 3, 1, 2}, {255, 255, 255, 255, 255, 255});
+  Tensor w = Tensor::from<int8_t>({1, 3, 1, 2}, {127, 0, 127, 0, 127, 127});
+  Tensor y(p.g.y_shape(), DType::u8);
+  // tap 0: (c0, c1) 64770 -> 32767, c2 alone 32385; tap 1: c2 alone 32385 (taps never share a pair)
+  p.rq = float_rq(1.0f / 1024, 0, RoundRule::half_even);
+  qconv2d_forward_ref(p, x, w, nullptr, y);
+  EXPECT_EQ(y.at(0), 95);  // 97537 / 1024 = 95.25 (exact: 129540 / 1024 = 126.504 -> 127)
+  p.dot = DotRule::exact;
+  qconv2d_forward_ref(p, x, w, nullptr, y);
+  EXPECT_EQ(y.at(0), 127);
+  // padding: with one column of padding on the left, output 0 sees tap 1 only at column 0 (32385
+  // -> 31.6 -> 32) and output 1 the two taps as above; the padded tap adds nothing in either rule
+  p.dot = DotRule::int16_pairs_channels;
+  p.g.pad_l = 1;
+  Tensor y2(p.g.y_shape(), DType::u8);
+  qconv2d_forward_ref(p, x, w, nullptr, y2);
+  EXPECT_EQ(y2.at(0), 32);
+  EXPECT_EQ(y2.at(1), 95);
+}
+
+// DotRule::int16_pairs_hwc (ONNX Runtime's MLAS): adjacent terms of the (kh, kw, c) im2col row, so a
+// pair spans two taps when C is odd; a padding tap enters as the stored zero point; int8 activations
+// run as uint8 + 128.
+TEST(QuantConv, Int16PairsHwcSpanTapsReadTheZeroPointAtPaddingAndShiftInt8) {
+  QConv2dParams p;
+  p.g.c = 1, p.g.h = 1, p.g.w = 2, p.g.k = 1, p.g.r = 1, p.g.s = 2;
+  p.x_dtype = p.y_dtype = DType::u8;
+  p.rq = float_rq(1.0f / 256, 0, RoundRule::half_even);
+  Tensor x = Tensor::from<uint8_t>({1, 1, 1, 2}, {255, 255});
+  Tensor w = Tensor::from<int8_t>({1, 1, 1, 2}, {127, 127});
+  Tensor y(p.g.y_shape(), DType::u8);
+  auto run = [&](DotRule d) {
+    p.dot = d;
+    qconv2d_forward_ref(p, x, w, nullptr, y);
+    return y.at(0);
+  };
+  // one channel: taps 0 and 1 are one pair under hwc (64770 -> 32767 -> 128), two lone terms under
+  // channel pairs (64770 -> 253), as in exact
+  EXPECT_EQ(run(DotRule::int16_pairs_hwc), 128);
+  EXPECT_EQ(run(DotRule::int16_pairs_channels), 253);
+  EXPECT_EQ(run(DotRule::exact), 253);
+  // padding on the left, x_zp = 200, w = (-128, -128): output 0 pairs the padding tap (stored 200)
+  // with x[0] = 255: 200*-128 + 255*-128 = -58240 -> -32768, then - 200 * (-256) = +51200 -> 18432
+  // -> 72. exact: (255 - 200) * -128 = -7040 -> -27.5 -> clamped 0; channel pairs skip the padding
+  // tap: 255*-128 = -32640 lone, + 200*128 = -7040 -> 0
+  p.g.pad_l = 1;
+  p.x_zero_point = 200;
+  w = Tensor::from<int8_t>({1, 1, 1, 2}, {-128, -128});
+  y = Tensor(p.g.y_shape(), DType::u8);
+  EXPECT_EQ(run(DotRule::int16_pairs_hwc), 72);
+  EXPECT_EQ(run(DotRule::exact), 0);
+  EXPECT_EQ(run(DotRule::int16_pairs_channels), 0);
+  // int8 activations: stored 127 runs as 255, zero point 0 as 128: 64770 -> 32767 - 128 * 254 = 255
+  // -> 0.996 -> 1 (exact: 127 * 254 = 32258 -> 126.0 -> 126); channel pairs refuse int8
+  p.g.pad_l = 0;
+  p.x_zero_point = 0;
+  p.x_dtype = p.y_dtype = DType::i8;
+  p.rq.lo = -128, p.rq.hi = 127;
+  x = Tensor::from<int8_t>({1, 1, 1, 2}, {127, 127});
+  w = Tensor::from<int8_t>({1, 1, 1, 2}, {127, 127});
+  y = Tensor(p.g.y_shape(), DType::i8);
+  EXPECT_EQ(run(DotRule::int16_pairs_hwc), 1);
+  EXPECT_EQ(run(DotRule::exact), 126);
+  EXPECT_THROW(run(DotRule::int16_pairs_channels), Error);
+}
+
 TEST(QuantMaxPool, IntegerMaxAndPaddingNeverWins) {
   QPool2dParams p;
   p.g.c = 1, p.g.h = p.g.w = 3, p.g.kh = p.g.kw = 2, p.g.stride_h = p.g.stride_w = 2;

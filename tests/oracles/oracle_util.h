@@ -180,6 +180,9 @@ class CaseDir {
   Tensor out(const std::string& case_name, const std::string& key) const {
     return read_npy((dir_ / "out" / (case_name + "." + key + ".npy")).string());
   }
+  bool has_out(const std::string& case_name, const std::string& key) const {
+    return fs::exists(dir_ / "out" / (case_name + "." + key + ".npy"));
+  }
   double out_scalar(const std::string& case_name, const std::string& key) const { return out(case_name, key).at(0); }
 
   const std::string& skip() const { return skip_; }    // non-empty: the oracle is missing
@@ -234,6 +237,19 @@ class CaseDir {
 
 // ---------------------------------------------------------------------------------------------
 // Errors
+
+// Whether this CPU multiplies u8 x s8 with VNNI (AVX-512 VNNI or AVX-VNNI). Where it does, oneDNN and
+// ONNX Runtime compute the integer sum; where it does not, both run VPMADDUBSW, whose pairs of
+// products saturate at int16 (quant_u8s8_dot: int16_pairs_channels for oneDNN, int16_pairs_hwc for
+// ONNX Runtime's MLAS; docs/QUANT_SOURCES.md S2.9), and the oracles ask driftlab for that rule.
+inline bool cpu_has_u8s8_vnni() {
+#if defined(__x86_64__) && defined(__GNUC__)
+  __builtin_cpu_init();
+  return __builtin_cpu_supports("avx512vnni") || __builtin_cpu_supports("avxvnni");
+#else
+  return true;  // ARM and others: the integer sum (the rule's pairs are an x86 instruction's)
+#endif
+}
 
 inline double max_abs(const Tensor& t) {
   double m = 0;

@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <type_traits>
 
 #include "engine/core/error.h"
 #include "kernels/cpu/pool2d_loops.h"
@@ -83,9 +84,42 @@ void dequantize_ref(const QuantizeParams& p, const Tensor& q, Tensor& x) {
   });
 }
 
+// DotRule's int16 pairs: the products of stored uint8 values (int8 activations shifted to uint8 +
+// 128, as ONNX Runtime's x86 QDQ rewrite runs them) and int8 weights, added two at a time into an
+// int16 with saturation (VPMADDUBSW), the pairs added in int32; zp_u * sum(w) of the terms
+// subtracted at the end. end_group() closes a pair early (a lone last term pairs with nothing).
+class Int16Pairs {
+ public:
+  void add(int32_t u, int32_t w) {
+    wsum_ += static_cast<uint32_t>(w);
+    if (open_) {
+      acc_ += static_cast<uint32_t>(std::min<int32_t>(32767, std::max<int32_t>(-32768, first_ + u * w)));
+      open_ = false;
+    } else {
+      first_ = u * w, open_ = true;
+    }
+  }
+  void end_group() {
+    if (open_) acc_ += static_cast<uint32_t>(first_);  // one product fits int16's range: |255 * 128| < 2^15
+    open_ = false;
+  }
+  int32_t result(int32_t zp_u) {
+    end_group();
+    return static_cast<int32_t>(acc_ - static_cast<uint32_t>(zp_u) * wsum_);  // wraps as int32 would
+  }
+
+ private:
+  uint32_t acc_ = 0, wsum_ = 0;
+  int32_t first_ = 0;
+  bool open_ = false;
+};
+inline int32_t stored_u8(uint8_t v) { return v; }
+inline int32_t stored_u8(int8_t v) { return static_cast<int32_t>(v) + 128; }
+
 template <typename TX, typename TY>
 void qconv_loops(const QConv2dParams& p, const TX* x, const int8_t* w, const int32_t* bias, TY* y) {
   const Conv2dParams& g = p.g;
+  const int32_t zp_u = p.x_zero_point + (std::is_same<TX, int8_t>::value ? 128 : 0);  // the int16 pairs' zero point
   const int64_t P = g.out_h(), Q = g.out_w();
   for (int64_t n = 0; n < g.n; ++n)
     for (int64_t k = 0; k < g.k; ++k) {
@@ -93,15 +127,34 @@ void qconv_loops(const QConv2dParams& p, const TX* x, const int8_t* w, const int
       for (int64_t oh = 0; oh < P; ++oh)
         for (int64_t ow = 0; ow < Q; ++ow) {
           int32_t acc = 0;
-          for (int64_t c = 0; c < g.c; ++c)
+          if (p.dot == DotRule::exact) {
+            for (int64_t c = 0; c < g.c; ++c)
+              for (int64_t r = 0; r < g.r; ++r)
+                for (int64_t s = 0; s < g.s; ++s) {
+                  const int64_t ih = oh * g.stride_h - g.pad_t + r * g.dil_h;
+                  const int64_t iw = ow * g.stride_w - g.pad_l + s * g.dil_w;
+                  if (ih < 0 || ih >= g.h || iw < 0 || iw >= g.w) continue;  // padding: x_zp - x_zp = 0
+                  const int32_t xv = static_cast<int32_t>(x[((n * g.c + c) * g.h + ih) * g.w + iw]) - p.x_zero_point;
+                  acc += xv * static_cast<int32_t>(w[((k * g.c + c) * g.r + r) * g.s + s]);
+                }
+          } else {
+            // int16 pairs of stored values (uint8; int8 shifted to uint8 + 128), zp * sum(w) after: the
+            // terms walked in the rule's order, each pair's sum saturated to int16
+            const bool hwc = p.dot == DotRule::int16_pairs_hwc;
+            Int16Pairs pairs;
             for (int64_t r = 0; r < g.r; ++r)
               for (int64_t s = 0; s < g.s; ++s) {
                 const int64_t ih = oh * g.stride_h - g.pad_t + r * g.dil_h;
                 const int64_t iw = ow * g.stride_w - g.pad_l + s * g.dil_w;
-                if (ih < 0 || ih >= g.h || iw < 0 || iw >= g.w) continue;  // padding: x_zp - x_zp = 0
-                const int32_t xv = static_cast<int32_t>(x[((n * g.c + c) * g.h + ih) * g.w + iw]) - p.x_zero_point;
-                acc += xv * static_cast<int32_t>(w[((k * g.c + c) * g.r + r) * g.s + s]);
+                const bool pad = ih < 0 || ih >= g.h || iw < 0 || iw >= g.w;
+                if (pad && !hwc) continue;  // channel pairs: a padding tap adds nothing
+                for (int64_t c = 0; c < g.c; ++c)  // hwc: a padding tap reads the zero point
+                  pairs.add(pad ? zp_u : stored_u8(x[((n * g.c + c) * g.h + ih) * g.w + iw]),
+                            w[((k * g.c + c) * g.r + r) * g.s + s]);
+                if (!hwc) pairs.end_group();  // channel pairs never span two taps
               }
+            acc = pairs.result(zp_u);
+          }
           if (bias) acc += bias[k];
           y[((n * g.k + k) * P + oh) * Q + ow] = static_cast<TY>(
               requantize_one(acc, rc, p.rq.rule, p.rq.round, p.rq.zero_point, p.rq.lo, p.rq.hi));
@@ -147,8 +200,16 @@ void qdense_forward_ref_impl(const QDenseParams& p, const Tensor& x, const Tenso
     for (int64_t i = 0; i < p.n; ++i)
       for (int64_t o = 0; o < p.out; ++o) {
         int32_t acc = 0;
-        for (int64_t j = 0; j < p.in; ++j)
-          acc += (static_cast<int32_t>(xs[i * p.in + j]) - p.x_zero_point) * static_cast<int32_t>(ws[o * p.in + j]);
+        const TX* xr = xs + i * p.in;
+        const int8_t* wr = ws + o * p.in;
+        if (p.dot == DotRule::exact) {
+          for (int64_t j = 0; j < p.in; ++j) acc += (static_cast<int32_t>(xr[j]) - p.x_zero_point) * static_cast<int32_t>(wr[j]);
+        } else {  // int16 pairs of stored values, inputs 2j and 2j+1 (both rules), zp * sum(w) after
+          const int32_t zp_u = p.x_zero_point + (std::is_same<TX, int8_t>::value ? 128 : 0);
+          Int16Pairs pairs;
+          for (int64_t j = 0; j < p.in; ++j) pairs.add(stored_u8(xr[j]), wr[j]);
+          acc = pairs.result(zp_u);
+        }
         if (bs) acc += bs[o];
         ys[i * p.out + o] = static_cast<TY>(
             requantize_one(acc, p.rq.channel(o), p.rq.rule, p.rq.round, p.rq.zero_point, p.rq.lo, p.rq.hi));

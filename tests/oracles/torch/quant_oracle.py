@@ -161,6 +161,14 @@ def run_ptq(c, case):
     model = Wrapped(body).eval()
     model.qconfig = get_default_qconfig(c['engine'])
     prepare(model, inplace=True)
+    # What every observer is shown during calibration (the fp32 tensors, batch by batch), by the
+    # qualified name of the module the observer belongs to: the test compares driftlab's own fp32
+    # calibration tensors with these, and feeds these to driftlab's observers.
+    seen = {}
+    for name, m in model.named_modules():
+        if name.endswith('activation_post_process'):
+            owner = name[:-len('.activation_post_process')]
+            m.register_forward_hook(lambda mod, inp, out, owner=owner: seen.setdefault(owner, []).append(inp[0].detach().clone()))
     with torch.no_grad():
         for k in range(c['calib_batches']):
             model(case.get('calib%d' % k))
@@ -185,9 +193,12 @@ def run_ptq(c, case):
     for h in hooks:
         h.remove()
     rows = [[float(model.quant.scale), float(model.quant.zero_point)]]
+    names = {id(m): n for n, m in model.named_modules()}
+    case.put('a0', torch.cat(seen['quant']))
     li = 0
     for i, m in enumerate(points):
         q = m.add if hasattr(m, 'add') and hasattr(m.add, 'scale') else m
+        case.put('a%d' % (i + 1), torch.cat(seen[names[id(q)]]))
         rows.append([float(q.scale), float(q.zero_point)])
         case.put('y%d' % i, outs[id(m)].int_repr())
         if q is m:
