@@ -25,6 +25,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <map>
 
 #include "engine/layers/activation_layer.h"
 #include "engine/layers/conv2d_layer.h"
@@ -89,6 +90,20 @@ const std::vector<OrtCase> kCases = {
 };
 
 Model fp32_model(const std::string& arch) { return build_model(arch, Policy::torch(), 7); }
+
+// The knobs that make driftlab compute what ORT's run computed on this CPU. With VNNI every path is
+// the integer sum. Without it (docs/QUANT_SOURCES.md S2.9) MLAS's u8 x s8 kernels add each pair of
+// stored-value products into an int16 with saturation (quant_u8s8_dot=int16_pairs_hwc): uint8
+// activations in every fused QLinearConv/QGemm (QDQ at 'all', QOperator at any level); int8
+// activations only where ORT's x86 QDQ rewrite runs them as uint8 + 128 (QDQ at 'all'), while
+// all_s8 and the QOperator model keep int8 and take MLAS's exact S8S8 kernel. QDQ at 'disabled'
+// computes in float (information only).
+std::string ort_dot_knobs(DType act, const std::string& variant, const std::string& level) {
+  if (oracle::cpu_has_u8s8_vnni()) return "";
+  const bool qdq = variant.rfind("qdq", 0) == 0;
+  const bool pairs = act == DType::u8 ? !(qdq && level == "disabled") : (qdq && level == "all");
+  return pairs ? ",quant_u8s8_dot=int16_pairs_hwc" : "";
+}
 
 // ResNet-20 (identity and option-A shortcuts, residual adds with the ReLU fused, global average
 // pooling with its own output scale): the torch oracle's random BatchNorm state and inputs
@@ -502,31 +517,48 @@ TEST(OrtQuantPtq, LenetIntegerOutputsAndLogitsMatchOnnxRuntime) {
     SCOPED_TRACE(c.name);
     const std::string& arch = c.name;
     Model m = fp32_model(c.arch);
-    quant::PtqResult r = quantize(m, c.scheme);
-    // driftlab: each conv/dense unit's integer output, its scale and zero point, and the logits.
+    // driftlab: each conv/dense unit's integer output, its scale and zero point, and the logits,
+    // under the case's scheme plus the product rule of the ORT run it is compared with.
     struct Out {
       Tensor q;
       float scale;
       int32_t zp;
     };
-    std::vector<Out> ys;
-    ExecContext exec;
-    RunContext ctx = RunContext::inference(exec);
-    Tensor x = test_input();
-    for (std::size_t i = 0; i < r.model.net->size(); ++i) {
-      Layer& l = r.model.net->layer(i);
-      x = l.forward(ctx, x);
-      if (l.kind() == "qconv2d" || l.kind() == "qdense")
-        ys.push_back({x, static_cast<float>(buffer_of(l, "out_scale").at(0)),
-                      static_cast<int32_t>(buffer_of(l, "out_zero_point").at(0))});
-    }
-    const Tensor& logits = x;
+    struct Outs {
+      std::vector<Out> ys;
+      Tensor logits;
+    };
+    std::map<std::string, Outs> by_knobs;
+    auto outputs = [&](const std::string& knobs) -> const Outs& {
+      auto it = by_knobs.find(knobs);
+      if (it != by_knobs.end()) return it->second;
+      quant::PtqResult r = quantize(m, c.scheme + knobs);
+      Outs o;
+      ExecContext exec;
+      RunContext ctx = RunContext::inference(exec);
+      Tensor x = test_input();
+      for (std::size_t i = 0; i < r.model.net->size(); ++i) {
+        Layer& l = r.model.net->layer(i);
+        x = l.forward(ctx, x);
+        if (l.kind() == "qconv2d" || l.kind() == "qdense")
+          o.ys.push_back({x, static_cast<float>(buffer_of(l, "out_scale").at(0)),
+                          static_cast<int32_t>(buffer_of(l, "out_zero_point").at(0))});
+      }
+      o.logits = x;
+      return by_knobs.emplace(knobs, std::move(o)).first->second;
+    };
+    const DType act = Policy::parse(c.scheme).quant_act_dtype == QuantActDtype::uint8 ? DType::u8 : DType::i8;
     for (const Run& rr : runs) {
       const std::string key = std::string(rr.variant) + "." + rr.level + ".";
       const bool dequantized = std::string(rr.variant) != "qop";  // QDQ models output DQ(y_k)
+      const std::string knobs = ort_dot_knobs(act, rr.variant, rr.level);
+      const Outs& o = outputs(knobs);
+      const std::vector<Out>& ys = o.ys;
+      const Tensor& logits = o.logits;
       int64_t total = 0, n = 0;
       std::ostringstream line;
-      line << arch << " " << rr.variant << " (" << rr.level << (rr.exact ? "" : ", information only") << "):";
+      line << arch << " " << rr.variant << " (" << rr.level << (rr.exact ? "" : ", information only")
+           << (knobs.empty() ? "" : "; driftlab with " + knobs.substr(1)) << "):";
       for (std::size_t k = 0; k < ys.size(); ++k) {
         Tensor ref = run.out(arch, key + "y" + std::to_string(k));
         if (dequantized) ref = requantized(ref, ys[k].scale, ys[k].zp, ys[k].q.dtype());
@@ -561,14 +593,7 @@ TEST(OrtQuantPtq, Resnet20EveryPointAndLogitsMatchOnnxRuntime) {
   for (const OrtCase& c : kResnetCases) {
     SCOPED_TRACE(c.name);
     Model m = resnet_model();
-    quant::PtqResult r = quantize_resnet(m, c.scheme);
     const bool u8 = c.name.find("_u8") != std::string::npos;
-    std::vector<Layer*> by;
-    const std::vector<Tensor> acts = quant::int8_activations(r.model, resnet_input(), &by);
-    ASSERT_EQ(acts.size(), r.points.size());
-    ExecContext exec;
-    RunContext ctx = RunContext::inference(exec);
-    const Tensor logits = r.model.forward(ctx, resnet_input());
     struct Run {
       const char* variant;
       const char* level;
@@ -577,11 +602,21 @@ TEST(OrtQuantPtq, Resnet20EveryPointAndLogitsMatchOnnxRuntime) {
     const Run runs[] = {{"qdq", "all", u8},           {"qdq", "all_s8", u8},  {"qop", "all", u8},
                         {"qop", "disabled", u8},      {"qdq", "disabled", false}};
     for (const Run& rr : runs) {
+      // the product rule of this run on this CPU (ort_dot_knobs)
+      const std::string knobs = ort_dot_knobs(u8 ? DType::u8 : DType::i8, rr.variant, rr.level);
+      quant::PtqResult r = quantize_resnet(m, c.scheme + knobs);
+      std::vector<Layer*> by;
+      const std::vector<Tensor> acts = quant::int8_activations(r.model, resnet_input(), &by);
+      ASSERT_EQ(acts.size(), r.points.size());
+      ExecContext exec;
+      RunContext ctx = RunContext::inference(exec);
+      const Tensor logits = r.model.forward(ctx, resnet_input());
       const std::string key = std::string(rr.variant) + "." + rr.level + ".";
       const bool dequantized = std::string(rr.variant) != "qop";
       int64_t total = 0, numel = 0, n = 0;
       std::ostringstream line, detail;
-      line << c.name << " " << rr.variant << " (" << rr.level << (rr.exact ? "" : ", information only") << "):";
+      line << c.name << " " << rr.variant << " (" << rr.level << (rr.exact ? "" : ", information only")
+           << (knobs.empty() ? "" : "; driftlab with " + knobs.substr(1)) << "):";
       for (std::size_t i = 1; i < acts.size(); ++i) {
         Tensor ref = run.out(c.name, key + "y" + std::to_string(i - 1));
         if (dequantized) ref = requantized(ref, r.points[i].q.scale, r.points[i].q.zero_point, acts[i].dtype());
@@ -653,8 +688,12 @@ TEST(OrtQuantPtq, CraftedRequantTiesMatchOnnxRuntime) {
   const char* runs[] = {"qdq.all", "qdq.all_s8", "qop.all", "qop.disabled"};
   const std::vector<Probe> ps = probes();
   for (const Form& f : forms) {
-    const quant::QuantScheme s = quant::QuantScheme::from_policy(Policy::parse(std::string("torch,quant_scheme=ort") + f.knobs));
     for (const char* r : runs) {
+      // the probe's activations are int8: only the QDQ 'all' run takes MLAS's u8 x s8 pairs (ort_dot_knobs)
+      const std::string rs = r;
+      const std::string dot = ort_dot_knobs(DType::i8, rs.substr(0, rs.find('.')), rs.substr(rs.find('.') + 1));
+      const quant::QuantScheme s =
+          quant::QuantScheme::from_policy(Policy::parse(std::string("torch,quant_scheme=ort") + f.knobs + dot));
       int64_t total = 0, n = 0, numel = 0;
       double worst = 0;
       for (const Probe& p : ps) {
@@ -673,8 +712,10 @@ TEST(OrtQuantPtq, CraftedRequantTiesMatchOnnxRuntime) {
                 << worst << " steps)\n";
       if (f.ort) {
         EXPECT_EQ(total, 0) << r;
-      } else {
+      } else if (dot.empty()) {
         EXPECT_GT(total, 0) << f.knobs << " vs " << r << ": the probe does not separate this form";
+      } else {  // the int16 pairs saturate the probe's large products and move its crafted ties
+        std::cout << "  (with " << dot.substr(1) << ": the probe's ties are not all reached; information only)\n";
       }
     }
   }
