@@ -259,18 +259,72 @@ bool cpu_has_vnni() {
   return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
          __builtin_cpu_supports("avx512vnni");
 }
+
+// AVX2 without VNNI: VPMADDUBSW (u8 x s8, int16 pairs) would saturate, so each 32-bit lane's four
+// bytes are split into two int16 lanes each (even terms t0, t2 and odd terms t1, t3, zero-extended),
+// the weight quad alike (sign-extended), and VPMADDWD forms t0 w0 + t2 w2 and t1 w1 + t3 w3 exactly
+// in int32 (|each| <= 2 * 255 * 128). The TileFn's KB x 16 NV tile is computed in sub-tiles of 4
+// output channels x 16 columns (8 accumulators, 4 split input vectors, 2 weight vectors: 14 of the
+// 16 registers). The sums are the same integers as the portable loop's, wrapping alike mod 2^32.
+#define DL_QFAST_AVX2_TARGET __attribute__((target("avx2")))
+template <int KB, int NV>
+DL_QFAST_AVX2_TARGET __attribute__((noinline)) void tile_avx2(const int8_t* w, int64_t j4, const int32_t* corr,
+                                                              const uint8_t* xp, const int64_t* goff, int32_t* c,
+                                                              int64_t ldc) {
+  const int64_t groups = j4 / 4;
+  const __m256i low_bytes = _mm256_set1_epi16(0x00FF);
+#pragma GCC unroll 3
+  for (int v = 0; v < NV; ++v)
+#pragma GCC unroll 2
+    for (int k0 = 0; k0 < KB; k0 += 4) {
+      __m256i acc[4][2];
+#pragma GCC unroll 4
+      for (int kb = 0; kb < 4; ++kb) acc[kb][0] = acc[kb][1] = _mm256_setzero_si256();
+      for (int64_t g = 0; g < groups; ++g) {
+        const uint8_t* xg = xp + goff[g] + 64 * v;
+        const __m256i x0 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(xg));
+        const __m256i x1 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(xg + 32));
+        const __m256i e0 = _mm256_and_si256(x0, low_bytes), o0 = _mm256_srli_epi16(x0, 8);
+        const __m256i e1 = _mm256_and_si256(x1, low_bytes), o1 = _mm256_srli_epi16(x1, 8);
+#pragma GCC unroll 4
+        for (int kb = 0; kb < 4; ++kb) {
+          if (k0 + kb >= KB) break;  // KB is a template constant: resolved at compile time
+          int32_t quad;
+          std::memcpy(&quad, w + (k0 + kb) * j4 + 4 * g, 4);
+          const __m256i b = _mm256_set1_epi32(quad);
+          const __m256i we = _mm256_srai_epi16(_mm256_slli_epi16(b, 8), 8), wo = _mm256_srai_epi16(b, 8);
+          acc[kb][0] = _mm256_add_epi32(acc[kb][0], _mm256_add_epi32(_mm256_madd_epi16(e0, we), _mm256_madd_epi16(o0, wo)));
+          acc[kb][1] = _mm256_add_epi32(acc[kb][1], _mm256_add_epi32(_mm256_madd_epi16(e1, we), _mm256_madd_epi16(o1, wo)));
+        }
+      }
+#pragma GCC unroll 4
+      for (int kb = 0; kb < 4; ++kb) {
+        if (k0 + kb >= KB) break;
+        const __m256i cv = _mm256_set1_epi32(corr[k0 + kb]);
+        int32_t* row = c + (k0 + kb) * ldc + 16 * v;
+        _mm256_storeu_si256(reinterpret_cast<__m256i*>(row), _mm256_add_epi32(acc[kb][0], cv));
+        _mm256_storeu_si256(reinterpret_cast<__m256i*>(row + 8), _mm256_add_epi32(acc[kb][1], cv));
+      }
+    }
+}
+
+bool cpu_has_avx2() {
+  __builtin_cpu_init();
+  return __builtin_cpu_supports("avx2");
+}
 #else
 bool cpu_has_vnni() { return false; }
+bool cpu_has_avx2() { return false; }
 #endif
 
-// The tile functions for every (KB, NV), VNNI where the CPU has it.
+// The tile functions for every (KB, NV): VNNI where the CPU has it, else AVX2, else portable.
 struct Tiles {
   TileFn fn[kMaxKb + 1][kMaxNv + 1] = {};
-  bool vnni = false;
+  bool vnni = false, avx2 = false;
   template <int KB, int NV>
   void fill_one() {
 #if DL_QFAST_X86
-    fn[KB][NV] = vnni ? tile_vnni<KB, NV> : tile_portable<KB, NV>;
+    fn[KB][NV] = vnni ? tile_vnni<KB, NV> : avx2 ? tile_avx2<KB, NV> : tile_portable<KB, NV>;
 #else
     fn[KB][NV] = tile_portable<KB, NV>;
 #endif
@@ -279,7 +333,7 @@ struct Tiles {
   void fill_row() {
     fill_one<KB, 1>(), fill_one<KB, 2>(), fill_one<KB, 3>();
   }
-  Tiles() : vnni(cpu_has_vnni()) {
+  Tiles() : vnni(cpu_has_vnni()), avx2(cpu_has_avx2()) {
     fill_row<1>(), fill_row<2>(), fill_row<3>(), fill_row<4>(), fill_row<5>(), fill_row<6>(), fill_row<7>(),
         fill_row<8>();
   }
