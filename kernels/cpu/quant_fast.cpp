@@ -138,6 +138,46 @@ __attribute__((target("avx512f,avx512bw,avx512vl"))) void requant_row_avx512(con
   }
 }
 
+// The same operations with AVX2, 8 accumulators a step (CPUs without AVX-512). The rounding is
+// ROUNDPS with its immediate (nearest even, MXCSR not read) and then a truncating conversion of
+// the already integral value; the narrow packs 8 int32 (in [lo, hi], a byte of TY) with the
+// type's saturating pack, which changes none of them. A tail of n % 8 goes through the reference's
+// requantize_one.
+template <RequantRule R, typename TY>
+__attribute__((target("avx2"))) void requant_row_avx2(const int32_t* __restrict acc, int64_t n,
+                                                      const RequantChannel& channel, int32_t zp, int32_t lo,
+                                                      int32_t hi, TY* __restrict y) {
+  static_assert(R == RequantRule::float_multiply || R == RequantRule::float_multiply_add_zp, "float rules only");
+  constexpr bool kAddZp = R == RequantRule::float_multiply_add_zp;
+  const RequantChannel ch = channel;
+  const bool add_bias = ch.bias != 0.f;
+  const __m256 bias = _mm256_set1_ps(ch.bias), scale = _mm256_set1_ps(ch.scale);
+  const __m256 fzp = _mm256_set1_ps(static_cast<float>(zp));
+  const __m256 flo = _mm256_set1_ps(static_cast<float>(kAddZp ? lo : lo - zp));
+  const __m256 fhi = _mm256_set1_ps(static_cast<float>(kAddZp ? hi : hi - zp));
+  const __m256i izp = _mm256_set1_epi32(kAddZp ? 0 : zp);
+  int64_t i = 0;
+  for (; i + 8 <= n; i += 8) {
+    __m256 v = _mm256_cvtepi32_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(acc + i)));
+    if (add_bias) v = _mm256_add_ps(v, bias);
+    v = _mm256_mul_ps(v, scale);
+    if (kAddZp) v = _mm256_add_ps(v, fzp);
+    v = _mm256_min_ps(_mm256_max_ps(v, flo), fhi);  // a NaN v becomes flo (max returns its second operand)
+    v = _mm256_round_ps(v, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+    const __m256i q = _mm256_add_epi32(_mm256_cvttps_epi32(v), izp);
+    const __m256i w16 = _mm256_packs_epi32(q, q);  // lane 0: q0..q3 twice, lane 1: q4..q7 twice
+    const __m256i b8 = std::is_same<TY, uint8_t>::value ? _mm256_packus_epi16(w16, w16) : _mm256_packs_epi16(w16, w16);
+    const __m128i lo4 = _mm256_castsi256_si128(b8), hi4 = _mm256_extracti128_si256(b8, 1);
+    _mm_storel_epi64(reinterpret_cast<__m128i*>(y + i), _mm_unpacklo_epi32(lo4, hi4));
+  }
+  for (; i < n; ++i) y[i] = static_cast<TY>(requantize_one(acc[i], ch, R, RoundRule::half_even, zp, lo, hi));
+}
+
+bool cpu_has_avx2_only() {
+  __builtin_cpu_init();
+  return __builtin_cpu_supports("avx2") && !__builtin_cpu_supports("avx512bw");
+}
+
 bool cpu_has_avx512bw_vl() {
   __builtin_cpu_init();
   return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
@@ -148,10 +188,14 @@ bool cpu_has_avx512bw_vl() {
 template <typename TY>
 RequantRowFn<TY> requant_row_for(const Requant& rq) {
 #if DL_QFAST_X86
-  static const bool avx512 = cpu_has_avx512bw_vl();
+  static const bool avx512 = cpu_has_avx512bw_vl(), avx2 = cpu_has_avx2_only();
   if (avx512 && rq.round == RoundRule::half_even) {
     if (rq.rule == RequantRule::float_multiply) return requant_row_avx512<RequantRule::float_multiply, TY>;
     if (rq.rule == RequantRule::float_multiply_add_zp) return requant_row_avx512<RequantRule::float_multiply_add_zp, TY>;
+  }
+  if (avx2 && rq.round == RoundRule::half_even) {
+    if (rq.rule == RequantRule::float_multiply) return requant_row_avx2<RequantRule::float_multiply, TY>;
+    if (rq.rule == RequantRule::float_multiply_add_zp) return requant_row_avx2<RequantRule::float_multiply_add_zp, TY>;
   }
 #endif
   switch (rq.rule) {
@@ -547,6 +591,10 @@ inline void store_valid(const TY* src, uint32_t mask, TY* dst) {
   _mm_mask_storeu_epi8(dst, static_cast<__mmask16>((1u << __builtin_popcount(mask)) - 1),
                        _mm_maskz_compress_epi8(static_cast<__mmask16>(mask), v));
 #else
+  if (mask == 0xFFFFu) {  // a vector inside one output row: all 16 columns
+    std::memcpy(dst, src, 16 * sizeof(TY));
+    return;
+  }
   for (int i = 0, o = 0; i < 16; ++i)
     if (mask >> i & 1u) dst[o++] = src[i];
 #endif
