@@ -1,0 +1,215 @@
+#include "attacks/gradient.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+
+#include "engine/core/error.h"
+#include "engine/random.h"
+
+namespace driftlab {
+namespace attacks {
+
+AttackKind parse_attack_kind(const std::string& s) {
+  if (s == "fgsm") return AttackKind::fgsm;
+  if (s == "bim") return AttackKind::bim;
+  if (s == "pgd") return AttackKind::pgd;
+  fail("attack: unknown attack '", s, "' (known: fgsm, bim, pgd)");
+}
+
+const char* attack_kind_name(AttackKind k) {
+  switch (k) {
+    case AttackKind::fgsm: return "fgsm";
+    case AttackKind::bim: return "bim";
+    case AttackKind::pgd: return "pgd";
+  }
+  return "?";
+}
+
+void GradientAttackSpec::validate() const {
+  check(std::isfinite(lo) && std::isfinite(hi) && lo < hi, "attack: input bounds [", lo, ", ", hi,
+        "] must be finite with lo < hi");
+  check(std::isfinite(eps) && eps >= 0, "attack: eps ", eps, " must be finite and >= 0");
+  if (kind != AttackKind::fgsm) {
+    check(std::isfinite(step) && step > 0, "attack: step ", step, " must be finite and > 0");
+    check(steps >= 1, "attack: steps ", steps, " must be >= 1");
+  }
+  check(kind == AttackKind::pgd || !random_start, "attack: random_start is PGD's (", attack_kind_name(kind), ")");
+  check(batch >= 1, "attack: batch ", batch, " must be >= 1");
+}
+
+namespace {
+
+Tensor rows(const Tensor& x, int64_t start, int64_t count) {
+  Shape s = x.shape();
+  s[0] = count;
+  Tensor out = Tensor::empty(s, x.dtype());
+  const std::size_t per = x.nbytes() / static_cast<std::size_t>(x.dim(0));
+  std::memcpy(out.raw(), static_cast<const unsigned char*>(x.raw()) + static_cast<std::size_t>(start) * per,
+              static_cast<std::size_t>(count) * per);
+  return out;
+}
+
+std::vector<int32_t> argmax_rows(const Tensor& logits) {
+  const int64_t n = logits.dim(0), k = logits.dim(1);
+  std::vector<int32_t> out(static_cast<std::size_t>(n));
+  for (int64_t i = 0; i < n; ++i) {
+    int64_t best = 0;
+    for (int64_t j = 1; j < k; ++j)
+      if (logits.at(i * k + j) > logits.at(i * k + best)) best = j;  // the first of equal maxima
+    out[static_cast<std::size_t>(i)] = static_cast<int32_t>(best);
+  }
+  return out;
+}
+
+// Predictions in batches of `batch` (the CPU runner runs any size as one batch; this bounds memory).
+std::vector<int32_t> predict(Runner& runner, const Tensor& x, int64_t batch) {
+  std::vector<int32_t> out;
+  for (int64_t b0 = 0; b0 < x.dim(0); b0 += batch) {
+    const std::vector<int32_t> p = argmax_rows(runner.logits(rows(x, b0, std::min(batch, x.dim(0) - b0))));
+    out.insert(out.end(), p.begin(), p.end());
+  }
+  return out;
+}
+
+template <typename T>
+T sign_of(T g) {
+  return g > T(0) ? T(1) : g < T(0) ? T(-1) : T(0);
+}
+
+template <typename T>
+T clamp_to(T v, T lo, T hi) {
+  return std::min(std::max(v, lo), hi);  // clamp's order: a NaN v stays NaN (it cannot arise from finite inputs)
+}
+
+template <typename T>
+void attack_batch(Runner& runner, const GradientAttackSpec& spec, const T* x0, int64_t n, const Shape& shape,
+                  const std::vector<int32_t>& target, Rng& rng, T* xa, uint8_t* zero_grad, int64_t* calls) {
+  const int64_t per = shape_numel(shape) / shape[0];
+  const double range = spec.hi - spec.lo;
+  const double eps_in = spec.units == EpsUnits::absolute ? spec.eps : spec.eps * range;
+  const double step_in = spec.units == EpsUnits::absolute ? spec.step : spec.step * range;
+  const T eps = static_cast<T>(eps_in), step = static_cast<T>(step_in);
+  const T lo = static_cast<T>(spec.lo), hi = static_cast<T>(spec.hi);
+  const int64_t total = n * per;
+  std::copy_n(x0, total, xa);
+  if (spec.random_start)
+    for (int64_t i = 0; i < total; ++i) xa[i] = clamp_to<T>(x0[i] + rng.uniform<T>(-eps, eps), lo, hi);
+  const int steps = spec.kind == AttackKind::fgsm ? 1 : spec.steps;
+  std::vector<uint8_t> frozen(static_cast<std::size_t>(n), 0);
+  for (int t = 0; t < steps; ++t) {
+    Tensor cur(shape, DTypeOf<T>::value);
+    std::copy_n(xa, total, cur.data<T>());
+    const InputGradient g = runner.input_gradient(cur, target, Semantics::inference);
+    ++*calls;
+    const T* dx = g.dx.data<T>();
+    if (t == 0)
+      for (int64_t s = 0; s < n; ++s) {
+        bool all_zero = true;
+        for (int64_t e = 0; e < per && all_zero; ++e) all_zero = dx[s * per + e] == T(0);
+        zero_grad[s] = all_zero;
+      }
+    if (spec.early_stop) {  // a sample already misclassified at x_t stays where it is
+      const std::vector<int32_t> pred = argmax_rows(g.logits);
+      for (int64_t s = 0; s < n; ++s) frozen[s] = frozen[s] || pred[s] != target[s];
+    }
+    for (int64_t s = 0; s < n; ++s) {
+      if (frozen[s]) continue;
+      for (int64_t e = s * per; e < (s + 1) * per; ++e) {
+        if (spec.kind == AttackKind::fgsm) {
+          xa[e] = clamp_to<T>(x0[e] + eps * sign_of(dx[e]), lo, hi);
+        } else {
+          const T moved = xa[e] + step * sign_of(dx[e]);
+          xa[e] = clamp_to<T>(x0[e] + clamp_to<T>(moved - x0[e], -eps, eps), lo, hi);
+        }
+      }
+    }
+  }
+}
+
+template <typename T>
+void norms(const T* x, const T* xa, int64_t per, double* l0, double* l2, double* linf) {
+  double a0 = 0, a2 = 0, ai = 0;
+  for (int64_t e = 0; e < per; ++e) {
+    const double d = static_cast<double>(xa[e]) - static_cast<double>(x[e]);
+    a0 += d != 0;
+    a2 += d * d;
+    ai = std::max(ai, std::fabs(d));
+  }
+  *l0 = a0, *l2 = std::sqrt(a2), *linf = ai;
+}
+
+}  // namespace
+
+AttackResult run_gradient_attack(Runner& runner, const Tensor& x, const std::vector<int32_t>& labels,
+                                 const GradientAttackSpec& spec) {
+  spec.validate();
+  check(x.rank() >= 2, "attack: input must be (N, ...), got ", shape_str(x.shape()));
+  check(x.dtype() == DType::f32 || x.dtype() == DType::f64, "attack: input must be float32 or float64, got ",
+        dtype_name(x.dtype()));
+  const int64_t n = x.dim(0), per = x.numel() / std::max<int64_t>(n, 1);
+  check(static_cast<int64_t>(labels.size()) == n, "attack: ", labels.size(), " labels for ", n, " inputs");
+  for (int64_t i = 0; i < x.numel(); ++i) {
+    const double v = x.at(i);
+    check(v >= spec.lo && v <= spec.hi, "attack: input element ", i, " (sample ", i / per, ") is ", v,
+          ", outside the bounds [", spec.lo, ", ", spec.hi, "]");
+  }
+  AttackResult r;
+  r.clean_pred = predict(runner, x, spec.batch);
+  const std::vector<int32_t>& target = spec.labels == LabelSource::true_label ? labels : r.clean_pred;
+  r.x_adv = Tensor::empty(x.shape(), x.dtype());
+  r.zero_gradient.assign(static_cast<std::size_t>(n), 0);
+  Rng rng(RngEngine::mt19937_u24, spec.seed);
+  for (int64_t b0 = 0; b0 < n; b0 += spec.batch) {
+    const int64_t m = std::min(spec.batch, n - b0);
+    const Tensor xb = rows(x, b0, m);
+    const std::vector<int32_t> tb(target.begin() + b0, target.begin() + b0 + m);
+    if (x.dtype() == DType::f32)
+      attack_batch<float>(runner, spec, xb.data<float>(), m, xb.shape(), tb, rng, r.x_adv.data<float>() + b0 * per,
+                          r.zero_gradient.data() + b0, &r.gradient_calls);
+    else
+      attack_batch<double>(runner, spec, xb.data<double>(), m, xb.shape(), tb, rng,
+                           r.x_adv.data<double>() + b0 * per, r.zero_gradient.data() + b0, &r.gradient_calls);
+  }
+  r.adv_pred = predict(runner, r.x_adv, spec.batch);
+  r.success.resize(static_cast<std::size_t>(n));
+  r.l0.resize(static_cast<std::size_t>(n)), r.l2.resize(static_cast<std::size_t>(n)),
+      r.linf.resize(static_cast<std::size_t>(n));
+  for (int64_t s = 0; s < n; ++s) {
+    r.success[s] = r.adv_pred[s] != labels[s];
+    if (x.dtype() == DType::f32)
+      norms(x.data<float>() + s * per, r.x_adv.data<float>() + s * per, per, &r.l0[s], &r.l2[s], &r.linf[s]);
+    else
+      norms(x.data<double>() + s * per, r.x_adv.data<double>() + s * per, per, &r.l0[s], &r.l2[s], &r.linf[s]);
+  }
+  return r;
+}
+
+AttackSummary summarize(const AttackResult& r, const std::vector<uint8_t>& mask) {
+  AttackSummary s;
+  std::vector<double> l2s, linfs;
+  for (std::size_t i = 0; i < r.success.size(); ++i) {
+    if (!mask.empty() && !mask[i]) continue;
+    ++s.samples;
+    s.zero_gradients += r.zero_gradient[i];
+    if (!r.success[i]) continue;
+    ++s.successes;
+    s.mean_l0 += r.l0[i], s.mean_l2 += r.l2[i], s.mean_linf += r.linf[i];
+    l2s.push_back(r.l2[i]), linfs.push_back(r.linf[i]);
+  }
+  if (s.samples) s.success_rate = static_cast<double>(s.successes) / static_cast<double>(s.samples);
+  if (s.successes) {
+    const double k = static_cast<double>(s.successes);
+    s.mean_l0 /= k, s.mean_l2 /= k, s.mean_linf /= k;
+    auto median = [](std::vector<double> v) {
+      std::sort(v.begin(), v.end());
+      const std::size_t h = v.size() / 2;
+      return v.size() % 2 ? v[h] : 0.5 * (v[h - 1] + v[h]);
+    };
+    s.median_l2 = median(l2s), s.median_linf = median(linfs);
+  }
+  return s;
+}
+
+}  // namespace attacks
+}  // namespace driftlab

@@ -1,0 +1,190 @@
+// attacks/gradient.h: FGSM, BIM and PGD through the model face. The update is the documented
+// formula element by element (recomputed here from Runner::input_gradient), the bounds and the
+// eps-ball hold, a seed fixes PGD's random start, early stopping freezes misclassified samples,
+// and the Keras presets' probability clip shows up as samples whose gradient is exactly zero.
+// The oracle against PyTorch autograd is tests/oracles/test_attack_oracle_torch.cpp.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstring>
+
+#include "attacks/gradient.h"
+#include "engine/train/cpu_runner.h"
+#include "models/models.h"
+#include "tests/test_util.h"
+
+namespace driftlab {
+namespace {
+
+using attacks::AttackKind;
+using attacks::GradientAttackSpec;
+
+std::vector<int32_t> some_labels(int64_t n) {
+  std::vector<int32_t> y(static_cast<std::size_t>(n));
+  for (int64_t i = 0; i < n; ++i) y[static_cast<std::size_t>(i)] = static_cast<int32_t>((3 * i + 1) % 10);
+  return y;
+}
+
+TEST(GradientAttack, FgsmIsClampOfXPlusEpsSignOfTheInferenceGradient) {
+  Model m = build_model("lenet5", Policy::torch(), 3);
+  CpuRunner runner(m);
+  const Tensor x = random_tensor({6, 1, 28, 28}, DType::f32, 5, 0.0, 1.0);
+  const std::vector<int32_t> y = some_labels(6);
+  GradientAttackSpec spec;
+  spec.eps = 0.1;
+  spec.batch = 4;  // two batches: 4 + 2
+  const attacks::AttackResult r = attacks::run_gradient_attack(runner, x, y, spec);
+  const InputGradient g = runner.input_gradient(x, y, Semantics::inference);
+  const float eps = 0.1f;
+  int64_t moved = 0;
+  for (int64_t i = 0; i < x.numel(); ++i) {
+    const float xi = x.data<float>()[i], gi = g.dx.data<float>()[i];
+    const float s = gi > 0 ? 1.f : gi < 0 ? -1.f : 0.f;
+    const float want = std::min(std::max(xi + eps * s, 0.f), 1.f);
+    ASSERT_EQ(r.x_adv.data<float>()[i], want) << i;
+    moved += want != xi;
+  }
+  EXPECT_GT(moved, x.numel() / 2);
+  EXPECT_EQ(r.gradient_calls, 2);
+  for (int64_t s = 0; s < 6; ++s) {
+    EXPECT_LE(r.linf[s], 0.1 + 1e-7);
+    EXPECT_EQ(r.success[s], r.adv_pred[s] != y[s]);
+  }
+}
+
+TEST(GradientAttack, BimAndPgdStayInTheBallAndTheBoundsAndFollowTheSeed) {
+  Model m = build_model("lenet5", Policy::torch(), 3);
+  CpuRunner runner(m);
+  const Tensor x = random_tensor({4, 1, 28, 28}, DType::f32, 6, 0.0, 1.0);
+  const std::vector<int32_t> y = some_labels(4);
+  for (const AttackKind kind : {AttackKind::bim, AttackKind::pgd}) {
+    GradientAttackSpec spec;
+    spec.kind = kind;
+    spec.eps = 0.05, spec.step = 0.02, spec.steps = 5;
+    spec.random_start = kind == AttackKind::pgd;
+    spec.seed = 7;
+    const attacks::AttackResult a = attacks::run_gradient_attack(runner, x, y, spec);
+    const attacks::AttackResult b = attacks::run_gradient_attack(runner, x, y, spec);
+    EXPECT_EQ(std::memcmp(a.x_adv.raw(), b.x_adv.raw(), a.x_adv.nbytes()), 0) << "the same spec twice";
+    EXPECT_EQ(a.gradient_calls, 5);
+    for (int64_t i = 0; i < x.numel(); ++i) {
+      const float v = a.x_adv.data<float>()[i];
+      ASSERT_GE(v, 0.f);
+      ASSERT_LE(v, 1.f);
+      // x0 + clamp(d, -eps, eps) rounds once: at most half an ulp of 1 past eps
+      ASSERT_LE(std::fabs(double(v) - double(x.data<float>()[i])), 0.05 + 6e-8) << i;
+    }
+    if (kind == AttackKind::pgd) {
+      spec.seed = 8;
+      const attacks::AttackResult c = attacks::run_gradient_attack(runner, x, y, spec);
+      EXPECT_NE(std::memcmp(a.x_adv.raw(), c.x_adv.raw(), a.x_adv.nbytes()), 0) << "another seed, another start";
+    }
+  }
+}
+
+TEST(GradientAttack, EarlyStopLeavesAMisclassifiedSampleWhereItIs) {
+  Model m = build_model("lenet5", Policy::torch(), 3);
+  CpuRunner runner(m);
+  const Tensor x = random_tensor({4, 1, 28, 28}, DType::f32, 9, 0.0, 1.0);
+  const Tensor clean = runner.logits(x);
+  // labels: sample 0 gets a wrong label (misclassified from the start), the others their prediction
+  std::vector<int32_t> y(4);
+  for (int64_t s = 0; s < 4; ++s) {
+    int32_t best = 0;
+    for (int32_t k = 1; k < 10; ++k)
+      if (clean.at(s * 10 + k) > clean.at(s * 10 + best)) best = k;
+    y[s] = s == 0 ? (best + 1) % 10 : best;
+  }
+  GradientAttackSpec spec;
+  spec.kind = AttackKind::bim;
+  spec.eps = 0.05, spec.step = 0.01, spec.steps = 3;
+  spec.early_stop = true;
+  const attacks::AttackResult r = attacks::run_gradient_attack(runner, x, y, spec);
+  EXPECT_EQ(r.linf[0], 0.0) << "misclassified at x: never moved";
+  EXPECT_TRUE(r.success[0]);
+  EXPECT_GT(r.linf[1], 0.0);
+  spec.early_stop = false;
+  EXPECT_GT(attacks::run_gradient_attack(runner, x, y, spec).linf[0], 0.0);
+}
+
+TEST(GradientAttack, EpsAsAFractionOfTheRangeAndTheClippedKerasLossesZeroGradient) {
+  // tensorflow preset: Keras clips probabilities at 1e-7 before the log, so a sample the model
+  // is sure of has dL/dx exactly 0 and FGSM leaves it where it is. Make the model sure by
+  // scaling the last layer.
+  Model m = build_model("lenet5", Policy::tensorflow(), 3);
+  auto params = m.net->named_params();
+  for (int k = 0; k < 2; ++k) {  // the last dense layer's weight and bias
+    Tensor& w = params[params.size() - 1 - k].second->value;
+    for (int64_t i = 0; i < w.numel(); ++i) w.data<float>()[i] *= 400.f;
+  }
+  CpuRunner runner(m);
+  const Tensor x = random_tensor({5, 1, 28, 28}, DType::f32, 10, 0.0, 255.0);
+  const Tensor clean = runner.logits(x);
+  std::vector<int32_t> pred(5);
+  for (int64_t s = 0; s < 5; ++s) {
+    int32_t best = 0;
+    for (int32_t k = 1; k < 10; ++k)
+      if (clean.at(s * 10 + k) > clean.at(s * 10 + best)) best = k;
+    pred[s] = best;
+  }
+  GradientAttackSpec spec;
+  spec.eps = 0.01;  // Foolbox 2's units: 1% of [0, 255]
+  spec.lo = 0, spec.hi = 255;
+  spec.units = attacks::EpsUnits::fraction_of_range;
+  const attacks::AttackResult r = attacks::run_gradient_attack(runner, x, pred, spec);
+  int64_t zero = 0;
+  for (int64_t s = 0; s < 5; ++s) {
+    zero += r.zero_gradient[s];
+    if (r.zero_gradient[s]) {
+      EXPECT_EQ(r.linf[s], 0.0) << s;
+    } else {
+      EXPECT_NEAR(r.linf[s], 2.55, 3e-5) << s;  // 0.01 * 255, rounded at values up to 255 (ulp 1.5e-5)
+    }
+  }
+  EXPECT_GT(zero, 0) << "the scaled model should be sure of some sample";
+  EXPECT_EQ(attacks::summarize(r).zero_gradients, zero);
+}
+
+TEST(GradientAttack, BadInputIsRefusedByName) {
+  Model m = build_model("lenet5", Policy::torch(), 3);
+  CpuRunner runner(m);
+  Tensor x = random_tensor({2, 1, 28, 28}, DType::f32, 5, 0.0, 1.0);
+  x.data<float>()[800] = 1.5f;
+  GradientAttackSpec spec;
+  try {
+    attacks::run_gradient_attack(runner, x, {1, 2}, spec);
+    FAIL() << "an input outside the bounds must be refused";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("element 800 (sample 1)"), std::string::npos) << e.what();
+  }
+  x.data<float>()[800] = 0.5f;
+  EXPECT_THROW(attacks::run_gradient_attack(runner, x, {1}, spec), Error);  // label count
+  spec.eps = -1;
+  EXPECT_THROW(attacks::run_gradient_attack(runner, x, {1, 2}, spec), Error);
+  spec.eps = 0.1;
+  spec.random_start = true;  // FGSM has none
+  EXPECT_THROW(attacks::run_gradient_attack(runner, x, {1, 2}, spec), Error);
+  EXPECT_THROW(attacks::parse_attack_kind("cw"), Error);
+}
+
+TEST(GradientAttack, SummaryCountsSuccessesAndMedians) {
+  attacks::AttackResult r;
+  r.success = {1, 0, 1, 1};
+  r.zero_gradient = {0, 1, 0, 0};
+  r.l0 = {1, 0, 3, 5}, r.l2 = {1, 0, 2, 4}, r.linf = {0.1, 0, 0.2, 0.3};
+  const attacks::AttackSummary s = attacks::summarize(r);
+  EXPECT_EQ(s.samples, 4);
+  EXPECT_EQ(s.successes, 3);
+  EXPECT_DOUBLE_EQ(s.success_rate, 0.75);
+  EXPECT_DOUBLE_EQ(s.mean_l2, 7.0 / 3);
+  EXPECT_DOUBLE_EQ(s.median_l2, 2.0);
+  EXPECT_DOUBLE_EQ(s.median_linf, 0.2);
+  EXPECT_EQ(s.zero_gradients, 1);
+  const attacks::AttackSummary t = attacks::summarize(r, {1, 1, 0, 1});  // a denominator of three
+  EXPECT_EQ(t.samples, 3);
+  EXPECT_EQ(t.successes, 2);
+  EXPECT_DOUBLE_EQ(t.median_l2, 2.5);
+}
+
+}  // namespace
+}  // namespace driftlab
