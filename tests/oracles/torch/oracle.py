@@ -259,6 +259,49 @@ def run_model_input_grad(c, case):
                 case.put('stats_after_eval.s%d' % j, b)
 
 
+def run_attack(c, case):
+    """FGSM, BIM and L-inf PGD written with PyTorch autograd on a model in eval() mode, the loss
+    F.cross_entropy (mean): the gradient at the clean input (g0), FGSM's
+    clamp(x + eps * sign(g0), lo, hi), and BIM / PGD's steps x <- x + step * sign(g);
+    x <- clamp(x0 + clamp(x - x0, -eps, eps), lo, hi) from x0 (BIM) or from clamp(x0 + noise, lo, hi)
+    (PGD; the noise comes from the test, drawn by driftlab's RNG). Parameters and BatchNorm
+    statistics as in run_model_input_grad."""
+    model = ARCHS[c['arch']]()
+    params = list(model.parameters())
+    stats = [b for n, b in model.named_buffers() if n.endswith('running_mean') or n.endswith('running_var')]
+    assert len(params) == c['num_params'], (len(params), c['num_params'])
+    assert len(stats) == c['num_stats'], (len(stats), c['num_stats'])
+    with torch.no_grad():
+        for i, p in enumerate(params):
+            p.copy_(case.get('p%d' % i))
+        for j, b in enumerate(stats):
+            b.copy_(case.get('s%d' % j))
+    model.eval()
+    x0 = case.get('x')
+    labels = case.get('labels', torch.int64)
+    lo, hi, eps, step = c['lo'], c['hi'], c['eps'], c['step']
+
+    def grad(x):
+        x = x.clone().requires_grad_(True)
+        F.cross_entropy(model(x), labels).backward()
+        return x.grad
+
+    g0 = grad(x0)
+    case.put('g0', g0)
+    with torch.no_grad():
+        case.put('fgsm', torch.clamp(x0 + eps * g0.sign(), lo, hi))
+    starts = {'bim': x0.clone()}
+    with torch.no_grad():
+        starts['pgd'] = torch.clamp(x0 + case.get('noise'), lo, hi)
+    for name, x in starts.items():
+        for _ in range(c['steps']):
+            g = grad(x)
+            with torch.no_grad():
+                x = x + step * g.sign()
+                x = torch.clamp(x0 + torch.clamp(x - x0, -eps, eps), lo, hi)
+        case.put(name, x)
+
+
 def make_optimizer(c, params):
     """torch.optim for c['optimizer'] (default 'sgd'), and the StepLR of c['schedule']
     ({'step_size', 'gamma'}, stepped after every optimiser step) or None."""
@@ -373,7 +416,7 @@ def run_lstm(c, case):
 
 KINDS = {'conv2d': run_conv2d, 'pool2d': run_pool2d, 'linear': run_linear, 'module': run_module,
          'xent': run_xent, 'batchnorm': run_batchnorm, 'resblock': run_resblock, 'model': run_model,
-         'model_input_grad': run_model_input_grad, 'train': run_train, 'optim': run_optim, 'init_model': run_init_model,
+         'model_input_grad': run_model_input_grad, 'attack': run_attack, 'train': run_train, 'optim': run_optim, 'init_model': run_init_model,
          'init_linear': run_init_linear, 'lstm': run_lstm}
 
 
