@@ -9,6 +9,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
+#include <fstream>
 #include <iomanip>
 #include <iostream>
 #include <memory>
@@ -16,10 +17,12 @@
 
 #include <nlohmann/json.hpp>
 
+#include "attacks/gradient.h"
 #include "drift/checkpoint.h"
 #include "drift/convert.h"
 #include "drift/drift.h"
 #include "drift/explain.h"
+#include "engine/build_info.h"
 #include "engine/data/datasets.h"
 #include "engine/data/idx.h"
 #include "engine/data/transform.h"
@@ -914,6 +917,136 @@ void attribute_cmd(const AttributeCliOptions& o) {
 
 }  // namespace
 
+// ---------- attack ----------
+
+struct AttackOptions {
+  std::string weights, attack = "fgsm", input, labels, out, eps_units = "absolute", labels_from = "true";
+  double eps = 0.1, step = 0.01, lo = NAN, hi = NAN;
+  int steps = 10, threads = 0;
+  bool random_start = false, early_stop = false;
+  uint64_t seed = 1;
+  int64_t batch = 128;
+  DataOptions data;
+};
+
+void attack_cmd(const AttackOptions& o) {
+  set_threads(o.threads);
+  check(!o.out.empty(), "attack: --out DIR is required");
+  attacks::GradientAttackSpec spec;
+  spec.kind = attacks::parse_attack_kind(o.attack);
+  spec.eps = o.eps, spec.step = o.step, spec.steps = o.steps;
+  spec.random_start = o.random_start, spec.early_stop = o.early_stop;
+  spec.seed = o.seed, spec.batch = o.batch;
+  check(o.eps_units == "absolute" || o.eps_units == "fraction", "attack: --eps-units '", o.eps_units,
+        "' (absolute: input units; fraction: of hi - lo, Foolbox 2's)");
+  spec.units = o.eps_units == "absolute" ? attacks::EpsUnits::absolute : attacks::EpsUnits::fraction_of_range;
+  check(o.labels_from == "true" || o.labels_from == "prediction", "attack: --labels-from '", o.labels_from,
+        "' (true | prediction)");
+  spec.labels = o.labels_from == "true" ? attacks::LabelSource::true_label : attacks::LabelSource::clean_prediction;
+  LoadedModel lm = quant::load_any_model(o.weights);
+  check(!quant::is_quantized(lm), "attack: ", o.weights, " is an int8 model: attacks on int8 models (straight-through "
+        "gradients, decisions, transfer) are not implemented yet; attack its fp32 model");
+  const InputNorm norm = input_norm_from_metadata(lm.metadata);
+  // The valid range in the model's input space: the images' [0, 1] through the model's own
+  // normalisation (the same float ops as apply_norm), unless --lo/--hi say otherwise.
+  Tensor bounds = Tensor::from<float>({2}, {0.f, 1.f});
+  apply_norm(bounds, norm);
+  spec.lo = std::isnan(o.lo) ? bounds.at(0) : o.lo;
+  spec.hi = std::isnan(o.hi) ? bounds.at(1) : o.hi;
+  Tensor x;
+  std::vector<int32_t> y;
+  std::string from;
+  if (!o.input.empty()) {
+    check(!o.labels.empty(), "attack: --input needs --labels Y.npy (one class per input)");
+    x = read_npy(o.input);
+    check(x.dtype() == DType::f32 || x.dtype() == DType::f64, "attack: ", o.input, " holds ", dtype_name(x.dtype()),
+          "; the model takes float32 or float64 inputs");
+    Shape want{x.rank() ? x.dim(0) : 0};
+    want.insert(want.end(), lm.model.input_shape.begin(), lm.model.input_shape.end());
+    check(x.shape() == want && x.dim(0) >= 1, "attack: ", o.input, " has shape ", shape_str(x.shape()), ", model ",
+          lm.model.name, " takes ", shape_str(want));
+    x = x.to(lm.model.dtype());
+    normalise_for(lm, x);
+    const Tensor yl = read_npy(o.labels);
+    check(yl.rank() == 1 && yl.dim(0) == x.dim(0), "attack: ", o.labels, " has shape ", shape_str(yl.shape()),
+          ", expected [", x.dim(0), "]");
+    for (int64_t i = 0; i < yl.numel(); ++i) {
+      const double v = yl.at(i);
+      check(v == std::floor(v) && v >= 0 && v < 1e6, "attack: ", o.labels, " element ", i, " is ", v,
+            ", not a class index");
+      y.push_back(static_cast<int32_t>(v));
+    }
+    from = o.input;
+  } else {
+    Dataset test = load_split_for(lm, *o.data.loader, o.data, Split::test);
+    check_data_fits(lm, o.weights, test);
+    std::vector<int64_t> idx(static_cast<std::size_t>(test.images.dim(0)));
+    for (std::size_t i = 0; i < idx.size(); ++i) idx[i] = static_cast<int64_t>(i);
+    x = gather_batch(test, idx, 0, test.images.dim(0), lm.model.dtype());
+    y = test.labels;
+    from = test.name;
+  }
+  std::unique_ptr<Runner> runner = open_runner(lm.model, Device::cpu);
+  const attacks::AttackResult r = attacks::run_gradient_attack(*runner, x, y, spec);
+  std::vector<uint8_t> correct(y.size());
+  for (std::size_t i = 0; i < y.size(); ++i) correct[i] = r.clean_pred[i] == y[i];
+  const attacks::AttackSummary all = attacks::summarize(r), on_correct = attacks::summarize(r, correct);
+  std::filesystem::create_directories(o.out);
+  // the adversarial examples in the input's space (the model's normalisation undone)
+  Tensor adv = r.x_adv.clone();
+  if (!norm.identity())
+    dispatch_dtype(adv.dtype(), [&](auto tag) {
+      using T = decltype(tag);
+      T* d = adv.data<T>();
+      for (int64_t i = 0; i < adv.numel(); ++i) d[i] = d[i] * static_cast<T>(norm.std) + static_cast<T>(norm.mean);
+    });
+  write_npy(o.out + "/adversarial.npy", adv);
+  auto summary_json = [](const attacks::AttackSummary& s) {
+    return json{{"samples", s.samples}, {"successes", s.successes}, {"success_rate", s.success_rate},
+                {"zero_gradients", s.zero_gradients}, {"mean_l0", s.mean_l0}, {"mean_l2", s.mean_l2},
+                {"mean_linf", s.mean_linf}, {"median_l2", s.median_l2}, {"median_linf", s.median_linf}};
+  };
+  json j{{"attack", attacks::attack_kind_name(spec.kind)},
+         {"model", lm.model.name},
+         {"weights", o.weights},
+         {"policy", lm.model.policy.to_string()},
+         {"inputs", from},
+         {"eps", spec.eps},
+         {"eps_units", o.eps_units},
+         {"step", spec.step},
+         {"steps", spec.kind == attacks::AttackKind::fgsm ? 1 : spec.steps},
+         {"random_start", spec.random_start},
+         {"early_stop", spec.early_stop},
+         {"labels_from", o.labels_from},
+         {"seed", spec.seed},
+         {"bounds", {spec.lo, spec.hi}},
+         {"input_norm", {{"mean", norm.mean}, {"std", norm.std}}},
+         {"gradient_calls", r.gradient_calls},
+         {"clean_accuracy", static_cast<double>(on_correct.samples) / static_cast<double>(y.size())},
+         {"over_correctly_classified", summary_json(on_correct)},
+         {"over_all", summary_json(all)},
+         {"commit", build_commit()}};
+  {
+    std::ofstream f(o.out + "/result.json");
+    f << j.dump(1) << "\n";
+    check(static_cast<bool>(f), "attack: could not write ", o.out, "/result.json");
+    std::ofstream c(o.out + "/samples.csv");
+    c << "index,label,clean_pred,adv_pred,success,zero_gradient,l0,l2,linf\n";
+    for (std::size_t i = 0; i < y.size(); ++i)
+      c << i << "," << y[i] << "," << r.clean_pred[i] << "," << r.adv_pred[i] << "," << int(r.success[i]) << ","
+        << int(r.zero_gradient[i]) << "," << r.l0[i] << "," << fmt(r.l2[i], 6) << "," << fmt(r.linf[i], 6) << "\n";
+    check(static_cast<bool>(c), "attack: could not write ", o.out, "/samples.csv");
+  }
+  std::cout << attacks::attack_kind_name(spec.kind) << " eps " << spec.eps << " (" << o.eps_units << ") on " << y.size()
+            << " inputs of " << from << " (" << lm.model.name << ", " << lm.model.policy.to_string() << ")\n"
+            << "  clean accuracy " << fmt(static_cast<double>(on_correct.samples) / static_cast<double>(y.size()), 4)
+            << "; success rate " << fmt(on_correct.success_rate, 4) << " over the " << on_correct.samples
+            << " classified correctly (" << fmt(all.success_rate, 4) << " over all)\n"
+            << "  per success: mean L2 " << fmt(on_correct.mean_l2, 4) << ", mean Linf " << fmt(on_correct.mean_linf, 4)
+            << "; zero gradients " << all.zero_gradients << "\n"
+            << "  wrote " << o.out << "/adversarial.npy, result.json, samples.csv\n";
+}
+
 void register_commands(CLI::App& app) {
   // policy
   auto* pol = app.add_subcommand("policy", "show a policy's knobs, or diff two policies");
@@ -1099,6 +1232,32 @@ void register_commands(CLI::App& app) {
 
   // explain
   auto knob = std::make_shared<std::string>();
+  // attack
+  auto ao = std::make_shared<AttackOptions>();
+  auto* ak = app.add_subcommand("attack", "white-box attack (fgsm, bim, pgd) on a saved fp32 model: adversarial "
+                                           "examples (.npy), result.json, samples.csv");
+  ak->add_option("--weights", ao->weights, "fp32 model file (.dlm)")->required();
+  ak->add_option("--attack", ao->attack, "fgsm | bim | pgd")->capture_default_str();
+  ak->add_option("--eps", ao->eps, "L-inf budget (--eps-units)")->check(kFiniteNonNegative)->capture_default_str();
+  ak->add_option("--step", ao->step, "bim/pgd step size (--eps-units)")->check(kFiniteNonNegative)->capture_default_str();
+  ak->add_option("--steps", ao->steps, "bim/pgd iterations")->capture_default_str();
+  ak->add_flag("--random-start", ao->random_start, "pgd: start from a uniform point of the eps-ball (--seed)");
+  ak->add_flag("--early-stop", ao->early_stop, "bim/pgd: a sample stops once misclassified (Foolbox 2's return_early)");
+  ak->add_option("--eps-units", ao->eps_units, "absolute (input units) | fraction (of the input range: Foolbox 2)")
+      ->capture_default_str();
+  ak->add_option("--labels-from", ao->labels_from, "the loss's labels: true | prediction (ART's default)")
+      ->capture_default_str();
+  ak->add_option("--lo", ao->lo, "lowest valid input (default: 0 through the model's normalisation)");
+  ak->add_option("--hi", ao->hi, "highest valid input (default: 1 through the model's normalisation)");
+  ak->add_option("--seed", ao->seed, "pgd's random start")->capture_default_str();
+  ak->add_option("--batch", ao->batch, "inputs per gradient call")->capture_default_str();
+  ak->add_option("--input", ao->input, "attack these inputs (.npy, the model's input shape) instead of the test split");
+  ak->add_option("--labels", ao->labels, "their classes (.npy, N integers)");
+  ak->add_option("--out", ao->out, "output folder")->required();
+  add_threads_option(ak, ao->threads);
+  add_data_options(ak, ao->data);
+  ak->callback([ao] { attack_cmd(*ao); });
+
   auto* ex = app.add_subcommand("explain", "what a knob does, its value per framework, its source, a live example");
   ex->add_option("knob", *knob)->required();
   ex->callback([knob] { std::cout << explain_knob(*knob); });

@@ -1,0 +1,96 @@
+// driftlab attack end to end: a trained LeNet-1 attacked on the test split and on given inputs
+// (.npy + labels), the adversarial examples within the budget and the bounds, result.json's
+// counts consistent with samples.csv, and bad input refused by name.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+#include "engine/io/npy.h"
+#include "tests/cli/cli_util.h"
+#include "tests/test_util.h"
+
+namespace {
+
+using namespace driftlab::cli_test;
+namespace fs = std::filesystem;
+using nlohmann::json;
+
+TEST(CliAttack, FgsmAndPgdOnTheTestSplitAndOnGivenInputs) {
+  const fs::path d = fresh_dir("cli_attack");
+  write_idx(d, "train", 96);
+  write_idx(d, "t10k", 24);
+  const std::string data = " --data-dir " + d.string() + " --threads 1";
+  CliRun r = run_driftlab("train --model lenet1 --epochs 1 --batch 32 --no-progress --out " + (d / "run").string() + data);
+  ASSERT_EQ(r.code, 0) << r.out;
+  const std::string w = (d / "run" / "model.dlm").string();
+
+  r = run_driftlab("attack --weights " + w + " --attack fgsm --eps 0.1 --out " + (d / "fgsm").string() + data);
+  ASSERT_EQ(r.code, 0) << r.out;
+  EXPECT_NE(r.out.find("fgsm eps 0.1 (absolute) on 24 inputs"), std::string::npos) << r.out;
+  std::ifstream jf(d / "fgsm" / "result.json");
+  const json j = json::parse(jf);
+  EXPECT_EQ(j["attack"], "fgsm");
+  EXPECT_EQ(j["over_all"]["samples"], 24);
+  EXPECT_EQ(j["gradient_calls"], 1);
+  const driftlab::Tensor adv = driftlab::read_npy((d / "fgsm" / "adversarial.npy").string());
+  ASSERT_EQ(adv.shape(), (driftlab::Shape{24, 1, 28, 28}));
+  for (int64_t i = 0; i < adv.numel(); ++i) {
+    ASSERT_GE(adv.at(i), 0.0);
+    ASSERT_LE(adv.at(i), 1.0);
+  }
+  // samples.csv: a header and one row per input; its successes are result.json's
+  std::ifstream cf(d / "fgsm" / "samples.csv");
+  std::string line;
+  std::getline(cf, line);
+  EXPECT_EQ(line, "index,label,clean_pred,adv_pred,success,zero_gradient,l0,l2,linf");
+  int rows = 0, successes = 0;
+  while (std::getline(cf, line)) {
+    ++rows;
+    std::stringstream ss(line);
+    std::string cell;
+    for (int c = 0; c < 5; ++c) std::getline(ss, cell, ',');
+    successes += cell == "1";
+  }
+  EXPECT_EQ(rows, 24);
+  EXPECT_EQ(successes, j["over_all"]["successes"].get<int>());
+
+  // PGD on given inputs (the first 5 test images' shapes), a random start, the budget kept
+  driftlab::write_npy((d / "x.npy").string(), driftlab::random_tensor({5, 1, 28, 28}, driftlab::DType::f32, 3, 0, 1));
+  driftlab::write_npy((d / "y.npy").string(), driftlab::Tensor::from<int64_t>({5}, {0, 1, 2, 3, 4}));
+  r = run_driftlab("attack --weights " + w + " --attack pgd --eps 0.05 --step 0.02 --steps 3 --random-start --seed 4 " +
+                   "--input " + (d / "x.npy").string() + " --labels " + (d / "y.npy").string() + " --out " +
+                   (d / "pgd").string() + data);
+  ASSERT_EQ(r.code, 0) << r.out;
+  const driftlab::Tensor x = driftlab::read_npy((d / "x.npy").string());
+  const driftlab::Tensor p = driftlab::read_npy((d / "pgd" / "adversarial.npy").string());
+  ASSERT_EQ(p.shape(), x.shape());
+  for (int64_t i = 0; i < p.numel(); ++i) ASSERT_LE(std::fabs(p.at(i) - x.at(i)), 0.05 + 1e-7) << i;
+  std::ifstream pf(d / "pgd" / "result.json");
+  const json pj = json::parse(pf);
+  EXPECT_EQ(pj["gradient_calls"], 3);
+  EXPECT_EQ(pj["random_start"], true);
+
+  // refusals, by name
+  r = run_driftlab("attack --weights " + w + " --attack cw --out " + (d / "bad").string() + data);
+  EXPECT_NE(r.code, 0);
+  EXPECT_NE(r.out.find("unknown attack 'cw'"), std::string::npos) << r.out;
+  r = run_driftlab("attack --weights " + w + " --input " + (d / "x.npy").string() + " --out " + (d / "bad").string() + data);
+  EXPECT_NE(r.code, 0);
+  EXPECT_NE(r.out.find("--input needs --labels"), std::string::npos) << r.out;
+  r = run_driftlab("attack --weights " + w + " --attack fgsm --random-start --out " + (d / "bad").string() + data);
+  EXPECT_NE(r.code, 0);
+  EXPECT_NE(r.out.find("random_start is PGD's"), std::string::npos) << r.out;
+  driftlab::write_npy((d / "far.npy").string(), driftlab::random_tensor({2, 1, 28, 28}, driftlab::DType::f32, 3, 0, 2));
+  driftlab::write_npy((d / "y2.npy").string(), driftlab::Tensor::from<int64_t>({2}, {0, 1}));
+  r = run_driftlab("attack --weights " + w + " --input " + (d / "far.npy").string() + " --labels " +
+                   (d / "y2.npy").string() + " --out " + (d / "bad").string() + data);
+  EXPECT_NE(r.code, 0);
+  EXPECT_NE(r.out.find("outside the bounds [0, 1]"), std::string::npos) << r.out;
+}
+
+}  // namespace
