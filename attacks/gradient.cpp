@@ -50,23 +50,12 @@ Tensor rows(const Tensor& x, int64_t start, int64_t count) {
   return out;
 }
 
-std::vector<int32_t> argmax_rows(const Tensor& logits) {
-  const int64_t n = logits.dim(0), k = logits.dim(1);
-  std::vector<int32_t> out(static_cast<std::size_t>(n));
-  for (int64_t i = 0; i < n; ++i) {
-    int64_t best = 0;
-    for (int64_t j = 1; j < k; ++j)
-      if (logits.at(i * k + j) > logits.at(i * k + best)) best = j;  // the first of equal maxima
-    out[static_cast<std::size_t>(i)] = static_cast<int32_t>(best);
-  }
-  return out;
-}
 
 // Predictions in batches of `batch` (the CPU runner runs any size as one batch; this bounds memory).
 std::vector<int32_t> predict(Runner& runner, const Tensor& x, int64_t batch) {
   std::vector<int32_t> out;
   for (int64_t b0 = 0; b0 < x.dim(0); b0 += batch) {
-    const std::vector<int32_t> p = argmax_rows(runner.logits(rows(x, b0, std::min(batch, x.dim(0) - b0))));
+    const std::vector<int32_t> p = predictions(runner.logits(rows(x, b0, std::min(batch, x.dim(0) - b0))));
     out.insert(out.end(), p.begin(), p.end());
   }
   return out;
@@ -110,7 +99,7 @@ void attack_batch(Runner& runner, const GradientAttackSpec& spec, const T* x0, i
         zero_grad[s] = all_zero;
       }
     if (spec.early_stop) {  // a sample already misclassified at x_t stays where it is
-      const std::vector<int32_t> pred = argmax_rows(g.logits);
+      const std::vector<int32_t> pred = predictions(g.logits);
       for (int64_t s = 0; s < n; ++s) frozen[s] = frozen[s] || pred[s] != target[s];
     }
     for (int64_t s = 0; s < n; ++s) {

@@ -93,17 +93,6 @@ std::vector<Tensor> int8_activations(Model& q, const Tensor& x, std::vector<Laye
   return acts;
 }
 
-std::vector<int32_t> predictions(const Tensor& logits) {
-  const int64_t n = logits.dim(0), k = logits.dim(1);
-  std::vector<int32_t> p(static_cast<std::size_t>(n));
-  for (int64_t i = 0; i < n; ++i) {
-    int64_t best = 0;
-    for (int64_t j = 1; j < k; ++j)
-      if (logits.at(i * k + j) > logits.at(i * k + best)) best = j;
-    p[static_cast<std::size_t>(i)] = static_cast<int32_t>(best);
-  }
-  return p;
-}
 
 }  // namespace quant
 }  // namespace driftlab

@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "engine/model.h"
+#include "engine/train/runner.h"
 #include "quant/ptq.h"
 
 namespace driftlab {
@@ -31,8 +32,8 @@ std::vector<LayerSqnr> layer_sqnr_dynamic(Model& fp32, Model& q, const Tensor& x
 // that produced each (oracle tests compare them one by one).
 std::vector<Tensor> int8_activations(Model& q, const Tensor& x, std::vector<Layer*>* producers = nullptr);
 
-// Argmax of each row of logits (N,K), the first maximum on ties.
-std::vector<int32_t> predictions(const Tensor& logits);
+// Argmax of each row of logits (N,K), the first maximum on ties: the engine's (runner.h).
+using driftlab::predictions;
 
 }  // namespace quant
 }  // namespace driftlab

@@ -45,15 +45,22 @@ Tensor gather_batch(const Dataset& data, const std::vector<int64_t>& idx, int64_
   return b;
 }
 
-int64_t count_correct(const Tensor& logits, const std::vector<int32_t>& labels) {
+std::vector<int32_t> predictions(const Tensor& logits) {
   const int64_t n = logits.dim(0), k = logits.dim(1);
-  int64_t c = 0;
+  std::vector<int32_t> p(static_cast<std::size_t>(n));
   for (int64_t i = 0; i < n; ++i) {
     int64_t best = 0;
     for (int64_t j = 1; j < k; ++j)
       if (logits.at(i * k + j) > logits.at(i * k + best)) best = j;
-    c += best == labels[i];
+    p[static_cast<std::size_t>(i)] = static_cast<int32_t>(best);
   }
+  return p;
+}
+
+int64_t count_correct(const Tensor& logits, const std::vector<int32_t>& labels) {
+  const std::vector<int32_t> p = predictions(logits);
+  int64_t c = 0;
+  for (std::size_t i = 0; i < p.size(); ++i) c += p[i] == labels[i];
   return c;
 }
 

@@ -114,7 +114,9 @@ struct PredictTime {
 // Gathers samples idx[begin, begin+count) into a batch of the model's dtype.
 Tensor gather_batch(const Dataset& data, const std::vector<int64_t>& idx, int64_t begin, int64_t count, DType dtype);
 
-// Samples whose largest logit (the first one on ties) is their label. logits (N,K).
+// Each row's class: its largest logit, the first one on ties. logits (N,K).
+std::vector<int32_t> predictions(const Tensor& logits);
+// Samples whose prediction is their label.
 int64_t count_correct(const Tensor& logits, const std::vector<int32_t>& labels);
 
 class Runner {

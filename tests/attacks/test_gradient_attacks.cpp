@@ -86,15 +86,9 @@ TEST(GradientAttack, EarlyStopLeavesAMisclassifiedSampleWhereItIs) {
   Model m = build_model("lenet5", Policy::torch(), 3);
   CpuRunner runner(m);
   const Tensor x = random_tensor({4, 1, 28, 28}, DType::f32, 9, 0.0, 1.0);
-  const Tensor clean = runner.logits(x);
   // labels: sample 0 gets a wrong label (misclassified from the start), the others their prediction
-  std::vector<int32_t> y(4);
-  for (int64_t s = 0; s < 4; ++s) {
-    int32_t best = 0;
-    for (int32_t k = 1; k < 10; ++k)
-      if (clean.at(s * 10 + k) > clean.at(s * 10 + best)) best = k;
-    y[s] = s == 0 ? (best + 1) % 10 : best;
-  }
+  std::vector<int32_t> y = predictions(runner.logits(x));
+  y[0] = (y[0] + 1) % 10;
   GradientAttackSpec spec;
   spec.kind = AttackKind::bim;
   spec.eps = 0.05, spec.step = 0.01, spec.steps = 3;
@@ -119,14 +113,7 @@ TEST(GradientAttack, EpsAsAFractionOfTheRangeAndTheClippedKerasLossesZeroGradien
   }
   CpuRunner runner(m);
   const Tensor x = random_tensor({5, 1, 28, 28}, DType::f32, 10, 0.0, 255.0);
-  const Tensor clean = runner.logits(x);
-  std::vector<int32_t> pred(5);
-  for (int64_t s = 0; s < 5; ++s) {
-    int32_t best = 0;
-    for (int32_t k = 1; k < 10; ++k)
-      if (clean.at(s * 10 + k) > clean.at(s * 10 + best)) best = k;
-    pred[s] = best;
-  }
+  const std::vector<int32_t> pred = predictions(runner.logits(x));
   GradientAttackSpec spec;
   spec.eps = 0.01;  // Foolbox 2's units: 1% of [0, 255]
   spec.lo = 0, spec.hi = 255;

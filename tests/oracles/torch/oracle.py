@@ -227,13 +227,10 @@ def run_model(c, case):
         case.put('g.' + name, p.grad)
 
 
-def run_model_input_grad(c, case):
-    """The loss F.cross_entropy (mean), the logits and dL/dx of a whole model, first in eval() mode
-    (BatchNorm normalises with its running statistics and moves nothing), then in train() mode
-    (batch statistics; prefix 'train.'). Parameters come as p<i> in model.parameters() order and
-    the BatchNorm running statistics as s<j> in module order (running_mean, running_var of each),
-    the order driftlab's named_params() / named_buffers() list them in. Also writes the running
-    statistics after the eval pass (stats_after_eval.s<j>)."""
+def model_with_state(c, case):
+    """The case's architecture with parameters p<i> (model.parameters() order) and BatchNorm running
+    statistics s<j> (running_mean, running_var of each, module order): the order driftlab's
+    named_params() / named_buffers() list them in. Returns (model, stats)."""
     model = ARCHS[c['arch']]()
     params = list(model.parameters())
     stats = [b for n, b in model.named_buffers() if n.endswith('running_mean') or n.endswith('running_var')]
@@ -244,6 +241,17 @@ def run_model_input_grad(c, case):
             p.copy_(case.get('p%d' % i))
         for j, b in enumerate(stats):
             b.copy_(case.get('s%d' % j))
+    return model, stats
+
+
+def run_model_input_grad(c, case):
+    """The loss F.cross_entropy (mean), the logits and dL/dx of a whole model, first in eval() mode
+    (BatchNorm normalises with its running statistics and moves nothing), then in train() mode
+    (batch statistics; prefix 'train.'). Parameters come as p<i> in model.parameters() order and
+    the BatchNorm running statistics as s<j> in module order (running_mean, running_var of each),
+    the order driftlab's named_params() / named_buffers() list them in. Also writes the running
+    statistics after the eval pass (stats_after_eval.s<j>)."""
+    model, stats = model_with_state(c, case)
     labels = case.get('labels', torch.int64)
     for prefix, train_mode in (('', False), ('train.', True)):
         model.train(train_mode)
@@ -266,16 +274,7 @@ def run_attack(c, case):
     x <- clamp(x0 + clamp(x - x0, -eps, eps), lo, hi) from x0 (BIM) or from clamp(x0 + noise, lo, hi)
     (PGD; the noise comes from the test, drawn by driftlab's RNG). Parameters and BatchNorm
     statistics as in run_model_input_grad."""
-    model = ARCHS[c['arch']]()
-    params = list(model.parameters())
-    stats = [b for n, b in model.named_buffers() if n.endswith('running_mean') or n.endswith('running_var')]
-    assert len(params) == c['num_params'], (len(params), c['num_params'])
-    assert len(stats) == c['num_stats'], (len(stats), c['num_stats'])
-    with torch.no_grad():
-        for i, p in enumerate(params):
-            p.copy_(case.get('p%d' % i))
-        for j, b in enumerate(stats):
-            b.copy_(case.get('s%d' % j))
+    model, stats = model_with_state(c, case)
     model.eval()
     x0 = case.get('x')
     labels = case.get('labels', torch.int64)
