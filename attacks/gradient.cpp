@@ -14,7 +14,7 @@ AttackKind parse_attack_kind(const std::string& s) {
   if (s == "fgsm") return AttackKind::fgsm;
   if (s == "bim") return AttackKind::bim;
   if (s == "pgd") return AttackKind::pgd;
-  fail("attack: unknown attack '", s, "' (known: fgsm, bim, pgd)");
+  fail("attack: unknown attack '", s, "' (known: fgsm, bim, pgd; decision-based: boundary, single-pixel)");
 }
 
 const char* attack_kind_name(AttackKind k) {
@@ -161,9 +161,19 @@ AttackResult run_gradient_attack(Runner& runner, const Tensor& x, const std::vec
                            r.x_adv.data<double>() + b0 * per, r.zero_gradient.data() + b0, &r.gradient_calls);
   }
   r.adv_pred = predict(runner, r.x_adv, spec.batch);
+  finish_result(x, labels, r);
+  return r;
+}
+
+void finish_result(const Tensor& x, const std::vector<int32_t>& labels, AttackResult& r) {
+  const int64_t n = x.dim(0), per = x.numel() / std::max<int64_t>(n, 1);
+  check(r.x_adv.shape() == x.shape() && r.x_adv.dtype() == x.dtype() &&
+            static_cast<int64_t>(r.adv_pred.size()) == n && static_cast<int64_t>(labels.size()) == n,
+        "attack: result and input do not match");
   r.success.resize(static_cast<std::size_t>(n));
   r.l0.resize(static_cast<std::size_t>(n)), r.l2.resize(static_cast<std::size_t>(n)),
       r.linf.resize(static_cast<std::size_t>(n));
+  if (r.zero_gradient.empty()) r.zero_gradient.assign(static_cast<std::size_t>(n), 0);
   for (int64_t s = 0; s < n; ++s) {
     r.success[s] = r.adv_pred[s] != labels[s];
     if (x.dtype() == DType::f32)
@@ -171,7 +181,6 @@ AttackResult run_gradient_attack(Runner& runner, const Tensor& x, const std::vec
     else
       norms(x.data<double>() + s * per, r.x_adv.data<double>() + s * per, per, &r.l0[s], &r.l2[s], &r.linf[s]);
   }
-  return r;
 }
 
 AttackSummary summarize(const AttackResult& r, const std::vector<uint8_t>& mask) {
@@ -184,12 +193,13 @@ AttackSummary summarize(const AttackResult& r, const std::vector<uint8_t>& mask)
     if (!r.success[i]) continue;
     ++s.successes;
     s.mean_l0 += r.l0[i], s.mean_l2 += r.l2[i], s.mean_linf += r.linf[i];
+    if (!r.queries.empty()) s.mean_queries += static_cast<double>(r.queries[i]);
     l2s.push_back(r.l2[i]), linfs.push_back(r.linf[i]);
   }
   if (s.samples) s.success_rate = static_cast<double>(s.successes) / static_cast<double>(s.samples);
   if (s.successes) {
     const double k = static_cast<double>(s.successes);
-    s.mean_l0 /= k, s.mean_l2 /= k, s.mean_linf /= k;
+    s.mean_l0 /= k, s.mean_l2 /= k, s.mean_linf /= k, s.mean_queries /= k;
     auto median = [](std::vector<double> v) {
       std::sort(v.begin(), v.end());
       const std::size_t h = v.size() / 2;

@@ -55,7 +55,11 @@ struct AttackResult {
   std::vector<double> l0, l2, linf;      // of x_adv - x, per sample
   std::vector<uint8_t> zero_gradient;    // the first step's gradient was exactly zero everywhere
   int64_t gradient_calls = 0;            // Runner::input_gradient calls (batches x steps)
+  std::vector<int64_t> queries;          // decision-based attacks: model predictions per sample
 };
+
+// r.l0, r.l2, r.linf of r.x_adv - x per sample (double), and r.success = adv_pred != labels.
+void finish_result(const Tensor& x, const std::vector<int32_t>& labels, AttackResult& r);
 
 // The attack on (x, labels), batched; x in [lo, hi] (checked: an input outside is refused by
 // index). Deterministic for a given spec and thread count.
@@ -67,6 +71,7 @@ AttackResult run_gradient_attack(Runner& runner, const Tensor& x, const std::vec
 struct AttackSummary {
   int64_t samples = 0, successes = 0, zero_gradients = 0;
   double success_rate = 0;
+  double mean_queries = 0;  // per success, decision-based attacks
   double mean_l0 = 0, mean_l2 = 0, mean_linf = 0, median_l2 = 0, median_linf = 0;
 };
 AttackSummary summarize(const AttackResult& r, const std::vector<uint8_t>& mask = {});

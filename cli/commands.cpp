@@ -17,7 +17,9 @@
 
 #include <nlohmann/json.hpp>
 
+#include "attacks/boundary.h"
 #include "attacks/gradient.h"
+#include "attacks/single_pixel.h"
 #include "drift/checkpoint.h"
 #include "drift/convert.h"
 #include "drift/drift.h"
@@ -922,8 +924,9 @@ void attribute_cmd(const AttributeCliOptions& o) {
 struct AttackOptions {
   std::string weights, attack = "fgsm", input, labels, out, eps_units = "absolute", labels_from = "true";
   double eps = 0.1, step = 0.01, lo = NAN, hi = NAN;
-  int steps = 10, threads = 0;
-  bool random_start = false, early_stop = false;
+  int steps = 10, threads = 0, iterations = 5000, max_directions = 25;
+  int64_t max_pixels = 1000;
+  bool random_start = false, early_stop = false, transposed_index = false;
   uint64_t seed = 1;
   int64_t batch = 128;
   DataOptions data;
@@ -932,8 +935,9 @@ struct AttackOptions {
 void attack_cmd(const AttackOptions& o) {
   set_threads(o.threads);
   check(!o.out.empty(), "attack: --out DIR is required");
+  const bool decision = o.attack == "boundary" || o.attack == "single-pixel";
   attacks::GradientAttackSpec spec;
-  spec.kind = attacks::parse_attack_kind(o.attack);
+  spec.kind = decision ? attacks::AttackKind::fgsm : attacks::parse_attack_kind(o.attack);
   spec.eps = o.eps, spec.step = o.step, spec.steps = o.steps;
   spec.random_start = o.random_start, spec.early_stop = o.early_stop;
   spec.seed = o.seed, spec.batch = o.batch;
@@ -987,7 +991,25 @@ void attack_cmd(const AttackOptions& o) {
     from = test.name;
   }
   std::unique_ptr<Runner> runner = open_runner(lm.model, Device::cpu);
-  const attacks::AttackResult r = attacks::run_gradient_attack(*runner, x, y, spec);
+  attacks::AttackResult r;
+  if (o.attack == "single-pixel") {
+    attacks::SinglePixelSpec sp;
+    sp.max_pixels = o.max_pixels, sp.lo = spec.lo, sp.hi = spec.hi, sp.seed = o.seed;
+    sp.transposed_index = o.transposed_index;
+    check(x.rank() == 4, "attack: single-pixel takes images (N, C, H, W); ", lm.model.name, " takes ",
+          shape_str(lm.model.input_shape));
+    attacks::SinglePixelResult d = attacks::run_single_pixel(*runner, x, y, sp);
+    r.x_adv = d.x_adv, r.clean_pred = d.clean_pred, r.adv_pred = d.adv_pred, r.queries = d.queries;
+    attacks::finish_result(x, y, r);
+  } else if (o.attack == "boundary") {
+    attacks::BoundarySpec bs;
+    bs.steps = o.iterations, bs.max_directions = o.max_directions, bs.lo = spec.lo, bs.hi = spec.hi, bs.seed = o.seed;
+    attacks::BoundaryResult d = attacks::run_boundary(*runner, x, y, bs);
+    r.x_adv = d.x_adv, r.clean_pred = d.clean_pred, r.adv_pred = d.adv_pred, r.queries = d.queries;
+    attacks::finish_result(x, y, r);
+  } else {
+    r = attacks::run_gradient_attack(*runner, x, y, spec);
+  }
   std::vector<uint8_t> correct(y.size());
   for (std::size_t i = 0; i < y.size(); ++i) correct[i] = r.clean_pred[i] == y[i];
   const attacks::AttackSummary all = attacks::summarize(r), on_correct = attacks::summarize(r, correct);
@@ -1004,9 +1026,10 @@ void attack_cmd(const AttackOptions& o) {
   auto summary_json = [](const attacks::AttackSummary& s) {
     return json{{"samples", s.samples}, {"successes", s.successes}, {"success_rate", s.success_rate},
                 {"zero_gradients", s.zero_gradients}, {"mean_l0", s.mean_l0}, {"mean_l2", s.mean_l2},
-                {"mean_linf", s.mean_linf}, {"median_l2", s.median_l2}, {"median_linf", s.median_linf}};
+                {"mean_linf", s.mean_linf}, {"median_l2", s.median_l2}, {"median_linf", s.median_linf},
+                {"mean_queries", s.mean_queries}};
   };
-  json j{{"attack", attacks::attack_kind_name(spec.kind)},
+  json j{{"attack", o.attack},
          {"model", lm.model.name},
          {"weights", o.weights},
          {"policy", lm.model.policy.to_string()},
@@ -1026,24 +1049,35 @@ void attack_cmd(const AttackOptions& o) {
          {"over_correctly_classified", summary_json(on_correct)},
          {"over_all", summary_json(all)},
          {"commit", build_commit()}};
+  if (decision) {  // no gradient, no eps-ball: the decision-based attacks' own settings
+    j["gradient_calls"] = 0;
+    for (const char* k : {"eps", "eps_units", "step", "steps", "random_start", "early_stop", "labels_from"}) j.erase(k);
+  }
+  if (o.attack == "boundary") j["iterations"] = o.iterations, j["max_directions"] = o.max_directions;
+  if (o.attack == "single-pixel") j["max_pixels"] = o.max_pixels, j["transposed_index"] = o.transposed_index;
   {
     std::ofstream f(o.out + "/result.json");
     f << j.dump(1) << "\n";
     check(static_cast<bool>(f), "attack: could not write ", o.out, "/result.json");
     std::ofstream c(o.out + "/samples.csv");
-    c << "index,label,clean_pred,adv_pred,success,zero_gradient,l0,l2,linf\n";
+    c << "index,label,clean_pred,adv_pred,success,zero_gradient,l0,l2,linf,queries\n";
     for (std::size_t i = 0; i < y.size(); ++i)
       c << i << "," << y[i] << "," << r.clean_pred[i] << "," << r.adv_pred[i] << "," << int(r.success[i]) << ","
-        << int(r.zero_gradient[i]) << "," << r.l0[i] << "," << fmt(r.l2[i], 6) << "," << fmt(r.linf[i], 6) << "\n";
+        << int(r.zero_gradient[i]) << "," << r.l0[i] << "," << fmt(r.l2[i], 6) << "," << fmt(r.linf[i], 6) << ","
+        << (r.queries.empty() ? 0 : r.queries[i]) << "\n";
     check(static_cast<bool>(c), "attack: could not write ", o.out, "/samples.csv");
   }
-  std::cout << attacks::attack_kind_name(spec.kind) << " eps " << spec.eps << " (" << o.eps_units << ") on " << y.size()
+  std::cout << o.attack;
+  if (!decision) std::cout << " eps " << spec.eps << " (" << o.eps_units << ")";
+  std::cout << " on " << y.size()
             << " inputs of " << from << " (" << lm.model.name << ", " << lm.model.policy.to_string() << ")\n"
             << "  clean accuracy " << fmt(static_cast<double>(on_correct.samples) / static_cast<double>(y.size()), 4)
             << "; success rate " << fmt(on_correct.success_rate, 4) << " over the " << on_correct.samples
             << " classified correctly (" << fmt(all.success_rate, 4) << " over all)\n"
             << "  per success: mean L2 " << fmt(on_correct.mean_l2, 4) << ", mean Linf " << fmt(on_correct.mean_linf, 4)
-            << "; zero gradients " << all.zero_gradients << "\n"
+            << (decision ? "; mean queries " + fmt(on_correct.mean_queries, 1) : "; zero gradients " +
+                                                                                   std::to_string(all.zero_gradients))
+            << "\n"
             << "  wrote " << o.out << "/adversarial.npy, result.json, samples.csv\n";
 }
 
@@ -1234,10 +1268,14 @@ void register_commands(CLI::App& app) {
   auto knob = std::make_shared<std::string>();
   // attack
   auto ao = std::make_shared<AttackOptions>();
-  auto* ak = app.add_subcommand("attack", "white-box attack (fgsm, bim, pgd) on a saved fp32 model: adversarial "
-                                           "examples (.npy), result.json, samples.csv");
+  auto* ak = app.add_subcommand("attack", "attack a saved fp32 model (fgsm, bim, pgd, boundary, single-pixel): "
+                                           "adversarial examples (.npy), result.json, samples.csv");
   ak->add_option("--weights", ao->weights, "fp32 model file (.dlm)")->required();
-  ak->add_option("--attack", ao->attack, "fgsm | bim | pgd")->capture_default_str();
+  ak->add_option("--attack", ao->attack, "fgsm | bim | pgd | boundary | single-pixel")->capture_default_str();
+  ak->add_option("--iterations", ao->iterations, "boundary: steps (Foolbox 2's iterations)")->capture_default_str();
+  ak->add_option("--max-directions", ao->max_directions, "boundary: candidates per step")->capture_default_str();
+  ak->add_option("--max-pixels", ao->max_pixels, "single-pixel: positions tried")->capture_default_str();
+  ak->add_flag("--transposed-index", ao->transposed_index, "single-pixel: Foolbox 2's (x = p % w) reading of a position");
   ak->add_option("--eps", ao->eps, "L-inf budget (--eps-units)")->check(kFiniteNonNegative)->capture_default_str();
   ak->add_option("--step", ao->step, "bim/pgd step size (--eps-units)")->check(kFiniteNonNegative)->capture_default_str();
   ak->add_option("--steps", ao->steps, "bim/pgd iterations")->capture_default_str();

@@ -47,7 +47,7 @@ TEST(CliAttack, FgsmAndPgdOnTheTestSplitAndOnGivenInputs) {
   std::ifstream cf(d / "fgsm" / "samples.csv");
   std::string line;
   std::getline(cf, line);
-  EXPECT_EQ(line, "index,label,clean_pred,adv_pred,success,zero_gradient,l0,l2,linf");
+  EXPECT_EQ(line, "index,label,clean_pred,adv_pred,success,zero_gradient,l0,l2,linf,queries");
   int rows = 0, successes = 0;
   while (std::getline(cf, line)) {
     ++rows;
@@ -74,6 +74,26 @@ TEST(CliAttack, FgsmAndPgdOnTheTestSplitAndOnGivenInputs) {
   const json pj = json::parse(pf);
   EXPECT_EQ(pj["gradient_calls"], 3);
   EXPECT_EQ(pj["random_start"], true);
+
+  // the decision-based attacks: queries per sample, the examples in bounds
+  r = run_driftlab("attack --weights " + w + " --attack single-pixel --max-pixels 40 --limit 6 --out " +
+                   (d / "sp").string() + data);
+  ASSERT_EQ(r.code, 0) << r.out;
+  std::ifstream sf(d / "sp" / "result.json");
+  const json sj = json::parse(sf);
+  EXPECT_EQ(sj["attack"], "single-pixel");
+  EXPECT_EQ(sj["max_pixels"], 40);
+  EXPECT_EQ(sj["over_all"]["samples"], 6);
+  EXPECT_FALSE(sj.contains("eps"));
+  r = run_driftlab("attack --weights " + w + " --attack boundary --iterations 20 --limit 3 --seed 2 --out " +
+                   (d / "bd").string() + data);
+  ASSERT_EQ(r.code, 0) << r.out;
+  EXPECT_NE(r.out.find("boundary on 3 inputs"), std::string::npos) << r.out;
+  const driftlab::Tensor b = driftlab::read_npy((d / "bd" / "adversarial.npy").string());
+  for (int64_t i = 0; i < b.numel(); ++i) {
+    ASSERT_GE(b.at(i), 0.0);
+    ASSERT_LE(b.at(i), 1.0);
+  }
 
   // refusals, by name
   r = run_driftlab("attack --weights " + w + " --attack cw --out " + (d / "bad").string() + data);
