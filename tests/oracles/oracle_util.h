@@ -107,6 +107,16 @@ inline const std::string& tfjs_unavailable() {
   return why;
 }
 
+inline fs::path scipy_dir() { return fs::path(DRIFTLAB_SOURCE_DIR) / "tests" / "oracles" / "scipy"; }
+inline const std::string& scipy_unavailable() {
+  static const std::string why = [] {
+    int code = 0;
+    std::string out = run_command(std::string(kPython) + " -c 'import scipy, numpy; print(scipy.__version__)'", &code);
+    return code == 0 ? std::string() : "SciPy oracle not installed (apt-get install python3-scipy): " + out;
+  }();
+  return why;
+}
+
 // One framework script: how to start it, and whether it can run here.
 struct Oracle {
   std::string name;                   // "pytorch", "tfjs": the tables' reference, failure messages
@@ -115,6 +125,9 @@ struct Oracle {
 };
 inline Oracle torch_oracle(const std::string& script) {
   return {"pytorch", std::string(kPython) + " " + quoted((torch_dir() / script).string()), torch_unavailable};
+}
+inline Oracle scipy_oracle(const std::string& script) {
+  return {"scipy", std::string(kPython) + " " + quoted((scipy_dir() / script).string()), scipy_unavailable};
 }
 inline Oracle tfjs_oracle(const std::string& script) {
   return {"tfjs", "node " + quoted((tfjs_dir() / script).string()), tfjs_unavailable};
