@@ -154,5 +154,23 @@ double a12(const std::vector<double>& a, const std::vector<double>& b) {
   return (ra - m * (m + 1) / 2) / (m * nb);
 }
 
+std::vector<double> min_max_indicator(const std::vector<std::vector<double>>& values) {
+  check(!values.empty(), "indicator: no rows");
+  const std::size_t attacks = values[0].size();
+  std::vector<double> r(values.size(), 0.0);
+  for (std::size_t k = 0; k < values.size(); ++k) {
+    check(values[k].size() == attacks, "indicator: row ", k, " has ", values[k].size(), " attacks, row 0 ", attacks);
+    for (std::size_t a = 0; a < attacks; ++a)
+      check(std::isfinite(values[k][a]), "indicator: row ", k, " attack ", a, " is ", values[k][a]);
+  }
+  for (std::size_t a = 0; a < attacks; ++a) {
+    double lo = values[0][a], hi = values[0][a];
+    for (const auto& row : values) lo = std::min(lo, row[a]), hi = std::max(hi, row[a]);
+    if (!(lo < hi)) continue;  // every row ties: P = 0
+    for (std::size_t k = 0; k < values.size(); ++k) r[k] += (values[k][a] - lo) / (hi - lo);
+  }
+  return r;
+}
+
 }  // namespace attacks
 }  // namespace driftlab

@@ -35,6 +35,13 @@ WilcoxonResult wilcoxon(const std::vector<double>& x, const std::vector<double>&
 
 double a12(const std::vector<double>& a, const std::vector<double>& b);
 
+// The studies' min-max indicator: values[k][a] for K rows (models, or model-conversion pairs) and A
+// attacks; per attack P(k, a) = (v - min_k v) / (max_k v - min_k v), or 0 where every row ties; R(k) =
+// sum_a P(k, a). S1's robustness indicator R(m) takes the success rates S_A(m) (smaller: more
+// robust); S3's variation indicator R(m, c) takes |S_conv - S_orig| per (model, conversion)
+// (../shared/STUDIES.md). Throws naming a ragged row or a non-finite value.
+std::vector<double> min_max_indicator(const std::vector<std::vector<double>>& values);
+
 // Ranks 1..n of v, ties given the average of the ranks they span (scipy.stats.rankdata 'average').
 std::vector<double> average_ranks(const std::vector<double>& v);
 
