@@ -27,7 +27,7 @@ SUBSET_KERNELS='Cases/GemmFastVsRef.*:OnednnGemm.*:GemmReproducibleDouble.*:Back
 ':Shapes/BatchNormFast.*:BatchNormFast.*:BatchNormGradCheck.*:BatchNormSemantics.*'\
 ':ActivationFast.*:SoftmaxXentFast.*:All/RnnFastVsRef.*:RnnFast.*:RnnOp.*:Cells/*'\
 ':SgdKernels.*:OptimRule.*:AdaptiveKernels.*:Adam.*:Rmsprop.*:Embedding.*:Cases/GradCheck*'\
-':Quant*:GradientAttack.*:SinglePixel.*:Boundary.*'
+':Quant*:GradientAttack.*:SinglePixel.*:Boundary.*:Stats.*'
 SUBSET_READERS='Idx.*:Npy.*:Cifar.*:Imdb.*:Datasets.*:ModelFile.*:WeightsNpy.*:Checkpoint.*'
 SUBSET_LARGE_ROWS='*b128*:*b64*:*vgg16*:*splitk_conv_dw_like*:*resnet20_s2*:*resnet20_s3*:*resnet_stage1*'
 SUBSET_FILTER="$SUBSET_KERNELS:$SUBSET_READERS:-$SUBSET_LARGE_ROWS:Cases/GradCheckModel.*"
