@@ -143,7 +143,9 @@ void Tensor::fill(double v) {
 }
 
 double Tensor::at(int64_t i) const {
-  check(i >= 0 && i < numel_, "tensor: index ", i, " out of range for shape ", shape_str(shape_));
+  // if/fail, not check(): check's arguments (a shape string here) are built on every call, and at()
+  // runs per element in predictions, bounds checks and tests
+  if (i < 0 || i >= numel_) fail("tensor: index ", i, " out of range for shape ", shape_str(shape_));
   return dispatch_any_dtype(dtype_, [&](auto tag) { return static_cast<double>(data<decltype(tag)>()[i]); });
 }
 

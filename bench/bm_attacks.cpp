@@ -1,0 +1,94 @@
+// Attack speed (issue 17): adversarial examples per second of FGSM and BIM (10 steps) through the
+// model face (attacks/gradient.h: Runner::input_gradient at inference semantics), and model
+// queries per second of the decision-based attacks (the Boundary attack's step: 25 candidates
+// judged in one logits() call). LeNet-5 on 1x28x28 U(0,1) images and ResNet-20 on 3x32x32 U(-1,1)
+// images, torch preset (random weights, ResNet-20 with random BatchNorm statistics). The same work
+// in PyTorch, in the same shell command: bench/peers/attacks_torch.py.
+//
+// Counters: ex/s (adversarial examples per second) or queries/s.
+// Run e.g.: bm_attacks --benchmark_filter='Fgsm' (OMP_WAIT_POLICY=passive on a shared machine)
+#include <benchmark/benchmark.h>
+#include <omp.h>
+
+#include "attacks/gradient.h"
+#include "engine/random.h"
+#include "engine/train/cpu_runner.h"
+#include "models/models.h"
+
+namespace driftlab {
+namespace {
+
+const char* kArchs[] = {"lenet5", "resnet20"};
+
+Tensor inputs(const std::string& arch, int64_t n, uint64_t seed) {
+  const bool lenet = arch == "lenet5";
+  Tensor x = lenet ? Tensor({n, 1, 28, 28}, DType::f32) : Tensor({n, 3, 32, 32}, DType::f32);
+  Rng rng(RngEngine::mt19937_u24, seed);
+  for (int64_t i = 0; i < x.numel(); ++i) x.data<float>()[i] = lenet ? rng.uniform_f32() : 2.f * rng.uniform_f32() - 1.f;
+  return x;
+}
+
+Model model_for(const std::string& arch) {
+  Model m = build_model(arch, Policy::torch(), 7);
+  Rng rng(RngEngine::mt19937_u24, 11);
+  for (auto& nb : m.net->named_buffers()) {  // BatchNorm statistics away from (0, 1)
+    float* d = nb.second->value.data<float>();
+    const bool var = nb.first.find("running_var") != std::string::npos;
+    for (int64_t i = 0; i < nb.second->value.numel(); ++i) d[i] = var ? 0.5f + 1.5f * rng.uniform_f32() : rng.uniform_f32() - 0.5f;
+  }
+  return m;
+}
+
+struct Threads {
+  int saved;
+  explicit Threads(int t) : saved(omp_get_max_threads()) { omp_set_num_threads(t); }
+  ~Threads() { omp_set_num_threads(saved); }
+};
+
+// args: arch index, attack (0 fgsm, 1 bim-10), batch, threads
+void BM_GradientAttack(benchmark::State& state) {
+  const std::string arch = kArchs[state.range(0)];
+  const bool bim = state.range(1) == 1;
+  const int64_t batch = state.range(2);
+  const Threads threads(static_cast<int>(state.range(3)));
+  Model m = model_for(arch);
+  CpuRunner runner(m);
+  const int64_t n = arch == "lenet5" ? 1024 : 128;
+  const Tensor x = inputs(arch, n, 3);
+  std::vector<int32_t> y(static_cast<std::size_t>(n));
+  for (int64_t i = 0; i < n; ++i) y[i] = static_cast<int32_t>(i % 10);
+  attacks::GradientAttackSpec spec;
+  spec.kind = bim ? attacks::AttackKind::bim : attacks::AttackKind::fgsm;
+  spec.eps = 0.03, spec.step = 0.01, spec.steps = 10, spec.batch = batch;
+  spec.lo = arch == "lenet5" ? 0.0 : -1.0, spec.hi = 1.0;
+  for (auto _ : state) benchmark::DoNotOptimize(attacks::run_gradient_attack(runner, x, y, spec).x_adv);
+  state.counters["ex/s"] = benchmark::Counter(static_cast<double>(n * state.iterations()), benchmark::Counter::kIsRate);
+  state.SetLabel(arch + (bim ? " bim-10" : " fgsm") + " batch " + std::to_string(batch));
+}
+
+// The Boundary attack's queries: 25 candidates per logits() call. args: arch index, threads
+void BM_DecisionQueries(benchmark::State& state) {
+  const std::string arch = kArchs[state.range(0)];
+  const Threads threads(static_cast<int>(state.range(1)));
+  Model m = model_for(arch);
+  CpuRunner runner(m);
+  const Tensor x = inputs(arch, 25, 4);
+  for (auto _ : state) benchmark::DoNotOptimize(runner.logits(x));
+  state.counters["queries/s"] = benchmark::Counter(25.0 * static_cast<double>(state.iterations()),
+                                                   benchmark::Counter::kIsRate);
+  state.SetLabel(arch + " 25 candidates per call");
+}
+
+void gradient_args(benchmark::internal::Benchmark* b) {
+  for (int a = 0; a < 2; ++a)
+    for (int k = 0; k < 2; ++k)
+      for (int t : {1, 2}) b->Args({a, k, a == 0 ? 128 : 32, t});
+}
+
+BENCHMARK(BM_GradientAttack)->Apply(gradient_args)->ArgNames({"arch", "bim", "batch", "threads"})->UseRealTime()
+    ->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_DecisionQueries)->ArgsProduct({{0, 1}, {1, 2}})->ArgNames({"arch", "threads"})->UseRealTime()
+    ->Unit(benchmark::kMillisecond);
+
+}  // namespace
+}  // namespace driftlab

@@ -1,0 +1,81 @@
+#!/usr/bin/env python3
+"""The work of bench/bm_attacks.cpp in PyTorch 1.13 (Debian's python3-torch), for side-by-side
+timing: FGSM and BIM (10 steps) written with autograd on the same architectures in eval() mode
+(F.cross_entropy, mean; x' = clamp(x + eps*sign(g)), BIM's projection as in
+tests/oracles/torch/oracle.py run_attack), adversarial examples per second over 1,024 (LeNet-5) or
+128 (ResNet-20) inputs in batches of 128 / 32; and forward passes of 25 candidates (the Boundary
+attack's queries) per second. Best of --reps after a warm-up. Prints one JSON object per row.
+
+  attacks_torch.py [--threads 1,2] [--reps 3]
+"""
+import argparse, json, os, sys, time
+
+import torch
+import torch.nn.functional as F
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+from cifar_torch import ResNet20  # noqa: E402
+from lenet_torch import lenet5  # noqa: E402
+
+
+def attack(model, x, y, eps, step, steps, lo, hi):
+    x0 = x
+    if steps == 0:
+        x = x.clone().requires_grad_(True)
+        F.cross_entropy(model(x), y).backward()
+        with torch.no_grad():
+            return torch.clamp(x0 + eps * x.grad.sign(), lo, hi)
+    for _ in range(steps):
+        x = x.detach().requires_grad_(True)
+        F.cross_entropy(model(x), y).backward()
+        with torch.no_grad():
+            x = x + step * x.grad.sign()
+            x = torch.clamp(x0 + torch.clamp(x - x0, -eps, eps), lo, hi)
+    return x.detach()
+
+
+def best(fn, reps):
+    fn()
+    t = []
+    for _ in range(reps):
+        s = time.perf_counter()
+        fn()
+        t.append(time.perf_counter() - s)
+    return min(t)
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument('--threads', default='1,2')
+    ap.add_argument('--reps', type=int, default=3)
+    a = ap.parse_args()
+    for threads in [int(v) for v in a.threads.split(',')]:
+        torch.set_num_threads(threads)
+        for arch in ('lenet5', 'resnet20'):
+            torch.manual_seed(0)
+            model = (lenet5() if arch == 'lenet5' else ResNet20()).eval()
+            for p in model.parameters():
+                p.requires_grad_(False)  # input gradients only, as an attack needs
+            n, batch = (1024, 128) if arch == 'lenet5' else (128, 32)
+            shape = (n, 1, 28, 28) if arch == 'lenet5' else (n, 3, 32, 32)
+            lo = 0.0 if arch == 'lenet5' else -1.0
+            x = torch.rand(shape) * (1.0 - lo) + lo
+            y = torch.arange(n) % 10
+            for name, steps in (('fgsm', 0), ('bim-10', 10)):
+                def run():
+                    for i in range(0, n, batch):
+                        attack(model, x[i:i + batch], y[i:i + batch], 0.03, 0.01, steps, lo, 1.0)
+                s = best(run, a.reps)
+                print(json.dumps({'model': arch, 'attack': name, 'batch': batch, 'threads': threads,
+                                  'inputs': n, 'seconds': s, 'ex_per_s': n / s}))
+            q = x[:25].clone()
+            with torch.no_grad():
+                calls = 20
+                s = best(lambda: [model(q) for _ in range(calls)], a.reps)
+            print(json.dumps({'model': arch, 'attack': 'queries', 'batch': 25, 'threads': threads,
+                              'queries_per_s': 25 * calls / s}))
+
+
+if __name__ == '__main__':
+    main()
