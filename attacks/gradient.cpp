@@ -73,7 +73,8 @@ T clamp_to(T v, T lo, T hi) {
 
 template <typename T>
 void attack_batch(Runner& runner, const GradientAttackSpec& spec, const T* x0, int64_t n, const Shape& shape,
-                  const std::vector<int32_t>& target, Rng& rng, T* xa, uint8_t* zero_grad, int64_t* calls) {
+                  const std::vector<int32_t>& target, Rng& rng, T* xa, uint8_t* zero_grad, int64_t* calls,
+                  int32_t* clean_out) {
   const int64_t per = shape_numel(shape) / shape[0];
   const double range = spec.hi - spec.lo;
   const double eps_in = spec.units == EpsUnits::absolute ? spec.eps : spec.eps * range;
@@ -92,6 +93,10 @@ void attack_batch(Runner& runner, const GradientAttackSpec& spec, const T* x0, i
     const InputGradient g = runner.input_gradient(cur, target, Semantics::inference);
     ++*calls;
     const T* dx = g.dx.data<T>();
+    if (t == 0 && clean_out) {  // the first call's logits are the clean input's (no random start)
+      const std::vector<int32_t> p = predictions(g.logits);
+      std::copy(p.begin(), p.end(), clean_out);
+    }
     if (t == 0)
       for (int64_t s = 0; s < n; ++s) {
         bool all_zero = true;
@@ -145,7 +150,13 @@ AttackResult run_gradient_attack(Runner& runner, const Tensor& x, const std::vec
            spec.hi, "]");
   }
   AttackResult r;
-  r.clean_pred = predict(runner, x, spec.batch);
+  // The clean predictions: from the first gradient call's logits where that call sees the clean
+  // input against the true labels (one forward pass per example saved), else up front.
+  const bool clean_from_gradient = spec.labels == LabelSource::true_label && !spec.random_start;
+  if (clean_from_gradient)
+    r.clean_pred.assign(static_cast<std::size_t>(n), 0);
+  else
+    r.clean_pred = predict(runner, x, spec.batch);
   const std::vector<int32_t>& target = spec.labels == LabelSource::true_label ? labels : r.clean_pred;
   r.x_adv = Tensor::empty(x.shape(), x.dtype());
   r.zero_gradient.assign(static_cast<std::size_t>(n), 0);
@@ -156,10 +167,12 @@ AttackResult run_gradient_attack(Runner& runner, const Tensor& x, const std::vec
     const std::vector<int32_t> tb(target.begin() + b0, target.begin() + b0 + m);
     if (x.dtype() == DType::f32)
       attack_batch<float>(runner, spec, xb.data<float>(), m, xb.shape(), tb, rng, r.x_adv.data<float>() + b0 * per,
-                          r.zero_gradient.data() + b0, &r.gradient_calls);
+                          r.zero_gradient.data() + b0, &r.gradient_calls,
+                          clean_from_gradient ? r.clean_pred.data() + b0 : nullptr);
     else
       attack_batch<double>(runner, spec, xb.data<double>(), m, xb.shape(), tb, rng,
-                           r.x_adv.data<double>() + b0 * per, r.zero_gradient.data() + b0, &r.gradient_calls);
+                           r.x_adv.data<double>() + b0 * per, r.zero_gradient.data() + b0, &r.gradient_calls,
+                           clean_from_gradient ? r.clean_pred.data() + b0 : nullptr);
   }
   r.adv_pred = predict(runner, r.x_adv, spec.batch);
   finish_result(x, labels, r);

@@ -46,6 +46,8 @@ TEST(GradientAttack, FgsmIsClampOfXPlusEpsSignOfTheInferenceGradient) {
   }
   EXPECT_GT(moved, x.numel() / 2);
   EXPECT_EQ(r.gradient_calls, 2);
+  // the clean predictions come from the first gradient call's logits: logits()'s
+  EXPECT_EQ(r.clean_pred, predictions(runner.logits(x)));
   for (int64_t s = 0; s < 6; ++s) {
     EXPECT_LE(r.linf[s], 0.1 + 1e-7);
     EXPECT_EQ(r.success[s], r.adv_pred[s] != y[s]);
