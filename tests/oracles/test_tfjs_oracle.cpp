@@ -32,6 +32,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <cstring>
 #include <iostream>
 #include <limits>
 #include <nlohmann/json.hpp>
@@ -40,6 +41,7 @@
 #include <string>
 #include <vector>
 
+#include "attacks/gradient.h"
 #include "engine/core/error.h"
 #include "engine/layers/activation_layer.h"
 #include "engine/layers/batchnorm_layer.h"
@@ -731,6 +733,50 @@ void fill_input_gradient_cases(CaseDir& w) {
 }
 
 // ---------------------------------------------------------------------------------------------
+// Attacks under the tensorflow preset: FGSM and BIM (attacks/gradient.h) against the same attacks
+// written with tf.grad of the Keras loss in TF.js: LeNet-5 (random weights), and the same LeNet-5
+// with its last layer scaled 50x so that the model is sure of some of its predictions: there Keras's
+// probability clip (1e-7) makes the gradient exactly zero on both sides (2 of the 6 samples; the
+// others keep a gradient, so one batch holds both kinds).
+
+struct AttackCase {
+  const char* name;
+  float scale_last;  // the last dense layer's weights and bias times this
+};
+const AttackCase kAttackCases[] = {{"lenet5_attack", 1.f}, {"lenet5_confident_attack", 50.f}};
+constexpr double kAttackEps = 0.03, kAttackStep = 0.01;
+constexpr int kAttackSteps = 10;
+
+Model attack_model(const AttackCase& c) {
+  Model m = oracle::model_with_random_state("lenet5", Policy::tensorflow(), kInputGradSeed + 1);
+  auto params = m.net->named_params();
+  for (std::size_t k = params.size() - 2; k < params.size(); ++k) {
+    Tensor& t = params[k].second->value;
+    for (int64_t i = 0; i < t.numel(); ++i) t.data<float>()[i] *= c.scale_last;
+  }
+  return m;
+}
+Tensor attack_x() { return lenet_images(6, 51); }
+std::vector<int32_t> attack_labels() { return random_labels(6, 10, 52); }
+
+void fill_attack_cases(CaseDir& w) {
+  for (const AttackCase& c : kAttackCases) {
+    Model m = attack_model(c);
+    const std::string n = c.name;
+    w.add_case({{"name", n},
+                {"kind", "attack"},
+                {"input", w.input(n + ".x", to_tfjs(attack_x()))},
+                {"layers", net_json(w, n, *m.net)},
+                {"labels", w.input(n + ".labels", one_hot(attack_labels(), 10))},
+                {"eps", kAttackEps},
+                {"step", kAttackStep},
+                {"steps", kAttackSteps},
+                {"lo", 0.0},
+                {"hi", 1.0}});
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
 // The case folder: every case below, computed by oracle.js in three node processes side by side
 // (node + tfjs start in ~1 s, more than most cases take): shards 0 and 1 share the four LeNet
 // training runs, shard 1 also takes ResNet-20's input gradient, shard 2 VGG-16's gradients
@@ -887,6 +933,7 @@ void fill_tfjs(CaseDir& w) {
               {"shape", json::array({kGlorotIn, kGlorotOut})},
               {"seed", kGlorotSeed}});
   fill_input_gradient_cases(w);
+  fill_attack_cases(w);
 }
 
 const CaseDir& tfjs_run() {
@@ -1624,6 +1671,82 @@ TEST(TfjsNegative, InitialiserDistribution) {
 // Input gradients of whole models at inference semantics (cases: fill_input_gradient_cases)
 
 class TfjsOracleInputGradient : public ::testing::TestWithParam<InputGradCase> {};
+
+// Distance in units in the last place between two finite floats.
+int64_t float_ulps(float a, float b) {
+  auto key = [](float f) {
+    int32_t i;
+    std::memcpy(&i, &f, 4);
+    return i < 0 ? int64_t{INT32_MIN} - i : int64_t{i};
+  };
+  return std::llabs(key(a) - key(b));
+}
+
+// The clean gradient's signs must agree wherever TF.js's gradient is not within rounding of zero
+// (the gradients agree to ~3e-7 of the largest, TfjsOracleInputGradient), and the adversarial
+// examples within 1 ulp except where a sign went the other way at some step (counted, bounded).
+// On the confident model the Keras clip zeroes whole samples' gradients on both sides: the same
+// samples, and FGSM leaves them where they are.
+TEST(TfjsAttackOracle, FgsmBimEqualTfGradUnderTheKerasLoss) {
+  ORACLE_GROUP(run, tfjs_run);
+  for (const AttackCase& c : kAttackCases) {
+    SCOPED_TRACE(c.name);
+    Model m = attack_model(c);
+    CpuRunner runner(m);
+    const Tensor x = attack_x();
+    const std::vector<int32_t> y = attack_labels();
+    const Tensor g = runner.input_gradient(x, y, Semantics::inference).dx, gt = from_tfjs(run.out(c.name, "g0"));
+    const double gmax = std::max(oracle::max_abs(gt), 1e-30);
+    const int64_t per = x.numel() / x.dim(0);
+    int64_t flips_small = 0, flips_large = 0, zero_samples_tfjs = 0;
+    for (int64_t i = 0; i < g.numel(); ++i) {
+      const float a = g.data<float>()[i], b = gt.data<float>()[i];
+      if (((a > 0) - (a < 0)) != ((b > 0) - (b < 0))) (std::fabs(b) < 1e-5 * gmax ? flips_small : flips_large) += 1;
+    }
+    std::vector<uint8_t> zero_tfjs(static_cast<std::size_t>(x.dim(0)));
+    for (int64_t s = 0; s < x.dim(0); ++s) {
+      bool z = true;
+      for (int64_t e = 0; e < per && z; ++e) z = gt.data<float>()[s * per + e] == 0.f;
+      zero_tfjs[s] = z;
+      zero_samples_tfjs += z;
+    }
+    std::cout << c.name << ": gradient signs differing from TF.js's: " << flips_large << " where |g| >= 1e-5 of "
+              << "the largest, " << flips_small << " below; samples with an exactly zero gradient in TF.js: "
+              << zero_samples_tfjs << " of " << x.dim(0) << "\n";
+    EXPECT_EQ(flips_large, 0);
+    for (const char* kind : {"fgsm", "bim"}) {
+      attacks::GradientAttackSpec spec;
+      spec.kind = attacks::parse_attack_kind(kind);
+      spec.eps = kAttackEps, spec.step = kAttackStep, spec.steps = kAttackSteps;
+      const attacks::AttackResult r = attacks::run_gradient_attack(runner, x, y, spec);
+      const Tensor want = from_tfjs(run.out(c.name, kind));
+      int64_t off = 0, worst = 0;
+      for (int64_t i = 0; i < want.numel(); ++i) {
+        const int64_t u = float_ulps(r.x_adv.data<float>()[i], want.data<float>()[i]);
+        off += u > 1;
+        worst = std::max(worst, u);
+      }
+      std::cout << c.name << " " << kind << ": " << want.numel() - off << " of " << want.numel()
+                << " elements within 1 ulp of TF.js's, " << off << " beyond (largest " << worst << " ulps)\n";
+      // FGSM: an element may differ only where the clean gradient's sign did (near zero). BIM also
+      // takes 9 more gradients that are not compared one by one: at each, an element whose gradient
+      // is within rounding of zero may step the other way; up to 8 such per step (seen: none).
+      EXPECT_LE(off, std::string(kind) == "fgsm" ? flips_small : flips_small + 8 * kAttackSteps) << kind;
+      if (std::string(kind) == "fgsm") {
+        for (int64_t s = 0; s < x.dim(0); ++s) {
+          EXPECT_EQ(r.zero_gradient[s], zero_tfjs[s]) << "sample " << s;
+          if (zero_tfjs[s]) {
+            EXPECT_EQ(r.linf[s], 0.0) << "a zero gradient moves nothing, sample " << s;
+          }
+        }
+      }
+    }
+    if (c.scale_last > 1) {
+      EXPECT_GT(zero_samples_tfjs, 0) << "the confident model should hit the Keras clip";
+      EXPECT_LT(zero_samples_tfjs, x.dim(0)) << "and keep a gradient for some samples";
+    }
+  }
+}
 
 TEST_P(TfjsOracleInputGradient, InferenceSemanticsEqualTfGradTrainingFalse) {
   ORACLE_GROUP(run, tfjs_run);

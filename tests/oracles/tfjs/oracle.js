@@ -46,6 +46,8 @@
 //          Keras 2.2.4 loss: softmax, normalise, clip to [1e-7, 1-1e-7], -sum y log p), dL/dx by
 //          tf.grad. Writes NAME.logits, NAME.loss ([1]), NAME.dx, and NAME.moving<k> (the moving
 //          mean and variance of every batchNormalization, in order, after the gradient).
+//   attack {name, input, layers, labels, eps, step, steps, lo, hi}: FGSM and BIM by tf.grad of the
+//          input_grad loss (see runAttack).
 // Layer descriptions (entries of `layers`): {type:'conv2d', filters, kernel:[kh,kw], strides,
 // padding, weights:[kernel, bias?]}, {type:'maxPooling2d'|'averagePooling2d', pool, strides,
 // padding}, {type:'dense', units, weights:[kernel, bias?]}, {type:'activation', activation},
@@ -305,6 +307,36 @@ function runInputGrad(c) {
   layers.forEach((l) => l.dispose());
 }
 
+// attack {name, input, layers, labels, eps, step, steps, lo, hi}: FGSM and BIM written with tf.grad
+// of input_grad's loss (the layers with {training: false}): NAME.g0 = dL/dx at the input, NAME.fgsm =
+// clipByValue(x + sign(g0) * eps, lo, hi), NAME.bim after `steps` of x <- x + sign(g) * step;
+// x <- clipByValue(x0 + clipByValue(x - x0, -eps, eps), lo, hi); NAME.logits at the input.
+function runAttack(c) {
+  const layers = c.layers.map((d) => makeLayer(d));
+  const softmax = makeLayer({ type: 'activation', activation: 'softmax' });
+  const kwargs = { training: false };
+  const labels = load(c.labels);
+  const x0 = load(c.input);
+  const logitsOf = (v) => layers.reduce((h, l) => l.apply(h, kwargs), v);
+  const lossOf = (v) => tf.mean(tf.metrics.categoricalCrossentropy(labels, softmax.apply(logitsOf(v))));
+  tf.tidy(() => save(`${c.name}.logits`, logitsOf(x0)));  // also builds the layers
+  const g0 = tf.tidy(() => tf.grad(lossOf)(x0));
+  save(`${c.name}.g0`, g0);
+  tf.tidy(() => save(`${c.name}.fgsm`, tf.clipByValue(tf.add(x0, tf.mul(tf.sign(g0), c.eps)), c.lo, c.hi)));
+  let x = x0.clone();
+  for (let t = 0; t < c.steps; ++t) {
+    const next = tf.tidy(() => {
+      const moved = tf.add(x, tf.mul(tf.sign(tf.grad(lossOf)(x)), c.step));
+      return tf.clipByValue(tf.add(x0, tf.clipByValue(tf.sub(moved, x0), -c.eps, c.eps)), c.lo, c.hi);
+    });
+    x.dispose();
+    x = next;
+  }
+  save(`${c.name}.bim`, x);
+  [x, x0, g0, labels].forEach((t) => t.dispose());
+  layers.forEach((l) => l.dispose());
+}
+
 runCases('oracle.js', {
   grad: runGrad,
   train: runTrain,
@@ -313,4 +345,5 @@ runCases('oracle.js', {
   bnstats: runBnStats,
   block: runBlock,
   input_grad: runInputGrad,
+  attack: runAttack,
 });
