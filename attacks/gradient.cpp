@@ -26,6 +26,17 @@ const char* attack_kind_name(AttackKind k) {
   return "?";
 }
 
+SuccessRule parse_success_rule(const std::string& s) {
+  if (s == "label") return SuccessRule::differs_from_label;
+  if (s == "clean-prediction") return SuccessRule::differs_from_clean_prediction;
+  fail("attack: unknown success rule '", s, "' (label: the prediction differs from the label, Foolbox and "
+       "torchattacks; clean-prediction: from the clean prediction, ART)");
+}
+
+const char* success_rule_name(SuccessRule r) {
+  return r == SuccessRule::differs_from_label ? "label" : "clean-prediction";
+}
+
 void GradientAttackSpec::validate() const {
   check(std::isfinite(lo) && std::isfinite(hi) && lo < hi, "attack: input bounds [", lo, ", ", hi,
         "] must be finite with lo < hi");
@@ -35,6 +46,15 @@ void GradientAttackSpec::validate() const {
     check(steps >= 1, "attack: steps ", steps, " must be >= 1");
   }
   check(kind == AttackKind::pgd || !random_start, "attack: random_start is PGD's (", attack_kind_name(kind), ")");
+  check(kind != AttackKind::fgsm || step_units == StepUnits::like_eps,
+        "attack: a step relative to eps is BIM's and PGD's (fgsm takes one step of eps)");
+  if (schedule == EpsSchedule::foolbox2_sweep) {
+    check(kind == AttackKind::fgsm, "attack: Foolbox 2's epsilon sweep is FGSM's (", attack_kind_name(kind),
+          " runs at one eps)");
+    check(sweep_epsilons >= 1, "attack: sweep epsilons ", sweep_epsilons, " must be >= 1");
+    check(std::isfinite(max_epsilon) && max_epsilon > 0, "attack: max_epsilon ", max_epsilon,
+          " must be finite and > 0");
+  }
   check(batch >= 1, "attack: batch ", batch, " must be >= 1");
 }
 
@@ -78,7 +98,9 @@ void attack_batch(Runner& runner, const GradientAttackSpec& spec, const T* x0, i
   const int64_t per = shape_numel(shape) / shape[0];
   const double range = spec.hi - spec.lo;
   const double eps_in = spec.units == EpsUnits::absolute ? spec.eps : spec.eps * range;
-  const double step_in = spec.units == EpsUnits::absolute ? spec.step : spec.step * range;
+  const double step_in = spec.step_units == StepUnits::fraction_of_eps ? spec.step * eps_in
+                         : spec.units == EpsUnits::absolute         ? spec.step
+                                                                    : spec.step * range;
   const T eps = static_cast<T>(eps_in), step = static_cast<T>(step_in);
   const T lo = static_cast<T>(spec.lo), hi = static_cast<T>(spec.hi);
   const int64_t total = n * per;
@@ -118,6 +140,107 @@ void attack_batch(Runner& runner, const GradientAttackSpec& spec, const T* x0, i
         }
       }
     }
+  }
+}
+
+// numpy.linspace(0, stop, num + 1)[1:]: k * (stop / num) in double, the last exactly stop.
+std::vector<double> linspace_tail(double stop, int num) {
+  std::vector<double> v(static_cast<std::size_t>(num));
+  const double step = stop / num;
+  for (int k = 1; k <= num; ++k) v[static_cast<std::size_t>(k - 1)] = k * step;
+  v.back() = stop;
+  return v;
+}
+
+// FGSM with Foolbox 2's epsilon sweep on one batch (gradient.h). `ref`: what a prediction must
+// differ from to count as adversarial (the labels, or the clean predictions).
+template <typename T>
+void sweep_batch(Runner& runner, const GradientAttackSpec& spec, const T* x0, int64_t n, const Shape& shape,
+                 const std::vector<int32_t>& target, const std::vector<int32_t>* ref_in, T* xa, uint8_t* zero_grad,
+                 int64_t* calls, int32_t* clean_out, int64_t* queries, double* eps_found) {
+  const int64_t per = shape_numel(shape) / shape[0];
+  const T lo = static_cast<T>(spec.lo), hi = static_cast<T>(spec.hi);
+  const T scale = static_cast<T>(spec.units == EpsUnits::absolute ? 1.0 : spec.hi - spec.lo);
+  Tensor cur(shape, DTypeOf<T>::value);
+  std::copy_n(x0, n * per, cur.data<T>());
+  const InputGradient g = runner.input_gradient(cur, target, Semantics::inference);
+  ++*calls;
+  const std::vector<int32_t> clean = predictions(g.logits);
+  if (clean_out) std::copy(clean.begin(), clean.end(), clean_out);
+  const std::vector<int32_t>& ref = ref_in ? *ref_in : clean;
+  std::vector<T> dir(static_cast<std::size_t>(n * per));
+  for (int64_t e = 0; e < n * per; ++e) dir[e] = sign_of(g.dx.data<T>()[e]) * scale;
+  for (int64_t s = 0; s < n; ++s) {
+    bool all_zero = true;
+    for (int64_t e = 0; e < per && all_zero; ++e) all_zero = dir[s * per + e] == T(0);
+    zero_grad[s] = all_zero;
+    queries[s] = 1;  // the clean prediction
+  }
+  auto candidate = [&](int64_t s, double eps, T* out) {
+    const T te = static_cast<T>(eps);
+    for (int64_t e = 0; e < per; ++e) out[e] = clamp_to<T>(x0[s * per + e] + dir[s * per + e] * te, lo, hi);
+  };
+  // state per sample: 0 in the first pass, 1 in the second, 2 finished
+  std::vector<int> state(static_cast<std::size_t>(n), 0);
+  std::vector<double> best(static_cast<std::size_t>(n), std::nan(""));
+  std::vector<std::vector<double>> grid2(static_cast<std::size_t>(n));
+  for (int64_t s = 0; s < n; ++s)
+    if (clean[s] != ref[s]) state[s] = 2, best[s] = 0.0;  // already adversarial: distance 0
+  const std::vector<double> grid1 = linspace_tail(spec.max_epsilon, spec.sweep_epsilons);
+  // Judges the active samples at their own eps (k-th value of their current grid) in one batch.
+  auto judge = [&](const std::vector<int64_t>& active, const std::vector<double>& eps) {
+    Shape bs = shape;
+    bs[0] = static_cast<int64_t>(active.size());
+    Tensor b(bs, DTypeOf<T>::value);
+    for (std::size_t a = 0; a < active.size(); ++a) candidate(active[a], eps[a], b.data<T>() + a * per);
+    std::vector<int32_t> p;
+    for (int64_t b0 = 0; b0 < bs[0]; b0 += spec.batch) {
+      const int64_t m = std::min(spec.batch, bs[0] - b0);
+      const std::vector<int32_t> q = predictions(runner.logits(rows(b, b0, m)));
+      p.insert(p.end(), q.begin(), q.end());
+    }
+    for (int64_t s : active) ++queries[s];
+    return p;
+  };
+  for (std::size_t k = 0; k < grid1.size(); ++k) {  // the first pass: every sample on grid1
+    std::vector<int64_t> active;
+    for (int64_t s = 0; s < n; ++s)
+      if (state[s] == 0) active.push_back(s);
+    if (active.empty()) break;
+    const std::vector<int32_t> p = judge(active, std::vector<double>(active.size(), grid1[k]));
+    for (std::size_t a = 0; a < active.size(); ++a) {
+      const int64_t s = active[a];
+      if (p[a] == ref[s]) continue;
+      best[s] = grid1[k];
+      if (k < 20) {
+        state[s] = 1, grid2[s] = linspace_tail(grid1[k], 20);  // refine below the hit
+      } else {
+        state[s] = 2;
+      }
+    }
+  }
+  for (int64_t s = 0; s < n; ++s)
+    if (state[s] == 0) state[s] = 1, grid2[s] = linspace_tail(grid1.back(), 20);  // no hit: Foolbox 2's coarse repeat
+  for (int j = 0; j < 20; ++j) {  // the second pass: each sample on its own grid
+    std::vector<int64_t> active;
+    std::vector<double> eps;
+    for (int64_t s = 0; s < n; ++s)
+      if (state[s] == 1) active.push_back(s), eps.push_back(grid2[s][static_cast<std::size_t>(j)]);
+    if (active.empty()) break;
+    const std::vector<int32_t> p = judge(active, eps);
+    for (std::size_t a = 0; a < active.size(); ++a) {
+      const int64_t s = active[a];
+      if (p[a] == ref[s]) continue;
+      if (!(best[s] <= eps[a])) best[s] = eps[a];  // NaN (no hit before) or larger
+      state[s] = 2;
+    }
+  }
+  for (int64_t s = 0; s < n; ++s) {
+    eps_found[s] = best[s];
+    if (std::isnan(best[s]) || best[s] == 0.0)
+      std::copy_n(x0 + s * per, per, xa + s * per);
+    else
+      candidate(s, best[s], xa + s * per);
   }
 }
 
@@ -161,10 +284,27 @@ AttackResult run_gradient_attack(Runner& runner, const Tensor& x, const std::vec
   r.x_adv = Tensor::empty(x.shape(), x.dtype());
   r.zero_gradient.assign(static_cast<std::size_t>(n), 0);
   Rng rng(RngEngine::mt19937_u24, spec.seed);
+  const bool sweep = spec.schedule == EpsSchedule::foolbox2_sweep;
+  if (sweep) r.queries.assign(static_cast<std::size_t>(n), 0), r.eps_found.assign(static_cast<std::size_t>(n), 0.0);
   for (int64_t b0 = 0; b0 < n; b0 += spec.batch) {
     const int64_t m = std::min(spec.batch, n - b0);
     const Tensor xb = rows(x, b0, m);
     const std::vector<int32_t> tb(target.begin() + b0, target.begin() + b0 + m);
+    if (sweep) {
+      // adversarial: differs from the label, or (SuccessRule) from the clean prediction
+      const std::vector<int32_t> lb(labels.begin() + b0, labels.begin() + b0 + m);
+      const std::vector<int32_t>* ref = spec.success == SuccessRule::differs_from_label ? &lb : nullptr;
+      int32_t* clean_out = clean_from_gradient ? r.clean_pred.data() + b0 : nullptr;
+      if (x.dtype() == DType::f32)
+        sweep_batch<float>(runner, spec, xb.data<float>(), m, xb.shape(), tb, ref, r.x_adv.data<float>() + b0 * per,
+                           r.zero_gradient.data() + b0, &r.gradient_calls, clean_out, r.queries.data() + b0,
+                           r.eps_found.data() + b0);
+      else
+        sweep_batch<double>(runner, spec, xb.data<double>(), m, xb.shape(), tb, ref,
+                            r.x_adv.data<double>() + b0 * per, r.zero_gradient.data() + b0, &r.gradient_calls,
+                            clean_out, r.queries.data() + b0, r.eps_found.data() + b0);
+      continue;
+    }
     if (x.dtype() == DType::f32)
       attack_batch<float>(runner, spec, xb.data<float>(), m, xb.shape(), tb, rng, r.x_adv.data<float>() + b0 * per,
                           r.zero_gradient.data() + b0, &r.gradient_calls,
@@ -175,11 +315,11 @@ AttackResult run_gradient_attack(Runner& runner, const Tensor& x, const std::vec
                            clean_from_gradient ? r.clean_pred.data() + b0 : nullptr);
   }
   r.adv_pred = predict(runner, r.x_adv, spec.batch);
-  finish_result(x, labels, r);
+  finish_result(x, labels, r, spec.success);
   return r;
 }
 
-void finish_result(const Tensor& x, const std::vector<int32_t>& labels, AttackResult& r) {
+void finish_result(const Tensor& x, const std::vector<int32_t>& labels, AttackResult& r, SuccessRule rule) {
   const int64_t n = x.dim(0), per = x.numel() / std::max<int64_t>(n, 1);
   check(r.x_adv.shape() == x.shape() && r.x_adv.dtype() == x.dtype() &&
             static_cast<int64_t>(r.adv_pred.size()) == n && static_cast<int64_t>(labels.size()) == n,
@@ -188,8 +328,11 @@ void finish_result(const Tensor& x, const std::vector<int32_t>& labels, AttackRe
   r.l0.resize(static_cast<std::size_t>(n)), r.l2.resize(static_cast<std::size_t>(n)),
       r.linf.resize(static_cast<std::size_t>(n));
   if (r.zero_gradient.empty()) r.zero_gradient.assign(static_cast<std::size_t>(n), 0);
+  const bool vs_clean = rule == SuccessRule::differs_from_clean_prediction;
+  check(!vs_clean || static_cast<int64_t>(r.clean_pred.size()) == n,
+        "attack: success against the clean prediction needs the clean predictions");
   for (int64_t s = 0; s < n; ++s) {
-    r.success[s] = r.adv_pred[s] != labels[s];
+    r.success[s] = r.adv_pred[s] != (vs_clean ? r.clean_pred[s] : labels[s]);
     if (x.dtype() == DType::f32)
       norms(x.data<float>() + s * per, r.x_adv.data<float>() + s * per, per, &r.l0[s], &r.l2[s], &r.linf[s]);
     else

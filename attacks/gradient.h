@@ -13,7 +13,22 @@
 //              x_t+1 = clamp(x + clamp(x_t + step * sign(g_t) - x, -eps, eps), lo, hi)
 // sign(0) = 0 (an element whose gradient is exactly zero does not move). eps and step are in
 // input units (eps_units = absolute) or fractions of hi - lo (Foolbox 2's convention), turned
-// into input units once, in double, then rounded to the dtype.
+// into input units once, in double, then rounded to the dtype. The step may instead be a fraction
+// of eps (Foolbox 3's rel_stepsize: step = rel * eps).
+//
+// FGSM with Foolbox 2's epsilon sweep (EpsSchedule::foolbox2_sweep; foolbox/attacks/gradient.py
+// SingleStepGradientBaseAttack._run, v2.4.0; ../shared/policies/training-quant-attacks.md C.2):
+// the gradient once at x; d = sign(g) * (hi - lo) in the dtype (fraction units; sign(g) in
+// absolute units); eps_k = numpy's linspace(0, max_epsilon, sweep_epsilons + 1)[1:] (k * (max /
+// n) in double, the last exactly max); x_k = clamp(x + d * T(eps_k), lo, hi), judged in order.
+// A success among the first 20 values is refined once over linspace(0, eps_hit, 21)[1:]; a later
+// one is final; where none succeeds, the second pass runs linspace(0, max, 21)[1:] (a coarser
+// grid: new points only where 20 does not divide sweep_epsilons). The result is the smallest
+// successful eps seen (along the ray the distance never shrinks as eps grows, so this is Foolbox
+// 2's lowest-MSE adversarial), or the input where none. A misclassified input: success at eps 0.
+//
+// Success (SuccessRule): the adversarial prediction differs from the label (Foolbox, torchattacks),
+// or from the clean prediction (ART's compute_success_array).
 #pragma once
 #include <cstdint>
 #include <string>
@@ -30,7 +45,12 @@ AttackKind parse_attack_kind(const std::string& s);  // "attack: unknown attack 
 const char* attack_kind_name(AttackKind k);
 
 enum class EpsUnits { absolute, fraction_of_range };
+enum class StepUnits { like_eps, fraction_of_eps };       // Foolbox 3: step = rel_stepsize * eps
 enum class LabelSource { true_label, clean_prediction };  // what the loss is taken against (ART: the prediction)
+enum class EpsSchedule { single, foolbox2_sweep };        // FGSM: one eps, or Foolbox 2's sweep and refinement
+enum class SuccessRule { differs_from_label, differs_from_clean_prediction };
+SuccessRule parse_success_rule(const std::string& s);     // "label" | "clean-prediction"
+const char* success_rule_name(SuccessRule r);
 
 struct GradientAttackSpec {
   AttackKind kind = AttackKind::fgsm;
@@ -41,7 +61,12 @@ struct GradientAttackSpec {
   bool early_stop = false;    // BIM / PGD: a sample stops moving once it is misclassified
   double lo = 0.0, hi = 1.0;  // the valid input range (clamp after every step)
   EpsUnits units = EpsUnits::absolute;
+  StepUnits step_units = StepUnits::like_eps;
   LabelSource labels = LabelSource::true_label;
+  EpsSchedule schedule = EpsSchedule::single;
+  int sweep_epsilons = 1000;   // foolbox2_sweep: the grid (Foolbox 2's `epsilons`; S1: 100)
+  double max_epsilon = 1.0;    // foolbox2_sweep: its end, in `units` (Foolbox 2's `max_epsilon`; S1: 0.1)
+  SuccessRule success = SuccessRule::differs_from_label;
   uint64_t seed = 1;        // PGD's random start
   int64_t batch = 128;      // samples per gradient call
   void validate() const;    // throws naming the field
@@ -55,11 +80,14 @@ struct AttackResult {
   std::vector<double> l0, l2, linf;      // of x_adv - x, per sample
   std::vector<uint8_t> zero_gradient;    // the first step's gradient was exactly zero everywhere
   int64_t gradient_calls = 0;            // Runner::input_gradient calls (batches x steps)
-  std::vector<int64_t> queries;          // decision-based attacks: model predictions per sample
+  std::vector<int64_t> queries;          // decision-based attacks and the sweep: model predictions per sample
+  std::vector<double> eps_found;         // the sweep: the smallest successful eps (spec units), NaN where none
 };
 
-// r.l0, r.l2, r.linf of r.x_adv - x per sample (double), and r.success = adv_pred != labels.
-void finish_result(const Tensor& x, const std::vector<int32_t>& labels, AttackResult& r);
+// r.l0, r.l2, r.linf of r.x_adv - x per sample (double), and r.success: adv_pred != labels, or
+// != r.clean_pred under SuccessRule::differs_from_clean_prediction.
+void finish_result(const Tensor& x, const std::vector<int32_t>& labels, AttackResult& r,
+                   SuccessRule rule = SuccessRule::differs_from_label);
 
 // The attack on (x, labels), batched; x in [lo, hi] (checked: an input outside is refused by
 // index). Deterministic for a given spec and thread count.

@@ -14,11 +14,14 @@
 #include <iostream>
 #include <memory>
 #include <sstream>
+#include <set>
 
 #include <nlohmann/json.hpp>
 
 #include "attacks/boundary.h"
+#include "attacks/convention.h"
 #include "attacks/gradient.h"
+#include "attacks/images.h"
 #include "attacks/single_pixel.h"
 #include "drift/checkpoint.h"
 #include "drift/convert.h"
@@ -923,33 +926,101 @@ void attribute_cmd(const AttributeCliOptions& o) {
 
 struct AttackOptions {
   std::string weights, attack = "fgsm", input, labels, out, eps_units = "absolute", labels_from = "true";
-  double eps = 0.1, step = 0.01, lo = NAN, hi = NAN;
-  int steps = 10, threads = 0, iterations = 5000, max_directions = 25;
+  std::string convention = "driftlab", eps_schedule = "single", step_units = "eps", success = "label", eight_bit = "off";
+  std::vector<std::string> judges;
+  double eps = 0.1, step = 0.01, lo = NAN, hi = NAN, max_epsilon = 1.0;
+  int steps = 10, threads = 0, iterations = 5000, max_directions = 25, epsilons = 1000;
   int64_t max_pixels = 1000;
-  bool random_start = false, early_stop = false, transposed_index = false;
+  bool random_start = false, early_stop = false, transposed_index = false, png = false;
   uint64_t seed = 1;
   int64_t batch = 128;
   DataOptions data;
+  std::set<std::string> given;  // the flags given on the command line (a convention fills the others)
 };
 
-void attack_cmd(const AttackOptions& o) {
+namespace {
+
+// The convention's value for every attack setting the command line did not give.
+void apply_convention(AttackOptions& o, attacks::AttackKind kind, bool decision) {
+  const attacks::Convention c = attacks::convention(o.convention);
+  if (c.name == "driftlab") return;
+  check(!decision, "attack: --convention ", c.name, " is about the white-box attacks' conventions; ", o.attack,
+        " runs Foolbox 2's rules (ROBUSTNESS.md)");
+  const std::string why = attacks::refusal(c, kind);
+  check(why.empty(), "attack: --convention ", c.name, ": ", why);
+  auto unless = [&](const char* flag, auto& field, auto value) {
+    if (!o.given.count(flag)) field = value;
+  };
+  unless("--eps-units", o.eps_units, std::string(c.units == attacks::EpsUnits::absolute ? "absolute" : "fraction"));
+  unless("--step-units", o.step_units, std::string(c.step_units == attacks::StepUnits::like_eps ? "eps" : "of-eps"));
+  unless("--labels-from", o.labels_from, std::string(c.labels == attacks::LabelSource::true_label ? "true" : "prediction"));
+  unless("--success", o.success, std::string(attacks::success_rule_name(c.success)));
+  if (kind == attacks::AttackKind::fgsm) {
+    unless("--eps-schedule", o.eps_schedule,
+           std::string(c.fgsm_schedule == attacks::EpsSchedule::single ? "single" : "foolbox2-sweep"));
+    unless("--epsilons", o.epsilons, c.sweep_epsilons);
+    unless("--max-epsilon", o.max_epsilon, c.max_epsilon);
+  } else {
+    unless("--early-stop", o.early_stop, c.early_stop);
+    if (kind == attacks::AttackKind::pgd) unless("--random-start", o.random_start, c.pgd_random_start);
+    const bool bim = kind == attacks::AttackKind::bim;
+    if (bim ? c.bim_step > 0 : c.pgd_step > 0) unless("--step", o.step, bim ? c.bim_step : c.pgd_step);
+    if (bim ? c.bim_steps > 0 : c.pgd_steps > 0) unless("--steps", o.steps, bim ? c.bim_steps : c.pgd_steps);
+  }
+  if (o.eps_schedule == "single") {
+    check(c.eps > 0 || o.given.count("--eps"), "attack: --convention ", c.name, " has no default eps: give --eps");
+    unless("--eps", o.eps, c.eps);
+  }
+}
+
+// The input space's images (the model's normalisation undone), and back.
+Tensor to_input_space(const Tensor& x, const InputNorm& norm) {
+  Tensor adv = x.clone();
+  if (!norm.identity())
+    dispatch_dtype(adv.dtype(), [&](auto tag) {
+      using T = decltype(tag);
+      T* d = adv.data<T>();
+      for (int64_t i = 0; i < adv.numel(); ++i) d[i] = d[i] * static_cast<T>(norm.std) + static_cast<T>(norm.mean);
+    });
+  return adv;
+}
+
+std::vector<int32_t> predict_all(Runner& runner, const Tensor& x) {
+  return predictions(runner.logits(x));  // the CPU runner runs any size as one batch
+}
+
+}  // namespace
+
+void attack_cmd(AttackOptions o) {
   set_threads(o.threads);
   check(!o.out.empty(), "attack: --out DIR is required");
   const bool decision = o.attack == "boundary" || o.attack == "single-pixel";
+  const attacks::AttackKind kind = decision ? attacks::AttackKind::fgsm : attacks::parse_attack_kind(o.attack);
+  apply_convention(o, kind, decision);
   attacks::GradientAttackSpec spec;
-  spec.kind = decision ? attacks::AttackKind::fgsm : attacks::parse_attack_kind(o.attack);
+  spec.kind = kind;
   spec.eps = o.eps, spec.step = o.step, spec.steps = o.steps;
   spec.random_start = o.random_start, spec.early_stop = o.early_stop;
   spec.seed = o.seed, spec.batch = o.batch;
   check(o.eps_units == "absolute" || o.eps_units == "fraction", "attack: --eps-units '", o.eps_units,
         "' (absolute: input units; fraction: of hi - lo, Foolbox 2's)");
   spec.units = o.eps_units == "absolute" ? attacks::EpsUnits::absolute : attacks::EpsUnits::fraction_of_range;
+  check(o.step_units == "eps" || o.step_units == "of-eps", "attack: --step-units '", o.step_units,
+        "' (eps: in eps's units; of-eps: a fraction of eps, Foolbox 3's rel_stepsize)");
+  spec.step_units = o.step_units == "eps" ? attacks::StepUnits::like_eps : attacks::StepUnits::fraction_of_eps;
   check(o.labels_from == "true" || o.labels_from == "prediction", "attack: --labels-from '", o.labels_from,
         "' (true | prediction)");
   spec.labels = o.labels_from == "true" ? attacks::LabelSource::true_label : attacks::LabelSource::clean_prediction;
+  check(o.eps_schedule == "single" || o.eps_schedule == "foolbox2-sweep", "attack: --eps-schedule '",
+        o.eps_schedule, "' (single | foolbox2-sweep)");
+  spec.schedule = o.eps_schedule == "single" ? attacks::EpsSchedule::single : attacks::EpsSchedule::foolbox2_sweep;
+  spec.sweep_epsilons = o.epsilons, spec.max_epsilon = o.max_epsilon;
+  spec.success = attacks::parse_success_rule(o.success);
+  const attacks::EightBit eight_bit = attacks::parse_eight_bit(o.eight_bit);
   LoadedModel lm = quant::load_any_model(o.weights);
-  check(!quant::is_quantized(lm), "attack: ", o.weights, " is an int8 model: attacks on int8 models (straight-through "
-        "gradients, decisions, transfer) are not implemented yet; attack its fp32 model");
+  check(decision || !quant::is_quantized(lm), "attack: ", o.weights, " is an int8 model: white-box gradients "
+        "through an int8 model (straight-through) are not implemented yet; craft on its fp32 model and judge "
+        "here with --judge ", o.weights, " (transfer), or run a decision-based attack (boundary, single-pixel)");
   const InputNorm norm = input_norm_from_metadata(lm.metadata);
   // The valid range in the model's input space: the images' [0, 1] through the model's own
   // normalisation (the same float ops as apply_norm), unless --lo/--hi say otherwise.
@@ -990,6 +1061,15 @@ void attack_cmd(const AttackOptions& o) {
     y = test.labels;
     from = test.name;
   }
+  // The judges (transfer: the examples crafted here, judged by other models, e.g. the int8
+  // version): loaded and checked before the attack runs.
+  std::vector<LoadedModel> judges;
+  for (const std::string& path : o.judges) {
+    judges.push_back(quant::load_any_model(path));
+    check(judges.back().model.input_shape == lm.model.input_shape, "attack: --judge ", path, " (",
+          judges.back().model.name, ") takes ", shape_str(judges.back().model.input_shape), ", ", o.weights,
+          " takes ", shape_str(lm.model.input_shape));
+  }
   std::unique_ptr<Runner> runner = open_runner(lm.model, Device::cpu);
   attacks::AttackResult r;
   if (o.attack == "single-pixel") {
@@ -1010,19 +1090,47 @@ void attack_cmd(const AttackOptions& o) {
   } else {
     r = attacks::run_gradient_attack(*runner, x, y, spec);
   }
+  const attacks::SuccessRule rule = decision ? attacks::SuccessRule::differs_from_label : spec.success;
+  // the adversarial examples in the input's space (the model's normalisation undone)
+  Tensor adv = to_input_space(r.x_adv, norm);
+  // S2's round trip: the examples as 8-bit images, judged again
+  int64_t successes_before_8bit = 0;
+  if (eight_bit != attacks::EightBit::off) {
+    for (uint8_t v : r.success) successes_before_8bit += v;
+    try {
+      adv = attacks::to_8bit(adv, eight_bit);
+    } catch (const Error& e) {
+      fail("attack: --uint8 ", o.eight_bit, " takes images in [0, 1] (the input space): ", e.what());
+    }
+    r.x_adv = adv.clone();
+    normalise_for(lm, r.x_adv);
+    r.adv_pred = predict_all(*runner, r.x_adv);
+    attacks::finish_result(x, y, r, rule);
+  }
   std::vector<uint8_t> correct(y.size());
   for (std::size_t i = 0; i < y.size(); ++i) correct[i] = r.clean_pred[i] == y[i];
+  // Transfer: each judge's predictions on the clean and the adversarial inputs (in its own normalisation).
+  struct Judged {
+    std::vector<int32_t> clean, adv;
+  };
+  std::vector<Judged> judged;
+  std::vector<uint8_t> all_correct = correct;  // correct under every compared model
+  const Tensor clean_in = to_input_space(x, norm);
+  for (LoadedModel& jm : judges) {
+    std::unique_ptr<Runner> jr = open_runner(jm.model, Device::cpu);
+    Tensor xc = clean_in.to(jm.model.dtype()), xa = adv.to(jm.model.dtype());
+    normalise_for(jm, xc);
+    normalise_for(jm, xa);
+    judged.push_back({predict_all(*jr, xc), predict_all(*jr, xa)});
+    for (std::size_t i = 0; i < y.size(); ++i) all_correct[i] = all_correct[i] && judged.back().clean[i] == y[i];
+  }
   const attacks::AttackSummary all = attacks::summarize(r), on_correct = attacks::summarize(r, correct);
   std::filesystem::create_directories(o.out);
-  // the adversarial examples in the input's space (the model's normalisation undone)
-  Tensor adv = r.x_adv.clone();
-  if (!norm.identity())
-    dispatch_dtype(adv.dtype(), [&](auto tag) {
-      using T = decltype(tag);
-      T* d = adv.data<T>();
-      for (int64_t i = 0; i < adv.numel(); ++i) d[i] = d[i] * static_cast<T>(norm.std) + static_cast<T>(norm.mean);
-    });
   write_npy(o.out + "/adversarial.npy", adv);
+  if (o.png) {
+    std::filesystem::create_directories(o.out + "/png");
+    attacks::write_pngs(o.out + "/png", "adv_", adv);
+  }
   auto summary_json = [](const attacks::AttackSummary& s) {
     return json{{"samples", s.samples}, {"successes", s.successes}, {"success_rate", s.success_rate},
                 {"zero_gradients", s.zero_gradients}, {"mean_l0", s.mean_l0}, {"mean_l2", s.mean_l2},
@@ -1032,15 +1140,21 @@ void attack_cmd(const AttackOptions& o) {
   json j{{"attack", o.attack},
          {"model", lm.model.name},
          {"weights", o.weights},
+         {"int8", quant::is_quantized(lm)},
          {"policy", lm.model.policy.to_string()},
          {"inputs", from},
+         {"convention", o.convention},
          {"eps", spec.eps},
          {"eps_units", o.eps_units},
+         {"eps_schedule", o.eps_schedule},
          {"step", spec.step},
+         {"step_units", o.step_units},
          {"steps", spec.kind == attacks::AttackKind::fgsm ? 1 : spec.steps},
          {"random_start", spec.random_start},
          {"early_stop", spec.early_stop},
          {"labels_from", o.labels_from},
+         {"success", attacks::success_rule_name(rule)},
+         {"uint8", o.eight_bit},
          {"seed", spec.seed},
          {"bounds", {spec.lo, spec.hi}},
          {"input_norm", {{"mean", norm.mean}, {"std", norm.std}}},
@@ -1049,36 +1163,96 @@ void attack_cmd(const AttackOptions& o) {
          {"over_correctly_classified", summary_json(on_correct)},
          {"over_all", summary_json(all)},
          {"commit", build_commit()}};
+  if (spec.schedule == attacks::EpsSchedule::foolbox2_sweep && !decision) {
+    j["epsilons"] = o.epsilons, j["max_epsilon"] = o.max_epsilon;
+    j.erase("eps");
+    std::vector<double> found;
+    for (std::size_t i = 0; i < y.size(); ++i)
+      if (correct[i] && r.success[i]) found.push_back(r.eps_found[i]);
+    double mean = 0;
+    for (double v : found) mean += v;
+    j["mean_eps_found"] = found.empty() ? 0.0 : mean / static_cast<double>(found.size());
+  }
+  if (eight_bit != attacks::EightBit::off) j["successes_before_uint8"] = successes_before_8bit;
   if (decision) {  // no gradient, no eps-ball: the decision-based attacks' own settings
     j["gradient_calls"] = 0;
-    for (const char* k : {"eps", "eps_units", "step", "steps", "random_start", "early_stop", "labels_from"}) j.erase(k);
+    for (const char* k : {"eps", "eps_units", "eps_schedule", "step", "step_units", "steps", "random_start",
+                          "early_stop", "labels_from", "convention"})
+      j.erase(k);
   }
   if (o.attack == "boundary") j["iterations"] = o.iterations, j["max_directions"] = o.max_directions;
   if (o.attack == "single-pixel") j["max_pixels"] = o.max_pixels, j["transposed_index"] = o.transposed_index;
+  // Transfer: success on each judge over the samples every compared model classifies correctly
+  // (S2's denominator), and over those the judge classifies correctly.
+  json tj = json::array();
+  std::vector<double> judge_rates;
+  for (std::size_t k = 0; k < judged.size(); ++k) {
+    int64_t n_all = 0, s_all = 0, n_own = 0, s_own = 0;
+    for (std::size_t i = 0; i < y.size(); ++i) {
+      const int32_t ref = rule == attacks::SuccessRule::differs_from_label ? y[i] : judged[k].clean[i];
+      const bool success = judged[k].adv[i] != ref, own = judged[k].clean[i] == y[i];
+      n_own += own, s_own += own && success;
+      n_all += all_correct[i], s_all += all_correct[i] && success;
+    }
+    auto rate = [](int64_t s, int64_t n) { return n ? static_cast<double>(s) / static_cast<double>(n) : 0.0; };
+    judge_rates.push_back(rate(s_all, n_all));
+    tj.push_back({{"weights", o.judges[k]},
+                  {"model", judges[k].model.name},
+                  {"int8", quant::is_quantized(judges[k])},
+                  {"clean_accuracy", rate(n_own, static_cast<int64_t>(y.size()))},
+                  {"over_correct_by_all", {{"samples", n_all}, {"successes", s_all}, {"success_rate", rate(s_all, n_all)}}},
+                  {"over_correct_by_judge", {{"samples", n_own}, {"successes", s_own}, {"success_rate", rate(s_own, n_own)}}}});
+  }
+  if (!judged.empty()) {
+    const attacks::AttackSummary src = attacks::summarize(r, all_correct);
+    j["over_correct_by_all"] = summary_json(src);
+    j["transfer"] = tj;
+  }
   {
     std::ofstream f(o.out + "/result.json");
     f << j.dump(1) << "\n";
     check(static_cast<bool>(f), "attack: could not write ", o.out, "/result.json");
     std::ofstream c(o.out + "/samples.csv");
-    c << "index,label,clean_pred,adv_pred,success,zero_gradient,l0,l2,linf,queries\n";
-    for (std::size_t i = 0; i < y.size(); ++i)
+    c << "index,label,clean_pred,adv_pred,success,zero_gradient,l0,l2,linf,queries";
+    if (!r.eps_found.empty()) c << ",eps_found";
+    for (std::size_t k = 0; k < judged.size(); ++k) c << ",judge" << k << "_clean_pred,judge" << k << "_adv_pred";
+    c << "\n";
+    for (std::size_t i = 0; i < y.size(); ++i) {
       c << i << "," << y[i] << "," << r.clean_pred[i] << "," << r.adv_pred[i] << "," << int(r.success[i]) << ","
         << int(r.zero_gradient[i]) << "," << r.l0[i] << "," << fmt(r.l2[i], 6) << "," << fmt(r.linf[i], 6) << ","
-        << (r.queries.empty() ? 0 : r.queries[i]) << "\n";
+        << (r.queries.empty() ? 0 : r.queries[i]);
+      if (!r.eps_found.empty()) c << "," << (std::isnan(r.eps_found[i]) ? std::string("nan") : fmt(r.eps_found[i], 6));
+      for (const Judged& jd : judged) c << "," << jd.clean[i] << "," << jd.adv[i];
+      c << "\n";
+    }
     check(static_cast<bool>(c), "attack: could not write ", o.out, "/samples.csv");
   }
   std::cout << o.attack;
-  if (!decision) std::cout << " eps " << spec.eps << " (" << o.eps_units << ")";
+  if (!decision) {
+    if (spec.schedule == attacks::EpsSchedule::foolbox2_sweep)
+      std::cout << " sweep of " << o.epsilons << " eps up to " << o.max_epsilon << " (" << o.eps_units << ")";
+    else
+      std::cout << " eps " << spec.eps << " (" << o.eps_units << ")";
+    if (o.convention != "driftlab") std::cout << ", " << o.convention << "'s conventions";
+  }
   std::cout << " on " << y.size()
-            << " inputs of " << from << " (" << lm.model.name << ", " << lm.model.policy.to_string() << ")\n"
+            << " inputs of " << from << " (" << lm.model.name << (quant::is_quantized(lm) ? " int8" : "") << ", "
+            << lm.model.policy.to_string() << ")\n"
             << "  clean accuracy " << fmt(static_cast<double>(on_correct.samples) / static_cast<double>(y.size()), 4)
             << "; success rate " << fmt(on_correct.success_rate, 4) << " over the " << on_correct.samples
             << " classified correctly (" << fmt(all.success_rate, 4) << " over all)\n"
             << "  per success: mean L2 " << fmt(on_correct.mean_l2, 4) << ", mean Linf " << fmt(on_correct.mean_linf, 4)
             << (decision ? "; mean queries " + fmt(on_correct.mean_queries, 1) : "; zero gradients " +
                                                                                    std::to_string(all.zero_gradients))
-            << "\n"
-            << "  wrote " << o.out << "/adversarial.npy, result.json, samples.csv\n";
+            << "\n";
+  if (eight_bit != attacks::EightBit::off)
+    std::cout << "  as 8-bit images (" << o.eight_bit << "): " << all.successes << " successes of "
+              << successes_before_8bit << " before\n";
+  for (std::size_t k = 0; k < judged.size(); ++k)
+    std::cout << "  judged by " << o.judges[k] << ": success rate " << fmt(judge_rates[k], 4)
+              << " over the " << tj[k]["over_correct_by_all"]["samples"].get<int64_t>()
+              << " classified correctly by every model\n";
+  std::cout << "  wrote " << o.out << "/adversarial.npy, result.json, samples.csv" << (o.png ? ", png/" : "") << "\n";
 }
 
 void register_commands(CLI::App& app) {
@@ -1268,9 +1442,10 @@ void register_commands(CLI::App& app) {
   auto knob = std::make_shared<std::string>();
   // attack
   auto ao = std::make_shared<AttackOptions>();
-  auto* ak = app.add_subcommand("attack", "attack a saved fp32 model (fgsm, bim, pgd, boundary, single-pixel): "
+  auto* ak = app.add_subcommand("attack", "attack a saved model (fgsm, bim, pgd; boundary and single-pixel on int8 "
+                                           "models too): "
                                            "adversarial examples (.npy), result.json, samples.csv");
-  ak->add_option("--weights", ao->weights, "fp32 model file (.dlm)")->required();
+  ak->add_option("--weights", ao->weights, "model file (.dlm); int8: decision-based attacks only")->required();
   ak->add_option("--attack", ao->attack, "fgsm | bim | pgd | boundary | single-pixel")->capture_default_str();
   ak->add_option("--iterations", ao->iterations, "boundary: steps (Foolbox 2's iterations)")->capture_default_str();
   ak->add_option("--max-directions", ao->max_directions, "boundary: candidates per step")->capture_default_str();
@@ -1291,10 +1466,32 @@ void register_commands(CLI::App& app) {
   ak->add_option("--batch", ao->batch, "inputs per gradient call")->capture_default_str();
   ak->add_option("--input", ao->input, "attack these inputs (.npy, the model's input shape) instead of the test split");
   ak->add_option("--labels", ao->labels, "their classes (.npy, N integers)");
+  ak->add_option("--convention", ao->convention,
+                 "driftlab | foolbox2 | foolbox3 | art | torchattacks: the library's units, step rule, labels, "
+                 "success rule, schedule and defaults for every flag not given")
+      ->capture_default_str();
+  ak->add_option("--eps-schedule", ao->eps_schedule, "fgsm: single | foolbox2-sweep (--epsilons, --max-epsilon)")
+      ->capture_default_str();
+  ak->add_option("--epsilons", ao->epsilons, "foolbox2-sweep: grid size (Foolbox 2's epsilons)")->capture_default_str();
+  ak->add_option("--max-epsilon", ao->max_epsilon, "foolbox2-sweep: its end (--eps-units)")->capture_default_str();
+  ak->add_option("--step-units", ao->step_units, "bim/pgd: eps (the step in eps's units) | of-eps (a fraction of "
+                 "eps: Foolbox 3)")->capture_default_str();
+  ak->add_option("--success", ao->success, "label (prediction != label) | clean-prediction (the prediction "
+                 "changed: ART)")->capture_default_str();
+  ak->add_option("--uint8", ao->eight_bit, "off | round | truncate: judge the examples as 8-bit images (S2's PNG)")
+      ->capture_default_str();
+  ak->add_flag("--png", ao->png, "also write each adversarial example as OUT/png/adv_<i>.png");
+  ak->add_option("--judge", ao->judges, "judge the examples on this model too (transfer; e.g. its int8 version); "
+                 "repeatable");
   ak->add_option("--out", ao->out, "output folder")->required();
   add_threads_option(ak, ao->threads);
   add_data_options(ak, ao->data);
-  ak->callback([ao] { attack_cmd(*ao); });
+  ak->callback([ao, ak] {
+    AttackOptions o = *ao;
+    for (const CLI::Option* opt : ak->get_options())
+      if (opt->count() > 0) o.given.insert(opt->get_name());
+    attack_cmd(o);
+  });
 
   auto* ex = app.add_subcommand("explain", "what a knob does, its value per framework, its source, a live example");
   ex->add_option("knob", *knob)->required();

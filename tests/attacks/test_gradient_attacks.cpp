@@ -7,6 +7,7 @@
 
 #include <cmath>
 #include <cstring>
+#include <iostream>
 
 #include "attacks/gradient.h"
 #include "engine/train/cpu_runner.h"
@@ -154,6 +155,112 @@ TEST(GradientAttack, BadInputIsRefusedByName) {
   spec.random_start = true;  // FGSM has none
   EXPECT_THROW(attacks::run_gradient_attack(runner, x, {1, 2}, spec), Error);
   EXPECT_THROW(attacks::parse_attack_kind("cw"), Error);
+}
+
+// Foolbox 2's FGSM sweep, checked by brute force: every point of the first grid judged, then the
+// refinement grid below the first hit (or the coarse repeat where there is none); the found eps
+// is the first hit of the refinement, or the first hit itself when it is at index 20 or later.
+TEST(GradientAttack, Foolbox2SweepFindsTheFirstHitAndRefinesItWhenAmongTheFirst20) {
+  Model m = build_model("lenet5", Policy::torch(), 3);
+  CpuRunner runner(m);
+  const int64_t n = 8;
+  const Tensor x = random_tensor({n, 1, 28, 28}, DType::f32, 21, 0.0, 1.0);
+  std::vector<int32_t> y = predictions(runner.logits(x));  // every sample correct
+  y[5] = (y[5] + 1) % 10;                                  // but this one: success at eps 0
+  GradientAttackSpec spec;
+  spec.schedule = attacks::EpsSchedule::foolbox2_sweep;
+  spec.sweep_epsilons = 30, spec.max_epsilon = 0.3;
+  spec.units = attacks::EpsUnits::fraction_of_range;
+  spec.batch = 3;
+  const attacks::AttackResult r = attacks::run_gradient_attack(runner, x, y, spec);
+  const InputGradient g = runner.input_gradient(x, y, Semantics::inference);
+  const int64_t per = 784;
+  auto point = [&](int64_t s, double eps) {
+    Tensor p = Tensor::empty({1, 1, 28, 28}, DType::f32);
+    for (int64_t e = 0; e < per; ++e) {
+      const float gi = g.dx.data<float>()[s * per + e];
+      const float d = gi > 0 ? 1.f : gi < 0 ? -1.f : 0.f;  // sign(g) * (hi - lo) = sign(g)
+      p.data<float>()[e] = std::min(std::max(x.data<float>()[s * per + e] + d * static_cast<float>(eps), 0.f), 1.f);
+    }
+    return p;
+  };
+  auto adversarial = [&](int64_t s, double eps) { return predictions(runner.logits(point(s, eps)))[0] != y[s]; };
+  auto grid = [](double stop, int num) {  // numpy.linspace(0, stop, num + 1)[1:]
+    std::vector<double> v;
+    for (int k = 1; k <= num; ++k) v.push_back(k == num ? stop : k * (stop / num));
+    return v;
+  };
+  int refined = 0, late = 0, none = 0;
+  for (int64_t s = 0; s < n; ++s) {
+    SCOPED_TRACE(s);
+    if (s == 5) {
+      EXPECT_EQ(r.eps_found[s], 0.0);
+      EXPECT_TRUE(r.success[s]);
+      EXPECT_EQ(r.linf[s], 0.0);
+      EXPECT_EQ(r.queries[s], 1);
+      continue;
+    }
+    const std::vector<double> g1 = grid(0.3, 30);
+    std::size_t k = 0;
+    while (k < g1.size() && !adversarial(s, g1[k])) ++k;
+    double want = std::nan("");
+    int64_t queries = 1 + static_cast<int64_t>(std::min(k + 1, g1.size()));
+    if (k < g1.size() && k >= 20) {
+      want = g1[k], ++late;
+    } else {
+      const std::vector<double> g2 = grid(k < g1.size() ? g1[k] : 0.3, 20);
+      std::size_t j = 0;
+      while (j < g2.size() && !adversarial(s, g2[j])) ++j;
+      queries += static_cast<int64_t>(std::min(j + 1, g2.size()));
+      if (j < g2.size()) want = g2[j];
+      k < g1.size() ? ++refined : ++none;
+    }
+    if (std::isnan(want)) {
+      EXPECT_TRUE(std::isnan(r.eps_found[s]));
+      EXPECT_FALSE(r.success[s]);
+      EXPECT_EQ(r.linf[s], 0.0);  // the input returned
+    } else {
+      EXPECT_EQ(r.eps_found[s], want);
+      EXPECT_TRUE(r.success[s]);
+      const Tensor p = point(s, want);
+      EXPECT_EQ(std::memcmp(p.raw(), r.x_adv.data<float>() + s * per, per * 4), 0);
+    }
+    EXPECT_EQ(r.queries[s], queries);
+  }
+  std::cout << "sweep: " << refined << " refined, " << late << " found at index >= 20, " << none
+            << " without a hit\n";
+  // the inputs and the grid are chosen so that every path runs (seen: 4, 2 and 1)
+  EXPECT_GT(refined, 0);
+  EXPECT_GT(late, 0);
+  EXPECT_GT(none, 0);
+  EXPECT_EQ(r.gradient_calls, 3);  // one per batch
+  // only FGSM sweeps
+  spec.kind = AttackKind::bim;
+  EXPECT_THROW(attacks::run_gradient_attack(runner, x, y, spec), Error);
+}
+
+// ART counts a success where the prediction changed, not where it differs from the label: a
+// misclassified input that keeps its prediction is a failure there, a success under the label rule.
+TEST(GradientAttack, SuccessAgainstTheCleanPredictionIsArtsRule) {
+  Model m = build_model("lenet5", Policy::torch(), 3);
+  CpuRunner runner(m);
+  const Tensor x = random_tensor({6, 1, 28, 28}, DType::f32, 5, 0.0, 1.0);
+  const std::vector<int32_t> y = some_labels(6);
+  GradientAttackSpec spec;
+  spec.eps = 0.02;
+  const attacks::AttackResult a = attacks::run_gradient_attack(runner, x, y, spec);
+  spec.success = attacks::SuccessRule::differs_from_clean_prediction;
+  const attacks::AttackResult b = attacks::run_gradient_attack(runner, x, y, spec);
+  int64_t differ = 0;
+  for (int64_t s = 0; s < 6; ++s) {
+    EXPECT_EQ(a.adv_pred[s], b.adv_pred[s]);
+    EXPECT_EQ(a.success[s], a.adv_pred[s] != y[s]);
+    EXPECT_EQ(b.success[s], b.adv_pred[s] != b.clean_pred[s]);
+    differ += a.success[s] != b.success[s];
+  }
+  EXPECT_GT(differ, 0) << "random weights misclassify most inputs; some keep their prediction";
+  EXPECT_EQ(attacks::parse_success_rule("clean-prediction"), attacks::SuccessRule::differs_from_clean_prediction);
+  EXPECT_THROW(attacks::parse_success_rule("changed"), Error);
 }
 
 TEST(GradientAttack, SummaryCountsSuccessesAndMedians) {

@@ -113,4 +113,115 @@ TEST(CliAttack, FgsmAndPgdOnTheTestSplitAndOnGivenInputs) {
   EXPECT_NE(r.out.find("outside the bounds [0, 1]"), std::string::npos) << r.out;
 }
 
+// Conventions, Foolbox 2's sweep, S2's 8-bit round trip and PNGs, and transfer to the int8 model.
+TEST(CliAttack, ConventionsSweepUint8PngAndTransferToInt8) {
+  const fs::path d = fresh_dir("cli_attack_conv");
+  write_idx(d, "train", 96);
+  write_idx(d, "t10k", 16);
+  const std::string data = " --data-dir " + d.string() + " --threads 1";
+  CliRun r = run_driftlab("train --model lenet1 --epochs 1 --batch 32 --no-progress --out " + (d / "run").string() + data);
+  ASSERT_EQ(r.code, 0) << r.out;
+  const std::string w = (d / "run" / "model.dlm").string(), q = (d / "q.dlm").string();
+  r = run_driftlab("quantize --weights " + w + " --scheme torch_qnnpack --calib 64 --out " + q + data);
+  ASSERT_EQ(r.code, 0) << r.out;
+
+  // Foolbox 2: eps as a fraction of the range, the sweep; as 8-bit images, judged by the int8 model
+  r = run_driftlab("attack --weights " + w + " --attack fgsm --convention foolbox2 --epsilons 20 --max-epsilon 0.3 "
+                   "--uint8 round --png --judge " + q + " --out " + (d / "fb2").string() + data);
+  ASSERT_EQ(r.code, 0) << r.out;
+  EXPECT_NE(r.out.find("fgsm sweep of 20 eps up to 0.3 (fraction), foolbox2's conventions"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("judged by " + q), std::string::npos) << r.out;
+  std::ifstream jf(d / "fb2" / "result.json");
+  const json j = json::parse(jf);
+  EXPECT_EQ(j["convention"], "foolbox2");
+  EXPECT_EQ(j["eps_units"], "fraction");
+  EXPECT_EQ(j["eps_schedule"], "foolbox2-sweep");
+  EXPECT_EQ(j["epsilons"], 20);
+  EXPECT_EQ(j["success"], "label");
+  EXPECT_EQ(j["uint8"], "round");
+  EXPECT_FALSE(j.contains("eps"));
+  ASSERT_EQ(j["transfer"].size(), 1u);
+  EXPECT_EQ(j["transfer"][0]["int8"], true);
+  // the examples are 8-bit images: every value k / 255
+  const driftlab::Tensor adv = driftlab::read_npy((d / "fb2" / "adversarial.npy").string());
+  ASSERT_EQ(adv.shape(), (driftlab::Shape{16, 1, 28, 28}));
+  for (int64_t i = 0; i < adv.numel(); ++i) {
+    const double k = adv.at(i) * 255;
+    ASSERT_NEAR(k, std::nearbyint(k), 1e-4) << i;
+  }
+  for (int i = 0; i < 16; ++i) EXPECT_TRUE(fs::exists(d / "fb2" / "png" / ("adv_" + std::to_string(i) + ".png"))) << i;
+  // samples.csv: the sweep's eps and the judge's predictions; the transfer counts recomputed from them
+  std::ifstream cf(d / "fb2" / "samples.csv");
+  std::string line;
+  std::getline(cf, line);
+  EXPECT_EQ(line, "index,label,clean_pred,adv_pred,success,zero_gradient,l0,l2,linf,queries,eps_found,"
+                  "judge0_clean_pred,judge0_adv_pred");
+  int both = 0, transferred = 0, own = 0;
+  while (std::getline(cf, line)) {
+    std::vector<std::string> c;
+    std::stringstream ss(line);
+    for (std::string cell; std::getline(ss, cell, ',');) c.push_back(cell);
+    ASSERT_EQ(c.size(), 13u) << line;
+    const bool correct = c[2] == c[1], judge_correct = c[11] == c[1];
+    own += judge_correct;
+    if (correct && judge_correct) ++both, transferred += c[12] != c[1];
+    if (c[4] == "1" && correct) EXPECT_NE(c[10], "nan") << line;  // a success has its eps
+  }
+  EXPECT_EQ(j["transfer"][0]["over_correct_by_all"]["samples"], both);
+  EXPECT_EQ(j["transfer"][0]["over_correct_by_all"]["successes"], transferred);
+  EXPECT_EQ(j["over_correct_by_all"]["samples"], both);
+  EXPECT_NEAR(j["transfer"][0]["clean_accuracy"].get<double>(), own / 16.0, 1e-12);
+
+  // ART: the loss against the prediction, success = the prediction changed; its eps_step, our --steps
+  r = run_driftlab("attack --weights " + w + " --attack bim --convention art --eps 0.05 --steps 3 --limit 6 --out " +
+                   (d / "art").string() + data);
+  ASSERT_EQ(r.code, 0) << r.out;
+  std::ifstream af(d / "art" / "result.json");
+  const json aj = json::parse(af);
+  EXPECT_EQ(aj["labels_from"], "prediction");
+  EXPECT_EQ(aj["success"], "clean-prediction");
+  EXPECT_EQ(aj["step"], 0.1);
+  EXPECT_EQ(aj["steps"], 3);
+  EXPECT_EQ(aj["eps"], 0.05);
+  // Foolbox 3: the step a fraction of eps, 40 steps and a random start for PGD (steps cut here)
+  r = run_driftlab("attack --weights " + w + " --attack pgd --convention foolbox3 --eps 0.1 --steps 2 --limit 4 --out " +
+                   (d / "fb3").string() + data);
+  ASSERT_EQ(r.code, 0) << r.out;
+  std::ifstream f3(d / "fb3" / "result.json");
+  const json j3 = json::parse(f3);
+  EXPECT_EQ(j3["step_units"], "of-eps");
+  EXPECT_NEAR(j3["step"].get<double>(), 0.01 / 0.3, 1e-15);
+  EXPECT_EQ(j3["random_start"], true);
+  EXPECT_EQ(j3["early_stop"], false);
+  // torchattacks: its default eps 8/255
+  r = run_driftlab("attack --weights " + w + " --attack fgsm --convention torchattacks --limit 4 --out " +
+                   (d / "ta").string() + data);
+  ASSERT_EQ(r.code, 0) << r.out;
+  std::ifstream ft(d / "ta" / "result.json");
+  EXPECT_NEAR(json::parse(ft)["eps"].get<double>(), 8.0 / 255, 1e-15);
+
+  // the int8 model: decision-based attacks run on its integer decisions
+  r = run_driftlab("attack --weights " + q + " --attack single-pixel --max-pixels 30 --limit 4 --out " +
+                   (d / "q_sp").string() + data);
+  ASSERT_EQ(r.code, 0) << r.out;
+  EXPECT_NE(r.out.find("lenet1 int8"), std::string::npos) << r.out;
+
+  // refusals, by name
+  r = run_driftlab("attack --weights " + w + " --attack bim --convention foolbox2 --out " + (d / "bad").string() + data);
+  EXPECT_NE(r.code, 0);
+  EXPECT_NE(r.out.find("searches its eps"), std::string::npos) << r.out;
+  r = run_driftlab("attack --weights " + w + " --attack fgsm --convention foolbox3 --out " + (d / "bad").string() + data);
+  EXPECT_NE(r.code, 0);
+  EXPECT_NE(r.out.find("has no default eps"), std::string::npos) << r.out;
+  r = run_driftlab("attack --weights " + w + " --convention cleverhans --out " + (d / "bad").string() + data);
+  EXPECT_NE(r.code, 0);
+  EXPECT_NE(r.out.find("unknown convention 'cleverhans'"), std::string::npos) << r.out;
+  r = run_driftlab("attack --weights " + q + " --attack fgsm --out " + (d / "bad").string() + data);
+  EXPECT_NE(r.code, 0);
+  EXPECT_NE(r.out.find("--judge"), std::string::npos) << r.out;
+  r = run_driftlab("attack --weights " + w + " --attack fgsm --uint8 floor --out " + (d / "bad").string() + data);
+  EXPECT_NE(r.code, 0);
+  EXPECT_NE(r.out.find("unknown 8-bit rule 'floor'"), std::string::npos) << r.out;
+}
+
 }  // namespace

@@ -1,0 +1,41 @@
+// The attack libraries' conventions (../shared/policies/training-quant-attacks.md part C): what
+// "FGSM at eps 0.03" means in Foolbox 2, Foolbox 3, ART and torchattacks, resolved into the
+// explicit fields of GradientAttackSpec (eps units, step rule, the loss's labels, the success
+// rule, FGSM's schedule, early stopping, PGD's random start) and the libraries' default numbers.
+// A convention is a preset: `driftlab attack --convention X` takes each of its values unless the
+// corresponding flag is given. What a library does that driftlab does not reproduce is refused
+// by name (refusal()), never run silently another way.
+#pragma once
+#include <string>
+
+#include "attacks/gradient.h"
+
+namespace driftlab {
+namespace attacks {
+
+struct Convention {
+  std::string name;  // foolbox2 | foolbox3 | art | torchattacks | driftlab (the spec's own defaults)
+  EpsUnits units = EpsUnits::absolute;
+  StepUnits step_units = StepUnits::like_eps;
+  LabelSource labels = LabelSource::true_label;
+  SuccessRule success = SuccessRule::differs_from_label;
+  EpsSchedule fgsm_schedule = EpsSchedule::single;
+  int sweep_epsilons = 1000;
+  double max_epsilon = 1.0;
+  bool early_stop = false;        // BIM / PGD
+  bool pgd_random_start = false;
+  // The library's default numbers (NaN / 0: none, the user must give them).
+  double eps = 0, bim_step = 0, pgd_step = 0;
+  int bim_steps = 0, pgd_steps = 0;
+  std::string source;  // where the library defines these (file and version)
+};
+
+// "driftlab", "foolbox2", "foolbox3", "art", "torchattacks"; anything else is refused with the list.
+Convention convention(const std::string& name);
+
+// Empty where the convention runs `kind` as the library does; else why not (e.g. Foolbox 2's BIM
+// searches its eps by bisection, which is not implemented).
+std::string refusal(const Convention& c, AttackKind kind);
+
+}  // namespace attacks
+}  // namespace driftlab
