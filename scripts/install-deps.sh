@@ -2,7 +2,8 @@
 # Installs what driftlab needs on a fresh Debian 12 machine of this kind: build tools and
 # libraries (Eigen, oneDNN, zlib, CLI11, nlohmann-json, GoogleTest, Google Benchmark), the
 # Fashion-MNIST data set, PyTorch + numpy (oracles and speed peers), ONNX for Python (the ONNX
-# Runtime oracle's model writer), SciPy (the attack statistics' oracle), and clang with its runtime
+# Runtime oracle's model writer), SciPy (the attack statistics' oracle), matplotlib (driftlab robustness's
+# chart), and clang with its runtime
 # libraries (libFuzzer for scripts/fuzz.sh, and LLVM's OpenMP, which the fuzz build's
 # find_package(OpenMP) needs under clang). ocl-icd-opencl-dev is
 # libdnnl-dev's recommended package, which --no-install-recommends skips: Debian's oneDNN is built
@@ -12,7 +13,8 @@
 set -euo pipefail
 pkgs=(build-essential cmake libeigen3-dev libdnnl-dev zlib1g-dev ocl-icd-opencl-dev libcli11-dev nlohmann-json3-dev
       libgtest-dev libgmock-dev libbenchmark-dev dataset-fashion-mnist
-      python3-numpy python3-torch libopenblas0-openmp python3-onnx python3-scipy clang libclang-rt-14-dev libomp-14-dev)
+      python3-numpy python3-torch libopenblas0-openmp python3-onnx python3-scipy python3-matplotlib clang libclang-rt-14-dev
+      libomp-14-dev)
 missing=()
 for p in "${pkgs[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

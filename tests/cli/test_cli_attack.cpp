@@ -3,6 +3,7 @@
 // counts consistent with samples.csv, and bad input refused by name.
 #include <gtest/gtest.h>
 
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
@@ -12,6 +13,7 @@
 
 #include "engine/io/npy.h"
 #include "tests/cli/cli_util.h"
+#include "tests/require_util.h"
 #include "tests/test_util.h"
 
 namespace {
@@ -222,6 +224,72 @@ TEST(CliAttack, ConventionsSweepUint8PngAndTransferToInt8) {
   r = run_driftlab("attack --weights " + w + " --attack fgsm --uint8 floor --out " + (d / "bad").string() + data);
   EXPECT_NE(r.code, 0);
   EXPECT_NE(r.out.find("unknown 8-bit rule 'floor'"), std::string::npos) << r.out;
+}
+
+// driftlab robustness: an fp32 model and its int8 version (white-box examples crafted on the fp32
+// one), two attacks, two repeats: the table, JSON, CSV and the chart (matplotlib, as CI installs it).
+TEST(CliRobustness, TableJsonCsvAndChartForAModelAndItsInt8Version) {
+  const fs::path d = fresh_dir("cli_robustness");
+  write_idx(d, "train", 96);
+  write_idx(d, "t10k", 16);
+  const std::string data = " --data-dir " + d.string() + " --threads 1";
+  CliRun r = run_driftlab("train --model lenet1 --epochs 1 --batch 32 --no-progress --out " + (d / "run").string() + data);
+  ASSERT_EQ(r.code, 0) << r.out;
+  const std::string w = (d / "run" / "model.dlm").string(), q = (d / "q.dlm").string();
+  r = run_driftlab("quantize --weights " + w + " --scheme tflite --calib 64 --out " + q + data);
+  ASSERT_EQ(r.code, 0) << r.out;
+  const bool chart = std::system("/usr/bin/python3 -c 'import matplotlib' > /dev/null 2>&1") == 0;
+  r = run_driftlab("robustness --model fp32=" + w + " --model int8=" + q + " --craft int8=fp32 --attacks fgsm,single-pixel "
+                   "--eps 0.1 --max-pixels 20 --repeats 2 --seed 5 --out " + (d / "rob").string() +
+                   (chart ? "" : " --no-chart") + data);
+  ASSERT_EQ(r.code, 0) << r.out;
+  EXPECT_NE(r.out.find("| int8 (int8), crafted on fp32 |"), std::string::npos) << r.out;
+  std::ifstream jf(d / "rob" / "robustness.json");
+  const json j = json::parse(jf);
+  EXPECT_EQ(j["models"], json({"fp32", "int8"}));
+  EXPECT_EQ(j["attacks"], json({"fgsm", "single-pixel"}));
+  EXPECT_EQ(j["seeds"], json({5, 6}));
+  EXPECT_EQ(j["model_files"][1]["int8"], true);
+  EXPECT_EQ(j["model_files"][1]["crafted_on"], "fp32");
+  const int64_t common = static_cast<int64_t>(j["common"].size());
+  ASSERT_GT(common, 0);
+  ASSERT_EQ(j["R"].size(), 2u);
+  for (int m = 0; m < 2; ++m)
+    for (int a = 0; a < 2; ++a) {
+      const json& c = j["cells"][m][a];
+      ASSERT_EQ(c["rates"].size(), 2u);
+      for (int rep = 0; rep < 2; ++rep)
+        EXPECT_DOUBLE_EQ(c["rates"][rep].get<double>(), c["successes"][rep].get<double>() / common);
+    }
+  ASSERT_EQ(j["pairs"].size(), 1u);
+  // CSV: 2 models x 2 attacks x 2 repeats
+  std::ifstream cf(d / "rob" / "robustness.csv");
+  std::string line;
+  int rows = -1;
+  while (std::getline(cf, line)) ++rows;
+  EXPECT_EQ(rows, 8);
+  EXPECT_TRUE(fs::exists(d / "rob" / "table.md"));
+  if (chart) {
+    for (const char* f : {"chart.png", "chart.svg"}) EXPECT_GT(fs::file_size(d / "rob" / f), 1000u) << f;
+    std::ifstream pf(d / "rob" / "chart.png", std::ios::binary);
+    std::string sig(8, '\0');
+    pf.read(&sig[0], 8);
+    EXPECT_EQ(sig, std::string("\x89PNG\r\n\x1a\n", 8));
+  } else {
+    DRIFTLAB_SKIP_OR_REQUIRE("the chart needs /usr/bin/python3 with matplotlib (apt-get install python3-matplotlib)");
+  }
+
+  // refusals, by name
+  r = run_driftlab("robustness --model fp32=" + w + " --model int8=" + q + " --attacks fgsm --no-chart --out " +
+                   (d / "bad").string() + data);
+  EXPECT_NE(r.code, 0);
+  EXPECT_NE(r.out.find("--craft int8=FP32_NAME"), std::string::npos) << r.out;
+  r = run_driftlab("robustness --model fp32=" + w + " --craft int8=fp32 --no-chart --out " + (d / "bad").string() + data);
+  EXPECT_NE(r.code, 0);
+  EXPECT_NE(r.out.find("no model named 'int8'"), std::string::npos) << r.out;
+  r = run_driftlab("robustness --model " + w + " --no-chart --out " + (d / "bad").string() + data);
+  EXPECT_NE(r.code, 0);
+  EXPECT_NE(r.out.find("is not NAME=FILE"), std::string::npos) << r.out;
 }
 
 }  // namespace
