@@ -111,6 +111,44 @@ TEST(RunnerSemantics, TrainSemanticsMoveRunningStatisticsAndGiveAnotherGradient)
   EXPECT_GT(gap, 0.1 * scale);
 }
 
+// input_gradient computes dx only (RunContext::param_grads = false): the same dx bit for bit as a
+// full backward that also forms every weight gradient, and the conv and dense weight gradients
+// left as they were.
+TEST(Runner, InputGradientSkipsTheWeightGradientsAndGivesTheSameDx) {
+  for (const char* arch : {"lenet5", "resnet20"}) {
+    SCOPED_TRACE(arch);
+    Model m = build_model(arch, Policy::torch(), 3);
+    const bool cifar = std::string(arch) == "resnet20";
+    const Tensor x = random_tensor(cifar ? Shape{3, 3, 32, 32} : Shape{3, 1, 28, 28}, DType::f32, 8, 0.0, 1.0);
+    const std::vector<int32_t> y = {1, 5, 9};
+    // the full backward, by hand
+    ExecContext exec;
+    RunContext ctx = RunContext::recorded(exec, Semantics::inference);
+    m.net->zero_grad();
+    const Tensor logits = m.forward(ctx, x);
+    const SoftmaxXentParams lp = resolve_loss(m.policy);
+    Tensor dz = Tensor::empty(logits.shape(), logits.dtype());
+    softmax_xent_backward_ref(lp, logits, y, dz);
+    const Tensor full_dx = m.net->backward(ctx, dz);
+    std::vector<Tensor> grads;
+    for (auto& np : m.net->named_params()) grads.push_back(np.second->grad.clone());
+    CpuRunner runner(m);
+    const InputGradient g = runner.input_gradient(x, y, Semantics::inference);
+    EXPECT_TRUE(bitwise_equal(g.dx, full_dx));
+    // the conv and dense weights (rank >= 2): not touched (BatchNorm's gamma and beta gradients
+    // come out of its dx kernel at no extra cost and are formed anyway)
+    std::size_t i = 0, checked = 0;
+    for (auto& np : m.net->named_params()) {
+      if (np.second->grad.rank() >= 2) {
+        EXPECT_TRUE(bitwise_equal(np.second->grad, grads[i])) << np.first;
+        ++checked;
+      }
+      ++i;
+    }
+    EXPECT_GE(checked, 5u);
+  }
+}
+
 TEST(Runner, LogitsAndEvaluateAreTheInferenceForward) {
   Model m = build_model("lenet5", Policy::tensorflow(), 2);
   CpuRunner runner(m);

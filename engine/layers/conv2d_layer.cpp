@@ -90,7 +90,7 @@ Tensor Conv2dLayer::backward(RunContext& ctx, const Tensor& dy) {
     dx = Tensor::empty(p_.x_shape(), dy.dtype());
     k.backward_data(p_, dy, weight_.value, dx);
   }
-  k.backward_weight(p_, x_, dy, weight_.grad, has_bias_ ? &bias_.grad : nullptr);
+  if (ctx.param_grads) k.backward_weight(p_, x_, dy, weight_.grad, has_bias_ ? &bias_.grad : nullptr);
   return dx;
 }
 

@@ -77,6 +77,7 @@ Tensor DenseLayer::backward(RunContext& ctx, const Tensor& dy) {
   dispatch_dtype(dy.dtype(), [&](auto tag) {
     using T = decltype(tag);
     run_gemm<T>(gd, pd, dy.data<T>(), weight_.value.data<T>(), dx.data<T>());
+    if (!ctx.param_grads) return;
     run_gemm<T>(gw, pw, dy.data<T>(), x_.data<T>(), weight_.grad.data<T>());
     if (has_bias_) {
       const T* d = dy.data<T>();

@@ -56,6 +56,10 @@ struct RunContext {
   // training does not). Sequential turns it into need_dx for each layer's backward.
   bool input_grad = true;
   bool need_dx = true;  // set by the container: may this layer skip computing dx?
+  // Whether the parameters' gradients are wanted (training: yes; an attack's input gradient: no).
+  // Where false, conv2d and dense skip their weight and bias gradients (the grads keep their
+  // values); dx is computed the same way either way.
+  bool param_grads = true;
   // Set by a forward pass, read by the layers after the one that set it (see StepMask); a
   // recurrent layer that returns only its last step consumes it.
   StepMask step_mask{};

@@ -44,7 +44,7 @@ Tensor CpuRunner::logits(const Tensor& x, int64_t max_batch) {
 
 InputGradient CpuRunner::input_gradient(const Tensor& x, const std::vector<int32_t>& labels, Semantics s) {
   RunContext ctx = RunContext::recorded(exec_, s, &dropout_rng_);
-  model_.net->zero_grad();
+  ctx.param_grads = false;  // dx only: conv2d and dense skip dW and db (runner.h)
   InputGradient g;
   g.logits = model_.forward(ctx, x);
   const SoftmaxXentKernel& k = exec_.pick(exec_.kernels.softmax_xent, loss_backend_, loss_, g.logits.dtype());

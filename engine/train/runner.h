@@ -134,8 +134,10 @@ class Runner {
   // The loss of the Policy and dL/dx under semantics s. Inference semantics read BatchNorm's
   // running statistics and move nothing (the gradient a white-box attack on the deployed model
   // needs); train semantics use the batch statistics and move the running ones, as a framework's
-  // train-mode forward does, and draw dropout masks. Parameter gradients are zeroed first and
-  // hold this loss's gradient afterwards; no weight changes.
+  // train-mode forward does, and draw dropout masks. No weight changes. The parameters'
+  // gradients are not part of the result and hold unspecified values afterwards: the CPU runner
+  // computes dx only (conv2d and dense skip dW and db, RunContext::param_grads), a third less
+  // work for an attack's backward.
   virtual InputGradient input_gradient(const Tensor& x, const std::vector<int32_t>& labels, Semantics s) = 0;
   // One optimiser step on a batch (train semantics) at the schedule's current rate (a step taken
   // advances the schedule); returns the loss (with the l2_loss penalty) and
