@@ -16,7 +16,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 secs=${1:?usage: scripts/fuzz.sh SECONDS [TARGET...]}
 shift
-build=build-fuzz
+build=${FUZZ_BUILD_DIR:-build-fuzz}
 if [[ -z "${FUZZ_NO_BUILD:-}" ]]; then
   # Configured every time (quick once the cache exists), so a failed first configure is not
   # built on later; its output is shown only when it fails.

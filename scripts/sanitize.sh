@@ -7,6 +7,7 @@
 #   extra arguments go to driftlab_tests, e.g. --gtest_filter=Conv2d*
 set -euo pipefail
 cd "$(dirname "$0")/.."
+read -r -a CMAKE_EXTRA <<< "${SANITIZE_CMAKE_EXTRA:-}"
 ROOT=$PWD
 BUILD_DIR=${ASAN_BUILD_DIR:-build-asan}
 
@@ -27,10 +28,15 @@ SUBSET_KERNELS='Cases/GemmFastVsRef.*:OnednnGemm.*:GemmReproducibleDouble.*:Back
 ':Shapes/BatchNormFast.*:BatchNormFast.*:BatchNormGradCheck.*:BatchNormSemantics.*'\
 ':ActivationFast.*:SoftmaxXentFast.*:All/RnnFastVsRef.*:RnnFast.*:RnnOp.*:Cells/*'\
 ':SgdKernels.*:OptimRule.*:AdaptiveKernels.*:Adam.*:Rmsprop.*:Embedding.*:Cases/GradCheck*'\
-':Quant*:GradientAttack.*:SinglePixel.*:Boundary.*:Stats.*'
+':Quant*:Cases/QConvFast.*:QConvFast.*:QDenseFast.*:QAddFast.*:QMaxPool2dFast.*:QGlobalAvgPoolFast.*'\
+':GradientAttack.*:SinglePixel.*:Boundary.*:Stats.*:EightBit.*:Png.*:Robustness.*'
 SUBSET_READERS='Idx.*:Npy.*:Cifar.*:Imdb.*:Datasets.*:ModelFile.*:WeightsNpy.*:Checkpoint.*'
-SUBSET_LARGE_ROWS='*b128*:*b64*:*vgg16*:*splitk_conv_dw_like*:*resnet20_s2*:*resnet20_s3*:*resnet_stage1*'
-SUBSET_FILTER="$SUBSET_KERNELS:$SUBSET_READERS:-$SUBSET_LARGE_ROWS:Cases/GradCheckModel.*"
+SUBSET_LARGE_ROWS='*b128*:*b64*:*vgg16*:*splitk_conv_dw_like*:*resnet20_s2*:*resnet20_s3*:*resnet_stage1*'\
+':*resnet20_stage3*:*resnet20_downsample*'
+# whole int8 models through the kernels above (what they add is the layers' wiring: the full run)
+SUBSET_MODELS='Cases/GradCheckModel.*:QuantPtq.*:QuantFastModel.*:QuantDynamicModel.*'\
+':QuantDynamicFast.LstmAndGruClassifiersGiveTheReferenceLogits'
+SUBSET_FILTER="$SUBSET_KERNELS:$SUBSET_READERS:-$SUBSET_LARGE_ROWS:$SUBSET_MODELS"
 
 filter='-Torch*:Tfjs*:RandomVsTorch*'  # everything but the oracle suites (PyTorch/node children, not our code)
 if [[ ${1:-} == --subset ]]; then
@@ -38,10 +44,19 @@ if [[ ${1:-} == --subset ]]; then
   shift
 fi
 
+# clang (as the fuzz targets need): with SANITIZE_WITH_FUZZ=1 the same folder also builds the
+# libFuzzer targets (CMake DRIFTLAB_FUZZ), so that CI compiles the sanitized libraries once for
+# both (scripts/test.sh then runs FUZZ_BUILD_DIR=build-asan FUZZ_NO_BUILD=1 scripts/fuzz.sh).
+fuzz=OFF
+targets=(driftlab driftlab_tests)
+if [[ -n ${SANITIZE_WITH_FUZZ:-} ]]; then
+  fuzz=ON
+  targets+=(driftlab_fuzz)
+fi
 start=$SECONDS
-cmake -S . -B "$BUILD_DIR" -DDRIFTLAB_SANITIZE=ON -DDRIFTLAB_CUDA=OFF -DDRIFTLAB_BENCH=OFF \
-  -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_CXX_FLAGS_RELWITHDEBINFO="-O1 -g"
-cmake --build "$BUILD_DIR" -j"$(nproc)" --target driftlab driftlab_tests
+CC=clang CXX=clang++ cmake -S . -B "$BUILD_DIR" -DDRIFTLAB_SANITIZE=ON -DDRIFTLAB_FUZZ=$fuzz -DDRIFTLAB_CUDA=OFF \
+  -DDRIFTLAB_BENCH=OFF -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_CXX_FLAGS_RELWITHDEBINFO="-O1 -g" "${CMAKE_EXTRA[@]}"
+cmake --build "$BUILD_DIR" -j"$(nproc)" --target "${targets[@]}"
 built=$SECONDS
 
 # halt_on_error / -fno-sanitize-recover: the first report ends the process with an error, so a
