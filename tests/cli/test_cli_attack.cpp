@@ -22,11 +22,19 @@ using namespace driftlab::cli_test;
 namespace fs = std::filesystem;
 using nlohmann::json;
 
+// The command fails and its output says why (`why`).
+void expect_refused(const std::string& args, const std::string& why) {
+  const CliRun r = run_driftlab(args);
+  EXPECT_NE(r.code, 0) << args;
+  EXPECT_NE(r.out.find(why), std::string::npos) << r.out;
+}
+
 TEST(CliAttack, FgsmAndPgdOnTheTestSplitAndOnGivenInputs) {
   const fs::path d = fresh_dir("cli_attack");
   write_idx(d, "train", 96);
   write_idx(d, "t10k", 24);
   const std::string data = " --data-dir " + d.string() + " --threads 1";
+  const std::string bad = " --out " + (d / "bad").string() + data;  // a refused run's folder
   CliRun r = run_driftlab("train --model lenet1 --epochs 1 --batch 32 --no-progress --out " + (d / "run").string() + data);
   ASSERT_EQ(r.code, 0) << r.out;
   const std::string w = (d / "run" / "model.dlm").string();
@@ -98,21 +106,13 @@ TEST(CliAttack, FgsmAndPgdOnTheTestSplitAndOnGivenInputs) {
   }
 
   // refusals, by name
-  r = run_driftlab("attack --weights " + w + " --attack cw --out " + (d / "bad").string() + data);
-  EXPECT_NE(r.code, 0);
-  EXPECT_NE(r.out.find("unknown attack 'cw'"), std::string::npos) << r.out;
-  r = run_driftlab("attack --weights " + w + " --input " + (d / "x.npy").string() + " --out " + (d / "bad").string() + data);
-  EXPECT_NE(r.code, 0);
-  EXPECT_NE(r.out.find("--input needs --labels"), std::string::npos) << r.out;
-  r = run_driftlab("attack --weights " + w + " --attack fgsm --random-start --out " + (d / "bad").string() + data);
-  EXPECT_NE(r.code, 0);
-  EXPECT_NE(r.out.find("random_start is PGD's"), std::string::npos) << r.out;
+  expect_refused("attack --weights " + w + " --attack cw" + bad, "unknown attack 'cw'");
+  expect_refused("attack --weights " + w + " --input " + (d / "x.npy").string() + bad, "--input needs --labels");
+  expect_refused("attack --weights " + w + " --attack fgsm --random-start" + bad, "random_start is PGD's");
   driftlab::write_npy((d / "far.npy").string(), driftlab::random_tensor({2, 1, 28, 28}, driftlab::DType::f32, 3, 0, 2));
   driftlab::write_npy((d / "y2.npy").string(), driftlab::Tensor::from<int64_t>({2}, {0, 1}));
-  r = run_driftlab("attack --weights " + w + " --input " + (d / "far.npy").string() + " --labels " +
-                   (d / "y2.npy").string() + " --out " + (d / "bad").string() + data);
-  EXPECT_NE(r.code, 0);
-  EXPECT_NE(r.out.find("outside the bounds [0, 1]"), std::string::npos) << r.out;
+  expect_refused("attack --weights " + w + " --input " + (d / "far.npy").string() + " --labels " +
+                   (d / "y2.npy").string() + bad, "outside the bounds [0, 1]");
 }
 
 // Conventions, Foolbox 2's sweep, S2's 8-bit round trip and PNGs, and transfer to the int8 model.
@@ -121,6 +121,7 @@ TEST(CliAttack, ConventionsSweepUint8PngAndTransferToInt8) {
   write_idx(d, "train", 96);
   write_idx(d, "t10k", 16);
   const std::string data = " --data-dir " + d.string() + " --threads 1";
+  const std::string bad = " --out " + (d / "bad").string() + data;  // a refused run's folder
   CliRun r = run_driftlab("train --model lenet1 --epochs 1 --batch 32 --no-progress --out " + (d / "run").string() + data);
   ASSERT_EQ(r.code, 0) << r.out;
   const std::string w = (d / "run" / "model.dlm").string(), q = (d / "q.dlm").string();
@@ -167,7 +168,9 @@ TEST(CliAttack, ConventionsSweepUint8PngAndTransferToInt8) {
     const bool correct = c[2] == c[1], judge_correct = c[11] == c[1];
     own += judge_correct;
     if (correct && judge_correct) ++both, transferred += c[12] != c[1];
-    if (c[4] == "1" && correct) EXPECT_NE(c[10], "nan") << line;  // a success has its eps
+    if (c[4] == "1" && correct) {
+      EXPECT_NE(c[10], "nan") << line;  // a success has its eps
+    }
   }
   EXPECT_EQ(j["transfer"][0]["over_correct_by_all"]["samples"], both);
   EXPECT_EQ(j["transfer"][0]["over_correct_by_all"]["successes"], transferred);
@@ -209,21 +212,11 @@ TEST(CliAttack, ConventionsSweepUint8PngAndTransferToInt8) {
   EXPECT_NE(r.out.find("lenet1 int8"), std::string::npos) << r.out;
 
   // refusals, by name
-  r = run_driftlab("attack --weights " + w + " --attack bim --convention foolbox2 --out " + (d / "bad").string() + data);
-  EXPECT_NE(r.code, 0);
-  EXPECT_NE(r.out.find("searches its eps"), std::string::npos) << r.out;
-  r = run_driftlab("attack --weights " + w + " --attack fgsm --convention foolbox3 --out " + (d / "bad").string() + data);
-  EXPECT_NE(r.code, 0);
-  EXPECT_NE(r.out.find("has no default eps"), std::string::npos) << r.out;
-  r = run_driftlab("attack --weights " + w + " --convention cleverhans --out " + (d / "bad").string() + data);
-  EXPECT_NE(r.code, 0);
-  EXPECT_NE(r.out.find("unknown convention 'cleverhans'"), std::string::npos) << r.out;
-  r = run_driftlab("attack --weights " + q + " --attack fgsm --out " + (d / "bad").string() + data);
-  EXPECT_NE(r.code, 0);
-  EXPECT_NE(r.out.find("--judge"), std::string::npos) << r.out;
-  r = run_driftlab("attack --weights " + w + " --attack fgsm --uint8 floor --out " + (d / "bad").string() + data);
-  EXPECT_NE(r.code, 0);
-  EXPECT_NE(r.out.find("unknown 8-bit rule 'floor'"), std::string::npos) << r.out;
+  expect_refused("attack --weights " + w + " --attack bim --convention foolbox2" + bad, "searches its eps");
+  expect_refused("attack --weights " + w + " --attack fgsm --convention foolbox3" + bad, "has no default eps");
+  expect_refused("attack --weights " + w + " --convention cleverhans" + bad, "unknown convention 'cleverhans'");
+  expect_refused("attack --weights " + q + " --attack fgsm" + bad, "--judge");
+  expect_refused("attack --weights " + w + " --attack fgsm --uint8 floor" + bad, "unknown 8-bit rule 'floor'");
 }
 
 // driftlab robustness: an fp32 model and its int8 version (white-box examples crafted on the fp32
@@ -233,6 +226,7 @@ TEST(CliRobustness, TableJsonCsvAndChartForAModelAndItsInt8Version) {
   write_idx(d, "train", 96);
   write_idx(d, "t10k", 16);
   const std::string data = " --data-dir " + d.string() + " --threads 1";
+  const std::string bad = " --out " + (d / "bad").string() + data;  // a refused run's folder
   CliRun r = run_driftlab("train --model lenet1 --epochs 1 --batch 32 --no-progress --out " + (d / "run").string() + data);
   ASSERT_EQ(r.code, 0) << r.out;
   const std::string w = (d / "run" / "model.dlm").string(), q = (d / "q.dlm").string();
@@ -280,16 +274,10 @@ TEST(CliRobustness, TableJsonCsvAndChartForAModelAndItsInt8Version) {
   }
 
   // refusals, by name
-  r = run_driftlab("robustness --model fp32=" + w + " --model int8=" + q + " --attacks fgsm --no-chart --out " +
-                   (d / "bad").string() + data);
-  EXPECT_NE(r.code, 0);
-  EXPECT_NE(r.out.find("--craft int8=FP32_NAME"), std::string::npos) << r.out;
-  r = run_driftlab("robustness --model fp32=" + w + " --craft int8=fp32 --no-chart --out " + (d / "bad").string() + data);
-  EXPECT_NE(r.code, 0);
-  EXPECT_NE(r.out.find("no model named 'int8'"), std::string::npos) << r.out;
-  r = run_driftlab("robustness --model " + w + " --no-chart --out " + (d / "bad").string() + data);
-  EXPECT_NE(r.code, 0);
-  EXPECT_NE(r.out.find("is not NAME=FILE"), std::string::npos) << r.out;
+  expect_refused("robustness --model fp32=" + w + " --model int8=" + q + " --attacks fgsm --no-chart" + bad,
+                 "--craft int8=FP32_NAME");
+  expect_refused("robustness --model fp32=" + w + " --craft int8=fp32 --no-chart" + bad, "no model named 'int8'");
+  expect_refused("robustness --model " + w + " --no-chart" + bad, "is not NAME=FILE");
 }
 
 }  // namespace
