@@ -68,9 +68,11 @@ RobustnessTable run_robustness(const std::vector<RobustnessModel>& models, const
   const Tensor xc = gather_rows(x, t.common);
   std::vector<int32_t> yc;
   for (int64_t i : t.common) yc.push_back(labels[static_cast<std::size_t>(i)]);
-  const int64_t k = xc.dim(0);
   for (int r = 0; r < repeats; ++r) t.seeds.push_back(seed + static_cast<uint64_t>(r));
   t.cell.assign(models.size(), std::vector<RobustnessCell>(attacks.size()));
+  // each model's clean predictions on the common samples (a judge's reference under ART's rule)
+  std::vector<std::vector<int32_t>> clean;
+  for (const RobustnessModel& m : models) clean.push_back(predictions(m.runner->logits(xc)));
   for (std::size_t a = 0; a < attacks.size(); ++a) {
     const RobustnessAttack& at = attacks[a];
     for (int r = 0; r < repeats; ++r) {
@@ -90,7 +92,7 @@ RobustnessTable run_robustness(const std::vector<RobustnessModel>& models, const
           const std::size_t src = models[m].craft_on < 0 ? m : static_cast<std::size_t>(models[m].craft_on);
           res = craft(src);  // a copy: judged below where the model is not the source
           if (src != m) {
-            res.clean_pred = predictions(models[m].runner->logits(xc));
+            res.clean_pred = clean[m];
             res.adv_pred = predictions(models[m].runner->logits(res.x_adv));
             finish_result(xc, yc, res, at.gradient.success);
           }
@@ -155,7 +157,6 @@ RobustnessTable run_robustness(const std::vector<RobustnessModel>& models, const
       p.a12 = a12(a0, am);
       t.pairs.push_back(p);
     }
-  (void)k;
   return t;
 }
 
