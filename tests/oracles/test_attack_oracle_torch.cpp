@@ -1,6 +1,6 @@
 // attacks/gradient.h against the same attacks written with PyTorch 1.13 autograd
-// (tests/oracles/torch/oracle.py run_attack): LeNet-5 and ResNet-20 (random BatchNorm statistics)
-// under the torch preset, in eval() mode, F.cross_entropy, FGSM, BIM (10 steps) and PGD (10 steps
+// (tests/oracles/torch/oracle.py run_attack): LeNet-5, ResNet-20 (random BatchNorm statistics) and
+// the LSTM classifier (28 steps of 28 features, LSTM 128, dense 10) under the torch preset, in eval() mode, F.cross_entropy, FGSM, BIM (10 steps) and PGD (10 steps
 // from a random start drawn by driftlab and handed to the script).
 //
 // What must agree: the sign of the clean input gradient wherever PyTorch's gradient is not within
@@ -36,11 +36,13 @@ struct ArchCase {
   const char* arch;
   double lo, hi;
 };
-const ArchCase kArchs[] = {{"lenet5", 0.0, 1.0}, {"resnet20", -1.0, 1.0}};
+const ArchCase kArchs[] = {{"lenet5", 0.0, 1.0}, {"resnet20", -1.0, 1.0}, {"lstm", 0.0, 1.0}};
 
 Tensor clean_input(const ArchCase& a) {
-  return std::string(a.arch) == "lenet5" ? random_tensor({kBatch, 1, 28, 28}, DType::f32, 41, a.lo, a.hi)
-                                         : random_tensor({kBatch, 3, 32, 32}, DType::f32, 42, a.lo, a.hi);
+  const std::string arch = a.arch;
+  if (arch == "lenet5") return random_tensor({kBatch, 1, 28, 28}, DType::f32, 41, a.lo, a.hi);
+  if (arch == "lstm") return random_tensor({kBatch, 28, 28}, DType::f32, 44, a.lo, a.hi);
+  return random_tensor({kBatch, 3, 32, 32}, DType::f32, 42, a.lo, a.hi);
 }
 
 // PGD's start as run_gradient_attack draws it: Rng(mt19937_u24, seed).uniform<float>(-eps, eps)

@@ -34,7 +34,25 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), '..'
 from lenet_torch import lenet1, lenet5  # noqa: E402
 from cifar_torch import ResNet20, vgg16  # noqa: E402
 
-ARCHS = {'lenet1': lenet1, 'lenet5': lenet5, 'vgg16': vgg16, 'resnet20': ResNet20}
+
+
+class LstmClassifier(nn.Module):
+    """driftlab's 'lstm' model (models/rnn.cpp): 28 steps of 28 features, nn.LSTM 128 units
+    (batch_first, its last step), nn.Linear(128, 10). parameters() order: weight_ih_l0,
+    weight_hh_l0, bias_ih_l0, bias_hh_l0, fc.weight, fc.bias, as driftlab's named_params() under
+    the torch preset (gate row blocks i,f,g,o)."""
+
+    def __init__(self):
+        super().__init__()
+        self.lstm = nn.LSTM(28, 128, batch_first=True)
+        self.fc = nn.Linear(128, 10)
+
+    def forward(self, x):
+        out, _ = self.lstm(x)
+        return self.fc(out[:, -1])
+
+
+ARCHS = {'lenet1': lenet1, 'lenet5': lenet5, 'vgg16': vgg16, 'resnet20': ResNet20, 'lstm': LstmClassifier}
 
 
 class Case:
