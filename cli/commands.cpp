@@ -953,7 +953,6 @@ void apply_convention(AttackOptions& o, attacks::AttackKind kind, bool decision)
     if (!o.given.count(flag)) field = value;
   };
   unless("--eps-units", o.eps_units, std::string(c.units == attacks::EpsUnits::absolute ? "absolute" : "fraction"));
-  unless("--step-units", o.step_units, std::string(c.step_units == attacks::StepUnits::like_eps ? "eps" : "of-eps"));
   unless("--labels-from", o.labels_from, std::string(c.labels == attacks::LabelSource::true_label ? "true" : "prediction"));
   unless("--success", o.success, std::string(attacks::success_rule_name(c.success)));
   if (kind == attacks::AttackKind::fgsm) {
@@ -962,6 +961,8 @@ void apply_convention(AttackOptions& o, attacks::AttackKind kind, bool decision)
     unless("--epsilons", o.epsilons, c.sweep_epsilons);
     unless("--max-epsilon", o.max_epsilon, c.max_epsilon);
   } else {
+    // a step's units are BIM's and PGD's (FGSM's one step is eps itself)
+    unless("--step-units", o.step_units, std::string(c.step_units == attacks::StepUnits::like_eps ? "eps" : "of-eps"));
     unless("--early-stop", o.early_stop, c.early_stop);
     if (kind == attacks::AttackKind::pgd) unless("--random-start", o.random_start, c.pgd_random_start);
     const bool bim = kind == attacks::AttackKind::bim;

@@ -273,6 +273,14 @@ TEST(CliRobustness, TableJsonCsvAndChartForAModelAndItsInt8Version) {
     DRIFTLAB_SKIP_OR_REQUIRE("the chart needs /usr/bin/python3 with matplotlib (apt-get install python3-matplotlib)");
   }
 
+  // a convention over a one-step and an iterative attack: Foolbox 3's step relative to eps is BIM's
+  // only (FGSM keeps its one step of eps)
+  r = run_driftlab("robustness --model fp32=" + w + " --convention foolbox3 --attacks fgsm,bim --eps 0.1 --no-chart --out " +
+                   (d / "fb3").string() + data);
+  ASSERT_EQ(r.code, 0) << r.out;
+  std::ifstream jf3(d / "fb3" / "robustness.json");
+  EXPECT_EQ(json::parse(jf3)["attacks"], json({"fgsm", "bim"}));
+
   // refusals, by name
   expect_refused("robustness --model fp32=" + w + " --model int8=" + q + " --attacks fgsm --no-chart" + bad,
                  "--craft int8=FP32_NAME");

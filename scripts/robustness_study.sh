@@ -1,0 +1,68 @@
+#!/usr/bin/env bash
+# The robustness study of docs/ROBUSTNESS.md (issue 17): LeNet-1 and LeNet-5 trained on
+# Fashion-MNIST under each of the three presets (torch, tensorflow, theano; SGD momentum 0.9,
+# batch 128, seed 1), each quantized to int8 by the TFLite scheme (calibration: the first 1000
+# training images), then per architecture:
+#
+#   s1:       S1's attacks under Foolbox 2's conventions: FGSM's epsilon sweep (epsilons 100,
+#             max_epsilon 0.1), Boundary (iterations 100, max_directions 5), single-pixel
+#             (max_pixels 100); the int8 models' FGSM examples crafted on their fp32 model
+#             (transfer), Boundary and single-pixel queried on the integer model.
+#   fb3:      the same models under Foolbox 3's conventions: FGSM at one eps 0.1 and BIM
+#             (10 steps of rel_stepsize 0.2 * eps), the Foolbox 2 vs Foolbox 3 difference on FGSM.
+#   uint8:    S2's 8-bit round trip on the fp32 torch LeNet-5's Boundary examples (S1's Boundary
+#             settings, the first 1000 test images).
+#
+# Each run's samples are the test images every compared model classifies correctly (at most
+# SAMPLES of them), REPEATS runs with seeds 1.. (S1: 1000 images, 10 repeats).
+#
+#   scripts/robustness_study.sh [OUT_DIR]     (env: EPOCHS=5 SAMPLES=1000 REPEATS=3 THREADS=2)
+#
+# Needs build/driftlab, python3-matplotlib, the data in /usr/share/datasets/fashion-mnist.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+OUT=${1:-robustness-study}
+EPOCHS=${EPOCHS:-5}
+SAMPLES=${SAMPLES:-1000}
+REPEATS=${REPEATS:-3}
+THREADS=${THREADS:-2}
+BIN=build/driftlab
+mkdir -p "$OUT"
+log() { echo "[$(date +%T)] $*"; }
+
+for arch in lenet1 lenet5; do
+  for preset in torch tensorflow theano; do
+    d="$OUT/$arch-$preset"
+    if [ ! -f "$d/model.dlm" ]; then
+      log "train $arch $preset"
+      "$BIN" train --model "$arch" --policy "$preset" --epochs "$EPOCHS" --seed 1 --threads "$THREADS" \
+        --no-progress --out "$d" > "$d.train.log"
+    fi
+    if [ ! -f "$d/int8.dlm" ]; then
+      log "quantize $arch $preset"
+      "$BIN" quantize --weights "$d/model.dlm" --scheme tflite --calib 1000 --threads "$THREADS" \
+        --out "$d/int8.dlm" > "$d.quantize.log"
+    fi
+  done
+  models=() crafts=()
+  for preset in torch tensorflow theano; do
+    models+=(--model "$preset=$OUT/$arch-$preset/model.dlm" --model "$preset-int8=$OUT/$arch-$preset/int8.dlm")
+    crafts+=(--craft "$preset-int8=$preset")
+  done
+  log "s1 $arch"
+  "$BIN" robustness "${models[@]}" "${crafts[@]}" --convention foolbox2 --attacks fgsm,boundary,single-pixel \
+    --eps-schedule foolbox2-sweep --epsilons 100 --max-epsilon 0.1 --iterations 100 --max-directions 5 \
+    --max-pixels 100 --samples "$SAMPLES" --repeats "$REPEATS" --threads "$THREADS" --out "$OUT/$arch-s1"
+  log "fb3 $arch"
+  "$BIN" robustness "${models[@]}" "${crafts[@]}" --convention foolbox3 --attacks fgsm,bim --eps 0.1 \
+    --samples "$SAMPLES" --repeats 1 --threads "$THREADS" --out "$OUT/$arch-fb3"
+done
+
+log "uint8"
+for rule in off round; do
+  extra=()
+  [ "$rule" = off ] || extra=(--uint8 "$rule")
+  "$BIN" attack --weights "$OUT/lenet5-torch/model.dlm" --attack boundary --iterations 100 \
+    --max-directions 5 --limit 1000 --threads "$THREADS" "${extra[@]}" --out "$OUT/uint8-boundary-$rule" > /dev/null
+done
+log "done: $OUT"
