@@ -1491,6 +1491,7 @@ void robustness_cmd(RobustnessOptions o) {
 }
 
 void register_commands(CLI::App& app) {
+  register_convert_commands(app);
   // policy
   auto* pol = app.add_subcommand("policy", "show a policy's knobs, or diff two policies");
   pol->require_subcommand(1);

@@ -110,6 +110,24 @@ inline const std::string& tfjs_unavailable() {
   return why;
 }
 
+// ONNX Runtime (onnxruntime-node from npm, tests/oracles/ort) with Debian's python3-onnx (the
+// model writer of the int8 oracle, the checker of the exported models).
+inline fs::path ort_dir() { return fs::path(DRIFTLAB_SOURCE_DIR) / "tests" / "oracles" / "ort"; }
+inline const std::string& ort_unavailable() {
+  static const std::string why = []() -> std::string {
+    if (!fs::exists(ort_dir() / "node_modules" / "onnxruntime-node"))
+      return "ONNX Runtime oracle not installed (npm ci --ignore-scripts in tests/oracles/ort, see "
+             "scripts/install-deps.sh)";
+    int code = 0;
+    std::string out = run_command("node --version", &code);
+    if (code != 0) return "node not found: " + out;
+    out = run_command(std::string(kPython) + " -c 'import onnx, numpy'", &code);
+    if (code != 0) return "python3-onnx not installed (apt-get install python3-onnx python3-numpy): " + out;
+    return "";
+  }();
+  return why;
+}
+
 inline fs::path scipy_dir() { return fs::path(DRIFTLAB_SOURCE_DIR) / "tests" / "oracles" / "scipy"; }
 inline const std::string& scipy_unavailable() {
   static const std::string why = [] {
@@ -131,6 +149,9 @@ inline Oracle torch_oracle(const std::string& script) {
 }
 inline Oracle scipy_oracle(const std::string& script) {
   return {"scipy", std::string(kPython) + " " + quoted((scipy_dir() / script).string()), scipy_unavailable};
+}
+inline Oracle ort_oracle(const std::string& script) {
+  return {"onnxruntime", "bash " + quoted((ort_dir() / script).string()), ort_unavailable};
 }
 inline Oracle tfjs_oracle(const std::string& script) {
   return {"tfjs", "node " + quoted((tfjs_dir() / script).string()), tfjs_unavailable};

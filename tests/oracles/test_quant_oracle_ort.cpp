@@ -48,26 +48,7 @@ namespace fs = std::filesystem;
 // ---------------------------------------------------------------------------------------------
 // The oracle: Debian's python3-onnx (model writer) and onnxruntime-node (npm, tests/oracles/ort).
 
-fs::path ort_dir() { return fs::path(DRIFTLAB_SOURCE_DIR) / "tests" / "oracles" / "ort"; }
-
-const std::string& ort_unavailable() {
-  static const std::string why = []() -> std::string {
-    if (!fs::exists(ort_dir() / "node_modules" / "onnxruntime-node"))
-      return "ONNX Runtime oracle not installed (npm ci --ignore-scripts in tests/oracles/ort, see "
-             "scripts/install-deps.sh)";
-    int code = 0;
-    std::string out = oracle::run_command("node --version", &code);
-    if (code != 0) return "node not found: " + out;
-    out = oracle::run_command(std::string(oracle::kPython) + " -c 'import onnx, numpy'", &code);
-    if (code != 0) return "python3-onnx not installed (apt-get install python3-onnx python3-numpy): " + out;
-    return "";
-  }();
-  return why;
-}
-
-oracle::Oracle ort_oracle() {
-  return {"onnxruntime", "bash " + oracle::quoted((ort_dir() / "oracle.sh").string()), ort_unavailable};
-}
+oracle::Oracle ort_oracle() { return oracle::ort_oracle("oracle.sh"); }
 
 // ---------------------------------------------------------------------------------------------
 // The models: the torch PTQ oracle's (seed 7 weights, 4 calibration batches of 32, 64 test rows).

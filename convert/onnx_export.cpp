@@ -1,0 +1,511 @@
+#include "convert/onnx_export.h"
+
+#include <onnx/checker.h>
+#include <onnx/onnx_pb.h>
+
+#include <cstdio>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <limits>
+#include <sstream>
+
+#include "engine/build_info.h"
+#include "engine/core/error.h"
+#include "engine/layers/activation_layer.h"
+#include "engine/layers/batchnorm_layer.h"
+#include "engine/layers/conv2d_layer.h"
+#include "engine/layers/dense_layer.h"
+#include "engine/layers/dropout_layer.h"
+#include "engine/layers/embedding_layer.h"
+#include "engine/layers/flatten_layer.h"
+#include "engine/layers/global_avg_pool_layer.h"
+#include "engine/layers/pool_layer.h"
+#include "engine/layers/residual_layer.h"
+#include "engine/layers/rnn_layer.h"
+#include "engine/layers/sequential.h"
+
+namespace driftlab {
+namespace convert {
+namespace {
+
+using onnx::AttributeProto;
+using onnx::NodeProto;
+using onnx::TensorProto;
+
+// Builds one graph: unique value names, float and int64 initializers, nodes with attributes.
+class Graph {
+ public:
+  explicit Graph(onnx::GraphProto* g) : g_(g) {}
+
+  std::string fresh(const std::string& base) { return base + "_" + std::to_string(counter_++); }
+
+  std::string floats(const std::string& name, const Shape& dims, const float* data) {
+    TensorProto* t = g_->add_initializer();
+    t->set_name(name);
+    t->set_data_type(TensorProto::FLOAT);
+    int64_t n = 1;
+    for (int64_t d : dims) t->add_dims(d), n *= d;
+    t->set_raw_data(std::string(reinterpret_cast<const char*>(data), static_cast<std::size_t>(n) * 4));
+    return name;
+  }
+  std::string floats(const std::string& name, const Tensor& t, const Shape& dims) {
+    check(t.dtype() == DType::f32 && shape_numel(dims) == t.numel(), "export onnx: ", name, " has ", t.numel(),
+          " elements, ", shape_str(dims), " wanted");
+    return floats(name, dims, t.data<float>());
+  }
+  std::string scalar(const std::string& name, float v) { return floats(name, Shape{}, &v); }
+  std::string ints(const std::string& name, const std::vector<int64_t>& v) {
+    TensorProto* t = g_->add_initializer();
+    t->set_name(name);
+    t->set_data_type(TensorProto::INT64);
+    t->add_dims(static_cast<int64_t>(v.size()));
+    for (int64_t x : v) t->add_int64_data(x);
+    return name;
+  }
+
+  NodeProto* node(const std::string& op, const std::vector<std::string>& in, const std::vector<std::string>& out,
+                  const std::string& name) {
+    NodeProto* n = g_->add_node();
+    n->set_op_type(op);
+    n->set_name(name);
+    for (const auto& s : in) n->add_input(s);
+    for (const auto& s : out) n->add_output(s);
+    return n;
+  }
+  // The common case: one output, named after the node.
+  std::string op(const std::string& op, const std::vector<std::string>& in, const std::string& name,
+                 NodeProto** out = nullptr) {
+    const std::string y = fresh(name);
+    NodeProto* n = node(op, in, {y}, y);
+    if (out) *out = n;
+    return y;
+  }
+
+ private:
+  onnx::GraphProto* g_;
+  int counter_ = 0;
+};
+
+void attr_ints(NodeProto* n, const char* name, const std::vector<int64_t>& v) {
+  AttributeProto* a = n->add_attribute();
+  a->set_name(name);
+  a->set_type(AttributeProto::INTS);
+  for (int64_t x : v) a->add_ints(x);
+}
+void attr_int(NodeProto* n, const char* name, int64_t v) {
+  AttributeProto* a = n->add_attribute();
+  a->set_name(name);
+  a->set_type(AttributeProto::INT);
+  a->set_i(v);
+}
+void attr_float(NodeProto* n, const char* name, float v) {
+  AttributeProto* a = n->add_attribute();
+  a->set_name(name);
+  a->set_type(AttributeProto::FLOAT);
+  a->set_f(v);
+}
+void attr_floats(NodeProto* n, const char* name, const std::vector<float>& v) {
+  AttributeProto* a = n->add_attribute();
+  a->set_name(name);
+  a->set_type(AttributeProto::FLOATS);
+  for (float x : v) a->add_floats(x);
+}
+void attr_strings(NodeProto* n, const char* name, const std::vector<std::string>& v) {
+  AttributeProto* a = n->add_attribute();
+  a->set_name(name);
+  a->set_type(AttributeProto::STRINGS);
+  for (const auto& x : v) a->add_strings(x);
+}
+
+// Conv weights (K,C,R,S) rotated 180 degrees in each filter: ONNX's cross-correlation with these
+// computes Theano's convolution with the stored ones.
+Tensor rotate180(const Tensor& w) {
+  Tensor r(w.shape(), DType::f32);
+  const int64_t kc = w.dim(0) * w.dim(1), R = w.dim(2), S = w.dim(3);
+  const float* src = w.data<float>();
+  float* dst = r.data<float>();
+  for (int64_t f = 0; f < kc; ++f)
+    for (int64_t i = 0; i < R; ++i)
+      for (int64_t j = 0; j < S; ++j) dst[(f * R + i) * S + j] = src[(f * R + (R - 1 - i)) * S + (S - 1 - j)];
+  return r;
+}
+
+// Gate blocks of a (G*H, K) weight or a (G*H) bias reordered: block b of the result is block
+// order[b] of the input; blocks listed in `negate` are negated.
+Tensor reorder_gates(const Tensor& t, int64_t gates, const std::vector<int>& order, const std::vector<int>& negate = {}) {
+  const int64_t rows = t.dim(0), block = rows / gates, cols = t.rank() == 2 ? t.dim(1) : 1;
+  Tensor out(t.shape(), DType::f32);
+  for (int64_t b = 0; b < gates; ++b) {
+    bool neg = false;
+    for (int n : negate) neg |= n == b;
+    const float* src = t.data<float>() + order[static_cast<std::size_t>(b)] * block * cols;
+    float* dst = out.data<float>() + b * block * cols;
+    for (int64_t i = 0; i < block * cols; ++i) dst[i] = neg ? -src[i] : src[i];
+  }
+  return out;
+}
+
+struct Ctx {
+  Graph& g;
+  const OnnxExportOptions& o;
+  OnnxExport& report;
+  int64_t opset;
+};
+
+// in_rank: the rank of x, batch axis included
+std::string emit_sequential(Ctx& c, Sequential& net, std::string x, const std::string& prefix, int64_t in_rank);
+
+std::pair<std::vector<int64_t>, std::string> pads_of(const Ctx& c, int64_t t, int64_t l, int64_t b, int64_t r) {
+  if (!c.o.symmetric_pads) return {{t, l, b, r}, ""};
+  const int64_t h = (t + b + 1) / 2, w = (l + r + 1) / 2;
+  return {{h, w, h, w}, " (pads made symmetric on purpose)"};
+}
+
+std::string emit_conv(Ctx& c, Conv2dLayer& l, const std::string& x, const std::string& name) {
+  const Conv2dParams& p = l.op_params();
+  auto ps = l.params();
+  const Tensor w = p.flip ? rotate180(ps[0]->value) : ps[0]->value;
+  std::vector<std::string> in{x, c.g.floats(name + ".weight", w, w.shape())};
+  if (ps.size() > 1) in.push_back(c.g.floats(name + ".bias", ps[1]->value, ps[1]->value.shape()));
+  NodeProto* n;
+  const std::string y = c.g.op("Conv", in, name, &n);
+  const auto [pads, note] = pads_of(c, p.pad_t, p.pad_l, p.pad_b, p.pad_r);
+  attr_ints(n, "kernel_shape", {p.r, p.s});
+  attr_ints(n, "strides", {p.stride_h, p.stride_w});
+  attr_ints(n, "dilations", {p.dil_h, p.dil_w});
+  attr_ints(n, "pads", pads);
+  attr_int(n, "group", 1);
+  std::ostringstream os;
+  os << "Conv " << p.r << "x" << p.s << " stride " << p.stride_h << " pads [t,l,b,r] = [" << pads[0] << "," << pads[1]
+     << "," << pads[2] << "," << pads[3] << "]" << note << (p.flip ? ", weights rotated 180 (filter flip)" : "");
+  c.report.nodes.push_back(name + ": " + os.str());
+  return y;
+}
+
+std::string emit_pool(Ctx& c, Pool2dLayer& l, const std::string& x, const std::string& name) {
+  const Pool2dParams& p = l.op_params();
+  const bool max = l.pool_kind() == PoolKind::max;
+  NodeProto* n;
+  const std::string y = c.g.op(max ? "MaxPool" : "AveragePool", {x}, name, &n);
+  const auto [pads, note] = pads_of(c, p.pad_t, p.pad_l, p.pad_b, p.pad_r);
+  attr_ints(n, "kernel_shape", {p.kh, p.kw});
+  attr_ints(n, "strides", {p.stride_h, p.stride_w});
+  attr_ints(n, "pads", pads);
+  if (!max) attr_int(n, "count_include_pad", p.count_include_pad ? 1 : 0);
+  std::ostringstream os;
+  os << (max ? "MaxPool " : "AveragePool ") << p.kh << "x" << p.kw << " stride " << p.stride_h << " pads [" << pads[0]
+     << "," << pads[1] << "," << pads[2] << "," << pads[3] << "]" << note
+     << (max ? "" : p.count_include_pad ? ", count_include_pad 1" : ", count_include_pad 0");
+  c.report.nodes.push_back(name + ": " + os.str());
+  return y;
+}
+
+std::string emit_activation(Ctx& c, const ActivationParams& a, const std::string& x, const std::string& name) {
+  NodeProto* n;
+  switch (a.kind) {
+    case ActKind::relu: c.report.nodes.push_back(name + ": Relu"); return c.g.op("Relu", {x}, name);
+    case ActKind::tanh: c.report.nodes.push_back(name + ": Tanh"); return c.g.op("Tanh", {x}, name);
+    case ActKind::sigmoid: c.report.nodes.push_back(name + ": Sigmoid"); return c.g.op("Sigmoid", {x}, name);
+    case ActKind::hard_sigmoid: {
+      const std::string y = c.g.op("HardSigmoid", {x}, name, &n);
+      attr_float(n, "alpha", static_cast<float>(a.hs_slope));
+      attr_float(n, "beta", static_cast<float>(a.hs_offset));
+      c.report.nodes.push_back(name + ": HardSigmoid alpha " + std::to_string(a.hs_slope) + " beta " +
+                               std::to_string(a.hs_offset));
+      return y;
+    }
+  }
+  fail("export onnx: ", name, ": unknown activation");
+}
+
+std::string emit_batchnorm(Ctx& c, BatchNormLayer& l, const std::string& x, const std::string& name, int64_t rank) {
+  const BatchNormParams& p = l.op_params();
+  auto ps = l.params();
+  auto st = l.running_state();  // running_mean, running_var, ...
+  const Tensor &gamma = ps[0]->value, &beta = ps[1]->value, &mean = st[0]->value, &var = st[1]->value;
+  const int64_t C = gamma.numel();
+  if (p.estimator != BnVarEstimator::inv_std) {
+    NodeProto* n;
+    const std::string y = c.g.op("BatchNormalization",
+                                 {x, c.g.floats(name + ".gamma", gamma, {C}), c.g.floats(name + ".beta", beta, {C}),
+                                  c.g.floats(name + ".running_mean", mean, {C}), c.g.floats(name + ".running_var", var, {C})},
+                                 name, &n);
+    attr_float(n, "epsilon", static_cast<float>(p.eps));
+    c.report.nodes.push_back(name + ": BatchNormalization epsilon " + std::to_string(p.eps));
+    return y;
+  }
+  // The running "variance" holds 1/sqrt(v + eps): y = (x - mean) * (gamma * s) + beta, the
+  // product formed per channel in float as driftlab's kernel does (gamma * ((x - m) * s)
+  // rounds differently by at most an ulp).
+  Shape dims = rank == 4 ? Shape{C, 1, 1} : Shape{C};
+  Tensor gs({C}, DType::f32);
+  for (int64_t i = 0; i < C; ++i) gs.data<float>()[i] = gamma.data<float>()[i] * var.data<float>()[i];
+  std::string y = c.g.op("Sub", {x, c.g.floats(name + ".running_mean", mean, dims)}, name + "_center");
+  y = c.g.op("Mul", {y, c.g.floats(name + ".gamma_inv_std", gs, dims)}, name + "_scale");
+  y = c.g.op("Add", {y, c.g.floats(name + ".beta", beta, dims)}, name);
+  c.report.nodes.push_back(name + ": Sub/Mul/Add (running statistics as inverse std)");
+  return y;
+}
+
+std::string emit_dense(Ctx& c, DenseLayer& l, const std::string& x, const std::string& name) {
+  auto ps = l.params();
+  const Tensor& w = ps[0]->value;
+  std::vector<std::string> in{x, c.g.floats(name + ".weight", w, w.shape())};
+  if (ps.size() > 1) in.push_back(c.g.floats(name + ".bias", ps[1]->value, ps[1]->value.shape()));
+  NodeProto* n;
+  const std::string y = c.g.op("Gemm", in, name, &n);
+  attr_int(n, "transB", 1);
+  c.report.nodes.push_back(name + ": Gemm transB=1 (" + std::to_string(w.dim(1)) + " -> " + std::to_string(w.dim(0)) + ")");
+  return y;
+}
+
+std::string emit_rnn(Ctx& c, RnnLayer& l, const std::string& x, const std::string& name) {
+  const RnnParams& p = l.op_params();
+  check(l.mask_mode() == RnnMask::none, "export onnx: ", name, ": rnn_mask=", l.mask_mode() == RnnMask::carry ? "carry" : "zero",
+        " (padded steps skipped) has no ONNX form here; export with rnn_mask=none");
+  const bool lstm = p.cell == RnnCell::lstm;
+  const int64_t G = lstm ? 4 : 3, H = p.hidden, F = p.input;
+  const TorchRnnWeights w = l.torch_weights();  // gate row blocks LSTM i,f,g,o / GRU r,z,n
+  // ONNX: LSTM i,o,f,c; GRU z,r,h. The Theano-style GRU update (z takes the new state) is
+  // ONNX's with z negated: 1 - sigmoid(a) = sigmoid(-a), and the hard sigmoid is symmetric the
+  // same way (1 - clip(s*a + 0.5) = clip(-s*a + 0.5)) for the offset 0.5 of every preset.
+  std::vector<int> order = lstm ? std::vector<int>{0, 3, 1, 2} : std::vector<int>{1, 0, 2};
+  std::vector<int> negate;
+  if (!lstm && !p.gru_z_keeps_old) {
+    check(p.gate_act.kind == ActKind::sigmoid || p.gate_act.hs_offset == 0.5, "export onnx: ", name,
+          ": a GRU whose z takes the new state needs a gate activation symmetric about 0.5");
+    negate = {0};
+  }
+  if (c.o.rnn_gates_as_stored) order = lstm ? std::vector<int>{0, 1, 2, 3} : std::vector<int>{0, 1, 2}, negate = {};
+  const Tensor W = reorder_gates(w.weight_ih, G, order, negate), R = reorder_gates(w.weight_hh, G, order, negate);
+  Tensor B({2 * G * H}, DType::f32);
+  const Tensor bi = reorder_gates(w.bias_ih, G, order, negate), bh = reorder_gates(w.bias_hh, G, order, negate);
+  std::memcpy(B.data<float>(), bi.data<float>(), static_cast<std::size_t>(G * H) * 4);
+  std::memcpy(B.data<float>() + G * H, bh.data<float>(), static_cast<std::size_t>(G * H) * 4);
+
+  NodeProto* n;
+  std::string xt = c.g.op("Transpose", {x}, name + "_time_major", &n);  // (N,T,F) -> (T,N,F)
+  attr_ints(n, "perm", {1, 0, 2});
+  std::vector<std::string> in{xt, c.g.floats(name + ".W", W, {1, G * H, F}), c.g.floats(name + ".R", R, {1, G * H, H}),
+                              c.g.floats(name + ".B", B, {1, 2 * G * H})};
+  if (lstm && p.peepholes) {
+    const Tensor& pw = *l.peephole_weights();  // rows w_ci, w_cf, w_co; ONNX P: i, o, f
+    Tensor P({3 * H}, DType::f32);
+    const int rows[3] = {0, 2, 1};
+    for (int k = 0; k < 3; ++k)
+      std::memcpy(P.data<float>() + k * H, pw.data<float>() + rows[k] * H, static_cast<std::size_t>(H) * 4);
+    in.insert(in.end(), {"", "", "", c.g.floats(name + ".P", P, {1, 3 * H})});
+  }
+  const std::string Y = c.g.fresh(name + "_Y"), Yh = c.g.fresh(name + "_Y_h");
+  std::vector<std::string> outs{Y, Yh};
+  if (lstm) outs.push_back(c.g.fresh(name + "_Y_c"));
+  n = c.g.node(lstm ? "LSTM" : "GRU", in, outs, c.g.fresh(name));
+  attr_int(n, "hidden_size", H);
+  const bool hard = p.gate_act.kind == ActKind::hard_sigmoid;
+  std::vector<std::string> acts{hard ? "HardSigmoid" : "Sigmoid", "Tanh"};
+  if (lstm) acts.push_back("Tanh");
+  attr_strings(n, "activations", acts);
+  if (hard) {
+    // alpha/beta are consumed in the order of the activations that take them: only HardSigmoid here
+    attr_floats(n, "activation_alpha", {static_cast<float>(p.gate_act.hs_slope)});
+    attr_floats(n, "activation_beta", {static_cast<float>(p.gate_act.hs_offset)});
+  }
+  if (!lstm) attr_int(n, "linear_before_reset", p.gru_reset_after ? 1 : 0);
+  std::ostringstream os;
+  os << (lstm ? "LSTM" : "GRU") << " hidden " << H << ", gates " << (c.o.rnn_gates_as_stored ? "as stored (on purpose)" : lstm ? "i,o,f,c" : "z,r,h")
+     << ", gate activation " << acts[0];
+  if (hard) os << " (" << p.gate_act.hs_slope << ", " << p.gate_act.hs_offset << ")";
+  if (!lstm) os << ", linear_before_reset " << (p.gru_reset_after ? 1 : 0) << (negate.empty() ? "" : ", z negated");
+  if (lstm && p.peepholes) os << ", peepholes";
+  if (!p.two_biases) os << ", recurrent bias 0";
+
+  std::string y;
+  if (l.return_sequences()) {  // Y (T,1,N,H) -> (N,T,H)
+    y = c.g.op("Squeeze", {Y, c.g.ints(c.g.fresh(name + "_axes"), {1})}, name + "_seq");
+    y = c.g.op("Transpose", {y}, name + "_batch_major", &n);
+    attr_ints(n, "perm", {1, 0, 2});
+    os << ", every step";
+  } else {  // Y_h (1,N,H) -> (N,H)
+    y = c.g.op("Squeeze", {Yh, c.g.ints(c.g.fresh(name + "_axes"), {0})}, name + "_last");
+    os << ", last step";
+  }
+  c.report.nodes.push_back(name + ": " + os.str());
+  return y;
+}
+
+std::string emit_residual(Ctx& c, ResidualLayer& l, const std::string& x, const std::string& name) {
+  const int64_t rank = static_cast<int64_t>(l.input_shape().size()) + 1;
+  const std::string main = emit_sequential(c, l.main(), x, name + ".main", rank);
+  std::string sc = x;
+  if (l.shortcut() == Shortcut::option_b) {
+    sc = emit_sequential(c, *l.projection(), x, name + ".projection", rank);
+  } else if (l.shortcut() == Shortcut::option_a) {
+    // x[:, :, ::s, ::s], then zero channels: pad_before in front, the rest behind
+    const int64_t s = l.stride(), cin = l.input_shape()[0], cout = l.output_shape()[0];
+    const int64_t big = std::numeric_limits<int64_t>::max();
+    sc = c.g.op("Slice",
+                {x, c.g.ints(c.g.fresh(name + "_starts"), {0, 0}), c.g.ints(c.g.fresh(name + "_ends"), {big, big}),
+                 c.g.ints(c.g.fresh(name + "_axes"), {2, 3}), c.g.ints(c.g.fresh(name + "_steps"), {s, s})},
+                name + "_subsample");
+    const int64_t before = l.pad_before(), after = cout - cin - before;
+    sc = c.g.op("Pad", {sc, c.g.ints(c.g.fresh(name + "_pads"), {0, before, 0, 0, 0, after, 0, 0})}, name + "_pad_channels");
+    c.report.nodes.push_back(name + ": shortcut option A: Slice step " + std::to_string(s) + ", Pad channels " +
+                             std::to_string(before) + " before, " + std::to_string(after) + " after");
+  }
+  c.report.nodes.push_back(name + ": Add (residual)");
+  return c.g.op("Add", {main, sc}, name + "_add");
+}
+
+std::string emit_layer(Ctx& c, Layer& layer, const std::string& x, const std::string& name, int64_t rank) {
+  if (auto* l = dynamic_cast<Conv2dLayer*>(&layer)) return emit_conv(c, *l, x, name);
+  if (auto* l = dynamic_cast<Pool2dLayer*>(&layer)) return emit_pool(c, *l, x, name);
+  if (auto* l = dynamic_cast<ActivationLayer*>(&layer)) return emit_activation(c, l->op_params(), x, name);
+  if (auto* l = dynamic_cast<BatchNormLayer*>(&layer)) return emit_batchnorm(c, *l, x, name, rank);
+  if (auto* l = dynamic_cast<DenseLayer*>(&layer)) return emit_dense(c, *l, x, name);
+  if (auto* l = dynamic_cast<RnnLayer*>(&layer)) return emit_rnn(c, *l, x, name);
+  if (auto* l = dynamic_cast<ResidualLayer*>(&layer)) return emit_residual(c, *l, x, name);
+  if (dynamic_cast<DropoutLayer*>(&layer)) {
+    c.report.nodes.push_back(name + ": dropout: the identity at inference, no node");
+    return x;
+  }
+  if (auto* l = dynamic_cast<FlattenLayer*>(&layer)) {
+    std::string y = x;
+    NodeProto* n;
+    if (l->order() == FlattenOrder::hwc && l->input_shape().size() == 3) {
+      y = c.g.op("Transpose", {x}, name + "_channels_last", &n);
+      attr_ints(n, "perm", {0, 2, 3, 1});
+    }
+    y = c.g.op("Flatten", {y}, name, &n);
+    attr_int(n, "axis", 1);
+    c.report.nodes.push_back(name + (l->order() == FlattenOrder::hwc && l->input_shape().size() == 3
+                                         ? ": Transpose(0,2,3,1) + Flatten (channels-last feature order)"
+                                         : ": Flatten (channels-first feature order)"));
+    return y;
+  }
+  if (dynamic_cast<GlobalAvgPoolLayer*>(&layer)) {
+    NodeProto* n;
+    std::string y = c.g.op("GlobalAveragePool", {x}, name);
+    y = c.g.op("Flatten", {y}, name + "_flatten", &n);
+    attr_int(n, "axis", 1);
+    c.report.nodes.push_back(name + ": GlobalAveragePool + Flatten");
+    return y;
+  }
+  if (auto* l = dynamic_cast<EmbeddingLayer*>(&layer)) {
+    NodeProto* n;
+    std::string ids = c.g.op("Cast", {x}, name + "_ids", &n);
+    attr_int(n, "to", TensorProto::INT64);
+    const Tensor& table = l->params()[0]->value;
+    c.report.nodes.push_back(name + ": Cast(int64) + Gather (" + std::to_string(table.dim(0)) + " x " +
+                             std::to_string(table.dim(1)) + ")");
+    return c.g.op("Gather", {c.g.floats(name + ".table", table, table.shape()), ids}, name, &n);
+  }
+  fail("export onnx: layer ", name, " (", layer.kind(), ") has no ONNX mapping");
+}
+
+std::string emit_sequential(Ctx& c, Sequential& net, std::string x, const std::string& prefix, int64_t in_rank) {
+  for (std::size_t i = 0; i < net.size(); ++i) {
+    Layer& l = net.layer(i);
+    const std::string name = prefix + (prefix.empty() ? "" : ".") + std::to_string(i) + "." + l.kind();
+    // the rank of this layer's input, batch included: BatchNorm's explicit form needs it
+    const int64_t rank = i == 0 ? in_rank : static_cast<int64_t>(net.layer(i - 1).output_shape().size()) + 1;
+    x = emit_layer(c, l, x, name, rank);
+  }
+  return x;
+}
+
+void set_shape(onnx::ValueInfoProto* v, const Shape& per_sample, onnx::TensorProto_DataType type) {
+  auto* t = v->mutable_type()->mutable_tensor_type();
+  t->set_elem_type(type);
+  auto* s = t->mutable_shape();
+  s->add_dim()->set_dim_param("batch");
+  for (int64_t d : per_sample) s->add_dim()->set_dim_value(d);
+}
+
+}  // namespace
+
+OnnxExport export_onnx(Model& model, const OnnxExportOptions& o) {
+  check(o.opset >= 13 && o.opset <= 17, "export onnx: --opset ", o.opset,
+        " (13..17: Squeeze, Slice and Pad take their axes and pads as inputs from 13 on; 17 is the newest this "
+        "ONNX checker knows)");
+  check(model.dtype() == DType::f32, "export onnx: model '", model.name,
+        "' is float64 (dtype knob); ONNX Runtime's Conv, Gemm and LSTM kernels are float32: export a float32 model");
+  OnnxExport r;
+  onnx::ModelProto m;
+  m.set_ir_version(o.opset <= 14 ? 7 : 8);
+  m.set_producer_name("driftlab");
+  m.set_producer_version(build_commit());
+  m.set_model_version(1);
+  m.set_doc_string(o.doc);
+  auto* os = m.add_opset_import();
+  os->set_domain("");
+  os->set_version(o.opset);
+  auto add_meta = [&](const std::string& k, const std::string& v) {
+    auto* p = m.add_metadata_props();
+    p->set_key(k);
+    p->set_value(v);
+  };
+  add_meta("driftlab.model", model.name);
+  add_meta("driftlab.policy", model.policy.to_string());
+  add_meta("driftlab.input_mean", std::to_string(o.norm.mean));
+  add_meta("driftlab.input_std", std::to_string(o.norm.std));
+
+  onnx::GraphProto* g = m.mutable_graph();
+  g->set_name(model.name);
+  Graph graph(g);
+  Ctx c{graph, o, r, o.opset};
+  std::string x = "x";
+  set_shape(g->add_input(), model.input_shape, TensorProto::FLOAT);
+  g->mutable_input(0)->set_name("x");
+  if (!o.norm.identity()) {
+    // driftlab's apply_norm: (x - mean) * float(1/std), in float
+    x = graph.op("Sub", {x, graph.scalar("input_mean", static_cast<float>(o.norm.mean))}, "standardise_center");
+    x = graph.op("Mul", {x, graph.scalar("input_inv_std", static_cast<float>(1.0 / o.norm.std))}, "standardise_scale");
+    r.nodes.push_back("input: Sub mean " + std::to_string(o.norm.mean) + ", Mul 1/std " + std::to_string(1.0 / o.norm.std));
+  }
+  const std::string y = emit_sequential(c, *model.net, x, "", static_cast<int64_t>(model.input_shape.size()) + 1);
+  // the graph output: an Identity named 'logits'
+  graph.node("Identity", {y}, {"logits"}, "logits");
+  set_shape(g->add_output(), {model.num_classes}, TensorProto::FLOAT);
+  g->mutable_output(0)->set_name("logits");
+  r.num_nodes = g->node_size();
+  r.num_initializers = g->initializer_size();
+  check(m.SerializeToString(&r.bytes), "export onnx: protobuf serialization failed");
+  const std::string why = check_onnx(r.bytes);
+  check(why.empty(), "export onnx: ONNX's checker refused the graph driftlab wrote (a bug): ", why);
+  return r;
+}
+
+std::string check_onnx(const std::string& bytes) {
+  onnx::ModelProto m;
+  if (!m.ParseFromString(bytes)) return "not a serialized ONNX ModelProto";
+  try {
+    onnx::checker::check_model(m);
+  } catch (const std::exception& e) {
+    return e.what();
+  }
+  return "";
+}
+
+void write_onnx(const std::string& path, const std::string& bytes) {
+  const std::string tmp = path + ".tmp";
+  {
+    std::ofstream f(tmp, std::ios::binary | std::ios::trunc);
+    check(static_cast<bool>(f), "export onnx: cannot open ", tmp, " for writing");
+    f.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
+    f.close();
+    if (!f) {
+      std::remove(tmp.c_str());
+      fail("export onnx: writing ", tmp, " failed (disk full?)");
+    }
+  }
+  std::error_code ec;
+  std::filesystem::rename(tmp, path, ec);
+  if (ec) {
+    std::remove(tmp.c_str());
+    fail("export onnx: renaming ", tmp, " to ", path, ": ", ec.message());
+  }
+}
+
+}  // namespace convert
+}  // namespace driftlab

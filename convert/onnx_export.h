@@ -1,0 +1,60 @@
+// ONNX export of an fp32 model (issue 18): the network as an ONNX graph whose every node states
+// the semantics the model's Policy resolved to, so that any ONNX runtime computes what driftlab
+// computes under that Policy:
+//   - convolutions and pools with their explicit begin/end pads (TF's 'same' puts the odd pixel
+//     after, Keras-on-Theano before; the graph never says 'same');
+//   - Theano's filter flip applied to the stored weights (ONNX Conv is a cross-correlation);
+//   - the flatten order: Keras's channels-last flatten as a Transpose(0,2,3,1) before Flatten;
+//   - BatchNorm's epsilon (Lasagne's inverse-std running statistics as explicit Sub/Mul/Add);
+//   - hard_sigmoid's slope and offset (HardSigmoid alpha/beta), in layers and recurrent gates;
+//   - LSTM gates reordered to ONNX's i,o,f,c, GRU's to z,r,h, linear_before_reset from the
+//     GRU's reset placement, the Theano-style update (z takes the new state) as a negated z;
+//   - the model file's input standardisation as Sub/Mul at the input.
+// The graph runs at inference semantics (BatchNorm's running statistics; dropout is the identity)
+// and outputs the logits. Input 'x' has the model's per-sample shape with a symbolic batch axis
+// (NCHW for images, (N,T,F) for sequences, float token ids for token models).
+//
+// Written with the ONNX protobuf schema (Debian's libonnx-dev: onnx-ml.pb.h, libonnx_proto) and
+// checked by ONNX's own checker before it is returned. Nothing here names a framework: the
+// Policy's resolved op parameters are read from the layers.
+#pragma once
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "engine/data/transform.h"
+#include "engine/model.h"
+
+namespace driftlab {
+namespace convert {
+
+struct OnnxExportOptions {
+  int64_t opset = 13;  // 13..17: every op here has the same semantics across them
+  InputNorm norm;      // the model file's input standardisation (Sub/Mul nodes when not identity)
+  std::string doc;     // a line for the graph's doc_string (the source file, the command)
+  // Deliberately wrong exports, for the negative tests that show what each semantic is worth:
+  bool symmetric_pads = false;      // write each axis's pads as (begin+end)/2 on both sides, rounded up
+                                    // (what a converter assuming PyTorch's symmetric padding writes)
+  bool rnn_gates_as_stored = false;  // write the recurrent weights' gate blocks in driftlab's stored
+                                     // order (i,f,g,o / r,z,n) without ONNX's reordering
+};
+
+struct OnnxExport {
+  std::string bytes;               // the serialized ModelProto
+  std::vector<std::string> nodes;  // one line per layer: what it became
+  int64_t num_nodes = 0, num_initializers = 0;
+};
+
+// Throws naming the layer (index, kind) and what cannot be written: a float64 model, rnn_mask
+// carry/zero (the padded steps' skip has no ONNX form here), an opset outside 13..17.
+OnnxExport export_onnx(Model& model, const OnnxExportOptions& options);
+
+// ONNX's checker (onnx::checker::check_model, full) on serialized bytes: "" when it passes, else
+// its message.
+std::string check_onnx(const std::string& bytes);
+
+// Writes the bytes to PATH through a temporary file renamed into place (no half-written file).
+void write_onnx(const std::string& path, const std::string& bytes);
+
+}  // namespace convert
+}  // namespace driftlab
