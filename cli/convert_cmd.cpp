@@ -5,6 +5,8 @@
 
 #include "cli/commands.h"
 #include "convert/onnx_export.h"
+#include "convert/onnx_import.h"
+#include "drift/convert.h"
 #include "engine/core/error.h"
 #include "engine/data/transform.h"
 #include "models/model_file.h"
@@ -44,6 +46,28 @@ void export_cmd(const ExportOptions& o) {
             << ex.num_initializers << " initializers; ONNX checker: passed)\n";
 }
 
+struct ImportOptions {
+  std::string file, format = "onnx", policy = "torch", out;
+};
+
+void import_cmd(const ImportOptions& o) {
+  check(o.format == "onnx", "import: --format '", o.format, "' (known: onnx)");
+  convert::OnnxImport im = convert::import_onnx(o.file);
+  std::cout << "import onnx: " << o.file << " (" << im.producer << ", opset " << im.opset << ") is driftlab's "
+            << im.model.name << "\n";
+  for (const std::string& m : im.mapping) std::cout << "  " << m << "\n";
+  Model m = std::move(im.model);
+  const Policy target = Policy::parse(o.policy);
+  if (target.to_string() != m.policy.to_string()) {
+    // ONNX's semantics are the torch preset's; another preset gets the weights converted to its
+    // conventions (flip, flatten order, layouts: drift/convert.h), its numeric knobs its own
+    m = rebuild_under(m, target, true);
+    std::cout << "  weights converted from the torch preset's conventions to " << o.policy << "'s\n";
+  }
+  save_model(o.out, m, {{"imported_from", o.file}, {"onnx_producer", im.producer}});
+  std::cout << "wrote " << o.out << "\n";
+}
+
 }  // namespace
 
 void register_convert_commands(CLI::App& app) {
@@ -59,6 +83,15 @@ void register_convert_commands(CLI::App& app) {
   ex->add_flag("--naive-rnn-gates", o->naive_rnn_gates,
                "deliberately wrong: recurrent gate blocks in driftlab's stored order, not ONNX's");
   ex->callback([o] { export_cmd(*o); });
+
+  auto io = std::make_shared<ImportOptions>();
+  auto* im = app.add_subcommand("import", "read an ONNX model (torch.onnx.export's) into a driftlab model file");
+  im->add_option("file", io->file, "the .onnx file")->required();
+  im->add_option("--format", io->format, "onnx")->capture_default_str();
+  im->add_option("--policy", io->policy, "the policy of the written model (ONNX's semantics are the torch preset's; "
+                 "another preset gets converted weights)")->capture_default_str();
+  im->add_option("--out", io->out, "the model file to write (.dlm)")->required();
+  im->callback([io] { import_cmd(*io); });
 }
 
 }  // namespace cli

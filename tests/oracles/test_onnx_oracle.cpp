@@ -23,6 +23,7 @@
 #include <iostream>
 
 #include "convert/onnx_export.h"
+#include "convert/onnx_import.h"
 #include "engine/data/cifar.h"
 #include "engine/data/idx.h"
 #include "engine/train/cpu_runner.h"
@@ -158,6 +159,69 @@ TEST(OrtExport, WithoutThePolicysPaddingOrGateOrderOnnxRuntimeDisagrees) {
               << g.flips << " of " << x.dim(0) << " predictions differ\n";
     // far beyond the 1e-5 of a faithful export: the semantics carry the agreement
     EXPECT_GT(g.rel, 1e-2);
+  }
+}
+
+}  // namespace
+}  // namespace driftlab
+
+// ---------------------------------------------------------------------------------------------
+// Import: files written by torch.onnx.export (Debian's PyTorch 1.13, opset 14, eval mode: each
+// BatchNorm folded into its conv) from PyTorch's own initialisation, read by
+// convert/onnx_import.h and run by driftlab under the torch preset, against the PyTorch model's
+// logits on the same inputs (tests/oracles/torch/oracle.py run_onnx_export). Bound: 1e-5 of the
+// largest |logit|, the issue's; the sums run in other orders on the two sides, and the folded
+// BatchNorm rounds the weights once more.
+
+namespace driftlab {
+namespace {
+
+struct ImportCase {
+  const char* arch;
+  Shape x;
+};
+const ImportCase kImports[] = {{"lenet1", {64, 1, 28, 28}}, {"lenet5", {64, 1, 28, 28}}, {"resnet20", {16, 3, 32, 32}},
+                               {"vgg16", {8, 3, 32, 32}},   {"lstm", {64, 28, 28}},      {"gru", {64, 28, 28}}};
+
+const CaseDir& import_run() {
+  static const CaseDir run(oracle::torch_oracle("oracle.py"), "torch_onnx_import", [](CaseDir& d) {
+    uint64_t seed = 60;
+    for (const ImportCase& c : kImports) {
+      const std::string n = std::string(c.arch) + "_onnx";
+      d.input(n, "x", random_tensor(c.x, DType::f32, ++seed, 0.0, 1.0));
+      d.add_case({{"name", n}, {"kind", "onnx_export"}, {"arch", c.arch}, {"seed", seed}, {"opset", 14}});
+    }
+    d.input("lenet1_leaky", "x", random_tensor({4, 1, 28, 28}, DType::f32, 99, 0.0, 1.0));
+    d.add_case({{"name", "lenet1_leaky"}, {"kind", "onnx_export"}, {"arch", "lenet1"}, {"seed", 1}, {"opset", 14},
+                {"leaky", true}});
+  });
+  return run;
+}
+
+TEST(TorchOnnxImport, TorchExportedModelsImportAndComputePytorchsLogits) {
+  ORACLE_GROUP(run, import_run);
+  for (const ImportCase& c : kImports) {
+    const std::string n = std::string(c.arch) + "_onnx";
+    SCOPED_TRACE(n);
+    convert::OnnxImport im = convert::import_onnx((run.dir() / "out" / (n + ".model.onnx")).string());
+    EXPECT_EQ(im.model.name, c.arch);
+    EXPECT_EQ(im.opset, 14);
+    CpuRunner runner(im.model);
+    const Agreement g = compare(runner.logits(run.in(n, "x")), run.out(n, "logits"));
+    std::cout << c.arch << " (" << im.producer << "): max |d| / max |logit| = " << g.rel << ", " << g.flips
+              << " predictions differ; " << im.mapping.size() << " weighted nodes mapped\n";
+    EXPECT_LE(g.rel, 1e-5);  // the bound; see above
+    EXPECT_EQ(g.flips, 0);
+  }
+  // a node with no driftlab layer: named, with its op type and attributes
+  try {
+    convert::import_onnx((run.dir() / "out" / "lenet1_leaky.model.onnx").string());
+    ADD_FAILURE() << "a LeakyRelu graph was imported";
+  } catch (const Error& e) {
+    const std::string what = e.what();
+    EXPECT_NE(what.find("LeakyRelu"), std::string::npos) << what;
+    EXPECT_NE(what.find("alpha=0.1"), std::string::npos) << what;
+    EXPECT_NE(what.find("cannot be mapped"), std::string::npos) << what;
   }
 }
 

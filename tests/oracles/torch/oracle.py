@@ -52,7 +52,21 @@ class LstmClassifier(nn.Module):
         return self.fc(out[:, -1])
 
 
-ARCHS = {'lenet1': lenet1, 'lenet5': lenet5, 'vgg16': vgg16, 'resnet20': ResNet20, 'lstm': LstmClassifier}
+class GruClassifier(nn.Module):
+    """driftlab's 'gru' model: nn.GRU(28, 128, batch_first), its last step, nn.Linear(128, 10)."""
+
+    def __init__(self):
+        super().__init__()
+        self.gru = nn.GRU(28, 128, batch_first=True)
+        self.fc = nn.Linear(128, 10)
+
+    def forward(self, x):
+        out, _ = self.gru(x)
+        return self.fc(out[:, -1])
+
+
+ARCHS = {'lenet1': lenet1, 'lenet5': lenet5, 'vgg16': vgg16, 'resnet20': ResNet20, 'lstm': LstmClassifier,
+         'gru': GruClassifier}
 
 
 class Case:
@@ -319,6 +333,36 @@ def run_attack(c, case):
         case.put(name, x)
 
 
+def run_onnx_export(c, case):
+    """torch.onnx.export of c['arch'] as a user writes it: torch.manual_seed(c['seed']), PyTorch's
+    own initialisation, BatchNorm running statistics and affine parameters drawn at random (so that
+    the eval-mode export's Conv+BatchNorm folding is visible), eval(), the default
+    do_constant_folding, opset c['opset'], a dynamic batch axis. c['leaky']: every ReLU replaced
+    by LeakyReLU(0.1), a node driftlab cannot map. Writes out/<name>.model.onnx and the model's
+    logits on x ('logits')."""
+    torch.manual_seed(c['seed'])
+    model = ARCHS[c['arch']]()
+    if c.get('leaky'):
+        for parent in model.modules():
+            for k, child in parent.named_children():
+                if isinstance(child, nn.ReLU):
+                    setattr(parent, k, nn.LeakyReLU(0.1))
+    with torch.no_grad():
+        for m in model.modules():
+            if isinstance(m, nn.BatchNorm2d):
+                m.running_mean.uniform_(-0.5, 0.5)
+                m.running_var.uniform_(0.5, 2.0)
+                m.weight.uniform_(0.5, 1.5)
+                m.bias.uniform_(-0.5, 0.5)
+    model.eval()
+    x = case.get('x')
+    path = os.path.join(case.folder, 'out', '%s.model.onnx' % case.name)
+    torch.onnx.export(model, x[:2], path, input_names=['x'], output_names=['logits'],
+                      dynamic_axes={'x': {0: 'batch'}, 'logits': {0: 'batch'}}, opset_version=c['opset'])
+    with torch.no_grad():
+        case.put('logits', model(x))
+
+
 def make_optimizer(c, params):
     """torch.optim for c['optimizer'] (default 'sgd'), and the StepLR of c['schedule']
     ({'step_size', 'gamma'}, stepped after every optimiser step) or None."""
@@ -434,7 +478,7 @@ def run_lstm(c, case):
 KINDS = {'conv2d': run_conv2d, 'pool2d': run_pool2d, 'linear': run_linear, 'module': run_module,
          'xent': run_xent, 'batchnorm': run_batchnorm, 'resblock': run_resblock, 'model': run_model,
          'model_input_grad': run_model_input_grad, 'attack': run_attack, 'train': run_train, 'optim': run_optim, 'init_model': run_init_model,
-         'init_linear': run_init_linear, 'lstm': run_lstm}
+         'init_linear': run_init_linear, 'lstm': run_lstm, 'onnx_export': run_onnx_export}
 
 
 def run_cases(argv, kinds):

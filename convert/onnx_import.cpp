@@ -1,0 +1,595 @@
+#include "convert/onnx_import.h"
+
+#include <onnx/checker.h>
+#include <onnx/onnx_pb.h>
+
+#include <cmath>
+#include <cstring>
+#include <fstream>
+#include <map>
+#include <set>
+#include <sstream>
+
+#include "engine/core/error.h"
+#include "engine/layers/activation_layer.h"
+#include "engine/layers/batchnorm_layer.h"
+#include "engine/layers/conv2d_layer.h"
+#include "engine/layers/dense_layer.h"
+#include "engine/layers/dropout_layer.h"
+#include "engine/layers/embedding_layer.h"
+#include "engine/layers/flatten_layer.h"
+#include "engine/layers/global_avg_pool_layer.h"
+#include "engine/layers/pool_layer.h"
+#include "engine/layers/residual_layer.h"
+#include "engine/layers/rnn_layer.h"
+#include "engine/layers/sequential.h"
+#include "models/models.h"
+
+namespace driftlab {
+namespace convert {
+namespace {
+
+using onnx::AttributeProto;
+using onnx::NodeProto;
+using onnx::TensorProto;
+
+// ---------------------------------------------------------------------------------------------
+// Reading the graph
+
+std::string attr_str(const AttributeProto& a) {
+  std::ostringstream os;
+  os << a.name() << "=";
+  switch (a.type()) {
+    case AttributeProto::INT: os << a.i(); break;
+    case AttributeProto::FLOAT: os << a.f(); break;
+    case AttributeProto::STRING: os << "'" << a.s() << "'"; break;
+    case AttributeProto::INTS:
+      os << "[";
+      for (int i = 0; i < a.ints_size(); ++i) os << (i ? "," : "") << a.ints(i);
+      os << "]";
+      break;
+    case AttributeProto::FLOATS:
+      os << "[";
+      for (int i = 0; i < a.floats_size(); ++i) os << (i ? "," : "") << a.floats(i);
+      os << "]";
+      break;
+    case AttributeProto::STRINGS:
+      os << "[";
+      for (int i = 0; i < a.strings_size(); ++i) os << (i ? "," : "") << "'" << a.strings(i) << "'";
+      os << "]";
+      break;
+    case AttributeProto::TENSOR: os << "<tensor>"; break;
+    default: os << "<" << AttributeProto::AttributeType_Name(a.type()) << ">";
+  }
+  return os.str();
+}
+
+// "node 'Conv_0' (Conv; kernel_shape=[5,5], pads=[0,0,0,0])"
+std::string node_str(const NodeProto& n) {
+  std::ostringstream os;
+  os << "node '" << n.name() << "' (" << n.op_type();
+  for (int i = 0; i < n.attribute_size(); ++i) os << (i ? ", " : "; ") << attr_str(n.attribute(i));
+  os << ")";
+  return os.str();
+}
+
+const AttributeProto* find_attr(const NodeProto& n, const char* name) {
+  for (const auto& a : n.attribute())
+    if (a.name() == name) return &a;
+  return nullptr;
+}
+int64_t attr_i(const NodeProto& n, const char* name, int64_t def) {
+  const AttributeProto* a = find_attr(n, name);
+  return a ? a->i() : def;
+}
+float attr_f(const NodeProto& n, const char* name, float def) {
+  const AttributeProto* a = find_attr(n, name);
+  return a ? a->f() : def;
+}
+std::vector<int64_t> attr_ints(const NodeProto& n, const char* name, std::vector<int64_t> def) {
+  const AttributeProto* a = find_attr(n, name);
+  if (!a) return def;
+  return std::vector<int64_t>(a->ints().begin(), a->ints().end());
+}
+std::string attr_s(const NodeProto& n, const char* name, const std::string& def) {
+  const AttributeProto* a = find_attr(n, name);
+  return a ? a->s() : def;
+}
+
+struct GraphView {
+  std::string file;
+  std::map<std::string, const TensorProto*> consts;  // initializers and Constant outputs
+  std::map<std::string, const NodeProto*> producer;
+  std::map<std::string, std::vector<const NodeProto*>> consumers;
+  std::set<std::string> data;  // values computed from the graph input
+
+  const TensorProto* constant(const std::string& v) const {
+    auto it = consts.find(v);
+    return it == consts.end() ? nullptr : it->second;
+  }
+};
+
+Tensor to_float(const GraphView& g, const TensorProto& t, const NodeProto& n) {
+  check(t.data_type() == TensorProto::FLOAT, "import onnx: ", g.file, ": ", node_str(n), ": tensor '", t.name(), "' is ",
+        TensorProto::DataType_Name(static_cast<TensorProto::DataType>(t.data_type())), ", float32 wanted");
+  check(t.data_location() != TensorProto::EXTERNAL, "import onnx: ", g.file, ": tensor '", t.name(),
+        "' is stored in an external file (not read: keep the weights inside the .onnx file)");
+  Shape dims(t.dims().begin(), t.dims().end());
+  Tensor out(dims, DType::f32);
+  const std::size_t n_el = static_cast<std::size_t>(out.numel());
+  if (!t.raw_data().empty()) {
+    check(t.raw_data().size() == n_el * 4, "import onnx: ", g.file, ": tensor '", t.name(), "' has ",
+          t.raw_data().size(), " bytes of raw data for shape ", shape_str(dims));
+    std::memcpy(out.data<float>(), t.raw_data().data(), n_el * 4);
+  } else {
+    check(static_cast<std::size_t>(t.float_data_size()) == n_el, "import onnx: ", g.file, ": tensor '", t.name(),
+          "' has ", t.float_data_size(), " values for shape ", shape_str(dims));
+    for (std::size_t i = 0; i < n_el; ++i) out.data<float>()[i] = t.float_data(static_cast<int>(i));
+  }
+  return out;
+}
+
+// The float initializer (or Constant) feeding input `i` of node n; an error naming the node when
+// it is computed instead.
+Tensor weight_input(const GraphView& g, const NodeProto& n, int i) {
+  check(i < n.input_size() && !n.input(i).empty(), "import onnx: ", g.file, ": ", node_str(n), " has no input ", i);
+  const TensorProto* t = g.constant(n.input(i));
+  check(t, "import onnx: ", g.file, ": ", node_str(n), ": input ", i, " ('", n.input(i),
+        "') is computed in the graph; a weight must be an initializer or a Constant");
+  return to_float(g, *t, n);
+}
+bool has_input(const NodeProto& n, int i) { return i < n.input_size() && !n.input(i).empty(); }
+
+// A weighted node, in graph order.
+struct WeightedOp {
+  const NodeProto* node;
+  const NodeProto* bias_add = nullptr;  // MatMul's bias Add
+};
+
+// Ops whose only job here is shape plumbing or that the mapping checks by count.
+const std::set<std::string> kKnown = {"Conv",    "BatchNormalization", "Gemm",      "MatMul",   "Add",       "Relu",
+                                      "Tanh",    "Sigmoid",            "HardSigmoid", "MaxPool", "AveragePool",
+                                      "GlobalAveragePool", "Flatten",  "Reshape",   "Transpose", "Squeeze",  "Unsqueeze",
+                                      "Gather",  "Shape",              "Constant",  "ConstantOfShape", "Concat", "Slice",
+                                      "Pad",     "Cast",               "Identity",  "LSTM",     "GRU",       "Dropout",
+                                      "ReduceMean"};
+
+struct Parsed {
+  GraphView g;
+  Shape input;  // per sample
+  std::vector<WeightedOp> weighted;
+  std::vector<const NodeProto*> pools;
+  int relus = 0, tanhs = 0, sigmoids = 0, residual_adds = 0, global_pools = 0;
+};
+
+Parsed parse(const onnx::ModelProto& m, const std::string& file) {
+  Parsed p;
+  GraphView& g = p.g;
+  g.file = file;
+  const onnx::GraphProto& graph = m.graph();
+  for (const auto& t : graph.initializer()) g.consts[t.name()] = &t;
+  std::string x;
+  for (const auto& in : graph.input())
+    if (!g.consts.count(in.name())) {
+      check(x.empty(), "import onnx: ", file, ": the graph has more than one input ('", x, "', '", in.name(), "')");
+      x = in.name();
+      const auto& dims = in.type().tensor_type().shape().dim();
+      check(dims.size() >= 2, "import onnx: ", file, ": input '", x, "' has rank ", dims.size(),
+            "; (batch, ...) wanted");
+      for (int i = 1; i < dims.size(); ++i) {
+        check(dims[i].has_dim_value(), "import onnx: ", file, ": input '", x, "' axis ", i,
+              " has no fixed size (only the batch axis may be symbolic)");
+        p.input.push_back(dims[i].dim_value());
+      }
+    }
+  check(!x.empty(), "import onnx: ", file, ": the graph has no input besides its initializers");
+  check(graph.output_size() == 1, "import onnx: ", file, ": the graph has ", graph.output_size(),
+        " outputs; one (the logits) wanted");
+  g.data.insert(x);
+  for (const NodeProto& n : graph.node()) {
+    check(kKnown.count(n.op_type()) && (n.domain().empty() || n.domain() == "ai.onnx"), "import onnx: ", file, ": ",
+          node_str(n), (n.domain().empty() ? "" : " in domain '" + n.domain() + "'"),
+          " cannot be mapped onto a driftlab layer");
+    for (const auto& o : n.output()) g.producer[o] = &n;
+    bool on_data = false;
+    for (const auto& i : n.input()) {
+      g.consumers[i].push_back(&n);
+      on_data |= g.data.count(i) > 0;
+    }
+    if (n.op_type() == "Constant") {
+      const AttributeProto* v = find_attr(n, "value");
+      check(v && v->type() == AttributeProto::TENSOR, "import onnx: ", file, ": ", node_str(n),
+            ": only a Constant with a tensor 'value' is read");
+      g.consts[n.output(0)] = &v->t();
+    }
+    if (on_data && n.op_type() != "Shape")
+      for (const auto& o : n.output()) g.data.insert(o);
+  }
+  // Classify the data nodes.
+  std::set<const NodeProto*> bias_adds;
+  for (const NodeProto& n : graph.node()) {
+    bool on_data = false;
+    for (const auto& i : n.input()) on_data |= g.data.count(i) > 0;
+    if (!on_data) continue;
+    const std::string& op = n.op_type();
+    if (op == "Conv" || op == "BatchNormalization" || op == "Gemm" || op == "LSTM" || op == "GRU") {
+      p.weighted.push_back({&n});
+    } else if (op == "MatMul") {
+      WeightedOp w{&n};
+      const auto& cons = g.consumers[n.output(0)];
+      if (cons.size() == 1 && cons[0]->op_type() == "Add") {
+        const NodeProto& add = *cons[0];
+        const std::string other = add.input(0) == n.output(0) ? add.input(1) : add.input(0);
+        if (g.constant(other)) w.bias_add = &add, bias_adds.insert(&add);
+      }
+      p.weighted.push_back(w);
+    } else if (op == "Gather") {
+      const TensorProto* table = g.constant(n.input(0));
+      if (table && table->data_type() == TensorProto::FLOAT && table->dims_size() == 2) p.weighted.push_back({&n});
+    } else if (op == "Add") {
+      if (!bias_adds.count(&n)) {
+        check(g.data.count(n.input(0)) && g.data.count(n.input(1)), "import onnx: ", file, ": ", node_str(n),
+              ": an Add of data and a constant that is not a MatMul's bias cannot be mapped");
+        ++p.residual_adds;
+      }
+    } else if (op == "Relu") {
+      ++p.relus;
+    } else if (op == "Tanh") {
+      ++p.tanhs;
+    } else if (op == "Sigmoid") {
+      ++p.sigmoids;
+    } else if (op == "MaxPool" || op == "AveragePool") {
+      p.pools.push_back(&n);
+    } else if (op == "GlobalAveragePool") {
+      ++p.global_pools;
+    } else if (op == "ReduceMean") {
+      // x.mean((2, 3)) of a (N,C,H,W) map: a global average pool (how PyTorch writes ResNet's)
+      check(attr_ints(n, "axes", {}) == std::vector<int64_t>({2, 3}) && n.input_size() == 1, "import onnx: ", file, ": ",
+            node_str(n), ": only a mean over axes (2,3), a global average pool, is mapped");
+      ++p.global_pools;
+    } else if (op == "Transpose") {
+      const auto perm = attr_ints(n, "perm", {});
+      // the time-major plumbing around LSTM/GRU; any other permutation of data changes the
+      // feature order (a channels-last flatten) and is not mapped silently
+      check(perm == std::vector<int64_t>({1, 0, 2}), "import onnx: ", file, ": ", node_str(n),
+            ": only the (1,0,2) transposes around a recurrent layer are mapped");
+    } else if (op == "HardSigmoid") {
+      fail("import onnx: ", file, ": ", node_str(n), ": a HardSigmoid layer is not in any zoo model");
+    }
+  }
+  return p;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Matching a zoo model
+
+void flatten_layers(Sequential& net, std::vector<Layer*>& out) {
+  for (std::size_t i = 0; i < net.size(); ++i) {
+    Layer& l = net.layer(i);
+    if (auto* r = dynamic_cast<ResidualLayer*>(&l)) {
+      out.push_back(&l);
+      flatten_layers(r->main(), out);
+      if (r->projection()) flatten_layers(*r->projection(), out);
+    } else {
+      out.push_back(&l);
+    }
+  }
+}
+
+struct Mismatch : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
+template <typename... Args>
+void need(bool ok, Args&&... args) {
+  if (ok) return;
+  std::ostringstream os;
+  (os << ... << args);
+  throw Mismatch(os.str());
+}
+
+// A (r, c) float tensor as (c, r).
+Tensor transpose2d(const Tensor& t) {
+  need(t.rank() == 2, "a matrix weight of rank ", t.rank());
+  const int64_t r = t.dim(0), c = t.dim(1);
+  Tensor out({c, r}, DType::f32);
+  for (int64_t i = 0; i < r; ++i)
+    for (int64_t j = 0; j < c; ++j) out.data<float>()[j * r + i] = t.data<float>()[i * c + j];
+  return out;
+}
+
+// Reorders gate blocks: block b of the result is block order[b] of t (rows of (G*H, K) or (G*H)).
+Tensor gate_blocks(const Tensor& t, int64_t gates, const std::vector<int>& order) {
+  const int64_t block = t.dim(0) / gates, cols = t.rank() == 2 ? t.dim(1) : 1;
+  Tensor out(t.shape(), DType::f32);
+  for (int64_t b = 0; b < gates; ++b)
+    std::memcpy(out.data<float>() + b * block * cols, t.data<float>() + order[static_cast<std::size_t>(b)] * block * cols,
+                static_cast<std::size_t>(block * cols) * 4);
+  return out;
+}
+
+// An initial state input: absent, a zero initializer, or ConstantOfShape of 0.
+bool zero_state(const GraphView& g, const NodeProto& n, int i) {
+  if (!has_input(n, i)) return true;
+  if (const TensorProto* t = g.constant(n.input(i))) {
+    const Tensor v = to_float(g, *t, n);
+    for (int64_t k = 0; k < v.numel(); ++k)
+      if (v.data<float>()[k] != 0.f) return false;
+    return true;
+  }
+  auto it = g.producer.find(n.input(i));
+  if (it == g.producer.end() || it->second->op_type() != "ConstantOfShape") return false;
+  const AttributeProto* v = find_attr(*it->second, "value");
+  if (!v) return true;  // default 0
+  const TensorProto& t = v->t();
+  if (t.data_type() != TensorProto::FLOAT) return false;
+  const Tensor z = to_float(g, t, *it->second);
+  return z.numel() == 1 && z.data<float>()[0] == 0.f;
+}
+
+void map_rnn(const GraphView& g, const NodeProto& n, RnnLayer& l, std::vector<std::string>& mapping, const std::string& lname) {
+  const bool lstm = l.cell() == RnnCell::lstm;
+  need(n.op_type() == (lstm ? "LSTM" : "GRU"), lname, " wants ", lstm ? "LSTM" : "GRU", ", the graph has ", node_str(n));
+  const RnnParams& p = l.op_params();
+  const int64_t G = lstm ? 4 : 3, H = p.hidden;
+  need(attr_i(n, "hidden_size", -1) == H, node_str(n), ": hidden_size, ", lname, " has ", H);
+  need(attr_s(n, "direction", "forward") == "forward", node_str(n), ": only direction 'forward' maps");
+  need(attr_i(n, "layout", 0) == 0, node_str(n), ": only layout 0 (time-major) maps");
+  const auto acts = find_attr(n, "activations");
+  if (acts) {
+    std::vector<std::string> want{"Sigmoid", "Tanh"};
+    if (lstm) want.push_back("Tanh");
+    std::vector<std::string> have(acts->strings().begin(), acts->strings().end());
+    need(have == want, node_str(n), ": activations other than the default sigmoid/tanh");
+  }
+  need(!find_attr(n, "clip"), node_str(n), ": a cell clip has no driftlab form");
+  if (lstm) need(attr_i(n, "input_forget", 0) == 0, node_str(n), ": input_forget=1 has no driftlab form");
+  if (!lstm)
+    need(attr_i(n, "linear_before_reset", 0) == (p.gru_reset_after ? 1 : 0), node_str(n), ": linear_before_reset, ", lname,
+         " resets ", p.gru_reset_after ? "after" : "before", " the recurrent product");
+  need(!has_input(n, 4), node_str(n), ": sequence_lens (padded sequences) is not mapped");
+  need(zero_state(g, n, 5), node_str(n), ": a non-zero initial_h");
+  if (lstm) {
+    need(zero_state(g, n, 6), node_str(n), ": a non-zero initial_c");
+    need(!has_input(n, 7), node_str(n), ": peepholes (input P) are not in the zoo's LSTM");
+  }
+  const Tensor W = weight_input(g, n, 1), R = weight_input(g, n, 2);
+  need(W.shape() == Shape({1, G * H, p.input}) && R.shape() == Shape({1, G * H, H}), node_str(n), ": W ", shape_str(W.shape()),
+       ", R ", shape_str(R.shape()), " for ", lname);
+  // ONNX i,o,f,c -> i,f,g,o; z,r,h -> r,z,n
+  const std::vector<int> order = lstm ? std::vector<int>{0, 2, 3, 1} : std::vector<int>{1, 0, 2};
+  TorchRnnWeights w;
+  w.weight_ih = gate_blocks(W.reshape({G * H, p.input}), G, order);
+  w.weight_hh = gate_blocks(R.reshape({G * H, H}), G, order);
+  if (has_input(n, 3)) {
+    const Tensor B = weight_input(g, n, 3);
+    need(B.shape() == Shape({1, 2 * G * H}), node_str(n), ": B ", shape_str(B.shape()));
+    Tensor bi({G * H}, DType::f32), bh({G * H}, DType::f32);
+    std::memcpy(bi.data<float>(), B.data<float>(), static_cast<std::size_t>(G * H) * 4);
+    std::memcpy(bh.data<float>(), B.data<float>() + G * H, static_cast<std::size_t>(G * H) * 4);
+    w.bias_ih = gate_blocks(bi, G, order);
+    w.bias_hh = gate_blocks(bh, G, order);
+  } else {
+    w.bias_ih = Tensor({G * H}, DType::f32);
+    w.bias_hh = Tensor({G * H}, DType::f32);
+  }
+  l.set_torch_weights(w);
+  mapping.push_back("node '" + n.name() + "' (" + n.op_type() + ") -> " + lname + " (gates reordered to " +
+                    (lstm ? "i,f,g,o" : "r,z,n") + ")");
+}
+
+// Maps the parsed graph onto model m (torch preset) and sets its weights; throws Mismatch.
+std::vector<std::string> map_onto(const Parsed& p, Model& m) {
+  const GraphView& g = p.g;
+  need(m.input_shape == p.input, "input ", shape_str(p.input), ", ", m.name, " takes ", shape_str(m.input_shape));
+  std::vector<Layer*> layers;
+  flatten_layers(*m.net, layers);
+  std::vector<std::string> mapping;
+  std::size_t j = 0;
+  int relus = 0, tanhs = 0, sigmoids = 0, residuals = 0, global_pools = 0;
+  std::vector<Pool2dLayer*> pools;
+  const Tensor* folded_bias = nullptr;  // a folded Conv's bias, for the BatchNorm after it
+  Tensor folded_bias_store;
+  auto next = [&](const std::string& lname) -> const WeightedOp& {
+    need(j < p.weighted.size(), lname, " has no weighted node left in the graph (", p.weighted.size(), " in all)");
+    return p.weighted[j++];
+  };
+  for (std::size_t li = 0; li < layers.size(); ++li) {
+    Layer& layer = *layers[li];
+    const std::string lname = std::to_string(li) + "." + layer.kind();
+    if (auto* c = dynamic_cast<Conv2dLayer*>(&layer)) {
+      const NodeProto& n = *next(lname).node;
+      need(n.op_type() == "Conv", lname, " wants Conv, the graph has ", node_str(n));
+      const Conv2dParams& cp = c->op_params();
+      auto ps = c->params();
+      const Tensor w = weight_input(g, n, 1);
+      need(w.shape() == ps[0]->value.shape(), node_str(n), ": weight ", shape_str(w.shape()), ", ", lname, " has ",
+           shape_str(ps[0]->value.shape()));
+      need(attr_s(n, "auto_pad", "NOTSET") == "NOTSET", node_str(n), ": auto_pad is not mapped (explicit pads only)");
+      need(attr_ints(n, "strides", {1, 1}) == std::vector<int64_t>({cp.stride_h, cp.stride_w}), node_str(n), ": strides, ",
+           lname, " has ", cp.stride_h);
+      need(attr_ints(n, "dilations", {1, 1}) == std::vector<int64_t>({cp.dil_h, cp.dil_w}), node_str(n), ": dilations");
+      need(attr_ints(n, "pads", {0, 0, 0, 0}) == std::vector<int64_t>({cp.pad_t, cp.pad_l, cp.pad_b, cp.pad_r}),
+           node_str(n), ": pads, ", lname, " pads [", cp.pad_t, ",", cp.pad_l, ",", cp.pad_b, ",", cp.pad_r, "]");
+      need(attr_i(n, "group", 1) == 1, node_str(n), ": grouped convolution");
+      ps[0]->value = w;
+      const bool onnx_bias = has_input(n, 2);
+      if (ps.size() > 1) {
+        need(onnx_bias, node_str(n), ": no bias, ", lname, " has one");
+        ps[1]->value = weight_input(g, n, 2);
+        mapping.push_back("node '" + n.name() + "' (Conv) -> " + lname);
+      } else if (onnx_bias) {
+        // torch.onnx.export's eval-mode folding: the BatchNorm after this conv became its bias
+        const bool bn_next = li + 1 < layers.size() && dynamic_cast<BatchNormLayer*>(layers[li + 1]);
+        const bool bn_in_graph = j < p.weighted.size() && p.weighted[j].node->op_type() == "BatchNormalization";
+        need(bn_next && !bn_in_graph, node_str(n), " has a bias; ", lname, " has none and no folded BatchNorm follows");
+        folded_bias_store = weight_input(g, n, 2);
+        folded_bias = &folded_bias_store;
+        mapping.push_back("node '" + n.name() + "' (Conv, BatchNorm folded in) -> " + lname + " and the BatchNorm after it");
+      } else {
+        mapping.push_back("node '" + n.name() + "' (Conv) -> " + lname);
+      }
+    } else if (auto* bn = dynamic_cast<BatchNormLayer*>(&layer)) {
+      auto ps = bn->params();
+      auto st = bn->running_state();
+      const int64_t C = ps[0]->value.numel();
+      if (folded_bias) {
+        need(folded_bias->numel() == C, "folded bias of ", folded_bias->numel(), " for ", lname, " of ", C);
+        const float eps = static_cast<float>(bn->op_params().eps);
+        // the variance v with 1/sqrt(v + eps) == 1 exactly in float, as the kernel computes it
+        float v = 1.f - eps;
+        for (int k = 0; k < 64; ++k) {
+          const float inv = 1.f / std::sqrt(v + eps);
+          if (inv == 1.f) break;
+          v = std::nextafter(v, inv > 1.f ? 2.f : 0.f);  // inv > 1: v + eps below 1, step up
+        }
+        need(1.f / std::sqrt(v + eps) == 1.f, lname, ": no float variance gives an exact identity");
+        for (int64_t k = 0; k < C; ++k) {
+          ps[0]->value.data<float>()[k] = 1.f;
+          ps[1]->value.data<float>()[k] = folded_bias->data<float>()[k];
+          st[0]->value.data<float>()[k] = 0.f;
+          st[1]->value.data<float>()[k] = v;
+        }
+        folded_bias = nullptr;
+        continue;
+      }
+      const NodeProto& n = *next(lname).node;
+      need(n.op_type() == "BatchNormalization", lname, " wants BatchNormalization, the graph has ", node_str(n));
+      need(static_cast<float>(attr_f(n, "epsilon", 1e-5f)) == static_cast<float>(bn->op_params().eps), node_str(n),
+           ": epsilon, ", lname, " has ", bn->op_params().eps, " (the torch preset's bn_eps)");
+      need(n.output_size() == 1, node_str(n), ": a training-mode BatchNormalization (running outputs)");
+      const Tensor vals[4] = {weight_input(g, n, 1), weight_input(g, n, 2), weight_input(g, n, 3), weight_input(g, n, 4)};
+      for (const Tensor& t : vals) need(t.numel() == C, node_str(n), ": ", t.numel(), " channels, ", lname, " has ", C);
+      ps[0]->value = vals[0].reshape({C});
+      ps[1]->value = vals[1].reshape({C});
+      st[0]->value = vals[2].reshape({C});
+      st[1]->value = vals[3].reshape({C});
+      mapping.push_back("node '" + n.name() + "' (BatchNormalization) -> " + lname);
+    } else if (auto* d = dynamic_cast<DenseLayer*>(&layer)) {
+      const WeightedOp& op = next(lname);
+      const NodeProto& n = *op.node;
+      auto ps = d->params();
+      const Shape want = ps[0]->value.shape();  // (out, in)
+      Tensor w, b;
+      if (n.op_type() == "Gemm") {
+        need(attr_i(n, "transA", 0) == 0 && attr_f(n, "alpha", 1.f) == 1.f && attr_f(n, "beta", 1.f) == 1.f, node_str(n),
+             ": only Gemm with transA 0, alpha 1, beta 1 maps");
+        w = weight_input(g, n, 1);
+        if (attr_i(n, "transB", 0) == 0) w = transpose2d(w);
+        if (has_input(n, 2)) b = weight_input(g, n, 2);
+      } else {
+        need(n.op_type() == "MatMul", lname, " wants Gemm or MatMul, the graph has ", node_str(n));
+        w = transpose2d(weight_input(g, n, 1));
+        if (op.bias_add) b = weight_input(g, *op.bias_add, op.bias_add->input(0) == n.output(0) ? 1 : 0);
+      }
+      need(w.shape() == want, node_str(n), ": weight ", shape_str(w.shape()), " as (out,in), ", lname, " has ",
+           shape_str(want));
+      ps[0]->value = w;
+      if (ps.size() > 1) {
+        need(b.defined() && b.numel() == want[0], node_str(n), ": bias missing or of the wrong size for ", lname);
+        ps[1]->value = b.reshape({want[0]});
+      }
+      mapping.push_back("node '" + n.name() + "' (" + n.op_type() + ") -> " + lname);
+    } else if (auto* r = dynamic_cast<RnnLayer*>(&layer)) {
+      map_rnn(g, *next(lname).node, *r, mapping, lname);
+    } else if (auto* e = dynamic_cast<EmbeddingLayer*>(&layer)) {
+      const NodeProto& n = *next(lname).node;
+      need(n.op_type() == "Gather", lname, " wants Gather, the graph has ", node_str(n));
+      const Tensor t = weight_input(g, n, 0);
+      need(t.shape() == e->params()[0]->value.shape(), node_str(n), ": table ", shape_str(t.shape()), ", ", lname, " has ",
+           shape_str(e->params()[0]->value.shape()));
+      e->params()[0]->value = t;
+      mapping.push_back("node '" + n.name() + "' (Gather) -> " + lname);
+    } else if (auto* a = dynamic_cast<ActivationLayer*>(&layer)) {
+      const ActKind k = a->op_params().kind;
+      need(k != ActKind::hard_sigmoid, lname, ": hard_sigmoid");
+      (k == ActKind::relu ? relus : k == ActKind::tanh ? tanhs : sigmoids) += 1;
+    } else if (auto* pl = dynamic_cast<Pool2dLayer*>(&layer)) {
+      pools.push_back(pl);
+    } else if (dynamic_cast<ResidualLayer*>(&layer)) {
+      ++residuals;
+    } else if (dynamic_cast<GlobalAvgPoolLayer*>(&layer)) {
+      ++global_pools;
+    } else if (auto* f = dynamic_cast<FlattenLayer*>(&layer)) {
+      need(f->order() == FlattenOrder::chw, lname, ": the torch preset flattens channels-first");
+    } else {
+      need(dynamic_cast<DropoutLayer*>(&layer) != nullptr, lname, ": no ONNX mapping");
+    }
+  }
+  if (j < p.weighted.size())
+    need(false, "the graph has ", p.weighted.size() - j, " weighted nodes beyond ", m.name, "'s layers (from ",
+         node_str(*p.weighted[j].node), ")");
+  need(relus == p.relus && tanhs == p.tanhs && sigmoids == p.sigmoids, "activations: the graph has ", p.relus, " Relu, ",
+       p.tanhs, " Tanh, ", p.sigmoids, " Sigmoid; ", m.name, " has ", relus, ", ", tanhs, ", ", sigmoids);
+  need(residuals == p.residual_adds, "residual Adds: the graph has ", p.residual_adds, ", ", m.name, " has ", residuals);
+  need(global_pools == p.global_pools, "global average pools: the graph has ", p.global_pools, ", ", m.name, " has ",
+       global_pools);
+  need(pools.size() == p.pools.size(), "pools: the graph has ", p.pools.size(), ", ", m.name, " has ", pools.size());
+  for (std::size_t k = 0; k < pools.size(); ++k) {
+    const NodeProto& n = *p.pools[k];
+    const Pool2dParams& pp = pools[k]->op_params();
+    const bool max = pools[k]->pool_kind() == PoolKind::max;
+    need(n.op_type() == (max ? "MaxPool" : "AveragePool"), "pool ", k, ": ", node_str(n), ", ", m.name, " has a ",
+         max ? "max" : "average", " pool");
+    need(attr_ints(n, "kernel_shape", {}) == std::vector<int64_t>({pp.kh, pp.kw}) &&
+             attr_ints(n, "strides", {1, 1}) == std::vector<int64_t>({pp.stride_h, pp.stride_w}) &&
+             attr_ints(n, "pads", {0, 0, 0, 0}) == std::vector<int64_t>({pp.pad_t, pp.pad_l, pp.pad_b, pp.pad_r}) &&
+             attr_i(n, "ceil_mode", 0) == 0 && attr_ints(n, "dilations", {1, 1}) == std::vector<int64_t>({1, 1}),
+         node_str(n), ": window, stride, pads or ceil_mode differ from ", m.name, "'s pool ", k);
+    if (!max) need(attr_i(n, "count_include_pad", 0) == (pp.count_include_pad ? 1 : 0), node_str(n), ": count_include_pad");
+  }
+  return mapping;
+}
+
+}  // namespace
+
+OnnxImport import_onnx_bytes(const std::string& bytes, const std::string& file) {
+  onnx::ModelProto m;
+  check(m.ParseFromString(bytes), "import onnx: ", file, ": not an ONNX model (the protobuf does not parse; ",
+        bytes.size(), " bytes)");
+  try {
+    onnx::checker::check_model(m);
+  } catch (const std::exception& e) {
+    fail("import onnx: ", file, ": ONNX's checker refuses it: ", e.what());
+  }
+  OnnxImport r;
+  for (const auto& o : m.opset_import())
+    if (o.domain().empty() || o.domain() == "ai.onnx") r.opset = o.version();
+  r.producer = m.producer_name() + " " + m.producer_version();
+  const Parsed p = parse(m, file);
+  const TensorProto* table = nullptr;
+  for (const WeightedOp& w : p.weighted)
+    if (w.node->op_type() == "Gather") table = p.g.constant(w.node->input(0));
+  std::string tried;
+  for (const ModelInfo& info : model_table()) {
+    if (info.input_shape.size() != p.input.size()) continue;
+    ModelArgs args;
+    if (info.num_ids > 0) {
+      if (!table) continue;
+      args.num_ids = table->dims(0), args.steps = p.input[0];
+    } else if (table) {
+      continue;
+    }
+    Model candidate = build_model(info.name, Policy::torch(), 1, args);
+    try {
+      r.mapping = map_onto(p, candidate);
+    } catch (const Mismatch& e) {
+      tried += "\n  " + info.name + ": " + e.what();
+      continue;
+    }
+    r.model = std::move(candidate);
+    return r;
+  }
+  fail("import onnx: ", file, ": the graph (", p.weighted.size(), " weighted nodes, input ", shape_str(p.input),
+       ") maps onto no driftlab model:", tried.empty() ? std::string(" no model takes this input shape") : tried);
+}
+
+OnnxImport import_onnx(const std::string& path) {
+  std::ifstream f(path, std::ios::binary);
+  check(static_cast<bool>(f), "import onnx: cannot open ", path);
+  std::ostringstream os;
+  os << f.rdbuf();
+  return import_onnx_bytes(os.str(), path);
+}
+
+}  // namespace convert
+}  // namespace driftlab

@@ -1,0 +1,127 @@
+// convert/onnx_export.h and onnx_import.h without ONNX Runtime or PyTorch: a model exported under
+// the torch preset imports back to the same model (the same logits, bit for bit: the graph
+// carries every weight and op parameter, nothing is refolded), and bad input is refused by name.
+// The agreement with ONNX Runtime and with torch.onnx.export's files is checked in
+// tests/oracles/test_onnx_oracle.cpp.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+
+#include "convert/onnx_export.h"
+#include "convert/onnx_import.h"
+#include "engine/core/error.h"
+#include "engine/train/cpu_runner.h"
+#include "models/model_file.h"
+#include "models/models.h"
+#include "tests/cli/cli_util.h"
+#include "tests/oracles/oracle_util.h"
+#include "tests/test_util.h"
+
+namespace driftlab {
+namespace {
+
+namespace fs = std::filesystem;
+using cli_test::CliRun;
+using cli_test::fresh_dir;
+using cli_test::run_driftlab;
+
+Tensor input_for(const Model& m, int64_t n) {
+  Shape s{n};
+  s.insert(s.end(), m.input_shape.begin(), m.input_shape.end());
+  if (m.num_ids > 0) {
+    Tensor ids(s, DType::f32);
+    for (int64_t i = 0; i < ids.numel(); ++i) ids.data<float>()[i] = static_cast<float>((i * 7919) % m.num_ids);
+    return ids;
+  }
+  return random_tensor(s, DType::f32, 5, 0.0, 1.0);
+}
+
+template <typename F>
+std::string error_of(F&& f) {
+  try {
+    f();
+  } catch (const Error& e) {
+    return e.what();
+  }
+  return "";
+}
+
+TEST(OnnxRoundTrip, ExportThenImportGivesTheSameModelUnderTheTorchPreset) {
+  for (const char* arch : {"lenet1", "lenet5", "resnet20", "resnet20b", "lstm", "gru", "gru-imdb"}) {
+    SCOPED_TRACE(arch);
+    ModelArgs args;
+    if (std::string(arch) == "gru-imdb") args.num_ids = 500, args.steps = 12;  // a small table
+    Model m = oracle::model_with_random_state(arch, Policy::torch(), 3);
+    if (args.num_ids) m = build_model(arch, Policy::torch(), 3, args);
+    const convert::OnnxExport ex = convert::export_onnx(m, {});
+    EXPECT_EQ(convert::check_onnx(ex.bytes), "");
+    convert::OnnxImport im = convert::import_onnx_bytes(ex.bytes, std::string(arch) + ".onnx");
+    EXPECT_EQ(im.model.name, m.name);
+    EXPECT_EQ(im.opset, 13);
+    const Tensor x = input_for(m, 3);
+    CpuRunner a(m), b(im.model);
+    EXPECT_TRUE(bitwise_equal(a.logits(x), b.logits(x)));
+  }
+}
+
+TEST(OnnxRoundTrip, BadInputIsRefusedByName) {
+  Model m = build_model("lenet1", Policy::torch(), 1);
+  const std::string bytes = convert::export_onnx(m, {}).bytes;
+  // truncated and garbage files
+  std::string e = error_of([&] { convert::import_onnx_bytes(bytes.substr(0, bytes.size() / 2), "half.onnx"); });
+  EXPECT_NE(e.find("half.onnx"), std::string::npos) << e;
+  e = error_of([&] { convert::import_onnx_bytes("not a model at all", "junk.onnx"); });
+  EXPECT_NE(e.find("junk.onnx"), std::string::npos) << e;
+  e = error_of([&] { convert::import_onnx("/nonexistent/m.onnx"); });
+  EXPECT_NE(e.find("cannot open /nonexistent/m.onnx"), std::string::npos) << e;
+  // a Keras-preset export flattens channels-last: its Transpose is named, not mapped silently
+  Model tf = build_model("lenet1", Policy::tensorflow(), 1);
+  e = error_of([&] { convert::import_onnx_bytes(convert::export_onnx(tf, {}).bytes, "tf.onnx"); });
+  EXPECT_NE(e.find("(Transpose; perm=[0,2,3,1])"), std::string::npos) << e;
+  // export refusals
+  convert::OnnxExportOptions old;
+  old.opset = 11;
+  e = error_of([&] { convert::export_onnx(m, old); });
+  EXPECT_NE(e.find("--opset 11"), std::string::npos) << e;
+  Model f64 = build_model("lenet1", Policy::parse("torch,dtype=float64"), 1);
+  e = error_of([&] { convert::export_onnx(f64, {}); });
+  EXPECT_NE(e.find("float64"), std::string::npos) << e;
+  Model masked = build_model("lstm-imdb", Policy::parse("tensorflow,rnn_mask=carry"), 1, {500, 10});
+  e = error_of([&] { convert::export_onnx(masked, {}); });
+  EXPECT_NE(e.find("rnn_mask=carry"), std::string::npos) << e;
+  // a write that cannot happen leaves nothing behind
+  e = error_of([&] { convert::write_onnx("/nonexistent/dir/m.onnx", bytes); });
+  EXPECT_NE(e.find("/nonexistent/dir/m.onnx"), std::string::npos) << e;
+}
+
+TEST(CliOnnx, ExportPrintsTheSemanticsAndImportConvertsToAnotherPreset) {
+  const fs::path d = fresh_dir("cli_onnx");
+  // a model file of the theano preset: the export states the flip
+  Model m = build_model("lenet1", Policy::theano(), 2);
+  const std::string w = (d / "m.dlm").string(), onnx = (d / "m.onnx").string();
+  save_model(w, m, {});
+  CliRun r = run_driftlab("export --weights " + w + " --format onnx --out " + onnx);
+  ASSERT_EQ(r.code, 0) << r.out;
+  EXPECT_NE(r.out.find("weights rotated 180 (filter flip)"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("Transpose(0,2,3,1) + Flatten"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("ONNX checker: passed"), std::string::npos) << r.out;
+  EXPECT_FALSE(fs::exists(onnx + ".tmp"));
+  // a torch-preset export imports, written under the tensorflow preset with converted weights
+  Model t = build_model("lenet5", Policy::torch(), 2);
+  const std::string tw = (d / "t.dlm").string(), tonnx = (d / "t.onnx").string();
+  save_model(tw, t, {});
+  ASSERT_EQ(run_driftlab("export --weights " + tw + " --out " + tonnx).code, 0);
+  r = run_driftlab("import " + tonnx + " --policy tensorflow --out " + (d / "imp.dlm").string());
+  ASSERT_EQ(r.code, 0) << r.out;
+  EXPECT_NE(r.out.find("is driftlab's lenet5"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("converted from the torch preset's conventions to tensorflow's"), std::string::npos) << r.out;
+  EXPECT_TRUE(fs::exists(d / "imp.dlm"));
+  r = run_driftlab("import " + w + " --out " + (d / "bad.dlm").string());  // a .dlm is not ONNX
+  EXPECT_EQ(r.code, 1);
+  EXPECT_NE(r.out.find(w), std::string::npos) << r.out;
+  EXPECT_FALSE(fs::exists(d / "bad.dlm"));
+}
+
+}  // namespace
+}  // namespace driftlab
