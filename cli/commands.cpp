@@ -1,4 +1,5 @@
 #include "cli/commands.h"
+#include "cli/options.h"
 
 #include <omp.h>
 #include <signal.h>
@@ -53,17 +54,14 @@ using nlohmann::json;
 
 // ---------- shared options and helpers ----------
 
+}  // namespace
+
+// Shared with the other command files (cli/options.h).
 // Shows the summary of an IMDb corpus when a command's loader reads one.
 void print_imdb_read(const std::string& dir, const ImdbOptions& o, const ImdbData& d) {
   std::cerr << imdb_summary(dir, o, d) << "\n";
 }
 
-// A command's data options and the loader its splits come from. Copies share the loader:
-// compare runs run_train on copies of one TrainOptions, and a command reads (and summarises)
-// an IMDb corpus once for all its splits and runs.
-struct DataOptions : DataSpec {
-  std::shared_ptr<DatasetLoader> loader = std::make_shared<DatasetLoader>(print_imdb_read);
-};
 
 void add_data_options(CLI::App* c, DataOptions& o) {
   c->add_option("--dataset", o.dataset,
@@ -111,6 +109,8 @@ void check_data_fits(const LoadedModel& lm, const std::string& weights, const Da
   check(per_sample == lm.model.input_shape, "data: ", weights, " holds ", lm.model.name, ", which takes ",
         shape_str(lm.model.input_shape), " inputs, but ", data.name, " has ", shape_str(per_sample));
 }
+
+namespace {
 
 std::string value_at(const Tensor& t, int64_t i) {
   const double v = t.dtype() == DType::f64 ? t.data<double>()[i] : t.data<float>()[i];

@@ -1,12 +1,26 @@
 // driftlab export (issue 18): a saved model written in an exchange format.
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
 #include <filesystem>
+#include <fstream>
+#include <iomanip>
 #include <iostream>
 #include <memory>
 
+#include <nlohmann/json.hpp>
+#include <omp.h>
+
 #include "cli/commands.h"
+#include "cli/options.h"
 #include "convert/onnx_export.h"
 #include "convert/onnx_import.h"
 #include "drift/convert.h"
+#include "drift/drift.h"
+#include "drift/run.h"
+#include "engine/build_info.h"
+#include "engine/io/npy.h"
+#include "engine/train/cpu_runner.h"
 #include "engine/core/error.h"
 #include "engine/data/transform.h"
 #include "models/model_file.h"
@@ -15,6 +29,8 @@
 namespace driftlab {
 namespace cli {
 namespace {
+
+namespace fs = std::filesystem;
 
 struct ExportOptions {
   std::string weights, format = "onnx", out;
@@ -68,6 +84,136 @@ void import_cmd(const ImportOptions& o) {
   std::cout << "wrote " << o.out << "\n";
 }
 
+struct ConvertOptions {
+  std::string weights, to = "onnx", out;
+  int64_t opset = 13, repeats = 3;
+  int threads = 0;
+  DataOptions data;
+};
+
+double ms_since(std::chrono::steady_clock::time_point t0) {
+  return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+}
+
+// The folder holding ort_run.js and its node_modules (onnxruntime-node from npm).
+std::string ort_dir() {
+  const char* e = std::getenv("DRIFTLAB_ORT_DIR");
+  if (e && *e) return e;
+  return std::string(DRIFTLAB_SOURCE_DIR) + "/tests/oracles/ort";
+}
+
+std::string quoted(const std::string& s) {
+  std::string q = "'";
+  for (char c : s) q += c == '\'' ? std::string("'\\''") : std::string(1, c);
+  return q + "'";
+}
+
+// S3's conversion measurements: driftlab (the original) against ONNX Runtime (the converted
+// model) on the same test inputs.
+void convert_cmd(ConvertOptions o) {
+  check(o.to == "onnx", "convert: --to '", o.to, "' (known: onnx)");
+  check(o.repeats >= 1, "convert: --repeats ", o.repeats, " must be >= 1");
+  set_threads(o.threads);
+  const int threads = o.threads > 0 ? o.threads : omp_get_max_threads();
+  fs::create_directories(o.out);
+  auto t0 = std::chrono::steady_clock::now();
+  LoadedModel lm = load_model(o.weights);
+  const double load_ms = ms_since(t0);
+  convert::OnnxExportOptions eo;
+  eo.opset = o.opset;
+  eo.norm = input_norm_from_metadata(lm.metadata);
+  eo.doc = "driftlab convert --weights " + o.weights;
+  const std::string onnx = o.out + "/model.onnx";
+  convert::write_onnx(onnx, convert::export_onnx(lm.model, eo).bytes);
+
+  // the test split as stored (ONNX's graph standardises it itself) and as driftlab's model takes it
+  const Dataset raw = o.data.loader->load(o.data, Split::test, &lm.metadata);
+  check_data_fits(lm, o.weights, raw);
+  const std::string inputs = o.out + "/inputs.npy";
+  write_npy(inputs, raw.images);
+  Tensor x = raw.images.clone();
+  normalise_for(lm, x);
+  CpuRunner runner(lm.model);
+  Tensor y_o;
+  std::vector<double> run_ms;
+  for (int64_t r = 0; r < o.repeats; ++r) {
+    t0 = std::chrono::steady_clock::now();
+    y_o = runner.logits(x);
+    run_ms.push_back(ms_since(t0));
+  }
+
+  const std::string ort_out = o.out + "/ort_logits.npy";
+  const std::string cmd = "node " + quoted(ort_dir() + "/ort_run.js") + " --model " + quoted(onnx) + " --x " +
+                          quoted(inputs) + " --out " + quoted(ort_out) + " --threads " + std::to_string(threads) +
+                          " --repeats " + std::to_string(o.repeats) + " 2>&1";
+  std::string said;
+  FILE* p = popen(cmd.c_str(), "r");
+  check(p != nullptr, "convert: could not run ", cmd);
+  char buf[512];
+  while (std::fgets(buf, sizeof buf, p)) said += buf;
+  const int rc = pclose(p);
+  check(rc == 0, "convert: ONNX Runtime (onnxruntime-node in ", ort_dir(),
+        "; npm ci --ignore-scripts there, or set DRIFTLAB_ORT_DIR) failed: ", cmd, " said: ", said);
+  const nlohmann::json ort = nlohmann::json::parse(said.substr(said.rfind('{')));
+  const Tensor y_c = read_npy(ort_out);
+  check(y_c.shape() == y_o.shape(), "convert: ONNX Runtime's output ", shape_str(y_c.shape()), ", driftlab's ",
+        shape_str(y_o.shape()));
+
+  const Tensor p_o = softmax_rows(y_o), p_c = softmax_rows(y_c);
+  const OutputDrift d = compare_outputs(p_c, p_o);
+  double scale = 0, worst = 0;
+  for (int64_t i = 0; i < y_o.numel(); ++i) {
+    scale = std::max(scale, std::fabs(y_o.at(i)));
+    worst = std::max(worst, std::fabs(y_c.at(i) - y_o.at(i)));
+  }
+  const double acc_o = accuracy_of(p_o, raw.labels), acc_c = accuracy_of(p_c, raw.labels);
+  auto median = [](std::vector<double> v) {
+    std::sort(v.begin(), v.end());
+    return v[v.size() / 2];
+  };
+  std::vector<double> ort_ms = ort["run_ms"].get<std::vector<double>>();
+  const auto size_o = fs::file_size(o.weights), size_c = fs::file_size(onnx);
+  nlohmann::json j = {
+      {"model", lm.model.name}, {"weights", o.weights}, {"policy", lm.model.policy.to_string()}, {"onnx", onnx},
+      {"opset", o.opset}, {"inputs", raw.name}, {"n", raw.images.dim(0)}, {"threads", threads}, {"commit", build_commit()},
+      {"ort_version", ort["ort"]},
+      {"accuracy_before", acc_o}, {"accuracy_after", acc_c},
+      {"abs_err_mean", d.abs_err_mean}, {"rel_err_mean", d.rel_err_mean}, {"mean_abs", d.mean_abs},
+      {"max_abs", d.max_abs}, {"misclassification", d.misclassification},
+      {"logits_max_abs", worst}, {"logits_max_rel", worst / scale},
+      {"load_ms_before", load_ms}, {"load_ms_after", ort["load_ms"]},
+      {"inference_ms_before", median(run_ms)}, {"inference_ms_after", median(ort_ms)},
+      {"inference_ms_before_all", run_ms}, {"inference_ms_after_all", ort_ms},
+      {"size_before", size_o}, {"size_after", size_c}};
+  std::ofstream(o.out + "/convert.json") << j.dump(2) << "\n";
+  {
+    std::ofstream c(o.out + "/convert.csv");
+    bool first = true;
+    for (auto it = j.begin(); it != j.end(); ++it)
+      if (!it->is_array()) c << (first ? "" : ",") << it.key(), first = false;
+    c << "\n";
+    first = true;
+    for (auto it = j.begin(); it != j.end(); ++it)
+      if (!it->is_array()) c << (first ? "" : ",") << (it->is_string() ? it->get<std::string>() : it->dump()), first = false;
+    c << "\n";
+  }
+  std::cout << std::setprecision(4);
+  std::cout << "convert " << lm.model.name << " (" << lm.model.policy.to_string() << ") to ONNX (opset " << o.opset
+            << "), " << raw.images.dim(0) << " inputs of " << raw.name << ", " << threads
+            << " thread(s); driftlab (before) vs ONNX Runtime " << ort["ort"].get<std::string>() << " (after)\n\n"
+            << "| | driftlab | ONNX Runtime |\n|---|---|---|\n"
+            << "| accuracy | " << acc_o << " | " << acc_c << " |\n"
+            << "| load time (ms) | " << load_ms << " | " << ort["load_ms"].get<double>() << " |\n"
+            << "| inference time (ms, median of " << o.repeats << ") | " << median(run_ms) << " | " << median(ort_ms)
+            << " |\n"
+            << "| file size (bytes) | " << size_o << " | " << size_c << " |\n\n"
+            << "softmax outputs, ONNX Runtime - driftlab: S3 abs. error (signed mean) " << d.abs_err_mean
+            << ", rel. error " << d.rel_err_mean << ", mean |d| " << d.mean_abs << ", max |d| " << d.max_abs
+            << "; misclassification " << d.misclassification * 100 << "%\n"
+            << "logits: max |d| " << worst << " = " << worst / scale << " of the largest\n"
+            << "wrote " << o.out << "/model.onnx, convert.json, convert.csv\n";
+}
+
 }  // namespace
 
 void register_convert_commands(CLI::App& app) {
@@ -92,6 +238,22 @@ void register_convert_commands(CLI::App& app) {
                  "another preset gets converted weights)")->capture_default_str();
   im->add_option("--out", io->out, "the model file to write (.dlm)")->required();
   im->callback([io] { import_cmd(*io); });
+
+  auto co = std::make_shared<ConvertOptions>();
+  auto* cv = app.add_subcommand("convert", "S3's conversion measurements: export to ONNX and run the test inputs in "
+                                "driftlab and ONNX Runtime (accuracy, errors, misclassification, load and "
+                                "inference time, sizes)");
+  cv->add_option("--weights", co->weights, "model file (.dlm, fp32)")->required();
+  cv->add_option("--to", co->to, "onnx")->capture_default_str();
+  cv->add_flag("--check", "run the converted model in ONNX Runtime (what this command does; kept for the issue's "
+               "spelling)");
+  cv->add_option("--opset", co->opset, "ONNX opset, 13..17")->capture_default_str();
+  cv->add_option("--repeats", co->repeats, "timed inference runs on each side (the median is reported)")
+      ->capture_default_str();
+  cv->add_option("--out", co->out, "output folder")->required();
+  add_threads_option(cv, co->threads);
+  add_data_options(cv, co->data);
+  cv->callback([co] { convert_cmd(*co); });
 }
 
 }  // namespace cli

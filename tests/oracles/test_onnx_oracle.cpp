@@ -27,13 +27,16 @@
 #include "engine/data/cifar.h"
 #include "engine/data/idx.h"
 #include "engine/train/cpu_runner.h"
+#include "models/model_file.h"
 #include "models/models.h"
+#include "tests/cli/cli_util.h"
 #include "tests/oracles/oracle_util.h"
 
 namespace driftlab {
 namespace {
 
 using oracle::CaseDir;
+namespace fs = std::filesystem;
 
 constexpr uint64_t kSeed = 31;
 const char* const kPresets[] = {"torch", "tensorflow", "theano"};
@@ -223,6 +226,39 @@ TEST(TorchOnnxImport, TorchExportedModelsImportAndComputePytorchsLogits) {
     EXPECT_NE(what.find("alpha=0.1"), std::string::npos) << what;
     EXPECT_NE(what.find("cannot be mapped"), std::string::npos) << what;
   }
+}
+
+}  // namespace
+}  // namespace driftlab
+
+// ---------------------------------------------------------------------------------------------
+// driftlab convert: S3's measurements in one command (export, ONNX Runtime on the same test inputs).
+
+
+namespace driftlab {
+namespace {
+
+TEST(OrtConvert, MeasuresS3sQuantitiesInOneCommand) {
+  DRIFTLAB_SKIP_UNLESS(oracle::ort_unavailable());
+  const fs::path d = cli_test::fresh_dir("ort_convert");
+  Model m = model_for("lenet5", "tensorflow");  // a channels-last flatten: the Transpose must be there
+  const std::string w = (d / "m.dlm").string();
+  save_model(w, m, {});
+  const cli_test::CliRun r =
+      cli_test::run_driftlab("convert --weights " + w + " --to onnx --check --limit 200 --threads 1 --repeats 1 --out " +
+                             (d / "conv").string());
+  ASSERT_EQ(r.code, 0) << r.out;
+  std::cout << r.out;
+  std::ifstream f(d / "conv" / "convert.json");
+  const nlohmann::json j = nlohmann::json::parse(f);
+  EXPECT_EQ(j["n"], 200);
+  EXPECT_EQ(j["misclassification"], 0.0);
+  EXPECT_EQ(j["accuracy_before"], j["accuracy_after"]);
+  EXPECT_LE(j["logits_max_rel"].get<double>(), 1e-5);  // the round trip's bound (above)
+  EXPECT_GT(j["size_before"].get<double>(), 0);
+  EXPECT_GT(j["size_after"].get<double>(), 0);
+  EXPECT_GT(j["inference_ms_after"].get<double>(), 0);
+  EXPECT_TRUE(fs::exists(d / "conv" / "convert.csv"));
 }
 
 }  // namespace
