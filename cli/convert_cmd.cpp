@@ -15,6 +15,7 @@
 #include "cli/options.h"
 #include "convert/onnx_export.h"
 #include "convert/onnx_import.h"
+#include "convert/tfjs_export.h"
 #include "drift/convert.h"
 #include "drift/drift.h"
 #include "drift/run.h"
@@ -39,11 +40,21 @@ struct ExportOptions {
 };
 
 void export_cmd(const ExportOptions& o) {
-  check(o.format == "onnx", "export: --format '", o.format, "' (known: onnx)");
+  check(o.format == "onnx" || o.format == "tfjs", "export: --format '", o.format, "' (known: onnx, tfjs)");
   LoadedModel lm = quant::load_any_model(o.weights);
   check(!quant::is_quantized(lm), "export: ", o.weights,
-        " is an int8 model; the ONNX export of quantized models (QDQ and QOperator forms) is not built yet: export "
+        " is an int8 model; the export of quantized models (ONNX QDQ and QOperator forms) is not built yet: export "
         "its fp32 model");
+  if (o.format == "tfjs") {
+    const convert::TfjsExport ex = convert::export_tfjs(lm.model, input_norm_from_metadata(lm.metadata));
+    convert::write_tfjs(o.out, ex);
+    std::cout << "export tfjs: " << lm.model.name << " under " << lm.model.policy.to_string()
+              << " as a TF.js layers model (input channels-last)\n";
+    for (const std::string& n : ex.layers) std::cout << "  " << n << "\n";
+    std::cout << "wrote " << o.out << "/model.json and " << o.out << "/group1-shard1of1.bin (" << ex.weights.size()
+              << " bytes)\n";
+    return;
+  }
   convert::OnnxExportOptions eo;
   eo.opset = o.opset;
   eo.norm = input_norm_from_metadata(lm.metadata);
@@ -220,9 +231,9 @@ void register_convert_commands(CLI::App& app) {
   auto o = std::make_shared<ExportOptions>();
   auto* ex = app.add_subcommand("export", "write a saved fp32 model as ONNX (the Policy's semantics stated in the graph)");
   ex->add_option("--weights", o->weights, "model file (.dlm)")->required();
-  ex->add_option("--format", o->format, "onnx")->capture_default_str();
+  ex->add_option("--format", o->format, "onnx | tfjs (a TF.js layers model: --out is a folder)")->capture_default_str();
   ex->add_option("--opset", o->opset, "ONNX opset, 13..17")->capture_default_str();
-  ex->add_option("--out", o->out, "the .onnx file to write")->required();
+  ex->add_option("--out", o->out, "the .onnx file to write (tfjs: the folder)")->required();
   ex->add_flag("--naive-pads", o->naive_pads,
                "deliberately wrong: pads written symmetric, (begin+end)/2 rounded up (what a converter assuming "
                "PyTorch's padding writes), to measure what the padding rule is worth");

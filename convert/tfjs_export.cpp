@@ -1,0 +1,286 @@
+#include "convert/tfjs_export.h"
+
+#include <cmath>
+#include <cstdio>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+
+#include "engine/build_info.h"
+#include "engine/core/error.h"
+#include "engine/layers/activation_layer.h"
+#include "engine/layers/batchnorm_layer.h"
+#include "engine/layers/conv2d_layer.h"
+#include "engine/layers/dense_layer.h"
+#include "engine/layers/dropout_layer.h"
+#include "engine/layers/embedding_layer.h"
+#include "engine/layers/flatten_layer.h"
+#include "engine/layers/global_avg_pool_layer.h"
+#include "engine/layers/pool_layer.h"
+#include "engine/layers/residual_layer.h"
+#include "engine/layers/rnn_layer.h"
+#include "engine/layers/sequential.h"
+#include "engine/ops/conv2d.h"
+
+namespace driftlab {
+namespace convert {
+namespace {
+
+using json = nlohmann::json;
+
+class Writer {
+ public:
+  json layers = json::array();
+  json manifest = json::array();
+  std::string bytes;
+  std::vector<std::string> notes;
+  json input_shape;  // batch_input_shape of the first layer written
+  int counter = 0;
+
+  std::string name(const std::string& kind) { return kind + "_" + std::to_string(++counter); }
+  void add(const std::string& cls, json config) {
+    if (layers.empty()) config["batch_input_shape"] = input_shape;
+    config["trainable"] = true;
+    config["dtype"] = "float32";
+    layers.push_back({{"class_name", cls}, {"config", config}});
+  }
+  void weight(const std::string& layer, const std::string& w, const Tensor& t) {
+    check(t.dtype() == DType::f32, "export tfjs: ", layer, "/", w, " is not float32");
+    manifest.push_back({{"name", layer + "/" + w}, {"shape", t.shape()}, {"dtype", "float32"}});
+    bytes.append(reinterpret_cast<const char*>(t.data<float>()), static_cast<std::size_t>(t.numel()) * 4);
+  }
+};
+
+// (K,C,R,S) -> (R,S,C,K), rotated 180 degrees in each filter when `flip`.
+Tensor hwio(const Tensor& w, bool flip) {
+  const int64_t K = w.dim(0), C = w.dim(1), R = w.dim(2), S = w.dim(3);
+  Tensor out({R, S, C, K}, DType::f32);
+  for (int64_t k = 0; k < K; ++k)
+    for (int64_t c = 0; c < C; ++c)
+      for (int64_t r = 0; r < R; ++r)
+        for (int64_t s = 0; s < S; ++s) {
+          const int64_t rr = flip ? R - 1 - r : r, ss = flip ? S - 1 - s : s;
+          out.data<float>()[((r * S + s) * C + c) * K + k] = w.data<float>()[((k * C + c) * R + rr) * S + ss];
+        }
+  return out;
+}
+
+Tensor transpose2d(const Tensor& t) {
+  const int64_t r = t.dim(0), c = t.dim(1);
+  Tensor out({c, r}, DType::f32);
+  for (int64_t i = 0; i < r; ++i)
+    for (int64_t j = 0; j < c; ++j) out.data<float>()[j * r + i] = t.data<float>()[i * c + j];
+  return out;
+}
+
+const char* act_name_tfjs(const ActivationParams& a, const std::string& where) {
+  switch (a.kind) {
+    case ActKind::relu: return "relu";
+    case ActKind::tanh: return "tanh";
+    case ActKind::sigmoid: return "sigmoid";
+    case ActKind::hard_sigmoid:
+      check(a.hs_slope == 0.2 && a.hs_offset == 0.5, "export tfjs: ", where, ": hard_sigmoid(", a.hs_slope, "x + ",
+            a.hs_offset, "); TF.js's hardSigmoid is clip(0.2x + 0.5) only");
+      return "hard_sigmoid";
+  }
+  fail("export tfjs: ", where, ": unknown activation");
+}
+
+}  // namespace
+
+TfjsExport export_tfjs(Model& model, const InputNorm& norm, const std::string& shard_name) {
+  check(model.dtype() == DType::f32, "export tfjs: model '", model.name, "' is float64; TF.js runs float32");
+  check(norm.identity(), "export tfjs: the model file standardises its inputs (mean ", norm.mean, ", std ", norm.std,
+        "); TF.js 4.22's layers have no serializable standardisation: standardise the inputs before predict()");
+  Writer w;
+  TfjsExport out;
+  const Shape& in = model.input_shape;
+  w.input_shape = json::array({nullptr});
+  if (in.size() == 3)
+    w.input_shape.insert(w.input_shape.end(), {in[1], in[2], in[0]});  // (H,W,C)
+  else
+    for (int64_t d : in) w.input_shape.push_back(d);
+  const FlattenLayer* pending_flatten = nullptr;  // a channels-first flatten whose Dense must permute rows
+  Sequential& net = *model.net;
+  for (std::size_t i = 0; i < net.size(); ++i) {
+    Layer& layer = net.layer(i);
+    const std::string where = std::to_string(i) + "." + layer.kind();
+    if (auto* c = dynamic_cast<Conv2dLayer*>(&layer)) {
+      const Conv2dParams& p = c->op_params();
+      auto ps = c->params();
+      std::string padding = "valid", how = "valid";
+      if (p.pad_t || p.pad_b || p.pad_l || p.pad_r) {
+        const AxisPad h = same_padding(p.h, p.r, p.stride_h, p.dil_h, true), v = same_padding(p.w, p.s, p.stride_w, p.dil_w, true);
+        if (h.before == p.pad_t && h.after == p.pad_b && v.before == p.pad_l && v.after == p.pad_r) {
+          padding = "same", how = "'same' (TF's split)";
+        } else {
+          const std::string zn = w.name("zero_padding2d");
+          w.add("ZeroPadding2D", {{"name", zn}, {"padding", {{p.pad_t, p.pad_b}, {p.pad_l, p.pad_r}}},
+                                  {"data_format", "channels_last"}});
+          how = "ZeroPadding2D [[" + std::to_string(p.pad_t) + "," + std::to_string(p.pad_b) + "],[" +
+                std::to_string(p.pad_l) + "," + std::to_string(p.pad_r) + "]] + 'valid'";
+        }
+      }
+      const std::string n = w.name("conv2d");
+      w.add("Conv2D", {{"name", n}, {"filters", p.k}, {"kernel_size", {p.r, p.s}}, {"strides", {p.stride_h, p.stride_w}},
+                       {"padding", padding}, {"data_format", "channels_last"}, {"dilation_rate", {p.dil_h, p.dil_w}},
+                       {"activation", "linear"}, {"use_bias", ps.size() > 1}});
+      w.weight(n, "kernel", hwio(ps[0]->value, p.flip));
+      if (ps.size() > 1) w.weight(n, "bias", ps[1]->value);
+      out.layers.push_back(where + ": Conv2D " + how + (p.flip ? ", kernel rotated 180 (filter flip)" : "") + ", HWIO");
+    } else if (auto* pl = dynamic_cast<Pool2dLayer*>(&layer)) {
+      const Pool2dParams& p = pl->op_params();
+      check(!(p.pad_t || p.pad_b || p.pad_l || p.pad_r), "export tfjs: ", where, ": a padded pool is not written");
+      const bool max = pl->pool_kind() == PoolKind::max;
+      const std::string n = w.name(max ? "max_pooling2d" : "average_pooling2d");
+      w.add(max ? "MaxPooling2D" : "AveragePooling2D", {{"name", n}, {"pool_size", {p.kh, p.kw}},
+                                                        {"strides", {p.stride_h, p.stride_w}}, {"padding", "valid"},
+                                                        {"data_format", "channels_last"}});
+      out.layers.push_back(where + (max ? ": MaxPooling2D" : ": AveragePooling2D"));
+    } else if (auto* a = dynamic_cast<ActivationLayer*>(&layer)) {
+      const std::string n = w.name("activation");
+      const char* act = act_name_tfjs(a->op_params(), where);
+      w.add("Activation", {{"name", n}, {"activation", act}});
+      out.layers.push_back(where + ": Activation " + act);
+    } else if (auto* bn = dynamic_cast<BatchNormLayer*>(&layer)) {
+      const BatchNormParams& p = bn->op_params();
+      auto ps = bn->params();
+      auto st = bn->running_state();
+      Tensor var = st[1]->value.clone();
+      if (p.estimator == BnVarEstimator::inv_std)  // var = 1/s^2 - eps, in double
+        for (int64_t k = 0; k < var.numel(); ++k) {
+          const double s = var.data<float>()[k];
+          var.data<float>()[k] = static_cast<float>(1.0 / (s * s) - p.eps);
+        }
+      const std::string n = w.name("batch_normalization");
+      w.add("BatchNormalization", {{"name", n}, {"axis", -1}, {"momentum", 0.99}, {"epsilon", p.eps}, {"center", true},
+                                   {"scale", true}});
+      w.weight(n, "gamma", ps[0]->value);
+      w.weight(n, "beta", ps[1]->value);
+      w.weight(n, "moving_mean", st[0]->value);
+      w.weight(n, "moving_variance", var);
+      out.layers.push_back(where + ": BatchNormalization epsilon " + std::to_string(p.eps) +
+                           (p.estimator == BnVarEstimator::inv_std ? " (inverse-std statistics as 1/s^2 - eps)" : ""));
+    } else if (auto* f = dynamic_cast<FlattenLayer*>(&layer)) {
+      w.add("Flatten", {{"name", w.name("flatten")}});
+      const bool chw = f->order() == FlattenOrder::chw && f->input_shape().size() == 3 && f->input_shape()[0] > 1;
+      if (chw) pending_flatten = f;
+      out.layers.push_back(where + (chw ? ": Flatten (TF.js's h,w,c order; the next Dense's rows permuted from c,h,w)"
+                                        : ": Flatten"));
+    } else if (auto* d = dynamic_cast<DenseLayer*>(&layer)) {
+      auto ps = d->params();
+      Tensor k = transpose2d(ps[0]->value);  // (in, out)
+      if (pending_flatten) {
+        const Shape& s = pending_flatten->input_shape();
+        const int64_t C = s[0], H = s[1], W = s[2], O = k.dim(1);
+        Tensor perm(k.shape(), DType::f32);
+        for (int64_t c = 0; c < C; ++c)
+          for (int64_t h = 0; h < H; ++h)
+            for (int64_t x = 0; x < W; ++x)
+              std::memcpy(perm.data<float>() + ((h * W + x) * C + c) * O, k.data<float>() + ((c * H + h) * W + x) * O,
+                          static_cast<std::size_t>(O) * 4);
+        k = perm;
+        pending_flatten = nullptr;
+      }
+      const std::string n = w.name("dense");
+      w.add("Dense", {{"name", n}, {"units", k.dim(1)}, {"activation", "linear"}, {"use_bias", ps.size() > 1}});
+      w.weight(n, "kernel", k);
+      if (ps.size() > 1) w.weight(n, "bias", ps[1]->value);
+      out.layers.push_back(where + ": Dense");
+    } else if (auto* r = dynamic_cast<RnnLayer*>(&layer)) {
+      const RnnParams& p = r->op_params();
+      const bool lstm = p.cell == RnnCell::lstm;
+      check(r->mask_mode() == RnnMask::none, "export tfjs: ", where, ": rnn_mask other than none is not written");
+      check(lstm || !p.gru_reset_after, "export tfjs: ", where,
+            ": a reset-after GRU (PyTorch's, Keras's reset_after=True) cannot run in TF.js 4.22: tfjs-layers' GRUCell "
+            "throws 'GRUCell does not support reset_after parameter set to true'");
+      check(lstm || p.gru_z_keeps_old, "export tfjs: ", where, ": a GRU whose z takes the new state");
+      check(!p.peepholes, "export tfjs: ", where, ": LSTM peepholes have no TF.js form");
+      const char* rec = act_name_tfjs(p.gate_act, where);
+      const KerasRnnWeights kw = r->keras_weights();
+      const std::string n = w.name(lstm ? "lstm" : "gru");
+      json cfg = {{"name", n}, {"units", p.hidden}, {"activation", "tanh"}, {"recurrent_activation", rec},
+                  {"use_bias", true}, {"return_sequences", r->return_sequences()}, {"return_state", false},
+                  {"go_backwards", false}, {"stateful", false}, {"unroll", false}};
+      if (lstm) cfg["unit_forget_bias"] = false;
+      w.add(lstm ? "LSTM" : "GRU", cfg);
+      w.weight(n, "kernel", kw.kernel);
+      w.weight(n, "recurrent_kernel", kw.recurrent_kernel);
+      Tensor b = kw.bias;
+      if (b.rank() == 2) {  // two biases: their sum (exact in meaning for LSTM and a reset-before GRU)
+        const int64_t G = b.dim(1);
+        Tensor s({G}, DType::f32);
+        for (int64_t k = 0; k < G; ++k) s.data<float>()[k] = b.data<float>()[k] + b.data<float>()[G + k];
+        b = s;
+      }
+      w.weight(n, "bias", b);
+      out.layers.push_back(where + ": " + (lstm ? "LSTM" : "GRU") + " (Keras column layout and gate order), recurrent " +
+                           rec + (p.two_biases ? ", the two biases summed" : ""));
+    } else if (auto* e = dynamic_cast<EmbeddingLayer*>(&layer)) {
+      const Tensor& t = e->params()[0]->value;
+      const std::string n = w.name("embedding");
+      w.add("Embedding", {{"name", n}, {"input_dim", t.dim(0)}, {"output_dim", t.dim(1)}, {"mask_zero", false}});
+      w.weight(n, "embeddings", t);
+      out.layers.push_back(where + ": Embedding");
+    } else if (dynamic_cast<GlobalAvgPoolLayer*>(&layer)) {
+      w.add("GlobalAveragePooling2D", {{"name", w.name("global_average_pooling2d")}, {"data_format", "channels_last"}});
+      out.layers.push_back(where + ": GlobalAveragePooling2D");
+    } else if (dynamic_cast<DropoutLayer*>(&layer)) {
+      out.layers.push_back(where + ": dropout, the identity at inference: no layer");
+    } else {
+      fail("export tfjs: ", where, " (", layer.kind(), ") has no TF.js layers form",
+           dynamic_cast<ResidualLayer*>(&layer) ? " here: only Sequential models are written (a residual block needs "
+                                                  "the functional API)"
+                                                : "");
+    }
+  }
+  const json model_json = {
+      {"format", "layers-model"},
+      {"generatedBy", std::string("driftlab ") + build_commit()},
+      {"convertedBy", nullptr},
+      {"modelTopology",
+       {{"class_name", "Sequential"},
+        {"config", {{"name", model.name}, {"layers", w.layers}}},
+        {"keras_version", "tfjs-layers 4.22.0"},
+        {"backend", "tensor_flow.js"}}},
+      {"weightsManifest", json::array({{{"paths", {shard_name}}, {"weights", w.manifest}}})},
+      {"userDefinedMetadata", {{"driftlab_policy", model.policy.to_string()}, {"driftlab_model", model.name}}}};
+  out.model_json = model_json.dump(1);
+  out.weights = std::move(w.bytes);
+  return out;
+}
+
+namespace {
+void write_atomic(const std::string& path, const std::string& bytes) {
+  const std::string tmp = path + ".tmp";
+  {
+    std::ofstream f(tmp, std::ios::binary | std::ios::trunc);
+    check(static_cast<bool>(f), "export tfjs: cannot open ", tmp, " for writing");
+    f.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
+    f.close();
+    if (!f) {
+      std::remove(tmp.c_str());
+      fail("export tfjs: writing ", tmp, " failed (disk full?)");
+    }
+  }
+  std::error_code ec;
+  std::filesystem::rename(tmp, path, ec);
+  if (ec) {
+    std::remove(tmp.c_str());
+    fail("export tfjs: renaming ", tmp, " to ", path, ": ", ec.message());
+  }
+}
+}  // namespace
+
+void write_tfjs(const std::string& dir, const TfjsExport& e, const std::string& shard_name) {
+  std::error_code ec;
+  std::filesystem::create_directories(dir, ec);
+  check(!ec, "export tfjs: cannot create ", dir, ": ", ec.message());
+  // the shard first: a model.json never names a missing shard
+  write_atomic(dir + "/" + shard_name, e.weights);
+  write_atomic(dir + "/model.json", e.model_json);
+}
+
+}  // namespace convert
+}  // namespace driftlab

@@ -1,0 +1,109 @@
+// TF.js export (issue 18, S1's web platform): the zoo's Sequential models under each preset written
+// by convert/tfjs_export.h, loaded by @tensorflow/tfjs 4.22 in node (tf.loadLayersModel through
+// tf.io.fromMemory, pure-JS CPU backend; tests/oracles/tfjs/run_layers_model.js) and run on the
+// same inputs as driftlab (VGG-16 on 2 images: TF.js's pure-JS convolutions take seconds per image).
+// Images are fed to TF.js channels-last (the script transposes
+// driftlab's NCHW batch).
+//
+// Bound: 1e-5 of the largest |logit| (as the ONNX round trip: other summation orders, and the two
+// PyTorch LSTM biases summed once) and the same predicted class everywhere. What TF.js cannot
+// compute is refused by name: residual blocks (functional API) and PyTorch's reset-after GRU.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <iostream>
+
+#include "convert/tfjs_export.h"
+#include "engine/train/cpu_runner.h"
+#include "models/models.h"
+#include "tests/oracles/oracle_util.h"
+
+namespace driftlab {
+namespace {
+
+using oracle::CaseDir;
+
+struct TfjsCase {
+  const char* arch;
+  const char* preset;
+  Shape x;
+};
+const TfjsCase kCases[] = {
+    {"lenet1", "torch", {64, 1, 28, 28}},   {"lenet1", "tensorflow", {64, 1, 28, 28}}, {"lenet1", "theano", {64, 1, 28, 28}},
+    {"lenet5", "torch", {64, 1, 28, 28}},   {"lenet5", "tensorflow", {64, 1, 28, 28}}, {"lenet5", "theano", {64, 1, 28, 28}},
+    {"vgg16", "torch", {2, 3, 32, 32}},     {"vgg16", "tensorflow", {2, 3, 32, 32}},   {"vgg16", "theano", {2, 3, 32, 32}},
+    {"lstm", "torch", {64, 28, 28}},        {"lstm", "tensorflow", {64, 28, 28}},      {"lstm", "theano", {64, 28, 28}},
+    {"gru", "tensorflow", {64, 28, 28}},    {"gru", "theano", {64, 28, 28}}};
+
+std::string name_of(const TfjsCase& c) { return std::string(c.arch) + "." + c.preset; }
+
+Model model_of(const TfjsCase& c) { return oracle::model_with_random_state(c.arch, Policy::preset_named(c.preset), 41); }
+
+const CaseDir& tfjs_export_run() {
+  static const CaseDir run(oracle::tfjs_oracle("run_layers_model.js"), "tfjs_export", [](CaseDir& d) {
+    uint64_t seed = 70;
+    for (const TfjsCase& c : kCases) {
+      Model m = model_of(c);
+      const std::string n = name_of(c);
+      convert::write_tfjs((d.dir() / n).string(), convert::export_tfjs(m));
+      d.input(n, "x", random_tensor(c.x, DType::f32, ++seed, 0.0, 1.0));
+      d.add_case({{"name", n}, {"kind", "layers_model"}, {"dir", n}, {"x", n + ".x.npy"}, {"nchw", c.x.size() == 4}});
+    }
+  });
+  return run;
+}
+
+TEST(TfjsExport, LayersModelsLoadInTfjsAndComputeDriftlabsLogits) {
+  ORACLE_GROUP(run, tfjs_export_run);
+  std::cout << run.log();
+  for (const TfjsCase& c : kCases) {
+    SCOPED_TRACE(name_of(c));
+    Model m = model_of(c);
+    CpuRunner runner(m);
+    const Tensor ours = runner.logits(run.in(name_of(c), "x")), theirs = run.out(name_of(c), "y");
+    ASSERT_EQ(ours.shape(), theirs.shape());
+    const double scale = oracle::max_abs(ours);
+    double worst = 0;
+    int64_t flips = 0;
+    const int64_t n = ours.dim(0), k = ours.dim(1);
+    for (int64_t i = 0; i < n; ++i) {
+      int64_t a = 0, b = 0;
+      for (int64_t j = 0; j < k; ++j) {
+        worst = std::max(worst, std::fabs(ours.at(i * k + j) - theirs.at(i * k + j)));
+        if (ours.at(i * k + j) > ours.at(i * k + a)) a = j;
+        if (theirs.at(i * k + j) > theirs.at(i * k + b)) b = j;
+      }
+      flips += a != b;
+    }
+    std::cout << name_of(c) << ": max |d| / max |logit| = " << worst / scale << ", " << flips << " of " << n
+              << " predictions differ\n";
+    EXPECT_LE(worst / scale, 1e-5);  // see the file comment
+    EXPECT_EQ(flips, 0);
+  }
+}
+
+TEST(TfjsExport, WhatTfjsCannotComputeIsRefusedByName) {
+  auto error_of = [](const char* arch, const char* preset) -> std::string {
+    Model m = build_model(arch, Policy::preset_named(preset), 1);
+    try {
+      convert::export_tfjs(m);
+    } catch (const Error& e) {
+      return e.what();
+    }
+    return "";
+  };
+  EXPECT_NE(error_of("gru", "torch").find("GRUCell does not support reset_after"), std::string::npos);
+  EXPECT_NE(error_of("resnet20", "torch").find("only Sequential models are written"), std::string::npos);
+  Model m = build_model("lenet1", Policy::torch(), 1);
+  InputNorm norm;
+  norm.mean = 0.286, norm.std = 0.353;
+  try {
+    convert::export_tfjs(m, norm);
+    ADD_FAILURE() << "a standardising model was written";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("standardises its inputs"), std::string::npos) << e.what();
+  }
+}
+
+}  // namespace
+}  // namespace driftlab
