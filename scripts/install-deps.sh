@@ -3,7 +3,8 @@
 # libraries (Eigen, oneDNN, zlib, CLI11, nlohmann-json, GoogleTest, Google Benchmark), the
 # Fashion-MNIST data set, PyTorch + numpy (oracles and speed peers), ONNX's C++ schema and checker
 # with protobuf (driftlab's ONNX export/import: libonnx-dev, libprotobuf-dev), ONNX for Python (the
-# ONNX Runtime oracle's model writer and the exported models' checker), SciPy (the attack statistics' oracle), matplotlib (driftlab robustness's
+# ONNX Runtime oracle's model writer and the exported models' checker),
+# headless Chromium (S1's browser column: an exported TF.js model run in a real browser), SciPy (the attack statistics' oracle), matplotlib (driftlab robustness's
 # chart), and clang with its runtime
 # libraries (libFuzzer for scripts/fuzz.sh, and LLVM's OpenMP, which the fuzz build's
 # find_package(OpenMP) needs under clang). ocl-icd-opencl-dev is
@@ -13,7 +14,7 @@
 # Idempotent: packages already present are skipped.
 set -euo pipefail
 pkgs=(build-essential cmake libeigen3-dev libdnnl-dev zlib1g-dev ocl-icd-opencl-dev libcli11-dev nlohmann-json3-dev
-      libgtest-dev libgmock-dev libbenchmark-dev dataset-fashion-mnist libonnx-dev libprotobuf-dev
+      libgtest-dev libgmock-dev libbenchmark-dev dataset-fashion-mnist libonnx-dev libprotobuf-dev chromium
       python3-numpy python3-torch libopenblas0-openmp python3-onnx python3-scipy python3-matplotlib clang libclang-rt-14-dev
       libomp-14-dev)
 missing=()

@@ -11,11 +11,15 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <filesystem>
+#include <fstream>
 #include <iostream>
 
 #include "convert/tfjs_export.h"
 #include "engine/train/cpu_runner.h"
+#include "engine/io/npy.h"
 #include "models/models.h"
+#include "tests/cli/cli_util.h"
 #include "tests/oracles/oracle_util.h"
 
 namespace driftlab {
@@ -103,6 +107,52 @@ TEST(TfjsExport, WhatTfjsCannotComputeIsRefusedByName) {
   } catch (const Error& e) {
     EXPECT_NE(std::string(e.what()).find("standardises its inputs"), std::string::npos) << e.what();
   }
+}
+
+}  // namespace
+}  // namespace driftlab
+
+// ---------------------------------------------------------------------------------------------
+// S1's browser: the exported LeNet-5 loaded and run by TF.js 4.22 in headless Chromium (Debian's
+// chromium; tests/oracles/tfjs/browser.js serves the page, the model and the inputs), outputs
+// against driftlab's, model.predict of 1,000 inputs timed, and a screenshot of the page.
+
+namespace driftlab {
+namespace {
+
+TEST(TfjsBrowser, ExportedLeNet5RunsInHeadlessChromium) {
+  DRIFTLAB_SKIP_UNLESS(oracle::tfjs_unavailable());
+  const char* chromium_env = std::getenv("CHROMIUM");
+  const std::string chromium = chromium_env && *chromium_env ? chromium_env : "/usr/bin/chromium";
+  DRIFTLAB_SKIP_UNLESS(std::filesystem::exists(chromium) ? ""
+                                                          : chromium + " not installed (apt-get install chromium)");
+  const std::filesystem::path d = cli_test::fresh_dir("tfjs_browser");
+  Model m = oracle::model_with_random_state("lenet5", Policy::tensorflow(), 43);
+  convert::write_tfjs((d / "model").string(), convert::export_tfjs(m));
+  const Tensor x = random_tensor({32, 1, 28, 28}, DType::f32, 44, 0.0, 1.0);
+  write_npy((d / "x.npy").string(), x);
+  int code = 0;
+  const std::string out = oracle::run_command(
+      "node " + oracle::quoted((oracle::tfjs_dir() / "browser.js").string()) + " " + oracle::quoted((d / "model").string()) +
+          " " + oracle::quoted((d / "x.npy").string()) + " " + oracle::quoted((d / "out").string()) + " --nchw --sizes 1000",
+      &code);
+  ASSERT_EQ(code, 0) << out;
+  std::cout << out;
+  CpuRunner runner(m);
+  const Tensor ours = runner.logits(x), theirs = read_npy((d / "out" / "y.npy").string());
+  ASSERT_EQ(ours.shape(), theirs.shape());
+  double worst = 0;
+  for (int64_t i = 0; i < ours.numel(); ++i) worst = std::max(worst, std::fabs(ours.at(i) - theirs.at(i)));
+  std::cout << "Chromium vs driftlab: max |d| / max |logit| = " << worst / oracle::max_abs(ours) << "\n";
+  EXPECT_LE(worst / oracle::max_abs(ours), 1e-5);  // as in node: the same TF.js CPU kernels
+  std::ifstream bj(d / "out" / "browser.json");
+  const nlohmann::json j = nlohmann::json::parse(bj);
+  EXPECT_NE(j["userAgent"].get<std::string>().find("HeadlessChrome"), std::string::npos);
+  EXPECT_GT(j["ms"][0].get<double>(), 0);  // a real-time measurement, not a virtual one
+  std::ifstream png(d / "out" / "screenshot.png", std::ios::binary);
+  std::string sig(8, '\0');
+  png.read(&sig[0], 8);
+  EXPECT_EQ(sig, std::string("\x89PNG\r\n\x1a\n", 8));
 }
 
 }  // namespace
