@@ -57,6 +57,17 @@ using nlohmann::json;
 }  // namespace
 
 // Shared with the other command files (cli/options.h).
+
+std::string run_capture(const std::string& cmd, int* rc) {
+  std::string out;
+  FILE* p = popen(cmd.c_str(), "r");
+  check(p != nullptr, "could not run ", cmd);
+  char buf[512];
+  while (std::fgets(buf, sizeof buf, p)) out += buf;
+  *rc = pclose(p);
+  return out;
+}
+
 // Shows the summary of an IMDb corpus when a command's loader reads one.
 void print_imdb_read(const std::string& dir, const ImdbOptions& o, const ImdbData& d) {
   std::cerr << imdb_summary(dir, o, d) << "\n";
@@ -1477,12 +1488,8 @@ void robustness_cmd(RobustnessOptions o) {
     const char* py = std::getenv("DRIFTLAB_PYTHON");
     const std::string cmd = std::string(py && *py ? py : "/usr/bin/python3") + " '" + script + "' '" + o.out +
                             "/robustness.json' '" + o.out + "/chart' 2>&1";
-    std::string out;
-    FILE* p = popen(cmd.c_str(), "r");
-    check(p != nullptr, "robustness: could not run ", cmd);
-    char buf[512];
-    while (std::fgets(buf, sizeof buf, p)) out += buf;
-    const int rc = pclose(p);
+    int rc = 0;
+    const std::string out = run_capture(cmd, &rc);
     check(rc == 0, "robustness: the chart needs Python 3 with matplotlib (apt-get install python3-matplotlib; "
           "or --no-chart): ", cmd, " said: ", out);
   }

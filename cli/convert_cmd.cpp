@@ -157,12 +157,8 @@ void convert_cmd(ConvertOptions o) {
   const std::string cmd = "node " + quoted(ort_dir() + "/ort_run.js") + " --model " + quoted(onnx) + " --x " +
                           quoted(inputs) + " --out " + quoted(ort_out) + " --threads " + std::to_string(threads) +
                           " --repeats " + std::to_string(o.repeats) + " 2>&1";
-  std::string said;
-  FILE* p = popen(cmd.c_str(), "r");
-  check(p != nullptr, "convert: could not run ", cmd);
-  char buf[512];
-  while (std::fgets(buf, sizeof buf, p)) said += buf;
-  const int rc = pclose(p);
+  int rc = 0;
+  const std::string said = run_capture(cmd, &rc);
   check(rc == 0, "convert: ONNX Runtime (onnxruntime-node in ", ort_dir(),
         "; npm ci --ignore-scripts there, or set DRIFTLAB_ORT_DIR) failed: ", cmd, " said: ", said);
   const nlohmann::json ort = nlohmann::json::parse(said.substr(said.rfind('{')));

@@ -3,10 +3,7 @@
 #include <onnx/checker.h>
 #include <onnx/onnx_pb.h>
 
-#include <cstdio>
 #include <cstring>
-#include <filesystem>
-#include <fstream>
 #include <limits>
 #include <sstream>
 
@@ -24,6 +21,8 @@
 #include "engine/layers/residual_layer.h"
 #include "engine/layers/rnn_layer.h"
 #include "engine/layers/sequential.h"
+#include "models/model_file.h"
+#include "models/weight_layout.h"
 
 namespace driftlab {
 namespace convert {
@@ -118,19 +117,6 @@ void attr_strings(NodeProto* n, const char* name, const std::vector<std::string>
   for (const auto& x : v) a->add_strings(x);
 }
 
-// Conv weights (K,C,R,S) rotated 180 degrees in each filter: ONNX's cross-correlation with these
-// computes Theano's convolution with the stored ones.
-Tensor rotate180(const Tensor& w) {
-  Tensor r(w.shape(), DType::f32);
-  const int64_t kc = w.dim(0) * w.dim(1), R = w.dim(2), S = w.dim(3);
-  const float* src = w.data<float>();
-  float* dst = r.data<float>();
-  for (int64_t f = 0; f < kc; ++f)
-    for (int64_t i = 0; i < R; ++i)
-      for (int64_t j = 0; j < S; ++j) dst[(f * R + i) * S + j] = src[(f * R + (R - 1 - i)) * S + (S - 1 - j)];
-  return r;
-}
-
 // Gate blocks of a (G*H, K) weight or a (G*H) bias reordered: block b of the result is block
 // order[b] of the input; blocks listed in `negate` are negated.
 Tensor reorder_gates(const Tensor& t, int64_t gates, const std::vector<int>& order, const std::vector<int>& negate = {}) {
@@ -165,7 +151,8 @@ std::pair<std::vector<int64_t>, std::string> pads_of(const Ctx& c, int64_t t, in
 std::string emit_conv(Ctx& c, Conv2dLayer& l, const std::string& x, const std::string& name) {
   const Conv2dParams& p = l.op_params();
   auto ps = l.params();
-  const Tensor w = p.flip ? rotate180(ps[0]->value) : ps[0]->value;
+  // ONNX's cross-correlation with the rotated weights computes Theano's convolution
+  const Tensor w = p.flip ? rotate_180(ps[0]->value) : ps[0]->value;
   std::vector<std::string> in{x, c.g.floats(name + ".weight", w, w.shape())};
   if (ps.size() > 1) in.push_back(c.g.floats(name + ".bias", ps[1]->value, ps[1]->value.shape()));
   NodeProto* n;
@@ -487,25 +474,7 @@ std::string check_onnx(const std::string& bytes) {
   return "";
 }
 
-void write_onnx(const std::string& path, const std::string& bytes) {
-  const std::string tmp = path + ".tmp";
-  {
-    std::ofstream f(tmp, std::ios::binary | std::ios::trunc);
-    check(static_cast<bool>(f), "export onnx: cannot open ", tmp, " for writing");
-    f.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
-    f.close();
-    if (!f) {
-      std::remove(tmp.c_str());
-      fail("export onnx: writing ", tmp, " failed (disk full?)");
-    }
-  }
-  std::error_code ec;
-  std::filesystem::rename(tmp, path, ec);
-  if (ec) {
-    std::remove(tmp.c_str());
-    fail("export onnx: renaming ", tmp, " to ", path, ": ", ec.message());
-  }
-}
+void write_onnx(const std::string& path, const std::string& bytes) { write_file_atomic(path, bytes); }
 
 }  // namespace convert
 }  // namespace driftlab

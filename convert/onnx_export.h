@@ -53,7 +53,7 @@ OnnxExport export_onnx(Model& model, const OnnxExportOptions& options);
 // its message.
 std::string check_onnx(const std::string& bytes);
 
-// Writes the bytes to PATH through a temporary file renamed into place (no half-written file).
+// Writes the bytes to PATH atomically (models/model_file.h write_file_atomic: no half-written file).
 void write_onnx(const std::string& path, const std::string& bytes);
 
 }  // namespace convert

@@ -24,6 +24,7 @@
 #include "engine/layers/rnn_layer.h"
 #include "engine/layers/sequential.h"
 #include "models/models.h"
+#include "models/weight_layout.h"
 
 namespace driftlab {
 namespace convert {
@@ -285,16 +286,6 @@ void need(bool ok, Args&&... args) {
   std::ostringstream os;
   (os << ... << args);
   throw Mismatch(os.str());
-}
-
-// A (r, c) float tensor as (c, r).
-Tensor transpose2d(const Tensor& t) {
-  need(t.rank() == 2, "a matrix weight of rank ", t.rank());
-  const int64_t r = t.dim(0), c = t.dim(1);
-  Tensor out({c, r}, DType::f32);
-  for (int64_t i = 0; i < r; ++i)
-    for (int64_t j = 0; j < c; ++j) out.data<float>()[j * r + i] = t.data<float>()[i * c + j];
-  return out;
 }
 
 // Reorders gate blocks: block b of the result is block order[b] of t (rows of (G*H, K) or (G*H)).

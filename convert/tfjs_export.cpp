@@ -1,10 +1,8 @@
 #include "convert/tfjs_export.h"
 
 #include <cmath>
-#include <cstdio>
 #include <cstring>
 #include <filesystem>
-#include <fstream>
 #include <nlohmann/json.hpp>
 
 #include "engine/build_info.h"
@@ -22,6 +20,8 @@
 #include "engine/layers/rnn_layer.h"
 #include "engine/layers/sequential.h"
 #include "engine/ops/conv2d.h"
+#include "models/model_file.h"
+#include "models/weight_layout.h"
 
 namespace driftlab {
 namespace convert {
@@ -63,14 +63,6 @@ Tensor hwio(const Tensor& w, bool flip) {
           const int64_t rr = flip ? R - 1 - r : r, ss = flip ? S - 1 - s : s;
           out.data<float>()[((r * S + s) * C + c) * K + k] = w.data<float>()[((k * C + c) * R + rr) * S + ss];
         }
-  return out;
-}
-
-Tensor transpose2d(const Tensor& t) {
-  const int64_t r = t.dim(0), c = t.dim(1);
-  Tensor out({c, r}, DType::f32);
-  for (int64_t i = 0; i < r; ++i)
-    for (int64_t j = 0; j < c; ++j) out.data<float>()[j * r + i] = t.data<float>()[i * c + j];
   return out;
 }
 
@@ -170,19 +162,12 @@ TfjsExport export_tfjs(Model& model, const InputNorm& norm, const std::string& s
                                         : ": Flatten"));
     } else if (auto* d = dynamic_cast<DenseLayer*>(&layer)) {
       auto ps = d->params();
-      Tensor k = transpose2d(ps[0]->value);  // (in, out)
-      if (pending_flatten) {
-        const Shape& s = pending_flatten->input_shape();
-        const int64_t C = s[0], H = s[1], W = s[2], O = k.dim(1);
-        Tensor perm(k.shape(), DType::f32);
-        for (int64_t c = 0; c < C; ++c)
-          for (int64_t h = 0; h < H; ++h)
-            for (int64_t x = 0; x < W; ++x)
-              std::memcpy(perm.data<float>() + ((h * W + x) * C + c) * O, k.data<float>() + ((c * H + h) * W + x) * O,
-                          static_cast<std::size_t>(O) * 4);
-        k = perm;
+      Tensor wt = ps[0]->value;  // (out, in)
+      if (pending_flatten) {  // TF.js flattens NHWC: the columns from (c,h,w) to (h,w,c) order
+        wt = permute_columns(wt, pending_flatten->input_shape(), FlattenOrder::chw, FlattenOrder::hwc);
         pending_flatten = nullptr;
       }
+      const Tensor k = transpose2d(wt);  // Keras's (in, out)
       const std::string n = w.name("dense");
       w.add("Dense", {{"name", n}, {"units", k.dim(1)}, {"activation", "linear"}, {"use_bias", ps.size() > 1}});
       w.weight(n, "kernel", k);
@@ -251,35 +236,13 @@ TfjsExport export_tfjs(Model& model, const InputNorm& norm, const std::string& s
   return out;
 }
 
-namespace {
-void write_atomic(const std::string& path, const std::string& bytes) {
-  const std::string tmp = path + ".tmp";
-  {
-    std::ofstream f(tmp, std::ios::binary | std::ios::trunc);
-    check(static_cast<bool>(f), "export tfjs: cannot open ", tmp, " for writing");
-    f.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
-    f.close();
-    if (!f) {
-      std::remove(tmp.c_str());
-      fail("export tfjs: writing ", tmp, " failed (disk full?)");
-    }
-  }
-  std::error_code ec;
-  std::filesystem::rename(tmp, path, ec);
-  if (ec) {
-    std::remove(tmp.c_str());
-    fail("export tfjs: renaming ", tmp, " to ", path, ": ", ec.message());
-  }
-}
-}  // namespace
-
 void write_tfjs(const std::string& dir, const TfjsExport& e, const std::string& shard_name) {
   std::error_code ec;
   std::filesystem::create_directories(dir, ec);
   check(!ec, "export tfjs: cannot create ", dir, ": ", ec.message());
   // the shard first: a model.json never names a missing shard
-  write_atomic(dir + "/" + shard_name, e.weights);
-  write_atomic(dir + "/model.json", e.model_json);
+  write_file_atomic(dir + "/" + shard_name, e.weights);
+  write_file_atomic(dir + "/model.json", e.model_json);
 }
 
 }  // namespace convert

@@ -32,7 +32,7 @@ struct TfjsExport {
 // standardisation (refused unless the identity).
 TfjsExport export_tfjs(Model& model, const InputNorm& norm = {}, const std::string& shard_name = "group1-shard1of1.bin");
 
-// Writes DIR/model.json and DIR/<shard> (each through a temporary file renamed into place).
+// Writes DIR/<shard>, then DIR/model.json, each atomically (write_file_atomic).
 void write_tfjs(const std::string& dir, const TfjsExport& e, const std::string& shard_name = "group1-shard1of1.bin");
 
 }  // namespace convert

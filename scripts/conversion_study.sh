@@ -63,4 +63,39 @@ print('| model | preset | inputs | acc. driftlab | acc. ORT | S3 abs. err. | S3 
 print('|' + '---|' * 16)
 print('\n'.join(rows))
 PY
+
+# S1's browser column: LeNet-1 and LeNet-5 (tensorflow preset) as TF.js layers models in headless
+# Chromium (TF.js 4.22, cpu backend), model.predict of 1,000 and 10,000 test images, beside
+# driftlab's prediction time and ONNX Runtime's on the same inputs.
+/usr/bin/python3 - "$OUT" <<'PY'
+import numpy as np, sys
+x = np.load(sys.argv[1] + '/lenet5-tensorflow/inputs.npy')
+np.save(sys.argv[1] + '/inputs10k.npy', np.concatenate([x] * (10000 // len(x) + 1))[:10000])
+PY
+echo "| model | inputs | driftlab ms | ONNX Runtime ms | TF.js in Chromium ms |" > "$OUT/browser.md"
+echo "|---|---|---|---|---|" >> "$OUT/browser.md"
+for arch in lenet1 lenet5; do
+  m="$MODELS/$arch-tensorflow/model.dlm"
+  log "browser $arch"
+  "$BIN" export --weights "$m" --format tfjs --out "$OUT/$arch-tfjs" > /dev/null
+  (cd tests/oracles/tfjs && node browser.js "$OLDPWD/$OUT/$arch-tfjs" "$OLDPWD/$OUT/$arch-tensorflow/inputs.npy" \
+     "$OLDPWD/$OUT/$arch-browser" --nchw --sizes 1000,10000) > "$OUT/$arch-browser.log"
+  "$BIN" predict --weights "$m" --sizes 1000 10000 --threads "$THREADS" > "$OUT/$arch-predict.log"
+  for n in 1000 10000; do
+    x="$OUT/$arch-tensorflow/inputs.npy"; [ "$n" = 10000 ] && x="$OUT/inputs10k.npy"
+    node tests/oracles/ort/ort_run.js --model "$OUT/$arch-tensorflow/model.onnx" --x "$x" --out "$OUT/ort$n.npy" \
+      --threads "$THREADS" --repeats "$REPEATS" > "$OUT/$arch-ort$n.json"
+  done
+  /usr/bin/python3 - "$OUT" "$arch" >> "$OUT/browser.md" <<'PY'
+import json, re, statistics, sys
+out, arch = sys.argv[1], sys.argv[2]
+b = json.load(open('%s/%s-browser/browser.json' % (out, arch)))
+pred = open('%s/%s-predict.log' % (out, arch)).read()
+for i, n in enumerate((1000, 10000)):
+    m = re.search(r'^\s*%d inputs: ([0-9.]+) s' % n, pred, re.M)
+    o = json.load(open('%s/%s-ort%d.json' % (out, arch, n)))
+    print('| %s | %d | %.1f | %.1f | %.1f |' % (arch, n, 1000 * float(m.group(1)), statistics.median(o['run_ms']), b['ms'][i]))
+PY
+done
+cp "$OUT/lenet5-browser/screenshot.png" "$OUT/screenshot.png"
 log "done: $OUT"

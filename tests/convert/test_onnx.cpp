@@ -37,16 +37,6 @@ Tensor input_for(const Model& m, int64_t n) {
   return random_tensor(s, DType::f32, 5, 0.0, 1.0);
 }
 
-template <typename F>
-std::string error_of(F&& f) {
-  try {
-    f();
-  } catch (const Error& e) {
-    return e.what();
-  }
-  return "";
-}
-
 TEST(OnnxRoundTrip, ExportThenImportGivesTheSameModelUnderTheTorchPreset) {
   for (const char* arch : {"lenet1", "lenet5", "resnet20", "resnet20b", "lstm", "gru", "gru-imdb"}) {
     SCOPED_TRACE(arch);
