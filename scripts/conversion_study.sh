@@ -20,6 +20,7 @@ THREADS=${THREADS:-2}
 REPEATS=${REPEATS:-5}
 BIN=build/driftlab
 mkdir -p "$OUT" "$MODELS"
+OUT=$(realpath "$OUT") MODELS=$(realpath "$MODELS")
 log() { echo "[$(date +%T)] $*"; }
 train() {  # name model policy dataset extra...
   local name=$1 model=$2 policy=$3 dataset=$4
@@ -78,8 +79,8 @@ for arch in lenet1 lenet5; do
   m="$MODELS/$arch-tensorflow/model.dlm"
   log "browser $arch"
   "$BIN" export --weights "$m" --format tfjs --out "$OUT/$arch-tfjs" > /dev/null
-  (cd tests/oracles/tfjs && node browser.js "$OLDPWD/$OUT/$arch-tfjs" "$OLDPWD/$OUT/$arch-tensorflow/inputs.npy" \
-     "$OLDPWD/$OUT/$arch-browser" --nchw --sizes 1000,10000) > "$OUT/$arch-browser.log"
+  node tests/oracles/tfjs/browser.js "$OUT/$arch-tfjs" "$OUT/$arch-tensorflow/inputs.npy" "$OUT/$arch-browser" \
+    --nchw --sizes 1000,10000 > "$OUT/$arch-browser.log"
   "$BIN" predict --weights "$m" --sizes 1000 10000 --threads "$THREADS" > "$OUT/$arch-predict.log"
   for n in 1000 10000; do
     x="$OUT/$arch-tensorflow/inputs.npy"; [ "$n" = 10000 ] && x="$OUT/inputs10k.npy"
