@@ -3,6 +3,7 @@
 #include <onnx/checker.h>
 #include <onnx/onnx_pb.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <fstream>
@@ -116,6 +117,17 @@ Tensor to_float(const GraphView& g, const TensorProto& t, const NodeProto& n) {
   check(t.data_location() != TensorProto::EXTERNAL, "import onnx: ", g.file, ": tensor '", t.name(),
         "' is stored in an external file (not read: keep the weights inside the .onnx file)");
   Shape dims(t.dims().begin(), t.dims().end());
+  // the size the dims claim, checked against the data held before anything is allocated
+  const std::size_t held = t.raw_data().empty() ? static_cast<std::size_t>(t.float_data_size()) : t.raw_data().size() / 4;
+  std::size_t claimed = 1;
+  for (int64_t d : dims) {
+    check(d >= 0 && (d == 0 || claimed <= held / static_cast<std::size_t>(d) + 1), "import onnx: ", g.file, ": tensor '",
+          t.name(), "' has dims ", shape_str(dims), " for ", held, " values");
+    claimed *= static_cast<std::size_t>(d);
+  }
+  check(claimed == held && (t.raw_data().size() % 4) == 0, "import onnx: ", g.file, ": tensor '", t.name(), "' has ",
+        t.raw_data().empty() ? held : t.raw_data().size(), t.raw_data().empty() ? " values" : " bytes of raw data",
+        " for shape ", shape_str(dims));
   Tensor out(dims, DType::f32);
   const std::size_t n_el = static_cast<std::size_t>(out.numel());
   if (!t.raw_data().empty()) {
@@ -556,7 +568,15 @@ OnnxImport import_onnx_bytes(const std::string& bytes, const std::string& file) 
     ModelArgs args;
     if (info.num_ids > 0) {
       if (!table) continue;
-      args.num_ids = table->dims(0), args.steps = p.input[0];
+      // the table's rows and the sequence length size the model built below: both checked first
+      // (the table's dims against the data it holds, in to_float)
+      const NodeProto& gather = *std::find_if(p.weighted.begin(), p.weighted.end(), [](const WeightedOp& w) {
+                                   return w.node->op_type() == "Gather";
+                                 })->node;
+      const Tensor t = to_float(p.g, *table, gather);
+      check(t.rank() == 2 && t.dim(0) >= 1 && p.input[0] >= 1 && p.input[0] <= (1 << 20), "import onnx: ", file,
+            ": an embedding table ", shape_str(t.shape()), " over sequences of ", p.input[0], " steps");
+      args.num_ids = t.dim(0), args.steps = p.input[0];
     } else if (table) {
       continue;
     }
