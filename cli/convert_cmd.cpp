@@ -96,7 +96,7 @@ void import_cmd(const ImportOptions& o) {
 }
 
 struct ConvertOptions {
-  std::string weights, to = "onnx", out;
+  std::string weights, to = "onnx", out, adversarial;
   int64_t opset = 13, repeats = 3;
   int threads = 0;
   DataOptions data;
@@ -117,6 +117,34 @@ std::string quoted(const std::string& s) {
   std::string q = "'";
   for (char c : s) q += c == '\'' ? std::string("'\\''") : std::string(1, c);
   return q + "'";
+}
+
+// The label column of a `driftlab attack` samples.csv (index,label,...).
+std::vector<int32_t> attack_labels(const std::string& csv) {
+  std::ifstream f(csv);
+  check(static_cast<bool>(f), "convert: cannot open ", csv, " (a `driftlab attack --out DIR` folder has one)");
+  std::string line;
+  std::getline(f, line);
+  check(line.rfind("index,label,", 0) == 0, "convert: ", csv, " does not start with 'index,label,': ", line);
+  std::vector<int32_t> labels;
+  for (int64_t row = 1; std::getline(f, line); ++row) {
+    const std::size_t a = line.find(','), b = line.find(',', a + 1);
+    check(a != std::string::npos && b != std::string::npos, "convert: ", csv, " line ", row + 1, ": '", line, "'");
+    labels.push_back(static_cast<int32_t>(std::stol(line.substr(a + 1, b - a - 1))));
+  }
+  return labels;
+}
+
+std::vector<int32_t> argmax_rows(const Tensor& y) {
+  std::vector<int32_t> out(static_cast<std::size_t>(y.dim(0)));
+  const int64_t k = y.dim(1);
+  for (int64_t i = 0; i < y.dim(0); ++i) {
+    int64_t best = 0;
+    for (int64_t c = 1; c < k; ++c)
+      if (y.at(i * k + c) > y.at(i * k + best)) best = c;
+    out[static_cast<std::size_t>(i)] = static_cast<int32_t>(best);
+  }
+  return out;
 }
 
 // S3's conversion measurements: driftlab (the original) against ONNX Runtime (the converted
@@ -153,16 +181,18 @@ void convert_cmd(ConvertOptions o) {
     run_ms.push_back(ms_since(t0));
   }
 
-  const std::string ort_out = o.out + "/ort_logits.npy";
-  const std::string cmd = "node " + quoted(ort_dir() + "/ort_run.js") + " --model " + quoted(onnx) + " --x " +
-                          quoted(inputs) + " --out " + quoted(ort_out) + " --threads " + std::to_string(threads) +
-                          " --repeats " + std::to_string(o.repeats) + " 2>&1";
-  int rc = 0;
-  const std::string said = run_capture(cmd, &rc);
-  check(rc == 0, "convert: ONNX Runtime (onnxruntime-node in ", ort_dir(),
-        "; npm ci --ignore-scripts there, or set DRIFTLAB_ORT_DIR) failed: ", cmd, " said: ", said);
-  const nlohmann::json ort = nlohmann::json::parse(said.substr(said.rfind('{')));
-  const Tensor y_c = read_npy(ort_out);
+  // ONNX Runtime on an .npy of raw inputs: its logits (written to out) and its JSON line
+  auto run_ort = [&](const std::string& x_npy, const std::string& out, int64_t repeats) {
+    const std::string cmd = "node " + quoted(ort_dir() + "/ort_run.js") + " --model " + quoted(onnx) + " --x " +
+                            quoted(x_npy) + " --out " + quoted(out) + " --threads " + std::to_string(threads) +
+                            " --repeats " + std::to_string(repeats) + " 2>&1";
+    int rc = 0;
+    const std::string said = run_capture(cmd, &rc);
+    check(rc == 0, "convert: ONNX Runtime (onnxruntime-node in ", ort_dir(),
+          "; npm ci --ignore-scripts there, or set DRIFTLAB_ORT_DIR) failed: ", cmd, " said: ", said);
+    return std::make_pair(read_npy(out), nlohmann::json::parse(said.substr(said.rfind('{'))));
+  };
+  const auto [y_c, ort] = run_ort(inputs, o.out + "/ort_logits.npy", o.repeats);
   check(y_c.shape() == y_o.shape(), "convert: ONNX Runtime's output ", shape_str(y_c.shape()), ", driftlab's ",
         shape_str(y_o.shape()));
 
@@ -192,6 +222,32 @@ void convert_cmd(ConvertOptions o) {
       {"inference_ms_before", median(run_ms)}, {"inference_ms_after", median(ort_ms)},
       {"inference_ms_before_all", run_ms}, {"inference_ms_after_all", ort_ms},
       {"size_before", size_o}, {"size_after", size_c}};
+  if (!o.adversarial.empty()) {
+    // S3's robustness before and after conversion: examples `driftlab attack` crafted on this
+    // model (its adversarial.npy, in the input space, and samples.csv's labels), judged by both
+    const Tensor adv = read_npy(o.adversarial + "/adversarial.npy");
+    const std::vector<int32_t> labels = attack_labels(o.adversarial + "/samples.csv");
+    check(adv.rank() >= 1 && adv.dim(0) == static_cast<int64_t>(labels.size()), "convert: ", o.adversarial,
+          "/adversarial.npy holds ", adv.rank() ? adv.dim(0) : 0, " examples, samples.csv ", labels.size(), " labels");
+    Tensor xa = adv.clone();
+    normalise_for(lm, xa);
+    const Tensor a_o = runner.logits(xa);
+    const auto [a_c, unused] = run_ort(o.adversarial + "/adversarial.npy", o.out + "/ort_adversarial_logits.npy", 1);
+    (void)unused;
+    const std::vector<int32_t> pred_o = argmax_rows(a_o), pred_c = argmax_rows(a_c);
+    int64_t fooled_o = 0, fooled_c = 0, differ = 0;
+    for (std::size_t i = 0; i < labels.size(); ++i) {
+      fooled_o += pred_o[i] != labels[i];
+      fooled_c += pred_c[i] != labels[i];
+      differ += pred_o[i] != pred_c[i];
+    }
+    const double n = static_cast<double>(labels.size()), s_o = fooled_o / n, s_c = fooled_c / n;
+    j["adversarial"] = {{"from", o.adversarial}, {"n", labels.size()}, {"success_before", s_o}, {"success_after", s_c},
+                        {"variation", std::fabs(s_c - s_o)}, {"predictions_differ", differ}};
+    std::cout << "adversarial examples of " << o.adversarial << " (" << labels.size()
+              << "): misclassified by driftlab " << s_o * 100 << "%, by ONNX Runtime " << s_c * 100
+              << "% (S3's |S_conv - S_orig| = " << std::fabs(s_c - s_o) << "); " << differ << " predictions differ\n";
+  }
   std::ofstream(o.out + "/convert.json") << j.dump(2) << "\n";
   {
     std::ofstream c(o.out + "/convert.csv");
@@ -258,6 +314,8 @@ void register_convert_commands(CLI::App& app) {
   cv->add_option("--repeats", co->repeats, "timed inference runs on each side (the median is reported)")
       ->capture_default_str();
   cv->add_option("--out", co->out, "output folder")->required();
+  cv->add_option("--adversarial", co->adversarial, "a `driftlab attack --out DIR` folder of examples crafted on this "
+                 "model: their success judged by driftlab and by ONNX Runtime (S3's robustness before and after)");
   add_threads_option(cv, co->threads);
   add_data_options(cv, co->data);
   cv->callback([co] { convert_cmd(*co); });

@@ -259,6 +259,20 @@ TEST(OrtConvert, MeasuresS3sQuantitiesInOneCommand) {
   EXPECT_GT(j["size_after"].get<double>(), 0);
   EXPECT_GT(j["inference_ms_after"].get<double>(), 0);
   EXPECT_TRUE(fs::exists(d / "conv" / "convert.csv"));
+
+  // S3's robustness before and after conversion: FGSM examples crafted on the model, judged by both
+  const cli_test::CliRun a = cli_test::run_driftlab("attack --weights " + w + " --attack fgsm --eps 0.1 --limit 40 "
+                                                    "--threads 1 --out " + (d / "adv").string());
+  ASSERT_EQ(a.code, 0) << a.out;
+  const cli_test::CliRun c = cli_test::run_driftlab("convert --weights " + w + " --limit 40 --threads 1 --repeats 1 "
+                                                    "--adversarial " + (d / "adv").string() + " --out " +
+                                                    (d / "conv_adv").string());
+  ASSERT_EQ(c.code, 0) << c.out;
+  std::ifstream fa(d / "conv_adv" / "convert.json");
+  const nlohmann::json ja = nlohmann::json::parse(fa)["adversarial"];
+  EXPECT_EQ(ja["n"], 40);
+  EXPECT_EQ(ja["predictions_differ"], 0);  // a faithful conversion judges every example alike
+  EXPECT_EQ(ja["success_before"], ja["success_after"]);
 }
 
 }  // namespace
