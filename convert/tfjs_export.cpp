@@ -1,6 +1,7 @@
 #include "convert/tfjs_export.h"
 
 #include <cmath>
+#include <functional>
 #include <cstring>
 #include <filesystem>
 #include <nlohmann/json.hpp>
@@ -35,15 +36,21 @@ class Writer {
   json manifest = json::array();
   std::string bytes;
   std::vector<std::string> notes;
-  json input_shape;  // batch_input_shape of the first layer written
+  std::string current;  // the layer whose output the next layer reads
   int counter = 0;
 
   std::string name(const std::string& kind) { return kind + "_" + std::to_string(++counter); }
-  void add(const std::string& cls, json config) {
-    if (layers.empty()) config["batch_input_shape"] = input_shape;
+  // A layer of the functional graph reading `inputs` (default: the current output); it becomes
+  // the current output.
+  void add(const std::string& cls, json config, std::vector<std::string> inputs = {}) {
+    if (inputs.empty()) inputs.push_back(current);
     config["trainable"] = true;
     config["dtype"] = "float32";
-    layers.push_back({{"class_name", cls}, {"config", config}});
+    json inbound = json::array();
+    for (const auto& i : inputs) inbound.push_back({i, 0, 0, json::object()});
+    const std::string n = config["name"];
+    layers.push_back({{"class_name", cls}, {"config", config}, {"name", n}, {"inbound_nodes", {inbound}}});
+    current = n;
   }
   void weight(const std::string& layer, const std::string& w, const Tensor& t) {
     check(t.dtype() == DType::f32, "export tfjs: ", layer, "/", w, " is not float32");
@@ -88,16 +95,22 @@ TfjsExport export_tfjs(Model& model, const InputNorm& norm, const std::string& s
   Writer w;
   TfjsExport out;
   const Shape& in = model.input_shape;
-  w.input_shape = json::array({nullptr});
+  json input_shape = json::array({nullptr});
   if (in.size() == 3)
-    w.input_shape.insert(w.input_shape.end(), {in[1], in[2], in[0]});  // (H,W,C)
+    input_shape.insert(input_shape.end(), {in[1], in[2], in[0]});  // (H,W,C)
   else
-    for (int64_t d : in) w.input_shape.push_back(d);
+    for (int64_t d : in) input_shape.push_back(d);
+  w.layers.push_back({{"class_name", "InputLayer"},
+                      {"config", {{"batch_input_shape", input_shape}, {"dtype", "float32"}, {"sparse", false},
+                                  {"name", "input_1"}}},
+                      {"name", "input_1"},
+                      {"inbound_nodes", json::array()}});
+  w.current = "input_1";
   const FlattenLayer* pending_flatten = nullptr;  // a channels-first flatten whose Dense must permute rows
-  Sequential& net = *model.net;
+  std::function<void(Sequential&, const std::string&)> emit = [&](Sequential& net, const std::string& prefix) {
   for (std::size_t i = 0; i < net.size(); ++i) {
     Layer& layer = net.layer(i);
-    const std::string where = std::to_string(i) + "." + layer.kind();
+    const std::string where = prefix + std::to_string(i) + "." + layer.kind();
     if (auto* c = dynamic_cast<Conv2dLayer*>(&layer)) {
       const Conv2dParams& p = c->op_params();
       auto ps = c->params();
@@ -213,20 +226,47 @@ TfjsExport export_tfjs(Model& model, const InputNorm& norm, const std::string& s
       out.layers.push_back(where + ": GlobalAveragePooling2D");
     } else if (dynamic_cast<DropoutLayer*>(&layer)) {
       out.layers.push_back(where + ": dropout, the identity at inference: no layer");
+    } else if (auto* r = dynamic_cast<ResidualLayer*>(&layer)) {
+      const std::string x = w.current;
+      emit(r->main(), where + ".main.");
+      const std::string main_out = w.current;
+      w.current = x;
+      std::string how = "identity shortcut";
+      if (r->shortcut() == Shortcut::option_b) {
+        emit(*r->projection(), where + ".projection.");
+        how = "projection shortcut";
+      } else if (r->shortcut() == Shortcut::option_a) {
+        // x[:, ::s, ::s] as a 1x1 max pool of stride s, the zero channels as a fixed 1x1
+        // convolution: channel c of the input to channel c + pad_before, every product an exact
+        // x*1 or x*0
+        const int64_t s = r->stride(), cin = r->input_shape()[0], cout = r->output_shape()[0];
+        w.add("MaxPooling2D", {{"name", w.name("max_pooling2d")}, {"pool_size", {1, 1}}, {"strides", {s, s}},
+                               {"padding", "valid"}, {"data_format", "channels_last"}});
+        Tensor k({1, 1, cin, cout}, DType::f32);
+        for (int64_t c = 0; c < cin; ++c) k.data<float>()[c * cout + c + r->pad_before()] = 1.f;
+        const std::string n = w.name("conv2d");
+        w.add("Conv2D", {{"name", n}, {"filters", cout}, {"kernel_size", {1, 1}}, {"strides", {1, 1}}, {"padding", "valid"},
+                         {"data_format", "channels_last"}, {"dilation_rate", {1, 1}}, {"activation", "linear"},
+                         {"use_bias", false}});
+        w.weight(n, "kernel", k);
+        how = "option A: MaxPooling2D(1, stride " + std::to_string(s) + ") + a fixed 1x1 Conv2D placing the channels";
+      }
+      w.add("Add", {{"name", w.name("add")}}, {main_out, w.current});
+      out.layers.push_back(where + ": Add of the block and its " + how);
     } else {
-      fail("export tfjs: ", where, " (", layer.kind(), ") has no TF.js layers form",
-           dynamic_cast<ResidualLayer*>(&layer) ? " here: only Sequential models are written (a residual block needs "
-                                                  "the functional API)"
-                                                : "");
+      fail("export tfjs: ", where, " (", layer.kind(), ") has no TF.js layers form");
     }
   }
+  };
+  emit(*model.net, "");
   const json model_json = {
       {"format", "layers-model"},
       {"generatedBy", std::string("driftlab ") + build_commit()},
       {"convertedBy", nullptr},
       {"modelTopology",
-       {{"class_name", "Sequential"},
-        {"config", {{"name", model.name}, {"layers", w.layers}}},
+       {{"class_name", "Model"},
+        {"config", {{"name", model.name}, {"layers", w.layers}, {"input_layers", {{"input_1", 0, 0}}},
+                    {"output_layers", {{w.current, 0, 0}}}}},
         {"keras_version", "tfjs-layers 4.22.0"},
         {"backend", "tensor_flow.js"}}},
       {"weightsManifest", json::array({{{"paths", {shard_name}}, {"weights", w.manifest}}})},

@@ -1,6 +1,7 @@
 // TensorFlow.js export (issue 18, S1's web platform): a saved fp32 model written as a TF.js
-// layers model (model.json + one binary weight shard), the format tf.loadLayersModel reads in the
-// browser and in node. TF.js computes Keras's semantics, so the Policy's are written out:
+// layers model (model.json + one binary weight shard; a functional Model: an InputLayer, then one
+// layer per op, residual blocks as Add layers), the format tf.loadLayersModel reads in the browser
+// and in node. TF.js computes Keras's semantics, so the Policy's are written out:
 //   - input NHWC (TF.js convolutions are channels-last): an image batch is fed as (N,H,W,C);
 //   - kernels HWIO (transposed from driftlab's OIHW), Theano's flip applied to the stored weights;
 //   - explicit pads: none -> 'valid', TF's 'same' split -> 'same', any other split -> a
@@ -8,10 +9,12 @@
 //   - a channels-first flatten (PyTorch's, Theano's) as the next Dense kernel's rows permuted from
 //     (c,h,w) to TF.js's (h,w,c) order;
 //   - BatchNorm's epsilon (Lasagne's inverse-std statistics as the variance 1/s^2 - eps);
-//   - LSTM/GRU kernels in Keras's column layout and gate order, the two PyTorch biases summed.
-// What TF.js 4.22's layers cannot compute is refused by name: residual blocks (a Sequential model
-// only), a reset-after GRU (tfjs-layers' GRUCell throws on reset_after), a hard sigmoid other than
-// clip(0.2x + 0.5), input standardisation, float64 models.
+//   - LSTM/GRU kernels in Keras's column layout and gate order, the two PyTorch biases summed;
+//   - the option-A shortcut as a 1x1 max pool of the block's stride and a fixed 1x1 convolution
+//     placing the channels among zero ones (exact: every product is x*1 or x*0).
+// What TF.js 4.22's layers cannot compute is refused by name: a reset-after GRU (tfjs-layers'
+// GRUCell throws on reset_after), a hard sigmoid other than clip(0.2x + 0.5), input
+// standardisation, float64 models.
 #pragma once
 #include <string>
 #include <vector>
