@@ -36,37 +36,24 @@ from cifar_torch import ResNet20, vgg16  # noqa: E402
 
 
 
-class LstmClassifier(nn.Module):
-    """driftlab's 'lstm' model (models/rnn.cpp): 28 steps of 28 features, nn.LSTM 128 units
-    (batch_first, its last step), nn.Linear(128, 10). parameters() order: weight_ih_l0,
-    weight_hh_l0, bias_ih_l0, bias_hh_l0, fc.weight, fc.bias, as driftlab's named_params() under
-    the torch preset (gate row blocks i,f,g,o)."""
+class RnnClassifier(nn.Module):
+    """driftlab's 'lstm' / 'gru' models (models/rnn.cpp): 28 steps of 28 features, nn.LSTM or nn.GRU
+    with 128 units (batch_first, its last step), nn.Linear(128, 10). parameters() order:
+    weight_ih_l0, weight_hh_l0, bias_ih_l0, bias_hh_l0, fc.weight, fc.bias, as driftlab's
+    named_params() under the torch preset (gate row blocks LSTM i,f,g,o / GRU r,z,n)."""
 
-    def __init__(self):
+    def __init__(self, cell):
         super().__init__()
-        self.lstm = nn.LSTM(28, 128, batch_first=True)
+        self.rnn = cell(28, 128, batch_first=True)
         self.fc = nn.Linear(128, 10)
 
     def forward(self, x):
-        out, _ = self.lstm(x)
+        out, _ = self.rnn(x)
         return self.fc(out[:, -1])
 
 
-class GruClassifier(nn.Module):
-    """driftlab's 'gru' model: nn.GRU(28, 128, batch_first), its last step, nn.Linear(128, 10)."""
-
-    def __init__(self):
-        super().__init__()
-        self.gru = nn.GRU(28, 128, batch_first=True)
-        self.fc = nn.Linear(128, 10)
-
-    def forward(self, x):
-        out, _ = self.gru(x)
-        return self.fc(out[:, -1])
-
-
-ARCHS = {'lenet1': lenet1, 'lenet5': lenet5, 'vgg16': vgg16, 'resnet20': ResNet20, 'lstm': LstmClassifier,
-         'gru': GruClassifier}
+ARCHS = {'lenet1': lenet1, 'lenet5': lenet5, 'vgg16': vgg16, 'resnet20': ResNet20,
+         'lstm': lambda: RnnClassifier(nn.LSTM), 'gru': lambda: RnnClassifier(nn.GRU)}
 
 
 class Case:
