@@ -39,7 +39,16 @@ const TfjsCase kCases[] = {
     {"resnet20b", "torch", {4, 3, 32, 32}}, {"resnet20b", "tensorflow", {4, 3, 32, 32}},
     {"vgg16", "torch", {2, 3, 32, 32}},     {"vgg16", "tensorflow", {2, 3, 32, 32}},   {"vgg16", "theano", {2, 3, 32, 32}},
     {"lstm", "torch", {64, 28, 28}},        {"lstm", "tensorflow", {64, 28, 28}},      {"lstm", "theano", {64, 28, 28}},
-    {"gru", "tensorflow", {64, 28, 28}},    {"gru", "theano", {64, 28, 28}}};
+    {"gru", "tensorflow", {64, 28, 28}},    {"gru", "theano", {64, 28, 28}},
+    {"lstm-imdb", "torch", {8, 80}},        {"lstm-imdb", "tensorflow", {8, 80}},      {"gru-imdb", "tensorflow", {8, 80}}};
+
+// Inputs: pixels/features in [0,1); token models get integer ids below the table's 20,002 rows.
+Tensor input_of(const TfjsCase& c, uint64_t seed) {
+  Tensor x = random_tensor(c.x, DType::f32, seed, 0.0, 1.0);
+  if (c.x.size() == 2)
+    for (int64_t i = 0; i < x.numel(); ++i) x.data<float>()[i] = std::floor(x.data<float>()[i] * 20002.f);
+  return x;
+}
 
 std::string name_of(const TfjsCase& c) { return std::string(c.arch) + "." + c.preset; }
 
@@ -52,7 +61,7 @@ const CaseDir& tfjs_export_run() {
       Model m = model_of(c);
       const std::string n = name_of(c);
       convert::write_tfjs((d.dir() / n).string(), convert::export_tfjs(m));
-      d.input(n, "x", random_tensor(c.x, DType::f32, ++seed, 0.0, 1.0));
+      d.input(n, "x", input_of(c, ++seed));
       d.add_case({{"name", n}, {"kind", "layers_model"}, {"dir", n}, {"x", n + ".x.npy"}, {"nchw", c.x.size() == 4}});
     }
   });
