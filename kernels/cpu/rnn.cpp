@@ -26,7 +26,7 @@
 #include <type_traits>
 #include <vector>
 
-#if defined(__AVX512F__)
+#if defined(__AVX512F__) || defined(__FMA__)
 #include <immintrin.h>
 #endif
 
@@ -77,6 +77,17 @@ inline v16 sel(v16i m, v16 a, v16 b) { return m ? a : b; }
 inline v16 fmadd(v16 a, v16 b, v16 c) {
 #if defined(__AVX512F__)
   return (v16)_mm512_fmadd_ps((__m512)a, (__m512)b, (__m512)c);
+#elif defined(__FMA__)
+  // AVX2: the two 8-lane halves fused, as the AVX-512 build rounds (a * b + c would be a
+  // multiply and an add under -ffp-contract=off: two roundings and twice the instructions)
+  __m256 a0, a1, b0, b1, c0, c1;
+  std::memcpy(&a0, &a, 32), std::memcpy(&a1, reinterpret_cast<const char*>(&a) + 32, 32);
+  std::memcpy(&b0, &b, 32), std::memcpy(&b1, reinterpret_cast<const char*>(&b) + 32, 32);
+  std::memcpy(&c0, &c, 32), std::memcpy(&c1, reinterpret_cast<const char*>(&c) + 32, 32);
+  const __m256 r0 = _mm256_fmadd_ps(a0, b0, c0), r1 = _mm256_fmadd_ps(a1, b1, c1);
+  v16 r;
+  std::memcpy(&r, &r0, 32), std::memcpy(reinterpret_cast<char*>(&r) + 32, &r1, 32);
+  return r;
 #else
   return a * b + c;
 #endif
