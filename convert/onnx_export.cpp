@@ -21,8 +21,8 @@
 #include "engine/layers/residual_layer.h"
 #include "engine/layers/rnn_layer.h"
 #include "engine/layers/sequential.h"
+#include "engine/layers/weight_layout.h"
 #include "models/model_file.h"
-#include "models/weight_layout.h"
 
 namespace driftlab {
 namespace convert {
@@ -117,17 +117,13 @@ void attr_strings(NodeProto* n, const char* name, const std::vector<std::string>
   for (const auto& x : v) a->add_strings(x);
 }
 
-// Gate blocks of a (G*H, K) weight or a (G*H) bias reordered: block b of the result is block
-// order[b] of the input; blocks listed in `negate` are negated.
-Tensor reorder_gates(const Tensor& t, int64_t gates, const std::vector<int>& order, const std::vector<int>& negate = {}) {
-  const int64_t rows = t.dim(0), block = rows / gates, cols = t.rank() == 2 ? t.dim(1) : 1;
-  Tensor out(t.shape(), DType::f32);
-  for (int64_t b = 0; b < gates; ++b) {
-    bool neg = false;
-    for (int n : negate) neg |= n == b;
-    const float* src = t.data<float>() + order[static_cast<std::size_t>(b)] * block * cols;
-    float* dst = out.data<float>() + b * block * cols;
-    for (int64_t i = 0; i < block * cols; ++i) dst[i] = neg ? -src[i] : src[i];
+// The gate blocks of a (G*H, K) weight or a (G*H) bias in ONNX's order (engine's permute_blocks),
+// the first block negated when `negate_first` (the Theano-style GRU's z).
+Tensor onnx_gates(const Tensor& t, const std::vector<int64_t>& order, bool negate_first) {
+  Tensor out = permute_blocks(t, order);
+  if (negate_first) {
+    float* z = out.data<float>();
+    for (int64_t i = 0, n = out.numel() / static_cast<int64_t>(order.size()); i < n; ++i) z[i] = -z[i];
   }
   return out;
 }
@@ -257,17 +253,17 @@ std::string emit_rnn(Ctx& c, RnnLayer& l, const std::string& x, const std::strin
   // ONNX: LSTM i,o,f,c; GRU z,r,h. The Theano-style GRU update (z takes the new state) is
   // ONNX's with z negated: 1 - sigmoid(a) = sigmoid(-a), and the hard sigmoid is symmetric the
   // same way (1 - clip(s*a + 0.5) = clip(-s*a + 0.5)) for the offset 0.5 of every preset.
-  std::vector<int> order = lstm ? std::vector<int>{0, 3, 1, 2} : std::vector<int>{1, 0, 2};
-  std::vector<int> negate;
+  std::vector<int64_t> order = lstm ? std::vector<int64_t>{0, 3, 1, 2} : std::vector<int64_t>{1, 0, 2};
+  bool negate_z = false;
   if (!lstm && !p.gru_z_keeps_old) {
     check(p.gate_act.kind == ActKind::sigmoid || p.gate_act.hs_offset == 0.5, "export onnx: ", name,
           ": a GRU whose z takes the new state needs a gate activation symmetric about 0.5");
-    negate = {0};
+    negate_z = true;
   }
-  if (c.o.rnn_gates_as_stored) order = lstm ? std::vector<int>{0, 1, 2, 3} : std::vector<int>{0, 1, 2}, negate = {};
-  const Tensor W = reorder_gates(w.weight_ih, G, order, negate), R = reorder_gates(w.weight_hh, G, order, negate);
+  if (c.o.rnn_gates_as_stored) order = lstm ? std::vector<int64_t>{0, 1, 2, 3} : std::vector<int64_t>{0, 1, 2}, negate_z = false;
+  const Tensor W = onnx_gates(w.weight_ih, order, negate_z), R = onnx_gates(w.weight_hh, order, negate_z);
   Tensor B({2 * G * H}, DType::f32);
-  const Tensor bi = reorder_gates(w.bias_ih, G, order, negate), bh = reorder_gates(w.bias_hh, G, order, negate);
+  const Tensor bi = onnx_gates(w.bias_ih, order, negate_z), bh = onnx_gates(w.bias_hh, order, negate_z);
   std::memcpy(B.data<float>(), bi.data<float>(), static_cast<std::size_t>(G * H) * 4);
   std::memcpy(B.data<float>() + G * H, bh.data<float>(), static_cast<std::size_t>(G * H) * 4);
 
@@ -303,7 +299,7 @@ std::string emit_rnn(Ctx& c, RnnLayer& l, const std::string& x, const std::strin
   os << (lstm ? "LSTM" : "GRU") << " hidden " << H << ", gates " << (c.o.rnn_gates_as_stored ? "as stored (on purpose)" : lstm ? "i,o,f,c" : "z,r,h")
      << ", gate activation " << acts[0];
   if (hard) os << " (" << p.gate_act.hs_slope << ", " << p.gate_act.hs_offset << ")";
-  if (!lstm) os << ", linear_before_reset " << (p.gru_reset_after ? 1 : 0) << (negate.empty() ? "" : ", z negated");
+  if (!lstm) os << ", linear_before_reset " << (p.gru_reset_after ? 1 : 0) << (negate_z ? ", z negated" : "");
   if (lstm && p.peepholes) os << ", peepholes";
   if (!p.two_biases) os << ", recurrent bias 0";
 

@@ -24,8 +24,8 @@
 #include "engine/layers/residual_layer.h"
 #include "engine/layers/rnn_layer.h"
 #include "engine/layers/sequential.h"
+#include "engine/layers/weight_layout.h"
 #include "models/models.h"
-#include "models/weight_layout.h"
 
 namespace driftlab {
 namespace convert {
@@ -300,16 +300,6 @@ void need(bool ok, Args&&... args) {
   throw Mismatch(os.str());
 }
 
-// Reorders gate blocks: block b of the result is block order[b] of t (rows of (G*H, K) or (G*H)).
-Tensor gate_blocks(const Tensor& t, int64_t gates, const std::vector<int>& order) {
-  const int64_t block = t.dim(0) / gates, cols = t.rank() == 2 ? t.dim(1) : 1;
-  Tensor out(t.shape(), DType::f32);
-  for (int64_t b = 0; b < gates; ++b)
-    std::memcpy(out.data<float>() + b * block * cols, t.data<float>() + order[static_cast<std::size_t>(b)] * block * cols,
-                static_cast<std::size_t>(block * cols) * 4);
-  return out;
-}
-
 // An initial state input: absent, a zero initializer, or ConstantOfShape of 0.
 bool zero_state(const GraphView& g, const NodeProto& n, int i) {
   if (!has_input(n, i)) return true;
@@ -359,18 +349,18 @@ void map_rnn(const GraphView& g, const NodeProto& n, RnnLayer& l, std::vector<st
   need(W.shape() == Shape({1, G * H, p.input}) && R.shape() == Shape({1, G * H, H}), node_str(n), ": W ", shape_str(W.shape()),
        ", R ", shape_str(R.shape()), " for ", lname);
   // ONNX i,o,f,c -> i,f,g,o; z,r,h -> r,z,n
-  const std::vector<int> order = lstm ? std::vector<int>{0, 2, 3, 1} : std::vector<int>{1, 0, 2};
+  const std::vector<int64_t> order = lstm ? std::vector<int64_t>{0, 2, 3, 1} : std::vector<int64_t>{1, 0, 2};
   TorchRnnWeights w;
-  w.weight_ih = gate_blocks(W.reshape({G * H, p.input}), G, order);
-  w.weight_hh = gate_blocks(R.reshape({G * H, H}), G, order);
+  w.weight_ih = permute_blocks(W.reshape({G * H, p.input}), order);
+  w.weight_hh = permute_blocks(R.reshape({G * H, H}), order);
   if (has_input(n, 3)) {
     const Tensor B = weight_input(g, n, 3);
     need(B.shape() == Shape({1, 2 * G * H}), node_str(n), ": B ", shape_str(B.shape()));
     Tensor bi({G * H}, DType::f32), bh({G * H}, DType::f32);
     std::memcpy(bi.data<float>(), B.data<float>(), static_cast<std::size_t>(G * H) * 4);
     std::memcpy(bh.data<float>(), B.data<float>() + G * H, static_cast<std::size_t>(G * H) * 4);
-    w.bias_ih = gate_blocks(bi, G, order);
-    w.bias_hh = gate_blocks(bh, G, order);
+    w.bias_ih = permute_blocks(bi, order);
+    w.bias_hh = permute_blocks(bh, order);
   } else {
     w.bias_ih = Tensor({G * H}, DType::f32);
     w.bias_hh = Tensor({G * H}, DType::f32);

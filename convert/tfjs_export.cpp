@@ -20,9 +20,9 @@
 #include "engine/layers/residual_layer.h"
 #include "engine/layers/rnn_layer.h"
 #include "engine/layers/sequential.h"
+#include "engine/layers/weight_layout.h"
 #include "engine/ops/conv2d.h"
 #include "models/model_file.h"
-#include "models/weight_layout.h"
 
 namespace driftlab {
 namespace convert {

@@ -4,8 +4,8 @@
 #include "engine/layers/dense_layer.h"
 #include "engine/layers/flatten_layer.h"
 #include "engine/layers/rnn_layer.h"
+#include "engine/layers/weight_layout.h"
 #include "models/models.h"
-#include "models/weight_layout.h"
 
 namespace driftlab {
 

@@ -6,6 +6,7 @@
 
 #include "engine/core/eigen.h"
 #include "engine/layers/activation_layer.h"
+#include "engine/layers/weight_layout.h"
 #include "engine/random.h"
 
 namespace driftlab {
@@ -16,37 +17,6 @@ namespace {
 std::vector<int64_t> gate_perm(RnnCell cell, GruGateOrder order) {
   if (cell == RnnCell::lstm) return {0, 1, 2, 3};
   return order == GruGateOrder::zrh ? std::vector<int64_t>{1, 0, 2} : std::vector<int64_t>{0, 1, 2};
-}
-
-// Rows (blocks of `block` rows) of a (G*block, cols) or (G*block) tensor re-ordered so that
-// out block b = in block perm[b] (inverse = false), or out block perm[b] = in block b.
-Tensor permute_blocks(const Tensor& t, const std::vector<int64_t>& perm, bool inverse) {
-  const int64_t g = static_cast<int64_t>(perm.size());
-  const int64_t block = t.numel() / g;  // elements per gate block
-  Tensor out(t.shape(), t.dtype());
-  dispatch_dtype(t.dtype(), [&](auto tag) {
-    using T = decltype(tag);
-    const T* a = t.data<T>();
-    T* o = out.data<T>();
-    for (int64_t b = 0; b < g; ++b) {
-      const int64_t src = inverse ? b : perm[b], dst = inverse ? perm[b] : b;
-      for (int64_t i = 0; i < block; ++i) o[dst * block + i] = a[src * block + i];
-    }
-  });
-  return out;
-}
-
-Tensor transpose2d(const Tensor& t) {
-  const int64_t r = t.dim(0), c = t.dim(1);
-  Tensor out({c, r}, t.dtype());
-  dispatch_dtype(t.dtype(), [&](auto tag) {
-    using T = decltype(tag);
-    const T* a = t.data<T>();
-    T* o = out.data<T>();
-    for (int64_t i = 0; i < r; ++i)
-      for (int64_t j = 0; j < c; ++j) o[j * r + i] = a[i * c + j];
-  });
-  return out;
 }
 
 // Canonical (G*u, K) weight or (G*u) bias -> the framework's: gate blocks re-ordered, and a

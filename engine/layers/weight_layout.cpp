@@ -1,4 +1,4 @@
-#include "models/weight_layout.h"
+#include "engine/layers/weight_layout.h"
 
 #include "engine/core/error.h"
 
@@ -52,6 +52,23 @@ Tensor transpose2d(const Tensor& t) {
     T* b = out.data<T>();
     for (int64_t i = 0; i < r; ++i)
       for (int64_t j = 0; j < c; ++j) b[j * r + i] = a[i * c + j];
+  });
+  return out;
+}
+
+Tensor permute_blocks(const Tensor& t, const std::vector<int64_t>& perm, bool inverse) {
+  const int64_t g = static_cast<int64_t>(perm.size());
+  check(g >= 1 && t.numel() % g == 0, "permute_blocks: ", t.numel(), " elements in ", g, " blocks");
+  const int64_t block = t.numel() / g;  // elements per block
+  Tensor out(t.shape(), t.dtype());
+  dispatch_dtype(t.dtype(), [&](auto tag) {
+    using T = decltype(tag);
+    const T* a = t.data<T>();
+    T* o = out.data<T>();
+    for (int64_t b = 0; b < g; ++b) {
+      const int64_t src = inverse ? b : perm[b], dst = inverse ? perm[b] : b;
+      for (int64_t i = 0; i < block; ++i) o[dst * block + i] = a[src * block + i];
+    }
   });
   return out;
 }
