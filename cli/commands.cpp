@@ -58,6 +58,12 @@ using nlohmann::json;
 
 // Shared with the other command files (cli/options.h).
 
+std::string shell_quoted(const std::string& s) {
+  std::string q = "'";
+  for (char c : s) q += c == '\'' ? std::string("'\\''") : std::string(1, c);
+  return q + "'";
+}
+
 std::string run_capture(const std::string& cmd, int* rc) {
   std::string out;
   FILE* p = popen(cmd.c_str(), "r");
@@ -1486,8 +1492,8 @@ void robustness_cmd(RobustnessOptions o) {
       check(static_cast<bool>(f), "robustness: could not write ", script);
     }
     const char* py = std::getenv("DRIFTLAB_PYTHON");
-    const std::string cmd = std::string(py && *py ? py : "/usr/bin/python3") + " '" + script + "' '" + o.out +
-                            "/robustness.json' '" + o.out + "/chart' 2>&1";
+    const std::string cmd = std::string(py && *py ? py : "/usr/bin/python3") + " " + shell_quoted(script) + " " +
+                            shell_quoted(o.out + "/robustness.json") + " " + shell_quoted(o.out + "/chart") + " 2>&1";
     int rc = 0;
     const std::string out = run_capture(cmd, &rc);
     check(rc == 0, "robustness: the chart needs Python 3 with matplotlib (apt-get install python3-matplotlib; "

@@ -22,6 +22,7 @@
 #include "engine/build_info.h"
 #include "engine/io/npy.h"
 #include "engine/train/cpu_runner.h"
+#include "engine/train/runner.h"
 #include "engine/core/error.h"
 #include "engine/data/transform.h"
 #include "models/model_file.h"
@@ -113,12 +114,6 @@ std::string ort_dir() {
   return std::string(DRIFTLAB_SOURCE_DIR) + "/tests/oracles/ort";
 }
 
-std::string quoted(const std::string& s) {
-  std::string q = "'";
-  for (char c : s) q += c == '\'' ? std::string("'\\''") : std::string(1, c);
-  return q + "'";
-}
-
 // The label column of a `driftlab attack` samples.csv (index,label,...).
 std::vector<int32_t> attack_labels(const std::string& csv) {
   std::ifstream f(csv);
@@ -133,18 +128,6 @@ std::vector<int32_t> attack_labels(const std::string& csv) {
     labels.push_back(static_cast<int32_t>(std::stol(line.substr(a + 1, b - a - 1))));
   }
   return labels;
-}
-
-std::vector<int32_t> argmax_rows(const Tensor& y) {
-  std::vector<int32_t> out(static_cast<std::size_t>(y.dim(0)));
-  const int64_t k = y.dim(1);
-  for (int64_t i = 0; i < y.dim(0); ++i) {
-    int64_t best = 0;
-    for (int64_t c = 1; c < k; ++c)
-      if (y.at(i * k + c) > y.at(i * k + best)) best = c;
-    out[static_cast<std::size_t>(i)] = static_cast<int32_t>(best);
-  }
-  return out;
 }
 
 // S3's conversion measurements: driftlab (the original) against ONNX Runtime (the converted
@@ -183,8 +166,8 @@ void convert_cmd(ConvertOptions o) {
 
   // ONNX Runtime on an .npy of raw inputs: its logits (written to out) and its JSON line
   auto run_ort = [&](const std::string& x_npy, const std::string& out, int64_t repeats) {
-    const std::string cmd = "node " + quoted(ort_dir() + "/ort_run.js") + " --model " + quoted(onnx) + " --x " +
-                            quoted(x_npy) + " --out " + quoted(out) + " --threads " + std::to_string(threads) +
+    const std::string cmd = "node " + shell_quoted(ort_dir() + "/ort_run.js") + " --model " + shell_quoted(onnx) + " --x " +
+                            shell_quoted(x_npy) + " --out " + shell_quoted(out) + " --threads " + std::to_string(threads) +
                             " --repeats " + std::to_string(repeats) + " 2>&1";
     int rc = 0;
     const std::string said = run_capture(cmd, &rc);
@@ -234,7 +217,7 @@ void convert_cmd(ConvertOptions o) {
     const Tensor a_o = runner.logits(xa);
     const auto [a_c, unused] = run_ort(o.adversarial + "/adversarial.npy", o.out + "/ort_adversarial_logits.npy", 1);
     (void)unused;
-    const std::vector<int32_t> pred_o = argmax_rows(a_o), pred_c = argmax_rows(a_c);
+    const std::vector<int32_t> pred_o = predictions(a_o), pred_c = predictions(a_c);
     int64_t fooled_o = 0, fooled_c = 0, differ = 0;
     for (std::size_t i = 0; i < labels.size(); ++i) {
       fooled_o += pred_o[i] != labels[i];

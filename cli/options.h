@@ -26,6 +26,8 @@ void add_data_options(CLI::App* c, DataOptions& o);
 // Runs a shell command, returns what it printed (stdout; append 2>&1 for stderr) and sets *rc to
 // pclose's status.
 std::string run_capture(const std::string& cmd, int* rc);
+// s as one single-quoted shell word (a ' inside becomes '\'').
+std::string shell_quoted(const std::string& s);
 void set_threads(int threads);
 void add_threads_option(CLI::App* c, int& threads);
 // A saved model's data must have its input shape: says so naming the file.
