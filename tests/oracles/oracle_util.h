@@ -46,6 +46,7 @@
 #include "engine/core/tensor.h"
 #include "engine/io/npy.h"
 #include "engine/model.h"
+#include "engine/train/runner.h"
 #include "models/models.h"
 #include "tests/require_util.h"
 #include "tests/test_util.h"
@@ -308,6 +309,22 @@ inline double max_abs_diff(const Tensor& a, const Tensor& r) {
 inline double rel_error(const Tensor& a, const Tensor& r) {
   const double e = max_abs_diff(a, r), m = max_abs(r);
   return m > 0 ? e / m : e;
+}
+
+// Another runtime's logits (N,K) against driftlab's on the same inputs: rel_error (max |d| over
+// max |logit|) and the inputs whose predicted class differs (predictions(): the first largest
+// logit on both sides). A shape mismatch fails the test.
+struct LogitAgreement {
+  double rel = 0;
+  int64_t flips = 0;
+};
+inline LogitAgreement logit_agreement(const Tensor& theirs, const Tensor& ours) {
+  EXPECT_EQ(theirs.shape(), ours.shape());
+  if (theirs.shape() != ours.shape()) return {INFINITY, ours.rank() ? ours.dim(0) : 0};
+  const std::vector<int32_t> a = predictions(theirs), b = predictions(ours);
+  LogitAgreement g{rel_error(theirs, ours), 0};
+  for (std::size_t i = 0; i < a.size(); ++i) g.flips += a[i] != b[i];
+  return g;
 }
 
 // The error table of one test: err = max|a - r| / max|r| per tensor (normwise: gradients hold

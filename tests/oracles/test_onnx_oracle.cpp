@@ -101,28 +101,6 @@ const CaseDir& export_run() {
   return run;
 }
 
-struct Agreement {
-  double rel = 0;          // max |a - b| / max |a|
-  int64_t flips = 0;       // inputs whose predicted class differs
-};
-Agreement compare(const Tensor& ours, const Tensor& ort) {
-  EXPECT_EQ(ours.shape(), ort.shape());
-  Agreement g;
-  const double scale = oracle::max_abs(ours);
-  const int64_t n = ours.dim(0), k = ours.dim(1);
-  for (int64_t i = 0; i < n; ++i) {
-    int64_t a = 0, b = 0;
-    for (int64_t j = 0; j < k; ++j) {
-      const float x = ours.data<float>()[i * k + j], y = ort.data<float>()[i * k + j];
-      g.rel = std::max(g.rel, std::fabs(double(x) - double(y)) / scale);
-      if (x > ours.data<float>()[i * k + a]) a = j;
-      if (y > ort.data<float>()[i * k + b]) b = j;
-    }
-    g.flips += a != b;
-  }
-  return g;
-}
-
 Tensor driftlab_logits(const std::string& arch, const std::string& preset, const Tensor& x) {
   Model m = model_for(arch, preset);
   CpuRunner runner(m);
@@ -138,7 +116,8 @@ TEST(OrtExport, EveryModelUnderEveryPresetRunsInOnnxRuntimeAsInDriftlab) {
     const Tensor x = run.in(std::string(a.arch) + ".x");
     for (const char* preset : kPresets) {
       SCOPED_TRACE(case_name(a.arch, preset));
-      const Agreement g = compare(driftlab_logits(a.arch, preset, x), run.out(case_name(a.arch, preset), "logits"));
+      const oracle::LogitAgreement g =
+          oracle::logit_agreement(run.out(case_name(a.arch, preset), "logits"), driftlab_logits(a.arch, preset, x));
       std::cout << "| " << a.arch << " | " << preset << " | " << a.n << " | " << g.rel << " | " << g.flips << " |\n";
       EXPECT_LE(g.rel, 1e-5);  // the bound; see the file comment
       EXPECT_EQ(g.flips, 0);
@@ -157,7 +136,8 @@ TEST(OrtExport, WithoutThePolicysPaddingOrGateOrderOnnxRuntimeDisagrees) {
   for (const Neg& ng : negs) {
     SCOPED_TRACE(case_name(ng.arch, ng.preset, ng.variant));
     const Tensor x = run.in(std::string(ng.arch) + ".x");
-    const Agreement g = compare(driftlab_logits(ng.arch, ng.preset, x), run.out(case_name(ng.arch, ng.preset, ng.variant), "logits"));
+    const oracle::LogitAgreement g = oracle::logit_agreement(run.out(case_name(ng.arch, ng.preset, ng.variant), "logits"),
+                                                              driftlab_logits(ng.arch, ng.preset, x));
     std::cout << ng.arch << " under " << ng.preset << ", " << ng.what << ": max |d| / max |logit| = " << g.rel << ", "
               << g.flips << " of " << x.dim(0) << " predictions differ\n";
     // far beyond the 1e-5 of a faithful export: the semantics carry the agreement
@@ -210,7 +190,7 @@ TEST(TorchOnnxImport, TorchExportedModelsImportAndComputePytorchsLogits) {
     EXPECT_EQ(im.model.name, c.arch);
     EXPECT_EQ(im.opset, 14);
     CpuRunner runner(im.model);
-    const Agreement g = compare(runner.logits(run.in(n, "x")), run.out(n, "logits"));
+    const oracle::LogitAgreement g = oracle::logit_agreement(run.out(n, "logits"), runner.logits(run.in(n, "x")));
     std::cout << c.arch << " (" << im.producer << "): max |d| / max |logit| = " << g.rel << ", " << g.flips
               << " predictions differ; " << im.mapping.size() << " weighted nodes mapped\n";
     EXPECT_LE(g.rel, 1e-5);  // the bound; see above
