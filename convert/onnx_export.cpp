@@ -132,7 +132,6 @@ struct Ctx {
   Graph& g;
   const OnnxExportOptions& o;
   OnnxExport& report;
-  int64_t opset;
 };
 
 // in_rank: the rank of x, batch axis included
@@ -436,7 +435,7 @@ OnnxExport export_onnx(Model& model, const OnnxExportOptions& o) {
   onnx::GraphProto* g = m.mutable_graph();
   g->set_name(model.name);
   Graph graph(g);
-  Ctx c{graph, o, r, o.opset};
+  Ctx c{graph, o, r};
   std::string x = "x";
   set_shape(g->add_input(), model.input_shape, TensorProto::FLOAT);
   g->mutable_input(0)->set_name("x");

@@ -35,7 +35,6 @@ class Writer {
   json layers = json::array();
   json manifest = json::array();
   std::string bytes;
-  std::vector<std::string> notes;
   std::string current;  // the layer whose output the next layer reads
   int counter = 0;
 
