@@ -26,14 +26,6 @@ Tensor softmax_rows(const Tensor& logits) {
   return p;
 }
 
-static int64_t argmax_row(const Tensor& t, int64_t i) {
-  const int64_t k = t.dim(1);
-  int64_t best = 0;
-  for (int64_t j = 1; j < k; ++j)
-    if (t.at(i * k + j) > t.at(i * k + best)) best = j;
-  return best;
-}
-
 OutputDrift compare_outputs(const Tensor& a, const Tensor& o) {
   check(a.shape() == o.shape() && a.rank() == 2, "drift: outputs ", shape_str(a.shape()), " and ",
         shape_str(o.shape()), " cannot be compared");
@@ -52,7 +44,8 @@ OutputDrift compare_outputs(const Tensor& a, const Tensor& o) {
       ++rel_n;
     }
   }
-  for (int64_t i = 0; i < d.n; ++i) differ += argmax_row(a, i) != argmax_row(o, i);
+  const std::vector<int32_t> pa = predictions(a), po = predictions(o);
+  for (int64_t i = 0; i < d.n; ++i) differ += pa[static_cast<std::size_t>(i)] != po[static_cast<std::size_t>(i)];
   d.abs_err_mean = sum / static_cast<double>(total);
   d.rel_err_mean = rel_n ? rel / static_cast<double>(rel_n) : 0.0;
   d.mean_abs = abs_sum / static_cast<double>(total);
@@ -75,9 +68,7 @@ Tensor predict_probs(Runner& runner, const Dataset& data, int64_t batch) {
 }
 
 double accuracy_of(const Tensor& probs, const std::vector<int32_t>& labels) {
-  int64_t c = 0;
-  for (int64_t i = 0; i < probs.dim(0); ++i) c += argmax_row(probs, i) == labels[static_cast<std::size_t>(i)];
-  return static_cast<double>(c) / static_cast<double>(probs.dim(0));
+  return static_cast<double>(count_correct(probs, labels)) / static_cast<double>(probs.dim(0));
 }
 
 std::vector<Tensor> layer_outputs(Model& model, ExecContext& exec, const Tensor& x) {
