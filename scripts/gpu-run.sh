@@ -57,11 +57,11 @@ pack() {
 
 Run on the lent GPU machine with the run tool (one call, about 5 minutes):
   run(command="bash scripts/gpu-run.sh remote", carry=["$PACK"], timeout_s=600)
-Its \$OUT comes back with: env.txt (nvidia-smi, driver, commit), cuda_tests.txt (gtest output),
-train_resnet20_cuda.txt (one epoch with --device cuda), train_rnn_*.txt (LSTM/GRU epochs on
-sequential Fashion-MNIST: cuDNN, own kernels, fallback), predict_oom.txt (the OOM message and
---max-batch), bm_cuda.json + bm_cuda.txt (Google Benchmark), torch_cuda.jsonl (PyTorch on the
-same GPU).
+Its \$OUT comes back with (the tool returns at most 8 files): env.txt (nvidia-smi, driver, commit,
+each step's exit status and seconds), cuda_tests.txt (gtest output), bm_cuda.json + bm_cuda.txt
+(Google Benchmark), torch_cuda.jsonl + .err (PyTorch on the same GPU), runs.txt (one ResNet-20
+epoch with --device cuda, LSTM/GRU epochs on sequential Fashion-MNIST: cuDNN, own kernels,
+fallback; the VGG-16 OOM message and --max-batch; ResNet-20 predictions).
 EOT
 }
 
@@ -91,10 +91,15 @@ PY
 }
 
 remote() {
+  # The run tool brings back at most 8 files from $OUT, so the models trained here go to /tmp and
+  # every CLI run appends to one runs.txt. Each step gets min(its own limit, what is left of
+  # DRIFTLAB_GPU_DEADLINE seconds) so that a hang in one step cannot eat the whole lease; the most
+  # valuable steps (the CUDA tests, then the benchmarks beside PyTorch) run first.
   : "${OUT:=$ROOT/gpu-out}"
   mkdir -p "$OUT"
+  local t0=$SECONDS deadline=${DRIFTLAB_GPU_DEADLINE:-480}
   local work=/tmp/driftlab-gpu-run
-  rm -rf "$work" && mkdir -p "$work"
+  rm -rf "$work" && mkdir -p "$work/out"
   tar -C "$work" -xJf "$TARBALL"
   local base=$work/driftlab-gpu
   local libs=$base/lib
@@ -111,27 +116,43 @@ remote() {
   export LD_LIBRARY_PATH=$libs${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
   {
     echo "commit: $(cat "$base/commit.txt")"
+    echo "date: $(date -u +%FT%TZ)"
     echo "LD_LIBRARY_PATH=$LD_LIBRARY_PATH"
     nvidia-smi || true
-    ldd "$base/bin/driftlab_tests" | grep -E "cublas|cudnn|dnnl|benchmark" || true
+    nproc; grep -m1 'model name' /proc/cpuinfo || true
+    python3 -c 'import torch; print("torch", torch.__version__, "CUDA", torch.version.cuda, "cuDNN", torch.backends.cudnn.version())' || true
+    ldd "$base/bin/driftlab_tests" | grep -E "cublas|cudnn|dnnl|benchmark|not found" || true
   } > "$OUT/env.txt" 2>&1
   local rc=0
+  step() {  # step NAME LIMIT_S LOGFILE CMD...: run with a timeout, log the time taken
+    local name=$1 limit=$2 log=$3; shift 3
+    local left=$((deadline - (SECONDS - t0)))
+    [ "$left" -lt "$limit" ] && limit=$left
+    if [ "$limit" -le 5 ]; then echo "SKIPPED (no time left): $name" | tee -a "$OUT/env.txt"; rc=1; return; fi
+    local s=$SECONDS r=0
+    echo "=== $name (limit ${limit}s)" >> "$log"
+    timeout --kill-after=5 "$limit" "$@" >> "$log" 2>&1 || r=$?
+    echo "step $name: exit $r, $((SECONDS - s)) s" | tee -a "$OUT/env.txt"
+    [ "$r" -eq 0 ] || rc=1
+  }
   # The CUDA suites and the --device CLI test (which runs the packed driftlab); a skip here
   # ("no CUDA device") means the run did not happen: fail.
   export DRIFTLAB_CLI_PATH=$base/bin/driftlab
-  "$base/bin/driftlab_tests" --gtest_filter='*Cuda*:CliDevice*' > "$OUT/cuda_tests.txt" 2>&1 || rc=1
+  step cuda_tests 240 "$OUT/cuda_tests.txt" "$base/bin/driftlab_tests" --gtest_filter='*Cuda*:CliDevice*'
   if grep -q "no CUDA device" "$OUT/cuda_tests.txt"; then
-    echo "CUDA tests skipped on the GPU machine: $(grep -m1 'no CUDA device' "$OUT/cuda_tests.txt")" >&2
+    echo "CUDA tests skipped on the GPU machine: $(grep -m1 'no CUDA device' "$OUT/cuda_tests.txt")" | tee -a "$OUT/env.txt" >&2
     rc=1
   fi
   tail -5 "$OUT/cuda_tests.txt"
+  step bm_cuda 150 "$OUT/bm_cuda.txt" "$base/bin/bm_cuda" --benchmark_out="$OUT/bm_cuda.json" \
+    --benchmark_out_format=json --benchmark_min_time=0.2
+  step torch_cuda 100 "$OUT/torch_cuda.err" sh -c "python3 bench/peers/cuda_torch.py > '$OUT/torch_cuda.jsonl'"
   # Issue 5's must-shows: a ResNet-20 epoch on synthetic CIFAR-shaped data with --device cuda
   # (progress bar on stderr), and the out-of-memory message of an oversize prediction batch
   # (VGG-16, 200,000 inputs at once), then the same prediction in chunks with --max-batch.
-  local dl=$base/bin/driftlab
-  "$dl" train --model resnet20 --dataset synthetic-cifar10 --device cuda --epochs 1 --batch 128 \
-    --out "$OUT/resnet20_cuda" > "$OUT/train_resnet20_cuda.txt" 2>&1 || rc=1
-  tail -3 "$OUT/train_resnet20_cuda.txt"
+  local dl=$base/bin/driftlab runs=$OUT/runs.txt
+  step train_resnet20 90 "$runs" "$dl" train --model resnet20 --dataset synthetic-cifar10 --device cuda --epochs 1 \
+    --batch 128 --out "$work/out/resnet20_cuda"
   # Issue 6 on the device: an LSTM and a GRU epoch of sequential Fashion-MNIST with the recipe of
   # docs/RNN.md (torch preset: cuDNN's RNN; torch with cuda_kernels=own: driftlab's kernels;
   # tensorflow: hard-sigmoid cells, which cuDNN lacks, so the own kernels run, logged).
@@ -139,27 +160,22 @@ remote() {
   for spec in lstm:torch gru:torch lstm:torch,cuda_kernels=own gru:tensorflow; do
     local model=${spec%%:*} policy=${spec#*:}
     local tag=${model}_${policy//[,=]/_}
-    "$dl" train --model "$model" --policy "$policy" --dataset seq-fashion-mnist --data-dir "$fm" --device cuda \
-      --epochs 1 --batch 128 --lr 0.05 --momentum 0.9 --normalize --seed 1 --no-progress \
-      --out "$OUT/rnn_$tag" > "$OUT/train_rnn_$tag.txt" 2>&1 || rc=1
-    tail -2 "$OUT/train_rnn_$tag.txt"
+    step "train_rnn_$tag" 60 "$runs" "$dl" train --model "$model" --policy "$policy" --dataset seq-fashion-mnist \
+      --data-dir "$fm" --device cuda --epochs 1 --batch 128 --lr 0.05 --momentum 0.9 --normalize --seed 1 \
+      --no-progress --out "$work/out/rnn_$tag"
   done
-  "$dl" train --model vgg16 --dataset synthetic-cifar10 --limit 256 --device cuda --epochs 1 --no-progress \
-    --out "$OUT/vgg16_cuda" > "$OUT/train_vgg16_cuda.txt" 2>&1 || rc=1
-  if "$dl" predict --weights "$OUT/vgg16_cuda/model.dlm" --device cuda --dataset synthetic-cifar10 \
-       --limit 200000 --sizes 200000 > "$OUT/predict_oom.txt" 2>&1; then
-    echo "expected an out-of-memory error for 200,000 VGG-16 inputs at once" >> "$OUT/predict_oom.txt"; rc=1
+  step train_vgg16 60 "$runs" "$dl" train --model vgg16 --dataset synthetic-cifar10 --limit 256 --device cuda \
+    --epochs 1 --no-progress --out "$work/out/vgg16_cuda"
+  echo "=== predict_oom (expected to fail: 200,000 VGG-16 inputs at once)" >> "$runs"
+  if timeout 60 "$dl" predict --weights "$work/out/vgg16_cuda/model.dlm" --device cuda --dataset synthetic-cifar10 \
+       --limit 200000 --sizes 200000 >> "$runs" 2>&1; then
+    echo "expected an out-of-memory error for 200,000 VGG-16 inputs at once" >> "$runs"; rc=1
   fi
-  "$dl" predict --weights "$OUT/vgg16_cuda/model.dlm" --device cuda --dataset synthetic-cifar10 \
-    --limit 200000 --sizes 200000 --max-batch 10000 >> "$OUT/predict_oom.txt" 2>&1 || rc=1
-  "$dl" predict --weights "$OUT/resnet20_cuda/model.dlm" --device cuda --dataset synthetic-cifar10 \
-    --sizes 1000,10000 >> "$OUT/predict_oom.txt" 2>&1 || rc=1
-  cat "$OUT/predict_oom.txt"
-  "$base/bin/bm_cuda" --benchmark_out="$OUT/bm_cuda.json" --benchmark_out_format=json \
-    > "$OUT/bm_cuda.txt" 2>&1 || rc=1
-  tail -3 "$OUT/bm_cuda.txt"
-  python3 bench/peers/cuda_torch.py > "$OUT/torch_cuda.jsonl" 2> "$OUT/torch_cuda.err" || rc=1
-  tail -3 "$OUT/torch_cuda.jsonl"
+  step predict_vgg16_max_batch 60 "$runs" "$dl" predict --weights "$work/out/vgg16_cuda/model.dlm" --device cuda \
+    --dataset synthetic-cifar10 --limit 200000 --sizes 200000 --max-batch 10000
+  step predict_resnet20 30 "$runs" "$dl" predict --weights "$work/out/resnet20_cuda/model.dlm" --device cuda \
+    --dataset synthetic-cifar10 --sizes 1000,10000
+  echo "total: $((SECONDS - t0)) s, rc $rc" | tee -a "$OUT/env.txt"
   exit $rc
 }
 
