@@ -123,6 +123,11 @@ remote() {
     python3 -c 'import torch; print("torch", torch.__version__, "CUDA", torch.version.cuda, "cuDNN", torch.backends.cudnn.version())' || true
     ldd "$base/bin/driftlab_tests" | grep -E "cublas|cudnn|dnnl|benchmark|not found" || true
   } > "$OUT/env.txt" 2>&1
+  # The CLI tests read Fashion-MNIST where Debian puts it (CI installs it there): point that
+  # path at the packed copy (the lent machine runs as root and has no such package).
+  if [ ! -e /usr/share/datasets/fashion-mnist ]; then
+    mkdir -p /usr/share/datasets && ln -s "$base/data/fashion-mnist" /usr/share/datasets/fashion-mnist
+  fi
   local rc=0
   step() {  # step NAME LIMIT_S LOGFILE CMD...: run with a timeout, log the time taken
     local name=$1 limit=$2 log=$3; shift 3

@@ -201,7 +201,10 @@ TEST(CudaCudnnPool, MatchesReference) {
         EXPECT_TRUE(bitwise_equal(cuda::to_host(ctx, y), ry)) << "max forward";
         maxpool2d_backward_ref(p, x, dy, rdx);
         cuda::maxpool2d_backward_cuda(ctx, p, gx, y, gdy, dx);
-        EXPECT_TRUE(bitwise_equal(cuda::to_host(ctx, dx), rdx)) << "max backward";
+        // Windows overlap (3x3, stride 2): an input that is the maximum of up to 4 windows sums
+        // their dy, and cuDNN adds them in its own order (first H200 run, 2026-11-27: 1 ulp in
+        // float32, bitwise in float64 on that data): gamma_4 of 4 terms <= 1.
+        EXPECT_TRUE(all_close(cuda::to_host(ctx, dx), rdx, gamma_n(4, dt) * 4, 0)) << "max backward";
         avgpool2d_forward_ref(p, x, ry);
         cuda::avgpool2d_forward_cuda(ctx, p, gx, y);
         // cuDNN may multiply by 1/count instead of dividing and sum in its own order:

@@ -56,6 +56,12 @@ class TensorDesc {
   TensorDesc(DType t, long long n, long long c, long long h, long long w) {
     check(n <= 2147483647 && c <= 2147483647 && h <= 2147483647 && w <= 2147483647,
           "cudnn: tensor dimension above int range");
+    // cuDNN's 4-D descriptors take int strides: a tensor of 2^31 elements or more is refused with
+    // CUDNN_STATUS_NOT_SUPPORTED (seen on an H200 with 200,000 VGG-16 inputs in one batch, whose
+    // first conv output has 13.1e9 elements and would fit the card's memory). Say so plainly.
+    const long long numel = n * c * h * w;
+    check(numel <= 2147483647LL, "cudnn: a tensor of ", numel, " elements (", n, "x", c, "x", h, "x", w,
+          ") is above cuDNN's limit of 2^31-1 elements per tensor; split the batch (--max-batch)");
     DL_CUDNN_CHECK(cudnnSetTensor4dDescriptor(d_.get(), CUDNN_TENSOR_NCHW, cudnn_type(t), static_cast<int>(n),
                                               static_cast<int>(c), static_cast<int>(h), static_cast<int>(w)));
   }
