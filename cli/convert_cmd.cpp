@@ -35,18 +35,29 @@ namespace {
 namespace fs = std::filesystem;
 
 struct ExportOptions {
-  std::string weights, format = "onnx", out;
+  std::string weights, format = "onnx", out, quant_form = "qdq";
   int64_t opset = 13;
   bool naive_pads = false, naive_rnn_gates = false;
 };
 
+convert::OnnxExportOptions::QuantForm quant_form_named(const std::string& f) {
+  check(f == "qdq" || f == "qop", "--quant-form '", f, "' (known: qdq, qop)");
+  return f == "qdq" ? convert::OnnxExportOptions::QuantForm::qdq : convert::OnnxExportOptions::QuantForm::qoperator;
+}
+
+// The exporter's notes on an int8 model: where ONNX Runtime computes otherwise than the scheme.
+void print_quant_notes(const convert::OnnxExport& ex) {
+  if (ex.notes.empty()) return;
+  std::cout << "  ONNX Runtime will compute otherwise than this model's scheme (outputs may move by a step):\n";
+  for (const std::string& n : ex.notes) std::cout << "    - " << n << "\n";
+}
+
 void export_cmd(const ExportOptions& o) {
   check(o.format == "onnx" || o.format == "tfjs", "export: --format '", o.format, "' (known: onnx, tfjs)");
   LoadedModel lm = quant::load_any_model(o.weights);
-  check(!quant::is_quantized(lm), "export: ", o.weights,
-        " is an int8 model; the export of quantized models (ONNX QDQ and QOperator forms) is not built yet: export "
-        "its fp32 model");
+  const bool int8 = quant::is_quantized(lm);
   if (o.format == "tfjs") {
+    check(!int8, "export: ", o.weights, " is an int8 model; a TF.js layers model is float: export its fp32 model");
     const convert::TfjsExport ex = convert::export_tfjs(lm.model, input_norm_from_metadata(lm.metadata));
     convert::write_tfjs(o.out, ex);
     std::cout << "export tfjs: " << lm.model.name << " under " << lm.model.policy.to_string()
@@ -62,11 +73,13 @@ void export_cmd(const ExportOptions& o) {
   eo.doc = "driftlab export --weights " + o.weights;
   eo.symmetric_pads = o.naive_pads;
   eo.rnn_gates_as_stored = o.naive_rnn_gates;
+  eo.quant_form = quant_form_named(o.quant_form);
   const convert::OnnxExport ex = convert::export_onnx(lm.model, eo);
   convert::write_onnx(o.out, ex.bytes);
-  std::cout << "export onnx: " << lm.model.name << " under " << lm.model.policy.to_string() << ", opset " << o.opset
-            << "\n";
+  std::cout << "export onnx: " << lm.model.name << (int8 ? " (int8, " + o.quant_form + " form)" : "") << " under "
+            << lm.model.policy.to_string() << ", opset " << o.opset << "\n";
   for (const std::string& n : ex.nodes) std::cout << "  " << n << "\n";
+  print_quant_notes(ex);
   if (o.naive_pads || o.naive_rnn_gates)
     std::cout << "  (deliberately wrong: " << (o.naive_pads ? "--naive-pads " : "")
               << (o.naive_rnn_gates ? "--naive-rnn-gates" : "") << ")\n";
@@ -97,7 +110,7 @@ void import_cmd(const ImportOptions& o) {
 }
 
 struct ConvertOptions {
-  std::string weights, to = "onnx", out, adversarial;
+  std::string weights, to = "onnx", out, adversarial, quant_form = "qdq";
   int64_t opset = 13, repeats = 3;
   int threads = 0;
   DataOptions data;
@@ -139,14 +152,17 @@ void convert_cmd(ConvertOptions o) {
   const int threads = o.threads > 0 ? o.threads : omp_get_max_threads();
   fs::create_directories(o.out);
   auto t0 = std::chrono::steady_clock::now();
-  LoadedModel lm = load_model(o.weights);
+  LoadedModel lm = quant::load_any_model(o.weights);
   const double load_ms = ms_since(t0);
   convert::OnnxExportOptions eo;
   eo.opset = o.opset;
   eo.norm = input_norm_from_metadata(lm.metadata);
   eo.doc = "driftlab convert --weights " + o.weights;
+  eo.quant_form = quant_form_named(o.quant_form);
   const std::string onnx = o.out + "/model.onnx";
-  convert::write_onnx(onnx, convert::export_onnx(lm.model, eo).bytes);
+  const convert::OnnxExport ex = convert::export_onnx(lm.model, eo);
+  convert::write_onnx(onnx, ex.bytes);
+  print_quant_notes(ex);
 
   // the test split as stored (ONNX's graph standardises it itself) and as driftlab's model takes it
   const Dataset raw = o.data.loader->load(o.data, Split::test, &lm.metadata);
@@ -264,11 +280,16 @@ void convert_cmd(ConvertOptions o) {
 
 void register_convert_commands(CLI::App& app) {
   auto o = std::make_shared<ExportOptions>();
-  auto* ex = app.add_subcommand("export", "write a saved fp32 model as ONNX (the Policy's semantics stated in the graph)");
+  auto* ex = app.add_subcommand("export", "write a saved model as ONNX (the Policy's semantics stated in the graph; an "
+                                "int8 model with its integers and scales in QDQ or QOperator form) or as TF.js");
   ex->add_option("--weights", o->weights, "model file (.dlm)")->required();
   ex->add_option("--format", o->format, "onnx | tfjs (a TF.js layers model: --out is a folder)")->capture_default_str();
   ex->add_option("--opset", o->opset, "ONNX opset, 13..17")->capture_default_str();
   ex->add_option("--out", o->out, "the .onnx file to write (tfjs: the folder)")->required();
+  ex->add_option("--quant-form", o->quant_form,
+                 "an int8 model's form: qdq (QuantizeLinear/DequantizeLinear around float ops) or qop (QLinearConv, "
+                 "QGemm, QLinearAdd...)")
+      ->capture_default_str();
   ex->add_flag("--naive-pads", o->naive_pads,
                "deliberately wrong: pads written symmetric, (begin+end)/2 rounded up (what a converter assuming "
                "PyTorch's padding writes), to measure what the padding rule is worth");
@@ -289,7 +310,8 @@ void register_convert_commands(CLI::App& app) {
   auto* cv = app.add_subcommand("convert", "S3's conversion measurements: export to ONNX and run the test inputs in "
                                 "driftlab and ONNX Runtime (accuracy, errors, misclassification, load and "
                                 "inference time, sizes)");
-  cv->add_option("--weights", co->weights, "model file (.dlm, fp32)")->required();
+  cv->add_option("--weights", co->weights, "model file (.dlm, fp32 or int8)")->required();
+  cv->add_option("--quant-form", co->quant_form, "an int8 model's ONNX form: qdq or qop")->capture_default_str();
   cv->add_option("--to", co->to, "onnx")->capture_default_str();
   cv->add_flag("--check", "run the converted model in ONNX Runtime (what this command does; kept for the issue's "
                "spelling)");

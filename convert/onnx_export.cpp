@@ -7,6 +7,7 @@
 #include <limits>
 #include <sstream>
 
+#include "convert/onnx_graph.h"
 #include "engine/build_info.h"
 #include "engine/core/error.h"
 #include "engine/layers/activation_layer.h"
@@ -32,90 +33,13 @@ using onnx::AttributeProto;
 using onnx::NodeProto;
 using onnx::TensorProto;
 
-// Builds one graph: unique value names, float and int64 initializers, nodes with attributes.
-class Graph {
- public:
-  explicit Graph(onnx::GraphProto* g) : g_(g) {}
-
-  std::string fresh(const std::string& base) { return base + "_" + std::to_string(counter_++); }
-
-  std::string floats(const std::string& name, const Shape& dims, const float* data) {
-    TensorProto* t = g_->add_initializer();
-    t->set_name(name);
-    t->set_data_type(TensorProto::FLOAT);
-    int64_t n = 1;
-    for (int64_t d : dims) t->add_dims(d), n *= d;
-    t->set_raw_data(std::string(reinterpret_cast<const char*>(data), static_cast<std::size_t>(n) * 4));
-    return name;
-  }
-  std::string floats(const std::string& name, const Tensor& t, const Shape& dims) {
-    check(t.dtype() == DType::f32 && shape_numel(dims) == t.numel(), "export onnx: ", name, " has ", t.numel(),
-          " elements, ", shape_str(dims), " wanted");
-    return floats(name, dims, t.data<float>());
-  }
-  std::string scalar(const std::string& name, float v) { return floats(name, Shape{}, &v); }
-  std::string ints(const std::string& name, const std::vector<int64_t>& v) {
-    TensorProto* t = g_->add_initializer();
-    t->set_name(name);
-    t->set_data_type(TensorProto::INT64);
-    t->add_dims(static_cast<int64_t>(v.size()));
-    for (int64_t x : v) t->add_int64_data(x);
-    return name;
-  }
-
-  NodeProto* node(const std::string& op, const std::vector<std::string>& in, const std::vector<std::string>& out,
-                  const std::string& name) {
-    NodeProto* n = g_->add_node();
-    n->set_op_type(op);
-    n->set_name(name);
-    for (const auto& s : in) n->add_input(s);
-    for (const auto& s : out) n->add_output(s);
-    return n;
-  }
-  // The common case: one output, named after the node.
-  std::string op(const std::string& op, const std::vector<std::string>& in, const std::string& name,
-                 NodeProto** out = nullptr) {
-    const std::string y = fresh(name);
-    NodeProto* n = node(op, in, {y}, y);
-    if (out) *out = n;
-    return y;
-  }
-
- private:
-  onnx::GraphProto* g_;
-  int counter_ = 0;
-};
-
-void attr_ints(NodeProto* n, const char* name, const std::vector<int64_t>& v) {
-  AttributeProto* a = n->add_attribute();
-  a->set_name(name);
-  a->set_type(AttributeProto::INTS);
-  for (int64_t x : v) a->add_ints(x);
-}
-void attr_int(NodeProto* n, const char* name, int64_t v) {
-  AttributeProto* a = n->add_attribute();
-  a->set_name(name);
-  a->set_type(AttributeProto::INT);
-  a->set_i(v);
-}
-void attr_float(NodeProto* n, const char* name, float v) {
-  AttributeProto* a = n->add_attribute();
-  a->set_name(name);
-  a->set_type(AttributeProto::FLOAT);
-  a->set_f(v);
-}
-void attr_floats(NodeProto* n, const char* name, const std::vector<float>& v) {
-  AttributeProto* a = n->add_attribute();
-  a->set_name(name);
-  a->set_type(AttributeProto::FLOATS);
-  for (float x : v) a->add_floats(x);
-}
-void attr_strings(NodeProto* n, const char* name, const std::vector<std::string>& v) {
-  AttributeProto* a = n->add_attribute();
-  a->set_name(name);
-  a->set_type(AttributeProto::STRINGS);
-  for (const auto& x : v) a->add_strings(x);
-}
+using detail::attr_float;
+using detail::attr_floats;
+using detail::attr_int;
+using detail::attr_ints;
+using detail::attr_strings;
+using detail::Graph;
+using detail::set_shape;
 
 // The gate blocks of a (G*H, K) weight or a (G*H) bias in ONNX's order (engine's permute_blocks),
 // the first block negated when `negate_first` (the Theano-style GRU's z).
@@ -396,21 +320,14 @@ std::string emit_sequential(Ctx& c, Sequential& net, std::string x, const std::s
   return x;
 }
 
-void set_shape(onnx::ValueInfoProto* v, const Shape& per_sample, onnx::TensorProto_DataType type) {
-  auto* t = v->mutable_type()->mutable_tensor_type();
-  t->set_elem_type(type);
-  auto* s = t->mutable_shape();
-  s->add_dim()->set_dim_param("batch");
-  for (int64_t d : per_sample) s->add_dim()->set_dim_value(d);
-}
-
 }  // namespace
 
 OnnxExport export_onnx(Model& model, const OnnxExportOptions& o) {
   check(o.opset >= 13 && o.opset <= 17, "export onnx: --opset ", o.opset,
         " (13..17: Squeeze, Slice and Pad take their axes and pads as inputs from 13 on; 17 is the newest this "
         "ONNX checker knows)");
-  check(model.dtype() == DType::f32, "export onnx: model '", model.name,
+  const bool int8 = detail::is_int8_model(model);
+  check(int8 || model.dtype() == DType::f32, "export onnx: model '", model.name,
         "' is float64 (dtype knob); ONNX Runtime's Conv, Gemm and LSTM kernels are float32: export a float32 model");
   OnnxExport r;
   onnx::ModelProto m;
@@ -422,6 +339,11 @@ OnnxExport export_onnx(Model& model, const OnnxExportOptions& o) {
   auto* os = m.add_opset_import();
   os->set_domain("");
   os->set_version(o.opset);
+  if (int8 && o.quant_form == OnnxExportOptions::QuantForm::qoperator) {  // QGemm, QLinearAdd, QLinearGlobalAveragePool
+    auto* ms = m.add_opset_import();
+    ms->set_domain("com.microsoft");
+    ms->set_version(1);
+  }
   auto add_meta = [&](const std::string& k, const std::string& v) {
     auto* p = m.add_metadata_props();
     p->set_key(k);
@@ -445,11 +367,11 @@ OnnxExport export_onnx(Model& model, const OnnxExportOptions& o) {
     x = graph.op("Mul", {x, graph.scalar("input_inv_std", static_cast<float>(1.0 / o.norm.std))}, "standardise_scale");
     r.nodes.push_back("input: Sub mean " + std::to_string(o.norm.mean) + ", Mul 1/std " + std::to_string(1.0 / o.norm.std));
   }
-  const std::string y = emit_sequential(c, *model.net, x, "", static_cast<int64_t>(model.input_shape.size()) + 1);
+  const std::string y = int8 ? detail::emit_int8(graph, model, x, o, r)
+                             : emit_sequential(c, *model.net, x, "", static_cast<int64_t>(model.input_shape.size()) + 1);
   // the graph output: an Identity named 'logits'
   graph.node("Identity", {y}, {"logits"}, "logits");
-  set_shape(g->add_output(), {model.num_classes}, TensorProto::FLOAT);
-  g->mutable_output(0)->set_name("logits");
+  graph.output("logits", TensorProto::FLOAT, {model.num_classes});
   r.num_nodes = g->node_size();
   r.num_initializers = g->initializer_size();
   check(m.SerializeToString(&r.bytes), "export onnx: protobuf serialization failed");

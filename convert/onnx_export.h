@@ -10,6 +10,17 @@
 //   - LSTM gates reordered to ONNX's i,o,f,c, GRU's to z,r,h, linear_before_reset from the
 //     GRU's reset placement, the Theano-style update (z takes the new state) as a negated z;
 //   - the model file's input standardisation as Sub/Mul at the input.
+// An int8 model (quant/: `driftlab quantize`) is written with its own numbers (int8 weights, int32
+// biases, every scale and zero point) in one of ONNX's two quantized forms:
+//   - QDQ: QuantizeLinear/DequantizeLinear pairs around float Conv, Gemm, Add, MaxPool,
+//     GlobalAveragePool (what ONNX Runtime's quantize_static writes; ORT fuses each group into its
+//     integer kernel);
+//   - QOperator: QLinearConv, com.microsoft QGemm / QLinearAdd / QLinearGlobalAveragePool, MaxPool,
+//     Slice, Pad and Reshape on the integers.
+// ONNX Runtime then computes with its own arithmetic (division by the scale, a float
+// requantization rounded half to even, ...): exactly driftlab's under quant_scheme=ort; under
+// another scheme OnnxExport::notes lists each choice in which ORT's arithmetic differs.
+//
 // The graph runs at inference semantics (BatchNorm's running statistics; dropout is the identity)
 // and outputs the logits. Input 'x' has the model's per-sample shape with a symbolic batch axis
 // (NCHW for images, (N,T,F) for sequences, float token ids for token models).
@@ -37,16 +48,29 @@ struct OnnxExportOptions {
                                     // (what a converter assuming PyTorch's symmetric padding writes)
   bool rnn_gates_as_stored = false;  // write the recurrent weights' gate blocks in driftlab's stored
                                      // order (i,f,g,o / r,z,n) without ONNX's reordering
+  // int8 models only:
+  enum class QuantForm { qdq, qoperator };
+  QuantForm quant_form = QuantForm::qdq;
+  // QOperator only: every activation point's integer tensor (the order of quant/report.h's
+  // int8_activations: the quantized input, each conv/dense, an own-scale average pool, each residual
+  // block's output) is also a graph output, 'point_<k>'.
+  bool expose_points = false;
 };
 
 struct OnnxExport {
   std::string bytes;               // the serialized ModelProto
   std::vector<std::string> nodes;  // one line per layer: what it became
   int64_t num_nodes = 0, num_initializers = 0;
+  // int8 models: where ONNX Runtime's arithmetic differs from the model's scheme (empty under
+  // quant_scheme=ort), one line each naming the knob; and how many 'point_<k>' outputs there are.
+  std::vector<std::string> notes;
+  int64_t num_points = 0;
 };
 
 // Throws naming the layer (index, kind) and what cannot be written: a float64 model, rnn_mask
-// carry/zero (the padded steps' skip has no ONNX form here), an opset outside 13..17.
+// carry/zero (the padded steps' skip has no ONNX form here), an opset outside 13..17; for an int8
+// model a float bias inside the requantization (quant_bias=float_in_requant: ONNX's integer ops
+// take an int32 bias), a clamp other than the type's range or a fused ReLU's, expose_points in QDQ.
 OnnxExport export_onnx(Model& model, const OnnxExportOptions& options);
 
 // ONNX's checker (onnx::checker::check_model, full) on serialized bytes: "" when it passes, else

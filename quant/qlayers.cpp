@@ -157,6 +157,9 @@ QLinearSpec spec_from(const QuantLayerBase& l, const std::vector<Param>& bufs, b
 
 }  // namespace
 
+QLinearSpec QConv2dLayer::spec() const { return spec_from(*this, bufs_, relu_); }
+QLinearSpec QDenseLayer::spec() const { return spec_from(*this, bufs_, relu_); }
+
 void QConv2dLayer::refresh() {
   const QLinearSpec spec = spec_from(*this, bufs_, relu_);
   check(spec.weight.scale.size() == 1 || static_cast<int64_t>(spec.weight.scale.size()) == p_.g.k,

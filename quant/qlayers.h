@@ -38,6 +38,7 @@ class QuantizeLayer : public QuantLayerBase {
   Shape output_shape() const override { return shape_; }
   Tensor forward(RunContext& ctx, const Tensor& x) override;
   void refresh() override;
+  const QuantizeParams& op_params() const { return p_; }
 
  private:
   Shape shape_;
@@ -53,6 +54,7 @@ class DequantizeLayer : public QuantLayerBase {
   Shape output_shape() const override { return shape_; }
   Tensor forward(RunContext& ctx, const Tensor& x) override;
   void refresh() override;
+  const QuantizeParams& op_params() const { return p_; }
 
  private:
   Shape shape_;
@@ -77,6 +79,7 @@ class QConv2dLayer : public QuantLayerBase {
   Shape output_shape() const override { return {p_.g.k, p_.g.out_h(), p_.g.out_w()}; }
   Tensor forward(RunContext& ctx, const Tensor& x) override;
   const QConv2dParams& op_params() const { return p_; }
+  QLinearSpec spec() const;  // the numbers its buffers hold now (weights, scales, bias, in/out, relu)
   void refresh() override;
 
  private:
@@ -96,6 +99,7 @@ class QDenseLayer : public QuantLayerBase {
   Shape output_shape() const override { return {p_.out}; }
   Tensor forward(RunContext& ctx, const Tensor& x) override;
   const QDenseParams& op_params() const { return p_; }
+  QLinearSpec spec() const;
   void refresh() override;
 
  private:
@@ -113,6 +117,7 @@ class QMaxPool2dLayer : public QuantLayerBase {
   std::string describe() const override;
   Shape output_shape() const override { return {p_.g.c, p_.g.out_h(), p_.g.out_w()}; }
   Tensor forward(RunContext& ctx, const Tensor& x) override;
+  const QPool2dParams& op_params() const { return p_; }
 
  private:
   QPool2dParams p_;
@@ -132,6 +137,7 @@ class QGlobalAvgPoolLayer : public QuantLayerBase {
   Shape output_shape() const override { return {in_[0]}; }
   Tensor forward(RunContext& ctx, const Tensor& x) override;
   void refresh() override;
+  const QGlobalAvgPoolParams& op_params() const { return p_; }
 
  private:
   Shape in_;
@@ -160,6 +166,7 @@ class QResidualLayer : public QuantLayerBase {
   void collect(const std::string& prefix, bool buffers, std::vector<std::pair<std::string, Param*>>& out) override;
   Sequential& main() { return *main_; }
   const QResidualSpec& spec() const { return spec_; }
+  const Shape& input_shape() const { return in_; }
   // forward with the main path computed by `run_main` (the report's walker: it sees inside).
   template <typename F>
   Tensor forward_with(RunContext& ctx, const Tensor& x, F&& run_main) {
@@ -185,6 +192,7 @@ class QReluLayer : public QuantLayerBase {
   Shape output_shape() const override { return shape_; }
   Tensor forward(RunContext& ctx, const Tensor& x) override;
   void refresh() override;
+  int32_t zero_point() const { return zp_; }
 
  private:
   Shape shape_;

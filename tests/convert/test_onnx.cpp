@@ -14,6 +14,9 @@
 #include "engine/train/cpu_runner.h"
 #include "models/model_file.h"
 #include "models/models.h"
+#include "quant/model_io.h"
+#include "quant/ptq.h"
+#include "quant/report.h"
 #include "tests/cli/cli_util.h"
 #include "tests/oracles/oracle_util.h"
 #include "tests/test_util.h"
@@ -111,6 +114,92 @@ TEST(CliOnnx, ExportPrintsTheSemanticsAndImportConvertsToAnotherPreset) {
   EXPECT_EQ(r.code, 1);
   EXPECT_NE(r.out.find(w), std::string::npos) << r.out;
   EXPECT_FALSE(fs::exists(d / "bad.dlm"));
+}
+
+// int8 models (quant/): the two ONNX forms, what each layer became, the notes on a scheme that is not
+// ORT's arithmetic, and the refusals. ONNX Runtime running these graphs: tests/oracles/test_onnx_quant_export.cpp.
+quant::PtqResult quantized(const std::string& arch, const std::string& policy) {
+  Model m = oracle::model_with_random_state(arch, Policy::torch(), 4);
+  Shape s{16};
+  s.insert(s.end(), m.input_shape.begin(), m.input_shape.end());
+  quant::PtqOptions o;
+  o.calib_batch = 8;
+  return quant::quantize_model(m, Policy::parse(policy), random_tensor(s, DType::f32, 9, 0.0, 1.0), o);
+}
+
+bool has_line(const convert::OnnxExport& ex, const std::string& what) {
+  for (const std::string& n : ex.nodes)
+    if (n.find(what) != std::string::npos) return true;
+  return false;
+}
+
+TEST(OnnxQuantExport, QdqAndQOperatorFormsOfAnOrtSchemeResnet) {
+  quant::PtqResult q = quantized("resnet20", "torch,quant_scheme=ort,quant_act_dtype=uint8");
+  const convert::OnnxExport qdq = convert::export_onnx(q.model, {});
+  EXPECT_EQ(convert::check_onnx(qdq.bytes), "");
+  EXPECT_TRUE(qdq.notes.empty()) << qdq.notes.front();  // the scheme is ORT's arithmetic
+  EXPECT_EQ(qdq.num_points, 0);
+  EXPECT_TRUE(has_line(qdq, "DequantizeLinear -> Conv -> Relu -> QuantizeLinear")) << qdq.nodes[1];
+  EXPECT_TRUE(has_line(qdq, "shortcut option A (Slice step 2, Pad channels 8 before, 8 after with 0.0)"));
+  EXPECT_TRUE(has_line(qdq, "GlobalAveragePool between DequantizeLinear/QuantizeLinear + Reshape [0,-1], its own"));
+  convert::OnnxExportOptions o;
+  o.quant_form = convert::OnnxExportOptions::QuantForm::qoperator;
+  o.expose_points = true;
+  const convert::OnnxExport qop = convert::export_onnx(q.model, o);
+  EXPECT_EQ(convert::check_onnx(qop.bytes), "");
+  EXPECT_TRUE(has_line(qop, "QLinearConv"));
+  EXPECT_TRUE(has_line(qop, "com.microsoft.QLinearAdd (+ ReLU clamp)"));
+  EXPECT_TRUE(has_line(qop, "with the zero point)"));  // option A pads channels with the zero point
+  EXPECT_TRUE(has_line(qop, "com.microsoft.QGemm transB=1"));
+  // the input, 19 convs, 9 residual outputs, the pool's own scale, the fc: int8_activations' points
+  EXPECT_EQ(qop.num_points, static_cast<int64_t>(quant::int8_activations(q.model, random_tensor({1, 3, 32, 32}, DType::f32, 1,
+                                                                                               0.0, 1.0)).size()));
+  EXPECT_EQ(qop.num_points, 31);
+  // neither graph maps back onto a float model: the importer names the first node it cannot take
+  const std::string e = error_of([&] { convert::import_onnx_bytes(qdq.bytes, "q.onnx"); });
+  EXPECT_NE(e.find("QuantizeLinear"), std::string::npos) << e;
+}
+
+TEST(OnnxQuantExport, AnotherSchemeIsWrittenWithItsDifferencesNamedOrRefused) {
+  // qnnpack: quantize by the float32 reciprocal and its own multiplier (ORT divides; forms
+  // float32(s_in*s_w)/s_out): exported, the differences listed by knob
+  quant::PtqResult qnn = quantized("lenet5", "torch,quant_scheme=torch_qnnpack");
+  const convert::OnnxExport ex = convert::export_onnx(qnn.model, {});
+  ASSERT_EQ(ex.notes.size(), 2u);
+  EXPECT_NE(ex.notes[0].find("(quant_act_scale_op, quant_round)"), std::string::npos) << ex.notes[0];
+  EXPECT_NE(ex.notes[1].find("(quant_multiplier)"), std::string::npos) << ex.notes[1];
+  // onednn keeps the bias in float inside the requantization: no ONNX integer op takes that
+  quant::PtqResult one = quantized("lenet5", "torch,quant_scheme=torch_onednn");
+  std::string e = error_of([&] { convert::export_onnx(one.model, {}); });
+  EXPECT_NE(e.find("quant_bias=float_in_requant"), std::string::npos) << e;
+  EXPECT_NE(e.find("1.qconv2d"), std::string::npos) << e;  // the layer, by index and kind
+  // points exist as outputs in the QOperator form only
+  convert::OnnxExportOptions o;
+  o.expose_points = true;
+  e = error_of([&] { convert::export_onnx(qnn.model, o); });
+  EXPECT_NE(e.find("QOperator form only"), std::string::npos) << e;
+}
+
+TEST(CliOnnx, ExportsAnInt8ModelInBothForms) {
+  const fs::path d = fresh_dir("cli_onnx_int8");
+  quant::PtqResult q = quantized("lenet5", "torch,quant_scheme=ort");
+  const std::string w = (d / "q.dlm").string();
+  quant::save_quantized_model(w, q.model, {}, {{"scheme", "ort"}});
+  CliRun r = run_driftlab("export --weights " + w + " --out " + (d / "q.onnx").string());
+  ASSERT_EQ(r.code, 0) << r.out;
+  EXPECT_NE(r.out.find("(int8, qdq form)"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("DequantizeLinear -> Conv -> Relu -> QuantizeLinear"), std::string::npos) << r.out;
+  EXPECT_EQ(r.out.find("ONNX Runtime will compute otherwise"), std::string::npos) << r.out;
+  r = run_driftlab("export --weights " + w + " --quant-form qop --out " + (d / "qop.onnx").string());
+  ASSERT_EQ(r.code, 0) << r.out;
+  EXPECT_NE(r.out.find("QLinearConv"), std::string::npos) << r.out;
+  EXPECT_TRUE(fs::exists(d / "qop.onnx"));
+  r = run_driftlab("export --weights " + w + " --quant-form qlinear --out " + (d / "x.onnx").string());
+  EXPECT_EQ(r.code, 1);
+  EXPECT_NE(r.out.find("--quant-form 'qlinear' (known: qdq, qop)"), std::string::npos) << r.out;
+  r = run_driftlab("export --weights " + w + " --format tfjs --out " + (d / "tfjs").string());
+  EXPECT_EQ(r.code, 1);
+  EXPECT_NE(r.out.find("is an int8 model; a TF.js layers model is float"), std::string::npos) << r.out;
 }
 
 }  // namespace

@@ -293,6 +293,20 @@ inline bool cpu_has_u8s8_vnni() {
 #endif
 }
 
+// The knobs that make driftlab compute what ORT's run computed on this CPU. With VNNI every path is
+// the integer sum. Without it (docs/QUANT_SOURCES.md S2.9) MLAS's u8 x s8 kernels add each pair of
+// stored-value products into an int16 with saturation (quant_u8s8_dot=int16_pairs_hwc): uint8
+// activations in every fused QLinearConv/QGemm (QDQ at 'all', QOperator at any level); int8
+// activations only where ORT's x86 QDQ rewrite runs them as uint8 + 128 (QDQ at 'all'), while
+// all_s8 and the QOperator model keep int8 and take MLAS's exact S8S8 kernel. QDQ at 'disabled'
+// computes in float (information only). variant: 'qdq...' or 'qop'; level: ORT's 'all', 'all_s8', 'disabled'.
+inline std::string ort_dot_knobs(DType act, const std::string& variant, const std::string& level) {
+  if (cpu_has_u8s8_vnni()) return "";
+  const bool qdq = variant.rfind("qdq", 0) == 0;
+  const bool pairs = act == DType::u8 ? !(qdq && level == "disabled") : (qdq && level == "all");
+  return pairs ? ",quant_u8s8_dot=int16_pairs_hwc" : "";
+}
+
 inline double max_abs(const Tensor& t) {
   double m = 0;
   for (int64_t i = 0; i < t.numel(); ++i) m = std::max(m, std::fabs(t.at(i)));

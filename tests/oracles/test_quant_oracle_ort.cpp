@@ -72,20 +72,6 @@ const std::vector<OrtCase> kCases = {
 
 Model fp32_model(const std::string& arch) { return build_model(arch, Policy::torch(), 7); }
 
-// The knobs that make driftlab compute what ORT's run computed on this CPU. With VNNI every path is
-// the integer sum. Without it (docs/QUANT_SOURCES.md S2.9) MLAS's u8 x s8 kernels add each pair of
-// stored-value products into an int16 with saturation (quant_u8s8_dot=int16_pairs_hwc): uint8
-// activations in every fused QLinearConv/QGemm (QDQ at 'all', QOperator at any level); int8
-// activations only where ORT's x86 QDQ rewrite runs them as uint8 + 128 (QDQ at 'all'), while
-// all_s8 and the QOperator model keep int8 and take MLAS's exact S8S8 kernel. QDQ at 'disabled'
-// computes in float (information only).
-std::string ort_dot_knobs(DType act, const std::string& variant, const std::string& level) {
-  if (oracle::cpu_has_u8s8_vnni()) return "";
-  const bool qdq = variant.rfind("qdq", 0) == 0;
-  const bool pairs = act == DType::u8 ? !(qdq && level == "disabled") : (qdq && level == "all");
-  return pairs ? ",quant_u8s8_dot=int16_pairs_hwc" : "";
-}
-
 // ResNet-20 (identity and option-A shortcuts, residual adds with the ReLU fused, global average
 // pooling with its own output scale): the torch oracle's random BatchNorm state and inputs
 // (test_quant_oracle_torch.cpp), int8 (quantize_static's default) and uint8 activations.
@@ -532,7 +518,7 @@ TEST(OrtQuantPtq, LenetIntegerOutputsAndLogitsMatchOnnxRuntime) {
     for (const Run& rr : runs) {
       const std::string key = std::string(rr.variant) + "." + rr.level + ".";
       const bool dequantized = std::string(rr.variant) != "qop";  // QDQ models output DQ(y_k)
-      const std::string knobs = ort_dot_knobs(act, rr.variant, rr.level);
+      const std::string knobs = oracle::ort_dot_knobs(act, rr.variant, rr.level);
       const Outs& o = outputs(knobs);
       const std::vector<Out>& ys = o.ys;
       const Tensor& logits = o.logits;
@@ -584,7 +570,7 @@ TEST(OrtQuantPtq, Resnet20EveryPointAndLogitsMatchOnnxRuntime) {
                         {"qop", "disabled", u8},      {"qdq", "disabled", false}};
     for (const Run& rr : runs) {
       // the product rule of this run on this CPU (ort_dot_knobs)
-      const std::string knobs = ort_dot_knobs(u8 ? DType::u8 : DType::i8, rr.variant, rr.level);
+      const std::string knobs = oracle::ort_dot_knobs(u8 ? DType::u8 : DType::i8, rr.variant, rr.level);
       quant::PtqResult r = quantize_resnet(m, c.scheme + knobs);
       std::vector<Layer*> by;
       const std::vector<Tensor> acts = quant::int8_activations(r.model, resnet_input(), &by);
@@ -672,7 +658,7 @@ TEST(OrtQuantPtq, CraftedRequantTiesMatchOnnxRuntime) {
     for (const char* r : runs) {
       // the probe's activations are int8: only the QDQ 'all' run takes MLAS's u8 x s8 pairs (ort_dot_knobs)
       const std::string rs = r;
-      const std::string dot = ort_dot_knobs(DType::i8, rs.substr(0, rs.find('.')), rs.substr(rs.find('.') + 1));
+      const std::string dot = oracle::ort_dot_knobs(DType::i8, rs.substr(0, rs.find('.')), rs.substr(rs.find('.') + 1));
       const quant::QuantScheme s =
           quant::QuantScheme::from_policy(Policy::parse(std::string("torch,quant_scheme=ort") + f.knobs + dot));
       int64_t total = 0, n = 0, numel = 0;

@@ -1,4 +1,4 @@
-// ONNX Runtime (onnxruntime-node, CPU execution provider) running float models that driftlab
+// ONNX Runtime (onnxruntime-node, CPU execution provider) running float and int8 models that driftlab
 // exported or that torch.onnx.export wrote: the round-trip and import oracles
 // (tests/oracles/test_onnx_oracle.cpp) and `driftlab convert` (its ONNX Runtime side).
 //
@@ -38,10 +38,10 @@ async function runCase(dir, c) {
   const x = readNpyF32(path.join(dir, c.x));
   const res = await session.run({ [session.inputNames[0]]: new ort.Tensor('float32', x.data, x.shape) });
   fs.mkdirSync(path.join(dir, 'out'), { recursive: true });
-  for (const name of session.outputNames) {
+  for (const name of session.outputNames) {  // float logits; an int8 model's points are int8/uint8
     const t = res[name];
-    if (t.type !== 'float32') throw new Error(`${c.model}: output ${name} is ${t.type}`);
-    writeNpyF32(path.join(dir, 'out', `${c.name}.${name}.npy`), t.dims, t.data);
+    if (!['float32', 'int8', 'uint8'].includes(t.type)) throw new Error(`${c.model}: output ${name} is ${t.type}`);
+    writeNpy(path.join(dir, 'out', `${c.name}.${name}.npy`), t.type, t.dims, t.data);
   }
 }
 
