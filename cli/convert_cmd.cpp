@@ -6,12 +6,15 @@
 #include <fstream>
 #include <iomanip>
 #include <iostream>
+#include <map>
 #include <memory>
+#include <sstream>
 
 #include <nlohmann/json.hpp>
 #include <omp.h>
 
 #include "cli/commands.h"
+#include "attacks/stats.h"
 #include "cli/options.h"
 #include "convert/onnx_export.h"
 #include "convert/onnx_import.h"
@@ -111,6 +114,7 @@ void import_cmd(const ImportOptions& o) {
 
 struct ConvertOptions {
   std::string weights, to = "onnx", out, adversarial, quant_form = "qdq";
+  bool naive_pads = false, naive_rnn_gates = false;
   int64_t opset = 13, repeats = 3;
   int threads = 0;
   DataOptions data;
@@ -159,6 +163,13 @@ void convert_cmd(ConvertOptions o) {
   eo.norm = input_norm_from_metadata(lm.metadata);
   eo.doc = "driftlab convert --weights " + o.weights;
   eo.quant_form = quant_form_named(o.quant_form);
+  eo.symmetric_pads = o.naive_pads;
+  eo.rnn_gates_as_stored = o.naive_rnn_gates;
+  // the conversion's name in reports (convert-report's rows): the target, the int8 form, and any
+  // deliberately wrong semantics
+  const bool int8 = quant::is_quantized(lm);
+  const std::string conversion = "onnx" + (int8 ? "-" + o.quant_form : std::string()) +
+                                 (o.naive_pads ? "+naive-pads" : "") + (o.naive_rnn_gates ? "+naive-rnn-gates" : "");
   const std::string onnx = o.out + "/model.onnx";
   const convert::OnnxExport ex = convert::export_onnx(lm.model, eo);
   convert::write_onnx(onnx, ex.bytes);
@@ -210,7 +221,8 @@ void convert_cmd(ConvertOptions o) {
   std::vector<double> ort_ms = ort["run_ms"].get<std::vector<double>>();
   const auto size_o = fs::file_size(o.weights), size_c = fs::file_size(onnx);
   nlohmann::json j = {
-      {"model", lm.model.name}, {"weights", o.weights}, {"policy", lm.model.policy.to_string()}, {"onnx", onnx},
+      {"model", lm.model.name}, {"weights", o.weights}, {"policy", lm.model.policy.to_string()},
+      {"conversion", conversion}, {"onnx", onnx},
       {"opset", o.opset}, {"inputs", raw.name}, {"n", raw.images.dim(0)}, {"threads", threads}, {"commit", build_commit()},
       {"ort_version", ort["ort"]},
       {"accuracy_before", acc_o}, {"accuracy_after", acc_c},
@@ -276,6 +288,95 @@ void convert_cmd(ConvertOptions o) {
             << "wrote " << o.out << "/model.onnx, convert.json, convert.csv\n";
 }
 
+// S3's robustness variation indicator over several conversions (../shared/STUDIES.md):
+// R(m_i, c_j) = sum over attacks A of P(m_i, c_j, A), P = (|S_conv - S_orig| - min) / (max - min),
+// min and max over the (model, conversion) rows of that attack (attacks/stats.h min_max_indicator).
+// Each DIR is a `driftlab convert --adversarial ATTACK_DIR --out DIR` result; the attack is named by
+// ATTACK_DIR/result.json. Every row needs every attack.
+struct ConvertReportOptions {
+  std::vector<std::string> dirs;
+  std::string out;
+};
+
+nlohmann::json read_json_file(const std::string& path, const std::string& what) {
+  std::ifstream f(path);
+  check(static_cast<bool>(f), "convert-report: cannot open ", path, " (", what, ")");
+  try {
+    return nlohmann::json::parse(f);
+  } catch (const std::exception& e) {
+    fail("convert-report: ", path, " is not JSON: ", e.what());
+  }
+}
+
+void convert_report_cmd(const ConvertReportOptions& o) {
+  check(!o.dirs.empty(), "convert-report: no convert folders given");
+  struct Cell {
+    double before = 0, after = 0, variation = 0;
+  };
+  std::vector<std::string> rows, attacks;  // first-seen order
+  std::map<std::pair<std::string, std::string>, Cell> cells;
+  std::map<std::string, std::string> row_model;
+  for (const std::string& d : o.dirs) {
+    const nlohmann::json j = read_json_file(d + "/convert.json", "a `driftlab convert --out` folder");
+    check(j.contains("adversarial"), "convert-report: ", d, "/convert.json has no adversarial section: run convert with "
+          "--adversarial ATTACK_DIR");
+    check(j.contains("conversion"), "convert-report: ", d, "/convert.json names no conversion (written before 2026-11-27)");
+    const nlohmann::json& a = j["adversarial"];
+    const nlohmann::json r = read_json_file(a["from"].get<std::string>() + "/result.json", "the attack's result");
+    std::string attack = r.value("attack", "");
+    check(!attack.empty(), "convert-report: ", a["from"].get<std::string>(), "/result.json names no attack");
+    if (r.contains("eps") && r["eps"].is_number() && attack != "boundary" && attack != "single-pixel") {
+      std::ostringstream e;
+      e << attack << " eps " << r["eps"].get<double>();
+      attack = e.str();
+    }
+    const std::string row = j["weights"].get<std::string>() + " | " + j["conversion"].get<std::string>();
+    if (std::find(rows.begin(), rows.end(), row) == rows.end()) rows.push_back(row);
+    if (std::find(attacks.begin(), attacks.end(), attack) == attacks.end()) attacks.push_back(attack);
+    row_model[row] = j["model"].get<std::string>();
+    const bool fresh =
+        cells.emplace(std::make_pair(row, attack),
+                      Cell{a["success_before"].get<double>(), a["success_after"].get<double>(), a["variation"].get<double>()})
+            .second;
+    check(fresh, "convert-report: ", d, ": a second result for ", row, " under ", attack);
+  }
+  std::vector<std::vector<double>> v(rows.size(), std::vector<double>(attacks.size()));
+  for (std::size_t i = 0; i < rows.size(); ++i)
+    for (std::size_t k = 0; k < attacks.size(); ++k) {
+      auto it = cells.find({rows[i], attacks[k]});
+      check(it != cells.end(), "convert-report: no result for ", rows[i], " under ", attacks[k],
+            " (every model and conversion needs every attack)");
+      v[i][k] = it->second.variation;
+    }
+  const std::vector<double> R = attacks::min_max_indicator(v);
+  nlohmann::json out = nlohmann::json::array();
+  std::cout << "S3's robustness variation over " << rows.size() << " model/conversion pairs and " << attacks.size()
+            << " attacks: S = success rate of the model's own adversarial examples, before (driftlab) and after "
+               "(the converted model in ONNX Runtime); R(m, c) = sum over attacks of the min-max scaled |S_conv - S_orig| "
+               "(0: the least variation)\n\n| weights | conversion |";
+  for (const std::string& a : attacks) std::cout << " " << a << ": S_orig / S_conv |";
+  std::cout << " R(m, c) |\n|---|---|";
+  for (std::size_t k = 0; k < attacks.size(); ++k) std::cout << "---|";
+  std::cout << "---|\n";
+  for (std::size_t i = 0; i < rows.size(); ++i) {
+    std::cout << "| " << rows[i] << " |";
+    nlohmann::json per = nlohmann::json::object();
+    for (const std::string& a : attacks) {
+      const Cell& c = cells.at({rows[i], a});
+      std::cout << " " << c.before << " / " << c.after << " |";
+      per[a] = {{"success_before", c.before}, {"success_after", c.after}, {"variation", c.variation}};
+    }
+    std::cout << " " << R[i] << " |\n";
+    const std::size_t bar = rows[i].find(" | ");
+    out.push_back({{"weights", rows[i].substr(0, bar)}, {"conversion", rows[i].substr(bar + 3)},
+                   {"model", row_model[rows[i]]}, {"attacks", per}, {"R", R[i]}});
+  }
+  if (!o.out.empty()) {
+    write_file_atomic(o.out, nlohmann::json{{"rows", out}, {"commit", build_commit()}}.dump(1) + "\n");
+    std::cout << "wrote " << o.out << "\n";
+  }
+}
+
 }  // namespace
 
 void register_convert_commands(CLI::App& app) {
@@ -312,6 +413,9 @@ void register_convert_commands(CLI::App& app) {
                                 "inference time, sizes)");
   cv->add_option("--weights", co->weights, "model file (.dlm, fp32 or int8)")->required();
   cv->add_option("--quant-form", co->quant_form, "an int8 model's ONNX form: qdq or qop")->capture_default_str();
+  cv->add_flag("--naive-pads", co->naive_pads, "deliberately wrong conversion: pads written symmetric (as export's)");
+  cv->add_flag("--naive-rnn-gates", co->naive_rnn_gates,
+               "deliberately wrong conversion: recurrent gates in driftlab's stored order (as export's)");
   cv->add_option("--to", co->to, "onnx")->capture_default_str();
   cv->add_flag("--check", "run the converted model in ONNX Runtime (what this command does; kept for the issue's "
                "spelling)");
@@ -324,6 +428,13 @@ void register_convert_commands(CLI::App& app) {
   add_threads_option(cv, co->threads);
   add_data_options(cv, co->data);
   cv->callback([co] { convert_cmd(*co); });
+
+  auto ro = std::make_shared<ConvertReportOptions>();
+  auto* rp = app.add_subcommand("convert-report", "S3's robustness variation R(m, c) over several `convert "
+                                "--adversarial` results (one folder per model, conversion and attack)");
+  rp->add_option("dirs", ro->dirs, "`driftlab convert --adversarial ... --out DIR` folders")->required();
+  rp->add_option("--out", ro->out, "also write the table as JSON here");
+  rp->callback([ro] { convert_report_cmd(*ro); });
 }
 
 }  // namespace cli
