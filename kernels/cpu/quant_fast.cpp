@@ -257,6 +257,28 @@ void tile_portable(const int8_t* w, int64_t j4, const int32_t* corr, const uint8
     }
 }
 
+// The int16 pair rules (DotRule::int16_pairs_*: what x86 without VNNI computes, ORT's MLAS and
+// oneDNN): each group's terms t0,t1 and t2,t3 summed in pairs saturated to int16, as VPMADDUBSW
+// does, the pairs then added in int32. A group is four channels of one tap (conv, C even) or four
+// consecutive inputs (dense); terms beyond C or `in` have weight 0 and add 0.
+inline int32_t sat16(int32_t v) { return std::min<int32_t>(32767, std::max<int32_t>(-32768, v)); }
+
+template <int KB, int NV>
+void tile_pairs_portable(const int8_t* w, int64_t j4, const int32_t* corr, const uint8_t* xp, const int64_t* goff,
+                         int32_t* c, int64_t ldc) {
+  for (int kb = 0; kb < KB; ++kb)
+    for (int col = 0; col < 16 * NV; ++col) {
+      uint32_t acc = static_cast<uint32_t>(corr[kb]);
+      for (int64_t g = 0; g < j4 / 4; ++g) {
+        const uint8_t* u = xp + goff[g] + col * 4;
+        const int8_t* wk = w + kb * j4 + 4 * g;
+        acc += static_cast<uint32_t>(sat16(u[0] * wk[0] + u[1] * wk[1]));
+        acc += static_cast<uint32_t>(sat16(u[2] * wk[2] + u[3] * wk[3]));
+      }
+      c[kb * ldc + col] = static_cast<int32_t>(acc);
+    }
+}
+
 #if DL_QFAST_X86
 #define DL_QFAST_VNNI_TARGET __attribute__((target("avx512f,avx512bw,avx512vl,avx512vnni")))
 // The tile's accumulators: acc[kb][v] = corr[kb] + sum over groups (the TileFn formula).
@@ -352,6 +374,47 @@ DL_QFAST_AVX2_TARGET __attribute__((noinline)) void tile_avx2(const int8_t* w, i
     }
 }
 
+// The int16-pairs rule on AVX2: VPMADDUBSW is that rule (u8 x s8, each byte pair of a 16-bit lane
+// summed with saturation), VPMADDWD by ones adds a 32-bit lane's two pairs exactly in int32. Sub-
+// tiles of 4 output channels x 16 columns as tile_avx2's.
+template <int KB, int NV>
+DL_QFAST_AVX2_TARGET __attribute__((noinline)) void tile_pairs_avx2(const int8_t* w, int64_t j4, const int32_t* corr,
+                                                                    const uint8_t* xp, const int64_t* goff, int32_t* c,
+                                                                    int64_t ldc) {
+  const int64_t groups = j4 / 4;
+  const __m256i ones = _mm256_set1_epi16(1);
+#pragma GCC unroll 3
+  for (int v = 0; v < NV; ++v)
+#pragma GCC unroll 2
+    for (int k0 = 0; k0 < KB; k0 += 4) {
+      __m256i acc[4][2];
+#pragma GCC unroll 4
+      for (int kb = 0; kb < 4; ++kb) acc[kb][0] = acc[kb][1] = _mm256_setzero_si256();
+      for (int64_t g = 0; g < groups; ++g) {
+        const uint8_t* xg = xp + goff[g] + 64 * v;
+        const __m256i x0 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(xg));
+        const __m256i x1 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(xg + 32));
+#pragma GCC unroll 4
+        for (int kb = 0; kb < 4; ++kb) {
+          if (k0 + kb >= KB) break;
+          int32_t quad;
+          std::memcpy(&quad, w + (k0 + kb) * j4 + 4 * g, 4);
+          const __m256i b = _mm256_set1_epi32(quad);
+          acc[kb][0] = _mm256_add_epi32(acc[kb][0], _mm256_madd_epi16(_mm256_maddubs_epi16(x0, b), ones));
+          acc[kb][1] = _mm256_add_epi32(acc[kb][1], _mm256_madd_epi16(_mm256_maddubs_epi16(x1, b), ones));
+        }
+      }
+#pragma GCC unroll 4
+      for (int kb = 0; kb < 4; ++kb) {
+        if (k0 + kb >= KB) break;
+        const __m256i cv = _mm256_set1_epi32(corr[k0 + kb]);
+        int32_t* row = c + (k0 + kb) * ldc + 16 * v;
+        _mm256_storeu_si256(reinterpret_cast<__m256i*>(row), _mm256_add_epi32(acc[kb][0], cv));
+        _mm256_storeu_si256(reinterpret_cast<__m256i*>(row + 8), _mm256_add_epi32(acc[kb][1], cv));
+      }
+    }
+}
+
 bool cpu_has_avx2() {
   __builtin_cpu_init();
   return __builtin_cpu_supports("avx2");
@@ -364,15 +427,20 @@ bool cpu_has_avx2() { return false; }
 // The tile functions for every (KB, NV): VNNI where the CPU has it, else AVX2, else portable.
 struct Tiles {
   TileFn fn[kMaxKb + 1][kMaxNv + 1] = {};
+  TileFn pairs[kMaxKb + 1][kMaxNv + 1] = {};  // DotRule::int16_pairs_hwc: AVX2 (VNNI or not), else portable
   bool vnni = false, avx2 = false;
   template <int KB, int NV>
   void fill_one() {
 #if DL_QFAST_X86
     fn[KB][NV] = vnni ? tile_vnni<KB, NV> : avx2 ? tile_avx2<KB, NV> : tile_portable<KB, NV>;
+    pairs[KB][NV] = avx2 ? tile_pairs_avx2<KB, NV> : tile_pairs_portable<KB, NV>;
 #else
     fn[KB][NV] = tile_portable<KB, NV>;
+    pairs[KB][NV] = tile_pairs_portable<KB, NV>;
 #endif
   }
+  // The tile table of a product rule (the int16 pair rules where supports() admits them).
+  const TileFn (*table(DotRule d) const)[kMaxNv + 1] { return d == DotRule::exact ? fn : pairs; }
   template <int KB>
   void fill_row() {
     fill_one<KB, 1>(), fill_one<KB, 2>(), fill_one<KB, 3>();
@@ -388,17 +456,17 @@ const Tiles& tiles() {
   return t;
 }
 
-// c (k, mpad) = corr + w . Xp over columns [0, mpad), mpad a multiple of 16.
-void gemm_panel(const PackedWeights& pw, const uint8_t* xp, int64_t mpad, int32_t* c) {
-  const Tiles& t = tiles();
+// c (k, mpad) = corr + w . Xp over columns [0, mpad), mpad a multiple of 16, under product rule `dot`.
+void gemm_panel(const PackedWeights& pw, const uint8_t* xp, int64_t mpad, int32_t* c, DotRule dot) {
+  const auto fn = tiles().table(dot);
   std::vector<int64_t> goff(static_cast<std::size_t>(pw.j4 / 4));
   for (std::size_t g = 0; g < goff.size(); ++g) goff[g] = static_cast<int64_t>(g) * mpad * 4;
   for (int64_t m0 = 0; m0 < mpad; m0 += 16 * kMaxNv) {
     const int nv = static_cast<int>(std::min<int64_t>(kMaxNv, (mpad - m0) / 16));
     for (int64_t k0 = 0; k0 < pw.k; k0 += kMaxKb) {
       const int kb = static_cast<int>(std::min<int64_t>(kMaxKb, pw.k - k0));
-      t.fn[kb][nv](pw.w.data() + k0 * pw.j4, pw.j4, pw.corr.data() + k0, xp + m0 * 4, goff.data(),
-                   c + k0 * mpad + m0, mpad);
+      fn[kb][nv](pw.w.data() + k0 * pw.j4, pw.j4, pw.corr.data() + k0, xp + m0 * 4, goff.data(),
+                 c + k0 * mpad + m0, mpad);
     }
   }
 }
@@ -517,7 +585,16 @@ int32_t shifted_zero_point(DType t, int32_t zp) { return t == DType::i8 ? zp + 1
 bool has_padding(const Conv2dParams& g) { return g.pad_t || g.pad_b || g.pad_l || g.pad_r; }
 
 bool qconv2d_supports(const QConv2dParams& p, DType dt) {
-  if (dt != p.x_dtype || !is_q8(p.x_dtype) || !is_q8(p.y_dtype) || p.g.flip || p.dot != DotRule::exact) return false;
+  if (dt != p.x_dtype || !is_q8(p.x_dtype) || !is_q8(p.y_dtype) || p.g.flip) return false;
+  // int16 pairs: with C even, ORT's adjacent (kh, kw, c) terms and oneDNN's channels (2j, 2j+1) of
+  // one tap are both the quad's (c0,c1), (c2,c3); a padding tap enters as the zero point in ORT's
+  // rule (as the plane's padding bytes do) but adds nothing in oneDNN's, whose rule with padding
+  // (or an odd C) stays with the reference.
+  // An odd C with ORT's rule takes the im2col path (qconv_im2col_pairs): its rows are ORT's
+  // (kh, kw, c) order itself.
+  if (p.dot != DotRule::exact && p.dot != DotRule::int16_pairs_hwc &&
+      !(p.g.c % 2 == 0 && p.dot == DotRule::int16_pairs_channels && !has_padding(p.g)))
+    return false;
   // Padding is written as the shifted zero point, which must be a byte.
   const int32_t zp_u = shifted_zero_point(p.x_dtype, p.x_zero_point);
   return !has_padding(p.g) || (zp_u >= 0 && zp_u <= 255);
@@ -733,9 +810,10 @@ void qconv_fast(const QConv2dParams& p, const TX* x, const int8_t* w, const int3
     for (int i = 0; i < 16; ++i)
       if (m0 + i < M && (m0 + i) % ld < Q) vmask[v] |= 1u << i;
   }
-  const Tiles& tl = tiles();
+  const auto tile_fn = tiles().table(p.dot);
   const int64_t nblocks = (mpad / 16 + kMaxNv - 1) / kMaxNv;
-  const auto rq_tiles = rq_tiles_for<TY>(p.rq);
+  // the fused VNNI tiles sum exactly: the pairs rule requantizes the tile's int32 instead
+  const auto rq_tiles = p.dot == DotRule::exact ? rq_tiles_for<TY>(p.rq) : nullptr;
   RqTileArgs ra;
   std::vector<float> scales(static_cast<std::size_t>(K)), biases(static_cast<std::size_t>(K));
   if (rq_tiles) {
@@ -798,8 +876,8 @@ void qconv_fast(const QConv2dParams& p, const TX* x, const int8_t* w, const int3
             continue;
           }
           const int64_t ldc = 16 * nv;
-          tl.fn[kb][nv](pw.w.data() + k0 * pw.j4, pw.j4, pw.corr.data() + k0, plane.data() + 64 * v0, goff.data(),
-                        cbuf.data(), ldc);
+          tile_fn[kb][nv](pw.w.data() + k0 * pw.j4, pw.j4, pw.corr.data() + k0, plane.data() + 64 * v0, goff.data(),
+                          cbuf.data(), ldc);
           for (int i = 0; i < kb; ++i) {
             TY* yk = y + (n * K + k0 + i) * P * Q;
             requant(cbuf.data() + i * ldc, ldc, p.rq.channel(k0 + i), rq_zp, rq_lo, rq_hi, row);
@@ -808,6 +886,52 @@ void qconv_fast(const QConv2dParams& p, const TX* x, const int8_t* w, const int3
           }
         }
       }
+    }
+  }
+}
+
+// ORT's int16 pairs with an odd C (LeNet's and CIFAR's first convolutions: C = 1, 3): ORT pairs
+// adjacent terms of the im2col row in (kh, kw, c) order, so a pair can span two taps, which the
+// quad plane (four channels of one tap per group) cannot hold. Here each output pixel's im2col row
+// is written in that order into a panel of quads (Xp[j/4][m][4], terms past R*S*C zero with weight
+// 0, a padding tap the shifted zero point) and run by the pair tiles: their (t0,t1), (t2,t3) are
+// then ORT's pairs.
+template <typename TX, typename TY>
+void qconv_im2col_pairs(const QConv2dParams& p, const TX* x, const int8_t* w, const int32_t* bias, TY* y) {
+  const Conv2dParams& g = p.g;
+  const int64_t C = g.c, H = g.h, W = g.w, K = g.k, R = g.r, S = g.s, P = g.out_h(), Q = g.out_w();
+  const int64_t J = R * S * C, M = P * Q, mpad = round_up(M, 16);
+  const uint8_t flip = sign_flip(p.x_dtype);
+  const int32_t zp_u = shifted_zero_point(p.x_dtype, p.x_zero_point);
+  // weights (K,C,R,S) to the row order (K, R,S,C)
+  std::vector<int8_t> w_rsc(static_cast<std::size_t>(K * J));
+  for (int64_t k = 0; k < K; ++k)
+    for (int64_t c = 0; c < C; ++c)
+      for (int64_t rs = 0; rs < R * S; ++rs) w_rsc[k * J + rs * C + c] = w[(k * C + c) * R * S + rs];
+  const PackedWeights pw = pack_weights(w_rsc.data(), K, J, bias, zp_u);
+  const RequantRowFn<TY> requant = requant_row_for<TY>(p.rq);
+#pragma omp parallel
+  {
+    std::vector<uint8_t> panel(static_cast<std::size_t>(pw.j4 * mpad), 0);
+    std::vector<int32_t> acc(static_cast<std::size_t>(K * mpad));
+#pragma omp for schedule(static)
+    for (int64_t n = 0; n < g.n; ++n) {
+      const uint8_t* xn = reinterpret_cast<const uint8_t*>(x + n * C * H * W);
+      for (int64_t m = 0; m < M; ++m) {
+        const int64_t oh = m / Q, ow = m % Q;
+        int64_t j = 0;
+        for (int64_t r = 0; r < R; ++r)
+          for (int64_t s2 = 0; s2 < S; ++s2) {
+            const int64_t ih = oh * g.stride_h - g.pad_t + r * g.dil_h, iw = ow * g.stride_w - g.pad_l + s2 * g.dil_w;
+            const bool pad = ih < 0 || ih >= H || iw < 0 || iw >= W;
+            for (int64_t c = 0; c < C; ++c, ++j)
+              panel[((j / 4) * mpad + m) * 4 + j % 4] =
+                  pad ? static_cast<uint8_t>(zp_u) : static_cast<uint8_t>(xn[(c * H + ih) * W + iw] ^ flip);
+          }
+      }
+      gemm_panel(pw, panel.data(), mpad, acc.data(), DotRule::int16_pairs_hwc);
+      for (int64_t k = 0; k < K; ++k)
+        requant(acc.data() + k * mpad, M, p.rq.channel(k), p.rq.zero_point, p.rq.lo, p.rq.hi, y + (n * K + k) * M);
     }
   }
 }
@@ -823,7 +947,11 @@ void qconv2d_forward_fast(const QConv2dParams& p, const Tensor& x, const Tensor&
   dispatch_xy(p.x_dtype, p.y_dtype, "qconv2d", [&](auto xt, auto yt) {
     using TX = decltype(xt);
     using TY = decltype(yt);
-    qconv_fast(p, x.data<TX>(), w.data<int8_t>(), bias ? bias->data<int32_t>() : nullptr, y.data<TY>());
+    const int32_t* b = bias ? bias->data<int32_t>() : nullptr;
+    if (p.dot == DotRule::int16_pairs_hwc && p.g.c % 2 == 1)
+      qconv_im2col_pairs(p, x.data<TX>(), w.data<int8_t>(), b, y.data<TY>());
+    else
+      qconv_fast(p, x.data<TX>(), w.data<int8_t>(), b, y.data<TY>());
   });
 }
 
@@ -833,7 +961,10 @@ void qconv2d_forward_fast(const QConv2dParams& p, const Tensor& x, const Tensor&
 constexpr int64_t kDenseRows = 64;
 
 bool qdense_supports(const QDenseParams& p, DType dt) {
-  return dt == p.x_dtype && is_q8(p.x_dtype) && is_q8(p.y_dtype) && p.dot == DotRule::exact;
+  // int16 pairs: inputs (2j, 2j+1) are a panel quad's (t0,t1), (t2,t3) (ORT's and oneDNN's rule
+  // for dense layers alike: no padding taps)
+  return dt == p.x_dtype && is_q8(p.x_dtype) && is_q8(p.y_dtype) &&
+         (p.dot == DotRule::exact || p.dot == DotRule::int16_pairs_hwc || p.dot == DotRule::int16_pairs_channels);
 }
 
 template <typename TX, typename TY>
@@ -865,7 +996,7 @@ void qdense_fast(const QDenseParams& p, const TX* x, const int8_t* w, const int3
         for (int64_t j = full * 4; j < pw.j4; ++j)
           panel[(full * mpad + m) * 4 + (j - full * 4)] = j < p.in ? static_cast<uint8_t>(src[j] ^ flip) : 0;
       }
-      gemm_panel(pw, panel.data(), mpad, acc.data());
+      gemm_panel(pw, panel.data(), mpad, acc.data(), p.dot);
       for (int64_t o = 0; o < p.out; ++o) {
         requant(acc.data() + o * mpad, rows, p.rq.channel(o), p.rq.zero_point, p.rq.lo, p.rq.hi, row.data());
         for (int64_t m = 0; m < rows; ++m) y[(n0 + m) * p.out + o] = row[m];

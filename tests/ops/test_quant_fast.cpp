@@ -172,6 +172,90 @@ TEST(QDenseFast, EqualsReferenceByteForByte) {
               }
 }
 
+// The int16 pair rules (quant_u8s8_dot: what x86 without VNNI computes, ORT's MLAS and oneDNN):
+// VPMADDUBSW on AVX2 (a portable loop elsewhere) over the quad layout (ORT's rule with an odd
+// channel count: over an im2col panel in (kh, kw, c) order), byte for byte against the
+// reference's Int16Pairs. Full-range bytes and weights, so that pairs saturate (checked: the rule
+// moves outputs away from the exact sum; the tally says in how many cases). Where the quad cannot hold
+// oneDNN's pairs (an odd channel count; padding taps, which it skips) supports() says no and the
+// registry keeps the reference.
+TEST(QConvFast, Int16PairRulesEqualTheReferenceWhereSupported) {
+  const QConv2dKernel& ref = registry().qconv2d.reference();
+  const QConv2dKernel& fast = registry().qconv2d.at(KernelBackend::fast);
+  uint64_t seed = 1300;
+  int64_t ran = 0, refused = 0, compared = 0, saturated = 0;
+  for (const QConvCase& cs : cases_for(kQConvCases, kCpuTest))
+    for (DotRule dot : {DotRule::int16_pairs_hwc, DotRule::int16_pairs_channels})
+      for (DType xt : {DType::u8, DType::i8}) {
+        if (dot == DotRule::int16_pairs_channels && xt == DType::i8) continue;  // oneDNN's rule: uint8 only
+        ++seed;
+        QConv2dParams p;
+        Conv2dParams& g = p.g;
+        g.n = cs.n, g.c = cs.c, g.h = cs.h, g.w = cs.w, g.k = cs.k, g.r = cs.r, g.s = cs.s;
+        g.stride_h = cs.stride_h, g.stride_w = cs.stride_w, g.dil_h = g.dil_w = cs.dil;
+        g.pad_t = cs.pad_t, g.pad_b = cs.pad_b, g.pad_l = cs.pad_l, g.pad_r = cs.pad_r;
+        p.x_dtype = p.y_dtype = xt;
+        p.x_zero_point = xt == DType::i8 ? -100 : 200;
+        p.has_bias = true;
+        p.rq = make_requant(RequantRule::float_multiply, RoundRule::half_even, seed % 2 == 0, g.k,
+                            std::sqrt(double(g.c * g.r * g.s)) * 128.0 * 90.0, xt, false, seed);
+        const bool padded = g.pad_t || g.pad_b || g.pad_l || g.pad_r;
+        // ORT's rule everywhere (an odd C through the im2col path); oneDNN's where the quads hold it
+        const bool expect = dot == DotRule::int16_pairs_hwc || (g.c % 2 == 0 && !padded);
+        p.dot = dot;
+        EXPECT_EQ(fast.supports(p, xt), expect) << cs.name << " C " << g.c << (padded ? " padded" : "");
+        if (!expect) {
+          ++refused;
+          continue;
+        }
+        ++ran;
+        const Tensor x = random_int(g.x_shape(), xt, seed, type_min(xt), type_max(xt));
+        const Tensor w = random_int(g.w_shape(), DType::i8, seed + 7, -128, 127);
+        const Tensor b = random_int({g.k}, DType::i32, seed + 9, -40000, 40000);
+        Tensor y_ref(g.y_shape(), xt), y_fast(g.y_shape(), xt), y_exact(g.y_shape(), xt);
+        ref.forward(p, x, w, &b, y_ref);
+        fast.forward(p, x, w, &b, y_fast);
+        ASSERT_TRUE(bitwise_equal(y_fast, y_ref)) << cs.name << " " << dtype_name(xt)
+                                                  << (dot == DotRule::int16_pairs_hwc ? " hwc" : " channels");
+        compared += y_ref.numel();
+        QConv2dParams e = p;
+        e.dot = DotRule::exact;
+        ref.forward(e, x, w, &b, y_exact);
+        saturated += !bitwise_equal(y_exact, y_ref);
+      }
+  std::cout << "[ tally    ] int16 pairs: " << ran << " convolutions fast, " << compared << " outputs compared, 0 differ; "
+            << refused << " left to the reference; in " << saturated << " the saturation moved outputs\n";
+  EXPECT_GT(ran, 0);
+  EXPECT_GT(saturated, ran / 2);  // the data exercises the saturation, not only the exact sums
+  EXPECT_GT(refused, 0);
+}
+
+TEST(QDenseFast, Int16PairRulesEqualTheReference) {
+  const QDenseKernel& ref = registry().qdense.reference();
+  const QDenseKernel& fast = registry().qdense.at(KernelBackend::fast);
+  uint64_t seed = 1700;
+  for (const QDenseCase& s : cases_for(kQDenseCases, kCpuTest))
+    for (DotRule dot : {DotRule::int16_pairs_hwc, DotRule::int16_pairs_channels})
+      for (DType xt : {DType::u8, DType::i8}) {
+        if (dot == DotRule::int16_pairs_channels && xt == DType::i8) continue;
+        ++seed;
+        QDenseParams p;
+        p.n = s.n, p.in = s.in, p.out = s.out, p.x_dtype = p.y_dtype = xt, p.has_bias = true, p.dot = dot;
+        p.x_zero_point = xt == DType::i8 ? 20 : 7;
+        p.rq = make_requant(RequantRule::float_multiply, RoundRule::half_even, seed % 2 == 0, s.out,
+                            std::sqrt(double(s.in)) * 128 * 90, xt, seed % 3 == 0, seed);
+        const Tensor x = random_int({s.n, s.in}, xt, seed, type_min(xt), type_max(xt));
+        const Tensor w = random_int({s.out, s.in}, DType::i8, seed + 3, -128, 127);
+        const Tensor b = random_int({s.out}, DType::i32, seed + 5, -40000, 40000);
+        Tensor y_ref({s.n, s.out}, xt), y_fast({s.n, s.out}, xt);
+        ASSERT_TRUE(fast.supports(p, xt));
+        ref.forward(p, x, w, &b, y_ref);
+        fast.forward(p, x, w, &b, y_fast);
+        ASSERT_TRUE(bitwise_equal(y_fast, y_ref)) << s.n << "x" << s.in << "->" << s.out << " " << dtype_name(xt)
+                                                  << (dot == DotRule::int16_pairs_hwc ? " hwc" : " channels");
+      }
+}
+
 TEST(QMaxPool2dFast, EqualsReferenceByteForByte) {
   const QMaxPool2dKernel& fast = registry().qmaxpool2d.at(KernelBackend::fast);
   ASSERT_NE(fast.name, nullptr);
