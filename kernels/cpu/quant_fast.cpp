@@ -243,40 +243,42 @@ PackedWeights pack_weights(const int8_t* w, int64_t k, int64_t j, const int32_t*
 using TileFn = void (*)(const int8_t* w, int64_t j4, const int32_t* corr, const uint8_t* xp, const int64_t* goff,
                         int32_t* c, int64_t ldc);
 
-template <int KB, int NV>
-void tile_portable(const int8_t* w, int64_t j4, const int32_t* corr, const uint8_t* xp, const int64_t* goff,
-                   int32_t* c, int64_t ldc) {
-  for (int kb = 0; kb < KB; ++kb)
-    for (int col = 0; col < 16 * NV; ++col) {
-      uint32_t acc = static_cast<uint32_t>(corr[kb]);
-      for (int64_t g = 0; g < j4 / 4; ++g)
-        for (int t = 0; t < 4; ++t)
-          acc += static_cast<uint32_t>(static_cast<int32_t>(xp[goff[g] + col * 4 + t]) *
-                                       static_cast<int32_t>(w[kb * j4 + 4 * g + t]));
-      c[kb * ldc + col] = static_cast<int32_t>(acc);
-    }
-}
-
-// The int16 pair rules (DotRule::int16_pairs_*: what x86 without VNNI computes, ORT's MLAS and
-// oneDNN): each group's terms t0,t1 and t2,t3 summed in pairs saturated to int16, as VPMADDUBSW
-// does, the pairs then added in int32. A group is four channels of one tap (conv, C even) or four
-// consecutive inputs (dense); terms beyond C or `in` have weight 0 and add 0.
+// The portable loop of either rule. The int16 pair rules (DotRule::int16_pairs_*: what x86 without
+// VNNI computes, ORT's MLAS and oneDNN): each group's terms t0,t1 and t2,t3 summed in pairs
+// saturated to int16, as VPMADDUBSW does, the pairs then added in int32. A group is four channels
+// of one tap (conv) or four consecutive row terms (dense, ORT's odd-C im2col); terms past the row
+// have weight 0 and add 0.
 inline int32_t sat16(int32_t v) { return std::min<int32_t>(32767, std::max<int32_t>(-32768, v)); }
 
-template <int KB, int NV>
-void tile_pairs_portable(const int8_t* w, int64_t j4, const int32_t* corr, const uint8_t* xp, const int64_t* goff,
-                         int32_t* c, int64_t ldc) {
+template <int KB, int NV, bool Pairs>
+void tile_portable_rule(const int8_t* w, int64_t j4, const int32_t* corr, const uint8_t* xp, const int64_t* goff,
+                        int32_t* c, int64_t ldc) {
   for (int kb = 0; kb < KB; ++kb)
     for (int col = 0; col < 16 * NV; ++col) {
       uint32_t acc = static_cast<uint32_t>(corr[kb]);
       for (int64_t g = 0; g < j4 / 4; ++g) {
         const uint8_t* u = xp + goff[g] + col * 4;
         const int8_t* wk = w + kb * j4 + 4 * g;
-        acc += static_cast<uint32_t>(sat16(u[0] * wk[0] + u[1] * wk[1]));
-        acc += static_cast<uint32_t>(sat16(u[2] * wk[2] + u[3] * wk[3]));
+        if (Pairs) {
+          acc += static_cast<uint32_t>(sat16(u[0] * wk[0] + u[1] * wk[1]));
+          acc += static_cast<uint32_t>(sat16(u[2] * wk[2] + u[3] * wk[3]));
+        } else {
+          for (int t = 0; t < 4; ++t)
+            acc += static_cast<uint32_t>(static_cast<int32_t>(u[t]) * static_cast<int32_t>(wk[t]));
+        }
       }
       c[kb * ldc + col] = static_cast<int32_t>(acc);
     }
+}
+template <int KB, int NV>
+void tile_portable(const int8_t* w, int64_t j4, const int32_t* corr, const uint8_t* xp, const int64_t* goff,
+                   int32_t* c, int64_t ldc) {
+  tile_portable_rule<KB, NV, false>(w, j4, corr, xp, goff, c, ldc);
+}
+template <int KB, int NV>
+void tile_pairs_portable(const int8_t* w, int64_t j4, const int32_t* corr, const uint8_t* xp, const int64_t* goff,
+                         int32_t* c, int64_t ldc) {
+  tile_portable_rule<KB, NV, true>(w, j4, corr, xp, goff, c, ldc);
 }
 
 #if DL_QFAST_X86
@@ -326,19 +328,22 @@ bool cpu_has_vnni() {
          __builtin_cpu_supports("avx512vnni");
 }
 
-// AVX2 without VNNI: VPMADDUBSW (u8 x s8, int16 pairs) would saturate, so each 32-bit lane's four
-// bytes are split into two int16 lanes each (even terms t0, t2 and odd terms t1, t3, zero-extended),
-// the weight quad alike (sign-extended), and VPMADDWD forms t0 w0 + t2 w2 and t1 w1 + t3 w3 exactly
-// in int32 (|each| <= 2 * 255 * 128). The TileFn's KB x 16 NV tile is computed in sub-tiles of 4
-// output channels x 16 columns (8 accumulators, 4 split input vectors, 2 weight vectors: 14 of the
-// 16 registers). The sums are the same integers as the portable loop's, wrapping alike mod 2^32.
+// AVX2 without VNNI, exact (Pairs false): VPMADDUBSW (u8 x s8, int16 pairs) would saturate, so
+// each 32-bit lane's four bytes are split into two int16 lanes each (even terms t0, t2 and odd
+// terms t1, t3, zero-extended), the weight quad alike (sign-extended), and VPMADDWD forms
+// t0 w0 + t2 w2 and t1 w1 + t3 w3 exactly in int32 (|each| <= 2 * 255 * 128). The sums are the
+// same integers as the portable loop's, wrapping alike mod 2^32.
+// The int16-pairs rule (Pairs true, any AVX2 CPU): VPMADDUBSW is that rule (each byte pair of a
+// 16-bit lane summed with saturation), VPMADDWD by ones adds a 32-bit lane's two pairs exactly.
+// The TileFn's KB x 16 NV tile is computed in sub-tiles of 4 output channels x 16 columns (8
+// accumulators, 4 split input vectors, 2 weight vectors: 14 of the 16 registers).
 #define DL_QFAST_AVX2_TARGET __attribute__((target("avx2")))
-template <int KB, int NV>
-DL_QFAST_AVX2_TARGET __attribute__((noinline)) void tile_avx2(const int8_t* w, int64_t j4, const int32_t* corr,
-                                                              const uint8_t* xp, const int64_t* goff, int32_t* c,
-                                                              int64_t ldc) {
+template <int KB, int NV, bool Pairs>
+DL_QFAST_AVX2_TARGET __attribute__((noinline)) void tile_avx2_rule(const int8_t* w, int64_t j4, const int32_t* corr,
+                                                                   const uint8_t* xp, const int64_t* goff, int32_t* c,
+                                                                   int64_t ldc) {
   const int64_t groups = j4 / 4;
-  const __m256i low_bytes = _mm256_set1_epi16(0x00FF);
+  const __m256i low_bytes = _mm256_set1_epi16(0x00FF), ones = _mm256_set1_epi16(1);
 #pragma GCC unroll 3
   for (int v = 0; v < NV; ++v)
 #pragma GCC unroll 2
@@ -350,17 +355,25 @@ DL_QFAST_AVX2_TARGET __attribute__((noinline)) void tile_avx2(const int8_t* w, i
         const uint8_t* xg = xp + goff[g] + 64 * v;
         const __m256i x0 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(xg));
         const __m256i x1 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(xg + 32));
-        const __m256i e0 = _mm256_and_si256(x0, low_bytes), o0 = _mm256_srli_epi16(x0, 8);
-        const __m256i e1 = _mm256_and_si256(x1, low_bytes), o1 = _mm256_srli_epi16(x1, 8);
+        __m256i e0 = x0, o0 = x0, e1 = x1, o1 = x1;
+        if (!Pairs) {
+          e0 = _mm256_and_si256(x0, low_bytes), o0 = _mm256_srli_epi16(x0, 8);
+          e1 = _mm256_and_si256(x1, low_bytes), o1 = _mm256_srli_epi16(x1, 8);
+        }
 #pragma GCC unroll 4
         for (int kb = 0; kb < 4; ++kb) {
           if (k0 + kb >= KB) break;  // KB is a template constant: resolved at compile time
           int32_t quad;
           std::memcpy(&quad, w + (k0 + kb) * j4 + 4 * g, 4);
           const __m256i b = _mm256_set1_epi32(quad);
-          const __m256i we = _mm256_srai_epi16(_mm256_slli_epi16(b, 8), 8), wo = _mm256_srai_epi16(b, 8);
-          acc[kb][0] = _mm256_add_epi32(acc[kb][0], _mm256_add_epi32(_mm256_madd_epi16(e0, we), _mm256_madd_epi16(o0, wo)));
-          acc[kb][1] = _mm256_add_epi32(acc[kb][1], _mm256_add_epi32(_mm256_madd_epi16(e1, we), _mm256_madd_epi16(o1, wo)));
+          if (Pairs) {
+            acc[kb][0] = _mm256_add_epi32(acc[kb][0], _mm256_madd_epi16(_mm256_maddubs_epi16(x0, b), ones));
+            acc[kb][1] = _mm256_add_epi32(acc[kb][1], _mm256_madd_epi16(_mm256_maddubs_epi16(x1, b), ones));
+          } else {
+            const __m256i we = _mm256_srai_epi16(_mm256_slli_epi16(b, 8), 8), wo = _mm256_srai_epi16(b, 8);
+            acc[kb][0] = _mm256_add_epi32(acc[kb][0], _mm256_add_epi32(_mm256_madd_epi16(e0, we), _mm256_madd_epi16(o0, wo)));
+            acc[kb][1] = _mm256_add_epi32(acc[kb][1], _mm256_add_epi32(_mm256_madd_epi16(e1, we), _mm256_madd_epi16(o1, wo)));
+          }
         }
       }
 #pragma GCC unroll 4
@@ -373,46 +386,15 @@ DL_QFAST_AVX2_TARGET __attribute__((noinline)) void tile_avx2(const int8_t* w, i
       }
     }
 }
-
-// The int16-pairs rule on AVX2: VPMADDUBSW is that rule (u8 x s8, each byte pair of a 16-bit lane
-// summed with saturation), VPMADDWD by ones adds a 32-bit lane's two pairs exactly in int32. Sub-
-// tiles of 4 output channels x 16 columns as tile_avx2's.
 template <int KB, int NV>
-DL_QFAST_AVX2_TARGET __attribute__((noinline)) void tile_pairs_avx2(const int8_t* w, int64_t j4, const int32_t* corr,
-                                                                    const uint8_t* xp, const int64_t* goff, int32_t* c,
-                                                                    int64_t ldc) {
-  const int64_t groups = j4 / 4;
-  const __m256i ones = _mm256_set1_epi16(1);
-#pragma GCC unroll 3
-  for (int v = 0; v < NV; ++v)
-#pragma GCC unroll 2
-    for (int k0 = 0; k0 < KB; k0 += 4) {
-      __m256i acc[4][2];
-#pragma GCC unroll 4
-      for (int kb = 0; kb < 4; ++kb) acc[kb][0] = acc[kb][1] = _mm256_setzero_si256();
-      for (int64_t g = 0; g < groups; ++g) {
-        const uint8_t* xg = xp + goff[g] + 64 * v;
-        const __m256i x0 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(xg));
-        const __m256i x1 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(xg + 32));
-#pragma GCC unroll 4
-        for (int kb = 0; kb < 4; ++kb) {
-          if (k0 + kb >= KB) break;
-          int32_t quad;
-          std::memcpy(&quad, w + (k0 + kb) * j4 + 4 * g, 4);
-          const __m256i b = _mm256_set1_epi32(quad);
-          acc[kb][0] = _mm256_add_epi32(acc[kb][0], _mm256_madd_epi16(_mm256_maddubs_epi16(x0, b), ones));
-          acc[kb][1] = _mm256_add_epi32(acc[kb][1], _mm256_madd_epi16(_mm256_maddubs_epi16(x1, b), ones));
-        }
-      }
-#pragma GCC unroll 4
-      for (int kb = 0; kb < 4; ++kb) {
-        if (k0 + kb >= KB) break;
-        const __m256i cv = _mm256_set1_epi32(corr[k0 + kb]);
-        int32_t* row = c + (k0 + kb) * ldc + 16 * v;
-        _mm256_storeu_si256(reinterpret_cast<__m256i*>(row), _mm256_add_epi32(acc[kb][0], cv));
-        _mm256_storeu_si256(reinterpret_cast<__m256i*>(row + 8), _mm256_add_epi32(acc[kb][1], cv));
-      }
-    }
+void tile_avx2(const int8_t* w, int64_t j4, const int32_t* corr, const uint8_t* xp, const int64_t* goff, int32_t* c,
+               int64_t ldc) {
+  tile_avx2_rule<KB, NV, false>(w, j4, corr, xp, goff, c, ldc);
+}
+template <int KB, int NV>
+void tile_pairs_avx2(const int8_t* w, int64_t j4, const int32_t* corr, const uint8_t* xp, const int64_t* goff,
+                     int32_t* c, int64_t ldc) {
+  tile_avx2_rule<KB, NV, true>(w, j4, corr, xp, goff, c, ldc);
 }
 
 bool cpu_has_avx2() {

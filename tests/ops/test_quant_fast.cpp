@@ -31,6 +31,14 @@ const KernelRegistry& registry() {
   return reg;
 }
 
+Conv2dParams geometry_of(const QConvCase& cs) {
+  Conv2dParams g;
+  g.n = cs.n, g.c = cs.c, g.h = cs.h, g.w = cs.w, g.k = cs.k, g.r = cs.r, g.s = cs.s;
+  g.stride_h = cs.stride_h, g.stride_w = cs.stride_w, g.dil_h = g.dil_w = cs.dil;
+  g.pad_t = cs.pad_t, g.pad_b = cs.pad_b, g.pad_l = cs.pad_l, g.pad_r = cs.pad_r;
+  return g;
+}
+
 // Every (dtype, rule, rounding, granularity, bias, clamp) of one geometry: fast == reference.
 void check_qconv_case(const QConvCase& cs) {
   const QConv2dKernel& ref = registry().qconv2d.reference();
@@ -51,10 +59,8 @@ void check_qconv_case(const QConvCase& cs) {
                 if (fixed && round == RoundRule::half_away) continue;  // the fixed rules ignore `round`
                 ++seed;
                 QConv2dParams p;
-                Conv2dParams& g = p.g;
-                g.n = cs.n, g.c = cs.c, g.h = cs.h, g.w = cs.w, g.k = cs.k, g.r = cs.r, g.s = cs.s;
-                g.stride_h = cs.stride_h, g.stride_w = cs.stride_w, g.dil_h = g.dil_w = cs.dil;
-                g.pad_t = cs.pad_t, g.pad_b = cs.pad_b, g.pad_l = cs.pad_l, g.pad_r = cs.pad_r;
+                p.g = geometry_of(cs);
+                const Conv2dParams& g = p.g;
                 p.x_dtype = xt, p.y_dtype = yt;
                 p.x_zero_point = xt == DType::i8 ? (seed % 2 ? -5 : 100) : (seed % 2 ? 3 : 250);
                 p.has_bias = has_bias;
@@ -190,10 +196,8 @@ TEST(QConvFast, Int16PairRulesEqualTheReferenceWhereSupported) {
         if (dot == DotRule::int16_pairs_channels && xt == DType::i8) continue;  // oneDNN's rule: uint8 only
         ++seed;
         QConv2dParams p;
-        Conv2dParams& g = p.g;
-        g.n = cs.n, g.c = cs.c, g.h = cs.h, g.w = cs.w, g.k = cs.k, g.r = cs.r, g.s = cs.s;
-        g.stride_h = cs.stride_h, g.stride_w = cs.stride_w, g.dil_h = g.dil_w = cs.dil;
-        g.pad_t = cs.pad_t, g.pad_b = cs.pad_b, g.pad_l = cs.pad_l, g.pad_r = cs.pad_r;
+        p.g = geometry_of(cs);
+        const Conv2dParams& g = p.g;
         p.x_dtype = p.y_dtype = xt;
         p.x_zero_point = xt == DType::i8 ? -100 : 200;
         p.has_bias = true;
