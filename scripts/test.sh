@@ -26,4 +26,4 @@ bash scripts/build.sh
 # The sanitized libraries are compiled once (clang) for both: the fuzz targets are built in the
 # same folder (SANITIZE_WITH_FUZZ) and fuzz.sh only runs them.
 SANITIZE_WITH_FUZZ=1 bash scripts/sanitize.sh --subset
-FUZZ_BUILD_DIR=build-asan FUZZ_NO_BUILD=1 bash scripts/fuzz.sh "${FUZZ_SECONDS:-20}"
+FUZZ_BUILD_DIR=build-asan FUZZ_NO_BUILD=1 bash scripts/fuzz.sh "${FUZZ_SECONDS:-12}"
