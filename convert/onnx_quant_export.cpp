@@ -171,8 +171,7 @@ QValue emit_seq(QCtx& c, Sequential& net, QValue x, const std::string& prefix);
 
 QValue emit_residual(QCtx& c, quant::QResidualLayer& l, const QValue& x, const std::string& name) {
   const quant::QResidualSpec& sp = l.spec();
-  check_clamp(c, name, sp.relu ? std::max(type_min(c.act), sp.out.zero_point) : type_min(c.act), type_max(c.act),
-              sp.relu, sp.out.zero_point);
+  check_clamp(c, name, l.add_params().lo, l.add_params().hi, sp.relu, sp.out.zero_point);
   const QValue main = emit_seq(c, l.main(), x, name + ".main");
   QValue sc = x;
   std::string shortcut = "identity";
@@ -276,10 +275,9 @@ QValue emit_layer(QCtx& c, Layer& layer, const QValue& x, const std::string& nam
                         " + Reshape [0,-1], " + (own ? "its own output scale" : "the input's scale and zero point"));
     return y;
   }
-  if (auto* l = dynamic_cast<quant::QReluLayer*>(&layer)) {
+  if (dynamic_cast<quant::QReluLayer*>(&layer)) {  // max(q, zp) on its input's scale and zero point
     c.r.nodes.push_back(name + (c.qdq() ? ": Relu between DequantizeLinear/QuantizeLinear" : ": Max(q, zero point)"));
     if (c.qdq()) return same_qparams(c, x, name, [&](const std::string& v) { return c.g.op("Relu", {v}, name); });
-    (void)l;
     return {c.g.op("Max", {x.q, x.zp}, name), x.scale, x.zp};
   }
   if (auto* l = dynamic_cast<quant::QResidualLayer*>(&layer)) return emit_residual(c, *l, x, name);

@@ -167,6 +167,7 @@ class QResidualLayer : public QuantLayerBase {
   Sequential& main() { return *main_; }
   const QResidualSpec& spec() const { return spec_; }
   const Shape& input_shape() const { return in_; }
+  const QAddParams& add_params() const { return p_; }
   // forward with the main path computed by `run_main` (the report's walker: it sees inside).
   template <typename F>
   Tensor forward_with(RunContext& ctx, const Tensor& x, F&& run_main) {
