@@ -313,9 +313,12 @@ void convert_report_cmd(const ConvertReportOptions& o) {
   struct Cell {
     double before = 0, after = 0, variation = 0;
   };
-  std::vector<std::string> rows, attacks;  // first-seen order
-  std::map<std::pair<std::string, std::string>, Cell> cells;
-  std::map<std::string, std::string> row_model;
+  using Row = std::pair<std::string, std::string>;  // (weights, conversion)
+  std::vector<Row> rows;                              // first-seen order
+  std::vector<std::string> attacks;
+  std::map<std::pair<Row, std::string>, Cell> cells;
+  std::map<Row, std::string> row_model;
+  auto row_name = [](const Row& r) { return r.first + " | " + r.second; };
   for (const std::string& d : o.dirs) {
     const nlohmann::json j = read_json_file(d + "/convert.json", "a `driftlab convert --out` folder");
     check(j.contains("adversarial"), "convert-report: ", d, "/convert.json has no adversarial section: run convert with "
@@ -330,7 +333,7 @@ void convert_report_cmd(const ConvertReportOptions& o) {
       e << attack << " eps " << r["eps"].get<double>();
       attack = e.str();
     }
-    const std::string row = j["weights"].get<std::string>() + " | " + j["conversion"].get<std::string>();
+    const Row row{j["weights"].get<std::string>(), j["conversion"].get<std::string>()};
     if (std::find(rows.begin(), rows.end(), row) == rows.end()) rows.push_back(row);
     if (std::find(attacks.begin(), attacks.end(), attack) == attacks.end()) attacks.push_back(attack);
     row_model[row] = j["model"].get<std::string>();
@@ -338,13 +341,13 @@ void convert_report_cmd(const ConvertReportOptions& o) {
         cells.emplace(std::make_pair(row, attack),
                       Cell{a["success_before"].get<double>(), a["success_after"].get<double>(), a["variation"].get<double>()})
             .second;
-    check(fresh, "convert-report: ", d, ": a second result for ", row, " under ", attack);
+    check(fresh, "convert-report: ", d, ": a second result for ", row_name(row), " under ", attack);
   }
   std::vector<std::vector<double>> v(rows.size(), std::vector<double>(attacks.size()));
   for (std::size_t i = 0; i < rows.size(); ++i)
     for (std::size_t k = 0; k < attacks.size(); ++k) {
       auto it = cells.find({rows[i], attacks[k]});
-      check(it != cells.end(), "convert-report: no result for ", rows[i], " under ", attacks[k],
+      check(it != cells.end(), "convert-report: no result for ", row_name(rows[i]), " under ", attacks[k],
             " (every model and conversion needs every attack)");
       v[i][k] = it->second.variation;
     }
@@ -359,7 +362,7 @@ void convert_report_cmd(const ConvertReportOptions& o) {
   for (std::size_t k = 0; k < attacks.size(); ++k) std::cout << "---|";
   std::cout << "---|\n";
   for (std::size_t i = 0; i < rows.size(); ++i) {
-    std::cout << "| " << rows[i] << " |";
+    std::cout << "| " << row_name(rows[i]) << " |";
     nlohmann::json per = nlohmann::json::object();
     for (const std::string& a : attacks) {
       const Cell& c = cells.at({rows[i], a});
@@ -367,9 +370,8 @@ void convert_report_cmd(const ConvertReportOptions& o) {
       per[a] = {{"success_before", c.before}, {"success_after", c.after}, {"variation", c.variation}};
     }
     std::cout << " " << R[i] << " |\n";
-    const std::size_t bar = rows[i].find(" | ");
-    out.push_back({{"weights", rows[i].substr(0, bar)}, {"conversion", rows[i].substr(bar + 3)},
-                   {"model", row_model[rows[i]]}, {"attacks", per}, {"R", R[i]}});
+    out.push_back({{"weights", rows[i].first}, {"conversion", rows[i].second}, {"model", row_model[rows[i]]},
+                   {"attacks", per}, {"R", R[i]}});
   }
   if (!o.out.empty()) {
     write_file_atomic(o.out, nlohmann::json{{"rows", out}, {"commit", build_commit()}}.dump(1) + "\n");
