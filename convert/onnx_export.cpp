@@ -33,6 +33,7 @@ using onnx::AttributeProto;
 using onnx::NodeProto;
 using onnx::TensorProto;
 
+using detail::attr_conv;
 using detail::attr_float;
 using detail::attr_floats;
 using detail::attr_int;
@@ -77,11 +78,7 @@ std::string emit_conv(Ctx& c, Conv2dLayer& l, const std::string& x, const std::s
   NodeProto* n;
   const std::string y = c.g.op("Conv", in, name, &n);
   const auto [pads, note] = pads_of(c, p.pad_t, p.pad_l, p.pad_b, p.pad_r);
-  attr_ints(n, "kernel_shape", {p.r, p.s});
-  attr_ints(n, "strides", {p.stride_h, p.stride_w});
-  attr_ints(n, "dilations", {p.dil_h, p.dil_w});
-  attr_ints(n, "pads", pads);
-  attr_int(n, "group", 1);
+  attr_conv(n, p, pads);
   std::ostringstream os;
   os << "Conv " << p.r << "x" << p.s << " stride " << p.stride_h << " pads [t,l,b,r] = [" << pads[0] << "," << pads[1]
      << "," << pads[2] << "," << pads[3] << "]" << note << (p.flip ? ", weights rotated 180 (filter flip)" : "");

@@ -10,6 +10,7 @@
 #include "convert/onnx_export.h"
 #include "engine/core/error.h"
 #include "engine/core/tensor.h"
+#include "engine/ops/conv2d.h"
 
 namespace driftlab {
 namespace convert {
@@ -137,6 +138,15 @@ inline void attr_strings(onnx::NodeProto* n, const char* name, const std::vector
   a->set_name(name);
   a->set_type(onnx::AttributeProto::STRINGS);
   for (const auto& x : v) a->add_strings(x);
+}
+
+// A Conv / QLinearConv node's geometry: kernel, strides, dilations, the given [t, l, b, r] pads, one group.
+inline void attr_conv(onnx::NodeProto* n, const Conv2dParams& p, const std::vector<int64_t>& pads) {
+  attr_ints(n, "kernel_shape", {p.r, p.s});
+  attr_ints(n, "strides", {p.stride_h, p.stride_w});
+  attr_ints(n, "dilations", {p.dil_h, p.dil_w});
+  attr_ints(n, "pads", pads);
+  attr_int(n, "group", 1);
 }
 
 // A graph input or output with a symbolic batch axis and the per-sample dims.

@@ -75,13 +75,7 @@ QValue relu_clamp(QCtx& c, QValue v, bool relu, int32_t zp, const std::string& n
   return v;
 }
 
-void conv_attrs(NodeProto* n, const Conv2dParams& p) {
-  attr_ints(n, "kernel_shape", {p.r, p.s});
-  attr_ints(n, "strides", {p.stride_h, p.stride_w});
-  attr_ints(n, "dilations", {p.dil_h, p.dil_w});
-  attr_ints(n, "pads", {p.pad_t, p.pad_l, p.pad_b, p.pad_r});
-  attr_int(n, "group", 1);
-}
+void conv_attrs(NodeProto* n, const Conv2dParams& p) { attr_conv(n, p, {p.pad_t, p.pad_l, p.pad_b, p.pad_r}); }
 
 // A quantized conv (conv != nullptr) or dense layer.
 QValue emit_linear(QCtx& c, const QValue& x, const QLinearSpec& s, const Requant& rq, const Conv2dParams* conv,
