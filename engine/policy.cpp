@@ -70,6 +70,9 @@ Policy Policy::tensorflow() {
   p.shuffle = ShuffleAlgo::backward_rejection;
   p.conv_backend = KernelBackend::eigen;
   p.gemm_backend = KernelBackend::eigen;
+  // The Keras presets keep their convolutions on conv_backend's kernel (Eigen's order, as TF's
+  // and Theano's CPU kernels); conv_block_backend=fast is theirs to choose for speed.
+  p.conv_block_backend = KernelBackend::reference;
   // A Keras model's int8 form is TFLite's (S1, S2). Theano has no int8 toolchain: the theano
   // preset inherits this too (a Keras-on-Theano model would be converted the same way).
   apply_quant_toolchain(p, QuantToolchain::tflite);
@@ -217,7 +220,7 @@ void apply_quant_toolchain(Policy& p, QuantToolchain t) {
 }
 
 void use_reference_kernels(Policy& p) {
-  for (KernelBackend Policy::*f : {&Policy::conv_backend, &Policy::gemm_backend, &Policy::rnn_backend,
+  for (KernelBackend Policy::*f : {&Policy::conv_backend, &Policy::conv_block_backend, &Policy::gemm_backend, &Policy::rnn_backend,
                                    &Policy::bn_backend, &Policy::pool_backend, &Policy::act_backend,
                                    &Policy::loss_backend, &Policy::sgd_backend, &Policy::quant_backend})
     p.*f = KernelBackend::reference;
@@ -794,6 +797,13 @@ const std::vector<KnobRow>& rows() {
     // what the knob changes is the summation order (rnn, batchnorm) or only the speed (the rest:
     // their fast kernels give the reference's bits, tests/ops).
     const std::string kOwn = "driftlab kernels/cpu (no framework counterpart: an implementation choice)";
+    r.push_back(backend_knob(&Policy::conv_block_backend,
+        {"conv_block_backend", "numerics", kOwnBackends,
+         "CPU kernel for a conv -> activation -> max-pool run of layers (LeNet's blocks): reference runs the three "
+         "layers on their own kernels (conv_backend, act_backend, pool_backend); fast runs them as one op per image "
+         "where kernels/cpu/conv_block.cpp supports the block (float32, stride 1, small channel counts; describe() "
+         "says which blocks run fused), with other convolution sums than conv_backend's",
+         "reference (conv_backend's kernel)", "reference (conv_backend's kernel)", "fast", kOwn}));
     r.push_back(backend_knob(&Policy::rnn_backend,
         {"rnn_backend", "numerics", kOwnBackends,
          "CPU kernel for LSTM/GRU layers: reference loops, or the fast kernel (tiled products with the cell math "

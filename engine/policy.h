@@ -221,6 +221,9 @@ struct Policy {
   // --- numerics: which CPU kernel runs each op family (engine/ops/registry.h) ---
   KernelBackend conv_backend = KernelBackend::onednn;   // reference | eigen | onednn
   KernelBackend gemm_backend = KernelBackend::onednn;   // dense layers: reference | eigen | onednn
+  // conv -> activation -> max pool run as one per-image op (fast) or as the three layers with
+  // their own kernels (reference); engine/ops/conv_block.h
+  KernelBackend conv_block_backend = KernelBackend::fast;
   KernelBackend rnn_backend = KernelBackend::fast;      // LSTM/GRU: reference | fast
   KernelBackend bn_backend = KernelBackend::fast;       // BatchNorm: reference | fast
   KernelBackend pool_backend = KernelBackend::fast;     // max/average/global pooling: reference | fast

@@ -915,9 +915,9 @@ TEST(Knob_embedding_init, KerasUniformVsTorchNormal) {
 }
 
 // ---------------------------------------------------------------------------------------------
-// rnn_backend, bn_backend, pool_backend, act_backend, loss_backend, sgd_backend: which kernel
-// runs (the registry's trace), and how far apart their results are. rnn and bn change the float32
-// summation order (rounding only); the other four give the reference's bits: their effect is
+// conv_block_backend, rnn_backend, bn_backend, pool_backend, act_backend, loss_backend, sgd_backend:
+// which kernel runs (the registry's trace), and how far apart their results are. conv_block, rnn
+// and bn change the float32 summation order (rounding only); the other four give the reference's bits: their effect is
 // speed, and zero on every number (tests/ops compares them bit for bit).
 TEST(Knob_own_backends, EachPicksItsKernelAndOnlyRnnAndBnChangeBits) {
   struct Row {
@@ -927,7 +927,8 @@ TEST(Knob_own_backends, EachPicksItsKernelAndOnlyRnnAndBnChangeBits) {
     const char* op;
     bool same_bits;
   };
-  const Row rows[] = {{"rnn_backend", "lstm", {4, 28, 28}, "rnn", false},
+  const Row rows[] = {{"conv_block_backend", "lenet5", {4, 1, 28, 28}, "conv_block", false},
+                      {"rnn_backend", "lstm", {4, 28, 28}, "rnn", false},
                       {"bn_backend", "resnet20", {2, 3, 32, 32}, "batchnorm", false},
                       {"pool_backend", "lenet5", {4, 1, 28, 28}, "maxpool2d", true},
                       {"act_backend", "lenet5", {4, 1, 28, 28}, "activation", true},
@@ -938,7 +939,9 @@ TEST(Knob_own_backends, EachPicksItsKernelAndOnlyRnnAndBnChangeBits) {
     std::vector<Tensor> weights[2];
     for (int v = 0; v < 2; ++v) {
       const std::string value = v == 0 ? "reference" : "fast";
-      Model m = build_model(r.model, Policy::parse(std::string("torch,") + r.knob + "=" + value), 1);
+      // the pooling and activation layers of a LeNet block run inside conv_block unless it is off
+      const std::string knob = r.knob, blocks = knob == "conv_block_backend" ? "" : ",conv_block_backend=reference";
+      Model m = build_model(r.model, Policy::parse("torch," + knob + "=" + value + blocks), 1);
       std::vector<KernelChoice> trace;
       ExecContext exec;
       exec.trace = &trace;
@@ -950,7 +953,11 @@ TEST(Knob_own_backends, EachPicksItsKernelAndOnlyRnnAndBnChangeBits) {
         EXPECT_EQ(c.kernel, value);
         ++seen;
       }
-      EXPECT_GT(seen, 0) << r.op << " never dispatched";
+      // conv_block_backend=reference is no conv_block kernel at all: the three layers run
+      if (knob == "conv_block_backend" && value == "reference")
+        EXPECT_EQ(seen, 0);
+      else
+        EXPECT_GT(seen, 0) << r.op << " never dispatched";
       for (auto& np : m.net->named_params()) weights[v].push_back(np.second->value.clone());
     }
     double gap = 0;

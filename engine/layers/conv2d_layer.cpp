@@ -53,7 +53,7 @@ Conv2dParams resolve_conv2d(const Policy& policy, const Shape& in, const Conv2dS
 }
 
 Conv2dLayer::Conv2dLayer(const Conv2dSpec& spec, const Shape& in, const Policy& policy, Rng& rng)
-    : p_(resolve_conv2d(policy, in, spec)), backend_(policy.conv_backend), has_bias_(spec.bias) {
+    : p_(resolve_conv2d(policy, in, spec)), backend_(policy.conv_backend), block_backend_(policy.conv_block_backend), has_bias_(spec.bias) {
   DType dt = policy.dtype == FloatType::float64 ? DType::f64 : DType::f32;
   weight_ = {"weight", Tensor(p_.w_shape(), dt), Tensor(p_.w_shape(), dt), false};
   init_weight(weight_.value, p_.c * p_.r * p_.s, p_.k * p_.r * p_.s, policy, rng);
@@ -67,7 +67,7 @@ std::string Conv2dLayer::describe() const {
   std::ostringstream os;
   os << "conv2d " << p_.k << "@" << p_.r << "x" << p_.s << " stride " << p_.stride_h << " pad t/b/l/r " << p_.pad_t
      << "/" << p_.pad_b << "/" << p_.pad_l << "/" << p_.pad_r << (p_.flip ? " flipped" : "") << " ["
-     << backend_name(backend_) << "]";
+     << (block_note_.empty() ? backend_name(backend_) : block_note_) << "]";
   return os.str();
 }
 

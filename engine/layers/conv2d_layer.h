@@ -32,11 +32,20 @@ class Conv2dLayer : public Layer {
   Tensor backward(RunContext& ctx, const Tensor& dy) override;
   std::vector<Param*> params() override;
   const Conv2dParams& op_params() const { return p_; }
+  // What a fused conv_block (Sequential) needs of this layer: its knob, its parameters, and a note
+  // for describe() saying whether the block runs fused.
+  KernelBackend block_backend() const { return block_backend_; }
+  KernelBackend op_backend() const { return backend_; }
+  bool has_bias() const { return has_bias_; }
+  Param& weight() { return weight_; }
+  Param& bias() { return bias_; }
+  void set_block_note(std::string note) { block_note_ = std::move(note); }
 
  private:
   Conv2dParams p_;  // n is set per call
-  KernelBackend backend_;
+  KernelBackend backend_, block_backend_;
   bool has_bias_;
+  std::string block_note_;
   Param weight_, bias_;
   Tensor x_;  // forward input, kept for backward
 };

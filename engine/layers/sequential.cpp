@@ -2,25 +2,139 @@
 
 #include <cmath>
 
+#include "engine/layers/activation_layer.h"
+#include "engine/layers/conv2d_layer.h"
+#include "engine/layers/pool_layer.h"
+
 namespace driftlab {
 
 const char* semantics_name(Semantics s) { return s == Semantics::train ? "train" : "inference"; }
 
+namespace {
+
+struct BlockLayers {
+  Conv2dLayer* conv = nullptr;
+  ActivationLayer* act = nullptr;
+  Pool2dLayer* pool = nullptr;
+};
+
+// The three layers of a conv -> activation -> max-pool run starting at `first`, or nulls.
+BlockLayers block_layers(const std::vector<std::unique_ptr<Layer>>& layers, std::size_t first) {
+  if (first + 3 > layers.size()) return {};
+  BlockLayers b{dynamic_cast<Conv2dLayer*>(layers[first].get()), dynamic_cast<ActivationLayer*>(layers[first + 1].get()),
+                dynamic_cast<Pool2dLayer*>(layers[first + 2].get())};
+  if (!b.conv || !b.act || !b.pool || b.pool->pool_kind() != PoolKind::max) return {};
+  return b;
+}
+
+ConvBlockParams block_params(const BlockLayers& b, int64_t n) {
+  ConvBlockParams p;
+  p.conv = b.conv->op_params();
+  p.conv.n = n;
+  p.bias = b.conv->has_bias();
+  p.act = b.act->op_params();
+  p.pool = b.pool->op_params();
+  p.pool.n = n;
+  return p;
+}
+
+}  // namespace
+
 Layer& Sequential::add(std::unique_ptr<Layer> layer) {
   out_ = layer->output_shape();
   layers_.push_back(std::move(layer));
+  if (layers_.size() >= 3) {
+    const std::size_t first = layers_.size() - 3;
+    const BlockLayers b = block_layers(layers_, first);
+    if (b.conv && b.conv->block_backend() != KernelBackend::reference) {
+      Block blk;
+      blk.first = first;
+      blocks_.push_back(blk);
+      note_block(blocks_.back());
+    }
+  }
   return *layers_.back();
+}
+
+// The conv layer's describe() says whether its block runs fused (the default registry, the
+// layer's dtype; a registry without the kernel falls back the same way at run time).
+void Sequential::note_block(const Block& blk) {
+  static const KernelRegistry kRegistry = make_cpu_registry();
+  const BlockLayers b = block_layers(layers_, blk.first);
+  const KernelBackend want = b.conv->block_backend();
+  const ConvBlockKernel& k = kRegistry.conv_block.at(want);
+  const DType dt = b.conv->weight().value.dtype();
+  if (k.name && k.supports(block_params(b, 1), dt))
+    b.conv->set_block_note(std::string("conv_block ") + backend_name(want) + ": fused with " +
+                           act_name(b.act->op_params().kind) + ", maxpool");
+  else
+    b.conv->set_block_note(std::string(backend_name(b.conv->op_backend())) + "; not fused: conv_block " +
+                           backend_name(want) + (k.name ? std::string(" supports ") + k.supports_doc : " not built"));
+}
+
+Sequential::Block* Sequential::block_at(std::size_t first) {
+  for (Block& b : blocks_)
+    if (b.first == first) return &b;
+  return nullptr;
+}
+
+Sequential::Block* Sequential::block_ending_at(std::size_t last) {
+  for (Block& b : blocks_)
+    if (b.first + 2 == last) return &b;
+  return nullptr;
+}
+
+bool Sequential::forward_block(RunContext& ctx, Block& blk, Tensor& h) {
+  const BlockLayers b = block_layers(layers_, blk.first);
+  const Conv2dParams& cp = b.conv->op_params();
+  check_input("conv2d", h, {cp.c, cp.h, cp.w});
+  const ConvBlockParams p = block_params(b, h.dim(0));
+  const KernelBackend want = b.conv->block_backend();
+  const ConvBlockKernel& k = ctx.exec.kernels.conv_block.at(want);
+  blk.fused = false;
+  blk.x = blk.z = Tensor();
+  if (!k.name || !k.supports(p, h.dtype())) return false;
+  ctx.exec.pick(ctx.exec.kernels.conv_block, want, p, h.dtype());  // the trace
+  Tensor y = Tensor::empty(p.y_shape(), h.dtype());
+  if (ctx.record) blk.z = Tensor::empty(p.z_shape(), h.dtype());
+  k.forward(p, h, b.conv->weight().value, p.bias ? &b.conv->bias().value : nullptr, y, ctx.record ? &blk.z : nullptr);
+  if (ctx.record) blk.x = h;
+  blk.fused = true;
+  h = y;
+  return true;
 }
 
 Tensor Sequential::forward(RunContext& ctx, const Tensor& x) {
   Tensor h = x;
-  for (auto& l : layers_) h = l->forward(ctx, h);
+  for (std::size_t i = 0; i < layers_.size();) {
+    if (Block* b = block_at(i); b && forward_block(ctx, *b, h)) {
+      i += 3;
+      continue;
+    }
+    h = layers_[i]->forward(ctx, h);
+    ++i;
+  }
   return h;
 }
 
 Tensor Sequential::backward(RunContext& ctx, const Tensor& dy) {
   Tensor g = dy;
   for (std::size_t i = layers_.size(); i-- > 0;) {
+    Block* blk = block_ending_at(i);
+    if (blk && blk->fused) {
+      check(blk->x.defined(), "conv_block: backward without a recorded forward");
+      const BlockLayers b = block_layers(layers_, blk->first);
+      const ConvBlockParams p = block_params(b, blk->x.dim(0));
+      const ConvBlockKernel& k = ctx.exec.pick(ctx.exec.kernels.conv_block, b.conv->block_backend(), p, g.dtype());
+      const bool need_dx = blk->first > 0 || ctx.input_grad;
+      Tensor dx = need_dx ? Tensor::empty(p.x_shape(), g.dtype()) : Tensor();
+      k.backward(p, blk->x, b.conv->weight().value, blk->z, g, need_dx ? &dx : nullptr,
+                 ctx.param_grads ? &b.conv->weight().grad : nullptr,
+                 ctx.param_grads && p.bias ? &b.conv->bias().grad : nullptr);
+      g = dx;
+      i = blk->first;  // the loop's i-- moves past the block
+      continue;
+    }
     ctx.need_dx = i > 0 || ctx.input_grad;
     g = layers_[i]->backward(ctx, g);
   }

@@ -1,6 +1,14 @@
 // Sequential container: runs children forward in order and backward in reverse.
 // Layers are appended with their input shape known, so every Policy decision that depends
 // on shapes ('same' padding) is resolved at build time.
+//
+// Fused blocks: a conv2d -> activation -> max-pool run of three layers whose conv2d layer has
+// conv_block_backend != reference is a conv_block (engine/ops/conv_block.h). Each forward asks
+// the registry for that backend's kernel; where it supports the block (params and dtype), the
+// three layers run as that one op, recorded for the backward here; where not, they run one by
+// one on their own kernels, as with conv_block_backend=reference. The conv layer's describe()
+// says which (set when the block is appended). Parameters, buffers and names are the layers'
+// either way: the model file does not know about blocks.
 #pragma once
 #include <memory>
 #include <vector>
@@ -30,8 +38,21 @@ class Sequential {
   const Shape& input_shape() const { return input_; }
 
  private:
+  // A conv -> activation -> max-pool run starting at layer `first`, and what its last fused
+  // forward recorded (fused: whether the last forward ran it as one op).
+  struct Block {
+    std::size_t first = 0;
+    bool fused = false;
+    Tensor x, z;  // the block's input and pre-activation, for the backward
+  };
+  Block* block_at(std::size_t first);
+  Block* block_ending_at(std::size_t last);
+  bool forward_block(RunContext& ctx, Block& b, Tensor& h);  // false: not supported, run the layers
+  void note_block(const Block& b);
+
   Shape input_, out_;
   std::vector<std::unique_ptr<Layer>> layers_;
+  std::vector<Block> blocks_;
 };
 
 }  // namespace driftlab

@@ -24,6 +24,7 @@
 #include "engine/ops/adaptive.h"
 #include "engine/ops/batchnorm.h"
 #include "engine/ops/conv2d.h"
+#include "engine/ops/conv_block.h"
 #include "engine/ops/gemm.h"
 #include "engine/ops/pool2d.h"
 #include "engine/ops/quant.h"
@@ -57,6 +58,9 @@ struct OpTable {
 
 struct KernelRegistry {
   OpTable<Conv2dKernel> conv2d;
+  // conv -> bias -> activation -> max pool as one op (engine/ops/conv_block.h; Sequential fuses the
+  // three layers when conv_block_backend names a kernel that supports them)
+  OpTable<ConvBlockKernel> conv_block;
   OpTable<GemmKernel> gemm;
   OpTable<RnnKernel> rnn;
   OpTable<BatchNormKernel> batchnorm;
@@ -79,7 +83,7 @@ struct KernelRegistry {
   // f(table) for every op table, in a fixed order (listings, tests).
   template <typename F>
   void for_each_op(F&& f) const {
-    f(conv2d), f(gemm), f(rnn), f(batchnorm), f(maxpool2d), f(avgpool2d), f(activation), f(softmax_xent), f(sgd),
+    f(conv2d), f(conv_block), f(gemm), f(rnn), f(batchnorm), f(maxpool2d), f(avgpool2d), f(activation), f(softmax_xent), f(sgd),
         f(adam), f(rmsprop), f(qconv2d), f(qdense), f(qmaxpool2d), f(quantize), f(qadd),
         f(qglobal_avg_pool), f(qdense_dynamic);
   }

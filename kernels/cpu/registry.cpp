@@ -11,6 +11,7 @@ int default_threads() { return omp_get_max_threads(); }
 KernelRegistry make_cpu_registry() {
   KernelRegistry r;
   r.conv2d.op = "conv2d";
+  r.conv_block.op = "conv_block";
   r.gemm.op = "gemm";
   r.rnn.op = "rnn";
   r.batchnorm.op = "batchnorm";
@@ -31,6 +32,8 @@ KernelRegistry make_cpu_registry() {
   register_conv2d_ref(r);
   register_conv2d_eigen(r);
   register_conv2d_onednn(r);
+  register_conv_block_ref(r);
+  register_conv_block_fast(r);
   register_gemm_ref(r);
   register_gemm_eigen(r);
   register_gemm_onednn(r);

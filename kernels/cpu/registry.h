@@ -21,6 +21,8 @@ KernelRegistry make_cpu_registry();
 void register_conv2d_ref(KernelRegistry&);
 void register_conv2d_eigen(KernelRegistry&);
 void register_conv2d_onednn(KernelRegistry&);
+void register_conv_block_ref(KernelRegistry&);   // conv+bias+activation+maxpool: the three reference kernels
+void register_conv_block_fast(KernelRegistry&);  // the same per image, fused (LeNet-shaped blocks)
 void register_gemm_ref(KernelRegistry&);
 void register_gemm_eigen(KernelRegistry&);
 void register_gemm_onednn(KernelRegistry&);

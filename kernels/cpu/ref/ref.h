@@ -10,6 +10,7 @@
 #include "engine/ops/activation.h"
 #include "engine/ops/batchnorm.h"
 #include "engine/ops/conv2d.h"
+#include "engine/ops/conv_block.h"
 #include "engine/ops/gemm.h"
 #include "engine/ops/pool2d.h"
 #include "engine/ops/quant.h"
@@ -23,6 +24,12 @@ namespace driftlab {
 void conv2d_forward_ref(const Conv2dParams&, const Tensor& x, const Tensor& w, const Tensor* b, Tensor& y);
 void conv2d_backward_data_ref(const Conv2dParams&, const Tensor& dy, const Tensor& w, Tensor& dx);
 void conv2d_backward_weight_ref(const Conv2dParams&, const Tensor& x, const Tensor& dy, Tensor& dw, Tensor* db);
+
+// conv_block (conv_block_ref.cpp): the three references above and below composed
+void conv_block_forward_ref(const ConvBlockParams&, const Tensor& x, const Tensor& w, const Tensor* b, Tensor& y,
+                            Tensor* z);
+void conv_block_backward_ref(const ConvBlockParams&, const Tensor& x, const Tensor& w, const Tensor& z,
+                             const Tensor& dy, Tensor* dx, Tensor* dw, Tensor* db);
 
 // gemm (gemm_ref.cpp): C = alpha*op(A)*op(B) + beta*C
 template <typename T>

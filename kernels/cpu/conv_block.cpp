@@ -1,0 +1,558 @@
+// Fast conv_block (engine/ops/conv_block.h): convolution + bias + activation + max pooling run
+// image by image, the batch split into one contiguous range of images per OpenMP thread.
+//
+// Why per image: LeNet's blocks are tiny (conv1 of LeNet-5: 1 input channel, 6 outputs, 24x24)
+// and a batch-wide kernel per layer spends its time on per-op set-up, passes through memory and
+// vector lanes its channel counts cannot fill (issue 20: oneDNN's JIT convolutions were 62% of a
+// LeNet-1 epoch on an AVX2 machine at 6% of the FMA limit). Here one image's input, pre-activation
+// and gradients stay in L1/L2 while the four ops run, and the vector lanes run along the output
+// rows (8 columns per AVX2 register), which every shape fills.
+//
+// The convolution core: a register tile of KB output channels x NV vectors of 8 output pixels;
+// per tap (input channel, r, s) NV unaligned loads of the input row, KB weight broadcasts and
+// KB*NV FMAs. The image is copied once into a zero-padded buffer whose rows are a multiple of 8
+// columns wide (plus the kernel's width), so every load is a full vector and no tap needs a bound
+// check; the extra columns and rows compute values nobody reads. The tile shape is chosen per
+// call from a small set by counting FMA and load cycles (choose_tile). The input gradient is the
+// same core as a 1x1 convolution of the output gradient into one plane per (c, r, s) (no
+// multiplication by the zeros a full correlation over a zero-bordered gradient would do: 3x the
+// work for LeNet-5's conv2), then added into place (col2im); the weight gradient keeps 8 lanes
+// per weight per thread and reduces them once per call.
+//
+// Reproducibility: the images of thread t are [n*t/T, n*(t+1)/T), each thread's dw/db lanes are
+// summed in image order, the threads' partial sums in thread order, the lanes in lane order: the
+// same bits for the same thread count, run after run (ConvBlockFast.BitIdenticalAcrossRuns).
+// Against the reference the convolution's sums run in another order: equal within a tolerance
+// (tests/ops/test_conv_block.cpp). The activation and the pooling use the shared formulas
+// (activation_value / activation_grad, max_scan_takes), so y is exactly maxpool(act(z)) of the
+// kernel's own z and the backward finds the same winners as the pooling layer would.
+//
+// AVX2 + FMA builds only; elsewhere the slot stays empty and the three layers run unfused.
+#include <algorithm>
+#include <cstring>
+#include <vector>
+
+#include <omp.h>
+
+#include "engine/core/error.h"
+#include "kernels/cpu/registry.h"
+
+#if defined(__AVX2__) && defined(__FMA__)
+#include <immintrin.h>
+#define DL_CONV_BLOCK_FAST 1
+#endif
+
+namespace driftlab {
+
+#if DL_CONV_BLOCK_FAST
+namespace {
+
+constexpr int64_t V = 8;  // floats per AVX2 register
+
+int64_t round_up(int64_t a, int64_t m) { return (a + m - 1) / m * m; }
+
+// out plane o (o < Ob, a multiple of KB), vector v (v < nvtot, a multiple of NV) of rows QC
+// vectors wide:
+//   out[o][v*8 + j] = bias[o] + sum_{i < Ci, r < R, s < S} in[i][row(v) + r][col(v) + j + s] * wpk[o/KB][i][r][s][o%KB]
+// with row(v) = v / QC, col(v) = (v % QC) * 8; `in` holds Ci planes of Hin x Win floats, Hin >=
+// nvtot/QC + R - 1 and Win >= QC*8 + S - 1.
+template <int KB, int NV>
+void conv_core(const float* in, int64_t Ci, int64_t Hin, int64_t Win, int64_t R, int64_t S, const float* wpk,
+               const float* bias, float* out, int64_t Ob, int64_t QC, int64_t nvtot) {
+  const int64_t plane_in = Hin * Win, plane_out = nvtot * V, taps = Ci * R * S;
+  for (int64_t og = 0; og < Ob / KB; ++og) {
+    const float* wg = wpk + og * taps * KB;
+    for (int64_t v0 = 0; v0 < nvtot; v0 += NV) {
+      int64_t off[NV];
+      for (int j = 0; j < NV; ++j) off[j] = ((v0 + j) / QC) * Win + ((v0 + j) % QC) * V;
+      __m256 acc[KB][NV];
+      for (int kb = 0; kb < KB; ++kb) {
+        const __m256 b0 = _mm256_set1_ps(bias ? bias[og * KB + kb] : 0.0f);
+        for (int j = 0; j < NV; ++j) acc[kb][j] = b0;
+      }
+      const float* wt = wg;
+      for (int64_t i = 0; i < Ci; ++i)
+        for (int64_t r = 0; r < R; ++r) {
+          const float* row = in + i * plane_in + r * Win;
+          for (int64_t s = 0; s < S; ++s, wt += KB) {
+            __m256 xv[NV];
+            for (int j = 0; j < NV; ++j) xv[j] = _mm256_loadu_ps(row + off[j] + s);
+            for (int kb = 0; kb < KB; ++kb) {
+              const __m256 wb = _mm256_broadcast_ss(wt + kb);
+              for (int j = 0; j < NV; ++j) acc[kb][j] = _mm256_fmadd_ps(wb, xv[j], acc[kb][j]);
+            }
+          }
+        }
+      for (int kb = 0; kb < KB; ++kb) {
+        float* po = out + (og * KB + kb) * plane_out + v0 * V;
+        for (int j = 0; j < NV; ++j) _mm256_storeu_ps(po + j * V, acc[kb][j]);
+      }
+    }
+  }
+}
+
+using ConvCoreFn = void (*)(const float*, int64_t, int64_t, int64_t, int64_t, int64_t, const float*, const float*,
+                            float*, int64_t, int64_t, int64_t);
+
+struct Tile {
+  int kb, nv;
+  ConvCoreFn fn;
+};
+
+// The register tiles: KB*NV accumulators + KB broadcasts or NV loads in flight <= 16 registers.
+const Tile kTiles[] = {{4, 3, conv_core<4, 3>}, {3, 4, conv_core<3, 4>}, {2, 6, conv_core<2, 6>},
+                       {2, 4, conv_core<2, 4>}, {4, 2, conv_core<4, 2>}, {1, 8, conv_core<1, 8>},
+                       {3, 2, conv_core<3, 2>}, {2, 2, conv_core<2, 2>}, {1, 4, conv_core<1, 4>},
+                       {1, 2, conv_core<1, 2>}, {1, 1, conv_core<1, 1>}};
+
+// The tile with the fewest estimated cycles for Ob output planes of `rows` x QC vectors: per tap
+// and tile, max(FMAs, loads) / 2 (two FMA pipes, two vector loads per cycle), the padding of the
+// channel count to KB and of the rows to a multiple of NV / QC vectors counted as work.
+struct CoreShape {
+  Tile tile;
+  int64_t ob, rows, nvtot;  // padded output planes, padded rows, vectors per plane
+};
+// exact: only tiles whose NV divides rows*QC (an input without rows to spare past its last).
+CoreShape choose_tile(int64_t outputs, int64_t rows, int64_t QC, bool exact = false) {
+  CoreShape best{kTiles[0], 0, 0, 0};
+  double best_cost = 0;
+  for (const Tile& t : kTiles) {
+    if (exact && (rows * QC) % t.nv) continue;
+    int64_t r = rows;
+    while ((r * QC) % t.nv) ++r;  // r <= rows + nv - 1
+    const int64_t ob = round_up(outputs, t.kb), nvtot = r * QC;
+    const double per = std::max(t.kb * t.nv, t.kb + t.nv) / 2.0;
+    const double cost = static_cast<double>(ob / t.kb) * static_cast<double>(nvtot / t.nv) * per;
+    if (best.ob == 0 || cost < best_cost) best = {t, ob, r, nvtot}, best_cost = cost;
+  }
+  return best;
+}
+
+// The weight gradient of one (output-channel group, input channel, kernel row, block of SB
+// kernel columns): acc[kb][s] += dz[k0+kb][p][q..q+8) * in[p + r][q + s0 + s ..] over p < P and
+// the QC vectors of each row, added to the lanes dwv[(k0+kb)][..][s0+s][8].
+template <int KB2, int SB>
+void dw_tile(const float* dz, int64_t dz_plane, int64_t P, int64_t QC, const float* in, int64_t Win, float* dwv,
+             int64_t dwv_kstride) {
+  __m256 acc[KB2][SB];
+  for (int kb = 0; kb < KB2; ++kb)
+    for (int s = 0; s < SB; ++s) acc[kb][s] = _mm256_setzero_ps();
+  for (int64_t p = 0; p < P; ++p)
+    for (int64_t qc = 0; qc < QC; ++qc) {
+      __m256 d[KB2];
+      for (int kb = 0; kb < KB2; ++kb) d[kb] = _mm256_loadu_ps(dz + kb * dz_plane + (p * QC + qc) * V);
+      const float* x = in + p * Win + qc * V;
+      for (int s = 0; s < SB; ++s) {
+        const __m256 xv = _mm256_loadu_ps(x + s);
+        for (int kb = 0; kb < KB2; ++kb) acc[kb][s] = _mm256_fmadd_ps(d[kb], xv, acc[kb][s]);
+      }
+    }
+  for (int kb = 0; kb < KB2; ++kb)
+    for (int s = 0; s < SB; ++s) {
+      float* lane = dwv + kb * dwv_kstride + s * V;
+      _mm256_storeu_ps(lane, _mm256_add_ps(_mm256_loadu_ps(lane), acc[kb][s]));
+    }
+}
+
+using DwTileFn = void (*)(const float*, int64_t, int64_t, int64_t, const float*, int64_t, float*, int64_t);
+template <int KB2>
+DwTileFn dw_tile_for(int64_t sb) {
+  switch (sb) {
+    case 1: return dw_tile<KB2, 1>;
+    case 2: return dw_tile<KB2, 2>;
+    case 3: return dw_tile<KB2, 3>;
+    case 4: return dw_tile<KB2, 4>;
+    case 5: return dw_tile<KB2, 5>;
+    default: return dw_tile<KB2, 6>;
+  }
+}
+
+// Everything one call needs, derived once from the params.
+struct Geometry {
+  int64_t N, C, H, W, K, R, S, pt, pl, P, Q;
+  // forward core: input buffer C x Hin x Win, output Kb x rows x QC vectors
+  int64_t QC, Win, Hin;
+  CoreShape fwd;
+  // input gradient: cols[(c,r,s)][p][q] = sum_k w'[k][c][r][s] dz[k][p][q], the forward core as a 1x1
+  // convolution over dz's P*QC vectors; then each (c,r,s) row is added into the padded dx image
+  // (C x Hx x Wx) at (p + r, q + s) (col2im) and the padding cropped.
+  CoreShape bwd;
+  int64_t Hx, Wx;
+
+  explicit Geometry(const Conv2dParams& p)
+      : N(p.n), C(p.c), H(p.h), W(p.w), K(p.k), R(p.r), S(p.s), pt(p.pad_t), pl(p.pad_l), P(p.out_h()),
+        Q(p.out_w()) {
+    QC = (Q + V - 1) / V;
+    fwd = choose_tile(K, P, QC);
+    Win = QC * V + S - 1;
+    Hin = fwd.rows + R - 1;
+    bwd = choose_tile(C * R * S, 1, P * QC, true);
+    Hx = P + R - 1;
+    Wx = QC * V + S - 1;
+  }
+  int64_t zplane() const { return fwd.nvtot * V; }  // floats per output plane of the forward core
+};
+
+// w' (the kernel the sums use: w, or w rotated 180 degrees when flip) at (k, c, r, s).
+inline float effective_w(const Conv2dParams& p, const float* w, int64_t k, int64_t c, int64_t r, int64_t s) {
+  if (p.flip) r = p.r - 1 - r, s = p.s - 1 - s;
+  return w[((k * p.c + c) * p.r + r) * p.s + s];
+}
+
+// Forward weights [k / KB][c][r][s][k % KB], zero for the padded channels.
+std::vector<float> pack_forward(const Conv2dParams& p, const float* w, const CoreShape& cs) {
+  const int64_t KB = cs.tile.kb, taps = p.c * p.r * p.s;
+  std::vector<float> out(static_cast<size_t>(cs.ob * taps), 0.0f);
+  for (int64_t k = 0; k < p.k; ++k)
+    for (int64_t c = 0; c < p.c; ++c)
+      for (int64_t r = 0; r < p.r; ++r)
+        for (int64_t s = 0; s < p.s; ++s)
+          out[((k / KB * p.c + c) * p.r * p.s + r * p.s + s) * KB + k % KB] = effective_w(p, w, k, c, r, s);
+  return out;
+}
+
+// Input-gradient weights for the 1x1 core: [o / OB][k][o % OB] = w'[k][c][r][s], o = (c*R + r)*S + s.
+std::vector<float> pack_backward(const Conv2dParams& p, const float* w, const CoreShape& cs) {
+  const int64_t OB = cs.tile.kb;
+  std::vector<float> out(static_cast<size_t>(cs.ob * p.k), 0.0f);
+  for (int64_t c = 0; c < p.c; ++c)
+    for (int64_t r = 0; r < p.r; ++r)
+      for (int64_t s = 0; s < p.s; ++s) {
+        const int64_t o = (c * p.r + r) * p.s + s;
+        for (int64_t k = 0; k < p.k; ++k) out[(o / OB * p.k + k) * OB + o % OB] = effective_w(p, w, k, c, r, s);
+      }
+  return out;
+}
+
+// Image n's input into the zero-bordered buffer (C x Hin x Win; the border is never written).
+void load_image(const Geometry& g, const float* x, int64_t n, float* buf) {
+  for (int64_t c = 0; c < g.C; ++c)
+    for (int64_t h = 0; h < g.H; ++h)
+      std::memcpy(buf + (c * g.Hin + h + g.pt) * g.Win + g.pl, x + ((n * g.C + c) * g.H + h) * g.W,
+                  static_cast<size_t>(g.W) * sizeof(float));
+}
+
+// The images of thread t of T: [n*t/T, n*(t+1)/T).
+inline int64_t range_begin(int64_t n, int t, int T) { return n * t / T; }
+
+// The pooling's winner of window (oh, ow) in plane a (rows of `ld` floats): the first maximum in
+// row-major order, or the last NaN (max_scan_takes), as the pooling kernels pick it.
+inline int64_t window_winner(const Pool2dParams& pp, const float* a, int64_t ld, int64_t oh, int64_t ow) {
+  int64_t best = -1;
+  for (int64_t r = 0; r < pp.kh; ++r)
+    for (int64_t s = 0; s < pp.kw; ++s) {
+      const int64_t i = (oh * pp.stride_h + r) * ld + ow * pp.stride_w + s;
+      if (best < 0 || max_scan_takes(a[i], a[best])) best = i;
+    }
+  return best;
+}
+
+// The common LeNet epilogue on 8 columns at a time: relu, then 2x2 max windows at stride 2 over
+// rows whose width is a multiple of 8 (columns 2j and 2j+1 of a row pair are window j).
+bool relu_2x2(const ConvBlockParams& p) {
+  const Pool2dParams& q = p.pool;
+  return p.act.kind == ActKind::relu && q.kh == 2 && q.kw == 2 && q.stride_h == 2 && q.stride_w == 2 &&
+         q.h % 2 == 0 && q.w % 8 == 0;
+}
+
+// relu_value on 8 lanes: x where x > 0 or x is NaN, else +0.
+inline __m256 relu8(__m256 z) { return _mm256_and_ps(_mm256_cmp_ps(z, _mm256_setzero_ps(), _CMP_NLE_UQ), z); }
+// max_scan_takes on 8 lanes: v > cur, or v is NaN.
+inline __m256 takes8(__m256 v, __m256 cur) {
+  return _mm256_or_ps(_mm256_cmp_ps(v, cur, _CMP_GT_OQ), _mm256_cmp_ps(v, v, _CMP_UNORD_Q));
+}
+// Columns 0,2,4,6 (evens) or 1,3,5,7 (odds) of a into lanes 0..3.
+inline __m256 evens8(__m256 a) {
+  return _mm256_castpd_ps(_mm256_permute4x64_pd(_mm256_castps_pd(_mm256_shuffle_ps(a, a, _MM_SHUFFLE(2, 0, 2, 0))),
+                                                _MM_SHUFFLE(3, 1, 2, 0)));
+}
+inline __m256 odds8(__m256 a) {
+  return _mm256_castpd_ps(_mm256_permute4x64_pd(_mm256_castps_pd(_mm256_shuffle_ps(a, a, _MM_SHUFFLE(3, 1, 3, 1))),
+                                                _MM_SHUFFLE(3, 1, 2, 0)));
+}
+// Lanes 0..3 of e (columns 0,2,4,6) and o (columns 1,3,5,7) back into 8 columns.
+inline __m256 interleave8(__m256 e, __m256 o) {
+  const __m128 e4 = _mm256_castps256_ps128(e), o4 = _mm256_castps256_ps128(o);
+  return _mm256_set_m128(_mm_unpackhi_ps(e4, o4), _mm_unpacklo_ps(e4, o4));
+}
+
+// y plane (PP x PQ) from the pre-activation plane z (rows of `ld` floats): the window's winner in
+// act(z), scanned as the pooling kernels scan it.
+void pool_forward_plane(const ConvBlockParams& p, const float* z, int64_t ld, float* y, float* scratch) {
+  const Pool2dParams& pp = p.pool;
+  const int64_t PP = pp.out_h(), PQ = pp.out_w();
+  if (relu_2x2(p)) {
+    for (int64_t oh = 0; oh < PP; ++oh) {
+      const float* r0 = z + 2 * oh * ld;
+      const float* r1 = r0 + ld;
+      for (int64_t c = 0; c < pp.w / 8; ++c) {
+        const __m256 a = relu8(_mm256_loadu_ps(r0 + 8 * c)), b = relu8(_mm256_loadu_ps(r1 + 8 * c));
+        __m256 cur = evens8(a);
+        const __m256 e1 = odds8(a), e2 = evens8(b), e3 = odds8(b);
+        cur = _mm256_blendv_ps(cur, e1, takes8(e1, cur));
+        cur = _mm256_blendv_ps(cur, e2, takes8(e2, cur));
+        cur = _mm256_blendv_ps(cur, e3, takes8(e3, cur));
+        _mm_storeu_ps(y + oh * PQ + 4 * c, _mm256_castps256_ps128(cur));
+      }
+    }
+    return;
+  }
+  for (int64_t i = 0; i < pp.h; ++i)
+    for (int64_t j = 0; j < pp.w; ++j) scratch[i * ld + j] = activation_value(p.act, z[i * ld + j]);
+  for (int64_t oh = 0; oh < PP; ++oh)
+    for (int64_t ow = 0; ow < PQ; ++ow) y[oh * PQ + ow] = scratch[window_winner(pp, scratch, ld, oh, ow)];
+}
+
+// dz plane (rows of `ld` floats, columns past Q untouched) from the pre-activation z (P x Q) and
+// the pooled gradient dy (PP x PQ): the pooling's backward (dy to the winner, or to every element
+// equal to the max under ties=all) then the activation's gradient, on every element.
+void pool_backward_plane(const ConvBlockParams& p, const float* z, const float* dy, float* dz, int64_t ld, float* al,
+                         float* da) {
+  const Pool2dParams& pp = p.pool;
+  const int64_t PP = pp.out_h(), PQ = pp.out_w(), P = pp.h, Q = pp.w;
+  if (relu_2x2(p)) {
+    const __m256 zero = _mm256_setzero_ps(), ones = _mm256_castsi256_ps(_mm256_set1_epi32(-1));
+    const __m256 g0 = _mm256_set1_ps(static_cast<float>(p.act.relu_grad_at_zero));
+    const bool nan_is_nan = p.act.relu_nan_grad == ReluNanGrad::nan, all = pp.ties == PoolTies::all;
+    // relu_grad on 8 lanes: dy where z > 0, g0*dy where z == 0, z or dy where z is NaN, else 0.
+    auto grad = [&](__m256 zv, __m256 d) {
+      const __m256 nan = _mm256_cmp_ps(zv, zv, _CMP_UNORD_Q);
+      return _mm256_or_ps(_mm256_or_ps(_mm256_and_ps(_mm256_cmp_ps(zv, zero, _CMP_GT_OQ), d),
+                                       _mm256_and_ps(_mm256_cmp_ps(zv, zero, _CMP_EQ_OQ), _mm256_mul_ps(g0, d))),
+                          _mm256_and_ps(nan, nan_is_nan ? zv : d));
+    };
+    for (int64_t oh = 0; oh < PP; ++oh) {
+      const float* z0 = z + 2 * oh * Q;
+      const float* z1 = z0 + Q;
+      for (int64_t c = 0; c < Q / 8; ++c) {
+        const __m256 zv0 = _mm256_loadu_ps(z0 + 8 * c), zv1 = _mm256_loadu_ps(z1 + 8 * c);
+        const __m256 a = relu8(zv0), b = relu8(zv1);
+        const __m256 e0 = evens8(a), e1 = odds8(a), e2 = evens8(b), e3 = odds8(b);
+        const __m256 t1 = takes8(e1, e0);
+        __m256 cur = _mm256_blendv_ps(e0, e1, t1);
+        const __m256 t2 = takes8(e2, cur);
+        cur = _mm256_blendv_ps(cur, e2, t2);
+        const __m256 t3 = takes8(e3, cur);
+        cur = _mm256_blendv_ps(cur, e3, t3);
+        __m256 w0, w1, w2, w3;
+        if (all) {  // every element equal to the max (a NaN max equals nothing)
+          w0 = _mm256_cmp_ps(e0, cur, _CMP_EQ_OQ), w1 = _mm256_cmp_ps(e1, cur, _CMP_EQ_OQ);
+          w2 = _mm256_cmp_ps(e2, cur, _CMP_EQ_OQ), w3 = _mm256_cmp_ps(e3, cur, _CMP_EQ_OQ);
+        } else {  // the last of e1, e2, e3 to take the lead, else e0
+          w3 = t3;
+          w2 = _mm256_andnot_ps(t3, t2);
+          w1 = _mm256_andnot_ps(_mm256_or_ps(t2, t3), t1);
+          w0 = _mm256_andnot_ps(_mm256_or_ps(t1, _mm256_or_ps(t2, t3)), ones);
+        }
+        const __m256 g = _mm256_castps128_ps256(_mm_loadu_ps(dy + oh * PQ + 4 * c));
+        const __m256 da0 = interleave8(_mm256_and_ps(w0, g), _mm256_and_ps(w1, g));
+        const __m256 da1 = interleave8(_mm256_and_ps(w2, g), _mm256_and_ps(w3, g));
+        _mm256_storeu_ps(dz + 2 * oh * ld + 8 * c, grad(zv0, da0));
+        _mm256_storeu_ps(dz + (2 * oh + 1) * ld + 8 * c, grad(zv1, da1));
+      }
+    }
+    return;
+  }
+  for (int64_t i = 0; i < P * Q; ++i) al[i] = activation_value(p.act, z[i]), da[i] = 0.0f;
+  for (int64_t oh = 0; oh < PP; ++oh)
+    for (int64_t ow = 0; ow < PQ; ++ow) {
+      const float gy = dy[oh * PQ + ow];
+      const int64_t first = window_winner(pp, al, Q, oh, ow);
+      if (pp.ties == PoolTies::first) {
+        da[first] += gy;
+        continue;
+      }
+      const float m = al[first];
+      for (int64_t r = 0; r < pp.kh; ++r)
+        for (int64_t s = 0; s < pp.kw; ++s) {
+          const int64_t i = (oh * pp.stride_h + r) * Q + ow * pp.stride_w + s;
+          if (al[i] == m) da[i] += gy;
+        }
+    }
+  for (int64_t i = 0; i < P; ++i)
+    for (int64_t j = 0; j < Q; ++j) dz[i * ld + j] = activation_grad(p.act, z[i * Q + j], al[i * Q + j], da[i * Q + j]);
+}
+
+void forward_f32(const ConvBlockParams& p, const float* x, const float* w, const float* b, float* y, float* z) {
+  const Geometry g(p.conv);
+  const std::vector<float> wpk = pack_forward(p.conv, w, g.fwd);
+  std::vector<float> bias(static_cast<size_t>(g.fwd.ob), 0.0f);
+  if (p.bias && b) std::copy(b, b + g.K, bias.begin());
+  const Pool2dParams& pp = p.pool;
+  const int64_t PP = pp.out_h(), PQ = pp.out_w(), zplane = g.zplane(), ld = g.QC * V;
+  const int T = std::max(1, std::min<int>(omp_get_max_threads(), static_cast<int>(g.N)));
+#pragma omp parallel num_threads(T)
+  {
+    const int t = omp_get_thread_num();
+    std::vector<float> in(static_cast<size_t>(g.C * g.Hin * g.Win), 0.0f);
+    std::vector<float> zl(static_cast<size_t>(g.fwd.ob * zplane));
+    std::vector<float> al(static_cast<size_t>(zplane));
+    for (int64_t n = range_begin(g.N, t, T); n < range_begin(g.N, t + 1, T); ++n) {
+      load_image(g, x, n, in.data());
+      g.fwd.tile.fn(in.data(), g.C, g.Hin, g.Win, g.R, g.S, wpk.data(), bias.data(), zl.data(), g.fwd.ob, g.QC,
+                    g.fwd.nvtot);
+      for (int64_t k = 0; k < g.K; ++k) {
+        const float* zk = zl.data() + k * zplane;
+        if (z)
+          for (int64_t q = 0; q < g.P; ++q)
+            std::memcpy(z + ((n * g.K + k) * g.P + q) * g.Q, zk + q * ld, static_cast<size_t>(g.Q) * sizeof(float));
+        pool_forward_plane(p, zk, ld, y + (n * g.K + k) * PP * PQ, al.data());
+      }
+    }
+  }
+}
+
+void backward_f32(const ConvBlockParams& p, const float* x, const float* w, const float* z, const float* dy,
+                  float* dx, float* dw, float* db) {
+  const Geometry g(p.conv);
+  const Pool2dParams& pp = p.pool;
+  const int64_t PP = pp.out_h(), PQ = pp.out_w(), ld = g.QC * V;
+  const int64_t dz_plane = g.P * ld;  // dz kept as P rows of QC vectors, zero past column Q
+  const int64_t crs = g.C * g.R * g.S;
+  std::vector<float> w2;
+  if (dx) w2 = pack_backward(p.conv, w, g.bwd);
+  const int T = std::max(1, std::min<int>(omp_get_max_threads(), static_cast<int>(g.N)));
+  // Per thread: dw' lanes [k][c][r][s][8] and db lanes [k][8], summed in thread order below.
+  std::vector<std::vector<float>> dwv(static_cast<size_t>(T)), dbv(static_cast<size_t>(T));
+#pragma omp parallel num_threads(T)
+  {
+    const int t = omp_get_thread_num();
+    std::vector<float>& my_dw = dwv[static_cast<size_t>(t)];
+    std::vector<float>& my_db = dbv[static_cast<size_t>(t)];
+    if (dw) my_dw.assign(static_cast<size_t>(g.K * crs * V), 0.0f), my_db.assign(static_cast<size_t>(g.K * V), 0.0f);
+    std::vector<float> in(dw ? static_cast<size_t>(g.C * g.Hin * g.Win) : 0, 0.0f);
+    std::vector<float> al(static_cast<size_t>(g.P * g.Q)), da(al.size());
+    std::vector<float> dzl(static_cast<size_t>(g.K * dz_plane), 0.0f);
+    std::vector<float> cols(dx ? static_cast<size_t>(g.bwd.ob * g.bwd.nvtot * V) : 0);
+    std::vector<float> dxb(dx ? static_cast<size_t>(g.C * g.Hx * g.Wx) : 0);
+    for (int64_t n = range_begin(g.N, t, T); n < range_begin(g.N, t + 1, T); ++n) {
+      for (int64_t k = 0; k < g.K; ++k)
+        pool_backward_plane(p, z + (n * g.K + k) * g.P * g.Q, dy + (n * g.K + k) * PP * PQ,
+                            dzl.data() + k * dz_plane, ld, al.data(), da.data());
+      if (dw) {
+        load_image(g, x, n, in.data());
+        for (int64_t k = 0; k < g.K; ++k) {  // db: the lanes of dz's rows
+          __m256 acc = _mm256_loadu_ps(my_db.data() + k * V);
+          for (int64_t v = 0; v < g.P * g.QC; ++v) acc = _mm256_add_ps(acc, _mm256_loadu_ps(dzl.data() + k * dz_plane + v * V));
+          _mm256_storeu_ps(my_db.data() + k * V, acc);
+        }
+        for (int64_t k0 = 0; k0 < g.K; k0 += 2) {
+          const bool pair = k0 + 1 < g.K;
+          for (int64_t c = 0; c < g.C; ++c)
+            for (int64_t r = 0; r < g.R; ++r)
+              for (int64_t s0 = 0; s0 < g.S; s0 += 6) {
+                const int64_t sb = std::min<int64_t>(6, g.S - s0);
+                DwTileFn f = pair ? dw_tile_for<2>(sb) : dw_tile_for<1>(sb);
+                f(dzl.data() + k0 * dz_plane, dz_plane, g.P, g.QC, in.data() + (c * g.Hin + r) * g.Win + s0, g.Win,
+                  my_dw.data() + ((k0 * g.C + c) * g.R * g.S + r * g.S + s0) * V, crs * V);
+              }
+        }
+      }
+      if (dx) {
+        g.bwd.tile.fn(dzl.data(), g.K, 1, dz_plane, 1, 1, w2.data(), nullptr, cols.data(), g.bwd.ob, g.P * g.QC,
+                      g.bwd.nvtot);
+        std::fill(dxb.begin(), dxb.end(), 0.0f);
+        const int64_t cplane = g.bwd.nvtot * V;
+        for (int64_t c = 0; c < g.C; ++c)
+          for (int64_t r = 0; r < g.R; ++r)
+            for (int64_t s = 0; s < g.S; ++s) {
+              const float* col = cols.data() + ((c * g.R + r) * g.S + s) * cplane;
+              for (int64_t i = 0; i < g.P; ++i) {
+                float* row = dxb.data() + (c * g.Hx + i + r) * g.Wx + s;
+                for (int64_t v = 0; v < g.QC; ++v)
+                  _mm256_storeu_ps(row + v * V, _mm256_add_ps(_mm256_loadu_ps(row + v * V),
+                                                              _mm256_loadu_ps(col + i * ld + v * V)));
+              }
+            }
+        for (int64_t c = 0; c < g.C; ++c)
+          for (int64_t i = 0; i < g.H; ++i)
+            std::memcpy(dx + ((n * g.C + c) * g.H + i) * g.W, dxb.data() + (c * g.Hx + i + g.pt) * g.Wx + g.pl,
+                        static_cast<size_t>(g.W) * sizeof(float));
+      }
+    }
+  }
+  if (!dw) return;
+  // Threads in order, then the 8 lanes in order; dw' back to w's orientation (flip).
+  for (int64_t k = 0; k < g.K; ++k)
+    for (int64_t c = 0; c < g.C; ++c)
+      for (int64_t r = 0; r < g.R; ++r)
+        for (int64_t s = 0; s < g.S; ++s) {
+          float lanes[V] = {};
+          const size_t at = static_cast<size_t>(((k * g.C + c) * g.R * g.S + r * g.S + s) * V);
+          for (int t = 0; t < T; ++t)
+            for (int64_t l = 0; l < V; ++l) lanes[l] += dwv[static_cast<size_t>(t)][at + l];
+          float sum = 0.0f;
+          for (int64_t l = 0; l < V; ++l) sum += lanes[l];
+          const int64_t rr = p.conv.flip ? g.R - 1 - r : r, ss = p.conv.flip ? g.S - 1 - s : s;
+          dw[((k * g.C + c) * g.R + rr) * g.S + ss] += sum;
+        }
+  if (p.bias && db)
+    for (int64_t k = 0; k < g.K; ++k) {
+      float lanes[V] = {};
+      for (int t = 0; t < T; ++t)
+        for (int64_t l = 0; l < V; ++l) lanes[l] += dbv[static_cast<size_t>(t)][static_cast<size_t>(k * V + l)];
+      float sum = 0.0f;
+      for (int64_t l = 0; l < V; ++l) sum += lanes[l];
+      db[k] += sum;
+    }
+}
+
+// What the per-image path is for: small blocks whose planes fit a core's caches. Wider layers
+// (ResNet's, VGG's) are GEMM-shaped and stay with the convolution libraries.
+bool supports(const ConvBlockParams& p, DType dt) {
+  const Conv2dParams& c = p.conv;
+  const Pool2dParams& q = p.pool;
+  return dt == DType::f32 && c.stride_h == 1 && c.stride_w == 1 && c.dil_h == 1 && c.dil_w == 1 &&
+         c.pad_t < c.r && c.pad_b < c.r && c.pad_l < c.s && c.pad_r < c.s && c.c <= 32 && c.k <= 64 &&
+         c.c * c.h * c.w <= 32768 && c.k * c.out_h() * c.out_w() <= 32768 && q.pad_t == 0 && q.pad_b == 0 &&
+         q.pad_l == 0 && q.pad_r == 0 && q.kh == q.stride_h && q.kw == q.stride_w;
+}
+
+void check_call(const char* fn, const ConvBlockParams& p, const Tensor& x, const Tensor& w) {
+  p.validate();
+  check(supports(p, x.dtype()), fn, ": unsupported block (", p.str(), ")");
+  check_shape(fn, "x", x, p.x_shape());
+  check_shape(fn, "w", w, p.conv.w_shape());
+}
+
+void forward_fast(const ConvBlockParams& p, const Tensor& x, const Tensor& w, const Tensor* b, Tensor& y, Tensor* z) {
+  check_call("conv_block_forward_fast", p, x, w);
+  check_shape("conv_block_forward_fast", "y", y, p.y_shape());
+  if (z) check_shape("conv_block_forward_fast", "z", *z, p.z_shape());
+  if (p.bias) check(b != nullptr, "conv_block_forward_fast: the block has a bias but none was given");
+  forward_f32(p, x.data<float>(), w.data<float>(), p.bias ? b->data<float>() : nullptr, y.data<float>(),
+              z ? z->data<float>() : nullptr);
+}
+
+void backward_fast(const ConvBlockParams& p, const Tensor& x, const Tensor& w, const Tensor& z, const Tensor& dy,
+                   Tensor* dx, Tensor* dw, Tensor* db) {
+  check_call("conv_block_backward_fast", p, x, w);
+  check_shape("conv_block_backward_fast", "z", z, p.z_shape());
+  check_shape("conv_block_backward_fast", "dy", dy, p.y_shape());
+  if (dx) check_shape("conv_block_backward_fast", "dx", *dx, p.x_shape());
+  if (dw) check_shape("conv_block_backward_fast", "dw", *dw, p.conv.w_shape());
+  backward_f32(p, x.data<float>(), w.data<float>(), z.data<float>(), dy.data<float>(), dx ? dx->data<float>() : nullptr,
+               dw ? dw->data<float>() : nullptr, (dw && db) ? db->data<float>() : nullptr);
+}
+
+}  // namespace
+#endif
+
+void register_conv_block_fast(KernelRegistry& reg) {
+#if DL_CONV_BLOCK_FAST
+  ConvBlockKernel k;
+  k.name = "fast";
+  k.supports_doc =
+      "float32; conv stride 1, dilation 1, padding < kernel, <= 32 input and <= 64 output channels, input and "
+      "output planes <= 32768 floats per image; max pool with window == stride, no padding; every activation, "
+      "kernel flip, ties rule (AVX2+FMA builds)";
+  k.supports = supports;
+  k.forward = forward_fast;
+  k.backward = backward_fast;
+  reg.conv_block.at(KernelBackend::fast) = k;
+#else
+  (void)reg;
+#endif
+}
+
+}  // namespace driftlab
