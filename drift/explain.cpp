@@ -19,6 +19,7 @@
 #include "engine/layers/flatten_layer.h"
 #include "engine/layers/gru_layer.h"
 #include "engine/layers/lstm_layer.h"
+#include "engine/layers/pool_layer.h"
 #include "engine/layers/residual_layer.h"
 #include "engine/layers/init.h"
 #include "engine/ops/activation.h"
@@ -428,7 +429,7 @@ std::string ex_backend(const std::string& knob) {
   return os.str();
 }
 
-// A knob that picks driftlab's own CPU kernel (rnn/bn/pool/act/loss/sgd_backend): the op run
+// A knob that picks driftlab's own CPU kernel (conv_block/rnn/bn/pool/act/loss/sgd_backend): the op run
 // once per value on the same random sample, the kernel that ran as the registry names it, and
 // how far each result is from the reference's.
 std::string ex_own_backend(const std::string& knob) {
@@ -454,6 +455,30 @@ std::string ex_own_backend(const std::string& knob) {
       RunContext ctx = RunContext::inference(exec);
       Tensor y = l.forward(ctx, x);
       kernel = trace.at(0).kernel;
+      return y;
+    };
+  } else if (knob == "conv_block_backend") {
+    what = "LeNet-5's first block (conv 6@5x5 + bias, relu, 2x2 max pool) on 4 images of 28x28";
+    Tensor x = random({4, 1, 28, 28});
+    run = [x](const Policy& p, std::string& kernel) {
+      Rng r(p.rng_engine, 1);
+      Sequential net({1, 28, 28});
+      Conv2dSpec cs;
+      cs.out_channels = 6;
+      cs.kernel_h = cs.kernel_w = 5;
+      cs.pad = PadMode::valid;
+      net.add(std::make_unique<Conv2dLayer>(cs, net.current_shape(), p, r));
+      net.add(std::make_unique<ActivationLayer>(ActKind::relu, net.current_shape(), p));
+      Pool2dSpec ps;
+      ps.window = 2;
+      net.add(std::make_unique<Pool2dLayer>(ps, net.current_shape(), p));
+      std::vector<KernelChoice> trace;
+      ExecContext exec;
+      exec.trace = &trace;
+      RunContext ctx = RunContext::inference(exec);
+      Tensor y = net.forward(ctx, x);
+      kernel = trace.at(0).op == "conv_block" ? "conv_block " + trace.at(0).kernel
+                                              : "the layers' (conv2d " + trace.at(0).kernel + ")";
       return y;
     };
   } else if (knob == "bn_backend") {
@@ -846,6 +871,7 @@ std::string explain_knob(const std::string& knob) {
       {"shuffle", ex_shuffle},
       {"conv_backend", [] { return ex_backend("conv_backend"); }},
       {"gemm_backend", [] { return ex_backend("gemm_backend"); }},
+      {"conv_block_backend", [] { return ex_own_backend("conv_block_backend"); }},
       {"rnn_backend", [] { return ex_own_backend("rnn_backend"); }},
       {"bn_backend", [] { return ex_own_backend("bn_backend"); }},
       {"pool_backend", [] { return ex_own_backend("pool_backend"); }},
