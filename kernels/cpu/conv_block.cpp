@@ -16,8 +16,9 @@
 // call from a small set by counting FMA and load cycles (choose_tile). The input gradient is the
 // same core as a 1x1 convolution of the output gradient into one plane per (c, r, s) (no
 // multiplication by the zeros a full correlation over a zero-bordered gradient would do: 3x the
-// work for LeNet-5's conv2), then added into place (col2im); the weight gradient keeps 8 lanes
-// per weight per thread and reduces them once per call.
+// work for LeNet-5's conv2), each tile added straight into place in the padded dx image (col2im
+// in the core's epilogue: no column buffer); the weight gradient keeps 8 lanes per weight per
+// thread and reduces them once per call.
 //
 // Reproducibility: the images of thread t are [n*t/T, n*(t+1)/T), each thread's dw/db lanes are
 // summed in image order, the threads' partial sums in thread order, the lanes in lane order: the
@@ -48,6 +49,7 @@ namespace driftlab {
 namespace {
 
 constexpr int64_t V = 8;  // floats per AVX2 register
+constexpr int64_t kMaxVectors = 512;  // output vectors per plane of one core call (supports() keeps under it)
 
 int64_t round_up(int64_t a, int64_t m) { return (a + m - 1) / m * m; }
 
@@ -56,15 +58,24 @@ int64_t round_up(int64_t a, int64_t m) { return (a + m - 1) / m * m; }
 //   out[o][v*8 + j] = bias[o] + sum_{i < Ci, r < R, s < S} in[i][row(v) + r][col(v) + j + s] * wpk[o/KB][i][r][s][o%KB]
 // with row(v) = v / QC, col(v) = (v % QC) * 8; `in` holds Ci planes of Hin x Win floats, Hin >=
 // nvtot/QC + R - 1 and Win >= QC*8 + S - 1.
+//
+// With `add_at` (the input gradient's col2im), plane o < n_add, vector v is instead ADDED at
+// out + add_at[o] + vec_at[v], and the planes past n_add (the tile's padding) are dropped.
 template <int KB, int NV>
 void conv_core(const float* in, int64_t Ci, int64_t Hin, int64_t Win, int64_t R, int64_t S, const float* wpk,
-               const float* bias, float* out, int64_t Ob, int64_t QC, int64_t nvtot) {
+               const float* bias, float* out, int64_t Ob, int64_t QC, int64_t nvtot, const int64_t* add_at,
+               const int64_t* vec_at, int64_t n_add) {
   const int64_t plane_in = Hin * Win, plane_out = nvtot * V, taps = Ci * R * S;
+  // each vector's input offset, once (no division per tile)
+  int64_t offs[kMaxVectors];
+  for (int64_t v = 0, row = 0, col = 0; v < nvtot; ++v) {
+    offs[v] = row * Win + col * V;
+    if (++col == QC) col = 0, ++row;
+  }
   for (int64_t og = 0; og < Ob / KB; ++og) {
     const float* wg = wpk + og * taps * KB;
     for (int64_t v0 = 0; v0 < nvtot; v0 += NV) {
-      int64_t off[NV];
-      for (int j = 0; j < NV; ++j) off[j] = ((v0 + j) / QC) * Win + ((v0 + j) % QC) * V;
+      const int64_t* off = offs + v0;
       __m256 acc[KB][NV];
       for (int kb = 0; kb < KB; ++kb) {
         const __m256 b0 = _mm256_set1_ps(bias ? bias[og * KB + kb] : 0.0f);
@@ -83,6 +94,14 @@ void conv_core(const float* in, int64_t Ci, int64_t Hin, int64_t Win, int64_t R,
             }
           }
         }
+      if (add_at) {
+        for (int kb = 0; kb < KB && og * KB + kb < n_add; ++kb)
+          for (int j = 0; j < NV; ++j) {
+            float* po = out + add_at[og * KB + kb] + vec_at[v0 + j];
+            _mm256_storeu_ps(po, _mm256_add_ps(_mm256_loadu_ps(po), acc[kb][j]));
+          }
+        continue;
+      }
       for (int kb = 0; kb < KB; ++kb) {
         float* po = out + (og * KB + kb) * plane_out + v0 * V;
         for (int j = 0; j < NV; ++j) _mm256_storeu_ps(po + j * V, acc[kb][j]);
@@ -92,7 +111,7 @@ void conv_core(const float* in, int64_t Ci, int64_t Hin, int64_t Win, int64_t R,
 }
 
 using ConvCoreFn = void (*)(const float*, int64_t, int64_t, int64_t, int64_t, int64_t, const float*, const float*,
-                            float*, int64_t, int64_t, int64_t);
+                            float*, int64_t, int64_t, int64_t, const int64_t*, const int64_t*, int64_t);
 
 struct Tile {
   int kb, nv;
@@ -390,7 +409,7 @@ void forward_f32(const ConvBlockParams& p, const float* x, const float* w, const
     for (int64_t n = range_begin(g.N, t, T); n < range_begin(g.N, t + 1, T); ++n) {
       load_image(g, x, n, in.data());
       g.fwd.tile.fn(in.data(), g.C, g.Hin, g.Win, g.R, g.S, wpk.data(), bias.data(), zl.data(), g.fwd.ob, g.QC,
-                    g.fwd.nvtot);
+                    g.fwd.nvtot, nullptr, nullptr, 0);
       for (int64_t k = 0; k < g.K; ++k) {
         const float* zk = zl.data() + k * zplane;
         if (z)
@@ -410,7 +429,17 @@ void backward_f32(const ConvBlockParams& p, const float* x, const float* w, cons
   const int64_t dz_plane = g.P * ld;  // dz kept as P rows of QC vectors, zero past column Q
   const int64_t crs = g.C * g.R * g.S;
   std::vector<float> w2;
-  if (dx) w2 = pack_backward(p.conv, w, g.bwd);
+  // col2im inside the core: plane (c, r, s) lands at dx row r, column s of channel c; vector
+  // (p, qc) at row p, column qc*8 from there
+  std::vector<int64_t> col_at, vec_at;
+  if (dx) {
+    w2 = pack_backward(p.conv, w, g.bwd);
+    for (int64_t c = 0; c < g.C; ++c)
+      for (int64_t r = 0; r < g.R; ++r)
+        for (int64_t s = 0; s < g.S; ++s) col_at.push_back((c * g.Hx + r) * g.Wx + s);
+    for (int64_t i = 0; i < g.P; ++i)
+      for (int64_t v = 0; v < g.QC; ++v) vec_at.push_back(i * g.Wx + v * V);
+  }
   const int T = std::max(1, std::min<int>(omp_get_max_threads(), static_cast<int>(g.N)));
   // Per thread: dw' lanes [k][c][r][s][8] and db lanes [k][8], summed in thread order below.
   std::vector<std::vector<float>> dwv(static_cast<size_t>(T)), dbv(static_cast<size_t>(T));
@@ -423,7 +452,6 @@ void backward_f32(const ConvBlockParams& p, const float* x, const float* w, cons
     std::vector<float> in(dw ? static_cast<size_t>(g.C * g.Hin * g.Win) : 0, 0.0f);
     std::vector<float> al(static_cast<size_t>(g.P * g.Q)), da(al.size());
     std::vector<float> dzl(static_cast<size_t>(g.K * dz_plane), 0.0f);
-    std::vector<float> cols(dx ? static_cast<size_t>(g.bwd.ob * g.bwd.nvtot * V) : 0);
     std::vector<float> dxb(dx ? static_cast<size_t>(g.C * g.Hx * g.Wx) : 0);
     for (int64_t n = range_begin(g.N, t, T); n < range_begin(g.N, t + 1, T); ++n) {
       for (int64_t k = 0; k < g.K; ++k)
@@ -449,21 +477,9 @@ void backward_f32(const ConvBlockParams& p, const float* x, const float* w, cons
         }
       }
       if (dx) {
-        g.bwd.tile.fn(dzl.data(), g.K, 1, dz_plane, 1, 1, w2.data(), nullptr, cols.data(), g.bwd.ob, g.P * g.QC,
-                      g.bwd.nvtot);
         std::fill(dxb.begin(), dxb.end(), 0.0f);
-        const int64_t cplane = g.bwd.nvtot * V;
-        for (int64_t c = 0; c < g.C; ++c)
-          for (int64_t r = 0; r < g.R; ++r)
-            for (int64_t s = 0; s < g.S; ++s) {
-              const float* col = cols.data() + ((c * g.R + r) * g.S + s) * cplane;
-              for (int64_t i = 0; i < g.P; ++i) {
-                float* row = dxb.data() + (c * g.Hx + i + r) * g.Wx + s;
-                for (int64_t v = 0; v < g.QC; ++v)
-                  _mm256_storeu_ps(row + v * V, _mm256_add_ps(_mm256_loadu_ps(row + v * V),
-                                                              _mm256_loadu_ps(col + i * ld + v * V)));
-              }
-            }
+        g.bwd.tile.fn(dzl.data(), g.K, 1, dz_plane, 1, 1, w2.data(), nullptr, dxb.data(), g.bwd.ob, g.P * g.QC,
+                      g.bwd.nvtot, col_at.data(), vec_at.data(), crs);
         for (int64_t c = 0; c < g.C; ++c)
           for (int64_t i = 0; i < g.H; ++i)
             std::memcpy(dx + ((n * g.C + c) * g.H + i) * g.W, dxb.data() + (c * g.Hx + i + g.pt) * g.Wx + g.pl,
@@ -504,7 +520,8 @@ bool supports(const ConvBlockParams& p, DType dt) {
   const Pool2dParams& q = p.pool;
   return dt == DType::f32 && c.stride_h == 1 && c.stride_w == 1 && c.dil_h == 1 && c.dil_w == 1 &&
          c.pad_t < c.r && c.pad_b < c.r && c.pad_l < c.s && c.pad_r < c.s && c.c <= 32 && c.k <= 64 &&
-         c.c * c.h * c.w <= 32768 && c.k * c.out_h() * c.out_w() <= 32768 && q.pad_t == 0 && q.pad_b == 0 &&
+         c.c * c.h * c.w <= 32768 && c.k * c.out_h() * c.out_w() <= 32768 &&
+         (c.out_h() + 8) * ((c.out_w() + V - 1) / V) <= kMaxVectors && q.pad_t == 0 && q.pad_b == 0 &&
          q.pad_l == 0 && q.pad_r == 0 && q.kh == q.stride_h && q.kw == q.stride_w;
 }
 
@@ -544,7 +561,7 @@ void register_conv_block_fast(KernelRegistry& reg) {
   k.name = "fast";
   k.supports_doc =
       "float32; conv stride 1, dilation 1, padding < kernel, <= 32 input and <= 64 output channels, input and "
-      "output planes <= 32768 floats per image; max pool with window == stride, no padding; every activation, "
+      "output planes <= 32768 floats and <= 504/ceil(Q/8) - 8 output rows per image; max pool with window == stride, no padding; every activation, "
       "kernel flip, ties rule (AVX2+FMA builds)";
   k.supports = supports;
   k.forward = forward_fast;

@@ -54,6 +54,7 @@ const BlockCase kCases[] = {
     {"odd_rows_w16", 3, 2, 13, 20, 3, 5, 5, 0, 0, 0, 0, false, true, ActKind::relu, 2, PoolTies::first, 0.0, ReluNanGrad::dy},
     {"pool3_nobias", 2, 2, 17, 19, 7, 3, 3, 0, 0, 0, 0, false, false, ActKind::relu, 3, PoolTies::first, 0.0, ReluNanGrad::dy},
     {"wide_k", 2, 3, 10, 10, 33, 3, 3, 1, 1, 1, 1, false, true, ActKind::relu, 2, PoolTies::first, 0.0, ReluNanGrad::dy},
+    {"narrow_k40", 3, 3, 8, 8, 40, 3, 3, 1, 1, 1, 1, false, true, ActKind::relu, 2, PoolTies::first, 0.0, ReluNanGrad::dy},
     {"one_by_one", 2, 5, 8, 8, 9, 1, 1, 0, 0, 0, 0, false, true, ActKind::relu, 2, PoolTies::first, 0.0, ReluNanGrad::dy},
     {"tanh", 3, 1, 28, 28, 6, 5, 5, 0, 0, 0, 0, false, true, ActKind::tanh, 2, PoolTies::first, 0.0, ReluNanGrad::dy},
     {"sigmoid_flip", 2, 4, 12, 12, 12, 5, 5, 0, 0, 0, 0, true, true, ActKind::sigmoid, 2, PoolTies::all, 0.0, ReluNanGrad::dy},
