@@ -21,7 +21,8 @@
 // thread and reduces them once per call.
 //
 // Reproducibility: the images of thread t are [n*t/T, n*(t+1)/T), each thread's dw/db lanes are
-// summed in image order, the threads' partial sums in thread order, the lanes in lane order: the
+// summed in image order (dw: groups of kGroup images in order, each group's sums in registers),
+// the threads' partial sums in thread order, the lanes in lane order: the
 // same bits for the same thread count, run after run (ConvBlockFast.BitIdenticalAcrossRuns).
 // Against the reference the convolution's sums run in another order: equal within a tolerance
 // (tests/ops/test_conv_block.cpp). The activation and the pooling use the shared formulas
@@ -50,6 +51,7 @@ namespace {
 
 constexpr int64_t V = 8;  // floats per AVX2 register
 constexpr int64_t kMaxVectors = 512;  // output vectors per plane of one core call (supports() keeps under it)
+constexpr int64_t kGroup = 8;         // images whose weight-gradient sums share one pass of the dw tiles
 
 int64_t round_up(int64_t a, int64_t m) { return (a + m - 1) / m * m; }
 
@@ -82,6 +84,17 @@ void conv_core(const float* in, int64_t Ci, int64_t Hin, int64_t Win, int64_t R,
         for (int j = 0; j < NV; ++j) acc[kb][j] = b0;
       }
       const float* wt = wg;
+      if (R == 1 && S == 1) {  // the input gradient's 1x1 core: one flat loop over the channels
+        for (int64_t i = 0; i < Ci; ++i, wt += KB) {
+          const float* plane = in + i * plane_in;
+          __m256 xv[NV];
+          for (int j = 0; j < NV; ++j) xv[j] = _mm256_loadu_ps(plane + off[j]);
+          for (int kb = 0; kb < KB; ++kb) {
+            const __m256 wb = _mm256_broadcast_ss(wt + kb);
+            for (int j = 0; j < NV; ++j) acc[kb][j] = _mm256_fmadd_ps(wb, xv[j], acc[kb][j]);
+          }
+        }
+      } else
       for (int64_t i = 0; i < Ci; ++i)
         for (int64_t r = 0; r < R; ++r) {
           const float* row = in + i * plane_in + r * Win;
@@ -147,25 +160,31 @@ CoreShape choose_tile(int64_t outputs, int64_t rows, int64_t QC, bool exact = fa
   return best;
 }
 
-// The weight gradient of one (output-channel group, input channel, kernel row, block of SB
-// kernel columns): acc[kb][s] += dz[k0+kb][p][q..q+8) * in[p + r][q + s0 + s ..] over p < P and
-// the QC vectors of each row, added to the lanes dwv[(k0+kb)][..][s0+s][8].
+// The weight gradient of one (output-channel pair, input channel, kernel row, block of SB kernel
+// columns) over a group of gn images: acc[kb][s] += dz_g[k0+kb][p][q..q+8) * in_g[p + r][q + s0 + s ..]
+// over the images g, rows p < P and the QC vectors of each row, then added to the lanes
+// dwv[(k0+kb)][..][s0+s][8]. A group keeps the accumulators in registers for gn*P*QC steps
+// (LeNet-5's conv2 has 8 per image: one image per call spent as much on the flush as on the sums).
 template <int KB2, int SB>
-void dw_tile(const float* dz, int64_t dz_plane, int64_t P, int64_t QC, const float* in, int64_t Win, float* dwv,
-             int64_t dwv_kstride) {
+void dw_tile(const float* const* dzs, int64_t dz_off, int64_t dz_plane, const float* const* ins, int64_t in_off,
+             int64_t gn, int64_t P, int64_t QC, int64_t Win, float* dwv, int64_t dwv_kstride) {
   __m256 acc[KB2][SB];
   for (int kb = 0; kb < KB2; ++kb)
     for (int s = 0; s < SB; ++s) acc[kb][s] = _mm256_setzero_ps();
-  for (int64_t p = 0; p < P; ++p)
-    for (int64_t qc = 0; qc < QC; ++qc) {
-      __m256 d[KB2];
-      for (int kb = 0; kb < KB2; ++kb) d[kb] = _mm256_loadu_ps(dz + kb * dz_plane + (p * QC + qc) * V);
-      const float* x = in + p * Win + qc * V;
-      for (int s = 0; s < SB; ++s) {
-        const __m256 xv = _mm256_loadu_ps(x + s);
-        for (int kb = 0; kb < KB2; ++kb) acc[kb][s] = _mm256_fmadd_ps(d[kb], xv, acc[kb][s]);
+  for (int64_t gi = 0; gi < gn; ++gi) {
+    const float* dz = dzs[gi] + dz_off;
+    const float* in = ins[gi] + in_off;
+    for (int64_t p = 0; p < P; ++p)
+      for (int64_t qc = 0; qc < QC; ++qc) {
+        __m256 d[KB2];
+        for (int kb = 0; kb < KB2; ++kb) d[kb] = _mm256_loadu_ps(dz + kb * dz_plane + (p * QC + qc) * V);
+        const float* x = in + p * Win + qc * V;
+        for (int s = 0; s < SB; ++s) {
+          const __m256 xv = _mm256_loadu_ps(x + s);
+          for (int kb = 0; kb < KB2; ++kb) acc[kb][s] = _mm256_fmadd_ps(d[kb], xv, acc[kb][s]);
+        }
       }
-    }
+  }
   for (int kb = 0; kb < KB2; ++kb)
     for (int s = 0; s < SB; ++s) {
       float* lane = dwv + kb * dwv_kstride + s * V;
@@ -173,7 +192,8 @@ void dw_tile(const float* dz, int64_t dz_plane, int64_t P, int64_t QC, const flo
     }
 }
 
-using DwTileFn = void (*)(const float*, int64_t, int64_t, int64_t, const float*, int64_t, float*, int64_t);
+using DwTileFn = void (*)(const float* const*, int64_t, int64_t, const float* const*, int64_t, int64_t, int64_t,
+                          int64_t, int64_t, float*, int64_t);
 template <int KB2>
 DwTileFn dw_tile_for(int64_t sb) {
   switch (sb) {
@@ -230,14 +250,19 @@ std::vector<float> pack_forward(const Conv2dParams& p, const float* w, const Cor
   return out;
 }
 
-// Input-gradient weights for the 1x1 core: [o / OB][k][o % OB] = w'[k][c][r][s], o = (c*R + r)*S + s.
+// The input gradient's plane of (c, r, s): c fastest, so that the planes of one register tile
+// land in different channels (adjacent s would add to overlapping, unaligned addresses one after
+// the other: a store-forwarding stall per vector, measured 1.5x slower).
+inline int64_t dx_plane(const Conv2dParams& p, int64_t c, int64_t r, int64_t s) { return (s * p.r + r) * p.c + c; }
+
+// Input-gradient weights for the 1x1 core: [o / OB][k][o % OB] = w'[k][c][r][s], o = dx_plane(c, r, s).
 std::vector<float> pack_backward(const Conv2dParams& p, const float* w, const CoreShape& cs) {
   const int64_t OB = cs.tile.kb;
   std::vector<float> out(static_cast<size_t>(cs.ob * p.k), 0.0f);
   for (int64_t c = 0; c < p.c; ++c)
     for (int64_t r = 0; r < p.r; ++r)
       for (int64_t s = 0; s < p.s; ++s) {
-        const int64_t o = (c * p.r + r) * p.s + s;
+        const int64_t o = dx_plane(p, c, r, s);
         for (int64_t k = 0; k < p.k; ++k) out[(o / OB * p.k + k) * OB + o % OB] = effective_w(p, w, k, c, r, s);
       }
   return out;
@@ -434,9 +459,10 @@ void backward_f32(const ConvBlockParams& p, const float* x, const float* w, cons
   std::vector<int64_t> col_at, vec_at;
   if (dx) {
     w2 = pack_backward(p.conv, w, g.bwd);
+    col_at.resize(static_cast<size_t>(crs));
     for (int64_t c = 0; c < g.C; ++c)
       for (int64_t r = 0; r < g.R; ++r)
-        for (int64_t s = 0; s < g.S; ++s) col_at.push_back((c * g.Hx + r) * g.Wx + s);
+        for (int64_t s = 0; s < g.S; ++s) col_at[static_cast<size_t>(dx_plane(p.conv, c, r, s))] = (c * g.Hx + r) * g.Wx + s;
     for (int64_t i = 0; i < g.P; ++i)
       for (int64_t v = 0; v < g.QC; ++v) vec_at.push_back(i * g.Wx + v * V);
   }
@@ -449,41 +475,53 @@ void backward_f32(const ConvBlockParams& p, const float* x, const float* w, cons
     std::vector<float>& my_dw = dwv[static_cast<size_t>(t)];
     std::vector<float>& my_db = dbv[static_cast<size_t>(t)];
     if (dw) my_dw.assign(static_cast<size_t>(g.K * crs * V), 0.0f), my_db.assign(static_cast<size_t>(g.K * V), 0.0f);
-    std::vector<float> in(dw ? static_cast<size_t>(g.C * g.Hin * g.Win) : 0, 0.0f);
+    // a group of up to kGroup images: their dz planes and padded inputs, for the dw tiles
+    const int64_t in_size = g.C * g.Hin * g.Win, dz_size = g.K * dz_plane;
+    std::vector<float> in(dw ? static_cast<size_t>(kGroup * in_size) : 0, 0.0f);
     std::vector<float> al(static_cast<size_t>(g.P * g.Q)), da(al.size());
-    std::vector<float> dzl(static_cast<size_t>(g.K * dz_plane), 0.0f);
+    std::vector<float> dzl(static_cast<size_t>(kGroup * dz_size), 0.0f);
     std::vector<float> dxb(dx ? static_cast<size_t>(g.C * g.Hx * g.Wx) : 0);
-    for (int64_t n = range_begin(g.N, t, T); n < range_begin(g.N, t + 1, T); ++n) {
-      for (int64_t k = 0; k < g.K; ++k)
-        pool_backward_plane(p, z + (n * g.K + k) * g.P * g.Q, dy + (n * g.K + k) * PP * PQ,
-                            dzl.data() + k * dz_plane, ld, al.data(), da.data());
-      if (dw) {
-        load_image(g, x, n, in.data());
-        for (int64_t k = 0; k < g.K; ++k) {  // db: the lanes of dz's rows
-          __m256 acc = _mm256_loadu_ps(my_db.data() + k * V);
-          for (int64_t v = 0; v < g.P * g.QC; ++v) acc = _mm256_add_ps(acc, _mm256_loadu_ps(dzl.data() + k * dz_plane + v * V));
-          _mm256_storeu_ps(my_db.data() + k * V, acc);
+    const float* dzs[kGroup];
+    const float* ins[kGroup];
+    for (int64_t i = 0; i < kGroup; ++i) dzs[i] = dzl.data() + i * dz_size, ins[i] = in.data() + i * in_size;
+    const int64_t end = range_begin(g.N, t + 1, T);
+    for (int64_t n0 = range_begin(g.N, t, T); n0 < end; n0 += kGroup) {
+      const int64_t gn = std::min<int64_t>(kGroup, end - n0);
+      for (int64_t gi = 0; gi < gn; ++gi) {
+        const int64_t n = n0 + gi;
+        float* dzi = dzl.data() + gi * dz_size;
+        for (int64_t k = 0; k < g.K; ++k)
+          pool_backward_plane(p, z + (n * g.K + k) * g.P * g.Q, dy + (n * g.K + k) * PP * PQ, dzi + k * dz_plane,
+                              ld, al.data(), da.data());
+        if (dw) {
+          load_image(g, x, n, in.data() + gi * in_size);
+          for (int64_t k = 0; k < g.K; ++k) {  // db: the lanes of dz's rows, image by image
+            __m256 acc = _mm256_loadu_ps(my_db.data() + k * V);
+            for (int64_t v = 0; v < g.P * g.QC; ++v) acc = _mm256_add_ps(acc, _mm256_loadu_ps(dzi + k * dz_plane + v * V));
+            _mm256_storeu_ps(my_db.data() + k * V, acc);
+          }
         }
-        for (int64_t k0 = 0; k0 < g.K; k0 += 2) {
-          const bool pair = k0 + 1 < g.K;
+        if (dx) {
+          std::fill(dxb.begin(), dxb.end(), 0.0f);
+          g.bwd.tile.fn(dzi, g.K, 1, dz_plane, 1, 1, w2.data(), nullptr, dxb.data(), g.bwd.ob, g.P * g.QC,
+                        g.bwd.nvtot, col_at.data(), vec_at.data(), crs);
           for (int64_t c = 0; c < g.C; ++c)
-            for (int64_t r = 0; r < g.R; ++r)
-              for (int64_t s0 = 0; s0 < g.S; s0 += 6) {
-                const int64_t sb = std::min<int64_t>(6, g.S - s0);
-                DwTileFn f = pair ? dw_tile_for<2>(sb) : dw_tile_for<1>(sb);
-                f(dzl.data() + k0 * dz_plane, dz_plane, g.P, g.QC, in.data() + (c * g.Hin + r) * g.Win + s0, g.Win,
-                  my_dw.data() + ((k0 * g.C + c) * g.R * g.S + r * g.S + s0) * V, crs * V);
-              }
+            for (int64_t i = 0; i < g.H; ++i)
+              std::memcpy(dx + ((n * g.C + c) * g.H + i) * g.W, dxb.data() + (c * g.Hx + i + g.pt) * g.Wx + g.pl,
+                          static_cast<size_t>(g.W) * sizeof(float));
         }
       }
-      if (dx) {
-        std::fill(dxb.begin(), dxb.end(), 0.0f);
-        g.bwd.tile.fn(dzl.data(), g.K, 1, dz_plane, 1, 1, w2.data(), nullptr, dxb.data(), g.bwd.ob, g.P * g.QC,
-                      g.bwd.nvtot, col_at.data(), vec_at.data(), crs);
+      if (!dw) continue;
+      for (int64_t k0 = 0; k0 < g.K; k0 += 2) {
+        const bool pair = k0 + 1 < g.K;
         for (int64_t c = 0; c < g.C; ++c)
-          for (int64_t i = 0; i < g.H; ++i)
-            std::memcpy(dx + ((n * g.C + c) * g.H + i) * g.W, dxb.data() + (c * g.Hx + i + g.pt) * g.Wx + g.pl,
-                        static_cast<size_t>(g.W) * sizeof(float));
+          for (int64_t r = 0; r < g.R; ++r)
+            for (int64_t s0 = 0; s0 < g.S; s0 += 6) {
+              const int64_t sb = std::min<int64_t>(6, g.S - s0);
+              DwTileFn f = pair ? dw_tile_for<2>(sb) : dw_tile_for<1>(sb);
+              f(dzs, k0 * dz_plane, dz_plane, ins, (c * g.Hin + r) * g.Win + s0, gn, g.P, g.QC, g.Win,
+                my_dw.data() + ((k0 * g.C + c) * g.R * g.S + r * g.S + s0) * V, crs * V);
+            }
       }
     }
   }

@@ -39,12 +39,13 @@ struct BlockCase {
   ReluNanGrad nan_grad;
 };
 
-// LeNet's blocks, the Theano knobs (flip, ties=all, dReLU(0)=0.5, NaN gradient), 'same' padding
+// LeNet's blocks (batch 19: several groups of 8 images per thread and a partial one), the Theano knobs (flip, ties=all, dReLU(0)=0.5, NaN gradient), 'same' padding
 // split unevenly, planes whose width is not a multiple of 8 or whose height is odd (the scalar
 // epilogue), 3x3 pooling, no bias, channel counts that are not multiples of the register tile.
 const BlockCase kCases[] = {
     {"lenet5_conv1", 3, 1, 28, 28, 6, 5, 5, 0, 0, 0, 0, false, true, ActKind::relu, 2, PoolTies::first, 0.0, ReluNanGrad::dy},
     {"lenet5_conv2", 5, 6, 12, 12, 16, 5, 5, 0, 0, 0, 0, false, true, ActKind::relu, 2, PoolTies::first, 0.0, ReluNanGrad::dy},
+    {"lenet5_conv2_b19", 19, 6, 12, 12, 16, 5, 5, 0, 0, 0, 0, false, true, ActKind::relu, 2, PoolTies::first, 0.0, ReluNanGrad::dy},
     {"lenet1_conv1", 4, 1, 28, 28, 4, 5, 5, 0, 0, 0, 0, false, true, ActKind::relu, 2, PoolTies::first, 0.0, ReluNanGrad::dy},
     {"lenet1_conv2", 3, 4, 12, 12, 12, 5, 5, 0, 0, 0, 0, false, true, ActKind::relu, 2, PoolTies::first, 0.0, ReluNanGrad::dy},
     {"theano_conv1", 3, 1, 28, 28, 6, 5, 5, 0, 0, 0, 0, true, true, ActKind::relu, 2, PoolTies::all, 0.5, ReluNanGrad::nan},
