@@ -37,6 +37,7 @@
 #include <omp.h>
 
 #include "engine/core/error.h"
+#include "kernels/cpu/pool2d_loops.h"
 #include "kernels/cpu/registry.h"
 
 #if defined(__AVX2__) && defined(__FMA__)
@@ -279,18 +280,6 @@ void load_image(const Geometry& g, const float* x, int64_t n, float* buf) {
 // The images of thread t of T: [n*t/T, n*(t+1)/T).
 inline int64_t range_begin(int64_t n, int t, int T) { return n * t / T; }
 
-// The pooling's winner of window (oh, ow) in plane a (rows of `ld` floats): the first maximum in
-// row-major order, or the last NaN (max_scan_takes), as the pooling kernels pick it.
-inline int64_t window_winner(const Pool2dParams& pp, const float* a, int64_t ld, int64_t oh, int64_t ow) {
-  int64_t best = -1;
-  for (int64_t r = 0; r < pp.kh; ++r)
-    for (int64_t s = 0; s < pp.kw; ++s) {
-      const int64_t i = (oh * pp.stride_h + r) * ld + ow * pp.stride_w + s;
-      if (best < 0 || max_scan_takes(a[i], a[best])) best = i;
-    }
-  return best;
-}
-
 // The common LeNet epilogue on 8 columns at a time: relu, then 2x2 max windows at stride 2 over
 // rows whose width is a multiple of 8 (columns 2j and 2j+1 of a row pair are window j).
 bool relu_2x2(const ConvBlockParams& p) {
@@ -341,10 +330,10 @@ void pool_forward_plane(const ConvBlockParams& p, const float* z, int64_t ld, fl
     }
     return;
   }
-  for (int64_t i = 0; i < pp.h; ++i)
-    for (int64_t j = 0; j < pp.w; ++j) scratch[i * ld + j] = activation_value(p.act, z[i * ld + j]);
+  for (int64_t i = 0; i < pp.h; ++i)  // act(z) as a compact plane, then the pooling's own scan
+    for (int64_t j = 0; j < pp.w; ++j) scratch[i * pp.w + j] = activation_value(p.act, z[i * ld + j]);
   for (int64_t oh = 0; oh < PP; ++oh)
-    for (int64_t ow = 0; ow < PQ; ++ow) y[oh * PQ + ow] = scratch[window_winner(pp, scratch, ld, oh, ow)];
+    for (int64_t ow = 0; ow < PQ; ++ow) y[oh * PQ + ow] = scratch[pool2d_loops::window_argmax(pp, scratch, oh, ow)];
 }
 
 // dz plane (rows of `ld` floats, columns past Q untouched) from the pre-activation z (P x Q) and
@@ -397,22 +386,8 @@ void pool_backward_plane(const ConvBlockParams& p, const float* z, const float* 
     }
     return;
   }
-  for (int64_t i = 0; i < P * Q; ++i) al[i] = activation_value(p.act, z[i]), da[i] = 0.0f;
-  for (int64_t oh = 0; oh < PP; ++oh)
-    for (int64_t ow = 0; ow < PQ; ++ow) {
-      const float gy = dy[oh * PQ + ow];
-      const int64_t first = window_winner(pp, al, Q, oh, ow);
-      if (pp.ties == PoolTies::first) {
-        da[first] += gy;
-        continue;
-      }
-      const float m = al[first];
-      for (int64_t r = 0; r < pp.kh; ++r)
-        for (int64_t s = 0; s < pp.kw; ++s) {
-          const int64_t i = (oh * pp.stride_h + r) * Q + ow * pp.stride_w + s;
-          if (al[i] == m) da[i] += gy;
-        }
-    }
+  for (int64_t i = 0; i < P * Q; ++i) al[i] = activation_value(p.act, z[i]);
+  pool2d_loops::max_backward_plane(pp, al, dy, da);
   for (int64_t i = 0; i < P; ++i)
     for (int64_t j = 0; j < Q; ++j) dz[i * ld + j] = activation_grad(p.act, z[i * Q + j], al[i * Q + j], da[i * Q + j]);
 }

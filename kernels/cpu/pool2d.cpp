@@ -20,28 +20,6 @@
 namespace driftlab {
 namespace {
 
-// Offset (within the plane) of the winner of window (oh, ow): max_scan_takes in row-major order
-// (the first max, or the last NaN); the window is clipped to the real input, so padding never wins.
-template <typename T>
-inline int64_t window_argmax(const Pool2dParams& p, const T* xp, int64_t oh, int64_t ow) {
-  const int64_t h0 = oh * p.stride_h - p.pad_t, w0 = ow * p.stride_w - p.pad_l;
-  const int64_t hs = h0 < 0 ? 0 : h0, he = std::min(h0 + p.kh, p.h);
-  const int64_t ws = w0 < 0 ? 0 : w0, we = std::min(w0 + p.kw, p.w);
-  int64_t best = hs * p.w + ws;
-  T bv = xp[best];
-  for (int64_t ih = hs; ih < he; ++ih) {
-    const T* row = xp + ih * p.w;
-    for (int64_t iw = ws; iw < we; ++iw) {
-      const T v = row[iw];
-      if (max_scan_takes(v, bv)) {
-        best = ih * p.w + iw;
-        bv = v;
-      }
-    }
-  }
-  return best;
-}
-
 // The 2x2 stride-2 unpadded window of every LeNet/VGG pool, unrolled: same scan order.
 template <typename T>
 inline int64_t argmax_2x2(const T* xp, int64_t w, int64_t oh, int64_t ow) {
@@ -217,7 +195,7 @@ void backward_2x2(const Pool2dParams& p, const T* xp, const T* dyp, T* dxp) {
 
 template <typename T>
 inline int64_t argmax(const Pool2dParams& p, bool is_2x2, const T* xp, int64_t oh, int64_t ow) {
-  return is_2x2 ? argmax_2x2(xp, p.w, oh, ow) : window_argmax(p, xp, oh, ow);
+  return is_2x2 ? argmax_2x2(xp, p.w, oh, ow) : pool2d_loops::window_argmax(p, xp, oh, ow);
 }
 
 bool plain_2x2(const Pool2dParams& p) {
@@ -261,21 +239,7 @@ void backward(const Pool2dParams& p, const T* x, const T* dy, T* dx) {
       backward_2x2(p, xp, dyp, dxp);
       continue;
     }
-    for (int64_t i = 0; i < p.h * p.w; ++i) dxp[i] = 0;
-    for (int64_t oh = 0; oh < P; ++oh)
-      for (int64_t ow = 0; ow < Q; ++ow) {
-        const T g = dyp[oh * Q + ow];
-        const int64_t first = argmax(p, is_2x2, xp, oh, ow);
-        if (p.ties == PoolTies::first) {
-          dxp[first] += g;
-          continue;
-        }
-        const T m = xp[first];
-        const int64_t h0 = oh * p.stride_h - p.pad_t, w0 = ow * p.stride_w - p.pad_l;
-        for (int64_t ih = std::max<int64_t>(h0, 0); ih < std::min(h0 + p.kh, p.h); ++ih)
-          for (int64_t iw = std::max<int64_t>(w0, 0); iw < std::min(w0 + p.kw, p.w); ++iw)
-            if (xp[ih * p.w + iw] == m) dxp[ih * p.w + iw] += g;
-      }
+    pool2d_loops::max_backward_plane(p, xp, dyp, dxp);
   }
 }
 

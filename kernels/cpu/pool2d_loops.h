@@ -26,6 +26,51 @@ void for_window(const Pool2dParams& p, int64_t oh, int64_t ow, F&& f) {
   }
 }
 
+// Offset (within the plane) of the winner of window (oh, ow): max_scan_takes in row-major order
+// (the first max, or the last NaN); the window is clipped to the real input, so padding never wins.
+template <typename T>
+inline int64_t window_argmax(const Pool2dParams& p, const T* xp, int64_t oh, int64_t ow) {
+  const int64_t h0 = oh * p.stride_h - p.pad_t, w0 = ow * p.stride_w - p.pad_l;
+  const int64_t hs = h0 < 0 ? 0 : h0, he = std::min(h0 + p.kh, p.h);
+  const int64_t ws = w0 < 0 ? 0 : w0, we = std::min(w0 + p.kw, p.w);
+  int64_t best = hs * p.w + ws;
+  T bv = xp[best];
+  for (int64_t ih = hs; ih < he; ++ih) {
+    const T* row = xp + ih * p.w;
+    for (int64_t iw = ws; iw < we; ++iw) {
+      const T v = row[iw];
+      if (max_scan_takes(v, bv)) {
+        best = ih * p.w + iw;
+        bv = v;
+      }
+    }
+  }
+  return best;
+}
+
+// One plane's max-pool backward (dx written, =): each window's dy to its winner, or under
+// ties=all to every element equal to the window's max (none for a NaN max); overlapping windows
+// add up. The fast pooling kernel's general windows and the fused conv_block's use it.
+template <typename T>
+void max_backward_plane(const Pool2dParams& p, const T* xp, const T* dyp, T* dxp) {
+  const int64_t P = p.out_h(), Q = p.out_w();
+  for (int64_t i = 0; i < p.h * p.w; ++i) dxp[i] = 0;
+  for (int64_t oh = 0; oh < P; ++oh)
+    for (int64_t ow = 0; ow < Q; ++ow) {
+      const T g = dyp[oh * Q + ow];
+      const int64_t first = window_argmax(p, xp, oh, ow);
+      if (p.ties == PoolTies::first) {
+        dxp[first] += g;
+        continue;
+      }
+      const T m = xp[first];
+      const int64_t h0 = oh * p.stride_h - p.pad_t, w0 = ow * p.stride_w - p.pad_l;
+      for (int64_t ih = std::max<int64_t>(h0, 0); ih < std::min(h0 + p.kh, p.h); ++ih)
+        for (int64_t iw = std::max<int64_t>(w0, 0); iw < std::min(w0 + p.kw, p.w); ++iw)
+          if (xp[ih * p.w + iw] == m) dxp[ih * p.w + iw] += g;
+    }
+}
+
 // kh*kw (count_include_pad), or the number of real elements in the window.
 inline int64_t avg_divisor(const Pool2dParams& p, int64_t oh, int64_t ow) {
   if (p.count_include_pad) return p.kh * p.kw;
