@@ -919,7 +919,7 @@ TEST(Knob_embedding_init, KerasUniformVsTorchNormal) {
 // which kernel runs (the registry's trace), and how far apart their results are. conv_block, rnn
 // and bn change the float32 summation order (rounding only); the other four give the reference's bits: their effect is
 // speed, and zero on every number (tests/ops compares them bit for bit).
-TEST(Knob_own_backends, EachPicksItsKernelAndOnlyRnnAndBnChangeBits) {
+TEST(Knob_own_backends, EachPicksItsKernelAndOnlyConvBlockRnnAndBnChangeBits) {
   struct Row {
     const char* knob;
     const char* model;
@@ -968,7 +968,7 @@ TEST(Knob_own_backends, EachPicksItsKernelAndOnlyRnnAndBnChangeBits) {
       for (int64_t j = 0; j < weights[0][i].numel(); ++j)
         gap = std::max(gap, std::fabs(weights[1][i].at(j) - weights[0][i].at(j)));
     }
-    // rnn/bn: one SGD step apart in float32 summation order only: far below a formula change
+    // conv_block/rnn/bn: one SGD step apart in float32 summation order only: far below a formula change
     // (a step moves weights by ~lr*|g| ~ 1e-3), and not zero.
     if (!r.same_bits) {
       EXPECT_GT(gap, 0.0);
