@@ -458,7 +458,8 @@ void backward_f32(const ConvBlockParams& p, const float* x, const float* w, cons
     std::vector<float> dxb(dx ? static_cast<size_t>(g.C * g.Hx * g.Wx) : 0);
     const float* dzs[kGroup];
     const float* ins[kGroup];
-    for (int64_t i = 0; i < kGroup; ++i) dzs[i] = dzl.data() + i * dz_size, ins[i] = in.data() + i * in_size;
+    for (int64_t i = 0; i < kGroup; ++i)  // (no input buffer without dw: no offset from its null data())
+      dzs[i] = dzl.data() + i * dz_size, ins[i] = dw ? in.data() + i * in_size : nullptr;
     const int64_t end = range_begin(g.N, t + 1, T);
     for (int64_t n0 = range_begin(g.N, t, T); n0 < end; n0 += kGroup) {
       const int64_t gn = std::min<int64_t>(kGroup, end - n0);
