@@ -12,28 +12,14 @@ const char* semantics_name(Semantics s) { return s == Semantics::train ? "train"
 
 namespace {
 
-struct BlockLayers {
-  Conv2dLayer* conv = nullptr;
-  ActivationLayer* act = nullptr;
-  Pool2dLayer* pool = nullptr;
-};
-
-// The three layers of a conv -> activation -> max-pool run starting at `first`, or nulls.
-BlockLayers block_layers(const std::vector<std::unique_ptr<Layer>>& layers, std::size_t first) {
-  if (first + 3 > layers.size()) return {};
-  BlockLayers b{dynamic_cast<Conv2dLayer*>(layers[first].get()), dynamic_cast<ActivationLayer*>(layers[first + 1].get()),
-                dynamic_cast<Pool2dLayer*>(layers[first + 2].get())};
-  if (!b.conv || !b.act || !b.pool || b.pool->pool_kind() != PoolKind::max) return {};
-  return b;
-}
-
-ConvBlockParams block_params(const BlockLayers& b, int64_t n) {
+// The parameters of the block's one op for a batch of n.
+ConvBlockParams block_params(const Conv2dLayer& conv, const ActivationLayer& act, const Pool2dLayer& pool, int64_t n) {
   ConvBlockParams p;
-  p.conv = b.conv->op_params();
+  p.conv = conv.op_params();
   p.conv.n = n;
-  p.bias = b.conv->has_bias();
-  p.act = b.act->op_params();
-  p.pool = b.pool->op_params();
+  p.bias = conv.has_bias();
+  p.act = act.op_params();
+  p.pool = pool.op_params();
   p.pool.n = n;
   return p;
 }
@@ -43,13 +29,15 @@ ConvBlockParams block_params(const BlockLayers& b, int64_t n) {
 Layer& Sequential::add(std::unique_ptr<Layer> layer) {
   out_ = layer->output_shape();
   layers_.push_back(std::move(layer));
-  if (layers_.size() >= 3) {
-    const std::size_t first = layers_.size() - 3;
-    const BlockLayers b = block_layers(layers_, first);
-    if (b.conv && b.conv->block_backend() != KernelBackend::reference) {
-      Block blk;
-      blk.first = first;
-      blocks_.push_back(blk);
+  if (layers_.size() >= 3) {  // the last three appended: a conv -> activation -> max-pool run?
+    Block b;
+    b.first = layers_.size() - 3;
+    b.conv = dynamic_cast<Conv2dLayer*>(layers_[b.first].get());
+    b.act = dynamic_cast<ActivationLayer*>(layers_[b.first + 1].get());
+    b.pool = dynamic_cast<Pool2dLayer*>(layers_[b.first + 2].get());
+    if (b.conv && b.act && b.pool && b.pool->pool_kind() == PoolKind::max &&
+        b.conv->block_backend() != KernelBackend::reference) {
+      blocks_.push_back(b);
       note_block(blocks_.back());
     }
   }
@@ -58,13 +46,12 @@ Layer& Sequential::add(std::unique_ptr<Layer> layer) {
 
 // The conv layer's describe() says whether its block runs fused (the default registry, the
 // layer's dtype; a registry without the kernel falls back the same way at run time).
-void Sequential::note_block(const Block& blk) {
+void Sequential::note_block(const Block& b) {
   static const KernelRegistry kRegistry = make_cpu_registry();
-  const BlockLayers b = block_layers(layers_, blk.first);
   const KernelBackend want = b.conv->block_backend();
   const ConvBlockKernel& k = kRegistry.conv_block.at(want);
   const DType dt = b.conv->weight().value.dtype();
-  if (k.name && k.supports(block_params(b, 1), dt))
+  if (k.name && k.supports(block_params(*b.conv, *b.act, *b.pool, 1), dt))
     b.conv->set_block_note(std::string("conv_block ") + backend_name(want) + ": fused with " +
                            act_name(b.act->op_params().kind) + ", maxpool");
   else
@@ -85,11 +72,10 @@ Sequential::Block* Sequential::block_ending_at(std::size_t last) {
 }
 
 bool Sequential::forward_block(RunContext& ctx, Block& blk, Tensor& h) {
-  const BlockLayers b = block_layers(layers_, blk.first);
-  const Conv2dParams& cp = b.conv->op_params();
+  const Conv2dParams& cp = blk.conv->op_params();
   check_input("conv2d", h, {cp.c, cp.h, cp.w});
-  const ConvBlockParams p = block_params(b, h.dim(0));
-  const KernelBackend want = b.conv->block_backend();
+  const ConvBlockParams p = block_params(*blk.conv, *blk.act, *blk.pool, h.dim(0));
+  const KernelBackend want = blk.conv->block_backend();
   const ConvBlockKernel& k = ctx.exec.kernels.conv_block.at(want);
   blk.fused = false;
   blk.x = blk.z = Tensor();
@@ -97,7 +83,8 @@ bool Sequential::forward_block(RunContext& ctx, Block& blk, Tensor& h) {
   ctx.exec.pick(ctx.exec.kernels.conv_block, want, p, h.dtype());  // the trace
   Tensor y = Tensor::empty(p.y_shape(), h.dtype());
   if (ctx.record) blk.z = Tensor::empty(p.z_shape(), h.dtype());
-  k.forward(p, h, b.conv->weight().value, p.bias ? &b.conv->bias().value : nullptr, y, ctx.record ? &blk.z : nullptr);
+  k.forward(p, h, blk.conv->weight().value, p.bias ? &blk.conv->bias().value : nullptr, y,
+            ctx.record ? &blk.z : nullptr);
   if (ctx.record) blk.x = h;
   blk.fused = true;
   h = y;
@@ -123,14 +110,13 @@ Tensor Sequential::backward(RunContext& ctx, const Tensor& dy) {
     Block* blk = block_ending_at(i);
     if (blk && blk->fused) {
       check(blk->x.defined(), "conv_block: backward without a recorded forward");
-      const BlockLayers b = block_layers(layers_, blk->first);
-      const ConvBlockParams p = block_params(b, blk->x.dim(0));
-      const ConvBlockKernel& k = ctx.exec.pick(ctx.exec.kernels.conv_block, b.conv->block_backend(), p, g.dtype());
+      Conv2dLayer& conv = *blk->conv;
+      const ConvBlockParams p = block_params(conv, *blk->act, *blk->pool, blk->x.dim(0));
+      const ConvBlockKernel& k = ctx.exec.pick(ctx.exec.kernels.conv_block, conv.block_backend(), p, g.dtype());
       const bool need_dx = blk->first > 0 || ctx.input_grad;
       Tensor dx = need_dx ? Tensor::empty(p.x_shape(), g.dtype()) : Tensor();
-      k.backward(p, blk->x, b.conv->weight().value, blk->z, g, need_dx ? &dx : nullptr,
-                 ctx.param_grads ? &b.conv->weight().grad : nullptr,
-                 ctx.param_grads && p.bias ? &b.conv->bias().grad : nullptr);
+      k.backward(p, blk->x, conv.weight().value, blk->z, g, need_dx ? &dx : nullptr,
+                 ctx.param_grads ? &conv.weight().grad : nullptr, ctx.param_grads && p.bias ? &conv.bias().grad : nullptr);
       g = dx;
       i = blk->first;  // the loop's i-- moves past the block
       continue;

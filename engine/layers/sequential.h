@@ -17,6 +17,10 @@
 
 namespace driftlab {
 
+class Conv2dLayer;
+class ActivationLayer;
+class Pool2dLayer;
+
 class Sequential {
  public:
   explicit Sequential(Shape input_shape) : input_(std::move(input_shape)) {}
@@ -38,10 +42,14 @@ class Sequential {
   const Shape& input_shape() const { return input_; }
 
  private:
-  // A conv -> activation -> max-pool run starting at layer `first`, and what its last fused
-  // forward recorded (fused: whether the last forward ran it as one op).
+  // A conv -> activation -> max-pool run starting at layer `first` (its three layers, found once
+  // when the block is appended), and what its last fused forward recorded (fused: whether the
+  // last forward ran it as one op).
   struct Block {
     std::size_t first = 0;
+    Conv2dLayer* conv = nullptr;
+    ActivationLayer* act = nullptr;
+    Pool2dLayer* pool = nullptr;
     bool fused = false;
     Tensor x, z;  // the block's input and pre-activation, for the backward
   };

@@ -213,9 +213,9 @@ struct Geometry {
   // forward core: input buffer C x Hin x Win, output Kb x rows x QC vectors
   int64_t QC, Win, Hin;
   CoreShape fwd;
-  // input gradient: cols[(c,r,s)][p][q] = sum_k w'[k][c][r][s] dz[k][p][q], the forward core as a 1x1
-  // convolution over dz's P*QC vectors; then each (c,r,s) row is added into the padded dx image
-  // (C x Hx x Wx) at (p + r, q + s) (col2im) and the padding cropped.
+  // input gradient: plane (c,r,s)[p][q] = sum_k w'[k][c][r][s] dz[k][p][q], the forward core as a 1x1
+  // convolution over dz's P*QC vectors, each tile added straight into the padded dx image
+  // (C x Hx x Wx) at (p + r, q + s) (col2im in the core's epilogue), then the padding cropped.
   CoreShape bwd;
   int64_t Hx, Wx;
 
@@ -502,29 +502,24 @@ void backward_f32(const ConvBlockParams& p, const float* x, const float* w, cons
     }
   }
   if (!dw) return;
-  // Threads in order, then the 8 lanes in order; dw' back to w's orientation (flip).
-  for (int64_t k = 0; k < g.K; ++k)
+  // The 8 lanes at `at` of every thread's sums: threads in order, then the lanes in order.
+  auto lane_sum = [T](const std::vector<std::vector<float>>& parts, int64_t at) {
+    float lanes[V] = {};
+    for (int t = 0; t < T; ++t)
+      for (int64_t l = 0; l < V; ++l) lanes[l] += parts[static_cast<size_t>(t)][static_cast<size_t>(at + l)];
+    float sum = 0.0f;
+    for (int64_t l = 0; l < V; ++l) sum += lanes[l];
+    return sum;
+  };
+  for (int64_t k = 0; k < g.K; ++k)  // dw' back to w's orientation (flip)
     for (int64_t c = 0; c < g.C; ++c)
       for (int64_t r = 0; r < g.R; ++r)
         for (int64_t s = 0; s < g.S; ++s) {
-          float lanes[V] = {};
-          const size_t at = static_cast<size_t>(((k * g.C + c) * g.R * g.S + r * g.S + s) * V);
-          for (int t = 0; t < T; ++t)
-            for (int64_t l = 0; l < V; ++l) lanes[l] += dwv[static_cast<size_t>(t)][at + l];
-          float sum = 0.0f;
-          for (int64_t l = 0; l < V; ++l) sum += lanes[l];
           const int64_t rr = p.conv.flip ? g.R - 1 - r : r, ss = p.conv.flip ? g.S - 1 - s : s;
-          dw[((k * g.C + c) * g.R + rr) * g.S + ss] += sum;
+          dw[((k * g.C + c) * g.R + rr) * g.S + ss] += lane_sum(dwv, ((k * g.C + c) * g.R * g.S + r * g.S + s) * V);
         }
   if (p.bias && db)
-    for (int64_t k = 0; k < g.K; ++k) {
-      float lanes[V] = {};
-      for (int t = 0; t < T; ++t)
-        for (int64_t l = 0; l < V; ++l) lanes[l] += dbv[static_cast<size_t>(t)][static_cast<size_t>(k * V + l)];
-      float sum = 0.0f;
-      for (int64_t l = 0; l < V; ++l) sum += lanes[l];
-      db[k] += sum;
-    }
+    for (int64_t k = 0; k < g.K; ++k) db[k] += lane_sum(dbv, k * V);
 }
 
 // What the per-image path is for: small blocks whose planes fit a core's caches. Wider layers
