@@ -11,7 +11,9 @@
 // already on the device) for LeNet-1/LeNet-5 (batch 32/64/128; 1,000/10,000 inputs) and
 // ResNet-20/VGG-16 (batch 128; 1,000 inputs) and the LSTM/GRU classifiers (batch 128; 128 and
 // 1,000 sequences), own kernels and cuBLAS/cuDNN. Checked once against the CPU model's logits
-// first. Counter images/s (sequences/s for the recurrent models).
+// first. Counter images/s (sequences/s for the recurrent models). int8 models (issue 16):
+// BM_CudaPredict/<lenet1|lenet5>-int8-<tflite|torch_qnnpack>/<1000|10000>/own, the PTQ model on
+// driftlab's dp4a kernels, checked bit for bit against the CPU's int8 logits first.
 // Without a device it prints "no CUDA device: <reason>; GPU benchmarks skipped" and exits 0.
 //
 // To add a conv shape: append a model-layer row to kConv2dCases in tests/cases/conv2d_cases.h (the
@@ -36,6 +38,7 @@
 #include "kernels/cuda/ops.h"
 #include "kernels/cuda/runtime.h"
 #include "models/models.h"
+#include "quant/ptq.h"
 #include "tests/cases/conv2d_cases.h"
 
 namespace driftlab {
@@ -264,6 +267,41 @@ void bm_predict(benchmark::State& state, const std::string& model, int64_t n, Cu
   state.counters["images/s"] = benchmark::Counter(static_cast<double>(n), benchmark::Counter::kIsIterationInvariantRate);
 }
 
+// An int8 model (issue 16: post-training quantization of the torch-preset fp32 model, calibrated
+// on 256 uniform images) on the device: driftlab's own dp4a kernels (quant/device_qlayers.cpp),
+// forward on device-resident input, as bm_predict. Checked first: the device's logits equal the
+// CPU's bit for bit (every integer sum is exact: tests/cuda/test_quant_model_cuda.cpp).
+void bm_predict_int8(benchmark::State& state, const std::string& model, const std::string& scheme, int64_t n) {
+  CudaContext ctx;
+  Model fp32 = build_model(model, Policy::parse("torch"), 1);
+  quant::PtqResult q = quant::quantize_model(fp32, Policy::parse("torch,quant_scheme=" + scheme), model_images(fp32, 256, 5));
+  Model& m = q.model;
+  {
+    const Tensor x = model_images(m, 16, 3);
+    ExecContext exec;
+    RunContext rc = RunContext::inference(exec);
+    const Tensor cpu = m.forward(rc, x);
+    const Tensor gpu = DeviceNet(ctx, m).predict(x);
+    int64_t differ = 0;
+    for (int64_t i = 0; i < cpu.numel(); ++i) differ += cpu.at(i) != gpu.at(i);
+    if (differ != 0) {
+      state.SkipWithError(("int8 logits differ from the CPU's in " + std::to_string(differ) + " places").c_str());
+      return;
+    }
+  }
+  DeviceNet net(ctx, m);
+  DeviceValue x = std::make_shared<DeviceTensor>(cuda::to_device(ctx, model_images(m, n, 9)));
+  DeviceRunContext run = DeviceRunContext::inference(ctx);
+  net.forward_device(run, x);  // warm-up
+  cuda::EventTimer timer(ctx);
+  for (auto _ : state) {
+    timer.start();
+    DeviceValue y = net.forward_device(run, x);
+    state.SetIterationTime(timer.stop_seconds());
+  }
+  state.counters["images/s"] = benchmark::Counter(static_cast<double>(n), benchmark::Counter::kIsIterationInvariantRate);
+}
+
 void register_all() {
   const char* names[] = {"own", "vendor"};
   for (bool tf32 : {false, true})
@@ -307,6 +345,16 @@ void register_all() {
             ->UseManualTime()
             ->Unit(benchmark::kMillisecond);
     }
+  for (const char* model : {"lenet1", "lenet5"})
+    for (const char* scheme : {"tflite", "torch_qnnpack"})
+      for (int64_t n : {1000, 10000}) {
+        const std::string mo = model, sc = scheme;
+        benchmark::RegisterBenchmark(
+            ("BM_CudaPredict/" + mo + "-int8-" + sc + "/" + std::to_string(n) + "/own").c_str(),
+            [mo, sc, n](benchmark::State& s) { bm_predict_int8(s, mo, sc, n); })
+            ->UseManualTime()
+            ->Unit(benchmark::kMillisecond);
+      }
 }
 
 }  // namespace

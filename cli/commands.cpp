@@ -473,8 +473,6 @@ void eval_cmd(const std::string& weights, const DataOptions& d, int64_t batch, i
   set_threads(threads);
   const Device device = dev.parsed();
   LoadedModel lm = quant::load_any_model(weights);
-  check(!quant::is_quantized(lm) || device == Device::cpu, "eval: ", weights,
-        " is an int8 model: int8 kernels run on the CPU only (no CUDA int8 path yet)");
   Dataset test = load_split_for(lm, *d.loader, d, Split::test);
   check_data_fits(lm, weights, test);
   EvalResult r = open_runner(lm.model, device)->evaluate(test, batch);
@@ -491,8 +489,6 @@ void predict_cmd(const std::string& weights, const DataOptions& d, const std::ve
   check(device == Device::cuda || max_batch == 0,
         "predict: --max-batch is for --device cuda (the CPU runs each size as one batch)");
   LoadedModel lm = quant::load_any_model(weights);
-  check(!quant::is_quantized(lm) || device == Device::cpu, "predict: ", weights,
-        " is an int8 model: int8 kernels run on the CPU only (no CUDA int8 path yet)");
   if (!input.empty()) {
     Tensor x = read_npy(input);
     check(x.dtype() == DType::f32 || x.dtype() == DType::f64, "predict: ", input, " holds ", dtype_name(x.dtype()),

@@ -34,6 +34,8 @@ class QuantizeLayer : public QuantLayerBase {
  public:
   QuantizeLayer(const Shape& in, const QuantizeParams& p, KernelBackend backend = KernelBackend::reference);
   std::string kind() const override { return "quantize"; }
+  std::string device_unsupported() const override;  // quant/device_qlayers.cpp
+  std::unique_ptr<DeviceLayer> make_device(cuda::CudaContext& ctx) override;
   std::string describe() const override;
   Shape output_shape() const override { return shape_; }
   Tensor forward(RunContext& ctx, const Tensor& x) override;
@@ -50,6 +52,8 @@ class DequantizeLayer : public QuantLayerBase {
  public:
   DequantizeLayer(const Shape& in, const QuantizeParams& p, KernelBackend backend = KernelBackend::reference);
   std::string kind() const override { return "dequantize"; }
+  std::string device_unsupported() const override;  // quant/device_qlayers.cpp
+  std::unique_ptr<DeviceLayer> make_device(cuda::CudaContext& ctx) override;
   std::string describe() const override;
   Shape output_shape() const override { return shape_; }
   Tensor forward(RunContext& ctx, const Tensor& x) override;
@@ -75,10 +79,14 @@ class QConv2dLayer : public QuantLayerBase {
   QConv2dLayer(const Conv2dParams& geometry, const QuantScheme& s, QLinearSpec spec,
                KernelBackend backend = KernelBackend::reference);
   std::string kind() const override { return "qconv2d"; }
+  std::string device_unsupported() const override;  // quant/device_qlayers.cpp
+  std::unique_ptr<DeviceLayer> make_device(cuda::CudaContext& ctx) override;
   std::string describe() const override;
   Shape output_shape() const override { return {p_.g.k, p_.g.out_h(), p_.g.out_w()}; }
   Tensor forward(RunContext& ctx, const Tensor& x) override;
   const QConv2dParams& op_params() const { return p_; }
+  const Tensor& int_weight() const { return w_; }  // what the kernel multiplies: (K,C,R,S) int8
+  const Tensor* int_bias() const { return p_.has_bias ? &int_bias_ : nullptr; }  // (K) int32
   QLinearSpec spec() const;  // the numbers its buffers hold now (weights, scales, bias, in/out, relu)
   void refresh() override;
 
@@ -95,10 +103,14 @@ class QDenseLayer : public QuantLayerBase {
   QDenseLayer(int64_t in, int64_t out, const QuantScheme& s, QLinearSpec spec,
               KernelBackend backend = KernelBackend::reference);
   std::string kind() const override { return "qdense"; }
+  std::string device_unsupported() const override;  // quant/device_qlayers.cpp
+  std::unique_ptr<DeviceLayer> make_device(cuda::CudaContext& ctx) override;
   std::string describe() const override;
   Shape output_shape() const override { return {p_.out}; }
   Tensor forward(RunContext& ctx, const Tensor& x) override;
   const QDenseParams& op_params() const { return p_; }
+  const Tensor& int_weight() const { return w_; }  // (out,in) int8
+  const Tensor* int_bias() const { return p_.has_bias ? &int_bias_ : nullptr; }  // (out) int32
   QLinearSpec spec() const;
   void refresh() override;
 
@@ -114,6 +126,8 @@ class QMaxPool2dLayer : public QuantLayerBase {
  public:
   QMaxPool2dLayer(const Pool2dParams& geometry, DType dtype, KernelBackend backend = KernelBackend::reference);
   std::string kind() const override { return "qmaxpool2d"; }
+  std::string device_unsupported() const override;  // quant/device_qlayers.cpp
+  std::unique_ptr<DeviceLayer> make_device(cuda::CudaContext& ctx) override;
   std::string describe() const override;
   Shape output_shape() const override { return {p_.g.c, p_.g.out_h(), p_.g.out_w()}; }
   Tensor forward(RunContext& ctx, const Tensor& x) override;

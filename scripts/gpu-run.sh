@@ -183,6 +183,14 @@ remote() {
     --dataset synthetic-cifar10 --limit 200000 --sizes 200000 --max-batch 10000
   step predict_resnet20 30 "$runs" "$dl" predict --weights "$work/out/resnet20_cuda/model.dlm" --device cuda \
     --dataset synthetic-cifar10 --sizes 1000,10000
+  # int8 on the device (quant/device_qlayers.cpp): a LeNet-5 trained one epoch on the device,
+  # quantized (tflite scheme, calibrated on 1,000 training images), evaluated on the CPU and on the
+  # device (the accuracy must be the same: the logits are bit-identical), and predicted on both.
+  step int8_lenet5 90 "$runs" sh -c "'$dl' train --model lenet5 --data-dir '$fm' --device cuda --epochs 1 \
+      --no-progress --out '$work/out/lenet5_cuda' && '$dl' quantize --weights '$work/out/lenet5_cuda/model.dlm' \
+      --scheme tflite --data-dir '$fm' --out '$work/out/lenet5_int8.dlm' && for d in cpu cuda; do \
+      '$dl' eval --weights '$work/out/lenet5_int8.dlm' --data-dir '$fm' --device \$d || exit 1; done && \
+      '$dl' predict --weights '$work/out/lenet5_int8.dlm' --data-dir '$fm' --device cuda --sizes 1000,10000"
   echo "total: $((SECONDS - t0)) s, rc $rc" | tee -a "$OUT/env.txt"
   exit $rc
 }

@@ -27,7 +27,7 @@ namespace {
 
 const char* kCovered =
     "conv2d, maxpool2d, avgpool2d, dense, relu/tanh/sigmoid/hard_sigmoid, flatten, dropout, batchnorm, residual, "
-    "global_avg_pool, embedding, lstm, gru";
+    "global_avg_pool, embedding, lstm, gru; int8: quantize, dequantize, qconv2d, qdense, qmaxpool2d";
 
 // The first layer (path and kind) without a device counterpart, or "" when all have one.
 std::string first_unsupported(Sequential& net, const std::string& prefix) {
@@ -45,7 +45,9 @@ std::string first_unsupported(Sequential& net, const std::string& prefix) {
         dynamic_cast<BatchNormLayer*>(&l) || dynamic_cast<GlobalAvgPoolLayer*>(&l) ||
         dynamic_cast<EmbeddingLayer*>(&l) || dynamic_cast<RnnLayer*>(&l))
       continue;
-    return path + " (" + l.kind() + ")";
+    const std::string why = l.device_unsupported();  // layers outside engine/layers (quant/)
+    if (why.empty()) continue;
+    return path + " (" + l.kind() + "): " + why;
   }
   return "";
 }
@@ -56,8 +58,8 @@ std::string first_unsupported(Sequential& net, const std::string& prefix) {
 
 void check_device_supported(Model& model) {
   std::string bad = first_unsupported(*model.net, "");
-  check(bad.empty(), "cuda: model ", model.name, ": layer ", bad,
-        " has no CUDA implementation yet (the device path covers ", kCovered, "); run it with --device cpu");
+  check(bad.empty(), "cuda: model ", model.name, ": layer ", bad, " (the device path covers ", kCovered,
+        "); run it with --device cpu");
 }
 
 cuda::CudaExecParams resolve_cuda_exec(const Policy& policy) {
@@ -139,7 +141,9 @@ struct DeviceNetBuilder {
       auto proj = r->projection() ? make_seq(*r->projection(), path + ".residual.shortcut.") : nullptr;
       return make_device_residual(*r, std::move(main), std::move(proj));
     }
-    fail("cuda: layer ", path, " (", l.kind(), ") has no CUDA implementation");
+    const std::string why = l.device_unsupported();
+    check(why.empty(), "cuda: layer ", path, " (", l.kind(), "): ", why);
+    return l.make_device(net.ctx_);  // a layer defined outside engine/layers (quant/'s int8 layers)
   }
 
   std::unique_ptr<DeviceSequential> make_seq(Sequential& seq, const std::string& prefix) {

@@ -20,6 +20,10 @@
 namespace driftlab {
 
 class Rng;
+class DeviceLayer;  // engine/cuda/device_layer.h
+namespace cuda {
+class CudaContext;
+}
 
 struct Param {
   std::string name;  // "weight" or "bias"; Sequential prefixes the layer index
@@ -86,6 +90,12 @@ class Layer {
   // Parameters (buffers when `buffers` is set) named "<prefix>.<kind>.<name>"; containers
   // override this to name their children's parameters uniquely.
   virtual void collect(const std::string& prefix, bool buffers, std::vector<std::pair<std::string, Param*>>& out);
+  // The device counterpart of a layer defined outside engine/layers (DeviceNet builds those of
+  // engine/layers itself, engine/cuda/device_net.cpp): the int8 layers of quant/ make their own
+  // (quant/device_qlayers.cpp). device_unsupported() is "" when make_device(ctx) works, else why
+  // not, which the refusal of the model names; the default is "no CUDA implementation yet".
+  virtual std::string device_unsupported() const;
+  virtual std::unique_ptr<DeviceLayer> make_device(cuda::CudaContext& ctx);
 };
 
 // Shape of x without its batch axis, checked against what the layer was built for.

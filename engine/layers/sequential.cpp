@@ -2,6 +2,7 @@
 
 #include <cmath>
 
+#include "engine/cuda/device_layer.h"
 #include "engine/layers/activation_layer.h"
 #include "engine/layers/conv2d_layer.h"
 #include "engine/layers/pool_layer.h"
@@ -130,6 +131,12 @@ Tensor Sequential::backward(RunContext& ctx, const Tensor& dy) {
 
 void Layer::collect(const std::string& prefix, bool want_buffers, std::vector<std::pair<std::string, Param*>>& out) {
   for (Param* p : want_buffers ? buffers() : params()) out.emplace_back(prefix + "." + kind() + "." + p->name, p);
+}
+
+std::string Layer::device_unsupported() const { return "no CUDA implementation yet"; }
+
+std::unique_ptr<DeviceLayer> Layer::make_device(cuda::CudaContext&) {
+  fail("cuda: layer ", kind(), " has no CUDA implementation yet");
 }
 
 std::vector<std::pair<std::string, Param*>> Sequential::named_params() {
