@@ -26,8 +26,8 @@ inline double row_sum(const float* row, int64_t s, F&& f) {
 
 void check_f32(const char* fn, const BatchNormParams& p, const Tensor& x) {
   if (x.dtype() != DType::f32) fail(fn, ": the fast kernel is float32 only (use the reference for float64)");
-  check(x.numel() == p.n * p.c * p.s && x.dim(0) == p.n, fn, ": x has shape ", shape_str(x.shape()), ", expected N=",
-        p.n, " C=", p.c, " S=", p.s);
+  if (!(x.numel() == p.n * p.c * p.s && x.dim(0) == p.n))  // if/fail: no shape string per call
+    fail(fn, ": x has shape ", shape_str(x.shape()), ", expected N=", p.n, " C=", p.c, " S=", p.s);
   check(p.n * p.s > 1, fn, ": batch statistics need more than one value per channel (N*S=", p.n * p.s, ")");
 }
 
@@ -113,8 +113,8 @@ float infer_invstd(const BatchNormParams& p, float rv) {
 
 void check_infer_f32(const char* fn, const BatchNormParams& p, const Tensor& x) {
   if (x.dtype() != DType::f32) fail(fn, ": the fast kernel is float32 only (use the reference for float64)");
-  check(x.numel() == p.n * p.c * p.s && x.dim(0) == p.n, fn, ": x has shape ", shape_str(x.shape()), ", expected N=",
-        p.n, " C=", p.c, " S=", p.s);
+  if (!(x.numel() == p.n * p.c * p.s && x.dim(0) == p.n))  // if/fail: no shape string per call
+    fail(fn, ": x has shape ", shape_str(x.shape()), ", expected N=", p.n, " C=", p.c, " S=", p.s);
 }
 
 void batchnorm_forward_infer_fast(const BatchNormParams& p, const Tensor& x, const Tensor& gamma, const Tensor& beta,

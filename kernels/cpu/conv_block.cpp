@@ -54,6 +54,17 @@ constexpr int64_t V = 8;  // floats per AVX2 register
 constexpr int64_t kMaxVectors = 512;  // output vectors per plane of one core call (supports() keeps under it)
 constexpr int64_t kGroup = 8;         // images whose weight-gradient sums share one pass of the dw tiles
 
+// A thread's scratch buffer `slot`, kept between calls and set to n zeros (capacity reused): fresh
+// vectors on every call cost page faults, mostly on the worker threads, whose malloc arenas hand
+// freed memory back to the system.
+enum Scratch { kIn, kZl, kAl, kDa, kDz, kDxb, kDw, kDb, kNumScratch };
+std::vector<float>& scratch(Scratch slot, int64_t n) {
+  thread_local std::vector<float> bufs[kNumScratch];
+  std::vector<float>& b = bufs[slot];
+  b.assign(static_cast<size_t>(n), 0.0f);
+  return b;
+}
+
 int64_t round_up(int64_t a, int64_t m) { return (a + m - 1) / m * m; }
 
 // out plane o (o < Ob, a multiple of KB), vector v (v < nvtot, a multiple of NV) of rows QC
@@ -403,9 +414,9 @@ void forward_f32(const ConvBlockParams& p, const float* x, const float* w, const
 #pragma omp parallel num_threads(T)
   {
     const int t = omp_get_thread_num();
-    std::vector<float> in(static_cast<size_t>(g.C * g.Hin * g.Win), 0.0f);
-    std::vector<float> zl(static_cast<size_t>(g.fwd.ob * zplane));
-    std::vector<float> al(static_cast<size_t>(zplane));
+    std::vector<float>& in = scratch(kIn, g.C * g.Hin * g.Win);
+    std::vector<float>& zl = scratch(kZl, g.fwd.ob * zplane);
+    std::vector<float>& al = scratch(kAl, zplane);
     for (int64_t n = range_begin(g.N, t, T); n < range_begin(g.N, t + 1, T); ++n) {
       load_image(g, x, n, in.data());
       g.fwd.tile.fn(in.data(), g.C, g.Hin, g.Win, g.R, g.S, wpk.data(), bias.data(), zl.data(), g.fwd.ob, g.QC,
@@ -443,19 +454,20 @@ void backward_f32(const ConvBlockParams& p, const float* x, const float* w, cons
   }
   const int T = std::max(1, std::min<int>(omp_get_max_threads(), static_cast<int>(g.N)));
   // Per thread: dw' lanes [k][c][r][s][8] and db lanes [k][8], summed in thread order below.
-  std::vector<std::vector<float>> dwv(static_cast<size_t>(T)), dbv(static_cast<size_t>(T));
+  std::vector<const std::vector<float>*> dwv(static_cast<size_t>(T)), dbv(static_cast<size_t>(T));
 #pragma omp parallel num_threads(T)
   {
     const int t = omp_get_thread_num();
-    std::vector<float>& my_dw = dwv[static_cast<size_t>(t)];
-    std::vector<float>& my_db = dbv[static_cast<size_t>(t)];
-    if (dw) my_dw.assign(static_cast<size_t>(g.K * crs * V), 0.0f), my_db.assign(static_cast<size_t>(g.K * V), 0.0f);
+    std::vector<float>& my_dw = scratch(kDw, dw ? g.K * crs * V : 0);
+    std::vector<float>& my_db = scratch(kDb, dw ? g.K * V : 0);
+    dwv[static_cast<size_t>(t)] = &my_dw, dbv[static_cast<size_t>(t)] = &my_db;
     // a group of up to kGroup images: their dz planes and padded inputs, for the dw tiles
     const int64_t in_size = g.C * g.Hin * g.Win, dz_size = g.K * dz_plane;
-    std::vector<float> in(dw ? static_cast<size_t>(kGroup * in_size) : 0, 0.0f);
-    std::vector<float> al(static_cast<size_t>(g.P * g.Q)), da(al.size());
-    std::vector<float> dzl(static_cast<size_t>(kGroup * dz_size), 0.0f);
-    std::vector<float> dxb(dx ? static_cast<size_t>(g.C * g.Hx * g.Wx) : 0);
+    std::vector<float>& in = scratch(kIn, dw ? kGroup * in_size : 0);
+    std::vector<float>& al = scratch(kAl, g.P * g.Q);
+    std::vector<float>& da = scratch(kDa, g.P * g.Q);
+    std::vector<float>& dzl = scratch(kDz, kGroup * dz_size);
+    std::vector<float>& dxb = scratch(kDxb, dx ? g.C * g.Hx * g.Wx : 0);
     const float* dzs[kGroup];
     const float* ins[kGroup];
     for (int64_t i = 0; i < kGroup; ++i)  // (no input buffer without dw: no offset from its null data())
@@ -500,26 +512,32 @@ void backward_f32(const ConvBlockParams& p, const float* x, const float* w, cons
             }
       }
     }
+    if (dw) {
+      // Every thread's partial sums are complete past the barrier (and its scratch still alive:
+      // the reduction stays inside the region). The 8 lanes at `at` of every thread's sums:
+      // threads in order, then the lanes in order; output channels split among the threads.
+#pragma omp barrier
+      auto lane_sum = [T](const std::vector<const std::vector<float>*>& parts, int64_t at) {
+        float lanes[V] = {};
+        for (int u = 0; u < T; ++u)
+          for (int64_t l = 0; l < V; ++l) lanes[l] += (*parts[static_cast<size_t>(u)])[static_cast<size_t>(at + l)];
+        float sum = 0.0f;
+        for (int64_t l = 0; l < V; ++l) sum += lanes[l];
+        return sum;
+      };
+#pragma omp for schedule(static)
+      for (int64_t k = 0; k < g.K; ++k) {
+        for (int64_t c = 0; c < g.C; ++c)  // dw' back to w's orientation (flip)
+          for (int64_t r = 0; r < g.R; ++r)
+            for (int64_t s = 0; s < g.S; ++s) {
+              const int64_t rr = p.conv.flip ? g.R - 1 - r : r, ss = p.conv.flip ? g.S - 1 - s : s;
+              dw[((k * g.C + c) * g.R + rr) * g.S + ss] +=
+                  lane_sum(dwv, ((k * g.C + c) * g.R * g.S + r * g.S + s) * V);
+            }
+        if (p.bias && db) db[k] += lane_sum(dbv, k * V);
+      }
+    }
   }
-  if (!dw) return;
-  // The 8 lanes at `at` of every thread's sums: threads in order, then the lanes in order.
-  auto lane_sum = [T](const std::vector<std::vector<float>>& parts, int64_t at) {
-    float lanes[V] = {};
-    for (int t = 0; t < T; ++t)
-      for (int64_t l = 0; l < V; ++l) lanes[l] += parts[static_cast<size_t>(t)][static_cast<size_t>(at + l)];
-    float sum = 0.0f;
-    for (int64_t l = 0; l < V; ++l) sum += lanes[l];
-    return sum;
-  };
-  for (int64_t k = 0; k < g.K; ++k)  // dw' back to w's orientation (flip)
-    for (int64_t c = 0; c < g.C; ++c)
-      for (int64_t r = 0; r < g.R; ++r)
-        for (int64_t s = 0; s < g.S; ++s) {
-          const int64_t rr = p.conv.flip ? g.R - 1 - r : r, ss = p.conv.flip ? g.S - 1 - s : s;
-          dw[((k * g.C + c) * g.R + rr) * g.S + ss] += lane_sum(dwv, ((k * g.C + c) * g.R * g.S + r * g.S + s) * V);
-        }
-  if (p.bias && db)
-    for (int64_t k = 0; k < g.K; ++k) db[k] += lane_sum(dbv, k * V);
 }
 
 // What the per-image path is for: small blocks whose planes fit a core's caches. Wider layers

@@ -15,9 +15,10 @@ namespace xent_rows {
 
 // z (N,K) and N labels in 0..K-1, or an error naming the sample.
 inline void check_args(const char* fn, const Tensor& z, const std::vector<int32_t>& labels) {
-  check(z.rank() == 2, fn, ": logits must be (N,K), got ", shape_str(z.shape()));
-  check(static_cast<int64_t>(labels.size()) == z.dim(0), fn, ": ", labels.size(), " labels for logits ",
-        shape_str(z.shape()));
+  // if/fail: the shape strings are built only for the message
+  if (z.rank() != 2) fail(fn, ": logits must be (N,K), got ", shape_str(z.shape()));
+  if (static_cast<int64_t>(labels.size()) != z.dim(0))
+    fail(fn, ": ", labels.size(), " labels for logits ", shape_str(z.shape()));
   for (std::size_t i = 0; i < labels.size(); ++i)
     check(labels[i] >= 0 && labels[i] < z.dim(1), fn, ": label ", labels[i], " of sample ", i, " is outside 0..",
           z.dim(1) - 1);
