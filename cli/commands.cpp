@@ -43,6 +43,7 @@
 #include "quant/dynamic.h"
 #include "quant/model_io.h"
 #include "quant/ptq.h"
+#include "quant/ste.h"
 #include "quant/report.h"
 
 namespace driftlab {
@@ -1040,9 +1041,6 @@ void attack_cmd(AttackOptions o) {
   attacks::GradientAttackSpec spec = gradient_spec(o, kind, decision);
   const attacks::EightBit eight_bit = attacks::parse_eight_bit(o.eight_bit);
   LoadedModel lm = quant::load_any_model(o.weights);
-  check(decision || !quant::is_quantized(lm), "attack: ", o.weights, " is an int8 model: white-box gradients "
-        "through an int8 model (straight-through) are not implemented yet; craft on its fp32 model and judge "
-        "here with --judge ", o.weights, " (transfer), or run a decision-based attack (boundary, single-pixel)");
   const InputNorm norm = input_norm_from_metadata(lm.metadata);
   // The valid range in the model's input space: the images' [0, 1] through the model's own
   // normalisation (the same float ops as apply_norm), unless --lo/--hi say otherwise.
@@ -1092,7 +1090,16 @@ void attack_cmd(AttackOptions o) {
           judges.back().model.name, ") takes ", shape_str(judges.back().model.input_shape), ", ", o.weights,
           " takes ", shape_str(lm.model.input_shape));
   }
-  std::unique_ptr<Runner> runner = open_runner(lm.model, Device::cpu);
+  // White-box attacks on an int8 model: the straight-through gradient of its fake-quantized float
+  // graph, the decisions the int8 model's own (quant/ste.h).
+  Model fake;
+  std::unique_ptr<Runner> runner;
+  if (quant::is_quantized(lm) && !decision) {
+    fake = quant::fake_quant_model(lm.model);
+    runner = quant::open_ste_runner(lm.model, fake);
+  } else {
+    runner = open_runner(lm.model, Device::cpu);
+  }
   attacks::AttackResult r;
   if (o.attack == "single-pixel") {
     attacks::SinglePixelSpec sp;
@@ -1163,6 +1170,9 @@ void attack_cmd(AttackOptions o) {
          {"model", lm.model.name},
          {"weights", o.weights},
          {"int8", quant::is_quantized(lm)},
+         {"gradient", decision ? "none (decision-based)"
+                      : quant::is_quantized(lm) ? "straight-through: the fake-quantized float graph (quant/ste.h)"
+                                                : "the model's own backward"},
          {"policy", lm.model.policy.to_string()},
          {"inputs", from},
          {"convention", o.convention},
@@ -1389,12 +1399,6 @@ void robustness_cmd(RobustnessOptions o) {
     }
     atts.push_back(a);
   }
-  for (std::size_t m = 0; m < lms.size(); ++m)
-    if (quant::is_quantized(lms[m]) && craft[m] < 0)
-      for (const attacks::RobustnessAttack& a : atts)
-        check(a.name == "boundary" || a.name == "single-pixel", "robustness: ", names[m], " (", files[m],
-              ") is an int8 model: its ", a.name, " examples need a model to craft them on (--craft ", names[m],
-              "=FP32_NAME: transfer, S2); straight-through gradients are not implemented yet");
   Dataset test = load_split_for(lms[0], *o.attack.data.loader, o.attack.data, Split::test);
   check_data_fits(lms[0], files[0], test);
   std::vector<int64_t> idx(static_cast<std::size_t>(test.images.dim(0)));
@@ -1402,10 +1406,18 @@ void robustness_cmd(RobustnessOptions o) {
   const Tensor x = gather_batch(test, idx, 0, test.images.dim(0), lms[0].model.dtype());
   std::vector<std::unique_ptr<Runner>> runners;
   std::vector<attacks::RobustnessModel> rm;
+  // An int8 model attacked white-box on itself (no --craft): straight-through gradients of its
+  // fake-quantized graph, its own decisions (quant/ste.h).
+  std::vector<std::unique_ptr<Model>> fakes;
   for (std::size_t m = 0; m < lms.size(); ++m) {
     check(lms[m].model.dtype() == lms[0].model.dtype(), "robustness: ", files[m], " computes in ",
           dtype_name(lms[m].model.dtype()), ", ", files[0], " in ", dtype_name(lms[0].model.dtype()));
-    runners.push_back(open_runner(lms[m].model, Device::cpu));
+    if (quant::is_quantized(lms[m]) && craft[m] < 0) {
+      fakes.push_back(std::make_unique<Model>(quant::fake_quant_model(lms[m].model)));
+      runners.push_back(quant::open_ste_runner(lms[m].model, *fakes.back()));
+    } else {
+      runners.push_back(open_runner(lms[m].model, Device::cpu));
+    }
     rm.push_back({names[m], runners.back().get(), craft[m]});
   }
   const attacks::RobustnessTable t =
@@ -1432,6 +1444,9 @@ void robustness_cmd(RobustnessOptions o) {
   for (std::size_t m = 0; m < names.size(); ++m)
     mj.push_back({{"name", names[m]}, {"weights", files[m]}, {"int8", quant::is_quantized(lms[m])},
                   {"crafted_on", craft[m] < 0 ? json(nullptr) : json(names[static_cast<std::size_t>(craft[m])])},
+                  {"gradient", craft[m] >= 0            ? "the crafting model's"
+                               : quant::is_quantized(lms[m]) ? "straight-through (fake-quantized graph)"
+                                                             : "the model's own backward"},
                   {"clean_accuracy", t.clean_accuracy[m]}});
   const json j{{"models", names},       {"model_files", mj}, {"attacks", t.attacks}, {"common", t.common},
                {"inputs", test.name},   {"seeds", t.seeds},  {"cells", cells},       {"R", t.r},
@@ -1690,7 +1705,7 @@ void register_commands(CLI::App& app) {
   auto* ak = app.add_subcommand("attack", "attack a saved model (fgsm, bim, pgd; boundary and single-pixel on int8 "
                                            "models too): "
                                            "adversarial examples (.npy), result.json, samples.csv");
-  ak->add_option("--weights", ao->weights, "model file (.dlm); int8: decision-based attacks only")->required();
+  ak->add_option("--weights", ao->weights, "model file (.dlm); int8: white-box attacks on straight-through gradients (quant/ste.h)")->required();
   ak->add_option("--attack", ao->attack, "fgsm | bim | pgd | boundary | single-pixel")->capture_default_str();
   ak->add_option("--iterations", ao->iterations, "boundary: steps (Foolbox 2's iterations)")->capture_default_str();
   ak->add_option("--max-directions", ao->max_directions, "boundary: candidates per step")->capture_default_str();
@@ -1746,7 +1761,8 @@ void register_commands(CLI::App& app) {
   rb->add_option("--model", ro->models, "NAME=FILE (.dlm, fp32 or int8); repeatable, the first is the baseline")
       ->required();
   rb->add_option("--craft", ro->crafts, "NAME=SOURCE: NAME's white-box examples are crafted on model SOURCE "
-                                        "(transfer, e.g. an int8 model from its fp32 one); repeatable");
+                                        "(transfer, e.g. an int8 model from its fp32 one; without it an int8 model is attacked on its "
+                                        "straight-through gradients); repeatable");
   rb->add_option("--attacks", ro->attacks, "comma-separated: fgsm, bim, pgd, boundary, single-pixel")
       ->capture_default_str();
   rb->add_option("--repeats", ro->repeats, "runs per attack, seeds --seed, --seed + 1, ...")->capture_default_str();

@@ -85,6 +85,8 @@ class QConv2dLayer : public QuantLayerBase {
   Shape output_shape() const override { return {p_.g.k, p_.g.out_h(), p_.g.out_w()}; }
   Tensor forward(RunContext& ctx, const Tensor& x) override;
   const QConv2dParams& op_params() const { return p_; }
+  const QuantScheme& scheme() const { return scheme_; }
+  bool fused_relu() const { return relu_; }
   const Tensor& int_weight() const { return w_; }  // what the kernel multiplies: (K,C,R,S) int8
   const Tensor* int_bias() const { return p_.has_bias ? &int_bias_ : nullptr; }  // (K) int32
   QLinearSpec spec() const;  // the numbers its buffers hold now (weights, scales, bias, in/out, relu)
@@ -109,6 +111,8 @@ class QDenseLayer : public QuantLayerBase {
   Shape output_shape() const override { return {p_.out}; }
   Tensor forward(RunContext& ctx, const Tensor& x) override;
   const QDenseParams& op_params() const { return p_; }
+  const QuantScheme& scheme() const { return scheme_; }
+  bool fused_relu() const { return relu_; }
   const Tensor& int_weight() const { return w_; }  // (out,in) int8
   const Tensor* int_bias() const { return p_.has_bias ? &int_bias_ : nullptr; }  // (out) int32
   QLinearSpec spec() const;

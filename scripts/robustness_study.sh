@@ -10,6 +10,10 @@
 #             (transfer), Boundary and single-pixel queried on the integer model.
 #   fb3:      the same models under Foolbox 3's conventions: FGSM at one eps 0.1 and BIM
 #             (10 steps of rel_stepsize 0.2 * eps), the Foolbox 2 vs Foolbox 3 difference on FGSM.
+#   ste:      white-box attacks ON the int8 models (straight-through gradients of the
+#             fake-quantized graph, quant/ste.h) beside the same int8 model attacked by transfer
+#             from its fp32 model and the fp32 model itself (torch preset; Foolbox 3's FGSM at
+#             eps 0.1 and BIM).
 #   uint8:    S2's 8-bit round trip on the fp32 torch LeNet-5's Boundary examples (S1's Boundary
 #             settings, the first 1000 test images).
 #
@@ -56,6 +60,10 @@ for arch in lenet1 lenet5; do
   log "fb3 $arch"
   "$BIN" robustness "${models[@]}" "${crafts[@]}" --convention foolbox3 --attacks fgsm,bim --eps 0.1 \
     --samples "$SAMPLES" --repeats 1 --threads "$THREADS" --out "$OUT/$arch-fb3"
+  log "ste $arch"
+  "$BIN" robustness --model "fp32=$OUT/$arch-torch/model.dlm" --model "int8-ste=$OUT/$arch-torch/int8.dlm" \
+    --model "int8-transfer=$OUT/$arch-torch/int8.dlm" --craft int8-transfer=fp32 --convention foolbox3 \
+    --attacks fgsm,bim --eps 0.1 --samples "$SAMPLES" --repeats 1 --threads "$THREADS" --out "$OUT/$arch-ste"
 done
 
 log "uint8"

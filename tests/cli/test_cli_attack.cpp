@@ -210,12 +210,20 @@ TEST(CliAttack, ConventionsSweepUint8PngAndTransferToInt8) {
                    (d / "q_sp").string() + data);
   ASSERT_EQ(r.code, 0) << r.out;
   EXPECT_NE(r.out.find("lenet1 int8"), std::string::npos) << r.out;
+  // ... and white-box attacks on straight-through gradients of its fake-quantized graph (quant/ste.h)
+  r = run_driftlab("attack --weights " + q + " --attack bim --steps 3 --step 0.05 --limit 4 --out " +
+                   (d / "q_bim").string() + data);
+  ASSERT_EQ(r.code, 0) << r.out;
+  EXPECT_NE(r.out.find("lenet1 int8"), std::string::npos) << r.out;
+  std::ifstream fq(d / "q_bim" / "result.json");
+  const json jq = json::parse(fq);
+  EXPECT_EQ(jq["int8"], true);
+  EXPECT_NE(jq["gradient"].get<std::string>().find("straight-through"), std::string::npos) << jq["gradient"];
 
   // refusals, by name
   expect_refused("attack --weights " + w + " --attack bim --convention foolbox2" + bad, "searches its eps");
   expect_refused("attack --weights " + w + " --attack fgsm --convention foolbox3" + bad, "has no default eps");
   expect_refused("attack --weights " + w + " --convention cleverhans" + bad, "unknown convention 'cleverhans'");
-  expect_refused("attack --weights " + q + " --attack fgsm" + bad, "--judge");
   expect_refused("attack --weights " + w + " --attack fgsm --uint8 floor" + bad, "unknown 8-bit rule 'floor'");
 }
 
@@ -282,8 +290,14 @@ TEST(CliRobustness, TableJsonCsvAndChartForAModelAndItsInt8Version) {
   EXPECT_EQ(json::parse(jf3)["attacks"], json({"fgsm", "bim"}));
 
   // refusals, by name
-  expect_refused("robustness --model fp32=" + w + " --model int8=" + q + " --attacks fgsm --no-chart" + bad,
-                 "--craft int8=FP32_NAME");
+  // an int8 model without --craft: white-box on its own straight-through gradients
+  r = run_driftlab("robustness --model fp32=" + w + " --model int8=" + q + " --attacks fgsm --no-chart --out " +
+                   (d / "ste").string() + data);
+  ASSERT_EQ(r.code, 0) << r.out;
+  std::ifstream js(d / "ste" / "robustness.json");
+  const json jst = json::parse(js);
+  EXPECT_EQ(jst["model_files"][1]["gradient"], "straight-through (fake-quantized graph)");
+  EXPECT_EQ(jst["model_files"][0]["gradient"], "the model's own backward");
   expect_refused("robustness --model fp32=" + w + " --craft int8=fp32 --no-chart" + bad, "no model named 'int8'");
   expect_refused("robustness --model " + w + " --no-chart" + bad, "is not NAME=FILE");
 }

@@ -320,6 +320,64 @@ def run_attack(c, case):
         case.put(name, x)
 
 
+def run_ste_attack(c, case):
+    """The straight-through gradient of an int8 model as PyTorch QAT computes it: the fake-quantized
+    float graph written with torch.fake_quantize_per_tensor_affine (its autograd passes the gradient
+    where the unclamped quantized value lies in [quant_min, quant_max]) around F.conv2d / F.linear
+    over the given float weights (the dequantized int8 weights), F.relu, F.max_pool2d. c['layers']
+    describes the graph in order ({'type': 'fake_quant', 'scale', 'zero_point', 'qmin', 'qmax'},
+    {'type': 'conv2d', 'stride', 'pad'}, {'type': 'dense'}, {'type': 'relu'}, {'type': 'maxpool',
+    'window', 'stride'}, {'type': 'flatten'}); the weights are inputs w<i>, b<i> of layer i. Writes
+    the logits, g0 (dL/dx of F.cross_entropy at the clean input), FGSM and BIM as run_attack."""
+    layers = c['layers']
+    params = {}
+    for i, l in enumerate(layers):
+        if l['type'] in ('conv2d', 'dense'):
+            params[i] = (case.get('w%d' % i), case.get('b%d' % i))
+
+    def forward(x):
+        for i, l in enumerate(layers):
+            t = l['type']
+            if t == 'fake_quant':
+                x = torch.fake_quantize_per_tensor_affine(x, l['scale'], l['zero_point'], l['qmin'], l['qmax'])
+            elif t == 'conv2d':
+                x = F.conv2d(x, params[i][0], params[i][1], stride=l['stride'], padding=l['pad'])
+            elif t == 'dense':
+                x = F.linear(x, params[i][0], params[i][1])
+            elif t == 'relu':
+                x = F.relu(x)
+            elif t == 'maxpool':
+                x = F.max_pool2d(x, l['window'], l['stride'])
+            elif t == 'flatten':
+                x = torch.flatten(x, 1)
+            else:
+                raise ValueError('ste_attack: unknown layer %r' % t)
+        return x
+
+    x0 = case.get('x')
+    labels = case.get('labels', torch.int64)
+    lo, hi, eps, step = c['lo'], c['hi'], c['eps'], c['step']
+    with torch.no_grad():
+        case.put('logits', forward(x0))
+
+    def grad(x):
+        x = x.clone().requires_grad_(True)
+        F.cross_entropy(forward(x), labels).backward()
+        return x.grad
+
+    g0 = grad(x0)
+    case.put('g0', g0)
+    with torch.no_grad():
+        case.put('fgsm', torch.clamp(x0 + eps * g0.sign(), lo, hi))
+    x = x0.clone()
+    for _ in range(c['steps']):
+        g = grad(x)
+        with torch.no_grad():
+            x = x + step * g.sign()
+            x = torch.clamp(x0 + torch.clamp(x - x0, -eps, eps), lo, hi)
+    case.put('bim', x)
+
+
 def run_onnx_export(c, case):
     """torch.onnx.export of c['arch'] as a user writes it: torch.manual_seed(c['seed']), PyTorch's
     own initialisation, BatchNorm running statistics and affine parameters drawn at random (so that
@@ -464,7 +522,7 @@ def run_lstm(c, case):
 
 KINDS = {'conv2d': run_conv2d, 'pool2d': run_pool2d, 'linear': run_linear, 'module': run_module,
          'xent': run_xent, 'batchnorm': run_batchnorm, 'resblock': run_resblock, 'model': run_model,
-         'model_input_grad': run_model_input_grad, 'attack': run_attack, 'train': run_train, 'optim': run_optim, 'init_model': run_init_model,
+         'model_input_grad': run_model_input_grad, 'attack': run_attack, 'ste_attack': run_ste_attack, 'train': run_train, 'optim': run_optim, 'init_model': run_init_model,
          'init_linear': run_init_linear, 'lstm': run_lstm, 'onnx_export': run_onnx_export}
 
 
