@@ -37,7 +37,9 @@ namespace driftlab {
 namespace {
 
 constexpr int64_t kInputs = 1000;
-const char* kSchemes[] = {"torch_qnnpack", "torch_onednn"};
+// The third: torch_onednn as PyTorch's onednn engine runs on x86 without VNNI (VPMADDUBSW's
+// saturating int16 pairs: quant_u8s8_dot, docs/QUANT.md), the same-semantics comparison on AVX2.
+const char* kSchemes[] = {"torch_qnnpack", "torch_onednn", "torch_onednn,quant_u8s8_dot=int16_pairs_channels"};
 const KernelBackend kBackends[] = {KernelBackend::fast, KernelBackend::reference};
 
 Tensor synthetic_images(int64_t n, uint64_t seed) {
@@ -365,7 +367,7 @@ void BM_Resnet20Fp32Layers(benchmark::State& state) {
 
 void int8_args(benchmark::internal::Benchmark* b) {
   const int max_threads = std::min(2, omp_get_max_threads());
-  for (int s = 0; s < 2; ++s)
+  for (int s = 0; s < 3; ++s)
     for (int be = 0; be < 2; ++be)
       for (int64_t batch : {1000, 100})
         for (int t = 1; t <= max_threads; ++t)
@@ -386,7 +388,7 @@ BENCHMARK(BM_Lenet5Int8)->Apply(int8_args)->ArgNames({"scheme", "backend", "batc
     ->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_Lenet5Fp32)->Apply(fp32_args)->ArgNames({"batch", "threads"})->UseRealTime()->Unit(benchmark::kMillisecond);
 void resnet_int8_args(benchmark::internal::Benchmark* b) {
-  for (int s = 0; s < 2; ++s)
+  for (int s = 0; s < 3; ++s)
     for (int64_t batch : {1000, 100})
       for (int t = 1; t <= std::min(2, omp_get_max_threads()); ++t) b->Args({s, batch, t});
 }

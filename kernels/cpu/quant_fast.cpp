@@ -568,14 +568,17 @@ bool has_padding(const Conv2dParams& g) { return g.pad_t || g.pad_b || g.pad_l |
 
 bool qconv2d_supports(const QConv2dParams& p, DType dt) {
   if (dt != p.x_dtype || !is_q8(p.x_dtype) || !is_q8(p.y_dtype) || p.g.flip) return false;
-  // int16 pairs: with C even, ORT's adjacent (kh, kw, c) terms and oneDNN's channels (2j, 2j+1) of
-  // one tap are both the quad's (c0,c1), (c2,c3); a padding tap enters as the zero point in ORT's
-  // rule (as the plane's padding bytes do) but adds nothing in oneDNN's, whose rule with padding
-  // (or an odd C) stays with the reference.
-  // An odd C with ORT's rule takes the im2col path (qconv_im2col_pairs): its rows are ORT's
-  // (kh, kw, c) order itself.
-  if (p.dot != DotRule::exact && p.dot != DotRule::int16_pairs_hwc &&
-      !(p.g.c % 2 == 0 && p.dot == DotRule::int16_pairs_channels && !has_padding(p.g)))
+  // int16 pairs: oneDNN's channels (2j, 2j+1) of one tap are the quad's (c0,c1), (c2,c3); with an
+  // odd C the last channel pairs with a channel the quad fills with weight 0 ("pairs with
+  // nothing", as oneDNN's). With C even ORT's adjacent (kh, kw, c) terms are the same pairs; an odd
+  // C with ORT's rule takes the im2col path (qconv_im2col_pairs): its rows are ORT's (kh, kw, c)
+  // order itself. A padding tap enters as the stored zero point in ORT's rule, as the plane's
+  // padding bytes do; oneDNN's rule skips it, which the plane's zero-point bytes reproduce exactly
+  // when their pair cannot saturate: |zp * (w0 + w1)| <= 128 * 256 = 32768 fits int16 (and is
+  // then taken off by the zero-point correction like any other term) for zp <= 128. Larger zero
+  // points with padding stay with the reference.
+  if (p.dot == DotRule::int16_pairs_channels &&
+      (p.x_dtype != DType::u8 || (has_padding(p.g) && p.x_zero_point > 128)))
     return false;
   // Padding is written as the shifted zero point, which must be a byte.
   const int32_t zp_u = shifted_zero_point(p.x_dtype, p.x_zero_point);

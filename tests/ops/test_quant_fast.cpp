@@ -182,9 +182,9 @@ TEST(QDenseFast, EqualsReferenceByteForByte) {
 // VPMADDUBSW on AVX2 (a portable loop elsewhere) over the quad layout (ORT's rule with an odd
 // channel count: over an im2col panel in (kh, kw, c) order), byte for byte against the
 // reference's Int16Pairs. Full-range bytes and weights, so that pairs saturate (checked: the rule
-// moves outputs away from the exact sum; the tally says in how many cases). Where the quad cannot hold
-// oneDNN's pairs (an odd channel count; padding taps, which it skips) supports() says no and the
-// registry keeps the reference.
+// moves outputs away from the exact sum; the tally says in how many cases). oneDNN's rule with
+// padding and a zero point above 128 (a padding pair that could saturate, where oneDNN skips the
+// tap) is left to the reference by supports(); at 128 and below it runs fast.
 TEST(QConvFast, Int16PairRulesEqualTheReferenceWhereSupported) {
   const QConv2dKernel& ref = registry().qconv2d.reference();
   const QConv2dKernel& fast = registry().qconv2d.at(KernelBackend::fast);
@@ -192,20 +192,23 @@ TEST(QConvFast, Int16PairRulesEqualTheReferenceWhereSupported) {
   int64_t ran = 0, refused = 0, compared = 0, saturated = 0;
   for (const QConvCase& cs : cases_for(kQConvCases, kCpuTest))
     for (DotRule dot : {DotRule::int16_pairs_hwc, DotRule::int16_pairs_channels})
-      for (DType xt : {DType::u8, DType::i8}) {
+      for (DType xt : {DType::u8, DType::i8})
+       for (int32_t zp_u8 : {200, 128}) {  // oneDNN's rule with padding: fast up to 128 (supports())
         if (dot == DotRule::int16_pairs_channels && xt == DType::i8) continue;  // oneDNN's rule: uint8 only
+        if (zp_u8 == 128 && (xt == DType::i8 || dot == DotRule::int16_pairs_hwc)) continue;
         ++seed;
         QConv2dParams p;
         p.g = geometry_of(cs);
         const Conv2dParams& g = p.g;
         p.x_dtype = p.y_dtype = xt;
-        p.x_zero_point = xt == DType::i8 ? -100 : 200;
+        p.x_zero_point = xt == DType::i8 ? -100 : zp_u8;
         p.has_bias = true;
         p.rq = make_requant(RequantRule::float_multiply, RoundRule::half_even, seed % 2 == 0, g.k,
                             std::sqrt(double(g.c * g.r * g.s)) * 128.0 * 90.0, xt, false, seed);
         const bool padded = g.pad_t || g.pad_b || g.pad_l || g.pad_r;
-        // ORT's rule everywhere (an odd C through the im2col path); oneDNN's where the quads hold it
-        const bool expect = dot == DotRule::int16_pairs_hwc || (g.c % 2 == 0 && !padded);
+        // ORT's rule everywhere (an odd C through the im2col path); oneDNN's wherever the padding's
+        // zero-point pairs cannot saturate (any C: an odd one pairs the last channel with weight 0)
+        const bool expect = dot == DotRule::int16_pairs_hwc || !padded || p.x_zero_point <= 128;
         p.dot = dot;
         EXPECT_EQ(fast.supports(p, xt), expect) << cs.name << " C " << g.c << (padded ? " padded" : "");
         if (!expect) {
