@@ -186,6 +186,7 @@ class QResidualLayer : public QuantLayerBase {
   const QResidualSpec& spec() const { return spec_; }
   const Shape& input_shape() const { return in_; }
   const QAddParams& add_params() const { return p_; }
+  const QuantScheme& scheme() const { return scheme_; }
   // forward with the main path computed by `run_main` (the report's walker: it sees inside).
   template <typename F>
   Tensor forward_with(RunContext& ctx, const Tensor& x, F&& run_main) {

@@ -6,7 +6,9 @@
 #include "engine/layers/conv2d_layer.h"
 #include "engine/layers/dense_layer.h"
 #include "engine/layers/flatten_layer.h"
+#include "engine/layers/global_avg_pool_layer.h"
 #include "engine/layers/pool_layer.h"
+#include "engine/layers/residual_layer.h"
 #include "engine/random.h"
 #include "engine/train/cpu_runner.h"
 #include "quant/qlayers.h"
@@ -95,15 +97,21 @@ struct Mirror {
   Policy policy;  // the int8 model's, float32, no flip
   Rng rng{RngEngine::mt19937_u24, 1};  // the float layers' initial weights, all overwritten
 
-  void add_output(Sequential& out, const QuantScheme& s, const QLinearSpec& spec, bool relu) {
+  QuantizeParams cur;  // the activation grid of the last point mirrored (an average pool keeps it)
+
+  void add_fake_quant(Sequential& out, const QuantizeParams& p) {
+    out.add(std::make_unique<FakeQuantLayer>(out.current_shape(), p));
+    cur = p;
+  }
+  void add_output(Sequential& out, const QuantScheme& s, ActQParams q, bool relu) {
     if (relu) out.add(std::make_unique<ActivationLayer>(ActKind::relu, out.current_shape(), policy));
-    out.add(std::make_unique<FakeQuantLayer>(out.current_shape(), act_quantize_params(s, spec.out)));
+    add_fake_quant(out, act_quantize_params(s, q));
   }
 
   void layer(Layer& l, const std::string& path, Sequential& out) {
     const Shape in = out.current_shape();
     if (auto* q = dynamic_cast<QuantizeLayer*>(&l)) {
-      out.add(std::make_unique<FakeQuantLayer>(in, q->op_params()));
+      add_fake_quant(out, q->op_params());
     } else if (dynamic_cast<DequantizeLayer*>(&l)) {
       // the last fake_quant's output is already the dequantized value
     } else if (auto* c = dynamic_cast<QConv2dLayer*>(&l)) {
@@ -122,7 +130,7 @@ struct Mirror {
       const QLinearSpec spec = c->spec();
       set_linear(conv->weight(), &conv->bias(), spec, g.k);
       out.add(std::move(conv));
-      add_output(out, c->scheme(), spec, c->fused_relu());
+      add_output(out, c->scheme(), spec.out, c->fused_relu());
     } else if (auto* d = dynamic_cast<QDenseLayer*>(&l)) {
       const QDenseParams& p = d->op_params();
       auto dense = std::make_unique<DenseLayer>(p.out, in, policy, rng, true);
@@ -130,7 +138,7 @@ struct Mirror {
       const QLinearSpec spec = d->spec();
       set_linear(*ps[0], ps[1], spec, p.out);
       out.add(std::move(dense));
-      add_output(out, d->scheme(), spec, d->fused_relu());
+      add_output(out, d->scheme(), spec.out, d->fused_relu());
     } else if (auto* m = dynamic_cast<QMaxPool2dLayer*>(&l)) {
       const Pool2dParams& g = m->op_params().g;
       check(g.kh == g.kw && g.stride_h == g.stride_w, "fake_quant_model: layer ", path,
@@ -148,9 +156,32 @@ struct Mirror {
       out.add(std::make_unique<FlattenLayer>(in, policy));
     } else if (dynamic_cast<QReluLayer*>(&l)) {
       out.add(std::make_unique<ActivationLayer>(ActKind::relu, in, policy));
+    } else if (auto* g = dynamic_cast<QGlobalAvgPoolLayer*>(&l)) {
+      // the mean, then the int8 pool's rounding: onto the input's grid (PyTorch's rule) or the
+      // pool's own (ONNX Runtime's)
+      out.add(std::make_unique<GlobalAvgPoolLayer>(in, policy));
+      QuantizeParams p = cur;
+      if (g->own_qparams()) p.scale = {g->op_params().out_scale}, p.zero_point = {g->op_params().out_zero_point};
+      add_fake_quant(out, p);
+    } else if (auto* r = dynamic_cast<QResidualLayer*>(&l)) {
+      // PyTorch QAT's FloatFunctional add_relu: main(x) + shortcut(x), relu, one fake_quant
+      const QResidualSpec& sp = r->spec();
+      const QuantizeParams block_in = cur;
+      auto main = std::make_unique<Sequential>(in);
+      for (std::size_t i = 0; i < r->main().size(); ++i)
+        layer(r->main().layer(i), path + ".qresidual.main." + std::to_string(i), *main);
+      auto res = std::make_unique<ResidualLayer>(std::move(main), sp.option_a ? Shortcut::option_a : Shortcut::identity,
+                                                 policy, rng);
+      check(!sp.option_a || (res->stride() == sp.stride && res->pad_before() == sp.pad_before),
+            "fake_quant_model: layer ", path, " (qresidual): option A mirrored with stride ", res->stride(),
+            " and ", res->pad_before(), " channels before, the int8 block has ", sp.stride, " and ", sp.pad_before);
+      out.add(std::move(res));
+      cur = block_in;
+      add_output(out, r->scheme(), sp.out, sp.relu);
     } else {
       fail("fake_quant_model: layer ", path, " (", l.kind(), ") has no fake-quantized float mirror yet (the STE "
-           "gradient covers quantize, qconv2d, qdense, qmaxpool2d, flatten, qrelu, dequantize: LeNet-1/LeNet-5)");
+           "gradient covers quantize, qconv2d, qdense, qmaxpool2d, flatten, qrelu, qglobal_avg_pool, qresidual, "
+           "dequantize)");
     }
   }
 };

@@ -19,10 +19,14 @@
 //                          accumulator units), relu when fused, fake_quant(output)
 //   qmaxpool2d          -> max pool of the same geometry
 //   flatten, qrelu      -> flatten, relu (the quantized relu keeps the scale: no fake_quant)
+//   qglobal_avg_pool    -> global average pool, fake_quant onto the input's grid (PyTorch) or the
+//                          pool's own (ONNX Runtime)
+//   qresidual           -> residual (main path mirrored, identity or option-A shortcut), relu when
+//                          fused, fake_quant(output): PyTorch QAT's FloatFunctional add_relu
 //   dequantize          -> nothing (the last fake_quant already gives the dequantized values)
-// Its forward approximates the int8 model's (float sums instead of exact integer ones: logits can
-// differ by an output step where a sum lands near a rounding boundary). qresidual and
-// qglobal_avg_pool (an int8 ResNet-20) are refused by name for now.
+// Its forward approximates the int8 model's (float sums instead of exact integer ones, the float
+// add instead of the scheme's integer add: logits can differ by an output step or a few where a
+// sum lands near a rounding boundary). Other layers are refused by name.
 #pragma once
 #include <memory>
 

@@ -1,7 +1,7 @@
 // Straight-through gradients of an int8 model (quant/ste.h) against PyTorch 1.13 QAT's: the same
 // fake-quantized float graph written with torch.fake_quantize_per_tensor_affine under autograd
 // (tests/oracles/torch/oracle.py run_ste_attack), over the weights and activation scales of
-// driftlab's int8 LeNet-1 and LeNet-5 (PTQ under torch_qnnpack: x * (1/s), round half to even, as
+// driftlab's int8 LeNet-1, LeNet-5 and ResNet-20 (PTQ under torch_qnnpack: x * (1/s), round half to even, as
 // PyTorch's fake quantization computes qval = zp + nearbyint(x * inv_scale)).
 //
 // What must agree, and why not bit for bit everywhere: the float sums of the convolutions run in
@@ -20,6 +20,7 @@
 #include "attacks/gradient.h"
 #include "engine/layers/conv2d_layer.h"
 #include "engine/layers/pool_layer.h"
+#include "engine/layers/residual_layer.h"
 #include "engine/train/runner.h"
 #include "models/models.h"
 #include "quant/ptq.h"
@@ -35,57 +36,87 @@ using json = nlohmann::json;
 constexpr int64_t kBatch = 6;
 constexpr double kEps = 0.03, kStep = 0.01;
 constexpr int kSteps = 10;
-const char* const kArchs[] = {"lenet1", "lenet5"};
+
+// LeNet-1/5 on [0, 1] images; ResNet-20 (identity and option-A blocks, global average pooling) on
+// [-1, 1] ones, untrained with random BatchNorm statistics folded into its convolutions.
+struct Arch {
+  const char* name;
+  Shape image;
+  double lo, hi;
+};
+const Arch kArchs[] = {{"lenet1", {1, 28, 28}, 0.0, 1.0}, {"lenet5", {1, 28, 28}, 0.0, 1.0},
+                       {"resnet20", {3, 32, 32}, -1.0, 1.0}};
 
 struct SteCase {
   quant::PtqResult q;
   Model fake;
 };
 
-SteCase make_case(const std::string& arch) {
-  Model fp32 = build_model(arch, Policy::torch(), 31);
-  SteCase c{quant::quantize_model(fp32, Policy::parse("torch,quant_scheme=torch_qnnpack"),
-                                  random_tensor({64, 1, 28, 28}, DType::f32, 32, 0.0, 1.0)),
+Tensor images(const Arch& a, int64_t n, uint64_t seed) {
+  Shape s{n};
+  s.insert(s.end(), a.image.begin(), a.image.end());
+  return random_tensor(s, DType::f32, seed, a.lo, a.hi);
+}
+
+SteCase make_case(const Arch& a) {
+  Model fp32 = std::string(a.name) == "resnet20" ? oracle::model_with_random_state(a.name, Policy::torch(), 31)
+                                                 : build_model(a.name, Policy::torch(), 31);
+  SteCase c{quant::quantize_model(fp32, Policy::parse("torch,quant_scheme=torch_qnnpack"), images(a, 64, 32)),
             Model{}};
   c.fake = quant::fake_quant_model(c.q.model);
   return c;
 }
 
-Tensor clean_input() { return random_tensor({kBatch, 1, 28, 28}, DType::f32, 33, 0.0, 1.0); }
 std::vector<int32_t> labels() { return oracle::random_labels(kBatch, 10, 34); }
 
-void fill(CaseDir& r) {
-  for (const char* arch : kArchs) {
-    SteCase c = make_case(arch);
-    const std::string n = std::string(arch) + "_ste";
-    json layers = json::array();
-    for (std::size_t i = 0; i < c.fake.net->size(); ++i) {
-      Layer& l = c.fake.net->layer(i);
-      if (auto* f = dynamic_cast<quant::FakeQuantLayer*>(&l)) {
-        const QuantizeParams& p = f->op_params();
-        layers.push_back({{"type", "fake_quant"}, {"scale", p.scale[0]}, {"zero_point", p.zero_point[0]},
-                          {"qmin", p.qmin}, {"qmax", p.qmax}});
-      } else if (auto* cv = dynamic_cast<Conv2dLayer*>(&l)) {
-        layers.push_back({{"type", "conv2d"}, {"stride", cv->op_params().stride_h}, {"pad", cv->op_params().pad_t}});
-        r.input(n, "w" + std::to_string(i), cv->weight().value);
-        r.input(n, "b" + std::to_string(i), cv->bias().value);
-      } else if (l.kind() == "dense") {
-        layers.push_back({{"type", "dense"}});
-        r.input(n, "w" + std::to_string(i), l.params()[0]->value);
-        r.input(n, "b" + std::to_string(i), l.params()[1]->value);
-      } else if (l.kind() == "relu") {
-        layers.push_back({{"type", "relu"}});
-      } else if (auto* p = dynamic_cast<Pool2dLayer*>(&l)) {
-        layers.push_back({{"type", "maxpool"}, {"window", p->op_params().kh}, {"stride", p->op_params().stride_h}});
-      } else if (l.kind() == "flatten") {
-        layers.push_back({{"type", "flatten"}});
-      } else {
-        ADD_FAILURE() << "no oracle form for layer " << i << " (" << l.kind() << ")";
-      }
+// The mirror's layers as the oracle script reads them; weights as inputs w<id>, b<id>.
+json describe(CaseDir& r, const std::string& n, Sequential& seq, int& next_id) {
+  json layers = json::array();
+  for (std::size_t i = 0; i < seq.size(); ++i) {
+    Layer& l = seq.layer(i);
+    if (auto* f = dynamic_cast<quant::FakeQuantLayer*>(&l)) {
+      const QuantizeParams& p = f->op_params();
+      layers.push_back({{"type", "fake_quant"}, {"scale", p.scale[0]}, {"zero_point", p.zero_point[0]},
+                        {"qmin", p.qmin}, {"qmax", p.qmax}});
+    } else if (auto* cv = dynamic_cast<Conv2dLayer*>(&l)) {
+      const int id = next_id++;
+      layers.push_back({{"type", "conv2d"}, {"id", id}, {"stride", cv->op_params().stride_h},
+                        {"pad", cv->op_params().pad_t}});
+      r.input(n, "w" + std::to_string(id), cv->weight().value);
+      r.input(n, "b" + std::to_string(id), cv->bias().value);
+    } else if (l.kind() == "dense") {
+      const int id = next_id++;
+      layers.push_back({{"type", "dense"}, {"id", id}});
+      r.input(n, "w" + std::to_string(id), l.params()[0]->value);
+      r.input(n, "b" + std::to_string(id), l.params()[1]->value);
+    } else if (l.kind() == "relu") {
+      layers.push_back({{"type", "relu"}});
+    } else if (auto* p = dynamic_cast<Pool2dLayer*>(&l)) {
+      layers.push_back({{"type", "maxpool"}, {"window", p->op_params().kh}, {"stride", p->op_params().stride_h}});
+    } else if (l.kind() == "flatten") {
+      layers.push_back({{"type", "flatten"}});
+    } else if (l.kind() == "global_avg_pool") {
+      layers.push_back({{"type", "gap"}});
+    } else if (auto* res = dynamic_cast<ResidualLayer*>(&l)) {
+      layers.push_back({{"type", "residual"}, {"main", describe(r, n, res->main(), next_id)},
+                        {"option_a", res->shortcut() == Shortcut::option_a}, {"stride", res->stride()},
+                        {"pad_before", res->pad_before()}});
+    } else {
+      ADD_FAILURE() << "no oracle form for layer " << i << " (" << l.kind() << ")";
     }
-    r.input(n, "x", clean_input());
+  }
+  return layers;
+}
+
+void fill(CaseDir& r) {
+  for (const Arch& a : kArchs) {
+    SteCase c = make_case(a);
+    const std::string n = std::string(a.name) + "_ste";
+    int next_id = 0;
+    const json layers = describe(r, n, *c.fake.net, next_id);
+    r.input(n, "x", images(a, kBatch, 33));
     r.input(n, "labels", oracle::labels_tensor(labels()));
-    r.add_case({{"name", n}, {"kind", "ste_attack"}, {"layers", layers}, {"lo", 0.0}, {"hi", 1.0}, {"eps", kEps},
+    r.add_case({{"name", n}, {"kind", "ste_attack"}, {"layers", layers}, {"lo", a.lo}, {"hi", a.hi}, {"eps", kEps},
                 {"step", kStep}, {"steps", kSteps}});
   }
 }
@@ -105,10 +136,11 @@ int64_t ulps(float a, float b) {
 
 TEST(TorchSteOracle, FakeQuantGraphGradientsAndAttacksEqualPytorchQat) {
   ORACLE_GROUP(run, ste_run);
-  for (const char* arch : kArchs) {
+  for (const Arch& a : kArchs) {
+    const char* arch = a.name;
     SCOPED_TRACE(arch);
     const std::string n = std::string(arch) + "_ste";
-    SteCase c = make_case(arch);  // the same model again (deterministic PTQ)
+    SteCase c = make_case(a);  // the same model again (deterministic PTQ)
     const Tensor x = run.in(n, "x");
     const std::vector<int32_t> y = oracle::labels_of(run.in(n, "labels"));
 
@@ -142,6 +174,7 @@ TEST(TorchSteOracle, FakeQuantGraphGradientsAndAttacksEqualPytorchQat) {
       attacks::GradientAttackSpec spec;
       spec.kind = attacks::parse_attack_kind(kind);
       spec.eps = kEps, spec.step = kStep, spec.steps = kSteps;
+      spec.lo = a.lo, spec.hi = a.hi;
       const attacks::AttackResult r = attacks::run_gradient_attack(*ste, x, y, spec);
       const Tensor want = run.out(n, kind);
       int64_t within = 0, off = 0, worst = 0;
@@ -152,9 +185,17 @@ TEST(TorchSteOracle, FakeQuantGraphGradientsAndAttacksEqualPytorchQat) {
       }
       std::cout << arch << " " << kind << ": " << within << " of " << want.numel() << " elements within 1 ulp of "
                 << "PyTorch's, " << off << " beyond (largest " << worst << " ulps)\n";
-      EXPECT_LE(off, spec.kind == attacks::AttackKind::fgsm ? flips_small + flips_large
-                                                            : flips_small + flips_large + 8 * kSteps)
-          << kind;
+      // Where the two forwards put some activation on different steps (the logits say so), an
+      // iterate's straight-through mask differs at that activation, and its gradient reaches the
+      // activation's whole receptive field in the input (up to the full 32x32 image in ResNet-20's
+      // last stage): the signs of many input elements can differ from then on, and BIM carries
+      // them through its remaining steps. A wrong gradient would differ in about half of them.
+      // Bound: 8 elements a step when the forwards agree; else 2% of the elements (measured:
+      // ResNet-20 BIM 123 of 18,432, 0.67%, with 2 of 60 clean logits a step apart).
+      const int64_t allowed = spec.kind == attacks::AttackKind::fgsm ? flips_small + flips_large
+                              : differ == 0 ? flips_small + flips_large + 8 * kSteps
+                                            : want.numel() / 50;
+      EXPECT_LE(off, allowed) << kind;
     }
   }
 }

@@ -324,35 +324,59 @@ def run_ste_attack(c, case):
     """The straight-through gradient of an int8 model as PyTorch QAT computes it: the fake-quantized
     float graph written with torch.fake_quantize_per_tensor_affine (its autograd passes the gradient
     where the unclamped quantized value lies in [quant_min, quant_max]) around F.conv2d / F.linear
-    over the given float weights (the dequantized int8 weights), F.relu, F.max_pool2d. c['layers']
-    describes the graph in order ({'type': 'fake_quant', 'scale', 'zero_point', 'qmin', 'qmax'},
-    {'type': 'conv2d', 'stride', 'pad'}, {'type': 'dense'}, {'type': 'relu'}, {'type': 'maxpool',
-    'window', 'stride'}, {'type': 'flatten'}); the weights are inputs w<i>, b<i> of layer i. Writes
-    the logits, g0 (dL/dx of F.cross_entropy at the clean input), FGSM and BIM as run_attack."""
-    layers = c['layers']
+    over the given float weights (the dequantized int8 weights), F.relu, F.max_pool2d, the global
+    average pool and residual blocks. c['layers'] describes the graph in order ({'type':
+    'fake_quant', 'scale', 'zero_point', 'qmin', 'qmax'}, {'type': 'conv2d', 'id', 'stride', 'pad'},
+    {'type': 'dense', 'id'}, {'type': 'relu'}, {'type': 'maxpool', 'window', 'stride'}, {'type':
+    'flatten'}, {'type': 'gap'}, {'type': 'residual', 'main': [...], 'option_a', 'stride',
+    'pad_before'}); the weights are inputs w<id>, b<id>. Writes the logits, g0 (dL/dx of
+    F.cross_entropy at the clean input), FGSM and BIM as run_attack."""
     params = {}
-    for i, l in enumerate(layers):
-        if l['type'] in ('conv2d', 'dense'):
-            params[i] = (case.get('w%d' % i), case.get('b%d' % i))
 
-    def forward(x):
-        for i, l in enumerate(layers):
+    def collect(layers):
+        for l in layers:
+            if l['type'] in ('conv2d', 'dense'):
+                params[l['id']] = (case.get('w%d' % l['id']), case.get('b%d' % l['id']))
+            if l['type'] == 'residual':
+                collect(l['main'])
+
+    collect(c['layers'])
+
+    def run(layers, x):
+        for l in layers:
             t = l['type']
             if t == 'fake_quant':
                 x = torch.fake_quantize_per_tensor_affine(x, l['scale'], l['zero_point'], l['qmin'], l['qmax'])
             elif t == 'conv2d':
-                x = F.conv2d(x, params[i][0], params[i][1], stride=l['stride'], padding=l['pad'])
+                w, b = params[l['id']]
+                x = F.conv2d(x, w, b, stride=l['stride'], padding=l['pad'])
             elif t == 'dense':
-                x = F.linear(x, params[i][0], params[i][1])
+                w, b = params[l['id']]
+                x = F.linear(x, w, b)
             elif t == 'relu':
                 x = F.relu(x)
             elif t == 'maxpool':
                 x = F.max_pool2d(x, l['window'], l['stride'])
             elif t == 'flatten':
                 x = torch.flatten(x, 1)
+            elif t == 'gap':
+                x = F.adaptive_avg_pool2d(x, 1).flatten(1)
+            elif t == 'residual':  # main(x) + shortcut(x); option A: x[:, :, ::s, ::s], zero channels around
+                y = run(l['main'], x)
+                if l['option_a']:
+                    s = l['stride']
+                    sc = x[:, :, ::s, ::s]
+                    after = y.shape[1] - sc.shape[1] - l['pad_before']
+                    sc = F.pad(sc, (0, 0, 0, 0, l['pad_before'], after))
+                else:
+                    sc = x
+                x = y + sc
             else:
                 raise ValueError('ste_attack: unknown layer %r' % t)
         return x
+
+    def forward(x):
+        return run(c['layers'], x)
 
     x0 = case.get('x')
     labels = case.get('labels', torch.int64)
