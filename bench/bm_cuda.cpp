@@ -217,6 +217,21 @@ double check_model(CudaContext& ctx, Model& m) {
 // (tests/cuda/test_model_cuda.cpp derives the bound); an indexing bug is O(1).
 constexpr double kModelCheck = 1e-4;
 
+// The forward of n inputs already on the device, after a warm-up, per iteration (CUDA events).
+void time_forward(benchmark::State& state, CudaContext& ctx, Model& m, int64_t n) {
+  DeviceNet net(ctx, m);
+  DeviceValue x = std::make_shared<DeviceTensor>(cuda::to_device(ctx, model_images(m, n, 9)));
+  DeviceRunContext run = DeviceRunContext::inference(ctx);
+  net.forward_device(run, x);  // warm-up
+  cuda::EventTimer timer(ctx);
+  for (auto _ : state) {
+    timer.start();
+    DeviceValue y = net.forward_device(run, x);
+    state.SetIterationTime(timer.stop_seconds());
+  }
+  state.counters["images/s"] = benchmark::Counter(static_cast<double>(n), benchmark::Counter::kIsIterationInvariantRate);
+}
+
 void bm_train_step(benchmark::State& state, const std::string& model, int64_t batch, CudaBackend backend) {
   cuda::CudaExecParams e = exec(backend, backend, false);
   e.pool_backend = e.bn_backend = e.softmax_backend = e.rnn_backend = backend;
@@ -254,17 +269,7 @@ void bm_predict(benchmark::State& state, const std::string& model, int64_t n, Cu
     state.SkipWithError(("check against the CPU model failed: relative error " + std::to_string(rel)).c_str());
     return;
   }
-  DeviceNet net(ctx, m);
-  DeviceValue x = std::make_shared<DeviceTensor>(cuda::to_device(ctx, model_images(m, n, 9)));
-  DeviceRunContext run = DeviceRunContext::inference(ctx);
-  net.forward_device(run, x);  // warm-up
-  cuda::EventTimer timer(ctx);
-  for (auto _ : state) {
-    timer.start();
-    DeviceValue y = net.forward_device(run, x);
-    state.SetIterationTime(timer.stop_seconds());
-  }
-  state.counters["images/s"] = benchmark::Counter(static_cast<double>(n), benchmark::Counter::kIsIterationInvariantRate);
+  time_forward(state, ctx, m, n);
 }
 
 // An int8 model (issue 16: post-training quantization of the torch-preset fp32 model, calibrated
@@ -289,17 +294,7 @@ void bm_predict_int8(benchmark::State& state, const std::string& model, const st
       return;
     }
   }
-  DeviceNet net(ctx, m);
-  DeviceValue x = std::make_shared<DeviceTensor>(cuda::to_device(ctx, model_images(m, n, 9)));
-  DeviceRunContext run = DeviceRunContext::inference(ctx);
-  net.forward_device(run, x);  // warm-up
-  cuda::EventTimer timer(ctx);
-  for (auto _ : state) {
-    timer.start();
-    DeviceValue y = net.forward_device(run, x);
-    state.SetIterationTime(timer.stop_seconds());
-  }
-  state.counters["images/s"] = benchmark::Counter(static_cast<double>(n), benchmark::Counter::kIsIterationInvariantRate);
+  time_forward(state, ctx, m, n);
 }
 
 void register_all() {

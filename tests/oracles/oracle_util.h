@@ -460,6 +460,17 @@ inline Tensor labels_tensor(const std::vector<int32_t>& labels) {
   std::vector<double> v(labels.begin(), labels.end());
   return Tensor::from<double>({static_cast<int64_t>(v.size())}, v);
 }
+// Distance in units in the last place between two finite floats (-0 and +0 adjacent): how far an
+// attack's example element is from the peer's.
+inline int64_t ulps_between(float a, float b) {
+  auto key = [](float f) {
+    int32_t i;
+    std::memcpy(&i, &f, 4);
+    return i < 0 ? int64_t{INT32_MIN} - i : int64_t{i};  // monotone in f
+  };
+  return std::llabs(key(a) - key(b));
+}
+
 inline std::vector<int32_t> labels_of(const Tensor& t) {
   std::vector<int32_t> v(static_cast<std::size_t>(t.numel()));
   for (int64_t i = 0; i < t.numel(); ++i) v[static_cast<std::size_t>(i)] = static_cast<int32_t>(t.at(i));

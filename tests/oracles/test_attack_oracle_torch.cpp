@@ -76,16 +76,6 @@ const CaseDir& attack_run() {
   return run;
 }
 
-// Distance in units in the last place between two finite floats.
-int64_t ulps(float a, float b) {
-  auto key = [](float f) {
-    int32_t i;
-    std::memcpy(&i, &f, 4);
-    return i < 0 ? int64_t{INT32_MIN} - i : int64_t{i};  // monotone in f, -0 and +0 adjacent
-  };
-  return std::llabs(key(a) - key(b));
-}
-
 TEST(TorchAttackOracle, FgsmBimPgdEqualPytorchAutogradInEvalMode) {
   ORACLE_GROUP(run, attack_run);
   for (const ArchCase& a : kArchs) {
@@ -125,7 +115,7 @@ TEST(TorchAttackOracle, FgsmBimPgdEqualPytorchAutogradInEvalMode) {
       const Tensor want = run.out(n, kind);
       int64_t within = 0, off = 0, worst = 0;
       for (int64_t i = 0; i < want.numel(); ++i) {
-        const int64_t u = ulps(r.x_adv.data<float>()[i], want.data<float>()[i]);
+        const int64_t u = oracle::ulps_between(r.x_adv.data<float>()[i], want.data<float>()[i]);
         (u <= 1 ? within : off) += 1;
         worst = std::max(worst, u);
       }

@@ -1672,16 +1672,6 @@ TEST(TfjsNegative, InitialiserDistribution) {
 
 class TfjsOracleInputGradient : public ::testing::TestWithParam<InputGradCase> {};
 
-// Distance in units in the last place between two finite floats.
-int64_t float_ulps(float a, float b) {
-  auto key = [](float f) {
-    int32_t i;
-    std::memcpy(&i, &f, 4);
-    return i < 0 ? int64_t{INT32_MIN} - i : int64_t{i};
-  };
-  return std::llabs(key(a) - key(b));
-}
-
 // The clean gradient's signs must agree wherever TF.js's gradient is not within rounding of zero
 // (the gradients agree to ~3e-7 of the largest, TfjsOracleInputGradient), and the adversarial
 // examples within 1 ulp except where a sign went the other way at some step (counted, bounded).
@@ -1722,7 +1712,7 @@ TEST(TfjsAttackOracle, FgsmBimEqualTfGradUnderTheKerasLoss) {
       const Tensor want = from_tfjs(run.out(c.name, kind));
       int64_t off = 0, worst = 0;
       for (int64_t i = 0; i < want.numel(); ++i) {
-        const int64_t u = float_ulps(r.x_adv.data<float>()[i], want.data<float>()[i]);
+        const int64_t u = oracle::ulps_between(r.x_adv.data<float>()[i], want.data<float>()[i]);
         off += u > 1;
         worst = std::max(worst, u);
       }
