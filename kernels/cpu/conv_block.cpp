@@ -1,5 +1,6 @@
 // Fast conv_block (engine/ops/conv_block.h): convolution + bias + activation + max pooling run
-// image by image, the batch split into one contiguous range of images per OpenMP thread.
+// image by image, the images (forward) or groups of kGroup images (backward) taken by the OpenMP
+// threads as they free up.
 //
 // Why per image: LeNet's blocks are tiny (conv1 of LeNet-5: 1 input channel, 6 outputs, 24x24)
 // and a batch-wide kernel per layer spends its time on per-op set-up, passes through memory and
@@ -18,12 +19,12 @@
 // multiplication by the zeros a full correlation over a zero-bordered gradient would do: 3x the
 // work for LeNet-5's conv2), each tile added straight into place in the padded dx image (col2im
 // in the core's epilogue: no column buffer); the weight gradient keeps 8 lanes per weight per
-// thread and reduces them once per call.
+// group of images and reduces them once per call.
 //
-// Reproducibility: the images of thread t are [n*t/T, n*(t+1)/T), each thread's dw/db lanes are
-// summed in image order (dw: groups of kGroup images in order, each group's sums in registers),
-// the threads' partial sums in thread order, the lanes in lane order: the
-// same bits for the same thread count, run after run (ConvBlockFast.BitIdenticalAcrossRuns).
+// Reproducibility: each group's dw/db lanes are summed in image order (dw: the group's sums in
+// registers), the groups' partial sums in group order, the lanes in lane order, whichever thread
+// ran which group: the same bits run after run and for any thread count
+// (ConvBlockFast.BitIdenticalAcrossRuns, ConvBlockFast.SameBitsAtOneAndTwoThreads).
 // Against the reference the convolution's sums run in another order: equal within a tolerance
 // (tests/ops/test_conv_block.cpp). The activation and the pooling use the shared formulas
 // (activation_value / activation_grad, max_scan_takes), so y is exactly maxpool(act(z)) of the
@@ -32,6 +33,7 @@
 // AVX2 + FMA builds only; elsewhere the slot stays empty and the three layers run unfused.
 #include <algorithm>
 #include <cstring>
+#include <memory>
 #include <vector>
 
 #include <omp.h>
@@ -57,7 +59,7 @@ constexpr int64_t kGroup = 8;         // images whose weight-gradient sums share
 // A thread's scratch buffer `slot`, kept between calls and set to n zeros (capacity reused): fresh
 // vectors on every call cost page faults, mostly on the worker threads, whose malloc arenas hand
 // freed memory back to the system.
-enum Scratch { kIn, kZl, kAl, kDa, kDz, kDxb, kDw, kDb, kNumScratch };
+enum Scratch { kIn, kZl, kAl, kDa, kDz, kDxb, kNumScratch };
 std::vector<float>& scratch(Scratch slot, int64_t n) {
   thread_local std::vector<float> bufs[kNumScratch];
   std::vector<float>& b = bufs[slot];
@@ -288,9 +290,6 @@ void load_image(const Geometry& g, const float* x, int64_t n, float* buf) {
                   static_cast<size_t>(g.W) * sizeof(float));
 }
 
-// The images of thread t of T: [n*t/T, n*(t+1)/T).
-inline int64_t range_begin(int64_t n, int t, int T) { return n * t / T; }
-
 // The common LeNet epilogue on 8 columns at a time: relu, then 2x2 max windows at stride 2 over
 // rows whose width is a multiple of 8 (columns 2j and 2j+1 of a row pair are window j).
 bool relu_2x2(const ConvBlockParams& p) {
@@ -413,11 +412,13 @@ void forward_f32(const ConvBlockParams& p, const float* x, const float* w, const
   const int T = std::max(1, std::min<int>(omp_get_max_threads(), static_cast<int>(g.N)));
 #pragma omp parallel num_threads(T)
   {
-    const int t = omp_get_thread_num();
     std::vector<float>& in = scratch(kIn, g.C * g.Hin * g.Win);
     std::vector<float>& zl = scratch(kZl, g.fwd.ob * zplane);
     std::vector<float>& al = scratch(kAl, zplane);
-    for (int64_t n = range_begin(g.N, t, T); n < range_begin(g.N, t + 1, T); ++n) {
+    // Images taken as threads free up (each image's outputs are its own: any order gives the same
+    // bits): on this VM two threads rarely run at the same speed.
+#pragma omp for schedule(dynamic, 2)
+    for (int64_t n = 0; n < g.N; ++n) {
       load_image(g, x, n, in.data());
       g.fwd.tile.fn(in.data(), g.C, g.Hin, g.Win, g.R, g.S, wpk.data(), bias.data(), zl.data(), g.fwd.ob, g.QC,
                     g.fwd.nvtot, nullptr, nullptr, 0);
@@ -453,14 +454,15 @@ void backward_f32(const ConvBlockParams& p, const float* x, const float* w, cons
       for (int64_t v = 0; v < g.QC; ++v) vec_at.push_back(i * g.Wx + v * V);
   }
   const int T = std::max(1, std::min<int>(omp_get_max_threads(), static_cast<int>(g.N)));
-  // Per thread: dw' lanes [k][c][r][s][8] and db lanes [k][8], summed in thread order below.
-  std::vector<const std::vector<float>*> dwv(static_cast<size_t>(T)), dbv(static_cast<size_t>(T));
+  // Images in groups of kGroup (group j: images j*kGroup ...), taken by the threads as they free up
+  // (on this VM two threads rarely run at the same speed). Each group's dw' lanes [k][c][r][s][8]
+  // and db lanes [k][8] go to the group's own slot, summed in group order below: the bits depend
+  // neither on which thread ran which group nor on the thread count.
+  const int64_t G = (g.N + kGroup - 1) / kGroup;
+  const int64_t dw_slot = dw ? g.K * crs * V : 0, slot = dw ? dw_slot + g.K * V : 0;
+  std::unique_ptr<float[]> parts(new float[static_cast<size_t>(std::max<int64_t>(1, G * slot))]);
 #pragma omp parallel num_threads(T)
   {
-    const int t = omp_get_thread_num();
-    std::vector<float>& my_dw = scratch(kDw, dw ? g.K * crs * V : 0);
-    std::vector<float>& my_db = scratch(kDb, dw ? g.K * V : 0);
-    dwv[static_cast<size_t>(t)] = &my_dw, dbv[static_cast<size_t>(t)] = &my_db;
     // a group of up to kGroup images: their dz planes and padded inputs, for the dw tiles
     const int64_t in_size = g.C * g.Hin * g.Win, dz_size = g.K * dz_plane;
     std::vector<float>& in = scratch(kIn, dw ? kGroup * in_size : 0);
@@ -472,9 +474,12 @@ void backward_f32(const ConvBlockParams& p, const float* x, const float* w, cons
     const float* ins[kGroup];
     for (int64_t i = 0; i < kGroup; ++i)  // (no input buffer without dw: no offset from its null data())
       dzs[i] = dzl.data() + i * dz_size, ins[i] = dw ? in.data() + i * in_size : nullptr;
-    const int64_t end = range_begin(g.N, t + 1, T);
-    for (int64_t n0 = range_begin(g.N, t, T); n0 < end; n0 += kGroup) {
-      const int64_t gn = std::min<int64_t>(kGroup, end - n0);
+#pragma omp for schedule(dynamic, 1)
+    for (int64_t grp = 0; grp < G; ++grp) {
+      const int64_t n0 = grp * kGroup, gn = std::min<int64_t>(kGroup, g.N - n0);
+      float* my_dw = dw ? parts.get() + grp * slot : nullptr;
+      float* my_db = dw ? my_dw + dw_slot : nullptr;
+      if (dw) std::fill(my_dw, my_dw + slot, 0.0f);
       for (int64_t gi = 0; gi < gn; ++gi) {
         const int64_t n = n0 + gi;
         float* dzi = dzl.data() + gi * dz_size;
@@ -484,9 +489,9 @@ void backward_f32(const ConvBlockParams& p, const float* x, const float* w, cons
         if (dw) {
           load_image(g, x, n, in.data() + gi * in_size);
           for (int64_t k = 0; k < g.K; ++k) {  // db: the lanes of dz's rows, image by image
-            __m256 acc = _mm256_loadu_ps(my_db.data() + k * V);
+            __m256 acc = _mm256_loadu_ps(my_db + k * V);
             for (int64_t v = 0; v < g.P * g.QC; ++v) acc = _mm256_add_ps(acc, _mm256_loadu_ps(dzi + k * dz_plane + v * V));
-            _mm256_storeu_ps(my_db.data() + k * V, acc);
+            _mm256_storeu_ps(my_db + k * V, acc);
           }
         }
         if (dx) {
@@ -508,19 +513,18 @@ void backward_f32(const ConvBlockParams& p, const float* x, const float* w, cons
               const int64_t sb = std::min<int64_t>(6, g.S - s0);
               DwTileFn f = pair ? dw_tile_for<2>(sb) : dw_tile_for<1>(sb);
               f(dzs, k0 * dz_plane, dz_plane, ins, (c * g.Hin + r) * g.Win + s0, gn, g.P, g.QC, g.Win,
-                my_dw.data() + ((k0 * g.C + c) * g.R * g.S + r * g.S + s0) * V, crs * V);
+                my_dw + ((k0 * g.C + c) * g.R * g.S + r * g.S + s0) * V, crs * V);
             }
       }
-    }
+    }  // (the loop's barrier: every group's slot is complete below)
     if (dw) {
-      // Every thread's partial sums are complete past the barrier (and its scratch still alive:
-      // the reduction stays inside the region). The 8 lanes at `at` of every thread's sums:
-      // threads in order, then the lanes in order; output channels split among the threads.
-#pragma omp barrier
-      auto lane_sum = [T](const std::vector<const std::vector<float>*>& parts, int64_t at) {
-        float lanes[V] = {};
-        for (int u = 0; u < T; ++u)
-          for (int64_t l = 0; l < V; ++l) lanes[l] += (*parts[static_cast<size_t>(u)])[static_cast<size_t>(at + l)];
+      // The 8 lanes at `at` of every group's slot: groups in order (8 lanes at once), then the
+      // lanes in order; output channels split among the threads.
+      auto lane_sum = [&](int64_t at) {
+        __m256 acc = _mm256_loadu_ps(parts.get() + at);
+        for (int64_t grp = 1; grp < G; ++grp) acc = _mm256_add_ps(acc, _mm256_loadu_ps(parts.get() + grp * slot + at));
+        float lanes[V];
+        _mm256_storeu_ps(lanes, acc);
         float sum = 0.0f;
         for (int64_t l = 0; l < V; ++l) sum += lanes[l];
         return sum;
@@ -531,10 +535,9 @@ void backward_f32(const ConvBlockParams& p, const float* x, const float* w, cons
           for (int64_t r = 0; r < g.R; ++r)
             for (int64_t s = 0; s < g.S; ++s) {
               const int64_t rr = p.conv.flip ? g.R - 1 - r : r, ss = p.conv.flip ? g.S - 1 - s : s;
-              dw[((k * g.C + c) * g.R + rr) * g.S + ss] +=
-                  lane_sum(dwv, ((k * g.C + c) * g.R * g.S + r * g.S + s) * V);
+              dw[((k * g.C + c) * g.R + rr) * g.S + ss] += lane_sum(((k * g.C + c) * g.R * g.S + r * g.S + s) * V);
             }
-        if (p.bias && db) db[k] += lane_sum(dbv, k * V);
+        if (p.bias && db) db[k] += lane_sum(dw_slot + k * V);
       }
     }
   }

@@ -202,6 +202,29 @@ TEST_P(ConvBlockFast, BitIdenticalAcrossRuns) {
   EXPECT_TRUE(bitwise_equal(a.db, b2.db));
 }
 
+// The groups' partial sums are reduced in group order whichever thread ran them: one thread and
+// two give the same bits (the batch of 19 is three groups, the last partial).
+TEST_P(ConvBlockFast, SameBitsAtOneAndTwoThreads) {
+  const BlockCase& c = GetParam();
+  const ConvBlockParams p = params_of(c);
+  const Tensor x = random_tensor(p.x_shape(), DType::f32, 41), w = random_tensor(p.conv.w_shape(), DType::f32, 42);
+  const Tensor b = random_tensor({c.k}, DType::f32, 43), dy = random_tensor(p.y_shape(), DType::f32, 44);
+  const Tensor dw0 = random_tensor(p.conv.w_shape(), DType::f32, 45), db0 = random_tensor({c.k}, DType::f32, 46);
+  Results one, two;
+  {
+    ThreadCountGuard guard(1);
+    one = run(fast_kernel(), p, x, w, b, dy, dw0, db0);
+  }
+  {
+    ThreadCountGuard guard(2);
+    two = run(fast_kernel(), p, x, w, b, dy, dw0, db0);
+  }
+  EXPECT_TRUE(bitwise_equal(one.y, two.y));
+  EXPECT_TRUE(bitwise_equal(one.dx, two.dx));
+  EXPECT_TRUE(bitwise_equal(one.dw, two.dw));
+  EXPECT_TRUE(bitwise_equal(one.db, two.db));
+}
+
 INSTANTIATE_TEST_SUITE_P(Cases, ConvBlockFast, ::testing::ValuesIn(kCases),
                          [](const auto& info) { return std::string(info.param.name); });
 // integer data keeps relu's sums exact (tanh's and sigmoid's values are not integers)
