@@ -295,13 +295,18 @@ def run_attack(c, case):
     statistics as in run_model_input_grad."""
     model, stats = model_with_state(c, case)
     model.eval()
-    x0 = case.get('x')
-    labels = case.get('labels', torch.int64)
+    put_sign_attacks(c, case, model, case.get('x'), case.get('labels', torch.int64), case.get('noise'))
+
+
+def put_sign_attacks(c, case, forward, x0, labels, noise=None):
+    """g0 (dL/dx of F.cross_entropy(forward(x)) at x0), FGSM's clamp(x0 + eps * sign(g0), lo, hi),
+    and BIM's steps x <- x + step * sign(g); x <- clamp(x0 + clamp(x - x0, -eps, eps), lo, hi) from
+    x0, and PGD's from clamp(x0 + noise, lo, hi) when a noise is given."""
     lo, hi, eps, step = c['lo'], c['hi'], c['eps'], c['step']
 
     def grad(x):
         x = x.clone().requires_grad_(True)
-        F.cross_entropy(model(x), labels).backward()
+        F.cross_entropy(forward(x), labels).backward()
         return x.grad
 
     g0 = grad(x0)
@@ -309,8 +314,9 @@ def run_attack(c, case):
     with torch.no_grad():
         case.put('fgsm', torch.clamp(x0 + eps * g0.sign(), lo, hi))
     starts = {'bim': x0.clone()}
-    with torch.no_grad():
-        starts['pgd'] = torch.clamp(x0 + case.get('noise'), lo, hi)
+    if noise is not None:
+        with torch.no_grad():
+            starts['pgd'] = torch.clamp(x0 + noise, lo, hi)
     for name, x in starts.items():
         for _ in range(c['steps']):
             g = grad(x)
@@ -379,27 +385,9 @@ def run_ste_attack(c, case):
         return run(c['layers'], x)
 
     x0 = case.get('x')
-    labels = case.get('labels', torch.int64)
-    lo, hi, eps, step = c['lo'], c['hi'], c['eps'], c['step']
     with torch.no_grad():
         case.put('logits', forward(x0))
-
-    def grad(x):
-        x = x.clone().requires_grad_(True)
-        F.cross_entropy(forward(x), labels).backward()
-        return x.grad
-
-    g0 = grad(x0)
-    case.put('g0', g0)
-    with torch.no_grad():
-        case.put('fgsm', torch.clamp(x0 + eps * g0.sign(), lo, hi))
-    x = x0.clone()
-    for _ in range(c['steps']):
-        g = grad(x)
-        with torch.no_grad():
-            x = x + step * g.sign()
-            x = torch.clamp(x0 + torch.clamp(x - x0, -eps, eps), lo, hi)
-    case.put('bim', x)
+    put_sign_attacks(c, case, forward, x0, case.get('labels', torch.int64))
 
 
 def run_onnx_export(c, case):
