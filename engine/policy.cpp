@@ -696,13 +696,15 @@ const std::vector<KnobRow>& rows() {
         {"quant_add", "quant", {"fixed_point_shift", "float_fma_tail64", "tflite_fixed_point", "ort_qlinear_add"},
          "the int8 residual add: qnnpack's fixed point (shift 21 - exponent), ATen's x86 float kernel (fma body, "
          "scalar tail of numel % 64), ONNX Runtime's QLinearAdd (MLAS AVX2: float32 ratios s/s_y, "
-         "fma(a, r_a, fma(b, r_b, F)) on the stored ints, int8 run as uint8 + 128 on x86), TFLite's (not "
-         "implemented yet: refused)",
-         "tflite_fixed_point (refused: not implemented)", "tflite_fixed_point (refused: not implemented)",
+         "fma(a, r_a, fma(b, r_b, F)) on the stored ints, int8 run as uint8 + 128 on x86), TFLite's builtin "
+         "int8 ADD (left shift 20, the three multipliers below one in double, double-rounding fixed point per "
+         "input and for the sum)",
+         "tflite_fixed_point", "tflite_fixed_point",
          "fixed_point_shift (qnnpack; onednn, fbgemm: float_fma_tail64; ort: ort_qlinear_add)",
          "aten/src/ATen/native/quantized/cpu/qnnpack/src/requantization (add params); "
          "aten/src/ATen/native/quantized/cpu/kernels/QuantizedOpKernels.cpp qadd_kernel; "
-         "onnxruntime/core/mlas/lib/intrinsics/avx2/qladd_avx2.cpp"}));
+         "onnxruntime/core/mlas/lib/intrinsics/avx2/qladd_avx2.cpp; tflite/kernels/add.cc Prepare and "
+         "kernels/internal/reference/integer_ops/add.h (docs/research/tflite_int8_add_mean_pool.md)"}));
     r.push_back(enum_knob(&Policy::quant_avg_pool,
         {"quant_avg_pool", "quant", {"float_reciprocal", "tflite_rounded_division", "ort_qlinear_global_avg_pool"},
          "int8 global average pooling: round((sum - N*zp) * (1/N)) + zp (PyTorch, channels-last input), ORT's "

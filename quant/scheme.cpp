@@ -79,7 +79,7 @@ QuantScheme QuantScheme::from_policy(const Policy& p) {
   s.dot = p.quant_u8s8_dot;
   s.add_name = p.get("quant_add");
   s.avg_pool_name = p.get("quant_avg_pool");
-  s.add_implemented = p.quant_add != QuantAdd::tflite_fixed_point;
+  s.add_implemented = true;
   switch (p.quant_add) {
     case QuantAdd::fixed_point_shift: s.add_rule = QAddRule::fixed_point_shift; break;
     case QuantAdd::float_fma_tail64: s.add_rule = QAddRule::float_fma_tail64; break;
@@ -89,7 +89,7 @@ QuantScheme QuantScheme::from_policy(const Policy& p) {
       s.add_rule = QAddRule::float_ratio_fma;
       s.add_offset = i8 ? 128 : 0;
       break;
-    case QuantAdd::tflite_fixed_point: break;  // refused by the PTQ driver (not implemented)
+    case QuantAdd::tflite_fixed_point: s.add_rule = QAddRule::tflite_fixed_point; break;
   }
   s.avg_pool_implemented = p.quant_avg_pool != QuantAvgPool::tflite_rounded_division;
   s.avg_pool_rule = p.quant_avg_pool == QuantAvgPool::ort_qlinear_global_avg_pool ? QAvgPoolRule::scale_ratio

@@ -31,6 +31,7 @@ const char* qadd_rule_name(QAddRule r) {
     case QAddRule::fixed_point_shift: return "fixed_point_shift";
     case QAddRule::float_fma_tail64: return "float_fma_tail64";
     case QAddRule::float_ratio_fma: return "float_ratio_fma";
+    case QAddRule::tflite_fixed_point: return "tflite_fixed_point";
   }
   return "?";
 }
@@ -69,6 +70,21 @@ void QAddParams::resolve() {
     b_ratio = b_scale / y_scale;
     const float zb_term = b_ratio * static_cast<float>(b_zero_point + offset);
     fixed = static_cast<float>(y_zero_point + offset) - std::fma(a_ratio, static_cast<float>(a_zero_point + offset), zb_term);
+    return;
+  }
+  if (rule == QAddRule::tflite_fixed_point) {
+    // tflite/kernels/add.cc Prepare (int8): every multiplier below one, in double
+    const double twice_max = 2.0 * static_cast<double>(a_scale > b_scale ? a_scale : b_scale);
+    auto below_one = [](double r, const char* what) {
+      check(r > 0 && r < 1, "qadd: TFLite's ", what, " multiplier ", r, " is not in (0, 1)");
+      const FixedPointMultiplier m = quantize_multiplier(r, false);
+      check(m.shift <= 0, "qadd: TFLite's ", what, " multiplier ", r, " has shift ", m.shift, " > 0");
+      return m;
+    };
+    a_fixed = below_one(static_cast<double>(a_scale) / twice_max, "first input's");
+    b_fixed = below_one(static_cast<double>(b_scale) / twice_max, "second input's");
+    // (1 << 20) * s_y: a float32 product, exact (a power of two)
+    y_fixed = below_one(twice_max / static_cast<double>(static_cast<float>(1 << 20) * y_scale), "output");
     return;
   }
   if (rule != QAddRule::fixed_point_shift) return;

@@ -284,6 +284,15 @@ enum class QAddRule {
   // zero point is first shifted by QAddParams::offset (ORT on x86 runs an int8 QDQ graph as uint8 +
   // 128), which changes the float roundings, not the real values.
   float_ratio_fma,
+  // TFLite's int8 ADD (tflite/kernels/add.cc Prepare, reference/integer_ops/add.h AddFunc; the spec
+  // with sources and worked examples: docs/research/tflite_int8_add_mean_pool.md section 2):
+  // left_shift 20; twice_max = 2*max(s_a, s_b) (double); ratios s_a/twice_max, s_b/twice_max and
+  // twice_max/(2^20 * s_y) as QuantizeMultiplierSmallerThanOneExp in double; per element
+  // A = (q - z) * 2^20, S = MBQM(A) (double rounding: RDBPOT(SRDHM(A, m), -shift)) for each input,
+  // y = MBQM(S_a + S_b) + zy, clamped. The reference and x86-without-SSE4.1 path: TFLite's NEON
+  // blocks of 16 (also NEON_2_SSE on x86 SSE4.1 builds) round the input stage once and can differ by
+  // one in rare cases; XNNPACK's delegate is another formula again (not modelled).
+  tflite_fixed_point,
 };
 const char* qadd_rule_name(QAddRule r);
 
@@ -301,6 +310,8 @@ struct QAddParams {
   int32_t offset = 0;
   // fixed_point_shift: derived by resolve()
   int32_t a_mult = 0, b_mult = 0, shift = 0;
+  // tflite_fixed_point: derived by resolve()
+  FixedPointMultiplier a_fixed, b_fixed, y_fixed;
   // float_ratio_fma: derived by resolve()
   float a_ratio = 0, b_ratio = 0, fixed = 0;
   void resolve();  // computes the fixed-point multipliers and checks every field (throws naming it)

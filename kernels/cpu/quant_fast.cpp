@@ -1192,7 +1192,8 @@ void dequantize_forward_fast(const QuantizeParams& p, const Tensor& q, Tensor& x
 // whole tensor then run with the body's formula, and the tail written over it.
 
 bool qadd_supports(const QAddParams& p, DType dt) {
-  return dt == p.dtype && is_q8(p.dtype) && p.rule != QAddRule::float_ratio_fma;  // that one: the reference
+  return dt == p.dtype && is_q8(p.dtype) && p.rule != QAddRule::float_ratio_fma &&
+         p.rule != QAddRule::tflite_fixed_point;  // those two: the reference
 }
 
 // The resolved numbers of one add, loop-invariant locals (stores through T* may alias a struct).
@@ -1336,7 +1337,8 @@ void qadd_fast_t(const QAddParams& p, const T* a, const T* b, int64_t numel, T* 
 void qadd_forward_fast(const QAddParams& p0, const Tensor& a, const Tensor& b, Tensor& y) {
   QAddParams p = p0;
   p.resolve();
-  check(p.rule != QAddRule::float_ratio_fma, "qadd fast: rule float_ratio_fma is the reference kernel's only");
+  check(p.rule != QAddRule::float_ratio_fma && p.rule != QAddRule::tflite_fixed_point, "qadd fast: rule ",
+        qadd_rule_name(p.rule), " is the reference kernel's only");
   if (!(a.shape() == b.shape() && y.shape() == a.shape()))  // (check() would format the shapes on every call)
     fail("qadd: shapes ", shape_str(a.shape()), ", ", shape_str(b.shape()), " -> ", shape_str(y.shape()),
          " must agree");

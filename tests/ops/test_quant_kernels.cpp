@@ -10,6 +10,7 @@
 #include <cmath>
 #include <limits>
 
+#include "engine/random.h"
 #include "kernels/cpu/ref/ref.h"
 #include "tests/test_util.h"
 
@@ -424,6 +425,76 @@ TEST(QuantAdd, OrtRatioFmaTiesHalfEvenBothSignsAndSaturation) {
   EXPECT_EQ(ort_add(1.f, 0, -128, 1.f, 0, -128, 0.5f, 0), -128);
   // |v| >= 2^31: cvtps2dq gives INT32_MIN, which the packs saturate LOW: 127 * 2^30 -> -128, not 127
   EXPECT_EQ(ort_add(1.f, 0, 127, 1.f, 0, 0, 0x1p-30f, 0), -128);
+}
+
+// TFLite's int8 ADD (QAddRule::tflite_fixed_point): the worked examples of
+// docs/research/tflite_int8_add_mean_pool.md 2.7 (every integer there computed by hand from
+// TFLite's reference formulas; no TFLite binary runs here), one element per case.
+int8_t tflite_add(float sa, int32_t za, int8_t a, float sb, int32_t zb, int8_t b, float sy, int32_t zy,
+                  int32_t lo = -128) {
+  QAddParams p;
+  p.rule = QAddRule::tflite_fixed_point;
+  p.dtype = DType::i8;
+  p.lo = lo, p.hi = 127;
+  p.a_scale = sa, p.b_scale = sb, p.y_scale = sy;
+  p.a_zero_point = za, p.b_zero_point = zb, p.y_zero_point = zy;
+  Tensor ta = Tensor::from<int8_t>({1}, {a}), tb = Tensor::from<int8_t>({1}, {b}), ty({1}, DType::i8);
+  qadd_forward_ref(p, ta, tb, ty);
+  return ty.data<int8_t>()[0];
+}
+
+TEST(QuantAdd, TfliteWorkedExamples) {
+  {  // the multipliers of A1: (2^30, 0), (2^30, -1), (2^30, -19)
+    QAddParams p;
+    p.rule = QAddRule::tflite_fixed_point, p.dtype = DType::i8, p.lo = -128, p.hi = 127;
+    p.a_scale = 0.5f, p.b_scale = 0.25f, p.y_scale = 1.f;
+    p.resolve();
+    EXPECT_EQ(p.a_fixed.m0, 1 << 30);
+    EXPECT_EQ(p.a_fixed.shift, 0);
+    EXPECT_EQ(p.b_fixed.m0, 1 << 30);
+    EXPECT_EQ(p.b_fixed.shift, -1);
+    EXPECT_EQ(p.y_fixed.m0, 1 << 30);
+    EXPECT_EQ(p.y_fixed.shift, -19);
+  }
+  // A1: s = 0.5, 0.25 -> 1, zero points 0: round half away of (2a + b)/4
+  EXPECT_EQ(tflite_add(0.5f, 0, 3, 0.25f, 0, 2, 1.f, 0), 2);     // (a)
+  EXPECT_EQ(tflite_add(0.5f, 0, 0, 0.25f, 0, 2, 1.f, 0), 1);     // (b) +0.5 -> 1
+  EXPECT_EQ(tflite_add(0.5f, 0, 0, 0.25f, 0, -2, 1.f, 0), -1);   // (c) -0.5 -> -1 (single rounding: 0)
+  EXPECT_EQ(tflite_add(0.5f, 0, -1, 0.25f, 0, 0, 1.f, 0), -1);   // (d)
+  EXPECT_EQ(tflite_add(0.5f, 0, -3, 0.25f, 0, 1, 1.f, 0), -1);   // (e) -1.25 -> -1
+  // A2: zero points and a fused RELU (clamp at zp_out = -2)
+  EXPECT_EQ(tflite_add(0.5f, -1, -3, 0.25f, 3, 1, 1.f, -2, -2), -2);
+  EXPECT_EQ(tflite_add(0.5f, -1, -3, 0.25f, 3, 1, 1.f, -2), -4);
+  // A3: float32 scales as a converter stores them
+  EXPECT_EQ(tflite_add(0.0235f, -7, 100, 0.0172f, 12, -50, 0.0311f, -3), 44);    // exact 43.56
+  EXPECT_EQ(tflite_add(0.0235f, -7, -128, 0.0172f, 12, 127, 0.0311f, -3), -31);  // exact -30.83
+  // A4: saturation (381 -> 127)
+  EXPECT_EQ(tflite_add(0.5f, 0, 127, 0.25f, 0, 127, 0.25f, 0), 127);
+  // A5's reference result (TFLite's NEON path gives -101 there)
+  EXPECT_EQ(tflite_add(0.1037505716085434f, 57, 122, 0.04183778539299965f, -53, -122, 0.2857022285461426f, -115), -102);
+}
+
+// Against the real value: the double-rounding pipeline stays within one step of round(real) over
+// random scales, zero points and values (each of its three roundings is at most half a step of its
+// own quantity; the scaled input terms carry 2^20 of headroom, so their roundings cost < 2^-19 step).
+TEST(QuantAdd, TfliteWithinOneStepOfTheRealSum) {
+  Rng rng(RngEngine::mt19937_u24, 77);
+  int64_t exact = 0, off_by_one = 0;
+  for (int i = 0; i < 20000; ++i) {
+    const float sa = 0.001f + rng.uniform_f32() * 0.1f, sb = 0.001f + rng.uniform_f32() * 0.1f;
+    const float sy = (sa + sb) * (0.25f + rng.uniform_f32());
+    const int32_t za = static_cast<int32_t>(rng.uniform_f32() * 255) - 128, zb = static_cast<int32_t>(rng.uniform_f32() * 255) - 128;
+    const int32_t zy = static_cast<int32_t>(rng.uniform_f32() * 255) - 128;
+    const int8_t a = static_cast<int8_t>(static_cast<int32_t>(rng.uniform_f32() * 255) - 128);
+    const int8_t b = static_cast<int8_t>(static_cast<int32_t>(rng.uniform_f32() * 255) - 128);
+    const double real = (double(sa) * (a - za) + double(sb) * (b - zb)) / double(sy) + zy;
+    const double want = std::min(127.0, std::max(-128.0, std::round(real)));
+    const int got = tflite_add(sa, za, a, sb, zb, b, sy, zy);
+    ASSERT_LE(std::fabs(got - want), 1.0) << i;
+    (got == want ? exact : off_by_one) += 1;
+  }
+  std::cout << "[ tally    ] tflite add: " << exact << " of 20000 equal round(real), " << off_by_one << " one step off\n";
+  EXPECT_GT(exact, 19000);
 }
 
 TEST(QuantAdd, OrtRatioFmaRoundsOnceWhereOrtsBinaryFuses) {

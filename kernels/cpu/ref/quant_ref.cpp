@@ -271,7 +271,13 @@ void qadd_ref_impl(const QAddParams& p0, const Tensor& a, const Tensor& b, Tenso
         ys[i] = static_cast<T>(v < p.lo ? p.lo : (v > p.hi ? p.hi : v));
         continue;
       }
-      if (p.rule == QAddRule::fixed_point_shift) {
+      if (p.rule == QAddRule::tflite_fixed_point) {
+        // |q - z| <= 255: (q - z) * 2^20 < 2^28.1, each scaled term at most half of it, their sum
+        // < 2^28: no int32 overflow anywhere (docs/research/tflite_int8_add_mean_pool.md 2.3)
+        const int32_t sa = mbqm_double_rounding(qa * (1 << 20), p.a_fixed);
+        const int32_t sb = mbqm_double_rounding(qb * (1 << 20), p.b_fixed);
+        v = mbqm_double_rounding(sa + sb, p.y_fixed);
+      } else if (p.rule == QAddRule::fixed_point_shift) {
         const int32_t acc = p.a_mult * qa + p.b_mult * qb;  // |acc| < 2^22 * 255 * 2: int32
         const int32_t mask = static_cast<int32_t>((int64_t{1} << p.shift) - 1);
         const int32_t rem = (acc & mask) - (acc < 0 ? 1 : 0);
