@@ -97,7 +97,7 @@ struct Mirror {
   Policy policy;  // the int8 model's, float32, no flip
   Rng rng{RngEngine::mt19937_u24, 1};  // the float layers' initial weights, all overwritten
 
-  QuantizeParams cur;  // the activation grid of the last point mirrored (an average pool keeps it)
+  QuantizeParams cur;  // the grid of the last fake_quant added (an average pool rounds onto it)
 
   void add_fake_quant(Sequential& out, const QuantizeParams& p) {
     out.add(std::make_unique<FakeQuantLayer>(out.current_shape(), p));
@@ -146,10 +146,8 @@ struct Mirror {
       Pool2dSpec ps;
       ps.kind = PoolKind::max, ps.window = g.kh, ps.stride = g.stride_h;
       auto pool = std::make_unique<Pool2dLayer>(ps, in, policy);
-      Pool2dParams want = g, got = pool->op_params();
-      want.n = got.n = 1;
-      check(got.out_h() == want.out_h() && got.out_w() == want.out_w() && got.pad_t == want.pad_t &&
-                got.pad_l == want.pad_l,
+      const Pool2dParams& got = pool->op_params();
+      check(got.out_h() == g.out_h() && got.out_w() == g.out_w() && got.pad_t == g.pad_t && got.pad_l == g.pad_l,
             "fake_quant_model: layer ", path, " (qmaxpool2d) mirrored with another geometry");
       out.add(std::move(pool));
     } else if (dynamic_cast<FlattenLayer*>(&l)) {
@@ -166,7 +164,6 @@ struct Mirror {
     } else if (auto* r = dynamic_cast<QResidualLayer*>(&l)) {
       // PyTorch QAT's FloatFunctional add_relu: main(x) + shortcut(x), relu, one fake_quant
       const QResidualSpec& sp = r->spec();
-      const QuantizeParams block_in = cur;
       auto main = std::make_unique<Sequential>(in);
       for (std::size_t i = 0; i < r->main().size(); ++i)
         layer(r->main().layer(i), path + ".qresidual.main." + std::to_string(i), *main);
@@ -176,7 +173,6 @@ struct Mirror {
             "fake_quant_model: layer ", path, " (qresidual): option A mirrored with stride ", res->stride(),
             " and ", res->pad_before(), " channels before, the int8 block has ", sp.stride, " and ", sp.pad_before);
       out.add(std::move(res));
-      cur = block_in;
       add_output(out, r->scheme(), sp.out, sp.relu);
     } else {
       fail("fake_quant_model: layer ", path, " (", l.kind(), ") has no fake-quantized float mirror yet (the STE "

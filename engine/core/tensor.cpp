@@ -87,7 +87,7 @@ namespace {
 // glibc serves a block above M_MMAP_THRESHOLD (128 KiB at first, raised as such blocks are freed)
 // with a fresh mmap, and returns the heap's free top to the system beyond M_TRIM_THRESHOLD: then
 // the activations of every layer, every pass, cost page faults and the kernel's page clearing
-// (a quarter of a ResNet-20 FGSM's time in perf, 2026-11-27). Blocks up to 32 MiB (glibc's
+// (9% of a ResNet-20 FGSM's samples in perf, 3% after this, start-up included; 2026-11-27). Blocks up to 32 MiB (glibc's
 // largest threshold on 64-bit) come from the heap and freed memory stays there for the next pass
 // (the process keeps its peak, as a framework's caching allocator does). Once, at the first tensor.
 void keep_freed_blocks() {

@@ -57,8 +57,7 @@ constexpr int64_t kMaxVectors = 512;  // output vectors per plane of one core ca
 constexpr int64_t kGroup = 8;         // images whose weight-gradient sums share one pass of the dw tiles
 
 // A thread's scratch buffer `slot`, kept between calls and set to n zeros (capacity reused): fresh
-// vectors on every call cost page faults, mostly on the worker threads, whose malloc arenas hand
-// freed memory back to the system.
+// vectors cost an allocation, and for the larger ones page faults, on every call.
 enum Scratch { kIn, kZl, kAl, kDa, kDz, kDxb, kNumScratch };
 std::vector<float>& scratch(Scratch slot, int64_t n) {
   thread_local std::vector<float> bufs[kNumScratch];

@@ -395,18 +395,27 @@ TEST(QuantConv, AccumulatorBoundIsCheckedAtValidation) {
   EXPECT_NO_THROW(p.validate());
 }
 
-// ONNX Runtime's QLinearAdd (QAddRule::float_ratio_fma), hand-computed: one int8 element per case.
-int8_t ort_add(float sa, int32_t za, int8_t a, float sb, int32_t zb, int8_t b, float sy, int32_t zy, int32_t offset = 0) {
+// int8 add params under `rule`, the full int8 clamp; and the reference kernel on one element.
+QAddParams int8_add(QAddRule rule, float sa, int32_t za, float sb, int32_t zb, float sy, int32_t zy) {
   QAddParams p;
-  p.rule = QAddRule::float_ratio_fma;
+  p.rule = rule;
   p.dtype = DType::i8;
   p.lo = -128, p.hi = 127;
   p.a_scale = sa, p.b_scale = sb, p.y_scale = sy;
   p.a_zero_point = za, p.b_zero_point = zb, p.y_zero_point = zy;
-  p.offset = offset;
+  return p;
+}
+int8_t add_one(const QAddParams& p, int8_t a, int8_t b) {
   Tensor ta = Tensor::from<int8_t>({1}, {a}), tb = Tensor::from<int8_t>({1}, {b}), ty({1}, DType::i8);
   qadd_forward_ref(p, ta, tb, ty);
   return ty.data<int8_t>()[0];
+}
+
+// ONNX Runtime's QLinearAdd (QAddRule::float_ratio_fma), hand-computed: one int8 element per case.
+int8_t ort_add(float sa, int32_t za, int8_t a, float sb, int32_t zb, int8_t b, float sy, int32_t zy, int32_t offset = 0) {
+  QAddParams p = int8_add(QAddRule::float_ratio_fma, sa, za, sb, zb, sy, zy);
+  p.offset = offset;
+  return add_one(p, a, b);
 }
 
 TEST(QuantAdd, OrtRatioFmaTiesHalfEvenBothSignsAndSaturation) {
@@ -432,22 +441,14 @@ TEST(QuantAdd, OrtRatioFmaTiesHalfEvenBothSignsAndSaturation) {
 // TFLite's reference formulas; no TFLite binary runs here), one element per case.
 int8_t tflite_add(float sa, int32_t za, int8_t a, float sb, int32_t zb, int8_t b, float sy, int32_t zy,
                   int32_t lo = -128) {
-  QAddParams p;
-  p.rule = QAddRule::tflite_fixed_point;
-  p.dtype = DType::i8;
-  p.lo = lo, p.hi = 127;
-  p.a_scale = sa, p.b_scale = sb, p.y_scale = sy;
-  p.a_zero_point = za, p.b_zero_point = zb, p.y_zero_point = zy;
-  Tensor ta = Tensor::from<int8_t>({1}, {a}), tb = Tensor::from<int8_t>({1}, {b}), ty({1}, DType::i8);
-  qadd_forward_ref(p, ta, tb, ty);
-  return ty.data<int8_t>()[0];
+  QAddParams p = int8_add(QAddRule::tflite_fixed_point, sa, za, sb, zb, sy, zy);
+  p.lo = lo;
+  return add_one(p, a, b);
 }
 
 TEST(QuantAdd, TfliteWorkedExamples) {
   {  // the multipliers of A1: (2^30, 0), (2^30, -1), (2^30, -19)
-    QAddParams p;
-    p.rule = QAddRule::tflite_fixed_point, p.dtype = DType::i8, p.lo = -128, p.hi = 127;
-    p.a_scale = 0.5f, p.b_scale = 0.25f, p.y_scale = 1.f;
+    QAddParams p = int8_add(QAddRule::tflite_fixed_point, 0.5f, 0, 0.25f, 0, 1.f, 0);
     p.resolve();
     EXPECT_EQ(p.a_fixed.m0, 1 << 30);
     EXPECT_EQ(p.a_fixed.shift, 0);
