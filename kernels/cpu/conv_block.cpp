@@ -18,12 +18,13 @@
 // same core as a 1x1 convolution of the output gradient into one plane per (c, r, s) (no
 // multiplication by the zeros a full correlation over a zero-bordered gradient would do: 3x the
 // work for LeNet-5's conv2), each tile added straight into place in the padded dx image (col2im
-// in the core's epilogue: no column buffer); the weight gradient keeps 8 lanes per weight per
-// group of images and reduces them once per call.
+// in the core's epilogue: no column buffer); the weight gradient keeps 8 lanes per weight over a
+// group of images in registers, sums them into one float per weight and group, and the groups'
+// floats are summed once per call.
 //
 // Reproducibility: each group's dw/db lanes are summed in image order (dw: the group's sums in
-// registers), the groups' partial sums in group order, the lanes in lane order, whichever thread
-// ran which group: the same bits run after run and for any thread count
+// registers), then the lanes in one fixed order (hsum8), then the groups' sums in group order,
+// whichever thread ran which group: the same bits run after run and for any thread count
 // (ConvBlockFast.BitIdenticalAcrossRuns, ConvBlockFast.SameBitsAtOneAndTwoThreads).
 // Against the reference the convolution's sums run in another order: equal within a tolerance
 // (tests/ops/test_conv_block.cpp). The activation and the pooling use the shared formulas
@@ -58,7 +59,7 @@ constexpr int64_t kGroup = 8;         // images whose weight-gradient sums share
 
 // A thread's scratch buffer `slot`, kept between calls and set to n zeros (capacity reused): fresh
 // vectors cost an allocation, and for the larger ones page faults, on every call.
-enum Scratch { kIn, kZl, kAl, kDa, kDz, kDxb, kNumScratch };
+enum Scratch { kIn, kZl, kAl, kDa, kDz, kDxb, kDb, kNumScratch };
 std::vector<float>& scratch(Scratch slot, int64_t n) {
   thread_local std::vector<float> bufs[kNumScratch];
   std::vector<float>& b = bufs[slot];
@@ -175,12 +176,22 @@ CoreShape choose_tile(int64_t outputs, int64_t rows, int64_t QC, bool exact = fa
 
 // The weight gradient of one (output-channel pair, input channel, kernel row, block of SB kernel
 // columns) over a group of gn images: acc[kb][s] += dz_g[k0+kb][p][q..q+8) * in_g[p + r][q + s0 + s ..]
-// over the images g, rows p < P and the QC vectors of each row, then added to the lanes
-// dwv[(k0+kb)][..][s0+s][8]. A group keeps the accumulators in registers for gn*P*QC steps
-// (LeNet-5's conv2 has 8 per image: one image per call spent as much on the flush as on the sums).
+// over the images g, rows p < P and the QC vectors of each row, then each accumulator's 8 lanes
+// summed (hsum8's fixed order) and STORED at dw[(k0+kb) * dw_kstride + s] (each weight has one
+// call per group: no zeroed buffer to add into). A group keeps the accumulators in registers for
+// gn*P*QC steps (LeNet-5's conv2 has 8 per image: one image per call spent as much on the flush
+// as on the sums).
+// The 8 lanes of a summed in one fixed order: (l + l+4), then (l + l+2), then lane 0 + lane 1.
+inline float hsum8(__m256 a) {
+  __m128 x = _mm_add_ps(_mm256_castps256_ps128(a), _mm256_extractf128_ps(a, 1));
+  x = _mm_add_ps(x, _mm_movehl_ps(x, x));
+  x = _mm_add_ss(x, _mm_movehdup_ps(x));
+  return _mm_cvtss_f32(x);
+}
+
 template <int KB2, int SB>
 void dw_tile(const float* const* dzs, int64_t dz_off, int64_t dz_plane, const float* const* ins, int64_t in_off,
-             int64_t gn, int64_t P, int64_t QC, int64_t Win, float* dwv, int64_t dwv_kstride) {
+             int64_t gn, int64_t P, int64_t QC, int64_t Win, float* dw, int64_t dw_kstride) {
   __m256 acc[KB2][SB];
   for (int kb = 0; kb < KB2; ++kb)
     for (int s = 0; s < SB; ++s) acc[kb][s] = _mm256_setzero_ps();
@@ -199,10 +210,7 @@ void dw_tile(const float* const* dzs, int64_t dz_off, int64_t dz_plane, const fl
       }
   }
   for (int kb = 0; kb < KB2; ++kb)
-    for (int s = 0; s < SB; ++s) {
-      float* lane = dwv + kb * dwv_kstride + s * V;
-      _mm256_storeu_ps(lane, _mm256_add_ps(_mm256_loadu_ps(lane), acc[kb][s]));
-    }
+    for (int s = 0; s < SB; ++s) dw[kb * dw_kstride + s] = hsum8(acc[kb][s]);
 }
 
 using DwTileFn = void (*)(const float* const*, int64_t, int64_t, const float* const*, int64_t, int64_t, int64_t,
@@ -408,22 +416,26 @@ void forward_f32(const ConvBlockParams& p, const float* x, const float* w, const
   if (p.bias && b) std::copy(b, b + g.K, bias.begin());
   const Pool2dParams& pp = p.pool;
   const int64_t PP = pp.out_h(), PQ = pp.out_w(), zplane = g.zplane(), ld = g.QC * V;
+  const bool direct_z = z && ld == g.Q && g.fwd.rows == g.P && g.fwd.ob == g.K;
   const int T = std::max(1, std::min<int>(omp_get_max_threads(), static_cast<int>(g.N)));
 #pragma omp parallel num_threads(T)
   {
     std::vector<float>& in = scratch(kIn, g.C * g.Hin * g.Win);
-    std::vector<float>& zl = scratch(kZl, g.fwd.ob * zplane);
+    std::vector<float>& zl = scratch(kZl, direct_z ? 0 : g.fwd.ob * zplane);
     std::vector<float>& al = scratch(kAl, zplane);
     // Images taken as threads free up (each image's outputs are its own: any order gives the same
     // bits): on this VM two threads rarely run at the same speed.
 #pragma omp for schedule(dynamic, 2)
     for (int64_t n = 0; n < g.N; ++n) {
       load_image(g, x, n, in.data());
-      g.fwd.tile.fn(in.data(), g.C, g.Hin, g.Win, g.R, g.S, wpk.data(), bias.data(), zl.data(), g.fwd.ob, g.QC,
+      // The core writes z's planes in place where its layout is z's (rows of exactly Q floats, no
+      // padded rows or planes: LeNet's blocks), else into the scratch planes and z is copied out.
+      float* zn = direct_z ? z + n * g.K * g.P * g.Q : zl.data();
+      g.fwd.tile.fn(in.data(), g.C, g.Hin, g.Win, g.R, g.S, wpk.data(), bias.data(), zn, g.fwd.ob, g.QC,
                     g.fwd.nvtot, nullptr, nullptr, 0);
       for (int64_t k = 0; k < g.K; ++k) {
-        const float* zk = zl.data() + k * zplane;
-        if (z)
+        const float* zk = zn + k * zplane;
+        if (z && !direct_z)
           for (int64_t q = 0; q < g.P; ++q)
             std::memcpy(z + ((n * g.K + k) * g.P + q) * g.Q, zk + q * ld, static_cast<size_t>(g.Q) * sizeof(float));
         pool_forward_plane(p, zk, ld, y + (n * g.K + k) * PP * PQ, al.data());
@@ -454,11 +466,12 @@ void backward_f32(const ConvBlockParams& p, const float* x, const float* w, cons
   }
   const int T = std::max(1, std::min<int>(omp_get_max_threads(), static_cast<int>(g.N)));
   // Images in groups of kGroup (group j: images j*kGroup ...), taken by the threads as they free up
-  // (on this VM two threads rarely run at the same speed). Each group's dw' lanes [k][c][r][s][8]
-  // and db lanes [k][8] go to the group's own slot, summed in group order below: the bits depend
-  // neither on which thread ran which group nor on the thread count.
+  // (on this VM two threads rarely run at the same speed). Each group's dw' sums [k][c][r][s] and
+  // db sums [k] (each its 8 lanes over the group's images, then the lanes in hsum8's order) go to
+  // the group's own slot, summed in group order below: the bits depend neither on which thread
+  // ran which group nor on the thread count.
   const int64_t G = (g.N + kGroup - 1) / kGroup;
-  const int64_t dw_slot = dw ? g.K * crs * V : 0, slot = dw ? dw_slot + g.K * V : 0;
+  const int64_t dw_slot = dw ? g.K * crs : 0, slot = dw ? dw_slot + g.K : 0;
   std::unique_ptr<float[]> parts(new float[static_cast<size_t>(std::max<int64_t>(1, G * slot))]);
 #pragma omp parallel num_threads(T)
   {
@@ -469,6 +482,7 @@ void backward_f32(const ConvBlockParams& p, const float* x, const float* w, cons
     std::vector<float>& da = scratch(kDa, g.P * g.Q);
     std::vector<float>& dzl = scratch(kDz, kGroup * dz_size);
     std::vector<float>& dxb = scratch(kDxb, dx ? g.C * g.Hx * g.Wx : 0);
+    std::vector<float>& dbl = scratch(kDb, dw ? g.K * V : 0);  // the group's db lanes [k][8]
     const float* dzs[kGroup];
     const float* ins[kGroup];
     for (int64_t i = 0; i < kGroup; ++i)  // (no input buffer without dw: no offset from its null data())
@@ -477,8 +491,7 @@ void backward_f32(const ConvBlockParams& p, const float* x, const float* w, cons
     for (int64_t grp = 0; grp < G; ++grp) {
       const int64_t n0 = grp * kGroup, gn = std::min<int64_t>(kGroup, g.N - n0);
       float* my_dw = dw ? parts.get() + grp * slot : nullptr;
-      float* my_db = dw ? my_dw + dw_slot : nullptr;
-      if (dw) std::fill(my_dw, my_dw + slot, 0.0f);
+      if (dw) std::fill(dbl.begin(), dbl.end(), 0.0f);
       for (int64_t gi = 0; gi < gn; ++gi) {
         const int64_t n = n0 + gi;
         float* dzi = dzl.data() + gi * dz_size;
@@ -488,9 +501,9 @@ void backward_f32(const ConvBlockParams& p, const float* x, const float* w, cons
         if (dw) {
           load_image(g, x, n, in.data() + gi * in_size);
           for (int64_t k = 0; k < g.K; ++k) {  // db: the lanes of dz's rows, image by image
-            __m256 acc = _mm256_loadu_ps(my_db + k * V);
+            __m256 acc = _mm256_loadu_ps(dbl.data() + k * V);
             for (int64_t v = 0; v < g.P * g.QC; ++v) acc = _mm256_add_ps(acc, _mm256_loadu_ps(dzi + k * dz_plane + v * V));
-            _mm256_storeu_ps(my_db + k * V, acc);
+            _mm256_storeu_ps(dbl.data() + k * V, acc);
           }
         }
         if (dx) {
@@ -504,6 +517,7 @@ void backward_f32(const ConvBlockParams& p, const float* x, const float* w, cons
         }
       }
       if (!dw) continue;
+      for (int64_t k = 0; k < g.K; ++k) my_dw[dw_slot + k] = hsum8(_mm256_loadu_ps(dbl.data() + k * V));
       for (int64_t k0 = 0; k0 < g.K; k0 += 2) {
         const bool pair = k0 + 1 < g.K;
         for (int64_t c = 0; c < g.C; ++c)
@@ -512,20 +526,15 @@ void backward_f32(const ConvBlockParams& p, const float* x, const float* w, cons
               const int64_t sb = std::min<int64_t>(6, g.S - s0);
               DwTileFn f = pair ? dw_tile_for<2>(sb) : dw_tile_for<1>(sb);
               f(dzs, k0 * dz_plane, dz_plane, ins, (c * g.Hin + r) * g.Win + s0, gn, g.P, g.QC, g.Win,
-                my_dw + ((k0 * g.C + c) * g.R * g.S + r * g.S + s0) * V, crs * V);
+                my_dw + (k0 * g.C + c) * g.R * g.S + r * g.S + s0, crs);
             }
       }
     }  // (the loop's barrier: every group's slot is complete below)
     if (dw) {
-      // The 8 lanes at `at` of every group's slot: groups in order (8 lanes at once), then the
-      // lanes in order; output channels split among the threads.
-      auto lane_sum = [&](int64_t at) {
-        __m256 acc = _mm256_loadu_ps(parts.get() + at);
-        for (int64_t grp = 1; grp < G; ++grp) acc = _mm256_add_ps(acc, _mm256_loadu_ps(parts.get() + grp * slot + at));
-        float lanes[V];
-        _mm256_storeu_ps(lanes, acc);
-        float sum = 0.0f;
-        for (int64_t l = 0; l < V; ++l) sum += lanes[l];
+      // Every group's sum at `at`, in group order; output channels split among the threads.
+      auto group_sum = [&](int64_t at) {
+        float sum = parts[static_cast<size_t>(at)];
+        for (int64_t grp = 1; grp < G; ++grp) sum += parts[static_cast<size_t>(grp * slot + at)];
         return sum;
       };
 #pragma omp for schedule(static)
@@ -534,9 +543,9 @@ void backward_f32(const ConvBlockParams& p, const float* x, const float* w, cons
           for (int64_t r = 0; r < g.R; ++r)
             for (int64_t s = 0; s < g.S; ++s) {
               const int64_t rr = p.conv.flip ? g.R - 1 - r : r, ss = p.conv.flip ? g.S - 1 - s : s;
-              dw[((k * g.C + c) * g.R + rr) * g.S + ss] += lane_sum(((k * g.C + c) * g.R * g.S + r * g.S + s) * V);
+              dw[((k * g.C + c) * g.R + rr) * g.S + ss] += group_sum((k * g.C + c) * g.R * g.S + r * g.S + s);
             }
-        if (p.bias && db) db[k] += lane_sum(dw_slot + k * V);
+        if (p.bias && db) db[k] += group_sum(dw_slot + k);
       }
     }
   }
