@@ -5,10 +5,11 @@
 // scheme is resolved once for both devices) and device copies of its int8 weights and int32 bias,
 // uploaded once. Inference only, like the CPU layers.
 //
-// Not on the device yet (refused by name when a model holds them): qrelu, qglobal_avg_pool and
-// qresidual (no CUDA kernels for the quantized add and average), and qconv2d / qdense under a
-// scheme whose dot product is x86's int16 product pairs (DotRule::int16_pairs_*: the onednn and
-// ort schemes as they run on CPUs without VNNI), which the dp4a kernels do not emulate.
+// An int8 ResNet (qresidual: its main path's device layers, the option-A shortcut and the
+// quantized add under every QAddRule; qglobal_avg_pool; qrelu) runs on the device too. Not on the
+// device (refused by name when a model holds them): qconv2d / qdense under a scheme whose dot
+// product is x86's int16 product pairs (DotRule::int16_pairs_*: the onednn and ort schemes as they
+// run on CPUs without VNNI), which the dp4a kernels do not emulate.
 #include "engine/cuda/device_layer.h"
 #include "kernels/cuda/ops.h"
 #include "quant/qlayers.h"
@@ -102,6 +103,77 @@ class DeviceQMaxPool2d : public DeviceLayer {
   QPool2dParams p_;
 };
 
+class DeviceQRelu : public DeviceLayer {
+ public:
+  explicit DeviceQRelu(const QReluLayer& l) : in_(l.input_shape()), dtype_(l.dtype()), zp_(l.zero_point()) {}
+  DeviceValue forward(DeviceRunContext& run, const DeviceValue& x) override {
+    check_device_input("qrelu", *x, in_);
+    DeviceValue y = make_value(run.ctx, x->shape(), dtype_);
+    cuda::qrelu_own(run.ctx, dtype_, zp_, *x, *y);
+    return y;
+  }
+  DeviceValue backward(DeviceRunContext&, const DeviceValue&) override { no_backward("qrelu"); }
+
+ private:
+  Shape in_;
+  DType dtype_;
+  int32_t zp_;
+};
+
+class DeviceQGlobalAvgPool : public DeviceLayer {
+ public:
+  explicit DeviceQGlobalAvgPool(const QGlobalAvgPoolParams& p) : p_(p) {}
+  DeviceValue forward(DeviceRunContext& run, const DeviceValue& x) override {
+    check_device_input("qglobal_avg_pool", *x, {p_.c, p_.h, p_.w});
+    p_.n = x->dim(0);
+    DeviceValue y = make_value(run.ctx, {p_.n, p_.c}, p_.dtype);
+    cuda::qglobal_avg_pool_own(run.ctx, p_, *x, *y);
+    return y;
+  }
+  DeviceValue backward(DeviceRunContext&, const DeviceValue&) override { no_backward("qglobal_avg_pool"); }
+
+ private:
+  QGlobalAvgPoolParams p_;
+};
+
+// The main path's layers on the device (each an int8 layer making its own), named main.<i> in
+// errors; the shortcut (identity or option A) and the add as the CPU layer's add().
+class DeviceQResidual : public DeviceLayer {
+ public:
+  DeviceQResidual(CudaContext& ctx, QResidualLayer& l)
+      : in_(l.input_shape()), out_(l.main().current_shape()), spec_(l.spec()), p_(l.add_params()) {
+    std::vector<DeviceSequential::Entry> entries;
+    for (std::size_t i = 0; i < l.main().size(); ++i) {
+      Layer& m = l.main().layer(i);
+      entries.push_back({"main." + std::to_string(i), m.kind(), m.make_device(ctx)});
+    }
+    main_ = std::make_unique<DeviceSequential>(std::move(entries));
+  }
+  DeviceValue forward(DeviceRunContext& run, const DeviceValue& x) override {
+    check_device_input("qresidual", *x, in_);
+    DeviceValue y = main_->forward(run, x);
+    DeviceValue s = x;
+    if (spec_.option_a) {
+      s = make_value(run.ctx, y->shape(), x->dtype());
+      cuda::qshortcut_option_a_own(run.ctx, x->dtype(), spec_.shortcut_in.zero_point, spec_.stride, spec_.pad_before,
+                                   *x, *s);
+    }
+    check(s->shape() == y->shape(), "qresidual: shortcut ", shape_str(s->shape()), " vs main ", shape_str(y->shape()));
+    QAddParams p = p_;
+    p.n = y->dim(0), p.c = y->dim(1), p.h = y->dim(2), p.w = y->dim(3);  // channels-last positions, as the CPU's
+    DeviceValue out = make_value(run.ctx, y->shape(), y->dtype());
+    cuda::qadd_own(run.ctx, p, *y, *s, *out);
+    return out;
+  }
+  DeviceValue backward(DeviceRunContext&, const DeviceValue&) override { no_backward("qresidual"); }
+
+ private:
+  Shape in_, out_;
+  QResidualSpec spec_;
+  QAddParams p_;
+  std::unique_ptr<DeviceSequential> main_;
+};
+
 std::string dot_unsupported(DotRule dot) {
   if (dot == DotRule::exact) return "";
   return std::string("its dot product is x86's int16 product pairs (quant_u8s8_dot=") +
@@ -134,6 +206,27 @@ std::unique_ptr<DeviceLayer> QDenseLayer::make_device(CudaContext& ctx) {
 std::string QMaxPool2dLayer::device_unsupported() const { return ""; }
 std::unique_ptr<DeviceLayer> QMaxPool2dLayer::make_device(CudaContext&) {
   return std::make_unique<DeviceQMaxPool2d>(p_);
+}
+
+std::string QReluLayer::device_unsupported() const { return ""; }
+std::unique_ptr<DeviceLayer> QReluLayer::make_device(CudaContext&) { return std::make_unique<DeviceQRelu>(*this); }
+
+std::string QGlobalAvgPoolLayer::device_unsupported() const { return ""; }
+std::unique_ptr<DeviceLayer> QGlobalAvgPoolLayer::make_device(CudaContext&) {
+  return std::make_unique<DeviceQGlobalAvgPool>(p_);
+}
+
+// The first main-path layer without a device counterpart, by its place in the block.
+std::string QResidualLayer::device_unsupported() const {
+  for (std::size_t i = 0; i < main_->size(); ++i) {
+    const Layer& m = main_->layer(i);
+    const std::string why = m.device_unsupported();
+    if (!why.empty()) return "main." + std::to_string(i) + " (" + m.kind() + "): " + why;
+  }
+  return "";
+}
+std::unique_ptr<DeviceLayer> QResidualLayer::make_device(CudaContext& ctx) {
+  return std::make_unique<DeviceQResidual>(ctx, *this);
 }
 
 }  // namespace quant

@@ -150,6 +150,8 @@ class QGlobalAvgPoolLayer : public QuantLayerBase {
   QGlobalAvgPoolLayer(const Shape& in, DType dtype, ActQParams input, ActQParams out,
                       KernelBackend backend = KernelBackend::reference);  // scale_ratio
   std::string kind() const override { return "qglobal_avg_pool"; }
+  std::string device_unsupported() const override;  // quant/device_qlayers.cpp
+  std::unique_ptr<DeviceLayer> make_device(cuda::CudaContext& ctx) override;
   bool own_qparams() const { return p_.rule == QAvgPoolRule::scale_ratio; }  // an activation point of its own
   std::string describe() const override;
   Shape output_shape() const override { return {in_[0]}; }
@@ -177,6 +179,8 @@ class QResidualLayer : public QuantLayerBase {
   QResidualLayer(std::unique_ptr<Sequential> main, const QuantScheme& s, const QResidualSpec& spec,
                  KernelBackend backend = KernelBackend::reference);
   std::string kind() const override { return "qresidual"; }
+  std::string device_unsupported() const override;  // quant/device_qlayers.cpp
+  std::unique_ptr<DeviceLayer> make_device(cuda::CudaContext& ctx) override;
   std::string describe() const override;
   Shape output_shape() const override { return main_->current_shape(); }
   Tensor forward(RunContext& ctx, const Tensor& x) override;
@@ -208,11 +212,15 @@ class QReluLayer : public QuantLayerBase {
  public:
   QReluLayer(const Shape& in, DType dtype, int32_t zero_point);
   std::string kind() const override { return "qrelu"; }
+  std::string device_unsupported() const override;  // quant/device_qlayers.cpp
+  std::unique_ptr<DeviceLayer> make_device(cuda::CudaContext& ctx) override;
   std::string describe() const override;
   Shape output_shape() const override { return shape_; }
   Tensor forward(RunContext& ctx, const Tensor& x) override;
   void refresh() override;
   int32_t zero_point() const { return zp_; }
+  DType dtype() const { return dtype_; }
+  const Shape& input_shape() const { return shape_; }
 
  private:
   Shape shape_;

@@ -27,7 +27,8 @@ namespace {
 
 const char* kCovered =
     "conv2d, maxpool2d, avgpool2d, dense, relu/tanh/sigmoid/hard_sigmoid, flatten, dropout, batchnorm, residual, "
-    "global_avg_pool, embedding, lstm, gru; int8: quantize, dequantize, qconv2d, qdense, qmaxpool2d";
+    "global_avg_pool, embedding, lstm, gru; int8: quantize, dequantize, qconv2d, qdense, qmaxpool2d, qrelu, "
+    "qglobal_avg_pool, qresidual";
 
 // The first layer (path and kind) without a device counterpart, or "" when all have one.
 std::string first_unsupported(Sequential& net, const std::string& prefix) {

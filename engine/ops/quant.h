@@ -341,7 +341,73 @@ struct QGlobalAvgPoolParams {
   int32_t output_zero_point() const { return rule == QAvgPoolRule::shared_qparams ? zero_point : out_zero_point; }
 };
 
+// One element of the quantized add, shared by the reference kernel and the CUDA kernel (their bytes
+// must agree): a and b the STORED integers, tmin/tmax the value type's range, `pos` the element's
+// place in memory order (qadd_memory_pos) and `body` = numel - numel % 64 (float_fma_tail64 only:
+// positions at or past it are ATen's scalar tail). p must be resolve()d. Returns the clamped output.
+DL_HOST_DEVICE inline int32_t qadd_one(const QAddParams& p, int32_t a, int32_t b, int64_t pos, int64_t body,
+                                       int32_t tmin, int32_t tmax) {
+  const int32_t qa = a - p.a_zero_point, qb = b - p.b_zero_point;
+  int64_t v;
+  if (p.rule == QAddRule::float_ratio_fma) {
+    // b's term first, then a's, each one fma; the stored integers (shifted by the offset)
+    const float t = std::fma(static_cast<float>(b + p.offset), p.b_ratio, p.fixed);
+    const float r = std::fma(static_cast<float>(a + p.offset), p.a_ratio, t);
+    // cvtps2dq: round half even; |r| >= 2^31 (or NaN, impossible here) gives INT32_MIN
+    const bool fits = r >= -2147483648.0f && r < 2147483648.0f;
+    v = (fits ? static_cast<int64_t>(round_with(r, RoundRule::half_even)) : int64_t{INT32_MIN});
+    // the saturating packs: to the (shifted) type's range, then the shift taken off
+    const int64_t tlo = int64_t{tmin} + p.offset, thi = int64_t{tmax} + p.offset;
+    v = (v < tlo ? tlo : (v > thi ? thi : v)) - p.offset;
+    return static_cast<int32_t>(v < p.lo ? p.lo : (v > p.hi ? p.hi : v));
+  }
+  if (p.rule == QAddRule::tflite_fixed_point) {
+    // |q - z| <= 255: (q - z) * 2^20 < 2^28.1, each scaled term at most half of it, their sum
+    // < 2^28: no int32 overflow anywhere (docs/research/tflite_int8_add_mean_pool.md 2.3)
+    const int32_t sa = mbqm_double_rounding(qa * (1 << 20), p.a_fixed);
+    const int32_t sb = mbqm_double_rounding(qb * (1 << 20), p.b_fixed);
+    v = mbqm_double_rounding(sa + sb, p.y_fixed);
+  } else if (p.rule == QAddRule::fixed_point_shift) {
+    const int32_t acc = p.a_mult * qa + p.b_mult * qb;  // |acc| < 2^22 * 255 * 2: int32
+    const int32_t mask = static_cast<int32_t>((int64_t{1} << p.shift) - 1);
+    const int32_t rem = (acc & mask) - (acc < 0 ? 1 : 0);
+    v = (acc >> p.shift) + (rem > (mask >> 1) ? 1 : 0);
+  } else {
+    float da, db;
+    if (pos < body) {
+      da = std::fma(p.a_scale, static_cast<float>(a), p.a_scale * static_cast<float>(-p.a_zero_point));
+      db = std::fma(p.b_scale, static_cast<float>(b), p.b_scale * static_cast<float>(-p.b_zero_point));
+    } else {
+      da = static_cast<float>(qa) * p.a_scale;
+      db = static_cast<float>(qb) * p.b_scale;
+    }
+    const float c = (da + db) * (1.0f / p.y_scale);
+    const float lo = static_cast<float>(INT32_MIN / 2), hi = static_cast<float>(INT32_MAX / 2);
+    v = static_cast<int64_t>(round_with(c < lo ? lo : (c > hi ? hi : c), RoundRule::half_even));
+  }
+  v += p.y_zero_point;
+  return static_cast<int32_t>(v < p.lo ? p.lo : (v > p.hi ? p.hi : v));
+}
+
+// Element i's (flat NCHW index) place in memory order: channels-last when p.n > 0 (QAddParams).
+DL_HOST_DEVICE inline int64_t qadd_memory_pos(const QAddParams& p, int64_t i) {
+  if (p.n <= 0) return i;
+  const int64_t w = i % p.w, h = (i / p.w) % p.h, c = (i / (p.w * p.h)) % p.c, n = i / (p.w * p.h * p.c);
+  return ((n * p.h + h) * p.w + w) * p.c + c;
+}
+
 using QAddFn = void (*)(const QAddParams&, const Tensor& a, const Tensor& b, Tensor& y);
+// One output of the global average: `sum` the plane's stored values, `count` its size, m the
+// rule's multiplier(), zo its output zero point, clamped to [tmin, tmax]. Shared by the reference
+// and the CUDA kernel. |sum - count*zp| < 2^23 * 256: exact in float32 below 2^24 only when
+// count < 2^16, as every caller's is (an image plane); MLAS converts the same int32 the same way.
+DL_HOST_DEVICE inline int32_t qgap_one(int64_t sum, int64_t count, int32_t zp, float m, int32_t zo, int32_t tmin,
+                                       int32_t tmax) {
+  const float v = static_cast<float>(sum - count * zp) * m;
+  const int64_t q = static_cast<int64_t>(round_with(v, RoundRule::half_even)) + zo;
+  return static_cast<int32_t>(q < tmin ? tmin : (q > tmax ? tmax : q));
+}
+
 using QGlobalAvgPoolFn = void (*)(const QGlobalAvgPoolParams&, const Tensor& x, Tensor& y);
 struct QAddKernel {
   const char* name = nullptr;

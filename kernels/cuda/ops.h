@@ -279,6 +279,14 @@ void qmaxpool2d_forward_own(CudaContext&, const QPool2dParams&, const DeviceTens
 // float32 x -> q (int8, uint8 or int32) and back, per tensor or per channel of p.axis.
 void quantize_own(CudaContext&, const QuantizeParams&, const DeviceTensor& x, DeviceTensor& q);
 void dequantize_own(CudaContext&, const QuantizeParams&, const DeviceTensor& q, DeviceTensor& x);
+// The residual block's pieces: qadd (a, b, y of one shape; every QAddRule, qadd_one per element),
+// the global average (x (N,C,H,W) -> y (N,C), qgap_one per plane), the quantized ReLU max(q, zp),
+// and the option-A shortcut (x subsampled by `stride`, zero-point channels before and after).
+void qadd_own(CudaContext&, const QAddParams&, const DeviceTensor& a, const DeviceTensor& b, DeviceTensor& y);
+void qglobal_avg_pool_own(CudaContext&, const QGlobalAvgPoolParams&, const DeviceTensor& x, DeviceTensor& y);
+void qrelu_own(CudaContext&, DType, int32_t zero_point, const DeviceTensor& x, DeviceTensor& y);
+void qshortcut_option_a_own(CudaContext&, DType, int32_t zero_point, int64_t stride, int64_t pad_before,
+                            const DeviceTensor& x, DeviceTensor& s);
 
 // ---- vendor paths (kernels/cuda/cublas/, kernels/cuda/cudnn/), chosen by CudaExecParams ----
 // cuBLAS gemm (float: cublasSgemm with the tf32_matmul math mode; double: cublasDgemm).

@@ -174,6 +174,11 @@ DL_NO_CUDA(void, qdense_forward_own, CudaContext&, const QDenseParams&, const De
 DL_NO_CUDA(void, qmaxpool2d_forward_own, CudaContext&, const QPool2dParams&, const DeviceTensor&, DeviceTensor&)
 DL_NO_CUDA(void, quantize_own, CudaContext&, const QuantizeParams&, const DeviceTensor&, DeviceTensor&)
 DL_NO_CUDA(void, dequantize_own, CudaContext&, const QuantizeParams&, const DeviceTensor&, DeviceTensor&)
+DL_NO_CUDA(void, qadd_own, CudaContext&, const QAddParams&, const DeviceTensor&, const DeviceTensor&, DeviceTensor&)
+DL_NO_CUDA(void, qglobal_avg_pool_own, CudaContext&, const QGlobalAvgPoolParams&, const DeviceTensor&, DeviceTensor&)
+DL_NO_CUDA(void, qrelu_own, CudaContext&, DType, int32_t, const DeviceTensor&, DeviceTensor&)
+DL_NO_CUDA(void, qshortcut_option_a_own, CudaContext&, DType, int32_t, int64_t, int64_t, const DeviceTensor&,
+           DeviceTensor&)
 
 }  // namespace cuda
 }  // namespace driftlab

@@ -323,6 +323,48 @@ __global__ void qmaxpool_kernel(QPoolDims d, const T* __restrict__ x, T* __restr
   }
 }
 
+// The quantized add, one element per thread: qadd_one of engine/ops/quant.h, as the reference.
+template <typename T>
+__global__ void qadd_kernel(QAddParams p, long long numel, long long body, const T* __restrict__ a,
+                            const T* __restrict__ b, T* __restrict__ y) {
+  const int32_t tmin = type_lowest<T>(), tmax = tmin == 0 ? 255 : 127;
+  DL_GRID_STRIDE(i, numel) {
+    y[i] = static_cast<T>(qadd_one(p, a[i], b[i], qadd_memory_pos(p, i), body, tmin, tmax));
+  }
+}
+
+// Global average pooling, one (n, c) plane per thread (ResNet's planes are 8x8: a thread sums 64
+// bytes; the int64 sum is exact in any order), then qgap_one as the reference.
+template <typename T>
+__global__ void qgap_kernel(long long planes, long long count, int32_t zp, float m, int32_t zo,
+                            const T* __restrict__ x, T* __restrict__ y) {
+  const int32_t tmin = type_lowest<T>(), tmax = tmin == 0 ? 255 : 127;
+  DL_GRID_STRIDE(nc, planes) {
+    long long sum = 0;
+    for (long long i = 0; i < count; ++i) sum += x[nc * count + i];
+    y[nc] = static_cast<T>(qgap_one(sum, count, zp, m, zo, tmin, tmax));
+  }
+}
+
+template <typename T>
+__global__ void qrelu_kernel(long long numel, T z, const T* __restrict__ x, T* __restrict__ y) {
+  DL_GRID_STRIDE(i, numel) { y[i] = x[i] < z ? z : x[i]; }
+}
+
+// The option-A shortcut: s[n][pad + c][oh][ow] = x[n][c][oh*stride][ow*stride] where that lies in
+// x, the zero point everywhere else (the channels before and after x's, rows and columns past it).
+struct QShortcutDims {
+  long long n, c, h, w, oc, oh, ow, stride, pad_before;
+};
+template <typename T>
+__global__ void qshortcut_kernel(QShortcutDims d, T z, const T* __restrict__ x, T* __restrict__ s) {
+  DL_GRID_STRIDE(i, d.n * d.oc * d.oh * d.ow) {
+    const long long ow = i % d.ow, oh = (i / d.ow) % d.oh, oc = (i / (d.ow * d.oh)) % d.oc, n = i / (d.ow * d.oh * d.oc);
+    const long long c = oc - d.pad_before, ih = oh * d.stride, iw = ow * d.stride;
+    s[i] = (c >= 0 && c < d.c && ih < d.h && iw < d.w) ? x[((n * d.c + c) * d.h + ih) * d.w + iw] : z;
+  }
+}
+
 }  // namespace
 
 void qconv2d_forward_own(CudaContext& ctx, const QConv2dParams& p, const DeviceTensor& x, const DeviceTensor& w,
@@ -404,6 +446,68 @@ void dequantize_own(CudaContext& ctx, const QuantizeParams& p, const DeviceTenso
         q.numel(), cd, static_cast<const float*>(scale.get()), static_cast<const int*>(zp.get()), q.data<Q>(),
         x.data<float>());
     DL_CUDA_LAUNCH_CHECK("dequantize_kernel");
+  });
+}
+
+void qadd_own(CudaContext& ctx, const QAddParams& p0, const DeviceTensor& a, const DeviceTensor& b, DeviceTensor& y) {
+  QAddParams p = p0;
+  p.resolve();
+  check_dev("qadd_own", "a", a, a.shape(), p.dtype);
+  check_dev("qadd_own", "b", b, a.shape(), p.dtype);
+  check_dev("qadd_own", "output", y, a.shape(), p.dtype);
+  const long long numel = a.numel();
+  if (p.n > 0) check(p.n * p.c * p.h * p.w == numel, "qadd_own: layout (", p.n, ",", p.c, ",", p.h, ",", p.w, ") for ",
+                     numel, " elements");
+  if (numel == 0) return;
+  const long long body = numel - numel % 64;  // the reference's vectorised body (float_fma_tail64)
+  dispatch_q_xy(p.dtype, p.dtype, "qadd_own", [&](auto tag, auto) {
+    using T = decltype(tag);
+    qadd_kernel<T><<<dl_blocks(numel, 256), 256, 0, stream_of(ctx)>>>(p, numel, body, a.data<T>(), b.data<T>(),
+                                                                      y.data<T>());
+    DL_CUDA_LAUNCH_CHECK("qadd_kernel");
+  });
+}
+
+void qglobal_avg_pool_own(CudaContext& ctx, const QGlobalAvgPoolParams& p, const DeviceTensor& x, DeviceTensor& y) {
+  check_dev("qglobal_avg_pool_own", "input", x, {p.n, p.c, p.h, p.w}, p.dtype);
+  check_dev("qglobal_avg_pool_own", "output", y, {p.n, p.c}, p.dtype);
+  const float m = p.multiplier();  // checks the scales and the count, as the reference
+  if (y.numel() == 0) return;
+  dispatch_q_xy(p.dtype, p.dtype, "qglobal_avg_pool_own", [&](auto tag, auto) {
+    using T = decltype(tag);
+    qgap_kernel<T><<<dl_blocks(y.numel(), 128), 128, 0, stream_of(ctx)>>>(
+        y.numel(), p.h * p.w, p.zero_point, m, p.output_zero_point(), x.data<T>(), y.data<T>());
+    DL_CUDA_LAUNCH_CHECK("qgap_kernel");
+  });
+}
+
+void qrelu_own(CudaContext& ctx, DType dtype, int32_t zero_point, const DeviceTensor& x, DeviceTensor& y) {
+  check_dev("qrelu_own", "input", x, x.shape(), dtype);
+  check_dev("qrelu_own", "output", y, x.shape(), dtype);
+  if (x.numel() == 0) return;
+  dispatch_q_xy(dtype, dtype, "qrelu_own", [&](auto tag, auto) {
+    using T = decltype(tag);
+    qrelu_kernel<T><<<dl_blocks(x.numel(), 256), 256, 0, stream_of(ctx)>>>(x.numel(), static_cast<T>(zero_point),
+                                                                          x.data<T>(), y.data<T>());
+    DL_CUDA_LAUNCH_CHECK("qrelu_kernel");
+  });
+}
+
+void qshortcut_option_a_own(CudaContext& ctx, DType dtype, int32_t zero_point, int64_t stride, int64_t pad_before,
+                            const DeviceTensor& x, DeviceTensor& s) {
+  check(x.shape().size() == 4 && s.shape().size() == 4 && x.dim(0) == s.dim(0) && stride >= 1 && pad_before >= 0 &&
+            pad_before + x.dim(1) <= s.dim(1),
+        "qshortcut_option_a_own: ", shape_str(x.shape()), " -> ", shape_str(s.shape()), " with stride ", stride,
+        ", ", pad_before, " channels before: not an option-A shortcut");
+  check_dev("qshortcut_option_a_own", "input", x, x.shape(), dtype);
+  check_dev("qshortcut_option_a_own", "output", s, s.shape(), dtype);
+  if (s.numel() == 0) return;
+  const QShortcutDims d{x.dim(0), x.dim(1), x.dim(2), x.dim(3), s.dim(1), s.dim(2), s.dim(3), stride, pad_before};
+  dispatch_q_xy(dtype, dtype, "qshortcut_option_a_own", [&](auto tag, auto) {
+    using T = decltype(tag);
+    qshortcut_kernel<T><<<dl_blocks(s.numel(), 256), 256, 0, stream_of(ctx)>>>(d, static_cast<T>(zero_point),
+                                                                              x.data<T>(), s.data<T>());
+    DL_CUDA_LAUNCH_CHECK("qshortcut_kernel");
   });
 }
 

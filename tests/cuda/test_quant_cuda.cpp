@@ -304,5 +304,90 @@ TEST(CudaQuantize, EqualsReferenceByteForByteAtTiesAndNonFinite) {
         }
 }
 
+// The residual block's kernels. qadd under every rule, both value types, on (2,3,5,7) (210
+// elements: a tail of 18 past ATen's blocks of 64, decided in channels-last order) and in flat
+// order, scales from 1/8 to 40 (ratios above and below one, the tflite multipliers' shifts) and a
+// fused ReLU's clamp; the global average with both rules; qrelu; the option-A shortcut.
+TEST(CudaQAdd, EveryRuleEqualsReferenceByteForByte) {
+  REQUIRE_CUDA_DEVICE();
+  cuda::CudaContext ctx;
+  Tally tally("qadd");
+  uint64_t seed = 1200;
+  const Shape shape{2, 3, 5, 7};
+  for (QAddRule rule : {QAddRule::fixed_point_shift, QAddRule::float_fma_tail64, QAddRule::float_ratio_fma,
+                        QAddRule::tflite_fixed_point})
+    for (DType t : {DType::u8, DType::i8})
+      for (int variant = 0; variant < 4; ++variant) {
+        QAddParams p;
+        p.rule = rule;
+        p.dtype = t;
+        const float scales[4][3] = {{0.05f, 0.07f, 0.1f}, {0.125f, 0.02f, 0.03f}, {0.4f, 0.9f, 40.0f}, {1.0f, 1.0f, 0.5f}};
+        p.a_scale = scales[variant][0], p.b_scale = scales[variant][1], p.y_scale = scales[variant][2];
+        const int32_t lo = type_min(t), hi = lo + 255;
+        p.a_zero_point = lo + 3 + variant * 40, p.b_zero_point = hi - 7 - variant * 30, p.y_zero_point = lo + 128;
+        p.lo = variant == 1 ? p.y_zero_point : lo, p.hi = hi;  // variant 1: add_relu's clamp
+        if (rule == QAddRule::float_ratio_fma && t == DType::i8 && variant % 2) p.offset = 128;  // ORT's uint8 rewrite
+        if (variant < 2) p.n = shape[0], p.c = shape[1], p.h = shape[2], p.w = shape[3];  // channels-last tail
+        const Tensor a = random_int(shape, t, ++seed, lo, hi), b = random_int(shape, t, ++seed, lo, hi);
+        Tensor want(shape, t);
+        qadd_forward_ref(p, a, b, want);
+        const cuda::DeviceTensor ga = cuda::to_device(ctx, a), gb = cuda::to_device(ctx, b);
+        cuda::DeviceTensor gy(ctx, shape, t);
+        cuda::qadd_own(ctx, p, ga, gb, gy);
+        ASSERT_TRUE(tally.add(cuda::to_host(ctx, gy), want))
+            << qadd_rule_name(rule) << " " << dtype_name(t) << " variant " << variant;
+      }
+}
+
+TEST(CudaQGlobalAvgPool, BothRulesEqualReferenceByteForByte) {
+  REQUIRE_CUDA_DEVICE();
+  cuda::CudaContext ctx;
+  Tally tally("qglobal_avg_pool");
+  uint64_t seed = 1300;
+  for (QAvgPoolRule rule : {QAvgPoolRule::shared_qparams, QAvgPoolRule::scale_ratio})
+    for (DType t : {DType::u8, DType::i8})
+      for (const Shape& shape : {Shape{3, 5, 8, 8}, Shape{2, 7, 3, 5}, Shape{1, 4, 1, 1}}) {
+        QGlobalAvgPoolParams p;
+        p.n = shape[0], p.c = shape[1], p.h = shape[2], p.w = shape[3];
+        p.dtype = t, p.rule = rule;
+        p.zero_point = type_min(t) + 100, p.in_scale = 0.03f, p.out_scale = 0.011f, p.out_zero_point = type_min(t) + 9;
+        const Tensor x = random_int(shape, t, ++seed, type_min(t), type_min(t) + 255);
+        Tensor want({p.n, p.c}, t);
+        qglobal_avg_pool_forward_ref(p, x, want);
+        const cuda::DeviceTensor gx = cuda::to_device(ctx, x);
+        cuda::DeviceTensor gy(ctx, {p.n, p.c}, t);
+        cuda::qglobal_avg_pool_own(ctx, p, gx, gy);
+        ASSERT_TRUE(tally.add(cuda::to_host(ctx, gy), want)) << qavg_pool_rule_name(rule) << " " << shape_str(shape);
+      }
+}
+
+// qrelu and the option-A shortcut have one-line definitions: checked against them element by element.
+TEST(CudaQResidualParts, ReluAndOptionAShortcutAsDefined) {
+  REQUIRE_CUDA_DEVICE();
+  cuda::CudaContext ctx;
+  for (DType t : {DType::u8, DType::i8}) {
+    const Shape xs{2, 3, 7, 6};  // odd height: the last subsampled row is x's row 6
+    const Tensor x = random_int(xs, t, 1400 + static_cast<uint64_t>(t), type_min(t), type_min(t) + 255);
+    const int32_t zp = type_min(t) + 77;
+    const cuda::DeviceTensor gx = cuda::to_device(ctx, x);
+    cuda::DeviceTensor gr(ctx, xs, t);
+    cuda::qrelu_own(ctx, t, zp, gx, gr);
+    const Tensor r = cuda::to_host(ctx, gr);
+    for (int64_t i = 0; i < x.numel(); ++i) ASSERT_EQ(r.at(i), std::max(x.at(i), static_cast<double>(zp))) << i;
+    const Shape ss{2, 8, 4, 3};  // 3 channels into 8: 2 zero-point channels before, 3 after
+    cuda::DeviceTensor gs(ctx, ss, t);
+    cuda::qshortcut_option_a_own(ctx, t, zp, 2, 2, gx, gs);
+    const Tensor s = cuda::to_host(ctx, gs);
+    for (int64_t n = 0; n < 2; ++n)
+      for (int64_t c = 0; c < 8; ++c)
+        for (int64_t h = 0; h < 4; ++h)
+          for (int64_t w = 0; w < 3; ++w) {
+            const bool inside = c >= 2 && c < 5;
+            const double want = inside ? x.at(((n * 3 + c - 2) * 7 + 2 * h) * 6 + 2 * w) : zp;
+            ASSERT_EQ(s.at(((n * 8 + c) * 4 + h) * 3 + w), want) << n << " " << c << " " << h << " " << w;
+          }
+  }
+}
+
 }  // namespace
 }  // namespace driftlab

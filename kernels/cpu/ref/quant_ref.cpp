@@ -255,54 +255,9 @@ void qadd_ref_impl(const QAddParams& p0, const Tensor& a, const Tensor& b, Tenso
     const T* as = a.data<T>();
     const T* bs = b.data<T>();
     T* ys = y.data<T>();
-    for (int64_t i = 0; i < numel; ++i) {
-      const int32_t qa = as[i] - p.a_zero_point, qb = bs[i] - p.b_zero_point;
-      int64_t v;
-      if (p.rule == QAddRule::float_ratio_fma) {
-        // b's term first, then a's, each one fma; the stored integers (shifted by the offset)
-        const float t = std::fma(static_cast<float>(bs[i] + p.offset), p.b_ratio, p.fixed);
-        const float r = std::fma(static_cast<float>(as[i] + p.offset), p.a_ratio, t);
-        // cvtps2dq: round half even; |r| >= 2^31 (or NaN, impossible here) gives INT32_MIN
-        const bool fits = r >= -2147483648.0f && r < 2147483648.0f;
-        v = (fits ? static_cast<int64_t>(round_with(r, RoundRule::half_even)) : int64_t{INT32_MIN});
-        // the saturating packs: to the (shifted) type's range, then the shift taken off
-        const int64_t tlo = std::numeric_limits<T>::min() + p.offset, thi = std::numeric_limits<T>::max() + p.offset;
-        v = (v < tlo ? tlo : (v > thi ? thi : v)) - p.offset;
-        ys[i] = static_cast<T>(v < p.lo ? p.lo : (v > p.hi ? p.hi : v));
-        continue;
-      }
-      if (p.rule == QAddRule::tflite_fixed_point) {
-        // |q - z| <= 255: (q - z) * 2^20 < 2^28.1, each scaled term at most half of it, their sum
-        // < 2^28: no int32 overflow anywhere (docs/research/tflite_int8_add_mean_pool.md 2.3)
-        const int32_t sa = mbqm_double_rounding(qa * (1 << 20), p.a_fixed);
-        const int32_t sb = mbqm_double_rounding(qb * (1 << 20), p.b_fixed);
-        v = mbqm_double_rounding(sa + sb, p.y_fixed);
-      } else if (p.rule == QAddRule::fixed_point_shift) {
-        const int32_t acc = p.a_mult * qa + p.b_mult * qb;  // |acc| < 2^22 * 255 * 2: int32
-        const int32_t mask = static_cast<int32_t>((int64_t{1} << p.shift) - 1);
-        const int32_t rem = (acc & mask) - (acc < 0 ? 1 : 0);
-        v = (acc >> p.shift) + (rem > (mask >> 1) ? 1 : 0);
-      } else {
-        int64_t pos = i;  // the element's place in memory order
-        if (nhwc) {
-          const int64_t w = i % p.w, h = (i / p.w) % p.h, c = (i / (p.w * p.h)) % p.c, n = i / (p.w * p.h * p.c);
-          pos = ((n * p.h + h) * p.w + w) * p.c + c;
-        }
-        float da, db;
-        if (pos < body) {
-          da = std::fma(p.a_scale, static_cast<float>(as[i]), p.a_scale * static_cast<float>(-p.a_zero_point));
-          db = std::fma(p.b_scale, static_cast<float>(bs[i]), p.b_scale * static_cast<float>(-p.b_zero_point));
-        } else {
-          da = static_cast<float>(qa) * p.a_scale;
-          db = static_cast<float>(qb) * p.b_scale;
-        }
-        const float c = (da + db) * (1.0f / p.y_scale);
-        const float lo = static_cast<float>(INT32_MIN / 2), hi = static_cast<float>(INT32_MAX / 2);
-        v = static_cast<int64_t>(round_with(std::min(std::max(c, lo), hi), RoundRule::half_even));
-      }
-      v += p.y_zero_point;
-      ys[i] = static_cast<T>(v < p.lo ? p.lo : (v > p.hi ? p.hi : v));
-    }
+    const int32_t tmin = std::numeric_limits<T>::min(), tmax = std::numeric_limits<T>::max();
+    for (int64_t i = 0; i < numel; ++i)
+      ys[i] = static_cast<T>(qadd_one(p, as[i], bs[i], qadd_memory_pos(p, i), body, tmin, tmax));
   });
 }
 
@@ -318,13 +273,9 @@ void qgap_ref_impl(const QGlobalAvgPoolParams& p, const Tensor& x, Tensor& y) {
     T* ys = y.data<T>();
     const int32_t qmin = std::numeric_limits<T>::min(), qmax = std::numeric_limits<T>::max();
     for (int64_t nc = 0; nc < p.n * p.c; ++nc) {
-      int64_t acc = 0;
-      for (int64_t i = 0; i < count; ++i) acc += xs[nc * count + i];
-      // |acc - N*zp| < 2^23 * 256: exact in float32 below 2^24 only when N < 2^16, as every caller's N
-      // is (an image plane); MLAS converts the same int32 the same way
-      const float v = static_cast<float>(acc - count * p.zero_point) * m;
-      int64_t q = static_cast<int64_t>(round_with(v, RoundRule::half_even)) + zo;
-      ys[nc] = static_cast<T>(q < qmin ? qmin : (q > qmax ? qmax : q));
+      int64_t sum = 0;
+      for (int64_t i = 0; i < count; ++i) sum += xs[nc * count + i];
+      ys[nc] = static_cast<T>(qgap_one(sum, count, p.zero_point, m, zo, qmin, qmax));
     }
   });
 }
