@@ -12,8 +12,9 @@
 // ResNet-20/VGG-16 (batch 128; 1,000 inputs) and the LSTM/GRU classifiers (batch 128; 128 and
 // 1,000 sequences), own kernels and cuBLAS/cuDNN. Checked once against the CPU model's logits
 // first. Counter images/s (sequences/s for the recurrent models). int8 models (issue 16):
-// BM_CudaPredict/<lenet1|lenet5>-int8-<tflite|torch_qnnpack>/<1000|10000>/own, the PTQ model on
-// driftlab's dp4a kernels, checked bit for bit against the CPU's int8 logits first.
+// BM_CudaPredict/<lenet1|lenet5>-int8-<tflite|torch_qnnpack>/<1000|10000>/own and
+// resnet20-int8-<torch_qnnpack|ort> (residual adds of two rules), the PTQ model on driftlab's dp4a
+// kernels, checked bit for bit against the CPU's int8 logits first.
 // Without a device it prints "no CUDA device: <reason>; GPU benchmarks skipped" and exits 0.
 //
 // To add a conv shape: append a model-layer row to kConv2dCases in tests/cases/conv2d_cases.h (the
@@ -340,10 +341,12 @@ void register_all() {
             ->UseManualTime()
             ->Unit(benchmark::kMillisecond);
     }
-  for (const char* model : {"lenet1", "lenet5"})
-    for (const char* scheme : {"tflite", "torch_qnnpack"})
+  const std::pair<const char*, const char*> int8_cases[] = {{"lenet1", "tflite"}, {"lenet1", "torch_qnnpack"},
+                                                             {"lenet5", "tflite"}, {"lenet5", "torch_qnnpack"},
+                                                             {"resnet20", "torch_qnnpack"}, {"resnet20", "ort"}};
+  for (const auto& mc : int8_cases)
       for (int64_t n : {1000, 10000}) {
-        const std::string mo = model, sc = scheme;
+        const std::string mo = mc.first, sc = mc.second;
         benchmark::RegisterBenchmark(
             ("BM_CudaPredict/" + mo + "-int8-" + sc + "/" + std::to_string(n) + "/own").c_str(),
             [mo, sc, n](benchmark::State& s) { bm_predict_int8(s, mo, sc, n); })
