@@ -160,7 +160,7 @@ void apply_quant_toolchain(Policy& p, QuantToolchain t) {
       p.quant_bias_product = FloatType::float32;
       p.quant_relu = QuantRelu::fused;
       p.quant_add = QuantAdd::tflite_fixed_point;
-      p.quant_avg_pool = QuantAvgPool::tflite_rounded_division;
+      p.quant_avg_pool = QuantAvgPool::tflite_integer_mean;
       return;
     case QuantToolchain::torch_qnnpack:
     case QuantToolchain::torch_onednn:
@@ -706,13 +706,20 @@ const std::vector<KnobRow>& rows() {
          "onnxruntime/core/mlas/lib/intrinsics/avx2/qladd_avx2.cpp; tflite/kernels/add.cc Prepare and "
          "kernels/internal/reference/integer_ops/add.h (docs/research/tflite_int8_add_mean_pool.md)"}));
     r.push_back(enum_knob(&Policy::quant_avg_pool,
-        {"quant_avg_pool", "quant", {"float_reciprocal", "tflite_rounded_division", "ort_qlinear_global_avg_pool"},
+        {"quant_avg_pool", "quant",
+         {"float_reciprocal", "tflite_integer_mean", "tflite_rounded_division", "ort_qlinear_global_avg_pool"},
          "int8 global average pooling: round((sum - N*zp) * (1/N)) + zp (PyTorch, channels-last input), ORT's "
          "QLinearGlobalAveragePool (own output scale: round((sum - N*zp_in) * s_in/(s_out*N)) + zp_out), TFLite's "
-         "(not implemented yet: refused)",
-         "tflite_rounded_division (refused: not implemented)", "tflite_rounded_division (refused: not implemented)",
+         "MEAN over H,W with its own output scale: TF >= 2.13's integer QuantizedMeanOrSum (N folded into the "
+         "fixed-point multiplier of s_in/s_out by integer division, double rounding) or TF <= 2.12's reference "
+         "integer Mean (the multiplier without N, then a division by N rounded half away)",
+         "tflite_integer_mean (Keras GlobalAveragePooling2D -> MEAN, TF >= 2.13)",
+         "tflite_integer_mean (Keras GlobalAveragePooling2D -> MEAN, TF >= 2.13)",
          "float_reciprocal (ort: ort_qlinear_global_avg_pool)",
-         "aten/src/ATen/native/quantized/cpu/AdaptiveAveragePooling.cpp; onnxruntime/core/mlas/lib/qlgavgpool.cpp"}));
+         "aten/src/ATen/native/quantized/cpu/AdaptiveAveragePooling.cpp; onnxruntime/core/mlas/lib/qlgavgpool.cpp; "
+         "tflite/kernels/reduce.cc PrepareMeanOrSum/EvalMean, kernels/internal/reference/reduce.h "
+         "QuantizedMeanOrSum, TF <= 2.12 reference/integer_ops/mean.h (docs/research/tflite_int8_add_mean_pool.md "
+         "section 3)"}));
     r.push_back(enum_knob(&Policy::quant_u8s8_dot,
         {"quant_u8s8_dot", "quant", {"exact", "int16_pairs_channels", "int16_pairs_hwc"},
          "how an int8 conv/dense sums its u8 x s8 products: the integer sum of (x - zp) * w (ARM, x86 with "

@@ -110,7 +110,7 @@ enum class QuantMultiplier { float32_divide, float32_mul_reciprocal, float64, re
 // TFLite's / ONNX Runtime's (named, not implemented yet: refused when a model has an add).
 enum class QuantAdd { fixed_point_shift, float_fma_tail64, tflite_fixed_point, ort_qlinear_add };
 // Global average pooling: PyTorch's round((sum - N*zp) * (1/N)) + zp; TFLite's and ORT's (not implemented yet).
-enum class QuantAvgPool { float_reciprocal, tflite_rounded_division, ort_qlinear_global_avg_pool };
+enum class QuantAvgPool { float_reciprocal, tflite_integer_mean, tflite_rounded_division, ort_qlinear_global_avg_pool };
 enum class QuantRelu { fused, separate };        // ReLU as the output clamp, or its own op on int8
 // Dynamic-range (weights-only) quantization of dense and LSTM/GRU layers (quant/dynamic.h), resolved
 // into engine/ops/quant_dynamic.h's rules: how a layer's float input is quantized at each call (one

@@ -275,7 +275,7 @@ void convert_units(std::vector<Unit>& units, Sequential& net, const QuantScheme&
         check(s.avg_pool_implemented, where, ": quant_avg_pool=", s.avg_pool_name, " is not implemented yet");
         if (s.avg_pool_own_qparams()) {
           const ActQParams o = q.at(u.observer);
-          out.add(std::make_unique<QGlobalAvgPoolLayer>(in, s.act_dtype, cur, o, policy.quant_backend));
+          out.add(std::make_unique<QGlobalAvgPoolLayer>(in, s.act_dtype, cur, o, s.avg_pool_rule, policy.quant_backend));
           cur = o;
         } else {
           out.add(std::make_unique<QGlobalAvgPoolLayer>(in, s.act_dtype, cur.zero_point, policy.quant_backend));

@@ -286,12 +286,14 @@ QGlobalAvgPoolLayer::QGlobalAvgPoolLayer(const Shape& in, DType dtype, int32_t z
 }
 
 QGlobalAvgPoolLayer::QGlobalAvgPoolLayer(const Shape& in, DType dtype, ActQParams input, ActQParams out,
-                                         KernelBackend backend)
+                                         QAvgPoolRule rule, KernelBackend backend)
     : in_(in), backend_(backend) {
   check(in.size() == 3, "qglobal_avg_pool: input ", shape_str(in), " is not (C,H,W)");
+  check(rule != QAvgPoolRule::shared_qparams, "qglobal_avg_pool: ", qavg_pool_rule_name(rule),
+        " keeps the input's scale and zero point (no output parameters of its own)");
   p_.c = in[0], p_.h = in[1], p_.w = in[2];
   p_.dtype = dtype;
-  p_.rule = QAvgPoolRule::scale_ratio;
+  p_.rule = rule;
   bufs_.push_back(buffer("zero_point", scalar_i32(input.zero_point)));
   bufs_.push_back(buffer("in_scale", scalar_f32(input.scale)));
   bufs_.push_back(buffer("out_scale", scalar_f32(out.scale)));
@@ -301,7 +303,7 @@ QGlobalAvgPoolLayer::QGlobalAvgPoolLayer(const Shape& in, DType dtype, ActQParam
 
 void QGlobalAvgPoolLayer::refresh() {
   p_.zero_point = buf("zero_point").data<int32_t>()[0];
-  if (p_.rule == QAvgPoolRule::scale_ratio) {
+  if (p_.own_qparams()) {
     p_.in_scale = buf("in_scale").data<float>()[0];
     p_.out_scale = buf("out_scale").data<float>()[0];
     p_.out_zero_point = buf("out_zero_point").data<int32_t>()[0];
@@ -311,7 +313,7 @@ void QGlobalAvgPoolLayer::refresh() {
 std::string QGlobalAvgPoolLayer::describe() const {
   std::string d = "qglobal_avg_pool " + std::to_string(p_.h) + "x" + std::to_string(p_.w) + " zp=" +
                   std::to_string(p_.zero_point);
-  if (p_.rule == QAvgPoolRule::scale_ratio) d += " -> out " + qdesc(p_.out_scale, p_.out_zero_point);
+  if (p_.own_qparams()) d += " " + std::string(qavg_pool_rule_name(p_.rule)) + " -> out " + qdesc(p_.out_scale, p_.out_zero_point);
   return d;
 }
 

@@ -143,16 +143,16 @@ class QMaxPool2dLayer : public QuantLayerBase {
 };
 
 // Global average pooling (N,C,H,W) -> (N,C): the input's scale and zero point kept (PyTorch), or,
-// under QAvgPoolRule::scale_ratio (ONNX Runtime), requantized into the output's own `out`.
+// under the other rules (ONNX Runtime's scale_ratio, TFLite's MEAN), requantized into the output's own `out`.
 class QGlobalAvgPoolLayer : public QuantLayerBase {
  public:
   QGlobalAvgPoolLayer(const Shape& in, DType dtype, int32_t zero_point, KernelBackend backend = KernelBackend::reference);
-  QGlobalAvgPoolLayer(const Shape& in, DType dtype, ActQParams input, ActQParams out,
-                      KernelBackend backend = KernelBackend::reference);  // scale_ratio
+  QGlobalAvgPoolLayer(const Shape& in, DType dtype, ActQParams input, ActQParams out, QAvgPoolRule rule,
+                      KernelBackend backend = KernelBackend::reference);  // a rule with own_qparams()
   std::string kind() const override { return "qglobal_avg_pool"; }
   std::string device_unsupported() const override;  // quant/device_qlayers.cpp
   std::unique_ptr<DeviceLayer> make_device(cuda::CudaContext& ctx) override;
-  bool own_qparams() const { return p_.rule == QAvgPoolRule::scale_ratio; }  // an activation point of its own
+  bool own_qparams() const { return p_.own_qparams(); }  // an activation point of its own
   std::string describe() const override;
   Shape output_shape() const override { return {in_[0]}; }
   Tensor forward(RunContext& ctx, const Tensor& x) override;

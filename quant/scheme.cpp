@@ -91,9 +91,13 @@ QuantScheme QuantScheme::from_policy(const Policy& p) {
       break;
     case QuantAdd::tflite_fixed_point: s.add_rule = QAddRule::tflite_fixed_point; break;
   }
-  s.avg_pool_implemented = p.quant_avg_pool != QuantAvgPool::tflite_rounded_division;
-  s.avg_pool_rule = p.quant_avg_pool == QuantAvgPool::ort_qlinear_global_avg_pool ? QAvgPoolRule::scale_ratio
-                                                                                 : QAvgPoolRule::shared_qparams;
+  s.avg_pool_implemented = true;
+  switch (p.quant_avg_pool) {
+    case QuantAvgPool::float_reciprocal: s.avg_pool_rule = QAvgPoolRule::shared_qparams; break;
+    case QuantAvgPool::tflite_integer_mean: s.avg_pool_rule = QAvgPoolRule::tflite_integer_mean; break;
+    case QuantAvgPool::tflite_rounded_division: s.avg_pool_rule = QAvgPoolRule::tflite_rounded_division; break;
+    case QuantAvgPool::ort_qlinear_global_avg_pool: s.avg_pool_rule = QAvgPoolRule::scale_ratio; break;
+  }
   return s;
 }
 

@@ -41,7 +41,8 @@ struct QuantScheme {
   QAddRule add_rule = QAddRule::fixed_point_shift;
   int32_t add_offset = 0;  // QAddParams::offset (ORT on x86: int8 activations run as uint8 + 128)
   QAvgPoolRule avg_pool_rule = QAvgPoolRule::shared_qparams;
-  bool avg_pool_own_qparams() const { return avg_pool_rule == QAvgPoolRule::scale_ratio; }  // its own observer
+  // its own observer: every rule but PyTorch's (ORT's QLinearGlobalAveragePool, TFLite's MEAN)
+  bool avg_pool_own_qparams() const { return avg_pool_rule != QAvgPoolRule::shared_qparams; }
   bool add_implemented = true, avg_pool_implemented = true;
   std::string add_name, avg_pool_name;  // the knob values (for the refusal of one not implemented)
 

@@ -1363,7 +1363,7 @@ void qadd_forward_fast(const QAddParams& p0, const Tensor& a, const Tensor& b, T
 
 // ---------------------------------------------------------------------------------------------
 // qglobal_avg_pool: one integer sum per (n, c) plane (exact in any order), then the reference's
-// float step; OpenMP over planes.
+// step (qgap_one, every rule); OpenMP over planes.
 
 bool qgap_supports(const QGlobalAvgPoolParams& p, DType dt) { return dt == p.dtype && is_q8(p.dtype); }
 
@@ -1379,17 +1379,10 @@ int32_t plane_sum(const T* __restrict x, int64_t count) {
 template <typename T>
 void qgap_fast_t(const QGlobalAvgPoolParams& p, const T* x, T* y) {
   const int64_t count = p.h * p.w, planes = p.n * p.c;
-  const int32_t qmin = std::numeric_limits<T>::min(), qmax = std::numeric_limits<T>::max(), zp = p.zero_point;
-  const float inv = p.multiplier();
-  const int32_t zo = p.output_zero_point();
-  const int64_t zsum = count * zp;
+  const int32_t qmin = std::numeric_limits<T>::min(), qmax = std::numeric_limits<T>::max();
+  const QGlobalAvgPoolParams::Resolved r = p.resolve();
 #pragma omp parallel for schedule(static) if (planes * count > kChunk)
-  for (int64_t nc = 0; nc < planes; ++nc) {
-    const int64_t acc = plane_sum(x + nc * count, count);
-    const float v = static_cast<float>(acc - zsum) * inv;
-    const int64_t q = static_cast<int64_t>(round_with(v, RoundRule::half_even)) + zo;
-    y[nc] = static_cast<T>(q < qmin ? qmin : (q > qmax ? qmax : q));
-  }
+  for (int64_t nc = 0; nc < planes; ++nc) y[nc] = static_cast<T>(qgap_one(r, plane_sum(x + nc * count, count), qmin, qmax));
 }
 
 // x:(N,C,H,W) y:(N,C), p.dtype

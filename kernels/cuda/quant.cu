@@ -334,15 +334,15 @@ __global__ void qadd_kernel(QAddParams p, long long numel, long long body, const
 }
 
 // Global average pooling, one (n, c) plane per thread (ResNet's planes are 8x8: a thread sums 64
-// bytes; the int64 sum is exact in any order), then qgap_one as the reference.
+// bytes; the int64 sum is exact in any order), then qgap_one (every rule) as the reference.
 template <typename T>
-__global__ void qgap_kernel(long long planes, long long count, int32_t zp, float m, int32_t zo,
-                            const T* __restrict__ x, T* __restrict__ y) {
+__global__ void qgap_kernel(long long planes, QGlobalAvgPoolParams::Resolved r, const T* __restrict__ x,
+                            T* __restrict__ y) {
   const int32_t tmin = type_lowest<T>(), tmax = tmin == 0 ? 255 : 127;
   DL_GRID_STRIDE(nc, planes) {
     long long sum = 0;
-    for (long long i = 0; i < count; ++i) sum += x[nc * count + i];
-    y[nc] = static_cast<T>(qgap_one(sum, count, zp, m, zo, tmin, tmax));
+    for (long long i = 0; i < r.count; ++i) sum += x[nc * r.count + i];
+    y[nc] = static_cast<T>(qgap_one(r, sum, tmin, tmax));
   }
 }
 
@@ -471,12 +471,11 @@ void qadd_own(CudaContext& ctx, const QAddParams& p0, const DeviceTensor& a, con
 void qglobal_avg_pool_own(CudaContext& ctx, const QGlobalAvgPoolParams& p, const DeviceTensor& x, DeviceTensor& y) {
   check_dev("qglobal_avg_pool_own", "input", x, {p.n, p.c, p.h, p.w}, p.dtype);
   check_dev("qglobal_avg_pool_own", "output", y, {p.n, p.c}, p.dtype);
-  const float m = p.multiplier();  // checks the scales and the count, as the reference
+  const QGlobalAvgPoolParams::Resolved r = p.resolve();  // checks the scales and the count, as the reference
   if (y.numel() == 0) return;
   dispatch_q_xy(p.dtype, p.dtype, "qglobal_avg_pool_own", [&](auto tag, auto) {
     using T = decltype(tag);
-    qgap_kernel<T><<<dl_blocks(y.numel(), 128), 128, 0, stream_of(ctx)>>>(
-        y.numel(), p.h * p.w, p.zero_point, m, p.output_zero_point(), x.data<T>(), y.data<T>());
+    qgap_kernel<T><<<dl_blocks(y.numel(), 128), 128, 0, stream_of(ctx)>>>(y.numel(), r, x.data<T>(), y.data<T>());
     DL_CUDA_LAUNCH_CHECK("qgap_kernel");
   });
 }

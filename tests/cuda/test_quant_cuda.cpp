@@ -339,12 +339,13 @@ TEST(CudaQAdd, EveryRuleEqualsReferenceByteForByte) {
       }
 }
 
-TEST(CudaQGlobalAvgPool, BothRulesEqualReferenceByteForByte) {
+TEST(CudaQGlobalAvgPool, EveryRuleEqualsReferenceByteForByte) {
   REQUIRE_CUDA_DEVICE();
   cuda::CudaContext ctx;
   Tally tally("qglobal_avg_pool");
   uint64_t seed = 1300;
-  for (QAvgPoolRule rule : {QAvgPoolRule::shared_qparams, QAvgPoolRule::scale_ratio})
+  for (QAvgPoolRule rule : {QAvgPoolRule::shared_qparams, QAvgPoolRule::scale_ratio, QAvgPoolRule::tflite_integer_mean,
+                            QAvgPoolRule::tflite_rounded_division})
     for (DType t : {DType::u8, DType::i8})
       for (const Shape& shape : {Shape{3, 5, 8, 8}, Shape{2, 7, 3, 5}, Shape{1, 4, 1, 1}}) {
         QGlobalAvgPoolParams p;

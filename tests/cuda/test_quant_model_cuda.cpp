@@ -27,8 +27,8 @@ quant::PtqResult quantized(const std::string& name, const std::string& scheme, c
   return quant::quantize_model(m, Policy::parse("torch,quant_scheme=" + scheme + extra), unit_images(48, 21));
 }
 
-// The schemes an int8 ResNet-20 runs under (tflite: refused at its MEAN when quantizing).
-constexpr const char* kResnetSchemes[] = {"torch_qnnpack", "torch_onednn", "torch_fbgemm", "ort"};
+// Every scheme: ResNet-20's add and average under each (tflite: TFLite's ADD and MEAN).
+constexpr const char* kResnetSchemes[] = {"tflite", "torch_qnnpack", "torch_onednn", "torch_fbgemm", "ort"};
 
 quant::PtqResult quantized_resnet20(const std::string& scheme, const std::string& extra = "") {
   Model m = build_model("resnet20", Policy::parse("torch"), 5);
@@ -77,8 +77,8 @@ TEST(CudaQuantModel, LenetUnderEverySchemeEqualsTheCpuBitForBit) {
 
 // ResNet-20 int8 (residual blocks with the option-A shortcut and the fused add_relu, the global
 // average, every quantized-add rule: fixed_point_shift (qnnpack), float_fma_tail64 with its tail of
-// 64 in channels-last order (onednn, fbgemm), float_ratio_fma (ort)): the device's logits equal
-// the CPU's bit for bit. (TFLite's scheme stops at ResNet-20's MEAN on the CPU already.)
+// 64 in channels-last order (onednn, fbgemm), float_ratio_fma (ort), tflite_fixed_point with
+// TFLite's integer MEAN (tflite)): the device's logits equal the CPU's bit for bit.
 TEST(CudaQuantModel, Resnet20UnderEveryAddRuleEqualsTheCpuBitForBit) {
   REQUIRE_CUDA_DEVICE();
   const Tensor x = random_tensor({3, 3, 32, 32}, DType::f32, 25, 0.0, 1.0);

@@ -559,12 +559,104 @@ TEST(QuantGlobalAvgPool, OrtMultiplierIsProductFirstAndRangeChecked) {
   p.rule = QAvgPoolRule::scale_ratio;
   p.in_scale = 0.01f, p.out_scale = 0.013f;
   // MLAS: s_in / (s_out * float(N)); the other order differs by an ulp for these scales
-  EXPECT_EQ(p.multiplier(), 0.01f / (0.013f * 49.f));
-  EXPECT_NE(p.multiplier(), 0.01f / 49.f / 0.013f);
+  EXPECT_EQ(p.resolve().m, 0.01f / (0.013f * 49.f));
+  EXPECT_NE(p.resolve().m, 0.01f / 49.f / 0.013f);
   p.out_scale = 0.01f / (49.f * 300.f);  // M = 300 >= 256: MLAS refuses, so does this
-  EXPECT_THROW(p.multiplier(), Error);
+  EXPECT_THROW(p.resolve().m, Error);
   p.rule = QAvgPoolRule::shared_qparams;  // PyTorch: 1.0f/N whatever the scales
-  EXPECT_EQ(p.multiplier(), 1.0f / 49.f);
+  EXPECT_EQ(p.resolve().m, 1.0f / 49.f);
+}
+
+// TFLite's MEAN over H,W (int8): the worked examples M1-M5 of docs/research/tflite_int8_add_mean_pool.md
+// section 3.6, every integer of which the research derived by hand from the TFLite sources (P1:
+// TF >= 2.13's QuantizedMeanOrSum, P4: TF <= 2.12's reference integer Mean), independent of this code.
+struct MeanCase {
+  const char* name;
+  float s_in, s_out;
+  int32_t zp_in, zp_out;
+  std::vector<int> q;  // one channel's values (N = q.size())
+  int p1, p4;          // the expected outputs under tflite_integer_mean and tflite_rounded_division
+};
+
+Tensor one_plane(const std::vector<int>& q, int64_t h, int64_t w) {
+  Tensor x({1, 1, h, w}, DType::i8);
+  for (std::size_t i = 0; i < q.size(); ++i) x.data<int8_t>()[i] = static_cast<int8_t>(q[i]);
+  return x;
+}
+
+// 49 int8 values summing to `sum` (the 7x7 plane of M5: only the sum enters MEAN)
+std::vector<int> values_summing_to(int sum) {
+  std::vector<int> q(49, 0);
+  for (int i = 0; sum != 0; i = (i + 1) % 49) {
+    const int step = sum > 0 ? 1 : -1;
+    q[static_cast<std::size_t>(i)] += step, sum -= step;
+  }
+  return q;
+}
+
+TEST(QuantGlobalAvgPool, TfliteMeanWorkedExamples) {
+  const MeanCase cases[] = {
+      {"M1 negative tie", 1.0f, 0.5f, 0, 0, {-1, -2, -3, 1}, -2, -3},
+      {"M1 mirrored", 1.0f, 0.5f, 0, 0, {1, 2, 3, -1}, 3, 3},
+      {"M2 zp_in * ratio not an integer", 0.5f, 1.0f, -3, 4, {-3, -3, -3, -3}, 4, 4},
+      {"M3 same scale and zero point", 0.1f, 0.1f, -10, -10, {-11, -11, -11, -10}, -11, -11},
+      {"M4 P1's double rounding", 0.1f, 0.1f, -10, -10, {-10, -10, -10, -9}, -9, -10},
+      {"M5 7x7, sum -54", 0.0235f, 0.0112f, -20, -50, values_summing_to(-54), -10, -10},
+      {"M5 7x7, sum -35 (P1's double rounding)", 0.0235f, 0.0112f, -20, -50, values_summing_to(-35), -9, -10},
+  };
+  for (const MeanCase& c : cases) {
+    const int64_t side = c.q.size() == 49 ? 7 : 2;
+    const Tensor x = one_plane(c.q, side, side);
+    for (QAvgPoolRule rule : {QAvgPoolRule::tflite_integer_mean, QAvgPoolRule::tflite_rounded_division}) {
+      QGlobalAvgPoolParams p;
+      p.n = 1, p.c = 1, p.h = p.w = side;
+      p.dtype = DType::i8, p.rule = rule;
+      p.zero_point = c.zp_in, p.in_scale = c.s_in, p.out_scale = c.s_out, p.out_zero_point = c.zp_out;
+      Tensor y({1, 1}, DType::i8);
+      qglobal_avg_pool_forward_ref(p, x, y);
+      const int want = rule == QAvgPoolRule::tflite_integer_mean ? c.p1 : c.p4;
+      EXPECT_EQ(y.at(0), want) << c.name << " " << qavg_pool_rule_name(rule);
+    }
+  }
+  // M5's multipliers: Prepare's ratio 2.0982142886840642 -> (1126470219, 2); P1 folds N = 49 in
+  // with k = 5: M' = 1126470219 * 32 / 49 = 735654020, shift' = -3
+  QGlobalAvgPoolParams p;
+  p.h = p.w = 7, p.in_scale = 0.0235f, p.out_scale = 0.0112f;
+  p.rule = QAvgPoolRule::tflite_rounded_division;
+  EXPECT_EQ(p.resolve().fixed.m0, 1126470219);
+  EXPECT_EQ(p.resolve().fixed.shift, 2);
+  p.rule = QAvgPoolRule::tflite_integer_mean;
+  EXPECT_EQ(p.resolve().fixed.m0, 735654020);
+  EXPECT_EQ(p.resolve().fixed.shift, -3);
+}
+
+// Every sum a 2x2 and a 7x7 int8 plane can have, both TFLite rules: never more than one step from
+// the real mean (rounded), and saturation at the type's ends.
+TEST(QuantGlobalAvgPool, TfliteMeanWithinOneStepOfTheRealMean) {
+  for (int64_t side : {2, 7})
+    for (QAvgPoolRule rule : {QAvgPoolRule::tflite_integer_mean, QAvgPoolRule::tflite_rounded_division}) {
+      QGlobalAvgPoolParams p;
+      p.n = 1, p.c = 1, p.h = p.w = side;
+      p.dtype = DType::i8, p.rule = rule;
+      p.zero_point = -20, p.in_scale = 0.0235f, p.out_scale = 0.0112f, p.out_zero_point = -50;
+      const int64_t n = side * side;
+      int64_t far = 0, checked = 0;
+      for (int64_t sum = -128 * n; sum <= 127 * n; sum += (side == 7 ? 7 : 1)) {
+        std::vector<int> q(static_cast<std::size_t>(n), 0);
+        int64_t left = sum;
+        for (std::size_t i = 0; i < q.size(); ++i) {
+          const int64_t v = std::max<int64_t>(-128, std::min<int64_t>(127, left));
+          q[i] = static_cast<int>(v), left -= v;
+        }
+        Tensor y({1, 1}, DType::i8);
+        qglobal_avg_pool_forward_ref(p, one_plane(q, side, side), y);
+        const double real = (static_cast<double>(sum) / n - p.zero_point) * p.in_scale / p.out_scale + p.out_zero_point;
+        const double clamped = std::max(-128.0, std::min(127.0, real));
+        far += std::abs(y.at(0) - clamped) > 1.0;
+        ++checked;
+      }
+      EXPECT_EQ(far, 0) << qavg_pool_rule_name(rule) << " " << side << "x" << side << ", " << checked << " sums";
+    }
 }
 
 }  // namespace

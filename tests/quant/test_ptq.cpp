@@ -111,12 +111,27 @@ TEST(QuantPtq, KnobsChangeWhatTheyName) {
   // A fused ReLU's output range starts at 0: the int8 zero point is the type minimum.
   EXPECT_EQ(a.points[1].q.zero_point, -128);
   EXPECT_LT(b.points[1].range.min, 0.f);  // observed before the ReLU
-  // What has no int8 form yet is refused by name: the option-B shortcut (resnet20b), and TFLite's
-  // global average pool (quant_avg_pool=tflite_rounded_division) on ResNet-20 (its residual add,
-  // quant_add=tflite_fixed_point, runs: QuantAdd.TfliteWorkedExamples).
+  // What has no int8 form yet is refused by name: the option-B shortcut (resnet20b). ResNet-20 itself
+  // quantizes under tflite (its ADD and MEAN: QuantAdd.TfliteWorkedExamples,
+  // QuantGlobalAvgPool.TfliteMeanWorkedExamples), the MEAN with an output scale of its own.
   const Tensor c = random_tensor({2, 3, 32, 32}, DType::f32, 1);
-  for (const auto& [arch, want] : {std::pair<std::string, std::string>{"resnet20b", "option-B"},
-                                   std::pair<std::string, std::string>{"resnet20", "quant_avg_pool=tflite_rounded_division"}}) {
+  {
+    Model r = build_model("resnet20", Policy::torch(), 1);
+    quant::PtqResult t = quant::quantize_model(r, fused, c);
+    bool found = false;
+    for (std::size_t i = 0; i < t.model.net->size(); ++i)
+      if (auto* g = dynamic_cast<quant::QGlobalAvgPoolLayer*>(&t.model.net->layer(i))) {
+        found = true;
+        EXPECT_EQ(g->op_params().rule, QAvgPoolRule::tflite_integer_mean);
+        EXPECT_TRUE(g->own_qparams());
+      }
+    EXPECT_TRUE(found);
+    ExecContext exec;
+    RunContext rc = RunContext::inference(exec);
+    const Tensor y = t.model.forward(rc, c);
+    EXPECT_EQ(y.shape(), (Shape{2, 10}));
+  }
+  for (const auto& [arch, want] : {std::pair<std::string, std::string>{"resnet20b", "option-B"}}) {
     Model r = build_model(arch, Policy::torch(), 1);
     try {
       quant::quantize_model(r, fused, c);

@@ -265,8 +265,7 @@ void qgap_ref_impl(const QGlobalAvgPoolParams& p, const Tensor& x, Tensor& y) {
   check_tensor("qglobal_avg_pool", "input", x, {p.n, p.c, p.h, p.w}, p.dtype);
   check_tensor("qglobal_avg_pool", "output", y, {p.n, p.c}, p.dtype);
   const int64_t count = p.h * p.w;
-  const float m = p.multiplier();  // checks count too
-  const int32_t zo = p.output_zero_point();
+  const QGlobalAvgPoolParams::Resolved r = p.resolve();  // checks count and scales too
   dispatch_xy(p.dtype, p.dtype, "qglobal_avg_pool", [&](auto tag, auto) {
     using T = decltype(tag);
     const T* xs = x.data<T>();
@@ -275,7 +274,7 @@ void qgap_ref_impl(const QGlobalAvgPoolParams& p, const Tensor& x, Tensor& y) {
     for (int64_t nc = 0; nc < p.n * p.c; ++nc) {
       int64_t sum = 0;
       for (int64_t i = 0; i < count; ++i) sum += xs[nc * count + i];
-      ys[nc] = static_cast<T>(qgap_one(sum, count, p.zero_point, m, zo, qmin, qmax));
+      ys[nc] = static_cast<T>(qgap_one(r, sum, qmin, qmax));
     }
   });
 }
