@@ -15,9 +15,10 @@ Convention convention(const std::string& name) {
   if (name == "foolbox2") {
     // eps and step as fractions of the bounds' range; FGSM's epsilon sweep (epsilons=1000,
     // max_epsilon=1); the loss against the label passed; Misclassification (prediction != label);
-    // BIM/PGD return_early. BIM and PGD search their eps (binary_search=True): refused.
+    // BIM/PGD return_early and their eps search (binary_search=True, from eps 0.3).
     c.units = EpsUnits::fraction_of_range;
     c.fgsm_schedule = EpsSchedule::foolbox2_sweep;
+    c.iterative_schedule = EpsSchedule::foolbox2_search;
     c.sweep_epsilons = 1000, c.max_epsilon = 1.0;
     c.early_stop = true;
     c.eps = 0.3, c.bim_step = 0.05, c.pgd_step = 0.01, c.bim_steps = 10, c.pgd_steps = 40;
@@ -56,14 +57,7 @@ Convention convention(const std::string& name) {
   fail("attack: unknown convention '", name, "' (known: driftlab, foolbox2, foolbox3, art, torchattacks)");
 }
 
-std::string refusal(const Convention& c, AttackKind kind) {
-  if (c.name == "foolbox2" && kind != AttackKind::fgsm)
-    return std::string("Foolbox 2's ") + attack_kind_name(kind) +
-           " searches its eps (binary_search=True: x1.5 up to 20 times, then 20 bisections, a full attack each), "
-           "which is not implemented; run it at one eps with --convention driftlab --eps-units fraction "
-           "--early-stop";
-  return "";
-}
+std::string refusal(const Convention&, AttackKind) { return ""; }
 
 }  // namespace attacks
 }  // namespace driftlab

@@ -20,6 +20,7 @@ struct Convention {
   LabelSource labels = LabelSource::true_label;
   SuccessRule success = SuccessRule::differs_from_label;
   EpsSchedule fgsm_schedule = EpsSchedule::single;
+  EpsSchedule iterative_schedule = EpsSchedule::single;  // BIM / PGD
   int sweep_epsilons = 1000;
   double max_epsilon = 1.0;
   bool early_stop = false;        // BIM / PGD
@@ -33,8 +34,9 @@ struct Convention {
 // "driftlab", "foolbox2", "foolbox3", "art", "torchattacks"; anything else is refused with the list.
 Convention convention(const std::string& name);
 
-// Empty where the convention runs `kind` as the library does; else why not (e.g. Foolbox 2's BIM
-// searches its eps by bisection, which is not implemented).
+// Empty where the convention runs `kind` as the library does; else why not. Every convention runs
+// every attack now (Foolbox 2's BIM/PGD eps search since 2026-11-27); kept as the place a library
+// behaviour that is not reproduced gets refused by name.
 std::string refusal(const Convention& c, AttackKind kind);
 
 }  // namespace attacks

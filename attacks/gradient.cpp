@@ -55,6 +55,12 @@ void GradientAttackSpec::validate() const {
     check(std::isfinite(max_epsilon) && max_epsilon > 0, "attack: max_epsilon ", max_epsilon,
           " must be finite and > 0");
   }
+  if (schedule == EpsSchedule::foolbox2_search) {
+    check(kind != AttackKind::fgsm, "attack: Foolbox 2's eps search is BIM's and PGD's (fgsm: the epsilon sweep)");
+    check(eps > 0, "attack: Foolbox 2's eps search starts at eps > 0 (got ", eps, ")");
+    check(!random_start, "attack: Foolbox 2's random start is not reproduced under its eps search (it leaves the "
+          "start outside the bounds, strict=False); run PGD without --random-start");
+  }
   check(batch >= 1, "attack: batch ", batch, " must be >= 1");
 }
 
@@ -70,6 +76,15 @@ Tensor rows(const Tensor& x, int64_t start, int64_t count) {
   return out;
 }
 
+template <typename T>
+Tensor rows_of(const T* x, int64_t start, int64_t count, const Shape& shape) {
+  Shape s = shape;
+  s[0] = count;
+  const int64_t per = shape_numel(shape) / shape[0];
+  Tensor out(s, DTypeOf<T>::value);
+  std::copy_n(x + start * per, count * per, out.data<T>());
+  return out;
+}
 
 // Predictions in batches of `batch` (the CPU runner runs any size as one batch; this bounds memory).
 std::vector<int32_t> predict(Runner& runner, const Tensor& x, int64_t batch) {
@@ -244,6 +259,118 @@ void sweep_batch(Runner& runner, const GradientAttackSpec& spec, const T* x0, in
   }
 }
 
+// BIM / PGD with Foolbox 2's eps search on one batch (gradient.h). `ref`: what a prediction must
+// differ from to count as adversarial.
+template <typename T>
+void search_batch(Runner& runner, const GradientAttackSpec& spec, const T* x0, int64_t n, const Shape& shape,
+                  const std::vector<int32_t>& target, const std::vector<int32_t>* ref_in, T* xa, uint8_t* zero_grad,
+                  int64_t* calls, int32_t* clean_out, int64_t* queries, double* eps_found) {
+  const int64_t per = shape_numel(shape) / shape[0];
+  const T lo = static_cast<T>(spec.lo), hi = static_cast<T>(spec.hi);
+  const double unit = spec.units == EpsUnits::absolute ? 1.0 : spec.hi - spec.lo;
+  // Foolbox 2's factor = stepsize / epsilon (a step relative to eps is that ratio already)
+  const double factor = spec.step_units == StepUnits::fraction_of_eps ? spec.step : spec.step / spec.eps;
+  std::copy_n(x0, n * per, xa);
+  const std::vector<int32_t> clean = predict(runner, rows_of<T>(x0, 0, n, shape), spec.batch);
+  if (clean_out) std::copy(clean.begin(), clean.end(), clean_out);
+  const std::vector<int32_t>& ref = ref_in ? *ref_in : clean;
+  // per sample: phase 0 the exponential search, 1 the bisection, 2 finished
+  std::vector<int> phase(static_cast<std::size_t>(n), 0), tries(static_cast<std::size_t>(n), 0);
+  std::vector<double> eps(static_cast<std::size_t>(n), spec.eps), good(static_cast<std::size_t>(n), 0.0),
+      bad(static_cast<std::size_t>(n), 0.0), best(static_cast<std::size_t>(n), HUGE_VAL);
+  for (int64_t s = 0; s < n; ++s) {
+    queries[s] = 1, eps_found[s] = std::nan("");
+    if (clean[s] != ref[s]) phase[s] = 2, eps_found[s] = 0.0;  // already adversarial: distance 0
+  }
+  // One run for every active sample at its own eps: x_0 = x, `steps` steps; an iterate judged
+  // adversarial is a candidate (kept when closer than the sample's best) and, with early_stop,
+  // ends the sample's run. Returns whether each active sample's run succeeded.
+  auto run = [&](const std::vector<int64_t>& active) {
+    const int64_t m = static_cast<int64_t>(active.size());
+    std::vector<T> x(static_cast<std::size_t>(m * per)), te(static_cast<std::size_t>(m)), ts(static_cast<std::size_t>(m));
+    for (int64_t a = 0; a < m; ++a) {
+      std::copy_n(x0 + active[a] * per, per, x.data() + a * per);
+      te[a] = static_cast<T>(eps[active[a]] * unit), ts[a] = static_cast<T>(factor * eps[active[a]] * unit);
+    }
+    std::vector<uint8_t> ok(static_cast<std::size_t>(m), 0), running(static_cast<std::size_t>(m), 1);
+    // judges iterate x of the running samples from predictions p (in `running` order)
+    auto judge = [&](const std::vector<int64_t>& idx, const std::vector<int32_t>& p) {
+      for (std::size_t i = 0; i < idx.size(); ++i) {
+        const int64_t a = idx[i], s = active[a];
+        if (p[i] == ref[s]) continue;
+        ok[a] = 1;
+        if (spec.early_stop) running[a] = 0;
+        double d2 = 0;
+        for (int64_t e = 0; e < per; ++e) {
+          const double d = static_cast<double>(x[a * per + e]) - static_cast<double>(x0[s * per + e]);
+          d2 += d * d;
+        }
+        if (d2 < best[s]) best[s] = d2, eps_found[s] = eps[s], std::copy_n(x.data() + a * per, per, xa + s * per);
+      }
+    };
+    for (int t = 0; t <= spec.steps; ++t) {
+      std::vector<int64_t> idx;
+      for (int64_t a = 0; a < m; ++a)
+        if (running[a]) idx.push_back(a);
+      if (idx.empty()) break;
+      Shape bs = shape;
+      bs[0] = static_cast<int64_t>(idx.size());
+      Tensor cur(bs, DTypeOf<T>::value);
+      for (std::size_t i = 0; i < idx.size(); ++i) std::copy_n(x.data() + idx[i] * per, per, cur.data<T>() + i * per);
+      for (int64_t a : idx) ++queries[active[a]];
+      if (t == spec.steps) {  // the last iterate: judged by a forward pass
+        judge(idx, predict(runner, cur, spec.batch));
+        break;
+      }
+      std::vector<int32_t> tgt(idx.size());
+      for (std::size_t i = 0; i < idx.size(); ++i) tgt[i] = target[active[idx[i]]];
+      const InputGradient g = runner.input_gradient(cur, tgt, Semantics::inference);
+      ++*calls;
+      if (t > 0) judge(idx, predictions(g.logits));  // x_t, the iterate after step t - 1
+      const T* dx = g.dx.data<T>();
+      for (std::size_t i = 0; i < idx.size(); ++i) {
+        const int64_t a = idx[i], s = active[a];
+        if (!running[a]) continue;  // stopped at x_t (return_early)
+        if (t == 0) {
+          bool all_zero = true;
+          for (int64_t e = 0; e < per && all_zero; ++e) all_zero = dx[i * per + e] == T(0);
+          if (tries[s] == 0 && phase[s] == 0) zero_grad[s] = all_zero;
+        }
+        for (int64_t e = 0; e < per; ++e) {
+          T& v = x[a * per + e];
+          const T moved = v + ts[a] * sign_of(dx[i * per + e]);
+          v = clamp_to<T>(x0[s * per + e] + clamp_to<T>(moved - x0[s * per + e], -te[a], te[a]), lo, hi);
+        }
+      }
+    }
+    return ok;
+  };
+  for (;;) {
+    std::vector<int64_t> active;
+    for (int64_t s = 0; s < n; ++s)
+      if (phase[s] < 2) active.push_back(s);
+    if (active.empty()) break;
+    const std::vector<uint8_t> ok = run(active);
+    for (std::size_t a = 0; a < active.size(); ++a) {
+      const int64_t s = active[a];
+      ++tries[s];
+      if (phase[s] == 0) {
+        if (ok[a]) {
+          phase[s] = 1, good[s] = eps[s], bad[s] = 0.0, tries[s] = 0;
+        } else if (tries[s] == 20) {
+          phase[s] = 2;  // the exponential search failed: no adversarial
+        } else {
+          eps[s] *= 1.5;
+        }
+      } else {
+        (ok[a] ? good[s] : bad[s]) = eps[s];
+        if (tries[s] == 20) phase[s] = 2;
+      }
+      if (phase[s] == 1) eps[s] = (good[s] + bad[s]) / 2;
+    }
+  }
+}
+
 template <typename T>
 void norms(const T* x, const T* xa, int64_t per, double* l0, double* l2, double* linf) {
   double a0 = 0, a2 = 0, ai = 0;
@@ -284,17 +411,29 @@ AttackResult run_gradient_attack(Runner& runner, const Tensor& x, const std::vec
   r.x_adv = Tensor::empty(x.shape(), x.dtype());
   r.zero_gradient.assign(static_cast<std::size_t>(n), 0);
   Rng rng(RngEngine::mt19937_u24, spec.seed);
-  const bool sweep = spec.schedule == EpsSchedule::foolbox2_sweep;
-  if (sweep) r.queries.assign(static_cast<std::size_t>(n), 0), r.eps_found.assign(static_cast<std::size_t>(n), 0.0);
+  const bool sweep = spec.schedule == EpsSchedule::foolbox2_sweep, search = spec.schedule == EpsSchedule::foolbox2_search;
+  if (sweep || search)
+    r.queries.assign(static_cast<std::size_t>(n), 0), r.eps_found.assign(static_cast<std::size_t>(n), 0.0);
   for (int64_t b0 = 0; b0 < n; b0 += spec.batch) {
     const int64_t m = std::min(spec.batch, n - b0);
     const Tensor xb = rows(x, b0, m);
     const std::vector<int32_t> tb(target.begin() + b0, target.begin() + b0 + m);
-    if (sweep) {
+    if (sweep || search) {
       // adversarial: differs from the label, or (SuccessRule) from the clean prediction
       const std::vector<int32_t> lb(labels.begin() + b0, labels.begin() + b0 + m);
       const std::vector<int32_t>* ref = spec.success == SuccessRule::differs_from_label ? &lb : nullptr;
       int32_t* clean_out = clean_from_gradient ? r.clean_pred.data() + b0 : nullptr;
+      if (search) {
+        if (x.dtype() == DType::f32)
+          search_batch<float>(runner, spec, xb.data<float>(), m, xb.shape(), tb, ref, r.x_adv.data<float>() + b0 * per,
+                              r.zero_gradient.data() + b0, &r.gradient_calls, clean_out, r.queries.data() + b0,
+                              r.eps_found.data() + b0);
+        else
+          search_batch<double>(runner, spec, xb.data<double>(), m, xb.shape(), tb, ref,
+                               r.x_adv.data<double>() + b0 * per, r.zero_gradient.data() + b0, &r.gradient_calls,
+                               clean_out, r.queries.data() + b0, r.eps_found.data() + b0);
+        continue;
+      }
       if (x.dtype() == DType::f32)
         sweep_batch<float>(runner, spec, xb.data<float>(), m, xb.shape(), tb, ref, r.x_adv.data<float>() + b0 * per,
                            r.zero_gradient.data() + b0, &r.gradient_calls, clean_out, r.queries.data() + b0,

@@ -27,6 +27,20 @@
 // successful eps seen (along the ray the distance never shrinks as eps grows, so this is Foolbox
 // 2's lowest-MSE adversarial), or the input where none. A misclassified input: success at eps 0.
 //
+// BIM / PGD with Foolbox 2's eps search (EpsSchedule::foolbox2_search; binary_search=True, the
+// default of its LinfinityBasicIterativeAttack and ProjectedGradientDescentAttack:
+// foolbox/attacks/iterative_projected_gradient.py _run_binary_search / _run_one, v2.4.0), per sample:
+// a run is the attack at (eps, step = eps * (spec.step / spec.eps)) from x, each iterate after a
+// step judged by the model; a run succeeds when an iterate is adversarial (with early_stop,
+// return_early, it ends there). The search: runs at eps, 1.5 eps, 1.5^2 eps ... until one succeeds
+// (at most 20; none: the sample fails, x returned); then 20 bisections between 0 and that eps,
+// (good + bad) / 2 each. Every adversarial iterate any run judged is a candidate, and the one with
+// the smallest mean squared distance to x is returned (Foolbox 2's Adversarial keeps the best by
+// its distance, MSE by default); eps_found is the eps of the run that produced it. A misclassified
+// input: success at eps 0, no run. The stepsize/eps ratio is Foolbox 2's `factor`; eps may grow
+// past the range (the ball then stops binding). queries: the model evaluations spent per sample
+// (gradient calls and the judging forward passes).
+//
 // Success (SuccessRule): the adversarial prediction differs from the label (Foolbox, torchattacks),
 // or from the clean prediction (ART's compute_success_array).
 #pragma once
@@ -47,7 +61,8 @@ const char* attack_kind_name(AttackKind k);
 enum class EpsUnits { absolute, fraction_of_range };
 enum class StepUnits { like_eps, fraction_of_eps };       // Foolbox 3: step = rel_stepsize * eps
 enum class LabelSource { true_label, clean_prediction };  // what the loss is taken against (ART: the prediction)
-enum class EpsSchedule { single, foolbox2_sweep };        // FGSM: one eps, or Foolbox 2's sweep and refinement
+// FGSM: one eps, or Foolbox 2's sweep and refinement; BIM / PGD: one eps, or Foolbox 2's eps search
+enum class EpsSchedule { single, foolbox2_sweep, foolbox2_search };
 enum class SuccessRule { differs_from_label, differs_from_clean_prediction };
 SuccessRule parse_success_rule(const std::string& s);     // "label" | "clean-prediction"
 const char* success_rule_name(SuccessRule r);

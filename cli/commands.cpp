@@ -976,6 +976,8 @@ void apply_convention(AttackOptions& o, attacks::AttackKind kind, bool decision)
     unless("--max-epsilon", o.max_epsilon, c.max_epsilon);
   } else {
     // a step's units are BIM's and PGD's (FGSM's one step is eps itself)
+    unless("--eps-schedule", o.eps_schedule,
+           std::string(c.iterative_schedule == attacks::EpsSchedule::single ? "single" : "foolbox2-search"));
     unless("--step-units", o.step_units, std::string(c.step_units == attacks::StepUnits::like_eps ? "eps" : "of-eps"));
     unless("--early-stop", o.early_stop, c.early_stop);
     if (kind == attacks::AttackKind::pgd) unless("--random-start", o.random_start, c.pgd_random_start);
@@ -983,7 +985,7 @@ void apply_convention(AttackOptions& o, attacks::AttackKind kind, bool decision)
     if (bim ? c.bim_step > 0 : c.pgd_step > 0) unless("--step", o.step, bim ? c.bim_step : c.pgd_step);
     if (bim ? c.bim_steps > 0 : c.pgd_steps > 0) unless("--steps", o.steps, bim ? c.bim_steps : c.pgd_steps);
   }
-  if (o.eps_schedule == "single") {
+  if (o.eps_schedule != "foolbox2-sweep") {  // one eps, or the search's starting eps
     check(c.eps > 0 || o.given.count("--eps"), "attack: --convention ", c.name, " has no default eps: give --eps");
     unless("--eps", o.eps, c.eps);
   }
@@ -1025,9 +1027,11 @@ attacks::GradientAttackSpec gradient_spec(AttackOptions& o, attacks::AttackKind 
   check(o.labels_from == "true" || o.labels_from == "prediction", "attack: --labels-from '", o.labels_from,
         "' (true | prediction)");
   spec.labels = o.labels_from == "true" ? attacks::LabelSource::true_label : attacks::LabelSource::clean_prediction;
-  check(o.eps_schedule == "single" || o.eps_schedule == "foolbox2-sweep", "attack: --eps-schedule '",
-        o.eps_schedule, "' (single | foolbox2-sweep)");
-  spec.schedule = o.eps_schedule == "single" ? attacks::EpsSchedule::single : attacks::EpsSchedule::foolbox2_sweep;
+  check(o.eps_schedule == "single" || o.eps_schedule == "foolbox2-sweep" || o.eps_schedule == "foolbox2-search",
+        "attack: --eps-schedule '", o.eps_schedule, "' (single | foolbox2-sweep: FGSM | foolbox2-search: BIM, PGD)");
+  spec.schedule = o.eps_schedule == "single"           ? attacks::EpsSchedule::single
+                  : o.eps_schedule == "foolbox2-sweep" ? attacks::EpsSchedule::foolbox2_sweep
+                                                       : attacks::EpsSchedule::foolbox2_search;
   spec.sweep_epsilons = o.epsilons, spec.max_epsilon = o.max_epsilon;
   spec.success = attacks::parse_success_rule(o.success);
   return spec;
@@ -1195,8 +1199,12 @@ void attack_cmd(AttackOptions o) {
          {"over_correctly_classified", summary_json(on_correct)},
          {"over_all", summary_json(all)},
          {"commit", build_commit()}};
-  if (spec.schedule == attacks::EpsSchedule::foolbox2_sweep && !decision) {
-    j["epsilons"] = o.epsilons, j["max_epsilon"] = o.max_epsilon;
+  if ((spec.schedule == attacks::EpsSchedule::foolbox2_sweep || spec.schedule == attacks::EpsSchedule::foolbox2_search) &&
+      !decision) {
+    if (spec.schedule == attacks::EpsSchedule::foolbox2_sweep)
+      j["epsilons"] = o.epsilons, j["max_epsilon"] = o.max_epsilon;
+    else
+      j["start_eps"] = o.eps;  // the search's first eps; each sample's own is in samples.csv (eps_found)
     j.erase("eps");
     std::vector<double> found;
     for (std::size_t i = 0; i < y.size(); ++i)
@@ -1730,7 +1738,8 @@ void register_commands(CLI::App& app) {
                  "driftlab | foolbox2 | foolbox3 | art | torchattacks: the library's units, step rule, labels, "
                  "success rule, schedule and defaults for every flag not given")
       ->capture_default_str();
-  ak->add_option("--eps-schedule", ao->eps_schedule, "fgsm: single | foolbox2-sweep (--epsilons, --max-epsilon)")
+  ak->add_option("--eps-schedule", ao->eps_schedule, "fgsm: single | foolbox2-sweep (--epsilons, --max-epsilon); bim, pgd: single | foolbox2-search "
+                  "(Foolbox 2's eps search from --eps, step/eps ratio kept)")
       ->capture_default_str();
   ak->add_option("--epsilons", ao->epsilons, "foolbox2-sweep: grid size (Foolbox 2's epsilons)")->capture_default_str();
   ak->add_option("--max-epsilon", ao->max_epsilon, "foolbox2-sweep: its end (--eps-units)")->capture_default_str();

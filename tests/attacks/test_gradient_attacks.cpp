@@ -239,6 +239,95 @@ TEST(GradientAttack, Foolbox2SweepFindsTheFirstHitAndRefinesItWhenAmongTheFirst2
   EXPECT_THROW(attacks::run_gradient_attack(runner, x, y, spec), Error);
 }
 
+// Foolbox 2's BIM eps search (binary_search=True) is its sequence of single-eps runs: x1.5 from the
+// starting eps until a run succeeds (at most 20), then 20 bisections; the returned example is the
+// closest (MSE) first-adversarial iterate of all successful runs. Recomputed here run by run with
+// the single-eps attack (early stop: its result is the run's first adversarial iterate), one sample
+// at a time in both (bitwise: the same batch of one).
+TEST(GradientAttack, Foolbox2SearchIsItsSequenceOfSingleEpsRuns) {
+  Model m = build_model("lenet5", Policy::torch(), 3);
+  CpuRunner runner(m);
+  const int64_t n = 5, per = 784;
+  const Tensor x = random_tensor({n, 1, 28, 28}, DType::f32, 31, 0.0, 1.0);
+  std::vector<int32_t> y = predictions(runner.logits(x));  // every sample correct
+  y[3] = (y[3] + 1) % 10;                                  // but this one: success at eps 0, no run
+  GradientAttackSpec spec;
+  spec.kind = AttackKind::bim;
+  spec.schedule = attacks::EpsSchedule::foolbox2_search;
+  spec.units = attacks::EpsUnits::fraction_of_range;
+  spec.eps = 0.004, spec.step = 0.001, spec.steps = 3, spec.early_stop = true;  // factor 0.25
+  spec.batch = 1;
+  const attacks::AttackResult r = attacks::run_gradient_attack(runner, x, y, spec);
+  int expo_runs = 0, found = 0;
+  for (int64_t s = 0; s < n; ++s) {
+    SCOPED_TRACE(s);
+    Tensor xs = Tensor::empty({1, 1, 28, 28}, DType::f32);
+    std::memcpy(xs.raw(), x.data<float>() + s * per, per * 4);
+    const std::vector<int32_t> ys{y[s]};
+    if (s == 3) {
+      EXPECT_EQ(r.eps_found[s], 0.0);
+      EXPECT_TRUE(r.success[s]);
+      EXPECT_EQ(r.linf[s], 0.0);
+      continue;
+    }
+    double best = HUGE_VAL, best_eps = std::nan("");
+    std::vector<float> best_x(per);
+    auto try_eps = [&](double e) {  // one single-eps run; the candidate kept when closer
+      GradientAttackSpec one = spec;
+      one.schedule = attacks::EpsSchedule::single;
+      one.eps = e, one.step = 0.25 * e;
+      const attacks::AttackResult o = attacks::run_gradient_attack(runner, xs, ys, one);
+      if (!o.success[0]) return false;
+      double d2 = 0;
+      for (int64_t i = 0; i < per; ++i) {
+        const double d = static_cast<double>(o.x_adv.data<float>()[i]) - x.data<float>()[s * per + i];
+        d2 += d * d;
+      }
+      if (d2 < best) best = d2, best_eps = e, std::memcpy(best_x.data(), o.x_adv.raw(), per * 4);
+      return true;
+    };
+    double e = spec.eps;
+    bool hit = false;
+    for (int i = 0; i < 20 && !hit; ++i, ++expo_runs) {
+      hit = try_eps(e);
+      if (!hit) e *= 1.5;
+    }
+    if (hit) {
+      double good = e, bad = 0;
+      for (int i = 0; i < 20; ++i) {
+        const double mid = (good + bad) / 2;
+        (try_eps(mid) ? good : bad) = mid;
+      }
+      ++found;
+      EXPECT_TRUE(r.success[s]);
+      EXPECT_EQ(r.eps_found[s], best_eps);
+      EXPECT_EQ(std::memcmp(best_x.data(), r.x_adv.data<float>() + s * per, per * 4), 0);
+      EXPECT_LE(r.linf[s], best_eps + 1e-7);  // inside the winning run's ball
+    } else {
+      EXPECT_FALSE(r.success[s]);
+      EXPECT_TRUE(std::isnan(r.eps_found[s]));
+      EXPECT_EQ(r.linf[s], 0.0);
+    }
+  }
+  std::cout << "search: " << found << " of " << n - 1 << " samples found, " << expo_runs
+            << " exponential-phase runs in all\n";
+  EXPECT_GT(found, 0);
+  EXPECT_GT(expo_runs, found);  // the starting eps fails somewhere: the x1.5 phase runs
+  // batched (3 per call): the same kind of result, every success misclassified and in its ball
+  spec.batch = 3;
+  const attacks::AttackResult rb = attacks::run_gradient_attack(runner, x, y, spec);
+  for (int64_t s = 0; s < n; ++s) {
+    if (!rb.success[s]) continue;
+    EXPECT_NE(rb.adv_pred[s], y[s]) << s;
+    EXPECT_LE(rb.linf[s], rb.eps_found[s] + 1e-7) << s;
+  }
+  // FGSM sweeps, it does not search; the search's random start is not Foolbox 2's: refused
+  spec.kind = AttackKind::fgsm;
+  EXPECT_THROW(attacks::run_gradient_attack(runner, x, y, spec), Error);
+  spec.kind = AttackKind::pgd, spec.random_start = true;
+  EXPECT_THROW(attacks::run_gradient_attack(runner, x, y, spec), Error);
+}
+
 // ART counts a success where the prediction changed, not where it differs from the label: a
 // misclassified input that keeps its prediction is a failure there, a success under the label rule.
 TEST(GradientAttack, SuccessAgainstTheCleanPredictionIsArtsRule) {

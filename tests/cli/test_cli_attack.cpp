@@ -220,8 +220,21 @@ TEST(CliAttack, ConventionsSweepUint8PngAndTransferToInt8) {
   EXPECT_EQ(jq["int8"], true);
   EXPECT_NE(jq["gradient"].get<std::string>().find("straight-through"), std::string::npos) << jq["gradient"];
 
+  // Foolbox 2's BIM: its eps search from eps 0.3 (x1.5 / bisection), step 0.05 / 0.3 of eps, early stop
+  r = run_driftlab("attack --weights " + w + " --attack bim --convention foolbox2 --steps 3 --limit 4 --out " +
+                   (d / "fb2_bim").string() + data);
+  ASSERT_EQ(r.code, 0) << r.out;
+  std::ifstream fb(d / "fb2_bim" / "result.json");
+  const json jb = json::parse(fb);
+  EXPECT_EQ(jb["eps_schedule"], "foolbox2-search");
+  EXPECT_EQ(jb["start_eps"], 0.3);
+  EXPECT_EQ(jb["early_stop"], true);
+  EXPECT_EQ(jb["eps_units"], "fraction");
+  EXPECT_TRUE(jb.contains("mean_eps_found")) << jb.dump();
+
   // refusals, by name
-  expect_refused("attack --weights " + w + " --attack bim --convention foolbox2" + bad, "searches its eps");
+  expect_refused("attack --weights " + w + " --attack fgsm --eps-schedule foolbox2-search --eps 0.1" + bad,
+                 "eps search is BIM's and PGD's");
   expect_refused("attack --weights " + w + " --attack fgsm --convention foolbox3" + bad, "has no default eps");
   expect_refused("attack --weights " + w + " --convention cleverhans" + bad, "unknown convention 'cleverhans'");
   expect_refused("attack --weights " + w + " --attack fgsm --uint8 floor" + bad, "unknown 8-bit rule 'floor'");
