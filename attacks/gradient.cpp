@@ -423,25 +423,18 @@ AttackResult run_gradient_attack(Runner& runner, const Tensor& x, const std::vec
       const std::vector<int32_t> lb(labels.begin() + b0, labels.begin() + b0 + m);
       const std::vector<int32_t>* ref = spec.success == SuccessRule::differs_from_label ? &lb : nullptr;
       int32_t* clean_out = clean_from_gradient ? r.clean_pred.data() + b0 : nullptr;
-      if (search) {
-        if (x.dtype() == DType::f32)
-          search_batch<float>(runner, spec, xb.data<float>(), m, xb.shape(), tb, ref, r.x_adv.data<float>() + b0 * per,
-                              r.zero_gradient.data() + b0, &r.gradient_calls, clean_out, r.queries.data() + b0,
-                              r.eps_found.data() + b0);
-        else
-          search_batch<double>(runner, spec, xb.data<double>(), m, xb.shape(), tb, ref,
-                               r.x_adv.data<double>() + b0 * per, r.zero_gradient.data() + b0, &r.gradient_calls,
-                               clean_out, r.queries.data() + b0, r.eps_found.data() + b0);
-        continue;
-      }
+      // the sweep and the search take the same arguments
+      auto run_schedule = [&](auto tag) {
+        using T = decltype(tag);
+        (search ? search_batch<T> : sweep_batch<T>)(runner, spec, xb.data<T>(), m, xb.shape(), tb, ref,
+                                                    r.x_adv.data<T>() + b0 * per, r.zero_gradient.data() + b0,
+                                                    &r.gradient_calls, clean_out, r.queries.data() + b0,
+                                                    r.eps_found.data() + b0);
+      };
       if (x.dtype() == DType::f32)
-        sweep_batch<float>(runner, spec, xb.data<float>(), m, xb.shape(), tb, ref, r.x_adv.data<float>() + b0 * per,
-                           r.zero_gradient.data() + b0, &r.gradient_calls, clean_out, r.queries.data() + b0,
-                           r.eps_found.data() + b0);
+        run_schedule(float{});
       else
-        sweep_batch<double>(runner, spec, xb.data<double>(), m, xb.shape(), tb, ref,
-                            r.x_adv.data<double>() + b0 * per, r.zero_gradient.data() + b0, &r.gradient_calls,
-                            clean_out, r.queries.data() + b0, r.eps_found.data() + b0);
+        run_schedule(double{});
       continue;
     }
     if (x.dtype() == DType::f32)
