@@ -14,13 +14,17 @@
 #             fake-quantized graph, quant/ste.h) beside the same int8 model attacked by transfer
 #             from its fp32 model and the fp32 model itself (torch preset; Foolbox 3's FGSM at
 #             eps 0.1 and BIM).
+#   fb2bim:   BIM under Foolbox 2's conventions: its eps search (binary_search=True from eps 0.3,
+#             step 0.05/0.3 of eps, 10 iterations, return_early), the int8 models by transfer as in
+#             s1 (one repeat: no randomness).
 #   uint8:    S2's 8-bit round trip on the fp32 torch LeNet-5's Boundary examples (S1's Boundary
 #             settings, the first 1000 test images).
 #
 # Each run's samples are the test images every compared model classifies correctly (at most
 # SAMPLES of them), REPEATS runs with seeds 1.. (S1: 1000 images, 10 repeats).
 #
-#   scripts/robustness_study.sh [OUT_DIR]     (env: EPOCHS=5 SAMPLES=1000 REPEATS=3 THREADS=2)
+#   scripts/robustness_study.sh [OUT_DIR]     (env: EPOCHS=5 SAMPLES=1000 REPEATS=3 THREADS=2
+#                                              PARTS="s1 fb3 ste fb2bim uint8")
 #
 # Needs build/driftlab, python3-matplotlib, the data in /usr/share/datasets/fashion-mnist.
 set -euo pipefail
@@ -30,7 +34,9 @@ EPOCHS=${EPOCHS:-5}
 SAMPLES=${SAMPLES:-1000}
 REPEATS=${REPEATS:-3}
 THREADS=${THREADS:-2}
+PARTS=${PARTS:-s1 fb3 ste fb2bim uint8}
 BIN=build/driftlab
+want() { [[ " $PARTS " == *" $1 "* ]]; }
 mkdir -p "$OUT"
 log() { echo "[$(date +%T)] $*"; }
 
@@ -53,21 +59,32 @@ for arch in lenet1 lenet5; do
     models+=(--model "$preset=$OUT/$arch-$preset/model.dlm" --model "$preset-int8=$OUT/$arch-$preset/int8.dlm")
     crafts+=(--craft "$preset-int8=$preset")
   done
+  if want s1; then
   log "s1 $arch"
   "$BIN" robustness "${models[@]}" "${crafts[@]}" --convention foolbox2 --attacks fgsm,boundary,single-pixel \
     --eps-schedule foolbox2-sweep --epsilons 100 --max-epsilon 0.1 --iterations 100 --max-directions 5 \
     --max-pixels 100 --samples "$SAMPLES" --repeats "$REPEATS" --threads "$THREADS" --out "$OUT/$arch-s1"
+  fi
+  if want fb3; then
   log "fb3 $arch"
   "$BIN" robustness "${models[@]}" "${crafts[@]}" --convention foolbox3 --attacks fgsm,bim --eps 0.1 \
     --samples "$SAMPLES" --repeats 1 --threads "$THREADS" --out "$OUT/$arch-fb3"
+  fi
+  if want fb2bim; then
+  log "fb2bim $arch"
+  "$BIN" robustness "${models[@]}" "${crafts[@]}" --convention foolbox2 --attacks bim \
+    --samples "$SAMPLES" --repeats 1 --threads "$THREADS" --out "$OUT/$arch-fb2bim"
+  fi
+  if want ste; then
   log "ste $arch"
   "$BIN" robustness --model "fp32=$OUT/$arch-torch/model.dlm" --model "int8-ste=$OUT/$arch-torch/int8.dlm" \
     --model "int8-transfer=$OUT/$arch-torch/int8.dlm" --craft int8-transfer=fp32 --convention foolbox3 \
     --attacks fgsm,bim --eps 0.1 --samples "$SAMPLES" --repeats 1 --threads "$THREADS" --out "$OUT/$arch-ste"
+  fi
 done
 
-log "uint8"
-for rule in off round; do
+want uint8 && log "uint8"
+want uint8 && for rule in off round; do
   extra=()
   [ "$rule" = off ] || extra=(--uint8 "$rule")
   "$BIN" attack --weights "$OUT/lenet5-torch/model.dlm" --attack boundary --iterations 100 \
