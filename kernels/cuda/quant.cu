@@ -49,10 +49,12 @@ struct QEpilogue {
   unsigned pad_byte;   // the packed byte of a padded position (zp - o, or 0 with kMaskPad)
 };
 
-constexpr int kBM = 64;       // output pixels per block
-constexpr int kBN = 64;       // output channels per block
 constexpr int kBK = 8;        // packed words (32 reduction bytes) per shared-memory stage
-constexpr int kThreads = 256; // 16 x 16 threads, 4 x 4 outputs each
+constexpr int kThreads = 256; // TM x TN threads, 4 x 4 outputs each
+// Two tile shapes, TM threads along the pixels and TN along the channels: 16 x 16 (64 pixels x 64
+// channels per block) for wide layers; 64 x 4 (256 pixels x 16 channels) for layers of at most 16
+// output channels (LeNet's: a 64-channel tile computed 4-16x padding there).
+constexpr int kWideTM = 16, kNarrowTM = 64;
 
 // The activation byte shifted to int8 (as the low byte of an unsigned).
 __device__ __forceinline__ unsigned s8_bits(uint8_t v) { return static_cast<unsigned>(v) ^ 0x80u; }
@@ -84,47 +86,46 @@ __device__ void gather_word(const QGemmDims& d, const TX* __restrict__ x, unsign
   if (kMaskPad) *mw = mask;
 }
 
-// y (M rows of K channels, NCHW) from x and the packed weights wp (K, j4): a 64x64 output tile per
-// block, the reduction in stages of 8 words through shared memory, each thread 4 pixels (tm + 16i:
-// neighbouring threads, neighbouring pixels) by 4 channels (tn + 16jn), one dp4a per pair and word.
-template <typename TX, typename TY, bool kMaskPad>
+// y (M rows of K channels, NCHW) from x and the packed weights wp (K, j4): a (4 TM) x (4 TN) output
+// tile per block, the reduction in stages of 8 words through shared memory, each thread 4 pixels
+// (tm + TM i: neighbouring threads, neighbouring pixels) by 4 channels (tn + TN jn), one dp4a per
+// pair and word.
+template <typename TX, typename TY, bool kMaskPad, int TM>
 __global__ void qgemm_dp4a_kernel(QGemmDims d, QEpilogue e, const TX* __restrict__ x, const int* __restrict__ wp,
                                   const int* __restrict__ wsum, const int* __restrict__ bias,
                                   const RequantChannel* __restrict__ ch, TY* __restrict__ y) {
-  __shared__ int xs[kBK][kBM];
-  __shared__ int ms[kBK][kBM];  // kMaskPad only
-  __shared__ int ws[kBK][kBN];
-  const int tid = threadIdx.x, tm = tid % 16, tn = tid / 16;
-  const long long m0 = blockIdx.x * static_cast<long long>(kBM), k0 = blockIdx.y * static_cast<long long>(kBN);
+  constexpr int TN = kThreads / TM, BM = 4 * TM, BN = 4 * TN;
+  __shared__ int xs[kBK][BM];
+  __shared__ int ms[kBK][BM];  // kMaskPad only
+  __shared__ int ws[kBK][BN];
+  const int tid = threadIdx.x, tm = tid % TM, tn = tid / TM;
+  const long long m0 = blockIdx.x * static_cast<long long>(BM), k0 = blockIdx.y * static_cast<long long>(BN);
   int acc[4][4], macc[4][4];
   for (int i = 0; i < 4; ++i)
     for (int jn = 0; jn < 4; ++jn) acc[i][jn] = 0, macc[i][jn] = 0;
   for (long long jb = 0; jb < d.j4; jb += kBK) {
-    for (int l = 0; l < kBM * kBK / kThreads; ++l) {
-      const int el = tid + kThreads * l;
-      {  // activations: neighbouring threads take neighbouring pixels
-        const int ml = el % kBM, kk = el / kBM;
-        const long long m = m0 + ml, j4 = jb + kk;
-        unsigned xw = 0, mw = 0;
-        if (m < d.m && j4 < d.j4) gather_word<TX, kMaskPad>(d, x, e.pad_byte, m, j4, &xw, &mw);
-        xs[kk][ml] = static_cast<int>(xw);
-        if (kMaskPad) ms[kk][ml] = static_cast<int>(mw);
-      }
-      {  // weights: neighbouring threads take neighbouring words of one channel
-        const int kk = el % kBK, nl = el / kBK;
-        const long long kc = k0 + nl, j4 = jb + kk;
-        ws[kk][nl] = kc < d.k && j4 < d.j4 ? wp[kc * d.j4 + j4] : 0;
-      }
+    for (int el = tid; el < BM * kBK; el += kThreads) {  // activations: neighbouring threads, neighbouring pixels
+      const int ml = el % BM, kk = el / BM;
+      const long long m = m0 + ml, j4 = jb + kk;
+      unsigned xw = 0, mw = 0;
+      if (m < d.m && j4 < d.j4) gather_word<TX, kMaskPad>(d, x, e.pad_byte, m, j4, &xw, &mw);
+      xs[kk][ml] = static_cast<int>(xw);
+      if (kMaskPad) ms[kk][ml] = static_cast<int>(mw);
+    }
+    for (int el = tid; el < BN * kBK; el += kThreads) {  // weights: neighbouring words of one channel
+      const int kk = el % kBK, nl = el / kBK;
+      const long long kc = k0 + nl, j4 = jb + kk;
+      ws[kk][nl] = kc < d.k && j4 < d.j4 ? wp[kc * d.j4 + j4] : 0;
     }
     __syncthreads();
     for (int kk = 0; kk < kBK; ++kk) {
       int a[4], b[4];
-      for (int i = 0; i < 4; ++i) a[i] = xs[kk][tm + 16 * i];
-      for (int jn = 0; jn < 4; ++jn) b[jn] = ws[kk][tn + 16 * jn];
+      for (int i = 0; i < 4; ++i) a[i] = xs[kk][tm + TM * i];
+      for (int jn = 0; jn < 4; ++jn) b[jn] = ws[kk][tn + TN * jn];
       for (int i = 0; i < 4; ++i)
         for (int jn = 0; jn < 4; ++jn) acc[i][jn] = __dp4a(a[i], b[jn], acc[i][jn]);
       if (kMaskPad) {
-        for (int i = 0; i < 4; ++i) a[i] = ms[kk][tm + 16 * i];
+        for (int i = 0; i < 4; ++i) a[i] = ms[kk][tm + TM * i];
         for (int i = 0; i < 4; ++i)
           for (int jn = 0; jn < 4; ++jn) macc[i][jn] = __dp4a(a[i], b[jn], macc[i][jn]);
       }
@@ -133,11 +134,11 @@ __global__ void qgemm_dp4a_kernel(QGemmDims d, QEpilogue e, const TX* __restrict
   }
   const long long pq = d.p * d.q;
   for (int i = 0; i < 4; ++i) {
-    const long long m = m0 + tm + 16 * i;
+    const long long m = m0 + tm + TM * i;
     if (m >= d.m) continue;
     const long long n = m / pq, pix = m % pq;
     for (int jn = 0; jn < 4; ++jn) {
-      const long long k = k0 + tn + 16 * jn;
+      const long long k = k0 + tn + TN * jn;
       if (k >= d.k) continue;
       const long long weights = kMaskPad ? macc[i][jn] : wsum[k];
       unsigned a = static_cast<unsigned>(acc[i][jn]) + static_cast<unsigned>(e.x_shift * weights);
@@ -223,7 +224,9 @@ void qgemm_run(CudaContext& ctx, const char* op, const QGemmDims& d, DType xt, D
   e.per_channel = rq.channels.size() == 1 ? 0 : 1;
   e.x_shift = static_cast<long long>(o) - x_zp;
   e.pad_byte = mask_pad ? 0u : static_cast<unsigned>(x_zp - o) & 0xFFu;
-  const long long gx = (d.m + kBM - 1) / kBM, gy = (d.k + kBN - 1) / kBN;
+  const bool narrow = d.k <= 4 * (kThreads / kNarrowTM);  // at most 16 output channels: the 256 x 16 tile
+  const long long bm = narrow ? 4 * kNarrowTM : 4 * kWideTM, bn = narrow ? 4 * (kThreads / kNarrowTM) : 4 * (kThreads / kWideTM);
+  const long long gx = (d.m + bm - 1) / bm, gy = (d.k + bn - 1) / bn;
   check(gx <= 2147483647LL && gy <= 65535, op, ": ", d.m, " output pixels x ", d.k,
         " channels exceed one launch's grid");
   const dim3 grid(static_cast<unsigned>(gx), static_cast<unsigned>(gy));
@@ -232,13 +235,14 @@ void qgemm_run(CudaContext& ctx, const char* op, const QGemmDims& d, DType xt, D
   dispatch_q_xy(xt, yt, op, [&](auto xtag, auto ytag) {
     using TX = decltype(xtag);
     using TY = decltype(ytag);
+    auto launch = [&](auto kernel) {
+      kernel<<<grid, kThreads, 0, st>>>(d, e, x.data<TX>(), wp, wsum, bp, chp, y.data<TY>());
+      DL_CUDA_LAUNCH_CHECK("qgemm_dp4a_kernel");
+    };
     if (mask_pad)
-      qgemm_dp4a_kernel<TX, TY, true><<<grid, kThreads, 0, st>>>(d, e, x.data<TX>(), wp, wsum, bp, chp,
-                                                                 y.data<TY>());
+      narrow ? launch(qgemm_dp4a_kernel<TX, TY, true, kNarrowTM>) : launch(qgemm_dp4a_kernel<TX, TY, true, kWideTM>);
     else
-      qgemm_dp4a_kernel<TX, TY, false><<<grid, kThreads, 0, st>>>(d, e, x.data<TX>(), wp, wsum, bp, chp,
-                                                                  y.data<TY>());
-    DL_CUDA_LAUNCH_CHECK("qgemm_dp4a_kernel");
+      narrow ? launch(qgemm_dp4a_kernel<TX, TY, false, kNarrowTM>) : launch(qgemm_dp4a_kernel<TX, TY, false, kWideTM>);
   });
   // `packed` and `chans` return to the allocator here: it hands them out again only to work on this
   // same stream, which runs after the launch above.
