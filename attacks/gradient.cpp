@@ -101,6 +101,14 @@ T sign_of(T g) {
   return g > T(0) ? T(1) : g < T(0) ? T(-1) : T(0);
 }
 
+// Whether the n values at g are all exactly zero (a sample whose gradient cannot move it).
+template <typename T>
+bool all_zero(const T* g, int64_t n) {
+  for (int64_t e = 0; e < n; ++e)
+    if (g[e] != T(0)) return false;
+  return true;
+}
+
 template <typename T>
 T clamp_to(T v, T lo, T hi) {
   return std::min(std::max(v, lo), hi);  // clamp's order: a NaN v stays NaN (it cannot arise from finite inputs)
@@ -136,9 +144,7 @@ void attack_batch(Runner& runner, const GradientAttackSpec& spec, const T* x0, i
     }
     if (t == 0)
       for (int64_t s = 0; s < n; ++s) {
-        bool all_zero = true;
-        for (int64_t e = 0; e < per && all_zero; ++e) all_zero = dx[s * per + e] == T(0);
-        zero_grad[s] = all_zero;
+        zero_grad[s] = all_zero(dx + s * per, per);
       }
     if (spec.early_stop) {  // a sample already misclassified at x_t stays where it is
       const std::vector<int32_t> pred = predictions(g.logits);
@@ -186,9 +192,7 @@ void sweep_batch(Runner& runner, const GradientAttackSpec& spec, const T* x0, in
   std::vector<T> dir(static_cast<std::size_t>(n * per));
   for (int64_t e = 0; e < n * per; ++e) dir[e] = sign_of(g.dx.data<T>()[e]) * scale;
   for (int64_t s = 0; s < n; ++s) {
-    bool all_zero = true;
-    for (int64_t e = 0; e < per && all_zero; ++e) all_zero = dir[s * per + e] == T(0);
-    zero_grad[s] = all_zero;
+    zero_grad[s] = all_zero(dir.data() + s * per, per);
     queries[s] = 1;  // the clean prediction
   }
   auto candidate = [&](int64_t s, double eps, T* out) {
@@ -331,11 +335,7 @@ void search_batch(Runner& runner, const GradientAttackSpec& spec, const T* x0, i
       for (std::size_t i = 0; i < idx.size(); ++i) {
         const int64_t a = idx[i], s = active[a];
         if (!running[a]) continue;  // stopped at x_t (return_early)
-        if (t == 0) {
-          bool all_zero = true;
-          for (int64_t e = 0; e < per && all_zero; ++e) all_zero = dx[i * per + e] == T(0);
-          if (tries[s] == 0 && phase[s] == 0) zero_grad[s] = all_zero;
-        }
+        if (t == 0 && tries[s] == 0 && phase[s] == 0) zero_grad[s] = all_zero(dx + i * per, per);
         for (int64_t e = 0; e < per; ++e) {
           T& v = x[a * per + e];
           const T moved = v + ts[a] * sign_of(dx[i * per + e]);
