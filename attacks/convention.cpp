@@ -57,7 +57,5 @@ Convention convention(const std::string& name) {
   fail("attack: unknown convention '", name, "' (known: driftlab, foolbox2, foolbox3, art, torchattacks)");
 }
 
-std::string refusal(const Convention&, AttackKind) { return ""; }
-
 }  // namespace attacks
 }  // namespace driftlab

@@ -4,7 +4,7 @@
 // rule, FGSM's schedule, early stopping, PGD's random start) and the libraries' default numbers.
 // A convention is a preset: `driftlab attack --convention X` takes each of its values unless the
 // corresponding flag is given. What a library does that driftlab does not reproduce is refused
-// by name (refusal()), never run silently another way.
+// by name where the spec is validated (GradientAttackSpec::validate), never run silently another way.
 #pragma once
 #include <string>
 
@@ -33,11 +33,6 @@ struct Convention {
 
 // "driftlab", "foolbox2", "foolbox3", "art", "torchattacks"; anything else is refused with the list.
 Convention convention(const std::string& name);
-
-// Empty where the convention runs `kind` as the library does; else why not. Every convention runs
-// every attack now (Foolbox 2's BIM/PGD eps search since 2026-11-27); kept as the place a library
-// behaviour that is not reproduced gets refused by name.
-std::string refusal(const Convention& c, AttackKind kind);
 
 }  // namespace attacks
 }  // namespace driftlab

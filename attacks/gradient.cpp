@@ -76,15 +76,6 @@ Tensor rows(const Tensor& x, int64_t start, int64_t count) {
   return out;
 }
 
-template <typename T>
-Tensor rows_of(const T* x, int64_t start, int64_t count, const Shape& shape) {
-  Shape s = shape;
-  s[0] = count;
-  const int64_t per = shape_numel(shape) / shape[0];
-  Tensor out(s, DTypeOf<T>::value);
-  std::copy_n(x + start * per, count * per, out.data<T>());
-  return out;
-}
 
 // Predictions in batches of `batch` (the CPU runner runs any size as one batch; this bounds memory).
 std::vector<int32_t> predict(Runner& runner, const Tensor& x, int64_t batch) {
@@ -275,7 +266,9 @@ void search_batch(Runner& runner, const GradientAttackSpec& spec, const T* x0, i
   // Foolbox 2's factor = stepsize / epsilon (a step relative to eps is that ratio already)
   const double factor = spec.step_units == StepUnits::fraction_of_eps ? spec.step : spec.step / spec.eps;
   std::copy_n(x0, n * per, xa);
-  const std::vector<int32_t> clean = predict(runner, rows_of<T>(x0, 0, n, shape), spec.batch);
+  Tensor x0t(shape, DTypeOf<T>::value);
+  std::copy_n(x0, n * per, x0t.data<T>());
+  const std::vector<int32_t> clean = predict(runner, x0t, spec.batch);
   if (clean_out) std::copy(clean.begin(), clean.end(), clean_out);
   const std::vector<int32_t>& ref = ref_in ? *ref_in : clean;
   // per sample: phase 0 the exponential search, 1 the bisection, 2 finished

@@ -141,7 +141,7 @@ class DeviceQGlobalAvgPool : public DeviceLayer {
 class DeviceQResidual : public DeviceLayer {
  public:
   DeviceQResidual(CudaContext& ctx, QResidualLayer& l)
-      : in_(l.input_shape()), out_(l.main().current_shape()), spec_(l.spec()), p_(l.add_params()) {
+      : in_(l.input_shape()), spec_(l.spec()), p_(l.add_params()) {
     std::vector<DeviceSequential::Entry> entries;
     for (std::size_t i = 0; i < l.main().size(); ++i) {
       Layer& m = l.main().layer(i);
@@ -168,7 +168,7 @@ class DeviceQResidual : public DeviceLayer {
   DeviceValue backward(DeviceRunContext&, const DeviceValue&) override { no_backward("qresidual"); }
 
  private:
-  Shape in_, out_;
+  Shape in_;
   QResidualSpec spec_;
   QAddParams p_;
   std::unique_ptr<DeviceSequential> main_;

@@ -272,7 +272,6 @@ void convert_units(std::vector<Unit>& units, Sequential& net, const QuantScheme&
         out.add(std::make_unique<QReluLayer>(in, s.act_dtype, cur.zero_point));
         break;
       case UnitKind::gap:
-        check(s.avg_pool_implemented, where, ": quant_avg_pool=", s.avg_pool_name, " is not implemented yet");
         if (s.avg_pool_own_qparams()) {
           const ActQParams o = q.at(u.observer);
           out.add(std::make_unique<QGlobalAvgPoolLayer>(in, s.act_dtype, cur, o, s.avg_pool_rule, policy.quant_backend));
@@ -282,7 +281,6 @@ void convert_units(std::vector<Unit>& units, Sequential& net, const QuantScheme&
         }
         break;
       case UnitKind::residual: {
-        check(s.add_implemented, where, ": quant_add=", s.add_name, " is not implemented yet");
         auto& r = static_cast<ResidualLayer&>(l);
         auto main = std::make_unique<Sequential>(in);
         ActQParams m = cur;

@@ -77,9 +77,6 @@ QuantScheme QuantScheme::from_policy(const Policy& p) {
   s.multiplier = p.quant_multiplier;
   s.relu_fused = p.quant_relu == QuantRelu::fused;
   s.dot = p.quant_u8s8_dot;
-  s.add_name = p.get("quant_add");
-  s.avg_pool_name = p.get("quant_avg_pool");
-  s.add_implemented = true;
   switch (p.quant_add) {
     case QuantAdd::fixed_point_shift: s.add_rule = QAddRule::fixed_point_shift; break;
     case QuantAdd::float_fma_tail64: s.add_rule = QAddRule::float_fma_tail64; break;
@@ -91,7 +88,6 @@ QuantScheme QuantScheme::from_policy(const Policy& p) {
       break;
     case QuantAdd::tflite_fixed_point: s.add_rule = QAddRule::tflite_fixed_point; break;
   }
-  s.avg_pool_implemented = true;
   switch (p.quant_avg_pool) {
     case QuantAvgPool::float_reciprocal: s.avg_pool_rule = QAvgPoolRule::shared_qparams; break;
     case QuantAvgPool::tflite_integer_mean: s.avg_pool_rule = QAvgPoolRule::tflite_integer_mean; break;

@@ -43,8 +43,6 @@ struct QuantScheme {
   QAvgPoolRule avg_pool_rule = QAvgPoolRule::shared_qparams;
   // its own observer: every rule but PyTorch's (ORT's QLinearGlobalAveragePool, TFLite's MEAN)
   bool avg_pool_own_qparams() const { return avg_pool_rule != QAvgPoolRule::shared_qparams; }
-  bool add_implemented = true, avg_pool_implemented = true;
-  std::string add_name, avg_pool_name;  // the knob values (for the refusal of one not implemented)
 
   static QuantScheme from_policy(const Policy& p);
 };

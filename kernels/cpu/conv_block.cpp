@@ -69,14 +69,6 @@ std::vector<float>& scratch(Scratch slot, int64_t n) {
 
 int64_t round_up(int64_t a, int64_t m) { return (a + m - 1) / m * m; }
 
-// out plane o (o < Ob, a multiple of KB), vector v (v < nvtot, a multiple of NV) of rows QC
-// vectors wide:
-//   out[o][v*8 + j] = bias[o] + sum_{i < Ci, r < R, s < S} in[i][row(v) + r][col(v) + j + s] * wpk[o/KB][i][r][s][o%KB]
-// with row(v) = v / QC, col(v) = (v % QC) * 8; `in` holds Ci planes of Hin x Win floats, Hin >=
-// nvtot/QC + R - 1 and Win >= QC*8 + S - 1.
-//
-// With `add_at` (the input gradient's col2im), plane o < n_add, vector v is instead ADDED at
-// out + add_at[o] + vec_at[v], and the planes past n_add (the tile's padding) are dropped.
 // One tap of the tile: acc[kb][j] += wt[kb] * x[off[j] .. +8). The smaller side of the tile is held
 // in registers while the other streams through one register: KB*NV + min(KB, NV) + 1 <= 16 for
 // every tile below (holding all NV input vectors of the 3x4 tile took 17 registers, and gcc
@@ -100,6 +92,14 @@ inline void tap(__m256 (&acc)[KB][NV], const float* x, const int64_t* off, const
   }
 }
 
+// out plane o (o < Ob, a multiple of KB), vector v (v < nvtot, a multiple of NV) of rows QC
+// vectors wide:
+//   out[o][v*8 + j] = bias[o] + sum_{i < Ci, r < R, s < S} in[i][row(v) + r][col(v) + j + s] * wpk[o/KB][i][r][s][o%KB]
+// with row(v) = v / QC, col(v) = (v % QC) * 8; `in` holds Ci planes of Hin x Win floats, Hin >=
+// nvtot/QC + R - 1 and Win >= QC*8 + S - 1.
+//
+// With `add_at` (the input gradient's col2im), plane o < n_add, vector v is instead ADDED at
+// out + add_at[o] + vec_at[v], and the planes past n_add (the tile's padding) are dropped.
 template <int KB, int NV>
 void conv_core(const float* in, int64_t Ci, int64_t Hin, int64_t Win, int64_t R, int64_t S, const float* wpk,
                const float* bias, float* out, int64_t Ob, int64_t QC, int64_t nvtot, const int64_t* add_at,
@@ -182,13 +182,6 @@ CoreShape choose_tile(int64_t outputs, int64_t rows, int64_t QC, bool exact = fa
   return best;
 }
 
-// The weight gradient of one (output-channel pair, input channel, kernel row, block of SB kernel
-// columns) over a group of gn images: acc[kb][s] += dz_g[k0+kb][p][q..q+8) * in_g[p + r][q + s0 + s ..]
-// over the images g, rows p < P and the QC vectors of each row, then each accumulator's 8 lanes
-// summed (hsum8's fixed order) and STORED at dw[(k0+kb) * dw_kstride + s] (each weight has one
-// call per group: no zeroed buffer to add into). A group keeps the accumulators in registers for
-// gn*P*QC steps (LeNet-5's conv2 has 8 per image: one image per call spent as much on the flush
-// as on the sums).
 // The 8 lanes of a summed in one fixed order: (l + l+4), then (l + l+2), then lane 0 + lane 1.
 inline float hsum8(__m256 a) {
   __m128 x = _mm_add_ps(_mm256_castps256_ps128(a), _mm256_extractf128_ps(a, 1));
@@ -197,6 +190,13 @@ inline float hsum8(__m256 a) {
   return _mm_cvtss_f32(x);
 }
 
+// The weight gradient of one (output-channel pair, input channel, kernel row, block of SB kernel
+// columns) over a group of gn images: acc[kb][s] += dz_g[k0+kb][p][q..q+8) * in_g[p + r][q + s0 + s ..]
+// over the images g, rows p < P and the QC vectors of each row, then each accumulator's 8 lanes
+// summed (hsum8's fixed order) and STORED at dw[(k0+kb) * dw_kstride + s] (each weight has one
+// call per group: no zeroed buffer to add into). A group keeps the accumulators in registers for
+// gn*P*QC steps (LeNet-5's conv2 has 8 per image: one image per call spent as much on the flush
+// as on the sums).
 template <int KB2, int SB>
 void dw_tile(const float* const* dzs, int64_t dz_off, int64_t dz_plane, const float* const* ins, int64_t in_off,
              int64_t gn, int64_t P, int64_t QC, int64_t Win, float* dw, int64_t dw_kstride) {
