@@ -301,7 +301,8 @@ def run_attack(c, case):
 def put_sign_attacks(c, case, forward, x0, labels, noise=None):
     """g0 (dL/dx of F.cross_entropy(forward(x)) at x0), FGSM's clamp(x0 + eps * sign(g0), lo, hi),
     and BIM's steps x <- x + step * sign(g); x <- clamp(x0 + clamp(x - x0, -eps, eps), lo, hi) from
-    x0, and PGD's from clamp(x0 + noise, lo, hi) when a noise is given."""
+    x0, and PGD's from clamp(x0 + noise, lo, hi) when a noise is given. With c['iterates'], also
+    every step's start <name>_x<k> and gradient <name>_g<k> (k = 0 .. steps-1)."""
     lo, hi, eps, step = c['lo'], c['hi'], c['eps'], c['step']
 
     def grad(x):
@@ -318,8 +319,11 @@ def put_sign_attacks(c, case, forward, x0, labels, noise=None):
         with torch.no_grad():
             starts['pgd'] = torch.clamp(x0 + noise, lo, hi)
     for name, x in starts.items():
-        for _ in range(c['steps']):
+        for k in range(c['steps']):
             g = grad(x)
+            if c.get('iterates'):  # each step's start and gradient: bim_x<k>, bim_g<k>
+                case.put('%s_x%d' % (name, k), x)
+                case.put('%s_g%d' % (name, k), g)
             with torch.no_grad():
                 x = x + step * g.sign()
                 x = torch.clamp(x0 + torch.clamp(x - x0, -eps, eps), lo, hi)
