@@ -7,6 +7,8 @@
 #include <malloc.h>
 #endif
 
+#include "engine/core/host_memory.h"
+
 namespace driftlab {
 
 namespace {
@@ -86,10 +88,11 @@ Tensor::Tensor(Shape shape, DType dtype)
 namespace {
 // glibc serves a block above M_MMAP_THRESHOLD (128 KiB at first, raised as such blocks are freed)
 // with a fresh mmap, and returns the heap's free top to the system beyond M_TRIM_THRESHOLD: then
-// the activations of every layer, every pass, cost page faults and the kernel's page clearing
-// (9% of a ResNet-20 FGSM's samples in perf, 3% after this, start-up included; 2026-11-27). Blocks up to 32 MiB (glibc's
-// largest threshold on 64-bit) come from the heap and freed memory stays there for the next pass
-// (the process keeps its peak, as a framework's caching allocator does). Once, at the first tensor.
+// every pass's buffers cost page faults and the kernel's page clearing (9% of a ResNet-20 FGSM's
+// samples in perf, 3% after this, start-up included; 2026-11-27). Tensor storage of 64 KiB and
+// more now comes from host_memory's cache; this keeps the other mallocs (kernels' std::vector
+// scratch, oneDNN's buffers) of up to 32 MiB (glibc's largest threshold on 64-bit) on the heap,
+// and freed memory there for the next pass. Once, at the first tensor.
 void keep_freed_blocks() {
 #if defined(__GLIBC__)
   static const bool done = [] {
@@ -104,14 +107,14 @@ void keep_freed_blocks() {
 
 void Tensor::allocate(bool zero) {
   keep_freed_blocks();
-  // 64-byte alignment suits AVX-512 loads in Eigen and oneDNN.
+  // 64-byte alignment suits AVX-512 loads in Eigen and oneDNN (host_memory aligns every block).
   std::size_t bytes = (nbytes() + 63) / 64 * 64;
   if (bytes == 0) bytes = 64;
-  void* p = std::aligned_alloc(64, bytes);
+  void* p = host_memory::allocate(bytes);
   check(p != nullptr, "tensor: out of memory allocating ", bytes, " bytes for shape ",
         shape_str(shape_));
   if (zero) std::memset(p, 0, bytes);
-  storage_.reset(static_cast<unsigned char*>(p), [](unsigned char* q) { std::free(q); });
+  storage_.reset(static_cast<unsigned char*>(p), [bytes](unsigned char* q) { host_memory::release(q, bytes); });
 }
 
 int64_t Tensor::dim(int i) const {
