@@ -3,7 +3,7 @@
 features into one nn.LSTM / nn.GRU layer of 128 units (batch_first), the last step's output
 into nn.Linear(128, 10). Timed on synthetic sequences (random values and labels: timing only).
 Prints one JSON object per measurement: training sequences/s at a batch size (SGD momentum 0.9,
-after a warm-up step) and prediction time for N sequences in one batch.
+a fresh model's steps with its first counted, and after the first: timing.py) and prediction time for N sequences in one batch.
 Run with the Debian Python that has python3-torch (/usr/bin/python3).
 """
 import argparse, json, sys
@@ -39,8 +39,9 @@ def main():
         model = Classifier(name)
         x = torch.rand(a.batch, 28, 28)
         y = torch.randint(0, 10, (a.batch,))
+        epoch, after_first = train_images_per_s(model, x, y, a.steps)
         print(json.dumps({'framework': 'pytorch ' + torch.__version__, 'model': name, 'work': 'train',
-                          'batch': a.batch, 'images_per_s': train_images_per_s(model, x, y, a.steps),
+                          'batch': a.batch, 'images_per_s': epoch, 'images_per_s_after_first': after_first,
                           'threads': a.threads}), flush=True)
         for n in [int(v) for v in a.predict.split(',') if v]:
             secs = predict_seconds(model, torch.rand(n, 28, 28))
