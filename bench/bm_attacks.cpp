@@ -61,6 +61,11 @@ void BM_GradientAttack(benchmark::State& state) {
   spec.kind = bim ? attacks::AttackKind::bim : attacks::AttackKind::fgsm;
   spec.eps = 0.03, spec.step = 0.01, spec.steps = 10, spec.batch = batch;
   spec.lo = arch == "lenet5" ? 0.0 : -1.0, spec.hi = 1.0;
+  // One untimed call first, as the PyTorch peer (bench/peers/attacks_torch.py) warms up before its
+  // best of --reps: ResNet-20's 1-thread rows run one timed iteration, which otherwise carried the
+  // first call's oneDNN primitive creation and fresh memory (503 ms against 279 ms per iteration
+  // after it, 2026-11-27).
+  attacks::run_gradient_attack(runner, x, y, spec);
   for (auto _ : state) benchmark::DoNotOptimize(attacks::run_gradient_attack(runner, x, y, spec).x_adv);
   state.counters["ex/s"] = benchmark::Counter(static_cast<double>(n * state.iterations()), benchmark::Counter::kIsRate);
   state.SetLabel(arch + (bim ? " bim-10" : " fgsm") + " batch " + std::to_string(batch));
@@ -73,6 +78,7 @@ void BM_DecisionQueries(benchmark::State& state) {
   Model m = model_for(arch);
   CpuRunner runner(m);
   const Tensor x = inputs(arch, 25, 4);
+  runner.logits(x);  // untimed, as the peer's warm-up
   for (auto _ : state) benchmark::DoNotOptimize(runner.logits(x));
   state.counters["queries/s"] = benchmark::Counter(25.0 * static_cast<double>(state.iterations()),
                                                    benchmark::Counter::kIsRate);
