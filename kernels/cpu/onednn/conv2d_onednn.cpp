@@ -64,9 +64,10 @@ struct PlanArg {
   memory prim;  // == user when no reorder is needed
   dnnl::reorder reorder;
   bool reordered = false;
-  // prim's storage: from host_memory (2 MiB blocks as huge pages), not oneDNN's malloc, whose
-  // fresh pages cost a fault per 4 KiB on the first step (tens of MB per ResNet-20 shape).
-  std::shared_ptr<void> prim_storage;
+  // prim's storage: taken from host_memory for one call and given back after it (run_plan), so
+  // that every plan's reorder buffers share the same few blocks instead of each plan holding its
+  // own (ResNet-20 training: ~40 activation-sized buffers, each fresh memory on the first step).
+  std::size_t prim_bytes = 0;
 };
 
 // A created primitive and everything it needs to run, for one (op, shape, thread count).
@@ -86,10 +87,8 @@ void add_arg(Plan& plan, int arg, bool output, const memory::desc& user_md, cons
   if (prim_md == user_md) {
     a.prim = a.user;
   } else {
-    const std::size_t bytes = std::max<std::size_t>(prim_md.get_size(), 64);
-    a.prim_storage.reset(host_memory::allocate(bytes), [bytes](void* q) { host_memory::release(q, bytes); });
-    check(a.prim_storage != nullptr, "conv2d_onednn: out of memory allocating ", bytes, " bytes for a reorder buffer");
-    a.prim = memory(prim_md, eng, a.prim_storage.get());
+    a.prim_bytes = std::max<std::size_t>(prim_md.get_size(), 64);
+    a.prim = memory(prim_md, eng, DNNL_MEMORY_NONE);
     a.reordered = true;
     a.reorder = output ? dnnl::reorder(a.prim, a.user) : dnnl::reorder(a.user, a.prim);
   }
@@ -179,13 +178,32 @@ const float* applied_weights(Plan& plan, const Conv2dParams& p, const Tensor& w)
   return out;
 }
 
+// The reorder buffers of one call, from host_memory, given back when the call ends (or throws).
+class CallBuffers {
+ public:
+  ~CallBuffers() {
+    for (auto& b : blocks_) host_memory::release(b.first, b.second);
+  }
+  void* take(std::size_t bytes) {
+    void* p = host_memory::allocate(bytes);
+    if (!p) fail("conv2d_onednn: out of memory allocating ", bytes, " bytes for a reorder buffer");
+    blocks_.emplace_back(p, bytes);
+    return p;
+  }
+
+ private:
+  std::vector<std::pair<void*, std::size_t>> blocks_;
+};
+
 // Binds the caller's pointers (in PlanArg order), reorders inputs in, runs, reorders outputs out.
 void run_plan(Plan& plan, const std::vector<void*>& ptrs) {
   static thread_local dnnl::stream strm(cpu_engine());
+  CallBuffers buffers;
   std::unordered_map<int, memory> exec_args;
   for (std::size_t i = 0; i < plan.args.size(); ++i) {
     PlanArg& a = plan.args[i];
     a.user.set_data_handle(ptrs[i]);
+    if (a.reordered) a.prim.set_data_handle(buffers.take(a.prim_bytes));
     if (a.reordered && !a.output) a.reorder.execute(strm, a.user, a.prim);
     exec_args.emplace(a.arg, a.prim);
   }
