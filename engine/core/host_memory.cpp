@@ -24,9 +24,10 @@ namespace {
 
 constexpr std::size_t kSmall = std::size_t{64} << 10;  // below: malloc, not cached
 constexpr std::size_t kHuge = std::size_t{2} << 20;    // from here: 2 MiB classes, huge pages
-// What the free lists may hold: above, a freed block goes back to the system. What a training step
-// frees between steps (activations and gradients: ResNet-20 at batch 128 under 0.4 GiB, VGG-16
-// about 1 GiB) fits.
+// What the free lists may hold: above, a freed block goes back to the system. Between two
+// ResNet-20 training steps at batch 128 they hold 46 MB (measured 2026-11-27; the layers keep their
+// saved activations); a batch-1000 evaluation or a larger model frees more at once, and the cap
+// bounds what an idle process keeps.
 constexpr std::size_t kCap = std::size_t{2} << 30;
 
 struct Cache {
