@@ -15,6 +15,12 @@
 // BM_CudaPredict/<lenet1|lenet5>-int8-<tflite|torch_qnnpack>/<1000|10000>/own and
 // resnet20-int8-<torch_qnnpack|ort> (residual adds of two rules), the PTQ model on driftlab's dp4a
 // kernels, checked bit for bit against the CPU's int8 logits first.
+// Attacks on the device (issue 17): BM_CudaAttack/<lenet5|resnet20>/<fgsm|bim10>/n<inputs>/b<batch>/vendor,
+// attacks/gradient.h through a CudaRunner on cuDNN/cuBLAS (eps 0.03, BIM step 0.01, 10 steps, as
+// bench/bm_attacks.cpp; the gradients and judging forwards on the device, sign/projection on the
+// host), the CPU benchmark's sizes (LeNet-5 1,024 inputs in batches of 128, ResNet-20 128 in 32) and
+// a GPU-sized one (10,000 in 1,000; 1,024 in 256); counter ex/s. BM_CudaAttackQueries/<arch>/vendor:
+// the Boundary attack's 25 candidates per logits() call, queries/s. Peer: cuda_torch.py --parts attacks.
 // Without a device it prints "no CUDA device: <reason>; GPU benchmarks skipped" and exits 0.
 //
 // To add a conv shape: append a model-layer row to kConv2dCases in tests/cases/conv2d_cases.h (the
@@ -29,6 +35,7 @@
 #include <string>
 #include <vector>
 
+#include "attacks/gradient.h"
 #include "engine/cuda/device_net.h"
 #include "engine/ops/conv2d.h"
 #include "engine/ops/gemm.h"
@@ -298,6 +305,51 @@ void bm_predict_int8(benchmark::State& state, const std::string& model, const st
   time_forward(state, ctx, m, n);
 }
 
+// The attack through the model face on the device (what `driftlab attack --device cuda` runs):
+// random weights (torch preset, ResNet-20's BatchNorm statistics away from (0, 1)), U(lo, 1) inputs.
+// Wall time per call: each gradient call ends with dL/dx copied to the host.
+Model attack_model(const std::string& arch) {
+  Model m = build_model(arch, Policy::torch(), 7);
+  Rng rng(RngEngine::mt19937_u24, 11);
+  for (auto& nb : m.net->named_buffers()) {
+    float* d = nb.second->value.data<float>();
+    const bool var = nb.first.find("running_var") != std::string::npos;
+    for (int64_t i = 0; i < nb.second->value.numel(); ++i) d[i] = var ? 0.5f + 1.5f * rng.uniform_f32() : rng.uniform_f32() - 0.5f;
+  }
+  return m;
+}
+
+void bm_attack(benchmark::State& state, const std::string& arch, bool bim, int64_t n, int64_t batch) {
+  CudaContext ctx(exec(CudaBackend::vendor, CudaBackend::vendor, false));
+  Model m = attack_model(arch);
+  const double rel = check_model(ctx, m);
+  if (!(rel <= kModelCheck)) {
+    state.SkipWithError(("check against the CPU model failed: relative error " + std::to_string(rel)).c_str());
+    return;
+  }
+  CudaRunner runner(m, ctx);
+  const double lo = arch == "lenet5" ? 0.0 : -1.0;
+  Tensor x = model_images(m, n, 3);
+  for (int64_t i = 0; i < x.numel(); ++i) x.data<float>()[i] = static_cast<float>(lo + (1.0 - lo) * x.data<float>()[i]);
+  const std::vector<int32_t> y = model_labels(n);
+  attacks::GradientAttackSpec spec;
+  spec.kind = bim ? attacks::AttackKind::bim : attacks::AttackKind::fgsm;
+  spec.eps = 0.03, spec.step = 0.01, spec.steps = 10, spec.batch = batch, spec.lo = lo, spec.hi = 1.0;
+  attacks::run_gradient_attack(runner, x, y, spec);  // warm-up: algorithms chosen, blocks cached
+  for (auto _ : state) benchmark::DoNotOptimize(attacks::run_gradient_attack(runner, x, y, spec).x_adv);
+  state.counters["ex/s"] = benchmark::Counter(static_cast<double>(n), benchmark::Counter::kIsIterationInvariantRate);
+}
+
+void bm_attack_queries(benchmark::State& state, const std::string& arch) {
+  CudaContext ctx(exec(CudaBackend::vendor, CudaBackend::vendor, false));
+  Model m = attack_model(arch);
+  CudaRunner runner(m, ctx);
+  const Tensor x = model_images(m, 25, 4);
+  runner.logits(x);
+  for (auto _ : state) benchmark::DoNotOptimize(runner.logits(x));
+  state.counters["queries/s"] = benchmark::Counter(25.0, benchmark::Counter::kIsIterationInvariantRate);
+}
+
 void register_all() {
   const char* names[] = {"own", "vendor"};
   for (bool tf32 : {false, true})
@@ -341,6 +393,24 @@ void register_all() {
             ->UseManualTime()
             ->Unit(benchmark::kMillisecond);
     }
+  for (const char* arch : {"lenet5", "resnet20"}) {
+    const std::string a = arch;
+    const bool lenet = a == "lenet5";
+    for (const auto& nb : {std::make_pair<int64_t, int64_t>(lenet ? 1024 : 128, lenet ? 128 : 32),
+                           std::make_pair<int64_t, int64_t>(lenet ? 10000 : 1024, lenet ? 1000 : 256)})
+      for (bool bim : {false, true}) {
+        const int64_t n = nb.first, batch = nb.second;
+        benchmark::RegisterBenchmark(("BM_CudaAttack/" + a + (bim ? "/bim10" : "/fgsm") + "/n" + std::to_string(n) +
+                                      "/b" + std::to_string(batch) + "/vendor").c_str(),
+                                     [a, bim, n, batch](benchmark::State& s) { bm_attack(s, a, bim, n, batch); })
+            ->UseRealTime()
+            ->Unit(benchmark::kMillisecond);
+      }
+    benchmark::RegisterBenchmark(("BM_CudaAttackQueries/" + a + "/vendor").c_str(),
+                                 [a](benchmark::State& s) { bm_attack_queries(s, a); })
+        ->UseRealTime()
+        ->Unit(benchmark::kMicrosecond);
+  }
   const std::pair<const char*, const char*> int8_cases[] = {{"lenet1", "tflite"}, {"lenet1", "torch_qnnpack"},
                                                              {"lenet5", "tflite"}, {"lenet5", "torch_qnnpack"},
                                                              {"resnet20", "torch_qnnpack"}, {"resnet20", "ort"}};

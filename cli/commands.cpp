@@ -950,6 +950,7 @@ struct AttackOptions {
   uint64_t seed = 1;
   int64_t batch = 128;
   DataOptions data;
+  DeviceOptions dev;
   std::set<std::string> given;  // the flags given on the command line (a convention fills the others)
 };
 
@@ -1094,13 +1095,19 @@ void attack_cmd(AttackOptions o) {
   }
   // White-box attacks on an int8 model: the straight-through gradient of its fake-quantized float
   // graph, the decisions the int8 model's own (quant/ste.h).
+  // With --device cuda the gradients and decisions come from the device's kernels (the attack's own
+  // arithmetic, sign/clamp/projection and the judging, stays on the host: the same code for both).
+  const Device device = o.dev.parsed();
   Model fake;
   std::unique_ptr<Runner> runner;
   if (quant::is_quantized(lm) && !decision) {
+    check(device == Device::cpu, "attack: ", o.attack, " on the int8 model ", o.weights,
+          " differentiates its fake-quantized graph (quant/ste.h), which has no device layers: run it with "
+          "--device cpu (boundary and single-pixel run int8 models on the device)");
     fake = quant::fake_quant_model(lm.model);
     runner = quant::open_ste_runner(lm.model, fake);
   } else {
-    runner = open_runner(lm.model, Device::cpu);
+    runner = open_runner(lm.model, device);
   }
   attacks::AttackResult r;
   if (o.attack == "single-pixel") {
@@ -1148,7 +1155,7 @@ void attack_cmd(AttackOptions o) {
   std::vector<uint8_t> all_correct = correct;  // correct under every compared model
   const Tensor clean_in = to_input_space(x, norm);
   for (LoadedModel& jm : judges) {
-    std::unique_ptr<Runner> jr = open_runner(jm.model, Device::cpu);
+    std::unique_ptr<Runner> jr = open_runner(jm.model, device);
     Tensor xc = clean_in.to(jm.model.dtype()), xa = adv.to(jm.model.dtype());
     normalise_for(jm, xc);
     normalise_for(jm, xa);
@@ -1176,6 +1183,7 @@ void attack_cmd(AttackOptions o) {
                       : quant::is_quantized(lm) ? "straight-through: the fake-quantized float graph (quant/ste.h)"
                                                 : "the model's own backward"},
          {"policy", lm.model.policy.to_string()},
+         {"device", o.dev.device},
          {"inputs", from},
          {"convention", o.convention},
          {"eps", spec.eps},
@@ -1275,7 +1283,7 @@ void attack_cmd(AttackOptions o) {
   }
   std::cout << " on " << y.size()
             << " inputs of " << from << " (" << lm.model.name << (quant::is_quantized(lm) ? " int8" : "") << ", "
-            << lm.model.policy.to_string() << ")\n"
+            << lm.model.policy.to_string() << (device == Device::cuda ? ", cuda" : "") << ")\n"
             << "  clean accuracy " << fmt(static_cast<double>(on_correct.samples) / static_cast<double>(y.size()), 4)
             << "; success rate " << fmt(on_correct.success_rate, 4) << " over the " << on_correct.samples
             << " classified correctly (" << fmt(all.success_rate, 4) << " over all)\n"
@@ -1753,6 +1761,7 @@ void register_commands(CLI::App& app) {
   ak->add_option("--out", ao->out, "output folder")->required();
   add_threads_option(ak, ao->threads);
   add_data_options(ak, ao->data);
+  add_device_options(ak, ao->dev);
   ak->callback([ao, ak] {
     AttackOptions o = *ao;
     for (const CLI::Option* opt : ak->get_options())

@@ -97,7 +97,7 @@ remote() {
   # valuable steps (the CUDA tests, then the benchmarks beside PyTorch) run first.
   : "${OUT:=$ROOT/gpu-out}"
   mkdir -p "$OUT"
-  local t0=$SECONDS deadline=${DRIFTLAB_GPU_DEADLINE:-480}
+  local t0=$SECONDS deadline=${DRIFTLAB_GPU_DEADLINE:-540}
   local work=/tmp/driftlab-gpu-run
   rm -rf "$work" && mkdir -p "$work/out"
   tar -C "$work" -xJf "$TARBALL"
@@ -152,9 +152,9 @@ remote() {
     rc=1
   fi
   [ -e "$OUT/cuda_tests.txt" ] && tail -5 "$OUT/cuda_tests.txt"
-  step bm_cuda 150 "$OUT/bm_cuda.txt" "$base/bin/bm_cuda" --benchmark_out="$OUT/bm_cuda.json" \
+  step bm_cuda 200 "$OUT/bm_cuda.txt" "$base/bin/bm_cuda" --benchmark_out="$OUT/bm_cuda.json" \
     --benchmark_out_format=json --benchmark_min_time=0.2
-  step torch_cuda 100 "$OUT/torch_cuda.err" sh -c "python3 bench/peers/cuda_torch.py > '$OUT/torch_cuda.jsonl'"
+  step torch_cuda 150 "$OUT/torch_cuda.err" sh -c "python3 bench/peers/cuda_torch.py > '$OUT/torch_cuda.jsonl'"
   # Issue 5's must-shows: a ResNet-20 epoch on synthetic CIFAR-shaped data with --device cuda
   # (progress bar on stderr), and the out-of-memory message of an oversize prediction batch
   # (VGG-16, 200,000 inputs at once), then the same prediction in chunks with --max-batch.
@@ -191,6 +191,14 @@ remote() {
       --scheme tflite --data-dir '$fm' --out '$work/out/lenet5_int8.dlm' && for d in cpu cuda; do \
       '$dl' eval --weights '$work/out/lenet5_int8.dlm' --data-dir '$fm' --device \$d || exit 1; done && \
       '$dl' predict --weights '$work/out/lenet5_int8.dlm' --data-dir '$fm' --device cuda --sizes 1000,10000"
+  # Issue 17 on the device: FGSM and BIM on the LeNet-5 trained above, 1,000 test images, on the CPU
+  # and with --device cuda (the success rates and norms should agree: the gradients differ only by
+  # rounding), and Boundary on its int8 version's decisions on the device (20 images, 100 steps).
+  step attack_lenet5 60 "$runs" sh -c "for d in cpu cuda; do for a in fgsm bim; do '$dl' attack \
+      --weights '$work/out/lenet5_cuda/model.dlm' --attack \$a --eps 0.1 --step 0.02 --steps 10 --data-dir '$fm' \
+      --limit 1000 --device \$d --out '$work/out/attack_\${a}_\$d' || exit 1; done; done && '$dl' attack \
+      --weights '$work/out/lenet5_int8.dlm' --attack boundary --iterations 100 --data-dir '$fm' --limit 20 \
+      --device cuda --out '$work/out/attack_boundary_int8'"
   # An int8 ResNet-20 on the device (qresidual, qglobal_avg_pool): the ResNet-20 trained above,
   # quantized under torch_qnnpack, evaluated on the CPU and on the device (the same accuracy and
   # loss to the last digit: the logits are bit-identical).

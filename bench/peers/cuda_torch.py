@@ -9,6 +9,9 @@ row says tf32); then the whole models of bm_cuda.cpp's model_cases(): one traini
 loss back on the host: BM_CudaTrainStep) and inference on input already on the device
 (BM_CudaPredict), with the model definitions of bench/peers/lenet_torch.py, cifar_torch.py and rnn_torch.py
 (nn.LSTM / nn.GRU: cuDNN's RNN).
+And FGSM / BIM-10 written with autograd in eval() mode (bench/peers/attacks_torch.py's attack(),
+everything on the device: --parts attacks) at bm_cuda's BM_CudaAttack sizes, and forward passes of
+25 candidates (BM_CudaAttackQueries), TF32 off.
 The median of --reps timed runs after --warmup runs is reported.
 """
 import argparse, json, os, sys
@@ -62,7 +65,7 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--warmup", type=int, default=3)
     ap.add_argument("--reps", type=int, default=20)
-    ap.add_argument("--parts", default="kernels,models", help="kernels, models or both")
+    ap.add_argument("--parts", default="kernels,models,attacks", help="any of kernels, models, attacks (comma-separated)")
     a = ap.parse_args()
     if not torch.cuda.is_available():
         print("no CUDA device visible to PyTorch", file=sys.stderr)
@@ -76,7 +79,43 @@ def main():
         kernels(a, dev)
     if "models" in parts:
         models(a, dev)
+    if "attacks" in parts:
+        attacks(a, dev)
     return 0
+
+
+ATTACK_CASES = [  # arch, inputs, batch (BM_CudaAttack in bm_cuda.cpp)
+    ("lenet5", 1024, 128), ("lenet5", 10000, 1000),
+    ("resnet20", 128, 32), ("resnet20", 1024, 256),
+]
+
+
+def attacks(a, dev):
+    from attacks_torch import attack
+    torch.backends.cuda.matmul.allow_tf32 = False
+    torch.backends.cudnn.allow_tf32 = False
+    queried = set()
+    for arch, n, batch in ATTACK_CASES:
+        torch.manual_seed(0)
+        model, shape = build(arch)
+        model = model.to(dev).eval()
+        for p in model.parameters():
+            p.requires_grad_(False)  # input gradients only, as an attack needs
+        lo = 0.0 if arch == "lenet5" else -1.0
+        x = (torch.rand(n, *shape) * (1.0 - lo) + lo).to(dev)
+        y = (torch.arange(n) % 10).to(dev)
+        for name, steps in (("fgsm", 0), ("bim10", 10)):
+            def run():
+                for i in range(0, n, batch):
+                    attack(model, x[i:i + batch], y[i:i + batch], 0.03, 0.01, steps, lo, 1.0)
+            t = timed(run, a.warmup, max(3, a.reps // 4))
+            emit(what="attack", model=arch, attack=name, n=n, batch=batch, seconds=t, ex_per_s=n / t)
+        if arch not in queried:
+            queried.add(arch)
+            q = x[:25].clone()
+            with torch.no_grad():
+                t = timed(lambda: model(q), a.warmup, a.reps)
+            emit(what="attack_queries", model=arch, seconds=t, queries_per_s=25 / t)
 
 
 def build(name):

@@ -53,6 +53,7 @@ struct DeviceRunContext {
   Rng* rng = nullptr;   // dropout's stream under train semantics
   bool input_grad = true;
   bool need_dx = true;
+  bool param_grads = true;  // false: conv2d and dense skip dW and db (an input gradient only: attacks)
   // The padding mask an embedding published for the recurrent layer after it (RunContext's).
   StepMask step_mask{};
 

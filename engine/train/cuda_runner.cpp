@@ -108,7 +108,7 @@ double CudaRunner::device_loss(const cuda::DeviceTensor& logits, const std::vect
 
 InputGradient CudaRunner::input_gradient(const Tensor& x, const std::vector<int32_t>& labels, Semantics s) {
   DeviceRunContext run = DeviceRunContext::recorded(ctx_, s, &dropout_rng_);
-  net_->zero_grad();
+  run.param_grads = false;  // dx only: conv2d and dense skip dW and db, as the CPU runner's
   DeviceValue z = net_->forward(run, x);
   cuda::DeviceTensor dz;
   InputGradient g;

@@ -29,7 +29,7 @@ class DeviceConv2d : public DeviceLayer {
       dx = make_value(run.ctx, p_.x_shape(), dy->dtype());
       cuda::conv2d_backward_data_cuda(run.ctx, p_, *dy, w_->value, *dx);
     }
-    cuda::conv2d_backward_weight_cuda(run.ctx, p_, *x_, *dy, w_->grad, b_ ? &b_->grad : nullptr);
+    if (run.param_grads) cuda::conv2d_backward_weight_cuda(run.ctx, p_, *x_, *dy, w_->grad, b_ ? &b_->grad : nullptr);
     x_.reset();
     return dx;
   }

@@ -36,10 +36,12 @@ class DeviceDense : public DeviceLayer {
       pd.m = n, pd.n = in_, pd.k = out_;
       cuda::gemm_cuda(run.ctx, pd, *dy, w_->value, *dx);
     }
-    GemmParams pw;  // dW += dy^T x
-    pw.m = out_, pw.n = in_, pw.k = n, pw.trans_a = true, pw.beta = 1.0;
-    cuda::gemm_cuda(run.ctx, pw, *dy, *x_, w_->grad);
-    if (b_) cuda::add_column_sums_cuda(run.ctx, *dy, b_->grad);
+    if (run.param_grads) {
+      GemmParams pw;  // dW += dy^T x
+      pw.m = out_, pw.n = in_, pw.k = n, pw.trans_a = true, pw.beta = 1.0;
+      cuda::gemm_cuda(run.ctx, pw, *dy, *x_, w_->grad);
+      if (b_) cuda::add_column_sums_cuda(run.ctx, *dy, b_->grad);
+    }
     x_.reset();
     return dx;
   }

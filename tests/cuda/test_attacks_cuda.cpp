@@ -1,0 +1,216 @@
+// Attacks on the device (issue 17: "on CPU and CUDA through the model face"). attacks/ takes any
+// Runner; with a CudaRunner the input gradients and the judging forward passes run on the device
+// and the attack's own arithmetic (sign, step, projection, clamp) stays on the host, the same code
+// as on the CPU. Checked here against the same attack through the CpuRunner:
+//   - float64 (LeNet-5 torch and tensorflow, ResNet-20 torch with BatchNorm statistics away from
+//     (0, 1)): the device's dL/dx agrees with the CPU's to ~1e-12 of its largest element
+//     (test_semantics_cuda.cpp bounds it by 1e-9), so a gradient sign could only differ where
+//     |g| is that close to 0, and every step's x' = clamp(x + step * sign(g)) is then the same
+//     correctly rounded value: FGSM, BIM and PGD end points, predictions, successes and the
+//     Keras clip's zero-gradient samples equal bit for bit;
+//   - float32 LeNet-5: the device's FGSM is exactly clamp(x + eps * sign(g_device)), and its
+//     gradient signs differ from the CPU's only where |g| is within the runners' float32
+//     agreement (3e-2 of the largest element, test_semantics_cuda.cpp) of zero;
+//   - the decision-based attacks (Boundary, single-pixel) on the device's decisions: every
+//     returned example adversarial on the device and inside the bounds, single-pixel changes one
+//     pixel, the same seed gives the same result twice.
+// Own kernels (the float64 LeNet-5 and float32 cases run under the CUDA emulation too: 30 s); cuDNN in
+// the Vendor test (device only).
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstring>
+#include <iostream>
+
+#include "attacks/boundary.h"
+#include "attacks/gradient.h"
+#include "attacks/single_pixel.h"
+#include "engine/train/cpu_runner.h"
+#include "engine/train/cuda_runner.h"
+#include "models/models.h"
+#include "tests/cuda/cuda_test_util.h"
+#include "tests/model_test_util.h"
+
+namespace driftlab {
+namespace {
+
+using attacks::AttackKind;
+using attacks::GradientAttackSpec;
+
+std::vector<int32_t> labels_for(int64_t n) {
+  std::vector<int32_t> y(static_cast<std::size_t>(n));
+  for (int64_t i = 0; i < n; ++i) y[static_cast<std::size_t>(i)] = static_cast<int32_t>((3 * i + 1) % 10);
+  return y;
+}
+
+std::vector<GradientAttackSpec> float64_specs(double lo, double hi) {
+  GradientAttackSpec fgsm;
+  fgsm.eps = 0.1, fgsm.batch = 3;  // batches of 3: a short last batch too
+  GradientAttackSpec bim = fgsm;
+  bim.kind = AttackKind::bim, bim.eps = 0.05, bim.step = 0.01, bim.steps = 4;
+  GradientAttackSpec pgd = bim;
+  pgd.kind = AttackKind::pgd, pgd.random_start = true, pgd.seed = 7, pgd.early_stop = true;
+  std::vector<GradientAttackSpec> v{fgsm, bim, pgd};
+  for (auto& s : v) s.lo = lo, s.hi = hi;
+  return v;
+}
+
+void expect_same_attack(Runner& host, Runner& dev, const Tensor& x, const std::vector<int32_t>& y,
+                        const GradientAttackSpec& spec) {
+  SCOPED_TRACE(attacks::attack_kind_name(spec.kind));
+  const attacks::AttackResult a = attacks::run_gradient_attack(host, x, y, spec);
+  const attacks::AttackResult b = attacks::run_gradient_attack(dev, x, y, spec);
+  EXPECT_TRUE(bitwise_equal(b.x_adv, a.x_adv)) << "adversarial examples";
+  EXPECT_EQ(b.clean_pred, a.clean_pred);
+  EXPECT_EQ(b.adv_pred, a.adv_pred);
+  EXPECT_EQ(b.success, a.success);
+  EXPECT_EQ(b.zero_gradient, a.zero_gradient);
+  EXPECT_EQ(b.gradient_calls, a.gradient_calls);
+  int64_t moved = 0;
+  for (double l : b.linf) moved += l > 0;
+  EXPECT_GT(moved, 0) << "the attack moved no sample: the comparison says nothing";
+}
+
+TEST(CudaAttacks, GradientAttacksEqualTheCpuBitForBitInFloat64) {
+  REQUIRE_CUDA_DEVICE();
+  for (const char* policy : {"torch,dtype=float64", "tensorflow,dtype=float64"}) {
+    SCOPED_TRACE(policy);
+    const Policy p = Policy::parse(policy);
+    Model cpu = build_model("lenet5", p, 3), gpu = build_model("lenet5", p, 3);
+    const bool keras = std::string(policy).rfind("tensorflow", 0) == 0;
+    if (keras) {
+      // Make the model sure of some samples: the Keras loss clips probabilities at 1e-7, so their
+      // dL/dx is exactly 0 on both sides (the zero-gradient finding must survive the device).
+      for (Model* m : {&cpu, &gpu}) {
+        auto params = m->net->named_params();
+        for (int k = 0; k < 2; ++k) {
+          Tensor& w = params[params.size() - 1 - k].second->value;
+          for (int64_t i = 0; i < w.numel(); ++i) w.data<double>()[i] *= 400.0;
+        }
+      }
+    }
+    CpuRunner host(cpu);
+    cuda::CudaContext ctx(one_backend(false));
+    CudaRunner dev(gpu, ctx);
+    const Tensor x = random_tensor({7, 1, 28, 28}, DType::f64, 21, 0.0, 1.0);
+    const std::vector<int32_t> y = keras ? predictions(host.logits(x)) : labels_for(7);
+    for (const GradientAttackSpec& spec : float64_specs(0.0, 1.0)) expect_same_attack(host, dev, x, y, spec);
+    if (keras) {
+      const attacks::AttackResult r = attacks::run_gradient_attack(dev, x, y, float64_specs(0.0, 1.0)[0]);
+      EXPECT_GT(attacks::summarize(r).zero_gradients, 0) << "the scaled model should be sure of some sample";
+    }
+  }
+}
+
+// ResNet-20 (BatchNorm at inference semantics, option-A shortcuts): out of the emulation's filter
+// by name (minutes of emulated float64 convolutions; its kernels are covered there by the
+// model-step cases).
+void resnet20_case(bool vendor) {
+  const Policy p = Policy::parse("torch,dtype=float64");
+  Model cpu = build_model("resnet20", p, 5), gpu = build_model("resnet20", p, 5);
+  randomise_running_stats(cpu, 30);
+  randomise_running_stats(gpu, 30);
+  CpuRunner host(cpu);
+  cuda::CudaContext ctx(one_backend(vendor));
+  CudaRunner dev(gpu, ctx);
+  const Tensor x = random_tensor({5, 3, 32, 32}, DType::f64, 22, -1.0, 1.0);
+  for (const GradientAttackSpec& spec : float64_specs(-1.0, 1.0)) expect_same_attack(host, dev, x, labels_for(5), spec);
+}
+
+TEST(CudaAttacksResnet20, GradientAttacksEqualTheCpuBitForBitInFloat64) {
+  REQUIRE_CUDA_DEVICE();
+  resnet20_case(false);
+}
+
+TEST(CudaAttacksVendor, Resnet20GradientAttacksOnCudnnEqualTheCpuBitForBitInFloat64) {
+  REQUIRE_CUDA_DEVICE();
+  resnet20_case(true);
+}
+
+TEST(CudaAttacks, Float32FgsmIsTheDeviceGradientsSignAndDiffersOnlyWhereTheGradientIsNearZero) {
+  REQUIRE_CUDA_DEVICE();
+  Model cpu = build_model("lenet5", Policy::torch(), 3), gpu = build_model("lenet5", Policy::torch(), 3);
+  CpuRunner host(cpu);
+  cuda::CudaContext ctx(one_backend(false));
+  CudaRunner dev(gpu, ctx);
+  const Tensor x = random_tensor({6, 1, 28, 28}, DType::f32, 23, 0.0, 1.0);
+  const std::vector<int32_t> y = labels_for(6);
+  GradientAttackSpec spec;
+  spec.eps = 0.1;
+  const attacks::AttackResult r = attacks::run_gradient_attack(dev, x, y, spec);
+  const InputGradient gd = dev.input_gradient(x, y, Semantics::inference);
+  const InputGradient gh = host.input_gradient(x, y, Semantics::inference);
+  const double gmax = max_abs(gh.dx);
+  int64_t flips = 0;
+  for (int64_t i = 0; i < x.numel(); ++i) {
+    const float xi = x.data<float>()[i], gi = gd.dx.data<float>()[i], hi = gh.dx.data<float>()[i];
+    const float s = gi > 0 ? 1.f : gi < 0 ? -1.f : 0.f;
+    ASSERT_EQ(r.x_adv.data<float>()[i], std::min(std::max(xi + 0.1f * s, 0.f), 1.f)) << i;
+    if ((gi > 0) != (hi > 0) || (gi < 0) != (hi < 0)) {
+      ++flips;
+      EXPECT_LE(std::fabs(hi), 3e-2 * gmax) << i << ": a sign differs where the CPU's gradient is not near zero";
+    }
+  }
+  std::cout << "[ tally    ] float32 LeNet-5 FGSM: " << flips << " of " << x.numel()
+            << " gradient signs differ between the device and the CPU\n";
+}
+
+// LeNet-5 with its biases zeroed: its class depends on the image, so noise and single pixels can
+// change it (tests/attacks/test_boundary.cpp).
+Model input_sensitive_lenet5() {
+  Model m = build_model("lenet5", Policy::torch(), 3);
+  for (auto& np : m.net->named_params())
+    if (np.first.size() >= 5 && np.first.compare(np.first.size() - 5, 5, ".bias") == 0) np.second->value.zero();
+  return m;
+}
+
+// Out of the emulation's filter by name (Boundary's start search and single-pixel's candidates are
+// ~2,500 small forwards: 330 s emulated; the forward kernels are covered there by the model cases).
+TEST(CudaAttacksDecision, OnTheDevicesDecisionsAdversarialInBoundsAndRepeat) {
+  REQUIRE_CUDA_DEVICE();
+  Model m = input_sensitive_lenet5();
+  cuda::CudaContext ctx(one_backend(false));
+  CudaRunner dev(m, ctx);
+  const Tensor x = random_tensor({3, 1, 28, 28}, DType::f32, 14, 0.0, 1.0);
+  const std::vector<int32_t> y = predictions(dev.logits(x));
+  attacks::BoundarySpec bs;
+  bs.steps = 20, bs.seed = 11;
+  const attacks::BoundaryResult b = attacks::run_boundary(dev, x, y, bs);
+  const attacks::BoundaryResult b2 = attacks::run_boundary(dev, x, y, bs);
+  EXPECT_TRUE(bitwise_equal(b.x_adv, b2.x_adv)) << "Boundary: the same seed twice";
+  EXPECT_EQ(b.trace, b2.trace);
+  const std::vector<int32_t> judged = predictions(dev.logits(b.x_adv));
+  int64_t found = 0;
+  for (int64_t s = 0; s < 3; ++s) {
+    if (!b.success[s]) continue;
+    ++found;
+    EXPECT_NE(judged[s], y[s]) << s << ": Boundary's example must be adversarial on the device";
+    for (std::size_t k = 1; k < b.trace[s].size(); ++k) EXPECT_LT(b.trace[s][k], b.trace[s][k - 1]) << s;
+  }
+  EXPECT_GT(found, 0) << "Boundary found no start on an untrained LeNet-5";
+  attacks::SinglePixelSpec sp;
+  sp.max_pixels = 200, sp.seed = 5;
+  const attacks::SinglePixelResult p = attacks::run_single_pixel(dev, x, y, sp);
+  const attacks::SinglePixelResult p2 = attacks::run_single_pixel(dev, x, y, sp);
+  EXPECT_TRUE(bitwise_equal(p.x_adv, p2.x_adv)) << "single-pixel: the same seed twice";
+  const std::vector<int32_t> pj = predictions(dev.logits(p.x_adv));
+  for (int64_t s = 0; s < 3; ++s) {
+    int64_t changed = 0;
+    for (int64_t e = 0; e < 784; ++e) {
+      const float v = p.x_adv.data<float>()[s * 784 + e];
+      const float w = b.x_adv.data<float>()[s * 784 + e];
+      ASSERT_TRUE(v >= 0.f && v <= 1.f);
+      ASSERT_TRUE(w >= 0.f && w <= 1.f);
+      changed += v != x.data<float>()[s * 784 + e];
+    }
+    if (p.success[s]) {  // every sample starts classified as its label (y: the device's predictions)
+      EXPECT_EQ(changed, 1) << s << ": a single-pixel success changes exactly one pixel";
+      EXPECT_NE(pj[s], y[s]) << s << ": single-pixel's example must be adversarial on the device";
+    } else {
+      EXPECT_EQ(changed, 0) << s << ": a failure returns the input";
+    }
+  }
+}
+
+}  // namespace
+}  // namespace driftlab
