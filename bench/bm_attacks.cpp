@@ -10,6 +10,8 @@
 #include <benchmark/benchmark.h>
 #include <omp.h>
 
+#include <cstring>
+
 #include "attacks/gradient.h"
 #include "engine/random.h"
 #include "engine/train/cpu_runner.h"
@@ -26,6 +28,14 @@ Tensor inputs(const std::string& arch, int64_t n, uint64_t seed) {
   Rng rng(RngEngine::mt19937_u24, seed);
   for (int64_t i = 0; i < x.numel(); ++i) x.data<float>()[i] = lenet ? rng.uniform_f32() : 2.f * rng.uniform_f32() - 1.f;
   return x;
+}
+
+Tensor rows_of(const Tensor& x, int64_t m) {
+  Shape s = x.shape();
+  s[0] = m;
+  Tensor r(s, x.dtype());
+  std::memcpy(r.raw(), x.raw(), r.nbytes());
+  return r;
 }
 
 Model model_for(const std::string& arch) {
@@ -85,6 +95,52 @@ void BM_DecisionQueries(benchmark::State& state) {
   state.SetLabel(arch + " 25 candidates per call");
 }
 
+// The attack's own host work, with a model that costs nothing: a Runner answering every call with
+// one precomputed gradient and logits (shared storage, no copy). What is left is attacks/gradient.cpp
+// itself: the bounds check, the copies, sign/step/projection/clamp per element, the predictions and
+// the per-sample norms. On a device (bm_cuda's BM_CudaAttack) this is the floor under every call.
+// args: arch index, attack (0 fgsm, 1 bim-10), inputs, batch, threads
+class CachedRunner : public Runner {
+ public:
+  CachedRunner(Model& m, InputGradient g) : Runner(m, TrainConfig{}), g_(std::move(g)) {}
+  Device device() const override { return Device::cpu; }
+  std::string describe() const override { return "cached"; }
+  Tensor logits(const Tensor& x, int64_t) override { return x.dim(0) == g_.logits.dim(0) ? g_.logits : Tensor({x.dim(0), 10}, DType::f32); }
+  InputGradient input_gradient(const Tensor&, const std::vector<int32_t>&, Semantics) override { return g_; }
+  double train_step(const Tensor&, const std::vector<int32_t>&, int64_t*) override { return 0; }
+  PredictTime time_prediction(const Tensor&, int64_t) override { return {}; }
+  OptimState optimizer_state() override { return {}; }
+  void set_optimizer_state(const OptimState&) override {}
+
+ private:
+  InputGradient g_;
+};
+
+void BM_AttackHostWork(benchmark::State& state) {
+  const std::string arch = kArchs[state.range(0)];
+  const bool bim = state.range(1) == 1;
+  const int64_t n = state.range(2), batch = state.range(3);
+  const Threads threads(static_cast<int>(state.range(4)));
+  Model m = model_for(arch);
+  const Tensor x = inputs(arch, n, 3);
+  std::vector<int32_t> y(static_cast<std::size_t>(n));
+  for (int64_t i = 0; i < n; ++i) y[i] = static_cast<int32_t>(i % 10);
+  InputGradient g;
+  {
+    CpuRunner real(m);
+    g = real.input_gradient(rows_of(x, batch), std::vector<int32_t>(y.begin(), y.begin() + batch), Semantics::inference);
+  }
+  CachedRunner runner(m, g);
+  attacks::GradientAttackSpec spec;
+  spec.kind = bim ? attacks::AttackKind::bim : attacks::AttackKind::fgsm;
+  spec.eps = 0.03, spec.step = 0.01, spec.steps = 10, spec.batch = batch;
+  spec.lo = arch == "lenet5" ? 0.0 : -1.0, spec.hi = 1.0;
+  attacks::run_gradient_attack(runner, x, y, spec);
+  for (auto _ : state) benchmark::DoNotOptimize(attacks::run_gradient_attack(runner, x, y, spec).x_adv);
+  state.counters["ex/s"] = benchmark::Counter(static_cast<double>(n * state.iterations()), benchmark::Counter::kIsRate);
+  state.SetLabel(arch + (bim ? " bim-10" : " fgsm") + " host work only");
+}
+
 void gradient_args(benchmark::internal::Benchmark* b) {
   for (int a = 0; a < 2; ++a)
     for (int k = 0; k < 2; ++k)
@@ -93,6 +149,10 @@ void gradient_args(benchmark::internal::Benchmark* b) {
 
 BENCHMARK(BM_GradientAttack)->Apply(gradient_args)->ArgNames({"arch", "bim", "batch", "threads"})->UseRealTime()
     ->Unit(benchmark::kMillisecond);
+// bm_cuda's BM_CudaAttack sizes
+BENCHMARK(BM_AttackHostWork)->Args({0, 0, 10000, 1000, 1})->Args({0, 1, 10000, 1000, 1})->Args({1, 0, 1024, 256, 1})
+    ->Args({1, 1, 1024, 256, 1})->Args({0, 0, 10000, 1000, 2})->Args({0, 1, 10000, 1000, 2})
+    ->ArgNames({"arch", "bim", "n", "batch", "threads"})->UseRealTime()->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_DecisionQueries)->ArgsProduct({{0, 1}, {1, 2}})->ArgNames({"arch", "threads"})->UseRealTime()
     ->Unit(benchmark::kMillisecond);
 

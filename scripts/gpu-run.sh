@@ -196,7 +196,7 @@ remote() {
   # rounding), and Boundary on its int8 version's decisions on the device (20 images, 100 steps).
   step attack_lenet5 60 "$runs" sh -c "for d in cpu cuda; do for a in fgsm bim; do '$dl' attack \
       --weights '$work/out/lenet5_cuda/model.dlm' --attack \$a --eps 0.1 --step 0.02 --steps 10 --data-dir '$fm' \
-      --limit 1000 --device \$d --out '$work/out/attack_\${a}_\$d' || exit 1; done; done && '$dl' attack \
+      --limit 1000 --device \$d --out '$work/out/attack_'\$a'_'\$d || exit 1; done; done && '$dl' attack \
       --weights '$work/out/lenet5_int8.dlm' --attack boundary --iterations 100 --data-dir '$fm' --limit 20 \
       --device cuda --out '$work/out/attack_boundary_int8'"
   # An int8 ResNet-20 on the device (qresidual, qglobal_avg_pool): the ResNet-20 trained above,

@@ -75,6 +75,27 @@ TEST(CliDevice, CudaWithoutDeviceIsOneLineErrorElseRuns) {
     EXPECT_NE(p.out.find("16 inputs:"), std::string::npos) << p.out;
     EXPECT_NE(p.out.find("at most 5 inputs at a time"), std::string::npos) << p.out;
   }
+  // Attacks through the same switch (issue 17): FGSM's gradients and judging on the device; an int8
+  // model's straight-through gradient has no device layers and is refused by name, device or not.
+  CliResult a = driftlab("attack --attack fgsm --eps 0.05 --device cuda --dataset synthetic-cifar10 --limit 16 --out " +
+                         (d / "adv").string() + w);
+  CliResult q = driftlab("quantize --scheme torch_qnnpack --dataset synthetic-cifar10 --limit 16 --calib 16 --out " +
+                         (d / "q.dlm").string() + w);
+  ASSERT_EQ(q.code, 0) << q.out;
+  CliResult aq = driftlab("attack --attack bim --device cuda --dataset synthetic-cifar10 --limit 16 --out " +
+                          (d / "advq").string() + " --weights " + (d / "q.dlm").string());
+  EXPECT_EQ(aq.code, 1) << aq.out;
+  EXPECT_TRUE(one_line(aq.out)) << aq.out;
+  EXPECT_NE(aq.out.find("differentiates its fake-quantized graph"), std::string::npos) << aq.out;
+  if (!have_device()) {
+    EXPECT_EQ(a.code, 1) << a.out;
+    EXPECT_TRUE(one_line(a.out)) << a.out;
+    EXPECT_NE(a.out.find("no CUDA device: "), std::string::npos) << a.out;
+  } else {
+    EXPECT_EQ(a.code, 0) << a.out;
+    EXPECT_NE(a.out.find(", cuda)"), std::string::npos) << a.out;
+    EXPECT_TRUE(fs::exists(d / "adv" / "adversarial.npy"));
+  }
   CliResult bad = driftlab("eval --device gpu --dataset synthetic-cifar10 --limit 16" + w);
   EXPECT_EQ(bad.code, 1) << bad.out;
   EXPECT_NE(bad.out.find("unknown device 'gpu'"), std::string::npos) << bad.out;
