@@ -7,6 +7,7 @@
 #include <cstring>
 
 #include "engine/core/error.h"
+#include "engine/ops/linf_step.h"
 #include "engine/random.h"
 
 namespace driftlab {
@@ -111,7 +112,7 @@ int64_t first_outside(const T* x, int64_t n, int64_t per, double lo, double hi) 
 
 template <typename T>
 T sign_of(T g) {
-  return g > T(0) ? T(1) : g < T(0) ? T(-1) : T(0);
+  return linf_sign(g);
 }
 
 // Whether the n values at g are all exactly zero (a sample whose gradient cannot move it).
@@ -124,7 +125,7 @@ bool all_zero(const T* g, int64_t n) {
 
 template <typename T>
 T clamp_to(T v, T lo, T hi) {
-  return std::min(std::max(v, lo), hi);  // clamp's order: a NaN v stays NaN (it cannot arise from finite inputs)
+  return linf_clamp(v, lo, hi);  // std::min(std::max(v, lo), hi): a NaN v stays NaN (it cannot arise from finite inputs)
 }
 
 template <typename T>
@@ -140,10 +141,33 @@ void attack_batch(Runner& runner, const GradientAttackSpec& spec, const T* x0, i
   const T eps = static_cast<T>(eps_in), step = static_cast<T>(step_in);
   const T lo = static_cast<T>(spec.lo), hi = static_cast<T>(spec.hi);
   const int64_t total = n * per;
+  const bool fgsm = spec.kind == AttackKind::fgsm;
   std::copy_n(x0, total, xa);
   if (spec.random_start)
     for (int64_t i = 0; i < total; ++i) xa[i] = clamp_to<T>(x0[i] + rng.uniform<T>(-eps, eps), lo, hi);
   const int steps = spec.kind == AttackKind::fgsm ? 1 : spec.steps;
+  // Where the runner keeps the iterate on its device (Runner::linf_steps), the loop runs there with
+  // the same formula and decisions; else here over input_gradient(). (Asked of device runners only:
+  // the CPU runner has nothing to keep resident, and the copies below would be for nothing.)
+  if (runner.device() != Device::cpu) {
+    LinfSteps ls;
+    ls.fgsm = fgsm, ls.steps = steps, ls.eps = eps_in, ls.step = step_in, ls.lo = spec.lo, ls.hi = spec.hi;
+    ls.early_stop = spec.early_stop;
+    Tensor x0t = Tensor::empty(shape, DTypeOf<T>::value), start = Tensor::empty(shape, DTypeOf<T>::value);
+    std::copy_n(x0, total, x0t.data<T>());
+    std::copy_n(xa, total, start.data<T>());
+    LinfStepsResult res;
+    if (runner.linf_steps(x0t, start, target, ls, &res)) {
+      *calls += steps;
+      if (clean_out) {
+        const std::vector<int32_t> p = predictions(res.first_logits);
+        std::copy(p.begin(), p.end(), clean_out);
+      }
+      std::copy(res.first_zero_gradient.begin(), res.first_zero_gradient.end(), zero_grad);
+      std::copy_n(res.x_adv.data<T>(), total, xa);
+      return;
+    }
+  }
   std::vector<uint8_t> frozen(static_cast<std::size_t>(n), 0);
   for (int t = 0; t < steps; ++t) {
     Tensor cur = Tensor::empty(shape, DTypeOf<T>::value);  // every element written below
@@ -168,12 +192,7 @@ void attack_batch(Runner& runner, const GradientAttackSpec& spec, const T* x0, i
     for (int64_t s = 0; s < n; ++s) {
       if (frozen[s]) continue;
       for (int64_t e = s * per; e < (s + 1) * per; ++e) {
-        if (spec.kind == AttackKind::fgsm) {
-          xa[e] = clamp_to<T>(x0[e] + eps * sign_of(dx[e]), lo, hi);
-        } else {
-          const T moved = xa[e] + step * sign_of(dx[e]);
-          xa[e] = clamp_to<T>(x0[e] + clamp_to<T>(moved - x0[e], -eps, eps), lo, hi);
-        }
+        xa[e] = linf_step(fgsm, x0[e], xa[e], dx[e], eps, step, lo, hi);
       }
     }
   }

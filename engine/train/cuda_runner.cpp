@@ -119,6 +119,49 @@ InputGradient CudaRunner::input_gradient(const Tensor& x, const std::vector<int3
   return g;
 }
 
+bool CudaRunner::linf_steps(const Tensor& x0, const Tensor& start, const std::vector<int32_t>& target,
+                            const LinfSteps& spec, LinfStepsResult* out) {
+  if (x0.dtype() != model_.dtype() || start.dtype() != x0.dtype()) return false;  // the host loop converts
+  const int64_t n = x0.dim(0);
+  cuda::DeviceTensor d_x0, frozen;
+  DeviceValue xa;
+  try {
+    d_x0 = cuda::to_device(ctx_, x0);
+    xa = std::make_shared<cuda::DeviceTensor>(cuda::to_device(ctx_, start));
+    frozen = cuda::DeviceTensor::zeros(ctx_, {n}, DType::u8);
+  } catch (const Error& err) {
+    fail("cuda: copying an attack's batch ", shape_str(x0.shape()), " to the device: ", err.what());
+  }
+  Tensor frozen_host = Tensor::zeros({n}, DType::u8);
+  const cuda::LinfStepParams p{spec.fgsm, spec.eps, spec.step, spec.lo, spec.hi};
+  const int steps = spec.fgsm ? 1 : spec.steps;
+  for (int t = 0; t < steps; ++t) {
+    DeviceRunContext run = DeviceRunContext::recorded(ctx_, Semantics::inference, &dropout_rng_);
+    run.param_grads = false;  // dx only, as input_gradient
+    DeviceValue z = net_->forward_device(run, xa);
+    cuda::DeviceTensor dz;
+    device_loss(*z, target, dz);
+    DeviceValue dx = net_->backward(run, std::make_shared<cuda::DeviceTensor>(std::move(dz)));
+    const Tensor logits = cuda::to_host(ctx_, *z);
+    if (t == 0) {
+      out->first_logits = logits;
+      cuda::DeviceTensor zero(ctx_, {n}, DType::u8);
+      cuda::rows_all_zero_cuda(ctx_, *dx, zero);
+      const Tensor zh = cuda::to_host(ctx_, zero);
+      out->first_zero_gradient.assign(zh.data<uint8_t>(), zh.data<uint8_t>() + n);
+    }
+    if (spec.early_stop) {  // a sample already misclassified at x_t stays where it is
+      const std::vector<int32_t> pred = predictions(logits);
+      for (int64_t s = 0; s < n; ++s)
+        frozen_host.data<uint8_t>()[s] = frozen_host.data<uint8_t>()[s] || pred[s] != target[s];
+      cuda::copy_to_device(ctx_, frozen_host, frozen);
+    }
+    cuda::linf_step_cuda(ctx_, p, d_x0, *dx, frozen, *xa);
+  }
+  out->x_adv = cuda::to_host(ctx_, *xa);
+  return true;
+}
+
 double CudaRunner::train_step(const Tensor& x, const std::vector<int32_t>& labels, int64_t* correct) {
   DeviceRunContext run = DeviceRunContext::training(ctx_, &dropout_rng_);
   run.input_grad = false;

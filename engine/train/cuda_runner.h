@@ -23,6 +23,8 @@ class CudaRunner : public Runner {
   std::string describe() const override;
   Tensor logits(const Tensor& x, int64_t max_batch = 0) override;
   InputGradient input_gradient(const Tensor& x, const std::vector<int32_t>& labels, Semantics s) override;
+  bool linf_steps(const Tensor& x0, const Tensor& start, const std::vector<int32_t>& target, const LinfSteps& spec,
+                  LinfStepsResult* out) override;
   double train_step(const Tensor& x, const std::vector<int32_t>& labels, int64_t* correct = nullptr) override;
   PredictTime time_prediction(const Tensor& x, int64_t max_batch = 0) override;
   void sync_to_model() override { net_->download(); }

@@ -119,6 +119,21 @@ std::vector<int32_t> predictions(const Tensor& logits);
 // Samples whose prediction is their label.
 int64_t count_correct(const Tensor& logits, const std::vector<int32_t>& labels);
 
+// An L-infinity attack's step loop on one batch (attacks/gradient.h: FGSM, or BIM / PGD at one eps),
+// for a runner that can keep the iterate where its model runs. Bounds and step sizes in input
+// units, rounded to the input's dtype as the host loop rounds them.
+struct LinfSteps {
+  bool fgsm = true;
+  int steps = 1;  // BIM / PGD; FGSM takes one
+  double eps = 0, step = 0, lo = 0, hi = 1;
+  bool early_stop = false;  // a sample whose prediction at x_t differs from its target stays at x_t
+};
+struct LinfStepsResult {
+  Tensor x_adv;                              // the last iterate, on the host
+  Tensor first_logits;                       // the first gradient call's logits (N, classes)
+  std::vector<uint8_t> first_zero_gradient;  // per sample: the first call's dL/dx exactly zero
+};
+
 class Runner {
  public:
   virtual ~Runner() = default;
@@ -139,6 +154,18 @@ class Runner {
   // computes dx only (conv2d and dense skip dW and db, RunContext::param_grads), a third less
   // work for an attack's backward.
   virtual InputGradient input_gradient(const Tensor& x, const std::vector<int32_t>& labels, Semantics s) = 0;
+  // The L-inf step loop from `start` around x0 (both in the model's dtype) against `target`, at
+  // inference semantics: each step the loss's dL/dx at the iterate, then every element not frozen
+  // by early_stop moved by engine/ops/linf_step.h; the same arithmetic and decisions as the host
+  // loop of attacks/gradient.cpp over input_gradient(), so the same bits where the gradients are.
+  // Returns false where the runner does not offer it (the default: the host loop runs instead);
+  // the CUDA runner keeps x0, the iterate and dL/dx on the device and brings back only the logits
+  // per step (and the early-stop flags up).
+  virtual bool linf_steps(const Tensor& x0, const Tensor& start, const std::vector<int32_t>& target,
+                          const LinfSteps& spec, LinfStepsResult* out) {
+    (void)x0, (void)start, (void)target, (void)spec, (void)out;
+    return false;
+  }
   // One optimiser step on a batch (train semantics) at the schedule's current rate (a step taken
   // advances the schedule); returns the loss (with the l2_loss penalty) and
   // writes the number of correct predictions. A non-finite loss or gradient throws (stop) or

@@ -5,6 +5,7 @@
 // the CPU code (built with -ffp-contract=off): relu, hard sigmoid and SGD give the CPU's bits;
 // tanh/sigmoid differ only by the ulps of CUDA's tanh/exp against glibc's. Outputs are written
 // (=); SGD updates p and its state in place.
+#include "engine/ops/linf_step.h"
 #include "kernels/cuda/common.cuh"
 #include "kernels/cuda/ops.h"
 
@@ -31,6 +32,30 @@ template <typename T, typename R>
 __global__ void sgd_step_kernel(T lr, T mu, T wd, long long n, T* __restrict__ p, const T* __restrict__ grad,
                                 T* __restrict__ s) {
   DL_GRID_STRIDE(i, n) { sgd_update<R>(lr, mu, wd, p[i], grad[i], s[i]); }
+}
+
+// The L-inf attack step (engine/ops/linf_step.h) one element per thread; a frozen sample stays.
+template <typename T>
+__global__ void linf_step_kernel(bool fgsm, T eps, T step, T lo, T hi, long long per, long long total,
+                                 const T* __restrict__ x0, const T* __restrict__ g, const uint8_t* __restrict__ frozen,
+                                 T* __restrict__ xa) {
+  DL_GRID_STRIDE(i, total) {
+    if (!frozen[i / per]) xa[i] = linf_step(fgsm, x0[i], xa[i], g[i], eps, step, lo, hi);
+  }
+}
+
+// One thread per row: 1 when every element of the row is exactly zero.
+template <typename T>
+__global__ void rows_all_zero_kernel(long long rows, long long per, const T* __restrict__ g, uint8_t* __restrict__ out) {
+  DL_GRID_STRIDE(r, rows) {
+    uint8_t z = 1;
+    for (long long e = 0; e < per; ++e)
+      if (g[r * per + e] != T(0)) {
+        z = 0;
+        break;
+      }
+    out[r] = z;
+  }
 }
 
 // The CPU's Adam / RMSprop formulas (engine/ops/adaptive.h) one element per thread, under rule R.
@@ -98,6 +123,39 @@ void sgd_step_cuda(CudaContext& ctx, const SgdStepParams& prm, DeviceTensor& p, 
                                                                                    grad.data<T>(), state.data<T>());
       DL_CUDA_LAUNCH_CHECK("sgd_step_kernel");
     });
+  });
+}
+
+void linf_step_cuda(CudaContext& ctx, const LinfStepParams& prm, const DeviceTensor& x0, const DeviceTensor& g,
+                    const DeviceTensor& frozen, DeviceTensor& xa) {
+  check(x0.rank() >= 1, "linf_step_cuda: x0 must be (N, ...)");
+  check_device_shape("linf_step_cuda", "g", g, x0.shape());
+  check_device_shape("linf_step_cuda", "xa", xa, x0.shape());
+  check_device_shape("linf_step_cuda", "frozen", frozen, {x0.dim(0)});
+  check(x0.dtype() == g.dtype() && x0.dtype() == xa.dtype() && frozen.dtype() == DType::u8,
+        "linf_step_cuda: x0, g, xa of one float dtype and uint8 flags");
+  if (x0.numel() == 0) return;
+  const long long per = x0.numel() / x0.dim(0);
+  dispatch_dtype(x0.dtype(), [&](auto tag) {
+    using T = decltype(tag);
+    linf_step_kernel<T><<<dl_blocks(x0.numel(), 256), 256, 0, stream_of(ctx)>>>(
+        prm.fgsm, static_cast<T>(prm.eps), static_cast<T>(prm.step), static_cast<T>(prm.lo), static_cast<T>(prm.hi),
+        per, x0.numel(), x0.data<T>(), g.data<T>(), frozen.data<uint8_t>(), xa.data<T>());
+    DL_CUDA_LAUNCH_CHECK("linf_step_kernel");
+  });
+}
+
+void rows_all_zero_cuda(CudaContext& ctx, const DeviceTensor& g, DeviceTensor& out) {
+  check(g.rank() >= 1, "rows_all_zero_cuda: g must be (N, ...)");
+  check_device_shape("rows_all_zero_cuda", "out", out, {g.dim(0)});
+  check(out.dtype() == DType::u8, "rows_all_zero_cuda: out must be uint8");
+  if (g.dim(0) == 0) return;
+  const long long per = g.numel() / g.dim(0);
+  dispatch_dtype(g.dtype(), [&](auto tag) {
+    using T = decltype(tag);
+    rows_all_zero_kernel<T><<<dl_blocks(g.dim(0), 128), 128, 0, stream_of(ctx)>>>(g.dim(0), per, g.data<T>(),
+                                                                                  out.data<uint8_t>());
+    DL_CUDA_LAUNCH_CHECK("rows_all_zero_kernel");
   });
 }
 

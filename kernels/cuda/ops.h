@@ -221,6 +221,19 @@ void adam_step_cuda(CudaContext&, const AdamStepParams&, DeviceTensor& p, const 
 void rmsprop_step_cuda(CudaContext&, const RmspropStepParams&, DeviceTensor& p, const DeviceTensor& grad,
                        DeviceTensor& v, DeviceTensor& b);
 
+// ---- L-inf attack step (engine/ops/linf_step.h), elementwise ----
+// The attack's step in its own formula (DL_HOST_DEVICE): the host loop's bits. x0, g, xa: the same
+// shape (N, ...); frozen: N uint8 flags (a flagged sample is left as it is); xa updated in place.
+// eps, step, lo, hi rounded to the dtype as the host rounds them.
+struct LinfStepParams {
+  bool fgsm = true;
+  double eps = 0, step = 0, lo = 0, hi = 1;
+};
+void linf_step_cuda(CudaContext&, const LinfStepParams&, const DeviceTensor& x0, const DeviceTensor& g,
+                    const DeviceTensor& frozen, DeviceTensor& xa);
+// out (N, uint8) = 1 where row n of g (N, ...) is exactly zero everywhere, else 0.
+void rows_all_zero_cuda(CudaContext&, const DeviceTensor& g, DeviceTensor& out);
+
 // ---- tensor helpers for the device layers (kernels/cuda/tensor_ops.cu), own kernels only ----
 // Elementwise or one thread per output, each sum in a fixed order: the same bits on every run.
 // y += x (same numel).

@@ -86,6 +86,9 @@ DL_NO_CUDA(void, softmax_xent_backward_cuda, CudaContext&, const SoftmaxXentPara
            const std::vector<int32_t>&, DeviceTensor&)
 
 DL_NO_CUDA(void, sgd_step_cuda, CudaContext&, const SgdStepParams&, DeviceTensor&, const DeviceTensor&, DeviceTensor&)
+DL_NO_CUDA(void, linf_step_cuda, CudaContext&, const LinfStepParams&, const DeviceTensor&, const DeviceTensor&,
+           const DeviceTensor&, DeviceTensor&)
+DL_NO_CUDA(void, rows_all_zero_cuda, CudaContext&, const DeviceTensor&, DeviceTensor&)
 DL_NO_CUDA(void, adam_step_cuda, CudaContext&, const AdamStepParams&, DeviceTensor&, const DeviceTensor&, DeviceTensor&,
            DeviceTensor&)
 DL_NO_CUDA(void, rmsprop_step_cuda, CudaContext&, const RmspropStepParams&, DeviceTensor&, const DeviceTensor&,

@@ -2,6 +2,8 @@
 // Runner; with a CudaRunner the input gradients and the judging forward passes run on the device
 // and the attack's own arithmetic (sign, step, projection, clamp) stays on the host, the same code
 // as on the CPU. Checked here against the same attack through the CpuRunner:
+// The device runner keeps the iterate on the device (Runner::linf_steps: the step kernel is the host
+// loop's formula, engine/ops/linf_step.h, checked element by element below).
 //   - float64 (LeNet-5 torch and tensorflow, ResNet-20 torch with BatchNorm statistics away from
 //     (0, 1)): the device's dL/dx agrees with the CPU's to ~1e-12 of its largest element
 //     (test_semantics_cuda.cpp bounds it by 1e-9), so a gradient sign could only differ where
@@ -25,8 +27,10 @@
 #include "attacks/boundary.h"
 #include "attacks/gradient.h"
 #include "attacks/single_pixel.h"
+#include "engine/ops/linf_step.h"
 #include "engine/train/cpu_runner.h"
 #include "engine/train/cuda_runner.h"
+#include "kernels/cuda/ops.h"
 #include "models/models.h"
 #include "tests/cuda/cuda_test_util.h"
 #include "tests/model_test_util.h"
@@ -59,7 +63,9 @@ void expect_same_attack(Runner& host, Runner& dev, const Tensor& x, const std::v
                         const GradientAttackSpec& spec) {
   SCOPED_TRACE(attacks::attack_kind_name(spec.kind));
   const attacks::AttackResult a = attacks::run_gradient_attack(host, x, y, spec);
-  const attacks::AttackResult b = attacks::run_gradient_attack(dev, x, y, spec);
+  const attacks::AttackResult b = attacks::run_gradient_attack(dev, x, y, spec);  // the device-resident loop
+  LinfStepsResult probe;
+  ASSERT_TRUE(dev.linf_steps(x, x, y, LinfSteps{}, &probe)) << "the device runner must keep the iterate there";
   EXPECT_TRUE(bitwise_equal(b.x_adv, a.x_adv)) << "adversarial examples";
   EXPECT_EQ(b.clean_pred, a.clean_pred);
   EXPECT_EQ(b.adv_pred, a.adv_pred);
@@ -100,6 +106,52 @@ TEST(CudaAttacks, GradientAttacksEqualTheCpuBitForBitInFloat64) {
       EXPECT_GT(attacks::summarize(r).zero_gradients, 0) << "the scaled model should be sure of some sample";
     }
   }
+}
+
+// The device's step kernel (Runner::linf_steps keeps the iterate there) against the shared formula
+// on the host, element by element: signs of +-0, tiny and huge gradients, iterates at and past the
+// eps-ball and the bounds, a frozen sample left as it is; and the zero-gradient rows.
+TEST(CudaAttacks, LinfStepKernelIsTheHostFormulaAndFrozenSamplesStay) {
+  REQUIRE_CUDA_DEVICE();
+  cuda::CudaContext ctx(one_backend(false));
+  for (DType dt : {DType::f32, DType::f64})
+    for (bool fgsm : {true, false}) {
+      SCOPED_TRACE(std::string(dtype_name(dt)) + (fgsm ? " fgsm" : " bim"));
+      const Tensor x0 = random_tensor({4, 3, 5, 7}, dt, 31, 0.0, 1.0);
+      Tensor xa = random_tensor({4, 3, 5, 7}, dt, 32, -0.2, 1.2);  // past the ball and the bounds too
+      Tensor g = random_tensor({4, 3, 5, 7}, dt, 33, -1.0, 1.0);
+      const double specials[] = {0.0, -0.0, 1e-30, -1e-30, 1e30, -1e30};
+      for (int64_t i = 0; i < g.numel(); i += 7) {
+        const double v = specials[(i / 7) % 6];
+        if (dt == DType::f32) g.data<float>()[i] = static_cast<float>(v);
+        else g.data<double>()[i] = v;
+      }
+      for (int64_t i = 3 * 105; i < 4 * 105; ++i) {  // sample 3: gradient zero everywhere
+        if (dt == DType::f32) g.data<float>()[i] = 0.f;
+        else g.data<double>()[i] = i % 2 ? 0.0 : -0.0;
+      }
+      Tensor frozen = Tensor::zeros({4}, DType::u8);
+      frozen.data<uint8_t>()[1] = 1;
+      const cuda::LinfStepParams p{fgsm, 0.07, 0.03, 0.0, 1.0};
+      cuda::DeviceTensor d_x0 = cuda::to_device(ctx, x0), d_g = cuda::to_device(ctx, g),
+                         d_f = cuda::to_device(ctx, frozen), d_xa = cuda::to_device(ctx, xa);
+      cuda::linf_step_cuda(ctx, p, d_x0, d_g, d_f, d_xa);
+      Tensor want = xa.clone();
+      for (int64_t i = 0; i < x0.numel(); ++i) {
+        if (i / 105 == 1) continue;
+        if (dt == DType::f32)
+          want.data<float>()[i] = linf_step<float>(fgsm, x0.data<float>()[i], xa.data<float>()[i], g.data<float>()[i],
+                                                   0.07f, 0.03f, 0.f, 1.f);
+        else
+          want.data<double>()[i] = linf_step<double>(fgsm, x0.data<double>()[i], xa.data<double>()[i],
+                                                     g.data<double>()[i], 0.07, 0.03, 0.0, 1.0);
+      }
+      EXPECT_TRUE(bitwise_equal(cuda::to_host(ctx, d_xa), want));
+      cuda::DeviceTensor zero(ctx, {4}, DType::u8);
+      cuda::rows_all_zero_cuda(ctx, d_g, zero);
+      const Tensor zh = cuda::to_host(ctx, zero);
+      EXPECT_EQ(std::vector<int>(zh.data<uint8_t>(), zh.data<uint8_t>() + 4), (std::vector<int>{0, 0, 0, 1}));
+    }
 }
 
 // ResNet-20 (BatchNorm at inference semantics, option-A shortcuts): out of the emulation's filter
