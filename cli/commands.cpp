@@ -1423,14 +1423,18 @@ void robustness_cmd(RobustnessOptions o) {
   // An int8 model attacked white-box on itself (no --craft): straight-through gradients of its
   // fake-quantized graph, its own decisions (quant/ste.h).
   std::vector<std::unique_ptr<Model>> fakes;
+  const Device device = o.attack.dev.parsed();
   for (std::size_t m = 0; m < lms.size(); ++m) {
     check(lms[m].model.dtype() == lms[0].model.dtype(), "robustness: ", files[m], " computes in ",
           dtype_name(lms[m].model.dtype()), ", ", files[0], " in ", dtype_name(lms[0].model.dtype()));
     if (quant::is_quantized(lms[m]) && craft[m] < 0) {
+      check(device == Device::cpu, "robustness: ", names[m], " (", files[m], ") is an int8 model attacked through the "
+            "straight-through gradient of its fake-quantized graph (quant/ste.h), which has no device layers: run with "
+            "--device cpu, or craft its examples on another model (--craft ", names[m], "=SOURCE)");
       fakes.push_back(std::make_unique<Model>(quant::fake_quant_model(lms[m].model)));
       runners.push_back(quant::open_ste_runner(lms[m].model, *fakes.back()));
     } else {
-      runners.push_back(open_runner(lms[m].model, Device::cpu));
+      runners.push_back(open_runner(lms[m].model, device));
     }
     rm.push_back({names[m], runners.back().get(), craft[m]});
   }
@@ -1464,7 +1468,7 @@ void robustness_cmd(RobustnessOptions o) {
                   {"clean_accuracy", t.clean_accuracy[m]}});
   const json j{{"models", names},       {"model_files", mj}, {"attacks", t.attacks}, {"common", t.common},
                {"inputs", test.name},   {"seeds", t.seeds},  {"cells", cells},       {"R", t.r},
-               {"pairs", pairs},        {"commit", build_commit()}};
+               {"pairs", pairs},        {"device", o.attack.dev.device}, {"commit", build_commit()}};
   {
     std::ofstream f(o.out + "/robustness.json");
     f << j.dump(1) << "\n";
@@ -1804,6 +1808,7 @@ void register_commands(CLI::App& app) {
   rb->add_option("--batch", ro->attack.batch, "inputs per gradient call")->capture_default_str();
   add_threads_option(rb, ro->attack.threads);
   add_data_options(rb, ro->attack.data);
+  add_device_options(rb, ro->attack.dev);
   rb->callback([ro, rb] {
     RobustnessOptions o = *ro;
     for (const CLI::Option* opt : rb->get_options())

@@ -87,6 +87,12 @@ TEST(CliDevice, CudaWithoutDeviceIsOneLineErrorElseRuns) {
   EXPECT_EQ(aq.code, 1) << aq.out;
   EXPECT_TRUE(one_line(aq.out)) << aq.out;
   EXPECT_NE(aq.out.find("differentiates its fake-quantized graph"), std::string::npos) << aq.out;
+  CliResult rq = driftlab("robustness --model q=" + (d / "q.dlm").string() + " --model fp=" +
+                          (d / "model.dlm").string() + " --attacks fgsm --device cuda --no-chart --dataset synthetic-cifar10 "
+                          "--limit 16 --out " + (d / "rob").string());
+  EXPECT_EQ(rq.code, 1) << rq.out;
+  EXPECT_TRUE(one_line(rq.out)) << rq.out;
+  EXPECT_NE(rq.out.find("has no device layers"), std::string::npos) << rq.out;  // checked before any device opens
   if (!have_device()) {
     EXPECT_EQ(a.code, 1) << a.out;
     EXPECT_TRUE(one_line(a.out)) << a.out;
