@@ -49,6 +49,21 @@ Model model_for(const std::string& arch) {
   return m;
 }
 
+std::vector<int32_t> cyclic_labels(int64_t n) {
+  std::vector<int32_t> y(static_cast<std::size_t>(n));
+  for (int64_t i = 0; i < n; ++i) y[i] = static_cast<int32_t>(i % 10);
+  return y;
+}
+
+// eps 0.03, BIM step 0.01 x 10 steps, the images' range (the peer's settings)
+attacks::GradientAttackSpec bench_spec(const std::string& arch, bool bim, int64_t batch) {
+  attacks::GradientAttackSpec spec;
+  spec.kind = bim ? attacks::AttackKind::bim : attacks::AttackKind::fgsm;
+  spec.eps = 0.03, spec.step = 0.01, spec.steps = 10, spec.batch = batch;
+  spec.lo = arch == "lenet5" ? 0.0 : -1.0, spec.hi = 1.0;
+  return spec;
+}
+
 struct Threads {
   int saved;
   explicit Threads(int t) : saved(omp_get_max_threads()) { omp_set_num_threads(t); }
@@ -65,12 +80,8 @@ void BM_GradientAttack(benchmark::State& state) {
   CpuRunner runner(m);
   const int64_t n = arch == "lenet5" ? 1024 : 128;
   const Tensor x = inputs(arch, n, 3);
-  std::vector<int32_t> y(static_cast<std::size_t>(n));
-  for (int64_t i = 0; i < n; ++i) y[i] = static_cast<int32_t>(i % 10);
-  attacks::GradientAttackSpec spec;
-  spec.kind = bim ? attacks::AttackKind::bim : attacks::AttackKind::fgsm;
-  spec.eps = 0.03, spec.step = 0.01, spec.steps = 10, spec.batch = batch;
-  spec.lo = arch == "lenet5" ? 0.0 : -1.0, spec.hi = 1.0;
+  const std::vector<int32_t> y = cyclic_labels(n);
+  const attacks::GradientAttackSpec spec = bench_spec(arch, bim, batch);
   // One untimed call first, as the PyTorch peer (bench/peers/attacks_torch.py) warms up before its
   // best of --reps: ResNet-20's 1-thread rows run one timed iteration, which otherwise carried the
   // first call's oneDNN primitive creation and fresh memory (503 ms against 279 ms per iteration
@@ -123,18 +134,14 @@ void BM_AttackHostWork(benchmark::State& state) {
   const Threads threads(static_cast<int>(state.range(4)));
   Model m = model_for(arch);
   const Tensor x = inputs(arch, n, 3);
-  std::vector<int32_t> y(static_cast<std::size_t>(n));
-  for (int64_t i = 0; i < n; ++i) y[i] = static_cast<int32_t>(i % 10);
+  const std::vector<int32_t> y = cyclic_labels(n);
   InputGradient g;
   {
     CpuRunner real(m);
     g = real.input_gradient(rows_of(x, batch), std::vector<int32_t>(y.begin(), y.begin() + batch), Semantics::inference);
   }
   CachedRunner runner(m, g);
-  attacks::GradientAttackSpec spec;
-  spec.kind = bim ? attacks::AttackKind::bim : attacks::AttackKind::fgsm;
-  spec.eps = 0.03, spec.step = 0.01, spec.steps = 10, spec.batch = batch;
-  spec.lo = arch == "lenet5" ? 0.0 : -1.0, spec.hi = 1.0;
+  const attacks::GradientAttackSpec spec = bench_spec(arch, bim, batch);
   attacks::run_gradient_attack(runner, x, y, spec);
   for (auto _ : state) benchmark::DoNotOptimize(attacks::run_gradient_attack(runner, x, y, spec).x_adv);
   state.counters["ex/s"] = benchmark::Counter(static_cast<double>(n * state.iterations()), benchmark::Counter::kIsRate);

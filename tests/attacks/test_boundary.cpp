@@ -10,20 +10,11 @@
 #include "attacks/boundary.h"
 #include "engine/train/cpu_runner.h"
 #include "models/models.h"
+#include "tests/model_test_util.h"
 #include "tests/test_util.h"
 
 namespace driftlab {
 namespace {
-
-// LeNet-5 (torch preset, random weights) with its biases zeroed: a freshly initialised model's
-// argmax is mostly its last bias, the same class for nearly any input; without biases the class
-// depends on the image, so single pixels and noise can change it.
-Model input_sensitive_lenet5() {
-  Model m = build_model("lenet5", Policy::torch(), 3);
-  for (auto& np : m.net->named_params())
-    if (np.first.size() >= 5 && np.first.compare(np.first.size() - 5, 5, ".bias") == 0) np.second->value.zero();
-  return m;
-}
 
 TEST(Boundary, AdversarialInBoundsDistanceNeverGrowsSeedRepeats) {
   Model m = input_sensitive_lenet5();

@@ -12,6 +12,7 @@
 #include "attacks/gradient.h"
 #include "engine/train/cpu_runner.h"
 #include "models/models.h"
+#include "tests/model_test_util.h"
 #include "tests/test_util.h"
 
 namespace driftlab {
@@ -20,17 +21,11 @@ namespace {
 using attacks::AttackKind;
 using attacks::GradientAttackSpec;
 
-std::vector<int32_t> some_labels(int64_t n) {
-  std::vector<int32_t> y(static_cast<std::size_t>(n));
-  for (int64_t i = 0; i < n; ++i) y[static_cast<std::size_t>(i)] = static_cast<int32_t>((3 * i + 1) % 10);
-  return y;
-}
-
 TEST(GradientAttack, FgsmIsClampOfXPlusEpsSignOfTheInferenceGradient) {
   Model m = build_model("lenet5", Policy::torch(), 3);
   CpuRunner runner(m);
   const Tensor x = random_tensor({6, 1, 28, 28}, DType::f32, 5, 0.0, 1.0);
-  const std::vector<int32_t> y = some_labels(6);
+  const std::vector<int32_t> y = cyclic_labels(6);
   GradientAttackSpec spec;
   spec.eps = 0.1;
   spec.batch = 4;  // two batches: 4 + 2
@@ -59,7 +54,7 @@ TEST(GradientAttack, BimAndPgdStayInTheBallAndTheBoundsAndFollowTheSeed) {
   Model m = build_model("lenet5", Policy::torch(), 3);
   CpuRunner runner(m);
   const Tensor x = random_tensor({4, 1, 28, 28}, DType::f32, 6, 0.0, 1.0);
-  const std::vector<int32_t> y = some_labels(4);
+  const std::vector<int32_t> y = cyclic_labels(4);
   for (const AttackKind kind : {AttackKind::bim, AttackKind::pgd}) {
     GradientAttackSpec spec;
     spec.kind = kind;
@@ -334,7 +329,7 @@ TEST(GradientAttack, SuccessAgainstTheCleanPredictionIsArtsRule) {
   Model m = build_model("lenet5", Policy::torch(), 3);
   CpuRunner runner(m);
   const Tensor x = random_tensor({6, 1, 28, 28}, DType::f32, 5, 0.0, 1.0);
-  const std::vector<int32_t> y = some_labels(6);
+  const std::vector<int32_t> y = cyclic_labels(6);
   GradientAttackSpec spec;
   spec.eps = 0.02;
   const attacks::AttackResult a = attacks::run_gradient_attack(runner, x, y, spec);

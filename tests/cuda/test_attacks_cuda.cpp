@@ -41,12 +41,6 @@ namespace {
 using attacks::AttackKind;
 using attacks::GradientAttackSpec;
 
-std::vector<int32_t> labels_for(int64_t n) {
-  std::vector<int32_t> y(static_cast<std::size_t>(n));
-  for (int64_t i = 0; i < n; ++i) y[static_cast<std::size_t>(i)] = static_cast<int32_t>((3 * i + 1) % 10);
-  return y;
-}
-
 std::vector<GradientAttackSpec> float64_specs(double lo, double hi) {
   GradientAttackSpec fgsm;
   fgsm.eps = 0.1, fgsm.batch = 3;  // batches of 3: a short last batch too
@@ -99,7 +93,7 @@ TEST(CudaAttacks, GradientAttacksEqualTheCpuBitForBitInFloat64) {
     cuda::CudaContext ctx(one_backend(false));
     CudaRunner dev(gpu, ctx);
     const Tensor x = random_tensor({7, 1, 28, 28}, DType::f64, 21, 0.0, 1.0);
-    const std::vector<int32_t> y = keras ? predictions(host.logits(x)) : labels_for(7);
+    const std::vector<int32_t> y = keras ? predictions(host.logits(x)) : cyclic_labels(7);
     for (const GradientAttackSpec& spec : float64_specs(0.0, 1.0)) expect_same_attack(host, dev, x, y, spec);
     if (keras) {
       const attacks::AttackResult r = attacks::run_gradient_attack(dev, x, y, float64_specs(0.0, 1.0)[0]);
@@ -166,7 +160,7 @@ void resnet20_case(bool vendor) {
   cuda::CudaContext ctx(one_backend(vendor));
   CudaRunner dev(gpu, ctx);
   const Tensor x = random_tensor({5, 3, 32, 32}, DType::f64, 22, -1.0, 1.0);
-  for (const GradientAttackSpec& spec : float64_specs(-1.0, 1.0)) expect_same_attack(host, dev, x, labels_for(5), spec);
+  for (const GradientAttackSpec& spec : float64_specs(-1.0, 1.0)) expect_same_attack(host, dev, x, cyclic_labels(5), spec);
 }
 
 TEST(CudaAttacksResnet20, GradientAttacksEqualTheCpuBitForBitInFloat64) {
@@ -186,7 +180,7 @@ TEST(CudaAttacks, Float32FgsmIsTheDeviceGradientsSignAndDiffersOnlyWhereTheGradi
   cuda::CudaContext ctx(one_backend(false));
   CudaRunner dev(gpu, ctx);
   const Tensor x = random_tensor({6, 1, 28, 28}, DType::f32, 23, 0.0, 1.0);
-  const std::vector<int32_t> y = labels_for(6);
+  const std::vector<int32_t> y = cyclic_labels(6);
   GradientAttackSpec spec;
   spec.eps = 0.1;
   const attacks::AttackResult r = attacks::run_gradient_attack(dev, x, y, spec);
@@ -205,15 +199,6 @@ TEST(CudaAttacks, Float32FgsmIsTheDeviceGradientsSignAndDiffersOnlyWhereTheGradi
   }
   std::cout << "[ tally    ] float32 LeNet-5 FGSM: " << flips << " of " << x.numel()
             << " gradient signs differ between the device and the CPU\n";
-}
-
-// LeNet-5 with its biases zeroed: its class depends on the image, so noise and single pixels can
-// change it (tests/attacks/test_boundary.cpp).
-Model input_sensitive_lenet5() {
-  Model m = build_model("lenet5", Policy::torch(), 3);
-  for (auto& np : m.net->named_params())
-    if (np.first.size() >= 5 && np.first.compare(np.first.size() - 5, 5, ".bias") == 0) np.second->value.zero();
-  return m;
 }
 
 // Out of the emulation's filter by name (Boundary's start search and single-pixel's candidates are
