@@ -18,6 +18,7 @@
 
 #include "engine/ops/conv_block.h"
 #include "engine/train/cpu_runner.h"
+#include "kernels/cpu/conv_block_fast.h"
 #include "kernels/cpu/ref/ref.h"
 #include "kernels/cpu/registry.h"
 #include "models/models.h"
@@ -223,6 +224,33 @@ TEST_P(ConvBlockFast, SameBitsAtOneAndTwoThreads) {
   EXPECT_TRUE(bitwise_equal(one.dx, two.dx));
   EXPECT_TRUE(bitwise_equal(one.dw, two.dw));
   EXPECT_TRUE(bitwise_equal(one.db, two.db));
+}
+
+// AVX-512 builds may take 16-float tiles (two 8-float vectors per register); each output's taps are
+// still added one FMA at a time in the same order, so the forward (z, y) and the weight gradients
+// (other kernels) are the 8-float tiles' bits exactly. dx: the input gradient's col2im adds the
+// tiles into place in tile order, so another tile shape adds an element's K*R*S terms in another
+// order: each within K*R*S eps max|dx| of the exact sum (RealDataWithinTheSummationOrderBound), so
+// within twice that of each other.
+TEST_P(ConvBlockFast, WideTilesGiveTheNarrowOnesForwardBitsAndDxWithinTheBound) {
+  if (!conv_block_fast_has_wide_tiles()) GTEST_SKIP() << "no AVX-512 in this build: one kind of tile";
+  const BlockCase& c = GetParam();
+  const ConvBlockParams p = params_of(c);
+  const Tensor x = random_tensor(p.x_shape(), DType::f32, 51), w = random_tensor(p.conv.w_shape(), DType::f32, 52);
+  const Tensor b = random_tensor({c.k}, DType::f32, 53), dy = random_tensor(p.y_shape(), DType::f32, 54);
+  const Tensor dw0 = random_tensor(p.conv.w_shape(), DType::f32, 55), db0 = random_tensor({c.k}, DType::f32, 56);
+  ThreadCountGuard guard(2);
+  const Results wide = run(fast_kernel(), p, x, w, b, dy, dw0, db0);
+  conv_block_fast_allow_wide_tiles(false);
+  const Results narrow = run(fast_kernel(), p, x, w, b, dy, dw0, db0);
+  conv_block_fast_allow_wide_tiles(true);
+  EXPECT_TRUE(bitwise_equal(wide.z, narrow.z));
+  EXPECT_TRUE(bitwise_equal(wide.y, narrow.y));
+  double m = 0;
+  for (int64_t i = 0; i < narrow.dx.numel(); ++i) m = std::max(m, std::fabs(narrow.dx.at(i)));
+  EXPECT_TRUE(all_close(wide.dx, narrow.dx, 2.0 * static_cast<double>(c.k * c.r * c.s) * dtype_eps(DType::f32) * m, 0));
+  EXPECT_TRUE(bitwise_equal(wide.dw, narrow.dw));
+  EXPECT_TRUE(bitwise_equal(wide.db, narrow.db));
 }
 
 INSTANTIATE_TEST_SUITE_P(Cases, ConvBlockFast, ::testing::ValuesIn(kCases),
