@@ -32,7 +32,7 @@
 // kernel's own z and the backward finds the same winners as the pooling layer would.
 //
 // AVX2 + FMA builds only; elsewhere the slot stays empty and the three layers run unfused. AVX-512
-// builds add 16-float tiles (conv_core16: two 8-float vectors per register) to the tile choice.
+// builds add 16-float tiles (conv_core<Wide>: two 8-float vectors per register) to the tile choice.
 #include <algorithm>
 #include <cstring>
 #include <memory>
@@ -74,41 +74,81 @@ std::vector<float>& scratch(Scratch slot, int64_t n) {
 
 int64_t round_up(int64_t a, int64_t m) { return (a + m - 1) / m * m; }
 
-// One tap of the tile: acc[kb][j] += wt[kb] * x[off[j] .. +8). The smaller side of the tile is held
-// in registers while the other streams through one register: KB*NV + min(KB, NV) + 1 <= 16 for
-// every tile below (holding all NV input vectors of the 3x4 tile took 17 registers, and gcc
-// spilled two to the stack: 24% of that tile's samples were one FMA reading the spilled vector).
-template <int KB, int NV>
-inline void tap(__m256 (&acc)[KB][NV], const float* x, const int64_t* off, const float* wt) {
-  if constexpr (KB <= NV) {
-    __m256 wb[KB];
-    for (int kb = 0; kb < KB; ++kb) wb[kb] = _mm256_broadcast_ss(wt + kb);
-    for (int j = 0; j < NV; ++j) {
-      const __m256 xv = _mm256_loadu_ps(x + off[j]);
-      for (int kb = 0; kb < KB; ++kb) acc[kb][j] = _mm256_fmadd_ps(wb[kb], xv, acc[kb][j]);
+// The register kinds of the tiles. Narrow: one 8-float vector per AVX2 register. Wide (AVX-512):
+// two consecutive 8-float vectors of a plane per 512-bit register (v, v+1: the same row, or the end
+// of one row and the start of the next), loaded as two halves, so LeNet-5's 8-wide conv2 rows fill
+// the lanes (16-float rows would compute half padding). kVecs: 8-float vectors per register.
+struct Narrow {
+  using Reg = __m256;
+  static constexpr int kVecs = 1;
+  static Reg set1(float v) { return _mm256_set1_ps(v); }
+  static Reg broadcast(const float* w) { return _mm256_broadcast_ss(w); }
+  static Reg load(const float* x, const int64_t* off) { return _mm256_loadu_ps(x + off[0]); }
+  static Reg fma(Reg a, Reg b, Reg c) { return _mm256_fmadd_ps(a, b, c); }
+  static void store(float* po, Reg a) { _mm256_storeu_ps(po, a); }
+  static void add_into(float* out, const int64_t* at, Reg a) {
+    _mm256_storeu_ps(out + at[0], _mm256_add_ps(_mm256_loadu_ps(out + at[0]), a));
+  }
+};
+#if DL_CONV_BLOCK_WIDE
+struct Wide {
+  using Reg = __m512;
+  static constexpr int kVecs = 2;
+  static Reg set1(float v) { return _mm512_set1_ps(v); }
+  static Reg broadcast(const float* w) { return _mm512_set1_ps(*w); }
+  static Reg load(const float* x, const int64_t* off) {
+    return _mm512_insertf32x8(_mm512_castps256_ps512(_mm256_loadu_ps(x + off[0])), _mm256_loadu_ps(x + off[1]), 1);
+  }
+  static Reg fma(Reg a, Reg b, Reg c) { return _mm512_fmadd_ps(a, b, c); }
+  static void store(float* po, Reg a) { _mm512_storeu_ps(po, a); }
+  static void add_into(float* out, const int64_t* at, Reg a) {
+    Narrow::add_into(out, at, _mm512_extractf32x8_ps(a, 0));  // (a cast would do; gcc 12 warns on it)
+    Narrow::add_into(out, at + 1, _mm512_extractf32x8_ps(a, 1));
+  }
+};
+#endif
+
+// One tap of the tile: acc[kb][j] += wt[kb] * x[off[j*kVecs] ..] over NR registers. The smaller
+// side of the tile is held in registers while the other streams through one register:
+// KB*NR + min(KB, NR) + 1 <= 16 (Narrow) or 32 (Wide) for every tile below (holding all NV input
+// vectors of the narrow 3x4 tile took 17 registers, and gcc spilled two to the stack: 24% of that
+// tile's samples were one FMA reading the spilled vector).
+template <typename Vr, int KB, int NR>
+inline void tap(typename Vr::Reg (&acc)[KB][NR], const float* x, const int64_t* off, const float* wt) {
+  using Reg = typename Vr::Reg;
+  if constexpr (KB <= NR) {
+    Reg wb[KB];
+    for (int kb = 0; kb < KB; ++kb) wb[kb] = Vr::broadcast(wt + kb);
+    for (int j = 0; j < NR; ++j) {
+      const Reg xv = Vr::load(x, off + j * Vr::kVecs);
+      for (int kb = 0; kb < KB; ++kb) acc[kb][j] = Vr::fma(wb[kb], xv, acc[kb][j]);
     }
   } else {
-    __m256 xv[NV];
-    for (int j = 0; j < NV; ++j) xv[j] = _mm256_loadu_ps(x + off[j]);
+    Reg xv[NR];
+    for (int j = 0; j < NR; ++j) xv[j] = Vr::load(x, off + j * Vr::kVecs);
     for (int kb = 0; kb < KB; ++kb) {
-      const __m256 wb = _mm256_broadcast_ss(wt + kb);
-      for (int j = 0; j < NV; ++j) acc[kb][j] = _mm256_fmadd_ps(wb, xv[j], acc[kb][j]);
+      const Reg wb = Vr::broadcast(wt + kb);
+      for (int j = 0; j < NR; ++j) acc[kb][j] = Vr::fma(wb, xv[j], acc[kb][j]);
     }
   }
 }
 
-// out plane o (o < Ob, a multiple of KB), vector v (v < nvtot, a multiple of NV) of rows QC
-// vectors wide:
+// out plane o (o < Ob, a multiple of KB), vector v (v < nvtot, a multiple of NV = NR * kVecs) of
+// rows QC vectors wide:
 //   out[o][v*8 + j] = bias[o] + sum_{i < Ci, r < R, s < S} in[i][row(v) + r][col(v) + j + s] * wpk[o/KB][i][r][s][o%KB]
 // with row(v) = v / QC, col(v) = (v % QC) * 8; `in` holds Ci planes of Hin x Win floats, Hin >=
-// nvtot/QC + R - 1 and Win >= QC*8 + S - 1.
+// nvtot/QC + R - 1 and Win >= QC*8 + S - 1. Each output is bias + its taps' products added one FMA
+// at a time in (i, r, s) order, whatever the register kind: the forward's bits do not depend on it.
 //
 // With `add_at` (the input gradient's col2im), plane o < n_add, vector v is instead ADDED at
-// out + add_at[o] + vec_at[v], and the planes past n_add (the tile's padding) are dropped.
-template <int KB, int NV>
+// out + add_at[o] + vec_at[v], and the planes past n_add (the tile's padding) are dropped. Tiles
+// are added in tile order, so there the tile's shape sets the order in which an element's terms
+// are added (within the summation-order bound; not the same bits across tile shapes).
+template <typename Vr, int KB, int NR>
 void conv_core(const float* in, int64_t Ci, int64_t Hin, int64_t Win, int64_t R, int64_t S, const float* wpk,
                const float* bias, float* out, int64_t Ob, int64_t QC, int64_t nvtot, const int64_t* add_at,
                const int64_t* vec_at, int64_t n_add) {
+  constexpr int NV = NR * Vr::kVecs;
   const int64_t plane_in = Hin * Win, plane_out = nvtot * V, taps = Ci * R * S;
   // each vector's input offset, once (no division per tile)
   int64_t offs[kMaxVectors];
@@ -120,31 +160,28 @@ void conv_core(const float* in, int64_t Ci, int64_t Hin, int64_t Win, int64_t R,
     const float* wg = wpk + og * taps * KB;
     for (int64_t v0 = 0; v0 < nvtot; v0 += NV) {
       const int64_t* off = offs + v0;
-      __m256 acc[KB][NV];
+      typename Vr::Reg acc[KB][NR];
       for (int kb = 0; kb < KB; ++kb) {
-        const __m256 b0 = _mm256_set1_ps(bias ? bias[og * KB + kb] : 0.0f);
-        for (int j = 0; j < NV; ++j) acc[kb][j] = b0;
+        const typename Vr::Reg b0 = Vr::set1(bias ? bias[og * KB + kb] : 0.0f);
+        for (int j = 0; j < NR; ++j) acc[kb][j] = b0;
       }
       const float* wt = wg;
       if (R == 1 && S == 1) {  // the input gradient's 1x1 core: one flat loop over the channels
-        for (int64_t i = 0; i < Ci; ++i, wt += KB) tap<KB, NV>(acc, in + i * plane_in, off, wt);
+        for (int64_t i = 0; i < Ci; ++i, wt += KB) tap<Vr, KB, NR>(acc, in + i * plane_in, off, wt);
       } else
       for (int64_t i = 0; i < Ci; ++i)
         for (int64_t r = 0; r < R; ++r) {
           const float* row = in + i * plane_in + r * Win;
-          for (int64_t s = 0; s < S; ++s, wt += KB) tap<KB, NV>(acc, row + s, off, wt);
+          for (int64_t s = 0; s < S; ++s, wt += KB) tap<Vr, KB, NR>(acc, row + s, off, wt);
         }
       if (add_at) {
         for (int kb = 0; kb < KB && og * KB + kb < n_add; ++kb)
-          for (int j = 0; j < NV; ++j) {
-            float* po = out + add_at[og * KB + kb] + vec_at[v0 + j];
-            _mm256_storeu_ps(po, _mm256_add_ps(_mm256_loadu_ps(po), acc[kb][j]));
-          }
+          for (int j = 0; j < NR; ++j) Vr::add_into(out + add_at[og * KB + kb], vec_at + v0 + j * Vr::kVecs, acc[kb][j]);
         continue;
       }
       for (int kb = 0; kb < KB; ++kb) {
         float* po = out + (og * KB + kb) * plane_out + v0 * V;
-        for (int j = 0; j < NV; ++j) _mm256_storeu_ps(po + j * V, acc[kb][j]);
+        for (int j = 0; j < NR; ++j) Vr::store(po + j * Vr::kVecs * V, acc[kb][j]);
       }
     }
   }
@@ -152,87 +189,6 @@ void conv_core(const float* in, int64_t Ci, int64_t Hin, int64_t Win, int64_t R,
 
 using ConvCoreFn = void (*)(const float*, int64_t, int64_t, int64_t, int64_t, int64_t, const float*, const float*,
                             float*, int64_t, int64_t, int64_t, const int64_t*, const int64_t*, int64_t);
-
-#if DL_CONV_BLOCK_WIDE
-// The wide tiles (AVX-512): the same core with NP registers of 16 lanes, each holding two
-// consecutive 8-float vectors of the plane (v, v+1: the same row, or the end of one row and the
-// start of the next), loaded as two halves. Each output is still bias + its taps' products
-// added one FMA at a time in the same (i, r, s) order as conv_core, two 8-float vectors per
-// instruction (LeNet-5's conv2 rows are one vector wide, so 16-float rows would compute half
-// padding): the forward's z is the narrow tiles' to the bit. The input gradient's col2im adds the
-// tiles into dx in tile order, so there the tile's shape (narrow or wide alike) sets the order in
-// which an element's K*R*S terms are added: within the summation-order bound, not the same bits.
-// LeNet-5 B-128 training step on a Zen 5 (2 threads): 2.44 -> 2.09 ms; LeNet-1 1.34 -> 1.15 ms.
-inline __m512 load_pair(const float* x, int64_t a, int64_t b) {
-  return _mm512_insertf32x8(_mm512_castps256_ps512(_mm256_loadu_ps(x + a)), _mm256_loadu_ps(x + b), 1);
-}
-
-template <int KB, int NP>
-inline void tap16(__m512 (&acc)[KB][NP], const float* x, const int64_t* off, const float* wt) {
-  if constexpr (KB <= NP) {
-    __m512 wb[KB];
-    for (int kb = 0; kb < KB; ++kb) wb[kb] = _mm512_set1_ps(wt[kb]);
-    for (int j = 0; j < NP; ++j) {
-      const __m512 xv = load_pair(x, off[2 * j], off[2 * j + 1]);
-      for (int kb = 0; kb < KB; ++kb) acc[kb][j] = _mm512_fmadd_ps(wb[kb], xv, acc[kb][j]);
-    }
-  } else {
-    __m512 xv[NP];
-    for (int j = 0; j < NP; ++j) xv[j] = load_pair(x, off[2 * j], off[2 * j + 1]);
-    for (int kb = 0; kb < KB; ++kb) {
-      const __m512 wb = _mm512_set1_ps(wt[kb]);
-      for (int j = 0; j < NP; ++j) acc[kb][j] = _mm512_fmadd_ps(wb, xv[j], acc[kb][j]);
-    }
-  }
-}
-
-// conv_core's contract with nvtot a multiple of 2 * NP.
-template <int KB, int NP>
-void conv_core16(const float* in, int64_t Ci, int64_t Hin, int64_t Win, int64_t R, int64_t S, const float* wpk,
-                 const float* bias, float* out, int64_t Ob, int64_t QC, int64_t nvtot, const int64_t* add_at,
-                 const int64_t* vec_at, int64_t n_add) {
-  const int64_t plane_in = Hin * Win, plane_out = nvtot * V, taps = Ci * R * S;
-  int64_t offs[kMaxVectors];
-  for (int64_t v = 0, row = 0, col = 0; v < nvtot; ++v) {
-    offs[v] = row * Win + col * V;
-    if (++col == QC) col = 0, ++row;
-  }
-  for (int64_t og = 0; og < Ob / KB; ++og) {
-    const float* wg = wpk + og * taps * KB;
-    for (int64_t v0 = 0; v0 < nvtot; v0 += 2 * NP) {
-      const int64_t* off = offs + v0;
-      __m512 acc[KB][NP];
-      for (int kb = 0; kb < KB; ++kb) {
-        const __m512 b0 = _mm512_set1_ps(bias ? bias[og * KB + kb] : 0.0f);
-        for (int j = 0; j < NP; ++j) acc[kb][j] = b0;
-      }
-      const float* wt = wg;
-      if (R == 1 && S == 1) {
-        for (int64_t i = 0; i < Ci; ++i, wt += KB) tap16<KB, NP>(acc, in + i * plane_in, off, wt);
-      } else
-      for (int64_t i = 0; i < Ci; ++i)
-        for (int64_t r = 0; r < R; ++r) {
-          const float* row = in + i * plane_in + r * Win;
-          for (int64_t s = 0; s < S; ++s, wt += KB) tap16<KB, NP>(acc, row + s, off, wt);
-        }
-      if (add_at) {
-        for (int kb = 0; kb < KB && og * KB + kb < n_add; ++kb)
-          for (int j = 0; j < NP; ++j) {
-            float* p0 = out + add_at[og * KB + kb] + vec_at[v0 + 2 * j];
-            float* p1 = out + add_at[og * KB + kb] + vec_at[v0 + 2 * j + 1];
-            _mm256_storeu_ps(p0, _mm256_add_ps(_mm256_loadu_ps(p0), _mm512_extractf32x8_ps(acc[kb][j], 0)));
-            _mm256_storeu_ps(p1, _mm256_add_ps(_mm256_loadu_ps(p1), _mm512_extractf32x8_ps(acc[kb][j], 1)));
-          }
-        continue;
-      }
-      for (int kb = 0; kb < KB; ++kb) {
-        float* po = out + (og * KB + kb) * plane_out + v0 * V;
-        for (int j = 0; j < NP; ++j) _mm512_storeu_ps(po + 2 * j * V, acc[kb][j]);
-      }
-    }
-  }
-}
-#endif
 
 // Whether choose_tile may take the wide tiles (tests turn them off to compare the two).
 bool g_wide_tiles = true;
@@ -244,20 +200,20 @@ struct Tile {
 };
 
 // The register tiles: KB*NV accumulators + min(KB, NV) held + 1 streamed <= 16 registers (tap).
-const Tile kTiles[] = {{4, 3, conv_core<4, 3>}, {3, 4, conv_core<3, 4>}, {2, 6, conv_core<2, 6>},
-                       {2, 4, conv_core<2, 4>}, {4, 2, conv_core<4, 2>}, {1, 8, conv_core<1, 8>},
-                       {3, 2, conv_core<3, 2>}, {2, 2, conv_core<2, 2>}, {1, 4, conv_core<1, 4>},
-                       {1, 2, conv_core<1, 2>}, {1, 1, conv_core<1, 1>}};
+const Tile kTiles[] = {{4, 3, conv_core<Narrow, 4, 3>}, {3, 4, conv_core<Narrow, 3, 4>}, {2, 6, conv_core<Narrow, 2, 6>},
+                       {2, 4, conv_core<Narrow, 2, 4>}, {4, 2, conv_core<Narrow, 4, 2>}, {1, 8, conv_core<Narrow, 1, 8>},
+                       {3, 2, conv_core<Narrow, 3, 2>}, {2, 2, conv_core<Narrow, 2, 2>}, {1, 4, conv_core<Narrow, 1, 4>},
+                       {1, 2, conv_core<Narrow, 1, 2>}, {1, 1, conv_core<Narrow, 1, 1>}};
 #if DL_CONV_BLOCK_WIDE
-// Wide tiles: KB*NP accumulators + min(KB, NP) held + 1 streamed <= 32 registers; nv = 2 * NP.
-const Tile kWideTiles[] = {{8, 6, conv_core16<8, 3>, true},  {6, 8, conv_core16<6, 4>, true},
-                           {4, 12, conv_core16<4, 6>, true}, {3, 16, conv_core16<3, 8>, true},
-                           {5, 10, conv_core16<5, 5>, true}, {4, 8, conv_core16<4, 4>, true},
-                           {2, 16, conv_core16<2, 8>, true}, {8, 4, conv_core16<8, 2>, true},
-                           {6, 4, conv_core16<6, 2>, true},  {4, 4, conv_core16<4, 2>, true},
-                           {2, 8, conv_core16<2, 4>, true},  {2, 4, conv_core16<2, 2>, true},
-                           {1, 8, conv_core16<1, 4>, true},  {1, 4, conv_core16<1, 2>, true},
-                           {1, 2, conv_core16<1, 1>, true}};
+// Wide tiles: KB*NR accumulators + min(KB, NR) held + 1 streamed <= 32 registers; nv = 2 * NR.
+const Tile kWideTiles[] = {{8, 6, conv_core<Wide, 8, 3>, true},  {6, 8, conv_core<Wide, 6, 4>, true},
+                           {4, 12, conv_core<Wide, 4, 6>, true}, {3, 16, conv_core<Wide, 3, 8>, true},
+                           {5, 10, conv_core<Wide, 5, 5>, true}, {4, 8, conv_core<Wide, 4, 4>, true},
+                           {2, 16, conv_core<Wide, 2, 8>, true}, {8, 4, conv_core<Wide, 8, 2>, true},
+                           {6, 4, conv_core<Wide, 6, 2>, true},  {4, 4, conv_core<Wide, 4, 2>, true},
+                           {2, 8, conv_core<Wide, 2, 4>, true},  {2, 4, conv_core<Wide, 2, 2>, true},
+                           {1, 8, conv_core<Wide, 1, 4>, true},  {1, 4, conv_core<Wide, 1, 2>, true},
+                           {1, 2, conv_core<Wide, 1, 1>, true}};
 #endif
 
 // The tile with the fewest estimated cycles for Ob output planes of `rows` x QC vectors: per tap
