@@ -1,12 +1,12 @@
 #include "attacks/gradient.h"
 
 #include <algorithm>
-#include <climits>
 #include <cmath>
 #include <cstdint>
 #include <cstring>
 
 #include "engine/core/error.h"
+#include "engine/core/parallel.h"
 #include "engine/ops/linf_step.h"
 #include "engine/random.h"
 
@@ -90,15 +90,11 @@ std::vector<int32_t> predict(Runner& runner, const Tensor& x, int64_t batch) {
   return out;
 }
 
-// Below this many elements the host loops stay on one thread (an OpenMP region costs ~1 us; LeNet-5's
-// batch of 128 is 100,352 elements).
-constexpr int64_t kParallelMin = int64_t{1} << 15;
-
 // The first element of x outside [lo, hi] (compared in double, NaN included), or -1.
 template <typename T>
 int64_t first_outside(const T* x, int64_t n, int64_t per, double lo, double hi) {
   int64_t first = INT64_MAX;
-#pragma omp parallel for schedule(static) reduction(min : first) if (n * per >= kParallelMin)
+#pragma omp parallel for schedule(static) reduction(min : first) if (n * per >= kParallelMinElements)
   for (int64_t s = 0; s < n; ++s)
     for (int64_t e = s * per; e < (s + 1) * per; ++e) {
       const double v = static_cast<double>(x[e]);
@@ -110,22 +106,12 @@ int64_t first_outside(const T* x, int64_t n, int64_t per, double lo, double hi) 
   return first == INT64_MAX ? -1 : first;
 }
 
-template <typename T>
-T sign_of(T g) {
-  return linf_sign(g);
-}
-
 // Whether the n values at g are all exactly zero (a sample whose gradient cannot move it).
 template <typename T>
 bool all_zero(const T* g, int64_t n) {
   for (int64_t e = 0; e < n; ++e)
     if (g[e] != T(0)) return false;
   return true;
-}
-
-template <typename T>
-T clamp_to(T v, T lo, T hi) {
-  return linf_clamp(v, lo, hi);  // std::min(std::max(v, lo), hi): a NaN v stays NaN (it cannot arise from finite inputs)
 }
 
 template <typename T>
@@ -144,8 +130,8 @@ void attack_batch(Runner& runner, const GradientAttackSpec& spec, const T* x0, i
   const bool fgsm = spec.kind == AttackKind::fgsm;
   std::copy_n(x0, total, xa);
   if (spec.random_start)
-    for (int64_t i = 0; i < total; ++i) xa[i] = clamp_to<T>(x0[i] + rng.uniform<T>(-eps, eps), lo, hi);
-  const int steps = spec.kind == AttackKind::fgsm ? 1 : spec.steps;
+    for (int64_t i = 0; i < total; ++i) xa[i] = linf_clamp<T>(x0[i] + rng.uniform<T>(-eps, eps), lo, hi);
+  const int steps = fgsm ? 1 : spec.steps;
   // Where the runner keeps the iterate on its device (Runner::linf_steps), the loop runs there with
   // the same formula and decisions; else here over input_gradient(). (Asked of device runners only:
   // the CPU runner has nothing to keep resident, and the copies below would be for nothing.)
@@ -180,7 +166,7 @@ void attack_batch(Runner& runner, const GradientAttackSpec& spec, const T* x0, i
       std::copy(p.begin(), p.end(), clean_out);
     }
     if (t == 0) {
-#pragma omp parallel for schedule(static) if (total >= kParallelMin)
+#pragma omp parallel for schedule(static) if (total >= kParallelMinElements)
       for (int64_t s = 0; s < n; ++s) zero_grad[s] = all_zero(dx + s * per, per);
     }
     if (spec.early_stop) {  // a sample already misclassified at x_t stays where it is
@@ -188,7 +174,7 @@ void attack_batch(Runner& runner, const GradientAttackSpec& spec, const T* x0, i
       for (int64_t s = 0; s < n; ++s) frozen[s] = frozen[s] || pred[s] != target[s];
     }
     // element by element (the same bits at any thread count)
-#pragma omp parallel for schedule(static) if (total >= kParallelMin)
+#pragma omp parallel for schedule(static) if (total >= kParallelMinElements)
     for (int64_t s = 0; s < n; ++s) {
       if (frozen[s]) continue;
       for (int64_t e = s * per; e < (s + 1) * per; ++e) {
@@ -224,14 +210,14 @@ void sweep_batch(Runner& runner, const GradientAttackSpec& spec, const T* x0, in
   if (clean_out) std::copy(clean.begin(), clean.end(), clean_out);
   const std::vector<int32_t>& ref = ref_in ? *ref_in : clean;
   std::vector<T> dir(static_cast<std::size_t>(n * per));
-  for (int64_t e = 0; e < n * per; ++e) dir[e] = sign_of(g.dx.data<T>()[e]) * scale;
+  for (int64_t e = 0; e < n * per; ++e) dir[e] = linf_sign(g.dx.data<T>()[e]) * scale;
   for (int64_t s = 0; s < n; ++s) {
     zero_grad[s] = all_zero(dir.data() + s * per, per);
     queries[s] = 1;  // the clean prediction
   }
   auto candidate = [&](int64_t s, double eps, T* out) {
     const T te = static_cast<T>(eps);
-    for (int64_t e = 0; e < per; ++e) out[e] = clamp_to<T>(x0[s * per + e] + dir[s * per + e] * te, lo, hi);
+    for (int64_t e = 0; e < per; ++e) out[e] = linf_clamp<T>(x0[s * per + e] + dir[s * per + e] * te, lo, hi);
   };
   // state per sample: 0 in the first pass, 1 in the second, 2 finished
   std::vector<int> state(static_cast<std::size_t>(n), 0);
@@ -372,10 +358,9 @@ void search_batch(Runner& runner, const GradientAttackSpec& spec, const T* x0, i
         const int64_t a = idx[i], s = active[a];
         if (!running[a]) continue;  // stopped at x_t (return_early)
         if (t == 0 && tries[s] == 0 && phase[s] == 0) zero_grad[s] = all_zero(dx + i * per, per);
-        for (int64_t e = 0; e < per; ++e) {
+        for (int64_t e = 0; e < per; ++e) {  // a BIM step at this run's eps and step size
           T& v = x[a * per + e];
-          const T moved = v + ts[a] * sign_of(dx[i * per + e]);
-          v = clamp_to<T>(x0[s * per + e] + clamp_to<T>(moved - x0[s * per + e], -te[a], te[a]), lo, hi);
+          v = linf_step(false, x0[s * per + e], v, dx[i * per + e], te[a], ts[a], lo, hi);
         }
       }
     }
@@ -499,7 +484,7 @@ void finish_result(const Tensor& x, const std::vector<int32_t>& labels, AttackRe
   check(!vs_clean || static_cast<int64_t>(r.clean_pred.size()) == n,
         "attack: success against the clean prediction needs the clean predictions");
   // per sample (each sample's sums in element order: the same bits at any thread count)
-#pragma omp parallel for schedule(static) if (x.numel() >= kParallelMin)
+#pragma omp parallel for schedule(static) if (x.numel() >= kParallelMinElements)
   for (int64_t s = 0; s < n; ++s) {
     r.success[s] = r.adv_pred[s] != (vs_clean ? r.clean_pred[s] : labels[s]);
     if (x.dtype() == DType::f32)

@@ -2,6 +2,7 @@
 
 #include <sstream>
 
+#include "engine/core/parallel.h"
 #include "engine/layers/batchnorm_layer.h"
 #include "engine/layers/conv2d_layer.h"
 
@@ -36,15 +37,12 @@ ResidualLayer::ResidualLayer(std::unique_ptr<Sequential> main, Shortcut shortcut
 
 namespace {
 
-// Below this many elements a parallel region costs more than it saves (as the activation kernels).
-constexpr int64_t kParallelMin = 1 << 15;
-
 // a[i] += b[i]: each element alone, so the bits do not depend on the thread count. Split over the
 // OpenMP threads: run on one, the other thread waited through it (2.3% of a ResNet-20 training
 // step in this loop and its backward, plus the waiting).
 template <typename T>
 void add_into(T* a, const T* b, int64_t n) {
-#pragma omp parallel for simd schedule(static) if (n > kParallelMin)
+#pragma omp parallel for simd schedule(static) if (n > kParallelMinElements)
   for (int64_t i = 0; i < n; ++i) a[i] += b[i];
 }
 
@@ -55,7 +53,7 @@ void add_into(T* a, const T* b, int64_t n) {
 template <typename F>
 void ResidualLayer::for_each_option_a_pair(int64_t n, F&& f) const {
   const int64_t c = in_[0], h = in_[1], w = in_[2], oc = out_[0], oh = out_[1], ow = out_[2];
-#pragma omp parallel for schedule(static) if (n * c * oh * ow > kParallelMin)
+#pragma omp parallel for schedule(static) if (n * c * oh * ow > kParallelMinElements)
   for (int64_t b = 0; b < n; ++b)
     for (int64_t ci = 0; ci < c; ++ci)
       for (int64_t i = 0; i < oh; ++i)

@@ -3,17 +3,15 @@
 // vectorises it; each element is the shared formula of engine/ops/activation.h computed alone, so
 // the two kernels give the same bits for any thread count. forward/backward write (=).
 #pragma once
+#include "engine/core/parallel.h"
 #include "engine/ops/activation.h"
 
 namespace driftlab {
 namespace activation_loops {
 
-// Below this many elements a parallel region costs more than it saves.
-constexpr int64_t kParallelMin = 1 << 15;
-
 template <bool Parallel, typename F>
 void for_each(int64_t n, F&& f) {
-#pragma omp parallel for schedule(static) if (Parallel && n > kParallelMin)
+#pragma omp parallel for schedule(static) if (Parallel && n > kParallelMinElements)
   for (int64_t i = 0; i < n; ++i) f(i);
 }
 
