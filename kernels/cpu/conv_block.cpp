@@ -301,6 +301,89 @@ DwTileFn dw_tile_for(int64_t sb) {
   }
 }
 
+#if DL_CONV_BLOCK_WIDE
+// The 16 lanes of a summed in one fixed order: the two halves added lane by lane, then hsum8.
+inline float hsum16(__m512 a) { return hsum8(_mm256_add_ps(_mm512_extractf32x8_ps(a, 0), _mm512_extractf32x8_ps(a, 1))); }
+
+// dw_tile on 512-bit registers: each step takes two consecutive dz vectors of a plane (v and v+1:
+// the same row, or the end of one row and the start of the next; contiguous in dz) and the two
+// input vectors they meet, so an accumulator runs 16 lanes; up to 4 output channels per tile
+// (KB2 x SB accumulators + KB2 dz + 1 input <= 4 x 6 + 5 = 29 of the 32 registers): per step
+// KB2 + SB loads of 512 bits (the input ones as two halves) for KB2 * SB FMAs, where dw_tile<2, 5>
+// made 7 loads of 256 bits for 10 FMAs of 256. An odd vector count's last step takes a zero upper
+// half on both sides. Each accumulator's 16 lanes summed in hsum16's order and STORED as dw_tile's.
+template <int KB2, int SB>
+void dw_tile_wide(const float* const* dzs, int64_t dz_off, int64_t dz_plane, const float* const* ins, int64_t in_off,
+                  int64_t gn, int64_t P, int64_t QC, int64_t Win, float* dw, int64_t dw_kstride) {
+  __m512 acc[KB2][SB];
+  for (int kb = 0; kb < KB2; ++kb)
+    for (int s = 0; s < SB; ++s) acc[kb][s] = _mm512_setzero_ps();
+  const int64_t nv = P * QC;
+  for (int64_t gi = 0; gi < gn; ++gi) {
+    const float* dz = dzs[gi] + dz_off;
+    const float* in = ins[gi] + in_off;
+    int64_t p = 0, qc = 0;  // the row and column block of vector v
+    int64_t v = 0;
+    for (; v + 1 < nv; v += 2) {
+      const float* x0 = in + p * Win + qc * V;
+      if (++qc == QC) qc = 0, ++p;
+      const float* x1 = in + p * Win + qc * V;
+      if (++qc == QC) qc = 0, ++p;
+      __m512 d[KB2];
+      for (int kb = 0; kb < KB2; ++kb) d[kb] = _mm512_loadu_ps(dz + kb * dz_plane + v * V);
+      for (int s = 0; s < SB; ++s) {
+        const __m512 xv = _mm512_insertf32x8(_mm512_castps256_ps512(_mm256_loadu_ps(x0 + s)), _mm256_loadu_ps(x1 + s), 1);
+        for (int kb = 0; kb < KB2; ++kb) acc[kb][s] = _mm512_fmadd_ps(d[kb], xv, acc[kb][s]);
+      }
+    }
+    if (v < nv) {  // the odd last vector: zero upper halves
+      const float* x0 = in + p * Win + qc * V;
+      __m512 d[KB2];
+      for (int kb = 0; kb < KB2; ++kb) d[kb] = _mm512_zextps256_ps512(_mm256_loadu_ps(dz + kb * dz_plane + v * V));
+      for (int s = 0; s < SB; ++s) {
+        const __m512 xv = _mm512_zextps256_ps512(_mm256_loadu_ps(x0 + s));
+        for (int kb = 0; kb < KB2; ++kb) acc[kb][s] = _mm512_fmadd_ps(d[kb], xv, acc[kb][s]);
+      }
+    }
+  }
+  for (int kb = 0; kb < KB2; ++kb)
+    for (int s = 0; s < SB; ++s) dw[kb * dw_kstride + s] = hsum16(acc[kb][s]);
+}
+
+template <int KB2>
+DwTileFn dw_tile_wide_for(int64_t sb) {
+  switch (sb) {
+    case 1: return dw_tile_wide<KB2, 1>;
+    case 2: return dw_tile_wide<KB2, 2>;
+    case 3: return dw_tile_wide<KB2, 3>;
+    case 4: return dw_tile_wide<KB2, 4>;
+    case 5: return dw_tile_wide<KB2, 5>;
+    default: return dw_tile_wide<KB2, 6>;
+  }
+}
+#endif
+
+// The weight-gradient tile for kb (<= dw_channels()) output channels and sb (<= 6) kernel columns.
+int dw_channels() {
+#if DL_CONV_BLOCK_WIDE
+  if (g_wide_tiles) return 4;
+#endif
+  return 2;
+}
+DwTileFn dw_tile_for(int64_t kb, int64_t sb) {
+#if DL_CONV_BLOCK_WIDE
+  if (g_wide_tiles) {
+    switch (kb) {
+      case 1: return dw_tile_wide_for<1>(sb);
+      case 2: return dw_tile_wide_for<2>(sb);
+      case 3: return dw_tile_wide_for<3>(sb);
+      default: return dw_tile_wide_for<4>(sb);
+    }
+  }
+#endif
+  return kb == 1 ? dw_tile_for<1>(sb) : dw_tile_for<2>(sb);
+}
+
 // Everything one call needs, derived once from the params.
 struct Geometry {
   int64_t N, C, H, W, K, R, S, pt, pl, P, Q;
@@ -592,13 +675,14 @@ void backward_f32(const ConvBlockParams& p, const float* x, const float* w, cons
       }
       if (!dw) continue;
       for (int64_t k = 0; k < g.K; ++k) my_dw[dw_slot + k] = hsum8(_mm256_loadu_ps(dbl.data() + k * V));
-      for (int64_t k0 = 0; k0 < g.K; k0 += 2) {
-        const bool pair = k0 + 1 < g.K;
+      const int64_t kbw = dw_channels();
+      for (int64_t k0 = 0; k0 < g.K; k0 += kbw) {
+        const int64_t kb = std::min(kbw, g.K - k0);
         for (int64_t c = 0; c < g.C; ++c)
           for (int64_t r = 0; r < g.R; ++r)
             for (int64_t s0 = 0; s0 < g.S; s0 += 6) {
               const int64_t sb = std::min<int64_t>(6, g.S - s0);
-              DwTileFn f = pair ? dw_tile_for<2>(sb) : dw_tile_for<1>(sb);
+              DwTileFn f = dw_tile_for(kb, sb);
               f(dzs, k0 * dz_plane, dz_plane, ins, (c * g.Hin + r) * g.Win + s0, gn, g.P, g.QC, g.Win,
                 my_dw + (k0 * g.C + c) * g.R * g.S + r * g.S + s0, crs);
             }
