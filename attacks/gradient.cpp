@@ -114,10 +114,12 @@ bool all_zero(const T* g, int64_t n) {
   return true;
 }
 
+// One batch of FGSM / BIM / PGD. Returns whether adv_out holds the predictions at the result (the
+// device loop's judging forward); else the caller judges x_adv.
 template <typename T>
-void attack_batch(Runner& runner, const GradientAttackSpec& spec, const T* x0, int64_t n, const Shape& shape,
+bool attack_batch(Runner& runner, const GradientAttackSpec& spec, const T* x0, int64_t n, const Shape& shape,
                   const std::vector<int32_t>& target, Rng& rng, T* xa, uint8_t* zero_grad, int64_t* calls,
-                  int32_t* clean_out) {
+                  int32_t* clean_out, int32_t* adv_out) {
   const int64_t per = shape_numel(shape) / shape[0];
   const double range = spec.hi - spec.lo;
   const double eps_in = spec.units == EpsUnits::absolute ? spec.eps : spec.eps * range;
@@ -128,32 +130,30 @@ void attack_batch(Runner& runner, const GradientAttackSpec& spec, const T* x0, i
   const T lo = static_cast<T>(spec.lo), hi = static_cast<T>(spec.hi);
   const int64_t total = n * per;
   const bool fgsm = spec.kind == AttackKind::fgsm;
-  std::copy_n(x0, total, xa);
   if (spec.random_start)
     for (int64_t i = 0; i < total; ++i) xa[i] = linf_clamp<T>(x0[i] + rng.uniform<T>(-eps, eps), lo, hi);
   const int steps = fgsm ? 1 : spec.steps;
   // Where the runner keeps the iterate on its device (Runner::linf_steps), the loop runs there with
-  // the same formula and decisions; else here over input_gradient(). (Asked of device runners only:
-  // the CPU runner has nothing to keep resident, and the copies below would be for nothing.)
+  // the same formula and decisions, and judges the result there; else here over input_gradient().
+  // (Asked of device runners only: the CPU runner has nothing to keep resident.)
   if (runner.device() != Device::cpu) {
     LinfSteps ls;
     ls.fgsm = fgsm, ls.steps = steps, ls.eps = eps_in, ls.step = step_in, ls.lo = spec.lo, ls.hi = spec.hi;
-    ls.early_stop = spec.early_stop;
-    Tensor x0t = Tensor::empty(shape, DTypeOf<T>::value), start = Tensor::empty(shape, DTypeOf<T>::value);
-    std::copy_n(x0, total, x0t.data<T>());
-    std::copy_n(xa, total, start.data<T>());
+    ls.early_stop = spec.early_stop, ls.judge = true;
     LinfStepsResult res;
-    if (runner.linf_steps(x0t, start, target, ls, &res)) {
+    if (runner.linf_steps(x0, spec.random_start ? xa : nullptr, xa, shape, DTypeOf<T>::value, target, ls, &res)) {
       *calls += steps;
       if (clean_out) {
         const std::vector<int32_t> p = predictions(res.first_logits);
         std::copy(p.begin(), p.end(), clean_out);
       }
       std::copy(res.first_zero_gradient.begin(), res.first_zero_gradient.end(), zero_grad);
-      std::copy_n(res.x_adv.data<T>(), total, xa);
-      return;
+      const std::vector<int32_t> p = predictions(res.last_logits);
+      std::copy(p.begin(), p.end(), adv_out);
+      return true;
     }
   }
+  if (!spec.random_start) std::copy_n(x0, total, xa);
   std::vector<uint8_t> frozen(static_cast<std::size_t>(n), 0);
   for (int t = 0; t < steps; ++t) {
     Tensor cur = Tensor::empty(shape, DTypeOf<T>::value);  // every element written below
@@ -182,6 +182,7 @@ void attack_batch(Runner& runner, const GradientAttackSpec& spec, const T* x0, i
       }
     }
   }
+  return false;
 }
 
 // numpy.linspace(0, stop, num + 1)[1:]: k * (stop / num) in double, the last exactly stop.
@@ -434,9 +435,14 @@ AttackResult run_gradient_attack(Runner& runner, const Tensor& x, const std::vec
   const bool sweep = spec.schedule == EpsSchedule::foolbox2_sweep, search = spec.schedule == EpsSchedule::foolbox2_search;
   if (sweep || search)
     r.queries.assign(static_cast<std::size_t>(n), 0), r.eps_found.assign(static_cast<std::size_t>(n), 0.0);
+  // The device loop judges each batch's result where it ends (adv_pred filled as it goes); where
+  // any batch ran the host loop, the whole result is judged below.
+  std::vector<int32_t> adv(static_cast<std::size_t>(n));
+  bool judged = !(sweep || search);
   for (int64_t b0 = 0; b0 < n; b0 += spec.batch) {
     const int64_t m = std::min(spec.batch, n - b0);
-    const Tensor xb = rows(x, b0, m);
+    Shape bs = x.shape();
+    bs[0] = m;
     const std::vector<int32_t> tb(target.begin() + b0, target.begin() + b0 + m);
     if (sweep || search) {
       // adversarial: differs from the label, or (SuccessRule) from the clean prediction
@@ -446,7 +452,7 @@ AttackResult run_gradient_attack(Runner& runner, const Tensor& x, const std::vec
       // the sweep and the search take the same arguments
       auto run_schedule = [&](auto tag) {
         using T = decltype(tag);
-        (search ? search_batch<T> : sweep_batch<T>)(runner, spec, xb.data<T>(), m, xb.shape(), tb, ref,
+        (search ? search_batch<T> : sweep_batch<T>)(runner, spec, x.data<T>() + b0 * per, m, bs, tb, ref,
                                                     r.x_adv.data<T>() + b0 * per, r.zero_gradient.data() + b0,
                                                     &r.gradient_calls, clean_out, r.queries.data() + b0,
                                                     r.eps_found.data() + b0);
@@ -457,16 +463,15 @@ AttackResult run_gradient_attack(Runner& runner, const Tensor& x, const std::vec
         run_schedule(double{});
       continue;
     }
-    if (x.dtype() == DType::f32)
-      attack_batch<float>(runner, spec, xb.data<float>(), m, xb.shape(), tb, rng, r.x_adv.data<float>() + b0 * per,
-                          r.zero_gradient.data() + b0, &r.gradient_calls,
-                          clean_from_gradient ? r.clean_pred.data() + b0 : nullptr);
-    else
-      attack_batch<double>(runner, spec, xb.data<double>(), m, xb.shape(), tb, rng,
-                           r.x_adv.data<double>() + b0 * per, r.zero_gradient.data() + b0, &r.gradient_calls,
-                           clean_from_gradient ? r.clean_pred.data() + b0 : nullptr);
+    auto run_batch = [&](auto tag) {
+      using T = decltype(tag);
+      return attack_batch<T>(runner, spec, x.data<T>() + b0 * per, m, bs, tb, rng, r.x_adv.data<T>() + b0 * per,
+                             r.zero_gradient.data() + b0, &r.gradient_calls,
+                             clean_from_gradient ? r.clean_pred.data() + b0 : nullptr, adv.data() + b0);
+    };
+    judged = (x.dtype() == DType::f32 ? run_batch(float{}) : run_batch(double{})) && judged;
   }
-  r.adv_pred = predict(runner, r.x_adv, spec.batch);
+  r.adv_pred = judged ? std::move(adv) : predict(runner, r.x_adv, spec.batch);
   finish_result(x, labels, r, spec.success);
   return r;
 }

@@ -152,9 +152,12 @@ remote() {
     rc=1
   fi
   [ -e "$OUT/cuda_tests.txt" ] && tail -5 "$OUT/cuda_tests.txt"
+  # DRIFTLAB_BM_FILTER / DRIFTLAB_TORCH_PARTS: a rerun of some benchmarks only (e.g. 'CudaAttack' and
+  # 'attacks'; default: all of both).
   step bm_cuda 200 "$OUT/bm_cuda.txt" "$base/bin/bm_cuda" --benchmark_out="$OUT/bm_cuda.json" \
-    --benchmark_out_format=json --benchmark_min_time=0.2
-  step torch_cuda 150 "$OUT/torch_cuda.err" sh -c "python3 bench/peers/cuda_torch.py > '$OUT/torch_cuda.jsonl'"
+    --benchmark_out_format=json --benchmark_min_time=0.2 --benchmark_filter="${DRIFTLAB_BM_FILTER:-.}"
+  step torch_cuda 150 "$OUT/torch_cuda.err" sh -c "python3 bench/peers/cuda_torch.py \
+    --parts '${DRIFTLAB_TORCH_PARTS:-kernels,models,attacks}' > '$OUT/torch_cuda.jsonl'"
   # Issue 5's must-shows: a ResNet-20 epoch on synthetic CIFAR-shaped data with --device cuda
   # (progress bar on stderr), and the out-of-memory message of an oversize prediction batch
   # (VGG-16, 200,000 inputs at once), then the same prediction in chunks with --max-batch.

@@ -5,6 +5,9 @@ timing: FGSM and BIM (10 steps) written with autograd on the same architectures 
 tests/oracles/torch/oracle.py run_attack), adversarial examples per second over 1,024 (LeNet-5) or
 128 (ResNet-20) inputs in batches of 128 / 32; and forward passes of 25 candidates (the Boundary
 attack's queries) per second. Best of --reps after a warm-up. Prints one JSON object per row.
+Each attack twice: work=examples, the examples alone (the attack loop as PyTorch users write it),
+and work=same, the work of driftlab's run_gradient_attack (bench/bm_attacks.cpp): the examples,
+the judging forward at x' and the per-sample perturbation norms (attack_result()).
 
   attacks_torch.py [--threads 1,2] [--reps 3]
 """
@@ -35,6 +38,18 @@ def attack(model, x, y, eps, step, steps, lo, hi):
     return x.detach()
 
 
+def attack_result(model, x, y, eps, step, steps, lo, hi):
+    """What driftlab's run_gradient_attack returns for a batch, not only the examples: the attack,
+    then the judging forward (the prediction at x', for success), and the per-sample L0 / L2 /
+    L-inf norms of x' - x, all handed back on the host. The "same work" rows time this."""
+    xa = attack(model, x, y, eps, step, steps, lo, hi)
+    with torch.no_grad():
+        pred = model(xa).argmax(1)
+        d = (xa - x).flatten(1).double()
+        norms = torch.stack((d.ne(0).sum(1).double(), d.norm(dim=1), d.abs().amax(1)), 1)
+    return xa.cpu(), pred.cpu(), norms.cpu()
+
+
 def best(fn, reps):
     fn()
     t = []
@@ -63,12 +78,15 @@ def main():
             x = torch.rand(shape) * (1.0 - lo) + lo
             y = torch.arange(n) % 10
             for name, steps in (('fgsm', 0), ('bim-10', 10)):
-                def run():
-                    for i in range(0, n, batch):
-                        attack(model, x[i:i + batch], y[i:i + batch], 0.03, 0.01, steps, lo, 1.0)
-                s = best(run, a.reps)
-                print(json.dumps({'model': arch, 'attack': name, 'batch': batch, 'threads': threads,
-                                  'inputs': n, 'seconds': s, 'ex_per_s': n / s}))
+                # the examples only (work='examples'), and what driftlab's attack returns
+                # (work='same': + judging forward and norms, attack_result())
+                for work, fn in (('examples', attack), ('same', attack_result)):
+                    def run():
+                        for i in range(0, n, batch):
+                            fn(model, x[i:i + batch], y[i:i + batch], 0.03, 0.01, steps, lo, 1.0)
+                    s = best(run, a.reps)
+                    print(json.dumps({'model': arch, 'attack': name, 'work': work, 'batch': batch,
+                                      'threads': threads, 'inputs': n, 'seconds': s, 'ex_per_s': n / s}))
             q = x[:25].clone()
             with torch.no_grad():
                 calls = 20

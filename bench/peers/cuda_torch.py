@@ -9,8 +9,10 @@ row says tf32); then the whole models of bm_cuda.cpp's model_cases(): one traini
 loss back on the host: BM_CudaTrainStep) and inference on input already on the device
 (BM_CudaPredict), with the model definitions of bench/peers/lenet_torch.py, cifar_torch.py and rnn_torch.py
 (nn.LSTM / nn.GRU: cuDNN's RNN).
-And FGSM / BIM-10 written with autograd in eval() mode (bench/peers/attacks_torch.py's attack(),
-everything on the device: --parts attacks) at bm_cuda's BM_CudaAttack sizes, and forward passes of
+And FGSM / BIM-10 written with autograd in eval() mode (bench/peers/attacks_torch.py's attack():
+work=examples, the input and examples on the device; work=same, BM_CudaAttack's work: each batch
+copied from the host, attacked, judged by a forward pass, the norms taken, and the examples,
+predictions and norms copied back, attack_result(); --parts attacks) at bm_cuda's BM_CudaAttack sizes, and forward passes of
 25 candidates (BM_CudaAttackQueries), TF32 off.
 The median of --reps timed runs after --warmup runs is reported.
 """
@@ -91,7 +93,7 @@ ATTACK_CASES = [  # arch, inputs, batch (BM_CudaAttack in bm_cuda.cpp)
 
 
 def attacks(a, dev):
-    from attacks_torch import attack
+    from attacks_torch import attack, attack_result
     torch.backends.cuda.matmul.allow_tf32 = False
     torch.backends.cudnn.allow_tf32 = False
     queried = set()
@@ -104,12 +106,20 @@ def attacks(a, dev):
         lo = 0.0 if arch == "lenet5" else -1.0
         x = (torch.rand(n, *shape) * (1.0 - lo) + lo).to(dev)
         y = (torch.arange(n) % 10).to(dev)
+        x_host, y_host = x.cpu(), y.cpu()
         for name, steps in (("fgsm", 0), ("bim10", 10)):
             def run():
                 for i in range(0, n, batch):
                     attack(model, x[i:i + batch], y[i:i + batch], 0.03, 0.01, steps, lo, 1.0)
+
+            def run_same():  # BM_CudaAttack's work: host in, judged, norms, host out
+                for i in range(0, n, batch):
+                    xb, yb = x_host[i:i + batch].to(dev), y_host[i:i + batch].to(dev)
+                    attack_result(model, xb, yb, 0.03, 0.01, steps, lo, 1.0)
             t = timed(run, a.warmup, max(3, a.reps // 4))
-            emit(what="attack", model=arch, attack=name, n=n, batch=batch, seconds=t, ex_per_s=n / t)
+            emit(what="attack", model=arch, attack=name, work="examples", n=n, batch=batch, seconds=t, ex_per_s=n / t)
+            t = timed(run_same, a.warmup, max(3, a.reps // 4))
+            emit(what="attack", model=arch, attack=name, work="same", n=n, batch=batch, seconds=t, ex_per_s=n / t)
         if arch not in queried:
             queried.add(arch)
             q = x[:25].clone()

@@ -95,9 +95,9 @@ void CudaRunner::synchronize() { ctx_.synchronize(); }
 Tensor CudaRunner::logits(const Tensor& x, int64_t max_batch) { return net_->predict(x, max_batch); }
 
 double CudaRunner::device_loss(const cuda::DeviceTensor& logits, const std::vector<int32_t>& labels,
-                               cuda::DeviceTensor& dz) {
+                               cuda::DeviceTensor& dz, bool with_loss) {
   try {
-    const double loss = cuda::softmax_xent_forward_cuda(ctx_, loss_, logits, labels);
+    const double loss = with_loss ? cuda::softmax_xent_forward_cuda(ctx_, loss_, logits, labels) : std::nan("");
     dz = cuda::DeviceTensor(ctx_, logits.shape(), logits.dtype());
     cuda::softmax_xent_backward_cuda(ctx_, loss_, logits, labels, dz);
     return loss;
@@ -119,18 +119,23 @@ InputGradient CudaRunner::input_gradient(const Tensor& x, const std::vector<int3
   return g;
 }
 
-bool CudaRunner::linf_steps(const Tensor& x0, const Tensor& start, const std::vector<int32_t>& target,
-                            const LinfSteps& spec, LinfStepsResult* out) {
-  if (x0.dtype() != model_.dtype() || start.dtype() != x0.dtype()) return false;  // the host loop converts
-  const int64_t n = x0.dim(0);
+bool CudaRunner::linf_steps(const void* x0, const void* start, void* x_adv, const Shape& shape, DType dtype,
+                            const std::vector<int32_t>& target, const LinfSteps& spec, LinfStepsResult* out) {
+  if (dtype != model_.dtype()) return false;  // the host loop converts
+  const int64_t n = shape.at(0);
   cuda::DeviceTensor d_x0, frozen;
   DeviceValue xa;
   try {
-    d_x0 = cuda::to_device(ctx_, x0);
-    xa = std::make_shared<cuda::DeviceTensor>(cuda::to_device(ctx_, start));
+    d_x0 = cuda::DeviceTensor(ctx_, shape, model_.dtype());
+    cuda::copy_to_device(ctx_, x0, d_x0);
+    xa = std::make_shared<cuda::DeviceTensor>(ctx_, shape, model_.dtype());
+    if (start)
+      cuda::copy_to_device(ctx_, start, *xa);
+    else
+      cuda::copy_device(ctx_, d_x0, *xa);
     frozen = cuda::DeviceTensor::zeros(ctx_, {n}, DType::u8);
   } catch (const Error& err) {
-    fail("cuda: copying an attack's batch ", shape_str(x0.shape()), " to the device: ", err.what());
+    fail("cuda: copying an attack's batch ", shape_str(shape), " to the device: ", err.what());
   }
   Tensor frozen_host = Tensor::zeros({n}, DType::u8);
   const cuda::LinfStepParams p{spec.fgsm, spec.eps, spec.step, spec.lo, spec.hi};
@@ -140,25 +145,28 @@ bool CudaRunner::linf_steps(const Tensor& x0, const Tensor& start, const std::ve
     run.param_grads = false;  // dx only, as input_gradient
     DeviceValue z = net_->forward_device(run, xa);
     cuda::DeviceTensor dz;
-    device_loss(*z, target, dz);
+    device_loss(*z, target, dz, /*with_loss=*/false);
     DeviceValue dx = net_->backward(run, std::make_shared<cuda::DeviceTensor>(std::move(dz)));
-    const Tensor logits = cuda::to_host(ctx_, *z);
     if (t == 0) {
-      out->first_logits = logits;
+      out->first_logits = cuda::to_host(ctx_, *z);
       cuda::DeviceTensor zero(ctx_, {n}, DType::u8);
       cuda::rows_all_zero_cuda(ctx_, *dx, zero);
       const Tensor zh = cuda::to_host(ctx_, zero);
       out->first_zero_gradient.assign(zh.data<uint8_t>(), zh.data<uint8_t>() + n);
     }
     if (spec.early_stop) {  // a sample already misclassified at x_t stays where it is
-      const std::vector<int32_t> pred = predictions(logits);
+      const std::vector<int32_t> pred = predictions(t == 0 ? out->first_logits : cuda::to_host(ctx_, *z));
       for (int64_t s = 0; s < n; ++s)
         frozen_host.data<uint8_t>()[s] = frozen_host.data<uint8_t>()[s] || pred[s] != target[s];
       cuda::copy_to_device(ctx_, frozen_host, frozen);
     }
     cuda::linf_step_cuda(ctx_, p, d_x0, *dx, frozen, *xa);
   }
-  out->x_adv = cuda::to_host(ctx_, *xa);
+  if (spec.judge) {
+    DeviceRunContext run = DeviceRunContext::inference(ctx_);
+    out->last_logits = cuda::to_host(ctx_, *net_->forward_device(run, xa));
+  }
+  cuda::copy_to_host(ctx_, *xa, x_adv);
   return true;
 }
 

@@ -23,8 +23,8 @@ class CudaRunner : public Runner {
   std::string describe() const override;
   Tensor logits(const Tensor& x, int64_t max_batch = 0) override;
   InputGradient input_gradient(const Tensor& x, const std::vector<int32_t>& labels, Semantics s) override;
-  bool linf_steps(const Tensor& x0, const Tensor& start, const std::vector<int32_t>& target, const LinfSteps& spec,
-                  LinfStepsResult* out) override;
+  bool linf_steps(const void* x0, const void* start, void* x_adv, const Shape& shape, DType dtype,
+                  const std::vector<int32_t>& target, const LinfSteps& spec, LinfStepsResult* out) override;
   double train_step(const Tensor& x, const std::vector<int32_t>& labels, int64_t* correct = nullptr) override;
   PredictTime time_prediction(const Tensor& x, int64_t max_batch = 0) override;
   void sync_to_model() override { net_->download(); }
@@ -38,8 +38,11 @@ class CudaRunner : public Runner {
   void synchronize() override;
 
  private:
-  // The loss and dz of logits on the device (the Policy's formulation through the cuda dispatch).
-  double device_loss(const cuda::DeviceTensor& logits, const std::vector<int32_t>& labels, cuda::DeviceTensor& dz);
+  // The loss and dz of logits on the device (the Policy's formulation through the cuda dispatch);
+  // with_loss false: dz alone (an attack's steps need no loss value: no reduction, no wait for it),
+  // and NaN returned.
+  double device_loss(const cuda::DeviceTensor& logits, const std::vector<int32_t>& labels, cuda::DeviceTensor& dz,
+                     bool with_loss = true);
 
   std::unique_ptr<cuda::CudaContext> owned_;  // set when this runner opened the device
   cuda::CudaContext& ctx_;

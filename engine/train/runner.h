@@ -127,11 +127,12 @@ struct LinfSteps {
   int steps = 1;  // BIM / PGD; FGSM takes one
   double eps = 0, step = 0, lo = 0, hi = 1;
   bool early_stop = false;  // a sample whose prediction at x_t differs from its target stays at x_t
+  bool judge = false;       // also the logits at the last iterate (LinfStepsResult::last_logits)
 };
 struct LinfStepsResult {
-  Tensor x_adv;                              // the last iterate, on the host
   Tensor first_logits;                       // the first gradient call's logits (N, classes)
   std::vector<uint8_t> first_zero_gradient;  // per sample: the first call's dL/dx exactly zero
+  Tensor last_logits;                        // LinfSteps::judge: a forward pass at the last iterate
 };
 
 class Runner {
@@ -154,16 +155,20 @@ class Runner {
   // computes dx only (conv2d and dense skip dW and db, RunContext::param_grads), a third less
   // work for an attack's backward.
   virtual InputGradient input_gradient(const Tensor& x, const std::vector<int32_t>& labels, Semantics s) = 0;
-  // The L-inf step loop from `start` around x0 (both in the model's dtype) against `target`, at
-  // inference semantics: each step the loss's dL/dx at the iterate, then every element not frozen
-  // by early_stop moved by engine/ops/linf_step.h; the same arithmetic and decisions as the host
-  // loop of attacks/gradient.cpp over input_gradient(), so the same bits where the gradients are.
-  // Returns false where the runner does not offer it (the default: the host loop runs instead);
-  // the CUDA runner keeps x0, the iterate and dL/dx on the device and brings back only the logits
-  // per step (and the early-stop flags up).
-  virtual bool linf_steps(const Tensor& x0, const Tensor& start, const std::vector<int32_t>& target,
-                          const LinfSteps& spec, LinfStepsResult* out) {
-    (void)x0, (void)start, (void)target, (void)spec, (void)out;
+  // The L-inf step loop from `start` around x0 at inference semantics: each step the loss's dL/dx
+  // at the iterate against `target`, then every element not frozen by early_stop moved by
+  // engine/ops/linf_step.h; the same arithmetic and decisions as the host loop of
+  // attacks/gradient.cpp over input_gradient(), so the same bits where the gradients are.
+  // x0, start (null: start at x0) and x_adv are host memory holding `shape` (N, ...) of `dtype`;
+  // the last iterate is written to x_adv (which may be start). Returns false where the runner
+  // does not offer it (the default: the host loop runs instead; the CUDA runner where dtype is
+  // not the model's, which the host loop converts); the CUDA runner
+  // keeps x0, the iterate and dL/dx on the device and brings back only the logits per step (and
+  // the early-stop flags up), and with spec.judge the last iterate's logits from a forward pass
+  // on the device: the judging forward with no copy of the adversarial batch up again.
+  virtual bool linf_steps(const void* x0, const void* start, void* x_adv, const Shape& shape, DType dtype,
+                          const std::vector<int32_t>& target, const LinfSteps& spec, LinfStepsResult* out) {
+    (void)x0, (void)start, (void)x_adv, (void)shape, (void)dtype, (void)target, (void)spec, (void)out;
     return false;
   }
   // One optimiser step on a batch (train semantics) at the schedule's current rate (a step taken

@@ -298,6 +298,18 @@ void copy_to_host(CudaContext& ctx, const DeviceTensor& dev, Tensor& host) {
   ctx.synchronize();
 }
 
+void copy_to_device(CudaContext& ctx, const void* host, DeviceTensor& dev) {
+  if (dev.nbytes() == 0) return;
+  DL_CUDA_CHECK(cudaMemcpyAsync(dev.raw(), host, dev.nbytes(), cudaMemcpyHostToDevice, as_stream(ctx.stream())));
+  ctx.synchronize();  // pageable source: see above
+}
+
+void copy_to_host(CudaContext& ctx, const DeviceTensor& dev, void* host) {
+  if (dev.nbytes() == 0) return;
+  DL_CUDA_CHECK(cudaMemcpyAsync(host, dev.raw(), dev.nbytes(), cudaMemcpyDeviceToHost, as_stream(ctx.stream())));
+  ctx.synchronize();
+}
+
 void copy_device(CudaContext& ctx, const DeviceTensor& src, DeviceTensor& dst) {
   check_pair("copy_device", src.shape(), src.dtype(), dst.shape(), dst.dtype());
   if (src.nbytes() == 0) return;

@@ -246,6 +246,10 @@ DeviceTensor to_device(CudaContext& ctx, const Tensor& host);
 Tensor to_host(CudaContext& ctx, const DeviceTensor& dev);  // synchronises the stream
 void copy_to_device(CudaContext& ctx, const Tensor& host, DeviceTensor& dev);
 void copy_to_host(CudaContext& ctx, const DeviceTensor& dev, Tensor& host);  // synchronises
+// The same from and into host memory the caller sizes (dev.nbytes() bytes): a batch inside a
+// larger host tensor moves without a copy of its own.
+void copy_to_device(CudaContext& ctx, const void* host, DeviceTensor& dev);
+void copy_to_host(CudaContext& ctx, const DeviceTensor& dev, void* host);  // synchronises
 void copy_device(CudaContext& ctx, const DeviceTensor& src, DeviceTensor& dst);
 void fill_zero(CudaContext& ctx, DeviceTensor& t);
 

@@ -68,6 +68,8 @@ DeviceTensor to_device(CudaContext&, const Tensor&) { no_cuda("to_device"); }
 Tensor to_host(CudaContext&, const DeviceTensor&) { no_cuda("to_host"); }
 void copy_to_device(CudaContext&, const Tensor&, DeviceTensor&) { no_cuda("copy_to_device"); }
 void copy_to_host(CudaContext&, const DeviceTensor&, Tensor&) { no_cuda("copy_to_host"); }
+void copy_to_device(CudaContext&, const void*, DeviceTensor&) { no_cuda("copy_to_device"); }
+void copy_to_host(CudaContext&, const DeviceTensor&, void*) { no_cuda("copy_to_host"); }
 void copy_device(CudaContext&, const DeviceTensor&, DeviceTensor&) { no_cuda("copy_device"); }
 void fill_zero(CudaContext&, DeviceTensor&) { no_cuda("fill_zero"); }
 

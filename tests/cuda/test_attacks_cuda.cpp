@@ -58,8 +58,15 @@ void expect_same_attack(Runner& host, Runner& dev, const Tensor& x, const std::v
   SCOPED_TRACE(attacks::attack_kind_name(spec.kind));
   const attacks::AttackResult a = attacks::run_gradient_attack(host, x, y, spec);
   const attacks::AttackResult b = attacks::run_gradient_attack(dev, x, y, spec);  // the device-resident loop
+  // The device loop is the one taken, and its judging forward (where the attack's adv_pred comes
+  // from) gives the logits a separate forward of its result gives.
+  LinfSteps ls;
+  ls.eps = spec.eps, ls.lo = spec.lo, ls.hi = spec.hi, ls.judge = true;
+  Tensor xa = Tensor::empty(x.shape(), x.dtype());
   LinfStepsResult probe;
-  ASSERT_TRUE(dev.linf_steps(x, x, y, LinfSteps{}, &probe)) << "the device runner must keep the iterate there";
+  ASSERT_TRUE(dev.linf_steps(x.raw(), nullptr, xa.raw(), x.shape(), x.dtype(), y, ls, &probe))
+      << "the device runner must keep the iterate there";
+  EXPECT_TRUE(bitwise_equal(probe.last_logits, dev.logits(xa))) << "the judging forward";
   EXPECT_TRUE(bitwise_equal(b.x_adv, a.x_adv)) << "adversarial examples";
   EXPECT_EQ(b.clean_pred, a.clean_pred);
   EXPECT_EQ(b.adv_pred, a.adv_pred);

@@ -107,6 +107,12 @@ void copy_to_host(CudaContext&, const DeviceTensor& dev, Tensor& host) {
   check(host.nbytes() == dev.nbytes(), "emulation: copy_to_host of ", dev.nbytes(), " into ", host.nbytes(), " bytes");
   if (host.nbytes()) std::memcpy(host.raw(), dev.raw(), host.nbytes());
 }
+void copy_to_device(CudaContext&, const void* host, DeviceTensor& dev) {
+  if (dev.nbytes()) std::memcpy(dev.raw(), host, dev.nbytes());
+}
+void copy_to_host(CudaContext&, const DeviceTensor& dev, void* host) {
+  if (dev.nbytes()) std::memcpy(host, dev.raw(), dev.nbytes());
+}
 void copy_device(CudaContext&, const DeviceTensor& src, DeviceTensor& dst) {
   check(src.nbytes() == dst.nbytes(), "emulation: copy_device of ", src.nbytes(), " into ", dst.nbytes(), " bytes");
   if (src.nbytes()) std::memcpy(dst.raw(), src.raw(), src.nbytes());
