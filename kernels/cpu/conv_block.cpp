@@ -289,17 +289,10 @@ void dw_tile(const float* const* dzs, int64_t dz_off, int64_t dz_plane, const fl
 
 using DwTileFn = void (*)(const float* const*, int64_t, int64_t, const float* const*, int64_t, int64_t, int64_t,
                           int64_t, int64_t, float*, int64_t);
+// The tiles for sb = 1..6 kernel columns, [sb - 1].
 template <int KB2>
-DwTileFn dw_tile_for(int64_t sb) {
-  switch (sb) {
-    case 1: return dw_tile<KB2, 1>;
-    case 2: return dw_tile<KB2, 2>;
-    case 3: return dw_tile<KB2, 3>;
-    case 4: return dw_tile<KB2, 4>;
-    case 5: return dw_tile<KB2, 5>;
-    default: return dw_tile<KB2, 6>;
-  }
-}
+const DwTileFn kDwTiles[6] = {dw_tile<KB2, 1>, dw_tile<KB2, 2>, dw_tile<KB2, 3>,
+                              dw_tile<KB2, 4>, dw_tile<KB2, 5>, dw_tile<KB2, 6>};
 
 #if DL_CONV_BLOCK_WIDE
 // The 16 lanes of a summed in one fixed order: the two halves added lane by lane, then hsum8.
@@ -351,16 +344,8 @@ void dw_tile_wide(const float* const* dzs, int64_t dz_off, int64_t dz_plane, con
 }
 
 template <int KB2>
-DwTileFn dw_tile_wide_for(int64_t sb) {
-  switch (sb) {
-    case 1: return dw_tile_wide<KB2, 1>;
-    case 2: return dw_tile_wide<KB2, 2>;
-    case 3: return dw_tile_wide<KB2, 3>;
-    case 4: return dw_tile_wide<KB2, 4>;
-    case 5: return dw_tile_wide<KB2, 5>;
-    default: return dw_tile_wide<KB2, 6>;
-  }
-}
+const DwTileFn kDwTilesWide[6] = {dw_tile_wide<KB2, 1>, dw_tile_wide<KB2, 2>, dw_tile_wide<KB2, 3>,
+                                  dw_tile_wide<KB2, 4>, dw_tile_wide<KB2, 5>, dw_tile_wide<KB2, 6>};
 #endif
 
 // The weight-gradient tile for kb (<= dw_channels()) output channels and sb (<= 6) kernel columns.
@@ -373,15 +358,11 @@ int dw_channels() {
 DwTileFn dw_tile_for(int64_t kb, int64_t sb) {
 #if DL_CONV_BLOCK_WIDE
   if (g_wide_tiles) {
-    switch (kb) {
-      case 1: return dw_tile_wide_for<1>(sb);
-      case 2: return dw_tile_wide_for<2>(sb);
-      case 3: return dw_tile_wide_for<3>(sb);
-      default: return dw_tile_wide_for<4>(sb);
-    }
+    const DwTileFn* const wide[] = {kDwTilesWide<1>, kDwTilesWide<2>, kDwTilesWide<3>, kDwTilesWide<4>};
+    return wide[kb - 1][sb - 1];
   }
 #endif
-  return kb == 1 ? dw_tile_for<1>(sb) : dw_tile_for<2>(sb);
+  return (kb == 1 ? kDwTiles<1> : kDwTiles<2>)[sb - 1];
 }
 
 // Everything one call needs, derived once from the params.
