@@ -76,7 +76,13 @@ Tensor Conv2dLayer::forward(RunContext& ctx, const Tensor& x) {
   p_.n = x.dim(0);
   const Conv2dKernel& k = ctx.exec.pick(ctx.exec.kernels.conv2d, backend_, p_, x.dtype());
   Tensor y = Tensor::empty(p_.y_shape(), x.dtype());
-  k.forward(p_, x, weight_.value, has_bias_ ? &bias_.value : nullptr, y);
+  kept_.reset();
+  // A training step's forward keeps, where the kernel offers it, what its weight gradient would
+  // redo (oneDNN: x in the primitive's layout: one activation reorder per layer and step saved).
+  if (ctx.record && ctx.param_grads && k.forward_keep)
+    k.forward_keep(p_, x, weight_.value, has_bias_ ? &bias_.value : nullptr, y, &kept_);
+  else
+    k.forward(p_, x, weight_.value, has_bias_ ? &bias_.value : nullptr, y);
   x_ = ctx.record ? x : Tensor();
   return y;
 }
@@ -86,11 +92,16 @@ Tensor Conv2dLayer::backward(RunContext& ctx, const Tensor& dy) {
   p_.n = x_.dim(0);
   const Conv2dKernel& k = ctx.exec.pick(ctx.exec.kernels.conv2d, backend_, p_, dy.dtype());
   Tensor dx;  // left undefined when nobody needs it (the first layer while training)
-  if (ctx.need_dx) {
-    dx = Tensor::empty(p_.x_shape(), dy.dtype());
-    k.backward_data(p_, dy, weight_.value, dx);
+  if (ctx.need_dx) dx = Tensor::empty(p_.x_shape(), dy.dtype());
+  Tensor* db = ctx.param_grads && has_bias_ ? &bias_.grad : nullptr;
+  if (k.backward_both) {  // dy reordered once for both gradients, the forward's keep for x
+    k.backward_both(p_, x_, dy, weight_.value, ctx.need_dx ? &dx : nullptr, ctx.param_grads ? &weight_.grad : nullptr,
+                    db, kept_);
+  } else {
+    if (ctx.need_dx) k.backward_data(p_, dy, weight_.value, dx);
+    if (ctx.param_grads) k.backward_weight(p_, x_, dy, weight_.grad, db);
   }
-  if (ctx.param_grads) k.backward_weight(p_, x_, dy, weight_.grad, has_bias_ ? &bias_.grad : nullptr);
+  kept_.reset();
   return dx;
 }
 

@@ -1,6 +1,7 @@
 // Conv2d layer: resolves padding mode, kernel flip, summation order and backend from the
 // Policy into Conv2dParams once; forward/backward call the selected kernel.
 #pragma once
+#include <memory>
 #include "engine/layers/layer.h"
 #include "engine/ops/conv2d.h"
 #include "engine/policy.h"
@@ -48,6 +49,7 @@ class Conv2dLayer : public Layer {
   std::string block_note_;
   Param weight_, bias_;
   Tensor x_;  // forward input, kept for backward
+  std::shared_ptr<void> kept_;  // the kernel's keep of x_ (Conv2dKernel::forward_keep), until the backward
 };
 
 }  // namespace driftlab

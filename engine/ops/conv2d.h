@@ -7,6 +7,7 @@
 // backward_weight ADDS into dw and db (+=) so that gradients accumulate across calls.
 #pragma once
 #include <cstdint>
+#include <memory>
 #include <string>
 
 #include "engine/core/tensor.h"
@@ -46,6 +47,17 @@ using Conv2dBackwardDataFn = void (*)(const Conv2dParams&, const Tensor& dy, con
 using Conv2dBackwardWeightFn = void (*)(const Conv2dParams&, const Tensor& x, const Tensor& dy,
                                         Tensor& dw, Tensor* db);
 
+// A training step's pair, offered by kernels that reorder their operands (oneDNN): a recorded
+// forward that keeps what backward_weight would otherwise redo (x in the primitive's layout;
+// `keep` stays null where nothing needs keeping), and both gradients in one call: dx (=, where dx
+// is not null) and dw/db (+=, where dw is not null; db may be null), dy reordered once for both and
+// the kept x used instead of reordering x again. The same primitives on the same bytes as forward,
+// backward_data and backward_weight: the same bits. `keep` is only for the x it was made from.
+using Conv2dForwardKeepFn = void (*)(const Conv2dParams&, const Tensor& x, const Tensor& w, const Tensor* b,
+                                     Tensor& y, std::shared_ptr<void>* keep);
+using Conv2dBackwardBothFn = void (*)(const Conv2dParams&, const Tensor& x, const Tensor& dy, const Tensor& w,
+                                      Tensor* dx, Tensor* dw, Tensor* db, const std::shared_ptr<void>& keep);
+
 struct Conv2dKernel {
   const char* name = nullptr;
   const char* supports_doc = nullptr;
@@ -53,6 +65,8 @@ struct Conv2dKernel {
   Conv2dForwardFn forward = nullptr;
   Conv2dBackwardDataFn backward_data = nullptr;
   Conv2dBackwardWeightFn backward_weight = nullptr;
+  Conv2dForwardKeepFn forward_keep = nullptr;    // optional (above)
+  Conv2dBackwardBothFn backward_both = nullptr;  // optional, offered with forward_keep
 };
 
 

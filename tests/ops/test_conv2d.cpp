@@ -10,6 +10,7 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <memory>
 #include <string>
 #include <utility>
 #include <vector>
@@ -176,6 +177,53 @@ TEST(Conv2dOnednn, Float64FallsBackToReference) {
   EXPECT_FALSE(reg.conv2d.at(KernelBackend::onednn).supports(p, DType::f64));
   EXPECT_STREQ(reg.conv2d.select(KernelBackend::onednn, p, DType::f64).name, "reference");
   EXPECT_STREQ(reg.conv2d.select(KernelBackend::onednn, p, DType::f32).name, "onednn");
+}
+
+// The training pair (Conv2dKernel::forward_keep / backward_both): x kept in the primitive's layout
+// from the forward, dy reordered once for both gradients; the same primitives on the same bytes,
+// so the separate calls' bits exactly, with either gradient alone too. Shapes: ResNet-20's
+// blocked layers (where there is something to keep: checked), a strided one, the 3-channel first
+// layer, a flipped kernel without bias.
+TEST(Conv2dOnednn, KeptReordersGiveTheSeparateCallsBits) {
+  ThreadCountGuard threads(2);
+  const KernelRegistry reg = make_cpu_registry();
+  const Conv2dKernel& k = reg.conv2d.at(KernelBackend::onednn);
+  ASSERT_TRUE(k.forward_keep && k.backward_both);
+  struct Case {
+    Conv2dParams p;
+    bool bias, blocked;
+  };
+  const Case cases[] = {{conv(5, 16, 32, 32, 16, 3, 3).pad(1), true, true},
+                        {conv(4, 16, 16, 16, 32, 3, 3).pad(1).stride(2), true, true},
+                        {conv(3, 3, 32, 32, 16, 3, 3).pad(1), true, false},
+                        {conv(3, 16, 10, 10, 16, 3, 3).pad(1).flip(), false, true}};
+  for (const Case& c : cases) {
+    const Conv2dParams& p = c.p;
+    SCOPED_TRACE(p.str());
+    const Tensor x = random_tensor(p.x_shape(), DType::f32, 21), w = random_tensor(p.w_shape(), DType::f32, 22);
+    const Tensor b = random_tensor({p.k}, DType::f32, 23), dy = random_tensor(p.y_shape(), DType::f32, 24);
+    const Tensor dw0 = random_tensor(p.w_shape(), DType::f32, 25), db0 = random_tensor({p.k}, DType::f32, 26);
+    const Tensor* bp = c.bias ? &b : nullptr;
+    Tensor y1(p.y_shape(), DType::f32), dx1(p.x_shape(), DType::f32), dw1 = dw0.clone(), db1 = db0.clone();
+    k.forward(p, x, w, bp, y1);
+    k.backward_data(p, dy, w, dx1);
+    k.backward_weight(p, x, dy, dw1, c.bias ? &db1 : nullptr);
+    Tensor y2(p.y_shape(), DType::f32), dx2(p.x_shape(), DType::f32), dw2 = dw0.clone(), db2 = db0.clone();
+    std::shared_ptr<void> keep;
+    k.forward_keep(p, x, w, bp, y2, &keep);
+    if (c.blocked) EXPECT_TRUE(keep) << "a blocked layer's x is reordered: there is something to keep";
+    k.backward_both(p, x, dy, w, &dx2, &dw2, c.bias ? &db2 : nullptr, keep);
+    EXPECT_TRUE(bitwise_equal(y2, y1));
+    EXPECT_TRUE(bitwise_equal(dx2, dx1));
+    EXPECT_TRUE(bitwise_equal(dw2, dw1));
+    EXPECT_TRUE(bitwise_equal(db2, db1));
+    Tensor dx3(p.x_shape(), DType::f32), dw3 = dw0.clone(), db3 = db0.clone();
+    k.backward_both(p, x, dy, w, &dx3, nullptr, nullptr, nullptr);  // dx alone
+    k.backward_both(p, x, dy, w, nullptr, &dw3, c.bias ? &db3 : nullptr, keep);  // the gradients alone
+    EXPECT_TRUE(bitwise_equal(dx3, dx1));
+    EXPECT_TRUE(bitwise_equal(dw3, dw1));
+    EXPECT_TRUE(bitwise_equal(db3, db1));
+  }
 }
 
 TEST(Conv2dFast, ShapeErrorsNameTheArgument) {

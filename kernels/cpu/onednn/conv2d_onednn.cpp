@@ -195,16 +195,47 @@ class CallBuffers {
   std::vector<std::pair<void*, std::size_t>> blocks_;
 };
 
+// An input kept in a primitive's layout beyond one call (Conv2dKernel's keep): a recorded forward's
+// source for the step's backward_weight, backward_data's reordered dy for the backward_weight after
+// it. Its storage comes from host_memory and goes back when the last holder lets go.
+struct Kept {
+  memory::desc md;
+  void* ptr = nullptr;
+  std::size_t bytes = 0;
+  Kept(const memory::desc& d, std::size_t b) : md(d), ptr(host_memory::allocate(b)), bytes(b) {
+    if (!ptr) fail("conv2d_onednn: out of memory allocating ", b, " bytes for a kept reorder");
+  }
+  ~Kept() { host_memory::release(ptr, bytes); }
+  Kept(const Kept&) = delete;
+  Kept& operator=(const Kept&) = delete;
+};
+using KeptPtr = std::shared_ptr<Kept>;
+
 // Binds the caller's pointers (in PlanArg order), reorders inputs in, runs, reorders outputs out.
-void run_plan(Plan& plan, const std::vector<void*>& ptrs) {
+// given[i] (optional): input i already in the primitive's layout, bound instead of reordered where
+// its layout is the one this primitive wants. keep_arg / kept: input keep_arg's reordered copy is
+// made into a Kept handed back (null where that input needs no reorder).
+void run_plan(Plan& plan, const std::vector<void*>& ptrs, const std::vector<KeptPtr>* given = nullptr,
+              int keep_arg = -1, KeptPtr* kept = nullptr) {
   static thread_local dnnl::stream strm(cpu_engine());
   CallBuffers buffers;
   std::unordered_map<int, memory> exec_args;
   for (std::size_t i = 0; i < plan.args.size(); ++i) {
     PlanArg& a = plan.args[i];
     a.user.set_data_handle(ptrs[i]);
-    if (a.reordered) a.prim.set_data_handle(buffers.take(a.prim_bytes));
-    if (a.reordered && !a.output) a.reorder.execute(strm, a.user, a.prim);
+    if (a.reordered) {
+      const Kept* g = given && i < given->size() ? (*given)[i].get() : nullptr;
+      if (g && g->md == a.prim.get_desc()) {
+        a.prim.set_data_handle(g->ptr);  // reordered by an earlier call, unchanged since
+      } else if (kept && static_cast<int>(i) == keep_arg) {
+        *kept = std::make_shared<Kept>(a.prim.get_desc(), a.prim_bytes);
+        a.prim.set_data_handle((*kept)->ptr);
+        a.reorder.execute(strm, a.user, a.prim);
+      } else {
+        a.prim.set_data_handle(buffers.take(a.prim_bytes));
+        if (!a.output) a.reorder.execute(strm, a.user, a.prim);
+      }
+    }
     exec_args.emplace(a.arg, a.prim);
   }
   plan.conv.execute(strm, exec_args);
@@ -233,8 +264,10 @@ void check_args(const char* fn, const Conv2dParams& p, const Tensor& in, const c
 
 }  // namespace
 
-// x:(N,C,H,W) w:(K,C,R,S) b:(K) or null -> y:(N,K,P,Q) (=)
-void conv2d_forward_onednn(const Conv2dParams& p, const Tensor& x, const Tensor& w, const Tensor* b, Tensor& y) {
+// x:(N,C,H,W) w:(K,C,R,S) b:(K) or null -> y:(N,K,P,Q) (=); keep (may be null): x in the
+// primitive's layout for conv2d_backward_both_onednn (Conv2dKernel::forward_keep).
+void conv2d_forward_keep_onednn(const Conv2dParams& p, const Tensor& x, const Tensor& w, const Tensor* b, Tensor& y,
+                                std::shared_ptr<void>* keep) {
   const char* fn = "conv2d_forward_onednn";
   check_args(fn, p, x, "x", p.x_shape(), w);
   check_shape(fn, "y", y, p.y_shape());
@@ -245,27 +278,36 @@ void conv2d_forward_onednn(const Conv2dParams& p, const Tensor& x, const Tensor&
     std::vector<void*> ptrs = {const_cast<float*>(x.data<float>()), const_cast<float*>(wp)};
     if (b) ptrs.push_back(const_cast<float*>(b->data<float>()));
     ptrs.push_back(y.data<float>());
-    run_plan(plan, ptrs);
+    KeptPtr kept;
+    run_plan(plan, ptrs, nullptr, 0, keep ? &kept : nullptr);
+    if (keep) *keep = kept;
   });
 }
 
-// dy:(N,K,P,Q) w:(K,C,R,S) -> dx:(N,C,H,W) (=)
-void conv2d_backward_data_onednn(const Conv2dParams& p, const Tensor& dy, const Tensor& w, Tensor& dx) {
-  const char* fn = "conv2d_backward_data_onednn";
-  check_args(fn, p, dy, "dy", p.y_shape(), w);
-  check_shape(fn, "dx", dx, p.x_shape());
-  with_onednn_errors(fn, p, [&] {
-    Plan& plan = get_plan(ConvOp::backward_data, p, false);
-    const float* wp = applied_weights(plan, p, w);
-    run_plan(plan, {const_cast<float*>(dy.data<float>()), const_cast<float*>(wp), dx.data<float>()});
-  });
+void conv2d_forward_onednn(const Conv2dParams& p, const Tensor& x, const Tensor& w, const Tensor* b, Tensor& y) {
+  conv2d_forward_keep_onednn(p, x, w, b, y, nullptr);
 }
 
-// x:(N,C,H,W) dy:(N,K,P,Q) -> dw:(K,C,R,S) (+=), db:(K) or null (+=)
-void conv2d_backward_weight_onednn(const Conv2dParams& p, const Tensor& x, const Tensor& dy, Tensor& dw,
-                                   Tensor* db) {
+// x:(N,C,H,W) dy:(N,K,P,Q) w:(K,C,R,S) -> dx:(N,C,H,W) (=, where dx), dw:(K,C,R,S) (+=, where dw),
+// db:(K) (+=, where db and dw). dy is reordered once for both primitives where their layouts agree;
+// keep (from conv2d_forward_keep_onednn on this x, or null) stands for x's reorder.
+void conv2d_backward_both_onednn(const Conv2dParams& p, const Tensor& x, const Tensor& dy, const Tensor& w, Tensor* dx,
+                                 Tensor* dw, Tensor* db, const std::shared_ptr<void>& keep) {
+  KeptPtr dy_kept;
+  if (dx) {
+    const char* fn = "conv2d_backward_data_onednn";
+    check_args(fn, p, dy, "dy", p.y_shape(), w);
+    check_shape(fn, "dx", *dx, p.x_shape());
+    with_onednn_errors(fn, p, [&] {
+      Plan& plan = get_plan(ConvOp::backward_data, p, false);
+      const float* wp = applied_weights(plan, p, w);
+      run_plan(plan, {const_cast<float*>(dy.data<float>()), const_cast<float*>(wp), dx->data<float>()}, nullptr,
+               0, dw ? &dy_kept : nullptr);
+    });
+  }
+  if (!dw) return;
   const char* fn = "conv2d_backward_weight_onednn";
-  check_args(fn, p, x, "x", p.x_shape(), dw);
+  check_args(fn, p, x, "x", p.x_shape(), *dw);
   check_shape(fn, "dy", dy, p.y_shape());
   if (db) check_shape(fn, "db", *db, {p.k});
   with_onednn_errors(fn, p, [&] {
@@ -273,10 +315,11 @@ void conv2d_backward_weight_onednn(const Conv2dParams& p, const Tensor& x, const
     std::vector<void*> ptrs = {const_cast<float*>(x.data<float>()), const_cast<float*>(dy.data<float>()),
                                plan.dw_scratch.data()};
     if (db) ptrs.push_back(plan.db_scratch.data());
-    run_plan(plan, ptrs);
+    const std::vector<KeptPtr> given = {std::static_pointer_cast<Kept>(keep), dy_kept};
+    run_plan(plan, ptrs, &given);
     // The scratch holds the gradient of the kernel as applied; with flip that is the rotated
     // kernel, so rotate it back while adding.
-    float* dwp = dw.data<float>();
+    float* dwp = dw->data<float>();
     const int64_t rs = p.r * p.s;
     for (int64_t kc = 0; kc < p.k * p.c; ++kc)
       for (int64_t i = 0; i < rs; ++i)
@@ -288,6 +331,17 @@ void conv2d_backward_weight_onednn(const Conv2dParams& p, const Tensor& x, const
   });
 }
 
+// dy:(N,K,P,Q) w:(K,C,R,S) -> dx:(N,C,H,W) (=)
+void conv2d_backward_data_onednn(const Conv2dParams& p, const Tensor& dy, const Tensor& w, Tensor& dx) {
+  conv2d_backward_both_onednn(p, Tensor(), dy, w, &dx, nullptr, nullptr, nullptr);
+}
+
+// x:(N,C,H,W) dy:(N,K,P,Q) -> dw:(K,C,R,S) (+=), db:(K) or null (+=)
+void conv2d_backward_weight_onednn(const Conv2dParams& p, const Tensor& x, const Tensor& dy, Tensor& dw,
+                                   Tensor* db) {
+  conv2d_backward_both_onednn(p, x, dy, dw, nullptr, &dw, db, nullptr);
+}
+
 void register_conv2d_onednn(KernelRegistry& reg) {
   Conv2dKernel k;
   k.name = "onednn";
@@ -296,6 +350,8 @@ void register_conv2d_onednn(KernelRegistry& reg) {
   k.forward = conv2d_forward_onednn;
   k.backward_data = conv2d_backward_data_onednn;
   k.backward_weight = conv2d_backward_weight_onednn;
+  k.forward_keep = conv2d_forward_keep_onednn;
+  k.backward_both = conv2d_backward_both_onednn;
   reg.conv2d.at(KernelBackend::onednn) = k;
 }
 
