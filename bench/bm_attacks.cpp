@@ -6,7 +6,9 @@
 // in PyTorch, in the same shell command: bench/peers/attacks_torch.py.
 //
 // Counters: ex/s (adversarial examples per second) or queries/s.
-// Run e.g.: bm_attacks --benchmark_filter='Fgsm' (OMP_WAIT_POLICY=passive on a shared machine)
+// Run e.g.: bm_attacks --benchmark_filter='Fgsm' (the peer under the same OpenMP wait policy:
+// OMP_WAIT_POLICY=passive slowed driftlab 20-50% on a 2-vCPU VM, its threads woken through the
+// hypervisor between parallel regions: docs/BENCHMARKS.md, 2026-11-28)
 #include <benchmark/benchmark.h>
 #include <omp.h>
 

@@ -17,7 +17,9 @@
 // logits bit for bit, the float32 model's output is finite, each fast conv equals the reference.
 // Counters: img/s (and MAC/s for the convolutions).
 //
-// Run e.g.: bm_quant --benchmark_filter='Lenet5' (OMP_WAIT_POLICY=passive on a shared machine)
+// Run e.g.: bm_quant --benchmark_filter='Lenet5' (the peer under the same OpenMP wait policy:
+// OMP_WAIT_POLICY=passive slowed driftlab 20-50% on a 2-vCPU VM, its threads woken through the
+// hypervisor between parallel regions: docs/BENCHMARKS.md, 2026-11-28)
 #include <benchmark/benchmark.h>
 #include <omp.h>
 

@@ -15,7 +15,9 @@
 // equals the reference's. Counters: seq/s, MAC/s for the kernel; an iteration of the model benchmarks
 // is 1,000 sequences, so their Time column (ms) is ms per 1,000 sequences.
 //
-// Run e.g.: bm_quant_dynamic --benchmark_filter='Lstm' (OMP_WAIT_POLICY=passive on a shared machine)
+// Run e.g.: bm_quant_dynamic --benchmark_filter='Lstm' (the peer under the same OpenMP wait policy:
+// OMP_WAIT_POLICY=passive slowed driftlab 20-50% on a 2-vCPU VM, its threads woken through the
+// hypervisor between parallel regions: docs/BENCHMARKS.md, 2026-11-28)
 #include <benchmark/benchmark.h>
 #include <omp.h>
 
