@@ -91,14 +91,16 @@ struct Narrow {
   }
 };
 #if DL_CONV_BLOCK_WIDE
+// Two 8-float vectors (a, b: anywhere) as one 512-bit register, a in the lower half.
+inline __m512 load_halves(const float* a, const float* b) {
+  return _mm512_insertf32x8(_mm512_castps256_ps512(_mm256_loadu_ps(a)), _mm256_loadu_ps(b), 1);
+}
 struct Wide {
   using Reg = __m512;
   static constexpr int kVecs = 2;
   static Reg set1(float v) { return _mm512_set1_ps(v); }
   static Reg broadcast(const float* w) { return _mm512_set1_ps(*w); }
-  static Reg load(const float* x, const int64_t* off) {
-    return _mm512_insertf32x8(_mm512_castps256_ps512(_mm256_loadu_ps(x + off[0])), _mm256_loadu_ps(x + off[1]), 1);
-  }
+  static Reg load(const float* x, const int64_t* off) { return load_halves(x + off[0], x + off[1]); }
   static Reg fma(Reg a, Reg b, Reg c) { return _mm512_fmadd_ps(a, b, c); }
   static void store(float* po, Reg a) { _mm512_storeu_ps(po, a); }
   static void add_into(float* out, const int64_t* at, Reg a) {
@@ -325,7 +327,7 @@ void dw_tile_wide(const float* const* dzs, int64_t dz_off, int64_t dz_plane, con
       __m512 d[KB2];
       for (int kb = 0; kb < KB2; ++kb) d[kb] = _mm512_loadu_ps(dz + kb * dz_plane + v * V);
       for (int s = 0; s < SB; ++s) {
-        const __m512 xv = _mm512_insertf32x8(_mm512_castps256_ps512(_mm256_loadu_ps(x0 + s)), _mm256_loadu_ps(x1 + s), 1);
+        const __m512 xv = load_halves(x0 + s, x1 + s);
         for (int kb = 0; kb < KB2; ++kb) acc[kb][s] = _mm512_fmadd_ps(d[kb], xv, acc[kb][s]);
       }
     }

@@ -282,32 +282,28 @@ Tensor to_host(CudaContext& ctx, const DeviceTensor& dev) {
   return h;
 }
 
-void copy_to_device(CudaContext& ctx, const Tensor& host, DeviceTensor& dev) {
-  check_pair("copy_to_device", host.shape(), host.dtype(), dev.shape(), dev.dtype());
-  if (host.nbytes() == 0) return;
-  DL_CUDA_CHECK(cudaMemcpyAsync(dev.raw(), host.raw(), host.nbytes(), cudaMemcpyHostToDevice, as_stream(ctx.stream())));
-  // Pageable host memory: the copy has read the source when cudaMemcpyAsync returns only for
-  // small sizes, so synchronise before the caller may free or change `host`.
-  ctx.synchronize();
-}
-
-void copy_to_host(CudaContext& ctx, const DeviceTensor& dev, Tensor& host) {
-  check_pair("copy_to_host", dev.shape(), dev.dtype(), host.shape(), host.dtype());
-  if (host.nbytes() == 0) return;
-  DL_CUDA_CHECK(cudaMemcpyAsync(host.raw(), dev.raw(), host.nbytes(), cudaMemcpyDeviceToHost, as_stream(ctx.stream())));
-  ctx.synchronize();
-}
-
 void copy_to_device(CudaContext& ctx, const void* host, DeviceTensor& dev) {
   if (dev.nbytes() == 0) return;
   DL_CUDA_CHECK(cudaMemcpyAsync(dev.raw(), host, dev.nbytes(), cudaMemcpyHostToDevice, as_stream(ctx.stream())));
-  ctx.synchronize();  // pageable source: see above
+  // Pageable host memory: the copy has read the source when cudaMemcpyAsync returns only for
+  // small sizes, so synchronise before the caller may free or change `host`.
+  ctx.synchronize();
 }
 
 void copy_to_host(CudaContext& ctx, const DeviceTensor& dev, void* host) {
   if (dev.nbytes() == 0) return;
   DL_CUDA_CHECK(cudaMemcpyAsync(host, dev.raw(), dev.nbytes(), cudaMemcpyDeviceToHost, as_stream(ctx.stream())));
   ctx.synchronize();
+}
+
+void copy_to_device(CudaContext& ctx, const Tensor& host, DeviceTensor& dev) {
+  check_pair("copy_to_device", host.shape(), host.dtype(), dev.shape(), dev.dtype());
+  copy_to_device(ctx, host.raw(), dev);
+}
+
+void copy_to_host(CudaContext& ctx, const DeviceTensor& dev, Tensor& host) {
+  check_pair("copy_to_host", dev.shape(), dev.dtype(), host.shape(), host.dtype());
+  copy_to_host(ctx, dev, host.raw());
 }
 
 void copy_device(CudaContext& ctx, const DeviceTensor& src, DeviceTensor& dst) {

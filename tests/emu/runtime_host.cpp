@@ -99,19 +99,19 @@ Tensor to_host(CudaContext&, const DeviceTensor& dev) {
   if (h.nbytes()) std::memcpy(h.raw(), dev.raw(), h.nbytes());
   return h;
 }
-void copy_to_device(CudaContext&, const Tensor& host, DeviceTensor& dev) {
-  check(host.nbytes() == dev.nbytes(), "emulation: copy_to_device of ", host.nbytes(), " into ", dev.nbytes(), " bytes");
-  if (host.nbytes()) std::memcpy(dev.raw(), host.raw(), host.nbytes());
-}
-void copy_to_host(CudaContext&, const DeviceTensor& dev, Tensor& host) {
-  check(host.nbytes() == dev.nbytes(), "emulation: copy_to_host of ", dev.nbytes(), " into ", host.nbytes(), " bytes");
-  if (host.nbytes()) std::memcpy(host.raw(), dev.raw(), host.nbytes());
-}
 void copy_to_device(CudaContext&, const void* host, DeviceTensor& dev) {
   if (dev.nbytes()) std::memcpy(dev.raw(), host, dev.nbytes());
 }
 void copy_to_host(CudaContext&, const DeviceTensor& dev, void* host) {
   if (dev.nbytes()) std::memcpy(host, dev.raw(), dev.nbytes());
+}
+void copy_to_device(CudaContext& ctx, const Tensor& host, DeviceTensor& dev) {
+  check(host.nbytes() == dev.nbytes(), "emulation: copy_to_device of ", host.nbytes(), " into ", dev.nbytes(), " bytes");
+  copy_to_device(ctx, host.raw(), dev);
+}
+void copy_to_host(CudaContext& ctx, const DeviceTensor& dev, Tensor& host) {
+  check(host.nbytes() == dev.nbytes(), "emulation: copy_to_host of ", dev.nbytes(), " into ", host.nbytes(), " bytes");
+  copy_to_host(ctx, dev, host.raw());
 }
 void copy_device(CudaContext&, const DeviceTensor& src, DeviceTensor& dst) {
   check(src.nbytes() == dst.nbytes(), "emulation: copy_device of ", src.nbytes(), " into ", dst.nbytes(), " bytes");

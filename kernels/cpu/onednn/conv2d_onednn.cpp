@@ -339,6 +339,7 @@ void conv2d_backward_data_onednn(const Conv2dParams& p, const Tensor& dy, const 
 // x:(N,C,H,W) dy:(N,K,P,Q) -> dw:(K,C,R,S) (+=), db:(K) or null (+=)
 void conv2d_backward_weight_onednn(const Conv2dParams& p, const Tensor& x, const Tensor& dy, Tensor& dw,
                                    Tensor* db) {
+  // w is read only for dx, which is not asked for here: dw fills the argument
   conv2d_backward_both_onednn(p, x, dy, dw, nullptr, &dw, db, nullptr);
 }
 
