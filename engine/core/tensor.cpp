@@ -129,10 +129,29 @@ int64_t Tensor::dim(int i) const {
 Tensor Tensor::clone() const {
   Tensor t(shape_, dtype_);
   if (nbytes()) std::memcpy(t.raw(), raw(), nbytes());
+  t.block_ = block_;
+  return t;
+}
+
+void Tensor::fail_access(DType want) const {
+  if (dtype_ != want)
+    fail("tensor: data<", dtype_name(want), "> on a ", dtype_name(dtype_), " tensor of shape ", shape_str(shape_));
+  fail("tensor: a layout-unaware read of a channel-blocked (nChw", block_, "c) tensor of shape ", shape_str(shape_),
+       ": convert it with to_plain (engine/layers/layout.h) first");
+}
+
+Tensor Tensor::with_block(int b) const {
+  if (b != 0 && !(b > 0 && rank() == 4 && shape_[1] % b == 0))
+    fail("tensor: channel block ", b, " for shape ", shape_str(shape_), ": needs (N,C,H,W) with C a multiple of it");
+  Tensor t = *this;
+  t.block_ = b;
   return t;
 }
 
 Tensor Tensor::reshape(Shape shape) const {
+  if (block_ != 0)
+    fail("tensor: reshape of a channel-blocked (nChw", block_, "c) tensor of shape ", shape_str(shape_),
+         ": convert it with to_plain first");
   if (shape_numel(shape) != numel_) fail("tensor: cannot reshape ", shape_str(shape_), " to ", shape_str(shape));
   Tensor t = *this;
   t.shape_ = std::move(shape);
@@ -141,6 +160,7 @@ Tensor Tensor::reshape(Shape shape) const {
 
 Tensor Tensor::to(DType dtype) const {
   if (dtype == dtype_) return clone();
+  if (block_ != 0) fail_access(dtype_);
   // Conversions between integer and float types carry a scale and a zero point (quantization),
   // which a plain cast would silently drop: only float <-> float converts here.
   check(is_float(dtype) && is_float(dtype_), "tensor: to(", dtype_name(dtype), ") of a ", dtype_name(dtype_),
@@ -164,7 +184,7 @@ void Tensor::fill(double v) {
     const T tv = static_cast<T>(v);
     if (!is_float(dtype_))
       check(static_cast<double>(tv) == v, "tensor: fill(", v, ") is not a value of ", dtype_name(dtype_));
-    T* d = data<T>();
+    T* d = reinterpret_cast<T*>(storage_.get());  // any layout: every element gets v
     for (int64_t i = 0; i < numel_; ++i) d[i] = tv;
   });
 }

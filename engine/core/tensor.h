@@ -2,7 +2,10 @@
 // float64 for every floating-point op, and the integer types int8, uint8, int32, int64 that
 // quantized tensors and indices are stored in (no float op accepts them: dispatch_dtype refuses).
 // Copies share storage (like a handle); clone() makes a deep copy. Layout meaning
-// (NCHW, OIHW, ...) is a convention of the op that reads it, never stored here.
+// (NCHW, OIHW, ...) is a convention of the op that reads it, never stored here, with one
+// exception: a 4-D activation may be channel-blocked (engine/layers/layout.h: nChw16c, the layout
+// oneDNN's convolutions compute in), and that is stored, so that nothing layout-unaware can read
+// it as NCHW: data<T>(), reshape, to and at refuse a blocked tensor by name.
 #pragma once
 #include <cstddef>
 #include <cstdint>
@@ -55,9 +58,18 @@ class Tensor {
   bool defined() const { return static_cast<bool>(storage_); }
   std::size_t nbytes() const { return static_cast<std::size_t>(numel_) * dtype_size(dtype_); }
 
-  // Typed access; throws when T does not match the tensor's dtype.
+  // Typed access; throws when T does not match the tensor's dtype, or when the tensor is
+  // channel-blocked (a layout-unaware reader).
   template <typename T> T* data();
   template <typename T> const T* data() const;
+  // 0: plain row-major; B: channel-blocked (N, C/B, H, W, B), shape() still (N,C,H,W).
+  int channel_block() const { return block_; }
+  // Typed access in any layout: for the layout-aware kernels (engine/layers/layout.h) only.
+  template <typename T> T* blocked_data();
+  template <typename T> const T* blocked_data() const;
+  // The same storage labelled with channel block b: for layout conversions and layout-aware
+  // allocation (Tensor::empty(...).with_block(b)); checks that the shape can carry it.
+  Tensor with_block(int b) const;
   void* raw() { return storage_.get(); }
   const void* raw() const { return storage_.get(); }
 
@@ -73,7 +85,9 @@ class Tensor {
   Shape shape_;
   int64_t numel_ = 0;
   DType dtype_ = DType::f32;
+  int block_ = 0;
   std::shared_ptr<unsigned char> storage_;
+  [[noreturn]] void fail_access(DType want) const;
 };
 
 // Throws "op: name has shape [..], expected [..]" when shapes differ.
@@ -83,14 +97,21 @@ void check_same_dtype(const char* op, const Tensor& a, const Tensor& b);
 template <typename T>
 T* Tensor::data() {
   // if/fail rather than check(): the message pieces are built only on failure (hot path).
-  if (dtype_ != DTypeOf<T>::value)
-    fail("tensor: data<", dtype_name(DTypeOf<T>::value), "> on a ", dtype_name(dtype_), " tensor of shape ",
-         shape_str(shape_));
+  if (dtype_ != DTypeOf<T>::value || block_ != 0) fail_access(DTypeOf<T>::value);
   return reinterpret_cast<T*>(storage_.get());
 }
 template <typename T>
 const T* Tensor::data() const {
   return const_cast<Tensor*>(this)->data<T>();
+}
+template <typename T>
+T* Tensor::blocked_data() {
+  if (dtype_ != DTypeOf<T>::value) fail_access(DTypeOf<T>::value);
+  return reinterpret_cast<T*>(storage_.get());
+}
+template <typename T>
+const T* Tensor::blocked_data() const {
+  return const_cast<Tensor*>(this)->blocked_data<T>();
 }
 template <typename T>
 Tensor Tensor::from(Shape shape, const std::vector<T>& values) {

@@ -33,20 +33,26 @@ std::string ActivationLayer::describe() const {
   return os.str();
 }
 
+// Every activation is elementwise: a channel-blocked x runs through the kernel as the same
+// elements labelled plain (with_block(0)), and y, dx get x's label back.
 Tensor ActivationLayer::forward(RunContext& ctx, const Tensor& x) {
   check_input(act_name(p_.kind), x, shape_);
+  block_ = x.channel_block();
+  const Tensor xe = x.with_block(0);
   Tensor y = Tensor::empty(x.shape(), x.dtype());
-  ctx.exec.pick(ctx.exec.kernels.activation, backend_, p_, x.dtype()).forward(p_, x, y);
-  x_ = ctx.record ? x : Tensor();
+  ctx.exec.pick(ctx.exec.kernels.activation, backend_, p_, x.dtype()).forward(p_, xe, y);
+  x_ = ctx.record ? xe : Tensor();
   y_ = ctx.record ? y : Tensor();
-  return y;
+  return y.with_block(block_);
 }
 
 Tensor ActivationLayer::backward(RunContext& ctx, const Tensor& dy) {
   check(x_.defined(), act_name(p_.kind), ": backward without a recorded forward");
+  if (dy.channel_block() != block_)
+    fail(act_name(p_.kind), " backward: dy in channel block ", dy.channel_block(), ", the forward's x in ", block_);
   Tensor dx = Tensor::empty(x_.shape(), x_.dtype());
-  ctx.exec.pick(ctx.exec.kernels.activation, backend_, p_, dy.dtype()).backward(p_, x_, y_, dy, dx);
-  return dx;
+  ctx.exec.pick(ctx.exec.kernels.activation, backend_, p_, dy.dtype()).backward(p_, x_, y_, dy.with_block(0), dx);
+  return dx.with_block(block_);
 }
 
 }  // namespace driftlab

@@ -17,13 +17,15 @@ class ActivationLayer : public Layer {
   Shape output_shape() const override { return shape_; }
   Tensor forward(RunContext& ctx, const Tensor& x) override;
   Tensor backward(RunContext& ctx, const Tensor& dy) override;
+  int input_block(const ExecContext&, DType) const override { return kAnyBlock; }  // elementwise
   const ActivationParams& op_params() const { return p_; }
 
  private:
   ActivationParams p_;
   Shape shape_;
   KernelBackend backend_;
-  Tensor x_, y_;
+  Tensor x_, y_;   // labelled plain (the kernels' view)
+  int block_ = 0;  // the channel block of the recorded forward's x
 };
 
 }  // namespace driftlab

@@ -55,10 +55,14 @@ std::string BatchNormLayer::describe() const {
   return os.str();
 }
 
+int BatchNormLayer::input_block(const ExecContext& exec, DType dt) const {
+  return shape_.size() == 3 && exec.kernels.batchnorm.select(backend_, p_, dt).any_block ? kAnyBlock : 0;
+}
+
 Tensor BatchNormLayer::forward(RunContext& ctx, const Tensor& x) {
   check_input("batchnorm", x, shape_);
   p_.n = x.dim(0);
-  Tensor y = Tensor::empty(x.shape(), x.dtype());
+  Tensor y = Tensor::empty(x.shape(), x.dtype()).with_block(x.channel_block());
   const BatchNormKernel& k = ctx.exec.pick(ctx.exec.kernels.batchnorm, backend_, p_, x.dtype());
   x_ = ctx.record ? x : Tensor();
   recorded_ = ctx.semantics;
@@ -78,7 +82,9 @@ Tensor BatchNormLayer::forward(RunContext& ctx, const Tensor& x) {
 Tensor BatchNormLayer::backward(RunContext& ctx, const Tensor& dy) {
   check(x_.defined(), "batchnorm: backward without a recorded forward");
   check_shape("batchnorm backward", "dy", dy, x_.shape());
-  Tensor dx = Tensor::empty(x_.shape(), x_.dtype());
+  if (dy.channel_block() != x_.channel_block())
+    fail("batchnorm backward: dy in channel block ", dy.channel_block(), ", the forward's x in ", x_.channel_block());
+  Tensor dx = Tensor::empty(x_.shape(), x_.dtype()).with_block(x_.channel_block());
   const BatchNormKernel& k = ctx.exec.pick(ctx.exec.kernels.batchnorm, backend_, p_, x_.dtype());
   if (recorded_ == Semantics::inference)
     k.backward_infer(p_, x_, dy, gamma_.value, running_mean_.value, running_var_.value, dx, gamma_.grad, beta_.grad);

@@ -23,6 +23,8 @@ class BatchNormLayer : public Layer {
   Tensor backward(RunContext& ctx, const Tensor& dy) override;
   std::vector<Param*> params() override { return {&gamma_, &beta_}; }
   std::vector<Param*> buffers() override;
+  // Any channel block where its kernel takes blocked tensors (BatchNormKernel::any_block).
+  int input_block(const ExecContext& exec, DType dt) const override;
   const BatchNormParams& op_params() const { return p_; }  // n is set per call
   // Every running-statistics tensor, in batchnorm_update_running's argument order (buffers()
   // leaves out the zero-debias ones when they are unused).

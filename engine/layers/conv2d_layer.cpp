@@ -71,11 +71,21 @@ std::string Conv2dLayer::describe() const {
   return os.str();
 }
 
+int Conv2dLayer::input_block(const ExecContext& exec, DType dt) const {
+  const int b = kernel_block(exec.kernels.conv2d.select(backend_, p_, dt));
+  return b > 0 && p_.c % b == 0 ? b : 0;
+}
+
 Tensor Conv2dLayer::forward(RunContext& ctx, const Tensor& x) {
   check_input("conv2d", x, {p_.c, p_.h, p_.w});
   p_.n = x.dim(0);
   const Conv2dKernel& k = ctx.exec.pick(ctx.exec.kernels.conv2d, backend_, p_, x.dtype());
-  Tensor y = Tensor::empty(p_.y_shape(), x.dtype());
+  const int kb = kernel_block(k);
+  if (x.channel_block() != 0 && x.channel_block() != kb)
+    fail("conv2d: input in channel block ", x.channel_block(), ", kernel ", k.name, " takes ",
+         kb ? "that block or plain" : "plain only");
+  const int yb = kb > 0 && ctx.out_block == kb && p_.k % kb == 0 ? kb : 0;
+  Tensor y = Tensor::empty(p_.y_shape(), x.dtype()).with_block(yb);
   kept_.reset();
   // A training step's forward keeps, where the kernel offers it, what its weight gradient would
   // redo (oneDNN: x in the primitive's layout: one activation reorder per layer and step saved).
@@ -91,8 +101,8 @@ Tensor Conv2dLayer::backward(RunContext& ctx, const Tensor& dy) {
   check(x_.defined(), "conv2d: backward without a recorded forward");
   p_.n = x_.dim(0);
   const Conv2dKernel& k = ctx.exec.pick(ctx.exec.kernels.conv2d, backend_, p_, dy.dtype());
-  Tensor dx;  // left undefined when nobody needs it (the first layer while training)
-  if (ctx.need_dx) dx = Tensor::empty(p_.x_shape(), dy.dtype());
+  Tensor dx;  // left undefined when nobody needs it (the first layer while training); x's layout
+  if (ctx.need_dx) dx = Tensor::empty(p_.x_shape(), dy.dtype()).with_block(x_.channel_block());
   Tensor* db = ctx.param_grads && has_bias_ ? &bias_.grad : nullptr;
   if (k.backward_both) {  // dy reordered once for both gradients, the forward's keep for x
     k.backward_both(p_, x_, dy, weight_.value, ctx.need_dx ? &dx : nullptr, ctx.param_grads ? &weight_.grad : nullptr,

@@ -32,7 +32,12 @@ class Conv2dLayer : public Layer {
   Tensor forward(RunContext& ctx, const Tensor& x) override;
   Tensor backward(RunContext& ctx, const Tensor& dy) override;
   std::vector<Param*> params() override;
+  // Its kernel's channel block (Conv2dKernel::channel_block) where the input channels fill whole
+  // blocks; the output is blocked the same way where RunContext::out_block asks for that block.
+  int input_block(const ExecContext& exec, DType dt) const override;
   const Conv2dParams& op_params() const { return p_; }
+  // The channel block the selected kernel computes in, 0 where it has none.
+  static int kernel_block(const Conv2dKernel& k) { return k.channel_block ? k.channel_block() : 0; }
   // What a fused conv_block (Sequential) needs of this layer: its knob, its parameters, and a note
   // for describe() saying whether the block runs fused.
   KernelBackend block_backend() const { return block_backend_; }

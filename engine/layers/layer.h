@@ -14,6 +14,7 @@
 #include <string>
 #include <vector>
 
+#include "engine/layers/layout.h"
 #include "engine/core/tensor.h"
 #include "kernels/cpu/registry.h"
 
@@ -67,6 +68,10 @@ struct RunContext {
   // Set by a forward pass, read by the layers after the one that set it (see StepMask); a
   // recurrent layer that returns only its last step consumes it.
   StepMask step_mask{};
+  // The channel block (engine/layers/layout.h) the output of the layer being called may have: 0 =
+  // plain (the default: what every caller outside a container gets). Set by Sequential for each
+  // layer from what the layers after it take (Layer::input_block); a permission, not a demand.
+  int out_block = 0;
 
   // A training step's pass: train semantics, recorded; `rng` feeds dropout.
   static RunContext training(ExecContext& exec, Rng* rng) { return {exec, Semantics::train, true, rng}; }
@@ -85,6 +90,11 @@ class Layer {
   virtual Tensor forward(RunContext& ctx, const Tensor& x) = 0;
   virtual Tensor backward(RunContext& ctx, const Tensor& dy) = 0;
   virtual std::vector<Param*> params() { return {}; }
+  // The channel block its forward takes an input in besides plain (engine/layers/layout.h): 0 =
+  // plain only (the default), kAnyBlock = any (elementwise and per-channel layers: output and
+  // gradients in the input's layout). backward() then receives dy in its output's layout and
+  // returns dx in its input's. Asked by Sequential, which converts where a layer takes neither.
+  virtual int input_block(const ExecContext&, DType) const { return 0; }
   // State that is saved with the model but not trained (BatchNorm running statistics).
   virtual std::vector<Param*> buffers() { return {}; }
   // Parameters (buffers when `buffers` is set) named "<prefix>.<kind>.<name>"; containers

@@ -2,6 +2,7 @@
 
 #include <sstream>
 
+#include "engine/layers/layout.h"
 #include "engine/core/parallel.h"
 #include "engine/layers/batchnorm_layer.h"
 #include "engine/layers/conv2d_layer.h"
@@ -48,17 +49,19 @@ void add_into(T* a, const T* b, int64_t n) {
 
 }  // namespace
 
-// Every (output, input) element pair of the option-A shortcut; each output and each input element
-// is in at most one pair, so f may run for different images on different threads.
+// Every (output, input) element pair of the option-A shortcut, with the output in channel block yb
+// and the input in xb (engine/layers/layout.h); each output and each input element is in at most
+// one pair, so f may run for different images on different threads.
 template <typename F>
-void ResidualLayer::for_each_option_a_pair(int64_t n, F&& f) const {
+void ResidualLayer::for_each_option_a_pair(int64_t n, int xb, int yb, F&& f) const {
   const int64_t c = in_[0], h = in_[1], w = in_[2], oc = out_[0], oh = out_[1], ow = out_[2];
 #pragma omp parallel for schedule(static) if (n * c * oh * ow > kParallelMinElements)
   for (int64_t b = 0; b < n; ++b)
     for (int64_t ci = 0; ci < c; ++ci)
       for (int64_t i = 0; i < oh; ++i)
         for (int64_t j = 0; j < ow; ++j)
-          f(((b * oc + ci + pad_before_) * oh + i) * ow + j, ((b * c + ci) * h + i * stride_) * w + j * stride_);
+          f(blocked_offset(b, ci + pad_before_, i * ow + j, oc, oh * ow, yb),
+            blocked_offset(b, ci, i * stride_ * w + j * stride_, c, h * w, xb));
 }
 
 std::string ResidualLayer::describe() const {
@@ -68,51 +71,62 @@ std::string ResidualLayer::describe() const {
   return os.str();
 }
 
+int ResidualLayer::input_block(const ExecContext& exec, DType dt) const {
+  const int a = main_->input_block(exec, dt);
+  if (!proj_) return a;
+  const int b = proj_->input_block(exec, dt);
+  if (a == kAnyBlock) return b;
+  return b == kAnyBlock || b == a ? a : 0;
+}
+
+// The main path's output y and the shortcut's term are added in y's layout (elementwise, labelled
+// plain); x keeps its own (option A maps each element).
 Tensor ResidualLayer::forward(RunContext& ctx, const Tensor& x) {
   check_input("residual", x, in_);
   Tensor y = main_->forward(ctx, x);
+  const int yb = y.channel_block();
   Tensor s;
-  if (shortcut_ == Shortcut::option_b) s = proj_->forward(ctx, x);
+  if (shortcut_ == Shortcut::option_b) s = to_block(proj_->forward(ctx, x), yb);
+  if (shortcut_ == Shortcut::identity) s = to_block(x, yb);
   dispatch_dtype(y.dtype(), [&](auto tag) {
     using T = decltype(tag);
-    T* yd = y.data<T>();
-    const T* xd = x.data<T>();
-    if (shortcut_ == Shortcut::identity) {
-      add_into(yd, xd, y.numel());
-    } else if (shortcut_ == Shortcut::option_b) {
-      add_into(yd, s.data<T>(), y.numel());
+    T* yd = y.blocked_data<T>();
+    if (s.defined()) {
+      add_into(yd, s.blocked_data<T>(), y.numel());
     } else {
-      for_each_option_a_pair(x.dim(0), [&](int64_t out, int64_t in) { yd[out] += xd[in]; });
+      const T* xd = x.blocked_data<T>();
+      for_each_option_a_pair(x.dim(0), x.channel_block(), yb, [&](int64_t out, int64_t in) { yd[out] += xd[in]; });
     }
   });
+  x_block_ = x.channel_block();
+  y_block_ = yb;
   return y;
 }
 
-Tensor ResidualLayer::backward(RunContext& ctx, const Tensor& dy) {
+Tensor ResidualLayer::backward(RunContext& ctx, const Tensor& dy_in) {
   // The inner paths need their input gradient exactly when this block's dx is needed:
   // Sequential::backward reads that from ctx.input_grad for its first layer.
+  const Tensor dy = to_block(dy_in, y_block_);
   const bool saved = ctx.input_grad;
   ctx.input_grad = ctx.need_dx;
   Tensor dx = main_->backward(ctx, dy);
   Tensor ds = shortcut_ == Shortcut::option_b ? proj_->backward(ctx, dy) : Tensor();
   ctx.input_grad = saved;
   if (!dx.defined()) return dx;  // nobody needs dx (the block is the network's first layer)
-  if (shortcut_ == Shortcut::option_b) {
+  dx = to_block(dx, x_block_);
+  if (shortcut_ != Shortcut::option_a) {
+    const Tensor g = to_block(shortcut_ == Shortcut::option_b ? ds : dy, x_block_);
     dispatch_dtype(dx.dtype(), [&](auto tag) {
       using T = decltype(tag);
-      add_into(dx.data<T>(), ds.data<T>(), dx.numel());
+      add_into(dx.blocked_data<T>(), g.blocked_data<T>(), dx.numel());
     });
     return dx;
   }
   dispatch_dtype(dx.dtype(), [&](auto tag) {
     using T = decltype(tag);
-    T* d = dx.data<T>();
-    const T* g = dy.data<T>();
-    if (shortcut_ == Shortcut::identity) {
-      add_into(d, g, dx.numel());
-      return;
-    }
-    for_each_option_a_pair(dy.dim(0), [&](int64_t out, int64_t in) { d[in] += g[out]; });
+    T* d = dx.blocked_data<T>();
+    const T* g = dy.blocked_data<T>();
+    for_each_option_a_pair(dy.dim(0), x_block_, y_block_, [&](int64_t out, int64_t in) { d[in] += g[out]; });
   });
   return dx;
 }

@@ -23,6 +23,8 @@ class ResidualLayer : public Layer {
   Shape output_shape() const override { return out_; }
   Tensor forward(RunContext& ctx, const Tensor& x) override;
   Tensor backward(RunContext& ctx, const Tensor& dy) override;
+  // What both paths take (the main path's first convolution's block, in ResNets).
+  int input_block(const ExecContext& exec, DType dt) const override;
   std::vector<Param*> params() override;
   std::vector<Param*> buffers() override;
   void collect(const std::string& prefix, bool buffers, std::vector<std::pair<std::string, Param*>>& out) override;
@@ -37,13 +39,14 @@ class ResidualLayer : public Layer {
   // Calls f(output index, input index) for every element option A carries: channel ci of the
   // input subsampled by the stride lands in channel ci + pad_before_ of the output.
   template <typename F>
-  void for_each_option_a_pair(int64_t n, F&& f) const;
+  void for_each_option_a_pair(int64_t n, int xb, int yb, F&& f) const;
 
   std::unique_ptr<Sequential> main_;
   std::unique_ptr<Sequential> proj_;  // option B only
   Shortcut shortcut_;
   Shape in_, out_;
   int64_t stride_ = 1, pad_before_ = 0;
+  int x_block_ = 0, y_block_ = 0;  // the last forward's input and output channel blocks
 };
 
 }  // namespace driftlab

@@ -2,6 +2,7 @@
 
 #include <cmath>
 
+#include "engine/layers/layout.h"
 #include "engine/cuda/device_layer.h"
 #include "engine/layers/activation_layer.h"
 #include "engine/layers/conv2d_layer.h"
@@ -82,6 +83,7 @@ bool Sequential::forward_block(RunContext& ctx, Block& blk, Tensor& h) {
   blk.x = blk.z = Tensor();
   if (!k.name || !k.supports(p, h.dtype())) return false;
   ctx.exec.pick(ctx.exec.kernels.conv_block, want, p, h.dtype());  // the trace
+  h = to_plain(h);  // the fused blocks take plain tensors
   Tensor y = Tensor::empty(p.y_shape(), h.dtype());
   if (ctx.record) blk.z = Tensor::empty(p.z_shape(), h.dtype());
   k.forward(p, h, blk.conv->weight().value, p.bias ? &blk.conv->bias().value : nullptr, y,
@@ -92,22 +94,49 @@ bool Sequential::forward_block(RunContext& ctx, Block& blk, Tensor& h) {
   return true;
 }
 
+int Sequential::input_block(const ExecContext& exec, DType dt) const {
+  for (const auto& l : layers_)
+    if (int b = l->input_block(exec, dt); b != kAnyBlock) return b;
+  return kAnyBlock;
+}
+
 Tensor Sequential::forward(RunContext& ctx, const Tensor& x) {
+  const int outer = ctx.out_block;
+  const std::size_t n = layers_.size();
+  // takes[i]: the block layer i takes (kAnyBlock: any); wants[i]: the block layer i's input may
+  // have, looking past the layers that take any, to what the caller allows after the last one.
+  std::vector<int> takes(n), wants(n + 1);
+  wants[n] = outer;
+  for (std::size_t i = n; i-- > 0;) {
+    takes[i] = ctx.exec.channel_blocks ? layers_[i]->input_block(ctx.exec, x.dtype()) : 0;
+    wants[i] = takes[i] == kAnyBlock ? wants[i + 1] : takes[i];
+  }
+  in_block_ = x.channel_block();
+  out_blocks_.assign(n, 0);
   Tensor h = x;
-  for (std::size_t i = 0; i < layers_.size();) {
+  for (std::size_t i = 0; i < n;) {
     if (Block* b = block_at(i); b && forward_block(ctx, *b, h)) {
       i += 3;
       continue;
     }
+    if (h.channel_block() != 0 && takes[i] != kAnyBlock && takes[i] != h.channel_block()) h = to_plain(h);
+    ctx.out_block = wants[i + 1];
     h = layers_[i]->forward(ctx, h);
+    out_blocks_[i] = h.channel_block();
     ++i;
   }
+  ctx.out_block = outer;
+  if (h.channel_block() != 0 && h.channel_block() != outer) h = to_plain(h);
+  final_block_ = h.channel_block();
   return h;
 }
 
 Tensor Sequential::backward(RunContext& ctx, const Tensor& dy) {
-  Tensor g = dy;
+  check(dy.channel_block() == final_block_ || dy.channel_block() == 0, "sequential backward: dy in channel block ",
+        dy.channel_block(), ", the forward's output in ", final_block_);
+  Tensor g = to_block(dy, final_block_);
   for (std::size_t i = layers_.size(); i-- > 0;) {
+    if (g.defined()) g = to_block(g, out_blocks_.size() == layers_.size() ? out_blocks_[i] : 0);
     Block* blk = block_ending_at(i);
     if (blk && blk->fused) {
       check(blk->x.defined(), "conv_block: backward without a recorded forward");
@@ -126,6 +155,7 @@ Tensor Sequential::backward(RunContext& ctx, const Tensor& dy) {
     g = layers_[i]->backward(ctx, g);
   }
   ctx.need_dx = true;
+  if (g.defined()) g = to_block(g, in_block_);
   return g;
 }
 

@@ -1,4 +1,12 @@
 // Sequential container: runs children forward in order and backward in reverse.
+//
+// Channel-blocked activations (engine/layers/layout.h): before calling layer i, forward tells it
+// through RunContext::out_block which block its output may have: the block that the next layer
+// not taking any layout takes (Layer::input_block), looking past the ones that take any; after the
+// last layer, what the caller allowed (RunContext::out_block, 0 by default: the model's output is
+// plain). A tensor in a layout the next layer does not take is converted to plain before it. Each
+// layer's output layout is recorded, and backward converts the incoming gradient to it before the
+// layer's backward; the input gradient comes back in the input's layout.
 // Layers are appended with their input shape known, so every Policy decision that depends
 // on shapes ('same' padding) is resolved at build time.
 //
@@ -36,6 +44,8 @@ class Sequential {
   // Saved, untrained state, named the same way ("<index>.batchnorm.running_mean").
   std::vector<std::pair<std::string, Param*>> named_buffers();
   void zero_grad();
+  // The channel block its first layer that does not take any layout takes (kAnyBlock where all do).
+  int input_block(const ExecContext& exec, DType dt) const;
 
   std::size_t size() const { return layers_.size(); }
   Layer& layer(std::size_t i) { return *layers_.at(i); }
@@ -61,6 +71,9 @@ class Sequential {
   Shape input_, out_;
   std::vector<std::unique_ptr<Layer>> layers_;
   std::vector<Block> blocks_;
+  // The last forward's layouts: its input's, each layer's output's, and its own output's.
+  int in_block_ = 0, final_block_ = 0;
+  std::vector<int> out_blocks_;
 };
 
 }  // namespace driftlab

@@ -63,6 +63,9 @@ struct BatchNormKernel {
   BnForwardInferFn forward_infer = nullptr;
   BnBackwardInferFn backward_infer = nullptr;
   BnUpdateRunningFn update_running = nullptr;
+  // Whether the four passes take a channel-blocked x (engine/layers/layout.h, any block; dy, y and dx
+  // in x's layout). Kernels without it take plain tensors only.
+  bool any_block = false;
 };
 
 }  // namespace driftlab

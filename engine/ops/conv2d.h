@@ -67,6 +67,10 @@ struct Conv2dKernel {
   Conv2dBackwardWeightFn backward_weight = nullptr;
   Conv2dForwardKeepFn forward_keep = nullptr;    // optional (above)
   Conv2dBackwardBothFn backward_both = nullptr;  // optional, offered with forward_keep
+  // Optional: the channel block (engine/layers/layout.h) in which this kernel reads and writes x, y,
+  // dy and dx without a reorder, 0 where none. Kernels that offer it take those tensors in that
+  // block or plain, each argument as its Tensor says; every other kernel takes plain tensors only.
+  int (*channel_block)() = nullptr;
 };
 
 

@@ -7,7 +7,16 @@
 // or better, and ~10x faster: the reference's one-chain float sum is bound by the latency of
 // one add per value. Channels are split over threads, each channel summed on one thread, so
 // the bits do not depend on the thread count. The per-element formulas are the reference's.
+//
+// Channel-blocked tensors (engine/layers/layout.h, (N, C/B, S, B)) take their own loops: there a
+// plane of one image holds B channels side by side, so the sums run per (image, channel block),
+// B channels in the B lanes of one vector, over the plane in four interleaved partial sums (chains
+// of S/4 adds); each (image, channel)'s float sum is added over the images in double, in image
+// order. Tasks are (image, channel block) pairs, so the bits do not depend on the thread count
+// either; they differ from the plain layout's (another summation order, as accurate).
 #include <cmath>
+#include <type_traits>
+#include <vector>
 
 #include "kernels/cpu/ref/ref.h"
 #include "kernels/cpu/registry.h"
@@ -31,10 +40,212 @@ void check_f32(const char* fn, const BatchNormParams& p, const Tensor& x) {
   check(p.n * p.s > 1, fn, ": batch statistics need more than one value per channel (N*S=", p.n * p.s, ")");
 }
 
+// The inference scale of channel ch: 1/sqrt(running_var + eps), or the running inverse std.
+float infer_invstd(const BatchNormParams& p, float rv) {
+  return p.estimator == BnVarEstimator::inv_std ? rv : 1.0f / std::sqrt(rv + static_cast<float>(p.eps));
+}
+
+void check_infer_f32(const char* fn, const BatchNormParams& p, const Tensor& x) {
+  if (x.dtype() != DType::f32) fail(fn, ": the fast kernel is float32 only (use the reference for float64)");
+  if (!(x.numel() == p.n * p.c * p.s && x.dim(0) == p.n))  // if/fail: no shape string per call
+    fail(fn, ": x has shape ", shape_str(x.shape()), ", expected N=", p.n, " C=", p.c, " S=", p.s);
+}
+
+// ---- channel-blocked (N, C/B, S, B) ----
+
+// The B lanes of f(a, b, lane) summed over one image's plane of one channel block (a and b walk
+// two tensors of the same layout), in four partial sums over k = 0 mod 4, 1 mod 4, ...: out[l]
+// (double) = that sum for lane l.
+template <int B, typename F>
+inline void plane_lane_sums(const float* a, const float* b, int64_t s, F&& f, double* out) {
+  float acc[4][B] = {};
+  int64_t k = 0;
+  for (; k + 4 <= s; k += 4)
+    for (int u = 0; u < 4; ++u) {
+      const float *va = a + (k + u) * B, *vb = b + (k + u) * B;
+#pragma omp simd
+      for (int l = 0; l < B; ++l) acc[u][l] += f(va[l], vb[l], l);
+    }
+  for (; k < s; ++k) {
+    const float *va = a + k * B, *vb = b + k * B;
+#pragma omp simd
+    for (int l = 0; l < B; ++l) acc[0][l] += f(va[l], vb[l], l);
+  }
+  for (int l = 0; l < B; ++l) out[l] = static_cast<double>((acc[0][l] + acc[1][l]) + (acc[2][l] + acc[3][l]));
+}
+
+// sums[c] = sum over images, in image order, of per_image(i, cb, lane sums of channel block cb).
+// part holds the N*C per-(image, channel) sums between the parallel pass and the ordered one.
+template <int B, typename PlaneFn>
+void blocked_channel_sums(int64_t n, int64_t c, std::vector<double>& part, PlaneFn&& plane_fn,
+                          std::vector<double>& sums) {
+  const int64_t cb = c / B;
+  part.assign(static_cast<std::size_t>(n * c), 0.0);
+#pragma omp parallel for collapse(2) schedule(static)
+  for (int64_t i = 0; i < n; ++i)
+    for (int64_t j = 0; j < cb; ++j) plane_fn(i, j, part.data() + i * c + j * B);
+  sums.assign(static_cast<std::size_t>(c), 0.0);
+  for (int64_t i = 0; i < n; ++i)
+    for (int64_t ch = 0; ch < c; ++ch) sums[static_cast<std::size_t>(ch)] += part[static_cast<std::size_t>(i * c + ch)];
+}
+
+// Per channel, over images in order: sdy = sum dy, sdyx = sum dy * (x - m) * inv.
+template <int B>
+void dy_sums(const BatchNormParams& p, const float* xd, const float* dyd, const float* md, const float* id,
+             std::vector<double>& part, std::vector<double>& sdy, std::vector<double>& sdyx) {
+  const int64_t n = p.n, c = p.c, s = p.s, cb = c / B;
+  blocked_channel_sums<B>(n, c, part, [&](int64_t i, int64_t j, double* out) {
+    const float* d = dyd + (i * cb + j) * s * B;
+    plane_lane_sums<B>(d, d, s, [](float v, float, int) { return v; }, out);
+  }, sdy);
+  blocked_channel_sums<B>(n, c, part, [&](int64_t i, int64_t j, double* out) {
+    const float *m = md + j * B, *inv = id + j * B;
+    const int64_t off = (i * cb + j) * s * B;
+    plane_lane_sums<B>(dyd + off, xd + off, s, [m, inv](float d, float x, int l) { return d * ((x - m[l]) * inv[l]); },
+                       out);
+  }, sdyx);
+}
+
+// out = f(in, lane values) elementwise over every (image, channel block) plane.
+template <int B, typename F>
+void blocked_map(int64_t n, int64_t c, int64_t s, F&& f) {
+  const int64_t cb = c / B;
+#pragma omp parallel for collapse(2) schedule(static)
+  for (int64_t i = 0; i < n; ++i)
+    for (int64_t j = 0; j < cb; ++j) f((i * cb + j) * s * B, j * B);
+}
+
+template <int B>
+void forward_train_blocked(const BatchNormParams& p, const float* xd, const float* g, const float* b, float* yd,
+                           float* md, float* vd, float* id) {
+  const int64_t n = p.n, c = p.c, s = p.s, cb = c / B;
+  const double count = static_cast<double>(n * s);
+  std::vector<double> part, sum, sq;
+  blocked_channel_sums<B>(n, c, part, [&](int64_t i, int64_t j, double* out) {
+    const float* x = xd + (i * cb + j) * s * B;
+    plane_lane_sums<B>(x, x, s, [](float v, float, int) { return v; }, out);
+  }, sum);
+  std::vector<float> mu(static_cast<std::size_t>(c));
+  for (int64_t ch = 0; ch < c; ++ch) mu[static_cast<std::size_t>(ch)] = static_cast<float>(sum[static_cast<std::size_t>(ch)] / count);
+  blocked_channel_sums<B>(n, c, part, [&](int64_t i, int64_t j, double* out) {
+    const float* m = mu.data() + j * B;
+    const float* x = xd + (i * cb + j) * s * B;
+    plane_lane_sums<B>(x, x, s, [m](float v, float, int l) { return (v - m[l]) * (v - m[l]); }, out);
+  }, sq);
+  std::vector<float> scale(static_cast<std::size_t>(c));
+  for (int64_t ch = 0; ch < c; ++ch) {
+    const std::size_t u = static_cast<std::size_t>(ch);
+    const float v = static_cast<float>(sq[u] / count);
+    md[ch] = mu[u];
+    vd[ch] = v;
+    id[ch] = 1.0f / std::sqrt(v + static_cast<float>(p.eps));
+  }
+  blocked_map<B>(n, c, s, [&](int64_t off, int64_t c0) {
+    const float *xr = xd + off, *m = md + c0, *inv = id + c0, *gc = g + c0, *bc = b + c0;
+    float* yr = yd + off;
+    for (int64_t k = 0; k < s; ++k)
+#pragma omp simd
+      for (int l = 0; l < B; ++l) yr[k * B + l] = gc[l] * ((xr[k * B + l] - m[l]) * inv[l]) + bc[l];
+  });
+}
+
+template <int B>
+void backward_train_blocked(const BatchNormParams& p, const float* xd, const float* dyd, const float* g,
+                            const float* md, const float* id, float* dxd, float* dg, float* db) {
+  const int64_t n = p.n, c = p.c, s = p.s;
+  const float count = static_cast<float>(n * s);
+  std::vector<double> part, sdy, sdyx;
+  dy_sums<B>(p, xd, dyd, md, id, part, sdy, sdyx);
+  std::vector<float> sum_dy(static_cast<std::size_t>(c)), sum_dy_xhat(static_cast<std::size_t>(c)),
+      scale(static_cast<std::size_t>(c));
+  for (int64_t ch = 0; ch < c; ++ch) {
+    const std::size_t u = static_cast<std::size_t>(ch);
+    sum_dy[u] = static_cast<float>(sdy[u]);
+    sum_dy_xhat[u] = static_cast<float>(sdyx[u]);
+    dg[ch] += sum_dy_xhat[u];
+    db[ch] += sum_dy[u];
+    scale[u] = g[ch] * id[ch] / count;
+  }
+  blocked_map<B>(n, c, s, [&](int64_t off, int64_t c0) {
+    const float *xr = xd + off, *dr = dyd + off, *m = md + c0, *inv = id + c0;
+    const float *sc = scale.data() + c0, *sd = sum_dy.data() + c0, *sx = sum_dy_xhat.data() + c0;
+    float* out = dxd + off;
+    for (int64_t k = 0; k < s; ++k)
+#pragma omp simd
+      for (int l = 0; l < B; ++l) {
+        const float xhat = (xr[k * B + l] - m[l]) * inv[l];
+        out[k * B + l] = sc[l] * (count * dr[k * B + l] - sd[l] - xhat * sx[l]);
+      }
+  });
+}
+
+template <int B>
+void forward_infer_blocked(const BatchNormParams& p, const float* xd, const float* g, const float* b,
+                           const float* rmd, const float* rvd, float* yd) {
+  const int64_t c = p.c;
+  std::vector<float> inv(static_cast<std::size_t>(c));
+  for (int64_t ch = 0; ch < c; ++ch) inv[static_cast<std::size_t>(ch)] = infer_invstd(p, rvd[ch]);
+  blocked_map<B>(p.n, c, p.s, [&](int64_t off, int64_t c0) {
+    const float *xr = xd + off, *m = rmd + c0, *iv = inv.data() + c0, *gc = g + c0, *bc = b + c0;
+    float* yr = yd + off;
+    for (int64_t k = 0; k < p.s; ++k)
+#pragma omp simd
+      for (int l = 0; l < B; ++l) yr[k * B + l] = gc[l] * ((xr[k * B + l] - m[l]) * iv[l]) + bc[l];
+  });
+}
+
+template <int B>
+void backward_infer_blocked(const BatchNormParams& p, const float* xd, const float* dyd, const float* g,
+                            const float* rmd, const float* rvd, float* dxd, float* dg, float* db) {
+  const int64_t n = p.n, c = p.c, s = p.s;
+  std::vector<float> inv(static_cast<std::size_t>(c)), scale(static_cast<std::size_t>(c));
+  for (int64_t ch = 0; ch < c; ++ch) {
+    inv[static_cast<std::size_t>(ch)] = infer_invstd(p, rvd[ch]);
+    scale[static_cast<std::size_t>(ch)] = g[ch] * inv[static_cast<std::size_t>(ch)];
+  }
+  blocked_map<B>(n, c, s, [&](int64_t off, int64_t c0) {
+    const float* dr = dyd + off;
+    const float* sc = scale.data() + c0;
+    float* out = dxd + off;
+    for (int64_t k = 0; k < s; ++k)
+#pragma omp simd
+      for (int l = 0; l < B; ++l) out[k * B + l] = dr[k * B + l] * sc[l];
+  });
+  std::vector<double> part, sdy, sdyx;
+  dy_sums<B>(p, xd, dyd, rmd, inv.data(), part, sdy, sdyx);
+  for (int64_t ch = 0; ch < c; ++ch) {
+    dg[ch] += static_cast<float>(sdyx[static_cast<std::size_t>(ch)]);
+    db[ch] += static_cast<float>(sdy[static_cast<std::size_t>(ch)]);
+  }
+}
+
+// Calls f(std::integral_constant<int, B>) for the tensor's channel block (8 or 16).
+template <typename F>
+void for_block(const char* fn, const Tensor& x, F&& f) {
+  switch (x.channel_block()) {
+    case 8: return f(std::integral_constant<int, 8>{});
+    case 16: return f(std::integral_constant<int, 16>{});
+    default: fail(fn, ": channel block ", x.channel_block(), " (the fast kernel takes plain, 8 or 16)");
+  }
+}
+
+void check_same_block(const char* fn, const Tensor& x, const Tensor& other, const char* name) {
+  if (other.channel_block() != x.channel_block())
+    fail(fn, ": ", name, " in channel block ", other.channel_block(), ", x in ", x.channel_block());
+}
+
 void batchnorm_forward_train_fast(const BatchNormParams& p, const Tensor& x, const Tensor& gamma, const Tensor& beta,
                                   Tensor& y, Tensor& mean, Tensor& var, Tensor& invstd) {
   check_f32("batchnorm_forward_train_fast", p, x);
   check_shape("batchnorm_forward_train_fast", "y", y, x.shape());
+  if (x.channel_block() != 0) {
+    check_same_block("batchnorm_forward_train_fast", x, y, "y");
+    return for_block("batchnorm_forward_train_fast", x, [&](auto blk) {
+      forward_train_blocked<decltype(blk)::value>(p, x.blocked_data<float>(), gamma.data<float>(), beta.data<float>(),
+                                                  y.blocked_data<float>(), mean.data<float>(), var.data<float>(),
+                                                  invstd.data<float>());
+    });
+  }
   const float* xd = x.data<float>();
   const float *g = gamma.data<float>(), *b = beta.data<float>();
   float *yd = y.data<float>(), *md = mean.data<float>(), *vd = var.data<float>(), *id = invstd.data<float>();
@@ -68,6 +279,15 @@ void batchnorm_backward_train_fast(const BatchNormParams& p, const Tensor& x, co
   check_f32("batchnorm_backward_fast", p, x);
   check_shape("batchnorm_backward_fast", "dy", dy, x.shape());
   check_shape("batchnorm_backward_fast", "dx", dx, x.shape());
+  if (x.channel_block() != 0) {
+    check_same_block("batchnorm_backward_fast", x, dy, "dy");
+    check_same_block("batchnorm_backward_fast", x, dx, "dx");
+    return for_block("batchnorm_backward_fast", x, [&](auto blk) {
+      backward_train_blocked<decltype(blk)::value>(p, x.blocked_data<float>(), dy.blocked_data<float>(),
+                                                   gamma.data<float>(), mean.data<float>(), invstd.data<float>(),
+                                                   dx.blocked_data<float>(), dgamma.data<float>(), dbeta.data<float>());
+    });
+  }
   const float *xd = x.data<float>(), *dyd = dy.data<float>(), *g = gamma.data<float>();
   const float *md = mean.data<float>(), *id = invstd.data<float>();
   float *dxd = dx.data<float>(), *dg = dgamma.data<float>(), *db = dbeta.data<float>();
@@ -106,21 +326,17 @@ void batchnorm_backward_train_fast(const BatchNormParams& p, const Tensor& x, co
   }
 }
 
-// The inference scale of channel ch: 1/sqrt(running_var + eps), or the running inverse std.
-float infer_invstd(const BatchNormParams& p, float rv) {
-  return p.estimator == BnVarEstimator::inv_std ? rv : 1.0f / std::sqrt(rv + static_cast<float>(p.eps));
-}
-
-void check_infer_f32(const char* fn, const BatchNormParams& p, const Tensor& x) {
-  if (x.dtype() != DType::f32) fail(fn, ": the fast kernel is float32 only (use the reference for float64)");
-  if (!(x.numel() == p.n * p.c * p.s && x.dim(0) == p.n))  // if/fail: no shape string per call
-    fail(fn, ": x has shape ", shape_str(x.shape()), ", expected N=", p.n, " C=", p.c, " S=", p.s);
-}
-
 void batchnorm_forward_infer_fast(const BatchNormParams& p, const Tensor& x, const Tensor& gamma, const Tensor& beta,
                                   const Tensor& rm, const Tensor& rv, Tensor& y) {
   check_infer_f32("batchnorm_forward_infer_fast", p, x);
   check_shape("batchnorm_forward_infer_fast", "y", y, x.shape());
+  if (x.channel_block() != 0) {
+    check_same_block("batchnorm_forward_infer_fast", x, y, "y");
+    return for_block("batchnorm_forward_infer_fast", x, [&](auto blk) {
+      forward_infer_blocked<decltype(blk)::value>(p, x.blocked_data<float>(), gamma.data<float>(), beta.data<float>(),
+                                                  rm.data<float>(), rv.data<float>(), y.blocked_data<float>());
+    });
+  }
   const float *xd = x.data<float>(), *g = gamma.data<float>(), *b = beta.data<float>();
   const float *rmd = rm.data<float>(), *rvd = rv.data<float>();
   float* yd = y.data<float>();
@@ -142,6 +358,15 @@ void batchnorm_backward_infer_fast(const BatchNormParams& p, const Tensor& x, co
   check_infer_f32("batchnorm_backward_infer_fast", p, x);
   check_shape("batchnorm_backward_infer_fast", "dy", dy, x.shape());
   check_shape("batchnorm_backward_infer_fast", "dx", dx, x.shape());
+  if (x.channel_block() != 0) {
+    check_same_block("batchnorm_backward_infer_fast", x, dy, "dy");
+    check_same_block("batchnorm_backward_infer_fast", x, dx, "dx");
+    return for_block("batchnorm_backward_infer_fast", x, [&](auto blk) {
+      backward_infer_blocked<decltype(blk)::value>(p, x.blocked_data<float>(), dy.blocked_data<float>(),
+                                                   gamma.data<float>(), rm.data<float>(), rv.data<float>(),
+                                                   dx.blocked_data<float>(), dgamma.data<float>(), dbeta.data<float>());
+    });
+  }
   const float *xd = x.data<float>(), *dyd = dy.data<float>(), *g = gamma.data<float>();
   const float *rmd = rm.data<float>(), *rvd = rv.data<float>();
   float *dxd = dx.data<float>(), *dg = dgamma.data<float>(), *db = dbeta.data<float>();
@@ -175,7 +400,7 @@ void batchnorm_backward_infer_fast(const BatchNormParams& p, const Tensor& x, co
 void register_batchnorm_fast(KernelRegistry& reg) {
   BatchNormKernel k;
   k.name = "fast";
-  k.supports_doc = "float32, every params field but sum_order (SIMD row sums added in double); the running "
+  k.supports_doc = "float32, plain or channel-blocked, every params field but sum_order (SIMD row sums added in double); the running "
                    "update is the reference's";
   k.supports = [](const BatchNormParams&, DType dt) { return dt == DType::f32; };
   k.forward_train = batchnorm_forward_train_fast;
@@ -183,6 +408,7 @@ void register_batchnorm_fast(KernelRegistry& reg) {
   k.forward_infer = batchnorm_forward_infer_fast;
   k.backward_infer = batchnorm_backward_infer_fast;
   k.update_running = batchnorm_update_running;
+  k.any_block = true;
   reg.batchnorm.at(KernelBackend::fast) = k;
 }
 

@@ -62,6 +62,10 @@ struct ExecContext {
   int threads = default_threads();
   // When set, every kernel selection is appended here (tests: which kernel ran for which op).
   std::vector<KernelChoice>* trace = nullptr;
+  // Whether Sequential may keep activations channel-blocked between the layers that take them
+  // (engine/layers/layout.h; the convolutions compute the same bits either way, BatchNorm sums in
+  // another order). false: every layer sees plain tensors (the comparison the tests make).
+  bool channel_blocks = true;
 
   // The kernel of `table` for backend `want` (see OpTable::select), recorded in `trace`.
   template <typename Kernel, typename Params>

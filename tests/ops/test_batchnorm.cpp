@@ -11,7 +11,10 @@
 
 #include <algorithm>
 #include <cmath>
+#include <string>
+#include <vector>
 
+#include "engine/layers/layout.h"
 #include "engine/ops/batchnorm.h"
 #include "kernels/cpu/ref/ref.h"
 #include "kernels/cpu/registry.h"
@@ -118,6 +121,62 @@ TEST_P(BatchNormFast, InferenceMatchesTheReference) {
   }
 }
 
+// The kernel's channel-blocked loops (engine/layers/layout.h: (N, C/B, S, B)) against the float64
+// reference, with the plain layout's tolerance (per-lane sums over a plane in four partial sums,
+// added over images in double: chains as short as the plain kernel's or shorter); the inference y
+// and dx elementwise: the plain kernel's bits. Rows whose channels fill blocks of 8 and of 16.
+TEST_P(BatchNormFast, ChannelBlockedMatchesTheFloat64ReferenceAndThePlainInferenceBits) {
+  const BatchNormCase c = GetParam();
+  const double tol = c.lo >= 100.0 ? 1e-4 : 2e-5;  // as above
+  for (int blk : {8, 16}) {
+    if (c.c % blk != 0) continue;
+    SCOPED_TRACE("channel block " + std::to_string(blk));
+    const Shape shape4{c.n, c.c, c.s, 1};
+    auto blocked = [&](const Tensor& t) { return to_block(t.reshape(shape4), blk); };
+    auto plain = [&](const Tensor& t) { return to_plain(t).reshape({c.n, c.c, c.s}); };
+    const BatchNormParams p = batchnorm_case_params(c);
+    const KernelRegistry reg = make_cpu_registry();
+    const BatchNormKernel& k = reg.batchnorm.at(KernelBackend::fast);
+    ASSERT_TRUE(k.any_block);
+    // training, on run()'s inputs (regenerated here from the same seeds)
+    uint64_t seed = 17;
+    for (const char* ch = c.name; *ch; ++ch) seed = seed * 31 + static_cast<unsigned char>(*ch);
+    const Shape shape{c.n, c.c, c.s};
+    const Tensor x = random_tensor(shape, DType::f32, seed, c.lo, c.hi), dy = random_tensor(shape, DType::f32, seed + 1);
+    const Tensor g = random_tensor({c.c}, DType::f32, seed + 2, 0.5, 1.5), b = random_tensor({c.c}, DType::f32, seed + 3);
+    const Tensor xb = blocked(x), dyb = blocked(dy);
+    Tensor y = Tensor::empty(shape4, DType::f32).with_block(blk), dx = Tensor::empty(shape4, DType::f32).with_block(blk);
+    Result r{{}, Tensor({c.c}, DType::f32), Tensor({c.c}, DType::f32), Tensor({c.c}, DType::f32), {},
+             Tensor({c.c}, DType::f32), Tensor({c.c}, DType::f32)};
+    k.forward_train(p, xb, g, b, y, r.mean, r.var, r.invstd);
+    k.backward_train(p, xb, dyb, g, r.mean, r.invstd, dx, r.dg, r.db);
+    r.y = plain(y);
+    r.dx = plain(dx);
+    const Result exact = run(c, false, DType::f64);
+    const std::pair<const char*, Tensor Result::*> fields[] = {{"y", &Result::y},       {"mean", &Result::mean},
+                                                               {"var", &Result::var},   {"invstd", &Result::invstd},
+                                                               {"dx", &Result::dx},     {"dgamma", &Result::dg},
+                                                               {"dbeta", &Result::db}};
+    for (const auto& [name, f] : fields) EXPECT_TRUE(near(r.*f, exact.*f, tol)) << name << " blocked vs float64 reference";
+    // inference, on run_infer()'s inputs
+    uint64_t si = 29;
+    for (const char* ch = c.name; *ch; ++ch) si = si * 31 + static_cast<unsigned char>(*ch);
+    const Tensor xi = random_tensor(shape, DType::f32, si, c.lo, c.hi), dyi = random_tensor(shape, DType::f32, si + 1);
+    const Tensor gi = random_tensor({c.c}, DType::f32, si + 2, 0.5, 1.5), bi = random_tensor({c.c}, DType::f32, si + 3);
+    const Tensor rm = random_tensor({c.c}, DType::f32, si + 4, c.lo, c.hi),
+                 rv = random_tensor({c.c}, DType::f32, si + 5, 0.5, 2.0);
+    Tensor yi = Tensor::empty(shape4, DType::f32).with_block(blk), dxi = Tensor::empty(shape4, DType::f32).with_block(blk);
+    Tensor dgi({c.c}, DType::f32), dbi({c.c}, DType::f32);
+    k.forward_infer(p, blocked(xi), gi, bi, rm, rv, yi);
+    k.backward_infer(p, blocked(xi), blocked(dyi), gi, rm, rv, dxi, dgi, dbi);
+    const Result fast_plain = run_infer(c, true, DType::f32), exact_i = run_infer(c, false, DType::f64);
+    EXPECT_TRUE(bitwise_equal(plain(yi), fast_plain.y));
+    EXPECT_TRUE(bitwise_equal(plain(dxi), fast_plain.dx));
+    EXPECT_TRUE(near(dgi, exact_i.dg, tol));
+    EXPECT_TRUE(near(dbi, exact_i.db, tol));
+  }
+}
+
 INSTANTIATE_TEST_SUITE_P(Shapes, BatchNormFast, ::testing::ValuesIn(cases_for(kBatchNormCases, kCpuTest)),
                          [](const ::testing::TestParamInfo<BatchNormCase>& i) { return batchnorm_case_name(i.param); });
 
@@ -135,6 +194,27 @@ TEST(BatchNormFast, SameBitsForOneAndTwoThreads) {
   EXPECT_TRUE(bitwise_equal(one.y, two.y));
   EXPECT_TRUE(bitwise_equal(one.dx, two.dx));
   EXPECT_TRUE(bitwise_equal(one.dg, two.dg));
+}
+
+TEST(BatchNormFast, ChannelBlockedSameBitsForOneAndTwoThreads) {
+  const BatchNormCase c = case_named(kBatchNormCases, "resnet_stage1_32x16x1024");
+  const BatchNormParams p = batchnorm_case_params(c);
+  const KernelRegistry reg = make_cpu_registry();
+  const BatchNormKernel& k = reg.batchnorm.at(KernelBackend::fast);
+  const Shape shape4{c.n, c.c, c.s, 1};
+  const Tensor x = to_block(random_tensor(shape4, DType::f32, 3, c.lo, c.hi), 16);
+  const Tensor dy = to_block(random_tensor(shape4, DType::f32, 4), 16);
+  const Tensor g = random_tensor({c.c}, DType::f32, 5, 0.5, 1.5), b = random_tensor({c.c}, DType::f32, 6);
+  auto once = [&](int threads) {
+    ThreadCountGuard guard(threads);
+    Tensor y = Tensor::empty(shape4, DType::f32).with_block(16), dx = Tensor::empty(shape4, DType::f32).with_block(16);
+    Tensor m({c.c}, DType::f32), v({c.c}, DType::f32), inv({c.c}, DType::f32), dg({c.c}, DType::f32), db({c.c}, DType::f32);
+    k.forward_train(p, x, g, b, y, m, v, inv);
+    k.backward_train(p, x, dy, g, m, inv, dx, dg, db);
+    return std::vector<Tensor>{to_plain(y), to_plain(dx), dg, db};
+  };
+  const std::vector<Tensor> one = once(1), two = once(2);
+  for (std::size_t i = 0; i < one.size(); ++i) EXPECT_TRUE(bitwise_equal(one[i], two[i])) << i;
 }
 
 TEST(BatchNormFast, RefusesFloat64AndTheRegistrySendsItToTheReference) {

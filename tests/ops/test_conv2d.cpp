@@ -15,6 +15,7 @@
 #include <utility>
 #include <vector>
 
+#include "engine/layers/layout.h"
 #include "engine/ops/conv2d.h"
 #include "kernels/cpu/registry.h"
 #include "kernels/cpu/ref/ref.h"
@@ -223,6 +224,58 @@ TEST(Conv2dOnednn, KeptReordersGiveTheSeparateCallsBits) {
     EXPECT_TRUE(bitwise_equal(dx3, dx1));
     EXPECT_TRUE(bitwise_equal(dw3, dw1));
     EXPECT_TRUE(bitwise_equal(db3, db1));
+  }
+}
+
+// Channel-blocked activations (engine/layers/layout.h): x, y, dy, dx handed over in nChw8c or
+// nChw16c, each as its Tensor says, run the same primitives as plain ones: the same bits once
+// converted back (the conversions move elements, they compute nothing). In the kernel's own block
+// nothing of x needs keeping for the weight gradient. Mixed: the 3-channel first layer (plain x,
+// blocked y) and a blocked x with a plain y.
+TEST(Conv2dOnednn, BlockedActivationsGiveThePlainBits) {
+  ThreadCountGuard threads(2);
+  const KernelRegistry reg = make_cpu_registry();
+  const Conv2dKernel& k = reg.conv2d.at(KernelBackend::onednn);
+  ASSERT_TRUE(k.channel_block);
+  const int own = k.channel_block();
+  struct Case {
+    Conv2dParams p;
+    bool bias;
+  };
+  const Case cases[] = {{conv(5, 16, 32, 32, 16, 3, 3).pad(1), true},
+                        {conv(4, 16, 16, 16, 32, 3, 3).pad(1).stride(2), true},
+                        {conv(3, 3, 12, 12, 16, 3, 3).pad(1), true},
+                        {conv(3, 16, 10, 10, 16, 3, 3).pad(1).flip(), false}};
+  for (const Case& c : cases) {
+    const Conv2dParams& p = c.p;
+    const Tensor x = random_tensor(p.x_shape(), DType::f32, 31), w = random_tensor(p.w_shape(), DType::f32, 32);
+    const Tensor b = random_tensor({p.k}, DType::f32, 33), dy = random_tensor(p.y_shape(), DType::f32, 34);
+    const Tensor* bp = c.bias ? &b : nullptr;
+    Tensor y1(p.y_shape(), DType::f32), dx1(p.x_shape(), DType::f32), dw1(p.w_shape(), DType::f32),
+        db1({p.k}, DType::f32);
+    k.forward(p, x, w, bp, y1);
+    k.backward_data(p, dy, w, dx1);
+    k.backward_weight(p, x, dy, dw1, c.bias ? &db1 : nullptr);
+    for (int blk : {8, 16}) {
+      for (int xb : {0, blk}) {
+        for (int yb : {0, blk}) {
+          if ((xb == 0 && yb == 0) || p.c % std::max(xb, 1) != 0) continue;
+          SCOPED_TRACE(p.str() + " x block " + std::to_string(xb) + " y block " + std::to_string(yb));
+          const Tensor xl = to_block(x, xb), dyl = to_block(dy, yb);
+          Tensor y2 = Tensor::empty(p.y_shape(), DType::f32).with_block(yb);
+          Tensor dx2 = Tensor::empty(p.x_shape(), DType::f32).with_block(xb);
+          Tensor dw2(p.w_shape(), DType::f32), db2({p.k}, DType::f32);
+          std::shared_ptr<void> keep;
+          k.forward_keep(p, xl, w, bp, y2, &keep);
+          if (xb == own && own != 0) EXPECT_FALSE(keep) << "x already in the primitive's layout: nothing to keep";
+          k.backward_both(p, xl, dyl, w, &dx2, &dw2, c.bias ? &db2 : nullptr, keep);
+          EXPECT_TRUE(bitwise_equal(to_plain(y2), y1));
+          EXPECT_TRUE(bitwise_equal(to_plain(dx2), dx1));
+          EXPECT_TRUE(bitwise_equal(dw2, dw1));
+          EXPECT_TRUE(bitwise_equal(db2, db1));
+        }
+      }
+    }
   }
 }
 

@@ -9,6 +9,11 @@
 // on a copy: the weights are rotated 180 degrees before forward/backward_data, and the weight
 // gradient is rotated back while it is added into dw.
 //
+// Activations may also come and go channel-blocked (engine/layers/layout.h): each of x, y, dy, dx
+// is described to oneDNN in the layout its Tensor carries (nchw, nChw8c or nChw16c), so where it
+// is the layout the primitive computes in (channel_block(): nChw16c on AVX-512) no reorder runs.
+// The primitive is the same whatever the caller's layouts: the same bits.
+//
 // Memory formats: the JIT kernels oneDNN picks for format "any" use channel-blocked layouts
 // (nChw16c, OIhw16i16o) and beat the im2col+sgemm path it uses for plain nchw at LeNet sizes
 // even after reordering to and from nchw (measured at batch 128, one thread: forward 1.4-3x,
@@ -97,7 +102,18 @@ void add_arg(Plan& plan, int arg, bool output, const memory::desc& user_md, cons
 
 memory::dims dims4(int64_t a, int64_t b, int64_t c, int64_t d) { return {a, b, c, d}; }
 
-std::unique_ptr<Plan> make_plan(ConvOp op, const Conv2dParams& p, bool bias) {
+// The oneDNN format of an activation Tensor's channel block.
+Tag activation_tag(int block) {
+  switch (block) {
+    case 0: return Tag::nchw;
+    case 8: return Tag::nChw8c;
+    case 16: return Tag::nChw16c;
+    default: fail("conv2d_onednn: channel block ", block, " (takes plain, 8 or 16)");
+  }
+}
+
+// xb / yb: the channel blocks of the caller's x (and dx) and y (and dy).
+std::unique_ptr<Plan> make_plan(ConvOp op, const Conv2dParams& p, bool bias, int xb, int yb) {
   const dnnl::engine& eng = cpu_engine();
   const memory::dims xd = dims4(p.n, p.c, p.h, p.w), wd = dims4(p.k, p.c, p.r, p.s),
                      yd = dims4(p.n, p.k, p.out_h(), p.out_w()), bd = {p.k};
@@ -105,11 +121,13 @@ std::unique_ptr<Plan> make_plan(ConvOp op, const Conv2dParams& p, bool bias) {
                      pad_l = {p.pad_t, p.pad_l}, pad_r = {p.pad_b, p.pad_r};
   const auto f32 = memory::data_type::f32;
   const bool blocked = use_blocked_layout(op, p);
-  const memory::desc x_user(xd, f32, Tag::nchw), w_user(wd, f32, Tag::oihw), y_user(yd, f32, Tag::nchw),
-      b_md(bd, f32, Tag::x);
-  const memory::desc x_any = blocked ? memory::desc(xd, f32, Tag::any) : x_user;
+  const memory::desc x_user(xd, f32, activation_tag(xb)), w_user(wd, f32, Tag::oihw),
+      y_user(yd, f32, activation_tag(yb)), b_md(bd, f32, Tag::x);
+  // The primitive's layouts depend on the op and the shape only, never on the caller's: a plain
+  // primitive (im2col) takes nchw, and a blocked caller's tensors are reordered to it.
+  const memory::desc x_any = memory::desc(xd, f32, blocked ? Tag::any : Tag::nchw);
   const memory::desc w_any = blocked ? memory::desc(wd, f32, Tag::any) : w_user;
-  const memory::desc y_any = blocked ? memory::desc(yd, f32, Tag::any) : y_user;
+  const memory::desc y_any = memory::desc(yd, f32, blocked ? Tag::any : Tag::nchw);
   const auto algo = dnnl::algorithm::convolution_direct;
 
   // The forward descriptor is the hint the backward primitives need.
@@ -151,18 +169,43 @@ std::unique_ptr<Plan> make_plan(ConvOp op, const Conv2dParams& p, bool bias) {
 // effect: a miss builds exactly the plan a hit would have returned. It is thread_local so that
 // no caller ever shares mutable state (each plan owns scratch buffers); flip and sum_order are
 // not in the key because the primitive does not depend on them.
-using PlanKey = std::array<int64_t, 18>;
+using PlanKey = std::array<int64_t, 20>;
 constexpr std::size_t kMaxPlans = 64;  // cleared when full: a net uses a handful of shapes
 
-Plan& get_plan(ConvOp op, const Conv2dParams& p, bool bias) {
+Plan& get_plan(ConvOp op, const Conv2dParams& p, bool bias, int xb, int yb) {
   static thread_local std::map<PlanKey, std::unique_ptr<Plan>> cache;
   const PlanKey key = {static_cast<int64_t>(op), p.n, p.c, p.h, p.w, p.k, p.r, p.s, p.stride_h, p.stride_w,
-                       p.dil_h, p.dil_w, p.pad_t, p.pad_b, p.pad_l, p.pad_r, bias ? 1 : 0, omp_get_max_threads()};
+                       p.dil_h, p.dil_w, p.pad_t, p.pad_b, p.pad_l, p.pad_r, bias ? 1 : 0, omp_get_max_threads(),
+                       xb, yb};
   auto it = cache.find(key);
   if (it != cache.end()) return *it->second;
   if (cache.size() >= kMaxPlans) cache.clear();
-  return *cache.emplace(key, make_plan(op, p, bias)).first->second;
+  return *cache.emplace(key, make_plan(op, p, bias, xb, yb)).first->second;
 }
+
+// The channel block of the layout oneDNN's forward computes activations in for format "any"
+// (asked once of a 16-channel 3x3 convolution): 16 on AVX-512, 8 on AVX2, 0 otherwise.
+int onednn_channel_block() {
+  static const int block = [] {
+    try {
+      const auto f32 = memory::data_type::f32;
+      const memory::dims xd = {2, 16, 8, 8}, wd = {16, 16, 3, 3};
+      dnnl::convolution_forward::primitive_desc pd(
+          {dnnl::prop_kind::forward_training, dnnl::algorithm::convolution_direct, memory::desc(xd, f32, Tag::any),
+           memory::desc(wd, f32, Tag::any), memory::desc(), memory::desc(xd, f32, Tag::any), {1, 1}, {0, 0},
+           {1, 1}, {1, 1}},
+          cpu_engine());
+      for (int b : {16, 8})
+        if (pd.dst_desc() == memory::desc(xd, f32, activation_tag(b))) return b;
+    } catch (const dnnl::error&) {
+    }
+    return 0;
+  }();
+  return block;
+}
+
+// A layout-aware pointer to an activation argument.
+float* act_ptr(const Tensor& t) { return const_cast<float*>(t.blocked_data<float>()); }
 
 // The weights the primitive applies: w itself, or with flip a copy rotated 180 degrees in (R,S),
 // out[.., r, s] = w[.., R-1-r, S-1-s], kept in the plan (flip is not part of the plan key, so
@@ -273,11 +316,11 @@ void conv2d_forward_keep_onednn(const Conv2dParams& p, const Tensor& x, const Te
   check_shape(fn, "y", y, p.y_shape());
   if (b) check_shape(fn, "b", *b, {p.k});
   with_onednn_errors(fn, p, [&] {
-    Plan& plan = get_plan(ConvOp::forward, p, b != nullptr);
+    Plan& plan = get_plan(ConvOp::forward, p, b != nullptr, x.channel_block(), y.channel_block());
     const float* wp = applied_weights(plan, p, w);
-    std::vector<void*> ptrs = {const_cast<float*>(x.data<float>()), const_cast<float*>(wp)};
+    std::vector<void*> ptrs = {act_ptr(x), const_cast<float*>(wp)};
     if (b) ptrs.push_back(const_cast<float*>(b->data<float>()));
-    ptrs.push_back(y.data<float>());
+    ptrs.push_back(act_ptr(y));
     KeptPtr kept;
     run_plan(plan, ptrs, nullptr, 0, keep ? &kept : nullptr);
     if (keep) *keep = kept;
@@ -299,9 +342,9 @@ void conv2d_backward_both_onednn(const Conv2dParams& p, const Tensor& x, const T
     check_args(fn, p, dy, "dy", p.y_shape(), w);
     check_shape(fn, "dx", *dx, p.x_shape());
     with_onednn_errors(fn, p, [&] {
-      Plan& plan = get_plan(ConvOp::backward_data, p, false);
+      Plan& plan = get_plan(ConvOp::backward_data, p, false, dx->channel_block(), dy.channel_block());
       const float* wp = applied_weights(plan, p, w);
-      run_plan(plan, {const_cast<float*>(dy.data<float>()), const_cast<float*>(wp), dx->data<float>()}, nullptr,
+      run_plan(plan, {act_ptr(dy), const_cast<float*>(wp), act_ptr(*dx)}, nullptr,
                0, dw ? &dy_kept : nullptr);
     });
   }
@@ -311,8 +354,8 @@ void conv2d_backward_both_onednn(const Conv2dParams& p, const Tensor& x, const T
   check_shape(fn, "dy", dy, p.y_shape());
   if (db) check_shape(fn, "db", *db, {p.k});
   with_onednn_errors(fn, p, [&] {
-    Plan& plan = get_plan(ConvOp::backward_weight, p, db != nullptr);
-    std::vector<void*> ptrs = {const_cast<float*>(x.data<float>()), const_cast<float*>(dy.data<float>()),
+    Plan& plan = get_plan(ConvOp::backward_weight, p, db != nullptr, x.channel_block(), dy.channel_block());
+    std::vector<void*> ptrs = {act_ptr(x), act_ptr(dy),
                                plan.dw_scratch.data()};
     if (db) ptrs.push_back(plan.db_scratch.data());
     const std::vector<KeptPtr> given = {std::static_pointer_cast<Kept>(keep), dy_kept};
@@ -353,6 +396,7 @@ void register_conv2d_onednn(KernelRegistry& reg) {
   k.backward_weight = conv2d_backward_weight_onednn;
   k.forward_keep = conv2d_forward_keep_onednn;
   k.backward_both = conv2d_backward_both_onednn;
+  k.channel_block = onednn_channel_block;
   reg.conv2d.at(KernelBackend::onednn) = k;
 }
 

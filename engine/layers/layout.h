@@ -1,0 +1,35 @@
+// Channel-blocked activations: (N,C,H,W) stored as (N, C/B, H, W, B), B channels side by side
+// (oneDNN's nChw16c / nChw8c), the layout its convolution kernels compute in. Keeping a network's
+// activations in it between layers that understand it saves the reorders to and from NCHW around
+// every convolution (docs/research/blocked_layout_plan.md).
+//
+// The Tensor carries its block (Tensor::channel_block); data<T>() refuses a blocked tensor, so
+// layout-unaware code fails by name instead of reading channels in the wrong places. Who produces
+// and who accepts blocked tensors is negotiated by Sequential (Layer::input_block,
+// RunContext::out_block); a network's output and its input gradient are always plain.
+#pragma once
+#include <cstdint>
+
+#include "engine/core/tensor.h"
+
+namespace driftlab {
+
+// What a layer's forward accepts (Layer::input_block): 0 = plain only; kAnyBlock = any layout,
+// the output and the gradients in the input's (elementwise and per-channel layers).
+constexpr int kAnyBlock = -1;
+
+// Whether a per-sample shape (C,H,W) can be stored with channel block b (C a multiple of b).
+bool blockable(const Shape& per_sample, int b);
+
+// x in channel block b (0: plain): x itself when it already is, else a converted copy. Any float
+// dtype; every element moved, none computed.
+Tensor to_block(const Tensor& x, int b);
+inline Tensor to_plain(const Tensor& x) { return to_block(x, 0); }
+
+// The flat element offset of (n, c, h, w) in a (N,C,H,W) tensor stored with channel block b.
+inline int64_t blocked_offset(int64_t n, int64_t c, int64_t s, int64_t channels, int64_t plane, int b) {
+  if (b == 0) return (n * channels + c) * plane + s;
+  return ((n * (channels / b) + c / b) * plane + s) * b + c % b;
+}
+
+}  // namespace driftlab
