@@ -32,16 +32,6 @@ namespace {
 
 using namespace driftlab;
 
-template <typename F>
-std::string error_of(F&& f) {
-  try {
-    f();
-  } catch (const Error& e) {
-    return e.what();
-  }
-  return "";
-}
-
 TEST(Layout, ABlockedTensorRefusesLayoutUnawareReadsByName) {
   const Tensor x = to_block(random_tensor({2, 16, 3, 3}, DType::f32, 1), 16);
   EXPECT_EQ(x.channel_block(), 16);
