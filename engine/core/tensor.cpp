@@ -184,7 +184,7 @@ void Tensor::fill(double v) {
     const T tv = static_cast<T>(v);
     if (!is_float(dtype_))
       check(static_cast<double>(tv) == v, "tensor: fill(", v, ") is not a value of ", dtype_name(dtype_));
-    T* d = reinterpret_cast<T*>(storage_.get());  // any layout: every element gets v
+    T* d = blocked_data<T>();  // any layout: every element gets v
     for (int64_t i = 0; i < numel_; ++i) d[i] = tv;
   });
 }

@@ -4,29 +4,23 @@
 
 namespace driftlab {
 
-bool blockable(const Shape& per_sample, int b) { return b > 0 && per_sample.size() == 3 && per_sample[0] % b == 0; }
-
 namespace {
 
 // plain (N,C,S) <-> blocked (N,C/B,S,B); one (image, channel block) per task: each element is
-// written once, so the result does not depend on the thread count.
+// written once, so the result does not depend on the thread count. Plane `base` starts at the
+// same offset in both layouts: channel l of it is the plain row base + l*s, lane l of the blocked.
 template <typename T>
 void convert(const T* src, T* dst, int64_t n, int64_t c, int64_t s, int b, bool to_blocked) {
   const int64_t cb = c / b;
 #pragma omp parallel for collapse(2) schedule(static) if (n * c * s > kParallelMinElements)
   for (int64_t i = 0; i < n; ++i)
     for (int64_t j = 0; j < cb; ++j) {
-      const int64_t base = (i * cb + j) * s * b;  // the same offset in both layouts
-      T* blk = to_blocked ? dst + base : nullptr;
-      const T* bsrc = to_blocked ? nullptr : src + base;
-      for (int64_t l = 0; l < b; ++l) {
-        const int64_t row = base + l * s;  // plain row of channel j*b + l
-        if (to_blocked) {
-          for (int64_t k = 0; k < s; ++k) blk[k * b + l] = src[row + k];
-        } else {
-          for (int64_t k = 0; k < s; ++k) dst[row + k] = bsrc[k * b + l];
+      const int64_t base = (i * cb + j) * s * b;
+      for (int64_t l = 0; l < b; ++l)
+        for (int64_t k = 0; k < s; ++k) {
+          const int64_t plain = base + l * s + k, blocked = base + k * b + l;
+          dst[to_blocked ? blocked : plain] = src[to_blocked ? plain : blocked];
         }
-      }
     }
 }
 

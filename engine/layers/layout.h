@@ -18,9 +18,6 @@ namespace driftlab {
 // the output and the gradients in the input's (elementwise and per-channel layers).
 constexpr int kAnyBlock = -1;
 
-// Whether a per-sample shape (C,H,W) can be stored with channel block b (C a multiple of b).
-bool blockable(const Shape& per_sample, int b);
-
 // x in channel block b (0: plain): x itself when it already is, else a converted copy. Any float
 // dtype; every element moved, none computed.
 Tensor to_block(const Tensor& x, int b);

@@ -2,10 +2,10 @@
 
 #include <sstream>
 
-#include "engine/layers/layout.h"
 #include "engine/core/parallel.h"
 #include "engine/layers/batchnorm_layer.h"
 #include "engine/layers/conv2d_layer.h"
+#include "engine/layers/layout.h"
 
 namespace driftlab {
 

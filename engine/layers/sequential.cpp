@@ -2,10 +2,10 @@
 
 #include <cmath>
 
-#include "engine/layers/layout.h"
 #include "engine/cuda/device_layer.h"
 #include "engine/layers/activation_layer.h"
 #include "engine/layers/conv2d_layer.h"
+#include "engine/layers/layout.h"
 #include "engine/layers/pool_layer.h"
 
 namespace driftlab {

@@ -74,79 +74,76 @@ inline void plane_lane_sums(const float* a, const float* b, int64_t s, F&& f, do
   for (int l = 0; l < B; ++l) out[l] = static_cast<double>((acc[0][l] + acc[1][l]) + (acc[2][l] + acc[3][l]));
 }
 
-// sums[c] = sum over images, in image order, of per_image(i, cb, lane sums of channel block cb).
-// part holds the N*C per-(image, channel) sums between the parallel pass and the ordered one.
-template <int B, typename PlaneFn>
-void blocked_channel_sums(int64_t n, int64_t c, std::vector<double>& part, PlaneFn&& plane_fn,
-                          std::vector<double>& sums) {
+// fn(off, c0) for every (image, channel block) plane: off its first element, c0 its first channel.
+// One plane per task: each is written or summed on one thread, whatever the thread count.
+template <int B, typename F>
+void blocked_map(int64_t n, int64_t c, int64_t s, F&& fn) {
   const int64_t cb = c / B;
-  part.assign(static_cast<std::size_t>(n * c), 0.0);
 #pragma omp parallel for collapse(2) schedule(static)
   for (int64_t i = 0; i < n; ++i)
-    for (int64_t j = 0; j < cb; ++j) plane_fn(i, j, part.data() + i * c + j * B);
-  sums.assign(static_cast<std::size_t>(c), 0.0);
+    for (int64_t j = 0; j < cb; ++j) fn((i * cb + j) * s * B, j * B);
+}
+
+// Per channel, the sum over images, in image order, of what plane_fn(off, c0, out) writes for each
+// plane (out[l]: the plane's sum for channel c0 + l). The per-(image, channel) sums are kept between the
+// parallel pass and the ordered one; image i's channel ch lands at i*C + ch = off / s + l.
+template <int B, typename PlaneFn>
+std::vector<double> blocked_channel_sums(int64_t n, int64_t c, int64_t s, PlaneFn&& plane_fn) {
+  std::vector<double> part(static_cast<std::size_t>(n * c));
+  blocked_map<B>(n, c, s, [&](int64_t off, int64_t c0) { plane_fn(off, c0, part.data() + off / s); });
+  std::vector<double> sums(static_cast<std::size_t>(c), 0.0);
   for (int64_t i = 0; i < n; ++i)
     for (int64_t ch = 0; ch < c; ++ch) sums[static_cast<std::size_t>(ch)] += part[static_cast<std::size_t>(i * c + ch)];
+  return sums;
 }
 
 // Per channel, over images in order: sdy = sum dy, sdyx = sum dy * (x - m) * inv.
 template <int B>
 void dy_sums(const BatchNormParams& p, const float* xd, const float* dyd, const float* md, const float* id,
-             std::vector<double>& part, std::vector<double>& sdy, std::vector<double>& sdyx) {
-  const int64_t n = p.n, c = p.c, s = p.s, cb = c / B;
-  blocked_channel_sums<B>(n, c, part, [&](int64_t i, int64_t j, double* out) {
-    const float* d = dyd + (i * cb + j) * s * B;
-    plane_lane_sums<B>(d, d, s, [](float v, float, int) { return v; }, out);
-  }, sdy);
-  blocked_channel_sums<B>(n, c, part, [&](int64_t i, int64_t j, double* out) {
-    const float *m = md + j * B, *inv = id + j * B;
-    const int64_t off = (i * cb + j) * s * B;
+             std::vector<double>& sdy, std::vector<double>& sdyx) {
+  const int64_t s = p.s;
+  sdy = blocked_channel_sums<B>(p.n, p.c, s, [&](int64_t off, int64_t, double* out) {
+    plane_lane_sums<B>(dyd + off, dyd + off, s, [](float v, float, int) { return v; }, out);
+  });
+  sdyx = blocked_channel_sums<B>(p.n, p.c, s, [&](int64_t off, int64_t c0, double* out) {
+    const float *m = md + c0, *inv = id + c0;
     plane_lane_sums<B>(dyd + off, xd + off, s, [m, inv](float d, float x, int l) { return d * ((x - m[l]) * inv[l]); },
                        out);
-  }, sdyx);
+  });
 }
 
-// out = f(in, lane values) elementwise over every (image, channel block) plane.
-template <int B, typename F>
-void blocked_map(int64_t n, int64_t c, int64_t s, F&& f) {
-  const int64_t cb = c / B;
-#pragma omp parallel for collapse(2) schedule(static)
-  for (int64_t i = 0; i < n; ++i)
-    for (int64_t j = 0; j < cb; ++j) f((i * cb + j) * s * B, j * B);
+// y = g * ((x - m) * inv) + b per element, m and inv per channel (the batch's or the running ones).
+template <int B>
+void write_normalised(const BatchNormParams& p, const float* xd, const float* m, const float* inv, const float* g,
+                      const float* b, float* yd) {
+  const int64_t s = p.s;
+  blocked_map<B>(p.n, p.c, s, [&](int64_t off, int64_t c0) {
+    const float *xr = xd + off, *mc = m + c0, *ic = inv + c0, *gc = g + c0, *bc = b + c0;
+    float* yr = yd + off;
+    for (int64_t k = 0; k < s; ++k)
+#pragma omp simd
+      for (int l = 0; l < B; ++l) yr[k * B + l] = gc[l] * ((xr[k * B + l] - mc[l]) * ic[l]) + bc[l];
+  });
 }
 
 template <int B>
 void forward_train_blocked(const BatchNormParams& p, const float* xd, const float* g, const float* b, float* yd,
                            float* md, float* vd, float* id) {
-  const int64_t n = p.n, c = p.c, s = p.s, cb = c / B;
+  const int64_t n = p.n, c = p.c, s = p.s;
   const double count = static_cast<double>(n * s);
-  std::vector<double> part, sum, sq;
-  blocked_channel_sums<B>(n, c, part, [&](int64_t i, int64_t j, double* out) {
-    const float* x = xd + (i * cb + j) * s * B;
-    plane_lane_sums<B>(x, x, s, [](float v, float, int) { return v; }, out);
-  }, sum);
-  std::vector<float> mu(static_cast<std::size_t>(c));
-  for (int64_t ch = 0; ch < c; ++ch) mu[static_cast<std::size_t>(ch)] = static_cast<float>(sum[static_cast<std::size_t>(ch)] / count);
-  blocked_channel_sums<B>(n, c, part, [&](int64_t i, int64_t j, double* out) {
-    const float* m = mu.data() + j * B;
-    const float* x = xd + (i * cb + j) * s * B;
-    plane_lane_sums<B>(x, x, s, [m](float v, float, int l) { return (v - m[l]) * (v - m[l]); }, out);
-  }, sq);
-  std::vector<float> scale(static_cast<std::size_t>(c));
-  for (int64_t ch = 0; ch < c; ++ch) {
-    const std::size_t u = static_cast<std::size_t>(ch);
-    const float v = static_cast<float>(sq[u] / count);
-    md[ch] = mu[u];
-    vd[ch] = v;
-    id[ch] = 1.0f / std::sqrt(v + static_cast<float>(p.eps));
-  }
-  blocked_map<B>(n, c, s, [&](int64_t off, int64_t c0) {
-    const float *xr = xd + off, *m = md + c0, *inv = id + c0, *gc = g + c0, *bc = b + c0;
-    float* yr = yd + off;
-    for (int64_t k = 0; k < s; ++k)
-#pragma omp simd
-      for (int l = 0; l < B; ++l) yr[k * B + l] = gc[l] * ((xr[k * B + l] - m[l]) * inv[l]) + bc[l];
+  const std::vector<double> sum = blocked_channel_sums<B>(n, c, s, [&](int64_t off, int64_t, double* out) {
+    plane_lane_sums<B>(xd + off, xd + off, s, [](float v, float, int) { return v; }, out);
   });
+  for (int64_t ch = 0; ch < c; ++ch) md[ch] = static_cast<float>(sum[static_cast<std::size_t>(ch)] / count);
+  const std::vector<double> sq = blocked_channel_sums<B>(n, c, s, [&](int64_t off, int64_t c0, double* out) {
+    const float* m = md + c0;
+    plane_lane_sums<B>(xd + off, xd + off, s, [m](float v, float, int l) { return (v - m[l]) * (v - m[l]); }, out);
+  });
+  for (int64_t ch = 0; ch < c; ++ch) {
+    vd[ch] = static_cast<float>(sq[static_cast<std::size_t>(ch)] / count);
+    id[ch] = 1.0f / std::sqrt(vd[ch] + static_cast<float>(p.eps));
+  }
+  write_normalised<B>(p, xd, md, id, g, b, yd);
 }
 
 template <int B>
@@ -154,8 +151,8 @@ void backward_train_blocked(const BatchNormParams& p, const float* xd, const flo
                             const float* md, const float* id, float* dxd, float* dg, float* db) {
   const int64_t n = p.n, c = p.c, s = p.s;
   const float count = static_cast<float>(n * s);
-  std::vector<double> part, sdy, sdyx;
-  dy_sums<B>(p, xd, dyd, md, id, part, sdy, sdyx);
+  std::vector<double> sdy, sdyx;
+  dy_sums<B>(p, xd, dyd, md, id, sdy, sdyx);
   std::vector<float> sum_dy(static_cast<std::size_t>(c)), sum_dy_xhat(static_cast<std::size_t>(c)),
       scale(static_cast<std::size_t>(c));
   for (int64_t ch = 0; ch < c; ++ch) {
@@ -182,16 +179,9 @@ void backward_train_blocked(const BatchNormParams& p, const float* xd, const flo
 template <int B>
 void forward_infer_blocked(const BatchNormParams& p, const float* xd, const float* g, const float* b,
                            const float* rmd, const float* rvd, float* yd) {
-  const int64_t c = p.c;
-  std::vector<float> inv(static_cast<std::size_t>(c));
-  for (int64_t ch = 0; ch < c; ++ch) inv[static_cast<std::size_t>(ch)] = infer_invstd(p, rvd[ch]);
-  blocked_map<B>(p.n, c, p.s, [&](int64_t off, int64_t c0) {
-    const float *xr = xd + off, *m = rmd + c0, *iv = inv.data() + c0, *gc = g + c0, *bc = b + c0;
-    float* yr = yd + off;
-    for (int64_t k = 0; k < p.s; ++k)
-#pragma omp simd
-      for (int l = 0; l < B; ++l) yr[k * B + l] = gc[l] * ((xr[k * B + l] - m[l]) * iv[l]) + bc[l];
-  });
+  std::vector<float> inv(static_cast<std::size_t>(p.c));
+  for (int64_t ch = 0; ch < p.c; ++ch) inv[static_cast<std::size_t>(ch)] = infer_invstd(p, rvd[ch]);
+  write_normalised<B>(p, xd, rmd, inv.data(), g, b, yd);
 }
 
 template <int B>
@@ -211,8 +201,8 @@ void backward_infer_blocked(const BatchNormParams& p, const float* xd, const flo
 #pragma omp simd
       for (int l = 0; l < B; ++l) out[k * B + l] = dr[k * B + l] * sc[l];
   });
-  std::vector<double> part, sdy, sdyx;
-  dy_sums<B>(p, xd, dyd, rmd, inv.data(), part, sdy, sdyx);
+  std::vector<double> sdy, sdyx;
+  dy_sums<B>(p, xd, dyd, rmd, inv.data(), sdy, sdyx);
   for (int64_t ch = 0; ch < c; ++ch) {
     dg[ch] += static_cast<float>(sdyx[static_cast<std::size_t>(ch)]);
     db[ch] += static_cast<float>(sdy[static_cast<std::size_t>(ch)]);

@@ -12,7 +12,6 @@
 #include <algorithm>
 #include <cmath>
 #include <string>
-#include <vector>
 
 #include "engine/layers/layout.h"
 #include "engine/ops/batchnorm.h"
@@ -40,9 +39,21 @@ const BatchNormKernel& kernel(bool fast) {
   return reg.batchnorm.at(fast ? KernelBackend::fast : KernelBackend::reference);
 }
 
+// x, dy, y and dx of a run in channel block blk (0: plain): x and dy handed to the kernel as
+// (N,C,S,1) tensors in that block, y and dx converted back to plain (N,C,S) for comparing.
+struct Layout {
+  const BatchNormCase& c;
+  int blk;
+  Tensor in(const Tensor& t) const { return blk ? to_block(t.reshape({c.n, c.c, c.s, 1}), blk) : t; }
+  Tensor out(DType dt) const {
+    return blk ? Tensor::empty({c.n, c.c, c.s, 1}, dt).with_block(blk) : Tensor({c.n, c.c, c.s}, dt);
+  }
+  Tensor back(const Tensor& t) const { return blk ? to_plain(t).reshape({c.n, c.c, c.s}) : t; }
+};
+
 // Inference semantics: running statistics drawn from the case's seed (variance in [0.5, 2]).
 // mean/var/invstd are left empty (the inference pass has none).
-Result run_infer(const BatchNormCase& c, bool fast, DType dt) {
+Result run_infer(const BatchNormCase& c, bool fast, DType dt, int blk = 0) {
   const BatchNormParams p = batchnorm_case_params(c);
   const Shape shape{c.n, c.c, c.s};
   uint64_t seed = 29;
@@ -52,14 +63,17 @@ Result run_infer(const BatchNormCase& c, bool fast, DType dt) {
   Tensor g = random_tensor({c.c}, DType::f32, seed + 2, 0.5, 1.5), b = random_tensor({c.c}, DType::f32, seed + 3);
   Tensor rm = random_tensor({c.c}, DType::f32, seed + 4, c.lo, c.hi), rv = random_tensor({c.c}, DType::f32, seed + 5, 0.5, 2.0);
   if (dt == DType::f64) x = to_f64(x), dy = to_f64(dy), g = to_f64(g), b = to_f64(b), rm = to_f64(rm), rv = to_f64(rv);
-  Result r{Tensor(shape, dt), {}, {}, {}, Tensor(shape, dt), Tensor({c.c}, dt), Tensor({c.c}, dt)};
+  const Layout l{c, blk};
+  Result r{l.out(dt), {}, {}, {}, l.out(dt), Tensor({c.c}, dt), Tensor({c.c}, dt)};
   const BatchNormKernel& k = kernel(fast);
-  k.forward_infer(p, x, g, b, rm, rv, r.y);
-  k.backward_infer(p, x, dy, g, rm, rv, r.dx, r.dg, r.db);
+  k.forward_infer(p, l.in(x), g, b, rm, rv, r.y);
+  k.backward_infer(p, l.in(x), l.in(dy), g, rm, rv, r.dx, r.dg, r.db);
+  r.y = l.back(r.y);
+  r.dx = l.back(r.dx);
   return r;
 }
 
-Result run(const BatchNormCase& c, bool fast, DType dt) {
+Result run(const BatchNormCase& c, bool fast, DType dt, int blk = 0) {
   const BatchNormParams p = batchnorm_case_params(c);
   const Shape shape{c.n, c.c, c.s};
   uint64_t seed = 17;
@@ -68,11 +82,14 @@ Result run(const BatchNormCase& c, bool fast, DType dt) {
   Tensor dy = random_tensor(shape, DType::f32, seed + 1);
   Tensor g = random_tensor({c.c}, DType::f32, seed + 2, 0.5, 1.5), b = random_tensor({c.c}, DType::f32, seed + 3);
   if (dt == DType::f64) x = to_f64(x), dy = to_f64(dy), g = to_f64(g), b = to_f64(b);
-  Result r{Tensor(shape, dt), Tensor({c.c}, dt), Tensor({c.c}, dt), Tensor({c.c}, dt),
-           Tensor(shape, dt), Tensor({c.c}, dt), Tensor({c.c}, dt)};
+  const Layout l{c, blk};
+  Result r{l.out(dt), Tensor({c.c}, dt), Tensor({c.c}, dt), Tensor({c.c}, dt),
+           l.out(dt), Tensor({c.c}, dt), Tensor({c.c}, dt)};
   const BatchNormKernel& k = kernel(fast);
-  k.forward_train(p, x, g, b, r.y, r.mean, r.var, r.invstd);
-  k.backward_train(p, x, dy, g, r.mean, r.invstd, r.dx, r.dg, r.db);
+  k.forward_train(p, l.in(x), g, b, r.y, r.mean, r.var, r.invstd);
+  k.backward_train(p, l.in(x), l.in(dy), g, r.mean, r.invstd, r.dx, r.dg, r.db);
+  r.y = l.back(r.y);
+  r.dx = l.back(r.dx);
   return r;
 }
 
@@ -127,53 +144,24 @@ TEST_P(BatchNormFast, InferenceMatchesTheReference) {
 // and dx elementwise: the plain kernel's bits. Rows whose channels fill blocks of 8 and of 16.
 TEST_P(BatchNormFast, ChannelBlockedMatchesTheFloat64ReferenceAndThePlainInferenceBits) {
   const BatchNormCase c = GetParam();
+  ASSERT_TRUE(kernel(true).any_block);
   const double tol = c.lo >= 100.0 ? 1e-4 : 2e-5;  // as above
+  const Result exact = run(c, false, DType::f64), exact_infer = run_infer(c, false, DType::f64);
+  const Result plain_infer = run_infer(c, true, DType::f32);
   for (int blk : {8, 16}) {
     if (c.c % blk != 0) continue;
     SCOPED_TRACE("channel block " + std::to_string(blk));
-    const Shape shape4{c.n, c.c, c.s, 1};
-    auto blocked = [&](const Tensor& t) { return to_block(t.reshape(shape4), blk); };
-    auto plain = [&](const Tensor& t) { return to_plain(t).reshape({c.n, c.c, c.s}); };
-    const BatchNormParams p = batchnorm_case_params(c);
-    const KernelRegistry reg = make_cpu_registry();
-    const BatchNormKernel& k = reg.batchnorm.at(KernelBackend::fast);
-    ASSERT_TRUE(k.any_block);
-    // training, on run()'s inputs (regenerated here from the same seeds)
-    uint64_t seed = 17;
-    for (const char* ch = c.name; *ch; ++ch) seed = seed * 31 + static_cast<unsigned char>(*ch);
-    const Shape shape{c.n, c.c, c.s};
-    const Tensor x = random_tensor(shape, DType::f32, seed, c.lo, c.hi), dy = random_tensor(shape, DType::f32, seed + 1);
-    const Tensor g = random_tensor({c.c}, DType::f32, seed + 2, 0.5, 1.5), b = random_tensor({c.c}, DType::f32, seed + 3);
-    const Tensor xb = blocked(x), dyb = blocked(dy);
-    Tensor y = Tensor::empty(shape4, DType::f32).with_block(blk), dx = Tensor::empty(shape4, DType::f32).with_block(blk);
-    Result r{{}, Tensor({c.c}, DType::f32), Tensor({c.c}, DType::f32), Tensor({c.c}, DType::f32), {},
-             Tensor({c.c}, DType::f32), Tensor({c.c}, DType::f32)};
-    k.forward_train(p, xb, g, b, y, r.mean, r.var, r.invstd);
-    k.backward_train(p, xb, dyb, g, r.mean, r.invstd, dx, r.dg, r.db);
-    r.y = plain(y);
-    r.dx = plain(dx);
-    const Result exact = run(c, false, DType::f64);
+    const Result r = run(c, true, DType::f32, blk);
     const std::pair<const char*, Tensor Result::*> fields[] = {{"y", &Result::y},       {"mean", &Result::mean},
                                                                {"var", &Result::var},   {"invstd", &Result::invstd},
                                                                {"dx", &Result::dx},     {"dgamma", &Result::dg},
                                                                {"dbeta", &Result::db}};
     for (const auto& [name, f] : fields) EXPECT_TRUE(near(r.*f, exact.*f, tol)) << name << " blocked vs float64 reference";
-    // inference, on run_infer()'s inputs
-    uint64_t si = 29;
-    for (const char* ch = c.name; *ch; ++ch) si = si * 31 + static_cast<unsigned char>(*ch);
-    const Tensor xi = random_tensor(shape, DType::f32, si, c.lo, c.hi), dyi = random_tensor(shape, DType::f32, si + 1);
-    const Tensor gi = random_tensor({c.c}, DType::f32, si + 2, 0.5, 1.5), bi = random_tensor({c.c}, DType::f32, si + 3);
-    const Tensor rm = random_tensor({c.c}, DType::f32, si + 4, c.lo, c.hi),
-                 rv = random_tensor({c.c}, DType::f32, si + 5, 0.5, 2.0);
-    Tensor yi = Tensor::empty(shape4, DType::f32).with_block(blk), dxi = Tensor::empty(shape4, DType::f32).with_block(blk);
-    Tensor dgi({c.c}, DType::f32), dbi({c.c}, DType::f32);
-    k.forward_infer(p, blocked(xi), gi, bi, rm, rv, yi);
-    k.backward_infer(p, blocked(xi), blocked(dyi), gi, rm, rv, dxi, dgi, dbi);
-    const Result fast_plain = run_infer(c, true, DType::f32), exact_i = run_infer(c, false, DType::f64);
-    EXPECT_TRUE(bitwise_equal(plain(yi), fast_plain.y));
-    EXPECT_TRUE(bitwise_equal(plain(dxi), fast_plain.dx));
-    EXPECT_TRUE(near(dgi, exact_i.dg, tol));
-    EXPECT_TRUE(near(dbi, exact_i.db, tol));
+    const Result ri = run_infer(c, true, DType::f32, blk);
+    EXPECT_TRUE(bitwise_equal(ri.y, plain_infer.y));
+    EXPECT_TRUE(bitwise_equal(ri.dx, plain_infer.dx));
+    EXPECT_TRUE(near(ri.dg, exact_infer.dg, tol));
+    EXPECT_TRUE(near(ri.db, exact_infer.db, tol));
   }
 }
 
@@ -198,23 +186,17 @@ TEST(BatchNormFast, SameBitsForOneAndTwoThreads) {
 
 TEST(BatchNormFast, ChannelBlockedSameBitsForOneAndTwoThreads) {
   const BatchNormCase c = case_named(kBatchNormCases, "resnet_stage1_32x16x1024");
-  const BatchNormParams p = batchnorm_case_params(c);
-  const KernelRegistry reg = make_cpu_registry();
-  const BatchNormKernel& k = reg.batchnorm.at(KernelBackend::fast);
-  const Shape shape4{c.n, c.c, c.s, 1};
-  const Tensor x = to_block(random_tensor(shape4, DType::f32, 3, c.lo, c.hi), 16);
-  const Tensor dy = to_block(random_tensor(shape4, DType::f32, 4), 16);
-  const Tensor g = random_tensor({c.c}, DType::f32, 5, 0.5, 1.5), b = random_tensor({c.c}, DType::f32, 6);
-  auto once = [&](int threads) {
-    ThreadCountGuard guard(threads);
-    Tensor y = Tensor::empty(shape4, DType::f32).with_block(16), dx = Tensor::empty(shape4, DType::f32).with_block(16);
-    Tensor m({c.c}, DType::f32), v({c.c}, DType::f32), inv({c.c}, DType::f32), dg({c.c}, DType::f32), db({c.c}, DType::f32);
-    k.forward_train(p, x, g, b, y, m, v, inv);
-    k.backward_train(p, x, dy, g, m, inv, dx, dg, db);
-    return std::vector<Tensor>{to_plain(y), to_plain(dx), dg, db};
-  };
-  const std::vector<Tensor> one = once(1), two = once(2);
-  for (std::size_t i = 0; i < one.size(); ++i) EXPECT_TRUE(bitwise_equal(one[i], two[i])) << i;
+  Result one, two;
+  {
+    ThreadCountGuard g(1);
+    one = run(c, true, DType::f32, 16);
+  }
+  {
+    ThreadCountGuard g(2);
+    two = run(c, true, DType::f32, 16);
+  }
+  for (Tensor Result::*f : {&Result::y, &Result::dx, &Result::dg, &Result::db})
+    EXPECT_TRUE(bitwise_equal(one.*f, two.*f));
 }
 
 TEST(BatchNormFast, RefusesFloat64AndTheRegistrySendsItToTheReference) {
