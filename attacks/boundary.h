@@ -1,26 +1,48 @@
-// The Boundary attack (Brendel et al. 2018) as Foolbox 2.4 runs it (foolbox/attacks/
-// boundary_attack.py, blended_noise.py; ../shared/policies/training-quant-attacks.md C.4), one
-// sample at a time, decision-based (Runner::logits only), in float64 internally.
+// The Boundary attack (Brendel et al. 2018), decision-based (Runner::logits only), under the rules
+// of Foolbox 2.4 or Foolbox 3.3 (../shared/policies/training-quant-attacks.md C.4; knob
+// `boundary_impl`). Both share the start and the proposal; they differ in how many candidates a
+// step judges, what the step statistics count and when the attack stops.
 //
 // Start: blended uniform noise: up to `init_directions` images drawn uniformly in [lo, hi] until
-// one is misclassified, then the smallest blend (1 - e) x0 + e noise over e in
-// linspace(0, 1, init_epsilons + 1)[1:] that is misclassified (the noise itself if none).
-// Step (Foolbox 2's generate_candidate): d = x0 - x, |d|; eta ~ N(0, I) with the component along d
-// removed and scaled to spherical_step * |d|; spherical candidate x0 + (eta - d) / sqrt(1 +
-// spherical_step^2), clipped; then a move towards x0 by source_step * |d| plus the distance the
-// spherical step lost, clipped. Up to max_directions candidates per step; the first that is
-// misclassified and strictly closer to x0 (squared L2 / MSE) is taken. Every 10th step the
-// spherical candidates are judged too and their success feeds the statistics (deque of 100
-// spherical, 30 step outcomes); when a deque is full: spherical success > 0.5 multiplies both
-// steps by step_adaptation, < 0.2 divides them; step success > 0.5 / < 0.2 multiplies / divides
-// source_step; a deque is cleared after it adapted. Stops after `steps` steps or when
-// source_step < 1e-7.
+// one is misclassified, then the smallest blend (1 - e) x0 + e noise over an e grid that is
+// misclassified. Foolbox 2 (BlendedUniformNoiseAttack): e in linspace(0, 1, 1001)[1:], the noise
+// itself if no blend is. Foolbox 3 (LinearSearchBlendedUniformNoiseAttack(steps=50)): e in
+// linspace(0, 1, 51) as float32, for the whole batch at once; a sample with no adversarial start
+// fails (Foolbox 3 raises for the whole batch; here only that sample fails).
+// Proposal (Foolbox 2 generate_candidate / Foolbox 3 draw_proposals, the same formula): d = x0 - x,
+// |d|; eta ~ N(0, I) with its component along d removed, scaled to spherical_step |d|; spherical
+// candidate x0 + (eta - d) / sqrt(1 + spherical_step^2), clipped; then a move towards x0 by
+// source_step |d| plus the distance the spherical step lost, clipped.
 //
-// Randomness: Rng(mt19937_u24, seed mixed with the sample index), normals by Box-Muller in double.
-// Foolbox 2 draws from numpy (randomgen) without a settable seed per attack; its exact noise
-// cannot be reproduced, its rules are.
+// foolbox2 (boundary_attack.py v2.4, one sample at a time, float64 internals): up to
+// max_directions candidates per step, each with its own eta; on a statistics step (every 10th,
+// and every step while confirming convergence) a candidate is judged only where its spherical
+// point is adversarial, the spherical outcomes feed a window of 100 and the candidates' a window
+// of 30 (so the step rate is conditional on the spherical success); the first adversarial
+// candidate ends the step's search and is taken if strictly closer (squared L2). Adaptation
+// (when a window is full): spherical > 0.5 multiplies both steps by step_adaptation, < 0.2
+// divides them; step > step_raise (0.5) / < step_lower (0.2) multiplies / divides source_step;
+// a window is cleared when it adapted. Convergence: source_step < 1e-7 resets both steps to 1e-2
+// (literal, as Foolbox 2) and confirms: the attack stops only after converging again and staying
+// below 2e-7 for `convergence_confirm` (100) more steps.
+//
+// foolbox3 (boundary_attack.py v3.3, batched): `batch` samples step together and share one eta
+// per step (Foolbox 3 draws one (D, 1) normal for the batch and orthogonalises it per sample);
+// one candidate per sample per step, judged every step; on every 10th step the spherical points
+// are judged too and both windows take every sample's outcome (the step rate is unconditional,
+// hence Foolbox 3's thresholds step_raise 0.25 / step_lower 0.1). A sample whose source_step is
+// below 1e-7 keeps its example but is still judged and its steps still adapt (it may resume); the
+// batch stops when all have converged. Arithmetic in the input's dtype (`f64_internals` = false,
+// as Foolbox 3) or in float64; distances for the accept test in float64 on the points as held.
+// Queries: every judge call of the batch counts for every sample in it (what Foolbox 3 spends).
+//
+// Randomness: Rng(mt19937_u24) seeded from `seed` mixed with the sample index (foolbox2) or the
+// batch index (foolbox3); normals by Box-Muller in double. Foolbox draws from numpy / the
+// framework's global generator; its exact noise cannot be reproduced, its rules are.
 #pragma once
 #include <cstdint>
+#include <deque>
+#include <string>
 #include <vector>
 
 #include "engine/core/tensor.h"
@@ -29,15 +51,29 @@
 namespace driftlab {
 namespace attacks {
 
+enum class BoundaryRules { foolbox2, foolbox3 };
+const char* boundary_rules_name(BoundaryRules r);
+// "foolbox2" | "foolbox3"; "art" and anything else are refused with what runs.
+BoundaryRules parse_boundary_rules(const std::string& name);
+
 struct BoundarySpec {
-  int steps = 5000;                 // Foolbox 2's iterations (S1: 100; S2: 5,000)
-  int max_directions = 25;
+  BoundaryRules rules = BoundaryRules::foolbox2;
+  int steps = 5000;                 // Foolbox 2's iterations (S1: 100; S2: 5,000), Foolbox 3's steps
+  int max_directions = 25;          // candidates per step and sample (Foolbox 3: 1)
   double spherical_step = 1e-2, source_step = 1e-2, step_adaptation = 1.5;
-  int init_directions = 1000, init_epsilons = 1000;
+  double step_raise = 0.5, step_lower = 0.2;  // the source step's success thresholds (Foolbox 3: 0.25 / 0.1)
+  int init_directions = 1000, init_epsilons = 1000;  // Foolbox 3: 1000 / 50
+  int convergence_confirm = 100;    // Foolbox 2's confirmation steps (Foolbox 3: 0, none)
+  int batch = 1;                    // samples stepping together (foolbox3; foolbox2 attacks one at a time)
+  bool f64_internals = true;        // Foolbox 2: float64; Foolbox 3: the input's dtype
   double lo = 0.0, hi = 1.0;
   uint64_t seed = 1;
   void validate() const;
 };
+
+// The library's defaults for `rules` (steps, candidates, thresholds, start grid, convergence,
+// internals); batch 128 for foolbox3 (Foolbox 3 takes whatever batch its caller passes).
+BoundarySpec boundary_defaults(BoundaryRules rules);
 
 struct BoundaryResult {
   Tensor x_adv;                          // the input where no start was found
@@ -51,6 +87,47 @@ struct BoundaryResult {
 
 BoundaryResult run_boundary(Runner& runner, const Tensor& x, const std::vector<int32_t>& labels,
                             const BoundarySpec& spec);
+
+// The step-size rules on their own (what both rule sets run per sample; tested directly).
+namespace boundary_rules {
+
+// The last `maxlen` outcomes since the window was cleared (Foolbox 2's deque(maxlen); Foolbox 3's
+// ArrayQueue column holds the same outcomes wherever its rate is read, i.e. when full).
+class SuccessWindow {
+ public:
+  explicit SuccessWindow(std::size_t maxlen) : maxlen_(maxlen) {}
+  void push(bool success);
+  bool full() const { return q_.size() == maxlen_; }
+  double rate() const;
+  void clear() { q_.clear(); }
+
+ private:
+  std::size_t maxlen_;
+  std::deque<uint8_t> q_;
+};
+
+// One adaptation from full windows: spherical > 0.5 / < 0.2 multiplies / divides both steps by
+// step_adaptation; the step window against spec.step_raise / step_lower the source step; a window
+// that adapted is cleared.
+void adapt(SuccessWindow& spherical, SuccessWindow& step, double& sph, double& src, const BoundarySpec& spec);
+void adapt(SuccessWindow& spherical, SuccessWindow& step, float& sph, float& src, const BoundarySpec& spec);
+
+// Foolbox 2's convergence check, run before each step: source_step < 1e-7 the first time resets
+// both steps to 1e-2 and starts confirming; converged again, the attack stops once the source
+// step stayed below 2e-7 for `confirm` further checks; leaving that band while confirming starts
+// over. confirm = 0: stop at the first source_step < 1e-7 (Foolbox 3's per-sample rule).
+class Convergence {
+ public:
+  explicit Convergence(int confirm) : confirm_(confirm), remaining_(confirm) {}
+  bool stop(double& sph, double& src);  // true: the attack ends before this step
+  bool confirming() const { return resetted_; }  // Foolbox 2 checks spherical points every step then
+
+ private:
+  int confirm_, remaining_;
+  bool resetted_ = false;
+};
+
+}  // namespace boundary_rules
 
 }  // namespace attacks
 }  // namespace driftlab

@@ -942,6 +942,7 @@ void attribute_cmd(const AttributeCliOptions& o) {
 struct AttackOptions {
   std::string weights, attack = "fgsm", input, labels, out, eps_units = "absolute", labels_from = "true";
   std::string convention = "driftlab", eps_schedule = "single", step_units = "eps", success = "label", eight_bit = "off";
+  std::string boundary_rules;  // empty: the convention's
   std::vector<std::string> judges;
   double eps = 0.1, step = 0.01, lo = NAN, hi = NAN, max_epsilon = 1.0;
   int steps = 10, threads = 0, iterations = 5000, max_directions = 25, epsilons = 1000;
@@ -960,8 +961,12 @@ namespace {
 void apply_convention(AttackOptions& o, attacks::AttackKind kind, bool decision) {
   const attacks::Convention c = attacks::convention(o.convention);
   if (c.name == "driftlab") return;
-  check(!decision, "attack: --convention ", c.name, " is about the white-box attacks' conventions; ", o.attack,
-        " runs Foolbox 2's rules (ROBUSTNESS.md)");
+  if (decision) {  // Boundary's rules come from the convention in boundary_spec
+    check(o.attack == "boundary" || c.name == "foolbox2", "attack: --convention ", c.name, ": single-pixel is "
+          "Foolbox 2's attack (Foolbox 3 has none; ART's and torchattacks' pixel attacks are differential evolution, "
+          "not reproduced)");
+    return;
+  }
   auto unless = [&](const char* flag, auto& field, auto value) {
     if (!o.given.count(flag)) field = value;
   };
@@ -988,6 +993,28 @@ void apply_convention(AttackOptions& o, attacks::AttackKind kind, bool decision)
     check(c.eps > 0 || o.given.count("--eps"), "attack: --convention ", c.name, " has no default eps: give --eps");
     unless("--eps", o.eps, c.eps);
   }
+}
+
+// The Boundary attack's spec: the rules of --boundary-rules, else of the convention (driftlab:
+// Foolbox 2's), with that library's defaults for every flag not given.
+attacks::BoundarySpec boundary_spec(const AttackOptions& o, double lo, double hi) {
+  std::string rules = o.boundary_rules;
+  if (rules.empty()) {
+    const attacks::Convention c = attacks::convention(o.convention);
+    check(c.name != "torchattacks", "attack: --convention torchattacks: torchattacks has no Boundary attack "
+          "(give --boundary-rules foolbox2 | foolbox3)");
+    rules = c.name == "driftlab" ? "foolbox2" : c.name;  // "art" is refused by parse_boundary_rules
+  }
+  attacks::BoundarySpec bs = attacks::boundary_defaults(attacks::parse_boundary_rules(rules));
+  if (o.given.count("--iterations")) bs.steps = o.iterations;
+  if (o.given.count("--max-directions")) bs.max_directions = o.max_directions;
+  if (bs.rules == attacks::BoundaryRules::foolbox3) {
+    check(o.batch >= 1 && o.batch <= (1 << 20), "attack: --batch ", o.batch, " must be in [1, 2^20]");
+    bs.batch = static_cast<int>(o.batch);
+  }
+  bs.lo = lo, bs.hi = hi, bs.seed = o.seed;
+  bs.validate();
+  return bs;
 }
 
 // The input space's images (the model's normalisation undone), and back.
@@ -1110,6 +1137,7 @@ void attack_cmd(AttackOptions o) {
     runner = open_runner(lm.model, device);
   }
   attacks::AttackResult r;
+  attacks::BoundarySpec bs;
   if (o.attack == "single-pixel") {
     attacks::SinglePixelSpec sp;
     sp.max_pixels = o.max_pixels, sp.lo = spec.lo, sp.hi = spec.hi, sp.seed = o.seed;
@@ -1120,8 +1148,7 @@ void attack_cmd(AttackOptions o) {
     r.x_adv = d.x_adv, r.clean_pred = d.clean_pred, r.adv_pred = d.adv_pred, r.queries = d.queries;
     attacks::finish_result(x, y, r);
   } else if (o.attack == "boundary") {
-    attacks::BoundarySpec bs;
-    bs.steps = o.iterations, bs.max_directions = o.max_directions, bs.lo = spec.lo, bs.hi = spec.hi, bs.seed = o.seed;
+    bs = boundary_spec(o, spec.lo, spec.hi);
     attacks::BoundaryResult d = attacks::run_boundary(*runner, x, y, bs);
     r.x_adv = d.x_adv, r.clean_pred = d.clean_pred, r.adv_pred = d.adv_pred, r.queries = d.queries;
     attacks::finish_result(x, y, r);
@@ -1226,7 +1253,11 @@ void attack_cmd(AttackOptions o) {
                           "early_stop", "labels_from", "convention"})
       j.erase(k);
   }
-  if (o.attack == "boundary") j["iterations"] = o.iterations, j["max_directions"] = o.max_directions;
+  if (o.attack == "boundary") {
+    j["boundary_rules"] = attacks::boundary_rules_name(bs.rules);
+    j["iterations"] = bs.steps, j["max_directions"] = bs.max_directions;
+    if (bs.rules == attacks::BoundaryRules::foolbox3) j["boundary_batch"] = bs.batch;
+  }
   if (o.attack == "single-pixel") j["max_pixels"] = o.max_pixels, j["transposed_index"] = o.transposed_index;
   // Transfer: success on each judge over the samples every compared model classifies correctly
   // (S2's denominator), and over those the judge classifies correctly.
@@ -1406,8 +1437,8 @@ void robustness_cmd(RobustnessOptions o) {
       a.gradient.lo = lo, a.gradient.hi = hi;
     } else {
       check(name == "boundary" || name == "single-pixel", "robustness: unknown attack '", name, "'");
-      a.boundary.steps = ao.iterations, a.boundary.max_directions = ao.max_directions;
-      a.boundary.lo = lo, a.boundary.hi = hi;
+      if (name == "boundary") a.boundary = boundary_spec(ao, lo, hi);
+      if (name == "single-pixel") apply_convention(ao, attacks::AttackKind::fgsm, true);  // refuses what is not Foolbox 2's
       a.pixel.max_pixels = ao.max_pixels, a.pixel.lo = lo, a.pixel.hi = hi;
       a.pixel.transposed_index = ao.transposed_index;
     }
@@ -1466,7 +1497,19 @@ void robustness_cmd(RobustnessOptions o) {
                                : quant::is_quantized(lms[m]) ? "straight-through (fake-quantized graph)"
                                                              : "the model's own backward"},
                   {"clean_accuracy", t.clean_accuracy[m]}});
-  const json j{{"models", names},       {"model_files", mj}, {"attacks", t.attacks}, {"common", t.common},
+  json settings = json::array();  // what each attack ran with (after the convention filled the defaults)
+  for (const attacks::RobustnessAttack& a : atts) {
+    if (a.name == "boundary")
+      settings.push_back({{"attack", a.name}, {"boundary_rules", attacks::boundary_rules_name(a.boundary.rules)},
+                          {"iterations", a.boundary.steps}, {"max_directions", a.boundary.max_directions},
+                          {"batch", a.boundary.batch}});
+    else if (a.name == "single-pixel")
+      settings.push_back({{"attack", a.name}, {"max_pixels", a.pixel.max_pixels}});
+    else
+      settings.push_back({{"attack", a.name}, {"convention", o.attack.convention}, {"eps", a.gradient.eps},
+                          {"step", a.gradient.step}, {"steps", a.gradient.steps}});
+  }
+  const json j{{"models", names},       {"model_files", mj}, {"attacks", t.attacks}, {"settings", settings}, {"common", t.common},
                {"inputs", test.name},   {"seeds", t.seeds},  {"cells", cells},       {"R", t.r},
                {"pairs", pairs},        {"device", o.attack.dev.device}, {"commit", build_commit()}};
   {
@@ -1725,8 +1768,12 @@ void register_commands(CLI::App& app) {
                                            "adversarial examples (.npy), result.json, samples.csv");
   ak->add_option("--weights", ao->weights, "model file (.dlm); int8: white-box attacks on straight-through gradients (quant/ste.h)")->required();
   ak->add_option("--attack", ao->attack, "fgsm | bim | pgd | boundary | single-pixel")->capture_default_str();
-  ak->add_option("--iterations", ao->iterations, "boundary: steps (Foolbox 2's iterations)")->capture_default_str();
-  ak->add_option("--max-directions", ao->max_directions, "boundary: candidates per step")->capture_default_str();
+  ak->add_option("--iterations", ao->iterations, "boundary: steps (Foolbox 2's iterations; default the rules' own: "
+                 "5000 Foolbox 2, 25000 Foolbox 3)");
+  ak->add_option("--max-directions", ao->max_directions, "boundary: candidates per step (Foolbox 2's; Foolbox 3: 1)")
+      ->capture_default_str();
+  ak->add_option("--boundary-rules", ao->boundary_rules, "boundary: foolbox2 | foolbox3 (default: the convention's; "
+                 "driftlab: foolbox2). foolbox3 steps --batch samples together");
   ak->add_option("--max-pixels", ao->max_pixels, "single-pixel: positions tried")->capture_default_str();
   ak->add_flag("--transposed-index", ao->transposed_index, "single-pixel: Foolbox 2's (x = p % w) reading of a position");
   ak->add_option("--eps", ao->eps, "L-inf budget (--eps-units)")->check(kFiniteNonNegative)->capture_default_str();
@@ -1801,8 +1848,11 @@ void register_commands(CLI::App& app) {
   rb->add_option("--steps", ro->attack.steps, "bim/pgd iterations")->capture_default_str();
   rb->add_flag("--random-start", ro->attack.random_start, "pgd: uniform start in the ball");
   rb->add_flag("--early-stop", ro->attack.early_stop, "bim/pgd: stop a sample once misclassified");
-  rb->add_option("--iterations", ro->attack.iterations, "boundary: steps")->capture_default_str();
-  rb->add_option("--max-directions", ro->attack.max_directions, "boundary: candidates per step")->capture_default_str();
+  rb->add_option("--iterations", ro->attack.iterations, "boundary: steps (default the rules' own)");
+  rb->add_option("--max-directions", ro->attack.max_directions, "boundary: candidates per step (Foolbox 2's)")
+      ->capture_default_str();
+  rb->add_option("--boundary-rules", ro->attack.boundary_rules, "boundary: foolbox2 | foolbox3 (default: the "
+                 "convention's)");
   rb->add_option("--max-pixels", ro->attack.max_pixels, "single-pixel: positions tried")->capture_default_str();
   rb->add_option("--seed", ro->attack.seed, "the first repeat's seed")->capture_default_str();
   rb->add_option("--batch", ro->attack.batch, "inputs per gradient call")->capture_default_str();

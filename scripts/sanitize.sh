@@ -30,7 +30,7 @@ SUBSET_KERNELS='Cases/GemmFastVsRef.*:OnednnGemm.*:GemmReproducibleDouble.*:Back
 ':ActivationFast.*:SoftmaxXentFast.*:All/RnnFastVsRef.*:RnnFast.*:RnnOp.*:Cells/*'\
 ':SgdKernels.*:OptimRule.*:AdaptiveKernels.*:Adam.*:Rmsprop.*:Embedding.*:Cases/GradCheck*'\
 ':Quant*:Cases/QConvFast.*:QConvFast.*:QDenseFast.*:QAddFast.*:QMaxPool2dFast.*:QGlobalAvgPoolFast.*'\
-':GradientAttack.*:SinglePixel.*:Boundary.*:Stats.*:EightBit.*:Png.*:Robustness.*'
+':GradientAttack.*:SinglePixel.*:Boundary.*:*/BoundaryRules.*:Stats.*:EightBit.*:Png.*:Robustness.*'
 SUBSET_READERS='Idx.*:Npy.*:Cifar.*:Imdb.*:Datasets.*:ModelFile.*:WeightsNpy.*:Checkpoint.*:OnnxRoundTrip.*'
 SUBSET_LARGE_ROWS='*b128*:*b64*:*vgg16*:*splitk_conv_dw_like*:*resnet20_s2*:*resnet20_s3*:*resnet_stage1*'\
 ':*resnet20_stage3*:*resnet20_downsample*'

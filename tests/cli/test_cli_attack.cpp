@@ -104,11 +104,30 @@ TEST(CliAttack, FgsmAndPgdOnTheTestSplitAndOnGivenInputs) {
     ASSERT_GE(b.at(i), 0.0);
     ASSERT_LE(b.at(i), 1.0);
   }
+  std::ifstream bf(d / "bd" / "result.json");
+  const json bj = json::parse(bf);
+  EXPECT_EQ(bj["boundary_rules"], "foolbox2");
+  EXPECT_EQ(bj["max_directions"], 25);
+  // Foolbox 3's rules through its convention: one candidate per step, the samples in batches
+  r = run_driftlab("attack --weights " + w + " --attack boundary --convention foolbox3 --iterations 20 --batch 2 "
+                   "--limit 3 --seed 2 --out " + (d / "bd3").string() + data);
+  ASSERT_EQ(r.code, 0) << r.out;
+  std::ifstream bf3(d / "bd3" / "result.json");
+  const json bj3 = json::parse(bf3);
+  EXPECT_EQ(bj3["boundary_rules"], "foolbox3");
+  EXPECT_EQ(bj3["iterations"], 20);
+  EXPECT_EQ(bj3["max_directions"], 1);
+  EXPECT_EQ(bj3["boundary_batch"], 2);
 
   // refusals, by name
   expect_refused("attack --weights " + w + " --attack cw" + bad, "unknown attack 'cw'");
   expect_refused("attack --weights " + w + " --input " + (d / "x.npy").string() + bad, "--input needs --labels");
   expect_refused("attack --weights " + w + " --attack fgsm --random-start" + bad, "random_start is PGD's");
+  expect_refused("attack --weights " + w + " --attack boundary --convention art" + bad, "ART's BoundaryAttack");
+  expect_refused("attack --weights " + w + " --attack boundary --boundary-rules foolbox3 --max-directions 5" + bad,
+                 "one candidate per sample and step");
+  expect_refused("attack --weights " + w + " --attack single-pixel --convention foolbox3" + bad,
+                 "single-pixel is Foolbox 2's attack");
   driftlab::write_npy((d / "far.npy").string(), driftlab::random_tensor({2, 1, 28, 28}, driftlab::DType::f32, 3, 0, 2));
   driftlab::write_npy((d / "y2.npy").string(), driftlab::Tensor::from<int64_t>({2}, {0, 1}));
   expect_refused("attack --weights " + w + " --input " + (d / "far.npy").string() + " --labels " +
@@ -295,12 +314,16 @@ TEST(CliRobustness, TableJsonCsvAndChartForAModelAndItsInt8Version) {
   }
 
   // a convention over a one-step and an iterative attack: Foolbox 3's step relative to eps is BIM's
-  // only (FGSM keeps its one step of eps)
-  r = run_driftlab("robustness --model fp32=" + w + " --convention foolbox3 --attacks fgsm,bim --eps 0.1 --no-chart --out " +
-                   (d / "fb3").string() + data);
+  // only (FGSM keeps its one step of eps); Boundary under the same convention runs Foolbox 3's rules
+  r = run_driftlab("robustness --model fp32=" + w + " --convention foolbox3 --attacks fgsm,bim,boundary --eps 0.1 "
+                   "--iterations 10 --no-chart --out " + (d / "fb3").string() + data);
   ASSERT_EQ(r.code, 0) << r.out;
   std::ifstream jf3(d / "fb3" / "robustness.json");
-  EXPECT_EQ(json::parse(jf3)["attacks"], json({"fgsm", "bim"}));
+  const json j3 = json::parse(jf3);
+  EXPECT_EQ(j3["attacks"], json({"fgsm", "bim", "boundary"}));
+  EXPECT_EQ(j3["settings"][2]["boundary_rules"], "foolbox3");
+  EXPECT_EQ(j3["settings"][2]["iterations"], 10);
+  EXPECT_EQ(j3["settings"][1]["steps"], 10);
 
   // refusals, by name
   // an int8 model without --craft: white-box on its own straight-through gradients
