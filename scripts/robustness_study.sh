@@ -17,8 +17,9 @@
 #   fb2bim:   BIM under Foolbox 2's conventions: its eps search (binary_search=True from eps 0.3,
 #             step 0.05/0.3 of eps, 10 iterations, return_early), the int8 models by transfer as in
 #             s1 (one repeat: no randomness).
-#   uint8:    S2's 8-bit round trip on the fp32 torch LeNet-5's Boundary examples (S1's Boundary
-#             settings, the first 1000 test images).
+#   uint8:    S2's 8-bit round trip on the fp32 torch LeNet-5's Boundary examples, under S1's
+#             Boundary settings (Foolbox 2, 100 iterations, 5 directions) and S2's own (Foolbox 3,
+#             5000 steps), the first 1000 test images.
 #
 # Each run's samples are the test images every compared model classifies correctly (at most
 # SAMPLES of them), REPEATS runs with seeds 1.. (S1: 1000 images, 10 repeats).
@@ -89,5 +90,7 @@ want uint8 && for rule in off round; do
   [ "$rule" = off ] || extra=(--uint8 "$rule")
   "$BIN" attack --weights "$OUT/lenet5-torch/model.dlm" --attack boundary --iterations 100 \
     --max-directions 5 --limit 1000 --threads "$THREADS" "${extra[@]}" --out "$OUT/uint8-boundary-$rule" > /dev/null
+  "$BIN" attack --weights "$OUT/lenet5-torch/model.dlm" --attack boundary --boundary-rules foolbox3 \
+    --iterations 5000 --limit 1000 --threads "$THREADS" "${extra[@]}" --out "$OUT/uint8-boundary-fb3-$rule" > /dev/null
 done
 log "done: $OUT"
