@@ -1,7 +1,7 @@
 // Attack speed (issue 17): adversarial examples per second of FGSM and BIM (10 steps) through the
 // model face (attacks/gradient.h: Runner::input_gradient at inference semantics), and model
 // queries per second of the decision-based attacks (the Boundary attack's step: 25 candidates
-// judged in one logits() call). LeNet-5 on 1x28x28 U(0,1) images and ResNet-20 on 3x32x32 U(-1,1)
+// judged in one logits() call; the whole Boundary attack under Foolbox 2's and Foolbox 3's rules). LeNet-5 on 1x28x28 U(0,1) images and ResNet-20 on 3x32x32 U(-1,1)
 // images, torch preset (random weights, ResNet-20 with random BatchNorm statistics). The same work
 // in PyTorch, in the same shell command: bench/peers/attacks_torch.py.
 //
@@ -14,6 +14,7 @@
 
 #include <cstring>
 
+#include "attacks/boundary.h"
 #include "attacks/gradient.h"
 #include "engine/random.h"
 #include "engine/train/cpu_runner.h"
@@ -108,6 +109,34 @@ void BM_DecisionQueries(benchmark::State& state) {
   state.SetLabel(arch + " 25 candidates per call");
 }
 
+// The whole Boundary attack (attacks/boundary.h: the start, the proposals, the judging, the step
+// statistics), queries per second as the attack counts them. Foolbox 2's rules: 4 inputs one at a
+// time, 25 candidates per step; Foolbox 3's: 128 inputs stepping together, one candidate each per
+// step. The labels are the model's own predictions (every input is attacked). Peer: PyTorch forward
+// passes of the same batch sizes (attacks_torch.py 'queries' rows): a lower bound on any PyTorch
+// attack's time. args: arch index, rules (0 foolbox2, 1 foolbox3), threads
+void BM_BoundaryAttack(benchmark::State& state) {
+  const std::string arch = kArchs[state.range(0)];
+  const bool fb3 = state.range(1) == 1;
+  const Threads threads(static_cast<int>(state.range(2)));
+  Model m = model_for(arch);
+  CpuRunner runner(m);
+  const int64_t n = fb3 ? 128 : 4;
+  const Tensor x = inputs(arch, n, 5);  // inside the attack's bounds [-1, 1] (LeNet-5's in [0, 1))
+  const std::vector<int32_t> y = predictions(runner.logits(x));
+  attacks::BoundarySpec spec = attacks::boundary_defaults(fb3 ? attacks::BoundaryRules::foolbox3
+                                                              : attacks::BoundaryRules::foolbox2);
+  spec.steps = fb3 ? 200 : 20;
+  spec.lo = -1, spec.hi = 1;
+  int64_t queries = 0;
+  for (auto _ : state) {
+    const attacks::BoundaryResult r = attacks::run_boundary(runner, x, y, spec);
+    for (int64_t q : r.queries) queries += q;
+  }
+  state.counters["queries/s"] = benchmark::Counter(static_cast<double>(queries), benchmark::Counter::kIsRate);
+  state.SetLabel(arch + (fb3 ? " foolbox3, 128 inputs, 200 steps" : " foolbox2, 4 inputs, 20 steps x 25"));
+}
+
 // The attack's own host work, with a model that costs nothing: a Runner answering every call with
 // one precomputed gradient and logits (shared storage, no copy). What is left is attacks/gradient.cpp
 // itself: the bounds check, the copies, sign/step/projection/clamp per element, the predictions and
@@ -164,6 +193,8 @@ BENCHMARK(BM_AttackHostWork)->Args({0, 0, 10000, 1000, 1})->Args({0, 1, 10000, 1
     ->ArgNames({"arch", "bim", "n", "batch", "threads"})->UseRealTime()->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_DecisionQueries)->ArgsProduct({{0, 1}, {1, 2}})->ArgNames({"arch", "threads"})->UseRealTime()
     ->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_BoundaryAttack)->ArgsProduct({{0, 1}, {0, 1}, {1, 2}})->ArgNames({"arch", "fb3", "threads"})
+    ->UseRealTime()->Unit(benchmark::kMillisecond);
 
 }  // namespace
 }  // namespace driftlab

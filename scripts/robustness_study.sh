@@ -5,18 +5,17 @@
 # training images), then per architecture:
 #
 #   s1:       S1's attacks under Foolbox 2's conventions: FGSM's epsilon sweep (epsilons 100,
-#             max_epsilon 0.1), Boundary (iterations 100, max_directions 5), single-pixel
-#             (max_pixels 100); the int8 models' FGSM examples crafted on their fp32 model
-#             (transfer), Boundary and single-pixel queried on the integer model.
+#             max_epsilon 0.1), BIM with Foolbox 2's defaults (its eps search from 0.3, step
+#             0.05/0.3 of eps, 10 iterations, return_early), Boundary (iterations 100,
+#             max_directions 5), single-pixel (max_pixels 100); the int8 models' FGSM and BIM
+#             examples crafted on their fp32 model (transfer), Boundary and single-pixel queried
+#             on the integer model.
 #   fb3:      the same models under Foolbox 3's conventions: FGSM at one eps 0.1 and BIM
 #             (10 steps of rel_stepsize 0.2 * eps), the Foolbox 2 vs Foolbox 3 difference on FGSM.
 #   ste:      white-box attacks ON the int8 models (straight-through gradients of the
 #             fake-quantized graph, quant/ste.h) beside the same int8 model attacked by transfer
 #             from its fp32 model and the fp32 model itself (torch preset; Foolbox 3's FGSM at
 #             eps 0.1 and BIM).
-#   fb2bim:   BIM under Foolbox 2's conventions: its eps search (binary_search=True from eps 0.3,
-#             step 0.05/0.3 of eps, 10 iterations, return_early), the int8 models by transfer as in
-#             s1 (one repeat: no randomness).
 #   uint8:    S2's 8-bit round trip on the fp32 torch LeNet-5's Boundary examples, under S1's
 #             Boundary settings (Foolbox 2, 100 iterations, 5 directions) and S2's own (Foolbox 3,
 #             5000 steps), the first 1000 test images.
@@ -25,7 +24,7 @@
 # SAMPLES of them), REPEATS runs with seeds 1.. (S1: 1000 images, 10 repeats).
 #
 #   scripts/robustness_study.sh [OUT_DIR]     (env: EPOCHS=5 SAMPLES=1000 REPEATS=3 THREADS=2
-#                                              PARTS="s1 fb3 ste fb2bim uint8")
+#                                              PARTS="s1 fb3 ste uint8")
 #
 # Needs build/driftlab, python3-matplotlib, the data in /usr/share/datasets/fashion-mnist.
 set -euo pipefail
@@ -35,7 +34,7 @@ EPOCHS=${EPOCHS:-5}
 SAMPLES=${SAMPLES:-1000}
 REPEATS=${REPEATS:-3}
 THREADS=${THREADS:-2}
-PARTS=${PARTS:-s1 fb3 ste fb2bim uint8}
+PARTS=${PARTS:-s1 fb3 ste uint8}
 BIN=build/driftlab
 want() { [[ " $PARTS " == *" $1 "* ]]; }
 mkdir -p "$OUT"
@@ -62,19 +61,14 @@ for arch in lenet1 lenet5; do
   done
   if want s1; then
   log "s1 $arch"
-  "$BIN" robustness "${models[@]}" "${crafts[@]}" --convention foolbox2 --attacks fgsm,boundary,single-pixel \
-    --eps-schedule foolbox2-sweep --epsilons 100 --max-epsilon 0.1 --iterations 100 --max-directions 5 \
+  "$BIN" robustness "${models[@]}" "${crafts[@]}" --convention foolbox2 --attacks fgsm,bim,boundary,single-pixel \
+    --epsilons 100 --max-epsilon 0.1 --iterations 100 --max-directions 5 \
     --max-pixels 100 --samples "$SAMPLES" --repeats "$REPEATS" --threads "$THREADS" --out "$OUT/$arch-s1"
   fi
   if want fb3; then
   log "fb3 $arch"
   "$BIN" robustness "${models[@]}" "${crafts[@]}" --convention foolbox3 --attacks fgsm,bim --eps 0.1 \
     --samples "$SAMPLES" --repeats 1 --threads "$THREADS" --out "$OUT/$arch-fb3"
-  fi
-  if want fb2bim; then
-  log "fb2bim $arch"
-  "$BIN" robustness "${models[@]}" "${crafts[@]}" --convention foolbox2 --attacks bim \
-    --samples "$SAMPLES" --repeats 1 --threads "$THREADS" --out "$OUT/$arch-fb2bim"
   fi
   if want ste; then
   log "ste $arch"

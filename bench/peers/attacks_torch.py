@@ -3,8 +3,8 @@
 timing: FGSM and BIM (10 steps) written with autograd on the same architectures in eval() mode
 (F.cross_entropy, mean; x' = clamp(x + eps*sign(g)), BIM's projection as in
 tests/oracles/torch/oracle.py run_attack), adversarial examples per second over 1,024 (LeNet-5) or
-128 (ResNet-20) inputs in batches of 128 / 32; and forward passes of 25 candidates (the Boundary
-attack's queries) per second. Best of --reps after a warm-up. Prints one JSON object per row.
+128 (ResNet-20) inputs in batches of 128 / 32; and forward passes of 25 and 128 candidates (the Boundary
+attack's queries: Foolbox 2's candidates per step, Foolbox 3's batch) per second. Best of --reps after a warm-up. Prints one JSON object per row.
 Each attack twice: work=examples, the examples alone (the attack loop as PyTorch users write it),
 and work=same, the work of driftlab's run_gradient_attack (bench/bm_attacks.cpp): the examples,
 the judging forward at x' and the per-sample perturbation norms (attack_result()).
@@ -87,12 +87,13 @@ def main():
                     s = best(run, a.reps)
                     print(json.dumps({'model': arch, 'attack': name, 'work': work, 'batch': batch,
                                       'threads': threads, 'inputs': n, 'seconds': s, 'ex_per_s': n / s}))
-            q = x[:25].clone()
-            with torch.no_grad():
-                calls = 20
-                s = best(lambda: [model(q) for _ in range(calls)], a.reps)
-            print(json.dumps({'model': arch, 'attack': 'queries', 'batch': 25, 'threads': threads,
-                              'queries_per_s': 25 * calls / s}))
+            for qb in (25, 128):  # Foolbox 2's candidates per step; Foolbox 3's batch of samples
+                q = x[:qb].clone()  # n >= 128
+                with torch.no_grad():
+                    calls = 20
+                    s = best(lambda: [model(q) for _ in range(calls)], a.reps)
+                print(json.dumps({'model': arch, 'attack': 'queries', 'batch': qb, 'threads': threads,
+                                  'queries_per_s': qb * calls / s}))
 
 
 if __name__ == '__main__':
