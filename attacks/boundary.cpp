@@ -10,16 +10,19 @@ namespace driftlab {
 namespace attacks {
 
 const char* boundary_rules_name(BoundaryRules r) {
-  return r == BoundaryRules::foolbox2 ? "foolbox2" : "foolbox3";
+  switch (r) {
+    case BoundaryRules::foolbox2: return "foolbox2";
+    case BoundaryRules::foolbox3: return "foolbox3";
+    case BoundaryRules::art: return "art";
+  }
+  return "?";
 }
 
 BoundaryRules parse_boundary_rules(const std::string& name) {
   if (name == "foolbox2") return BoundaryRules::foolbox2;
   if (name == "foolbox3") return BoundaryRules::foolbox3;
-  if (name == "art")
-    fail("boundary: ART's BoundaryAttack (targeted by default, 20 orthogonal samples x 25 trials per step, an "
-         "unseeded start) is not reproduced; the rules that run are foolbox2 and foolbox3");
-  fail("boundary: unknown rules '", name, "' (foolbox2 | foolbox3)");
+  if (name == "art") return BoundaryRules::art;
+  fail("boundary: unknown rules '", name, "' (foolbox2 | foolbox3 | art)");
 }
 
 BoundarySpec boundary_defaults(BoundaryRules rules) {
@@ -29,14 +32,21 @@ BoundarySpec boundary_defaults(BoundaryRules rules) {
     s.steps = 25000, s.max_directions = 1, s.step_raise = 0.25, s.step_lower = 0.1;
     s.init_epsilons = 50, s.convergence_confirm = 0, s.batch = 128, s.f64_internals = false;
   }
+  if (rules == BoundaryRules::art) {
+    s.max_directions = 20, s.step_adaptation = 0.667, s.init_directions = 100, s.convergence_confirm = 0;
+    s.f64_internals = false;
+  }
   return s;
 }
 
 void BoundarySpec::validate() const {
   check(steps >= 0, "boundary: steps ", steps, " must be >= 0");
   check(max_directions >= 1, "boundary: max_directions ", max_directions, " must be >= 1");
-  check(spherical_step > 0 && source_step > 0 && step_adaptation > 1, "boundary: steps must be > 0 and the "
-        "adaptation > 1 (spherical ", spherical_step, ", source ", source_step, ", adaptation ", step_adaptation, ")");
+  const bool art = rules == BoundaryRules::art;
+  check(spherical_step > 0 && source_step > 0 && (art ? step_adaptation > 0 && step_adaptation < 1 : step_adaptation > 1),
+        "boundary: steps must be > 0 and the adaptation ", art ? "in (0, 1) (ART's step_adapt)" : "> 1",
+        " (spherical ", spherical_step, ", source ", source_step, ", adaptation ", step_adaptation, ")");
+  check(trials >= 1, "boundary: trials ", trials, " must be >= 1");
   check(step_lower >= 0 && step_lower < step_raise && step_raise <= 1, "boundary: the source step's thresholds (lower ",
         step_lower, ", raise ", step_raise, ") must satisfy 0 <= lower < raise <= 1");
   check(init_directions >= 1 && init_epsilons >= 1, "boundary: init_directions and init_epsilons must be >= 1");
@@ -49,6 +59,9 @@ void BoundarySpec::validate() const {
           "); samples stepping together with a shared draw are Foolbox 3's");
     check(f64_internals, "boundary: Foolbox 2's rules run in float64 here (its internal_dtype=float32 is not "
           "reproduced)");
+  } else if (art) {
+    check(batch == 1 && convergence_confirm == 0, "boundary: ART's rules attack one sample at a time without "
+          "convergence confirmation (batch ", batch, ", convergence_confirm ", convergence_confirm, ")");
   } else {
     check(max_directions == 1, "boundary: Foolbox 3's rules judge one candidate per sample and step (max_directions ",
           max_directions, "); several are Foolbox 2's");
@@ -463,6 +476,134 @@ void attack_batch(Runner& runner, const Shape& one, DType dtype, const std::vect
   }
 }
 
+// ART's rules for one sample in the arithmetic type T (the input's dtype, as ART's float32).
+template <typename T>
+SampleOut attack_one_art(Runner& runner, const Shape& one, DType dtype, const std::vector<T>& x0, int32_t label,
+                         const BoundarySpec& spec, Rng& rng) {
+  SampleOut o;
+  const int64_t n = static_cast<int64_t>(x0.size());
+  const T lo = static_cast<T>(spec.lo), hi = static_cast<T>(spec.hi);
+  auto predict = [&](const std::vector<T>& pts, int64_t rows) { return judge_rows(runner, one, dtype, pts.data(), rows); };
+  auto sq_dist_to_x0 = [&](const T* p) {
+    double s = 0;
+    for (int64_t i = 0; i < n; ++i) {
+      const double d = static_cast<double>(x0[i]) - static_cast<double>(p[i]);
+      s += d * d;
+    }
+    return s;
+  };
+  auto clip = [&](T v) { return std::min(std::max(v, lo), hi); };
+  // 1) the start: the first misclassified uniform image (ART judges one per call and uses it as it
+  // is); drawn in chunks here, the queries counted as ART spends them
+  std::vector<T> x(static_cast<std::size_t>(n));
+  constexpr int kChunk = 32;
+  for (int d0 = 0; d0 < spec.init_directions && !o.found; d0 += kChunk) {
+    const int m = std::min(kChunk, spec.init_directions - d0);
+    std::vector<T> cand(static_cast<std::size_t>(m * n));
+    for (T& e : cand) e = rng.uniform<T>(lo, hi);
+    const std::vector<int32_t> p = predict(cand, m);
+    for (int k = 0; k < m && !o.found; ++k) {
+      ++o.queries;
+      if (p[k] != label) {
+        std::copy(cand.begin() + k * n, cand.begin() + (k + 1) * n, x.begin());
+        o.found = true, o.pred = p[k];
+      }
+    }
+  }
+  if (!o.found) return o;  // ART warns and returns the input
+  double dist = sq_dist_to_x0(x.data());
+  o.trace.push_back(dist / static_cast<double>(n));
+
+  // 2) the iterations
+  const int m = spec.max_directions;
+  const T a = static_cast<T>(spec.step_adaptation);
+  T delta = static_cast<T>(spec.spherical_step), eps = static_cast<T>(spec.source_step);
+  auto adapt_one = [&](T& step, double rate) {  // ART's trust region: < 0.2 shrinks, > 0.5 grows
+    if (rate < 0.2)
+      step *= a;
+    else if (rate > 0.5)
+      step /= a;
+  };
+  std::vector<T> props(static_cast<std::size_t>(m * n)), eta(static_cast<std::size_t>(n)), dir(eta.size());
+  std::vector<T> advs, cands;
+  std::vector<int32_t> adv_preds;
+  Normal normal(rng);
+  for (int it = 1; it <= spec.steps; ++it) {
+    o.steps = it;
+    // the orthogonal step: rounds of m proposals until one is adversarial
+    const T norm = static_cast<T>(std::sqrt(dist));
+    for (int64_t i = 0; i < n; ++i) dir[i] = (x0[i] - x[i]) / norm;
+    advs.clear(), adv_preds.clear();
+    for (int t = 0; t < spec.trials && advs.empty(); ++t) {
+      const T h = std::sqrt(T(1) + delta * delta);
+      for (int k = 0; k < m; ++k) {
+        double en = 0;
+        for (T& e : eta) e = static_cast<T>(normal.next()), en += static_cast<double>(e) * e;
+        const T scale = delta * norm / static_cast<T>(std::sqrt(en));  // normalised, then delta |x0 - x|
+        double dot = 0;
+        for (int64_t i = 0; i < n; ++i) eta[i] *= scale, dot += static_cast<double>(eta[i]) * dir[i];
+        T* p = props.data() + k * n;
+        for (int64_t i = 0; i < n; ++i) {
+          const T e = eta[i] - static_cast<T>(dot) * dir[i];
+          p[i] = clip(x[i] + ((T(1) - h) * (x[i] - x0[i]) + e) / h);
+        }
+      }
+      const std::vector<int32_t> pr = predict(props, m);
+      o.queries += m;
+      int hits = 0;
+      for (int k = 0; k < m; ++k)
+        if (pr[k] != label) {
+          ++hits;
+          advs.insert(advs.end(), props.begin() + k * n, props.begin() + (k + 1) * n);
+          adv_preds.push_back(pr[k]);
+        }
+      adapt_one(delta, static_cast<double>(hits) / m);
+    }
+    if (advs.empty()) break;  // ART: "Adversarial example found but not optimal", x returned
+    // the step towards x0: every adversarial proposal moved by eps, until one stays adversarial
+    const int64_t na = static_cast<int64_t>(adv_preds.size());
+    int64_t best = -1;
+    std::vector<int32_t> best_from;  // predictions of the points `best` indexes
+    const std::vector<T>* best_pts = &advs;
+    for (int t = 0; t < spec.trials && best < 0; ++t) {
+      cands.resize(advs.size());
+      for (int64_t j = 0; j < na; ++j)
+        for (int64_t i = 0; i < n; ++i) {
+          const T v = advs[j * n + i];
+          cands[j * n + i] = clip(v + eps * (x0[i] - v));
+        }
+      const std::vector<int32_t> pr = predict(cands, na);
+      o.queries += na;
+      int hits = 0;
+      double best_d = 0;
+      for (int64_t j = 0; j < na; ++j) {
+        if (pr[j] == label) continue;
+        ++hits;
+        const double d = sq_dist_to_x0(cands.data() + j * n);
+        if (best < 0 || d < best_d) best = j, best_d = d;  // numpy argmin: the first of equals
+      }
+      adapt_one(eps, static_cast<double>(hits) / static_cast<double>(na));
+      if (best >= 0) best_from = pr, best_pts = &cands;
+    }
+    const bool moved = best >= 0;
+    if (!moved) {  // ART returns the closest adversarial proposal of the orthogonal step and stops
+      double best_d = 0;
+      for (int64_t j = 0; j < na; ++j) {
+        const double d = sq_dist_to_x0(advs.data() + j * n);
+        if (best < 0 || d < best_d) best = j, best_d = d;
+      }
+      best_from = adv_preds;
+    }
+    std::copy(best_pts->begin() + best * n, best_pts->begin() + (best + 1) * n, x.begin());
+    o.pred = best_from[static_cast<std::size_t>(best)];
+    dist = sq_dist_to_x0(x.data());
+    o.trace.push_back(dist / static_cast<double>(n));
+    if (!moved) break;
+  }
+  o.x.assign(x.begin(), x.end());
+  return o;
+}
+
 }  // namespace
 
 BoundaryResult run_boundary(Runner& runner, const Tensor& x, const std::vector<int32_t>& labels,
@@ -527,6 +668,20 @@ BoundaryResult run_boundary(Runner& runner, const Tensor& x, const std::vector<i
     return r;
   }
   const bool f32 = x.dtype() == DType::f32 && !spec.f64_internals;
+  if (spec.rules == BoundaryRules::art) {
+    for (int64_t s : todo) {
+      Rng rng(RngEngine::mt19937_u24, spec.seed ^ (0x9E3779B97F4A7C15ull * static_cast<uint64_t>(s + 1)));
+      SampleOut o;
+      dispatch_dtype(f32 ? DType::f32 : DType::f64, [&](auto tag) {
+        using T = decltype(tag);
+        std::vector<T> x0(static_cast<std::size_t>(per));
+        for (int64_t e = 0; e < per; ++e) x0[e] = static_cast<T>(x.at(s * per + e));
+        o = attack_one_art<T>(runner, one, x.dtype(), x0, labels[s], spec, rng);
+      });
+      take(s, o);
+    }
+    return r;
+  }
   for (std::size_t b0 = 0, k = 0; b0 < todo.size(); b0 += static_cast<std::size_t>(spec.batch), ++k) {
     const std::size_t b1 = std::min(todo.size(), b0 + static_cast<std::size_t>(spec.batch));
     std::vector<int32_t> yb;

@@ -36,9 +36,22 @@
 // as Foolbox 3) or in float64; distances for the accept test in float64 on the points as held.
 // Queries: every judge call of the batch counts for every sample in it (what Foolbox 3 spends).
 //
-// Randomness: Rng(mt19937_u24) seeded from `seed` mixed with the sample index (foolbox2) or the
-// batch index (foolbox3); normals by Box-Muller in double. Foolbox draws from numpy / the
-// framework's global generator; its exact noise cannot be reproduced, its rules are.
+// art (ART's BoundaryAttack, art/attacks/evasion/boundary.py, untargeted, one sample at a time, in
+// the input's dtype as ART's float32): the start is the first of up to `init_directions` (100)
+// uniform images that is misclassified, used as it is (no blend). Each iteration: up to `trials`
+// (25) rounds of `max_directions` (20) orthogonal proposals x + ((1 - h)(x - x0) + eta) / h, h =
+// sqrt(1 + delta^2), eta ~ N(0, I) normalised, scaled to delta |x0 - x| and then orthogonalised,
+// each clipped, judged in one call; the round's success rate r adapts delta (r < 0.2: delta *=
+// step_adaptation (0.667), r > 0.5: delta /= it) and the first round with a success keeps its
+// adversarial proposals; then up to `trials` rounds moving all of them towards x0 by epsilon
+// (clipped), the same adaptation of epsilon, the first round with a success taking its closest
+// adversarial point (L2) as x. No success in `trials` rounds ends the attack (ART returns what it
+// has). ART stops at epsilon < min_epsilon = 0, i.e. never: `steps` (5000) iterations.
+//
+// Randomness: Rng(mt19937_u24) seeded from `seed` mixed with the sample index (foolbox2, art) or
+// the batch index (foolbox3); normals by Box-Muller in double. Foolbox and ART draw from numpy /
+// the framework's global generator (ART's start from an unseeded RandomState); their exact noise
+// cannot be reproduced, their rules are.
 #pragma once
 #include <cstdint>
 #include <deque>
@@ -51,16 +64,18 @@
 namespace driftlab {
 namespace attacks {
 
-enum class BoundaryRules { foolbox2, foolbox3 };
+enum class BoundaryRules { foolbox2, foolbox3, art };
 const char* boundary_rules_name(BoundaryRules r);
-// "foolbox2" | "foolbox3"; "art" and anything else are refused with what runs.
+// "foolbox2" | "foolbox3" | "art"; anything else is refused with the list.
 BoundaryRules parse_boundary_rules(const std::string& name);
 
 struct BoundarySpec {
   BoundaryRules rules = BoundaryRules::foolbox2;
   int steps = 5000;                 // Foolbox 2's iterations (S1: 100; S2: 5,000), Foolbox 3's steps
-  int max_directions = 25;          // candidates per step and sample (Foolbox 3: 1)
-  double spherical_step = 1e-2, source_step = 1e-2, step_adaptation = 1.5;
+  int max_directions = 25;          // candidates per step and sample (Foolbox 3: 1; ART: sample_size 20)
+  int trials = 25;                  // ART's num_trial: rounds per iteration for each of its two steps
+  double spherical_step = 1e-2, source_step = 1e-2;  // ART's delta and epsilon
+  double step_adaptation = 1.5;     // Foolbox: > 1, steps multiplied to grow; ART: 0.667 in (0, 1), multiplied to shrink
   double step_raise = 0.5, step_lower = 0.2;  // the source step's success thresholds (Foolbox 3: 0.25 / 0.1)
   int init_directions = 1000, init_epsilons = 1000;  // Foolbox 3: 1000 / 50
   int convergence_confirm = 100;    // Foolbox 2's confirmation steps (Foolbox 3: 0, none)
@@ -72,7 +87,8 @@ struct BoundarySpec {
 };
 
 // The library's defaults for `rules` (steps, candidates, thresholds, start grid, convergence,
-// internals); batch 128 for foolbox3 (Foolbox 3 takes whatever batch its caller passes).
+// internals); batch 128 for foolbox3 (Foolbox 3 takes whatever batch its caller passes); art:
+// ART's untargeted attack (its own default is targeted=True, which needs target labels).
 BoundarySpec boundary_defaults(BoundaryRules rules);
 
 struct BoundaryResult {

@@ -1002,8 +1002,8 @@ attacks::BoundarySpec boundary_spec(const AttackOptions& o, double lo, double hi
   if (rules.empty()) {
     const attacks::Convention c = attacks::convention(o.convention);
     check(c.name != "torchattacks", "attack: --convention torchattacks: torchattacks has no Boundary attack "
-          "(give --boundary-rules foolbox2 | foolbox3)");
-    rules = c.name == "driftlab" ? "foolbox2" : c.name;  // "art" is refused by parse_boundary_rules
+          "(give --boundary-rules foolbox2 | foolbox3 | art)");
+    rules = c.name == "driftlab" ? "foolbox2" : c.name;
   }
   attacks::BoundarySpec bs = attacks::boundary_defaults(attacks::parse_boundary_rules(rules));
   if (o.given.count("--iterations")) bs.steps = o.iterations;
@@ -1770,9 +1770,9 @@ void register_commands(CLI::App& app) {
   ak->add_option("--attack", ao->attack, "fgsm | bim | pgd | boundary | single-pixel")->capture_default_str();
   ak->add_option("--iterations", ao->iterations, "boundary: steps (Foolbox 2's iterations; default the rules' own: "
                  "5000 Foolbox 2, 25000 Foolbox 3)");
-  ak->add_option("--max-directions", ao->max_directions, "boundary: candidates per step (Foolbox 2's; Foolbox 3: 1)")
+  ak->add_option("--max-directions", ao->max_directions, "boundary: candidates per step (Foolbox 2's; Foolbox 3: 1; ART: sample_size)")
       ->capture_default_str();
-  ak->add_option("--boundary-rules", ao->boundary_rules, "boundary: foolbox2 | foolbox3 (default: the convention's; "
+  ak->add_option("--boundary-rules", ao->boundary_rules, "boundary: foolbox2 | foolbox3 | art (default: the convention's; "
                  "driftlab: foolbox2). foolbox3 steps --batch samples together");
   ak->add_option("--max-pixels", ao->max_pixels, "single-pixel: positions tried")->capture_default_str();
   ak->add_flag("--transposed-index", ao->transposed_index, "single-pixel: Foolbox 2's (x = p % w) reading of a position");
@@ -1851,7 +1851,7 @@ void register_commands(CLI::App& app) {
   rb->add_option("--iterations", ro->attack.iterations, "boundary: steps (default the rules' own)");
   rb->add_option("--max-directions", ro->attack.max_directions, "boundary: candidates per step (Foolbox 2's)")
       ->capture_default_str();
-  rb->add_option("--boundary-rules", ro->attack.boundary_rules, "boundary: foolbox2 | foolbox3 (default: the "
+  rb->add_option("--boundary-rules", ro->attack.boundary_rules, "boundary: foolbox2 | foolbox3 | art (default: the "
                  "convention's)");
   rb->add_option("--max-pixels", ro->attack.max_pixels, "single-pixel: positions tried")->capture_default_str();
   rb->add_option("--seed", ro->attack.seed, "the first repeat's seed")->capture_default_str();

@@ -41,7 +41,15 @@ TEST_P(BoundaryRules, AdversarialInBoundsDistanceNeverGrowsSeedRepeats) {
       ASSERT_LE(r.x_adv.data<float>()[s * 784 + e], 1.f);
     }
     ASSERT_FALSE(r.trace[s].empty());
-    for (std::size_t k = 1; k < r.trace[s].size(); ++k) EXPECT_LT(r.trace[s][k], r.trace[s][k - 1]) << s << " step " << k;
+    // Foolbox takes a candidate only when strictly closer; ART takes its closest adversarial point
+    // unconditionally, which by construction (a spherical step, a clip towards x0, a step by eps
+    // towards x0) is never farther
+    for (std::size_t k = 1; k < r.trace[s].size(); ++k) {
+      if (GetParam() == attacks::BoundaryRules::art)
+        EXPECT_LE(r.trace[s][k], r.trace[s][k - 1]) << s << " step " << k;
+      else
+        EXPECT_LT(r.trace[s][k], r.trace[s][k - 1]) << s << " step " << k;
+    }
     EXPECT_LT(r.trace[s].back(), r.trace[s].front()) << s << ": 60 steps should get closer than the start";
     EXPECT_DOUBLE_EQ(r.mse[s], r.trace[s].back());
     EXPECT_GT(r.queries[s], 60);
@@ -58,7 +66,8 @@ TEST_P(BoundaryRules, AdversarialInBoundsDistanceNeverGrowsSeedRepeats) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Rules, BoundaryRules,
-                         ::testing::Values(attacks::BoundaryRules::foolbox2, attacks::BoundaryRules::foolbox3),
+                         ::testing::Values(attacks::BoundaryRules::foolbox2, attacks::BoundaryRules::foolbox3,
+                                           attacks::BoundaryRules::art),
                          [](const auto& info) { return std::string(attacks::boundary_rules_name(info.param)); });
 
 // Foolbox 3: one candidate per sample and step, judged every step, the spherical points on every
@@ -100,7 +109,13 @@ TEST(Boundary, RulesRefuseWhatTheyDoNotDo) {
   fb2.validate();
   fb2.batch = 8;
   EXPECT_NE(error_of([&] { fb2.validate(); }).find("Foolbox 2's rules attack one sample at a time"), std::string::npos);
-  EXPECT_NE(error_of([] { attacks::parse_boundary_rules("art"); }).find("ART's BoundaryAttack"), std::string::npos);
+  attacks::BoundarySpec art = attacks::boundary_defaults(attacks::parse_boundary_rules("art"));
+  EXPECT_EQ(art.max_directions, 20);
+  EXPECT_EQ(art.step_adaptation, 0.667);
+  art.validate();
+  art.step_adaptation = 1.5;  // ART's step_adapt shrinks by multiplying: (0, 1)
+  EXPECT_NE(error_of([&] { art.validate(); }).find("ART's step_adapt"), std::string::npos);
+  EXPECT_NE(error_of([] { attacks::parse_boundary_rules("torchattacks"); }).find("unknown rules"), std::string::npos);
 }
 
 // The step thresholds: a step window at 0.3 raises Foolbox 3's source step (> 0.25) and leaves

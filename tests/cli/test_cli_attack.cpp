@@ -118,12 +118,20 @@ TEST(CliAttack, FgsmAndPgdOnTheTestSplitAndOnGivenInputs) {
   EXPECT_EQ(bj3["iterations"], 20);
   EXPECT_EQ(bj3["max_directions"], 1);
   EXPECT_EQ(bj3["boundary_batch"], 2);
+  r = run_driftlab("attack --weights " + w + " --attack boundary --convention art --iterations 5 --limit 2 --out " +
+                   (d / "bda").string() + data);
+  ASSERT_EQ(r.code, 0) << r.out;
+  std::ifstream bfa(d / "bda" / "result.json");
+  const json bja = json::parse(bfa);
+  EXPECT_EQ(bja["boundary_rules"], "art");
+  EXPECT_EQ(bja["max_directions"], 20);
 
   // refusals, by name
   expect_refused("attack --weights " + w + " --attack cw" + bad, "unknown attack 'cw'");
   expect_refused("attack --weights " + w + " --input " + (d / "x.npy").string() + bad, "--input needs --labels");
   expect_refused("attack --weights " + w + " --attack fgsm --random-start" + bad, "random_start is PGD's");
-  expect_refused("attack --weights " + w + " --attack boundary --convention art" + bad, "ART's BoundaryAttack");
+  expect_refused("attack --weights " + w + " --attack boundary --convention torchattacks" + bad,
+                 "torchattacks has no Boundary attack");
   expect_refused("attack --weights " + w + " --attack boundary --boundary-rules foolbox3 --max-directions 5" + bad,
                  "one candidate per sample and step");
   expect_refused("attack --weights " + w + " --attack single-pixel --convention foolbox3" + bad,
