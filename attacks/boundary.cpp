@@ -413,7 +413,10 @@ void attack_batch(Runner& runner, const Shape& one, DType dtype, const std::vect
   int steps_run = 0;
   for (int step = 1; step <= spec.steps && L > 0; ++step) {
     bool all = true;
-    for (int64_t l = 0; l < L; ++l) all = all && (converged[l] = src[l] < static_cast<T>(kConverged));
+    for (int64_t l = 0; l < L; ++l) {
+      converged[l] = src[l] < static_cast<T>(kConverged);
+      all = all && converged[l];
+    }
     if (all) break;
     steps_run = step;
     const bool check_sph = step % 10 == 0;
