@@ -9,7 +9,7 @@ Each attack twice: work=examples, the examples alone (the attack loop as PyTorch
 and work=same, the work of driftlab's run_gradient_attack (bench/bm_attacks.cpp): the examples,
 the judging forward at x' and the per-sample perturbation norms (attack_result()).
 
-  attacks_torch.py [--threads 1,2] [--reps 3]
+  attacks_torch.py [--threads 1,2] [--reps 3] [--parts attacks,queries]
 """
 import argparse, json, os, sys, time
 
@@ -64,7 +64,9 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument('--threads', default='1,2')
     ap.add_argument('--reps', type=int, default=3)
+    ap.add_argument('--parts', default='attacks,queries', help='attacks (FGSM, BIM), queries (forward passes)')
     a = ap.parse_args()
+    parts = a.parts.split(',')
     for threads in [int(v) for v in a.threads.split(',')]:
         torch.set_num_threads(threads)
         for arch in ('lenet5', 'resnet20'):
@@ -77,7 +79,7 @@ def main():
             lo = 0.0 if arch == 'lenet5' else -1.0
             x = torch.rand(shape) * (1.0 - lo) + lo
             y = torch.arange(n) % 10
-            for name, steps in (('fgsm', 0), ('bim-10', 10)):
+            for name, steps in (('fgsm', 0), ('bim-10', 10)) if 'attacks' in parts else ():
                 # the examples only (work='examples'), and what driftlab's attack returns
                 # (work='same': + judging forward and norms, attack_result())
                 for work, fn in (('examples', attack), ('same', attack_result)):
@@ -87,7 +89,7 @@ def main():
                     s = best(run, a.reps)
                     print(json.dumps({'model': arch, 'attack': name, 'work': work, 'batch': batch,
                                       'threads': threads, 'inputs': n, 'seconds': s, 'ex_per_s': n / s}))
-            for qb in (25, 128):  # Foolbox 2's candidates per step; Foolbox 3's batch of samples
+            for qb in (25, 128) if 'queries' in parts else ():  # Foolbox 2's candidates per step; Foolbox 3's batch of samples
                 q = x[:qb].clone()  # n >= 128
                 with torch.no_grad():
                     calls = 20
