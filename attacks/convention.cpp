@@ -51,6 +51,7 @@ Convention convention(const std::string& name) {
     // absolute eps = 8/255, alpha = 2/255, 10 steps; PGD random start; clamp to [0, 1].
     c.pgd_random_start = true;
     c.eps = 8.0 / 255, c.bim_step = 2.0 / 255, c.pgd_step = 2.0 / 255, c.bim_steps = 10, c.pgd_steps = 10;
+    c.bim_projection = Projection::max_min;  // bim.py's max/min projection; pgd.py clamps the delta
     c.source = "torchattacks 3.5 torchattacks/attacks/fgsm.py, bim.py, pgd.py";
     return c;
   }

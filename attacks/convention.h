@@ -25,6 +25,7 @@ struct Convention {
   double max_epsilon = 1.0;
   bool early_stop = false;        // BIM / PGD
   bool pgd_random_start = false;
+  Projection bim_projection = Projection::clip_delta;  // torchattacks' BIM: max_min (its PGD clips the delta)
   // The library's default numbers (NaN / 0: none, the user must give them).
   double eps = 0, bim_step = 0, pgd_step = 0;
   int bim_steps = 0, pgd_steps = 0;

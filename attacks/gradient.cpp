@@ -40,6 +40,14 @@ const char* success_rule_name(SuccessRule r) {
   return r == SuccessRule::differs_from_label ? "label" : "clean-prediction";
 }
 
+Projection parse_projection(const std::string& s) {
+  if (s == "clip-delta") return Projection::clip_delta;
+  if (s == "max-min") return Projection::max_min;
+  fail("attack: unknown projection '", s, "' (clip-delta | max-min: torchattacks' BIM)");
+}
+
+const char* projection_name(Projection p) { return p == Projection::clip_delta ? "clip-delta" : "max-min"; }
+
 void GradientAttackSpec::validate() const {
   check(std::isfinite(lo) && std::isfinite(hi) && lo < hi, "attack: input bounds [", lo, ", ", hi,
         "] must be finite with lo < hi");
@@ -63,6 +71,8 @@ void GradientAttackSpec::validate() const {
     check(eps > 0, "attack: Foolbox 2's eps search starts at eps > 0 (got ", eps, ")");
     check(!random_start, "attack: Foolbox 2's random start is not reproduced under its eps search (it leaves the "
           "start outside the bounds, strict=False); run PGD without --random-start");
+    check(projection == Projection::clip_delta, "attack: Foolbox 2's eps search projects by clipping the "
+          "perturbation (projection clip-delta, not ", projection_name(projection), ")");
   }
   check(batch >= 1, "attack: batch ", batch, " must be >= 1");
 }
@@ -130,13 +140,15 @@ bool attack_batch(Runner& runner, const GradientAttackSpec& spec, const T* x0, i
   const T lo = static_cast<T>(spec.lo), hi = static_cast<T>(spec.hi);
   const int64_t total = n * per;
   const bool fgsm = spec.kind == AttackKind::fgsm;
+  const bool max_min = !fgsm && spec.projection == Projection::max_min;
   if (spec.random_start)
     for (int64_t i = 0; i < total; ++i) xa[i] = linf_clamp<T>(x0[i] + rng.uniform<T>(-eps, eps), lo, hi);
   const int steps = fgsm ? 1 : spec.steps;
   // Where the runner keeps the iterate on its device (Runner::linf_steps), the loop runs there with
   // the same formula and decisions, and judges the result there; else here over input_gradient().
   // (Asked of device runners only: the CPU runner has nothing to keep resident.)
-  if (runner.device() != Device::cpu) {
+  // (The device loop projects by clipping the perturbation; torchattacks' form runs here.)
+  if (runner.device() != Device::cpu && spec.projection == Projection::clip_delta) {
     LinfSteps ls;
     ls.fgsm = fgsm, ls.steps = steps, ls.eps = eps_in, ls.step = step_in, ls.lo = spec.lo, ls.hi = spec.hi;
     ls.early_stop = spec.early_stop, ls.judge = true;
@@ -177,9 +189,10 @@ bool attack_batch(Runner& runner, const GradientAttackSpec& spec, const T* x0, i
 #pragma omp parallel for schedule(static) if (total >= kParallelMinElements)
     for (int64_t s = 0; s < n; ++s) {
       if (frozen[s]) continue;
-      for (int64_t e = s * per; e < (s + 1) * per; ++e) {
-        xa[e] = linf_step(fgsm, x0[e], xa[e], dx[e], eps, step, lo, hi);
-      }
+      if (max_min)
+        for (int64_t e = s * per; e < (s + 1) * per; ++e) xa[e] = linf_step_max_min(x0[e], xa[e], dx[e], eps, step, lo, hi);
+      else
+        for (int64_t e = s * per; e < (s + 1) * per; ++e) xa[e] = linf_step(fgsm, x0[e], xa[e], dx[e], eps, step, lo, hi);
     }
   }
   return false;

@@ -64,6 +64,13 @@ enum class LabelSource { true_label, clean_prediction };  // what the loss is ta
 // FGSM: one eps, or Foolbox 2's sweep and refinement; BIM / PGD: one eps, or Foolbox 2's eps search
 enum class EpsSchedule { single, foolbox2_sweep, foolbox2_search };
 enum class SuccessRule { differs_from_label, differs_from_clean_prediction };
+// BIM / PGD's projection onto the eps-ball and the bounds (engine/ops/linf_step.h): clip the
+// perturbation, x0 + clamp(x - x0, -eps, eps), then the bounds (Foolbox, ART, torchattacks' PGD);
+// or torchattacks' BIM: min(min(max(x, max(x0 - eps, lo)), x0 + eps), hi), which leaves an
+// interior x exactly as it is (x0 + (x - x0) may round to a neighbour of x).
+enum class Projection { clip_delta, max_min };
+Projection parse_projection(const std::string& s);        // "clip-delta" | "max-min"
+const char* projection_name(Projection p);
 SuccessRule parse_success_rule(const std::string& s);     // "label" | "clean-prediction"
 const char* success_rule_name(SuccessRule r);
 
@@ -82,6 +89,7 @@ struct GradientAttackSpec {
   int sweep_epsilons = 1000;   // foolbox2_sweep: the grid (Foolbox 2's `epsilons`; S1: 100)
   double max_epsilon = 1.0;    // foolbox2_sweep: its end, in `units` (Foolbox 2's `max_epsilon`; S1: 0.1)
   SuccessRule success = SuccessRule::differs_from_label;
+  Projection projection = Projection::clip_delta;  // BIM / PGD (FGSM's one step is the same under both)
   uint64_t seed = 1;        // PGD's random start
   int64_t batch = 128;      // samples per gradient call
   void validate() const;    // throws naming the field

@@ -943,6 +943,7 @@ struct AttackOptions {
   std::string weights, attack = "fgsm", input, labels, out, eps_units = "absolute", labels_from = "true";
   std::string convention = "driftlab", eps_schedule = "single", step_units = "eps", success = "label", eight_bit = "off";
   std::string boundary_rules;  // empty: the convention's
+  std::string projection = "clip-delta";
   std::vector<std::string> judges;
   double eps = 0.1, step = 0.01, lo = NAN, hi = NAN, max_epsilon = 1.0;
   int steps = 10, threads = 0, iterations = 5000, max_directions = 25, epsilons = 1000;
@@ -985,6 +986,8 @@ void apply_convention(AttackOptions& o, attacks::AttackKind kind, bool decision)
     unless("--step-units", o.step_units, std::string(c.step_units == attacks::StepUnits::like_eps ? "eps" : "of-eps"));
     unless("--early-stop", o.early_stop, c.early_stop);
     if (kind == attacks::AttackKind::pgd) unless("--random-start", o.random_start, c.pgd_random_start);
+    if (kind == attacks::AttackKind::bim)
+      unless("--projection", o.projection, std::string(attacks::projection_name(c.bim_projection)));
     const bool bim = kind == attacks::AttackKind::bim;
     if (bim ? c.bim_step > 0 : c.pgd_step > 0) unless("--step", o.step, bim ? c.bim_step : c.pgd_step);
     if (bim ? c.bim_steps > 0 : c.pgd_steps > 0) unless("--steps", o.steps, bim ? c.bim_steps : c.pgd_steps);
@@ -1060,6 +1063,7 @@ attacks::GradientAttackSpec gradient_spec(AttackOptions& o, attacks::AttackKind 
                                                        : attacks::EpsSchedule::foolbox2_search;
   spec.sweep_epsilons = o.epsilons, spec.max_epsilon = o.max_epsilon;
   spec.success = attacks::parse_success_rule(o.success);
+  spec.projection = attacks::parse_projection(o.projection);
   return spec;
 }
 
@@ -1220,6 +1224,7 @@ void attack_cmd(AttackOptions o) {
          {"step_units", o.step_units},
          {"steps", spec.kind == attacks::AttackKind::fgsm ? 1 : spec.steps},
          {"random_start", spec.random_start},
+         {"projection", attacks::projection_name(spec.projection)},
          {"early_stop", spec.early_stop},
          {"labels_from", o.labels_from},
          {"success", attacks::success_rule_name(rule)},
@@ -1250,7 +1255,7 @@ void attack_cmd(AttackOptions o) {
   if (decision) {  // no gradient, no eps-ball: the decision-based attacks' own settings
     j["gradient_calls"] = 0;
     for (const char* k : {"eps", "eps_units", "eps_schedule", "step", "step_units", "steps", "random_start",
-                          "early_stop", "labels_from", "convention"})
+                          "early_stop", "labels_from", "convention", "projection"})
       j.erase(k);
   }
   if (o.attack == "boundary") {
@@ -1781,6 +1786,8 @@ void register_commands(CLI::App& app) {
   ak->add_option("--steps", ao->steps, "bim/pgd iterations")->capture_default_str();
   ak->add_flag("--random-start", ao->random_start, "pgd: start from a uniform point of the eps-ball (--seed)");
   ak->add_flag("--early-stop", ao->early_stop, "bim/pgd: a sample stops once misclassified (Foolbox 2's return_early)");
+  ak->add_option("--projection", ao->projection, "bim/pgd: clip-delta (x0 + clamp(x - x0, -eps, eps), then the "
+                 "bounds) | max-min (torchattacks' BIM)")->capture_default_str();
   ak->add_option("--eps-units", ao->eps_units, "absolute (input units) | fraction (of the input range: Foolbox 2)")
       ->capture_default_str();
   ak->add_option("--labels-from", ao->labels_from, "the loss's labels: true | prediction (ART's default)")
@@ -1848,6 +1855,8 @@ void register_commands(CLI::App& app) {
   rb->add_option("--steps", ro->attack.steps, "bim/pgd iterations")->capture_default_str();
   rb->add_flag("--random-start", ro->attack.random_start, "pgd: uniform start in the ball");
   rb->add_flag("--early-stop", ro->attack.early_stop, "bim/pgd: stop a sample once misclassified");
+  rb->add_option("--projection", ro->attack.projection, "bim/pgd: clip-delta | max-min (torchattacks' BIM)")
+      ->capture_default_str();
   rb->add_option("--iterations", ro->attack.iterations, "boundary: steps (default the rules' own)");
   rb->add_option("--max-directions", ro->attack.max_directions, "boundary: candidates per step (Foolbox 2's)")
       ->capture_default_str();

@@ -5,6 +5,7 @@
 // and the clamps round, in this order:
 //   FGSM:      x' = clamp(x0 + eps * sign(g), lo, hi)
 //   BIM / PGD: x' = clamp(x0 + clamp(xa + step * sign(g) - x0, -eps, eps), lo, hi)
+//   (torchattacks' BIM projection: linf_step_max_min below; host only)
 // sign(0) = 0 (an element whose gradient is exactly zero does not move); clamp as std::min(std::max)
 // (a NaN stays NaN: it cannot arise from finite inputs).
 #pragma once
@@ -28,6 +29,20 @@ DL_HOST_DEVICE inline T linf_step(bool fgsm, T x0, T xa, T g, T eps, T step, T l
   if (fgsm) return linf_clamp(x0 + eps * linf_sign(g), lo, hi);
   const T moved = xa + step * linf_sign(g);
   return linf_clamp(x0 + linf_clamp(moved - x0, -eps, eps), lo, hi);
+}
+
+// BIM's step with torchattacks' projection (torchattacks/attacks/bim.py: a = clamp(x0 - eps,
+// min=0); b = max(x, a) written as (x >= a) * x + (a > x) * a; c = min(b, x0 + eps) the same way;
+// clamp(c, max=1)), here with the bounds lo, hi: an iterate inside the ball and the bounds is kept
+// exactly, where linf_step's x0 + (x - x0) may round to a neighbour.
+template <typename T>
+DL_HOST_DEVICE inline T linf_step_max_min(T x0, T xa, T g, T eps, T step, T lo, T hi) {
+  const T moved = xa + step * linf_sign(g);
+  const T floor_ = x0 - eps < lo ? lo : x0 - eps;  // torch.clamp(x0 - eps, min=lo)
+  const T b = moved >= floor_ ? moved : floor_;
+  const T ceil_ = x0 + eps;
+  const T c = b > ceil_ ? ceil_ : b;
+  return c > hi ? hi : c;                            // torch.clamp(c, max=hi)
 }
 
 }  // namespace driftlab

@@ -8,6 +8,7 @@
 #include <cmath>
 #include <cstring>
 #include <iostream>
+#include <string>
 
 #include "attacks/gradient.h"
 #include "engine/train/cpu_runner.h"
@@ -78,6 +79,47 @@ TEST(GradientAttack, BimAndPgdStayInTheBallAndTheBoundsAndFollowTheSeed) {
       EXPECT_NE(std::memcmp(a.x_adv.raw(), c.x_adv.raw(), a.x_adv.nbytes()), 0) << "another seed, another start";
     }
   }
+}
+
+// torchattacks' BIM projection (attacks::Projection::max_min), recomputed step by step from
+// input_gradient with bim.py's lines as float operations: a = clamp(x0 - eps, min=lo); b = x where
+// x >= a else a; c = x0 + eps where b > x0 + eps else b; clamp(c, max=hi). Bit for bit; against the
+// default clip-delta form the iterates differ by an ulp where x0 + (x - x0) rounds away from x,
+// and such differences may grow where a later sign goes the other way.
+TEST(GradientAttack, TorchattacksBimProjectionIsItsMaxMinForm) {
+  Model m = build_model("lenet5", Policy::torch(), 3);
+  CpuRunner runner(m);
+  const Tensor x = random_tensor({3, 1, 28, 28}, DType::f32, 9, 0.0, 1.0);
+  const std::vector<int32_t> y = cyclic_labels(3);
+  GradientAttackSpec spec;
+  spec.kind = AttackKind::bim;
+  spec.eps = 0.05, spec.step = 0.02, spec.steps = 4;
+  spec.projection = attacks::Projection::max_min;
+  const attacks::AttackResult r = attacks::run_gradient_attack(runner, x, y, spec);
+  Tensor xa = x.clone();
+  const float eps = 0.05f, step = 0.02f;
+  for (int t = 0; t < 4; ++t) {
+    const InputGradient g = runner.input_gradient(xa, y, Semantics::inference);
+    for (int64_t i = 0; i < x.numel(); ++i) {
+      const float x0 = x.data<float>()[i], gi = g.dx.data<float>()[i];
+      const float adv = xa.data<float>()[i] + step * (gi > 0 ? 1.f : gi < 0 ? -1.f : 0.f);
+      const float a = std::max(x0 - eps, 0.f);
+      const float b = adv >= a ? adv : a;
+      const float c = b > x0 + eps ? x0 + eps : b;
+      xa.data<float>()[i] = std::min(c, 1.f);
+    }
+  }
+  EXPECT_TRUE(bitwise_equal(r.x_adv, xa));
+  spec.projection = attacks::Projection::clip_delta;
+  const attacks::AttackResult d = attacks::run_gradient_attack(runner, x, y, spec);
+  int64_t differ = 0;
+  for (int64_t i = 0; i < x.numel(); ++i) differ += d.x_adv.data<float>()[i] != r.x_adv.data<float>()[i];
+  std::cout << "BIM-4: " << differ << " of " << x.numel() << " elements differ between the clip-delta and max-min "
+            << "projections\n";
+  spec.schedule = attacks::EpsSchedule::foolbox2_search;
+  spec.projection = attacks::Projection::max_min;
+  EXPECT_NE(error_of([&] { spec.validate(); }).find("Foolbox 2's eps search projects by clipping"), std::string::npos);
+  EXPECT_NE(error_of([] { attacks::parse_projection("box"); }).find("unknown projection 'box'"), std::string::npos);
 }
 
 TEST(GradientAttack, EarlyStopLeavesAMisclassifiedSampleWhereItIs) {

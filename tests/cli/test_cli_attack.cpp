@@ -231,6 +231,12 @@ TEST(CliAttack, ConventionsSweepUint8PngAndTransferToInt8) {
   ASSERT_EQ(r.code, 0) << r.out;
   std::ifstream ft(d / "ta" / "result.json");
   EXPECT_NEAR(json::parse(ft)["eps"].get<double>(), 8.0 / 255, 1e-15);
+  // ... and its BIM's max/min projection
+  r = run_driftlab("attack --weights " + w + " --attack bim --convention torchattacks --steps 2 --limit 4 --out " +
+                   (d / "ta_bim").string() + data);
+  ASSERT_EQ(r.code, 0) << r.out;
+  std::ifstream ftb(d / "ta_bim" / "result.json");
+  EXPECT_EQ(json::parse(ftb)["projection"], "max-min");
 
   // the int8 model: decision-based attacks run on its integer decisions
   r = run_driftlab("attack --weights " + q + " --attack single-pixel --max-pixels 30 --limit 4 --out " +

@@ -1,7 +1,8 @@
 // attacks/gradient.h against the same attacks written with PyTorch 1.13 autograd
 // (tests/oracles/torch/oracle.py run_attack): LeNet-5, ResNet-20 (random BatchNorm statistics) and
 // the LSTM classifier (28 steps of 28 features, LSTM 128, dense 10) under the torch preset, in eval() mode, F.cross_entropy, FGSM, BIM (10 steps) and PGD (10 steps
-// from a random start drawn by driftlab and handed to the script).
+// from a random start drawn by driftlab and handed to the script), and BIM with torchattacks'
+// projection (bim.py's max/min lines).
 //
 // What must agree: the sign of the clean input gradient wherever PyTorch's gradient is not within
 // rounding of zero (the two gradients differ by up to ~6e-7 of the largest element, measured in
@@ -104,9 +105,11 @@ TEST(TorchAttackOracle, FgsmBimPgdEqualPytorchAutogradInEvalMode) {
               << " where |g| >= 1e-5 of the largest, " << flips_small << " below (of " << g.numel() << ")\n";
     EXPECT_EQ(flips_large, 0);
 
-    for (const char* kind : {"fgsm", "bim", "pgd"}) {
+    for (const char* kind : {"fgsm", "bim", "pgd", "bim_torchattacks"}) {
       attacks::GradientAttackSpec spec;
-      spec.kind = attacks::parse_attack_kind(kind);
+      const bool tattacks = std::string(kind) == "bim_torchattacks";  // torchattacks' projection
+      spec.kind = attacks::parse_attack_kind(tattacks ? "bim" : kind);
+      if (tattacks) spec.projection = attacks::Projection::max_min;
       spec.eps = kEps, spec.step = kStep, spec.steps = kSteps;
       spec.lo = a.lo, spec.hi = a.hi;
       spec.random_start = spec.kind == attacks::AttackKind::pgd;

@@ -301,7 +301,8 @@ def run_attack(c, case):
 def put_sign_attacks(c, case, forward, x0, labels, noise=None):
     """g0 (dL/dx of F.cross_entropy(forward(x)) at x0), FGSM's clamp(x0 + eps * sign(g0), lo, hi),
     and BIM's steps x <- x + step * sign(g); x <- clamp(x0 + clamp(x - x0, -eps, eps), lo, hi) from
-    x0, and PGD's from clamp(x0 + noise, lo, hi) when a noise is given. With c['iterates'], also
+    x0, and PGD's from clamp(x0 + noise, lo, hi) when a noise is given; torchattacks' BIM
+    (bim_torchattacks: its max/min projection). With c['iterates'], also
     every step's start <name>_x<k> and gradient <name>_g<k> (k = 0 .. steps-1)."""
     lo, hi, eps, step = c['lo'], c['hi'], c['eps'], c['step']
 
@@ -328,6 +329,18 @@ def put_sign_attacks(c, case, forward, x0, labels, noise=None):
                 x = x + step * g.sign()
                 x = torch.clamp(x0 + torch.clamp(x - x0, -eps, eps), lo, hi)
         case.put(name, x)
+    # torchattacks' BIM (torchattacks/attacks/bim.py): its max/min projection, written as its lines
+    # are (with the bounds lo, hi in place of its hard-coded 0 and 1)
+    x = x0.clone()
+    for k in range(c['steps']):
+        g = grad(x)
+        with torch.no_grad():
+            adv = x + step * g.sign()
+            a = torch.clamp(x0 - eps, min=lo)
+            b = (adv >= a).float() * adv + (a > adv).float() * a
+            cc = (b > x0 + eps).float() * (x0 + eps) + (x0 + eps >= b).float() * b
+            x = torch.clamp(cc, max=hi)
+    case.put('bim_torchattacks', x)
 
 
 def run_ste_attack(c, case):
