@@ -113,9 +113,14 @@ TEST(GradientAttack, TorchattacksBimProjectionIsItsMaxMinForm) {
   spec.projection = attacks::Projection::clip_delta;
   const attacks::AttackResult d = attacks::run_gradient_attack(runner, x, y, spec);
   int64_t differ = 0;
-  for (int64_t i = 0; i < x.numel(); ++i) differ += d.x_adv.data<float>()[i] != r.x_adv.data<float>()[i];
+  double largest = 0;
+  for (int64_t i = 0; i < x.numel(); ++i) {
+    const float u = d.x_adv.data<float>()[i], v = r.x_adv.data<float>()[i];
+    differ += u != v;
+    largest = std::max(largest, std::fabs(double(u) - double(v)));
+  }
   std::cout << "BIM-4: " << differ << " of " << x.numel() << " elements differ between the clip-delta and max-min "
-            << "projections\n";
+            << "projections, by at most " << largest << "\n";
   spec.schedule = attacks::EpsSchedule::foolbox2_search;
   spec.projection = attacks::Projection::max_min;
   EXPECT_NE(error_of([&] { spec.validate(); }).find("Foolbox 2's eps search projects by clipping"), std::string::npos);
