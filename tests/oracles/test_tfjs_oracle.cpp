@@ -1472,12 +1472,16 @@ TEST(TfjsOracleOptimizers, LeNet5TwentyAdamAndRmspropSteps) {
           da.data<float>()[e] = got[q].second->value.data<float>()[e] - w0.data<float>()[e];
           dr.data<float>()[e] = ref[q].data<float>()[e] - w0.data<float>()[e];
         }
-        if (as_tfjs) EXPECT_TRUE(t.check(named[q].first, "w20-w0 " + qty, da, dr, kAdaptiveDispTol));
-        else t.note(named[q].first, "w20-w0 " + qty, da, dr);
+        if (as_tfjs) {
+          EXPECT_TRUE(t.check(named[q].first, "w20-w0 " + qty, da, dr, kAdaptiveDispTol));
+        } else {
+          t.note(named[q].first, "w20-w0 " + qty, da, dr);
+        }
       }
-      if (as_tfjs)
+      if (as_tfjs) {
         EXPECT_TRUE(t.check("losses", "20 losses " + qty, Tensor::from<double>({kTrainSteps}, losses),
                             run.out(cn, "losses"), kTrainLossTol));
+      }
     }
   }
   t.print();
