@@ -230,4 +230,70 @@ uint64_t order_hash(const std::vector<int64_t>& order) {
   return h;
 }
 
+namespace {
+
+// The ziggurat's tables (zigset of the paper): kn the fast-path thresholds in units of 2^-31,
+// wn the layer widths over 2^31, fn the density at each layer's edge.
+struct ZigTables {
+  uint32_t kn[128];
+  double wn[128], fn[128];
+  ZigTables() {
+    const double m1 = 2147483648.0, vn = 9.91256303526217e-3;
+    double dn = 3.442619855899, tn = dn;
+    const double q = vn / std::exp(-0.5 * dn * dn);
+    kn[0] = static_cast<uint32_t>((dn / q) * m1);
+    kn[1] = 0;
+    wn[0] = q / m1;
+    wn[127] = dn / m1;
+    fn[0] = 1.0;
+    fn[127] = std::exp(-0.5 * dn * dn);
+    for (int i = 126; i >= 1; --i) {
+      dn = std::sqrt(-2.0 * std::log(vn / dn + std::exp(-0.5 * dn * dn)));
+      kn[i + 1] = static_cast<uint32_t>((dn / tn) * m1);
+      tn = dn;
+      fn[i] = std::exp(-0.5 * dn * dn);
+      wn[i] = dn / m1;
+    }
+  }
+};
+
+const ZigTables& zig_tables() {
+  static const ZigTables t;
+  return t;
+}
+
+uint32_t abs32(int32_t v) { return v < 0 ? 0u - static_cast<uint32_t>(v) : static_cast<uint32_t>(v); }
+
+}  // namespace
+
+double ZigguratNormal::unit_open() { return 1.0 - rng_.uniform_f64(); }
+
+double ZigguratNormal::next() {
+  const ZigTables& t = zig_tables();
+  const int32_t hz = static_cast<int32_t>(rng_.next_u32());
+  const uint32_t iz = rng_.next_u32() & 127u;
+  if (abs32(hz) < t.kn[iz]) return hz * t.wn[iz];  // inside the layer's rectangle: most draws
+  return tail_or_wedge(hz, iz);
+}
+
+double ZigguratNormal::tail_or_wedge(int32_t hz, uint32_t iz) {
+  const ZigTables& t = zig_tables();
+  constexpr double r = 3.442619855899;
+  for (;;) {
+    const double x = hz * t.wn[iz];
+    if (iz == 0) {  // the base layer's tail beyond r (Marsaglia's 1964 method)
+      double xt, y;
+      do {
+        xt = -std::log(unit_open()) / r;
+        y = -std::log(unit_open());
+      } while (y + y < xt * xt);
+      return hz > 0 ? r + xt : -r - xt;
+    }
+    if (t.fn[iz] + unit_open() * (t.fn[iz - 1] - t.fn[iz]) < std::exp(-0.5 * x * x)) return x;  // the wedge
+    hz = static_cast<int32_t>(rng_.next_u32());
+    iz = rng_.next_u32() & 127u;
+    if (abs32(hz) < t.kn[iz]) return hz * t.wn[iz];
+  }
+}
+
 }  // namespace driftlab

@@ -62,6 +62,23 @@ inline double Rng::uniform<double>(double lo, double hi) {
   return engine_ == RngEngine::mt19937_u24 ? std::fma(u, hi - lo, lo) : u * (hi - lo) + lo;
 }
 
+// Standard normals by Marsaglia and Tsang's ziggurat ("The Ziggurat Method for Generating Random
+// Variables", J. Stat. Softw. 5(8), 2000: 128 layers, r = 3.442619855899), written from the paper,
+// drawing 32-bit words from an Rng. The layer index comes from a second word rather than the low
+// bits of the value's word (Doornik 2005: that reuse correlates them). Not any framework's
+// normals: for draws no framework semantics depends on (the Boundary attack's random directions,
+// whose libraries' own numpy streams cannot be reproduced anyway). About 2 words per draw.
+class ZigguratNormal {
+ public:
+  explicit ZigguratNormal(Rng& rng) : rng_(rng) {}
+  double next();
+
+ private:
+  double tail_or_wedge(int32_t hz, uint32_t iz);
+  double unit_open();  // U(0, 1]
+  Rng& rng_;
+};
+
 // Philox4x32-10 block function (Salmon et al., SC'11): exposed for its known-answer test.
 std::array<uint32_t, 4> philox4x32_10(std::array<uint32_t, 4> ctr, std::array<uint32_t, 2> key);
 
