@@ -138,23 +138,6 @@ double sq_dist(const Vec& a, const Vec& b) {
   return s;
 }
 
-// Standard normals by Box-Muller from one stream (both outputs used).
-class Normal {
- public:
-  explicit Normal(Rng& rng) : rng_(rng) {}
-  double next() {
-    if (have_) return have_ = false, spare_;
-    const double u1 = 1.0 - rng_.uniform_f64(), u2 = rng_.uniform_f64();  // u1 in (0, 1]
-    const double r = std::sqrt(-2.0 * std::log(u1)), t = 6.283185307179586 * u2;
-    spare_ = r * std::sin(t), have_ = true;
-    return r * std::cos(t);
-  }
-
- private:
-  Rng& rng_;
-  double spare_ = 0;
-  bool have_ = false;
-};
 
 // The predictions of `count` points stored row after row in `pts`, each rounded to the model's dtype,
 // in one logits() call.
@@ -263,7 +246,7 @@ SampleOut attack_one(Judge& judge, const Vec& x0, const BoundarySpec& spec, Rng&
   // 2) the steps
   double sph = spec.spherical_step, src = spec.source_step;
   SuccessWindow stats_sph(100), stats_step(30);
-  Normal normal(rng);
+  ZigguratNormal normal(rng);
   boundary_rules::Convergence convergence(spec.convergence_confirm);
   for (int step = 1; step <= spec.steps; ++step) {
     if (convergence.stop(sph, src)) break;
@@ -408,7 +391,7 @@ void attack_batch(Runner& runner, const Shape& one, DType dtype, const std::vect
   std::vector<T> cand(static_cast<std::size_t>(L) * un), sphc(cand.size()), eta(un), u(un), e_b(un);
   std::vector<double> src_norm(static_cast<std::size_t>(L));
   std::vector<uint8_t> converged(static_cast<std::size_t>(L));
-  Normal normal(rng);
+  ZigguratNormal normal(rng);
   constexpr double kConverged = 1e-7;  // Foolbox 3's source_step_convergance
   int steps_run = 0;
   for (int step = 1; step <= spec.steps && L > 0; ++step) {
@@ -530,7 +513,7 @@ SampleOut attack_one_art(Runner& runner, const Shape& one, DType dtype, const st
   std::vector<T> props(static_cast<std::size_t>(m * n)), eta(static_cast<std::size_t>(n)), dir(eta.size());
   std::vector<T> advs, cands;
   std::vector<int32_t> adv_preds;
-  Normal normal(rng);
+  ZigguratNormal normal(rng);
   for (int it = 1; it <= spec.steps; ++it) {
     o.steps = it;
     // the orthogonal step: rounds of m proposals until one is adversarial

@@ -49,8 +49,9 @@
 // has). ART stops at epsilon < min_epsilon = 0, i.e. never: `steps` (5000) iterations.
 //
 // Randomness: Rng(mt19937_u24) seeded from `seed` mixed with the sample index (foolbox2, art) or
-// the batch index (foolbox3); normals by Box-Muller in double. Foolbox and ART draw from numpy /
-// the framework's global generator (ART's start from an unseeded RandomState); their exact noise
+// the batch index (foolbox3); normals by the ziggurat (engine/random.h ZigguratNormal; Foolbox 2's
+// randomstate draws by a ziggurat too, method='zig'). Foolbox and ART draw from numpy / the
+// framework's global generator (ART's start from an unseeded RandomState); their exact noise
 // cannot be reproduced, their rules are.
 #pragma once
 #include <cstdint>
