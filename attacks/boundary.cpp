@@ -211,13 +211,13 @@ SampleOut attack_one(Judge& judge, const Vec& x0, const BoundarySpec& spec, Rng&
     const std::vector<int32_t> p = judge(ptrs);
     for (int k = 0; k < m; ++k) {
       ++o.queries;
+      noise = cand[k];  // Foolbox 2 keeps the last draw when none is adversarial, warns, and blends it anyway
       if (judge.adversarial(p[k])) {
-        noise = cand[k], noise_pred = p[k], have_noise = true;
+        noise_pred = p[k], have_noise = true;
         break;
       }
     }
   }
-  if (!have_noise) return o;  // no start: the attack fails (Foolbox 2 warns and returns None)
   Vec x = noise;
   int32_t pred = -1;
   for (int e0 = 1; e0 <= spec.init_epsilons && pred < 0; e0 += 2 * kChunk) {
@@ -238,10 +238,21 @@ SampleOut attack_one(Judge& judge, const Vec& x0, const BoundarySpec& spec, Rng&
       }
     }
   }
+  if (pred < 0 && !have_noise) return o;  // no start: the attack fails (Foolbox 2 returns None)
   if (pred < 0) pred = noise_pred;  // no blend judged adversarial (rounding at e = 1): the noise itself
   o.found = true;
   double dist = sq_dist(x, x0);
   o.trace.push_back(dist / static_cast<double>(n));
+  // What Foolbox 2 returns: its Adversarial object's closest adversarial point among everything
+  // judged (spherical points too, which clipping can put strictly closer), not the walk's x.
+  Vec best = x;
+  double best_dist = dist;
+  int32_t best_pred = pred;
+  auto offer = [&](const Vec& pt, double d, int32_t pr) {
+    if (!(d < best_dist)) return;
+    best = pt, best_dist = d, best_pred = pr;
+    o.trace.push_back(d / static_cast<double>(n));
+  };
 
   // 2) the steps
   double sph = spec.spherical_step, src = spec.source_step;
@@ -292,6 +303,7 @@ SampleOut attack_one(Judge& judge, const Vec& x0, const BoundarySpec& spec, Rng&
         const bool sph_adv = judge.adversarial(p[k]);
         stats_sph.push(sph_adv);
         if (!sph_adv) continue;  // a candidate is only judged where its spherical step stayed adversarial
+        offer(sphericals[k], sq_dist(sphericals[k], x0), p[k]);
       }
       ++o.queries;
       const int32_t cp = p[off + k];
@@ -300,15 +312,15 @@ SampleOut attack_one(Judge& judge, const Vec& x0, const BoundarySpec& spec, Rng&
       if (!cand_adv) continue;
       const double nd = sq_dist(candidates[k], x0);
       if (nd < dist) {  // otherwise Foolbox 2 warns of a numerical inconsistency and keeps x
-        x = candidates[k], dist = nd, pred = cp;
-        o.trace.push_back(dist / static_cast<double>(n));
+        x = candidates[k], dist = nd;
+        offer(x, nd, cp);
       }
       break;
     }
     adapt(stats_sph, stats_step, sph, src, spec);
   }
-  o.x = std::move(x);
-  o.pred = pred;
+  o.x = std::move(best);
+  o.pred = best_pred;
   return o;
 }
 
@@ -502,9 +514,9 @@ SampleOut attack_one_art(Runner& runner, const Shape& one, DType dtype, const st
 
   // 2) the iterations
   const int m = spec.max_directions;
-  const T a = static_cast<T>(spec.step_adaptation);
-  T delta = static_cast<T>(spec.spherical_step), eps = static_cast<T>(spec.source_step);
-  auto adapt_one = [&](T& step, double rate) {  // ART's trust region: < 0.2 shrinks, > 0.5 grows
+  const double a = spec.step_adaptation;  // ART's step sizes are Python floats (float64)
+  double delta_d = spec.spherical_step, eps_d = spec.source_step;
+  auto adapt_one = [&](double& step, double rate) {  // ART's trust region: < 0.2 shrinks, > 0.5 grows
     if (rate < 0.2)
       step *= a;
     else if (rate > 0.5)
@@ -521,7 +533,7 @@ SampleOut attack_one_art(Runner& runner, const Shape& one, DType dtype, const st
     for (int64_t i = 0; i < n; ++i) dir[i] = (x0[i] - x[i]) / norm;
     advs.clear(), adv_preds.clear();
     for (int t = 0; t < spec.trials && advs.empty(); ++t) {
-      const T h = std::sqrt(T(1) + delta * delta);
+      const T delta = static_cast<T>(delta_d), h = static_cast<T>(std::sqrt(1.0 + delta_d * delta_d));
       for (int k = 0; k < m; ++k) {
         double en = 0;
         for (T& e : eta) e = static_cast<T>(normal.next()), en += static_cast<double>(e) * e;
@@ -543,7 +555,7 @@ SampleOut attack_one_art(Runner& runner, const Shape& one, DType dtype, const st
           advs.insert(advs.end(), props.begin() + k * n, props.begin() + (k + 1) * n);
           adv_preds.push_back(pr[k]);
         }
-      adapt_one(delta, static_cast<double>(hits) / m);
+      adapt_one(delta_d, static_cast<double>(hits) / m);
     }
     if (advs.empty()) break;  // ART: "Adversarial example found but not optimal", x returned
     // the step towards x0: every adversarial proposal moved by eps, until one stays adversarial
@@ -553,6 +565,7 @@ SampleOut attack_one_art(Runner& runner, const Shape& one, DType dtype, const st
     const std::vector<T>* best_pts = &advs;
     for (int t = 0; t < spec.trials && best < 0; ++t) {
       cands.resize(advs.size());
+      const T eps = static_cast<T>(eps_d);
       for (int64_t j = 0; j < na; ++j)
         for (int64_t i = 0; i < n; ++i) {
           const T v = advs[j * n + i];
@@ -568,7 +581,7 @@ SampleOut attack_one_art(Runner& runner, const Shape& one, DType dtype, const st
         const double d = sq_dist_to_x0(cands.data() + j * n);
         if (best < 0 || d < best_d) best = j, best_d = d;  // numpy argmin: the first of equals
       }
-      adapt_one(eps, static_cast<double>(hits) / static_cast<double>(na));
+      adapt_one(eps_d, static_cast<double>(hits) / static_cast<double>(na));
       if (best >= 0) best_from = pr, best_pts = &cands;
     }
     const bool moved = best >= 0;

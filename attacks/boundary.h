@@ -14,7 +14,8 @@
 // candidate x0 + (eta - d) / sqrt(1 + spherical_step^2), clipped; then a move towards x0 by
 // source_step |d| plus the distance the spherical step lost, clipped.
 //
-// foolbox2 (boundary_attack.py v2.4, one sample at a time, float64 internals): up to
+// foolbox2 (boundary_attack.py v2.4, one sample at a time, float64 internals; its start is drawn
+// and blended in float64 here, where Foolbox 2 rounds both to the input's dtype): up to
 // max_directions candidates per step, each with its own eta; on a statistics step (every 10th,
 // and every step while confirming convergence) a candidate is judged only where its spherical
 // point is adversarial, the spherical outcomes feed a window of 100 and the candidates' a window
@@ -24,7 +25,10 @@
 // divides them; step > step_raise (0.5) / < step_lower (0.2) multiplies / divides source_step;
 // a window is cleared when it adapted. Convergence: source_step < 1e-7 resets both steps to 1e-2
 // (literal, as Foolbox 2) and confirms: the attack stops only after converging again and staying
-// below 2e-7 for `convergence_confirm` (100) more steps.
+// below 2e-7 for `convergence_confirm` (100) more steps. What is returned is Foolbox 2's
+// Adversarial's: the closest adversarial point judged, spherical points included (clipping can
+// put one strictly closer than the walk's x). With no adversarial noise image the last draw is
+// blended anyway, as Foolbox 2 does after its warning.
 //
 // foolbox3 (boundary_attack.py v3.3, batched): `batch` samples step together and share one eta
 // per step (Foolbox 3 draws one (D, 1) normal for the batch and orthogonalises it per sample);
@@ -37,8 +41,8 @@
 // Queries: every judge call of the batch counts for every sample in it (what Foolbox 3 spends).
 //
 // art (ART's BoundaryAttack, art/attacks/evasion/boundary.py, untargeted, one sample at a time, in
-// the input's dtype as ART's float32): the start is the first of up to `init_directions` (100)
-// uniform images that is misclassified, used as it is (no blend). Each iteration: up to `trials`
+// the input's dtype as ART's float32, its delta and epsilon in float64 as ART's Python floats):
+// the start is the first of up to `init_directions` (100) uniform images that is misclassified, used as it is (no blend). Each iteration: up to `trials`
 // (25) rounds of `max_directions` (20) orthogonal proposals x + ((1 - h)(x - x0) + eta) / h, h =
 // sqrt(1 + delta^2), eta ~ N(0, I) normalised, scaled to delta |x0 - x| and then orthogonalised,
 // each clipped, judged in one call; the round's success rate r adapts delta (r < 0.2: delta *=
@@ -96,8 +100,9 @@ struct BoundaryResult {
   Tensor x_adv;                          // the input where no start was found
   std::vector<int32_t> clean_pred, adv_pred;
   std::vector<uint8_t> success;          // adv_pred != label
-  std::vector<double> mse;               // of the returned example (0 where the input itself)
-  std::vector<std::vector<double>> trace;  // per sample: the MSE after the start and after each accepted step
+  std::vector<double> mse;               // of the returned example as the attack holds it (float64 internals: before
+                                         // the rounding to the input's dtype); 0 where the input itself
+  std::vector<std::vector<double>> trace;  // per sample: the MSE of the start and of each closer point kept
   std::vector<int64_t> queries;          // model predictions spent per sample (the clean one included)
   std::vector<int> steps_run;
 };

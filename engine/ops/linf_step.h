@@ -34,7 +34,9 @@ DL_HOST_DEVICE inline T linf_step(bool fgsm, T x0, T xa, T g, T eps, T step, T l
 // BIM's step with torchattacks' projection (torchattacks/attacks/bim.py: a = clamp(x0 - eps,
 // min=0); b = max(x, a) written as (x >= a) * x + (a > x) * a; c = min(b, x0 + eps) the same way;
 // clamp(c, max=1)), here with the bounds lo, hi: an iterate inside the ball and the bounds is kept
-// exactly, where linf_step's x0 + (x - x0) may round to a neighbour.
+// exactly, where linf_step's x0 + (x - x0) may round to a neighbour. (A NaN iterate becomes
+// max(x0 - eps, lo) here, where torchattacks' (x >= a) * x + (a > x) * a keeps the NaN; finite
+// inputs never make one.)
 template <typename T>
 DL_HOST_DEVICE inline T linf_step_max_min(T x0, T xa, T g, T eps, T step, T lo, T hi) {
   const T moved = xa + step * linf_sign(g);
