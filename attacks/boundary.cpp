@@ -132,10 +132,22 @@ using boundary_rules::SuccessWindow;
 using boundary_rules::adapt;
 using Vec = std::vector<double>;
 
-double sq_dist(const Vec& a, const Vec& b) {
+// The squared L2 distance of two points of n elements, in float64 whatever their dtype (every rule
+// set's accept test and trace).
+template <typename A, typename B>
+double sq_dist(const A* a, const B* b, int64_t n) {
   double s = 0;
-  for (std::size_t i = 0; i < a.size(); ++i) s += (a[i] - b[i]) * (a[i] - b[i]);
+  for (int64_t i = 0; i < n; ++i) {
+    const double d = static_cast<double>(a[i]) - static_cast<double>(b[i]);
+    s += d * d;
+  }
   return s;
+}
+double sq_dist(const Vec& a, const Vec& b) { return sq_dist(a.data(), b.data(), static_cast<int64_t>(a.size())); }
+
+// Foolbox 2's and ART's per-sample stream.
+Rng sample_rng(const BoundarySpec& spec, int64_t s) {
+  return Rng(RngEngine::mt19937_u24, spec.seed ^ (0x9E3779B97F4A7C15ull * static_cast<uint64_t>(s + 1)));
 }
 
 
@@ -376,14 +388,7 @@ void attack_batch(Runner& runner, const Shape& one, DType dtype, const std::vect
       row(x, b)[i] = (T(1) - best_e[b]) * x0[b * n + i] + best_e[b] * row(noise, b)[i];
   std::vector<int32_t> pred = judge(x, B);  // Foolbox 3 checks its start before the steps
   std::vector<double> dist(static_cast<std::size_t>(B));
-  auto sq_dist_row = [&](const T* a, int64_t b) {
-    double s = 0;
-    for (int64_t i = 0; i < n; ++i) {
-      const double d = static_cast<double>(x0[b * n + i]) - static_cast<double>(a[i]);
-      s += d * d;
-    }
-    return s;
-  };
+  auto sq_dist_row = [&](const T* a, int64_t b) { return sq_dist(x0.data() + b * n, a, n); };
   for (int64_t b = 0; b < B; ++b) {
     out[b].found = pred[b] != labels[b];
     dist[b] = sq_dist_row(row(x, b), b);
@@ -482,14 +487,7 @@ SampleOut attack_one_art(Runner& runner, const Shape& one, DType dtype, const st
   const int64_t n = static_cast<int64_t>(x0.size());
   const T lo = static_cast<T>(spec.lo), hi = static_cast<T>(spec.hi);
   auto predict = [&](const std::vector<T>& pts, int64_t rows) { return judge_rows(runner, one, dtype, pts.data(), rows); };
-  auto sq_dist_to_x0 = [&](const T* p) {
-    double s = 0;
-    for (int64_t i = 0; i < n; ++i) {
-      const double d = static_cast<double>(x0[i]) - static_cast<double>(p[i]);
-      s += d * d;
-    }
-    return s;
-  };
+  auto sq_dist_to_x0 = [&](const T* p) { return sq_dist(x0.data(), p, n); };
   auto clip = [&](T v) { return std::min(std::max(v, lo), hi); };
   // 1) the start: the first misclassified uniform image (ART judges one per call and uses it as it
   // is); drawn in chunks here, the queries counted as ART spends them
@@ -642,9 +640,7 @@ BoundaryResult run_boundary(Runner& runner, const Tensor& x, const std::vector<i
     }
     r.adv_pred[s] = o.pred;
     r.success[s] = o.pred != labels[s];
-    Vec x0(static_cast<std::size_t>(per));
-    for (int64_t e = 0; e < per; ++e) x0[e] = x.at(s * per + e);
-    r.mse[s] = sq_dist(o.x, x0) / static_cast<double>(per);
+    r.mse[s] = o.trace.back();  // every rule set's trace ends with the returned point's MSE
     r.trace[s] = std::move(o.trace);
   };
   // an input the model already misclassifies is a success at distance 0 (one query: the clean one)
@@ -659,7 +655,7 @@ BoundaryResult run_boundary(Runner& runner, const Tensor& x, const std::vector<i
     for (int64_t s : todo) {
       Vec x0(static_cast<std::size_t>(per));
       for (int64_t e = 0; e < per; ++e) x0[e] = x.at(s * per + e);
-      Rng rng(RngEngine::mt19937_u24, spec.seed ^ (0x9E3779B97F4A7C15ull * static_cast<uint64_t>(s + 1)));
+      Rng rng = sample_rng(spec, s);
       Judge judge(runner, one, x.dtype(), labels[s]);
       SampleOut o = attack_one(judge, x0, spec, rng);
       take(s, o);
@@ -669,7 +665,7 @@ BoundaryResult run_boundary(Runner& runner, const Tensor& x, const std::vector<i
   const bool f32 = x.dtype() == DType::f32 && !spec.f64_internals;
   if (spec.rules == BoundaryRules::art) {
     for (int64_t s : todo) {
-      Rng rng(RngEngine::mt19937_u24, spec.seed ^ (0x9E3779B97F4A7C15ull * static_cast<uint64_t>(s + 1)));
+      Rng rng = sample_rng(spec, s);
       SampleOut o;
       dispatch_dtype(f32 ? DType::f32 : DType::f64, [&](auto tag) {
         using T = decltype(tag);
