@@ -3,7 +3,7 @@
 #include <algorithm>
 #include <cmath>
 
-#include "engine/core/error.h"
+#include "core/error.h"
 #include "engine/random.h"
 
 namespace driftlab {

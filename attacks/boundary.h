@@ -1,5 +1,5 @@
 // The Boundary attack (Brendel et al. 2018), decision-based (Runner::logits only), under the rules
-// of Foolbox 2.4 or Foolbox 3.3 (../shared/policies/training-quant-attacks.md C.4; knob
+// of Foolbox 2.4 or Foolbox 3.3 (docs/POLICIES.md, "Attack conventions": the --boundary-rules row,
 // `boundary_impl`). Both share the start and the proposal; they differ in how many candidates a
 // step judges, what the step statistics count and when the attack stops.
 //
@@ -63,7 +63,7 @@
 #include <string>
 #include <vector>
 
-#include "engine/core/tensor.h"
+#include "core/tensor.h"
 #include "engine/train/runner.h"
 
 namespace driftlab {
@@ -76,7 +76,8 @@ BoundaryRules parse_boundary_rules(const std::string& name);
 
 struct BoundarySpec {
   BoundaryRules rules = BoundaryRules::foolbox2;
-  int steps = 5000;                 // Foolbox 2's iterations (S1: 100; S2: 5,000), Foolbox 3's steps
+  int steps = 5000;                 // Foolbox 2's iterations, Foolbox 3's steps (studies: Guo et al. 100
+                                    // in Foolbox 2, Abyane & Hemmati 5,000 in Foolbox 3; docs/GLOSSARY.md)
   int max_directions = 25;          // candidates per step and sample (Foolbox 3: 1; ART: sample_size 20)
   int trials = 25;                  // ART's num_trial: rounds per iteration for each of its two steps
   double spherical_step = 1e-2, source_step = 1e-2;  // ART's delta and epsilon

@@ -1,6 +1,6 @@
 #include "attacks/convention.h"
 
-#include "engine/core/error.h"
+#include "core/error.h"
 
 namespace driftlab {
 namespace attacks {

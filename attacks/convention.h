@@ -1,5 +1,6 @@
-// The attack libraries' conventions (../shared/policies/training-quant-attacks.md part C): what
-// "FGSM at eps 0.03" means in Foolbox 2, Foolbox 3, ART and torchattacks, resolved into the
+// The attack libraries' conventions (docs/research/attack_conventions_sources.md; the table in
+// docs/POLICIES.md, "Attack conventions"): what "FGSM at eps 0.03" means in Foolbox 2, Foolbox 3,
+// ART and torchattacks (the Python attack libraries, docs/GLOSSARY.md), resolved into the
 // explicit fields of GradientAttackSpec (eps units, step rule, the loss's labels, the success
 // rule, FGSM's schedule, early stopping, PGD's random start) and the libraries' default numbers.
 // A convention is a preset: `driftlab attack --convention X` takes each of its values unless the

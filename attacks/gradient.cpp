@@ -5,9 +5,9 @@
 #include <cstdint>
 #include <cstring>
 
-#include "engine/core/error.h"
-#include "engine/core/parallel.h"
-#include "engine/ops/linf_step.h"
+#include "core/error.h"
+#include "core/parallel.h"
+#include "core/ops/linf_step.h"
 #include "engine/random.h"
 
 namespace driftlab {

@@ -17,7 +17,7 @@
 // of eps (Foolbox 3's rel_stepsize: step = rel * eps).
 //
 // FGSM with Foolbox 2's epsilon sweep (EpsSchedule::foolbox2_sweep; foolbox/attacks/gradient.py
-// SingleStepGradientBaseAttack._run, v2.4.0; ../shared/policies/training-quant-attacks.md C.2):
+// SingleStepGradientBaseAttack._run, v2.4.0; docs/research/attack_conventions_sources.md section 1):
 // the gradient once at x; d = sign(g) * (hi - lo) in the dtype (fraction units; sign(g) in
 // absolute units); eps_k = numpy's linspace(0, max_epsilon, sweep_epsilons + 1)[1:] (k * (max /
 // n) in double, the last exactly max); x_k = clamp(x + d * T(eps_k), lo, hi), judged in order.
@@ -48,7 +48,7 @@
 #include <string>
 #include <vector>
 
-#include "engine/core/tensor.h"
+#include "core/tensor.h"
 #include "engine/train/runner.h"
 
 namespace driftlab {
@@ -64,7 +64,7 @@ enum class LabelSource { true_label, clean_prediction };  // what the loss is ta
 // FGSM: one eps, or Foolbox 2's sweep and refinement; BIM / PGD: one eps, or Foolbox 2's eps search
 enum class EpsSchedule { single, foolbox2_sweep, foolbox2_search };
 enum class SuccessRule { differs_from_label, differs_from_clean_prediction };
-// BIM / PGD's projection onto the eps-ball and the bounds (engine/ops/linf_step.h): clip the
+// BIM / PGD's projection onto the eps-ball and the bounds (core/ops/linf_step.h): clip the
 // perturbation, x0 + clamp(x - x0, -eps, eps), then the bounds (Foolbox, ART, torchattacks' PGD);
 // or torchattacks' BIM: min(min(max(x, max(x0 - eps, lo)), x0 + eps), hi), which leaves an
 // interior x exactly as it is (x0 + (x - x0) may round to a neighbour of x).
@@ -86,8 +86,9 @@ struct GradientAttackSpec {
   StepUnits step_units = StepUnits::like_eps;
   LabelSource labels = LabelSource::true_label;
   EpsSchedule schedule = EpsSchedule::single;
-  int sweep_epsilons = 1000;   // foolbox2_sweep: the grid (Foolbox 2's `epsilons`; S1: 100)
-  double max_epsilon = 1.0;    // foolbox2_sweep: its end, in `units` (Foolbox 2's `max_epsilon`; S1: 0.1)
+  int sweep_epsilons = 1000;   // foolbox2_sweep: the grid (Foolbox 2's `epsilons`; Guo et al. ran 100)
+  double max_epsilon = 1.0;    // foolbox2_sweep: its end, in `units` (Foolbox 2's `max_epsilon`;
+                               // Guo et al.: 0.1, docs/GLOSSARY.md)
   SuccessRule success = SuccessRule::differs_from_label;
   Projection projection = Projection::clip_delta;  // BIM / PGD (FGSM's one step is the same under both)
   uint64_t seed = 1;        // PGD's random start

@@ -6,7 +6,7 @@
 #include <cstdio>
 #include <fstream>
 
-#include "engine/core/error.h"
+#include "core/error.h"
 
 namespace driftlab {
 namespace attacks {

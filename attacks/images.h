@@ -1,5 +1,6 @@
-// Adversarial examples as 8-bit images (S2 saved its adversarial examples as 8-bit PNG and judged
-// the files): the uint8 round trip as a knob, and a PNG writer for the examples.
+// Adversarial examples as 8-bit images (Abyane & Hemmati's mobile robustness study, docs/GLOSSARY.md,
+// saved its adversarial examples as 8-bit PNG and judged the files): the uint8 round trip as a
+// knob, and a PNG writer for the examples.
 //
 // to_8bit(x, rule): x holds images in [0, 1] (the input space, before the model's normalisation);
 // each element becomes k / 255 (in x's dtype) with k = round_half_even(x * 255) (numpy's
@@ -11,7 +12,7 @@
 #include <string>
 #include <vector>
 
-#include "engine/core/tensor.h"
+#include "core/tensor.h"
 
 namespace driftlab {
 namespace attacks {

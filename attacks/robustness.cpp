@@ -5,7 +5,7 @@
 #include <cstring>
 #include <map>
 
-#include "engine/core/error.h"
+#include "core/error.h"
 
 namespace driftlab {
 namespace attacks {
@@ -134,7 +134,8 @@ RobustnessTable run_robustness(const std::vector<RobustnessModel>& models, const
       means[m][a] = c.mean;
     }
   t.r = min_max_indicator(means);
-  // S2's comparison: model 0 against each other one, paired over (attack, repeat).
+  // Abyane & Hemmati's comparison (docs/GLOSSARY.md): model 0 against each other one, paired over
+  // (attack, repeat).
   if (attacks.size() * static_cast<std::size_t>(repeats) >= 2)
     for (std::size_t m = 1; m < models.size(); ++m) {
       std::vector<double> a0, am;

@@ -1,14 +1,14 @@
-// Robustness of several models under several attacks, as the studies compare them
-// (../shared/STUDIES.md): every attack on every model over the samples that every model classifies
-// correctly (S1: 1,000 such test images; S2: 3,000), repeated with different seeds, the success
-// rate per (model, attack) with its mean and standard deviation over the repeats, S1's robustness
-// indicator R(m) (attacks/stats.h min_max_indicator over the mean success rates), and S2's paired
-// Wilcoxon signed-rank test with A12 between the first model and each other one (paired over the
-// (attack, repeat) success rates).
+// Robustness of several models under several attacks, as the studies of Guo et al. and of Abyane &
+// Hemmati compare them (docs/GLOSSARY.md): every attack on every model over the samples that every
+// model classifies correctly (Guo et al.: 1,000 such test images; Abyane & Hemmati: 3,000), repeated
+// with different seeds, the success rate per (model, attack) with its mean and standard deviation
+// over the repeats, Guo et al.'s robustness indicator R(m) (attacks/stats.h min_max_indicator over
+// the mean success rates), and Abyane & Hemmati's paired Wilcoxon signed-rank test with A12 between
+// the first model and each other one (paired over the (attack, repeat) success rates).
 //
 // A model may take its white-box examples from another (craft_on): the examples are crafted on
-// that model and judged on this one (transfer: S2's int8 models, attacked through their fp32
-// version). Decision-based attacks always query the model itself (an int8 model's integer
+// that model and judged on this one (transfer: Abyane & Hemmati's int8 models, attacked through
+// their fp32 version). Decision-based attacks always query the model itself (an int8 model's integer
 // decisions). Repeat r runs with seed + r: PGD's random start, Boundary's draws and the single
 // pixel order change with it; FGSM and BIM are deterministic, their repeats equal.
 #pragma once

@@ -4,7 +4,7 @@
 #include <cmath>
 #include <cstring>
 
-#include "engine/core/error.h"
+#include "core/error.h"
 #include "engine/random.h"
 
 namespace driftlab {

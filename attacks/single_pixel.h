@@ -1,5 +1,5 @@
 // Foolbox 2's single-pixel attack (foolbox/attacks/localsearch.py SinglePixelAttack, v2.4.0;
-// ../shared/policies/training-quant-attacks.md C.5): the pixels of an image (every channel of one
+// docs/ROBUSTNESS.md, "What exists"): the pixels of an image (every channel of one
 // spatial position) are tried in a random order, at most max_pixels of them; each is set to the
 // input range's minimum, then to its maximum, and the first setting that the model misclassifies
 // is the result. Decision-based: only the model's predictions are read (Runner::logits).
@@ -14,14 +14,14 @@
 #include <cstdint>
 #include <vector>
 
-#include "engine/core/tensor.h"
+#include "core/tensor.h"
 #include "engine/train/runner.h"
 
 namespace driftlab {
 namespace attacks {
 
 struct SinglePixelSpec {
-  int64_t max_pixels = 1000;  // Foolbox 2's default; S1 ran 100
+  int64_t max_pixels = 1000;  // Foolbox 2's default; Guo et al. ran 100 (docs/GLOSSARY.md)
   double lo = 0.0, hi = 1.0;  // the values tried, minimum first
   bool transposed_index = false;
   uint64_t seed = 1;

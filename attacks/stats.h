@@ -1,7 +1,7 @@
-// The statistics the studies compare configurations with (../shared/STUDIES.md, S2): the paired
-// Wilcoxon signed-rank test and the Vargha-Delaney A12 effect size, as SciPy 1.10 (Debian 12's
-// python3-scipy) computes them, so a result can be checked against scipy.stats on the same data
-// (tests/oracles/test_stats_oracle_scipy.cpp).
+// The statistics the studies compare configurations with (Abyane & Hemmati's, docs/GLOSSARY.md):
+// the paired Wilcoxon signed-rank test and the Vargha-Delaney A12 effect size, as SciPy 1.10
+// (Debian 12's python3-scipy) computes them, so a result can be checked against scipy.stats on the
+// same data (tests/oracles/test_stats_oracle_scipy.cpp).
 //
 // wilcoxon(x, y) follows scipy.stats.wilcoxon's defaults (zero_method="wilcox", correction=False,
 // alternative="two-sided", method="auto"; scipy/stats/_morestats.py): d = x - y; "exact" when
@@ -37,9 +37,9 @@ double a12(const std::vector<double>& a, const std::vector<double>& b);
 
 // The studies' min-max indicator: values[k][a] for K rows (models, or model-conversion pairs) and A
 // attacks; per attack P(k, a) = (v - min_k v) / (max_k v - min_k v), or 0 where every row ties; R(k) =
-// sum_a P(k, a). S1's robustness indicator R(m) takes the success rates S_A(m) (smaller: more
-// robust); S3's variation indicator R(m, c) takes |S_conv - S_orig| per (model, conversion)
-// (../shared/STUDIES.md). Throws naming a ragged row or a non-finite value.
+// sum_a P(k, a). Guo et al.'s robustness indicator R(m) takes the success rates S_A(m) (smaller:
+// more robust); Openja et al.'s variation indicator R(m, c) takes |S_conv - S_orig| per (model,
+// conversion) (both in docs/GLOSSARY.md). Throws naming a ragged row or a non-finite value.
 std::vector<double> min_max_indicator(const std::vector<std::vector<double>>& values);
 
 // Ranks 1..n of v, ties given the average of the ranks they span (scipy.stats.rankdata 'average').

@@ -1,4 +1,4 @@
-// Attack speed (issue 17): adversarial examples per second of FGSM and BIM (10 steps) through the
+// Attack speed: adversarial examples per second of FGSM and BIM (10 steps) through the
 // model face (attacks/gradient.h: Runner::input_gradient at inference semantics), and model
 // queries per second of the decision-based attacks (the Boundary attack's step: 25 candidates
 // judged in one logits() call; the whole Boundary attack under Foolbox 2's and Foolbox 3's rules). LeNet-5 on 1x28x28 U(0,1) images and ResNet-20 on 3x32x32 U(-1,1)

@@ -20,7 +20,7 @@
 #include <utility>
 #include <vector>
 
-#include "engine/ops/batchnorm.h"
+#include "core/ops/batchnorm.h"
 #include "engine/random.h"
 #include "kernels/cpu/ref/ref.h"
 #include "kernels/cpu/registry.h"

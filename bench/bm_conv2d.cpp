@@ -15,7 +15,7 @@
 #include <string>
 #include <vector>
 
-#include "engine/ops/conv2d.h"
+#include "core/ops/conv2d.h"
 #include "kernels/cpu/registry.h"
 #include "tests/cases/conv2d_cases.h"
 

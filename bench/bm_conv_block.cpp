@@ -2,7 +2,7 @@
 // share: forward (keeping what the backward needs), then the backward with the weight and bias
 // gradients and, for the second blocks, the input gradient (the first block's dx is not needed
 // in training). Two paths:
-//   fused:  the conv_block fast kernel (kernels/cpu/conv_block.cpp), one op per image;
+//   fused:  the conv_block fast kernel (kernels/cpu/fast/conv_block_fast.cpp), one op per image;
 //   layers: what conv_block_backend=reference runs under the torch preset: oneDNN's convolution
 //           (forward, backward data, backward weight), the fast relu and the fast max pooling.
 // Counter: FLOP/s of the convolution work (2 x MACs x (2 or 3 passes)); images/s.
@@ -11,7 +11,7 @@
 
 #include <string>
 
-#include "engine/ops/conv_block.h"
+#include "core/ops/conv_block.h"
 #include "engine/policy.h"
 #include "engine/random.h"
 #include "kernels/cpu/registry.h"

@@ -11,11 +11,11 @@
 // already on the device) for LeNet-1/LeNet-5 (batch 32/64/128; 1,000/10,000 inputs) and
 // ResNet-20/VGG-16 (batch 128; 1,000 inputs) and the LSTM/GRU classifiers (batch 128; 128 and
 // 1,000 sequences), own kernels and cuBLAS/cuDNN. Checked once against the CPU model's logits
-// first. Counter images/s (sequences/s for the recurrent models). int8 models (issue 16):
+// first. Counter images/s (sequences/s for the recurrent models). int8 models:
 // BM_CudaPredict/<lenet1|lenet5>-int8-<tflite|torch_qnnpack>/<1000|10000>/own and
 // resnet20-int8-<torch_qnnpack|ort> (residual adds of two rules), the PTQ model on driftlab's dp4a
 // kernels, checked bit for bit against the CPU's int8 logits first.
-// Attacks on the device (issue 17): BM_CudaAttack/<lenet5|resnet20>/<fgsm|bim10>/n<inputs>/b<batch>/vendor,
+// Attacks on the device: BM_CudaAttack/<lenet5|resnet20>/<fgsm|bim10>/n<inputs>/b<batch>/vendor,
 // attacks/gradient.h through a CudaRunner on cuDNN/cuBLAS (eps 0.03, BIM step 0.01, 10 steps, as
 // bench/bm_attacks.cpp; the gradients and judging forwards on the device, sign/projection on the
 // host), the CPU benchmark's sizes (LeNet-5 1,024 inputs in batches of 128, ResNet-20 128 in 32) and
@@ -37,8 +37,8 @@
 
 #include "attacks/gradient.h"
 #include "engine/cuda/device_net.h"
-#include "engine/ops/conv2d.h"
-#include "engine/ops/gemm.h"
+#include "core/ops/conv2d.h"
+#include "core/ops/gemm.h"
 #include "engine/random.h"
 #include "engine/train/cuda_runner.h"
 #include "kernels/cpu/ref/ref.h"
@@ -280,7 +280,7 @@ void bm_predict(benchmark::State& state, const std::string& model, int64_t n, Cu
   time_forward(state, ctx, m, n);
 }
 
-// An int8 model (issue 16: post-training quantization of the torch-preset fp32 model, calibrated
+// An int8 model (post-training quantization of the torch-preset fp32 model, calibrated
 // on 256 uniform images) on the device: driftlab's own dp4a kernels (quant/device_qlayers.cpp),
 // forward on device-resident input, as bm_predict. Checked first: the device's logits equal the
 // CPU's bit for bit (every integer sum is exact: tests/cuda/test_quant_model_cuda.cpp).

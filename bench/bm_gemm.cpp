@@ -15,7 +15,7 @@
 #include <string>
 #include <vector>
 
-#include "engine/ops/gemm.h"
+#include "core/ops/gemm.h"
 #include "kernels/cpu/registry.h"
 #include "kernels/cpu/ref/ref.h"
 #include "tests/cases/gemm_cases.h"

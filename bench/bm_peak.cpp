@@ -1,4 +1,4 @@
-// The machine's float32 arithmetic limit (issue 20): what bench/compare divides by.
+// The machine's float32 arithmetic limit: what bench/compare divides by.
 //
 //   fma_peak/threads:T   every thread runs independent chains of vector FMAs on registers only
 //                        (no loads or stores in the loop): FMA units x lanes x 2 FLOPs x clock,

@@ -12,7 +12,7 @@
 #include <cstring>
 #include <string>
 
-#include "engine/ops/pool2d.h"
+#include "core/ops/pool2d.h"
 #include "engine/random.h"
 #include "engine/policy.h"
 #include "kernels/cpu/ref/ref.h"

@@ -1,9 +1,10 @@
-// int8 inference (quant/, kernels/cpu/quant_fast.cpp) against driftlab's own float32 forward.
+// int8 inference (quant/, kernels/cpu/fast/quant_fast.cpp) against driftlab's own float32 forward.
 //   Lenet5Int8: LeNet-5 quantized by the PTQ driver (calibrated on 64 synthetic images) under
 //     torch_qnnpack or torch_onednn, quant_backend fast or reference, 1,000 inputs per iteration
 //     as one batch of 1,000 or ten batches of 100, at 1 or 2 OpenMP threads.
 //   Lenet5Fp32: the same 1,000 inputs through the float32 LeNet-5 under the torch preset (its
-//     default kernels), the baseline of issue 16's "int8 at least 2x fp32".
+//     default kernels), the baseline of the speed target "int8 at least 2x fp32" (docs/QUANT.md,
+//     "Speed").
 //   QConv2d: LeNet-5's two convolutions alone (uint8, per-tensor float requantization, as
 //     torch_qnnpack resolves them), fast vs reference, 100 images per call.
 //   Resnet20Int8 / Resnet20Fp32: the same for ResNet-20 (BatchNorm folded, residual adds, global

@@ -1,4 +1,4 @@
-// Dynamic-range (weights-only) int8 inference (quant/dynamic.h, kernels/cpu/quant_dynamic_fast.cpp)
+// Dynamic-range (weights-only) int8 inference (quant/dynamic.h, kernels/cpu/fast/quant_dynamic_fast.cpp)
 // against driftlab's own float32 forward, on the LSTM classifier (models/rnn.cpp: 28 steps of 28
 // features, LSTM 128 units, dense 10).
 //   LstmDynInt8: quantize_dynamic under torch_qnnpack (per-call affine_double input, per-tensor

@@ -19,7 +19,7 @@
 #include <utility>
 #include <vector>
 
-#include "engine/ops/rnn.h"
+#include "core/ops/rnn.h"
 #include "engine/random.h"
 #include "kernels/cpu/registry.h"
 #include "tests/cases/rnn_cases.h"

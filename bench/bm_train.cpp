@@ -10,7 +10,7 @@
 
 #include <cmath>
 
-#include "engine/core/error.h"
+#include "core/error.h"
 #include "engine/random.h"
 #include "engine/train/cpu_runner.h"
 #include "models/models.h"

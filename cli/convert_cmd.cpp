@@ -19,14 +19,14 @@
 #include "convert/onnx_export.h"
 #include "convert/onnx_import.h"
 #include "convert/tfjs_export.h"
-#include "drift/convert.h"
+#include "models/reparam.h"
 #include "drift/drift.h"
-#include "drift/run.h"
+#include "runs/run.h"
 #include "engine/build_info.h"
 #include "engine/io/npy.h"
 #include "engine/train/cpu_runner.h"
 #include "engine/train/runner.h"
-#include "engine/core/error.h"
+#include "core/error.h"
 #include "engine/data/transform.h"
 #include "models/model_file.h"
 #include "quant/model_io.h"
@@ -104,7 +104,7 @@ void import_cmd(const ImportOptions& o) {
   const Policy target = Policy::parse(o.policy);
   if (target.to_string() != m.policy.to_string()) {
     // ONNX's semantics are the torch preset's; another preset gets the weights converted to its
-    // conventions (flip, flatten order, layouts: drift/convert.h), its numeric knobs its own
+    // conventions (flip, flatten order, layouts: models/reparam.h), its numeric knobs its own
     m = rebuild_under(m, target, true);
     std::cout << "  weights converted from the torch preset's conventions to " << o.policy << "'s\n";
   }

@@ -12,7 +12,7 @@
 #include <vector>
 
 #include "cli/commands.h"
-#include "engine/core/error.h"
+#include "core/error.h"
 
 int main(int argc, char** argv) {
   // Training allocates and frees the same large activation buffers every step. Above glibc's

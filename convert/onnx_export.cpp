@@ -9,7 +9,7 @@
 
 #include "convert/onnx_graph.h"
 #include "engine/build_info.h"
-#include "engine/core/error.h"
+#include "core/error.h"
 #include "engine/layers/activation_layer.h"
 #include "engine/layers/batchnorm_layer.h"
 #include "engine/layers/conv2d_layer.h"

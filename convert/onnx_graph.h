@@ -8,9 +8,9 @@
 #include <vector>
 
 #include "convert/onnx_export.h"
-#include "engine/core/error.h"
-#include "engine/core/tensor.h"
-#include "engine/ops/conv2d.h"
+#include "core/error.h"
+#include "core/tensor.h"
+#include "core/ops/conv2d.h"
 
 namespace driftlab {
 namespace convert {

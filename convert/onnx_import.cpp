@@ -11,7 +11,7 @@
 #include <set>
 #include <sstream>
 
-#include "engine/core/error.h"
+#include "core/error.h"
 #include "engine/layers/activation_layer.h"
 #include "engine/layers/batchnorm_layer.h"
 #include "engine/layers/conv2d_layer.h"

@@ -7,7 +7,7 @@
 #include <nlohmann/json.hpp>
 
 #include "engine/build_info.h"
-#include "engine/core/error.h"
+#include "core/error.h"
 #include "engine/layers/activation_layer.h"
 #include "engine/layers/batchnorm_layer.h"
 #include "engine/layers/conv2d_layer.h"
@@ -21,7 +21,7 @@
 #include "engine/layers/rnn_layer.h"
 #include "engine/layers/sequential.h"
 #include "engine/layers/weight_layout.h"
-#include "engine/ops/conv2d.h"
+#include "core/ops/conv2d.h"
 #include "models/model_file.h"
 
 namespace driftlab {

@@ -4,7 +4,7 @@
 #include <cmath>
 #include <sstream>
 
-#include "drift/convert.h"
+#include "models/reparam.h"
 #include "quant/dynamic.h"
 #include "quant/ptq.h"
 #include "quant/report.h"

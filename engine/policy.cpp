@@ -7,7 +7,7 @@
 #include <set>
 #include <sstream>
 
-#include "engine/core/error.h"
+#include "core/error.h"
 
 namespace driftlab {
 
@@ -810,7 +810,7 @@ const std::vector<KnobRow>& rows() {
         {"conv_block_backend", "numerics", kOwnBackends,
          "CPU kernel for a conv -> activation -> max-pool run of layers (LeNet's blocks): reference runs the three "
          "layers on their own kernels (conv_backend, act_backend, pool_backend); fast runs them as one op per image "
-         "where kernels/cpu/conv_block.cpp supports the block (float32, stride 1, small channel counts; describe() "
+         "where kernels/cpu/fast/conv_block_fast.cpp supports the block (float32, stride 1, small channel counts; describe() "
          "says which blocks run fused), with other convolution sums than conv_backend's",
          "reference (conv_backend's kernel)", "reference (conv_backend's kernel)", "fast", kOwn}));
     r.push_back(backend_knob(&Policy::rnn_backend,

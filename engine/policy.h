@@ -2,7 +2,7 @@
 //
 // A Policy is a plain value. It is parsed from a string ("torch", "tensorflow,relu_grad_at_zero=0.5"),
 // prints back to the same canonical string, and diffs against another Policy knob by knob.
-// Kernels never see it: layers resolve it once into explicit op parameters (engine/ops/*.h).
+// Kernels never see it: layers resolve it once into explicit op parameters (core/ops/*.h).
 //
 // To add a knob: 1) add the field below with a one-line comment naming the framework behaviour;
 // 2) set its value in each preset in policy.cpp (tensorflow(), theano(), torch());
@@ -13,13 +13,13 @@
 #include <string>
 #include <vector>
 
-#include "engine/ops/activation.h"
-#include "engine/ops/adaptive.h"
-#include "engine/ops/common.h"
-#include "engine/ops/pool2d.h"
-#include "engine/ops/quant.h"
-#include "engine/ops/sgd.h"
-#include "engine/ops/softmax_xent.h"
+#include "core/ops/activation.h"
+#include "core/ops/adaptive.h"
+#include "core/ops/common.h"
+#include "core/ops/pool2d.h"
+#include "core/ops/quant.h"
+#include "core/ops/sgd.h"
+#include "core/ops/softmax_xent.h"
 
 namespace driftlab {
 
@@ -113,7 +113,7 @@ enum class QuantAdd { fixed_point_shift, float_fma_tail64, tflite_fixed_point, o
 enum class QuantAvgPool { float_reciprocal, tflite_integer_mean, tflite_rounded_division, ort_qlinear_global_avg_pool };
 enum class QuantRelu { fused, separate };        // ReLU as the output clamp, or its own op on int8
 // Dynamic-range (weights-only) quantization of dense and LSTM/GRU layers (quant/dynamic.h), resolved
-// into engine/ops/quant_dynamic.h's rules: how a layer's float input is quantized at each call (one
+// into core/ops/quant_dynamic.h's rules: how a layer's float input is quantized at each call (one
 // uint8 scale/zero point in double (PyTorch) or float32 (ONNX DynamicQuantizeLinear), or symmetric
 // int8 per row (TFLite hybrid)); how the float output is formed; whether an LSTM/GRU's input
 // projection is quantized once over the whole sequence (PyTorch on CPU) or step by step.
@@ -218,11 +218,11 @@ struct Policy {
   // --- randomness ---
   RngEngine rng_engine = RngEngine::mt19937_u24;
   ShuffleAlgo shuffle = ShuffleAlgo::forward_modulo;
-  // --- numerics: which CPU kernel runs each op family (engine/ops/registry.h) ---
+  // --- numerics: which CPU kernel runs each op family (core/ops/registry.h) ---
   KernelBackend conv_backend = KernelBackend::onednn;   // reference | eigen | onednn
   KernelBackend gemm_backend = KernelBackend::onednn;   // dense layers: reference | eigen | onednn
   // conv -> activation -> max pool run as one per-image op (fast) or as the three layers with
-  // their own kernels (reference); engine/ops/conv_block.h
+  // their own kernels (reference); core/ops/conv_block.h
   KernelBackend conv_block_backend = KernelBackend::fast;
   KernelBackend rnn_backend = KernelBackend::fast;      // LSTM/GRU: reference | fast
   KernelBackend bn_backend = KernelBackend::fast;       // BatchNorm: reference | fast

@@ -3,7 +3,7 @@
 #include <cstring>
 #include <sstream>
 
-#include "engine/core/error.h"
+#include "core/error.h"
 #include "engine/policy.h"
 
 namespace driftlab {

@@ -1,10 +1,10 @@
-// Checkpoint reader (drift/checkpoint.cpp, what `train --resume` reads) through its istream entry.
+// Checkpoint reader (runs/checkpoint.cpp, what `train --resume` reads) through its istream entry.
 // As for the model file, each input is read twice: as it is, and with its last 4 bytes replaced
 // by the CRC-32 of the rest, which takes the fuzzer past the CRC into the header, the run spec,
 // the training state and the tensor table. The schedule parser (--schedule) gets the same bytes.
 #include <sstream>
 
-#include "drift/checkpoint.h"
+#include "runs/checkpoint.h"
 #include "engine/train/schedule.h"
 #include "fuzz/fuzz_common.h"
 #include "models/model_file.h"

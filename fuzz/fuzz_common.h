@@ -9,7 +9,7 @@
 #include <cstdlib>
 #include <string>
 
-#include "engine/core/error.h"
+#include "core/error.h"
 
 namespace driftlab {
 

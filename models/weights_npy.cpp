@@ -4,7 +4,7 @@
 #include <map>
 #include <utility>
 
-#include "engine/core/error.h"
+#include "core/error.h"
 #include "engine/io/npy.h"
 #include "engine/layers/init.h"
 #include "engine/layers/rnn_layer.h"

@@ -7,7 +7,7 @@
 // weights in the framework's packed gate layout and gate order (rnn_weight_layout,
 // gru_gate_order; RnnLayer::export_param / import_param convert them); biases as they are.
 // NpyLayout::driftlab writes the tensors as driftlab holds them (OIHW, (out,in), the canonical
-// gate layout of engine/ops/rnn.h).
+// gate layout of core/ops/rnn.h).
 //
 // Buffers (BatchNorm's running statistics) are not exchanged: an imported model keeps the
 // buffers it was built with.

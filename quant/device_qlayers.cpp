@@ -1,7 +1,7 @@
 // The device counterparts of the int8 layers (quant/qlayers.h), for `eval` / `predict --device
 // cuda` of a quantized model: driftlab's own CUDA int8 kernels (kernels/cuda/quant.cu), which give
 // the reference kernels' bytes (every integer sum is exact; the roundings are the shared
-// functions of engine/ops/quant.h). Each is made from the op params its CPU layer resolved (so the
+// functions of core/ops/quant.h). Each is made from the op params its CPU layer resolved (so the
 // scheme is resolved once for both devices) and device copies of its int8 weights and int32 bias,
 // uploaded once. Inference only, like the CPU layers.
 //

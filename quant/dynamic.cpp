@@ -4,7 +4,7 @@
 #include <cmath>
 #include <sstream>
 
-#include "engine/core/error.h"
+#include "core/error.h"
 #include "engine/layers/activation_layer.h"
 #include "engine/layers/dense_layer.h"
 #include "engine/layers/flatten_layer.h"

@@ -3,12 +3,12 @@
 // layers keep float32 inputs, outputs and gate math; their weights are stored as int8 with a scale
 // (per tensor: each of W_ih, W_hh and the dense W, or per output row), their biases as float32; at
 // every call each product quantizes its own input from that input's values (the quant_dyn_* knobs,
-// engine/ops/quant_dynamic.h) and runs in int32. No calibration data.
+// core/ops/quant_dynamic.h) and runs in int32. No calibration data.
 //
 // An LSTM step (gate order i,f,g,o) computes a = dyn(h W_hh^T + b_hh) + a_in with a_in =
 // dyn(x W_ih^T + b_ih), either for the whole (T*N, F) input at once (quant_dyn_input_proj=
 // whole_sequence: PyTorch on CPU, aten/src/ATen/native/RNN.cpp FullLayer) or step by step; then the
-// fp32 layer's own cell math (engine/ops/rnn.h). A GRU with reset after (PyTorch) quantizes h once per
+// fp32 layer's own cell math (core/ops/rnn.h). A GRU with reset after (PyTorch) quantizes h once per
 // step for all three blocks; with reset before (Keras's default) the n block's product takes r*h,
 // quantized on its own. The products never see another sample's values under symmetric_per_row;
 // under the affine rules one scale covers the whole call, so a sample's result depends on its batch
@@ -18,7 +18,7 @@
 // padding mask), flatten, relu. Anything else is refused by name.
 #pragma once
 #include "engine/model.h"
-#include "engine/ops/quant_dynamic.h"
+#include "core/ops/quant_dynamic.h"
 #include "quant/qlayers.h"
 
 namespace driftlab {

@@ -3,7 +3,7 @@
 #include <filesystem>
 #include <fstream>
 
-#include "engine/core/error.h"
+#include "core/error.h"
 #include "quant/dynamic.h"
 #include "quant/ptq.h"
 #include "quant/qlayers.h"

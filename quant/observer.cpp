@@ -23,7 +23,7 @@
 #include <limits>
 #include <string>
 
-#include "engine/core/error.h"
+#include "core/error.h"
 
 namespace driftlab {
 namespace quant {

@@ -33,7 +33,7 @@
 #include <string>
 #include <vector>
 
-#include "engine/core/tensor.h"
+#include "core/tensor.h"
 
 namespace driftlab {
 namespace quant {

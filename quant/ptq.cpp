@@ -4,7 +4,7 @@
 #include <cmath>
 #include <memory>
 
-#include "engine/core/error.h"
+#include "core/error.h"
 #include "engine/layers/activation_layer.h"
 #include "engine/layers/batchnorm_layer.h"
 #include "engine/layers/conv2d_layer.h"

@@ -3,13 +3,13 @@
 // tensors between them, and hold every number they compute with as buffers (saved in the model
 // file): int8 weights, their scales, the bias as int32 (or float32 where the scheme adds a float
 // bias inside the requantization), the input and output scale and zero point. Each resolves its
-// numbers once, in its constructor, into the explicit op params of engine/ops/quant.h; the
+// numbers once, in its constructor, into the explicit op params of core/ops/quant.h; the
 // kernels come from the registry (KernelBackend `backend`, reference by default).
 // Quantized models are inference-only: backward throws.
 #pragma once
 #include "engine/layers/layer.h"
 #include "engine/layers/sequential.h"
-#include "engine/ops/quant.h"
+#include "core/ops/quant.h"
 #include "quant/scheme.h"
 
 namespace driftlab {

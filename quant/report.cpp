@@ -3,7 +3,7 @@
 #include <cmath>
 #include <limits>
 
-#include "engine/core/error.h"
+#include "core/error.h"
 #include "quant/qlayers.h"
 
 namespace driftlab {

@@ -4,7 +4,7 @@
 #include <cfloat>
 #include <cmath>
 
-#include "engine/core/error.h"
+#include "core/error.h"
 
 namespace driftlab {
 namespace quant {

@@ -1,6 +1,6 @@
 // A quantization scheme: the quant_* knobs of a Policy resolved once into arithmetic-named
 // choices (QuantScheme), and the functions that turn calibrated float ranges and float weights
-// into the numbers the integer kernels take (engine/ops/quant.h): activation scale and zero
+// into the numbers the integer kernels take (core/ops/quant.h): activation scale and zero
 // point, integer weights and their scales, the bias, the requantization of each output channel.
 // Every formula here is one toolchain's, chosen by a field; docs/QUANT_SOURCES.md gives each
 // toolchain's source and what was run to confirm it.
@@ -9,8 +9,8 @@
 #include <string>
 #include <vector>
 
-#include "engine/core/tensor.h"
-#include "engine/ops/quant.h"
+#include "core/tensor.h"
+#include "core/ops/quant.h"
 #include "engine/policy.h"
 #include "quant/observer.h"
 

@@ -32,7 +32,7 @@
 
 #include "engine/layers/layer.h"
 #include "engine/model.h"
-#include "engine/ops/quant.h"
+#include "core/ops/quant.h"
 #include "engine/train/runner.h"
 
 namespace driftlab {

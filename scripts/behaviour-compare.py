@@ -1,8 +1,8 @@
-#!/usr/bin/env python3
+#!/usr/bin/python3
 """Compares two folders written by scripts/behaviour-runs.sh (the same commands run by two
 builds) and says which files differ, timings and the build's commit set aside.
 
-  python3 scripts/behaviour-compare.py BEFORE_DIR AFTER_DIR
+  /usr/bin/python3 scripts/behaviour-compare.py BEFORE_DIR AFTER_DIR   (Debian's, for python3-onnx)
 
 What is set aside, and nothing else:
 - JSON keys (in .json files and in the JSON headers of model files and checkpoints) and CSV
@@ -20,11 +20,22 @@ DURATION = re.compile(r'-?\d+(\.\d+)?(e[-+]?\d+)?\s?(s|ms|us|img/s|images/s|inpu
 TIME_ROW = re.compile(r'(time|load|per s|/s\b)', re.I)
 
 
+HASHES = set()  # the commits the two folders were made by (commits() below)
+
+
+def unhash(s):
+    for h in sorted(HASHES, key=len, reverse=True):
+        s = s.replace(h, '<commit>')
+    return s
+
+
 def mask_json(v):
     if isinstance(v, dict):
         return {k: ('<t>' if TIMING_KEY.search(k) else mask_json(x)) for k, x in v.items()}
     if isinstance(v, list):
         return [mask_json(x) for x in v]
+    if isinstance(v, str):
+        return unhash(v)
     return v
 
 
@@ -36,6 +47,22 @@ def commits(root):
             if f.endswith('.json'):
                 out.update(re.findall(r'"commit":\s*"([0-9a-f]{7,40}[^"]*)"', open(os.path.join(dirpath, f), errors='replace').read()))
     return out
+
+
+def onnx_canon(b):
+    """An ONNX file with the producer's version (driftlab's commit) and the commit in metadata
+    values masked; the graph, its initializers and everything else as written."""
+    try:
+        import onnx
+    except ImportError:
+        sys.exit('behaviour-compare: comparing .onnx files needs python3-onnx (run with /usr/bin/python3)')
+    m = onnx.ModelProto()
+    m.ParseFromString(b)
+    m.producer_version = unhash(m.producer_version)
+    for p in m.metadata_props:
+        p.value = unhash(p.value)
+    m.doc_string = unhash(m.doc_string)
+    return m.SerializeToString()
 
 
 def mask_text(s, hashes):
@@ -101,6 +128,8 @@ def canon(path, hashes):
         c = container(b)
         if c:
             return c
+    if name.endswith('.onnx'):
+        return onnx_canon(b)
     if name.endswith('.json'):
         try:
             return mask_json(json.loads(b))
@@ -124,6 +153,7 @@ def files(root):
 def main():
     a, b = sys.argv[1], sys.argv[2]
     hashes = commits(a) | commits(b)
+    HASHES.update(hashes)
     fa, fb = files(a), files(b)
     bad = 0
     for f in sorted(fa ^ fb):

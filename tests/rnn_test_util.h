@@ -1,6 +1,6 @@
 // Shared by the RNN kernel tests (tests/ops/test_rnn.cpp for the CPU kernels,
 // tests/cuda/test_rnn_cuda.cpp for the CUDA ones): the small shape's padding mask and the
-// padded-step contract of engine/ops/rnn.h, checked exactly. The cells and shapes, and the
+// padded-step contract of core/ops/rnn.h, checked exactly. The cells and shapes, and the
 // RnnParams they make, are tests/cases/rnn_cases.h's tables (the benchmark reads them too).
 #pragma once
 #include <gtest/gtest.h>
@@ -8,8 +8,8 @@
 #include <cstdint>
 #include <vector>
 
-#include "engine/core/tensor.h"
-#include "engine/ops/rnn.h"
+#include "core/tensor.h"
+#include "core/ops/rnn.h"
 #include "tests/cases/rnn_cases.h"
 
 namespace driftlab {

@@ -10,7 +10,7 @@
 #include <initializer_list>
 #include <string>
 
-#include "engine/core/error.h"
+#include "core/error.h"
 
 namespace driftlab {
 

@@ -4,7 +4,7 @@
 
 #include <vector>
 
-#include "engine/core/error.h"
+#include "core/error.h"
 #include "kernels/cuda/device.h"
 
 namespace {

@@ -1,4 +1,4 @@
-// host_memory (engine/core/host_memory.h): tensor storage of >= 64 KiB is cached when freed and
+// host_memory (core/host_memory.h): tensor storage of >= 64 KiB is cached when freed and
 // handed out again by size class. What must hold: the classes are as documented, a freed block is
 // reused (the point of the cache), a reused block never leaks its old bytes into a zero-filled
 // tensor, every block is 64-byte aligned, and the cache returns its memory on trim().
@@ -9,8 +9,8 @@
 #include <set>
 #include <vector>
 
-#include "engine/core/host_memory.h"
-#include "engine/core/tensor.h"
+#include "core/host_memory.h"
+#include "core/tensor.h"
 
 namespace driftlab {
 namespace {

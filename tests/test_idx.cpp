@@ -13,7 +13,7 @@
 #include <string>
 #include <vector>
 
-#include "engine/core/error.h"
+#include "core/error.h"
 #include "engine/data/idx.h"
 
 #include "tests/require_util.h"

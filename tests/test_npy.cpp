@@ -14,7 +14,7 @@
 #include <string>
 #include <vector>
 
-#include "engine/core/error.h"
+#include "core/error.h"
 #include "engine/io/npy.h"
 
 #include "tests/require_util.h"

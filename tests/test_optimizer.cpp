@@ -1,4 +1,4 @@
-// Adam, AdamW and RMSprop (engine/ops/adaptive.h, engine/train/optimizer.h) and the learning-rate
+// Adam, AdamW and RMSprop (core/ops/adaptive.h, engine/train/optimizer.h) and the learning-rate
 // schedules (engine/train/schedule.h): first steps computed by hand in double, the fast kernels
 // against the reference bit for bit, the knobs' presets, the schedules against PyTorch's and
 // Keras's sequences, and the size of each formula difference on LeNet-5 after 100 steps of
@@ -13,7 +13,7 @@
 #include <utility>
 #include <vector>
 
-#include "engine/core/error.h"
+#include "core/error.h"
 #include "engine/data/datasets.h"
 #include "engine/data/idx.h"
 #include "engine/layers/layer.h"

@@ -9,7 +9,7 @@
 #include <string>
 #include <vector>
 
-#include "engine/core/error.h"
+#include "core/error.h"
 #include "engine/policy.h"
 #include "tests/test_util.h"
 

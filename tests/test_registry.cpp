@@ -1,4 +1,4 @@
-// The kernel registry (engine/ops/registry.h, kernels/cpu/registry.h): every op listed with its
+// The kernel registry (core/ops/registry.h, kernels/cpu/registry.h): every op listed with its
 // reference and each fast kernel with what it supports; every layer's ops dispatched through it
 // (a dispatch trace per layer, forward and backward, both semantics); fast kernels reachable only
 // through it (no header above the kernels declares one, and a registry holding only the

@@ -12,7 +12,7 @@
 #include <utility>
 #include <vector>
 
-#include "engine/core/error.h"
+#include "core/error.h"
 #include "engine/layers/layer.h"
 #include "engine/policy.h"
 #include "engine/train/optimizer.h"

@@ -1,11 +1,11 @@
-// shape_numel (engine/core/tensor.h) is the element count every reader and layer sizes its
+// shape_numel (core/tensor.h) is the element count every reader and layer sizes its
 // allocations by: a product of dimensions that wraps past 2^63-1 must be refused, not turned
 // into a small (or negative) count that a later memcpy trusts.
 #include <gtest/gtest.h>
 
 #include <cstdint>
 
-#include "engine/core/tensor.h"
+#include "core/tensor.h"
 #include "tests/scratch_util.h"
 
 namespace driftlab {

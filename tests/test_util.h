@@ -16,8 +16,8 @@
 #include <sstream>
 #include <string>
 
-#include "engine/core/error.h"
-#include "engine/core/tensor.h"
+#include "core/error.h"
+#include "core/tensor.h"
 
 namespace driftlab {
 

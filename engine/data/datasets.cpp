@@ -4,7 +4,7 @@
 #include <iomanip>
 #include <sstream>
 
-#include "engine/core/error.h"
+#include "core/error.h"
 #include "engine/data/cifar.h"
 #include "engine/data/idx.h"
 

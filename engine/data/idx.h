@@ -9,7 +9,7 @@
 #include <string>
 #include <vector>
 
-#include "engine/core/tensor.h"
+#include "core/tensor.h"
 #include "engine/data/dataset.h"
 
 namespace driftlab {

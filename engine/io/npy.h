@@ -7,7 +7,7 @@
 #pragma once
 #include <string>
 
-#include "engine/core/tensor.h"
+#include "core/tensor.h"
 
 namespace driftlab {
 

@@ -2,7 +2,7 @@
 // hard-sigmoid formula and gradient edges resolved from the Policy into ActivationParams.
 #pragma once
 #include "engine/layers/layer.h"
-#include "engine/ops/activation.h"
+#include "core/ops/activation.h"
 #include "engine/policy.h"
 
 namespace driftlab {

@@ -6,7 +6,7 @@
 // inference semantics use the running statistics and never move them, forward and backward.
 #pragma once
 #include "engine/layers/layer.h"
-#include "engine/ops/batchnorm.h"
+#include "core/ops/batchnorm.h"
 #include "engine/policy.h"
 
 namespace driftlab {

@@ -3,7 +3,7 @@
 #pragma once
 #include <memory>
 #include "engine/layers/layer.h"
-#include "engine/ops/conv2d.h"
+#include "core/ops/conv2d.h"
 #include "engine/policy.h"
 
 namespace driftlab {

@@ -2,7 +2,7 @@
 // fills the same elements in the same order, then stored in driftlab's layout:
 // conv OIHW (K,C,R,S), dense (out,in).
 #pragma once
-#include "engine/core/tensor.h"
+#include "core/tensor.h"
 #include "engine/policy.h"
 
 namespace driftlab {

@@ -1,7 +1,7 @@
 // Layer: explicit forward and backward (Caffe, llm.c). forward(ctx, x) keeps what backward
 // needs when ctx.record is set; backward(ctx, dy) returns dx and ADDS into each parameter's grad.
 // Every policy knob a layer depends on is resolved in its constructor into explicit op
-// parameters, the CPU kernel of each op included (the *_backend knobs, engine/ops/registry.h).
+// parameters, the CPU kernel of each op included (the *_backend knobs, core/ops/registry.h).
 //
 // To add a layer: 1) a header + .cpp in engine/layers/ deriving from Layer; 2) resolve the
 // Policy in the constructor (no Policy lookups in forward/backward); 3) a float64 gradient
@@ -15,7 +15,7 @@
 #include <vector>
 
 #include "engine/layers/layout.h"
-#include "engine/core/tensor.h"
+#include "core/tensor.h"
 #include "kernels/cpu/registry.h"
 
 namespace driftlab {

@@ -1,6 +1,6 @@
 #include "engine/layers/layout.h"
 
-#include "engine/core/parallel.h"
+#include "core/parallel.h"
 
 namespace driftlab {
 

@@ -10,7 +10,7 @@
 #pragma once
 #include <cstdint>
 
-#include "engine/core/tensor.h"
+#include "core/tensor.h"
 
 namespace driftlab {
 

@@ -3,7 +3,7 @@
 // picks the kernel.
 #pragma once
 #include "engine/layers/layer.h"
-#include "engine/ops/pool2d.h"
+#include "core/ops/pool2d.h"
 #include "engine/policy.h"
 
 namespace driftlab {

@@ -2,7 +2,7 @@
 
 #include <sstream>
 
-#include "engine/core/parallel.h"
+#include "core/parallel.h"
 #include "engine/layers/batchnorm_layer.h"
 #include "engine/layers/conv2d_layer.h"
 #include "engine/layers/layout.h"

@@ -4,7 +4,7 @@
 #include <sstream>
 #include <type_traits>
 
-#include "engine/core/eigen.h"
+#include "core/eigen.h"
 #include "engine/layers/activation_layer.h"
 #include "engine/layers/weight_layout.h"
 #include "engine/random.h"

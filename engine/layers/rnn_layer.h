@@ -3,7 +3,7 @@
 // Policy is resolved in the constructor into RnnParams (gate activation, number of biases,
 // GRU reset placement and update convention) and into the init draw and weight-export layout
 // (rnn_weight_layout, gru_gate_order). Parameters are stored in the canonical layout of
-// engine/ops/rnn.h: weight_ih (G*u,F), weight_hh (G*u,u), bias_ih (G*u) [, bias_hh (G*u)],
+// core/ops/rnn.h: weight_ih (G*u,F), weight_hh (G*u,u), bias_ih (G*u) [, bias_hh (G*u)],
 // gate blocks LSTM i,f,g,o / GRU r,z,n. LstmLayer and GruLayer (lstm_layer.h, gru_layer.h)
 // are this class with the cell fixed.
 //
@@ -25,7 +25,7 @@
 // setting one bias on a two-bias layer sets bias_ih and zeroes bias_hh.
 #pragma once
 #include "engine/layers/layer.h"
-#include "engine/ops/rnn.h"
+#include "core/ops/rnn.h"
 #include "engine/policy.h"
 
 namespace driftlab {

@@ -11,7 +11,7 @@
 // on shapes ('same' padding) is resolved at build time.
 //
 // Fused blocks: a conv2d -> activation -> max-pool run of three layers whose conv2d layer has
-// conv_block_backend != reference is a conv_block (engine/ops/conv_block.h). Each forward asks
+// conv_block_backend != reference is a conv_block (core/ops/conv_block.h). Each forward asks
 // the registry for that backend's kernel; where it supports the block (params and dtype), the
 // three layers run as that one op, recorded for the backward here; where not, they run one by
 // one on their own kernels, as with conv_block_backend=reference. The conv layer's describe()

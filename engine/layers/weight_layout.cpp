@@ -1,6 +1,6 @@
 #include "engine/layers/weight_layout.h"
 
-#include "engine/core/error.h"
+#include "core/error.h"
 
 namespace driftlab {
 

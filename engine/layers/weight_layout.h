@@ -1,11 +1,11 @@
 // Weight re-layouts shared by the recurrent layer's framework layouts (rnn_layer.cpp) and the
-// converters (drift/convert.h between Policies, convert/ into exchange formats): the 180-degree
+// converters (models/reparam.h between Policies, convert/ into exchange formats): the 180-degree
 // kernel rotation of Theano's flip, a Dense weight's input columns re-indexed between flatten
 // orders, a matrix transpose, gate blocks re-ordered. Any float dtype.
 #pragma once
 #include <vector>
 
-#include "engine/core/tensor.h"
+#include "core/tensor.h"
 #include "engine/policy.h"
 
 namespace driftlab {

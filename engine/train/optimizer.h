@@ -1,5 +1,5 @@
-// The optimisers: SGD with momentum / Nesterov (engine/ops/sgd.h), Adam and RMSprop
-// (engine/ops/adaptive.h), each in the arithmetic of the framework its knobs name, and weight
+// The optimisers: SGD with momentum / Nesterov (core/ops/sgd.h), Adam and RMSprop
+// (core/ops/adaptive.h), each in the arithmetic of the framework its knobs name, and weight
 // decay placed where each framework puts it (docs/TRAINING.md has every formula and its source).
 // The Policy is resolved once into OptimRule; each step turns the run's hyperparameters, the
 // rate of this step and the rule into the ops' parameters per parameter tensor (OptimStep), the
@@ -12,7 +12,7 @@
 #include <vector>
 
 #include "engine/layers/layer.h"
-#include "engine/ops/adaptive.h"
+#include "core/ops/adaptive.h"
 #include "engine/policy.h"
 
 namespace driftlab {

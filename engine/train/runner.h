@@ -23,7 +23,7 @@
 
 #include "engine/data/dataset.h"
 #include "engine/model.h"
-#include "engine/ops/softmax_xent.h"
+#include "core/ops/softmax_xent.h"
 #include "engine/random.h"
 #include "engine/train/nonfinite.h"
 #include "engine/train/optimizer.h"
@@ -74,7 +74,7 @@ struct EpochProgress {
 };
 
 // Everything of a Runner's training state that is not in the Model (weights and buffers are):
-// what a checkpoint saves and a resumed run restores (drift/checkpoint.h).
+// what a checkpoint saves and a resumed run restores (runs/checkpoint.h).
 struct TrainState {
   int epoch = 0;                   // epochs finished
   int64_t step_index = 0;          // steps counted (taken or skipped)
@@ -157,7 +157,7 @@ class Runner {
   virtual InputGradient input_gradient(const Tensor& x, const std::vector<int32_t>& labels, Semantics s) = 0;
   // The L-inf step loop from `start` around x0 at inference semantics: each step the loss's dL/dx
   // at the iterate against `target`, then every element not frozen by early_stop moved by
-  // engine/ops/linf_step.h; the same arithmetic and decisions as the host loop of
+  // core/ops/linf_step.h; the same arithmetic and decisions as the host loop of
   // attacks/gradient.cpp over input_gradient(), so the same bits where the gradients are.
   // x0, start (null: start at x0) and x_adv are host memory holding `shape` (N, ...) of `dtype`;
   // the last iterate is written to x_adv (which may be start). Returns false where the runner
@@ -181,7 +181,7 @@ class Runner {
   virtual PredictTime time_prediction(const Tensor& x, int64_t max_batch = 0) = 0;
   // The device's weights and BatchNorm statistics back into the Model (no-op on the CPU).
   virtual void sync_to_model() {}
-  // Checkpoints (drift/checkpoint.h): the optimiser's counters and state tensors on the host, and
+  // Checkpoints (runs/checkpoint.h): the optimiser's counters and state tensors on the host, and
   // back (shapes checked against the model).
   virtual OptimState optimizer_state() = 0;
   virtual void set_optimizer_state(const OptimState& s) = 0;

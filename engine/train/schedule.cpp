@@ -5,7 +5,7 @@
 #include <limits>
 #include <sstream>
 
-#include "engine/core/error.h"
+#include "core/error.h"
 
 namespace driftlab {
 

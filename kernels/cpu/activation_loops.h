@@ -1,10 +1,10 @@
 // The activation loops of both CPU kernels: the reference runs them on one thread, the fast
 // kernel splits them over OpenMP threads (Parallel). One loop per kind, so that the compiler
-// vectorises it; each element is the shared formula of engine/ops/activation.h computed alone, so
+// vectorises it; each element is the shared formula of core/ops/activation.h computed alone, so
 // the two kernels give the same bits for any thread count. forward/backward write (=).
 #pragma once
-#include "engine/core/parallel.h"
-#include "engine/ops/activation.h"
+#include "core/parallel.h"
+#include "core/ops/activation.h"
 
 namespace driftlab {
 namespace activation_loops {

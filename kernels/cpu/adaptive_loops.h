@@ -1,9 +1,9 @@
 // The Adam and RMSprop steps of both CPU kernels: one loop over the elements, each updated by the
-// shared formula (engine/ops/adaptive.h, the CUDA kernel's too); the reference runs it on one
+// shared formula (core/ops/adaptive.h, the CUDA kernel's too); the reference runs it on one
 // thread, the fast kernel splits arrays of 64K elements and more over OpenMP threads. Elementwise,
 // so the two give the same bits for any thread count.
 #pragma once
-#include "engine/ops/adaptive.h"
+#include "core/ops/adaptive.h"
 
 namespace driftlab {
 namespace adaptive_loops {

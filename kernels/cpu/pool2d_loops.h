@@ -7,7 +7,7 @@
 #include <algorithm>
 #include <vector>
 
-#include "engine/ops/pool2d.h"
+#include "core/ops/pool2d.h"
 
 namespace driftlab {
 namespace pool2d_loops {

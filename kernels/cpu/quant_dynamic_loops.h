@@ -1,13 +1,13 @@
 // Shared by the reference and fast dynamic-range dense kernels (kernels/cpu/ref/quant_dynamic_ref.cpp,
-// kernels/cpu/quant_dynamic_fast.cpp): the call's checks and the two per-element formulas of
-// engine/ops/quant_dynamic.h, written once. The fast kernel's AVX-512 path restates these two formulas
+// kernels/cpu/fast/quant_dynamic_fast.cpp): the call's checks and the two per-element formulas of
+// core/ops/quant_dynamic.h, written once. The fast kernel's AVX-512 path restates these two formulas
 // with intrinsics, the same float32 operations in the same order; its tests hold it to these bits.
 #pragma once
 #include <algorithm>
 #include <cstdint>
 
-#include "engine/core/error.h"
-#include "engine/ops/quant_dynamic.h"
+#include "core/error.h"
+#include "core/ops/quant_dynamic.h"
 
 namespace driftlab {
 namespace quant_dynamic_loops {

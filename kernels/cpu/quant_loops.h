@@ -1,10 +1,10 @@
 // Shared by the reference and fast int8 kernels (kernels/cpu/ref/quant_ref.cpp,
-// kernels/cpu/quant_fast.cpp).
+// kernels/cpu/fast/quant_fast.cpp).
 #pragma once
 #include <cstdint>
 
-#include "engine/core/error.h"
-#include "engine/core/tensor.h"
+#include "core/error.h"
+#include "core/tensor.h"
 
 namespace driftlab {
 namespace quant_loops {

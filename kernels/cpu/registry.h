@@ -1,5 +1,5 @@
 // The CPU kernels, as the engine sees them: make_cpu_registry() fills every op's table
-// (engine/ops/registry.h) by calling each backend's register_<op>_<backend> function, and
+// (core/ops/registry.h) by calling each backend's register_<op>_<backend> function, and
 // ExecContext carries that registry and the thread count into every layer. Nothing else of
 // kernels/cpu is visible above this floor but the reference kernels (kernels/cpu/ref/ref.h).
 //
@@ -12,7 +12,7 @@
 #include <string>
 #include <vector>
 
-#include "engine/ops/registry.h"
+#include "core/ops/registry.h"
 
 namespace driftlab {
 

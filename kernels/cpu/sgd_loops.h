@@ -1,10 +1,10 @@
 // The SGD step of both CPU kernels: one loop over the elements, each updated by the shared
-// formula sgd_update (engine/ops/sgd.h, the CUDA kernel's too); the reference runs it on one
+// formula sgd_update (core/ops/sgd.h, the CUDA kernel's too); the reference runs it on one
 // thread, the fast kernel splits arrays of 64K elements and more over OpenMP threads (VGG-16's
 // 33M parameters: a memory-bound pass one thread does not saturate). Elementwise, so the two
 // give the same bits for any thread count.
 #pragma once
-#include "engine/ops/sgd.h"
+#include "core/ops/sgd.h"
 
 namespace driftlab {
 namespace sgd_loops {

@@ -1,6 +1,6 @@
 // Softmax cross-entropy of the CPU kernels, row by row as the reference writes it: shared by the
 // reference (rows in order on one thread, kernels/cpu/ref/softmax_xent_ref.cpp) and the fast
-// kernel (rows over OpenMP threads, Parallel, kernels/cpu/softmax_xent.cpp). Each row is computed
+// kernel (rows over OpenMP threads, Parallel, kernels/cpu/fast/softmax_xent_fast.cpp). Each row is computed
 // alone and the per-row losses are reduced on one thread in params.sum_order, so the two give
 // the same bits for any thread count.
 #pragma once
@@ -8,7 +8,7 @@
 #include <cstdint>
 #include <vector>
 
-#include "engine/ops/softmax_xent.h"
+#include "core/ops/softmax_xent.h"
 
 namespace driftlab {
 namespace xent_rows {

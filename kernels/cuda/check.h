@@ -9,7 +9,7 @@
 #pragma once
 #include <cuda_runtime.h>
 
-#include "engine/core/error.h"
+#include "core/error.h"
 
 namespace driftlab {
 namespace cuda {

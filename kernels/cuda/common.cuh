@@ -11,7 +11,7 @@ namespace driftlab {
 namespace cuda {
 
 // Sum of terms[0..n) in the reference's SumOrder (0 ascending, 1 descending, 2 pairwise halves),
-// the device twin of ordered_sum in engine/ops/common.h.
+// the device twin of ordered_sum in core/ops/common.h.
 template <typename T>
 __device__ T ordered_sum_dev(const T* terms, long long n, int order) {
   if (order == 2) {

@@ -3,7 +3,7 @@
 
 #include <sstream>
 
-#include "engine/core/error.h"
+#include "core/error.h"
 #include "kernels/cuda/check.h"
 #include "kernels/cuda/device.h"
 

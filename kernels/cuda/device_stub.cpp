@@ -1,6 +1,6 @@
 // Built instead of device.cu when nvcc is not found: the same functions, reporting that
 // this build has no CUDA backend.
-#include "engine/core/error.h"
+#include "core/error.h"
 #include "kernels/cuda/device.h"
 
 namespace driftlab {

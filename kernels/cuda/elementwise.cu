@@ -5,7 +5,7 @@
 // the CPU code (built with -ffp-contract=off): relu, hard sigmoid and SGD give the CPU's bits;
 // tanh/sigmoid differ only by the ulps of CUDA's tanh/exp against glibc's. Outputs are written
 // (=); SGD updates p and its state in place.
-#include "engine/ops/linf_step.h"
+#include "core/ops/linf_step.h"
 #include "kernels/cuda/common.cuh"
 #include "kernels/cuda/ops.h"
 
@@ -13,7 +13,7 @@ namespace driftlab {
 namespace cuda {
 namespace {
 
-// The CPU's formulas (engine/ops/activation.h) one element per thread.
+// The CPU's formulas (core/ops/activation.h) one element per thread.
 template <typename T>
 __global__ void act_forward_kernel(ActivationParams p, long long n, const T* __restrict__ x, T* __restrict__ y) {
   DL_GRID_STRIDE(i, n) { y[i] = activation_value(p, x[i]); }
@@ -27,14 +27,14 @@ __global__ void act_backward_kernel(ActivationParams p, long long n, const T* __
 
 cudaStream_t stream_of(CudaContext& ctx) { return static_cast<cudaStream_t>(ctx.stream()); }
 
-// The CPU's SGD formula (engine/ops/sgd.h) one element per thread, under rule R.
+// The CPU's SGD formula (core/ops/sgd.h) one element per thread, under rule R.
 template <typename T, typename R>
 __global__ void sgd_step_kernel(T lr, T mu, T wd, long long n, T* __restrict__ p, const T* __restrict__ grad,
                                 T* __restrict__ s) {
   DL_GRID_STRIDE(i, n) { sgd_update<R>(lr, mu, wd, p[i], grad[i], s[i]); }
 }
 
-// The L-inf attack step (engine/ops/linf_step.h) one element per thread; a frozen sample stays.
+// The L-inf attack step (core/ops/linf_step.h) one element per thread; a frozen sample stays.
 template <typename T>
 __global__ void linf_step_kernel(bool fgsm, T eps, T step, T lo, T hi, long long per, long long total,
                                  const T* __restrict__ x0, const T* __restrict__ g, const uint8_t* __restrict__ frozen,
@@ -58,7 +58,7 @@ __global__ void rows_all_zero_kernel(long long rows, long long per, const T* __r
   }
 }
 
-// The CPU's Adam / RMSprop formulas (engine/ops/adaptive.h) one element per thread, under rule R.
+// The CPU's Adam / RMSprop formulas (core/ops/adaptive.h) one element per thread, under rule R.
 template <typename T, typename R>
 __global__ void adam_step_kernel(AdaptiveScalars<T> k, long long n, T* __restrict__ p, const T* __restrict__ grad,
                                  T* __restrict__ m, T* __restrict__ v) {

@@ -1,4 +1,4 @@
-// The CUDA ops: the same explicit parameters as the CPU kernels (engine/ops/*.h), device
+// The CUDA ops: the same explicit parameters as the CPU kernels (core/ops/*.h), device
 // tensors in and out. Each op has its own-kernel entry (`*_own`, kernels/cuda/<op>.cu), a
 // vendor entry where one exists (`*_cudnn`, `*_cublas`: kernels/cuda/cudnn/, kernels/cuda/cublas/),
 // and a dispatcher (`*_cuda`) that follows CudaContext::params(): the vendor path when chosen
@@ -13,22 +13,22 @@
 #include <cstdint>
 #include <vector>
 
-#include "engine/ops/activation.h"
-#include "engine/ops/batchnorm.h"
-#include "engine/ops/conv2d.h"
-#include "engine/ops/gemm.h"
-#include "engine/ops/pool2d.h"
-#include "engine/ops/quant.h"
-#include "engine/ops/rnn.h"
-#include "engine/ops/adaptive.h"
-#include "engine/ops/sgd.h"
-#include "engine/ops/softmax_xent.h"
+#include "core/ops/activation.h"
+#include "core/ops/batchnorm.h"
+#include "core/ops/conv2d.h"
+#include "core/ops/gemm.h"
+#include "core/ops/pool2d.h"
+#include "core/ops/quant.h"
+#include "core/ops/rnn.h"
+#include "core/ops/adaptive.h"
+#include "core/ops/sgd.h"
+#include "core/ops/softmax_xent.h"
 #include "kernels/cuda/runtime.h"
 
 namespace driftlab {
 namespace cuda {
 
-// ---- gemm: C = alpha*op(A)*op(B) + beta*C, row-major (engine/ops/gemm.h) ----
+// ---- gemm: C = alpha*op(A)*op(B) + beta*C, row-major (core/ops/gemm.h) ----
 // a: op(A) (M,K) stored (M,K) or (K,M); b: op(B) (K,N) stored (K,N) or (N,K); c: (M,N).
 // Tensors may have any shape with the right element count. sum_order is a reference-only field.
 void gemm_own(CudaContext&, const GemmParams&, const DeviceTensor& a, const DeviceTensor& b, DeviceTensor& c);
@@ -39,7 +39,7 @@ void gemm_cuda(CudaContext&, const GemmParams&, const DeviceTensor& a, const Dev
 template <typename T>
 void gemm_own_raw(CudaContext&, const GemmParams&, const T* a, const T* b, T* c);
 
-// ---- conv2d (engine/ops/conv2d.h): x (N,C,H,W), w (K,C,R,S), b (K), y (N,K,P,Q) ----
+// ---- conv2d (core/ops/conv2d.h): x (N,C,H,W), w (K,C,R,S), b (K), y (N,K,P,Q) ----
 // Own: im2col over the whole batch into col (C*R*S, N*P*Q) (flip folded into the gather),
 // one gemm, a permute to NCHW with the bias; backward_data: gemm then a col2im gather (no
 // atomics); backward_weight: dw += dy' col^T (split-K, fixed order), db += row sums.
@@ -56,7 +56,7 @@ void conv2d_backward_data_cuda(CudaContext&, const Conv2dParams&, const DeviceTe
 void conv2d_backward_weight_cuda(CudaContext&, const Conv2dParams&, const DeviceTensor& x, const DeviceTensor& dy,
                                  DeviceTensor& dw, DeviceTensor* db);
 
-// ---- pool2d (engine/ops/pool2d.h): x (N,C,H,W) -> y (N,C,P,Q) ----
+// ---- pool2d (core/ops/pool2d.h): x (N,C,H,W) -> y (N,C,P,Q) ----
 // Own kernels give the reference's bits: forward scans each window in the same order (first
 // max, NaN wins); backward gathers, for each input, the windows covering it in (oh,ow) order,
 // which is the order the reference adds them in.
@@ -73,13 +73,13 @@ void avgpool2d_forward_cuda(CudaContext&, const Pool2dParams&, const DeviceTenso
 void avgpool2d_backward_cuda(CudaContext&, const Pool2dParams&, const DeviceTensor& x, const DeviceTensor& y,
                              const DeviceTensor& dy, DeviceTensor& dx);
 
-// ---- activations (engine/ops/activation.h), elementwise, own kernels only: each element by the
+// ---- activations (core/ops/activation.h), elementwise, own kernels only: each element by the
 // CPU's own formulas (activation_value / activation_grad, DL_HOST_DEVICE) ----
 void activation_forward_cuda(CudaContext&, const ActivationParams&, const DeviceTensor& x, DeviceTensor& y);
 void activation_backward_cuda(CudaContext&, const ActivationParams&, const DeviceTensor& x, const DeviceTensor& y,
                               const DeviceTensor& dy, DeviceTensor& dx);
 
-// ---- BatchNorm (engine/ops/batchnorm.h): x (N,C,S...), per-channel gamma/beta/mean/var (C) ----
+// ---- BatchNorm (core/ops/batchnorm.h): x (N,C,S...), per-channel gamma/beta/mean/var (C) ----
 // Own: one block per channel, sums in double with a fixed tree (no atomics). sum_order is a
 // CPU-only field. The inference backward (gradients at inference semantics, for attacks) is own
 // kernels only: cuDNN has none, and a vendor request falls back (logged).
@@ -115,7 +115,7 @@ void batchnorm_backward_cuda(CudaContext&, const BatchNormParams&, const DeviceT
                              const DeviceTensor& gamma, const DeviceTensor& mean, const DeviceTensor& invstd,
                              DeviceTensor& dx, DeviceTensor& dgamma, DeviceTensor& dbeta);
 
-// ---- softmax cross-entropy (engine/ops/softmax_xent.h): z (N,K), labels on the host ----
+// ---- softmax cross-entropy (core/ops/softmax_xent.h): z (N,K), labels on the host ----
 // Per-sample losses on the device (one thread per row, class sums in params.sum_order), the
 // batch sum on the host in params.sum_order, as the reference. Labels are checked on the host.
 double softmax_xent_forward_own(CudaContext&, const SoftmaxXentParams&, const DeviceTensor& z,
@@ -127,7 +127,7 @@ double softmax_xent_forward_cuda(CudaContext&, const SoftmaxXentParams&, const D
 void softmax_xent_backward_cuda(CudaContext&, const SoftmaxXentParams&, const DeviceTensor& z,
                                 const std::vector<int32_t>& labels, DeviceTensor& dz);
 
-// ---- rnn (engine/ops/rnn.h): one LSTM / GRU layer over a sequence, forward and BPTT ----
+// ---- rnn (core/ops/rnn.h): one LSTM / GRU layer over a sequence, forward and BPTT ----
 // x (N,T,F) and h_seq (N,T,H) batch-major as on the CPU; weights in the canonical layout
 // (w_ih (G*H,F), w_hh (G*H,H), gate row blocks LSTM i,f,g,o / GRU r,z,n). mask: null, or
 // (N,T) of 1 = data / 0 = padding (float, in x's dtype), with the CPU kernels' semantics.
@@ -152,7 +152,7 @@ struct RnnDeviceGrads {
 // What a training forward keeps for its backward; which fields are set depends on the
 // implementation that ran (`vendor`). Own: x_tm (T,N,F); h_tm (T+1,N,H) with h_{-1} = 0 first;
 // c_tm (T+1,N,H) LSTM cell states; pre/act (T,N,G*H) gate pre-activations and activations;
-// aux (T,N,H) the GRU's recurrent n part (as engine/ops/rnn.h's aux); rh (T,N,H) the
+// aux (T,N,H) the GRU's recurrent n part (as core/ops/rnn.h's aux); rh (T,N,H) the
 // reset-before GRU's r*h_{t-1}; mask_tm (T,N). cuDNN: x_tm, y_tm (T,N,H), its reserve space,
 // and the weight space it ran with.
 struct RnnDeviceState {
@@ -209,19 +209,19 @@ void embedding_forward_cuda(CudaContext&, const DeviceTensor& table, const std::
 void embedding_backward_cuda(CudaContext&, const std::vector<int64_t>& ids, const DeviceTensor& dy,
                              DeviceTensor& dtable);
 
-// ---- SGD step (engine/ops/sgd.h), one parameter tensor, elementwise ----
+// ---- SGD step (core/ops/sgd.h), one parameter tensor, elementwise ----
 // Each element by the CPU's own formula, sgd_update (DL_HOST_DEVICE): the CPU's bits.
 // p, grad, state: same shape; p and state updated in place.
 void sgd_step_cuda(CudaContext&, const SgdStepParams&, DeviceTensor& p, const DeviceTensor& grad,
                    DeviceTensor& state);
 // Adam (state m, v) and RMSprop (state mean square, momentum) steps by the CPU's formulas
-// (engine/ops/adaptive.h): the CPU's bits.
+// (core/ops/adaptive.h): the CPU's bits.
 void adam_step_cuda(CudaContext&, const AdamStepParams&, DeviceTensor& p, const DeviceTensor& grad, DeviceTensor& m,
                     DeviceTensor& v);
 void rmsprop_step_cuda(CudaContext&, const RmspropStepParams&, DeviceTensor& p, const DeviceTensor& grad,
                        DeviceTensor& v, DeviceTensor& b);
 
-// ---- L-inf attack step (engine/ops/linf_step.h), elementwise ----
+// ---- L-inf attack step (core/ops/linf_step.h), elementwise ----
 // The attack's step in its own formula (DL_HOST_DEVICE): the host loop's bits. x0, g, xa: the same
 // shape (N, ...); frozen: N uint8 flags (a flagged sample is left as it is); xa updated in place.
 // eps, step, lo, hi rounded to the dtype as the host rounds them.
@@ -277,7 +277,7 @@ double sum_squares_cuda(CudaContext&, const DeviceTensor& t);
 // otherwise, so zero the flags first). Many launches, one copy of flags back to the host.
 void flag_nonfinite_cuda(CudaContext&, const DeviceTensor& t, DeviceTensor& flags, int64_t slot);
 
-// ---- int8 (engine/ops/quant.h), own kernels only (kernels/cuda/quant.cu): the reference kernels'
+// ---- int8 (core/ops/quant.h), own kernels only (kernels/cuda/quant.cu): the reference kernels'
 // contracts and bytes (kernels/cpu/ref/quant_ref.cpp), device tensors of int8/uint8/int32/float32 ----
 // qconv2d: x (N,C,H,W) int8|uint8, w (K,C,R,S) int8, bias (K) int32 | null -> y (N,K,P,Q) int8|uint8.
 // qdense: x (N,in), w (out,in), bias (out) -> y (N,out). One implicit-GEMM body: the int32 dot

@@ -1,6 +1,6 @@
 // Built instead of the kernels/cuda/*.cu ops when nvcc is not found: every CUDA op throws
 // "driftlab was built without CUDA", so callers and tests link in every build.
-#include "engine/core/error.h"
+#include "core/error.h"
 #include "kernels/cuda/ops.h"
 
 namespace driftlab {

@@ -3,7 +3,7 @@
 // dy/count in window order involve the same roundings); the average sums are always ascending
 // (acc_order, a knob of the CPU reference and CPU average-pooling kernels, is not read here):
 //   forward: one thread per output, the window scanned row-major with max_scan_takes
-//   (engine/ops/pool2d.h): the first max, or the last NaN.
+//   (core/ops/pool2d.h): the first max, or the last NaN.
 //   backward: one thread per input element (a gather, no atomics), adding the contribution
 //   of every window that covers it in (oh, ow) order, which is the order the reference's
 //   ascending gather adds them. dx is written (=).

@@ -3,7 +3,7 @@
 // pooling, quantize and dequantize. Layouts: NCHW (conv, pool), x (N,in) and w (out,in) (dense);
 // every output is written (=). Every integer sum is exact, so the results must be the reference
 // kernels' bytes (kernels/cpu/ref/quant_ref.cpp): the requantization, rounding, quantize and
-// dequantize of each element are the DL_HOST_DEVICE functions of engine/ops/quant.h that the CPU
+// dequantize of each element are the DL_HOST_DEVICE functions of core/ops/quant.h that the CPU
 // kernels call, and this file is built with -fmad=false so that oneDNN's (acc + bias)*scale + zp
 // rounds twice, as on the CPU (built with -ffp-contract=off).
 //
@@ -327,7 +327,7 @@ __global__ void qmaxpool_kernel(QPoolDims d, const T* __restrict__ x, T* __restr
   }
 }
 
-// The quantized add, one element per thread: qadd_one of engine/ops/quant.h, as the reference.
+// The quantized add, one element per thread: qadd_one of core/ops/quant.h, as the reference.
 template <typename T>
 __global__ void qadd_kernel(QAddParams p, long long numel, long long body, const T* __restrict__ a,
                             const T* __restrict__ b, T* __restrict__ y) {

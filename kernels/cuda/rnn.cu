@@ -1,7 +1,7 @@
 // Own CUDA LSTM/GRU kernels, float and double, forward and full BPTT, every RnnParams field
 // (gate activation and hard-sigmoid edges, one or two biases, GRU reset before/after and both
 // update conventions, Lasagne peepholes, padding mask, last-step gradient). Math and masks:
-// engine/ops/rnn.h; the CPU reference (kernels/cpu/ref/rnn_ref.cpp) is what the tests compare
+// core/ops/rnn.h; the CPU reference (kernels/cpu/ref/rnn_ref.cpp) is what the tests compare
 // with (tests/cuda/test_rnn_cuda.cpp).
 //
 // Layout. x (N,T,F) and h_seq (N,T,H) are batch-major as on the CPU; inside, everything is
@@ -50,7 +50,7 @@ void swap01(CudaContext& ctx, long long A, long long B, long long C, const T* in
 template <typename T>
 struct FwdStep {
   long long N, H, GH, t, T_;  // T_: steps, for h_seq's batch-major index
-  ActivationParams gate;  // rnn_gate / rnn_gate_grad (engine/ops/rnn.h), the CPU's own functions
+  ActivationParams gate;  // rnn_gate / rnn_gate_grad (core/ops/rnn.h), the CPU's own functions
   bool keeps_old;
   const T *ain, *arec;     // (N,GH) x_t W_ih^T; h_{t-1} W_hh^T or null at t = 0 (reset-before GRU: (N,2H))
   const T *b_ih, *b_hh;    // b_hh null with one bias
@@ -294,7 +294,7 @@ void forward_own(CudaContext& ctx, const RnnParams& p, const DeviceTensor& x, co
 template <typename T>
 struct BwdStep {
   long long N, H, GH, t, T_;
-  ActivationParams gate;  // rnn_gate / rnn_gate_grad (engine/ops/rnn.h), the CPU's own functions
+  ActivationParams gate;  // rnn_gate / rnn_gate_grad (core/ops/rnn.h), the CPU's own functions
   bool keeps_old, dh_last;
   const T* dh;          // the layer's gradient: (N,T,H) batch-major, or (N,H) with dh_last
   const T* rec;         // (N,H) dgrec_{t+1} W_hh, or null at the last step

@@ -17,7 +17,7 @@
 #include <unordered_map>
 #include <vector>
 
-#include "engine/core/tensor.h"
+#include "core/tensor.h"
 
 namespace driftlab {
 namespace cuda {

@@ -1,6 +1,6 @@
 // Built instead of runtime.cu when nvcc is not found: the same classes, every entry point
 // that would touch a device throwing "driftlab was built without CUDA".
-#include "engine/core/error.h"
+#include "core/error.h"
 #include "kernels/cuda/runtime.h"
 
 namespace driftlab {

@@ -1,4 +1,4 @@
-// Own CUDA softmax cross-entropy, the three formulations of engine/ops/softmax_xent.h, float
+// Own CUDA softmax cross-entropy, the three formulations of core/ops/softmax_xent.h, float
 // and double. One thread per sample row does what the reference does for that row, with the
 // class sums in params.sum_order (built with -fmad=false; exp/log are CUDA's, a few ulps from
 // glibc's). Forward: per-sample losses on the device, their sum on the host in sum_order as

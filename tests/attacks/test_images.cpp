@@ -10,7 +10,7 @@
 #include <string>
 
 #include "attacks/images.h"
-#include "engine/core/error.h"
+#include "core/error.h"
 
 namespace driftlab {
 namespace {

@@ -8,7 +8,7 @@
 #include <cmath>
 
 #include "attacks/robustness.h"
-#include "engine/core/error.h"
+#include "core/error.h"
 #include "engine/train/cpu_runner.h"
 #include "models/models.h"
 #include "tests/test_util.h"

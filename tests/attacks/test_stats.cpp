@@ -4,7 +4,7 @@
 #include <cmath>
 
 #include "attacks/stats.h"
-#include "engine/core/error.h"
+#include "core/error.h"
 
 namespace driftlab {
 namespace {

@@ -11,7 +11,7 @@
 #include <ostream>
 #include <string>
 
-#include "engine/ops/activation.h"
+#include "core/ops/activation.h"
 #include "tests/cases/case_uses.h"
 
 namespace driftlab {

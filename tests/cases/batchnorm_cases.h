@@ -12,7 +12,7 @@
 #include <ostream>
 #include <string>
 
-#include "engine/ops/batchnorm.h"
+#include "core/ops/batchnorm.h"
 #include "tests/cases/case_uses.h"
 
 namespace driftlab {

@@ -15,7 +15,7 @@
 #include <string>
 #include <vector>
 
-#include "engine/core/error.h"
+#include "core/error.h"
 
 namespace driftlab {
 

@@ -14,7 +14,7 @@
 #include <ostream>
 #include <string>
 
-#include "engine/ops/gemm.h"
+#include "core/ops/gemm.h"
 #include "tests/cases/case_uses.h"
 
 namespace driftlab {

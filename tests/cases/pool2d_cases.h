@@ -13,7 +13,7 @@
 #include <ostream>
 #include <string>
 
-#include "engine/ops/pool2d.h"
+#include "core/ops/pool2d.h"
 #include "tests/cases/case_uses.h"
 
 namespace driftlab {

@@ -1,4 +1,4 @@
-// The recurrent kernels' case tables: the cells (what the knobs resolve to: engine/ops/rnn.h's
+// The recurrent kernels' case tables: the cells (what the knobs resolve to: core/ops/rnn.h's
 // RnnParams fields) and the shapes that tests/ops/test_rnn.cpp (the fast CPU kernel against the
 // reference), tests/cuda/test_rnn_cuda.cpp (the CUDA kernels and cuDNN against the reference, on
 // a GPU and under the CUDA emulation) and bench/bm_rnn.cpp read. Every consumer runs every cell
@@ -12,7 +12,7 @@
 #include <ostream>
 #include <string>
 
-#include "engine/ops/rnn.h"
+#include "core/ops/rnn.h"
 #include "tests/cases/case_uses.h"
 
 namespace driftlab {

@@ -13,7 +13,7 @@
 #include <string>
 #include <vector>
 
-#include "engine/ops/softmax_xent.h"
+#include "core/ops/softmax_xent.h"
 #include "tests/cases/case_uses.h"
 
 namespace driftlab {

@@ -23,8 +23,8 @@
 
 #include <nlohmann/json.hpp>
 
-#include "drift/checkpoint.h"
-#include "drift/convert.h"
+#include "runs/checkpoint.h"
+#include "models/reparam.h"
 #include "models/model_file.h"
 #include "tests/cli/cli_util.h"
 #include "tests/require_util.h"

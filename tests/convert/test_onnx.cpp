@@ -10,7 +10,7 @@
 
 #include "convert/onnx_export.h"
 #include "convert/onnx_import.h"
-#include "engine/core/error.h"
+#include "core/error.h"
 #include "engine/train/cpu_runner.h"
 #include "models/model_file.h"
 #include "models/models.h"

@@ -7,7 +7,7 @@
 #include <algorithm>
 #include <string>
 
-#include "engine/core/tensor.h"
+#include "core/tensor.h"
 #include "kernels/cuda/device.h"
 #include "kernels/cuda/runtime.h"
 #include "tests/test_util.h"

@@ -3,7 +3,7 @@
 // and the attack's own arithmetic (sign, step, projection, clamp) stays on the host, the same code
 // as on the CPU. Checked here against the same attack through the CpuRunner:
 // The device runner keeps the iterate on the device (Runner::linf_steps: the step kernel is the host
-// loop's formula, engine/ops/linf_step.h, checked element by element below).
+// loop's formula, core/ops/linf_step.h, checked element by element below).
 //   - float64 (LeNet-5 torch and tensorflow, ResNet-20 torch with BatchNorm statistics away from
 //     (0, 1)): the device's dL/dx agrees with the CPU's to ~1e-12 of its largest element
 //     (test_semantics_cuda.cpp bounds it by 1e-9), so a gradient sign could only differ where
@@ -27,7 +27,7 @@
 #include "attacks/boundary.h"
 #include "attacks/gradient.h"
 #include "attacks/single_pixel.h"
-#include "engine/ops/linf_step.h"
+#include "core/ops/linf_step.h"
 #include "engine/train/cpu_runner.h"
 #include "engine/train/cuda_runner.h"
 #include "kernels/cuda/ops.h"

@@ -9,7 +9,7 @@
 
 #include <string>
 
-#include "engine/ops/batchnorm.h"
+#include "core/ops/batchnorm.h"
 #include "kernels/cpu/ref/ref.h"
 #include "kernels/cuda/ops.h"
 #include "tests/cases/batchnorm_cases.h"

@@ -8,7 +8,7 @@
 
 #include <string>
 
-#include "engine/ops/conv2d.h"
+#include "core/ops/conv2d.h"
 #include "kernels/cpu/ref/ref.h"
 #include "kernels/cuda/ops.h"
 #include "tests/cases/conv2d_cases.h"

@@ -4,7 +4,7 @@
 
 #include <string>
 
-#include "engine/core/error.h"
+#include "core/error.h"
 #include "tests/cuda/cuda_test_util.h"
 
 namespace driftlab {

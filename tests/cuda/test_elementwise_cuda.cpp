@@ -10,7 +10,7 @@
 #include <vector>
 
 #include "engine/layers/layer.h"
-#include "engine/ops/activation.h"
+#include "core/ops/activation.h"
 #include "engine/train/optimizer.h"
 #include "kernels/cpu/ref/ref.h"
 #include "kernels/cuda/ops.h"

@@ -7,7 +7,7 @@
 
 #include <string>
 
-#include "engine/ops/gemm.h"
+#include "core/ops/gemm.h"
 #include "kernels/cpu/ref/ref.h"
 #include "kernels/cuda/ops.h"
 #include "tests/cases/gemm_cases.h"

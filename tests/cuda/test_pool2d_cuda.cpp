@@ -9,7 +9,7 @@
 #include <limits>
 #include <string>
 
-#include "engine/ops/pool2d.h"
+#include "core/ops/pool2d.h"
 #include "kernels/cpu/ref/ref.h"
 #include "kernels/cuda/ops.h"
 #include "tests/cases/pool2d_cases.h"

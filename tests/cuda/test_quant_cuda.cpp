@@ -17,7 +17,7 @@
 #include <limits>
 #include <string>
 
-#include "engine/ops/quant.h"
+#include "core/ops/quant.h"
 #include "kernels/cpu/ref/ref.h"
 #include "kernels/cuda/ops.h"
 #include "tests/cases/quant_cases.h"

@@ -1,7 +1,7 @@
 // Quantized (int8) models on the device (quant/device_qlayers.cpp): a whole int8 LeNet-1 / LeNet-5
 // under every scheme and an int8 ResNet-20 under every quantized-add rule, on the device against
 // the same model on the CPU, and the refusals of what has no device kernel. Every integer sum is exact and the roundings (quantize, requantize,
-// dequantize) are the shared functions of engine/ops/quant.h, so the device must give the CPU's
+// dequantize) are the shared functions of core/ops/quant.h, so the device must give the CPU's
 // logits BIT FOR BIT: any difference is a bug, not rounding. The refusals need no device (CI).
 #include <gtest/gtest.h>
 

@@ -7,7 +7,7 @@
 #include <string>
 #include <vector>
 
-#include "engine/ops/softmax_xent.h"
+#include "core/ops/softmax_xent.h"
 #include "kernels/cpu/ref/ref.h"
 #include "kernels/cuda/ops.h"
 #include "tests/cases/softmax_xent_cases.h"

@@ -7,8 +7,8 @@
 #include <functional>
 #include <vector>
 
-#include "engine/ops/conv2d.h"
-#include "engine/ops/gemm.h"
+#include "core/ops/conv2d.h"
+#include "core/ops/gemm.h"
 #include "kernels/cpu/ref/ref.h"
 #include "kernels/cuda/ops.h"
 #include "tests/cuda/cuda_test_util.h"

@@ -7,7 +7,7 @@
 #include <string>
 #include <vector>
 
-#include "drift/convert.h"
+#include "models/reparam.h"
 #include "drift/drift.h"
 #include "engine/train/cpu_runner.h"
 #include "models/models.h"

@@ -4,7 +4,7 @@
 
 #include <cmath>
 
-#include "drift/convert.h"
+#include "models/reparam.h"
 #include "drift/drift.h"
 #include "drift/explain.h"
 #include "engine/random.h"

@@ -9,7 +9,7 @@
 #include <memory>
 #include <vector>
 
-#include "engine/core/error.h"
+#include "core/error.h"
 #include "kernels/cuda/emu_launch.h"
 
 DlEmuIndex threadIdx, blockIdx;

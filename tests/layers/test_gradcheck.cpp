@@ -23,7 +23,7 @@
 #include "engine/layers/dropout_layer.h"
 #include "engine/layers/flatten_layer.h"
 #include "engine/layers/pool_layer.h"
-#include "engine/ops/softmax_xent.h"
+#include "core/ops/softmax_xent.h"
 #include "engine/policy.h"
 #include "engine/random.h"
 #include "engine/train/cpu_runner.h"

@@ -9,7 +9,7 @@
 #include <cmath>
 #include <limits>
 
-#include "engine/ops/activation.h"
+#include "core/ops/activation.h"
 #include "kernels/cpu/ref/ref.h"
 #include "kernels/cpu/registry.h"
 #include "tests/cases/activation_cases.h"

@@ -14,7 +14,7 @@
 #include <string>
 
 #include "engine/layers/layout.h"
-#include "engine/ops/batchnorm.h"
+#include "core/ops/batchnorm.h"
 #include "kernels/cpu/ref/ref.h"
 #include "kernels/cpu/registry.h"
 #include "tests/cases/batchnorm_cases.h"

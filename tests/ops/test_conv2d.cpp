@@ -16,7 +16,7 @@
 #include <vector>
 
 #include "engine/layers/layout.h"
-#include "engine/ops/conv2d.h"
+#include "core/ops/conv2d.h"
 #include "kernels/cpu/registry.h"
 #include "kernels/cpu/ref/ref.h"
 #include "tests/cases/conv2d_cases.h"

@@ -1,4 +1,4 @@
-// The fused conv_block kernel (kernels/cpu/conv_block.cpp) against its reference (the conv2d,
+// The fused conv_block kernel (kernels/cpu/fast/conv_block_fast.cpp) against its reference (the conv2d,
 // activation and maxpool2d reference kernels composed), and the fused path through whole models.
 //
 // Two kinds of data:
@@ -16,9 +16,9 @@
 #include <cmath>
 #include <limits>
 
-#include "engine/ops/conv_block.h"
+#include "core/ops/conv_block.h"
 #include "engine/train/cpu_runner.h"
-#include "kernels/cpu/conv_block_fast.h"
+#include "kernels/cpu/fast/conv_block_fast.h"
 #include "kernels/cpu/ref/ref.h"
 #include "kernels/cpu/registry.h"
 #include "models/models.h"

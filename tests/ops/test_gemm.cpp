@@ -16,7 +16,7 @@
 #include <tuple>
 #include <vector>
 
-#include "engine/ops/gemm.h"
+#include "core/ops/gemm.h"
 #include "kernels/cpu/registry.h"
 #include "tests/cases/gemm_cases.h"
 #include "tests/test_util.h"

@@ -14,9 +14,9 @@
 #include <limits>
 #include <string>
 
-#include "engine/ops/activation.h"
-#include "engine/ops/pool2d.h"
-#include "engine/ops/rnn.h"
+#include "core/ops/activation.h"
+#include "core/ops/pool2d.h"
+#include "core/ops/rnn.h"
 #include "kernels/cpu/ref/ref.h"
 #include "kernels/cpu/registry.h"
 #include "tests/cases/rnn_cases.h"

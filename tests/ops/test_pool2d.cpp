@@ -9,7 +9,7 @@
 #include <cmath>
 #include <limits>
 
-#include "engine/ops/pool2d.h"
+#include "core/ops/pool2d.h"
 #include "kernels/cpu/ref/ref.h"
 #include "kernels/cpu/registry.h"
 #include "tests/cases/pool2d_cases.h"

@@ -1,4 +1,4 @@
-// The fast dynamic-range dense kernel (kernels/cpu/quant_dynamic_fast.cpp, registry slot `fast`)
+// The fast dynamic-range dense kernel (kernels/cpu/fast/quant_dynamic_fast.cpp, registry slot `fast`)
 // against the reference (kernels/cpu/ref/quant_dynamic_ref.cpp), byte for byte: the float outputs
 // must be the same bits, so every comparison is bitwise_equal (no tolerance). Awkward shapes (one
 // row, rows that leave a register tile part full, inputs that are not a multiple of 4 or 16,

@@ -1,4 +1,4 @@
-// The fast int8 kernels (kernels/cpu/quant_fast.cpp, registry slot `fast`) against the reference
+// The fast int8 kernels (kernels/cpu/fast/quant_fast.cpp, registry slot `fast`) against the reference
 // (kernels/cpu/ref/quant_ref.cpp), byte for byte: every integer output must be the same, so every
 // comparison here is bitwise_equal (no tolerance). Awkward shapes (batch 1 and odd batches, odd
 // channel counts, stride 2, asymmetric padding, dilation, 1x1 and 5x5 kernels, more output
@@ -390,7 +390,7 @@ TEST(QAddFast, FloatRuleTailUsesTheScalarFormulaAtChannelsLastPositions) {
   // (79, 6) gives (da + db) / s_y = -2.49999881 by the fma, -2.50000262 by the scalar formula
   p.a_scale = 0.0371f, p.b_scale = 0.0523f, p.y_scale = 0x1.fb3fa8p-5f;  // 0.06192
   p.a_zero_point = 0, p.b_zero_point = 65, p.y_zero_point = 64, p.lo = 0, p.hi = 255;
-  // the two formulas of QAddRule::float_fma_tail64 (engine/ops/quant.h), before the clamp
+  // the two formulas of QAddRule::float_fma_tail64 (core/ops/quant.h), before the clamp
   auto one = [&](int a, int b, bool body) {
     const float da = body ? std::fma(p.a_scale, float(a), p.a_scale * float(-p.a_zero_point))
                           : float(a - p.a_zero_point) * p.a_scale;

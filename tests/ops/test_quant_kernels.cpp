@@ -1,4 +1,4 @@
-// The integer kernels of engine/ops/quant.h and kernels/cpu/ref/quant_ref.cpp against values
+// The integer kernels of core/ops/quant.h and kernels/cpu/ref/quant_ref.cpp against values
 // computed by hand (each case's comment shows the arithmetic): every rounding rule at its ties,
 // both signs; TFLite's QuantizeMultiplier at its edges (a mantissa that rounds up to 2^31,
 // multipliers below 2^-31, shifts beyond 30/31); gemmlowp's fixed-point multiply with double and

@@ -1,4 +1,4 @@
-// The fast float32 LSTM/GRU kernels (kernels/cpu/rnn.cpp, both GEMM backends) against the
+// The fast float32 LSTM/GRU kernels (kernels/cpu/fast/rnn_fast.cpp, both GEMM backends) against the
 // reference (kernels/cpu/ref/rnn_ref.cpp): forward h_seq, dx and every parameter gradient,
 // over cells x knob-resolved params, without and with a padding mask; and thread-count
 // independence of the fast kernel. The cells and shapes are tests/cases/rnn_cases.h's tables
@@ -11,7 +11,7 @@
 #include <vector>
 
 #include "kernels/cpu/registry.h"
-#include "engine/ops/rnn.h"
+#include "core/ops/rnn.h"
 #include "tests/rnn_test_util.h"
 #include "tests/test_util.h"
 

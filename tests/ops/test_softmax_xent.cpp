@@ -9,7 +9,7 @@
 #include <string>
 #include <vector>
 
-#include "engine/ops/softmax_xent.h"
+#include "core/ops/softmax_xent.h"
 #include "kernels/cpu/ref/ref.h"
 #include "kernels/cpu/registry.h"
 #include "tests/cases/softmax_xent_cases.h"

@@ -43,7 +43,7 @@
 #include <string>
 #include <vector>
 
-#include "engine/core/tensor.h"
+#include "core/tensor.h"
 #include "engine/io/npy.h"
 #include "engine/model.h"
 #include "engine/train/runner.h"

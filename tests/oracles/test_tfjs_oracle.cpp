@@ -42,7 +42,7 @@
 #include <vector>
 
 #include "attacks/gradient.h"
-#include "engine/core/error.h"
+#include "core/error.h"
 #include "engine/layers/activation_layer.h"
 #include "engine/layers/batchnorm_layer.h"
 #include "engine/layers/conv2d_layer.h"
@@ -52,7 +52,7 @@
 #include "engine/layers/pool_layer.h"
 #include "engine/layers/residual_layer.h"
 #include "engine/layers/sequential.h"
-#include "engine/ops/softmax_xent.h"
+#include "core/ops/softmax_xent.h"
 #include "engine/policy.h"
 #include "engine/random.h"
 #include "engine/train/optimizer.h"

@@ -1,5 +1,5 @@
 // Dynamic-range (weights-only) quantization: the per-call input quantization rules of
-// engine/ops/quant_dynamic.h on hand-computed cases (ties of both rounding rules, reduce_range, the
+// core/ops/quant_dynamic.h on hand-computed cases (ties of both rounding rules, reduce_range, the
 // small-scale and zero-range branches), the reference kernel's integer sums and both output rules,
 // and the layers and models of quant/dynamic.h: LSTM/GRU classifiers follow the fp32 model under
 // every scheme, per-row symmetric results do not depend on the batch while per-call affine ones do,
@@ -10,7 +10,7 @@
 #include <filesystem>
 #include <unistd.h>
 
-#include "engine/core/error.h"
+#include "core/error.h"
 #include "kernels/cpu/registry.h"
 #include "models/models.h"
 #include "quant/dynamic.h"

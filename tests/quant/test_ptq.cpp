@@ -7,7 +7,7 @@
 
 #include <cmath>
 
-#include "engine/core/error.h"
+#include "core/error.h"
 #include "models/models.h"
 #include <filesystem>
 #include <unistd.h>

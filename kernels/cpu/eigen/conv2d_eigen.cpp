@@ -23,8 +23,8 @@
 #include <algorithm>
 #include <vector>
 
-#include "engine/core/eigen.h"
-#include "engine/ops/conv2d.h"
+#include "core/eigen.h"
+#include "core/ops/conv2d.h"
 #include "kernels/cpu/registry.h"
 
 namespace driftlab {

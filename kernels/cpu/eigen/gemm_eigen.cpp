@@ -5,8 +5,8 @@
 // thread in a fixed blocking), so results are bitwise reproducible for a fixed thread count.
 // Inside an enclosing OpenMP parallel region Eigen runs single-threaded (it checks
 // omp_get_num_threads() > 1), which is what conv2d_eigen relies on.
-#include "engine/core/eigen.h"
-#include "engine/ops/gemm.h"
+#include "core/eigen.h"
+#include "core/ops/gemm.h"
 #include "kernels/cpu/registry.h"
 
 namespace driftlab {

@@ -35,8 +35,8 @@
 #include <unordered_map>
 #include <vector>
 
-#include "engine/core/host_memory.h"
-#include "engine/ops/conv2d.h"
+#include "core/host_memory.h"
+#include "core/ops/conv2d.h"
 #include "kernels/cpu/registry.h"
 
 namespace driftlab {

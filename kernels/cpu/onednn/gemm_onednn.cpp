@@ -5,7 +5,7 @@
 // omp_get_max_threads() OpenMP threads and is reproducible for a fixed thread count.
 #include <oneapi/dnnl/dnnl.h>
 
-#include "engine/ops/gemm.h"
+#include "core/ops/gemm.h"
 #include "kernels/cpu/registry.h"
 
 namespace driftlab {

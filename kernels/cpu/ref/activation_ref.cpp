@@ -1,6 +1,6 @@
 // Reference elementwise activations, float and double: the shared loops
 // (kernels/cpu/activation_loops.h) on one thread, each element the formula of
-// engine/ops/activation.h. forward/backward write (=).
+// core/ops/activation.h. forward/backward write (=).
 #include "kernels/cpu/activation_loops.h"
 #include "kernels/cpu/ref/ref.h"
 #include "kernels/cpu/registry.h"

@@ -4,7 +4,7 @@
 // backward_weight adds (+=) into dw and db. This is the oracle for every fast conv kernel.
 #include <vector>
 
-#include "engine/ops/conv2d.h"
+#include "core/ops/conv2d.h"
 #include "kernels/cpu/registry.h"
 
 namespace driftlab {

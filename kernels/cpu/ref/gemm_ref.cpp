@@ -2,7 +2,7 @@
 // the K products of each C element summed in params.sum_order. Oracle for fast gemms.
 #include <vector>
 
-#include "engine/ops/gemm.h"
+#include "core/ops/gemm.h"
 #include "kernels/cpu/registry.h"
 
 namespace driftlab {

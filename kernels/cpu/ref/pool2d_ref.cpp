@@ -13,7 +13,7 @@ namespace {
 
 using pool2d_loops::for_window;
 
-// The window's winner (engine/ops/pool2d.h max_scan_takes): the first max, or the last NaN.
+// The window's winner (core/ops/pool2d.h max_scan_takes): the first max, or the last NaN.
 template <typename T>
 int64_t argmax_first(const Pool2dParams& p, const T* xp, int64_t oh, int64_t ow) {
   int64_t best = -1;

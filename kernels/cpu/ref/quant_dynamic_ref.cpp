@@ -1,13 +1,13 @@
-// Reference dynamic-range dense kernel (engine/ops/quant_dynamic.h): choose the input's
+// Reference dynamic-range dense kernel (core/ops/quant_dynamic.h): choose the input's
 // quantization from its values, quantize it, sum (x_q - zp) * w_q exactly in int32, then form the
 // float output by the params' rule. One thread, plain loops; the per-element formulas are
-// kernels/cpu/quant_dynamic_loops.h's (shared with the fast kernel), the rounding engine/ops/quant.h's.
+// kernels/cpu/quant_dynamic_loops.h's (shared with the fast kernel), the rounding core/ops/quant.h's.
 #include <algorithm>
 #include <cmath>
 #include <vector>
 
-#include "engine/core/error.h"
-#include "engine/ops/quant_dynamic.h"
+#include "core/error.h"
+#include "core/ops/quant_dynamic.h"
 #include "kernels/cpu/quant_dynamic_loops.h"
 #include "kernels/cpu/registry.h"
 

@@ -1,14 +1,14 @@
 // Reference integer kernels: quantize, dequantize, quantized conv2d / dense / max pooling. One
 // thread, loops in the plainest order; every sum is of integers in int32 and therefore exact in
-// any order, so the fast kernels (kernels/cpu/quant_fast.cpp, kernels/cuda) must match these bit
+// any order, so the fast kernels (kernels/cpu/fast/quant_fast.cpp, kernels/cuda) must match these bit
 // for bit. The rounding and requantization rules are the DL_HOST_DEVICE functions of
-// engine/ops/quant.h, shared with every other backend.
+// core/ops/quant.h, shared with every other backend.
 #include <algorithm>
 #include <cmath>
 #include <limits>
 #include <type_traits>
 
-#include "engine/core/error.h"
+#include "core/error.h"
 #include "kernels/cpu/pool2d_loops.h"
 #include "kernels/cpu/quant_loops.h"
 #include "kernels/cpu/ref/ref.h"

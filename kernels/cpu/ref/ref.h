@@ -1,22 +1,22 @@
 // The reference kernels: single-threaded where an order matters (sums in the params'
 // SumOrder), float and double, every params field honoured. They are the oracle for every fast
 // CPU, oneDNN, Eigen, CUDA and cuDNN kernel, and the registry's fallback. Layers reach them
-// through the registry (engine/ops/registry.h); tests, benchmarks and `driftlab explain` call
-// them directly. Output contracts are those of each op header (engine/ops/<op>.h).
+// through the registry (core/ops/registry.h); tests, benchmarks and `driftlab explain` call
+// them directly. Output contracts are those of each op header (core/ops/<op>.h).
 #pragma once
 #include <cstdint>
 #include <vector>
 
-#include "engine/ops/activation.h"
-#include "engine/ops/batchnorm.h"
-#include "engine/ops/conv2d.h"
-#include "engine/ops/conv_block.h"
-#include "engine/ops/gemm.h"
-#include "engine/ops/pool2d.h"
-#include "engine/ops/quant.h"
-#include "engine/ops/rnn.h"
-#include "engine/ops/sgd.h"
-#include "engine/ops/softmax_xent.h"
+#include "core/ops/activation.h"
+#include "core/ops/batchnorm.h"
+#include "core/ops/conv2d.h"
+#include "core/ops/conv_block.h"
+#include "core/ops/gemm.h"
+#include "core/ops/pool2d.h"
+#include "core/ops/quant.h"
+#include "core/ops/rnn.h"
+#include "core/ops/sgd.h"
+#include "core/ops/softmax_xent.h"
 
 namespace driftlab {
 
@@ -63,7 +63,7 @@ double softmax_xent_forward_ref(const SoftmaxXentParams&, const Tensor& z, const
 void softmax_xent_backward_ref(const SoftmaxXentParams&, const Tensor& z, const std::vector<int32_t>& labels,
                                Tensor& dz);
 
-// LSTM / GRU (rnn_ref.cpp), raw pointers in the canonical layout of engine/ops/rnn.h
+// LSTM / GRU (rnn_ref.cpp), raw pointers in the canonical layout of core/ops/rnn.h
 template <typename T>
 void rnn_forward_ref(const RnnParams&, const RnnExec&, const T* x, const uint8_t* mask, const RnnWeights<T>& w,
                      T* h_seq, T* ws);

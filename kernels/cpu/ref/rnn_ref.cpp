@@ -1,5 +1,5 @@
 // Reference LSTM/GRU kernels, float and double, single-threaded loops: the oracle for the
-// fast kernel (kernels/cpu/rnn.cpp). Layout and math: engine/ops/rnn.h (x (N,T,F) batch-major,
+// fast kernel (kernels/cpu/fast/rnn_fast.cpp). Layout and math: core/ops/rnn.h (x (N,T,F) batch-major,
 // weights (G*H, F|H) gate row blocks LSTM i,f,g,o / GRU r,z,n). Every dot product and every
 // parameter-gradient sum over the N*T (sample, step) pairs is one ordered_sum in
 // params.sum_order. A padded step (mask 0) copies the state and zeroes its workspace rows and
@@ -8,9 +8,9 @@
 #include <cmath>
 #include <vector>
 
-#include "engine/core/error.h"
+#include "core/error.h"
 #include "kernels/cpu/registry.h"
-#include "engine/ops/rnn.h"
+#include "core/ops/rnn.h"
 
 namespace driftlab {
 namespace {

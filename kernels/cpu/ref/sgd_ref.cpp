@@ -1,5 +1,5 @@
 // Reference SGD step, float and double: the shared loop (kernels/cpu/sgd_loops.h) on one thread,
-// each element updated by sgd_update (engine/ops/sgd.h).
+// each element updated by sgd_update (core/ops/sgd.h).
 #include "kernels/cpu/ref/ref.h"
 #include "kernels/cpu/registry.h"
 #include "kernels/cpu/sgd_loops.h"

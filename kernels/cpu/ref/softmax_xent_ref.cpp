@@ -1,4 +1,4 @@
-// Reference softmax cross-entropy, three formulations (see engine/ops/softmax_xent.h), float and
+// Reference softmax cross-entropy, three formulations (see core/ops/softmax_xent.h), float and
 // double: the rows in order on one thread (kernels/cpu/softmax_xent_rows.h), the batch sum in
 // params.sum_order.
 #include "kernels/cpu/ref/ref.h"

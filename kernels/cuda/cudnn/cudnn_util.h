@@ -2,7 +2,7 @@
 #pragma once
 #include <cudnn.h>
 
-#include "engine/core/tensor.h"
+#include "core/tensor.h"
 #include "kernels/cuda/check.h"
 
 namespace driftlab {

@@ -5,7 +5,7 @@
 #include <cstddef>
 #include <cstring>
 
-#include "engine/core/error.h"
+#include "core/error.h"
 #include "kernels/cuda/emu_launch.h"
 
 // Device code as host code: the qualifiers vanish and `__shared__` becomes `static` (one copy

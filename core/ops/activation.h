@@ -1,0 +1,118 @@
+// Elementwise activations with every framework constant explicit.
+//   relu:         y = max(x,0), NaN for NaN;  dy/dx = 1 (x>0), relu_grad_at_zero (x==0), 0 (x<0),
+//                 and at NaN either dy passed through or NaN (relu_nan_grad)
+//   tanh, sigmoid: y = tanh(x), 1/(1+exp(-x)); gradients from y
+//   hard_sigmoid: y = clip(slope*x + offset, 0, 1); dy/dx = slope inside the linear
+//                 region, including its end points when grad_edges_inclusive.
+// forward writes y (=), backward writes dx (=). One kernel serves both float and double.
+#pragma once
+#include <cmath>
+
+#include "core/host_device.h"
+#include "core/tensor.h"
+
+namespace driftlab {
+
+enum class ActKind { relu, tanh, sigmoid, hard_sigmoid };
+// dReLU at x = NaN: `dy` passes the incoming gradient (PyTorch's threshold_backward tests the
+// output, `y <= 0 ? 0 : dy`, false for NaN); `nan` gives NaN (TF.js dy*step(x) with step(NaN) =
+// NaN; Theano 0.5*(dy + dy*sgn(x)) with sgn(NaN) = NaN).
+enum class ReluNanGrad { dy, nan };
+
+struct ActivationParams {
+  ActKind kind = ActKind::relu;
+  double relu_grad_at_zero = 0.0;
+  double hs_slope = 0.2, hs_offset = 0.5;
+  bool hs_grad_edges_inclusive = true;
+  ReluNanGrad relu_nan_grad = ReluNanGrad::dy;  // last: positional initialisers predate it
+};
+
+const char* act_name(ActKind k);
+
+// The formulas, one element at a time: every activation kernel (CPU reference and fast, CUDA)
+// calls these very functions, so they agree by construction.
+// A NaN input stays NaN, as in every framework copied (PyTorch's clamp_min, Theano's
+// 0.5*(x+|x|), TF.js's x<0?0:x); -0 gives +0. `x != x` is the NaN test that also compiles in
+// device code.
+template <typename T>
+DL_HOST_DEVICE inline T relu_value(T x) {
+  return (x > T(0) || x != x) ? x : T(0);
+}
+// nan_is_nan: ReluNanGrad::nan (else a NaN input passes dy).
+template <typename T>
+DL_HOST_DEVICE inline T relu_grad(T x, T dy, T grad_at_zero, bool nan_is_nan) {
+  if (x != x) return nan_is_nan ? x : dy;
+  return x > T(0) ? dy : (x == T(0) ? grad_at_zero * dy : T(0));
+}
+template <typename T>
+DL_HOST_DEVICE inline T tanh_value(T x) {
+  return std::tanh(x);
+}
+template <typename T>
+DL_HOST_DEVICE inline T tanh_grad(T y, T dy) {
+  return dy * (T(1) - y * y);
+}
+template <typename T>
+DL_HOST_DEVICE inline T sigmoid_value(T x) {
+  return T(1) / (T(1) + std::exp(-x));
+}
+template <typename T>
+DL_HOST_DEVICE inline T sigmoid_grad(T y, T dy) {
+  return dy * y * (T(1) - y);
+}
+template <typename T>
+DL_HOST_DEVICE inline T hard_sigmoid_value(T x, T slope, T offset) {
+  const T v = slope * x + offset;
+  return v < T(0) ? T(0) : (v > T(1) ? T(1) : v);
+}
+// The linear region is slope*x+offset in [0,1]; its end points are where the framework's clip
+// gradient either still passes (inclusive) or is already zero (exclusive).
+// Inclusive (TF/Keras, Theano): their clip's gradient tests the clipped value v = slope*x +
+// offset, computed in T exactly as the forward does, against [0, 1]; so x = 2.50000024f, where
+// 0.2x+0.5 rounds to exactly 1, still passes the gradient.
+// Exclusive (PyTorch hardsigmoid_backward): tests x itself, lo < x < hi, in double.
+template <typename T>
+DL_HOST_DEVICE inline T hard_sigmoid_grad(const ActivationParams& p, T x, T dy) {
+  const T slope = static_cast<T>(p.hs_slope);
+  if (p.hs_grad_edges_inclusive) {
+    const T v = slope * x + static_cast<T>(p.hs_offset);
+    return (v >= T(0) && v <= T(1)) ? slope * dy : T(0);
+  }
+  const double lo = -p.hs_offset / p.hs_slope, hi = (1.0 - p.hs_offset) / p.hs_slope;
+  const double v = static_cast<double>(x);
+  return (v > lo && v < hi) ? slope * dy : T(0);
+}
+// x and y are the forward input and output (each formula uses whichever is exact).
+template <typename T>
+DL_HOST_DEVICE inline T activation_value(const ActivationParams& p, T x) {
+  switch (p.kind) {
+    case ActKind::relu: return relu_value(x);
+    case ActKind::tanh: return tanh_value(x);
+    case ActKind::sigmoid: return sigmoid_value(x);
+    case ActKind::hard_sigmoid: break;
+  }
+  return hard_sigmoid_value(x, static_cast<T>(p.hs_slope), static_cast<T>(p.hs_offset));
+}
+template <typename T>
+DL_HOST_DEVICE inline T activation_grad(const ActivationParams& p, T x, T y, T dy) {
+  switch (p.kind) {
+    case ActKind::relu:
+      return relu_grad(x, dy, static_cast<T>(p.relu_grad_at_zero), p.relu_nan_grad == ReluNanGrad::nan);
+    case ActKind::tanh: return tanh_grad(y, dy);
+    case ActKind::sigmoid: return sigmoid_grad(y, dy);
+    case ActKind::hard_sigmoid: break;
+  }
+  return hard_sigmoid_grad(p, x, dy);
+}
+
+// x, y, dy, dx: the same shape; forward writes y (=), backward dx (=).
+struct ActivationKernel {
+  const char* name = nullptr;
+  const char* supports_doc = nullptr;
+  bool (*supports)(const ActivationParams&, DType) = nullptr;
+  void (*forward)(const ActivationParams&, const Tensor& x, Tensor& y) = nullptr;
+  void (*backward)(const ActivationParams&, const Tensor& x, const Tensor& y, const Tensor& dy, Tensor& dx) = nullptr;
+};
+
+
+}  // namespace driftlab

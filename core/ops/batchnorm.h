@@ -1,0 +1,71 @@
+// Batch normalisation over (N, C, S) with S = H*W (4-D input) or 1 (2-D input), per channel.
+// Training:  mu = mean over (N,S); var = biased variance (1/n, n = N*S);
+//            y = gamma * (x - mu) * invstd + beta, invstd = 1/sqrt(var + eps)
+// Inference: y = gamma * (x - running_mean) / sqrt(running_var + eps) + beta, or with the
+//            inverse-std estimator y = gamma * (x - running_mean) * running_invstd + beta.
+// Running statistics: running <- keep*running + (1-keep)*batch_stat, where the variance
+// statistic is the batch variance passed through `estimator` (the frameworks disagree here),
+// optionally zero-debiased (TF assign_moving_average(zero_debias=True)).
+// Kernels write y and dx with '='; dgamma and dbeta are ADDED into (+=).
+#pragma once
+#include <cstdint>
+
+#include "core/tensor.h"
+#include "core/ops/common.h"
+
+namespace driftlab {
+
+// What is averaged into the running variance, given the biased batch variance v and n = N*S.
+enum class BnVarEstimator {
+  biased,            // v
+  unbiased,          // v * n/(n-1)                            (PyTorch)
+  keras_scaled,      // v * n/(n-1-eps)                        (Keras 2.1.4-2.3.1, 2-D on TF)
+  keras_double,      // v * n/(n-1) * n/(n-1-eps)              (Keras 2.2.4 on TF, 4-D fused)
+  keras_var_plus_eps,  // (v + eps) * n/(n-1-eps)              (Keras 2.2.4 on Theano)
+  inv_std,           // 1/sqrt(v + eps); the running "variance" holds an inverse std (Lasagne)
+};
+
+struct BatchNormParams {
+  int64_t n = 1, c = 1, s = 1;  // batch, channels, spatial size
+  double eps = 1e-5;
+  double keep = 0.9;            // running <- keep*running + (1-keep)*batch
+  BnVarEstimator estimator = BnVarEstimator::unbiased;
+  bool zero_debias = false;
+  SumOrder sum_order = SumOrder::ascending;  // reference kernels only
+};
+
+// Inference semantics differentiated (attacks need dL/dx of the deployed model): with
+// s = 1/sqrt(running_var + eps) (inv_std: s = running_var), a constant per channel,
+//   dx = dy * (gamma*s);  dgamma += sum(dy * (x - running_mean)*s);  dbeta += sum(dy).
+// The running statistics are read, never moved.
+using BnForwardTrainFn = void (*)(const BatchNormParams&, const Tensor& x, const Tensor& gamma, const Tensor& beta,
+                                  Tensor& y, Tensor& mean, Tensor& var, Tensor& invstd);
+using BnBackwardTrainFn = void (*)(const BatchNormParams&, const Tensor& x, const Tensor& dy, const Tensor& gamma,
+                                   const Tensor& mean, const Tensor& invstd, Tensor& dx, Tensor& dgamma, Tensor& dbeta);
+using BnForwardInferFn = void (*)(const BatchNormParams&, const Tensor& x, const Tensor& gamma, const Tensor& beta,
+                                  const Tensor& running_mean, const Tensor& running_var, Tensor& y);
+using BnBackwardInferFn = void (*)(const BatchNormParams&, const Tensor& x, const Tensor& dy, const Tensor& gamma,
+                                   const Tensor& running_mean, const Tensor& running_var, Tensor& dx, Tensor& dgamma,
+                                   Tensor& dbeta);
+// biased_mean/biased_var/steps hold the zero-debias state (used only when p.zero_debias; steps is
+// a 1-element tensor).
+using BnUpdateRunningFn = void (*)(const BatchNormParams&, const Tensor& mean, const Tensor& var, Tensor& running_mean,
+                                   Tensor& running_var, Tensor& biased_mean, Tensor& biased_var, Tensor& steps);
+
+// x (N,C,S), gamma/beta/mean/var/invstd/running (C). mean and invstd are outputs of the training
+// forward, kept for its backward.
+struct BatchNormKernel {
+  const char* name = nullptr;
+  const char* supports_doc = nullptr;
+  bool (*supports)(const BatchNormParams&, DType) = nullptr;
+  BnForwardTrainFn forward_train = nullptr;
+  BnBackwardTrainFn backward_train = nullptr;
+  BnForwardInferFn forward_infer = nullptr;
+  BnBackwardInferFn backward_infer = nullptr;
+  BnUpdateRunningFn update_running = nullptr;
+  // Whether the four passes take a channel-blocked x (engine/layers/layout.h, any block; dy, y and dx
+  // in x's layout). Kernels without it take plain tensors only.
+  bool any_block = false;
+};
+
+}  // namespace driftlab

@@ -1,0 +1,77 @@
+// conv2d: explicit parameters, shape inference and the kernel table.
+// Layouts: x (N,C,H,W), w (K,C,R,S) [OIHW], b (K), y (N,K,P,Q).
+// y[n,k,p,q] = b[k] + sum_{c,r,s} x[n,c,p*sh - pad_t + r*dh, q*sw - pad_l + s*dw] * w'[k,c,r,s]
+// where w' = w, or w rotated 180 degrees in (r,s) when flip is set (true convolution).
+//
+// Kernel contract: forward writes y (=); backward_data writes dx (=);
+// backward_weight ADDS into dw and db (+=) so that gradients accumulate across calls.
+#pragma once
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include "core/tensor.h"
+#include "core/ops/common.h"
+
+namespace driftlab {
+
+struct Conv2dParams {
+  int64_t n = 1, c = 1, h = 1, w = 1;  // input
+  int64_t k = 1, r = 1, s = 1;         // output channels, kernel rows, kernel cols
+  int64_t stride_h = 1, stride_w = 1;
+  int64_t dil_h = 1, dil_w = 1;
+  int64_t pad_t = 0, pad_b = 0, pad_l = 0, pad_r = 0;  // explicit, possibly asymmetric
+  bool flip = false;                    // rotate the kernel 180 degrees (Theano filter_flip)
+  SumOrder sum_order = SumOrder::ascending;  // reference kernels only
+
+  int64_t out_h() const { return (h + pad_t + pad_b - dil_h * (r - 1) - 1) / stride_h + 1; }
+  int64_t out_w() const { return (w + pad_l + pad_r - dil_w * (s - 1) - 1) / stride_w + 1; }
+  Shape x_shape() const { return {n, c, h, w}; }
+  Shape w_shape() const { return {k, c, r, s}; }
+  Shape y_shape() const { return {n, k, out_h(), out_w()}; }
+  std::string str() const;
+  void validate() const;  // throws with every value when inconsistent
+};
+
+// Explicit pads for a 'same' output of ceil(n/stride) along one axis.
+// extra_after: the odd pixel goes after (TF); otherwise before (Keras-on-Theano crop).
+struct AxisPad {
+  int64_t before, after;
+};
+AxisPad same_padding(int64_t n, int64_t k, int64_t stride, int64_t dilation, bool extra_after);
+
+using Conv2dForwardFn = void (*)(const Conv2dParams&, const Tensor& x, const Tensor& w,
+                                 const Tensor* b, Tensor& y);
+using Conv2dBackwardDataFn = void (*)(const Conv2dParams&, const Tensor& dy, const Tensor& w,
+                                      Tensor& dx);
+using Conv2dBackwardWeightFn = void (*)(const Conv2dParams&, const Tensor& x, const Tensor& dy,
+                                        Tensor& dw, Tensor* db);
+
+// A training step's pair, offered by kernels that reorder their operands (oneDNN): a recorded
+// forward that keeps what backward_weight would otherwise redo (x in the primitive's layout;
+// `keep` stays null where nothing needs keeping), and both gradients in one call: dx (=, where dx
+// is not null) and dw/db (+=, where dw is not null; db may be null), dy reordered once for both and
+// the kept x used instead of reordering x again. The same primitives on the same bytes as forward,
+// backward_data and backward_weight: the same bits. `keep` is only for the x it was made from.
+using Conv2dForwardKeepFn = void (*)(const Conv2dParams&, const Tensor& x, const Tensor& w, const Tensor* b,
+                                     Tensor& y, std::shared_ptr<void>* keep);
+using Conv2dBackwardBothFn = void (*)(const Conv2dParams&, const Tensor& x, const Tensor& dy, const Tensor& w,
+                                      Tensor* dx, Tensor* dw, Tensor* db, const std::shared_ptr<void>& keep);
+
+struct Conv2dKernel {
+  const char* name = nullptr;
+  const char* supports_doc = nullptr;
+  bool (*supports)(const Conv2dParams&, DType) = nullptr;
+  Conv2dForwardFn forward = nullptr;
+  Conv2dBackwardDataFn backward_data = nullptr;
+  Conv2dBackwardWeightFn backward_weight = nullptr;
+  Conv2dForwardKeepFn forward_keep = nullptr;    // optional (above)
+  Conv2dBackwardBothFn backward_both = nullptr;  // optional, offered with forward_keep
+  // Optional: the channel block (engine/layers/layout.h) in which this kernel reads and writes x, y,
+  // dy and dx without a reorder, 0 where none. Kernels that offer it take those tensors in that
+  // block or plain, each argument as its Tensor says; every other kernel takes plain tensors only.
+  int (*channel_block)() = nullptr;
+};
+
+
+}  // namespace driftlab

@@ -1,0 +1,283 @@
+// Fast max and average pooling, float and double, NCHW, OpenMP over the N*C planes (each plane
+// is independent, so the result does not depend on the thread count). Both give the reference's
+// bits: the max window scan is the reference's (max_scan_takes in row-major order: the first
+// maximum, or the last NaN; a max rounds nothing), and the average adds each window in the reference's
+// order and divides as it does. Forward writes y (=); backward writes dx (=), max-pool ties sent
+// to the first max or to every equal element.
+// The 2x2 stride-2 max windows of every LeNet/VGG pool run 16 windows per AVX-512 instruction on
+// float (masks for the last group of a row), the same picks and tie tests as the scalar code.
+#include <algorithm>
+#include <type_traits>
+
+#if defined(__AVX512F__)
+#include <immintrin.h>
+#endif
+
+#include "core/ops/pool2d.h"
+#include "kernels/cpu/pool2d_loops.h"
+#include "kernels/cpu/registry.h"
+
+namespace driftlab {
+namespace {
+
+// The 2x2 stride-2 unpadded window of every LeNet/VGG pool, unrolled: same scan order.
+template <typename T>
+inline int64_t argmax_2x2(const T* xp, int64_t w, int64_t oh, int64_t ow) {
+  const int64_t i0 = (2 * oh) * w + 2 * ow;
+  const int64_t idx[4] = {i0, i0 + 1, i0 + w, i0 + w + 1};
+  int64_t best = i0;
+  T bv = xp[i0];
+  for (int k = 1; k < 4; ++k) {
+    const T v = xp[idx[k]];
+    if (max_scan_takes(v, bv)) {
+      best = idx[k];
+      bv = v;
+    }
+  }
+  return best;
+}
+
+// The scan step of the window on values: v replaces `cur` when max_scan_takes(v, cur).
+template <typename T>
+inline T pick(T cur, T v) {
+  return max_scan_takes(v, cur) ? v : cur;
+}
+
+#if defined(__AVX512F__)
+// 16 windows of a 2x2 float row pair at once: the same picks and tie tests as the scalar code,
+// as AVX-512 masks. Even/odd columns of the two input rows are split with permutes.
+struct Quad {
+  __m512 a, b, c, d;  // the windows' top-left, top-right, bottom-left, bottom-right values
+};
+// `n` <= 16 windows: the 2n inputs of each row are loaded under masks (lanes past them read 0
+// and are never stored), so a row of any width is one pass without a scalar tail.
+inline Quad load_quad(const float* r0, const float* r1, int n = 16) {
+  const __m512i even = _mm512_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30);
+  const __m512i odd = _mm512_setr_epi32(1, 3, 5, 7, 9, 11, 13, 15, 17, 19, 21, 23, 25, 27, 29, 31);
+  const int lo = std::min(2 * n, 16), hi = 2 * n - lo;
+  const __mmask16 m0 = static_cast<__mmask16>((1u << lo) - 1u), m1 = static_cast<__mmask16>((1u << hi) - 1u);
+  const __m512 t0 = _mm512_maskz_loadu_ps(m0, r0), t1 = _mm512_maskz_loadu_ps(m1, r0 + 16);
+  const __m512 u0 = _mm512_maskz_loadu_ps(m0, r1), u1 = _mm512_maskz_loadu_ps(m1, r1 + 16);
+  return {_mm512_permutex2var_ps(t0, even, t1), _mm512_permutex2var_ps(t0, odd, t1),
+          _mm512_permutex2var_ps(u0, even, u1), _mm512_permutex2var_ps(u0, odd, u1)};
+}
+// max_scan_takes(v, cur) on 16 lanes: v > cur, or v is NaN.
+inline __mmask16 takes16(__m512 v, __m512 cur) {
+  return _mm512_cmp_ps_mask(v, cur, _CMP_GT_OQ) | _mm512_cmp_ps_mask(v, v, _CMP_UNORD_Q);
+}
+// The scan over a, b, c, d: the max and, per lane, whether b, c, d took the lead when visited.
+struct Scan16 {
+  __m512 m;
+  __mmask16 tb, tc, td;
+};
+inline Scan16 scan16(const Quad& q) {
+  Scan16 s;
+  s.tb = takes16(q.b, q.a);
+  s.m = _mm512_mask_blend_ps(s.tb, q.a, q.b);
+  s.tc = takes16(q.c, s.m);
+  s.m = _mm512_mask_blend_ps(s.tc, s.m, q.c);
+  s.td = takes16(q.d, s.m);
+  s.m = _mm512_mask_blend_ps(s.td, s.m, q.d);
+  return s;
+}
+inline __m512 max16(const Quad& q) { return scan16(q).m; }
+// Writes the first n pairs of lo/hi interleaved (lo[0], hi[0], lo[1], ...): 2n floats.
+inline void store_interleaved(float* out, __m512 lo, __m512 hi, int n = 16) {
+  const __m512i first = _mm512_setr_epi32(0, 16, 1, 17, 2, 18, 3, 19, 4, 20, 5, 21, 6, 22, 7, 23);
+  const __m512i second = _mm512_setr_epi32(8, 24, 9, 25, 10, 26, 11, 27, 12, 28, 13, 29, 14, 30, 15, 31);
+  const int l = std::min(2 * n, 16), h = 2 * n - l;
+  _mm512_mask_storeu_ps(out, static_cast<__mmask16>((1u << l) - 1u), _mm512_permutex2var_ps(lo, first, hi));
+  _mm512_mask_storeu_ps(out + 16, static_cast<__mmask16>((1u << h) - 1u), _mm512_permutex2var_ps(lo, second, hi));
+}
+#endif
+
+// Number of leading windows of a 2x2 row that the vector code handles (the rest is scalar):
+// all of them for float with AVX-512 (16 at a time, the last group under masks).
+template <typename T>
+inline int64_t vector_windows(int64_t q) {
+#if defined(__AVX512F__)
+  if (std::is_same<T, float>::value) return q;
+#endif
+  (void)q;
+  return 0;
+}
+
+// Forward of windows [0, qv) of one output row (float, AVX-512); no-op otherwise.
+template <typename T>
+inline void forward_row_2x2_vec(const T* r0, const T* r1, T* yrow, int64_t qv) {
+#if defined(__AVX512F__)
+  if constexpr (std::is_same<T, float>::value) {
+    for (int64_t ow = 0; ow < qv; ow += 16) {
+      const int n = static_cast<int>(std::min<int64_t>(16, qv - ow));
+      _mm512_mask_storeu_ps(yrow + ow, static_cast<__mmask16>((1u << n) - 1u),
+                            max16(load_quad(r0 + 2 * ow, r1 + 2 * ow, n)));
+    }
+    return;
+  }
+#endif
+  (void)r0, (void)r1, (void)yrow, (void)qv;
+}
+
+// Backward of windows [0, qv) of one output row, ties = first (float, AVX-512).
+template <typename T>
+inline void backward_row_2x2_vec(const T* r0, const T* r1, const T* g, T* d0, T* d1, int64_t qv, PoolTies ties) {
+#if defined(__AVX512F__)
+  if constexpr (std::is_same<T, float>::value) {
+    const __m512 zero = _mm512_setzero_ps();
+    for (int64_t ow = 0; ow < qv; ow += 16) {
+      const int n = static_cast<int>(std::min<int64_t>(16, qv - ow));
+      const Quad q = load_quad(r0 + 2 * ow, r1 + 2 * ow, n);
+      const Scan16 s = scan16(q);
+      const __m512 m = s.m, gv = _mm512_maskz_loadu_ps(static_cast<__mmask16>((1u << n) - 1u), g + ow);
+      __mmask16 at_a, at_b, at_c, at_d;
+      if (ties == PoolTies::all) {  // every input equal to the max (none for a NaN max)
+        at_a = _mm512_cmp_ps_mask(q.a, m, _CMP_EQ_OQ);
+        at_b = _mm512_cmp_ps_mask(q.b, m, _CMP_EQ_OQ);
+        at_c = _mm512_cmp_ps_mask(q.c, m, _CMP_EQ_OQ);
+        at_d = _mm512_cmp_ps_mask(q.d, m, _CMP_EQ_OQ);
+      } else {  // the winner: the last of b, c, d to take the lead, else a
+        at_d = s.td;
+        at_c = static_cast<__mmask16>(s.tc & ~s.td);
+        at_b = static_cast<__mmask16>(s.tb & ~(s.tc | s.td));
+        at_a = static_cast<__mmask16>(~(s.tb | s.tc | s.td));
+      }
+      store_interleaved(d0 + 2 * ow, _mm512_mask_blend_ps(at_a, zero, gv), _mm512_mask_blend_ps(at_b, zero, gv), n);
+      store_interleaved(d1 + 2 * ow, _mm512_mask_blend_ps(at_c, zero, gv), _mm512_mask_blend_ps(at_d, zero, gv), n);
+    }
+    return;
+  }
+#endif
+  (void)r0, (void)r1, (void)g, (void)d0, (void)d1, (void)qv, (void)ties;
+}
+
+// Backward of one plane for the tiling 2x2 window. ties=first: the scan's winner gets dy (the
+// first max, or the last NaN); ties=all: every input equal to the max gets dy (none when the
+// max is NaN, as in the reference's == test).
+// Rows/columns the floor-mode windows never reach (odd H or W) get 0.
+template <typename T>
+void backward_2x2(const Pool2dParams& p, const T* xp, const T* dyp, T* dxp) {
+  const int64_t P = p.out_h(), Q = p.out_w();
+  // Rows/columns no window reaches (odd H or W) stay 0; the windows write the rest.
+  if (2 * P != p.h || 2 * Q != p.w)
+    for (int64_t i = 0; i < p.h * p.w; ++i) dxp[i] = 0;
+  for (int64_t oh = 0; oh < P; ++oh) {
+    const T* r0 = xp + 2 * oh * p.w;
+    const T* r1 = r0 + p.w;
+    T* d0 = dxp + 2 * oh * p.w;
+    T* d1 = d0 + p.w;
+    const int64_t qv = vector_windows<T>(Q);
+    backward_row_2x2_vec(r0, r1, dyp + oh * Q, d0, d1, qv, p.ties);
+    for (int64_t ow = qv; ow < Q; ++ow) {
+      const T a = r0[2 * ow], b = r0[2 * ow + 1], c = r1[2 * ow], d = r1[2 * ow + 1];
+      const T g = dyp[oh * Q + ow];
+      const bool tb = max_scan_takes(b, a);
+      const T m1 = tb ? b : a;
+      const bool tc = max_scan_takes(c, m1);
+      const T m2 = tc ? c : m1;
+      const bool td = max_scan_takes(d, m2);
+      const T m = td ? d : m2;
+      if (p.ties == PoolTies::all) {
+        d0[2 * ow] = a == m ? g : T(0);
+        d0[2 * ow + 1] = b == m ? g : T(0);
+        d1[2 * ow] = c == m ? g : T(0);
+        d1[2 * ow + 1] = d == m ? g : T(0);
+        continue;
+      }
+      // The winner: the last of b, c, d to take the lead, else a.
+      const bool at_d = td, at_c = tc && !td, at_b = tb && !tc && !td, at_a = !tb && !tc && !td;
+      d0[2 * ow] = at_a ? g : T(0);
+      d0[2 * ow + 1] = at_b ? g : T(0);
+      d1[2 * ow] = at_c ? g : T(0);
+      d1[2 * ow + 1] = at_d ? g : T(0);
+    }
+  }
+}
+
+template <typename T>
+inline int64_t argmax(const Pool2dParams& p, bool is_2x2, const T* xp, int64_t oh, int64_t ow) {
+  return is_2x2 ? argmax_2x2(xp, p.w, oh, ow) : pool2d_loops::window_argmax(p, xp, oh, ow);
+}
+
+bool plain_2x2(const Pool2dParams& p) {
+  return p.kh == 2 && p.kw == 2 && p.stride_h == 2 && p.stride_w == 2 && p.pad_t == 0 && p.pad_b == 0 &&
+         p.pad_l == 0 && p.pad_r == 0;
+}
+
+template <typename T>
+void forward(const Pool2dParams& p, const T* x, T* y) {
+  const int64_t P = p.out_h(), Q = p.out_w(), planes = p.n * p.c;
+  const bool is_2x2 = plain_2x2(p);
+#pragma omp parallel for schedule(static)
+  for (int64_t nc = 0; nc < planes; ++nc) {
+    const T* xp = x + nc * p.h * p.w;
+    T* yp = y + nc * P * Q;
+    for (int64_t oh = 0; oh < P; ++oh) {
+      if (is_2x2) {
+        const T* r0 = xp + 2 * oh * p.w;
+        const T* r1 = r0 + p.w;
+        const int64_t qv = vector_windows<T>(Q);
+        forward_row_2x2_vec(r0, r1, yp + oh * Q, qv);
+        for (int64_t ow = qv; ow < Q; ++ow)  // the rest: the same picks, one window at a time
+          yp[oh * Q + ow] = pick(pick(pick(r0[2 * ow], r0[2 * ow + 1]), r1[2 * ow]), r1[2 * ow + 1]);
+        continue;
+      }
+      for (int64_t ow = 0; ow < Q; ++ow) yp[oh * Q + ow] = xp[argmax(p, is_2x2, xp, oh, ow)];
+    }
+  }
+}
+
+template <typename T>
+void backward(const Pool2dParams& p, const T* x, const T* dy, T* dx) {
+  const int64_t P = p.out_h(), Q = p.out_w(), planes = p.n * p.c;
+  const bool is_2x2 = plain_2x2(p);
+#pragma omp parallel for schedule(static)
+  for (int64_t nc = 0; nc < planes; ++nc) {
+    const T* xp = x + nc * p.h * p.w;
+    const T* dyp = dy + nc * P * Q;
+    T* dxp = dx + nc * p.h * p.w;
+    if (is_2x2) {  // windows tile the input: each input gets its own window's share, branch-free
+      backward_2x2(p, xp, dyp, dxp);
+      continue;
+    }
+    pool2d_loops::max_backward_plane(p, xp, dyp, dxp);
+  }
+}
+
+void maxpool2d_forward_fast(const Pool2dParams& p, const Tensor& x, Tensor& y) {
+  p.validate();
+  check_shape("maxpool2d_forward_fast", "x", x, p.x_shape());
+  check_shape("maxpool2d_forward_fast", "y", y, p.y_shape());
+  check_same_dtype("maxpool2d_forward_fast", x, y);
+  dispatch_dtype(x.dtype(), [&](auto tag) {
+    using T = decltype(tag);
+    forward<T>(p, x.data<T>(), y.data<T>());
+  });
+}
+
+void maxpool2d_backward_fast(const Pool2dParams& p, const Tensor& x, const Tensor& dy, Tensor& dx) {
+  p.validate();
+  check_shape("maxpool2d_backward_fast", "x", x, p.x_shape());
+  check_shape("maxpool2d_backward_fast", "dy", dy, p.y_shape());
+  check_shape("maxpool2d_backward_fast", "dx", dx, p.x_shape());
+  dispatch_dtype(x.dtype(), [&](auto tag) {
+    using T = decltype(tag);
+    backward<T>(p, x.data<T>(), dy.data<T>(), dx.data<T>());
+  });
+}
+
+}  // namespace
+
+void register_pool2d_fast(KernelRegistry& reg) {
+  Pool2dKernel k;
+  k.name = "fast";
+  k.supports_doc = "every params field, float32 and float64; the reference's bits (OpenMP over planes)";
+  k.supports = [](const Pool2dParams&, DType) { return true; };
+  k.forward = maxpool2d_forward_fast;
+  k.backward = maxpool2d_backward_fast;
+  reg.maxpool2d.at(KernelBackend::fast) = k;
+  k.forward = pool2d_loops::run_avg_forward<true>;
+  k.backward = pool2d_loops::run_avg_backward<true>;
+  reg.avgpool2d.at(KernelBackend::fast) = k;
+}
+
+}  // namespace driftlab
