@@ -5,6 +5,8 @@ cd "$(dirname "$0")/.."
 bash scripts/install-deps.sh
 BUILD_DIR=${BUILD_DIR:-build}
 bash scripts/build.sh
+# No include climbs a floor (docs/ARCHITECTURE.md); ctest runs it too, with the planted checks.
+python3 scripts/check-floors.py "$BUILD_DIR/floors.json"
 (
   cd "$BUILD_DIR"
   # CI has the oracles (PyTorch, TF.js, ONNX Runtime) and Fashion-MNIST: a missing one fails its tests instead
