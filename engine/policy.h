@@ -17,7 +17,8 @@
 #include "core/ops/adaptive.h"
 #include "core/ops/common.h"
 #include "core/ops/pool2d.h"
-#include "core/ops/quant.h"
+#include "core/ops/quantize.h"
+#include "core/ops/requant.h"
 #include "core/ops/sgd.h"
 #include "core/ops/softmax_xent.h"
 

@@ -10,7 +10,10 @@
 #include <vector>
 
 #include "core/tensor.h"
-#include "core/ops/quant.h"
+#include "core/ops/qadd.h"
+#include "core/ops/qpool.h"
+#include "core/ops/quantize.h"
+#include "core/ops/requant.h"
 #include "engine/policy.h"
 #include "quant/observer.h"
 

@@ -3,13 +3,14 @@
 // bias. At every call the input is quantized with a scale and zero point chosen from its own values
 // (PyTorch quantize_dynamic's Linear/LSTM/GRU, ONNX Runtime DynamicQuantizeLinear + MatMulInteger,
 // TFLite's hybrid kernels); the product is exact in int32; the float output is formed by one of the
-// rules below. As in core/ops/quant.h, toolchains arrive here only as arithmetic-named rules.
+// rules below. As in core/ops/requant.h, toolchains arrive here only as arithmetic-named rules.
 #pragma once
 #include <cstdint>
 #include <vector>
 
 #include "core/tensor.h"
-#include "core/ops/quant.h"
+#include "core/ops/quantize.h"
+#include "core/ops/requant.h"
 
 namespace driftlab {
 

@@ -51,8 +51,16 @@ KernelRegistry make_cpu_registry() {
   register_sgd_fast(r);
   register_adaptive_ref(r);
   register_adaptive_fast(r);
-  register_quant_ref(r);
-  register_quant_fast(r);
+  register_qconv2d_ref(r);
+  register_qconv2d_fast(r);
+  register_qdense_ref(r);
+  register_qdense_fast(r);
+  register_qpool_ref(r);
+  register_qpool_fast(r);
+  register_quantize_ref(r);
+  register_quantize_fast(r);
+  register_qadd_ref(r);
+  register_qadd_fast(r);
   register_quant_dynamic_ref(r);
   register_quant_dynamic_fast(r);
   return r;

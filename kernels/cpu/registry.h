@@ -40,8 +40,16 @@ void register_sgd_ref(KernelRegistry&);
 void register_sgd_fast(KernelRegistry&);
 void register_adaptive_ref(KernelRegistry&);   // adam, rmsprop
 void register_adaptive_fast(KernelRegistry&);
-void register_quant_ref(KernelRegistry&);   // qconv2d, qdense, qmaxpool2d, qadd, qglobal_avg_pool, quantize/dequantize
-void register_quant_fast(KernelRegistry&);  // the same six, AVX-512 VNNI where the CPU has it
+void register_qconv2d_ref(KernelRegistry&);
+void register_qconv2d_fast(KernelRegistry&);   // AVX-512 VNNI where the CPU has it
+void register_qdense_ref(KernelRegistry&);
+void register_qdense_fast(KernelRegistry&);    // AVX-512 VNNI where the CPU has it
+void register_qpool_ref(KernelRegistry&);      // qmaxpool2d, qglobal_avg_pool
+void register_qpool_fast(KernelRegistry&);     // the same two
+void register_quantize_ref(KernelRegistry&);   // quantize and dequantize
+void register_quantize_fast(KernelRegistry&);  // the same, per tensor
+void register_qadd_ref(KernelRegistry&);
+void register_qadd_fast(KernelRegistry&);
 void register_quant_dynamic_ref(KernelRegistry&);   // qdense_dynamic (float in/out, int8 weights)
 void register_quant_dynamic_fast(KernelRegistry&);  // the same, AVX-512 VNNI where the CPU has it
 

@@ -16,7 +16,7 @@
 #include <random>
 #include <string>
 
-#include "core/ops/quant.h"
+#include "core/ops/requant.h"
 #include "tests/cases/case_uses.h"
 
 namespace driftlab {

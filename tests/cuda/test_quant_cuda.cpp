@@ -17,7 +17,12 @@
 #include <limits>
 #include <string>
 
-#include "core/ops/quant.h"
+#include "core/ops/qadd.h"
+#include "core/ops/qconv2d.h"
+#include "core/ops/qdense.h"
+#include "core/ops/qpool.h"
+#include "core/ops/quantize.h"
+#include "core/ops/requant.h"
 #include "kernels/cpu/ref/ref.h"
 #include "kernels/cuda/ops.h"
 #include "tests/cases/quant_cases.h"

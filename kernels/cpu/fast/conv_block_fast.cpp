@@ -4,10 +4,11 @@
 //
 // Why per image: LeNet's blocks are tiny (conv1 of LeNet-5: 1 input channel, 6 outputs, 24x24)
 // and a batch-wide kernel per layer spends its time on per-op set-up, passes through memory and
-// vector lanes its channel counts cannot fill (issue 20: oneDNN's JIT convolutions were 62% of a
-// LeNet-1 epoch on an AVX2 machine at 6% of the FMA limit). Here one image's input, pre-activation
-// and gradients stay in L1/L2 while the four ops run, and the vector lanes run along the output
-// rows (8 columns per AVX2 register), which every shape fills.
+// vector lanes its channel counts cannot fill (measured before this file existed: oneDNN's JIT
+// convolutions were 62% of a LeNet-1 epoch on an AVX2 machine at 6% of the FMA limit;
+// docs/BENCHMARKS.md, "LeNet training through fused conv blocks"). Here one image's input,
+// pre-activation and gradients stay in L1/L2 while the four ops run, and the vector lanes run
+// along the output rows (8 columns per AVX2 register), which every shape fills.
 //
 // The convolution core: a register tile of KB output channels x NV vectors of 8 output pixels;
 // per tap (input channel, r, s) NV unaligned loads of the input row, KB weight broadcasts and

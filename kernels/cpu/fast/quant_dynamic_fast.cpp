@@ -153,7 +153,7 @@ DL_QDYN_TARGET inline __m512i vtrunc_i32(__m512 v) {
 }
 DL_QDYN_TARGET inline __m512 vto_f32(__m512i v) { return _mm512_mask_cvtepi32_ps(_mm512_setzero_ps(), kAll, v); }
 
-// round_with (core/ops/quant.h) lane by lane: f = floor(v), frac = v - f (exact); above one half
+// round_with (core/ops/requant.h) lane by lane: f = floor(v), frac = v - f (exact); above one half
 // f + 1, below f, a tie by the rule. NaN stays NaN (f + 1 of NaN).
 DL_QDYN_TARGET inline __m512 round_avx512(__m512 v, RoundRule rule) {
   const __m512 f = vfloor(v);

@@ -1,7 +1,7 @@
 // Reference dynamic-range dense kernel (core/ops/quant_dynamic.h): choose the input's
 // quantization from its values, quantize it, sum (x_q - zp) * w_q exactly in int32, then form the
 // float output by the params' rule. One thread, plain loops; the per-element formulas are
-// kernels/cpu/quant_dynamic_loops.h's (shared with the fast kernel), the rounding core/ops/quant.h's.
+// kernels/cpu/quant_dynamic_loops.h's (shared with the fast kernel), the rounding core/ops/requant.h's.
 #include <algorithm>
 #include <cmath>
 #include <vector>
