@@ -15,13 +15,13 @@
 
 #include "cli/commands.h"
 #include "attacks/stats.h"
-#include "cli/options.h"
+#include "cli/common.h"
 #include "convert/onnx_export.h"
 #include "convert/onnx_import.h"
 #include "convert/tfjs_export.h"
 #include "models/reparam.h"
 #include "drift/drift.h"
-#include "runs/run.h"
+#include "train/run.h"
 #include "engine/build_info.h"
 #include "engine/io/npy.h"
 #include "engine/train/cpu_runner.h"
@@ -381,7 +381,7 @@ void convert_report_cmd(const ConvertReportOptions& o) {
 
 }  // namespace
 
-void register_convert_commands(CLI::App& app) {
+void register_convert(CLI::App& app) {
   auto o = std::make_shared<ExportOptions>();
   auto* ex = app.add_subcommand("export", "write a saved model as ONNX (the Policy's semantics stated in the graph; an "
                                 "int8 model with its integers and scales in QDQ or QOperator form) or as TF.js");

@@ -10,17 +10,7 @@
 #include "convert/onnx_graph.h"
 #include "engine/build_info.h"
 #include "core/error.h"
-#include "engine/layers/activation_layer.h"
-#include "engine/layers/batchnorm_layer.h"
-#include "engine/layers/conv2d_layer.h"
-#include "engine/layers/dense_layer.h"
-#include "engine/layers/dropout_layer.h"
-#include "engine/layers/embedding_layer.h"
-#include "engine/layers/flatten_layer.h"
-#include "engine/layers/global_avg_pool_layer.h"
-#include "engine/layers/pool_layer.h"
-#include "engine/layers/residual_layer.h"
-#include "engine/layers/rnn_layer.h"
+#include "engine/layers/all.h"
 #include "engine/layers/sequential.h"
 #include "engine/layers/weight_layout.h"
 #include "models/model_file.h"
@@ -260,50 +250,82 @@ std::string emit_residual(Ctx& c, ResidualLayer& l, const std::string& x, const 
   return c.g.op("Add", {main, sc}, name + "_add");
 }
 
-std::string emit_layer(Ctx& c, Layer& layer, const std::string& x, const std::string& name, int64_t rank) {
-  if (auto* l = dynamic_cast<Conv2dLayer*>(&layer)) return emit_conv(c, *l, x, name);
-  if (auto* l = dynamic_cast<Pool2dLayer*>(&layer)) return emit_pool(c, *l, x, name);
-  if (auto* l = dynamic_cast<ActivationLayer*>(&layer)) return emit_activation(c, l->op_params(), x, name);
-  if (auto* l = dynamic_cast<BatchNormLayer*>(&layer)) return emit_batchnorm(c, *l, x, name, rank);
-  if (auto* l = dynamic_cast<DenseLayer*>(&layer)) return emit_dense(c, *l, x, name);
-  if (auto* l = dynamic_cast<RnnLayer*>(&layer)) return emit_rnn(c, *l, x, name);
-  if (auto* l = dynamic_cast<ResidualLayer*>(&layer)) return emit_residual(c, *l, x, name);
-  if (dynamic_cast<DropoutLayer*>(&layer)) {
-    c.report.nodes.push_back(name + ": dropout: the identity at inference, no node");
-    return x;
+// One layer as ONNX nodes reading the value x, one visit per kind; y is the value it outputs.
+class OnnxEmit : public LayerVisitor {
+ public:
+  OnnxEmit(Ctx& c, const std::string& x, const std::string& name, int64_t rank)
+      : c_(c), x_(x), name_(name), rank_(rank) {}
+  std::string y;
+
+  void visit(Conv2dLayer& l) override { y = emit_conv(c_, l, x_, name_); }
+  void visit(Pool2dLayer& l) override { y = emit_pool(c_, l, x_, name_); }
+  void visit(ActivationLayer& l) override { y = emit_activation(c_, l.op_params(), x_, name_); }
+  void visit(BatchNormLayer& l) override { y = emit_batchnorm(c_, l, x_, name_, rank_); }
+  void visit(DenseLayer& l) override { y = emit_dense(c_, l, x_, name_); }
+  void visit(RnnLayer& l) override { y = emit_rnn(c_, l, x_, name_); }
+  void visit(ResidualLayer& l) override { y = emit_residual(c_, l, x_, name_); }
+  void visit(DropoutLayer&) override {
+    c_.report.nodes.push_back(name_ + ": dropout: the identity at inference, no node");
+    y = x_;
   }
-  if (auto* l = dynamic_cast<FlattenLayer*>(&layer)) {
-    std::string y = x;
+  void visit(FlattenLayer& l) override {
+    y = x_;
     NodeProto* n;
-    if (l->order() == FlattenOrder::hwc && l->input_shape().size() == 3) {
-      y = c.g.op("Transpose", {x}, name + "_channels_last", &n);
+    if (l.order() == FlattenOrder::hwc && l.input_shape().size() == 3) {
+      y = c_.g.op("Transpose", {x_}, name_ + "_channels_last", &n);
       attr_ints(n, "perm", {0, 2, 3, 1});
     }
-    y = c.g.op("Flatten", {y}, name, &n);
+    y = c_.g.op("Flatten", {y}, name_, &n);
     attr_int(n, "axis", 1);
-    c.report.nodes.push_back(name + (l->order() == FlattenOrder::hwc && l->input_shape().size() == 3
-                                         ? ": Transpose(0,2,3,1) + Flatten (channels-last feature order)"
-                                         : ": Flatten (channels-first feature order)"));
-    return y;
+    c_.report.nodes.push_back(name_ + (l.order() == FlattenOrder::hwc && l.input_shape().size() == 3
+                                           ? ": Transpose(0,2,3,1) + Flatten (channels-last feature order)"
+                                           : ": Flatten (channels-first feature order)"));
   }
-  if (dynamic_cast<GlobalAvgPoolLayer*>(&layer)) {
+  void visit(GlobalAvgPoolLayer&) override {
     NodeProto* n;
-    std::string y = c.g.op("GlobalAveragePool", {x}, name);
-    y = c.g.op("Flatten", {y}, name + "_flatten", &n);
+    y = c_.g.op("GlobalAveragePool", {x_}, name_);
+    y = c_.g.op("Flatten", {y}, name_ + "_flatten", &n);
     attr_int(n, "axis", 1);
-    c.report.nodes.push_back(name + ": GlobalAveragePool + Flatten");
-    return y;
+    c_.report.nodes.push_back(name_ + ": GlobalAveragePool + Flatten");
   }
-  if (auto* l = dynamic_cast<EmbeddingLayer*>(&layer)) {
+  void visit(EmbeddingLayer& l) override {
     NodeProto* n;
-    std::string ids = c.g.op("Cast", {x}, name + "_ids", &n);
+    std::string ids = c_.g.op("Cast", {x_}, name_ + "_ids", &n);
     attr_int(n, "to", TensorProto::INT64);
-    const Tensor& table = l->params()[0]->value;
-    c.report.nodes.push_back(name + ": Cast(int64) + Gather (" + std::to_string(table.dim(0)) + " x " +
-                             std::to_string(table.dim(1)) + ")");
-    return c.g.op("Gather", {c.g.floats(name + ".table", table, table.shape()), ids}, name, &n);
+    const Tensor& table = l.params()[0]->value;
+    c_.report.nodes.push_back(name_ + ": Cast(int64) + Gather (" + std::to_string(table.dim(0)) + " x " +
+                              std::to_string(table.dim(1)) + ")");
+    y = c_.g.op("Gather", {c_.g.floats(name_ + ".table", table, table.shape()), ids}, name_, &n);
   }
-  fail("export onnx: layer ", name, " (", layer.kind(), ") has no ONNX mapping");
+  // int8 layers: an int8 model as a whole goes through emit_int8 (convert/onnx_quant_export.cpp)
+  void visit(ExternalLayer& l) override { fail("export onnx: layer ", name_, " (", l.kind(), ") has no ONNX mapping"); }
+
+  static Support support(Kind<Conv2dLayer>) { return Support::all("Conv (pads written out, flip in the weights)"); }
+  static Support support(Kind<Pool2dLayer>) { return Support::all("MaxPool / AveragePool (pads written out)"); }
+  static Support support(Kind<DenseLayer>) { return Support::all("Gemm transB=1"); }
+  static Support support(Kind<ActivationLayer>) { return Support::all("Relu, Tanh, Sigmoid, HardSigmoid(alpha, beta)"); }
+  static Support support(Kind<BatchNormLayer>) { return Support::all("BatchNormalization; inverse std as Sub/Mul/Add"); }
+  static Support support(Kind<DropoutLayer>) { return Support::all("the identity, no node"); }
+  static Support support(Kind<FlattenLayer>) { return Support::all("Flatten (Transpose first when channels-last)"); }
+  static Support support(Kind<GlobalAvgPoolLayer>) { return Support::all("GlobalAveragePool + Flatten"); }
+  static Support support(Kind<EmbeddingLayer>) { return Support::all("Cast(int64) + Gather"); }
+  static Support support(Kind<RnnLayer>) {
+    return Support::some("LSTM/GRU; rnn_mask=none, z-new GRU gates symmetric at 0.5");
+  }
+  static Support support(Kind<ResidualLayer>) { return Support::all("Add; option A shortcut as Slice + Pad"); }
+  static Support support(Kind<ExternalLayer>) { return Support::none("int8 layers: in a whole int8 model only (QDQ/QOp)"); }
+
+ private:
+  Ctx& c_;
+  const std::string& x_;
+  const std::string& name_;
+  const int64_t rank_;
+};
+
+std::string emit_layer(Ctx& c, Layer& layer, const std::string& x, const std::string& name, int64_t rank) {
+  OnnxEmit e(c, x, name, rank);
+  layer.accept(e);
+  return e.y;
 }
 
 std::string emit_sequential(Ctx& c, Sequential& net, std::string x, const std::string& prefix, int64_t in_rank) {
@@ -389,6 +411,8 @@ std::string check_onnx(const std::string& bytes) {
 }
 
 void write_onnx(const std::string& path, const std::string& bytes) { write_file_atomic(path, bytes); }
+
+SupportColumn onnx_export_support() { return support_of<OnnxEmit>(); }
 
 }  // namespace convert
 }  // namespace driftlab

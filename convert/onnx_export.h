@@ -34,7 +34,9 @@
 #include <vector>
 
 #include "engine/data/transform.h"
+#include "engine/layers/visit.h"
 #include "engine/model.h"
+#include "quant/visit.h"
 
 namespace driftlab {
 namespace convert {
@@ -79,6 +81,11 @@ std::string check_onnx(const std::string& bytes);
 
 // Writes the bytes to PATH atomically (models/model_file.h write_file_atomic: no half-written file).
 void write_onnx(const std::string& path, const std::string& bytes);
+
+// What export_onnx writes for each layer kind of an fp32 model, and for each of quant/'s kinds in
+// an int8 model (convert/onnx_quant_export.cpp): the capability table, driftlab model kinds.
+SupportColumn onnx_export_support();
+quant::QuantSupportColumn onnx_quant_export_support();
 
 }  // namespace convert
 }  // namespace driftlab

@@ -12,17 +12,7 @@
 #include <sstream>
 
 #include "core/error.h"
-#include "engine/layers/activation_layer.h"
-#include "engine/layers/batchnorm_layer.h"
-#include "engine/layers/conv2d_layer.h"
-#include "engine/layers/dense_layer.h"
-#include "engine/layers/dropout_layer.h"
-#include "engine/layers/embedding_layer.h"
-#include "engine/layers/flatten_layer.h"
-#include "engine/layers/global_avg_pool_layer.h"
-#include "engine/layers/pool_layer.h"
-#include "engine/layers/residual_layer.h"
-#include "engine/layers/rnn_layer.h"
+#include "engine/layers/all.h"
 #include "engine/layers/sequential.h"
 #include "engine/layers/weight_layout.h"
 #include "models/models.h"
@@ -279,7 +269,7 @@ Parsed parse(const onnx::ModelProto& m, const std::string& file) {
 void flatten_layers(Sequential& net, std::vector<Layer*>& out) {
   for (std::size_t i = 0; i < net.size(); ++i) {
     Layer& l = net.layer(i);
-    if (auto* r = dynamic_cast<ResidualLayer*>(&l)) {
+    if (auto* r = layer_as<ResidualLayer>(l)) {
       out.push_back(&l);
       flatten_layers(r->main(), out);
       if (r->projection()) flatten_layers(*r->projection(), out);
@@ -370,167 +360,214 @@ void map_rnn(const GraphView& g, const NodeProto& n, RnnLayer& l, std::vector<st
                     (lstm ? "i,f,g,o" : "r,z,n") + ")");
 }
 
+// Assigns the parsed graph's nodes to a model's layers (in flatten_layers' order), one visit per
+// kind: the weighted layers take the next weighted node and its weights; activations, pools,
+// residual blocks and global pools are counted and checked against the graph's after the last
+// layer (finish). Throws Mismatch.
+class ImportMatch : public LayerVisitor {
+ public:
+  ImportMatch(const Parsed& p, const std::vector<Layer*>& layers) : p_(p), g_(p.g), layers_(layers) {}
+
+  // layers_[li], named lname ("3.conv2d") in messages and the mapping.
+  void match(std::size_t li, const std::string& lname) {
+    li_ = li;
+    lname_ = lname;
+    layers_[li]->accept(*this);
+  }
+
+  void visit(Conv2dLayer& c) override {
+    const NodeProto& n = *next().node;
+    need(n.op_type() == "Conv", lname_, " wants Conv, the graph has ", node_str(n));
+    const Conv2dParams& cp = c.op_params();
+    auto ps = c.params();
+    const Tensor w = weight_input(g_, n, 1);
+    need(w.shape() == ps[0]->value.shape(), node_str(n), ": weight ", shape_str(w.shape()), ", ", lname_, " has ",
+         shape_str(ps[0]->value.shape()));
+    need(attr_s(n, "auto_pad", "NOTSET") == "NOTSET", node_str(n), ": auto_pad is not mapped (explicit pads only)");
+    need(attr_ints(n, "strides", {1, 1}) == std::vector<int64_t>({cp.stride_h, cp.stride_w}), node_str(n), ": strides, ",
+         lname_, " has ", cp.stride_h);
+    need(attr_ints(n, "dilations", {1, 1}) == std::vector<int64_t>({cp.dil_h, cp.dil_w}), node_str(n), ": dilations");
+    need(attr_ints(n, "pads", {0, 0, 0, 0}) == std::vector<int64_t>({cp.pad_t, cp.pad_l, cp.pad_b, cp.pad_r}),
+         node_str(n), ": pads, ", lname_, " pads [", cp.pad_t, ",", cp.pad_l, ",", cp.pad_b, ",", cp.pad_r, "]");
+    need(attr_i(n, "group", 1) == 1, node_str(n), ": grouped convolution");
+    ps[0]->value = w;
+    const bool onnx_bias = has_input(n, 2);
+    if (ps.size() > 1) {
+      need(onnx_bias, node_str(n), ": no bias, ", lname_, " has one");
+      ps[1]->value = weight_input(g_, n, 2);
+      mapping.push_back("node '" + n.name() + "' (Conv) -> " + lname_);
+    } else if (onnx_bias) {
+      // torch.onnx.export's eval-mode folding: the BatchNorm after this conv became its bias
+      const bool bn_next = li_ + 1 < layers_.size() && layer_as<BatchNormLayer>(*layers_[li_ + 1]);
+      const bool bn_in_graph = j_ < p_.weighted.size() && p_.weighted[j_].node->op_type() == "BatchNormalization";
+      need(bn_next && !bn_in_graph, node_str(n), " has a bias; ", lname_, " has none and no folded BatchNorm follows");
+      folded_bias_store_ = weight_input(g_, n, 2);
+      folded_bias_ = &folded_bias_store_;
+      mapping.push_back("node '" + n.name() + "' (Conv, BatchNorm folded in) -> " + lname_ + " and the BatchNorm after it");
+    } else {
+      mapping.push_back("node '" + n.name() + "' (Conv) -> " + lname_);
+    }
+  }
+  void visit(BatchNormLayer& bn) override {
+    auto ps = bn.params();
+    auto st = bn.running_state();
+    const int64_t C = ps[0]->value.numel();
+    if (folded_bias_) {
+      need(folded_bias_->numel() == C, "folded bias of ", folded_bias_->numel(), " for ", lname_, " of ", C);
+      const float eps = static_cast<float>(bn.op_params().eps);
+      // the variance v with 1/sqrt(v + eps) == 1 exactly in float, as the kernel computes it
+      float v = 1.f - eps;
+      for (int k = 0; k < 64; ++k) {
+        const float inv = 1.f / std::sqrt(v + eps);
+        if (inv == 1.f) break;
+        v = std::nextafter(v, inv > 1.f ? 2.f : 0.f);  // inv > 1: v + eps below 1, step up
+      }
+      need(1.f / std::sqrt(v + eps) == 1.f, lname_, ": no float variance gives an exact identity");
+      for (int64_t k = 0; k < C; ++k) {
+        ps[0]->value.data<float>()[k] = 1.f;
+        ps[1]->value.data<float>()[k] = folded_bias_->data<float>()[k];
+        st[0]->value.data<float>()[k] = 0.f;
+        st[1]->value.data<float>()[k] = v;
+      }
+      folded_bias_ = nullptr;
+      return;
+    }
+    const NodeProto& n = *next().node;
+    need(n.op_type() == "BatchNormalization", lname_, " wants BatchNormalization, the graph has ", node_str(n));
+    need(static_cast<float>(attr_f(n, "epsilon", 1e-5f)) == static_cast<float>(bn.op_params().eps), node_str(n),
+         ": epsilon, ", lname_, " has ", bn.op_params().eps, " (the torch preset's bn_eps)");
+    need(n.output_size() == 1, node_str(n), ": a training-mode BatchNormalization (running outputs)");
+    const Tensor vals[4] = {weight_input(g_, n, 1), weight_input(g_, n, 2), weight_input(g_, n, 3), weight_input(g_, n, 4)};
+    for (const Tensor& t : vals) need(t.numel() == C, node_str(n), ": ", t.numel(), " channels, ", lname_, " has ", C);
+    ps[0]->value = vals[0].reshape({C});
+    ps[1]->value = vals[1].reshape({C});
+    st[0]->value = vals[2].reshape({C});
+    st[1]->value = vals[3].reshape({C});
+    mapping.push_back("node '" + n.name() + "' (BatchNormalization) -> " + lname_);
+  }
+  void visit(DenseLayer& d) override {
+    const WeightedOp& op = next();
+    const NodeProto& n = *op.node;
+    auto ps = d.params();
+    const Shape want = ps[0]->value.shape();  // (out, in)
+    Tensor w, b;
+    if (n.op_type() == "Gemm") {
+      need(attr_i(n, "transA", 0) == 0 && attr_f(n, "alpha", 1.f) == 1.f && attr_f(n, "beta", 1.f) == 1.f, node_str(n),
+           ": only Gemm with transA 0, alpha 1, beta 1 maps");
+      w = weight_input(g_, n, 1);
+      if (attr_i(n, "transB", 0) == 0) w = transpose2d(w);
+      if (has_input(n, 2)) b = weight_input(g_, n, 2);
+    } else {
+      need(n.op_type() == "MatMul", lname_, " wants Gemm or MatMul, the graph has ", node_str(n));
+      w = transpose2d(weight_input(g_, n, 1));
+      if (op.bias_add) b = weight_input(g_, *op.bias_add, op.bias_add->input(0) == n.output(0) ? 1 : 0);
+    }
+    need(w.shape() == want, node_str(n), ": weight ", shape_str(w.shape()), " as (out,in), ", lname_, " has ",
+         shape_str(want));
+    ps[0]->value = w;
+    if (ps.size() > 1) {
+      need(b.defined() && b.numel() == want[0], node_str(n), ": bias missing or of the wrong size for ", lname_);
+      ps[1]->value = b.reshape({want[0]});
+    }
+    mapping.push_back("node '" + n.name() + "' (" + n.op_type() + ") -> " + lname_);
+  }
+  void visit(RnnLayer& r) override { map_rnn(g_, *next().node, r, mapping, lname_); }
+  void visit(EmbeddingLayer& e) override {
+    const NodeProto& n = *next().node;
+    need(n.op_type() == "Gather", lname_, " wants Gather, the graph has ", node_str(n));
+    const Tensor t = weight_input(g_, n, 0);
+    need(t.shape() == e.params()[0]->value.shape(), node_str(n), ": table ", shape_str(t.shape()), ", ", lname_, " has ",
+         shape_str(e.params()[0]->value.shape()));
+    e.params()[0]->value = t;
+    mapping.push_back("node '" + n.name() + "' (Gather) -> " + lname_);
+  }
+  void visit(ActivationLayer& a) override {
+    const ActKind k = a.op_params().kind;
+    need(k != ActKind::hard_sigmoid, lname_, ": hard_sigmoid");
+    (k == ActKind::relu ? relus_ : k == ActKind::tanh ? tanhs_ : sigmoids_) += 1;
+  }
+  void visit(Pool2dLayer& pl) override { pools_.push_back(&pl); }
+  void visit(ResidualLayer&) override { ++residuals_; }
+  void visit(GlobalAvgPoolLayer&) override { ++global_pools_; }
+  void visit(FlattenLayer& f) override {
+    need(f.order() == FlattenOrder::chw, lname_, ": the torch preset flattens channels-first");
+  }
+  void visit(DropoutLayer&) override {}
+  void visit(ExternalLayer&) override { need(false, lname_, ": no ONNX mapping"); }
+
+  // After the last layer: every weighted node used, the counted nodes as many as the model's
+  // layers, each pool's window, stride and pads as the graph's.
+  void finish(const Model& m) const {
+    if (j_ < p_.weighted.size())
+      need(false, "the graph has ", p_.weighted.size() - j_, " weighted nodes beyond ", m.name, "'s layers (from ",
+           node_str(*p_.weighted[j_].node), ")");
+    need(relus_ == p_.relus && tanhs_ == p_.tanhs && sigmoids_ == p_.sigmoids, "activations: the graph has ", p_.relus,
+         " Relu, ", p_.tanhs, " Tanh, ", p_.sigmoids, " Sigmoid; ", m.name, " has ", relus_, ", ", tanhs_, ", ", sigmoids_);
+    need(residuals_ == p_.residual_adds, "residual Adds: the graph has ", p_.residual_adds, ", ", m.name, " has ",
+         residuals_);
+    need(global_pools_ == p_.global_pools, "global average pools: the graph has ", p_.global_pools, ", ", m.name, " has ",
+         global_pools_);
+    need(pools_.size() == p_.pools.size(), "pools: the graph has ", p_.pools.size(), ", ", m.name, " has ", pools_.size());
+    for (std::size_t k = 0; k < pools_.size(); ++k) {
+      const NodeProto& n = *p_.pools[k];
+      const Pool2dParams& pp = pools_[k]->op_params();
+      const bool max = pools_[k]->pool_kind() == PoolKind::max;
+      need(n.op_type() == (max ? "MaxPool" : "AveragePool"), "pool ", k, ": ", node_str(n), ", ", m.name, " has a ",
+           max ? "max" : "average", " pool");
+      need(attr_ints(n, "kernel_shape", {}) == std::vector<int64_t>({pp.kh, pp.kw}) &&
+               attr_ints(n, "strides", {1, 1}) == std::vector<int64_t>({pp.stride_h, pp.stride_w}) &&
+               attr_ints(n, "pads", {0, 0, 0, 0}) == std::vector<int64_t>({pp.pad_t, pp.pad_l, pp.pad_b, pp.pad_r}) &&
+               attr_i(n, "ceil_mode", 0) == 0 && attr_ints(n, "dilations", {1, 1}) == std::vector<int64_t>({1, 1}),
+           node_str(n), ": window, stride, pads or ceil_mode differ from ", m.name, "'s pool ", k);
+      if (!max)
+        need(attr_i(n, "count_include_pad", 0) == (pp.count_include_pad ? 1 : 0), node_str(n), ": count_include_pad");
+    }
+  }
+
+  std::vector<std::string> mapping;  // one line per weighted node, in graph order
+
+  static Support support(Kind<Conv2dLayer>) { return Support::all("Conv, explicit pads, group 1; or BatchNorm folded in"); }
+  static Support support(Kind<Pool2dLayer>) { return Support::all("MaxPool / AveragePool, explicit pads, no ceil_mode"); }
+  static Support support(Kind<DenseLayer>) { return Support::all("Gemm (transA 0, alpha/beta 1) or MatMul + Add"); }
+  static Support support(Kind<ActivationLayer>) { return Support::some("Relu, Tanh, Sigmoid (counted); not hard_sigmoid"); }
+  static Support support(Kind<BatchNormLayer>) { return Support::all("BatchNormalization, or folded into the Conv before"); }
+  static Support support(Kind<DropoutLayer>) { return Support::all("no node"); }
+  static Support support(Kind<FlattenLayer>) { return Support::some("channels-first order only (the torch preset's)"); }
+  static Support support(Kind<GlobalAvgPoolLayer>) { return Support::all("GlobalAveragePool or ReduceMean over (2,3)"); }
+  static Support support(Kind<EmbeddingLayer>) { return Support::all("Gather of a float initializer table"); }
+  static Support support(Kind<RnnLayer>) {
+    return Support::some("LSTM/GRU: forward, sigmoid/tanh, zero state, no P/clip");
+  }
+  static Support support(Kind<ResidualLayer>) { return Support::all("an Add of two computed values (counted)"); }
+  static Support support(Kind<ExternalLayer>) { return Support::none("the zoo's fp32 models only"); }
+
+ private:
+  // The next weighted node of the graph, for the current layer.
+  const WeightedOp& next() {
+    need(j_ < p_.weighted.size(), lname_, " has no weighted node left in the graph (", p_.weighted.size(), " in all)");
+    return p_.weighted[j_++];
+  }
+
+  const Parsed& p_;
+  const GraphView& g_;
+  const std::vector<Layer*>& layers_;
+  std::size_t li_ = 0, j_ = 0;  // the current layer; the next weighted node
+  std::string lname_;
+  int relus_ = 0, tanhs_ = 0, sigmoids_ = 0, residuals_ = 0, global_pools_ = 0;
+  std::vector<Pool2dLayer*> pools_;
+  const Tensor* folded_bias_ = nullptr;  // a folded Conv's bias, for the BatchNorm after it
+  Tensor folded_bias_store_;
+};
+
 // Maps the parsed graph onto model m (torch preset) and sets its weights; throws Mismatch.
 std::vector<std::string> map_onto(const Parsed& p, Model& m) {
-  const GraphView& g = p.g;
   need(m.input_shape == p.input, "input ", shape_str(p.input), ", ", m.name, " takes ", shape_str(m.input_shape));
   std::vector<Layer*> layers;
   flatten_layers(*m.net, layers);
-  std::vector<std::string> mapping;
-  std::size_t j = 0;
-  int relus = 0, tanhs = 0, sigmoids = 0, residuals = 0, global_pools = 0;
-  std::vector<Pool2dLayer*> pools;
-  const Tensor* folded_bias = nullptr;  // a folded Conv's bias, for the BatchNorm after it
-  Tensor folded_bias_store;
-  auto next = [&](const std::string& lname) -> const WeightedOp& {
-    need(j < p.weighted.size(), lname, " has no weighted node left in the graph (", p.weighted.size(), " in all)");
-    return p.weighted[j++];
-  };
-  for (std::size_t li = 0; li < layers.size(); ++li) {
-    Layer& layer = *layers[li];
-    const std::string lname = std::to_string(li) + "." + layer.kind();
-    if (auto* c = dynamic_cast<Conv2dLayer*>(&layer)) {
-      const NodeProto& n = *next(lname).node;
-      need(n.op_type() == "Conv", lname, " wants Conv, the graph has ", node_str(n));
-      const Conv2dParams& cp = c->op_params();
-      auto ps = c->params();
-      const Tensor w = weight_input(g, n, 1);
-      need(w.shape() == ps[0]->value.shape(), node_str(n), ": weight ", shape_str(w.shape()), ", ", lname, " has ",
-           shape_str(ps[0]->value.shape()));
-      need(attr_s(n, "auto_pad", "NOTSET") == "NOTSET", node_str(n), ": auto_pad is not mapped (explicit pads only)");
-      need(attr_ints(n, "strides", {1, 1}) == std::vector<int64_t>({cp.stride_h, cp.stride_w}), node_str(n), ": strides, ",
-           lname, " has ", cp.stride_h);
-      need(attr_ints(n, "dilations", {1, 1}) == std::vector<int64_t>({cp.dil_h, cp.dil_w}), node_str(n), ": dilations");
-      need(attr_ints(n, "pads", {0, 0, 0, 0}) == std::vector<int64_t>({cp.pad_t, cp.pad_l, cp.pad_b, cp.pad_r}),
-           node_str(n), ": pads, ", lname, " pads [", cp.pad_t, ",", cp.pad_l, ",", cp.pad_b, ",", cp.pad_r, "]");
-      need(attr_i(n, "group", 1) == 1, node_str(n), ": grouped convolution");
-      ps[0]->value = w;
-      const bool onnx_bias = has_input(n, 2);
-      if (ps.size() > 1) {
-        need(onnx_bias, node_str(n), ": no bias, ", lname, " has one");
-        ps[1]->value = weight_input(g, n, 2);
-        mapping.push_back("node '" + n.name() + "' (Conv) -> " + lname);
-      } else if (onnx_bias) {
-        // torch.onnx.export's eval-mode folding: the BatchNorm after this conv became its bias
-        const bool bn_next = li + 1 < layers.size() && dynamic_cast<BatchNormLayer*>(layers[li + 1]);
-        const bool bn_in_graph = j < p.weighted.size() && p.weighted[j].node->op_type() == "BatchNormalization";
-        need(bn_next && !bn_in_graph, node_str(n), " has a bias; ", lname, " has none and no folded BatchNorm follows");
-        folded_bias_store = weight_input(g, n, 2);
-        folded_bias = &folded_bias_store;
-        mapping.push_back("node '" + n.name() + "' (Conv, BatchNorm folded in) -> " + lname + " and the BatchNorm after it");
-      } else {
-        mapping.push_back("node '" + n.name() + "' (Conv) -> " + lname);
-      }
-    } else if (auto* bn = dynamic_cast<BatchNormLayer*>(&layer)) {
-      auto ps = bn->params();
-      auto st = bn->running_state();
-      const int64_t C = ps[0]->value.numel();
-      if (folded_bias) {
-        need(folded_bias->numel() == C, "folded bias of ", folded_bias->numel(), " for ", lname, " of ", C);
-        const float eps = static_cast<float>(bn->op_params().eps);
-        // the variance v with 1/sqrt(v + eps) == 1 exactly in float, as the kernel computes it
-        float v = 1.f - eps;
-        for (int k = 0; k < 64; ++k) {
-          const float inv = 1.f / std::sqrt(v + eps);
-          if (inv == 1.f) break;
-          v = std::nextafter(v, inv > 1.f ? 2.f : 0.f);  // inv > 1: v + eps below 1, step up
-        }
-        need(1.f / std::sqrt(v + eps) == 1.f, lname, ": no float variance gives an exact identity");
-        for (int64_t k = 0; k < C; ++k) {
-          ps[0]->value.data<float>()[k] = 1.f;
-          ps[1]->value.data<float>()[k] = folded_bias->data<float>()[k];
-          st[0]->value.data<float>()[k] = 0.f;
-          st[1]->value.data<float>()[k] = v;
-        }
-        folded_bias = nullptr;
-        continue;
-      }
-      const NodeProto& n = *next(lname).node;
-      need(n.op_type() == "BatchNormalization", lname, " wants BatchNormalization, the graph has ", node_str(n));
-      need(static_cast<float>(attr_f(n, "epsilon", 1e-5f)) == static_cast<float>(bn->op_params().eps), node_str(n),
-           ": epsilon, ", lname, " has ", bn->op_params().eps, " (the torch preset's bn_eps)");
-      need(n.output_size() == 1, node_str(n), ": a training-mode BatchNormalization (running outputs)");
-      const Tensor vals[4] = {weight_input(g, n, 1), weight_input(g, n, 2), weight_input(g, n, 3), weight_input(g, n, 4)};
-      for (const Tensor& t : vals) need(t.numel() == C, node_str(n), ": ", t.numel(), " channels, ", lname, " has ", C);
-      ps[0]->value = vals[0].reshape({C});
-      ps[1]->value = vals[1].reshape({C});
-      st[0]->value = vals[2].reshape({C});
-      st[1]->value = vals[3].reshape({C});
-      mapping.push_back("node '" + n.name() + "' (BatchNormalization) -> " + lname);
-    } else if (auto* d = dynamic_cast<DenseLayer*>(&layer)) {
-      const WeightedOp& op = next(lname);
-      const NodeProto& n = *op.node;
-      auto ps = d->params();
-      const Shape want = ps[0]->value.shape();  // (out, in)
-      Tensor w, b;
-      if (n.op_type() == "Gemm") {
-        need(attr_i(n, "transA", 0) == 0 && attr_f(n, "alpha", 1.f) == 1.f && attr_f(n, "beta", 1.f) == 1.f, node_str(n),
-             ": only Gemm with transA 0, alpha 1, beta 1 maps");
-        w = weight_input(g, n, 1);
-        if (attr_i(n, "transB", 0) == 0) w = transpose2d(w);
-        if (has_input(n, 2)) b = weight_input(g, n, 2);
-      } else {
-        need(n.op_type() == "MatMul", lname, " wants Gemm or MatMul, the graph has ", node_str(n));
-        w = transpose2d(weight_input(g, n, 1));
-        if (op.bias_add) b = weight_input(g, *op.bias_add, op.bias_add->input(0) == n.output(0) ? 1 : 0);
-      }
-      need(w.shape() == want, node_str(n), ": weight ", shape_str(w.shape()), " as (out,in), ", lname, " has ",
-           shape_str(want));
-      ps[0]->value = w;
-      if (ps.size() > 1) {
-        need(b.defined() && b.numel() == want[0], node_str(n), ": bias missing or of the wrong size for ", lname);
-        ps[1]->value = b.reshape({want[0]});
-      }
-      mapping.push_back("node '" + n.name() + "' (" + n.op_type() + ") -> " + lname);
-    } else if (auto* r = dynamic_cast<RnnLayer*>(&layer)) {
-      map_rnn(g, *next(lname).node, *r, mapping, lname);
-    } else if (auto* e = dynamic_cast<EmbeddingLayer*>(&layer)) {
-      const NodeProto& n = *next(lname).node;
-      need(n.op_type() == "Gather", lname, " wants Gather, the graph has ", node_str(n));
-      const Tensor t = weight_input(g, n, 0);
-      need(t.shape() == e->params()[0]->value.shape(), node_str(n), ": table ", shape_str(t.shape()), ", ", lname, " has ",
-           shape_str(e->params()[0]->value.shape()));
-      e->params()[0]->value = t;
-      mapping.push_back("node '" + n.name() + "' (Gather) -> " + lname);
-    } else if (auto* a = dynamic_cast<ActivationLayer*>(&layer)) {
-      const ActKind k = a->op_params().kind;
-      need(k != ActKind::hard_sigmoid, lname, ": hard_sigmoid");
-      (k == ActKind::relu ? relus : k == ActKind::tanh ? tanhs : sigmoids) += 1;
-    } else if (auto* pl = dynamic_cast<Pool2dLayer*>(&layer)) {
-      pools.push_back(pl);
-    } else if (dynamic_cast<ResidualLayer*>(&layer)) {
-      ++residuals;
-    } else if (dynamic_cast<GlobalAvgPoolLayer*>(&layer)) {
-      ++global_pools;
-    } else if (auto* f = dynamic_cast<FlattenLayer*>(&layer)) {
-      need(f->order() == FlattenOrder::chw, lname, ": the torch preset flattens channels-first");
-    } else {
-      need(dynamic_cast<DropoutLayer*>(&layer) != nullptr, lname, ": no ONNX mapping");
-    }
-  }
-  if (j < p.weighted.size())
-    need(false, "the graph has ", p.weighted.size() - j, " weighted nodes beyond ", m.name, "'s layers (from ",
-         node_str(*p.weighted[j].node), ")");
-  need(relus == p.relus && tanhs == p.tanhs && sigmoids == p.sigmoids, "activations: the graph has ", p.relus, " Relu, ",
-       p.tanhs, " Tanh, ", p.sigmoids, " Sigmoid; ", m.name, " has ", relus, ", ", tanhs, ", ", sigmoids);
-  need(residuals == p.residual_adds, "residual Adds: the graph has ", p.residual_adds, ", ", m.name, " has ", residuals);
-  need(global_pools == p.global_pools, "global average pools: the graph has ", p.global_pools, ", ", m.name, " has ",
-       global_pools);
-  need(pools.size() == p.pools.size(), "pools: the graph has ", p.pools.size(), ", ", m.name, " has ", pools.size());
-  for (std::size_t k = 0; k < pools.size(); ++k) {
-    const NodeProto& n = *p.pools[k];
-    const Pool2dParams& pp = pools[k]->op_params();
-    const bool max = pools[k]->pool_kind() == PoolKind::max;
-    need(n.op_type() == (max ? "MaxPool" : "AveragePool"), "pool ", k, ": ", node_str(n), ", ", m.name, " has a ",
-         max ? "max" : "average", " pool");
-    need(attr_ints(n, "kernel_shape", {}) == std::vector<int64_t>({pp.kh, pp.kw}) &&
-             attr_ints(n, "strides", {1, 1}) == std::vector<int64_t>({pp.stride_h, pp.stride_w}) &&
-             attr_ints(n, "pads", {0, 0, 0, 0}) == std::vector<int64_t>({pp.pad_t, pp.pad_l, pp.pad_b, pp.pad_r}) &&
-             attr_i(n, "ceil_mode", 0) == 0 && attr_ints(n, "dilations", {1, 1}) == std::vector<int64_t>({1, 1}),
-         node_str(n), ": window, stride, pads or ceil_mode differ from ", m.name, "'s pool ", k);
-    if (!max) need(attr_i(n, "count_include_pad", 0) == (pp.count_include_pad ? 1 : 0), node_str(n), ": count_include_pad");
-  }
-  return mapping;
+  ImportMatch match(p, layers);
+  for (std::size_t li = 0; li < layers.size(); ++li) match.match(li, std::to_string(li) + "." + layers[li]->kind());
+  match.finish(m);
+  return std::move(match.mapping);
 }
 
 }  // namespace
@@ -583,6 +620,8 @@ OnnxImport import_onnx_bytes(const std::string& bytes, const std::string& file) 
   fail("import onnx: ", file, ": the graph (", p.weighted.size(), " weighted nodes, input ", shape_str(p.input),
        ") maps onto no driftlab model:", tried.empty() ? std::string(" no model takes this input shape") : tried);
 }
+
+SupportColumn onnx_import_support() { return support_of<ImportMatch>(); }
 
 OnnxImport import_onnx(const std::string& path) {
   std::ifstream f(path, std::ios::binary);

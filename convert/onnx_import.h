@@ -22,6 +22,7 @@
 #include <string>
 #include <vector>
 
+#include "engine/layers/visit.h"
 #include "engine/model.h"
 
 namespace driftlab {
@@ -37,6 +38,10 @@ struct OnnxImport {
 OnnxImport import_onnx(const std::string& path);
 // The same from the file's bytes; `name` stands for the file in messages.
 OnnxImport import_onnx_bytes(const std::string& bytes, const std::string& name);
+
+// Which layer kinds import_onnx can fill from an ONNX file's nodes (the capability table,
+// driftlab model kinds).
+SupportColumn onnx_import_support();
 
 }  // namespace convert
 }  // namespace driftlab

@@ -6,10 +6,13 @@
 #include <sstream>
 
 #include "convert/onnx_graph.h"
-#include "engine/layers/flatten_layer.h"
+#include "engine/layers/all.h"
 #include "engine/layers/sequential.h"
+#include "quant/dynamic.h"
 #include "quant/qlayers.h"
 #include "quant/scheme.h"
+#include "quant/ste.h"
+#include "quant/visit.h"
 
 namespace driftlab {
 namespace convert {
@@ -209,73 +212,144 @@ QValue emit_residual(QCtx& c, quant::QResidualLayer& l, const QValue& x, const s
   return y;
 }
 
-QValue emit_layer(QCtx& c, Layer& layer, const QValue& x, const std::string& name) {
-  if (auto* l = dynamic_cast<quant::QConv2dLayer*>(&layer)) {
-    const QConv2dParams& p = l->op_params();
-    return emit_linear(c, x, l->spec(), p.rq, &p.g, p.g.k, name, l->output_shape());
+// One layer of an int8 model as ONNX nodes reading the integer value x, one visit per kind; y is
+// the value it outputs. Between the quantize and the dequantize layer an int8 model holds quant/'s
+// static int8 kinds and the engine's flatten; every other kind is refused by name.
+class QuantOnnxEmit : public LayerVisitor, public quant::QuantLayerVisitor {
+ public:
+  QuantOnnxEmit(QCtx& c, const QValue& x, const std::string& name) : c_(c), x_(x), name_(name) {}
+  QValue y;
+
+  void visit(quant::QConv2dLayer& l) override {
+    const QConv2dParams& p = l.op_params();
+    y = emit_linear(c_, x_, l.spec(), p.rq, &p.g, p.g.k, name_, l.output_shape());
   }
-  if (auto* l = dynamic_cast<quant::QDenseLayer*>(&layer)) {
-    const QDenseParams& p = l->op_params();
-    return emit_linear(c, x, l->spec(), p.rq, nullptr, p.out, name, l->output_shape());
+  void visit(quant::QDenseLayer& l) override {
+    const QDenseParams& p = l.op_params();
+    y = emit_linear(c_, x_, l.spec(), p.rq, nullptr, p.out, name_, l.output_shape());
   }
-  if (auto* l = dynamic_cast<quant::QMaxPool2dLayer*>(&layer)) {
-    const Pool2dParams& p = l->op_params().g;
-    c.r.nodes.push_back(name + ": MaxPool " + std::to_string(p.kh) + "x" + std::to_string(p.kw) + " stride " +
-                        std::to_string(p.stride_h) + (c.qdq() ? " between the input's DequantizeLinear/QuantizeLinear" : " on the integers"));
-    return same_qparams(c, x, name, [&](const std::string& v) {
+  void visit(quant::QMaxPool2dLayer& l) override {
+    const Pool2dParams& p = l.op_params().g;
+    c_.r.nodes.push_back(name_ + ": MaxPool " + std::to_string(p.kh) + "x" + std::to_string(p.kw) + " stride " +
+                         std::to_string(p.stride_h) +
+                         (c_.qdq() ? " between the input's DequantizeLinear/QuantizeLinear" : " on the integers"));
+    y = same_qparams(c_, x_, name_, [&](const std::string& v) {
       NodeProto* n;
-      const std::string y = c.g.op("MaxPool", {v}, name, &n);
+      const std::string out = c_.g.op("MaxPool", {v}, name_, &n);
       attr_ints(n, "kernel_shape", {p.kh, p.kw});
       attr_ints(n, "strides", {p.stride_h, p.stride_w});
       attr_ints(n, "pads", {p.pad_t, p.pad_l, p.pad_b, p.pad_r});
-      return y;
+      return out;
     });
   }
-  if (auto* l = dynamic_cast<FlattenLayer*>(&layer)) {
-    const bool hwc = l->order() == FlattenOrder::hwc && l->input_shape().size() == 3;
-    c.r.nodes.push_back(name + (hwc ? ": Transpose(0,2,3,1) + Reshape [0,-1] (channels-last feature order)"
-                                    : ": Reshape [0,-1]"));
-    return same_qparams(c, x, name, [&](const std::string& v) {
-      std::string y = v;
+  void visit(FlattenLayer& l) override {
+    const bool hwc = l.order() == FlattenOrder::hwc && l.input_shape().size() == 3;
+    c_.r.nodes.push_back(name_ + (hwc ? ": Transpose(0,2,3,1) + Reshape [0,-1] (channels-last feature order)"
+                                      : ": Reshape [0,-1]"));
+    y = same_qparams(c_, x_, name_, [&](const std::string& v) {
+      std::string out = v;
       if (hwc) {
         NodeProto* n;
-        y = c.g.op("Transpose", {y}, name + "_channels_last", &n);
+        out = c_.g.op("Transpose", {out}, name_ + "_channels_last", &n);
         attr_ints(n, "perm", {0, 2, 3, 1});
       }
-      return c.g.op("Reshape", {y, c.g.ints(c.g.fresh(name + "_shape"), {0, -1})}, name);
+      return c_.g.op("Reshape", {out, c_.g.ints(c_.g.fresh(name_ + "_shape"), {0, -1})}, name_);
     });
   }
-  if (auto* l = dynamic_cast<quant::QGlobalAvgPoolLayer*>(&layer)) {
-    const QGlobalAvgPoolParams& p = l->op_params();
-    const bool own = l->own_qparams();
-    const std::string ys = own ? act_scale(c, name + ".y", p.out_scale) : x.scale;
-    const std::string yz = own ? act_zp(c, name + ".y", p.out_zero_point) : x.zp;
-    QValue y;
-    const std::string shape = c.g.ints(c.g.fresh(name + "_shape"), {0, -1});
-    if (c.qdq()) {
-      y = q(c, c.g.op("GlobalAveragePool", {dq(c, x, name)}, name), ys, yz, name);
-      y = same_qparams(c, y, name + "_flatten",
-                       [&](const std::string& v) { return c.g.op("Reshape", {v, shape}, name + "_flatten"); });
+  void visit(quant::QGlobalAvgPoolLayer& l) override {
+    const QGlobalAvgPoolParams& p = l.op_params();
+    const bool own = l.own_qparams();
+    const std::string ys = own ? act_scale(c_, name_ + ".y", p.out_scale) : x_.scale;
+    const std::string yz = own ? act_zp(c_, name_ + ".y", p.out_zero_point) : x_.zp;
+    const std::string shape = c_.g.ints(c_.g.fresh(name_ + "_shape"), {0, -1});
+    if (c_.qdq()) {
+      y = q(c_, c_.g.op("GlobalAveragePool", {dq(c_, x_, name_)}, name_), ys, yz, name_);
+      y = same_qparams(c_, y, name_ + "_flatten",
+                       [&](const std::string& v) { return c_.g.op("Reshape", {v, shape}, name_ + "_flatten"); });
     } else {
       NodeProto* n;
-      const std::string g = c.g.op("QLinearGlobalAveragePool", {x.q, x.scale, x.zp, ys, yz}, name, &n);
+      const std::string g = c_.g.op("QLinearGlobalAveragePool", {x_.q, x_.scale, x_.zp, ys, yz}, name_, &n);
       n->set_domain("com.microsoft");
       attr_int(n, "channels_last", 0);
-      y = {c.g.op("Reshape", {g, shape}, name + "_flatten"), ys, yz};
-      if (own) point(c, y, l->output_shape());
+      y = {c_.g.op("Reshape", {g, shape}, name_ + "_flatten"), ys, yz};
+      if (own) point(c_, y, l.output_shape());
     }
-    c.r.nodes.push_back(name + ": " + (c.qdq() ? "GlobalAveragePool between DequantizeLinear/QuantizeLinear"
-                                              : "com.microsoft.QLinearGlobalAveragePool") +
-                        " + Reshape [0,-1], " + (own ? "its own output scale" : "the input's scale and zero point"));
-    return y;
+    c_.r.nodes.push_back(name_ + ": " + (c_.qdq() ? "GlobalAveragePool between DequantizeLinear/QuantizeLinear"
+                                                  : "com.microsoft.QLinearGlobalAveragePool") +
+                         " + Reshape [0,-1], " + (own ? "its own output scale" : "the input's scale and zero point"));
   }
-  if (dynamic_cast<quant::QReluLayer*>(&layer)) {  // max(q, zp) on its input's scale and zero point
-    c.r.nodes.push_back(name + (c.qdq() ? ": Relu between DequantizeLinear/QuantizeLinear" : ": Max(q, zero point)"));
-    if (c.qdq()) return same_qparams(c, x, name, [&](const std::string& v) { return c.g.op("Relu", {v}, name); });
-    return {c.g.op("Max", {x.q, x.zp}, name), x.scale, x.zp};
+  void visit(quant::QReluLayer&) override {  // max(q, zp) on its input's scale and zero point
+    c_.r.nodes.push_back(name_ + (c_.qdq() ? ": Relu between DequantizeLinear/QuantizeLinear" : ": Max(q, zero point)"));
+    if (c_.qdq())
+      y = same_qparams(c_, x_, name_, [&](const std::string& v) { return c_.g.op("Relu", {v}, name_); });
+    else
+      y = {c_.g.op("Max", {x_.q, x_.zp}, name_), x_.scale, x_.zp};
   }
-  if (auto* l = dynamic_cast<quant::QResidualLayer*>(&layer)) return emit_residual(c, *l, x, name);
-  fail("export onnx: layer ", name, " (", layer.kind(), ") of the int8 model has no ONNX mapping");
+  void visit(quant::QResidualLayer& l) override { y = emit_residual(c_, l, x_, name_); }
+
+  // Refused: a quantize/dequantize layer anywhere but the model's ends (emit_int8 writes those),
+  // the dynamic and fake-quant kinds, and every engine kind but the flatten.
+  void visit(quant::QuantizeLayer& l) override { refuse(l); }
+  void visit(quant::DequantizeLayer& l) override { refuse(l); }
+  void visit(quant::QDynDenseLayer& l) override { refuse(l); }
+  void visit(quant::QDynRnnLayer& l) override { refuse(l); }
+  void visit(quant::FakeQuantLayer& l) override { refuse(l); }
+  void visit(Conv2dLayer& l) override { refuse(l); }
+  void visit(Pool2dLayer& l) override { refuse(l); }
+  void visit(DenseLayer& l) override { refuse(l); }
+  void visit(ActivationLayer& l) override { refuse(l); }
+  void visit(BatchNormLayer& l) override { refuse(l); }
+  void visit(DropoutLayer& l) override { refuse(l); }
+  void visit(GlobalAvgPoolLayer& l) override { refuse(l); }
+  void visit(EmbeddingLayer& l) override { refuse(l); }
+  void visit(RnnLayer& l) override { refuse(l); }
+  void visit(ResidualLayer& l) override { refuse(l); }
+  void visit(ExternalLayer& l) override { quant::visit_quant(l, *this, "export onnx"); }
+
+  static Support support(Kind<quant::QuantizeLayer>) { return Support::some("first layer only: QuantizeLinear, per tensor"); }
+  static Support support(Kind<quant::DequantizeLayer>) { return Support::some("last layer only: DequantizeLinear to logits"); }
+  static Support support(Kind<quant::QConv2dLayer>) {
+    return Support::some("QLinearConv / QDQ Conv; int32 bias, range or ReLU clamp");
+  }
+  static Support support(Kind<quant::QDenseLayer>) {
+    return Support::some("QGemm / QDQ Gemm; int32 bias, range or ReLU clamp");
+  }
+  static Support support(Kind<quant::QMaxPool2dLayer>) { return Support::all("MaxPool on the integers / between DQ and Q"); }
+  static Support support(Kind<quant::QGlobalAvgPoolLayer>) {
+    return Support::all("QLinearGlobalAveragePool / QDQ, + Reshape [0,-1]");
+  }
+  static Support support(Kind<quant::QResidualLayer>) { return Support::some("QLinearAdd / QDQ Add; range or ReLU clamp only"); }
+  static Support support(Kind<quant::QReluLayer>) { return Support::all("Max(q, zero point) / QDQ Relu"); }
+  static Support support(Kind<quant::QDynDenseLayer>) { return Support::none("dynamic int8: no ONNX mapping here"); }
+  static Support support(Kind<quant::QDynRnnLayer>) { return Support::none("dynamic int8: no ONNX mapping here"); }
+  static Support support(Kind<quant::FakeQuantLayer>) { return Support::none("training-time fake quantization"); }
+  static Support support(Kind<Conv2dLayer>) { return Support::none("not in an int8 model (qconv2d is)"); }
+  static Support support(Kind<Pool2dLayer>) { return Support::none("not in an int8 model (qmaxpool2d is)"); }
+  static Support support(Kind<DenseLayer>) { return Support::none("not in an int8 model (qdense is)"); }
+  static Support support(Kind<ActivationLayer>) { return Support::none("not in an int8 model (qrelu is)"); }
+  static Support support(Kind<BatchNormLayer>) { return Support::none("not in an int8 model (folded into qconv2d)"); }
+  static Support support(Kind<DropoutLayer>) { return Support::none("not in an int8 model"); }
+  static Support support(Kind<FlattenLayer>) { return Support::all("Reshape [0,-1] (Transpose first if channels-last)"); }
+  static Support support(Kind<GlobalAvgPoolLayer>) { return Support::none("not in an int8 model (qglobal_avg_pool is)"); }
+  static Support support(Kind<EmbeddingLayer>) { return Support::none("not in a static int8 model"); }
+  static Support support(Kind<RnnLayer>) { return Support::none("not in a static int8 model"); }
+  static Support support(Kind<ResidualLayer>) { return Support::none("not in an int8 model (qresidual is)"); }
+  static Support support(Kind<ExternalLayer>) { return Support::some("quant/'s kinds, each as its own row says"); }
+
+ private:
+  void refuse(Layer& l) {
+    fail("export onnx: layer ", name_, " (", l.kind(), ") of the int8 model has no ONNX mapping");
+  }
+
+  QCtx& c_;
+  const QValue& x_;
+  const std::string& name_;
+};
+
+QValue emit_layer(QCtx& c, Layer& layer, const QValue& x, const std::string& name) {
+  QuantOnnxEmit e(c, x, name);
+  layer.accept(e);
+  return e.y;
 }
 
 QValue emit_seq(QCtx& c, Sequential& net, QValue x, const std::string& prefix) {
@@ -318,7 +392,7 @@ bool contains_kind(Sequential& net, const std::string& kind) {
   for (std::size_t i = 0; i < net.size(); ++i) {
     Layer& l = net.layer(i);
     if (l.kind() == kind) return true;
-    if (auto* r = dynamic_cast<quant::QResidualLayer*>(&l); r && contains_kind(r->main(), kind)) return true;
+    if (auto* r = quant::quant_layer_as<quant::QResidualLayer>(l); r && contains_kind(r->main(), kind)) return true;
   }
   return false;
 }
@@ -329,8 +403,8 @@ bool is_int8_model(Model& m) { return m.net->size() > 0 && m.net->layer(0).kind(
 
 std::string emit_int8(Graph& g, Model& m, const std::string& x, const OnnxExportOptions& o, OnnxExport& r) {
   Sequential& net = *m.net;
-  auto* in = dynamic_cast<quant::QuantizeLayer*>(&net.layer(0));
-  auto* out = dynamic_cast<quant::DequantizeLayer*>(&net.layer(net.size() - 1));
+  auto* in = quant::quant_layer_as<quant::QuantizeLayer>(net.layer(0));
+  auto* out = quant::quant_layer_as<quant::DequantizeLayer>(net.layer(net.size() - 1));
   check(in && out, "export onnx: int8 model '", m.name, "' does not run from a quantize to a dequantize layer");
   const QuantizeParams& qp = in->op_params();
   check(qp.scale.size() == 1 && (qp.dtype == DType::i8 || qp.dtype == DType::u8), "export onnx: int8 model '", m.name,
@@ -357,5 +431,8 @@ std::string emit_int8(Graph& g, Model& m, const std::string& x, const OnnxExport
 }
 
 }  // namespace detail
+
+quant::QuantSupportColumn onnx_quant_export_support() { return quant::quant_support_of<detail::QuantOnnxEmit>(); }
+
 }  // namespace convert
 }  // namespace driftlab

@@ -1,24 +1,13 @@
 #include "convert/tfjs_export.h"
 
 #include <cmath>
-#include <functional>
 #include <cstring>
 #include <filesystem>
 #include <nlohmann/json.hpp>
 
 #include "engine/build_info.h"
 #include "core/error.h"
-#include "engine/layers/activation_layer.h"
-#include "engine/layers/batchnorm_layer.h"
-#include "engine/layers/conv2d_layer.h"
-#include "engine/layers/dense_layer.h"
-#include "engine/layers/dropout_layer.h"
-#include "engine/layers/embedding_layer.h"
-#include "engine/layers/flatten_layer.h"
-#include "engine/layers/global_avg_pool_layer.h"
-#include "engine/layers/pool_layer.h"
-#include "engine/layers/residual_layer.h"
-#include "engine/layers/rnn_layer.h"
+#include "engine/layers/all.h"
 #include "engine/layers/sequential.h"
 #include "engine/layers/weight_layout.h"
 #include "core/ops/conv2d.h"
@@ -85,6 +74,196 @@ const char* act_name_tfjs(const ActivationParams& a, const std::string& where) {
   fail("export tfjs: ", where, ": unknown activation");
 }
 
+// The layers of a net as TF.js layers, appended to the writer in order: one visit per kind.
+class TfjsEmit : public LayerVisitor {
+ public:
+  TfjsEmit(Writer& w, TfjsExport& out) : w_(w), out_(out) {}
+
+  // Every layer of net; prefix starts each layer's name in the report ("3.residual.main.").
+  void emit(Sequential& net, const std::string& prefix) {
+    for (std::size_t i = 0; i < net.size(); ++i) {
+      Layer& layer = net.layer(i);
+      where_ = prefix + std::to_string(i) + "." + layer.kind();
+      layer.accept(*this);
+    }
+  }
+
+  void visit(Conv2dLayer& c) override {
+    const Conv2dParams& p = c.op_params();
+    auto ps = c.params();
+    std::string padding = "valid", how = "valid";
+    if (p.pad_t || p.pad_b || p.pad_l || p.pad_r) {
+      const AxisPad h = same_padding(p.h, p.r, p.stride_h, p.dil_h, true), v = same_padding(p.w, p.s, p.stride_w, p.dil_w, true);
+      if (h.before == p.pad_t && h.after == p.pad_b && v.before == p.pad_l && v.after == p.pad_r) {
+        padding = "same", how = "'same' (TF's split)";
+      } else {
+        const std::string zn = w_.name("zero_padding2d");
+        w_.add("ZeroPadding2D", {{"name", zn}, {"padding", {{p.pad_t, p.pad_b}, {p.pad_l, p.pad_r}}},
+                                 {"data_format", "channels_last"}});
+        how = "ZeroPadding2D [[" + std::to_string(p.pad_t) + "," + std::to_string(p.pad_b) + "],[" +
+              std::to_string(p.pad_l) + "," + std::to_string(p.pad_r) + "]] + 'valid'";
+      }
+    }
+    const std::string n = w_.name("conv2d");
+    w_.add("Conv2D", {{"name", n}, {"filters", p.k}, {"kernel_size", {p.r, p.s}}, {"strides", {p.stride_h, p.stride_w}},
+                      {"padding", padding}, {"data_format", "channels_last"}, {"dilation_rate", {p.dil_h, p.dil_w}},
+                      {"activation", "linear"}, {"use_bias", ps.size() > 1}});
+    w_.weight(n, "kernel", hwio(ps[0]->value, p.flip));
+    if (ps.size() > 1) w_.weight(n, "bias", ps[1]->value);
+    out_.layers.push_back(where_ + ": Conv2D " + how + (p.flip ? ", kernel rotated 180 (filter flip)" : "") + ", HWIO");
+  }
+  void visit(Pool2dLayer& pl) override {
+    const Pool2dParams& p = pl.op_params();
+    check(!(p.pad_t || p.pad_b || p.pad_l || p.pad_r), "export tfjs: ", where_, ": a padded pool is not written");
+    const bool max = pl.pool_kind() == PoolKind::max;
+    const std::string n = w_.name(max ? "max_pooling2d" : "average_pooling2d");
+    w_.add(max ? "MaxPooling2D" : "AveragePooling2D", {{"name", n}, {"pool_size", {p.kh, p.kw}},
+                                                       {"strides", {p.stride_h, p.stride_w}}, {"padding", "valid"},
+                                                       {"data_format", "channels_last"}});
+    out_.layers.push_back(where_ + (max ? ": MaxPooling2D" : ": AveragePooling2D"));
+  }
+  void visit(ActivationLayer& a) override {
+    const std::string n = w_.name("activation");
+    const char* act = act_name_tfjs(a.op_params(), where_);
+    w_.add("Activation", {{"name", n}, {"activation", act}});
+    out_.layers.push_back(where_ + ": Activation " + act);
+  }
+  void visit(BatchNormLayer& bn) override {
+    const BatchNormParams& p = bn.op_params();
+    auto ps = bn.params();
+    auto st = bn.running_state();
+    Tensor var = st[1]->value.clone();
+    if (p.estimator == BnVarEstimator::inv_std)  // var = 1/s^2 - eps, in double
+      for (int64_t k = 0; k < var.numel(); ++k) {
+        const double s = var.data<float>()[k];
+        var.data<float>()[k] = static_cast<float>(1.0 / (s * s) - p.eps);
+      }
+    const std::string n = w_.name("batch_normalization");
+    w_.add("BatchNormalization", {{"name", n}, {"axis", -1}, {"momentum", 0.99}, {"epsilon", p.eps}, {"center", true},
+                                  {"scale", true}});
+    w_.weight(n, "gamma", ps[0]->value);
+    w_.weight(n, "beta", ps[1]->value);
+    w_.weight(n, "moving_mean", st[0]->value);
+    w_.weight(n, "moving_variance", var);
+    out_.layers.push_back(where_ + ": BatchNormalization epsilon " + std::to_string(p.eps) +
+                          (p.estimator == BnVarEstimator::inv_std ? " (inverse-std statistics as 1/s^2 - eps)" : ""));
+  }
+  void visit(FlattenLayer& f) override {
+    w_.add("Flatten", {{"name", w_.name("flatten")}});
+    const bool chw = f.order() == FlattenOrder::chw && f.input_shape().size() == 3 && f.input_shape()[0] > 1;
+    if (chw) pending_flatten_ = &f;
+    out_.layers.push_back(where_ + (chw ? ": Flatten (TF.js's h,w,c order; the next Dense's rows permuted from c,h,w)"
+                                        : ": Flatten"));
+  }
+  void visit(DenseLayer& d) override {
+    auto ps = d.params();
+    Tensor wt = ps[0]->value;  // (out, in)
+    if (pending_flatten_) {  // TF.js flattens NHWC: the columns from (c,h,w) to (h,w,c) order
+      wt = permute_columns(wt, pending_flatten_->input_shape(), FlattenOrder::chw, FlattenOrder::hwc);
+      pending_flatten_ = nullptr;
+    }
+    const Tensor k = transpose2d(wt);  // Keras's (in, out)
+    const std::string n = w_.name("dense");
+    w_.add("Dense", {{"name", n}, {"units", k.dim(1)}, {"activation", "linear"}, {"use_bias", ps.size() > 1}});
+    w_.weight(n, "kernel", k);
+    if (ps.size() > 1) w_.weight(n, "bias", ps[1]->value);
+    out_.layers.push_back(where_ + ": Dense");
+  }
+  void visit(RnnLayer& r) override {
+    const RnnParams& p = r.op_params();
+    const bool lstm = p.cell == RnnCell::lstm;
+    check(r.mask_mode() == RnnMask::none, "export tfjs: ", where_, ": rnn_mask other than none is not written");
+    check(lstm || !p.gru_reset_after, "export tfjs: ", where_,
+          ": a reset-after GRU (PyTorch's, Keras's reset_after=True) cannot run in TF.js 4.22: tfjs-layers' GRUCell "
+          "throws 'GRUCell does not support reset_after parameter set to true'");
+    check(lstm || p.gru_z_keeps_old, "export tfjs: ", where_, ": a GRU whose z takes the new state");
+    check(!p.peepholes, "export tfjs: ", where_, ": LSTM peepholes have no TF.js form");
+    const char* rec = act_name_tfjs(p.gate_act, where_);
+    const KerasRnnWeights kw = r.keras_weights();
+    const std::string n = w_.name(lstm ? "lstm" : "gru");
+    json cfg = {{"name", n}, {"units", p.hidden}, {"activation", "tanh"}, {"recurrent_activation", rec},
+                {"use_bias", true}, {"return_sequences", r.return_sequences()}, {"return_state", false},
+                {"go_backwards", false}, {"stateful", false}, {"unroll", false}};
+    if (lstm) cfg["unit_forget_bias"] = false;
+    w_.add(lstm ? "LSTM" : "GRU", cfg);
+    w_.weight(n, "kernel", kw.kernel);
+    w_.weight(n, "recurrent_kernel", kw.recurrent_kernel);
+    Tensor b = kw.bias;
+    if (b.rank() == 2) {  // two biases: their sum (exact in meaning for LSTM and a reset-before GRU)
+      const int64_t G = b.dim(1);
+      Tensor s({G}, DType::f32);
+      for (int64_t k = 0; k < G; ++k) s.data<float>()[k] = b.data<float>()[k] + b.data<float>()[G + k];
+      b = s;
+    }
+    w_.weight(n, "bias", b);
+    out_.layers.push_back(where_ + ": " + (lstm ? "LSTM" : "GRU") + " (Keras column layout and gate order), recurrent " +
+                          rec + (p.two_biases ? ", the two biases summed" : ""));
+  }
+  void visit(EmbeddingLayer& e) override {
+    const Tensor& t = e.params()[0]->value;
+    const std::string n = w_.name("embedding");
+    w_.add("Embedding", {{"name", n}, {"input_dim", t.dim(0)}, {"output_dim", t.dim(1)}, {"mask_zero", false}});
+    w_.weight(n, "embeddings", t);
+    out_.layers.push_back(where_ + ": Embedding");
+  }
+  void visit(GlobalAvgPoolLayer&) override {
+    w_.add("GlobalAveragePooling2D", {{"name", w_.name("global_average_pooling2d")}, {"data_format", "channels_last"}});
+    out_.layers.push_back(where_ + ": GlobalAveragePooling2D");
+  }
+  void visit(DropoutLayer&) override { out_.layers.push_back(where_ + ": dropout, the identity at inference: no layer"); }
+  void visit(ResidualLayer& r) override {
+    const std::string where = where_;  // emit() below moves where_ through the block's layers
+    const std::string x = w_.current;
+    emit(r.main(), where + ".main.");
+    const std::string main_out = w_.current;
+    w_.current = x;
+    std::string how = "identity shortcut";
+    if (r.shortcut() == Shortcut::option_b) {
+      emit(*r.projection(), where + ".projection.");
+      how = "projection shortcut";
+    } else if (r.shortcut() == Shortcut::option_a) {
+      // x[:, ::s, ::s] as a 1x1 max pool of stride s, the zero channels as a fixed 1x1
+      // convolution: channel c of the input to channel c + pad_before, every product an exact
+      // x*1 or x*0
+      const int64_t s = r.stride(), cin = r.input_shape()[0], cout = r.output_shape()[0];
+      w_.add("MaxPooling2D", {{"name", w_.name("max_pooling2d")}, {"pool_size", {1, 1}}, {"strides", {s, s}},
+                              {"padding", "valid"}, {"data_format", "channels_last"}});
+      Tensor k({1, 1, cin, cout}, DType::f32);
+      for (int64_t c = 0; c < cin; ++c) k.data<float>()[c * cout + c + r.pad_before()] = 1.f;
+      const std::string n = w_.name("conv2d");
+      w_.add("Conv2D", {{"name", n}, {"filters", cout}, {"kernel_size", {1, 1}}, {"strides", {1, 1}}, {"padding", "valid"},
+                        {"data_format", "channels_last"}, {"dilation_rate", {1, 1}}, {"activation", "linear"},
+                        {"use_bias", false}});
+      w_.weight(n, "kernel", k);
+      how = "option A: MaxPooling2D(1, stride " + std::to_string(s) + ") + a fixed 1x1 Conv2D placing the channels";
+    }
+    w_.add("Add", {{"name", w_.name("add")}}, {main_out, w_.current});
+    out_.layers.push_back(where + ": Add of the block and its " + how);
+  }
+  void visit(ExternalLayer& l) override { fail("export tfjs: ", where_, " (", l.kind(), ") has no TF.js layers form"); }
+
+  static Support support(Kind<Conv2dLayer>) { return Support::all("Conv2D HWIO; other pad splits via ZeroPadding2D"); }
+  static Support support(Kind<Pool2dLayer>) { return Support::some("unpadded max and average pools only"); }
+  static Support support(Kind<DenseLayer>) { return Support::all("Dense; rows permuted after a c,h,w flatten"); }
+  static Support support(Kind<ActivationLayer>) { return Support::some("hard_sigmoid only as clip(0.2x + 0.5)"); }
+  static Support support(Kind<BatchNormLayer>) { return Support::all("BatchNormalization; inverse std as 1/s^2 - eps"); }
+  static Support support(Kind<DropoutLayer>) { return Support::all("the identity, no layer"); }
+  static Support support(Kind<FlattenLayer>) { return Support::all("Flatten (c,h,w order moved into the next Dense)"); }
+  static Support support(Kind<GlobalAvgPoolLayer>) { return Support::all("GlobalAveragePooling2D"); }
+  static Support support(Kind<EmbeddingLayer>) { return Support::all("Embedding"); }
+  static Support support(Kind<RnnLayer>) {
+    return Support::some("no mask or peepholes; GRU reset-before, z keeps old");
+  }
+  static Support support(Kind<ResidualLayer>) { return Support::all("Add; option A as 1x1 MaxPooling2D + fixed Conv2D"); }
+  static Support support(Kind<ExternalLayer>) { return Support::none("int8 layers: a TF.js layers model is float"); }
+
+ private:
+  Writer& w_;
+  TfjsExport& out_;
+  std::string where_;                          // the layer being written, for the report and errors
+  const FlattenLayer* pending_flatten_ = nullptr;  // a channels-first flatten whose Dense must permute rows
+};
+
 }  // namespace
 
 TfjsExport export_tfjs(Model& model, const InputNorm& norm, const std::string& shard_name) {
@@ -105,159 +284,7 @@ TfjsExport export_tfjs(Model& model, const InputNorm& norm, const std::string& s
                       {"name", "input_1"},
                       {"inbound_nodes", json::array()}});
   w.current = "input_1";
-  const FlattenLayer* pending_flatten = nullptr;  // a channels-first flatten whose Dense must permute rows
-  std::function<void(Sequential&, const std::string&)> emit = [&](Sequential& net, const std::string& prefix) {
-  for (std::size_t i = 0; i < net.size(); ++i) {
-    Layer& layer = net.layer(i);
-    const std::string where = prefix + std::to_string(i) + "." + layer.kind();
-    if (auto* c = dynamic_cast<Conv2dLayer*>(&layer)) {
-      const Conv2dParams& p = c->op_params();
-      auto ps = c->params();
-      std::string padding = "valid", how = "valid";
-      if (p.pad_t || p.pad_b || p.pad_l || p.pad_r) {
-        const AxisPad h = same_padding(p.h, p.r, p.stride_h, p.dil_h, true), v = same_padding(p.w, p.s, p.stride_w, p.dil_w, true);
-        if (h.before == p.pad_t && h.after == p.pad_b && v.before == p.pad_l && v.after == p.pad_r) {
-          padding = "same", how = "'same' (TF's split)";
-        } else {
-          const std::string zn = w.name("zero_padding2d");
-          w.add("ZeroPadding2D", {{"name", zn}, {"padding", {{p.pad_t, p.pad_b}, {p.pad_l, p.pad_r}}},
-                                  {"data_format", "channels_last"}});
-          how = "ZeroPadding2D [[" + std::to_string(p.pad_t) + "," + std::to_string(p.pad_b) + "],[" +
-                std::to_string(p.pad_l) + "," + std::to_string(p.pad_r) + "]] + 'valid'";
-        }
-      }
-      const std::string n = w.name("conv2d");
-      w.add("Conv2D", {{"name", n}, {"filters", p.k}, {"kernel_size", {p.r, p.s}}, {"strides", {p.stride_h, p.stride_w}},
-                       {"padding", padding}, {"data_format", "channels_last"}, {"dilation_rate", {p.dil_h, p.dil_w}},
-                       {"activation", "linear"}, {"use_bias", ps.size() > 1}});
-      w.weight(n, "kernel", hwio(ps[0]->value, p.flip));
-      if (ps.size() > 1) w.weight(n, "bias", ps[1]->value);
-      out.layers.push_back(where + ": Conv2D " + how + (p.flip ? ", kernel rotated 180 (filter flip)" : "") + ", HWIO");
-    } else if (auto* pl = dynamic_cast<Pool2dLayer*>(&layer)) {
-      const Pool2dParams& p = pl->op_params();
-      check(!(p.pad_t || p.pad_b || p.pad_l || p.pad_r), "export tfjs: ", where, ": a padded pool is not written");
-      const bool max = pl->pool_kind() == PoolKind::max;
-      const std::string n = w.name(max ? "max_pooling2d" : "average_pooling2d");
-      w.add(max ? "MaxPooling2D" : "AveragePooling2D", {{"name", n}, {"pool_size", {p.kh, p.kw}},
-                                                        {"strides", {p.stride_h, p.stride_w}}, {"padding", "valid"},
-                                                        {"data_format", "channels_last"}});
-      out.layers.push_back(where + (max ? ": MaxPooling2D" : ": AveragePooling2D"));
-    } else if (auto* a = dynamic_cast<ActivationLayer*>(&layer)) {
-      const std::string n = w.name("activation");
-      const char* act = act_name_tfjs(a->op_params(), where);
-      w.add("Activation", {{"name", n}, {"activation", act}});
-      out.layers.push_back(where + ": Activation " + act);
-    } else if (auto* bn = dynamic_cast<BatchNormLayer*>(&layer)) {
-      const BatchNormParams& p = bn->op_params();
-      auto ps = bn->params();
-      auto st = bn->running_state();
-      Tensor var = st[1]->value.clone();
-      if (p.estimator == BnVarEstimator::inv_std)  // var = 1/s^2 - eps, in double
-        for (int64_t k = 0; k < var.numel(); ++k) {
-          const double s = var.data<float>()[k];
-          var.data<float>()[k] = static_cast<float>(1.0 / (s * s) - p.eps);
-        }
-      const std::string n = w.name("batch_normalization");
-      w.add("BatchNormalization", {{"name", n}, {"axis", -1}, {"momentum", 0.99}, {"epsilon", p.eps}, {"center", true},
-                                   {"scale", true}});
-      w.weight(n, "gamma", ps[0]->value);
-      w.weight(n, "beta", ps[1]->value);
-      w.weight(n, "moving_mean", st[0]->value);
-      w.weight(n, "moving_variance", var);
-      out.layers.push_back(where + ": BatchNormalization epsilon " + std::to_string(p.eps) +
-                           (p.estimator == BnVarEstimator::inv_std ? " (inverse-std statistics as 1/s^2 - eps)" : ""));
-    } else if (auto* f = dynamic_cast<FlattenLayer*>(&layer)) {
-      w.add("Flatten", {{"name", w.name("flatten")}});
-      const bool chw = f->order() == FlattenOrder::chw && f->input_shape().size() == 3 && f->input_shape()[0] > 1;
-      if (chw) pending_flatten = f;
-      out.layers.push_back(where + (chw ? ": Flatten (TF.js's h,w,c order; the next Dense's rows permuted from c,h,w)"
-                                        : ": Flatten"));
-    } else if (auto* d = dynamic_cast<DenseLayer*>(&layer)) {
-      auto ps = d->params();
-      Tensor wt = ps[0]->value;  // (out, in)
-      if (pending_flatten) {  // TF.js flattens NHWC: the columns from (c,h,w) to (h,w,c) order
-        wt = permute_columns(wt, pending_flatten->input_shape(), FlattenOrder::chw, FlattenOrder::hwc);
-        pending_flatten = nullptr;
-      }
-      const Tensor k = transpose2d(wt);  // Keras's (in, out)
-      const std::string n = w.name("dense");
-      w.add("Dense", {{"name", n}, {"units", k.dim(1)}, {"activation", "linear"}, {"use_bias", ps.size() > 1}});
-      w.weight(n, "kernel", k);
-      if (ps.size() > 1) w.weight(n, "bias", ps[1]->value);
-      out.layers.push_back(where + ": Dense");
-    } else if (auto* r = dynamic_cast<RnnLayer*>(&layer)) {
-      const RnnParams& p = r->op_params();
-      const bool lstm = p.cell == RnnCell::lstm;
-      check(r->mask_mode() == RnnMask::none, "export tfjs: ", where, ": rnn_mask other than none is not written");
-      check(lstm || !p.gru_reset_after, "export tfjs: ", where,
-            ": a reset-after GRU (PyTorch's, Keras's reset_after=True) cannot run in TF.js 4.22: tfjs-layers' GRUCell "
-            "throws 'GRUCell does not support reset_after parameter set to true'");
-      check(lstm || p.gru_z_keeps_old, "export tfjs: ", where, ": a GRU whose z takes the new state");
-      check(!p.peepholes, "export tfjs: ", where, ": LSTM peepholes have no TF.js form");
-      const char* rec = act_name_tfjs(p.gate_act, where);
-      const KerasRnnWeights kw = r->keras_weights();
-      const std::string n = w.name(lstm ? "lstm" : "gru");
-      json cfg = {{"name", n}, {"units", p.hidden}, {"activation", "tanh"}, {"recurrent_activation", rec},
-                  {"use_bias", true}, {"return_sequences", r->return_sequences()}, {"return_state", false},
-                  {"go_backwards", false}, {"stateful", false}, {"unroll", false}};
-      if (lstm) cfg["unit_forget_bias"] = false;
-      w.add(lstm ? "LSTM" : "GRU", cfg);
-      w.weight(n, "kernel", kw.kernel);
-      w.weight(n, "recurrent_kernel", kw.recurrent_kernel);
-      Tensor b = kw.bias;
-      if (b.rank() == 2) {  // two biases: their sum (exact in meaning for LSTM and a reset-before GRU)
-        const int64_t G = b.dim(1);
-        Tensor s({G}, DType::f32);
-        for (int64_t k = 0; k < G; ++k) s.data<float>()[k] = b.data<float>()[k] + b.data<float>()[G + k];
-        b = s;
-      }
-      w.weight(n, "bias", b);
-      out.layers.push_back(where + ": " + (lstm ? "LSTM" : "GRU") + " (Keras column layout and gate order), recurrent " +
-                           rec + (p.two_biases ? ", the two biases summed" : ""));
-    } else if (auto* e = dynamic_cast<EmbeddingLayer*>(&layer)) {
-      const Tensor& t = e->params()[0]->value;
-      const std::string n = w.name("embedding");
-      w.add("Embedding", {{"name", n}, {"input_dim", t.dim(0)}, {"output_dim", t.dim(1)}, {"mask_zero", false}});
-      w.weight(n, "embeddings", t);
-      out.layers.push_back(where + ": Embedding");
-    } else if (dynamic_cast<GlobalAvgPoolLayer*>(&layer)) {
-      w.add("GlobalAveragePooling2D", {{"name", w.name("global_average_pooling2d")}, {"data_format", "channels_last"}});
-      out.layers.push_back(where + ": GlobalAveragePooling2D");
-    } else if (dynamic_cast<DropoutLayer*>(&layer)) {
-      out.layers.push_back(where + ": dropout, the identity at inference: no layer");
-    } else if (auto* r = dynamic_cast<ResidualLayer*>(&layer)) {
-      const std::string x = w.current;
-      emit(r->main(), where + ".main.");
-      const std::string main_out = w.current;
-      w.current = x;
-      std::string how = "identity shortcut";
-      if (r->shortcut() == Shortcut::option_b) {
-        emit(*r->projection(), where + ".projection.");
-        how = "projection shortcut";
-      } else if (r->shortcut() == Shortcut::option_a) {
-        // x[:, ::s, ::s] as a 1x1 max pool of stride s, the zero channels as a fixed 1x1
-        // convolution: channel c of the input to channel c + pad_before, every product an exact
-        // x*1 or x*0
-        const int64_t s = r->stride(), cin = r->input_shape()[0], cout = r->output_shape()[0];
-        w.add("MaxPooling2D", {{"name", w.name("max_pooling2d")}, {"pool_size", {1, 1}}, {"strides", {s, s}},
-                               {"padding", "valid"}, {"data_format", "channels_last"}});
-        Tensor k({1, 1, cin, cout}, DType::f32);
-        for (int64_t c = 0; c < cin; ++c) k.data<float>()[c * cout + c + r->pad_before()] = 1.f;
-        const std::string n = w.name("conv2d");
-        w.add("Conv2D", {{"name", n}, {"filters", cout}, {"kernel_size", {1, 1}}, {"strides", {1, 1}}, {"padding", "valid"},
-                         {"data_format", "channels_last"}, {"dilation_rate", {1, 1}}, {"activation", "linear"},
-                         {"use_bias", false}});
-        w.weight(n, "kernel", k);
-        how = "option A: MaxPooling2D(1, stride " + std::to_string(s) + ") + a fixed 1x1 Conv2D placing the channels";
-      }
-      w.add("Add", {{"name", w.name("add")}}, {main_out, w.current});
-      out.layers.push_back(where + ": Add of the block and its " + how);
-    } else {
-      fail("export tfjs: ", where, " (", layer.kind(), ") has no TF.js layers form");
-    }
-  }
-  };
-  emit(*model.net, "");
+  TfjsEmit(w, out).emit(*model.net, "");
   const json model_json = {
       {"format", "layers-model"},
       {"generatedBy", std::string("driftlab ") + build_commit()},
@@ -274,6 +301,8 @@ TfjsExport export_tfjs(Model& model, const InputNorm& norm, const std::string& s
   out.weights = std::move(w.bytes);
   return out;
 }
+
+SupportColumn tfjs_export_support() { return support_of<TfjsEmit>(); }
 
 void write_tfjs(const std::string& dir, const TfjsExport& e, const std::string& shard_name) {
   std::error_code ec;

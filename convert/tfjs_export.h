@@ -20,6 +20,7 @@
 #include <vector>
 
 #include "engine/data/transform.h"
+#include "engine/layers/visit.h"
 #include "engine/model.h"
 
 namespace driftlab {
@@ -37,6 +38,9 @@ TfjsExport export_tfjs(Model& model, const InputNorm& norm = {}, const std::stri
 
 // Writes DIR/<shard>, then DIR/model.json, each atomically (write_file_atomic).
 void write_tfjs(const std::string& dir, const TfjsExport& e, const std::string& shard_name = "group1-shard1of1.bin");
+
+// What export_tfjs writes for each layer kind (the capability table, driftlab model kinds).
+SupportColumn tfjs_export_support();
 
 }  // namespace convert
 }  // namespace driftlab

@@ -78,7 +78,7 @@ std::vector<Tensor> layer_outputs(Model& model, ExecContext& exec, const Tensor&
   for (std::size_t i = 0; i < model.net->size(); ++i) {
     Layer& l = model.net->layer(i);
     h = l.forward(ctx, h);
-    auto* f = dynamic_cast<FlattenLayer*>(&l);
+    auto* f = layer_as<FlattenLayer>(l);
     outs.push_back(f ? f->to_chw_order(h) : h);
   }
   return outs;

@@ -1,7 +1,7 @@
-// Cross-policy comparison of one set of weights: the measurements of study S3 (absolute and
-// relative error of the last layer's outputs, misclassification rate) between policies, the
-// first layer where two policies diverge (localisation), and per-knob attribution, at
-// inference and through training.
+// Cross-policy comparison of one set of weights: the measurements of Openja et al.'s conversion
+// study (docs/GLOSSARY.md: absolute and relative error of the last layer's outputs,
+// misclassification rate) between policies, the first layer where two policies diverge
+// (localisation), and per-knob attribution, at inference and through training.
 #pragma once
 #include <functional>
 #include <string>
@@ -15,10 +15,10 @@
 
 namespace driftlab {
 
-// y_a against the reference y_o (S3: y_c converted vs y_o original), both (N,K).
+// y_a against the reference y_o (in Openja et al.: y_c converted vs y_o original), both (N,K).
 struct OutputDrift {
-  double abs_err_mean = 0;    // S3 eq. 1: mean over all elements of (y_a - y_o), signed
-  double rel_err_mean = 0;    // S3 eq. 2: mean of (y_a - y_o)/y_o over elements with y_o != 0
+  double abs_err_mean = 0;    // Openja et al.'s eq. 1: mean over all elements of (y_a - y_o), signed
+  double rel_err_mean = 0;    // Openja et al.'s eq. 2: mean of (y_a - y_o)/y_o over elements with y_o != 0
   double mean_abs = 0;        // mean |y_a - y_o| (signed means can cancel; this cannot)
   double max_abs = 0;         // max |y_a - y_o|
   double misclassification = 0;  // share of inputs whose argmax differs
@@ -72,7 +72,7 @@ struct PolicyAccuracy {
 };
 struct PolicyPair {
   std::string a_label, b_label;
-  Policy a, b;                // b is the reference (S3's y_o)
+  Policy a, b;                // b is the reference: its outputs are y_o
   OutputDrift outputs;        // a's softmax outputs against b's, on the whole test set
   Localisation localisation;  // on the first CrossPolicyDrift::localised test images
 };

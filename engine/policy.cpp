@@ -73,8 +73,9 @@ Policy Policy::tensorflow() {
   // The Keras presets keep their convolutions on conv_backend's kernel (Eigen's order, as TF's
   // and Theano's CPU kernels); conv_block_backend=fast is theirs to choose for speed.
   p.conv_block_backend = KernelBackend::reference;
-  // A Keras model's int8 form is TFLite's (S1, S2). Theano has no int8 toolchain: the theano
-  // preset inherits this too (a Keras-on-Theano model would be converted the same way).
+  // A Keras model's int8 form is TFLite's (as in the studies of Guo et al. and Abyane & Hemmati,
+  // docs/GLOSSARY.md). Theano has no int8 toolchain: the theano preset inherits this too (a
+  // Keras-on-Theano model would be converted the same way).
   apply_quant_toolchain(p, QuantToolchain::tflite);
   return p;
 }
@@ -94,7 +95,7 @@ Policy Policy::theano() {
 }
 
 namespace {
-// The dynamic-range (weights-only) knobs of a toolchain (docs/QUANT_SOURCES.md S2.4, S2.8).
+// The dynamic-range (weights-only) knobs of a toolchain (docs/QUANT_SOURCES.md sections S2.4, S2.8).
 void apply_dynamic_toolchain(Policy& p, QuantToolchain t) {
   switch (t) {
     case QuantToolchain::torch_qnnpack:
@@ -733,7 +734,7 @@ const std::vector<KnobRow>& rows() {
          "exact (VNNI CPUs; on x86 without VNNI torch_onednn runs int16_pairs_channels, ort int16_pairs_hwc)",
          "oneDNN dev guide 'Nuances of int8 computations'; onnxruntime docs performance/model-optimizations/"
          "quantization (VPMADDUBSW saturation); onnxruntime/core/mlas/lib/qgemm_kernel_avx2.cpp; "
-         "docs/QUANT_SOURCES.md S2.9"}));
+         "docs/QUANT_SOURCES.md section S2.9"}));
     r.push_back(enum_knob(&Policy::quant_relu,
         {"quant_relu", "quant", {"fused", "separate"},
          "ReLU after conv/dense: the output clamp at the zero point (its range observed after the ReLU), or "

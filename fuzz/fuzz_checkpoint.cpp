@@ -1,10 +1,10 @@
-// Checkpoint reader (runs/checkpoint.cpp, what `train --resume` reads) through its istream entry.
+// Checkpoint reader (train/checkpoint.cpp, what `train --resume` reads) through its istream entry.
 // As for the model file, each input is read twice: as it is, and with its last 4 bytes replaced
 // by the CRC-32 of the rest, which takes the fuzzer past the CRC into the header, the run spec,
 // the training state and the tensor table. The schedule parser (--schedule) gets the same bytes.
 #include <sstream>
 
-#include "runs/checkpoint.h"
+#include "train/checkpoint.h"
 #include "engine/train/schedule.h"
 #include "fuzz/fuzz_common.h"
 #include "models/model_file.h"
@@ -12,7 +12,7 @@
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, std::size_t size) {
   using namespace driftlab;
   const std::string bytes = fuzz_bytes(data, size);
-  fuzz_with_fixed_crc(bytes, model_file_crc32, [](const std::string& b) {
+  fuzz_with_fixed_crc(bytes, container_crc32, [](const std::string& b) {
     std::istringstream in(b);
     read_checkpoint(in, "fuzz.dlc");
   });

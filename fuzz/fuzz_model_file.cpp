@@ -9,7 +9,7 @@
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, std::size_t size) {
   using namespace driftlab;
-  fuzz_with_fixed_crc(fuzz_bytes(data, size), model_file_crc32, [](const std::string& b) {
+  fuzz_with_fixed_crc(fuzz_bytes(data, size), container_crc32, [](const std::string& b) {
     std::istringstream in(b);
     load_model(in, "fuzz.dlm");
   });

@@ -1,7 +1,7 @@
-// CIFAR-10 models of studies S1 and S3: ResNet-20 (He et al. 2016, CIFAR variant: 3 stages of
-// 3 basic blocks, 16/32/64 channels, option A shortcuts; "resnet20b" uses option B), ResNet-18
-// (CIFAR variant: 3x3 stem, 4 stages of 2 basic blocks, 64..512 channels, option B
-// shortcuts), and VGG-16 with the 4096-4096-10 head on 32x32 input.
+// CIFAR-10 models of the studies of Guo et al. and Openja et al. (docs/GLOSSARY.md): ResNet-20
+// (He et al. 2016, CIFAR variant: 3 stages of 3 basic blocks, 16/32/64 channels, option A
+// shortcuts; "resnet20b" uses option B), ResNet-18 (CIFAR variant: 3x3 stem, 4 stages of 2 basic
+// blocks, 64..512 channels, option B shortcuts), and VGG-16 with the 4096-4096-10 head on 32x32 input.
 // The 3x3 convolutions keep the size: the model_conv_padding knob says how they are written,
 // padding='same' as Keras model code writes them (conv_same_pad then splits odd totals), or
 // padding=1 on every side as PyTorch's reference implementations write them (PyTorch refuses

@@ -1,5 +1,6 @@
-// LeNet-1 and LeNet-5 as in study S1 (Guo et al., ASE 2019): 'valid' 5x5 convolutions on
-// 28x28 input, which is what makes the trainable-parameter counts exactly 3,246 and 44,426.
+// LeNet-1 and LeNet-5 as in Guo et al.'s framework study (ASE 2019, docs/GLOSSARY.md): 'valid'
+// 5x5 convolutions on 28x28 input, which is what makes the trainable-parameter counts exactly
+// 3,246 and 44,426.
 #include <memory>
 
 #include "engine/layers/activation_layer.h"

@@ -20,50 +20,12 @@
 namespace driftlab {
 
 namespace {
-constexpr char kMagic[8] = {'D', 'R', 'I', 'F', 'T', 'L', 'A', 'B'};
-
-void put_u32(std::string& s, uint32_t v) {
-  for (int i = 0; i < 4; ++i) s.push_back(static_cast<char>((v >> (8 * i)) & 0xff));
-}
-void put_u64(std::string& s, uint64_t v) {
-  for (int i = 0; i < 8; ++i) s.push_back(static_cast<char>((v >> (8 * i)) & 0xff));
-}
-uint64_t get_le(const std::string& s, std::size_t off, int bytes) {
-  uint64_t v = 0;
-  for (int i = bytes - 1; i >= 0; --i) v = (v << 8) | static_cast<unsigned char>(s[off + i]);
-  return v;
-}
+// The model file's container (engine/io/container.h).
+const ContainerFormat kModelFormat{"model file", {'D', 'R', 'I', 'F', 'T', 'L', 'A', 'B'}, "(not a driftlab model)",
+                                   "a model file has at least 24 bytes", kOldestModelFileVersion, kModelFileVersion,
+                                   kMaxModelHeaderBytes, " (not a seekable regular file)", false, true};
 }  // namespace
 
-void write_file_atomic(const std::string& path, const std::string& bytes, const std::function<void()>& halfway) {
-  std::string tmp = path + ".tmp." + std::to_string(::getpid());
-  int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-  check(fd >= 0, "write: cannot create ", tmp, ": ", std::strerror(errno));
-  std::size_t done = 0;
-  const std::size_t half = halfway ? bytes.size() / 2 : bytes.size();
-  while (done < bytes.size()) {
-    if (done == half && halfway) halfway();
-    const std::size_t upto = done < half ? half : bytes.size();
-    ssize_t w = ::write(fd, bytes.data() + done, upto - done);
-    if (w < 0) {
-      int e = errno;
-      ::close(fd);
-      std::remove(tmp.c_str());
-      fail("write: ", tmp, " at offset ", done, ": ", std::strerror(e));
-    }
-    done += static_cast<std::size_t>(w);
-  }
-  if (::fsync(fd) != 0 || ::close(fd) != 0) {
-    int e = errno;
-    std::remove(tmp.c_str());
-    fail("write: cannot flush ", tmp, ": ", std::strerror(e));
-  }
-  if (std::rename(tmp.c_str(), path.c_str()) != 0) {
-    int e = errno;
-    std::remove(tmp.c_str());
-    fail("write: cannot rename ", tmp, " to ", path, ": ", std::strerror(e));
-  }
-}
 
 void save_model(const std::string& path, Model& model, const nlohmann::json& metadata) {
   nlohmann::json h;
@@ -90,30 +52,14 @@ void save_model(const std::string& path, Model& model, const nlohmann::json& met
     data.append(static_cast<const char*>(t.raw()), t.nbytes());
   }
   h["tensors"] = tensors;
-  std::string header = h.dump();
-  std::string out(kMagic, 8);
-  put_u32(out, kModelFileVersion);
-  put_u64(out, header.size());
-  out += header;
-  out += data;
-  put_u32(out, model_file_crc32(0, out.data(), out.size()));
-  write_file_atomic(path, out);
+  write_file_atomic(path, container_bytes(kModelFormat, kModelFileVersion, h.dump(), data));
 }
 
 namespace {
 using nlohmann::json;
 
-// Reads exactly n bytes at offset `at`; a short read is a read error or a file that changed
-// under us, never taken for the end of a file whose size was already checked.
 void read_at(std::istream& in, uint64_t at, void* dst, uint64_t n, const std::string& path) {
-  in.clear();
-  in.seekg(static_cast<std::streamoff>(at));
-  errno = 0;
-  if (n) in.read(static_cast<char*>(dst), static_cast<std::streamsize>(n));
-  if (!in || static_cast<uint64_t>(in.gcount()) != n)
-    fail("model file: ", path, ": read error at offset ",
-         at + static_cast<uint64_t>(std::max<std::streamsize>(in.gcount(), 0)), " (", n, " bytes wanted",
-         errno ? std::string(": ") + std::strerror(errno) : std::string(), ")");
+  container_read_at(in, at, dst, n, path, kModelFormat);
 }
 
 // A header value for a message: short, and safe to print whatever the bytes were.
@@ -202,20 +148,6 @@ uint64_t token_model_bytes(const std::string& name, const Policy& policy, uint64
 }
 }  // namespace
 
-uint32_t model_file_crc32(uint32_t crc, const void* data, uint64_t n) {
-  // zlib's crc32 takes a uInt (32-bit) length: one call over more than 4 GiB would cover only
-  // n mod 2^32 bytes, so feed it in pieces.
-  constexpr uint64_t kPiece = uint64_t{1} << 30;
-  uLong c = crc;
-  const auto* p = static_cast<const Bytef*>(data);
-  while (n > 0) {
-    const uint64_t k = std::min(n, kPiece);
-    c = crc32(c, p, static_cast<uInt>(k));
-    p += k;
-    n -= k;
-  }
-  return static_cast<uint32_t>(c);
-}
 
 // Runs f, which parses or builds what header field `field` names; a driftlab error from it is
 // rethrown naming the file and the field (the bare message would not say where it came from).
@@ -246,50 +178,10 @@ LoadedModel load_model(std::istream& in, const std::string& path) {
 }
 
 LoadedModel load_model(std::istream& in, const std::string& path, const ModelBuilder& build) {
-  in.seekg(0, std::ios::end);
-  const std::streamoff end = in.tellg();
-  check(in.good() && end >= 0, "model file: ", path, ": cannot find its size (not a seekable regular file)");
-  const uint64_t size = static_cast<uint64_t>(end);
-  check(size >= 24, "model file: ", path, ": truncated at offset ", size, " (a model file has at least 24 bytes)");
-  char pre[20];
-  read_at(in, 0, pre, 20, path);
-  const std::string s(pre, 20);
-  check(std::memcmp(s.data(), kMagic, 8) == 0, "model file: ", path, ": bad magic at offset 0 (not a driftlab model)");
-  uint32_t version = static_cast<uint32_t>(get_le(s, 8, 4));
-  check(version >= kOldestModelFileVersion && version <= kModelFileVersion, "model file: ", path, ": version ", version,
-        " at offset 8 is not supported (this build reads versions ", kOldestModelFileVersion, " to ", kModelFileVersion,
-        ")");
-  const uint64_t hlen = get_le(s, 12, 8);
-  check(hlen <= size - 24, "model file: ", path, ": header length ", hlen, " at offset 12 exceeds the ", size - 24,
-        " bytes left");
-  check(hlen <= kMaxModelHeaderBytes, "model file: ", path, ": header length ", hlen, " at offset 12 is over ",
-        kMaxModelHeaderBytes, " bytes");
-
-  // The CRC first, streamed: whatever else the bytes say is only read once they are known whole.
-  {
-    std::vector<char> buf(std::min<uint64_t>(size - 4, uint64_t{1} << 20));
-    uint32_t crc = 0;
-    for (uint64_t at = 0; at < size - 4; at += buf.size()) {
-      const uint64_t k = std::min<uint64_t>(buf.size(), size - 4 - at);
-      read_at(in, at, buf.data(), k, path);
-      crc = model_file_crc32(crc, buf.data(), k);
-    }
-    unsigned char tail[4];
-    read_at(in, size - 4, tail, 4, path);
-    const uint32_t stored = static_cast<uint32_t>(get_le(std::string(reinterpret_cast<char*>(tail), 4), 0, 4));
-    check(stored == crc, "model file: ", path, ": CRC mismatch at offset ", size - 4,
-          " (file is corrupt or truncated)");
-  }
-
-  std::string htext(static_cast<std::size_t>(hlen), '\0');
-  read_at(in, 20, htext.data(), hlen, path);
-  json h;
-  try {
-    h = json::parse(htext);
-  } catch (const std::exception& e) {
-    fail("model file: ", path, ": header JSON at offset 20 is invalid: ", e.what());
-  }
-  const uint64_t data_start = 20 + hlen, data_len = size - 4 - data_start;
+  const ContainerHeader c = read_container(in, path, kModelFormat);
+  const json& h = c.header;
+  const uint32_t version = c.version;
+  const uint64_t data_start = c.data_start(), data_len = c.data_len();
   const Header hd{path};
 
   // Everything the header claims is checked against the file before the model is built, so a

@@ -18,6 +18,7 @@
 // that varies between identical runs (no timestamps, no timings), so the same seed, Policy
 // and thread count give byte-identical files.
 #pragma once
+#include "engine/io/container.h"  // write_file_atomic, the container both file kinds share
 #include <functional>
 #include <istream>
 #include <string>
@@ -58,14 +59,5 @@ LoadedModel load_model(std::istream& in, const std::string& name, const ModelBui
 // A JSON header over this is refused as corrupt (a header lists ~150 bytes per tensor).
 constexpr uint64_t kMaxModelHeaderBytes = uint64_t{64} << 20;
 
-// zlib's CRC-32 of n bytes continuing from crc (0 to start), for any n: zlib's crc32() takes a
-// 32-bit length, which alone would cover only n mod 4 GiB bytes.
-uint32_t model_file_crc32(uint32_t crc, const void* data, uint64_t n);
-
-// Writes bytes to path atomically (temporary PATH.tmp.PID in the same folder + fsync + rename):
-// until the rename, path keeps its old content. Shared by every writer. `halfway`, when set, is
-// called once half the bytes are in the temporary (the checkpoint writer's kill point for tests).
-void write_file_atomic(const std::string& path, const std::string& bytes,
-                       const std::function<void()>& halfway = {});
 
 }  // namespace driftlab

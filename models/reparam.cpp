@@ -1,61 +1,118 @@
 #include "models/reparam.h"
 
-#include "engine/layers/conv2d_layer.h"
-#include "engine/layers/dense_layer.h"
-#include "engine/layers/flatten_layer.h"
-#include "engine/layers/rnn_layer.h"
+#include "engine/layers/all.h"
 #include "engine/layers/weight_layout.h"
 #include "models/models.h"
 
 namespace driftlab {
 
-void transfer_weights(const Model& src, Model& dst, bool convert) {
-  check(src.name == dst.name && src.net->size() == dst.net->size(), "convert: cannot transfer weights of ", src.name,
-        " into ", dst.name);
-  const bool flip = convert && src.policy.conv_kernel_flip != dst.policy.conv_kernel_flip;
-  const Shape* pending_flatten = nullptr;  // a flatten whose order change the next dense absorbs
-  for (std::size_t i = 0; i < src.net->size(); ++i) {
-    Layer& ls = src.net->layer(i);
-    Layer& ld = dst.net->layer(i);
+namespace {
+
+// Copies one source layer's parameters and statistics into the destination's layer at the same
+// place, converted from the source's conventions to the destination's: one visit per kind.
+class Reparam : public LayerVisitor {
+ public:
+  Reparam(const Model& src, const Model& dst, bool convert)
+      : src_(src), dst_(dst), convert_(convert),
+        flip_(convert && src.policy.conv_kernel_flip != dst.policy.conv_kernel_flip) {}
+
+  void transfer(std::size_t i, Layer& ls, Layer& ld) {
+    i_ = i;
+    ld_ = &ld;
     check(ls.kind() == ld.kind(), "convert: layer ", i, " is ", ls.kind(), " in the source but ", ld.kind(),
           " in the destination");
-    // Recurrent layers: the canonical layout already absorbs gate order and packing, so raw and
-    // converted transfers agree; only the bias count can differ (two summed into one, or the
-    // second zeroed), which RnnLayer's torch-layout setter does, and the LSTM peepholes (zero
-    // in a destination with them when the source has none; refused the other way).
-    if (auto* rs = dynamic_cast<RnnLayer*>(&ls)) {
-      auto& rd = dynamic_cast<RnnLayer&>(ld);
-      rd.set_torch_weights(rs->torch_weights());
-      rd.set_peephole_weights(rs->peephole_weights());
-      continue;
-    }
-    auto ps = ls.params(), pd = ld.params();
-    check(ps.size() == pd.size(), "convert: layer ", i, " (", ls.kind(), ") has ", ps.size(),
+    ls.accept(*this);
+  }
+
+  void visit(Conv2dLayer& l) override { copy_params(l, flip_ ? Rewrite::rotate : Rewrite::none); }
+  void visit(DenseLayer& l) override {
+    copy_params(l, pending_flatten_ ? Rewrite::permute_columns : Rewrite::none);
+    pending_flatten_ = nullptr;
+  }
+  // Running mean and variance carry over (buffers 0 and 1 of a BatchNorm); the zero-debias
+  // state of TF-style averaging is training state and starts afresh in the destination.
+  void visit(BatchNormLayer& l) override {
+    copy_params(l, Rewrite::none);
+    check(src_.policy.bn_running_var == dst_.policy.bn_running_var ||
+              (src_.policy.bn_running_var != BnRunningVar::lasagne_inv_std &&
+               dst_.policy.bn_running_var != BnRunningVar::lasagne_inv_std),
+          "convert: running inverse-std (lasagne_inv_std) and running variance are not interchangeable yet");
+    auto bs = l.buffers(), bd = ld_->buffers();
+    for (std::size_t j = 0; j < 2; ++j) bd[j]->value = bs[j]->value.to(dst_.dtype());
+  }
+  // Recurrent layers: the canonical layout already absorbs gate order and packing, so raw and
+  // converted transfers agree; only the bias count can differ (two summed into one, or the
+  // second zeroed), which RnnLayer's torch-layout setter does, and the LSTM peepholes (zero
+  // in a destination with them when the source has none; refused the other way).
+  void visit(RnnLayer& l) override {
+    auto* rd = layer_as<RnnLayer>(*ld_);
+    rd->set_torch_weights(l.torch_weights());
+    rd->set_peephole_weights(l.peephole_weights());
+  }
+  // A flatten whose order changes: the next dense layer's input columns absorb it.
+  void visit(FlattenLayer& l) override {
+    copy_params(l, Rewrite::none);
+    if (convert_ && src_.policy.flatten_order != dst_.policy.flatten_order && l.input_shape().size() == 3)
+      pending_flatten_ = &l.input_shape();
+  }
+  void visit(ResidualLayer& l) override { copy_params(l, Rewrite::none); }
+  void visit(Pool2dLayer& l) override { copy_params(l, Rewrite::none); }
+  void visit(ActivationLayer& l) override { copy_params(l, Rewrite::none); }
+  void visit(DropoutLayer& l) override { copy_params(l, Rewrite::none); }
+  void visit(GlobalAvgPoolLayer& l) override { copy_params(l, Rewrite::none); }
+  void visit(EmbeddingLayer& l) override { copy_params(l, Rewrite::none); }
+  void visit(ExternalLayer& l) override {
+    fail("convert: layer ", i_, " (", l.kind(), ") is an int8 layer: re-parameterise the fp32 model, then quantize it");
+  }
+
+  static Support support(Kind<Conv2dLayer>) { return Support::all("kernels rotated 180 degrees between flipping and non-flipping presets"); }
+  static Support support(Kind<DenseLayer>) { return Support::all("input columns permuted after a flatten whose order changes"); }
+  static Support support(Kind<BatchNormLayer>) { return Support::some("parameters and running mean/variance; not between running variance and running inverse-std"); }
+  static Support support(Kind<RnnLayer>) { return Support::all("one canonical gate layout; biases summed or split, peepholes zeroed"); }
+  static Support support(Kind<FlattenLayer>) { return Support::all("its order change is absorbed by the next dense layer"); }
+  static Support support(Kind<ResidualLayer>) { return Support::some("parameters copied as they are"); }
+  static Support support(Kind<Pool2dLayer>) { return Support::all("no parameters"); }
+  static Support support(Kind<ActivationLayer>) { return Support::all("no parameters"); }
+  static Support support(Kind<DropoutLayer>) { return Support::all("no parameters"); }
+  static Support support(Kind<GlobalAvgPoolLayer>) { return Support::all("no parameters"); }
+  static Support support(Kind<EmbeddingLayer>) { return Support::all("table copied as it is"); }
+  static Support support(Kind<ExternalLayer>) { return Support::none("int8 layers: re-parameterise the fp32 model, then quantize"); }
+
+ private:
+  enum class Rewrite { none, rotate, permute_columns };
+  // The layer's parameters, each weight (not bias) rewritten as asked.
+  void copy_params(Layer& ls, Rewrite rewrite) {
+    auto ps = ls.params(), pd = ld_->params();
+    check(ps.size() == pd.size(), "convert: layer ", i_, " (", ls.kind(), ") has ", ps.size(),
           " parameters in the source but ", pd.size(), " in the destination");
     for (std::size_t j = 0; j < ps.size(); ++j) {
-      Tensor v = ps[j]->value.to(dst.dtype());
-      if (flip && ls.kind() == "conv2d" && !ps[j]->is_bias) v = rotate_180(v);
-      if (pending_flatten && ls.kind() == "dense" && !ps[j]->is_bias)
-        v = permute_columns(v, *pending_flatten, src.policy.flatten_order, dst.policy.flatten_order);
+      Tensor v = ps[j]->value.to(dst_.dtype());
+      if (rewrite == Rewrite::rotate && !ps[j]->is_bias) v = rotate_180(v);
+      if (rewrite == Rewrite::permute_columns && !ps[j]->is_bias)
+        v = permute_columns(v, *pending_flatten_, src_.policy.flatten_order, dst_.policy.flatten_order);
       check_shape("convert", pd[j]->name.c_str(), v, pd[j]->value.shape());
       pd[j]->value = v;
     }
-    // Running mean and variance carry over (buffers 0 and 1 of a BatchNorm); the zero-debias
-    // state of TF-style averaging is training state and starts afresh in the destination.
-    auto bs = ls.buffers(), bd = ld.buffers();
-    if (ls.kind() == "batchnorm") {
-      check(src.policy.bn_running_var == dst.policy.bn_running_var ||
-                (src.policy.bn_running_var != BnRunningVar::lasagne_inv_std &&
-                 dst.policy.bn_running_var != BnRunningVar::lasagne_inv_std),
-            "convert: running inverse-std (lasagne_inv_std) and running variance are not interchangeable yet");
-      for (std::size_t j = 0; j < 2; ++j) bd[j]->value = bs[j]->value.to(dst.dtype());
-    }
-    if (ls.kind() == "dense") pending_flatten = nullptr;
-    if (auto* f = dynamic_cast<FlattenLayer*>(&ls))
-      if (convert && src.policy.flatten_order != dst.policy.flatten_order && f->input_shape().size() == 3)
-        pending_flatten = &f->input_shape();
   }
+
+  const Model& src_;
+  const Model& dst_;
+  const bool convert_, flip_;
+  std::size_t i_ = 0;
+  Layer* ld_ = nullptr;
+  const Shape* pending_flatten_ = nullptr;  // a flatten whose order change the next dense absorbs
+};
+
+}  // namespace
+
+void transfer_weights(const Model& src, Model& dst, bool convert) {
+  check(src.name == dst.name && src.net->size() == dst.net->size(), "convert: cannot transfer weights of ", src.name,
+        " into ", dst.name);
+  Reparam r(src, dst, convert);
+  for (std::size_t i = 0; i < src.net->size(); ++i) r.transfer(i, src.net->layer(i), dst.net->layer(i));
 }
+
+SupportColumn reparam_support() { return support_of<Reparam>(); }
 
 Model rebuild_under(const Model& src, const Policy& policy, bool convert) {
   Model m = build_model(src.name, policy, 0, model_args(src));

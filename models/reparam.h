@@ -6,6 +6,7 @@
 // canonical gate layout, so only a change of rnn_num_bias needs work (two biases summed into
 // one, or the second zeroed). Everything else is semantics.
 #pragma once
+#include "engine/layers/visit.h"
 #include "engine/model.h"
 
 namespace driftlab {
@@ -17,5 +18,8 @@ void transfer_weights(const Model& src, Model& dst, bool convert);
 
 // A model of the same architecture under `policy`, with src's weights transferred.
 Model rebuild_under(const Model& src, const Policy& policy, bool convert);
+
+// What transfer_weights does with each layer kind (the capability table, driftlab model kinds).
+SupportColumn reparam_support();
 
 }  // namespace driftlab

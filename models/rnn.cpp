@@ -1,8 +1,9 @@
-// LSTM and GRU classifiers as in study S3 on sequential (Fashion-)MNIST: each 28x28 image is
-// 28 steps of 28 features fed straight into one recurrent layer of 128 units (no embedding),
-// whose last hidden state goes to a dense head of 10 logits; and on IMDb token ids, with an
-// embedding in front (build_lstm_imdb, build_gru_imdb at the end). The Policy decides the packed
-// weight layout, initialisers, number of biases, gate activation and the GRU's reset rule.
+// LSTM and GRU classifiers as in Openja et al.'s conversion study (docs/GLOSSARY.md), on sequential
+// (Fashion-)MNIST: each 28x28 image is 28 steps of 28 features fed straight into one recurrent
+// layer of 128 units (no embedding), whose last hidden state goes to a dense head of 10 logits;
+// and on IMDb token ids, with an embedding in front (build_lstm_imdb, build_gru_imdb at the end).
+// The Policy decides the packed weight layout, initialisers, number of biases, gate activation and
+// the GRU's reset rule.
 #include <memory>
 
 #include "engine/layers/dense_layer.h"

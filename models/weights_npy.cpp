@@ -19,7 +19,7 @@ namespace fs = std::filesystem;
 std::map<const Param*, const RnnLayer*> rnn_layers_by_param(Sequential& net) {
   std::map<const Param*, const RnnLayer*> m;
   for (std::size_t i = 0; i < net.size(); ++i)
-    if (auto* r = dynamic_cast<RnnLayer*>(&net.layer(i)))
+    if (auto* r = layer_as<RnnLayer>(net.layer(i)))
       for (Param* p : r->params()) m[p] = r;
   return m;
 }

@@ -145,7 +145,9 @@ class DeviceQResidual : public DeviceLayer {
     std::vector<DeviceSequential::Entry> entries;
     for (std::size_t i = 0; i < l.main().size(); ++i) {
       Layer& m = l.main().layer(i);
-      entries.push_back({"main." + std::to_string(i), m.kind(), m.make_device(ctx)});
+      QuantLayer* q = as_quant_layer(m);  // device_unsupported() said every one is
+      check(q != nullptr, "cuda: qresidual main.", i, " (", m.kind(), "): no CUDA implementation yet");
+      entries.push_back({"main." + std::to_string(i), m.kind(), q->make_device(ctx)});
     }
     main_ = std::make_unique<DeviceSequential>(std::move(entries));
   }
@@ -219,8 +221,9 @@ std::unique_ptr<DeviceLayer> QGlobalAvgPoolLayer::make_device(CudaContext&) {
 // The first main-path layer without a device counterpart, by its place in the block.
 std::string QResidualLayer::device_unsupported() const {
   for (std::size_t i = 0; i < main_->size(); ++i) {
-    const Layer& m = main_->layer(i);
-    const std::string why = m.device_unsupported();
+    Layer& m = main_->layer(i);
+    QuantLayer* q = as_quant_layer(m);  // an engine layer here has no int8 device form
+    const std::string why = q ? q->device_unsupported() : "no CUDA implementation yet";
     if (!why.empty()) return "main." + std::to_string(i) + " (" + m.kind() + "): " + why;
   }
   return "";
@@ -228,6 +231,28 @@ std::string QResidualLayer::device_unsupported() const {
 std::unique_ptr<DeviceLayer> QResidualLayer::make_device(CudaContext& ctx) {
   return std::make_unique<DeviceQResidual>(ctx, *this);
 }
+
+namespace {
+
+// Which int8 kinds have a device counterpart (the capability table's cuda column; each layer's
+// device_unsupported() above says it for an instance).
+struct DeviceQuantSupport {
+  static Support support(Kind<QuantizeLayer>) { return Support::all("own kernel"); }
+  static Support support(Kind<DequantizeLayer>) { return Support::all("own kernel"); }
+  static Support support(Kind<QConv2dLayer>) { return Support::some("__dp4a kernels; the dot rules they have"); }
+  static Support support(Kind<QDenseLayer>) { return Support::some("__dp4a kernels; the dot rules they have"); }
+  static Support support(Kind<QMaxPool2dLayer>) { return Support::all("own kernel"); }
+  static Support support(Kind<QGlobalAvgPoolLayer>) { return Support::all("own kernel"); }
+  static Support support(Kind<QResidualLayer>) { return Support::some("where its main path's layers are"); }
+  static Support support(Kind<QReluLayer>) { return Support::all("own kernel"); }
+  static Support support(Kind<QDynDenseLayer>) { return Support::none("no CUDA implementation yet"); }
+  static Support support(Kind<QDynRnnLayer>) { return Support::none("no CUDA implementation yet"); }
+  static Support support(Kind<FakeQuantLayer>) { return Support::none("no CUDA implementation yet"); }
+};
+
+}  // namespace
+
+QuantSupportColumn device_quant_support() { return quant_support_of<DeviceQuantSupport>(); }
 
 }  // namespace quant
 }  // namespace driftlab

@@ -287,31 +287,105 @@ Tensor QDynRnnLayer::forward(RunContext& ctx, const Tensor& x) {
 
 bool needs_dynamic(Model& m) {
   for (std::size_t i = 0; i < m.net->size(); ++i)
-    if (dynamic_cast<RnnLayer*>(&m.net->layer(i))) return true;
+    if (layer_as<RnnLayer>(m.net->layer(i))) return true;
   return false;
 }
 
-Model quantize_dynamic(Model& fp32, const Policy& policy) {
-  check(fp32.dtype() == DType::f32, "quantize: the fp32 model must be float32 (policy dtype=float64)");
-  const QuantScheme s = QuantScheme::from_policy(policy);
-  const QDenseDynamicParams dyn = dynamic_params(policy);
-  const bool per_row = policy.quant_dyn_weights == QuantDynWeights::per_channel;
+namespace {
+
+// The dynamic int8 layer of each fp32 layer: one visit per kind.
+class DynamicQuantizer : public LayerVisitor {
+ public:
+  DynamicQuantizer(Model& fp32, Model& m, const Policy& policy) : fp32_(fp32), m_(m), policy_(policy) {}
+  std::string where;  // the layer in messages
+
+  void visit(DenseLayer& d) override {
+    Tensor w, b;
+    for (Param* p : d.params()) (p->name == "weight" ? w : b) = p->value;
+    m_.net->add(std::make_unique<QDynDenseLayer>(dyn_, quantize_weight(s_, w, per_row_, where),
+                                                 b.defined() ? b.clone() : Tensor(), policy_.quant_backend));
+  }
+  void visit(RnnLayer& r) override {
+    const Shape cur = m_.net->current_shape();
+    check(r.peephole_weights() == nullptr, where, ": peephole connections have no dynamic int8 form");
+    const TorchRnnWeights tw = r.torch_weights();  // canonical gate order (i,f,g,o / r,z,n), (G*H, F|H)
+    if (r.cell() == RnnCell::gru && policy_.quant_dyn_gru == QuantDynLayer::float32) {  // kept: a float copy
+      Rng rng(RngEngine::mt19937_u24, 0);
+      auto g = std::make_unique<GruLayer>(RnnSpec{r.units(), r.return_sequences()}, cur, fp32_.policy, rng);
+      g->set_torch_weights(tw);
+      m_.net->add(std::move(g));
+      return;
+    }
+    m_.net->add(std::make_unique<QDynRnnLayer>(
+        r.op_params(), r.steps(), r.return_sequences(), dyn_,
+        policy_.quant_dyn_input_proj == QuantDynInputProj::whole_sequence,
+        rnn_weight(tw.weight_ih, rnn_gates(r.cell()), where + " weight_ih"),
+        rnn_weight(tw.weight_hh, rnn_gates(r.cell()), where + " weight_hh"), tw.bias_ih,
+        r.two_biases() ? tw.bias_hh : Tensor(), policy_.quant_backend));
+  }
+  void visit(FlattenLayer&) override {
+    m_.net->add(std::make_unique<FlattenLayer>(m_.net->current_shape(), fp32_.policy));
+  }
+  void visit(ActivationLayer& a) override {
+    if (a.op_params().kind != ActKind::relu) refuse();
+    m_.net->add(std::make_unique<ActivationLayer>(ActKind::relu, m_.net->current_shape(), fp32_.policy));
+  }
+  void visit(Conv2dLayer&) override { refuse(); }
+  void visit(Pool2dLayer&) override { refuse(); }
+  void visit(BatchNormLayer&) override { refuse(); }
+  void visit(DropoutLayer&) override { refuse(); }
+  void visit(GlobalAvgPoolLayer&) override { refuse(); }
+  void visit(EmbeddingLayer&) override { refuse(); }
+  void visit(ResidualLayer&) override { refuse(); }
+  void visit(ExternalLayer&) override { refuse(); }
+
+  // The capability table's int8 dynamic column.
+  static Support support(Kind<DenseLayer>) { return Support::all("qdyn_dense"); }
+  static Support support(Kind<RnnLayer>) { return Support::some("qdyn_rnn (GRU kept float on request); no peepholes"); }
+  static Support support(Kind<FlattenLayer>) { return Support::all("flatten"); }
+  static Support support(Kind<ActivationLayer>) { return Support::some("relu only"); }
+  static Support support(Kind<Conv2dLayer>) { return Support::none("static quantization only"); }
+  static Support support(Kind<Pool2dLayer>) { return Support::none("static quantization only"); }
+  static Support support(Kind<BatchNormLayer>) { return Support::none("static quantization only"); }
+  static Support support(Kind<DropoutLayer>) { return Support::none("no dynamic int8 form"); }
+  static Support support(Kind<GlobalAvgPoolLayer>) { return Support::none("static quantization only"); }
+  static Support support(Kind<EmbeddingLayer>) { return Support::none("no dynamic int8 form"); }
+  static Support support(Kind<ResidualLayer>) { return Support::none("static quantization only"); }
+  static Support support(Kind<ExternalLayer>) { return Support::none("int8 layers and mirrors: quantize the fp32 model"); }
+
+ private:
+  void refuse() { fail(where, " has no dynamic int8 form (supported: dense, lstm, gru, flatten, relu)"); }
   // An LSTM/GRU weight under per_gate: each gate block of H rows quantized as its own tensor, its
   // scale repeated for the block's rows (the kernels take a scale per row).
-  auto rnn_weight = [&](const Tensor& w, int64_t gates, const std::string& what) {
-    if (policy.quant_dyn_weights != QuantDynWeights::per_gate) return quantize_weight(s, w, per_row, what);
+  QuantizedWeight rnn_weight(const Tensor& w, int64_t gates, const std::string& what) const {
+    if (policy_.quant_dyn_weights != QuantDynWeights::per_gate) return quantize_weight(s_, w, per_row_, what);
     const int64_t rows = w.dim(0) / gates, cols = w.dim(1);
     QuantizedWeight out;
     out.q = Tensor(w.shape(), DType::i8);
     for (int64_t g = 0; g < gates; ++g) {
       Tensor block({rows, cols}, DType::f32);
       std::copy_n(w.data<float>() + g * rows * cols, rows * cols, block.data<float>());
-      const QuantizedWeight qb = quantize_weight(s, block, false, what + " gate " + std::to_string(g));
+      const QuantizedWeight qb = quantize_weight(s_, block, false, what + " gate " + std::to_string(g));
       std::copy_n(qb.q.data<int8_t>(), rows * cols, out.q.data<int8_t>() + g * rows * cols);
       out.scale.insert(out.scale.end(), static_cast<std::size_t>(rows), qb.scale[0]);
     }
     return out;
-  };
+  }
+
+  Model& fp32_;
+  Model& m_;
+  const Policy& policy_;
+  const QuantScheme s_ = QuantScheme::from_policy(policy_);
+  const QDenseDynamicParams dyn_ = dynamic_params(policy_);
+  const bool per_row_ = policy_.quant_dyn_weights == QuantDynWeights::per_channel;
+};
+
+}  // namespace
+
+SupportColumn dynamic_support() { return support_of<DynamicQuantizer>(); }
+
+Model quantize_dynamic(Model& fp32, const Policy& policy) {
+  check(fp32.dtype() == DType::f32, "quantize: the fp32 model must be float32 (policy dtype=float64)");
   Model m;
   m.name = fp32.name;
   m.policy = policy;
@@ -319,38 +393,11 @@ Model quantize_dynamic(Model& fp32, const Policy& policy) {
   m.num_classes = fp32.num_classes;
   m.num_ids = fp32.num_ids;
   m.net = std::make_unique<Sequential>(fp32.input_shape);
+  DynamicQuantizer q(fp32, m, policy);
   for (std::size_t i = 0; i < fp32.net->size(); ++i) {
     Layer& l = fp32.net->layer(i);
-    const std::string where = "quantize (dynamic): layer " + std::to_string(i) + " (" + l.kind() + ")";
-    const Shape cur = m.net->current_shape();
-    if (auto* d = dynamic_cast<DenseLayer*>(&l)) {
-      Tensor w, b;
-      for (Param* p : d->params()) (p->name == "weight" ? w : b) = p->value;
-      m.net->add(std::make_unique<QDynDenseLayer>(dyn, quantize_weight(s, w, per_row, where),
-                                                  b.defined() ? b.clone() : Tensor(), policy.quant_backend));
-    } else if (auto* r = dynamic_cast<RnnLayer*>(&l)) {
-      check(r->peephole_weights() == nullptr, where, ": peephole connections have no dynamic int8 form");
-      const TorchRnnWeights tw = r->torch_weights();  // canonical gate order (i,f,g,o / r,z,n), (G*H, F|H)
-      if (r->cell() == RnnCell::gru && policy.quant_dyn_gru == QuantDynLayer::float32) {  // kept: a float copy
-        Rng rng(RngEngine::mt19937_u24, 0);
-        auto g = std::make_unique<GruLayer>(RnnSpec{r->units(), r->return_sequences()}, cur, fp32.policy, rng);
-        g->set_torch_weights(tw);
-        m.net->add(std::move(g));
-        continue;
-      }
-      m.net->add(std::make_unique<QDynRnnLayer>(
-          r->op_params(), r->steps(), r->return_sequences(), dyn,
-          policy.quant_dyn_input_proj == QuantDynInputProj::whole_sequence,
-          rnn_weight(tw.weight_ih, rnn_gates(r->cell()), where + " weight_ih"),
-          rnn_weight(tw.weight_hh, rnn_gates(r->cell()), where + " weight_hh"), tw.bias_ih,
-          r->two_biases() ? tw.bias_hh : Tensor(), policy.quant_backend));
-    } else if (l.kind() == "flatten") {
-      m.net->add(std::make_unique<FlattenLayer>(cur, fp32.policy));
-    } else if (auto* a = dynamic_cast<ActivationLayer*>(&l); a && a->op_params().kind == ActKind::relu) {
-      m.net->add(std::make_unique<ActivationLayer>(ActKind::relu, cur, fp32.policy));
-    } else {
-      fail(where, " has no dynamic int8 form (supported: dense, lstm, gru, flatten, relu)");
-    }
+    q.where = "quantize (dynamic): layer " + std::to_string(i) + " (" + l.kind() + ")";
+    l.accept(q);
   }
   return m;
 }

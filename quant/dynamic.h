@@ -30,6 +30,7 @@ QDenseDynamicParams dynamic_params(const Policy& policy);
 // y = dyn(x W^T + b): x (N, in) float32 -> (N, out) float32.
 class QDynDenseLayer : public QuantLayerBase {
  public:
+  DL_ACCEPT_QUANT_VISITOR(qdyn_dense)
   QDynDenseLayer(const QDenseDynamicParams& p, QuantizedWeight w, Tensor bias,
                  KernelBackend backend = KernelBackend::reference);
   std::string kind() const override { return "qdense_dynamic"; }
@@ -46,6 +47,7 @@ class QDynDenseLayer : public QuantLayerBase {
 // An LSTM or GRU layer (one direction, zero initial state) with dynamically quantized products.
 class QDynRnnLayer : public QuantLayerBase {
  public:
+  DL_ACCEPT_QUANT_VISITOR(qdyn_rnn)
   // `cell` is the fp32 layer's resolved params (gate activation, biases, GRU rules); steps, return_sequences
   // as in the fp32 layer.
   QDynRnnLayer(const RnnParams& cell, int64_t steps, bool return_sequences, const QDenseDynamicParams& dyn,
@@ -73,6 +75,8 @@ class QDynRnnLayer : public QuantLayerBase {
 // The dynamically quantized model of `fp32` (left unchanged) under the quant_dyn_* knobs (and the
 // weight knobs quant_weight_range, quant_weight_scale_op, quant_round, quant_scale_floor) of `policy`.
 Model quantize_dynamic(Model& fp32, const Policy& policy);
+// What dynamic quantization makes of each fp32 layer kind (the capability table, driftlab model kinds).
+SupportColumn dynamic_support();
 
 // Whether `m` has a layer that only dynamic quantization handles (LSTM/GRU).
 bool needs_dynamic(Model& m);

@@ -34,7 +34,7 @@ LoadedModel load_any_model(const std::string& path) {
   });
   if (is_quantized(out))
     for (std::size_t i = 0; i < out.model.net->size(); ++i)
-      if (auto* q = dynamic_cast<QuantLayerBase*>(&out.model.net->layer(i))) {
+      if (QuantLayer* q = as_quant_layer(out.model.net->layer(i))) {
         try {
           q->refresh();
         } catch (const Error& e) {

@@ -35,10 +35,7 @@ struct Unit {
   std::string name;                  // "<path>.<kind>" of the fp32 layer whose output is observed
 };
 
-bool is_relu(Layer& l) {
-  auto* a = dynamic_cast<ActivationLayer*>(&l);
-  return a && a->op_params().kind == ActKind::relu;
-}
+bool is_relu(ActivationLayer& a) { return a.op_params().kind == ActKind::relu; }
 
 // torch.nn.utils.fusion.fuse_conv_bn_weights (PyTorch 1.13, used by fuse_modules for eval PTQ), in
 // its float32 tensor order: rsq = 1/sqrt(var + eps) (torch.rsqrt: Vectorized rsqrt is 1/sqrt),
@@ -87,55 +84,108 @@ std::unique_ptr<Conv2dLayer> fold_conv_bn(Conv2dLayer& conv, BatchNormLayer& bn,
   return f;
 }
 
-std::vector<Unit> plan_units(Sequential& net, bool relu_fused, const Policy& policy, const std::string& prefix) {
-  std::vector<Unit> units;
-  for (std::size_t i = 0; i < net.size(); ++i) {
-    Layer& l = net.layer(i);
-    const std::string where = "quantize: layer " + prefix + std::to_string(i) + " (" + l.kind() + ")";
-    Unit u;
-    u.first = u.last = i;
-    auto take_relu = [&] {
-      if (relu_fused && i + 1 < net.size() && is_relu(net.layer(i + 1))) {
-        u.relu = true;
-        u.last = ++i;
-      }
-    };
-    if (auto* c = dynamic_cast<Conv2dLayer*>(&l)) {
-      u.kind = UnitKind::conv;
-      const Shape in = i == 0 ? net.input_shape() : net.layer(i - 1).output_shape();
-      if (i + 1 < net.size())
-        if (auto* bn = dynamic_cast<BatchNormLayer*>(&net.layer(i + 1))) {
-          u.folded = fold_conv_bn(*c, *bn, in, policy, where);
-          u.last = ++i;
-        }
-      take_relu();
-    } else if (dynamic_cast<DenseLayer*>(&l)) {
-      u.kind = UnitKind::dense;
-      take_relu();
-    } else if (auto* p = dynamic_cast<Pool2dLayer*>(&l)) {
-      check(p->pool_kind() == PoolKind::max, where, ": average pooling with a window has no int8 form yet");
-      u.kind = UnitKind::maxpool;
-    } else if (dynamic_cast<FlattenLayer*>(&l)) {
-      u.kind = UnitKind::flatten;
-    } else if (dynamic_cast<GlobalAvgPoolLayer*>(&l)) {
-      u.kind = UnitKind::gap;
-    } else if (auto* r = dynamic_cast<ResidualLayer*>(&l)) {
-      check(r->shortcut() != Shortcut::option_b, where, ": the option-B (1x1 conv) shortcut has no int8 form yet");
-      u.kind = UnitKind::residual;
-      u.inner = plan_units(r->main(), relu_fused, policy, prefix + std::to_string(i) + ".residual.main.");
-      take_relu();
-    } else if (is_relu(l)) {
-      u.kind = UnitKind::relu;
-    } else if (dynamic_cast<BatchNormLayer*>(&l)) {
-      fail(where, ": a BatchNorm not right after a convolution cannot be folded");
-    } else {
-      fail(where, " has no int8 form yet (supported: conv2d (+batchnorm), dense, relu, max pooling, flatten, global "
-                  "average pooling, residual blocks with identity or option-A shortcuts)");
+std::vector<Unit> plan_units(Sequential& net, bool relu_fused, const Policy& policy, const std::string& prefix);
+
+// Which int8 unit each fp32 layer starts: one visit per kind. A conv takes the BatchNorm after it,
+// and a conv, dense or residual the ReLU after it when the scheme fuses it (advancing i).
+class Planner : public LayerVisitor {
+ public:
+  Planner(Sequential& net, bool relu_fused, const Policy& policy, const std::string& prefix)
+      : net_(net), relu_fused_(relu_fused), policy_(policy), prefix_(prefix) {}
+
+  std::vector<Unit> plan() {
+    std::vector<Unit> units;
+    for (i_ = 0; i_ < net_.size(); ++i_) {
+      Layer& l = net_.layer(i_);
+      where_ = "quantize: layer " + prefix_ + std::to_string(i_) + " (" + l.kind() + ")";
+      u_ = Unit{};
+      u_.first = u_.last = i_;
+      l.accept(*this);
+      u_.name = prefix_ + std::to_string(u_.last) + "." + net_.layer(u_.last).kind();
+      units.push_back(std::move(u_));
     }
-    u.name = prefix + std::to_string(u.last) + "." + net.layer(u.last).kind();
-    units.push_back(std::move(u));
+    return units;
   }
-  return units;
+
+  void visit(Conv2dLayer& c) override {
+    u_.kind = UnitKind::conv;
+    const Shape in = i_ == 0 ? net_.input_shape() : net_.layer(i_ - 1).output_shape();
+    if (i_ + 1 < net_.size())
+      if (auto* bn = layer_as<BatchNormLayer>(net_.layer(i_ + 1))) {
+        u_.folded = fold_conv_bn(c, *bn, in, policy_, where_);
+        u_.last = ++i_;
+      }
+    take_relu();
+  }
+  void visit(DenseLayer&) override {
+    u_.kind = UnitKind::dense;
+    take_relu();
+  }
+  void visit(Pool2dLayer& p) override {
+    check(p.pool_kind() == PoolKind::max, where_, ": average pooling with a window has no int8 form yet");
+    u_.kind = UnitKind::maxpool;
+  }
+  void visit(FlattenLayer&) override { u_.kind = UnitKind::flatten; }
+  void visit(GlobalAvgPoolLayer&) override { u_.kind = UnitKind::gap; }
+  void visit(ResidualLayer& r) override {
+    check(r.shortcut() != Shortcut::option_b, where_, ": the option-B (1x1 conv) shortcut has no int8 form yet");
+    u_.kind = UnitKind::residual;
+    u_.inner = plan_units(r.main(), relu_fused_, policy_, prefix_ + std::to_string(i_) + ".residual.main.");
+    take_relu();
+  }
+  void visit(ActivationLayer& a) override {
+    if (is_relu(a)) {
+      u_.kind = UnitKind::relu;
+      return;
+    }
+    refuse();
+  }
+  void visit(BatchNormLayer&) override { fail(where_, ": a BatchNorm not right after a convolution cannot be folded"); }
+  void visit(DropoutLayer&) override { refuse(); }
+  void visit(EmbeddingLayer&) override { refuse(); }
+  void visit(RnnLayer&) override { refuse(); }
+  void visit(ExternalLayer&) override { refuse(); }
+
+  // The capability table's int8 static column.
+  static Support support(Kind<Conv2dLayer>) { return Support::some("qconv2d, a BatchNorm after it folded; symmetric pads"); }
+  static Support support(Kind<DenseLayer>) { return Support::all("qdense"); }
+  static Support support(Kind<Pool2dLayer>) { return Support::some("qmaxpool2d; max pooling only"); }
+  static Support support(Kind<FlattenLayer>) { return Support::all("flatten on int8"); }
+  static Support support(Kind<GlobalAvgPoolLayer>) { return Support::all("qglobal_avg_pool"); }
+  static Support support(Kind<ResidualLayer>) { return Support::some("qresidual; identity or option-A shortcut"); }
+  static Support support(Kind<ActivationLayer>) { return Support::some("qrelu or fused; relu only"); }
+  static Support support(Kind<BatchNormLayer>) { return Support::some("folded into the conv before it only"); }
+  static Support support(Kind<DropoutLayer>) { return Support::none("no int8 form yet"); }
+  static Support support(Kind<EmbeddingLayer>) { return Support::none("no int8 form yet"); }
+  static Support support(Kind<RnnLayer>) { return Support::none("dynamic quantization only"); }
+  static Support support(Kind<ExternalLayer>) { return Support::none("int8 layers and mirrors: quantize the fp32 model"); }
+
+ private:
+  void take_relu() {
+    if (relu_fused_ && i_ + 1 < net_.size()) {
+      auto* a = layer_as<ActivationLayer>(net_.layer(i_ + 1));
+      if (a && is_relu(*a)) {
+        u_.relu = true;
+        u_.last = ++i_;
+      }
+    }
+  }
+  void refuse() {
+    fail(where_, " has no int8 form yet (supported: conv2d (+batchnorm), dense, relu, max pooling, flatten, global "
+                 "average pooling, residual blocks with identity or option-A shortcuts)");
+  }
+
+  Sequential& net_;
+  const bool relu_fused_;
+  const Policy& policy_;
+  const std::string prefix_;
+  std::size_t i_ = 0;
+  std::string where_;
+  Unit u_;
+};
+
+std::vector<Unit> plan_units(Sequential& net, bool relu_fused, const Policy& policy, const std::string& prefix) {
+  return Planner(net, relu_fused, policy, prefix).plan();
 }
 
 // Assigns observer indices in network order (pre-order: a residual's inner points before its own).
@@ -318,6 +368,8 @@ Model convert_model(Model& fp32, const Policy& policy, std::vector<Unit>& units,
 }
 
 }  // namespace
+
+SupportColumn ptq_support() { return support_of<Planner>(); }
 
 PtqResult quantize_model(Model& fp32, const Policy& policy, const Tensor& calib, const PtqOptions& o) {
   check(fp32.dtype() == DType::f32, "quantize: the fp32 model must be float32 (policy dtype=",

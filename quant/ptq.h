@@ -42,6 +42,8 @@ PtqResult quantize_model(Model& fp32, const Policy& policy, const Tensor& calib,
 // own weights quantized): the shape a quantized model file's tensors are read into
 // (quant/model_io.h), which then refreshes every layer from them.
 Model build_quantized(Model& fp32, const Policy& policy);
+// What static quantization makes of each fp32 layer kind (the capability table, driftlab model kinds).
+SupportColumn ptq_support();
 
 // The fp32 activations at the points a quantization under `policy` observes (PtqResult::points'
 // order: the input, then each conv/dense/residual output, a residual's inner points first), for x.

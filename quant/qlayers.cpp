@@ -341,7 +341,7 @@ QResidualLayer::QResidualLayer(std::unique_ptr<Sequential> main, const QuantSche
 
 void QResidualLayer::refresh() {
   for (std::size_t i = 0; i < main_->size(); ++i)  // the main path's layers first (a file wrote them too)
-    if (auto* q = dynamic_cast<QuantLayerBase*>(&main_->layer(i))) q->refresh();
+    if (QuantLayer* q = as_quant_layer(main_->layer(i))) q->refresh();
   spec_.main_out = {buf("main_scale").data<float>()[0], buf("main_zero_point").data<int32_t>()[0]};
   spec_.shortcut_in = {buf("shortcut_scale").data<float>()[0], buf("shortcut_zero_point").data<int32_t>()[0]};
   spec_.out = {buf("out_scale").data<float>()[0], buf("out_zero_point").data<int32_t>()[0]};

@@ -9,8 +9,13 @@
 #pragma once
 #include "engine/layers/layer.h"
 #include "engine/layers/sequential.h"
-#include "core/ops/quant.h"
+#include "core/ops/qadd.h"
+#include "core/ops/qconv2d.h"
+#include "core/ops/qdense.h"
+#include "core/ops/qpool.h"
+#include "core/ops/quantize.h"
 #include "quant/scheme.h"
+#include "quant/visit.h"
 
 namespace driftlab {
 namespace quant {
@@ -18,12 +23,10 @@ namespace quant {
 // A buffer Param over a tensor (saved with the model, never trained).
 Param buffer(const std::string& name, Tensor t);
 
-class QuantLayerBase : public Layer {
+class QuantLayerBase : public QuantLayer {
  public:
   Tensor backward(RunContext&, const Tensor&) override;  // throws: int8 layers have no gradient
   std::vector<Param*> buffers() override;
-  // Re-resolves the op params from the buffers (after a model file wrote new values into them).
-  virtual void refresh() {}
 
  protected:
   const Tensor& buf(const std::string& name) const;  // throws naming the layer and buffer
@@ -32,6 +35,7 @@ class QuantLayerBase : public Layer {
 
 class QuantizeLayer : public QuantLayerBase {
  public:
+  DL_ACCEPT_QUANT_VISITOR(quantize)
   QuantizeLayer(const Shape& in, const QuantizeParams& p, KernelBackend backend = KernelBackend::reference);
   std::string kind() const override { return "quantize"; }
   std::string device_unsupported() const override;  // quant/device_qlayers.cpp
@@ -50,6 +54,7 @@ class QuantizeLayer : public QuantLayerBase {
 
 class DequantizeLayer : public QuantLayerBase {
  public:
+  DL_ACCEPT_QUANT_VISITOR(dequantize)
   DequantizeLayer(const Shape& in, const QuantizeParams& p, KernelBackend backend = KernelBackend::reference);
   std::string kind() const override { return "dequantize"; }
   std::string device_unsupported() const override;  // quant/device_qlayers.cpp
@@ -76,6 +81,7 @@ struct QLinearSpec {
 
 class QConv2dLayer : public QuantLayerBase {
  public:
+  DL_ACCEPT_QUANT_VISITOR(qconv2d)
   QConv2dLayer(const Conv2dParams& geometry, const QuantScheme& s, QLinearSpec spec,
                KernelBackend backend = KernelBackend::reference);
   std::string kind() const override { return "qconv2d"; }
@@ -102,6 +108,7 @@ class QConv2dLayer : public QuantLayerBase {
 
 class QDenseLayer : public QuantLayerBase {
  public:
+  DL_ACCEPT_QUANT_VISITOR(qdense)
   QDenseLayer(int64_t in, int64_t out, const QuantScheme& s, QLinearSpec spec,
               KernelBackend backend = KernelBackend::reference);
   std::string kind() const override { return "qdense"; }
@@ -128,6 +135,7 @@ class QDenseLayer : public QuantLayerBase {
 
 class QMaxPool2dLayer : public QuantLayerBase {
  public:
+  DL_ACCEPT_QUANT_VISITOR(qmaxpool2d)
   QMaxPool2dLayer(const Pool2dParams& geometry, DType dtype, KernelBackend backend = KernelBackend::reference);
   std::string kind() const override { return "qmaxpool2d"; }
   std::string device_unsupported() const override;  // quant/device_qlayers.cpp
@@ -146,6 +154,7 @@ class QMaxPool2dLayer : public QuantLayerBase {
 // under the other rules (ONNX Runtime's scale_ratio, TFLite's MEAN), requantized into the output's own `out`.
 class QGlobalAvgPoolLayer : public QuantLayerBase {
  public:
+  DL_ACCEPT_QUANT_VISITOR(qglobal_avg_pool)
   QGlobalAvgPoolLayer(const Shape& in, DType dtype, int32_t zero_point, KernelBackend backend = KernelBackend::reference);
   QGlobalAvgPoolLayer(const Shape& in, DType dtype, ActQParams input, ActQParams out, QAvgPoolRule rule,
                       KernelBackend backend = KernelBackend::reference);  // a rule with own_qparams()
@@ -176,6 +185,7 @@ struct QResidualSpec {
 
 class QResidualLayer : public QuantLayerBase {
  public:
+  DL_ACCEPT_QUANT_VISITOR(qresidual)
   QResidualLayer(std::unique_ptr<Sequential> main, const QuantScheme& s, const QResidualSpec& spec,
                  KernelBackend backend = KernelBackend::reference);
   std::string kind() const override { return "qresidual"; }
@@ -210,6 +220,7 @@ class QResidualLayer : public QuantLayerBase {
 // ReLU on quantized values: max(q, zero_point) (PyTorch's quantized relu), same scale and zero point.
 class QReluLayer : public QuantLayerBase {
  public:
+  DL_ACCEPT_QUANT_VISITOR(qrelu)
   QReluLayer(const Shape& in, DType dtype, int32_t zero_point);
   std::string kind() const override { return "qrelu"; }
   std::string device_unsupported() const override;  // quant/device_qlayers.cpp
@@ -227,6 +238,10 @@ class QReluLayer : public QuantLayerBase {
   DType dtype_;
   int32_t zp_;
 };
+
+// Which int8 kinds run on a CUDA device (quant/device_qlayers.cpp; the capability table, driftlab
+// model kinds).
+QuantSupportColumn device_quant_support();
 
 }  // namespace quant
 }  // namespace driftlab

@@ -33,7 +33,7 @@ namespace {
 Tensor walk(Sequential& seq, Tensor x, RunContext& ctx, std::vector<Tensor>& acts, std::vector<Layer*>* by) {
   for (std::size_t i = 0; i < seq.size(); ++i) {
     Layer& l = seq.layer(i);
-    if (auto* r = dynamic_cast<QResidualLayer*>(&l)) {
+    if (auto* r = quant_layer_as<QResidualLayer>(l)) {
       x = r->forward_with(ctx, x, [&](Sequential& main, const Tensor& in) { return walk(main, in, ctx, acts, by); });
       acts.push_back(x);
       if (by) by->push_back(&l);
@@ -41,7 +41,7 @@ Tensor walk(Sequential& seq, Tensor x, RunContext& ctx, std::vector<Tensor>& act
     }
     x = l.forward(ctx, x);
     const std::string k = l.kind();
-    auto* gap = dynamic_cast<QGlobalAvgPoolLayer*>(&l);
+    auto* gap = quant_layer_as<QGlobalAvgPoolLayer>(l);
     if (k == "quantize" || k == "qconv2d" || k == "qdense" || (gap && gap->own_qparams())) {
       acts.push_back(x);
       if (by) by->push_back(&l);

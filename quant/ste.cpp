@@ -2,15 +2,10 @@
 
 #include <sstream>
 
-#include "engine/layers/activation_layer.h"
-#include "engine/layers/conv2d_layer.h"
-#include "engine/layers/dense_layer.h"
-#include "engine/layers/flatten_layer.h"
-#include "engine/layers/global_avg_pool_layer.h"
-#include "engine/layers/pool_layer.h"
-#include "engine/layers/residual_layer.h"
+#include "engine/layers/all.h"
 #include "engine/random.h"
 #include "engine/train/cpu_runner.h"
+#include "quant/dynamic.h"
 #include "quant/qlayers.h"
 
 namespace driftlab {
@@ -93,7 +88,8 @@ void set_linear(Param& weight, Param* bias, const QLinearSpec& spec, int64_t out
   }
 }
 
-struct Mirror {
+class Mirror : public LayerVisitor, public QuantLayerVisitor {
+ public:
   Policy policy;  // the int8 model's, float32, no flip
   Rng rng{RngEngine::mt19937_u24, 1};  // the float layers' initial weights, all overwritten
 
@@ -108,81 +104,150 @@ struct Mirror {
     add_fake_quant(out, act_quantize_params(s, q));
   }
 
+  // Adds l's float mirror to out: one visit per kind. path names l in messages.
   void layer(Layer& l, const std::string& path, Sequential& out) {
-    const Shape in = out.current_shape();
-    if (auto* q = dynamic_cast<QuantizeLayer*>(&l)) {
-      add_fake_quant(out, q->op_params());
-    } else if (dynamic_cast<DequantizeLayer*>(&l)) {
-      // the last fake_quant's output is already the dequantized value
-    } else if (auto* c = dynamic_cast<QConv2dLayer*>(&l)) {
-      const Conv2dParams& g = c->op_params().g;
-      check(g.stride_h == g.stride_w && g.dil_h == g.dil_w && g.pad_t == g.pad_b && g.pad_l == g.pad_r,
-            "fake_quant_model: layer ", path, " (qconv2d) has asymmetric padding, stride or dilation (",
-            g.str(), "), which the float mirror does not build yet");
-      Conv2dSpec cs;
-      cs.out_channels = g.k, cs.kernel_h = g.r, cs.kernel_w = g.s, cs.stride = g.stride_h, cs.dilation = g.dil_h;
-      cs.pad = PadMode::explicit_pad, cs.pad_h = g.pad_t, cs.pad_w = g.pad_l, cs.bias = true;
-      auto conv = std::make_unique<Conv2dLayer>(cs, in, policy, rng);
-      Conv2dParams want = g, got = conv->op_params();
-      want.n = got.n = 1;
-      check(got.str() == want.str(), "fake_quant_model: layer ", path, " (qconv2d ", want.str(),
-            ") mirrored as ", got.str());
-      const QLinearSpec spec = c->spec();
-      set_linear(conv->weight(), &conv->bias(), spec, g.k);
-      out.add(std::move(conv));
-      add_output(out, c->scheme(), spec.out, c->fused_relu());
-    } else if (auto* d = dynamic_cast<QDenseLayer*>(&l)) {
-      const QDenseParams& p = d->op_params();
-      auto dense = std::make_unique<DenseLayer>(p.out, in, policy, rng, true);
-      auto ps = dense->params();
-      const QLinearSpec spec = d->spec();
-      set_linear(*ps[0], ps[1], spec, p.out);
-      out.add(std::move(dense));
-      add_output(out, d->scheme(), spec.out, d->fused_relu());
-    } else if (auto* m = dynamic_cast<QMaxPool2dLayer*>(&l)) {
-      const Pool2dParams& g = m->op_params().g;
-      check(g.kh == g.kw && g.stride_h == g.stride_w, "fake_quant_model: layer ", path,
-            " (qmaxpool2d) has a non-square window or stride");
-      Pool2dSpec ps;
-      ps.kind = PoolKind::max, ps.window = g.kh, ps.stride = g.stride_h;
-      auto pool = std::make_unique<Pool2dLayer>(ps, in, policy);
-      const Pool2dParams& got = pool->op_params();
-      check(got.out_h() == g.out_h() && got.out_w() == g.out_w() && got.pad_t == g.pad_t && got.pad_l == g.pad_l,
-            "fake_quant_model: layer ", path, " (qmaxpool2d) mirrored with another geometry");
-      out.add(std::move(pool));
-    } else if (dynamic_cast<FlattenLayer*>(&l)) {
-      out.add(std::make_unique<FlattenLayer>(in, policy));
-    } else if (dynamic_cast<QReluLayer*>(&l)) {
-      out.add(std::make_unique<ActivationLayer>(ActKind::relu, in, policy));
-    } else if (auto* g = dynamic_cast<QGlobalAvgPoolLayer*>(&l)) {
-      // the mean, then the int8 pool's rounding: onto the input's grid (PyTorch's rule) or the
-      // pool's own (ONNX Runtime's)
-      out.add(std::make_unique<GlobalAvgPoolLayer>(in, policy));
-      QuantizeParams p = cur;
-      if (g->own_qparams()) p.scale = {g->op_params().out_scale}, p.zero_point = {g->op_params().out_zero_point};
-      add_fake_quant(out, p);
-    } else if (auto* r = dynamic_cast<QResidualLayer*>(&l)) {
-      // PyTorch QAT's FloatFunctional add_relu: main(x) + shortcut(x), relu, one fake_quant
-      const QResidualSpec& sp = r->spec();
-      auto main = std::make_unique<Sequential>(in);
-      for (std::size_t i = 0; i < r->main().size(); ++i)
-        layer(r->main().layer(i), path + ".qresidual.main." + std::to_string(i), *main);
-      auto res = std::make_unique<ResidualLayer>(std::move(main), sp.option_a ? Shortcut::option_a : Shortcut::identity,
-                                                 policy, rng);
-      check(!sp.option_a || (res->stride() == sp.stride && res->pad_before() == sp.pad_before),
-            "fake_quant_model: layer ", path, " (qresidual): option A mirrored with stride ", res->stride(),
-            " and ", res->pad_before(), " channels before, the int8 block has ", sp.stride, " and ", sp.pad_before);
-      out.add(std::move(res));
-      add_output(out, r->scheme(), sp.out, sp.relu);
-    } else {
-      fail("fake_quant_model: layer ", path, " (", l.kind(), ") has no fake-quantized float mirror yet (the STE "
-           "gradient covers quantize, qconv2d, qdense, qmaxpool2d, flatten, qrelu, qglobal_avg_pool, qresidual, "
-           "dequantize)");
-    }
+    const std::string saved_path = path_;
+    Sequential* saved_out = out_;
+    path_ = path;
+    out_ = &out;
+    l.accept(static_cast<LayerVisitor&>(*this));
+    path_ = saved_path;
+    out_ = saved_out;
   }
+
+  void visit(QuantizeLayer& q) override { add_fake_quant(*out_, q.op_params()); }
+  void visit(DequantizeLayer&) override {}  // the last fake_quant's output is already the dequantized value
+  void visit(QConv2dLayer& c) override {
+    const std::string& path = path_;
+    Sequential& out = *out_;
+    const Shape in = out.current_shape();
+    const Conv2dParams& g = c.op_params().g;
+    check(g.stride_h == g.stride_w && g.dil_h == g.dil_w && g.pad_t == g.pad_b && g.pad_l == g.pad_r,
+          "fake_quant_model: layer ", path, " (qconv2d) has asymmetric padding, stride or dilation (",
+          g.str(), "), which the float mirror does not build yet");
+    Conv2dSpec cs;
+    cs.out_channels = g.k, cs.kernel_h = g.r, cs.kernel_w = g.s, cs.stride = g.stride_h, cs.dilation = g.dil_h;
+    cs.pad = PadMode::explicit_pad, cs.pad_h = g.pad_t, cs.pad_w = g.pad_l, cs.bias = true;
+    auto conv = std::make_unique<Conv2dLayer>(cs, in, policy, rng);
+    Conv2dParams want = g, got = conv->op_params();
+    want.n = got.n = 1;
+    check(got.str() == want.str(), "fake_quant_model: layer ", path, " (qconv2d ", want.str(),
+          ") mirrored as ", got.str());
+    const QLinearSpec spec = c.spec();
+    set_linear(conv->weight(), &conv->bias(), spec, g.k);
+    out.add(std::move(conv));
+    add_output(out, c.scheme(), spec.out, c.fused_relu());
+  }
+  void visit(QDenseLayer& d) override {
+    Sequential& out = *out_;
+    const Shape in = out.current_shape();
+    const QDenseParams& p = d.op_params();
+    auto dense = std::make_unique<DenseLayer>(p.out, in, policy, rng, true);
+    auto ps = dense->params();
+    const QLinearSpec spec = d.spec();
+    set_linear(*ps[0], ps[1], spec, p.out);
+    out.add(std::move(dense));
+    add_output(out, d.scheme(), spec.out, d.fused_relu());
+  }
+  void visit(QMaxPool2dLayer& m) override {
+    const std::string& path = path_;
+    Sequential& out = *out_;
+    const Shape in = out.current_shape();
+    const Pool2dParams& g = m.op_params().g;
+    check(g.kh == g.kw && g.stride_h == g.stride_w, "fake_quant_model: layer ", path,
+          " (qmaxpool2d) has a non-square window or stride");
+    Pool2dSpec ps;
+    ps.kind = PoolKind::max, ps.window = g.kh, ps.stride = g.stride_h;
+    auto pool = std::make_unique<Pool2dLayer>(ps, in, policy);
+    const Pool2dParams& got = pool->op_params();
+    check(got.out_h() == g.out_h() && got.out_w() == g.out_w() && got.pad_t == g.pad_t && got.pad_l == g.pad_l,
+          "fake_quant_model: layer ", path, " (qmaxpool2d) mirrored with another geometry");
+    out.add(std::move(pool));
+  }
+  void visit(FlattenLayer&) override { out_->add(std::make_unique<FlattenLayer>(out_->current_shape(), policy)); }
+  void visit(QReluLayer&) override {
+    out_->add(std::make_unique<ActivationLayer>(ActKind::relu, out_->current_shape(), policy));
+  }
+  void visit(QGlobalAvgPoolLayer& g) override {
+    // the mean, then the int8 pool's rounding: onto the input's grid (PyTorch's rule) or the
+    // pool's own (ONNX Runtime's)
+    out_->add(std::make_unique<GlobalAvgPoolLayer>(out_->current_shape(), policy));
+    QuantizeParams p = cur;
+    if (g.own_qparams()) p.scale = {g.op_params().out_scale}, p.zero_point = {g.op_params().out_zero_point};
+    add_fake_quant(*out_, p);
+  }
+  void visit(QResidualLayer& r) override {
+    // PyTorch QAT's FloatFunctional add_relu: main(x) + shortcut(x), relu, one fake_quant
+    const std::string path = path_;
+    Sequential& out = *out_;
+    const Shape in = out.current_shape();
+    const QResidualSpec& sp = r.spec();
+    auto main = std::make_unique<Sequential>(in);
+    for (std::size_t i = 0; i < r.main().size(); ++i)
+      layer(r.main().layer(i), path + ".qresidual.main." + std::to_string(i), *main);
+    auto res = std::make_unique<ResidualLayer>(std::move(main), sp.option_a ? Shortcut::option_a : Shortcut::identity,
+                                               policy, rng);
+    check(!sp.option_a || (res->stride() == sp.stride && res->pad_before() == sp.pad_before),
+          "fake_quant_model: layer ", path, " (qresidual): option A mirrored with stride ", res->stride(),
+          " and ", res->pad_before(), " channels before, the int8 block has ", sp.stride, " and ", sp.pad_before);
+    out.add(std::move(res));
+    add_output(out, r.scheme(), sp.out, sp.relu);
+  }
+  void visit(ExternalLayer& l) override { visit_quant(l, *this, "fake_quant_model"); }
+  // Every other kind: refused by name.
+  void visit(Conv2dLayer& l) override { refuse(l); }
+  void visit(Pool2dLayer& l) override { refuse(l); }
+  void visit(DenseLayer& l) override { refuse(l); }
+  void visit(ActivationLayer& l) override { refuse(l); }
+  void visit(BatchNormLayer& l) override { refuse(l); }
+  void visit(DropoutLayer& l) override { refuse(l); }
+  void visit(GlobalAvgPoolLayer& l) override { refuse(l); }
+  void visit(EmbeddingLayer& l) override { refuse(l); }
+  void visit(RnnLayer& l) override { refuse(l); }
+  void visit(ResidualLayer& l) override { refuse(l); }
+  void visit(QDynDenseLayer& l) override { refuse(l); }
+  void visit(QDynRnnLayer& l) override { refuse(l); }
+  void visit(FakeQuantLayer& l) override { refuse(l); }
+  void refuse(Layer& l) {
+    fail("fake_quant_model: layer ", path_, " (", l.kind(), ") has no fake-quantized float mirror yet (the STE "
+         "gradient covers quantize, qconv2d, qdense, qmaxpool2d, flatten, qrelu, qglobal_avg_pool, qresidual, "
+         "dequantize)");
+  }
+
+  // The capability table's ste column: which layers of an int8 model have a float mirror.
+  static Support support(Kind<QuantizeLayer>) { return Support::all("fake_quant"); }
+  static Support support(Kind<DequantizeLayer>) { return Support::all("nothing (the value is already float)"); }
+  static Support support(Kind<QConv2dLayer>) { return Support::some("conv2d + fake_quant; symmetric pads, stride"); }
+  static Support support(Kind<QDenseLayer>) { return Support::all("dense + fake_quant"); }
+  static Support support(Kind<QMaxPool2dLayer>) { return Support::some("maxpool2d; square window and stride"); }
+  static Support support(Kind<QGlobalAvgPoolLayer>) { return Support::all("global_avg_pool + fake_quant"); }
+  static Support support(Kind<QResidualLayer>) { return Support::some("residual + fake_quant; identity or option A"); }
+  static Support support(Kind<QReluLayer>) { return Support::all("relu"); }
+  static Support support(Kind<QDynDenseLayer>) { return Support::none("dynamic int8: no mirror yet"); }
+  static Support support(Kind<QDynRnnLayer>) { return Support::none("dynamic int8: no mirror yet"); }
+  static Support support(Kind<FakeQuantLayer>) { return Support::none("already a mirror"); }
+  static Support support(Kind<FlattenLayer>) { return Support::all("flatten"); }
+  static Support support(Kind<Conv2dLayer>) { return Support::none("not in int8 models"); }
+  static Support support(Kind<Pool2dLayer>) { return Support::none("not in int8 models"); }
+  static Support support(Kind<DenseLayer>) { return Support::none("not in int8 models"); }
+  static Support support(Kind<ActivationLayer>) { return Support::none("not in int8 models"); }
+  static Support support(Kind<BatchNormLayer>) { return Support::none("not in int8 models"); }
+  static Support support(Kind<DropoutLayer>) { return Support::none("not in int8 models"); }
+  static Support support(Kind<GlobalAvgPoolLayer>) { return Support::none("not in int8 models"); }
+  static Support support(Kind<EmbeddingLayer>) { return Support::none("not in int8 models"); }
+  static Support support(Kind<RnnLayer>) { return Support::none("not in int8 models"); }
+  static Support support(Kind<ResidualLayer>) { return Support::none("not in int8 models"); }
+  static Support support(Kind<ExternalLayer>) { return Support::some("quant/'s kinds, as their rows say"); }
+
+ private:
+  std::string path_;
+  Sequential* out_ = nullptr;
 };
 
 }  // namespace
+
+SupportColumn ste_support() { return support_of<Mirror>(); }
+QuantSupportColumn ste_quant_support() { return quant_support_of<Mirror>(); }
 
 Model fake_quant_model(Model& int8) {
   Mirror mirror;

@@ -32,8 +32,9 @@
 
 #include "engine/layers/layer.h"
 #include "engine/model.h"
-#include "core/ops/quant.h"
+#include "core/ops/quantize.h"
 #include "engine/train/runner.h"
+#include "quant/visit.h"
 
 namespace driftlab {
 namespace quant {
@@ -42,8 +43,9 @@ namespace quant {
 // through gradient: dx = dy where the unclamped quantized value lies in [qmin, qmax], else 0
 // (NaN inputs: 0). The rounding and the scale operation (divide or multiply by the reciprocal) are
 // the scheme's, as in its quantize kernel.
-class FakeQuantLayer : public Layer {
+class FakeQuantLayer : public QuantLayer {
  public:
+  DL_ACCEPT_QUANT_VISITOR(fake_quant)
   FakeQuantLayer(const Shape& in, const QuantizeParams& p);
   std::string kind() const override { return "fake_quant"; }
   std::string describe() const override;
@@ -61,6 +63,9 @@ class FakeQuantLayer : public Layer {
 // The fake-quantized float graph of `int8` (a model made by quant::quantize_model or read from an
 // int8 model file). Throws naming the first layer it cannot mirror.
 Model fake_quant_model(Model& int8);
+// Which layers fake_quant_model mirrors (the capability table's ste column, driftlab model kinds).
+SupportColumn ste_support();
+QuantSupportColumn ste_quant_support();
 
 // A Runner over an int8 model whose input_gradient is the STE gradient of `fake` (its
 // fake_quant_model) and whose logits, and the loss and logits reported with a gradient, are the

@@ -1,4 +1,4 @@
-// The checkpoint file (runs/checkpoint.h) and the state it carries: a written checkpoint reads
+// The checkpoint file (train/checkpoint.h) and the state it carries: a written checkpoint reads
 // back with every field equal (doubles bit for bit, NaN and infinities included), RNG streams
 // saved mid-stream continue with the same draws, a runner's state restored into a fresh runner
 // trains on to the same bits, and a damaged file is refused naming the file and the offset.
@@ -11,7 +11,7 @@
 #include <iterator>
 #include <limits>
 
-#include "runs/checkpoint.h"
+#include "train/checkpoint.h"
 #include "engine/train/cpu_runner.h"
 #include "models/models.h"
 

@@ -2,9 +2,10 @@
 // by the last version-1 writer (commit 7417a2b, tests/data/model_v1) still loads and predicts the
 // logits that writer's build computed, bit for bit; version 2 round-trips and names every
 // tensor's dtype; a tensor whose dtype is not its parameter's, an unknown dtype and a version
-// from the future are refused naming the file and the tensor or offset. Hardening (issue 14):
-// the header is checked against the file before the model is built (a huge num_ids, bytes after
-// the last tensor), input_std must be finite and positive, and the CRC covers files over 4 GiB.
+// from the future are refused naming the file and the tensor or offset. Hardening
+// (docs/RELIABILITY.md, "Reader fixes"): the header is checked against the file before the model is
+// built (a huge num_ids, bytes after the last tensor), input_std must be finite and positive, and
+// the CRC covers files over 4 GiB.
 #include <gtest/gtest.h>
 #include <sys/mman.h>
 #include <zlib.h>
@@ -219,7 +220,7 @@ TEST(ModelFile, CrcCoversMoreThan4GiB) {
   const auto* b = static_cast<const Bytef*>(p);
   const uint32_t want = static_cast<uint32_t>(crc32_z(0L, b, n));
   ASSERT_NE(want, static_cast<uint32_t>(crc32(0L, b, 16))) << "the test needs the two to differ";
-  EXPECT_EQ(model_file_crc32(0, p, n), want);
+  EXPECT_EQ(container_crc32(0, p, n), want);
   ::munmap(p, n);
 }
 

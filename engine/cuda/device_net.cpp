@@ -25,41 +25,74 @@ using cuda::DeviceTensor;
 
 namespace {
 
-const char* kCovered =
-    "conv2d, maxpool2d, avgpool2d, dense, relu/tanh/sigmoid/hard_sigmoid, flatten, dropout, batchnorm, residual, "
-    "global_avg_pool, embedding, lstm, gru; int8: quantize, dequantize, qconv2d, qdense, qmaxpool2d, qrelu, "
-    "qglobal_avg_pool, qresidual";
+// Whether the device path has a counterpart of each layer: one visit per kind (the capability
+// table's cuda column comes from support()). Containers are looked into.
+class DeviceSupport : public LayerVisitor {
+ public:
+  std::string path;  // where the layer sits
+  std::string bad;   // the first layer without a counterpart: "<path> (<kind>): <why>"
 
-// The first layer (path and kind) without a device counterpart, or "" when all have one.
-std::string first_unsupported(Sequential& net, const std::string& prefix) {
-  for (std::size_t i = 0; i < net.size(); ++i) {
-    Layer& l = net.layer(i);
-    const std::string path = prefix + std::to_string(i);
-    if (auto* r = dynamic_cast<ResidualLayer*>(&l)) {
-      std::string bad = first_unsupported(r->main(), path + ".residual.main.");
-      if (bad.empty() && r->projection()) bad = first_unsupported(*r->projection(), path + ".residual.shortcut.");
-      if (!bad.empty()) return bad;
-      continue;
-    }
-    if (dynamic_cast<Conv2dLayer*>(&l) || dynamic_cast<Pool2dLayer*>(&l) || dynamic_cast<DenseLayer*>(&l) ||
-        dynamic_cast<ActivationLayer*>(&l) || dynamic_cast<FlattenLayer*>(&l) || dynamic_cast<DropoutLayer*>(&l) ||
-        dynamic_cast<BatchNormLayer*>(&l) || dynamic_cast<GlobalAvgPoolLayer*>(&l) ||
-        dynamic_cast<EmbeddingLayer*>(&l) || dynamic_cast<RnnLayer*>(&l))
-      continue;
-    const std::string why = l.device_unsupported();  // layers outside engine/layers (quant/)
-    if (why.empty()) continue;
-    return path + " (" + l.kind() + "): " + why;
+  void visit(Conv2dLayer&) override {}
+  void visit(Pool2dLayer&) override {}
+  void visit(DenseLayer&) override {}
+  void visit(ActivationLayer&) override {}
+  void visit(BatchNormLayer&) override {}
+  void visit(DropoutLayer&) override {}
+  void visit(FlattenLayer&) override {}
+  void visit(GlobalAvgPoolLayer&) override {}
+  void visit(EmbeddingLayer&) override {}
+  void visit(RnnLayer&) override {}
+  void visit(ResidualLayer& r) override {
+    const std::string at = path;
+    check_seq(r.main(), at + ".residual.main.");
+    if (bad.empty() && r.projection()) check_seq(*r.projection(), at + ".residual.shortcut.");
   }
-  return "";
+  // Layers of a library above the engine (quant/'s int8 layers) say for themselves.
+  void visit(ExternalLayer& l) override {
+    const std::string why = l.device_unsupported();
+    if (!why.empty()) bad = path + " (" + l.kind() + "): " + why;
+  }
+
+  void check_seq(Sequential& net, const std::string& prefix) {
+    for (std::size_t i = 0; i < net.size() && bad.empty(); ++i) {
+      path = prefix + std::to_string(i);
+      net.layer(i).accept(*this);
+    }
+  }
+
+  static Support support(Kind<Conv2dLayer>) { return Support::all("own kernel, cuDNN"); }
+  static Support support(Kind<Pool2dLayer>) { return Support::all("own kernel, cuDNN"); }
+  static Support support(Kind<DenseLayer>) { return Support::all("own GEMM, cuBLAS"); }
+  static Support support(Kind<ActivationLayer>) { return Support::all("relu, tanh, sigmoid, hard_sigmoid"); }
+  static Support support(Kind<BatchNormLayer>) { return Support::all("own kernel, cuDNN"); }
+  static Support support(Kind<DropoutLayer>) { return Support::all(); }
+  static Support support(Kind<FlattenLayer>) { return Support::all(); }
+  static Support support(Kind<GlobalAvgPoolLayer>) { return Support::all(); }
+  static Support support(Kind<EmbeddingLayer>) { return Support::all(); }
+  static Support support(Kind<RnnLayer>) { return Support::all("own kernels, cuDNN RNN for the cells it has"); }
+  static Support support(Kind<ResidualLayer>) { return Support::all(); }
+  static Support support(Kind<ExternalLayer>) { return Support::some("as the layer says (device_unsupported)"); }
+};
+
+// The layers the device path covers, for the refusal's message: the kinds support() accepts.
+std::string covered_kinds() {
+  const SupportColumn col = device_support();
+  std::string out;
+  for (std::size_t k = 0; k + 1 < kLayerKindCount; ++k)
+    if (col[k].level != Support::Level::none) out += std::string(out.empty() ? "" : ", ") + layer_kind_name(LayerKind(k));
+  return out + "; int8: quantize, dequantize, qconv2d, qdense, qmaxpool2d, qrelu, qglobal_avg_pool, qresidual";
 }
 
 }  // namespace
 
 // ---------------------------------------------------------------- building
 
+SupportColumn device_support() { return support_of<DeviceSupport>(); }
+
 void check_device_supported(Model& model) {
-  std::string bad = first_unsupported(*model.net, "");
-  check(bad.empty(), "cuda: model ", model.name, ": layer ", bad, " (the device path covers ", kCovered,
+  DeviceSupport s;
+  s.check_seq(*model.net, "");
+  check(s.bad.empty(), "cuda: model ", model.name, ": layer ", s.bad, " (the device path covers ", covered_kinds(),
         "); run it with --device cpu");
 }
 
@@ -101,50 +134,65 @@ struct DeviceNetBuilder {
     return (trained ? net.params_ : net.buffers_).back().get();
   }
 
-  std::unique_ptr<DeviceLayer> make_layer(Layer& l, const std::string& path) {
-    if (auto* c = dynamic_cast<Conv2dLayer*>(&l)) {
-      auto ps = c->params();
+  // The device counterpart of one layer: one visit per kind.
+  struct Make : LayerVisitor {
+    DeviceNetBuilder& b;
+    std::string path;
+    std::unique_ptr<DeviceLayer> out;
+    Make(DeviceNetBuilder& builder, std::string at) : b(builder), path(std::move(at)) {}
+
+    void visit(Conv2dLayer& c) override {
+      auto ps = c.params();
       // One statement per adopt: the order of the device parameters is the CPU model's (function
       // arguments are evaluated in an unspecified order; GCC took the bias first).
-      DeviceParam* w = adopt(ps[0], true);
-      DeviceParam* b = ps.size() > 1 ? adopt(ps[1], true) : nullptr;
-      return make_device_conv2d(*c, w, b);
+      DeviceParam* w = b.adopt(ps[0], true);
+      DeviceParam* bias = ps.size() > 1 ? b.adopt(ps[1], true) : nullptr;
+      out = make_device_conv2d(c, w, bias);
     }
-    if (auto* d = dynamic_cast<DenseLayer*>(&l)) {
-      auto ps = d->params();
-      DeviceParam* w = adopt(ps[0], true);
-      DeviceParam* b = ps.size() > 1 ? adopt(ps[1], true) : nullptr;
-      return make_device_dense(w, b);
+    void visit(DenseLayer& d) override {
+      auto ps = d.params();
+      DeviceParam* w = b.adopt(ps[0], true);
+      DeviceParam* bias = ps.size() > 1 ? b.adopt(ps[1], true) : nullptr;
+      out = make_device_dense(w, bias);
     }
-    if (auto* p = dynamic_cast<Pool2dLayer*>(&l)) return make_device_pool2d(*p);
-    if (auto* a = dynamic_cast<ActivationLayer*>(&l)) return make_device_activation(*a);
-    if (auto* f = dynamic_cast<FlattenLayer*>(&l)) return make_device_flatten(*f);
-    if (auto* d = dynamic_cast<DropoutLayer*>(&l)) return make_device_dropout(*d);
-    if (auto* g = dynamic_cast<GlobalAvgPoolLayer*>(&l)) return make_device_global_avg_pool(*g);
-    if (auto* e = dynamic_cast<EmbeddingLayer*>(&l)) return make_device_embedding(*e, adopt(e->params()[0], true));
-    if (auto* r = dynamic_cast<RnnLayer*>(&l)) {
+    void visit(Pool2dLayer& p) override { out = make_device_pool2d(p); }
+    void visit(ActivationLayer& a) override { out = make_device_activation(a); }
+    void visit(FlattenLayer& f) override { out = make_device_flatten(f); }
+    void visit(DropoutLayer& d) override { out = make_device_dropout(d); }
+    void visit(GlobalAvgPoolLayer& g) override { out = make_device_global_avg_pool(g); }
+    void visit(EmbeddingLayer& e) override { out = make_device_embedding(e, b.adopt(e.params()[0], true)); }
+    void visit(RnnLayer& r) override {
       std::vector<DeviceParam*> ps;
-      for (Param* q : r->params()) ps.push_back(adopt(q, true));
-      return make_device_rnn(*r, ps);
+      for (Param* q : r.params()) ps.push_back(b.adopt(q, true));
+      out = make_device_rnn(r, ps);
     }
-    if (auto* b = dynamic_cast<BatchNormLayer*>(&l)) {
-      auto ps = b->params();
-      DeviceParam* gamma = adopt(ps[0], true);
-      DeviceParam* beta = adopt(ps[1], true);
-      const bool debias = b->op_params().zero_debias;
+    void visit(BatchNormLayer& bn) override {
+      auto ps = bn.params();
+      DeviceParam* gamma = b.adopt(ps[0], true);
+      DeviceParam* beta = b.adopt(ps[1], true);
+      const bool debias = bn.op_params().zero_debias;
       std::vector<DeviceParam*> state;
-      auto rs = b->running_state();
-      for (std::size_t i = 0; i < rs.size(); ++i) state.push_back(i < 2 || debias ? adopt(rs[i], false) : nullptr);
-      return make_device_batchnorm(*b, gamma, beta, std::move(state));
+      auto rs = bn.running_state();
+      for (std::size_t i = 0; i < rs.size(); ++i) state.push_back(i < 2 || debias ? b.adopt(rs[i], false) : nullptr);
+      out = make_device_batchnorm(bn, gamma, beta, std::move(state));
     }
-    if (auto* r = dynamic_cast<ResidualLayer*>(&l)) {
-      auto main = make_seq(r->main(), path + ".residual.main.");
-      auto proj = r->projection() ? make_seq(*r->projection(), path + ".residual.shortcut.") : nullptr;
-      return make_device_residual(*r, std::move(main), std::move(proj));
+    void visit(ResidualLayer& r) override {
+      auto main = b.make_seq(r.main(), path + ".residual.main.");
+      auto proj = r.projection() ? b.make_seq(*r.projection(), path + ".residual.shortcut.") : nullptr;
+      out = make_device_residual(r, std::move(main), std::move(proj));
     }
-    const std::string why = l.device_unsupported();
-    check(why.empty(), "cuda: layer ", path, " (", l.kind(), "): ", why);
-    return l.make_device(net.ctx_);  // a layer defined outside engine/layers (quant/'s int8 layers)
+    // A layer defined outside engine/layers (quant/'s int8 layers) makes its own.
+    void visit(ExternalLayer& l) override {
+      const std::string why = l.device_unsupported();
+      check(why.empty(), "cuda: layer ", path, " (", l.kind(), "): ", why);
+      out = l.make_device(b.net.ctx_);
+    }
+  };
+
+  std::unique_ptr<DeviceLayer> make_layer(Layer& l, const std::string& path) {
+    Make m(*this, path);
+    l.accept(m);
+    return std::move(m.out);
   }
 
   std::unique_ptr<DeviceSequential> make_seq(Sequential& seq, const std::string& prefix) {

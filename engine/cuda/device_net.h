@@ -27,6 +27,8 @@ namespace driftlab {
 // Throws "cuda: model M: layer 3 (kind) has no CUDA implementation ..." when the model holds a
 // layer the device path does not cover; needs no device.
 void check_device_supported(Model& model);
+// What the device path does with each layer kind (the capability table, driftlab model kinds).
+SupportColumn device_support();
 
 // The Policy's CUDA knobs (cuda_kernels, tf32_matmul, tf32_conv, cuda_deterministic,
 // cudnn_algo_search) as exec params: one backend for every op family (the RNN's included).

@@ -11,6 +11,7 @@ ActivationParams resolve_activation(const Policy& policy, ActKind kind);
 
 class ActivationLayer : public Layer {
  public:
+  DL_ACCEPT_VISITOR(activation)
   ActivationLayer(ActKind kind, const Shape& in, const Policy& policy);
   std::string kind() const override { return act_name(p_.kind); }
   std::string describe() const override;

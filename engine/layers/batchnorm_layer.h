@@ -15,6 +15,7 @@ BatchNormParams resolve_batchnorm(const Policy& policy, const Shape& in);
 
 class BatchNormLayer : public Layer {
  public:
+  DL_ACCEPT_VISITOR(batchnorm)
   BatchNormLayer(const Shape& in, const Policy& policy);
   std::string kind() const override { return "batchnorm"; }
   std::string describe() const override;

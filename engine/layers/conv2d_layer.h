@@ -25,6 +25,7 @@ Conv2dParams resolve_conv2d(const Policy& policy, const Shape& in_chw, const Con
 
 class Conv2dLayer : public Layer {
  public:
+  DL_ACCEPT_VISITOR(conv2d)
   Conv2dLayer(const Conv2dSpec& spec, const Shape& in_chw, const Policy& policy, Rng& rng);
   std::string kind() const override { return "conv2d"; }
   std::string describe() const override;

@@ -8,6 +8,7 @@ namespace driftlab {
 
 class DenseLayer : public Layer {
  public:
+  DL_ACCEPT_VISITOR(dense)
   DenseLayer(int64_t units, const Shape& in, const Policy& policy, Rng& rng, bool bias = true);
   std::string kind() const override { return "dense"; }
   std::string describe() const override;

@@ -7,6 +7,7 @@ namespace driftlab {
 
 class DropoutLayer : public Layer {
  public:
+  DL_ACCEPT_VISITOR(dropout)
   DropoutLayer(double rate, const Shape& in);
   std::string kind() const override { return "dropout"; }
   std::string describe() const override;

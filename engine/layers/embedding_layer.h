@@ -46,6 +46,7 @@ void init_embedding(Tensor& table, EmbeddingInit init, Rng& rng);
 
 class EmbeddingLayer : public Layer {
  public:
+  DL_ACCEPT_VISITOR(embedding)
   // in: the per-sample input shape, (T,).
   EmbeddingLayer(const EmbeddingArgs& args, const Shape& in, const Policy& policy, Rng& rng);
   std::string kind() const override { return "embedding"; }

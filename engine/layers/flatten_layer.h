@@ -8,6 +8,7 @@ namespace driftlab {
 
 class FlattenLayer : public Layer {
  public:
+  DL_ACCEPT_VISITOR(flatten)
   FlattenLayer(const Shape& in, const Policy& policy);
   std::string kind() const override { return "flatten"; }
   std::string describe() const override;

@@ -11,6 +11,7 @@ namespace driftlab {
 
 class GlobalAvgPoolLayer : public Layer {
  public:
+  DL_ACCEPT_VISITOR(global_avg_pool)
   GlobalAvgPoolLayer(const Shape& in, const Policy& policy);
   std::string kind() const override { return "global_avg_pool"; }
   std::string describe() const override { return "global_avg_pool"; }

@@ -12,10 +12,12 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <type_traits>
 #include <vector>
 
-#include "engine/layers/layout.h"
 #include "core/tensor.h"
+#include "engine/layers/layout.h"
+#include "engine/layers/visit.h"
 #include "kernels/cpu/registry.h"
 
 namespace driftlab {
@@ -84,7 +86,9 @@ struct RunContext {
 class Layer {
  public:
   virtual ~Layer() = default;
-  virtual std::string kind() const = 0;
+  virtual std::string kind() const = 0;      // the name shown in paths and messages ("maxpool2d", "lstm")
+  virtual LayerKind layer_kind() const = 0;  // its kind among the visitor's (engine/layers/visit.h)
+  virtual void accept(LayerVisitor& v) = 0;  // v.visit(*this) (DL_ACCEPT_VISITOR)
   virtual std::string describe() const = 0;  // one line with the resolved parameters
   virtual Shape output_shape() const = 0;    // per sample, without the batch axis
   virtual Tensor forward(RunContext& ctx, const Tensor& x) = 0;
@@ -100,13 +104,39 @@ class Layer {
   // Parameters (buffers when `buffers` is set) named "<prefix>.<kind>.<name>"; containers
   // override this to name their children's parameters uniquely.
   virtual void collect(const std::string& prefix, bool buffers, std::vector<std::pair<std::string, Param*>>& out);
-  // The device counterpart of a layer defined outside engine/layers (DeviceNet builds those of
-  // engine/layers itself, engine/cuda/device_net.cpp): the int8 layers of quant/ make their own
-  // (quant/device_qlayers.cpp). device_unsupported() is "" when make_device(ctx) works, else why
-  // not, which the refusal of the model names; the default is "no CUDA implementation yet".
+};
+
+// A layer of a kind defined by a library above the engine (quant/'s int8 layers, quant/visit.h):
+// one kind, `external`, to the engine's visitors.
+class ExternalLayer : public Layer {
+ public:
+  void accept(LayerVisitor& v) override { v.visit(*this); }
+  LayerKind layer_kind() const override { return LayerKind::external; }
+  // Its device counterpart (DeviceNet builds those of the engine's kinds itself,
+  // engine/cuda/device_net.cpp; quant/device_qlayers.cpp makes the int8 layers'). device_unsupported()
+  // is "" when make_device(ctx) works, else why not, which the refusal of the model names; the
+  // default is "no CUDA implementation yet".
   virtual std::string device_unsupported() const;
   virtual std::unique_ptr<DeviceLayer> make_device(cuda::CudaContext& ctx);
 };
+
+template <class T>
+T* layer_as(Layer& l) {
+  struct As : LayerVisitor {
+    T* out = nullptr;
+#define DL_AS(cls, name) \
+  void visit(cls& x) override { \
+    if constexpr (std::is_same_v<cls, T>) out = &x; \
+  }
+    DRIFTLAB_LAYER_KINDS(DL_AS)
+#undef DL_AS
+    void visit(ExternalLayer& x) override {
+      if constexpr (std::is_same_v<ExternalLayer, T>) out = &x;
+    }
+  } v;
+  l.accept(v);
+  return v.out;
+}
 
 // Shape of x without its batch axis, checked against what the layer was built for.
 void check_input(const char* layer, const Tensor& x, const Shape& per_sample);

@@ -20,6 +20,7 @@ Pool2dParams resolve_pool2d(const Policy& policy, const Shape& in_chw, const Poo
 
 class Pool2dLayer : public Layer {
  public:
+  DL_ACCEPT_VISITOR(pool2d)
   Pool2dLayer(const Pool2dSpec& spec, const Shape& in_chw, const Policy& policy);
   std::string kind() const override { return kind_ == PoolKind::max ? "maxpool2d" : "avgpool2d"; }
   std::string describe() const override;

@@ -16,6 +16,7 @@ enum class Shortcut { identity, option_a, option_b };
 
 class ResidualLayer : public Layer {
  public:
+  DL_ACCEPT_VISITOR(residual)
   // `main` must map in_shape to its output; the shortcut is built to match it.
   ResidualLayer(std::unique_ptr<Sequential> main, Shortcut shortcut, const Policy& policy, Rng& rng);
   std::string kind() const override { return "residual"; }

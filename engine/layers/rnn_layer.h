@@ -48,6 +48,7 @@ RnnParams resolve_rnn(const Policy& policy, RnnCell cell, int64_t input, int64_t
 
 class RnnLayer : public Layer {
  public:
+  DL_ACCEPT_VISITOR(rnn)
   RnnLayer(RnnCell cell, const RnnSpec& spec, const Shape& in, const Policy& policy, Rng& rng);
   std::string kind() const override { return rnn_cell_name(p_.cell); }
   std::string describe() const override;

@@ -34,9 +34,9 @@ Layer& Sequential::add(std::unique_ptr<Layer> layer) {
   if (layers_.size() >= 3) {  // the last three appended: a conv -> activation -> max-pool run?
     Block b;
     b.first = layers_.size() - 3;
-    b.conv = dynamic_cast<Conv2dLayer*>(layers_[b.first].get());
-    b.act = dynamic_cast<ActivationLayer*>(layers_[b.first + 1].get());
-    b.pool = dynamic_cast<Pool2dLayer*>(layers_[b.first + 2].get());
+    b.conv = layer_as<Conv2dLayer>(*layers_[b.first]);
+    b.act = layer_as<ActivationLayer>(*layers_[b.first + 1]);
+    b.pool = layer_as<Pool2dLayer>(*layers_[b.first + 2]);
     if (b.conv && b.act && b.pool && b.pool->pool_kind() == PoolKind::max &&
         b.conv->block_backend() != KernelBackend::reference) {
       blocks_.push_back(b);
@@ -163,9 +163,9 @@ void Layer::collect(const std::string& prefix, bool want_buffers, std::vector<st
   for (Param* p : want_buffers ? buffers() : params()) out.emplace_back(prefix + "." + kind() + "." + p->name, p);
 }
 
-std::string Layer::device_unsupported() const { return "no CUDA implementation yet"; }
+std::string ExternalLayer::device_unsupported() const { return "no CUDA implementation yet"; }
 
-std::unique_ptr<DeviceLayer> Layer::make_device(cuda::CudaContext&) {
+std::unique_ptr<DeviceLayer> ExternalLayer::make_device(cuda::CudaContext&) {
   fail("cuda: layer ", kind(), " has no CUDA implementation yet");
 }
 

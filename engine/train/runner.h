@@ -74,7 +74,7 @@ struct EpochProgress {
 };
 
 // Everything of a Runner's training state that is not in the Model (weights and buffers are):
-// what a checkpoint saves and a resumed run restores (runs/checkpoint.h).
+// what a checkpoint saves and a resumed run restores (train/checkpoint.h).
 struct TrainState {
   int epoch = 0;                   // epochs finished
   int64_t step_index = 0;          // steps counted (taken or skipped)
@@ -181,7 +181,7 @@ class Runner {
   virtual PredictTime time_prediction(const Tensor& x, int64_t max_batch = 0) = 0;
   // The device's weights and BatchNorm statistics back into the Model (no-op on the CPU).
   virtual void sync_to_model() {}
-  // Checkpoints (runs/checkpoint.h): the optimiser's counters and state tensors on the host, and
+  // Checkpoints (train/checkpoint.h): the optimiser's counters and state tensors on the host, and
   // back (shapes checked against the model).
   virtual OptimState optimizer_state() = 0;
   virtual void set_optimizer_state(const OptimState& s) = 0;

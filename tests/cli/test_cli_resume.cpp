@@ -23,7 +23,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "runs/checkpoint.h"
+#include "train/checkpoint.h"
 #include "models/reparam.h"
 #include "models/model_file.h"
 #include "tests/cli/cli_util.h"

@@ -378,8 +378,9 @@ TEST(CudaModelPredict, OutOfMemoryNamesLayerBatchAndSizes) {
   EXPECT_EQ(net.predict(images(m, 2, 1)).shape(), (Shape{2, 10}));
 }
 
-// A layer kind the device path does not know (made up here: every real one has a device layer).
-class UnknownLayer : public Layer {
+// A layer kind the device path does not know (made up here: every real one has a device layer); a
+// kind outside the engine is an ExternalLayer (engine/layers/visit.h).
+class UnknownLayer : public ExternalLayer {
  public:
   explicit UnknownLayer(Shape s) : s_(std::move(s)) {}
   std::string kind() const override { return "unknown_kind"; }

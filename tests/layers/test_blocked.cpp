@@ -72,7 +72,7 @@ TEST(Layout, ALayoutUnawareLayerHandedABlockedTensorFails) {
 }
 
 // Identity that records the channel block of what it is given: where Sequential keeps tensors.
-class Probe : public Layer {
+class Probe : public ExternalLayer {
  public:
   explicit Probe(Shape s) : shape_(std::move(s)) {}
   std::string kind() const override { return "probe"; }

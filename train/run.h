@@ -5,7 +5,7 @@
 // metrics.json and metrics.csv atomically. Every report carries the stamp: Policy string (and
 // every knob), model, dataset, seed, device, and the commit the binary was built from.
 // The function prints nothing: the caller sees the run through the hooks.
-// With `out` set, RUN/checkpoint.dlc (runs/checkpoint.h) is written atomically after every epoch
+// With `out` set, RUN/checkpoint.dlc (train/checkpoint.h) is written atomically after every epoch
 // and every `checkpoint_every` steps; resume_training goes on from it and ends with the bytes an
 // uninterrupted run would have written to model.dlm (on the CPU at the same thread count; on
 // CUDA with cuda_deterministic).

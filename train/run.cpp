@@ -1,4 +1,4 @@
-#include "runs/run.h"
+#include "train/run.h"
 
 #include <signal.h>
 
@@ -8,7 +8,7 @@
 #include <iomanip>
 #include <sstream>
 
-#include "runs/checkpoint.h"
+#include "train/checkpoint.h"
 #include "models/reparam.h"
 #include "engine/build_info.h"
 #include "engine/data/transform.h"

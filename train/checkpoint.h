@@ -29,7 +29,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "runs/run.h"
+#include "train/run.h"
 
 namespace driftlab {
 

@@ -1,4 +1,4 @@
-#include "runs/checkpoint.h"
+#include "train/checkpoint.h"
 
 #include <algorithm>
 #include <cerrno>
@@ -15,17 +15,10 @@ namespace driftlab {
 namespace {
 
 using json = nlohmann::json;
-constexpr char kMagic[8] = {'D', 'L', 'C', 'K', 'P', 'T', '\r', '\n'};
-constexpr uint64_t kMaxHeaderBytes = uint64_t{64} << 20;
-
-void put_le(std::string& s, uint64_t v, int bytes) {
-  for (int i = 0; i < bytes; ++i) s.push_back(static_cast<char>((v >> (8 * i)) & 0xff));
-}
-uint64_t get_le(const char* p, int bytes) {
-  uint64_t v = 0;
-  for (int i = bytes - 1; i >= 0; --i) v = (v << 8) | static_cast<unsigned char>(p[i]);
-  return v;
-}
+// The checkpoint's container (engine/io/container.h).
+const ContainerFormat kCheckpointFormat{"checkpoint", {'D', 'L', 'C', 'K', 'P', 'T', '\r', '\n'},
+                                        "(not a driftlab checkpoint)", "a checkpoint has at least 24 bytes",
+                                        kCheckpointVersion, kCheckpointVersion, uint64_t{64} << 20, "", true, false};
 
 // A double that may be NaN or infinite: JSON has no such numbers (nlohmann writes null).
 json dbl(double v) {
@@ -116,13 +109,7 @@ struct TensorEntry {
 };
 
 void read_at(std::istream& in, uint64_t at, void* dst, uint64_t n, const std::string& path) {
-  in.clear();
-  in.seekg(static_cast<std::streamoff>(at));
-  errno = 0;
-  if (n) in.read(static_cast<char*>(dst), static_cast<std::streamsize>(n));
-  if (!in || static_cast<uint64_t>(in.gcount()) != n)
-    fail("checkpoint: ", path, ": read error at offset ", at, " (", n, " bytes wanted",
-         errno ? std::string(": ") + std::strerror(errno) : std::string(), ")");
+  container_read_at(in, at, dst, n, path, kCheckpointFormat);
 }
 
 }  // namespace
@@ -252,14 +239,7 @@ std::string checkpoint_bytes(const Checkpoint& c) {
       {"epochs", epochs},
       {"resumed", c.resumed},
       {"tensors", tensors}};
-  const std::string header = h.dump();
-  std::string out(kMagic, 8);
-  put_le(out, kCheckpointVersion, 4);
-  put_le(out, header.size(), 8);
-  out += header;
-  out += data;
-  put_le(out, model_file_crc32(0, out.data(), out.size()), 4);
-  return out;
+  return container_bytes(kCheckpointFormat, kCheckpointVersion, h.dump(), data);
 }
 
 void write_checkpoint(const std::string& path, const Checkpoint& c, const std::function<void()>& halfway) {
@@ -275,42 +255,8 @@ Checkpoint read_checkpoint(const std::string& path) {
 }
 
 Checkpoint read_checkpoint(std::istream& in, const std::string& path) {
-  in.seekg(0, std::ios::end);
-  const std::streamoff end = in.tellg();
-  check(in.good() && end >= 0, "checkpoint: ", path, ": cannot find its size");
-  const uint64_t size = static_cast<uint64_t>(end);
-  check(size >= 24, "checkpoint: ", path, ": truncated at offset ", size, " (a checkpoint has at least 24 bytes)");
-  char pre[20];
-  read_at(in, 0, pre, 20, path);
-  check(std::memcmp(pre, kMagic, 8) == 0, "checkpoint: ", path,
-        ": bad magic at offset 0 (not a driftlab checkpoint)");
-  const uint32_t version = static_cast<uint32_t>(get_le(pre + 8, 4));
-  check(version == kCheckpointVersion, "checkpoint: ", path, ": version ", version,
-        " at offset 8 is not supported (this build reads version ", kCheckpointVersion, ")");
-  const uint64_t hlen = get_le(pre + 12, 8);
-  check(hlen <= size - 24 && hlen <= kMaxHeaderBytes, "checkpoint: ", path, ": header length ", hlen,
-        " at offset 12 exceeds the ", size - 24, " bytes left (file is truncated or corrupt)");
-  {  // the CRC before anything else is believed
-    std::vector<char> buf(static_cast<std::size_t>(std::min<uint64_t>(size - 4, uint64_t{1} << 20)));
-    uint32_t crc = 0;
-    for (uint64_t at = 0; at < size - 4; at += buf.size()) {
-      const uint64_t k = std::min<uint64_t>(buf.size(), size - 4 - at);
-      read_at(in, at, buf.data(), k, path);
-      crc = model_file_crc32(crc, buf.data(), k);
-    }
-    char tail[4];
-    read_at(in, size - 4, tail, 4, path);
-    check(static_cast<uint32_t>(get_le(tail, 4)) == crc, "checkpoint: ", path, ": CRC mismatch at offset ", size - 4,
-          " (file is corrupt or truncated)");
-  }
-  std::string htext(static_cast<std::size_t>(hlen), '\0');
-  read_at(in, 20, htext.data(), hlen, path);
-  json h;
-  try {
-    h = json::parse(htext);
-  } catch (const std::exception& e) {
-    fail("checkpoint: ", path, ": header JSON at offset 20 is invalid: ", e.what());
-  }
+  const ContainerHeader ch = read_container(in, path, kCheckpointFormat);
+  const json& h = ch.header;
   const Reader r{path};
   check(h.is_object() && h.value("format", "") == "driftlab-checkpoint", "checkpoint: ", path,
         ": header at offset 20 is not a driftlab checkpoint's");
@@ -351,7 +297,7 @@ Checkpoint read_checkpoint(std::istream& in, const std::string& path) {
     c.epochs.push_back(epoch_stats_from(r, eps[i], "epochs[" + std::to_string(i) + "]."));
 
   // The tensors: every claim checked against the bytes there are before anything is allocated.
-  const uint64_t data_start = 20 + hlen, data_len = size - 4 - data_start;
+  const uint64_t data_start = ch.data_start(), data_len = ch.data_len();
   const json& tj = r.array(h, "tensors", "");
   std::vector<TensorEntry> entries;
   uint64_t next = 0;

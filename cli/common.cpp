@@ -1,0 +1,147 @@
+// What the command files share: data, thread and device options, number formats, the progress bar, the calibration samples.
+#include "cli/commands.h"
+#include "cli/common.h"
+#include "driftlab/model.h"
+
+#include <omp.h>
+#include <signal.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cmath>
+#include <csignal>
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <iomanip>
+#include <iostream>
+#include <memory>
+#include <set>
+#include <sstream>
+
+#include <nlohmann/json.hpp>
+
+#include "engine/data/datasets.h"
+#include "engine/data/idx.h"
+#include "engine/data/transform.h"
+#include "kernels/cuda/device.h"
+
+namespace driftlab {
+namespace cli {
+
+namespace fs = std::filesystem;
+
+std::string shell_quoted(const std::string& s) {
+  std::string q = "'";
+  for (char c : s) q += c == '\'' ? std::string("'\\''") : std::string(1, c);
+  return q + "'";
+}
+
+std::string run_capture(const std::string& cmd, int* rc) {
+  std::string out;
+  FILE* p = popen(cmd.c_str(), "r");
+  check(p != nullptr, "could not run ", cmd);
+  char buf[512];
+  while (std::fgets(buf, sizeof buf, p)) out += buf;
+  *rc = pclose(p);
+  return out;
+}
+
+// Shows the summary of an IMDb corpus when a command's loader reads one.
+void print_imdb_read(const std::string& dir, const ImdbOptions& o, const ImdbData& d) {
+  std::cerr << imdb_summary(dir, o, d) << "\n";
+}
+
+
+void add_data_options(CLI::App* c, DataOptions& o) {
+  c->add_option("--dataset", o.dataset,
+                "fashion-mnist | mnist (IDX files) | seq-fashion-mnist | seq-mnist (images as 28 steps of 28 "
+                "features, for lstm/gru) | cifar10 (binary version) | synthetic-cifar10 | imdb (aclImdb folders, "
+                "token ids, for lstm-imdb/gru-imdb)")
+      ->capture_default_str();
+  c->add_option("--data-dir", o.data_dir, "folder with the IDX files (default for fashion-mnist: " +
+                                              std::string(kDefaultFashionMnistDir) + ")");
+  c->add_option("--limit", o.limit, "use only the first N samples of each split (0: all)")->check(CLI::NonNegativeNumber);
+  c->add_option("--vocab-size", o.vocab_size, "imdb: words kept, ids 2..V+1 (default: the model file's, else 20000)")
+      ->check(CLI::NonNegativeNumber);
+  c->add_option("--maxlen", o.max_len, "imdb: tokens per review (default: the model file's, else 80)")
+      ->check(CLI::NonNegativeNumber);
+  c->add_option("--seq-pad", o.seq_pad, "imdb: pad with id 0 'pre' or 'post' (default: the model file's, else pre)");
+  c->add_option("--seq-truncate", o.seq_truncate, "imdb: cut 'pre' (keep the end) or 'post' (default: the model file's, else pre)");
+}
+
+
+void set_threads(int threads) {
+  if (threads > 0) omp_set_num_threads(threads);
+}
+
+// A number that is neither negative nor NaN nor infinite (CLI::NonNegativeNumber lets NaN through).
+const CLI::Validator kFiniteNonNegative(
+    [](std::string& s) {
+      double v = 0;
+      return CLI::detail::lexical_cast(s, v) && std::isfinite(v) && v >= 0
+                 ? std::string()
+                 : "Value " + s + " must be a finite number >= 0";
+    },
+    "NONNEGATIVE");
+
+// --threads of every command. A negative count is refused, not read as "all cores".
+void add_threads_option(CLI::App* c, int& threads) {
+  c->add_option("--threads", threads, "CPU threads (0: all cores); results are reproducible per count")
+      ->check(CLI::NonNegativeNumber);
+}
+
+
+std::string value_at(const Tensor& t, int64_t i) {
+  const double v = t.dtype() == DType::f64 ? t.data<double>()[i] : t.data<float>()[i];
+  return std::isnan(v) ? "nan" : (v > 0 ? "inf" : "-inf");
+}
+
+std::string fmt(double v, int prec) {
+  std::ostringstream os;
+  os << std::fixed << std::setprecision(prec) << v;
+  return os.str();
+}
+
+void add_device_options(CLI::App* c, DeviceOptions& o) {
+  c->add_option("--device", o.device,
+                "cpu | cuda (device 0; kernels, TF32, determinism and cuDNN search follow the policy's cuda knobs)")
+      ->capture_default_str();
+}
+
+// The first n training samples of a model's data in file order (calibration); *from describes them.
+Tensor first_training_samples(const LoadedModel& lm, const DataOptions& data, int64_t n, std::string* from) {
+  return driftlab::first_training_samples(lm, *data.loader, data, n, from);
+}
+
+// "tensorflow,theano,torch" (presets) or "torch;torch,relu_grad_at_zero=0.5" (policy strings).
+std::vector<std::string> split_policies(const std::string& policies) {
+  char sep = policies.find(';') != std::string::npos || policies.find('=') != std::string::npos ? ';' : ',';
+  std::vector<std::string> names;
+  std::stringstream ss(policies);
+  for (std::string item; std::getline(ss, item, sep);)
+    if (!item.empty()) names.push_back(item);
+  check(!names.empty(), "policies: '", policies, "' names no policy");
+  return names;
+}
+
+// "cpu, 2 threads" or "cuda" for a command's header line.
+std::string where(const DeviceOptions& dev) {
+  return dev.parsed() == Device::cuda ? std::string("cuda") : "cpu, " + std::to_string(omp_get_max_threads()) + " threads";
+}
+
+std::string pct(double v) { return fmt(100.0 * v, 2) + "%"; }
+std::string sci(double v) {
+  std::ostringstream os;
+  os << std::scientific << std::setprecision(2) << v;
+  return os.str();
+}
+
+void check_model_name(const std::string& asked, const LoadedModel& lm, const std::string& path) {
+  check(asked.empty() || asked == lm.model.name, "model: --model ", asked, " does not match ", path, ", which holds ",
+        lm.model.name);
+}
+
+}  // namespace cli
+}  // namespace driftlab

@@ -1,0 +1,94 @@
+// What the command files share (cli/common.cpp): the data, thread and device options, the number
+// formats of the printed tables, the progress bar, the check that a dataset fits a saved model,
+// the calibration samples.
+#pragma once
+#include <CLI/CLI.hpp>
+#include <unistd.h>
+
+#include <cstdint>
+#include <cstdio>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "engine/data/datasets.h"
+#include "engine/train/runner.h"
+#include "driftlab/model.h"
+#include "models/model_file.h"
+#include "train/run.h"
+
+namespace driftlab {
+namespace cli {
+
+// Shows the summary of an IMDb corpus when a command's loader reads one.
+void print_imdb_read(const std::string& dir, const ImdbOptions& o, const ImdbData& d);
+
+// A command's data options and the loader its splits come from. Copies share the loader:
+// compare runs run_train on copies of one TrainOptions, and a command reads (and summarises)
+// an IMDb corpus once for all its splits and runs.
+struct DataOptions : DataSpec {
+  std::shared_ptr<DatasetLoader> loader = std::make_shared<DatasetLoader>(print_imdb_read);
+};
+
+void add_data_options(CLI::App* c, DataOptions& o);
+// Runs a shell command, returns what it printed (stdout; append 2>&1 for stderr) and sets *rc to
+// pclose's status.
+std::string run_capture(const std::string& cmd, int* rc);
+// s as one single-quoted shell word (a ' inside becomes '\'').
+std::string shell_quoted(const std::string& s);
+void set_threads(int threads);
+void add_threads_option(CLI::App* c, int& threads);
+// A number that is neither negative nor NaN nor infinite (CLI::NonNegativeNumber lets NaN through).
+extern const CLI::Validator kFiniteNonNegative;
+
+// The --device switch of train / compare / eval / predict / drift / attribute. The CUDA
+// switches are the model's Policy knobs (cuda_kernels, tf32_matmul, tf32_conv,
+// cuda_deterministic, cudnn_algo_search).
+struct DeviceOptions {
+  std::string device = "cpu";  // cpu | cuda
+  Device parsed() const { return parse_device(device); }
+};
+void add_device_options(CLI::App* c, DeviceOptions& o);
+// "cpu, 2 threads" or "cuda" for a command's header line.
+std::string where(const DeviceOptions& dev);
+
+// A non-finite element of a float tensor as printed: "nan", "inf", "-inf".
+std::string value_at(const Tensor& t, int64_t i);
+// v with prec digits after the point; pct: 100 v with 2 and a %; sci: 2 significant digits, scientific.
+std::string fmt(double v, int prec);
+std::string pct(double v);
+std::string sci(double v);
+
+// "tensorflow,theano,torch" (presets) or "torch;torch,relu_grad_at_zero=0.5" (policy strings).
+std::vector<std::string> split_policies(const std::string& policies);
+// --model, where given, must be the model the file holds.
+void check_model_name(const std::string& asked, const LoadedModel& lm, const std::string& path);
+// The first n training samples of a model's data in file order (calibration); *from describes them.
+Tensor first_training_samples(const LoadedModel& lm, const DataOptions& data, int64_t n, std::string* from);
+
+// A progress bar on stderr: redrawn in place on a terminal, a line per ~10% otherwise.
+class ProgressBar {
+ public:
+  explicit ProgressBar(bool enabled) : enabled_(enabled), tty_(::isatty(2)) {}
+  void operator()(const Progress& p) {
+    if (!enabled_) return;
+    int decile = static_cast<int>(10 * p.batch / p.batches);
+    if (!tty_ && decile == last_decile_ && p.batch != p.batches) return;
+    last_decile_ = decile;
+    const int width = 30;
+    int filled = static_cast<int>(width * p.batch / p.batches);
+    std::string bar(static_cast<std::size_t>(filled), '=');
+    if (filled < width) bar += '>' + std::string(static_cast<std::size_t>(width - filled - 1), ' ');
+    std::fprintf(stderr, "%sepoch %d/%d [%s] %lld/%lld loss %.4f  %.0f img/s  ETA %.1fs%s", tty_ ? "\r" : "", p.epoch,
+                 p.epochs, bar.c_str(), static_cast<long long>(p.batch), static_cast<long long>(p.batches), p.loss,
+                 p.images_per_s, p.eta_s, tty_ ? (p.batch == p.batches ? "\n" : "") : "\n");
+    std::fflush(stderr);
+  }
+
+ private:
+  bool enabled_, tty_;
+  int last_decile_ = -1;
+};
+
+}  // namespace cli
+}  // namespace driftlab

@@ -1,0 +1,240 @@
+// `driftlab explain`'s worked examples for the numeric knobs: CPU kernel backends, accumulation order, the CUDA switches (drift/explain_examples.h).
+#include "drift/explain_examples.h"
+
+#include "engine/cuda/device_net.h"
+#include "kernels/cuda/device.h"
+
+#include <algorithm>
+#include <cmath>
+#include <functional>
+#include <iomanip>
+#include <map>
+#include <memory>
+#include <limits>
+#include <sstream>
+
+#include "engine/layers/activation_layer.h"
+#include "engine/layers/batchnorm_layer.h"
+#include "engine/layers/conv2d_layer.h"
+#include "engine/layers/embedding_layer.h"
+#include "engine/layers/flatten_layer.h"
+#include "engine/layers/gru_layer.h"
+#include "engine/layers/lstm_layer.h"
+#include "engine/layers/pool_layer.h"
+#include "engine/layers/residual_layer.h"
+#include "engine/layers/init.h"
+#include "core/ops/activation.h"
+#include "core/ops/pool2d.h"
+#include "core/ops/softmax_xent.h"
+#include "engine/random.h"
+#include "engine/train/optimizer.h"
+#include "engine/train/schedule.h"
+#include "engine/train/runner.h"
+#include "kernels/cpu/ref/ref.h"
+#include "models/models.h"
+#include "quant/dynamic.h"
+#include "quant/ptq.h"
+
+namespace driftlab {
+namespace explain {
+
+std::string ex_backend(const std::string& knob) {
+  std::ostringstream os;
+  const bool conv = knob == "conv_backend";
+  os << "  the same " << (conv ? "LeNet-5 conv2 (16@5x5 over 6x12x12, batch 4)" : "256x120 GEMM (batch 4)")
+     << " on each backend, max |difference| to the reference:\n";
+  ExecContext exec;
+  Tensor ref;
+  for (KernelBackend b : {KernelBackend::reference, KernelBackend::eigen, KernelBackend::onednn}) {
+    Tensor y;
+    if (conv) {
+      Conv2dParams p;
+      p.n = 4;
+      p.c = 6;
+      p.h = p.w = 12;
+      p.k = 16;
+      p.r = p.s = 5;
+      Tensor x(p.x_shape(), DType::f32), w(p.w_shape(), DType::f32);
+      Rng local(RngEngine::mt19937_u24, 5);
+      for (int64_t i = 0; i < x.numel(); ++i) x.data<float>()[i] = local.uniform<float>(-1.f, 1.f);
+      for (int64_t i = 0; i < w.numel(); ++i) w.data<float>()[i] = local.uniform<float>(-1.f, 1.f);
+      y = Tensor(p.y_shape(), DType::f32);
+      exec.kernels.conv2d.select(b, p, DType::f32).forward(p, x, w, nullptr, y);
+    } else {
+      GemmParams p;
+      p.m = 4;
+      p.n = 120;
+      p.k = 256;
+      Tensor a({4, 256}, DType::f32), w({256, 120}, DType::f32);
+      Rng local(RngEngine::mt19937_u24, 5);
+      for (int64_t i = 0; i < a.numel(); ++i) a.data<float>()[i] = local.uniform<float>(-1.f, 1.f);
+      for (int64_t i = 0; i < w.numel(); ++i) w.data<float>()[i] = local.uniform<float>(-1.f, 1.f);
+      y = Tensor({4, 120}, DType::f32);
+      run_gemm<float>(exec.kernels.gemm.select(b, p, DType::f32), p, a.data<float>(), w.data<float>(), y.data<float>());
+    }
+    if (!ref.defined()) ref = y;
+    double m = 0;
+    for (int64_t i = 0; i < y.numel(); ++i) m = std::max(m, std::abs(y.at(i) - ref.at(i)));
+    os << "    " << std::left << std::setw(10) << backend_name(b) << " max |y - y_reference| = " << m << "\n";
+  }
+  os << "  the same mathematics; only the order of the float32 additions differs.\n";
+  return os.str();
+}
+
+// A knob that picks driftlab's own CPU kernel (conv_block/rnn/bn/pool/act/loss/sgd_backend): the op run
+// once per value on the same random sample, the kernel that ran as the registry names it, and
+// how far each result is from the reference's.
+std::string ex_own_backend(const std::string& knob) {
+  std::ostringstream os;
+  Rng local(RngEngine::mt19937_u24, 5);
+  auto random = [&](Shape s) {
+    Tensor t(std::move(s), DType::f32);
+    for (int64_t i = 0; i < t.numel(); ++i) t.data<float>()[i] = local.uniform<float>(-1.f, 1.f);
+    return t;
+  };
+  std::string what;
+  // Each runs the op under `p` and returns its output; `kernel` gets the registry's choice.
+  std::function<Tensor(const Policy&, std::string&)> run;
+  if (knob == "rnn_backend") {
+    what = "an LSTM of 32 units over 28 steps of 28 features, batch 4 (the last state)";
+    Tensor x = random({4, 28, 28});
+    run = [x](const Policy& p, std::string& kernel) {
+      Rng r(p.rng_engine, 1);
+      LstmLayer l(RnnSpec{32, false}, {28, 28}, p, r);
+      std::vector<KernelChoice> trace;
+      ExecContext exec;
+      exec.trace = &trace;
+      RunContext ctx = RunContext::inference(exec);
+      Tensor y = l.forward(ctx, x);
+      kernel = trace.at(0).kernel;
+      return y;
+    };
+  } else if (knob == "conv_block_backend") {
+    what = "LeNet-5's first block (conv 6@5x5 + bias, relu, 2x2 max pool) on 4 images of 28x28";
+    Tensor x = random({4, 1, 28, 28});
+    run = [x](const Policy& p, std::string& kernel) {
+      Rng r(p.rng_engine, 1);
+      Sequential net({1, 28, 28});
+      Conv2dSpec cs;
+      cs.out_channels = 6;
+      cs.kernel_h = cs.kernel_w = 5;
+      cs.pad = PadMode::valid;
+      net.add(std::make_unique<Conv2dLayer>(cs, net.current_shape(), p, r));
+      net.add(std::make_unique<ActivationLayer>(ActKind::relu, net.current_shape(), p));
+      Pool2dSpec ps;
+      ps.window = 2;
+      net.add(std::make_unique<Pool2dLayer>(ps, net.current_shape(), p));
+      std::vector<KernelChoice> trace;
+      ExecContext exec;
+      exec.trace = &trace;
+      RunContext ctx = RunContext::inference(exec);
+      Tensor y = net.forward(ctx, x);
+      kernel = trace.at(0).op == "conv_block" ? "conv_block " + trace.at(0).kernel
+                                              : "the layers' (conv2d " + trace.at(0).kernel + ")";
+      return y;
+    };
+  } else if (knob == "bn_backend") {
+    what = "a training-mode BatchNorm over 8 channels of 6x6, batch 4";
+    Tensor x = random({4, 8, 6, 6});
+    run = [x](const Policy& p, std::string& kernel) {
+      BatchNormLayer l({8, 6, 6}, p);
+      std::vector<KernelChoice> trace;
+      ExecContext exec;
+      exec.trace = &trace;
+      RunContext ctx = RunContext::training(exec, nullptr);
+      Tensor y = l.forward(ctx, x);
+      kernel = trace.at(0).kernel;
+      return y;
+    };
+  } else {
+    what = knob == "pool_backend" ? "2x2 max pooling of 6@24x24, batch 4"
+           : knob == "act_backend" ? "relu of 4x6x24x24 values"
+           : knob == "loss_backend" ? "softmax cross-entropy (the policy's) of 64 rows of 10 logits"
+                                    : "one SGD step (lr 0.1, momentum 0.9) of 10,000 weights";
+    Tensor x = random({4, 6, 24, 24}), z = random({64, 10}), w = random({10000}), g = random({10000});
+    std::vector<int32_t> labels(64);
+    for (std::size_t i = 0; i < labels.size(); ++i) labels[i] = static_cast<int32_t>(i % 10);
+    run = [=](const Policy& p, std::string& kernel) {
+      ExecContext exec;
+      if (knob == "pool_backend") {
+        Pool2dParams q;
+        q.n = 4, q.c = 6, q.h = q.w = 24;
+        Tensor y(q.y_shape(), DType::f32);
+        const Pool2dKernel& k = exec.kernels.maxpool2d.select(p.pool_backend, q, DType::f32);
+        kernel = k.name;
+        k.forward(q, x, y);
+        return y;
+      }
+      if (knob == "act_backend") {
+        ActivationParams a;
+        Tensor y(x.shape(), DType::f32);
+        const ActivationKernel& k = exec.kernels.activation.select(p.act_backend, a, DType::f32);
+        kernel = k.name;
+        k.forward(a, x, y);
+        return y;
+      }
+      if (knob == "loss_backend") {
+        const SoftmaxXentParams lp = resolve_loss(p);
+        const SoftmaxXentKernel& k = exec.kernels.softmax_xent.select(p.loss_backend, lp, DType::f32);
+        kernel = k.name;
+        Tensor dz(z.shape(), DType::f32);
+        k.backward(lp, z, labels, dz);
+        return dz;
+      }
+      SgdStepParams sp = sgd_step_params({0.1, 0.9, false, 0.0}, resolve_optim(p), false, false);
+      Tensor wt = w.clone(), st = g.clone();
+      const SgdKernel& k = exec.kernels.sgd.select(p.sgd_backend, sp, DType::f32);
+      kernel = k.name;
+      k.step(sp, wt, g, st);
+      return wt;
+    };
+  }
+  os << "  " << what << ", torch preset, float32, under each value:\n";
+  Tensor ref;
+  for (const char* v : {"reference", "fast"}) {
+    Policy p = Policy::torch();
+    p.set(knob, v);
+    std::string kernel;
+    Tensor y = run(p, kernel);
+    if (!ref.defined()) ref = y;
+    double m = 0;
+    for (int64_t i = 0; i < y.numel(); ++i) m = std::max(m, std::abs(y.at(i) - ref.at(i)));
+    os << "    " << std::left << std::setw(10) << v << " ran kernel '" << kernel << "', max |y - y_reference| = " << m
+       << (m == 0 && std::string(v) != "reference" ? " (the same bits)" : "") << "\n";
+  }
+  return os.str();
+}
+
+std::string ex_acc_order() {
+  std::ostringstream os;
+  float terms[3] = {1.0f, 1e8f, -1e8f};
+  os << "  float32 sum of [1, 1e8, -1e8]:";
+  for (SumOrder o : {SumOrder::ascending, SumOrder::descending, SumOrder::pairwise}) {
+    Policy p;
+    p.acc_order = o;
+    os << "  " << p.get("acc_order") << " = " << ordered_sum(terms, 3, o);
+  }
+  os << "\n  (ascending: (1+1e8)-1e8 = 0 because 1e8+1 rounds to 1e8; descending: (-1e8+1e8)+1 = 1)\n";
+  return os.str();
+}
+
+// The CUDA knobs change which GPU library mode runs; without a device the example shows the
+// exec params each value resolves to (what `--device cuda` would run), and the device status.
+std::string ex_cuda(const std::string& knob) {
+  std::ostringstream os;
+  const KnobInfo& k = knob_info(knob);
+  for (const std::string& v : k.values) {
+    Policy p = Policy::torch();
+    p.set(knob, v);
+    os << "  torch," << knob << "=" << v << " -> " << resolve_cuda_exec(p).str() << "\n";
+  }
+  std::string why;
+  const int n = cuda::device_count(&why);
+  os << "  this machine: " << (n > 0 ? std::to_string(n) + " CUDA device(s): run `driftlab train --device cuda`"
+                                     : "no CUDA device (" + why + ")")
+     << "\n";
+  return os.str();
+}
+
+}  // namespace explain
+}  // namespace driftlab
