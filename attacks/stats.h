@@ -1,7 +1,7 @@
-// The statistics the studies compare configurations with (Abyane & Hemmati's, docs/GLOSSARY.md):
-// the paired Wilcoxon signed-rank test and the Vargha-Delaney A12 effect size, as SciPy 1.10
-// (Debian 12's python3-scipy) computes them, so a result can be checked against scipy.stats on the
-// same data (tests/oracles/test_stats_oracle_scipy.cpp).
+// The statistics Abyane & Hemmati's mobile robustness study (docs/GLOSSARY.md) compares
+// configurations with: the paired Wilcoxon signed-rank test and the Vargha-Delaney A12 effect size,
+// as SciPy 1.10 (Debian 12's python3-scipy) computes them, so a result can be checked against
+// scipy.stats on the same data (tests/oracles/test_stats_oracle_scipy.cpp).
 //
 // wilcoxon(x, y) follows scipy.stats.wilcoxon's defaults (zero_method="wilcox", correction=False,
 // alternative="two-sided", method="auto"; scipy/stats/_morestats.py): d = x - y; "exact" when

@@ -183,7 +183,7 @@ const std::vector<ModelCase>& model_cases() {
       {"lenet5", {32, 64, 128}, {1000, 10000}},
       {"resnet20", {128}, {1000}},
       {"vgg16", {128}, {1000}},
-      {"lstm", {128}, {128, 1000}},  // the issue-6 classifiers: 28 steps of 28 features, 128 units
+      {"lstm", {128}, {128, 1000}},  // the zoo's LSTM/GRU classifiers: 28 steps of 28 features, 128 units
       {"gru", {128}, {128, 1000}},
   };
   return c;

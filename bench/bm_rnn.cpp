@@ -1,10 +1,10 @@
-// LSTM/GRU kernels at the benchmark shapes of tests/cases/rnn_cases.h (issue 6's: batch 128, 28
-// steps of 28 features, 128 units) for every cell of its kRnnCases (the presets' cells and the
-// variants cuDNN splits on; lstm_torch and gru_torch are the torch preset's: sigmoid gates, two
-// biases, reset-after GRU): the forward with its workspace (training), the backward (dh for
-// every step; no dx, as for a first layer), inference (no workspace), for the fast kernel on the
-// oneDNN GEMM at 1 and 2 threads and, once per cell, the reference kernel's forward. Each
-// benchmark first checks the kernel's forward and backward against the reference on the first
+// LSTM/GRU kernels at the benchmark shapes of tests/cases/rnn_cases.h (the zoo's LSTM/GRU
+// classifiers: batch 128, 28 steps of 28 features, 128 units) for every cell of its kRnnCases (the
+// presets' cells and the variants cuDNN splits on; lstm_torch and gru_torch are the torch preset's:
+// sigmoid gates, two biases, reset-after GRU): the forward with its workspace (training), the
+// backward (dh for every step; no dx, as for a first layer), inference (no workspace), for the fast
+// kernel on the oneDNN GEMM at 1 and 2 threads and, once per cell, the reference kernel's forward.
+// Each benchmark first checks the kernel's forward and backward against the reference on the first
 // two sequences of the shape.
 // Counter GFLOP/s = the multiply-adds of the gate products (forward: N*T*G*H*(F+H); backward
 // twice that: dh_{t-1} and the weight gradients, plus dx's N*T*G*H*F when computed) x 2.

@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
-# S3's conversion table (docs/CONVERSION.md): each model exported to ONNX by `driftlab convert` and run
-# on the same test inputs in driftlab and in ONNX Runtime (onnxruntime-node, tests/oracles/ort):
-# accuracy before/after, S3's errors of the softmax outputs, misclassification, load and inference
-# time, file sizes. Models: LeNet-1 and LeNet-5 trained on Fashion-MNIST under each preset (the
-# robustness study's, or trained here), the LSTM and GRU classifiers (seq-fashion-mnist, torch
+# The conversion table of Openja et al.'s study (docs/CONVERSION.md; docs/GLOSSARY.md): each model
+# exported to ONNX by `driftlab convert` and run on the same test inputs in driftlab and in ONNX
+# Runtime (onnxruntime-node, tests/oracles/ort): accuracy before/after, the study's absolute and
+# relative errors of the softmax outputs, misclassification, load and inference time, file sizes.
+# Models: LeNet-1 and LeNet-5 trained on Fashion-MNIST under each preset (the robustness
+# study's, or trained here), the LSTM and GRU classifiers (seq-fashion-mnist, torch
 # preset), ResNet-20 and VGG-16 trained one epoch on synthetic CIFAR-shaped data (CIFAR-10 is not
 # installable here: their accuracy means nothing, their errors, times and sizes do).
 #
@@ -59,15 +60,16 @@ for f in sorted(glob.glob(os.path.join(sys.argv[1], '*', 'convert.json'))):
         j['model'], j['policy'], j['inputs'], j['accuracy_before'], j['accuracy_after'], j['abs_err_mean'],
         j['rel_err_mean'], j['max_abs'], j['logits_max_rel'], 100 * j['misclassification'], j['load_ms_before'],
         j['load_ms_after'], j['inference_ms_before'], j['inference_ms_after'], j['size_before'], j['size_after']))
-print('| model | preset | inputs | acc. driftlab | acc. ORT | S3 abs. err. | S3 rel. err. | max abs | logits max rel | miscl. % '
+print('| model | preset | inputs | acc. driftlab | acc. ORT | abs. err. (signed mean) | rel. err. (mean) | max abs | logits max rel | miscl. % '
       '| load ms driftlab | load ms ORT | infer. ms driftlab | infer. ms ORT | size driftlab (B) | size ONNX (B) |')
 print('|' + '---|' * 16)
 print('\n'.join(rows))
 PY
 
-# S1's browser column: LeNet-1 and LeNet-5 (tensorflow preset) as TF.js layers models in headless
-# Chromium (TF.js 4.22, cpu backend), model.predict of 1,000 and 10,000 test images, beside
-# driftlab's prediction time and ONNX Runtime's on the same inputs.
+# The browser column (the web platform of Guo et al.'s study, docs/GLOSSARY.md): LeNet-1 and
+# LeNet-5 (tensorflow preset) as TF.js layers models in headless Chromium (TF.js 4.22, cpu
+# backend), model.predict of 1,000 and 10,000 test images, beside driftlab's prediction time and
+# ONNX Runtime's on the same inputs.
 /usr/bin/python3 - "$OUT" <<'PY'
 import numpy as np, sys
 x = np.load(sys.argv[1] + '/lenet5-tensorflow/inputs.npy')

@@ -158,15 +158,16 @@ remote() {
     --benchmark_out_format=json --benchmark_min_time=0.2 --benchmark_filter="${DRIFTLAB_BM_FILTER:-.}"
   step torch_cuda 150 "$OUT/torch_cuda.err" sh -c "python3 bench/peers/cuda_torch.py \
     --parts '${DRIFTLAB_TORCH_PARTS:-kernels,models,attacks}' > '$OUT/torch_cuda.jsonl'"
-  # Issue 5's must-shows: a ResNet-20 epoch on synthetic CIFAR-shaped data with --device cuda
-  # (progress bar on stderr), and the out-of-memory message of an oversize prediction batch
-  # (VGG-16, 200,000 inputs at once), then the same prediction in chunks with --max-batch.
+  # What the CUDA backend must show (docs/CUDA.md): a ResNet-20 epoch on synthetic CIFAR-shaped data
+  # with --device cuda (progress bar on stderr), and the out-of-memory message of an oversize
+  # prediction batch (VGG-16, 200,000 inputs at once), then the same prediction in chunks with
+  # --max-batch.
   local dl=$base/bin/driftlab runs=$OUT/runs.txt
   step train_resnet20 90 "$runs" "$dl" train --model resnet20 --dataset synthetic-cifar10 --device cuda --epochs 1 \
     --batch 128 --out "$work/out/resnet20_cuda"
-  # Issue 6 on the device: an LSTM and a GRU epoch of sequential Fashion-MNIST with the recipe of
-  # docs/RNN.md (torch preset: cuDNN's RNN; torch with cuda_kernels=own: driftlab's kernels;
-  # tensorflow: hard-sigmoid cells, which cuDNN lacks, so the own kernels run, logged).
+  # The recurrent models on the device: an LSTM and a GRU epoch of sequential Fashion-MNIST with the
+  # recipe of docs/RNN.md (torch preset: cuDNN's RNN; torch with cuda_kernels=own: driftlab's
+  # kernels; tensorflow: hard-sigmoid cells, which cuDNN lacks, so the own kernels run, logged).
   local fm=$base/data/fashion-mnist
   for spec in lstm:torch gru:torch lstm:torch,cuda_kernels=own gru:tensorflow; do
     local model=${spec%%:*} policy=${spec#*:}
@@ -194,7 +195,7 @@ remote() {
       --scheme tflite --data-dir '$fm' --out '$work/out/lenet5_int8.dlm' && for d in cpu cuda; do \
       '$dl' eval --weights '$work/out/lenet5_int8.dlm' --data-dir '$fm' --device \$d || exit 1; done && \
       '$dl' predict --weights '$work/out/lenet5_int8.dlm' --data-dir '$fm' --device cuda --sizes 1000,10000"
-  # Issue 17 on the device: FGSM and BIM on the LeNet-5 trained above, 1,000 test images, on the CPU
+  # Attacks on the device: FGSM and BIM on the LeNet-5 trained above, 1,000 test images, on the CPU
   # and with --device cuda (the success rates and norms should agree: the gradients differ only by
   # rounding), and Boundary on its int8 version's decisions on the device (20 images, 100 steps).
   step attack_lenet5 60 "$runs" sh -c "for d in cpu cuda; do for a in fgsm bim; do '$dl' attack \

@@ -4,7 +4,8 @@
 # Fashion-MNIST data set, PyTorch + numpy (oracles and speed peers), ONNX's C++ schema and checker
 # with protobuf (driftlab's ONNX export/import: libonnx-dev, libprotobuf-dev), ONNX for Python (the
 # ONNX Runtime oracle's model writer and the exported models' checker),
-# headless Chromium (S1's browser column: an exported TF.js model run in a real browser), SciPy (the attack statistics' oracle), matplotlib (driftlab robustness's
+# headless Chromium (the browser column of docs/CONVERSION.md: an exported TF.js model run in a
+# real browser), SciPy (the attack statistics' oracle), matplotlib (driftlab robustness's
 # chart), and clang with its runtime
 # libraries (libFuzzer for scripts/fuzz.sh, and LLVM's OpenMP, which the fuzz build's
 # find_package(OpenMP) needs under clang). ocl-icd-opencl-dev is
@@ -12,11 +13,20 @@
 # with the OpenCL GPU runtime, so its CMake config calls find_package(OpenCL REQUIRED) and
 # configuring fails without the OpenCL headers on a fresh machine.
 # Idempotent: packages already present are skipped.
+#   bash scripts/install-deps.sh           everything (the tests, oracles, fuzzing)
+#   bash scripts/install-deps.sh --demo    what the driftlab command and the demo need: the compiler,
+#                                          the build's libraries and Fashion-MNIST (scripts/demo.sh)
 set -euo pipefail
+demo=0
+[ "${1:-}" = "--demo" ] && demo=1
 pkgs=(build-essential cmake libeigen3-dev libdnnl-dev zlib1g-dev ocl-icd-opencl-dev libcli11-dev nlohmann-json3-dev
       libgtest-dev libgmock-dev libbenchmark-dev dataset-fashion-mnist libonnx-dev libprotobuf-dev chromium
       python3-numpy python3-torch libopenblas0-openmp python3-onnx python3-scipy python3-matplotlib clang libclang-rt-14-dev
       libomp-14-dev)
+if ((demo)); then
+  pkgs=(build-essential cmake libeigen3-dev libdnnl-dev zlib1g-dev ocl-icd-opencl-dev libcli11-dev nlohmann-json3-dev
+        dataset-fashion-mnist libonnx-dev libprotobuf-dev)
+fi
 missing=()
 for p in "${pkgs[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
@@ -30,6 +40,8 @@ if ((${#missing[@]})); then
 else
   echo "install-deps: everything is installed"
 fi
+
+((demo)) && exit 0
 
 # TensorFlow.js oracle (tests/oracles/tfjs): pure-JS CPU backend from the npm registry.
 oracle_dir="$(dirname "$0")/../tests/oracles/tfjs"

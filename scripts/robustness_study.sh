@@ -1,27 +1,28 @@
 #!/usr/bin/env bash
-# The robustness study of docs/ROBUSTNESS.md (issue 17): LeNet-1 and LeNet-5 trained on
+# The robustness study of docs/ROBUSTNESS.md: LeNet-1 and LeNet-5 trained on
 # Fashion-MNIST under each of the three presets (torch, tensorflow, theano; SGD momentum 0.9,
 # batch 128, seed 1), each quantized to int8 by the TFLite scheme (calibration: the first 1000
 # training images), then per architecture:
 #
-#   s1:       S1's attacks under Foolbox 2's conventions: FGSM's epsilon sweep (epsilons 100,
-#             max_epsilon 0.1), BIM with Foolbox 2's defaults (its eps search from 0.3, step
-#             0.05/0.3 of eps, 10 iterations, return_early), Boundary (iterations 100,
-#             max_directions 5), single-pixel (max_pixels 100); the int8 models' FGSM and BIM
-#             examples crafted on their fp32 model (transfer), Boundary and single-pixel queried
-#             on the integer model.
+#   s1:       the attacks of Guo et al.'s study (docs/GLOSSARY.md) under Foolbox 2's conventions:
+#             FGSM's epsilon sweep (epsilons 100, max_epsilon 0.1), BIM with Foolbox 2's defaults
+#             (its eps search from 0.3, step 0.05/0.3 of eps, 10 iterations, return_early),
+#             Boundary (iterations 100, max_directions 5), single-pixel (max_pixels 100); the int8
+#             models' FGSM and BIM examples crafted on their fp32 model (transfer), Boundary and
+#             single-pixel queried on the integer model.
 #   fb3:      the same models under Foolbox 3's conventions: FGSM at one eps 0.1 and BIM
 #             (10 steps of rel_stepsize 0.2 * eps), the Foolbox 2 vs Foolbox 3 difference on FGSM.
 #   ste:      white-box attacks ON the int8 models (straight-through gradients of the
 #             fake-quantized graph, quant/ste.h) beside the same int8 model attacked by transfer
 #             from its fp32 model and the fp32 model itself (torch preset; Foolbox 3's FGSM at
 #             eps 0.1 and BIM).
-#   uint8:    S2's 8-bit round trip on the fp32 torch LeNet-5's Boundary examples, under S1's
-#             Boundary settings (Foolbox 2, 100 iterations, 5 directions) and S2's own (Foolbox 3,
-#             5000 steps), the first 1000 test images.
+#   uint8:    the 8-bit round trip of Abyane & Hemmati's study (docs/GLOSSARY.md) on the fp32
+#             torch LeNet-5's Boundary examples, under Guo et al.'s Boundary settings (Foolbox 2,
+#             100 iterations, 5 directions) and Abyane & Hemmati's own (Foolbox 3, 5000 steps),
+#             the first 1000 test images.
 #
 # Each run's samples are the test images every compared model classifies correctly (at most
-# SAMPLES of them), REPEATS runs with seeds 1.. (S1: 1000 images, 10 repeats).
+# SAMPLES of them), REPEATS runs with seeds 1.. (Guo et al.: 1000 images, 10 repeats).
 #
 #   scripts/robustness_study.sh [OUT_DIR]     (env: EPOCHS=5 SAMPLES=1000 REPEATS=3 THREADS=2
 #                                              PARTS="s1 fb3 ste uint8")

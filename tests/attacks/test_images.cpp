@@ -1,5 +1,6 @@
-// attacks/images.h: the 8-bit round trip (S2's PNG) with hand-computed codes for both rules, and
-// the PNG writer read back by hand (signature, chunk CRCs, IHDR, inflated rows).
+// attacks/images.h: the 8-bit round trip (the PNG files of Abyane & Hemmati's study,
+// docs/GLOSSARY.md) with hand-computed codes for both rules, and the PNG writer read back by hand
+// (signature, chunk CRCs, IHDR, inflated rows).
 #include <gtest/gtest.h>
 #include <unistd.h>
 #include <zlib.h>

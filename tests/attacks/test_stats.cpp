@@ -42,13 +42,14 @@ TEST(Stats, A12ByHandTiesCountHalf) {
 }
 
 TEST(Stats, MinMaxIndicatorS1AndS3) {
-  // S1's R(m): attack 0 rates 0.2, 0.4, 0.6 -> P = 0, 0.5, 1; attack 1 ties everywhere -> 0
+  // Guo et al.'s R(m) (docs/GLOSSARY.md): attack 0 rates 0.2, 0.4, 0.6 -> P = 0, 0.5, 1; attack 1
+  // ties everywhere -> 0
   const std::vector<double> r = attacks::min_max_indicator({{0.2, 0.5}, {0.4, 0.5}, {0.6, 0.5}});
   ASSERT_EQ(r.size(), 3u);
   EXPECT_DOUBLE_EQ(r[0], 0.0);
   EXPECT_DOUBLE_EQ(r[1], 0.5);
   EXPECT_DOUBLE_EQ(r[2], 1.0);
-  // S3's R(m, c) on |S_conv - S_orig|: two attacks, both spread
+  // Openja et al.'s R(m, c) on |S_conv - S_orig|: two attacks, both spread
   const std::vector<double> v = attacks::min_max_indicator({{0.0, 0.1}, {0.02, 0.0}, {0.04, 0.05}});
   EXPECT_DOUBLE_EQ(v[0], 0.0 + 1.0);
   EXPECT_DOUBLE_EQ(v[1], 0.5 + 0.0);

@@ -58,7 +58,8 @@ constexpr RnnShape kRnnTiles{13, 5, 19, 70};
 // unevenly among 3 threads), 37 inputs (dx: three vectors, the last partial) and 21 units (LSTM
 // gates 84: a full and a partial 64-column panel of the weight-gradient tiles).
 constexpr RnnShape kRnnChunks{75, 4, 37, 21};
-// Issue 6's benchmark: batch 128, 28 steps of 28 features, 128 units.
+// The benchmark shape: the zoo's LSTM/GRU classifiers on sequential Fashion-MNIST (batch 128,
+// 28 steps of 28 features, 128 units).
 constexpr RnnShape kRnnIssue6{128, 28, 28, 128};
 
 struct RnnShapeCase {

@@ -871,7 +871,7 @@ TEST_P(BadInput, FailsCleanly) {
 INSTANTIATE_TEST_SUITE_P(Catalogue, BadInput, ::testing::ValuesIn(catalogue()),
                          [](const ::testing::TestParamInfo<Row>& info) { return info.param.name; });
 
-// The table's own bar (issue 14): at least 40 rows, every family present, names unique, and the
+// The table's own bar: at least 40 rows, every family present, names unique, and the
 // pending list names only rows that exist; the pending rows are printed for whoever merges.
 TEST(BadInputCatalogue, CoversEveryFamily) {
   const std::vector<Row> rows = catalogue();

@@ -267,10 +267,10 @@ TEST(Cli, DriftAttributeExplain) {
   fs::remove_all(d);
 }
 
-// The bar: LeNet-5, one epoch of Fashion-MNIST at batch 128 under the torch preset
-// reaches 85% test accuracy, and the same seed and thread count give byte-identical models.
-// Recipe: inputs standardised with the training set's mean/std, SGD lr 0.05, Nesterov
-// momentum 0.9 (PyTorch 1.13 itself reaches 84-86% with this recipe, depending on seed).
+// The bar driftlab must meet: LeNet-5, one epoch of Fashion-MNIST at batch 128 under the torch
+// preset reaches 85% test accuracy, and the same seed and thread count give byte-identical models.
+// Recipe: inputs standardised with the training set's mean/std, SGD lr 0.05, Nesterov momentum 0.9
+// (PyTorch 1.13 itself reaches 84-86% with this recipe, depending on seed).
 TEST(Cli, LeNet5OneEpochAccuracyAndByteIdenticalModels) {
   if (!have_fashion_mnist()) DRIFTLAB_SKIP_OR_REQUIRE("Fashion-MNIST not installed (apt-get install dataset-fashion-mnist)");
   fs::path a = temp_dir("acc_a"), b = temp_dir("acc_b");

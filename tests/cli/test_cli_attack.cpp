@@ -142,7 +142,8 @@ TEST(CliAttack, FgsmAndPgdOnTheTestSplitAndOnGivenInputs) {
                    (d / "y2.npy").string() + bad, "outside the bounds [0, 1]");
 }
 
-// Conventions, Foolbox 2's sweep, S2's 8-bit round trip and PNGs, and transfer to the int8 model.
+// Conventions, Foolbox 2's sweep, the 8-bit round trip and PNGs (Abyane & Hemmati's,
+// docs/GLOSSARY.md), and transfer to the int8 model.
 TEST(CliAttack, ConventionsSweepUint8PngAndTransferToInt8) {
   const fs::path d = fresh_dir("cli_attack_conv");
   write_idx(d, "train", 96);

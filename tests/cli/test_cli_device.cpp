@@ -75,7 +75,7 @@ TEST(CliDevice, CudaWithoutDeviceIsOneLineErrorElseRuns) {
     EXPECT_NE(p.out.find("16 inputs:"), std::string::npos) << p.out;
     EXPECT_NE(p.out.find("at most 5 inputs at a time"), std::string::npos) << p.out;
   }
-  // Attacks through the same switch (issue 17): FGSM's gradients and judging on the device; an int8
+  // Attacks through the same switch: FGSM's gradients and judging on the device; an int8
   // model's straight-through gradient has no device layers and is refused by name, device or not.
   CliResult a = driftlab("attack --attack fgsm --eps 0.05 --device cuda --dataset synthetic-cifar10 --limit 16 --out " +
                          (d / "adv").string() + w);
@@ -116,7 +116,7 @@ TEST(CliDevice, CudaWithoutDeviceIsOneLineErrorElseRuns) {
   fs::remove_all(d);
 }
 
-// The recurrent models on the device (issue 6): train under the torch preset (cuDNN's RNN) and
+// The recurrent models on the device: train under the torch preset (cuDNN's RNN) and
 // with cuda_kernels=own, then eval and predict the CPU-trained model there; without a device
 // the same one-line "no CUDA device" as every other model (they are not refused by layer).
 TEST(CliDevice, RecurrentModelsOnCuda) {

@@ -1,4 +1,4 @@
-// Attacks on the device (issue 17: "on CPU and CUDA through the model face"). attacks/ takes any
+// Attacks on the device, through the same model face as on the CPU. attacks/ takes any
 // Runner; with a CudaRunner the input gradients and the judging forward passes run on the device
 // and the attack's own arithmetic (sign, step, projection, clamp) stays on the host, the same code
 // as on the CPU. Checked here against the same attack through the CpuRunner:

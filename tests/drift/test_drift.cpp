@@ -1,5 +1,6 @@
-// drift/: weight conversion between conventions, S3's output-error definitions, layer
-// localisation, per-knob attribution (inference and training) and `explain`'s examples.
+// drift/: weight conversion between conventions, Openja et al.'s output-error definitions
+// (docs/GLOSSARY.md), layer localisation, per-knob attribution (inference and training) and
+// `explain`'s examples.
 #include <gtest/gtest.h>
 
 #include <cmath>

@@ -279,7 +279,7 @@ class CaseDir {
 // Whether this CPU multiplies u8 x s8 with VNNI (AVX-512 VNNI or AVX-VNNI). Where it does, oneDNN and
 // ONNX Runtime compute the integer sum; where it does not, both run VPMADDUBSW, whose pairs of
 // products saturate at int16 (quant_u8s8_dot: int16_pairs_channels for oneDNN, int16_pairs_hwc for
-// ONNX Runtime's MLAS; docs/QUANT_SOURCES.md S2.9), and the oracles ask driftlab for that rule.
+// ONNX Runtime's MLAS; docs/QUANT_SOURCES.md section S2.9), and the oracles ask driftlab for that rule.
 inline bool cpu_has_u8s8_vnni() {
 #if defined(__x86_64__) && defined(__GNUC__)
   __builtin_cpu_init();
@@ -294,7 +294,7 @@ inline bool cpu_has_u8s8_vnni() {
 }
 
 // The knobs that make driftlab compute what ORT's run computed on this CPU. With VNNI every path is
-// the integer sum. Without it (docs/QUANT_SOURCES.md S2.9) MLAS's u8 x s8 kernels add each pair of
+// the integer sum. Without it (docs/QUANT_SOURCES.md section S2.9) MLAS's u8 x s8 kernels add each pair of
 // stored-value products into an int16 with saturation (quant_u8s8_dot=int16_pairs_hwc): uint8
 // activations in every fused QLinearConv/QGemm (QDQ at 'all', QOperator at any level); int8
 // activations only where ORT's x86 QDQ rewrite runs them as uint8 + 128 (QDQ at 'all'), while

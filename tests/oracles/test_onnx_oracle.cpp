@@ -1,4 +1,4 @@
-// ONNX export round trip (issue 18): every model of the zoo under each preset, exported by
+// ONNX export round trip: every model of the zoo under each preset, exported by
 // convert/onnx_export.h, checked by ONNX's checker (python3-onnx, full_check) and run in ONNX
 // Runtime (onnxruntime-node 1.23, CPU, default graph optimizations, one thread;
 // tests/oracles/ort/run_models.sh), against driftlab's logits on the same inputs.
@@ -11,9 +11,9 @@
 // preset's initialisers with random biases and BatchNorm statistics (oracle::model_with_random_state),
 // so that every BatchNorm is visible.
 //
-// What must hold: outputs within 1e-5 of driftlab's relative to the largest |logit| (the issue's
-// bound: ORT's kernels sum in other orders and fuse Conv+BatchNorm+ReLU, float32 rounding of
-// ~1e-7 relative per op over up to 20 layers) and the same predicted class on every input. And
+// What must hold: outputs within 1e-5 of driftlab's relative to the largest |logit| (the required
+// bound: ORT's kernels sum in other orders and fuse Conv+BatchNorm+ReLU, float32 rounding of ~1e-7
+// relative per op over up to 20 layers) and the same predicted class on every input. And
 // the negative cases: the same graphs written without the Policy's padding (ResNet-20 under the
 // tensorflow preset, whose stride-2 'same' pads are TF's asymmetric (0,1)) or with the stored
 // (PyTorch) gate order for the Keras-preset LSTM and GRU make ORT disagree; the size is printed.
@@ -120,7 +120,7 @@ TEST(OrtExport, EveryModelUnderEveryPresetRunsInOnnxRuntimeAsInDriftlab) {
       const oracle::LogitAgreement g =
           oracle::logit_agreement(run.out(case_name(a.arch, preset), "logits"), driftlab_logits(a.arch, preset, x));
       std::cout << "| " << a.arch << " | " << preset << " | " << a.n << " | " << g.rel << " | " << g.flips << " |\n";
-      EXPECT_LE(g.rel, 1e-5);  // the issue's bound; see the file comment
+      EXPECT_LE(g.rel, 1e-5);  // the required bound; see the file comment
       EXPECT_EQ(g.flips, 0);
     }
   }
@@ -154,7 +154,7 @@ TEST(OrtExport, WithoutThePolicysPaddingOrGateOrderOnnxRuntimeDisagrees) {
 // BatchNorm folded into its conv) from PyTorch's own initialisation, read by
 // convert/onnx_import.h and run by driftlab under the torch preset, against the PyTorch model's
 // logits on the same inputs (tests/oracles/torch/oracle.py run_onnx_export). Bound: 1e-5 of the
-// largest |logit|, the issue's; the sums run in other orders on the two sides, and the folded
+// largest |logit|, as for the export; the sums run in other orders on the two sides, and the folded
 // BatchNorm rounds the weights once more.
 
 namespace driftlab {
@@ -194,7 +194,7 @@ TEST(TorchOnnxImport, TorchExportedModelsImportAndComputePytorchsLogits) {
     const oracle::LogitAgreement g = oracle::logit_agreement(run.out(n, "logits"), runner.logits(run.in(n, "x")));
     std::cout << c.arch << " (" << im.producer << "): max |d| / max |logit| = " << g.rel << ", " << g.flips
               << " predictions differ; " << im.mapping.size() << " weighted nodes mapped\n";
-    EXPECT_LE(g.rel, 1e-5);  // the issue's bound; see above
+    EXPECT_LE(g.rel, 1e-5);  // the required bound; see above
     EXPECT_EQ(g.flips, 0);
   }
   // a node with no driftlab layer: named, with its op type and attributes
@@ -213,7 +213,8 @@ TEST(TorchOnnxImport, TorchExportedModelsImportAndComputePytorchsLogits) {
 }  // namespace driftlab
 
 // ---------------------------------------------------------------------------------------------
-// driftlab convert: S3's measurements in one command (export, ONNX Runtime on the same test inputs).
+// driftlab convert: the measurements of Openja et al.'s conversion study (docs/GLOSSARY.md) in one
+// command (export, ONNX Runtime on the same test inputs).
 
 
 namespace driftlab {
@@ -241,7 +242,8 @@ TEST(OrtConvert, MeasuresS3sQuantitiesInOneCommand) {
   EXPECT_GT(j["inference_ms_after"].get<double>(), 0);
   EXPECT_TRUE(fs::exists(d / "conv" / "convert.csv"));
 
-  // S3's robustness before and after conversion: FGSM examples crafted on the model, judged by both
+  // Openja et al.'s robustness before and after conversion: FGSM examples crafted on the model,
+  // judged by both
   const cli_test::CliRun a = cli_test::run_driftlab("attack --weights " + w + " --attack fgsm --eps 0.1 --limit 40 "
                                                     "--threads 1 --out " + (d / "adv").string());
   ASSERT_EQ(a.code, 0) << a.out;
@@ -256,11 +258,11 @@ TEST(OrtConvert, MeasuresS3sQuantitiesInOneCommand) {
   EXPECT_EQ(ja["success_before"], ja["success_after"]);
 }
 
-// S3's R(m, c) over several conversions: the LSTM classifier under the tensorflow preset converted
-// faithfully and with the gate blocks in the stored order (--naive-rnn-gates, the round trip's
-// negative case: 530 of 1,000 clean predictions flip), each judged on FGSM and BIM examples
-// crafted on the model. (ResNet-20's --naive-pads, 2.2e-2 of the logit range, moved no judgement
-// of 40 such examples: too small a fault to show here.)
+// Openja et al.'s R(m, c) over several conversions: the LSTM classifier under the tensorflow preset
+// converted faithfully and with the gate blocks in the stored order (--naive-rnn-gates, the round
+// trip's negative case: 530 of 1,000 clean predictions flip), each judged on FGSM and BIM examples
+// crafted on the model. (ResNet-20's --naive-pads, 2.2e-2 of the logit range, moved no judgement of
+// 40 such examples: too small a fault to show here.)
 TEST(OrtConvert, RobustnessVariationOverConversionsAndAttacks) {
   DRIFTLAB_SKIP_UNLESS(oracle::ort_unavailable());
   const fs::path d = cli_test::fresh_dir("ort_convert_report");

@@ -1,4 +1,4 @@
-// ONNX export of int8 models (issue 18 part 3): driftlab's quantized models written by
+// ONNX export of int8 models: driftlab's quantized models written by
 // convert/onnx_export.h in QDQ and QOperator form, checked by ONNX's checker (python3-onnx) and run
 // in ONNX Runtime 1.23 (onnxruntime-node, CPU, default graph optimizations 'all', one thread;
 // tests/oracles/ort/run_models.sh), against driftlab's own int8 run of the same model file.

@@ -302,7 +302,7 @@ void fill_resnet(CaseDir& d) {
 }
 
 // ---------------------------------------------------------------------------------------------
-// Crafted requantization probe (the method of docs/QUANT_SOURCES.md S2): LeNet's data cannot tell
+// Crafted requantization probe (the method of docs/QUANT_SOURCES.md, "Second pass"): LeNet's data cannot tell
 // M = f32(f32(s_in*s_w)/s_out) from the double or reciprocal forms (RequantKnobsOffOrtsFormulaAreSeen
 // prints 0 differences for them), so a 16-input dense layer with weight rows +-([127]*15 + [1]) lets
 // each input row hit a chosen accumulator: rows are aimed within +-8 of the ties of round(acc*M),
@@ -549,7 +549,7 @@ TEST(OrtQuantPtq, LenetIntegerOutputsAndLogitsMatchOnnxRuntime) {
 // consumers) is left int8 by QDQS8ToU8Transformer, so the convs reading it and all 9 adds run in
 // float (DQ -> Conv/Add -> Q; the optimized graph lists Conv x10, Add x9), another formula; at all_s8
 // and in the QOperator model the int8 QLinearAdd runs unshifted, while quant_add=ort_qlinear_add
-// models the uint8 + 128 run (docs/QUANT_SOURCES.md S2.5: the probe that separates these).
+// models the uint8 + 128 run (docs/QUANT_SOURCES.md section S2.5: the probe that separates these).
 TEST(OrtQuantPtq, Resnet20EveryPointAndLogitsMatchOnnxRuntime) {
   ORACLE_GROUP(run, ort_run);
   {  // which kernels ORT ran on the whole models (QLinearConv, QLinearAdd, QLinearGlobalAveragePool, QGemm)

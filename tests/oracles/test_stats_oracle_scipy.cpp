@@ -46,7 +46,8 @@ std::vector<StatCase> stat_cases() {
   cs.push_back({"w_exact_50", "wilcoxon", draw(50, 0, 1, false), draw(50, 0.1, 1.1, false)});
   cs.push_back({"w_approx_51", "wilcoxon", draw(51, 0, 1, false), draw(51, 0.1, 1.1, false)});
   cs.push_back({"w_approx_ties_80", "wilcoxon", draw(80, 0, 9, true), draw(80, 0, 9, true)});
-  // success rates of two configurations over 10 repeats (what S2 compares): ties and a zero
+  // success rates of two configurations over 10 repeats (what Abyane & Hemmati compare,
+  // docs/GLOSSARY.md): ties and a zero
   cs.push_back({"w_rates", "wilcoxon", {0.41, 0.43, 0.40, 0.44, 0.41, 0.42, 0.45, 0.40, 0.43, 0.42},
                 {0.39, 0.43, 0.38, 0.41, 0.40, 0.40, 0.42, 0.41, 0.40, 0.39}});
   cs.push_back({"a_ties", "a12", {1, 2, 2, 3, 5}, {2, 2, 4}});

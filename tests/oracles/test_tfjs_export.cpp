@@ -1,7 +1,8 @@
-// TF.js export (issue 18, S1's web platform): the zoo's models under each preset written
-// by convert/tfjs_export.h, loaded by @tensorflow/tfjs 4.22 in node (tf.loadLayersModel through
-// tf.io.fromMemory, pure-JS CPU backend; tests/oracles/tfjs/run_layers_model.js) and run on the
-// same inputs as driftlab (VGG-16 on 2 images: TF.js's pure-JS convolutions take seconds per image).
+// TF.js export (the web platform of Guo et al.'s study, docs/GLOSSARY.md): the zoo's models under
+// each preset written by convert/tfjs_export.h, loaded by @tensorflow/tfjs 4.22 in node
+// (tf.loadLayersModel through tf.io.fromMemory, pure-JS CPU backend;
+// tests/oracles/tfjs/run_layers_model.js) and run on the same inputs as driftlab (VGG-16 on 2
+// images: TF.js's pure-JS convolutions take seconds per image).
 // Images are fed to TF.js channels-last (the script transposes
 // driftlab's NCHW batch).
 //
@@ -98,9 +99,10 @@ TEST(TfjsExport, WhatTfjsCannotComputeIsRefusedByName) {
 }  // namespace driftlab
 
 // ---------------------------------------------------------------------------------------------
-// S1's browser: the exported LeNet-5 loaded and run by TF.js 4.22 in headless Chromium (Debian's
-// chromium; tests/oracles/tfjs/browser.js serves the page, the model and the inputs), outputs
-// against driftlab's, model.predict of 1,000 inputs timed, and a screenshot of the page.
+// In the browser (Guo et al.'s web platform): the exported LeNet-5 loaded and run by TF.js 4.22 in
+// headless Chromium (Debian's chromium; tests/oracles/tfjs/browser.js serves the page, the model
+// and the inputs), outputs against driftlab's, model.predict of 1,000 inputs timed, and a
+// screenshot of the page.
 
 namespace driftlab {
 namespace {

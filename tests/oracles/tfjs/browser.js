@@ -1,7 +1,8 @@
-// S1's browser column: a TF.js layers model that `driftlab export --format tfjs` wrote, loaded by
-// @tensorflow/tfjs 4.22 (dist/tf.min.js) in headless Chromium (Debian's chromium, driven by its own
-// command line: --dump-dom for the results, --screenshot for the picture; no npm driver needed),
-// served from a local HTTP server this script starts.
+// The browser column of docs/CONVERSION.md (Guo et al.'s web platform, docs/GLOSSARY.md): a TF.js
+// layers model that `driftlab export --format tfjs` wrote, loaded by @tensorflow/tfjs 4.22
+// (dist/tf.min.js) in headless Chromium (Debian's chromium, driven by its own command line:
+// --dump-dom for the results, --screenshot for the picture; no npm driver needed), served from a
+// local HTTP server this script starts.
 //
 // Usage: node browser.js MODEL_DIR X.npy OUT_DIR [--nchw] [--sizes 1000,10000] [--backend cpu]
 //   Writes OUT_DIR/y.npy (the predictions on X, for the comparison with driftlab),

@@ -83,7 +83,7 @@ def run_rnn_packed(c, case):
 
 
 class Classifier(nn.Module):
-    """[Embedding ->] one recurrent layer, its last step -> Linear: the issue's RNN classifier."""
+    """[Embedding ->] one recurrent layer, its last step -> Linear: driftlab's RNN classifier (models/rnn.cpp)."""
 
     def __init__(self, c):
         super().__init__()
