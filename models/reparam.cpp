@@ -16,12 +16,25 @@ class Reparam : public LayerVisitor {
       : src_(src), dst_(dst), convert_(convert),
         flip_(convert && src.policy.conv_kernel_flip != dst.policy.conv_kernel_flip) {}
 
-  void transfer(std::size_t i, Layer& ls, Layer& ld) {
-    i_ = i;
+  void transfer(const std::string& path, Layer& ls, Layer& ld) {
+    path_ = path;
     ld_ = &ld;
-    check(ls.kind() == ld.kind(), "convert: layer ", i, " is ", ls.kind(), " in the source but ", ld.kind(),
+    check(ls.kind() == ld.kind(), "convert: layer ", path, " is ", ls.kind(), " in the source but ", ld.kind(),
           " in the destination");
     ls.accept(*this);
+  }
+  // The layers of a container, pairwise. A flatten's pending order change does not leave it.
+  void transfer_seq(Sequential& src, Sequential& dst, const std::string& prefix) {
+    check(src.size() == dst.size(), "convert: ", prefix, " holds ", src.size(), " layers in the source but ",
+          dst.size(), " in the destination");
+    const std::string outer = path_;
+    Layer* outer_ld = ld_;
+    const Shape* outer_flatten = pending_flatten_;
+    pending_flatten_ = nullptr;
+    for (std::size_t j = 0; j < src.size(); ++j) transfer(prefix + std::to_string(j), src.layer(j), dst.layer(j));
+    path_ = outer;
+    ld_ = outer_ld;
+    pending_flatten_ = outer_flatten;
   }
 
   void visit(Conv2dLayer& l) override { copy_params(l, flip_ ? Rewrite::rotate : Rewrite::none); }
@@ -55,14 +68,22 @@ class Reparam : public LayerVisitor {
     if (convert_ && src_.policy.flatten_order != dst_.policy.flatten_order && l.input_shape().size() == 3)
       pending_flatten_ = &l.input_shape();
   }
-  void visit(ResidualLayer& l) override { copy_params(l, Rewrite::none); }
+  // A residual block: its main path and its shortcut's layers (option B's 1x1 conv and
+  // BatchNorm), each converted by its own kind, at paths "<i>.main.<j>" / "<i>.shortcut.<j>".
+  void visit(ResidualLayer& l) override {
+    auto* rd = layer_as<ResidualLayer>(*ld_);
+    check(rd != nullptr && (l.projection() != nullptr) == (rd->projection() != nullptr), "convert: layer ", path_,
+          " (residual) has another shortcut in the destination");
+    transfer_seq(l.main(), rd->main(), path_ + ".main.");
+    if (l.projection()) transfer_seq(*l.projection(), *rd->projection(), path_ + ".shortcut.");
+  }
   void visit(Pool2dLayer& l) override { copy_params(l, Rewrite::none); }
   void visit(ActivationLayer& l) override { copy_params(l, Rewrite::none); }
   void visit(DropoutLayer& l) override { copy_params(l, Rewrite::none); }
   void visit(GlobalAvgPoolLayer& l) override { copy_params(l, Rewrite::none); }
   void visit(EmbeddingLayer& l) override { copy_params(l, Rewrite::none); }
   void visit(ExternalLayer& l) override {
-    fail("convert: layer ", i_, " (", l.kind(), ") is an int8 layer: re-parameterise the fp32 model, then quantize it");
+    fail("convert: layer ", path_, " (", l.kind(), ") is an int8 layer: re-parameterise the fp32 model, then quantize it");
   }
 
   static Support support(Kind<Conv2dLayer>) { return Support::all("kernels rotated 180 degrees between flipping and non-flipping presets"); }
@@ -70,7 +91,7 @@ class Reparam : public LayerVisitor {
   static Support support(Kind<BatchNormLayer>) { return Support::some("parameters and running mean/variance; not between running variance and running inverse-std"); }
   static Support support(Kind<RnnLayer>) { return Support::all("one canonical gate layout; biases summed or split, peepholes zeroed"); }
   static Support support(Kind<FlattenLayer>) { return Support::all("its order change is absorbed by the next dense layer"); }
-  static Support support(Kind<ResidualLayer>) { return Support::some("parameters copied as they are"); }
+  static Support support(Kind<ResidualLayer>) { return Support::all("its layers, each by its kind"); }
   static Support support(Kind<Pool2dLayer>) { return Support::all("no parameters"); }
   static Support support(Kind<ActivationLayer>) { return Support::all("no parameters"); }
   static Support support(Kind<DropoutLayer>) { return Support::all("no parameters"); }
@@ -83,7 +104,7 @@ class Reparam : public LayerVisitor {
   // The layer's parameters, each weight (not bias) rewritten as asked.
   void copy_params(Layer& ls, Rewrite rewrite) {
     auto ps = ls.params(), pd = ld_->params();
-    check(ps.size() == pd.size(), "convert: layer ", i_, " (", ls.kind(), ") has ", ps.size(),
+    check(ps.size() == pd.size(), "convert: layer ", path_, " (", ls.kind(), ") has ", ps.size(),
           " parameters in the source but ", pd.size(), " in the destination");
     for (std::size_t j = 0; j < ps.size(); ++j) {
       Tensor v = ps[j]->value.to(dst_.dtype());
@@ -98,7 +119,7 @@ class Reparam : public LayerVisitor {
   const Model& src_;
   const Model& dst_;
   const bool convert_, flip_;
-  std::size_t i_ = 0;
+  std::string path_;  // the layer in messages: its index, "<i>.main.<j>" inside a residual block
   Layer* ld_ = nullptr;
   const Shape* pending_flatten_ = nullptr;  // a flatten whose order change the next dense absorbs
 };
@@ -109,7 +130,7 @@ void transfer_weights(const Model& src, Model& dst, bool convert) {
   check(src.name == dst.name && src.net->size() == dst.net->size(), "convert: cannot transfer weights of ", src.name,
         " into ", dst.name);
   Reparam r(src, dst, convert);
-  for (std::size_t i = 0; i < src.net->size(); ++i) r.transfer(i, src.net->layer(i), dst.net->layer(i));
+  for (std::size_t i = 0; i < src.net->size(); ++i) r.transfer(std::to_string(i), src.net->layer(i), dst.net->layer(i));
 }
 
 SupportColumn reparam_support() { return support_of<Reparam>(); }

@@ -53,6 +53,37 @@ TEST(DriftConvert, ConvertedWeightsComputeTheSameFunctionUnderEveryPreset) {
   }
 }
 
+// Residual networks: the layers inside a block are converted by their own kind too (their kernels
+// rotated across conv_kernel_flip, their BatchNorm running statistics carried over). The two
+// policies differ in conv_kernel_flip only, so converted weights must compute the same logits;
+// the running statistics are made non-trivial first, so that a block whose statistics stayed
+// behind (the destination's initial mean 0, variance 1) would show.
+TEST(DriftConvert, ResidualBlocksAreConvertedLayerByLayer) {
+  for (const char* name : {"resnet20", "resnet20b"}) {
+    SCOPED_TRACE(name);
+    Model src = build_model(name, Policy::tensorflow(), 3);
+    Rng rng(RngEngine::mt19937_u24, 7);
+    for (auto& nb : src.net->named_buffers()) {
+      const bool var = nb.first.find("running_var") != std::string::npos;
+      float* v = nb.second->value.data<float>();
+      for (int64_t i = 0; i < nb.second->value.numel(); ++i) v[i] = var ? 0.5f + rng.uniform_f32() : rng.uniform_f32() - 0.5f;
+    }
+    Tensor x({4, 3, 32, 32}, DType::f32);
+    for (int64_t i = 0; i < x.numel(); ++i) x.data<float>()[i] = rng.uniform_f32();
+    const Tensor ref = logits(src, x);
+    Model flipped = rebuild_under(src, Policy::parse("tensorflow,conv_kernel_flip=true"), true);
+    // The same products summed in the same order by the reference and fast kernels, but through
+    // 20 convolutions in float32 whose kernels are now read mirrored: within 1e-4 of logits of
+    // order 1 (before the fix the blocks' raw kernels moved them by more than 0.1).
+    EXPECT_TRUE(all_close(logits(flipped, x), ref, 1e-4, 1e-4));
+    Model raw = rebuild_under(src, Policy::parse("tensorflow,conv_kernel_flip=true"), false);
+    Tensor r = logits(raw, x);
+    double worst = 0;
+    for (int64_t i = 0; i < r.numel(); ++i) worst = std::max(worst, std::abs(r.at(i) - ref.at(i)));
+    EXPECT_GT(worst, 1e-2) << "raw kernels under the flip should be another function";
+  }
+}
+
 // LSTM peepholes across a conversion: into a layer with them they arrive as zero (the same
 // function); out of a layer with them into one without, the conversion is refused by name.
 TEST(DriftConvert, LstmPeepholesZeroInRefusedOut) {
