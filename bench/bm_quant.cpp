@@ -299,7 +299,7 @@ void time_layers(Sequential& net, RunContext& ctx, const std::vector<Tensor>& ba
       char idx[24];
       std::snprintf(idx, sizeof idx, "%02zu_", i);
       const std::string name = idx + l.kind();
-      if (auto* r = dynamic_cast<quant::QResidualLayer*>(&l)) {
+      if (auto* r = quant::quant_layer_as<quant::QResidualLayer>(l)) {
         double main_s = 0;
         const auto t0 = Clock::now();
         x = r->forward_with(ctx, x, [&](Sequential& main, const Tensor& in) {

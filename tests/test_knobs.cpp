@@ -874,9 +874,9 @@ TEST(Knob_model_conv_padding, SameVsExplicitHalfOnTheStridedConv) {
     SCOPED_TRACE(value);
     Model m = build_model("resnet20", Policy::parse(std::string("tensorflow,model_conv_padding=") + value), 1);
     // Layer 9: the first residual block of stage 2; its main path's first conv has stride 2.
-    auto* block = dynamic_cast<ResidualLayer*>(&m.net->layer(9));
+    auto* block = layer_as<ResidualLayer>(m.net->layer(9));
     ASSERT_NE(block, nullptr) << m.net->layer(9).describe();
-    auto* conv = dynamic_cast<Conv2dLayer*>(&block->main().layer(0));
+    auto* conv = layer_as<Conv2dLayer>(block->main().layer(0));
     ASSERT_NE(conv, nullptr);
     const Conv2dParams& p = conv->op_params();
     ASSERT_EQ(p.stride_h, 2);
@@ -884,7 +884,7 @@ TEST(Knob_model_conv_padding, SameVsExplicitHalfOnTheStridedConv) {
     EXPECT_EQ(p.pad_t, same ? 0 : 1);
     EXPECT_EQ(p.pad_b, 1);
     EXPECT_EQ(p.pad_l, same ? 0 : 1);
-    auto* first = dynamic_cast<Conv2dLayer*>(&m.net->layer(0));
+    auto* first = layer_as<Conv2dLayer>(m.net->layer(0));
     ASSERT_NE(first, nullptr);
     EXPECT_EQ(first->op_params().pad_t, 1);  // stride 1: the same either way
   }

@@ -87,9 +87,9 @@ TEST(Models, ParameterCounts) {
 TEST(Models, ResNetDownsamplingPadsPerPreset) {
   for (const char* preset : {"tensorflow", "torch"}) {
     Model m = build_model("resnet20", Policy::preset_named(preset), 1);
-    auto* res = dynamic_cast<ResidualLayer*>(&m.net->layer(3 + 2 * 3));  // first block of stage 2
+    auto* res = layer_as<ResidualLayer>(m.net->layer(3 + 2 * 3));  // first block of stage 2
     ASSERT_NE(res, nullptr) << preset;
-    auto* conv = dynamic_cast<Conv2dLayer*>(&res->main().layer(0));
+    auto* conv = layer_as<Conv2dLayer>(res->main().layer(0));
     ASSERT_NE(conv, nullptr);
     const Conv2dParams& c = conv->op_params();
     EXPECT_EQ(c.stride_h, 2);

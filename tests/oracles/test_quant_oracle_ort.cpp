@@ -117,7 +117,7 @@ Tensor param_of(Layer& l, const std::string& name) {
   return Tensor();
 }
 bool is_relu(Layer& l) {
-  auto* a = dynamic_cast<ActivationLayer*>(&l);
+  auto* a = layer_as<ActivationLayer>(l);
   return a && a->op_params().kind == ActKind::relu;
 }
 
@@ -131,7 +131,7 @@ std::vector<Weighted> weighted_layers(Model& m) {
   Sequential& net = *m.net;
   for (std::size_t i = 0; i < net.size(); ++i) {
     Layer& l = net.layer(i);
-    if (dynamic_cast<Conv2dLayer*>(&l) || dynamic_cast<DenseLayer*>(&l))
+    if (layer_as<Conv2dLayer>(l) || layer_as<DenseLayer>(l))
       v.push_back({&l, i + 1 < net.size() && is_relu(net.layer(i + 1))});
   }
   return v;
@@ -156,7 +156,7 @@ void fill(CaseDir& d) {
     d.input(qp, "ranges", Tensor::from<float>({static_cast<int64_t>(r.points.size()), 2}, ranges));
     json per_channel = json::array(), has_bias = json::array();
     for (std::size_t k = 0; k < wl.size(); ++k) {
-      const bool conv = dynamic_cast<Conv2dLayer*>(wl[k].layer) != nullptr;
+      const bool conv = layer_as<Conv2dLayer>(*wl[k].layer) != nullptr;
       d.input(qp, "fw" + std::to_string(k), param_of(*wl[k].layer, "weight"));
       const Tensor b = param_of(*wl[k].layer, "bias");
       if (b.defined()) d.input(qp, "fb" + std::to_string(k), b);
@@ -253,7 +253,7 @@ json describe_layers(CaseDir& d, const std::string& name, Sequential& qnet, int&
         j["dilations"] = {g.dil_h, g.dil_w};
       }
       layers.push_back(j);
-    } else if (auto* r = dynamic_cast<quant::QResidualLayer*>(&l)) {
+    } else if (auto* r = quant::quant_layer_as<quant::QResidualLayer>(l)) {
       const quant::QResidualSpec& sp = r->spec();
       const std::string ks = "r" + std::to_string(k);
       const int64_t cin = r->main().input_shape().at(0), cout = r->output_shape().at(0);

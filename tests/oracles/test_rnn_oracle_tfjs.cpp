@@ -280,7 +280,7 @@ std::vector<std::vector<Tensor>> tfjs_weights(Model& m) {
   for (std::size_t i = 0; i < m.net->size(); ++i) {
     Layer& l = m.net->layer(i);
     for (Param* p : l.params()) {
-      if (auto* r = dynamic_cast<RnnLayer*>(&l))
+      if (auto* r = layer_as<RnnLayer>(l))
         w[i].push_back(r->export_param(*p));
       else if (l.kind() == "dense" && !p->is_bias)
         w[i].push_back(transpose2d(p->value));

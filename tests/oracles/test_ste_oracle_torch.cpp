@@ -74,11 +74,11 @@ json describe(CaseDir& r, const std::string& n, Sequential& seq, int& next_id) {
   json layers = json::array();
   for (std::size_t i = 0; i < seq.size(); ++i) {
     Layer& l = seq.layer(i);
-    if (auto* f = dynamic_cast<quant::FakeQuantLayer*>(&l)) {
+    if (auto* f = quant::quant_layer_as<quant::FakeQuantLayer>(l)) {
       const QuantizeParams& p = f->op_params();
       layers.push_back({{"type", "fake_quant"}, {"scale", p.scale[0]}, {"zero_point", p.zero_point[0]},
                         {"qmin", p.qmin}, {"qmax", p.qmax}});
-    } else if (auto* cv = dynamic_cast<Conv2dLayer*>(&l)) {
+    } else if (auto* cv = layer_as<Conv2dLayer>(l)) {
       const int id = next_id++;
       layers.push_back({{"type", "conv2d"}, {"id", id}, {"stride", cv->op_params().stride_h},
                         {"pad", cv->op_params().pad_t}});
@@ -91,13 +91,13 @@ json describe(CaseDir& r, const std::string& n, Sequential& seq, int& next_id) {
       r.input(n, "b" + std::to_string(id), l.params()[1]->value);
     } else if (l.kind() == "relu") {
       layers.push_back({{"type", "relu"}});
-    } else if (auto* p = dynamic_cast<Pool2dLayer*>(&l)) {
+    } else if (auto* p = layer_as<Pool2dLayer>(l)) {
       layers.push_back({{"type", "maxpool"}, {"window", p->op_params().kh}, {"stride", p->op_params().stride_h}});
     } else if (l.kind() == "flatten") {
       layers.push_back({{"type", "flatten"}});
     } else if (l.kind() == "global_avg_pool") {
       layers.push_back({{"type", "gap"}});
-    } else if (auto* res = dynamic_cast<ResidualLayer*>(&l)) {
+    } else if (auto* res = layer_as<ResidualLayer>(l)) {
       layers.push_back({{"type", "residual"}, {"main", describe(r, n, res->main(), next_id)},
                         {"option_a", res->shortcut() == Shortcut::option_a}, {"stride", res->stride()},
                         {"pad_before", res->pad_before()}});

@@ -642,7 +642,7 @@ json net_json(const CaseDir& w, const std::string& prefix, Sequential& net) {
         files.push_back(w.input(p + ".w" + std::to_string(j), weight_to_tfjs(ps[j]->value)));
       return files;
     };
-    if (auto* conv = dynamic_cast<Conv2dLayer*>(&l)) {
+    if (auto* conv = layer_as<Conv2dLayer>(l)) {
       const Conv2dParams& c = conv->op_params();
       // TF.js takes 'valid' or 'same' (TF's split, the odd pad after): the pads driftlab
       // resolved must be one of them.
@@ -659,7 +659,7 @@ json net_json(const CaseDir& w, const std::string& prefix, Sequential& net) {
                         {"strides", c.stride_h},
                         {"padding", valid ? "valid" : "same"},
                         {"weights", weights()}});
-    } else if (auto* bn = dynamic_cast<BatchNormLayer*>(&l)) {
+    } else if (auto* bn = layer_as<BatchNormLayer>(l)) {
       json files = weights();  // gamma, beta
       const std::vector<Param*> st = bn->running_state();
       files.push_back(w.input(p + ".moving_mean", st[0]->value));
@@ -668,14 +668,14 @@ json net_json(const CaseDir& w, const std::string& prefix, Sequential& net) {
                         {"epsilon", bn->op_params().eps},
                         {"momentum", bn->op_params().keep},
                         {"weights", files}});
-    } else if (auto* pool = dynamic_cast<Pool2dLayer*>(&l)) {
+    } else if (auto* pool = layer_as<Pool2dLayer>(l)) {
       const Pool2dParams& q = pool->op_params();
       check(q.pad_t == 0 && q.pad_b == 0 && q.pad_l == 0 && q.pad_r == 0, "net_json: ", p, " padded pooling");
       layers.push_back({{"type", l.kind() == "maxpool2d" ? "maxPooling2d" : "averagePooling2d"},
                         {"pool", json::array({q.kh, q.kw})},
                         {"strides", json::array({q.stride_h, q.stride_w})},
                         {"padding", "valid"}});
-    } else if (auto* res = dynamic_cast<ResidualLayer*>(&l)) {
+    } else if (auto* res = layer_as<ResidualLayer>(l)) {
       json r = {{"type", "residual"},
                 {"main", net_json(w, p + ".main", res->main())},
                 {"stride", res->stride()},

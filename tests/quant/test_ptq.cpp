@@ -120,7 +120,7 @@ TEST(QuantPtq, KnobsChangeWhatTheyName) {
     quant::PtqResult t = quant::quantize_model(r, fused, c);
     bool found = false;
     for (std::size_t i = 0; i < t.model.net->size(); ++i)
-      if (auto* g = dynamic_cast<quant::QGlobalAvgPoolLayer*>(&t.model.net->layer(i))) {
+      if (auto* g = quant::quant_layer_as<quant::QGlobalAvgPoolLayer>(t.model.net->layer(i))) {
         found = true;
         EXPECT_EQ(g->op_params().rule, QAvgPoolRule::tflite_integer_mean);
         EXPECT_TRUE(g->own_qparams());

@@ -123,8 +123,8 @@ TEST(SteModel, GradientIsTheMaskedFloatGradient) {
   ASSERT_EQ(fake.net->layer(1).kind(), "conv2d");
   ASSERT_EQ(fake.net->layer(2).kind(), "relu");
   ASSERT_EQ(fake.net->layer(3).kind(), "fake_quant");
-  auto* qc = dynamic_cast<quant::QConv2dLayer*>(&q.model.net->layer(1));
-  auto* fc = dynamic_cast<Conv2dLayer*>(&fake.net->layer(1));
+  auto* qc = quant::quant_layer_as<quant::QConv2dLayer>(q.model.net->layer(1));
+  auto* fc = layer_as<Conv2dLayer>(fake.net->layer(1));
   ASSERT_TRUE(qc && fc);
   // the dequantized weights: s_w[k] * w_q exactly
   const quant::QLinearSpec spec = qc->spec();
