@@ -24,13 +24,15 @@ pack() {
   # -DDRIFTLAB_NATIVE=OFF: the lent machine's CPU may lack this machine's instruction sets.
   cmake -S . -B "$BUILD" -DCMAKE_BUILD_TYPE=Release -DDRIFTLAB_NATIVE=OFF -DDRIFTLAB_CUDA=ON \
         -DDRIFTLAB_TESTS=ON -DDRIFTLAB_BENCH=ON
-  cmake --build "$BUILD" -j"$(nproc)" --target driftlab_tests bm_cuda driftlab
-  ldd "$BUILD/driftlab_tests" | grep -q libcublas || { echo "build has no CUDA backend (nvcc/cuDNN not found?)" >&2; exit 1; }
+  cmake --build "$BUILD" -j"$(nproc)" --target ${GPU_TARGETS:-driftlab_tests bm_cuda driftlab cuda_step dl_kprof}
+  ldd "$BUILD/bm_cuda" | grep -q libcublas || { echo "build has no CUDA backend (nvcc/cuDNN not found?)" >&2; exit 1; }
   local stage
   stage=$(mktemp -d)
   mkdir -p "$stage/driftlab-gpu/bin" "$stage/driftlab-gpu/lib"
-  cp "$BUILD/driftlab_tests" "$BUILD/bm_cuda" "$BUILD/driftlab" "$stage/driftlab-gpu/bin/"
-  for bin in "$BUILD/driftlab_tests" "$BUILD/bm_cuda" "$BUILD/driftlab"; do
+  cp "$BUILD/driftlab_tests" "$BUILD/bm_cuda" "$BUILD/driftlab" "$BUILD/cuda_step" "$stage/driftlab-gpu/bin/"
+  # The per-kernel profiler (scripts/gpu-profile.sh) and the CUPTI it loads.
+  cp "$BUILD/libdl_kprof.so" "$stage/driftlab-gpu/lib/"
+  for bin in "$BUILD/driftlab_tests" "$BUILD/bm_cuda" "$BUILD/driftlab" "$BUILD/cuda_step" "$BUILD/libdl_kprof.so"; do
     ldd "$bin" | awk '/=> \//{print $3}'
   done | sort -u | while read -r lib; do
     case "$(basename "$lib")" in
@@ -158,6 +160,9 @@ remote() {
     --benchmark_out_format=json --benchmark_min_time=0.2 --benchmark_filter="${DRIFTLAB_BM_FILTER:-.}"
   step torch_cuda 150 "$OUT/torch_cuda.err" sh -c "python3 bench/peers/cuda_torch.py \
     --parts '${DRIFTLAB_TORCH_PARTS:-kernels,models,attacks}' > '$OUT/torch_cuda.jsonl'"
+  # Per-kernel time shares of driftlab's and PyTorch's same steps (LeNet-5 and ResNet-20 training,
+  # 10,000 LeNet-5 predictions, 128 LSTM sequences): profile.md.
+  step profile 150 "$OUT/profile.md" bash "$ROOT/scripts/gpu-profile.sh" "$base" "$OUT/profile.md"
   # What the CUDA backend must show (docs/CUDA.md): a ResNet-20 epoch on synthetic CIFAR-shaped data
   # with --device cuda (progress bar on stderr), and the out-of-memory message of an oversize
   # prediction batch (VGG-16, 200,000 inputs at once), then the same prediction in chunks with

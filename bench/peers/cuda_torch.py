@@ -15,6 +15,9 @@ copied from the host, attacked, judged by a forward pass, the norms taken, and t
 predictions and norms copied back, attack_result(); --parts attacks) at bm_cuda's BM_CudaAttack sizes, and forward passes of
 25 candidates (BM_CudaAttackQueries), TF32 off.
 The median of --reps timed runs after --warmup runs is reported.
+--profile MODEL:BATCH:train|predict --steps N: the work of one model case run N times between
+torch.cuda.profiler.start() and stop() after two warm-up runs, for bench/kprof's window (driftlab's
+side: bench/kprof/cuda_step.cpp); prints the wall time per step.
 """
 import argparse, json, os, sys
 
@@ -68,6 +71,8 @@ def main():
     ap.add_argument("--warmup", type=int, default=3)
     ap.add_argument("--reps", type=int, default=20)
     ap.add_argument("--parts", default="kernels,models,attacks", help="any of kernels, models, attacks (comma-separated)")
+    ap.add_argument("--profile", help="MODEL:BATCH:train|predict, run --steps times inside a profiler window")
+    ap.add_argument("--steps", type=int, default=50)
     a = ap.parse_args()
     if not torch.cuda.is_available():
         print("no CUDA device visible to PyTorch", file=sys.stderr)
@@ -76,6 +81,8 @@ def main():
     emit(what="context", torch=torch.__version__, cuda=torch.version.cuda, cudnn=torch.backends.cudnn.version(),
          gpu=torch.cuda.get_device_name(0))
     torch.backends.cudnn.benchmark = False  # PyTorch's default: heuristics, as driftlab's default
+    if a.profile:
+        return profile(a, dev)
     parts = a.parts.split(",")
     if "kernels" in parts:
         kernels(a, dev)
@@ -168,6 +175,47 @@ def models(a, dev):
             with torch.no_grad():
                 t = timed(lambda: model(x), a.warmup, a.reps)
             emit(what="predict", model=name, n=n, seconds=t, images_per_s=n / t)
+
+
+def profile(a, dev):
+    import time
+    name, batch, mode = a.profile.split(":")
+    batch = int(batch)
+    torch.backends.cuda.matmul.allow_tf32 = False
+    torch.backends.cudnn.allow_tf32 = False
+    torch.manual_seed(1)
+    model, shape = build(name)
+    model = model.to(dev)
+    if mode == "train":
+        model.train()
+        opt = torch.optim.SGD(model.parameters(), lr=0.01, momentum=0.9)
+        x_host, y_host = torch.rand(batch, *shape), torch.arange(batch) % 10
+
+        def step():  # as models(): the batch from the host, the loss back
+            x, y = x_host.to(dev), y_host.to(dev)
+            opt.zero_grad()
+            loss = F.cross_entropy(model(x), y)
+            loss.backward()
+            opt.step()
+            return loss.item()
+    else:
+        model.eval()
+        x = torch.rand(batch, *shape, device=dev)
+
+        def step():
+            with torch.no_grad():
+                return model(x)
+    step(), step()
+    torch.cuda.synchronize()
+    torch.cuda.profiler.start()
+    t0 = time.perf_counter()
+    for _ in range(a.steps):
+        step()
+    torch.cuda.synchronize()
+    t = time.perf_counter() - t0
+    torch.cuda.profiler.stop()
+    print(f"torch {name} b{batch} {mode}: {a.steps} steps, {1e6 * t / a.steps:.1f} us per step (host clock)")
+    return 0
 
 
 def kernels(a, dev):
