@@ -115,6 +115,7 @@ std::string explain_knob(const std::string& knob) {
       {"tf32_conv", [] { return ex_cuda("tf32_conv"); }},
       {"cuda_deterministic", [] { return ex_cuda("cuda_deterministic"); }},
       {"cudnn_algo_search", [] { return ex_cuda("cudnn_algo_search"); }},
+      {"cudnn_rnn_algo", [] { return ex_cuda("cudnn_rnn_algo"); }},
       {"quant_scheme", [] { return ex_quant("quant_scheme"); }},
       {"quant_act_dtype", [] { return ex_quant("quant_act_dtype"); }},
       {"quant_act_range", [] { return ex_quant("quant_act_range"); }},

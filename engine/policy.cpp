@@ -39,6 +39,7 @@ Policy Policy::tensorflow() {
   p.bn_zero_debias = true;
   p.tf32_conv = false;  // TF 1.x predates TF32 (TF >= 2.4 enables it for matmul and conv)
   p.cudnn_algo_search = AlgoSearch::exhaustive;  // TF_CUDNN_USE_AUTOTUNE defaults to on
+  p.cudnn_rnn_algo = RnnAlgoRule::standard;       // cuda_dnn.cc ToCudnnRNNAlgo: the default AlgorithmDesc
   p.rnn_weight_layout = RnnWeightLayout::gate_cols;
   p.gru_gate_order = GruGateOrder::zrh;
   p.rnn_num_bias = RnnNumBias::one;
@@ -90,6 +91,7 @@ Policy Policy::theano() {
   p.bn_running_var = BnRunningVar::keras_theano;
   p.bn_zero_debias = false;  // Theano backend: plain x*m + v*(1-m)
   p.cudnn_algo_search = AlgoSearch::heuristic;  // dnn.conv.algo_fwd='small': a fixed choice, no autotuning
+  p.cudnn_rnn_algo = RnnAlgoRule::standard;       // Theano has no cuDNN RNN in Keras' backend: as TensorFlow
   p.rng_engine = RngEngine::mrg31k3p;
   return p;
 }
@@ -884,6 +886,14 @@ const std::vector<KnobRow>& rows() {
          "heuristic (dnn.conv.algo_fwd = 'small', a fixed choice; 'time_once' is the autotuner)",
          "heuristic (torch.backends.cudnn.benchmark = False)",
          "tensorflow/core/kernels/conv_ops.cc; theano/gpuarray/dnn.py; aten/src/ATen/native/cudnn/Conv_v7.cpp"}));
+    r.push_back(enum_knob(&Policy::cudnn_rnn_algo,
+        {"cudnn_rnn_algo", "cuda", {"standard", "torch_heuristic"},
+         "cuDNN's RNN algorithm: CUDNN_RNN_ALGO_STANDARD always, or PyTorch's rule (float32 LSTM/GRU: "
+         "PERSIST_STATIC_SMALL_H when hidden <= 192 forward, <= 128 backward; else STANDARD)",
+         "standard (cuda_dnn.cc ToCudnnRNNAlgo: the default algorithm)",
+         "standard (Keras' Theano backend has no cuDNN RNN)",
+         "torch_heuristic (RNN.cpp get_algo, use_rnn_persist_small_h, cuDNN >= 8.2.1)",
+         "aten/src/ATen/native/cudnn/RNN.cpp get_algo; tensorflow/stream_executor/cuda/cuda_dnn.cc ToCudnnRNNAlgo"}));
     return r;
   }();
   return kRows;

@@ -129,6 +129,9 @@ enum class QuantDynInputProj { whole_sequence, per_step };
 // CUDA execution (resolved into cuda::CudaExecParams by engine/cuda/device_net.cpp).
 enum class CudaKernels { own, vendor };          // driftlab's CUDA kernels | cuBLAS + cuDNN
 enum class AlgoSearch { heuristic, exhaustive };  // cuDNN algorithm choice
+// cuDNN's RNN algorithm: always CUDNN_RNN_ALGO_STANDARD (TensorFlow), or PyTorch's get_algo rule
+// (persistent small-hidden kernels where it picks them).
+enum class RnnAlgoRule { standard, torch_heuristic };
 
 struct Policy {
   std::string preset = "torch";  // the preset this policy started from (printing only)
@@ -240,6 +243,7 @@ struct Policy {
   bool tf32_conv = true;                            // torch.backends.cudnn.allow_tf32 (True)
   bool cuda_deterministic = false;                  // torch.backends.cudnn.deterministic / TF_DETERMINISTIC_OPS
   AlgoSearch cudnn_algo_search = AlgoSearch::heuristic;  // torch.backends.cudnn.benchmark=False
+  RnnAlgoRule cudnn_rnn_algo = RnnAlgoRule::torch_heuristic;  // aten/src/ATen/native/cudnn/RNN.cpp get_algo
 
   static Policy tensorflow();
   static Policy theano();

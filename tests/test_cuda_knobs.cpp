@@ -23,6 +23,8 @@ TEST(CudaKnobs, PresetsResolveToTheirFrameworksDefaults) {
   EXPECT_FALSE(tf.tf32_matmul);
   EXPECT_FALSE(tf.tf32_conv) << "TF 1.x predates TF32";
   EXPECT_EQ(tf.algo_search, cuda::CudnnAlgoSearch::exhaustive) << "TF autotunes cuDNN by default";
+  EXPECT_FALSE(tf.rnn_persist_small_h) << "TF's cuDNN RNN runs the default (standard) algorithm";
+  EXPECT_TRUE(resolve_cuda_exec(Policy::torch()).rnn_persist_small_h) << "PyTorch's get_algo picks small-h";
   const cuda::CudaExecParams th = resolve_cuda_exec(Policy::theano());
   EXPECT_FALSE(th.tf32_conv);
   EXPECT_EQ(th.algo_search, cuda::CudnnAlgoSearch::heuristic);
@@ -38,6 +40,8 @@ TEST(CudaKnobs, EachKnobFlipsItsField) {
   EXPECT_TRUE(resolve_cuda_exec(Policy::parse("torch,cuda_deterministic=true")).deterministic);
   EXPECT_EQ(resolve_cuda_exec(Policy::parse("torch,cudnn_algo_search=exhaustive")).algo_search,
             cuda::CudnnAlgoSearch::exhaustive);
+  EXPECT_FALSE(resolve_cuda_exec(Policy::parse("torch,cudnn_rnn_algo=standard")).rnn_persist_small_h);
+  EXPECT_TRUE(resolve_cuda_exec(Policy::parse("tensorflow,cudnn_rnn_algo=torch_heuristic")).rnn_persist_small_h);
   // TF >= 2.4's TF32 defaults are two knobs away from the tensorflow preset.
   const cuda::CudaExecParams tf2 = resolve_cuda_exec(Policy::parse("tensorflow,tf32_matmul=true,tf32_conv=true"));
   EXPECT_TRUE(tf2.tf32_matmul && tf2.tf32_conv);

@@ -50,6 +50,8 @@ std::string short_name(const char* mangled) {
   char* d = abi::__cxa_demangle(mangled, nullptr, nullptr, &status);
   std::string s = status == 0 && d ? d : mangled;
   std::free(d);
+  // "(anonymous namespace)" is a name, not a parameter list.
+  for (size_t at; (at = s.find("(anonymous namespace)")) != std::string::npos;) s.replace(at, 21, "{anon}");
   // Cut the parameter list: the '(' at template depth 0.
   int depth = 0;
   for (size_t i = 0; i < s.size(); ++i) {

@@ -106,6 +106,7 @@ cuda::CudaExecParams resolve_cuda_exec(const Policy& policy) {
   p.deterministic = policy.cuda_deterministic;
   p.algo_search = policy.cudnn_algo_search == AlgoSearch::exhaustive ? cuda::CudnnAlgoSearch::exhaustive
                                                                        : cuda::CudnnAlgoSearch::heuristic;
+  p.rnn_persist_small_h = policy.cudnn_rnn_algo == RnnAlgoRule::torch_heuristic;
   return p;
 }
 

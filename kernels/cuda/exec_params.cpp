@@ -19,6 +19,7 @@ std::string CudaExecParams::str() const {
      << " rnn=" << (rnn_backend == CudaBackend::own ? "own" : "cudnn") << " tf32_matmul=" << tf32_matmul
      << " tf32_conv=" << tf32_conv << " deterministic=" << deterministic
      << " algo_search=" << (algo_search == CudnnAlgoSearch::heuristic ? "heuristic" : "exhaustive")
+     << " rnn_algo=" << (rnn_persist_small_h ? "torch_heuristic" : "standard")
      << " workspace_limit=" << workspace_limit;
   return os.str();
 }

@@ -163,7 +163,7 @@ struct RnnDeviceState {
   bool vendor = false;
   DeviceTensor x_tm, h_tm, c_tm, pre, act, aux, rh, mask_tm;
   DeviceTensor y_tm;
-  DeviceBytes reserve, weight_space, seq_lengths;
+  DeviceBytes reserve, weight_space;
 };
 // Throw naming the function and tensor when weights or gradients do not fit p and dtype (shape,
 // presence of b_hh / w_peep, dtype); used by both implementations.

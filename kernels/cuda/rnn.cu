@@ -7,7 +7,8 @@
 // Layout. x (N,T,F) and h_seq (N,T,H) are batch-major as on the CPU; inside, everything is
 // time-major so that one step's rows are contiguous for the gemms: x_tm (T,N,F), h_tm
 // (T+1,N,H) with h_{-1} = 0 in block 0, c_tm likewise, gate arrays (T,N,G*H).
-// Forward, per step t: ain = x_t W_ih^T (gemm), arec = h_{t-1} W_hh^T (gemm; none at t = 0),
+// Forward: ain = x_t W_ih^T for all t (one gemm over T*N rows), then per step t: arec =
+// h_{t-1} W_hh^T (gemm; none at t = 0),
 // then one elementwise kernel (thread per sample and unit) adds the biases in the reference's
 // association ((x.w + b_ih) + (h.w + b_hh)) and runs the cell; the reset-before GRU needs a
 // second gemm, (r*h_{t-1}) W_hn^T, and a second kernel. Backward, per step from the last:
@@ -232,10 +233,14 @@ void forward_own(CudaContext& ctx, const RnnParams& p, const DeviceTensor& x, co
     if (!lstm) aux = DeviceTensor(ctx, {S, N, H}, dt);
   }
   if (before) rh_all = DeviceTensor(ctx, {train ? S : 1, N, H}, dt);
-  DeviceTensor ain(ctx, {N, GH}, dt), arec(ctx, {N, GH}, dt), rec_n;
+  DeviceTensor ain(ctx, {S, N, GH}, dt), arec(ctx, {N, GH}, dt), rec_n;
   if (before) rec_n = DeviceTensor(ctx, {N, H}, dt);
   const T* wih = w.w_ih->data<T>();
   const T* whh = w.w_hh->data<T>();
+  // ain = x_t W_ih^T for every step at once: one gemm over the S*N rows instead of one per
+  // step inside the recurrence. Each element is the same K-ordered sum as the per-step gemm's
+  // while F < 1024; from there the own gemm may split K by the tile count, which differs.
+  gemm<T>(ctx, S * N, GH, F, false, true, 0.0, x_tm.data<T>(), wih, ain.data<T>());
   for (long long t = 0; t < S; ++t) {
     const long long cur = train ? t + 1 : (t + 1) % 2, prev = train ? t : t % 2;
     FwdStep<T> s{};
@@ -252,9 +257,8 @@ void forward_own(CudaContext& ctx, const RnnParams& p, const DeviceTensor& x, co
       s.pre = pre.data<T>() + t * N * GH, s.act = act.data<T>() + t * N * GH;
       if (!lstm) s.aux = aux.data<T>() + t * N * H;
     }
-    // ain = x_t W_ih^T; arec = h_{t-1} W_hh^T (the r,z rows only before the reset-before n pass).
-    gemm<T>(ctx, N, GH, F, false, true, 0.0, x_tm.data<T>() + t * N * F, wih, ain.data<T>());
-    s.ain = ain.data<T>();
+    // arec = h_{t-1} W_hh^T (the r,z rows only before the reset-before n pass).
+    s.ain = ain.data<T>() + t * N * GH;
     if (t > 0) {
       gemm<T>(ctx, N, before ? 2 * H : GH, H, false, true, 0.0, s.h_prev, whh, arec.data<T>());
       s.arec = arec.data<T>();

@@ -88,6 +88,10 @@ struct CudaExecParams {
   // atomics and fixed reduction trees, so they are deterministic either way.
   bool deterministic = false;
   CudnnAlgoSearch algo_search = CudnnAlgoSearch::heuristic;
+  // cuDNN's RNN algorithm: false = CUDNN_RNN_ALGO_STANDARD always; true = PyTorch's rule
+  // (float32/float16 LSTM and GRU: PERSIST_STATIC_SMALL_H when hidden <= 192 in the forward and
+  // <= 128 in the backward, rnn_cudnn.cpp).
+  bool rnn_persist_small_h = false;
   std::size_t workspace_limit = std::size_t(1) << 30;  // bytes an algorithm may ask for
   std::string str() const;  // "gemm=own conv=cudnn ... tf32_matmul=0 ..." for reports
 };

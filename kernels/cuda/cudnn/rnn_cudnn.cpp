@@ -2,7 +2,9 @@
 // cudnnRNNBackwardWeights_v8 (cuDNN 9's RNN API), one layer, one direction, zero initial state.
 // Set up as PyTorch's aten/src/ATen/native/cudnn/RNN.cpp does for an unpacked batch: the input
 // transposed to sequence-major (CUDNN_RNN_DATA_LAYOUT_SEQ_MAJOR_UNPACKED, every sequence the
-// full length, padded I/O enabled), CUDNN_RNN_ALGO_STANDARD, a no-dropout descriptor, and the
+// full length, padded I/O enabled, no device copy of the sequence lengths: PyTorch passes none),
+// a no-dropout descriptor, the algorithm of the cudnn_rnn_algo knob (rnn_persist_small_h:
+// PyTorch's get_algo, below; else CUDNN_RNN_ALGO_STANDARD, TensorFlow's default), and the
 // math type of aten/src/ATen/cudnn/Descriptors.h (RNNDescriptor::set): for float32
 // CUDNN_FMA_MATH unless TF32 is allowed for cuDNN (tf32_conv, PyTorch's cudnn.allow_tf32, which
 // governs both cuDNN convolutions and RNNs), then CUDNN_DEFAULT_MATH; float64 CUDNN_DEFAULT_MATH.
@@ -71,13 +73,28 @@ class Tensor3Desc {
   TensorDescriptor d_;
 };
 
+// PyTorch's get_algo (aten/src/ATen/native/cudnn/RNN.cpp, cuDNN >= 8.2.1) for an unpacked
+// input: PERSIST_STATIC_SMALL_H for a non-double LSTM or GRU whose hidden size is at most 192 in
+// the forward, 128 in the backward (use_rnn_persist_small_h); PERSIST_STATIC is its float16-only
+// branch (driftlab has no float16); STANDARD otherwise. The backward reads the reserve space its
+// forward wrote, under its own choice, as PyTorch's does.
+cudnnRNNAlgo_t rnn_algo(const CudaContext& ctx, const RnnParams& p, DType dt, bool forward) {
+  if (!ctx.params().rnn_persist_small_h || dt == DType::f64) return CUDNN_RNN_ALGO_STANDARD;
+  return p.hidden <= (forward ? 192 : 128) ? CUDNN_RNN_ALGO_PERSIST_STATIC_SMALL_H : CUDNN_RNN_ALGO_STANDARD;
+}
+
+const char* rnn_algo_name(cudnnRNNAlgo_t a) {
+  return a == CUDNN_RNN_ALGO_PERSIST_STATIC_SMALL_H ? "RNN_ALGO_PERSIST_STATIC_SMALL_H" : "RNN_ALGO_STANDARD";
+}
+
 int as_int(const char* what, int64_t v) {
   check(v >= 0 && v <= 2147483647, "rnn_cudnn: ", what, "=", v, " exceeds cuDNN's int range");
   return static_cast<int>(v);
 }
 
-// Everything one call needs: the descriptors (identical in forward and backward, as the
-// reserve space requires) and the sizes cuDNN asks for.
+// Everything one call needs: the descriptors (the same shapes and modes in forward and
+// backward, as the reserve space requires; the algorithm may differ, as in PyTorch) and the
+// sizes cuDNN asks for.
 struct Setup {
   cudnnHandle_t handle;
   DropoutDesc dropout;
@@ -86,8 +103,11 @@ struct Setup {
   Tensor3Desc hd;
   std::size_t weight_bytes = 0, work_bytes = 0, reserve_bytes = 0;
   std::string math;
+  cudnnRNNAlgo_t algo = CUDNN_RNN_ALGO_STANDARD;
+  std::string refused;  // the persistent algorithm's refusal, when cuDNN gave one and STANDARD ran
 
-  Setup(CudaContext& ctx, const RnnParams& p, DType dt, bool training)
+  // forward: the forward's algorithm choice (else the backward's).
+  Setup(CudaContext& ctx, const RnnParams& p, DType dt, bool training, bool forward)
       : handle(static_cast<cudnnHandle_t>(ctx.cudnn())),
         dropout(handle),
         xd(dt, as_int("steps", p.steps), as_int("batch", p.batch), as_int("input", p.input)),
@@ -97,15 +117,28 @@ struct Setup {
     const bool fma = dt == DType::f32 && !ctx.params().tf32_conv;
     const cudnnMathType_t mt = fma ? CUDNN_FMA_MATH : CUDNN_DEFAULT_MATH;
     math = fma ? "FMA" : (dt == DType::f32 ? "DEFAULT(tf32 allowed)" : "DEFAULT");
-    DL_CUDNN_CHECK(cudnnSetRNNDescriptor_v8(
-        rnn.get(), CUDNN_RNN_ALGO_STANDARD, p.cell == RnnCell::lstm ? CUDNN_LSTM : CUDNN_GRU,
-        p.two_biases ? CUDNN_RNN_DOUBLE_BIAS : CUDNN_RNN_SINGLE_INP_BIAS, CUDNN_UNIDIRECTIONAL, CUDNN_LINEAR_INPUT,
-        cudnn_type(dt), cudnn_type(dt), mt, as_int("input", p.input), as_int("hidden", p.hidden),
-        as_int("hidden", p.hidden), 1, dropout.get(), CUDNN_RNN_PADDED_IO_ENABLED));
-    DL_CUDNN_CHECK(cudnnGetRNNWeightSpaceSize(handle, rnn.get(), &weight_bytes));
-    DL_CUDNN_CHECK(cudnnGetRNNTempSpaceSizes(handle, rnn.get(),
-                                             training ? CUDNN_FWD_MODE_TRAINING : CUDNN_FWD_MODE_INFERENCE,
-                                             xd.get(), &work_bytes, training ? &reserve_bytes : nullptr));
+    auto configure = [&](cudnnRNNAlgo_t a) {
+      cudnnStatus_t st = cudnnSetRNNDescriptor_v8(
+          rnn.get(), a, p.cell == RnnCell::lstm ? CUDNN_LSTM : CUDNN_GRU,
+          p.two_biases ? CUDNN_RNN_DOUBLE_BIAS : CUDNN_RNN_SINGLE_INP_BIAS, CUDNN_UNIDIRECTIONAL, CUDNN_LINEAR_INPUT,
+          cudnn_type(dt), cudnn_type(dt), mt, as_int("input", p.input), as_int("hidden", p.hidden),
+          as_int("hidden", p.hidden), 1, dropout.get(), CUDNN_RNN_PADDED_IO_ENABLED);
+      if (st == CUDNN_STATUS_SUCCESS) st = cudnnGetRNNWeightSpaceSize(handle, rnn.get(), &weight_bytes);
+      if (st == CUDNN_STATUS_SUCCESS)
+        st = cudnnGetRNNTempSpaceSizes(handle, rnn.get(), training ? CUDNN_FWD_MODE_TRAINING : CUDNN_FWD_MODE_INFERENCE,
+                                       xd.get(), &work_bytes, training ? &reserve_bytes : nullptr);
+      return st;
+    };
+    algo = rnn_algo(ctx, p, dt, forward);
+    cudnnStatus_t st = configure(algo);
+    if (st != CUDNN_STATUS_SUCCESS && algo != CUDNN_RNN_ALGO_STANDARD) {
+      // A configuration the persistent kernels do not take: PyTorch would fail here; driftlab
+      // runs STANDARD and says so in the algorithm log.
+      refused = std::string(rnn_algo_name(algo)) + " refused (" + cudnnGetErrorString(st) + ")";
+      algo = CUDNN_RNN_ALGO_STANDARD;
+      st = configure(algo);
+    }
+    DL_CUDNN_CHECK(st);
   }
   cudnnTensorDescriptor_t cell_desc(const RnnParams& p) const { return p.cell == RnnCell::lstm ? hd.get() : nullptr; }
 };
@@ -167,21 +200,18 @@ DeviceBytes pack_weights(CudaContext& ctx, const Setup& s, const RnnParams& p, c
   return space;
 }
 
-DeviceBytes seq_lengths(CudaContext& ctx, const RnnParams& p) {
-  const std::vector<int32_t> v(static_cast<std::size_t>(p.batch), static_cast<int32_t>(p.steps));
-  return bytes_to_device(ctx, v.data(), v.size() * sizeof(int32_t));
-}
-
 void record(CudaContext& ctx, const char* op, const RnnParams& p, DType dt, const Setup& s) {
   const std::string sig = std::string(rnn_cell_name(p.cell)) + " N=" + std::to_string(p.batch) +
                           " T=" + std::to_string(p.steps) + " F=" + std::to_string(p.input) +
-                          " H=" + std::to_string(p.hidden) + " biases=" + (p.two_biases ? "2 " : "1 ") + dtype_name(dt);
+                          " H=" + std::to_string(p.hidden) + " biases=" + (p.two_biases ? "2 " : "1 ") + dtype_name(dt) +
+                          " " + rnn_algo_name(s.algo);
   if (ctx.find_algo(op, sig)) return;
   AlgoRecord r;
   r.op = op;
   r.signature = sig;
-  r.algo = CUDNN_RNN_ALGO_STANDARD;
-  r.algo_name = "RNN_ALGO_STANDARD";
+  r.algo = s.algo;
+  r.algo_name = rnn_algo_name(s.algo);
+  if (!s.refused.empty()) r.algo_name += std::string(", ") + s.refused;
   r.workspace = s.work_bytes;
   r.deterministic = false;  // not documented either way; rnn_cudnn_supports refuses deterministic runs
   r.math = s.math;
@@ -202,14 +232,14 @@ void rnn_forward_cudnn(CudaContext& ctx, const RnnParams& p, const DeviceTensor&
   check_rnn_weights(fn, p, w, dt);
   const bool training = state != nullptr;
   if (training) *state = RnnDeviceState{};  // nothing of an earlier call (of either implementation) stays
-  Setup s(ctx, p, dt, training);
+  Setup s(ctx, p, dt, training, /*forward=*/true);
   record(ctx, "rnn_forward", p, dt, s);
   DeviceTensor x_tm(ctx, {p.steps, p.batch, p.input}, dt), y_tm(ctx, {p.steps, p.batch, p.hidden}, dt);
   swap_batch_time_cuda(ctx, x, x_tm);
-  DeviceBytes space = pack_weights(ctx, s, p, w, dt), lengths = seq_lengths(ctx, p);
+  DeviceBytes space = pack_weights(ctx, s, p, w, dt);
   DeviceBytes work(ctx, s.work_bytes), reserve(ctx, s.reserve_bytes);
   DL_CUDNN_CHECK(cudnnRNNForward(s.handle, s.rnn.get(), training ? CUDNN_FWD_MODE_TRAINING : CUDNN_FWD_MODE_INFERENCE,
-                                 static_cast<const int32_t*>(lengths.get()), s.xd.get(), x_tm.raw(), s.yd.get(),
+                                 nullptr, s.xd.get(), x_tm.raw(), s.yd.get(),
                                  y_tm.raw(), s.hd.get(), nullptr, nullptr, s.cell_desc(p), nullptr, nullptr,
                                  s.weight_bytes, space.get(), s.work_bytes, work.get(), s.reserve_bytes,
                                  reserve.get()));
@@ -220,7 +250,6 @@ void rnn_forward_cudnn(CudaContext& ctx, const RnnParams& p, const DeviceTensor&
     state->y_tm = std::move(y_tm);
     state->reserve = std::move(reserve);
     state->weight_space = std::move(space);
-    state->seq_lengths = std::move(lengths);
   }
 }
 
@@ -236,9 +265,11 @@ void rnn_backward_cudnn(CudaContext& ctx, const RnnParams& p, const RnnDeviceWei
   check_rnn_weights(fn, p, w, dt);  // cuDNN reads the weight space the forward packed
   check_rnn_grads(fn, p, g, dt);
   check_rnn_backward_io(fn, p, dh, dx, dt);
-  Setup s(ctx, p, dt, true);
+  Setup s(ctx, p, dt, true, /*forward=*/false);
   record(ctx, "rnn_backward", p, dt, s);
   check(s.weight_bytes == st.weight_space.size(), fn, ": cuDNN's weight space changed size between forward and backward");
+  check(s.reserve_bytes <= st.reserve.size(), fn, ": the backward's algorithm (", rnn_algo_name(s.algo), ") needs ",
+        s.reserve_bytes, " bytes of reserve space, the forward kept ", st.reserve.size());
   // The loss gradient per output step; with only h_T's gradient it is dhy (the final state)
   // and the per-step gradients are zero.
   DeviceTensor dy_tm = p.dh_last_step ? DeviceTensor::zeros(ctx, {p.steps, p.batch, p.hidden}, dt)
@@ -246,7 +277,7 @@ void rnn_backward_cudnn(CudaContext& ctx, const RnnParams& p, const RnnDeviceWei
   if (!p.dh_last_step) swap_batch_time_cuda(ctx, dh, dy_tm);
   DeviceTensor dx_tm(ctx, {p.steps, p.batch, p.input}, dt);
   DeviceBytes work(ctx, s.work_bytes);
-  const auto* lengths = static_cast<const int32_t*>(st.seq_lengths.get());
+  const int32_t* lengths = nullptr;  // every sequence full length: cuDNN reads the data descriptors'
   void* reserve = st.reserve.get();
   DL_CUDNN_CHECK(cudnnRNNBackwardData_v8(s.handle, s.rnn.get(), lengths, s.yd.get(), st.y_tm.raw(), dy_tm.raw(),
                                          s.xd.get(), dx_tm.raw(), s.hd.get(), nullptr,
