@@ -56,8 +56,10 @@ using cuda::CudaBackend;
 using cuda::CudaContext;
 using cuda::DeviceTensor;
 
+// The torch preset's exec params (its cuDNN RNN algorithm rule among them), then the backends
+// and TF32 as the case asks.
 cuda::CudaExecParams exec(CudaBackend gemm, CudaBackend conv, bool tf32) {
-  cuda::CudaExecParams e;
+  cuda::CudaExecParams e = resolve_cuda_exec(Policy::torch());
   e.gemm_backend = gemm, e.conv_backend = conv, e.tf32_matmul = e.tf32_conv = tf32;
   return e;
 }

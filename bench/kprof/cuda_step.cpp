@@ -44,7 +44,7 @@ int run(int argc, char** argv) {
     return 1;
   }
   const cuda::CudaBackend be = impl == "own" ? cuda::CudaBackend::own : cuda::CudaBackend::vendor;
-  cuda::CudaExecParams e;
+  cuda::CudaExecParams e = resolve_cuda_exec(Policy::torch());  // the torch preset's, then:
   e.gemm_backend = e.conv_backend = e.pool_backend = e.bn_backend = e.softmax_backend = e.rnn_backend = be;
   e.tf32_matmul = e.tf32_conv = false;
   cuda::CudaContext ctx(e);
