@@ -23,8 +23,6 @@ Tensor gather_rows(const Tensor& x, const std::vector<int64_t>& idx) {
   return out;
 }
 
-bool white_box(const std::string& a) { return a == "fgsm" || a == "bim" || a == "pgd"; }
-
 }  // namespace
 
 RobustnessTable run_robustness(const std::vector<RobustnessModel>& models, const std::vector<RobustnessAttack>& attacks,
@@ -43,7 +41,7 @@ RobustnessTable run_robustness(const std::vector<RobustnessModel>& models, const
           " (another model of the list that crafts on itself)");
   }
   for (const RobustnessAttack& a : attacks)
-    check(white_box(a.name) || a.name == "boundary" || a.name == "single-pixel", "robustness: unknown attack '",
+    check(is_white_box(a.name) || is_decision_based(a.name), "robustness: unknown attack '",
           a.name, "' (fgsm, bim, pgd, boundary, single-pixel)");
   RobustnessTable t;
   for (const RobustnessModel& m : models) t.models.push_back(m.name);
@@ -81,14 +79,13 @@ RobustnessTable run_robustness(const std::vector<RobustnessModel>& models, const
       auto craft = [&](std::size_t m) -> const AttackResult& {
         auto it = crafted.find(m);
         if (it != crafted.end()) return it->second;
-        GradientAttackSpec g = at.gradient;
-        g.kind = parse_attack_kind(at.name);
-        g.seed = s;
-        return crafted.emplace(m, run_gradient_attack(*models[m].runner, xc, yc, g)).first->second;
+        AttackSpec g = at;
+        g.gradient.seed = s;
+        return crafted.emplace(m, run_attack(*models[m].runner, xc, yc, g)).first->second;
       };
       for (std::size_t m = 0; m < models.size(); ++m) {
         AttackResult res;
-        if (white_box(at.name)) {
+        if (is_white_box(at.name)) {
           const std::size_t src = models[m].craft_on < 0 ? m : static_cast<std::size_t>(models[m].craft_on);
           res = craft(src);  // a copy: judged below where the model is not the source
           if (src != m) {
@@ -96,18 +93,10 @@ RobustnessTable run_robustness(const std::vector<RobustnessModel>& models, const
             res.adv_pred = predictions(models[m].runner->logits(res.x_adv));
             finish_result(xc, yc, res, at.gradient.success);
           }
-        } else if (at.name == "boundary") {
-          BoundarySpec b = at.boundary;
-          b.seed = s;
-          BoundaryResult d = run_boundary(*models[m].runner, xc, yc, b);
-          res.x_adv = d.x_adv, res.clean_pred = d.clean_pred, res.adv_pred = d.adv_pred, res.queries = d.queries;
-          finish_result(xc, yc, res);
-        } else {
-          SinglePixelSpec p = at.pixel;
-          p.seed = s;
-          SinglePixelResult d = run_single_pixel(*models[m].runner, xc, yc, p);
-          res.x_adv = d.x_adv, res.clean_pred = d.clean_pred, res.adv_pred = d.adv_pred, res.queries = d.queries;
-          finish_result(xc, yc, res);
+        } else {  // decision-based: always the model itself, queried under the repeat's seed
+          AttackSpec d = at;
+          d.boundary.seed = s, d.pixel.seed = s;
+          res = run_attack(*models[m].runner, xc, yc, d);
         }
         const AttackSummary sum = summarize(res);
         RobustnessCell& c = t.cell[m][a];

@@ -16,9 +16,7 @@
 #include <string>
 #include <vector>
 
-#include "attacks/boundary.h"
-#include "attacks/gradient.h"
-#include "attacks/single_pixel.h"
+#include "attacks/attack.h"
 #include "attacks/stats.h"
 
 namespace driftlab {
@@ -30,12 +28,8 @@ struct RobustnessModel {
   int craft_on = -1;  // white-box examples crafted on models[craft_on] (-1: on this model)
 };
 
-struct RobustnessAttack {
-  std::string name;  // fgsm | bim | pgd | boundary | single-pixel
-  GradientAttackSpec gradient;
-  BoundarySpec boundary;
-  SinglePixelSpec pixel;
-};
+// An attack of the table: any kind (attack.h); each repeat runs it with its own seed.
+using RobustnessAttack = AttackSpec;
 
 struct RobustnessCell {
   std::vector<double> rates;        // success rate per repeat over the common samples

@@ -2,29 +2,13 @@
 #include "cli/commands.h"
 #include "cli/common.h"
 
-#include <omp.h>
-#include <signal.h>
-#include <unistd.h>
-
-#include <algorithm>
-#include <cmath>
-#include <csignal>
-#include <cstdio>
-#include <cstdlib>
-#include <filesystem>
-#include <fstream>
-#include <iomanip>
 #include <iostream>
-#include <memory>
-#include <set>
-#include <sstream>
-
-#include <nlohmann/json.hpp>
 
 #include "kernels/cuda/device.h"
 
 namespace driftlab {
 namespace cli {
+
 void register_device(CLI::App& app) {
   // device
   auto* dev = app.add_subcommand("device", "list CUDA devices (or say why there are none)");

@@ -2,27 +2,12 @@
 #include "cli/commands.h"
 #include "cli/common.h"
 
-#include <omp.h>
-#include <signal.h>
-#include <unistd.h>
-
-#include <algorithm>
-#include <cmath>
-#include <csignal>
-#include <cstdio>
-#include <cstdlib>
-#include <filesystem>
-#include <fstream>
 #include <iomanip>
 #include <iostream>
 #include <memory>
-#include <set>
-#include <sstream>
-
-#include <nlohmann/json.hpp>
 
 #include "drift/explain.h"
-#include "engine/policy.h"
+#include "driftlab/policy.h"
 
 namespace driftlab {
 namespace cli {
@@ -37,10 +22,9 @@ void policy_show(const std::string& spec) {
       group = k.group;
       std::cout << "\n[" << group << "]\n";
     }
-    std::string copies = p.preset == "tensorflow" ? k.tensorflow : (p.preset == "theano" ? k.theano : k.torch);
     std::cout << "  " << std::left << std::setw(24) << k.name << " = " << std::setw(22) << p.get(k.name) << " "
               << k.what << "\n"
-              << "  " << std::setw(24) << "" << "   " << p.preset << ": " << copies << "\n";
+              << "  " << std::setw(24) << "" << "   " << p.preset << ": " << preset_copies(k, p.preset) << "\n";
   }
 }
 

@@ -1,70 +1,47 @@
-// driftlab train and driftlab compare: one training run (resumable), or one per policy side by side.
+// driftlab train and driftlab compare: one training run (resumable), or one per policy side by
+// side (driftlab/train.h). Here: the options, the progress and epoch lines, the SIGINT/SIGTERM
+// handling and the DRIFTLAB_TEST_KILL hook, the exit status of an interrupted run.
 #include "cli/commands.h"
 #include "cli/common.h"
 
 #include <omp.h>
 #include <signal.h>
-#include <unistd.h>
 
-#include <algorithm>
-#include <cmath>
 #include <csignal>
-#include <cstdio>
 #include <cstdlib>
 #include <filesystem>
-#include <fstream>
 #include <iomanip>
 #include <iostream>
 #include <memory>
-#include <set>
-#include <sstream>
 
-#include <nlohmann/json.hpp>
-
-#include "engine/data/datasets.h"
-#include "engine/train/runner.h"
-#include "models/models.h"
-#include "train/checkpoint.h"
-#include "train/run.h"
+#include "driftlab/train.h"
+#include "report/compare.h"
 
 namespace driftlab {
 namespace cli {
 namespace {
 
-namespace fs = std::filesystem;
-using nlohmann::json;
-
+// The options set the request's fields directly; the data, device, --momentum and --no-convert
+// are copied in by train_request.
 struct TrainOptions {
-  std::string model = "lenet5", policy = "torch", out;
+  TrainRequest req;
   DataOptions data;
-  int epochs = 1;
-  int64_t batch = 128;
-  double lr = 0.01, momentum = 0.9, weight_decay = 0.0, beta1 = 0.9, beta2 = 0.999;
-  CLI::Option* momentum_given = nullptr;  // --momentum's default (0.9) is SGD's; RMSprop's is 0
-  bool nesterov = false, no_progress = false, normalize = false, step_loss = false;
-  std::string optimizer = "sgd", schedule;
-  uint64_t seed = 1;
-  int threads = 0;
-  std::string on_nonfinite = "stop";
   DeviceOptions dev;
-  std::string init, init_policy, shuffle;  // --init FILE|DIR, --init-policy P, --shuffle ALGO
-  bool no_convert = false;
-  int64_t checkpoint_every = 0;  // train only
-  std::string resume;            // train only: --resume RUN_DIR
-  CLI::App* cmd = nullptr;       // the subcommand, to see which options were given
+  double momentum = 0.9;
+  CLI::Option* momentum_given = nullptr;  // --momentum's default (0.9) is SGD's; RMSprop's is 0
+  bool no_progress = false, no_convert = false;
+  int threads = 0;
+  std::string resume;       // train only: --resume RUN_DIR
+  CLI::App* cmd = nullptr;  // the subcommand, to see which options were given
 };
 
-OptimConfig optim_config(const TrainOptions& o) {
-  OptimConfig c;
-  c.kind = parse_optimizer(o.optimizer);
-  const bool momentum_given = o.momentum_given && o.momentum_given->count() > 0;
-  c.lr = o.lr;
-  c.momentum = c.kind == OptimizerKind::sgd || momentum_given ? o.momentum : 0.0;
-  c.nesterov = o.nesterov;
-  c.weight_decay = o.weight_decay;
-  c.beta1 = o.beta1;
-  c.beta2 = o.beta2;
-  return c;
+TrainRequest train_request(const TrainOptions& o) {
+  TrainRequest r = o.req;
+  r.data = o.data;
+  r.device = o.dev.device;
+  r.init_convert = !o.no_convert;
+  if (o.momentum_given && o.momentum_given->count() > 0) r.momentum = o.momentum;
+  return r;
 }
 
 // SIGINT and SIGTERM while training: the handler only records the signal; the run finishes its
@@ -149,8 +126,8 @@ TrainRunHooks train_hooks(ProgressBar& bar) {
 
 // After a run: the interruption (exit 128+signal, as a shell reports a process the signal
 // ended) or the files and the test accuracy.
-TrainRunResult finish_train(const TrainRunResult& r, const std::string& model, uint64_t seed, Device device,
-                            const std::string& out) {
+void finish_train(const TrainRunResult& r, const std::string& model, uint64_t seed, Device device,
+                  const std::string& out) {
   if (r.interrupted) {
     const int sig = StopSignals::caught() ? StopSignals::caught() : SIGINT;
     std::cerr << "\n";
@@ -168,23 +145,18 @@ TrainRunResult finish_train(const TrainRunResult& r, const std::string& model, u
               << (r.checkpoint_path.empty() ? "" : ", checkpoint.dlc") << "\n";
   std::cout << "test accuracy " << fmt(r.test.accuracy, 4) << " loss " << fmt(r.test.loss, 4) << " (" << model
             << ", " << r.policy << ", seed " << seed << ", " << device_name(device) << ")\n";
-  return r;
 }
 
 // train --resume RUN_DIR: everything comes from the checkpoint; any other option would either
 // repeat it or contradict it, so only --no-progress (and --threads, when it is the checkpoint's) pass.
-void resume_train(const TrainOptions& o) {
-  const std::string path = (fs::path(o.resume) / kCheckpointFile).string();
-  std::error_code ec;
-  check(fs::is_directory(o.resume, ec), "train --resume ", o.resume, ": no such run folder");
-  check(fs::exists(path, ec), "train --resume ", o.resume, ": no ", kCheckpointFile,
-        " in it (a run writes one after each epoch, and every N steps with --checkpoint-every N, when it has --out)");
-  Checkpoint ckpt = read_checkpoint(path);
+void resume_cmd(const TrainOptions& o) {
+  Checkpoint ckpt = read_run_checkpoint(o.resume);
   for (const CLI::Option* opt : o.cmd->get_options()) {
     const std::string name = opt->get_name();
     if (opt->count() == 0 || name == "--resume" || name == "--no-progress" || name == "--help") continue;
     check(name == "--threads" && o.threads == ckpt.threads, "train --resume ", o.resume, ": ", name,
-          " cannot be given with --resume: the run's settings come from ", path,
+          " cannot be given with --resume: the run's settings come from ",
+          (std::filesystem::path(o.resume) / kCheckpointFile).string(),
           name == "--threads" ? " (it computes with " + std::to_string(ckpt.threads) + " threads)" : std::string(),
           "; start a new run to change them");
   }
@@ -195,119 +167,96 @@ void resume_train(const TrainOptions& o) {
             << ckpt.spec.train.epochs << " epochs)\n";
   ProgressBar bar(!o.no_progress);
   StopSignals signals;
-  TrainRunResult r = resume_training(ckpt, o.resume, *o.data.loader, train_hooks(bar));
+  TrainRunResult r = resume(ckpt, o.resume, *o.data.loader, train_hooks(bar));
   for (const std::string& t : r.removed_temporaries)
     std::cerr << "removed " << t << " (the temporary of a write a kill interrupted)\n";
   finish_train(r, ckpt.spec.model, ckpt.spec.train.seed, ckpt.spec.device, o.resume);
 }
 
-TrainRunResult run_train(const TrainOptions& o) {
+void train_cmd(const TrainOptions& o) {
   set_threads(o.threads);
-  TrainRunSpec spec;
-  spec.model = o.model;
-  spec.policy = Policy::parse(o.policy);
-  if (!o.shuffle.empty()) spec.policy.set("shuffle", o.shuffle);  // --shuffle: the knob, by its short name
-  spec.data = o.data;
-  spec.train.epochs = o.epochs;
-  spec.train.batch = o.batch;
-  spec.train.optim = optim_config(o);
-  spec.train.schedule = parse_schedule(o.schedule);
-  spec.train.step_losses = o.step_loss;
-  spec.train.seed = o.seed;
-  spec.train.on_nonfinite = parse_on_nonfinite(o.on_nonfinite);
-  spec.normalize = o.normalize;
-  spec.device = o.dev.parsed();
-  spec.out = o.out;
-  spec.init = o.init;
-  spec.init_convert = !o.no_convert;
-  spec.init_policy = o.init_policy;
-  spec.checkpoint_every = o.checkpoint_every;
-  check(!o.no_convert || !o.init.empty(), "train: --no-convert is for --init (how the given weights are loaded)");
-  check(o.init_policy.empty() || !o.init.empty(), "train: --init-policy is for --init DIR (the policy the .npy files "
-        "were exported under)");
+  const TrainRunSpec spec = train_spec(train_request(o));
   ProgressBar bar(!o.no_progress);
   StopSignals signals;
-  TrainRunResult r = run_training(spec, *o.data.loader, train_hooks(bar));
-  return finish_train(r, o.model, o.seed, spec.device, o.out);
+  const TrainRunResult r = train(spec, *o.data.loader, train_hooks(bar));
+  finish_train(r, o.req.model, o.req.seed, spec.device, o.req.out);
 }
 
-void add_train_options(CLI::App* c, TrainOptions& o) {
-  c->add_option("--model", o.model, "lenet1 | lenet5 | resnet20 | resnet20b | resnet18 | vgg16 | lstm | gru | lstm-imdb | gru-imdb")->capture_default_str();
-  c->add_option("--epochs", o.epochs)->capture_default_str();
-  c->add_option("--batch", o.batch)->capture_default_str();
-  c->add_option("--optimizer", o.optimizer,
-                 "sgd | adam | rmsprop, each in the policy's formula (adam_form, rmsprop_form...; docs/TRAINING.md)")
-      ->capture_default_str();
-  c->add_option("--lr", o.lr, "the base learning rate")->capture_default_str();
-  o.momentum_given = c->add_option("--momentum", o.momentum, "SGD's momentum (default 0.9), RMSprop's (default 0)")
-                         ->capture_default_str();
-  c->add_flag("--nesterov", o.nesterov);
-  c->add_option("--weight-decay", o.weight_decay, "in each framework's own terms (see weight_decay_mode)");
-  c->add_option("--beta1", o.beta1, "Adam")->capture_default_str();
-  c->add_option("--beta2", o.beta2, "Adam")->capture_default_str();
-  c->add_option("--schedule", o.schedule,
-                "learning-rate schedule: step:step=S,gamma=G | multistep:milestones=A;B,gamma=G | "
-                "exponential:gamma=G | inverse_time:decay=D (per batch) | "
-                "plateau:factor=F,patience=P,threshold=T,cooldown=C,min_lr=M (plateau_rule); "
-                "step/multistep/exponential take every=batch");
-  c->add_flag("--step-loss", o.step_loss, "record every step's loss (metrics.json steps, steps.csv)");
-  c->add_option("--seed", o.seed)->capture_default_str()->check(CLI::NonNegativeNumber);
-  add_threads_option(c, o.threads);
-  c->add_flag("--no-progress", o.no_progress);
-  c->add_flag("--normalize", o.normalize, "standardise inputs with the training set's mean/std (kept in the model file)");
-  c->add_option("--on-nonfinite", o.on_nonfinite,
-                "stop (error naming the step, layer and tensor) | skip-batch (no SGD step, counted in the report)")
-      ->capture_default_str()
-      ->check(CLI::IsMember({"stop", "skip-batch"}));
-  c->add_option("--init", o.init,
-                "start from these weights: a model file (.dlm) or a folder of .npy files as `weights export` "
-                "writes them; converted from their policy's conventions to this run's (drift's conversion)");
-  c->add_option("--init-policy", o.init_policy,
-                "--init DIR: the policy the .npy files were exported under (default: the run's)");
-  c->add_flag("--no-convert", o.no_convert, "--init: load the tensors raw instead of converting them");
-  c->add_option("--shuffle", o.shuffle, "override the policy's shuffle knob (the data order; metrics.json "
-                "records its hash per epoch)")
-      ->check(CLI::IsMember({"none", "forward_modulo", "backward_rejection"}));
-  add_data_options(c, o.data);
-  add_device_options(c, o.dev);
-}
-
-void compare_cmd(TrainOptions o, const std::string& policies) {
-  std::vector<std::string> names = split_policies(policies);
-  std::string base_out = o.out.empty() ? "runs/compare" : o.out;
-  struct Row {
-    std::string policy;
-    TrainRunResult r;
+void compare_cmd(const TrainOptions& o, const std::string& policies) {
+  set_threads(o.threads);
+  CompareRequest req;
+  req.train = train_request(o);
+  req.policies = policies;
+  req.out = o.req.out;
+  // Each run has its own progress bar and signal handlers, from just before it starts to the
+  // line that ends it (an interrupted run ends the comparison: finish_train throws).
+  std::unique_ptr<ProgressBar> bar;
+  std::unique_ptr<StopSignals> signals;
+  CompareHooks hooks;
+  hooks.run_hooks = [&](const TrainRequest&) {
+    bar = std::make_unique<ProgressBar>(!o.no_progress);
+    signals = std::make_unique<StopSignals>();
+    return train_hooks(*bar);
   };
-  std::vector<Row> rows;
-  for (const auto& n : names) {
-    o.policy = n;
-    o.out = (fs::path(base_out) / Policy::parse(n).preset).string();
-    rows.push_back({n, run_train(o)});
-  }
-  std::cout << "\n" << o.model << ", " << o.epochs << " epoch(s), batch " << o.batch << ", lr " << o.lr
-            << ", momentum " << o.momentum << ", seed " << o.seed << ", "
+  hooks.after_run = [&](const TrainRequest& run, const TrainRunResult& r) {
+    finish_train(r, o.req.model, o.req.seed, parse_device(run.device), run.out);
+    signals.reset();
+  };
+  const CompareResult c = compare(req, *o.data.loader, hooks);
+  std::cout << "\n" << o.req.model << ", " << o.req.epochs << " epoch(s), batch " << o.req.batch << ", lr " << o.req.lr
+            << ", momentum " << o.momentum << ", seed " << o.req.seed << ", "
             << (o.dev.parsed() == Device::cuda ? std::string("cuda") : std::to_string(omp_get_max_threads()) + " threads, cpu") << ", "
             << o.data.dataset << "\n";
   std::cout << std::left << std::setw(34) << "policy" << std::right << std::setw(11) << "train loss" << std::setw(10)
             << "train acc" << std::setw(10) << "test loss" << std::setw(10) << "test acc" << std::setw(12) << "s/epoch"
             << std::setw(12) << "model (B)" << "\n";
-  json all = json::array();
-  for (const auto& row : rows) {
-    const EpochStats& last = row.r.epochs.back();
-    double secs = 0;
-    for (const auto& e : row.r.epochs) secs += e.seconds;
-    secs /= static_cast<double>(row.r.epochs.size());
-    std::cout << std::left << std::setw(34) << row.r.policy << std::right << std::setw(11) << fmt(last.train_loss, 4)
-              << std::setw(10) << fmt(last.train_acc, 4) << std::setw(10) << fmt(row.r.test.loss, 4) << std::setw(10)
-              << fmt(row.r.test.accuracy, 4) << std::setw(12) << fmt(secs, 2) << std::setw(12) << row.r.model_bytes
-              << "\n";
-    all.push_back({{"policy", row.r.policy}, {"train_loss", last.train_loss}, {"train_acc", last.train_acc},
-                   {"test_loss", row.r.test.loss}, {"test_acc", row.r.test.accuracy}, {"seconds_per_epoch", secs},
-                   {"model_bytes", row.r.model_bytes}, {"seed", o.seed}, {"device", o.dev.device}, {"model", o.model}});
-  }
-  fs::create_directories(base_out);
-  write_file_atomic((fs::path(base_out) / "compare.json").string(), all.dump(2) + "\n");
+  for (const CompareRow& row : c.rows)
+    std::cout << std::left << std::setw(34) << row.policy << std::right << std::setw(11) << fmt(row.train_loss, 4)
+              << std::setw(10) << fmt(row.train_acc, 4) << std::setw(10) << fmt(row.test_loss, 4) << std::setw(10)
+              << fmt(row.test_acc, 4) << std::setw(12) << fmt(row.seconds_per_epoch, 2) << std::setw(12)
+              << row.model_bytes << "\n";
+  report::write_compare(c);
+}
+
+void add_train_options(CLI::App* c, TrainOptions& o) {
+  c->add_option("--model", o.req.model, "lenet1 | lenet5 | resnet20 | resnet20b | resnet18 | vgg16 | lstm | gru | lstm-imdb | gru-imdb")->capture_default_str();
+  c->add_option("--epochs", o.req.epochs)->capture_default_str();
+  c->add_option("--batch", o.req.batch)->capture_default_str();
+  c->add_option("--optimizer", o.req.optimizer,
+                 "sgd | adam | rmsprop, each in the policy's formula (adam_form, rmsprop_form...; docs/TRAINING.md)")
+      ->capture_default_str();
+  c->add_option("--lr", o.req.lr, "the base learning rate")->capture_default_str();
+  o.momentum_given = c->add_option("--momentum", o.momentum, "SGD's momentum (default 0.9), RMSprop's (default 0)")
+                         ->capture_default_str();
+  c->add_flag("--nesterov", o.req.nesterov);
+  c->add_option("--weight-decay", o.req.weight_decay, "in each framework's own terms (see weight_decay_mode)");
+  c->add_option("--beta1", o.req.beta1, "Adam")->capture_default_str();
+  c->add_option("--beta2", o.req.beta2, "Adam")->capture_default_str();
+  c->add_option("--schedule", o.req.schedule,
+                "learning-rate schedule: step:step=S,gamma=G | multistep:milestones=A;B,gamma=G | "
+                "exponential:gamma=G | inverse_time:decay=D (per batch) | "
+                "plateau:factor=F,patience=P,threshold=T,cooldown=C,min_lr=M (plateau_rule); "
+                "step/multistep/exponential take every=batch");
+  c->add_flag("--step-loss", o.req.step_loss, "record every step's loss (metrics.json steps, steps.csv)");
+  c->add_option("--seed", o.req.seed)->capture_default_str()->check(CLI::NonNegativeNumber);
+  add_threads_option(c, o.threads);
+  c->add_flag("--no-progress", o.no_progress);
+  c->add_flag("--normalize", o.req.normalize, "standardise inputs with the training set's mean/std (kept in the model file)");
+  c->add_option("--on-nonfinite", o.req.on_nonfinite,
+                "stop (error naming the step, layer and tensor) | skip-batch (no SGD step, counted in the report)")
+      ->capture_default_str()
+      ->check(CLI::IsMember({"stop", "skip-batch"}));
+  c->add_option("--init", o.req.init,
+                "start from these weights: a model file (.dlm) or a folder of .npy files as `weights export` "
+                "writes them; converted from their policy's conventions to this run's (drift's conversion)");
+  c->add_option("--init-policy", o.req.init_policy,
+                "--init DIR: the policy the .npy files were exported under (default: the run's)");
+  c->add_flag("--no-convert", o.no_convert, "--init: load the tensors raw instead of converting them");
+  c->add_option("--shuffle", o.req.shuffle, "override the policy's shuffle knob (the data order; metrics.json "
+                "records its hash per epoch)")
+      ->check(CLI::IsMember({"none", "forward_modulo", "backward_rejection"}));
+  add_data_options(c, o.data);
+  add_device_options(c, o.dev);
 }
 
 }  // namespace
@@ -317,9 +266,9 @@ void register_train(CLI::App& app) {
   auto topt = std::make_shared<TrainOptions>();
   auto* tr = app.add_subcommand("train", "train a model under a policy; writes model.dlm, metrics.json, metrics.csv");
   add_train_options(tr, *topt);
-  tr->add_option("--policy", topt->policy)->capture_default_str();
-  tr->add_option("--out", topt->out, "output folder (runs/NAME); also where checkpoint.dlc goes");
-  tr->add_option("--checkpoint-every", topt->checkpoint_every,
+  tr->add_option("--policy", topt->req.policy)->capture_default_str();
+  tr->add_option("--out", topt->req.out, "output folder (runs/NAME); also where checkpoint.dlc goes");
+  tr->add_option("--checkpoint-every", topt->req.checkpoint_every,
                  "also write RUN/checkpoint.dlc every N steps (one is written after every epoch)")
       ->check(CLI::NonNegativeNumber);
   tr->add_option("--resume", topt->resume,
@@ -328,9 +277,9 @@ void register_train(CLI::App& app) {
   topt->cmd = tr;
   tr->callback([topt] {
     if (!topt->resume.empty())
-      resume_train(*topt);
+      resume_cmd(*topt);
     else
-      run_train(*topt);
+      train_cmd(*topt);
   });
 
   // compare
@@ -339,7 +288,7 @@ void register_train(CLI::App& app) {
   auto* cmp = app.add_subcommand("compare", "train under several policies and print a side-by-side table");
   add_train_options(cmp, *copt);
   cmp->add_option("--policies", *cpols, "comma-separated presets, or ';'-separated policy strings")->capture_default_str();
-  cmp->add_option("--out", copt->out, "output folder (default runs/compare)");
+  cmp->add_option("--out", copt->req.out, "output folder (default runs/compare)");
   cmp->callback([copt, cpols] { compare_cmd(*copt, *cpols); });
 }
 

@@ -1,36 +1,20 @@
-// What the command files share: data, thread and device options, number formats, the progress bar, the calibration samples.
-#include "cli/commands.h"
+// What the command files share: data, thread and device options, number formats, the progress
+// bar, running a shell command.
 #include "cli/common.h"
-#include "driftlab/model.h"
 
 #include <omp.h>
-#include <signal.h>
-#include <unistd.h>
 
-#include <algorithm>
 #include <cmath>
-#include <csignal>
 #include <cstdio>
-#include <cstdlib>
-#include <filesystem>
-#include <fstream>
 #include <iomanip>
 #include <iostream>
-#include <memory>
-#include <set>
 #include <sstream>
-
-#include <nlohmann/json.hpp>
 
 #include "engine/data/datasets.h"
 #include "engine/data/idx.h"
-#include "engine/data/transform.h"
-#include "kernels/cuda/device.h"
 
 namespace driftlab {
 namespace cli {
-
-namespace fs = std::filesystem;
 
 std::string shell_quoted(const std::string& s) {
   std::string q = "'";
@@ -93,11 +77,6 @@ void add_threads_option(CLI::App* c, int& threads) {
 }
 
 
-std::string value_at(const Tensor& t, int64_t i) {
-  const double v = t.dtype() == DType::f64 ? t.data<double>()[i] : t.data<float>()[i];
-  return std::isnan(v) ? "nan" : (v > 0 ? "inf" : "-inf");
-}
-
 std::string fmt(double v, int prec) {
   std::ostringstream os;
   os << std::fixed << std::setprecision(prec) << v;
@@ -110,22 +89,6 @@ void add_device_options(CLI::App* c, DeviceOptions& o) {
       ->capture_default_str();
 }
 
-// The first n training samples of a model's data in file order (calibration); *from describes them.
-Tensor first_training_samples(const LoadedModel& lm, const DataOptions& data, int64_t n, std::string* from) {
-  return driftlab::first_training_samples(lm, *data.loader, data, n, from);
-}
-
-// "tensorflow,theano,torch" (presets) or "torch;torch,relu_grad_at_zero=0.5" (policy strings).
-std::vector<std::string> split_policies(const std::string& policies) {
-  char sep = policies.find(';') != std::string::npos || policies.find('=') != std::string::npos ? ';' : ',';
-  std::vector<std::string> names;
-  std::stringstream ss(policies);
-  for (std::string item; std::getline(ss, item, sep);)
-    if (!item.empty()) names.push_back(item);
-  check(!names.empty(), "policies: '", policies, "' names no policy");
-  return names;
-}
-
 // "cpu, 2 threads" or "cuda" for a command's header line.
 std::string where(const DeviceOptions& dev) {
   return dev.parsed() == Device::cuda ? std::string("cuda") : "cpu, " + std::to_string(omp_get_max_threads()) + " threads";
@@ -136,11 +99,6 @@ std::string sci(double v) {
   std::ostringstream os;
   os << std::scientific << std::setprecision(2) << v;
   return os.str();
-}
-
-void check_model_name(const std::string& asked, const LoadedModel& lm, const std::string& path) {
-  check(asked.empty() || asked == lm.model.name, "model: --model ", asked, " does not match ", path, ", which holds ",
-        lm.model.name);
 }
 
 }  // namespace cli

@@ -1,6 +1,6 @@
 // What the command files share (cli/common.cpp): the data, thread and device options, the number
-// formats of the printed tables, the progress bar, the check that a dataset fits a saved model,
-// the calibration samples.
+// formats of the printed tables, the progress bar, running a shell command. What a command
+// computes lives in the library face (driftlab/).
 #pragma once
 #include <CLI/CLI.hpp>
 #include <unistd.h>
@@ -52,19 +52,10 @@ void add_device_options(CLI::App* c, DeviceOptions& o);
 // "cpu, 2 threads" or "cuda" for a command's header line.
 std::string where(const DeviceOptions& dev);
 
-// A non-finite element of a float tensor as printed: "nan", "inf", "-inf".
-std::string value_at(const Tensor& t, int64_t i);
 // v with prec digits after the point; pct: 100 v with 2 and a %; sci: 2 significant digits, scientific.
 std::string fmt(double v, int prec);
 std::string pct(double v);
 std::string sci(double v);
-
-// "tensorflow,theano,torch" (presets) or "torch;torch,relu_grad_at_zero=0.5" (policy strings).
-std::vector<std::string> split_policies(const std::string& policies);
-// --model, where given, must be the model the file holds.
-void check_model_name(const std::string& asked, const LoadedModel& lm, const std::string& path);
-// The first n training samples of a model's data in file order (calibration); *from describes them.
-Tensor first_training_samples(const LoadedModel& lm, const DataOptions& data, int64_t n, std::string* from);
 
 // A progress bar on stderr: redrawn in place on a terminal, a line per ~10% otherwise.
 class ProgressBar {

@@ -1,13 +1,12 @@
 // Cross-policy comparison of one set of weights: the measurements of Openja et al.'s conversion
 // study (docs/GLOSSARY.md: absolute and relative error of the last layer's outputs,
 // misclassification rate) between policies, the first layer where two policies diverge
-// (localisation), and per-knob attribution, at inference and through training.
+// (localisation), and per-knob attribution, at inference and through training. The results are
+// plain structs; report/drift.h writes them as JSON.
 #pragma once
 #include <functional>
 #include <string>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 #include "engine/data/dataset.h"
 #include "engine/model.h"
@@ -132,11 +131,5 @@ struct Attribution {
 
 Attribution attribute(const Model& weights, const Policy& from, const Policy& to, const Dataset& test,
                       const Dataset* train, ExecContext& exec, const AttributeOptions& opt);
-
-nlohmann::json to_json(const OutputDrift& d);
-nlohmann::json to_json(const Localisation& l);
-nlohmann::json to_json(const Attribution& a);
-// {"accuracy": [{policy, accuracy}], "pairs": [{a, b, outputs, localisation}]}, policies as strings.
-nlohmann::json to_json(const CrossPolicyDrift& d);
 
 }  // namespace driftlab

@@ -11,6 +11,7 @@
 #include "drift/drift.h"
 #include "engine/train/cpu_runner.h"
 #include "models/models.h"
+#include "report/drift.h"
 #include "tests/test_util.h"
 
 namespace driftlab {

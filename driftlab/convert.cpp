@@ -1,0 +1,327 @@
+// The exchange-format face (driftlab/convert.h): export, import, the conversion measurements
+// against ONNX Runtime, and R(m, c) over several of them.
+#include "driftlab/convert.h"
+
+#include <omp.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <sstream>
+#include <utility>
+
+#include <nlohmann/json.hpp>
+
+#include "attacks/stats.h"
+#include "convert/onnx_export.h"
+#include "convert/onnx_import.h"
+#include "convert/tfjs_export.h"
+#include "core/error.h"
+#include "drift/drift.h"
+#include "driftlab/model.h"
+#include "engine/data/transform.h"
+#include "engine/io/npy.h"
+#include "engine/train/cpu_runner.h"
+#include "engine/train/runner.h"
+#include "models/model_file.h"
+#include "models/reparam.h"
+#include "quant/model_io.h"
+#include "train/run.h"
+
+namespace driftlab {
+
+namespace {
+
+namespace fs = std::filesystem;
+
+// The exporter's options for a model file; the int8 form is checked here, after the file is read
+// (a bad --quant-form with a bad --weights names the weights first).
+convert::OnnxExportOptions onnx_export_options(const OnnxForm& f, const LoadedModel& lm, const std::string& doc) {
+  convert::OnnxExportOptions eo;
+  eo.opset = f.opset;
+  eo.norm = input_norm_from_metadata(lm.metadata);
+  eo.doc = f.doc.empty() ? doc : f.doc;
+  eo.symmetric_pads = f.naive_pads;
+  eo.rnn_gates_as_stored = f.naive_rnn_gates;
+  check(f.quant_form == "qdq" || f.quant_form == "qop", "--quant-form '", f.quant_form, "' (known: qdq, qop)");
+  eo.quant_form = f.quant_form == "qdq" ? convert::OnnxExportOptions::QuantForm::qdq
+                                        : convert::OnnxExportOptions::QuantForm::qoperator;
+  return eo;
+}
+
+double ms_since(std::chrono::steady_clock::time_point t0) {
+  return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+}
+
+// s as one single-quoted shell word (a ' inside becomes '\'').
+std::string shell_quoted(const std::string& s) {
+  std::string q = "'";
+  for (char c : s) q += c == '\'' ? std::string("'\\''") : std::string(1, c);
+  return q + "'";
+}
+
+// Runs a shell command; returns what it printed on stdout and sets *rc to pclose's status.
+std::string run_capture(const std::string& cmd, int* rc) {
+  std::string out;
+  FILE* p = popen(cmd.c_str(), "r");
+  check(p != nullptr, "could not run ", cmd);
+  char buf[512];
+  while (std::fgets(buf, sizeof buf, p)) out += buf;
+  *rc = pclose(p);
+  return out;
+}
+
+// The label column of a `driftlab attack` samples.csv (index,label,...).
+std::vector<int32_t> attack_labels(const std::string& csv) {
+  std::ifstream f(csv);
+  check(static_cast<bool>(f), "convert: cannot open ", csv, " (a `driftlab attack --out DIR` folder has one)");
+  std::string line;
+  std::getline(f, line);
+  check(line.rfind("index,label,", 0) == 0, "convert: ", csv, " does not start with 'index,label,': ", line);
+  std::vector<int32_t> labels;
+  for (int64_t row = 1; std::getline(f, line); ++row) {
+    const std::size_t a = line.find(','), b = line.find(',', a + 1);
+    check(a != std::string::npos && b != std::string::npos, "convert: ", csv, " line ", row + 1, ": '", line, "'");
+    labels.push_back(static_cast<int32_t>(std::stol(line.substr(a + 1, b - a - 1))));
+  }
+  return labels;
+}
+
+double median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  return v[v.size() / 2];
+}
+
+// ONNX Runtime's answer for one .npy of raw inputs: its logits and what ort_run.js printed.
+struct OrtRun {
+  Tensor logits;
+  nlohmann::json said;  // load_ms, run_ms, ort (the version)
+};
+
+nlohmann::json read_json_file(const std::string& path, const std::string& what) {
+  std::ifstream f(path);
+  check(static_cast<bool>(f), "convert-report: cannot open ", path, " (", what, ")");
+  try {
+    return nlohmann::json::parse(f);
+  } catch (const std::exception& e) {
+    fail("convert-report: ", path, " is not JSON: ", e.what());
+  }
+}
+
+}  // namespace
+
+ModelExportResult export_model(const ModelExportRequest& r) {
+  check(r.format == "onnx" || r.format == "tfjs", "export: --format '", r.format, "' (known: onnx, tfjs)");
+  LoadedModel lm = quant::load_any_model(r.weights);
+  ModelExportResult res;
+  res.int8 = quant::is_quantized(lm);
+  if (r.format == "tfjs") {
+    check(!res.int8, "export: ", r.weights, " is an int8 model; a TF.js layers model is float: export its fp32 model");
+    const convert::TfjsExport ex = convert::export_tfjs(lm.model, input_norm_from_metadata(lm.metadata));
+    convert::write_tfjs(r.out, ex);
+    res.lines = ex.layers;
+    res.bytes = static_cast<int64_t>(ex.weights.size());
+  } else {
+    const convert::OnnxExportOptions eo = onnx_export_options(r.onnx, lm, "driftlab export --weights " + r.weights);
+    const convert::OnnxExport ex = convert::export_onnx(lm.model, eo);
+    convert::write_onnx(r.out, ex.bytes);
+    res.lines = ex.nodes;
+    res.notes = ex.notes;
+    res.bytes = static_cast<int64_t>(ex.bytes.size());
+    res.num_nodes = ex.num_nodes;
+    res.num_initializers = ex.num_initializers;
+  }
+  res.model = lm.model.name;
+  res.policy = lm.model.policy.to_string();
+  return res;
+}
+
+OnnxImportResult import_onnx_model(const OnnxImportRequest& r, const OnnxImportHooks& hooks) {
+  check(r.format == "onnx", "import: --format '", r.format, "' (known: onnx)");
+  convert::OnnxImport im = convert::import_onnx(r.file);
+  OnnxImportResult res;
+  res.producer = im.producer;
+  res.opset = im.opset;
+  res.model = im.model.name;
+  res.mapping = im.mapping;
+  if (hooks.on_mapped) hooks.on_mapped(res);
+  Model m = std::move(im.model);
+  const Policy target = Policy::parse(r.policy);
+  if (target.to_string() != m.policy.to_string()) {
+    // ONNX's semantics are the torch preset's; another preset gets the weights converted to its
+    // conventions (flip, flatten order, layouts: models/reparam.h), its numeric knobs its own
+    m = rebuild_under(m, target, true);
+    res.converted = true;
+    if (hooks.on_converted) hooks.on_converted(res);
+  }
+  save_model(r.out, m, {{"imported_from", r.file}, {"onnx_producer", im.producer}});
+  return res;
+}
+
+ConversionResult measure_conversion(const ConversionRequest& o, DatasetLoader& loader, const ConversionHooks& hooks) {
+  check(o.to == "onnx", "convert: --to '", o.to, "' (known: onnx)");
+  check(o.repeats >= 1, "convert: --repeats ", o.repeats, " must be >= 1");
+  ConversionResult res;
+  res.weights = o.weights;
+  res.opset = o.onnx.opset;
+  res.repeats = o.repeats;
+  res.threads = o.threads > 0 ? o.threads : omp_get_max_threads();
+  fs::create_directories(o.out);
+  auto t0 = std::chrono::steady_clock::now();
+  LoadedModel lm = quant::load_any_model(o.weights);
+  res.load_ms_before = ms_since(t0);
+  const convert::OnnxExportOptions eo = onnx_export_options(o.onnx, lm, "driftlab convert --weights " + o.weights);
+  // the conversion's name in reports (convert-report's rows): the target, the int8 form, and any
+  // deliberately wrong semantics
+  const bool int8 = quant::is_quantized(lm);
+  res.conversion = "onnx" + (int8 ? "-" + o.onnx.quant_form : std::string()) +
+                   (o.onnx.naive_pads ? "+naive-pads" : "") + (o.onnx.naive_rnn_gates ? "+naive-rnn-gates" : "");
+  res.onnx = o.out + "/model.onnx";
+  const convert::OnnxExport ex = convert::export_onnx(lm.model, eo);
+  convert::write_onnx(res.onnx, ex.bytes);
+  res.notes = ex.notes;
+  if (hooks.on_exported) hooks.on_exported(res.notes);
+
+  // the test split as stored (ONNX's graph standardises it itself) and as driftlab's model takes it
+  const Dataset raw = loader.load(o.data, Split::test, &lm.metadata);
+  check_data_fits(lm, o.weights, raw);
+  const std::string inputs = o.out + "/inputs.npy";
+  write_npy(inputs, raw.images);
+  Tensor x = raw.images.clone();
+  normalise_for(lm, x);
+  CpuRunner runner(lm.model);
+  Tensor y_o;
+  for (int64_t r = 0; r < o.repeats; ++r) {
+    t0 = std::chrono::steady_clock::now();
+    y_o = runner.logits(x);
+    res.inference_ms_before_all.push_back(ms_since(t0));
+  }
+
+  // ONNX Runtime on an .npy of raw inputs: its logits (written to out) and its JSON line
+  auto run_ort = [&](const std::string& x_npy, const std::string& out, int64_t repeats) {
+    const std::string cmd = "node " + shell_quoted(o.ort_dir + "/ort_run.js") + " --model " + shell_quoted(res.onnx) +
+                            " --x " + shell_quoted(x_npy) + " --out " + shell_quoted(out) + " --threads " +
+                            std::to_string(res.threads) + " --repeats " + std::to_string(repeats) + " 2>&1";
+    int rc = 0;
+    const std::string said = run_capture(cmd, &rc);
+    check(rc == 0, "convert: ONNX Runtime (onnxruntime-node in ", o.ort_dir,
+          "; npm ci --ignore-scripts there, or set DRIFTLAB_ORT_DIR) failed: ", cmd, " said: ", said);
+    // the JSON line is parsed before the logits are read, so that an ort_run.js that fails both
+    // ways is reported by the same one of the two errors as always
+    nlohmann::json line = nlohmann::json::parse(said.substr(said.rfind('{')));
+    return OrtRun{read_npy(out), std::move(line)};
+  };
+  const OrtRun ort = run_ort(inputs, o.out + "/ort_logits.npy", o.repeats);
+  const Tensor& y_c = ort.logits;
+  check(y_c.shape() == y_o.shape(), "convert: ONNX Runtime's output ", shape_str(y_c.shape()), ", driftlab's ",
+        shape_str(y_o.shape()));
+
+  const Tensor p_o = softmax_rows(y_o), p_c = softmax_rows(y_c);
+  const OutputDrift d = compare_outputs(p_c, p_o);
+  double scale = 0, worst = 0;
+  for (int64_t i = 0; i < y_o.numel(); ++i) {
+    scale = std::max(scale, std::fabs(y_o.at(i)));
+    worst = std::max(worst, std::fabs(y_c.at(i) - y_o.at(i)));
+  }
+  res.accuracy_before = accuracy_of(p_o, raw.labels);
+  res.accuracy_after = accuracy_of(p_c, raw.labels);
+  res.inference_ms_after_all = ort.said["run_ms"].get<std::vector<double>>();
+  res.size_before = fs::file_size(o.weights);
+  res.size_after = fs::file_size(res.onnx);
+  res.model = lm.model.name;
+  res.policy = lm.model.policy.to_string();
+  res.inputs = raw.name;
+  res.n = raw.images.dim(0);
+  res.ort_version = ort.said["ort"].get<std::string>();
+  res.abs_err_mean = d.abs_err_mean;
+  res.rel_err_mean = d.rel_err_mean;
+  res.mean_abs = d.mean_abs;
+  res.max_abs = d.max_abs;
+  res.misclassification = d.misclassification;
+  res.logits_max_abs = worst;
+  res.logits_max_rel = worst / scale;
+  res.load_ms_after = ort.said["load_ms"].get<double>();
+  res.inference_ms_before = median(res.inference_ms_before_all);
+  res.inference_ms_after = median(res.inference_ms_after_all);
+  if (!o.adversarial.empty()) {
+    // robustness before and after conversion: examples `driftlab attack` crafted on this model
+    // (its adversarial.npy, in the input space, and samples.csv's labels), judged by both
+    const Tensor adv = read_npy(o.adversarial + "/adversarial.npy");
+    const std::vector<int32_t> labels = attack_labels(o.adversarial + "/samples.csv");
+    check(adv.rank() >= 1 && adv.dim(0) == static_cast<int64_t>(labels.size()), "convert: ", o.adversarial,
+          "/adversarial.npy holds ", adv.rank() ? adv.dim(0) : 0, " examples, samples.csv ", labels.size(), " labels");
+    Tensor xa = adv.clone();
+    normalise_for(lm, xa);
+    const Tensor a_o = runner.logits(xa);
+    const Tensor a_c = run_ort(o.adversarial + "/adversarial.npy", o.out + "/ort_adversarial_logits.npy", 1).logits;
+    const std::vector<int32_t> pred_o = predictions(a_o), pred_c = predictions(a_c);
+    int64_t fooled_o = 0, fooled_c = 0, differ = 0;
+    for (std::size_t i = 0; i < labels.size(); ++i) {
+      fooled_o += pred_o[i] != labels[i];
+      fooled_c += pred_c[i] != labels[i];
+      differ += pred_o[i] != pred_c[i];
+    }
+    const double n = static_cast<double>(labels.size()), s_o = fooled_o / n, s_c = fooled_c / n;
+    res.adversarial = ConversionAdversarial{o.adversarial, static_cast<int64_t>(labels.size()), s_o, s_c,
+                                            std::fabs(s_c - s_o), differ};
+  }
+  return res;
+}
+
+ConversionRobustness conversion_robustness(const std::vector<std::string>& dirs) {
+  check(!dirs.empty(), "convert-report: no convert folders given");
+  using Cell = ConversionRobustness::Cell;
+  using Row = std::pair<std::string, std::string>;  // (weights, conversion)
+  std::vector<Row> rows;                              // first-seen order
+  std::vector<std::string> attacks;
+  std::map<std::pair<Row, std::string>, Cell> cells;
+  std::map<Row, std::string> row_model;
+  auto row_name = [](const Row& r) { return r.first + " | " + r.second; };
+  for (const std::string& d : dirs) {
+    const nlohmann::json j = read_json_file(d + "/convert.json", "a `driftlab convert --out` folder");
+    check(j.contains("adversarial"), "convert-report: ", d, "/convert.json has no adversarial section: run convert with "
+          "--adversarial ATTACK_DIR");
+    check(j.contains("conversion"), "convert-report: ", d, "/convert.json names no conversion (written before 2026-11-27)");
+    const nlohmann::json& a = j["adversarial"];
+    const nlohmann::json r = read_json_file(a["from"].get<std::string>() + "/result.json", "the attack's result");
+    std::string attack = r.value("attack", "");
+    check(!attack.empty(), "convert-report: ", a["from"].get<std::string>(), "/result.json names no attack");
+    if (r.contains("eps") && r["eps"].is_number() && attack != "boundary" && attack != "single-pixel") {
+      std::ostringstream e;
+      e << attack << " eps " << r["eps"].get<double>();
+      attack = e.str();
+    }
+    const Row row{j["weights"].get<std::string>(), j["conversion"].get<std::string>()};
+    if (std::find(rows.begin(), rows.end(), row) == rows.end()) rows.push_back(row);
+    if (std::find(attacks.begin(), attacks.end(), attack) == attacks.end()) attacks.push_back(attack);
+    row_model[row] = j["model"].get<std::string>();
+    const bool fresh =
+        cells.emplace(std::make_pair(row, attack),
+                      Cell{a["success_before"].get<double>(), a["success_after"].get<double>(), a["variation"].get<double>()})
+            .second;
+    check(fresh, "convert-report: ", d, ": a second result for ", row_name(row), " under ", attack);
+  }
+  ConversionRobustness t;
+  t.attacks = attacks;
+  std::vector<std::vector<double>> v(rows.size(), std::vector<double>(attacks.size()));
+  for (std::size_t i = 0; i < rows.size(); ++i)
+    for (std::size_t k = 0; k < attacks.size(); ++k) {
+      auto it = cells.find({rows[i], attacks[k]});
+      check(it != cells.end(), "convert-report: no result for ", row_name(rows[i]), " under ", attacks[k],
+            " (every model and conversion needs every attack)");
+      v[i][k] = it->second.variation;
+    }
+  const std::vector<double> R = attacks::min_max_indicator(v);
+  for (std::size_t i = 0; i < rows.size(); ++i) {
+    ConversionRobustness::Row row{rows[i].first, rows[i].second, row_model[rows[i]], {}, R[i]};
+    for (const std::string& a : attacks) row.cells.push_back(cells.at({rows[i], a}));
+    t.rows.push_back(std::move(row));
+  }
+  return t;
+}
+
+}  // namespace driftlab
