@@ -111,7 +111,8 @@ void register_attack(CLI::App& app) {
                  "eps: Foolbox 3)")->capture_default_str();
   ak->add_option("--success", as.success, "label (prediction != label) | clean-prediction (the prediction "
                  "changed: ART)")->capture_default_str();
-  ak->add_option("--uint8", as.eight_bit, "off | round | truncate: judge the examples as 8-bit images (S2's PNG)")
+  ak->add_option("--uint8", as.eight_bit, "off | round | truncate: judge the examples again as 8-bit images, as a PNG stores them "
+                 "(k/255, k = x*255 rounded half to even or truncated)")
       ->capture_default_str();
   ak->add_flag("--png", ao->png, "also write each adversarial example as OUT/png/adv_<i>.png");
   ak->add_option("--judge", ao->request.judges, "judge the examples on this model too (transfer; e.g. its int8 version); "

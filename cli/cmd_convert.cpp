@@ -63,7 +63,7 @@ std::string ort_dir() {
   return std::string(DRIFTLAB_SOURCE_DIR) + "/tests/oracles/ort";
 }
 
-// Conversion measurements (docs/GLOSSARY.md: S3): driftlab (the original) against ONNX Runtime
+// The measurements of Openja et al.'s conversion study (docs/GLOSSARY.md): driftlab (the original) against ONNX Runtime
 // (the converted model) on the same test inputs.
 void convert_cmd(ConvertOptions o) {
   ConversionRequest& r = o.request;
@@ -77,7 +77,7 @@ void convert_cmd(ConvertOptions o) {
     const ConversionAdversarial& a = *c.adversarial;
     std::cout << "adversarial examples of " << a.from << " (" << a.n << "): misclassified by driftlab "
               << a.success_before * 100 << "%, by ONNX Runtime " << a.success_after * 100
-              << "% (S3's |S_conv - S_orig| = " << a.variation << "); " << a.predictions_differ
+              << "% (robustness variation |S_conv - S_orig| = " << a.variation << "); " << a.predictions_differ
               << " predictions differ\n";
   }
   report::write_conversion_files(r.out, c);
@@ -133,30 +133,30 @@ void register_convert(CLI::App& app) {
 
   auto co = std::make_shared<ConvertOptions>();
   ConversionRequest& cr = co->request;
-  auto* cv = app.add_subcommand("convert", "S3's conversion measurements: export to ONNX and run the test inputs in "
-                                "driftlab and ONNX Runtime (accuracy, errors, misclassification, load and "
-                                "inference time, sizes)");
+  auto* cv = app.add_subcommand("convert", "export to ONNX and run the test inputs in driftlab and ONNX Runtime: "
+                                "accuracy, output errors, misclassification, load and inference time, sizes");
   cv->add_option("--weights", cr.weights, "model file (.dlm, fp32 or int8)")->required();
   cv->add_option("--quant-form", cr.onnx.quant_form, "an int8 model's ONNX form: qdq or qop")->capture_default_str();
   cv->add_flag("--naive-pads", cr.onnx.naive_pads, "deliberately wrong conversion: pads written symmetric (as export's)");
   cv->add_flag("--naive-rnn-gates", cr.onnx.naive_rnn_gates,
                "deliberately wrong conversion: recurrent gates in driftlab's stored order (as export's)");
   cv->add_option("--to", cr.to, "onnx")->capture_default_str();
-  cv->add_flag("--check", "run the converted model in ONNX Runtime (what this command does; kept for the issue's "
-               "spelling)");
+  cv->add_flag("--check", "run the converted model in ONNX Runtime (what this command always does; accepted for "
+               "compatibility)");
   cv->add_option("--opset", cr.onnx.opset, "ONNX opset, 13..17")->capture_default_str();
   cv->add_option("--repeats", cr.repeats, "timed inference runs on each side (the median is reported)")
       ->capture_default_str();
   cv->add_option("--out", cr.out, "output folder")->required();
   cv->add_option("--adversarial", cr.adversarial, "a `driftlab attack --out DIR` folder of examples crafted on this "
-                 "model: their success judged by driftlab and by ONNX Runtime (S3's robustness before and after)");
+                 "model: their success judged by driftlab and by ONNX Runtime (robustness before and after conversion)");
   add_threads_option(cv, cr.threads);
   add_data_options(cv, co->data);
   cv->callback([co] { convert_cmd(*co); });
 
   auto ro = std::make_shared<ConvertReportOptions>();
-  auto* rp = app.add_subcommand("convert-report", "S3's robustness variation R(m, c) over several `convert "
-                                "--adversarial` results (one folder per model, conversion and attack)");
+  auto* rp = app.add_subcommand("convert-report", "robustness variation R(m, c): per attack the change of success rate "
+                                "through conversion, min-max scaled over the rows, summed over attacks; over several "
+                                "`convert --adversarial` results (one folder per model, conversion and attack)");
   rp->add_option("dirs", ro->dirs, "`driftlab convert --adversarial ... --out DIR` folders")->required();
   rp->add_option("--out", ro->out, "also write the table as JSON here");
   rp->callback([ro] { convert_report_cmd(*ro); });

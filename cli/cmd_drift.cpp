@@ -59,7 +59,7 @@ void drift_cmd(const DriftOptions& o) {
   };
   const DriftResult res = drift(r, *o.data.loader, hooks);
   const CrossPolicyDrift& d = res.drift;
-  std::cout << "\nlast-layer outputs (softmax probabilities), a against b as the reference (S3's y_c vs y_o):\n";
+  std::cout << "\nlast-layer outputs (softmax probabilities), a against b as the reference:\n";
   std::cout << std::left << std::setw(30) << "a vs b" << std::right << std::setw(14) << "abs err mean" << std::setw(14)
             << "rel err mean" << std::setw(12) << "mean|d|" << std::setw(12) << "max|d|" << std::setw(12)
             << "misclass." << "\n";

@@ -60,8 +60,7 @@ void register_robustness(CLI::App& app) {
   rb->add_option("--attacks", ro->request.attacks, "comma-separated: fgsm, bim, pgd, boundary, single-pixel")
       ->capture_default_str();
   rb->add_option("--repeats", ro->request.repeats, "runs per attack, seeds --seed, --seed + 1, ...")->capture_default_str();
-  rb->add_option("--samples", ro->request.samples, "at most this many of the inputs every model gets right (0: all; "
-                                           "S1: 1000)")->capture_default_str();
+  rb->add_option("--samples", ro->request.samples, "at most this many of the inputs every model gets right (0: all)")->capture_default_str();
   rb->add_flag("--no-chart", ro->no_chart, "skip the chart (it needs python3-matplotlib)");
   rb->add_option("--out", ro->out, "output folder")->required();
   rb->add_option("--convention", as.convention, "driftlab | foolbox2 | foolbox3 | art | torchattacks")

@@ -1,4 +1,4 @@
-// ONNX export of an fp32 model (issue 18): the network as an ONNX graph whose every node states
+// ONNX export of an fp32 model: the network as an ONNX graph whose every node states
 // the semantics the model's Policy resolved to, so that any ONNX runtime computes what driftlab
 // computes under that Policy:
 //   - convolutions and pools with their explicit begin/end pads (TF's 'same' puts the odd pixel

@@ -1,4 +1,4 @@
-// ONNX import (issue 18): an ONNX file (torch.onnx.export's, or driftlab's own export under the
+// ONNX import: an ONNX file (torch.onnx.export's, or driftlab's own export under the
 // torch preset) mapped onto one of driftlab's models.
 //
 // driftlab's model files name a zoo architecture, so an import finds the zoo model whose layers

@@ -1,7 +1,7 @@
-// TensorFlow.js export (issue 18, S1's web platform): a saved fp32 model written as a TF.js
-// layers model (model.json + one binary weight shard; a functional Model: an InputLayer, then one
-// layer per op, residual blocks as Add layers), the format tf.loadLayersModel reads in the browser
-// and in node. TF.js computes Keras's semantics, so the Policy's are written out:
+// TensorFlow.js export (the web platform of Guo et al.'s study, docs/GLOSSARY.md): a saved fp32
+// model written as a TF.js layers model (model.json + one binary weight shard; a functional
+// Model: an InputLayer, then one layer per op, residual blocks as Add layers), the format
+// tf.loadLayersModel reads in the browser and in node. TF.js computes Keras's semantics, so the Policy's are written out:
 //   - input NHWC (TF.js convolutions are channels-last): an image batch is fed as (N,H,W,C);
 //   - kernels HWIO (transposed from driftlab's OIHW), Theano's flip applied to the stored weights;
 //   - explicit pads: none -> 'valid', TF's 'same' split -> 'same', any other split -> a

@@ -82,7 +82,7 @@ QuantScheme QuantScheme::from_policy(const Policy& p) {
     case QuantAdd::float_fma_tail64: s.add_rule = QAddRule::float_fma_tail64; break;
     case QuantAdd::ort_qlinear_add:
       // MLAS's AVX2 QLinearAdd; an int8 QDQ graph runs as uint8 + 128 on x86 (QDQS8ToU8Transformer in
-      // ORT's default session): the same formula on shifted integers (docs/QUANT_SOURCES.md S2.5)
+      // ORT's default session): the same formula on shifted integers (docs/QUANT_SOURCES.md section S2.5)
       s.add_rule = QAddRule::float_ratio_fma;
       s.add_offset = i8 ? 128 : 0;
       break;

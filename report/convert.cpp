@@ -79,7 +79,7 @@ std::string conversion_table(const ConversionResult& r) {
      << "| inference time (ms, median of " << r.repeats << ") | " << r.inference_ms_before << " | "
      << r.inference_ms_after << " |\n"
      << "| file size (bytes) | " << r.size_before << " | " << r.size_after << " |\n\n"
-     << "softmax outputs, ONNX Runtime - driftlab: S3 abs. error (signed mean) " << r.abs_err_mean << ", rel. error "
+     << "softmax outputs, ONNX Runtime - driftlab: abs. error (signed mean) " << r.abs_err_mean << ", rel. error "
      << r.rel_err_mean << ", mean |d| " << r.mean_abs << ", max |d| " << r.max_abs << "; misclassification "
      << r.misclassification * 100 << "%\n"
      << "logits: max |d| " << r.logits_max_abs << " = " << r.logits_max_rel << " of the largest\n";
@@ -88,7 +88,7 @@ std::string conversion_table(const ConversionResult& r) {
 
 std::string robustness_variation_table(const ConversionRobustness& t) {
   std::ostringstream os;
-  os << "S3's robustness variation over " << t.rows.size() << " model/conversion pairs and " << t.attacks.size()
+  os << "robustness variation over " << t.rows.size() << " model/conversion pairs and " << t.attacks.size()
      << " attacks: S = success rate of the model's own adversarial examples, before (driftlab) and after "
         "(the converted model in ONNX Runtime); R(m, c) = sum over attacks of the min-max scaled |S_conv - S_orig| "
         "(0: the least variation)\n\n| weights | conversion |";
