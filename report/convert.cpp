@@ -49,16 +49,30 @@ std::string quant_notes_text(const std::vector<std::string>& notes) {
 
 std::string conversion_json(const ConversionResult& r) { return conversion_record(r).dump(2) + "\n"; }
 
+namespace {
+
+// One CSV cell (RFC 4180): quoted, its quotes doubled, when it holds a comma, a quote or a line
+// break; a policy ("torch,conv_kernel_flip=true") and the adversarial record (JSON) do.
+std::string csv_cell(const std::string& v) {
+  if (v.find_first_of(",\"\r\n") == std::string::npos) return v;
+  std::string q = "\"";
+  for (char ch : v) q += ch == '"' ? std::string("\"\"") : std::string(1, ch);
+  return q + "\"";
+}
+
+}  // namespace
+
 std::string conversion_csv(const ConversionResult& r) {
   const nlohmann::json j = conversion_record(r);
   std::string c;
   bool first = true;
   for (auto it = j.begin(); it != j.end(); ++it)
-    if (!it->is_array()) c += (first ? "" : ",") + it.key(), first = false;
+    if (!it->is_array()) c += (first ? "" : ",") + csv_cell(it.key()), first = false;
   c += "\n";
   first = true;
   for (auto it = j.begin(); it != j.end(); ++it)
-    if (!it->is_array()) c += (first ? "" : ",") + (it->is_string() ? it->get<std::string>() : it->dump()), first = false;
+    if (!it->is_array())
+      c += (first ? "" : ",") + csv_cell(it->is_string() ? it->get<std::string>() : it->dump()), first = false;
   return c + "\n";
 }
 
