@@ -1,5 +1,5 @@
 // What the command files share: data, thread and device options, number formats, the progress
-// bar, running a shell command.
+// bar.
 #include "cli/common.h"
 
 #include <omp.h>
@@ -15,22 +15,6 @@
 
 namespace driftlab {
 namespace cli {
-
-std::string shell_quoted(const std::string& s) {
-  std::string q = "'";
-  for (char c : s) q += c == '\'' ? std::string("'\\''") : std::string(1, c);
-  return q + "'";
-}
-
-std::string run_capture(const std::string& cmd, int* rc) {
-  std::string out;
-  FILE* p = popen(cmd.c_str(), "r");
-  check(p != nullptr, "could not run ", cmd);
-  char buf[512];
-  while (std::fgets(buf, sizeof buf, p)) out += buf;
-  *rc = pclose(p);
-  return out;
-}
 
 // Shows the summary of an IMDb corpus when a command's loader reads one.
 void print_imdb_read(const std::string& dir, const ImdbOptions& o, const ImdbData& d) {

@@ -1,5 +1,5 @@
 // What the command files share (cli/common.cpp): the data, thread and device options, the number
-// formats of the printed tables, the progress bar, running a shell command. What a command
+// formats of the printed tables, the progress bar. What a command
 // computes lives in the library face (driftlab/).
 #pragma once
 #include <CLI/CLI.hpp>
@@ -31,11 +31,6 @@ struct DataOptions : DataSpec {
 };
 
 void add_data_options(CLI::App* c, DataOptions& o);
-// Runs a shell command, returns what it printed (stdout; append 2>&1 for stderr) and sets *rc to
-// pclose's status.
-std::string run_capture(const std::string& cmd, int* rc);
-// s as one single-quoted shell word (a ' inside becomes '\'').
-std::string shell_quoted(const std::string& s);
 void set_threads(int threads);
 void add_threads_option(CLI::App* c, int& threads);
 // A number that is neither negative nor NaN nor infinite (CLI::NonNegativeNumber lets NaN through).

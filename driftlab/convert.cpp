@@ -25,6 +25,7 @@
 #include "driftlab/model.h"
 #include "engine/data/transform.h"
 #include "engine/io/npy.h"
+#include "engine/io/shell.h"
 #include "engine/train/cpu_runner.h"
 #include "engine/train/runner.h"
 #include "models/model_file.h"
@@ -55,24 +56,6 @@ convert::OnnxExportOptions onnx_export_options(const OnnxForm& f, const LoadedMo
 
 double ms_since(std::chrono::steady_clock::time_point t0) {
   return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
-}
-
-// s as one single-quoted shell word (a ' inside becomes '\'').
-std::string shell_quoted(const std::string& s) {
-  std::string q = "'";
-  for (char c : s) q += c == '\'' ? std::string("'\\''") : std::string(1, c);
-  return q + "'";
-}
-
-// Runs a shell command; returns what it printed on stdout and sets *rc to pclose's status.
-std::string run_capture(const std::string& cmd, int* rc) {
-  std::string out;
-  FILE* p = popen(cmd.c_str(), "r");
-  check(p != nullptr, "could not run ", cmd);
-  char buf[512];
-  while (std::fgets(buf, sizeof buf, p)) out += buf;
-  *rc = pclose(p);
-  return out;
 }
 
 // The label column of a `driftlab attack` samples.csv (index,label,...).

@@ -11,6 +11,7 @@
 
 #include "attacks/boundary.h"
 #include "engine/build_info.h"
+#include "engine/io/shell.h"
 #include "report/attack.h"
 
 namespace driftlab {
@@ -46,24 +47,6 @@ fig.tight_layout()
 fig.savefig(sys.argv[2] + ".png", dpi=120)
 fig.savefig(sys.argv[2] + ".svg")
 )PY";
-
-// s as one single-quoted shell word (a ' inside becomes '\'').
-std::string shell_quoted(const std::string& s) {
-  std::string q = "'";
-  for (char c : s) q += c == '\'' ? std::string("'\\''") : std::string(1, c);
-  return q + "'";
-}
-
-// What a shell command printed on stdout; *rc: pclose's status.
-std::string run_capture(const std::string& cmd, int* rc) {
-  std::string out;
-  FILE* p = popen(cmd.c_str(), "r");
-  check(p != nullptr, "could not run ", cmd);
-  char buf[512];
-  while (std::fgets(buf, sizeof buf, p)) out += buf;
-  *rc = pclose(p);
-  return out;
-}
 
 json robustness_json(const RobustnessOutcome& o) {
   const attacks::RobustnessTable& t = o.table;

@@ -4,8 +4,9 @@
 // activity API then records every kernel, memcpy and memset with its device start and end, and
 // at exit the records are summed by kernel name and written as a Markdown table:
 //
-//   CUDA_INJECTION64_PATH=build-gpu/libdl_kprof.so DRIFTLAB_KPROF_OUT=prof.md \
-//   DRIFTLAB_KPROF_TITLE="driftlab LeNet-5 training step, B-64" ./bm_cuda --benchmark_filter=...
+//   CUDA_INJECTION64_PATH=build-gpu/libdl_kprof.so DRIFTLAB_KPROF_OUT=prof.md
+//     DRIFTLAB_KPROF_TITLE="driftlab LeNet-5 training step, B-64" ./bm_cuda --benchmark_filter=...
+//   (one command line; scripts/gpu-profile.sh runs it per case)
 //
 // Columns: calls, total device time, share of all kernel time, mean per call. Above the table:
 // the number of kernels and copies, the summed kernel time, the time the device was busy with
@@ -88,24 +89,21 @@ void CUPTIAPI buffer_completed(CUcontext, uint32_t, uint8_t* buffer, size_t, siz
   std::lock_guard<std::mutex> lock(mu);
   while (cuptiActivityGetNextRecord(buffer, valid, &rec) == CUPTI_SUCCESS) {
     if (!recording) continue;
+    // One record: its row's totals and its interval, whatever its kind.
+    auto add = [](Totals& t, uint64_t start, uint64_t end) {
+      t.calls += 1;
+      t.ns += end - start;
+      intervals.emplace_back(start, end);
+    };
     if (rec->kind == CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL || rec->kind == CUPTI_ACTIVITY_KIND_KERNEL) {
       auto* k = reinterpret_cast<CUpti_ActivityKernel10*>(rec);
-      Totals& t = kernels[short_name(k->name)];
-      t.calls += 1;
-      t.ns += k->end - k->start;
-      intervals.emplace_back(uint64_t{k->start}, uint64_t{k->end});
+      add(kernels[short_name(k->name)], k->start, k->end);
     } else if (rec->kind == CUPTI_ACTIVITY_KIND_MEMCPY) {
       auto* m = reinterpret_cast<CUpti_ActivityMemcpy6*>(rec);
-      Totals& t = copies[copy_kind(m->copyKind)];
-      t.calls += 1;
-      t.ns += m->end - m->start;
-      intervals.emplace_back(uint64_t{m->start}, uint64_t{m->end});
+      add(copies[copy_kind(m->copyKind)], m->start, m->end);
     } else if (rec->kind == CUPTI_ACTIVITY_KIND_MEMSET) {
       auto* m = reinterpret_cast<CUpti_ActivityMemset4*>(rec);
-      Totals& t = copies["memset"];
-      t.calls += 1;
-      t.ns += m->end - m->start;
-      intervals.emplace_back(uint64_t{m->start}, uint64_t{m->end});
+      add(copies["memset"], m->start, m->end);
     }
   }
   size_t dropped = 0;

@@ -146,27 +146,31 @@ def build(name):
     return (cifar_torch.ResNet20() if name == "resnet20" else cifar_torch.vgg16()), (3, 32, 32)
 
 
+def train_step(name, batch, dev):
+    """BM_CudaTrainStep's work as a function: the batch copied from the host, forward,
+    cross-entropy, backward, SGD momentum 0.9, the loss back on the host."""
+    model, shape = build(name)
+    model = model.to(dev).train()
+    opt = torch.optim.SGD(model.parameters(), lr=0.01, momentum=0.9)
+    x_host, y_host = torch.rand(batch, *shape), torch.arange(batch) % 10
+
+    def step():
+        x, y = x_host.to(dev), y_host.to(dev)
+        opt.zero_grad()
+        loss = F.cross_entropy(model(x), y)
+        loss.backward()
+        opt.step()
+        return loss.item()
+    return step
+
+
 def models(a, dev):
     torch.backends.cuda.matmul.allow_tf32 = False  # float32 products, as bm_cuda's model cases
     torch.backends.cudnn.allow_tf32 = False
     torch.manual_seed(1)
     for name, batches, sizes in MODEL_CASES:
         for batch in batches:
-            model, shape = build(name)
-            model = model.to(dev).train()
-            opt = torch.optim.SGD(model.parameters(), lr=0.01, momentum=0.9)
-            x_host = torch.rand(batch, *shape)
-            y_host = torch.arange(batch) % 10
-
-            def step():
-                x, y = x_host.to(dev), y_host.to(dev)
-                opt.zero_grad()
-                loss = F.cross_entropy(model(x), y)
-                loss.backward()
-                opt.step()
-                return loss.item()
-
-            t = timed(step, a.warmup, a.reps)
+            t = timed(train_step(name, batch, dev), a.warmup, a.reps)
             emit(what="train_step", model=name, batch=batch, seconds=t, images_per_s=batch / t)
         model, shape = build(name)
         model = model.to(dev).eval()
@@ -184,22 +188,11 @@ def profile(a, dev):
     torch.backends.cuda.matmul.allow_tf32 = False
     torch.backends.cudnn.allow_tf32 = False
     torch.manual_seed(1)
-    model, shape = build(name)
-    model = model.to(dev)
     if mode == "train":
-        model.train()
-        opt = torch.optim.SGD(model.parameters(), lr=0.01, momentum=0.9)
-        x_host, y_host = torch.rand(batch, *shape), torch.arange(batch) % 10
-
-        def step():  # as models(): the batch from the host, the loss back
-            x, y = x_host.to(dev), y_host.to(dev)
-            opt.zero_grad()
-            loss = F.cross_entropy(model(x), y)
-            loss.backward()
-            opt.step()
-            return loss.item()
+        step = train_step(name, batch, dev)
     else:
-        model.eval()
+        model, shape = build(name)
+        model = model.to(dev).eval()
         x = torch.rand(batch, *shape, device=dev)
 
         def step():
