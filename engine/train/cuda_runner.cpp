@@ -2,6 +2,7 @@
 
 #include <chrono>
 #include <cmath>
+#include <cstring>
 #include <sstream>
 
 #include "kernels/cuda/device.h"
@@ -170,15 +171,76 @@ bool CudaRunner::linf_steps(const void* x0, const void* start, void* x_adv, cons
   return true;
 }
 
+namespace {
+std::size_t round_up(std::size_t bytes) { return (bytes + 255) / 256 * 256; }
+}  // namespace
+
+// One wait per step (there were six: the batch and the labels, twice, from pageable memory, the
+// loss before the backward, the gradient flags, the logits). The batch and its labels go up
+// from pinned memory without waiting; the per-sample losses, the gradient flags and the logits
+// come back into pinned memory after the backward; the host waits once, then checks them in the
+// order the CPU runner does (the loss, then each gradient in parameter order) before it queues
+// the optimizer step. A batch whose loss is not finite has run its backward as well, which
+// changes gradients only, and takes no step.
 double CudaRunner::train_step(const Tensor& x, const std::vector<int32_t>& labels, int64_t* correct) {
   DeviceRunContext run = DeviceRunContext::training(ctx_, &dropout_rng_);
   run.input_grad = false;
   const std::vector<DeviceParam*> params = net_->params();
+  const Tensor& xm = x.dtype() == model_.dtype() ? x : x.to(model_.dtype());
+  const int64_t n = xm.rank() ? xm.dim(0) : 0;
+  if (!staging_) staging_ = std::make_unique<cuda::PinnedBuffer>(ctx_);
+  const std::size_t x_bytes = round_up(xm.nbytes()), y_bytes = round_up(labels.size() * sizeof(int32_t));
+  char* const pinned = static_cast<char*>(staging_->acquire(x_bytes + y_bytes));
+  DeviceValue xd;
+  try {
+    std::memcpy(pinned, xm.raw(), xm.nbytes());
+    xd = std::make_shared<cuda::DeviceTensor>(ctx_, xm.shape(), xm.dtype());
+    cuda::copy_to_device_async(ctx_, pinned, *xd);
+    staging_->mark_used();
+  } catch (const Error& err) {
+    fail("cuda: copying the input ", shape_str(xm.shape()), " to the device, batch ", n, ": ", err.what());
+  }
   net_->zero_grad();
-  DeviceValue logits = net_->forward(run, x);
-  cuda::DeviceTensor dz;
-  double loss = device_loss(*logits, labels, dz);
-  // The l2_loss mode's penalty D*sum(p^2), as Optimizer::penalty adds it on the CPU.
+  DeviceValue logits = net_->forward_device(run, xd);
+  const int64_t k = logits->rank() == 2 ? logits->dim(1) : 0;
+  cuda::DeviceTensor y, losses, dz;
+  try {
+    check(logits->rank() == 2, "logits must be (N,K), got ", shape_str(logits->shape()));
+    cuda::check_xent_labels("softmax_xent_forward_cuda", n, k, labels);
+    std::memcpy(pinned + x_bytes, labels.data(), labels.size() * sizeof(int32_t));
+    y = cuda::DeviceTensor(ctx_, {n}, DType::i32);
+    cuda::copy_to_device_async(ctx_, pinned + x_bytes, y);
+    staging_->mark_used();
+    losses = cuda::DeviceTensor(ctx_, {n}, logits->dtype());
+    cuda::softmax_xent_losses_cuda(ctx_, loss_, *logits, y, losses);
+    dz = cuda::DeviceTensor(ctx_, logits->shape(), logits->dtype());
+    cuda::softmax_xent_backward_cuda(ctx_, loss_, *logits, y, dz);
+  } catch (const Error& err) {
+    fail("cuda: loss, batch ", n, ": ", err.what());
+  }
+  net_->backward(run, std::make_shared<cuda::DeviceTensor>(std::move(dz)));
+  cuda::fill_zero(ctx_, flags_);
+  std::vector<const cuda::DeviceTensor*> grads;
+  for (DeviceParam* p : params) grads.push_back(&p->grad);
+  grad_table_.bind(ctx_, grads);  // the gradients' addresses go up once (they do not move)
+  cuda::flag_nonfinite_many_cuda(ctx_, grad_table_, flags_);
+  // The readback: losses, flags and logits into pinned memory, then one wait. (The readback
+  // buffer's last copies were waited for at the end of the previous step: acquire returns at once.)
+  if (!readback_) readback_ = std::make_unique<cuda::PinnedBuffer>(ctx_);
+  const std::size_t l_bytes = round_up(losses.nbytes()), f_bytes = round_up(flags_.nbytes());
+  char* const back_losses = static_cast<char*>(readback_->acquire(l_bytes + f_bytes + logits->nbytes()));
+  char* const back_flags = back_losses + l_bytes;
+  char* const back_logits = back_flags + f_bytes;
+  cuda::copy_to_host_async(ctx_, losses, back_losses);
+  cuda::copy_to_host_async(ctx_, flags_, back_flags);
+  if (correct) cuda::copy_to_host_async(ctx_, *logits, back_logits);
+  readback_->mark_used();
+  ctx_.synchronize();
+  Tensor host_losses = Tensor::empty(losses.shape(), losses.dtype());
+  std::memcpy(host_losses.raw(), back_losses, losses.nbytes());
+  double loss = cuda::softmax_xent_total(loss_, host_losses);
+  // The l2_loss mode's penalty D*sum(p^2), as Optimizer::penalty adds it on the CPU (waits per
+  // parameter: only this mode pays for it).
   if (const double d = sched_.penalty_factor(); d != 0.0) {
     double s = 0;
     for (DeviceParam* p : params)
@@ -192,13 +254,9 @@ double CudaRunner::train_step(const Tensor& x, const std::vector<int32_t>& label
     what << "loss is " << loss;
     return nonfinite_step(x, what.str(), "cuda");
   }
-  net_->backward(run, std::make_shared<cuda::DeviceTensor>(std::move(dz)));
-  cuda::fill_zero(ctx_, flags_);
-  for (std::size_t i = 0; i < params.size(); ++i)
-    cuda::flag_nonfinite_cuda(ctx_, params[i]->grad, flags_, static_cast<int64_t>(i));
-  const Tensor flags = cuda::to_host(ctx_, flags_);
+  const float* flags = reinterpret_cast<const float*>(back_flags);
   for (std::size_t i = 0; i < params.size(); ++i) {
-    if (flags.at(static_cast<int64_t>(i)) == 0.0) continue;
+    if (flags[i] == 0.0f) continue;
     const Tensor g = cuda::to_host(ctx_, params[i]->grad);
     const int64_t bad = first_nonfinite(g);
     sync_to_model();
@@ -219,7 +277,11 @@ double CudaRunner::train_step(const Tensor& x, const std::vector<int32_t>& label
     }
   }
   lr_schedule_.after_step();
-  if (correct) *correct = count_correct(cuda::to_host(ctx_, *logits), labels);
+  if (correct) {
+    Tensor host_logits = Tensor::empty(logits->shape(), logits->dtype());
+    std::memcpy(host_logits.raw(), back_logits, logits->nbytes());
+    *correct = count_correct(host_logits, labels);
+  }
   ++step_index_;
   return loss;
 }

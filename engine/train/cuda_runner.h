@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "engine/cuda/device_net.h"
+#include "kernels/cuda/ops.h"
 #include "engine/train/runner.h"
 
 namespace driftlab {
@@ -51,6 +52,10 @@ class CudaRunner : public Runner {
   OptimSchedule sched_;                    // the optimiser's counters and per-step parameters
   std::vector<cuda::DeviceTensor> state_, state1_;  // per parameter: OptimState's slot0 / slot1
   cuda::DeviceTensor flags_;               // one non-finite flag per parameter gradient
+  cuda::TensorTable grad_table_;           // the gradients, for flagging them in one launch
+  // train_step's pinned memory: the batch and labels going up, the losses, flags and logits
+  // coming back (two buffers, so that taking the second never waits for the first's copies).
+  std::unique_ptr<cuda::PinnedBuffer> staging_, readback_;
 };
 
 }  // namespace driftlab

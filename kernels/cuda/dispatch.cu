@@ -138,6 +138,18 @@ void softmax_xent_backward_cuda(CudaContext& ctx, const SoftmaxXentParams& p, co
   softmax_xent_backward_own(ctx, p, z, labels, dz);
 }
 
+void softmax_xent_losses_cuda(CudaContext& ctx, const SoftmaxXentParams& p, const DeviceTensor& z,
+                              const DeviceTensor& labels, DeviceTensor& losses) {
+  if (vendor(ctx.params().softmax_backend)) return softmax_xent_losses_cudnn(ctx, p, z, labels, losses);
+  softmax_xent_losses_own(ctx, p, z, labels, losses);
+}
+
+void softmax_xent_backward_cuda(CudaContext& ctx, const SoftmaxXentParams& p, const DeviceTensor& z,
+                                const DeviceTensor& labels, DeviceTensor& dz) {
+  if (vendor(ctx.params().softmax_backend)) return softmax_xent_backward_cudnn(ctx, p, z, labels, dz);
+  softmax_xent_backward_own(ctx, p, z, labels, dz);
+}
+
 void rnn_forward_cuda(CudaContext& ctx, const RnnParams& p, const DeviceTensor& x, const DeviceTensor* mask,
                       const RnnDeviceWeights& w, DeviceTensor& h_seq, RnnDeviceState* state) {
   if (vendor(ctx.params().rnn_backend)) {

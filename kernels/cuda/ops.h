@@ -130,6 +130,23 @@ double softmax_xent_forward_cuda(CudaContext&, const SoftmaxXentParams&, const D
                                  const std::vector<int32_t>& labels);
 void softmax_xent_backward_cuda(CudaContext&, const SoftmaxXentParams&, const DeviceTensor& z,
                                 const std::vector<int32_t>& labels, DeviceTensor& dz);
+// The same with the labels already on the device (int32 (N), checked with check_xent_labels
+// before they went up) and the per-sample losses left there (losses (N), z's dtype): nothing
+// waits for the device, so a training step can read its loss with everything else at once.
+// softmax_xent_total sums them on the host as softmax_xent_forward_cuda does.
+void softmax_xent_losses_own(CudaContext&, const SoftmaxXentParams&, const DeviceTensor& z,
+                             const DeviceTensor& labels, DeviceTensor& losses);
+void softmax_xent_backward_own(CudaContext&, const SoftmaxXentParams&, const DeviceTensor& z,
+                               const DeviceTensor& labels, DeviceTensor& dz);
+void softmax_xent_losses_cuda(CudaContext&, const SoftmaxXentParams&, const DeviceTensor& z,
+                              const DeviceTensor& labels, DeviceTensor& losses);
+void softmax_xent_backward_cuda(CudaContext&, const SoftmaxXentParams&, const DeviceTensor& z,
+                                const DeviceTensor& labels, DeviceTensor& dz);
+// "fn: label L of sample i is outside 0..K-1" (and the count against n rows).
+void check_xent_labels(const char* fn, int64_t n, int64_t k, const std::vector<int32_t>& labels);
+// The batch loss from per-sample losses on the host: their sum in params.sum_order, divided by
+// N when params.mean (the reference's reduction).
+double softmax_xent_total(const SoftmaxXentParams&, const Tensor& losses);
 
 // ---- rnn (core/ops/rnn.h): one LSTM / GRU layer over a sequence, forward and BPTT ----
 // x (N,T,F) and h_seq (N,T,H) batch-major as on the CPU; weights in the canonical layout
@@ -280,6 +297,26 @@ double sum_squares_cuda(CudaContext&, const DeviceTensor& t);
 // flags[slot] = 1 when t holds a NaN or an infinity (flags is float32; nothing is written
 // otherwise, so zero the flags first). Many launches, one copy of flags back to the host.
 void flag_nonfinite_cuda(CudaContext&, const DeviceTensor& t, DeviceTensor& flags, int64_t slot);
+// The addresses and sizes of many tensors of one dtype, on the device, for kernels that cover
+// them all in one launch. bind() uploads (and waits) only when the tensors differ from the last
+// bind: a training step's gradients, allocated once, go up once.
+class TensorTable {
+ public:
+  void bind(CudaContext&, const std::vector<const DeviceTensor*>& tensors);
+  int64_t size() const { return size_; }
+  int64_t max_numel() const { return max_numel_; }
+  DType dtype() const { return dtype_; }
+  const void* device() const { return table_.get(); }
+
+ private:
+  DeviceBytes table_;
+  std::vector<char> host_;  // what table_ holds
+  int64_t size_ = 0, max_numel_ = 0;
+  DType dtype_ = DType::f32;
+};
+// flags[i] = 1 when tensor i of the table holds a NaN or an infinity (nothing written otherwise:
+// zero the flags first); one launch for all of them.
+void flag_nonfinite_many_cuda(CudaContext&, const TensorTable& table, DeviceTensor& flags);
 
 // ---- int8 (core/ops/quant.h), own kernels only (kernels/cuda/quant.cu): the reference kernels'
 // contracts and bytes (kernels/cpu/ref/quant_ref.cpp), device tensors of int8/uint8/int32/float32 ----
@@ -345,6 +382,10 @@ double softmax_xent_forward_cudnn(CudaContext&, const SoftmaxXentParams&, const 
                                   const std::vector<int32_t>& labels);
 void softmax_xent_backward_cudnn(CudaContext&, const SoftmaxXentParams&, const DeviceTensor& z,
                                  const std::vector<int32_t>& labels, DeviceTensor& dz);
+void softmax_xent_losses_cudnn(CudaContext&, const SoftmaxXentParams&, const DeviceTensor& z,
+                               const DeviceTensor& labels, DeviceTensor& losses);
+void softmax_xent_backward_cudnn(CudaContext&, const SoftmaxXentParams&, const DeviceTensor& z,
+                                 const DeviceTensor& labels, DeviceTensor& dz);
 
 // Internal helpers of the vendor paths (kernels in *.cu, called from the .cpp vendor files).
 // var[c] = 1/invstd[c]^2 - eps
@@ -355,6 +396,10 @@ double softmax_xent_forward_given(CudaContext&, const SoftmaxXentParams&, const 
                                   const std::vector<int32_t>& labels);
 void softmax_xent_backward_given(CudaContext&, const SoftmaxXentParams&, const DeviceTensor& given,
                                  const std::vector<int32_t>& labels, DeviceTensor& dz);
+void softmax_xent_losses_given(CudaContext&, const SoftmaxXentParams&, const DeviceTensor& given,
+                               const DeviceTensor& labels, DeviceTensor& losses);
+void softmax_xent_backward_given(CudaContext&, const SoftmaxXentParams&, const DeviceTensor& given,
+                                 const DeviceTensor& labels, DeviceTensor& dz);
 
 }  // namespace cuda
 }  // namespace driftlab

@@ -84,6 +84,16 @@ DL_NO_CUDA(double, softmax_xent_forward_cuda, CudaContext&, const SoftmaxXentPar
            const std::vector<int32_t>&)
 DL_NO_CUDA(void, softmax_xent_backward_cuda, CudaContext&, const SoftmaxXentParams&, const DeviceTensor&,
            const std::vector<int32_t>&, DeviceTensor&)
+DL_NO_CUDA(void, softmax_xent_losses_own, CudaContext&, const SoftmaxXentParams&, const DeviceTensor&,
+           const DeviceTensor&, DeviceTensor&)
+DL_NO_CUDA(void, softmax_xent_backward_own, CudaContext&, const SoftmaxXentParams&, const DeviceTensor&,
+           const DeviceTensor&, DeviceTensor&)
+DL_NO_CUDA(void, softmax_xent_losses_cuda, CudaContext&, const SoftmaxXentParams&, const DeviceTensor&,
+           const DeviceTensor&, DeviceTensor&)
+DL_NO_CUDA(void, softmax_xent_backward_cuda, CudaContext&, const SoftmaxXentParams&, const DeviceTensor&,
+           const DeviceTensor&, DeviceTensor&)
+DL_NO_CUDA(void, check_xent_labels, const char*, int64_t, int64_t, const std::vector<int32_t>&)
+DL_NO_CUDA(double, softmax_xent_total, const SoftmaxXentParams&, const Tensor&)
 
 DL_NO_CUDA(void, sgd_step_cuda, CudaContext&, const SgdStepParams&, DeviceTensor&, const DeviceTensor&, DeviceTensor&)
 DL_NO_CUDA(void, linf_step_cuda, CudaContext&, const LinfStepParams&, const DeviceTensor&, const DeviceTensor&,
@@ -124,6 +134,14 @@ DL_NO_CUDA(double, softmax_xent_forward_given, CudaContext&, const SoftmaxXentPa
            const std::vector<int32_t>&)
 DL_NO_CUDA(void, softmax_xent_backward_given, CudaContext&, const SoftmaxXentParams&, const DeviceTensor&,
            const std::vector<int32_t>&, DeviceTensor&)
+DL_NO_CUDA(void, softmax_xent_losses_given, CudaContext&, const SoftmaxXentParams&, const DeviceTensor&,
+           const DeviceTensor&, DeviceTensor&)
+DL_NO_CUDA(void, softmax_xent_backward_given, CudaContext&, const SoftmaxXentParams&, const DeviceTensor&,
+           const DeviceTensor&, DeviceTensor&)
+DL_NO_CUDA(void, softmax_xent_losses_cudnn, CudaContext&, const SoftmaxXentParams&, const DeviceTensor&,
+           const DeviceTensor&, DeviceTensor&)
+DL_NO_CUDA(void, softmax_xent_backward_cudnn, CudaContext&, const SoftmaxXentParams&, const DeviceTensor&,
+           const DeviceTensor&, DeviceTensor&)
 
 DL_NO_CUDA(void, add_inplace_cuda, CudaContext&, DeviceTensor&, const DeviceTensor&)
 DL_NO_CUDA(void, multiply_cuda, CudaContext&, const DeviceTensor&, const DeviceTensor&, DeviceTensor&)
@@ -145,6 +163,8 @@ DL_NO_CUDA(void, channel_pad_subsample_add_backward_cuda, CudaContext&, const Ch
            const DeviceTensor&, DeviceTensor&)
 DL_NO_CUDA(double, sum_squares_cuda, CudaContext&, const DeviceTensor&)
 DL_NO_CUDA(void, flag_nonfinite_cuda, CudaContext&, const DeviceTensor&, DeviceTensor&, int64_t)
+void TensorTable::bind(CudaContext&, const std::vector<const DeviceTensor*>&) { no_cuda("TensorTable::bind"); }
+DL_NO_CUDA(void, flag_nonfinite_many_cuda, CudaContext&, const TensorTable&, DeviceTensor&)
 
 DL_NO_CUDA(void, check_rnn_weights, const char*, const RnnParams&, const RnnDeviceWeights&, DType)
 DL_NO_CUDA(void, check_rnn_grads, const char*, const RnnParams&, const RnnDeviceGrads&, DType)

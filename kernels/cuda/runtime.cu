@@ -4,6 +4,7 @@
 #include <cuda_runtime.h>
 #include <cudnn.h>
 
+#include <algorithm>
 #include <sstream>
 
 #include "kernels/cuda/check.h"
@@ -318,6 +319,57 @@ DeviceBytes bytes_to_device(CudaContext& ctx, const void* host, std::size_t byte
   DL_CUDA_CHECK(cudaMemcpyAsync(d.get(), host, bytes, cudaMemcpyHostToDevice, as_stream(ctx.stream())));
   ctx.synchronize();  // pageable source: see copy_to_device
   return d;
+}
+
+void copy_to_device_async(CudaContext& ctx, const void* pinned, DeviceTensor& dev) {
+  if (dev.nbytes() == 0) return;
+  DL_CUDA_CHECK(cudaMemcpyAsync(dev.raw(), pinned, dev.nbytes(), cudaMemcpyHostToDevice, as_stream(ctx.stream())));
+}
+
+void copy_to_host_async(CudaContext& ctx, const DeviceTensor& dev, void* pinned) {
+  if (dev.nbytes() == 0) return;
+  DL_CUDA_CHECK(cudaMemcpyAsync(pinned, dev.raw(), dev.nbytes(), cudaMemcpyDeviceToHost, as_stream(ctx.stream())));
+}
+
+// ---- pinned staging ----
+
+PinnedBuffer::PinnedBuffer(CudaContext& ctx) : ctx_(ctx) {
+  cudaEvent_t e = nullptr;
+  DL_CUDA_CHECK(cudaEventCreateWithFlags(&e, cudaEventDisableTiming));
+  event_ = e;
+}
+
+PinnedBuffer::~PinnedBuffer() {
+  if (pending_) cudaEventSynchronize(static_cast<cudaEvent_t>(event_));
+  if (ptr_) cudaFreeHost(ptr_);
+  if (event_) cudaEventDestroy(static_cast<cudaEvent_t>(event_));
+}
+
+void* PinnedBuffer::acquire(std::size_t bytes) {
+  if (pending_) {
+    DL_CUDA_CHECK(cudaEventSynchronize(static_cast<cudaEvent_t>(event_)));
+    pending_ = false;
+  }
+  if (bytes > bytes_) {
+    const std::size_t want = std::max(bytes, bytes_ * 2);
+    if (ptr_) DL_CUDA_CHECK(cudaFreeHost(ptr_));
+    ptr_ = nullptr;
+    bytes_ = 0;
+    cudaError_t err = cudaHostAlloc(&ptr_, want, cudaHostAllocDefault);
+    if (err != cudaSuccess) {
+      cudaGetLastError();
+      ptr_ = nullptr;
+      fail("cuda: out of page-locked host memory: cudaHostAlloc(", want, " bytes) failed (", cudaGetErrorString(err),
+           ")");
+    }
+    bytes_ = want;
+  }
+  return ptr_;
+}
+
+void PinnedBuffer::mark_used() {
+  DL_CUDA_CHECK(cudaEventRecord(static_cast<cudaEvent_t>(event_), as_stream(ctx_.stream())));
+  pending_ = true;
 }
 
 void fill_zero(CudaContext& ctx, DeviceTensor& t) {

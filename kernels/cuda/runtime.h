@@ -257,5 +257,35 @@ void copy_to_host(CudaContext& ctx, const DeviceTensor& dev, void* host);  // sy
 void copy_device(CudaContext& ctx, const DeviceTensor& src, DeviceTensor& dst);
 void fill_zero(CudaContext& ctx, DeviceTensor& t);
 
+// Page-locked host memory (cudaHostAlloc) for copies that do not wait: a cudaMemcpyAsync from or
+// into it returns at once (from pageable memory it cannot: copy_to_device synchronises), so a
+// training step queues its uploads and its reads and waits once. acquire() first waits for the
+// copies queued before the last mark_used() (an event on the context's stream), so the host never
+// overwrites bytes a queued copy has yet to read, whatever happened in between (an exception
+// after the copies were queued included).
+class PinnedBuffer {
+ public:
+  explicit PinnedBuffer(CudaContext& ctx);
+  ~PinnedBuffer();
+  PinnedBuffer(const PinnedBuffer&) = delete;
+  PinnedBuffer& operator=(const PinnedBuffer&) = delete;
+  // At least `bytes` of pinned memory, unused by any queued copy (contents kept only while the
+  // size fits); valid until the next acquire.
+  void* acquire(std::size_t bytes);
+  // Marks the copies queued so far as the last users of the memory.
+  void mark_used();
+
+ private:
+  CudaContext& ctx_;
+  void* ptr_ = nullptr;
+  std::size_t bytes_ = 0;
+  void* event_ = nullptr;  // cudaEvent_t
+  bool pending_ = false;
+};
+// Queued copies that do not synchronise: `pinned` must be page-locked (a PinnedBuffer's) and
+// stay unchanged until the stream has run the copy (PinnedBuffer::mark_used, then acquire).
+void copy_to_device_async(CudaContext& ctx, const void* pinned, DeviceTensor& dev);
+void copy_to_host_async(CudaContext& ctx, const DeviceTensor& dev, void* pinned);
+
 }  // namespace cuda
 }  // namespace driftlab

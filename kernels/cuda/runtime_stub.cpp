@@ -72,6 +72,12 @@ void copy_to_device(CudaContext&, const void*, DeviceTensor&) { no_cuda("copy_to
 void copy_to_host(CudaContext&, const DeviceTensor&, void*) { no_cuda("copy_to_host"); }
 void copy_device(CudaContext&, const DeviceTensor&, DeviceTensor&) { no_cuda("copy_device"); }
 void fill_zero(CudaContext&, DeviceTensor&) { no_cuda("fill_zero"); }
+void copy_to_device_async(CudaContext&, const void*, DeviceTensor&) { no_cuda("copy_to_device_async"); }
+void copy_to_host_async(CudaContext&, const DeviceTensor&, void*) { no_cuda("copy_to_host_async"); }
+PinnedBuffer::PinnedBuffer(CudaContext& ctx) : ctx_(ctx) { no_cuda("PinnedBuffer"); }
+PinnedBuffer::~PinnedBuffer() = default;
+void* PinnedBuffer::acquire(std::size_t) { no_cuda("PinnedBuffer::acquire"); }
+void PinnedBuffer::mark_used() { no_cuda("PinnedBuffer::mark_used"); }
 
 }  // namespace cuda
 }  // namespace driftlab

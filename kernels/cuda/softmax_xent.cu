@@ -120,89 +120,133 @@ cudaStream_t stream_of(CudaContext& ctx) { return static_cast<cudaStream_t>(ctx.
 
 void check_args(const char* fn, const DeviceTensor& z, const std::vector<int32_t>& labels) {
   check(z.rank() == 2, fn, ": logits must be (N,K), got ", shape_str(z.shape()));
-  check(static_cast<int64_t>(labels.size()) == z.dim(0), fn, ": ", labels.size(), " labels for logits ",
-        shape_str(z.shape()));
-  for (std::size_t i = 0; i < labels.size(); ++i)
-    check(labels[i] >= 0 && labels[i] < z.dim(1), fn, ": label ", labels[i], " of sample ", i, " is outside 0..",
-          z.dim(1) - 1);
+  check_xent_labels(fn, z.dim(0), z.dim(1), labels);
+}
+
+void check_device_labels(const char* fn, const DeviceTensor& z, const DeviceTensor& y) {
+  check(z.rank() == 2, fn, ": logits must be (N,K), got ", shape_str(z.shape()));
+  check(y.dtype() == DType::i32 && y.rank() == 1 && y.dim(0) == z.dim(0), fn, ": labels must be int32 (",
+        z.dim(0), "), got ", dtype_name(y.dtype()), " ", shape_str(y.shape()));
 }
 
 XentDev xent_dev(const SoftmaxXentParams& p) {
   return {static_cast<int>(p.form), static_cast<int>(p.sum_order), p.clip_eps, p.mean};
 }
 
-// Labels as a device int32 array (DeviceTensor is float-only: carried in a float32-sized block).
+// Labels as a device int32 array, from pageable memory: waits until the copy has read them.
 DeviceTensor upload_labels(CudaContext& ctx, const std::vector<int32_t>& labels) {
-  static_assert(sizeof(int32_t) == sizeof(float), "labels ride in a float32-sized block");
-  DeviceTensor d(ctx, {static_cast<int64_t>(labels.size())}, DType::f32);
-  if (!labels.empty()) {
-    DL_CUDA_CHECK(cudaMemcpyAsync(d.raw(), labels.data(), labels.size() * sizeof(int32_t), cudaMemcpyHostToDevice,
-                                  stream_of(ctx)));
-    ctx.synchronize();  // pageable source: keep `labels` alive until read
-  }
+  DeviceTensor d(ctx, {static_cast<int64_t>(labels.size())}, DType::i32);
+  copy_to_device(ctx, labels.data(), d);
   return d;
 }
 
-}  // namespace
-
-namespace {
-
-double forward_impl(CudaContext& ctx, const SoftmaxXentParams& p, const DeviceTensor& z, const DeviceTensor* given,
-                    const std::vector<int32_t>& labels) {
-  check_args("softmax_xent_forward_cuda", z, labels);
+void losses_impl(CudaContext& ctx, const SoftmaxXentParams& p, const DeviceTensor& z, const DeviceTensor* given,
+                 const DeviceTensor& y, DeviceTensor& losses) {
+  check_device_labels("softmax_xent_losses_cuda", z, y);
+  check_device_shape("softmax_xent_losses_cuda", "losses", losses, {z.dim(0)});
+  check(losses.dtype() == z.dtype(), "softmax_xent_losses_cuda: losses must be ", dtype_name(z.dtype()));
   const int64_t n = z.dim(0), k = z.dim(1);
-  if (n == 0) return 0.0;
-  DeviceTensor y = upload_labels(ctx, labels);
-  return dispatch_dtype(z.dtype(), [&](auto tag) -> double {
+  if (n == 0) return;
+  dispatch_dtype(z.dtype(), [&](auto tag) {
     using T = decltype(tag);
     DeviceTensor scratch(ctx, {n, k}, z.dtype());
-    DeviceTensor losses(ctx, {n}, z.dtype());
     xent_forward_kernel<T><<<dl_blocks(n, 128), 128, 0, stream_of(ctx)>>>(
-        xent_dev(p), n, k, z.data<T>(), given ? given->data<T>() : nullptr, static_cast<const int*>(y.raw()),
-        scratch.data<T>(), losses.data<T>());
+        xent_dev(p), n, k, z.data<T>(), given ? given->data<T>() : nullptr, y.data<int32_t>(), scratch.data<T>(),
+        losses.data<T>());
     DL_CUDA_LAUNCH_CHECK("xent_forward_kernel");
-    Tensor h = to_host(ctx, losses);
-    const double total = static_cast<double>(ordered_sum(h.data<T>(), n, p.sum_order));
-    return p.mean ? total / static_cast<double>(n) : total;
   });
 }
 
 void backward_impl(CudaContext& ctx, const SoftmaxXentParams& p, const DeviceTensor& z, const DeviceTensor* given,
-                   const std::vector<int32_t>& labels, DeviceTensor& dz) {
-  check_args("softmax_xent_backward_cuda", z, labels);
+                   const DeviceTensor& y, DeviceTensor& dz) {
+  check_device_labels("softmax_xent_backward_cuda", z, y);
   check_device_shape("softmax_xent_backward_cuda", "dz", dz, z.shape());
   const int64_t n = z.dim(0), k = z.dim(1);
   if (n == 0) return;
-  DeviceTensor y = upload_labels(ctx, labels);
   dispatch_dtype(z.dtype(), [&](auto tag) {
     using T = decltype(tag);
     DeviceTensor scratch(ctx, {n, k}, z.dtype());
     xent_backward_kernel<T><<<dl_blocks(n, 128), 128, 0, stream_of(ctx)>>>(
-        xent_dev(p), n, k, z.data<T>(), given ? given->data<T>() : nullptr, static_cast<const int*>(y.raw()),
-        scratch.data<T>(), dz.data<T>());
+        xent_dev(p), n, k, z.data<T>(), given ? given->data<T>() : nullptr, y.data<int32_t>(), scratch.data<T>(),
+        dz.data<T>());
     DL_CUDA_LAUNCH_CHECK("xent_backward_kernel");
   });
 }
 
+// The host-label forms: labels checked and uploaded (one wait), the losses read back (another).
+double forward_host(CudaContext& ctx, const SoftmaxXentParams& p, const DeviceTensor& z, const DeviceTensor* given,
+                    const std::vector<int32_t>& labels) {
+  check_args("softmax_xent_forward_cuda", z, labels);
+  if (z.dim(0) == 0) return 0.0;
+  const DeviceTensor y = upload_labels(ctx, labels);
+  DeviceTensor losses(ctx, {z.dim(0)}, z.dtype());
+  losses_impl(ctx, p, z, given, y, losses);
+  return softmax_xent_total(p, to_host(ctx, losses));
+}
+
+void backward_host(CudaContext& ctx, const SoftmaxXentParams& p, const DeviceTensor& z, const DeviceTensor* given,
+                   const std::vector<int32_t>& labels, DeviceTensor& dz) {
+  check_args("softmax_xent_backward_cuda", z, labels);
+  check_device_shape("softmax_xent_backward_cuda", "dz", dz, z.shape());
+  if (z.dim(0) == 0) return;
+  backward_impl(ctx, p, z, given, upload_labels(ctx, labels), dz);
+}
+
 }  // namespace
+
+void check_xent_labels(const char* fn, int64_t n, int64_t k, const std::vector<int32_t>& labels) {
+  check(static_cast<int64_t>(labels.size()) == n, fn, ": ", labels.size(), " labels for ", n, " rows of logits");
+  for (std::size_t i = 0; i < labels.size(); ++i)
+    check(labels[i] >= 0 && labels[i] < k, fn, ": label ", labels[i], " of sample ", i, " is outside 0..", k - 1);
+}
+
+double softmax_xent_total(const SoftmaxXentParams& p, const Tensor& losses) {
+  const int64_t n = losses.numel();
+  if (n == 0) return 0.0;
+  return dispatch_dtype(losses.dtype(), [&](auto tag) -> double {
+    using T = decltype(tag);
+    const double total = static_cast<double>(ordered_sum(losses.data<T>(), n, p.sum_order));
+    return p.mean ? total / static_cast<double>(n) : total;
+  });
+}
 
 double softmax_xent_forward_own(CudaContext& ctx, const SoftmaxXentParams& p, const DeviceTensor& z,
                                 const std::vector<int32_t>& labels) {
-  return forward_impl(ctx, p, z, nullptr, labels);
+  return forward_host(ctx, p, z, nullptr, labels);
 }
 
 void softmax_xent_backward_own(CudaContext& ctx, const SoftmaxXentParams& p, const DeviceTensor& z,
                                const std::vector<int32_t>& labels, DeviceTensor& dz) {
+  backward_host(ctx, p, z, nullptr, labels, dz);
+}
+
+void softmax_xent_losses_own(CudaContext& ctx, const SoftmaxXentParams& p, const DeviceTensor& z,
+                             const DeviceTensor& labels, DeviceTensor& losses) {
+  losses_impl(ctx, p, z, nullptr, labels, losses);
+}
+
+void softmax_xent_backward_own(CudaContext& ctx, const SoftmaxXentParams& p, const DeviceTensor& z,
+                               const DeviceTensor& labels, DeviceTensor& dz) {
   backward_impl(ctx, p, z, nullptr, labels, dz);
 }
 
 double softmax_xent_forward_given(CudaContext& ctx, const SoftmaxXentParams& p, const DeviceTensor& given,
                                   const std::vector<int32_t>& labels) {
-  return forward_impl(ctx, p, given, &given, labels);
+  return forward_host(ctx, p, given, &given, labels);
 }
 
 void softmax_xent_backward_given(CudaContext& ctx, const SoftmaxXentParams& p, const DeviceTensor& given,
                                  const std::vector<int32_t>& labels, DeviceTensor& dz) {
+  backward_host(ctx, p, given, &given, labels, dz);
+}
+
+void softmax_xent_losses_given(CudaContext& ctx, const SoftmaxXentParams& p, const DeviceTensor& given,
+                               const DeviceTensor& labels, DeviceTensor& losses) {
+  losses_impl(ctx, p, given, &given, labels, losses);
+}
+
+void softmax_xent_backward_given(CudaContext& ctx, const SoftmaxXentParams& p, const DeviceTensor& given,
+                                 const DeviceTensor& labels, DeviceTensor& dz) {
   backward_impl(ctx, p, given, &given, labels, dz);
 }
 

@@ -5,6 +5,9 @@
 // and no kernel uses atomics, so each gives the same bits on every run. Built with
 // -fmad=false like the other elementwise files: spatial means and the mask product round as
 // the CPU layers do. Outputs: '=' unless the name says add (+=).
+#include <algorithm>
+#include <cstring>
+
 #include "kernels/cuda/common.cuh"
 #include "kernels/cuda/ops.h"
 
@@ -120,7 +123,58 @@ __global__ void flag_nonfinite_kernel(long long n, const T* __restrict__ x, floa
   }
 }
 
+// The same over many tensors in one launch: block row blockIdx.y reads tensor blockIdx.y of the
+// table and flags slot blockIdx.y.
+struct TableEntry {
+  const void* ptr;
+  long long n;
+};
+
+template <typename T>
+__global__ void flag_nonfinite_many_kernel(const TableEntry* __restrict__ table, float* __restrict__ flags) {
+  const TableEntry e = table[blockIdx.y];
+  const T* x = static_cast<const T*>(e.ptr);
+  DL_GRID_STRIDE(i, e.n) {
+    if (!isfinite(x[i])) flags[blockIdx.y] = 1.0f;
+  }
+}
+
 }  // namespace
+
+void TensorTable::bind(CudaContext& ctx, const std::vector<const DeviceTensor*>& tensors) {
+  std::vector<TableEntry> entries;
+  entries.reserve(tensors.size());
+  for (const DeviceTensor* t : tensors) {
+    check(t->dtype() == tensors.front()->dtype(), "TensorTable: mixed dtypes (", dtype_name(t->dtype()), " and ",
+          dtype_name(tensors.front()->dtype()), ")");
+    entries.push_back({t->raw(), static_cast<long long>(t->numel())});
+  }
+  dtype_ = tensors.empty() ? DType::f32 : tensors.front()->dtype();
+  max_numel_ = 0;
+  for (const TableEntry& e : entries) max_numel_ = std::max<int64_t>(max_numel_, e.n);
+  const std::size_t bytes = entries.size() * sizeof(TableEntry);
+  if (size_ == static_cast<int64_t>(entries.size()) && host_.size() == bytes &&
+      std::memcmp(host_.data(), entries.data(), bytes) == 0)
+    return;  // the same tensors as last time: the device copy stands
+  host_.assign(reinterpret_cast<const char*>(entries.data()), reinterpret_cast<const char*>(entries.data()) + bytes);
+  size_ = static_cast<int64_t>(entries.size());
+  table_ = bytes_to_device(ctx, entries.data(), bytes);
+}
+
+void flag_nonfinite_many_cuda(CudaContext& ctx, const TensorTable& table, DeviceTensor& flags) {
+  check(flags.dtype() == DType::f32 && flags.numel() >= table.size(), "flag_nonfinite_many_cuda: ", table.size(),
+        " tensors for a ", dtype_name(flags.dtype()), " flags tensor of ", flags.numel());
+  if (table.size() == 0 || table.max_numel() == 0) return;
+  check(table.size() <= 65535, "flag_nonfinite_many_cuda: ", table.size(), " tensors (at most 65535 per launch)");
+  dispatch_dtype(table.dtype(), [&](auto tag) {
+    using T = decltype(tag);
+    const dim3 grid(static_cast<unsigned>(std::min<int64_t>(dl_blocks(table.max_numel(), 256), 64)),
+                    static_cast<unsigned>(table.size()));
+    flag_nonfinite_many_kernel<T><<<grid, 256, 0, stream_of(ctx)>>>(static_cast<const TableEntry*>(table.device()),
+                                                                    flags.data<float>());
+    DL_CUDA_LAUNCH_CHECK("flag_nonfinite_many_kernel");
+  });
+}
 
 void add_inplace_cuda(CudaContext& ctx, DeviceTensor& y, const DeviceTensor& x) {
   check_numel("add_inplace_cuda", y, x);

@@ -5,6 +5,8 @@
 // few ulps (CUDA's tanh/exp against glibc's).
 #include <gtest/gtest.h>
 
+#include <cmath>
+#include <limits>
 #include <string>
 #include <utility>
 #include <vector>
@@ -136,6 +138,59 @@ TEST(CudaAdaptive, AdamAndRmspropBitwiseAsCpu) {
         EXPECT_TRUE(bitwise_equal(cuda::to_host(ctx, gp), prm.value))
             << pol << " " << optimizer_name(kind) << " " << dtype_name(dt);
       }
+}
+
+// The training step's gradient check in one launch (engine/train/cuda_runner.cpp): every
+// tensor's flag against the host's own look at the same values, with the bad value at the
+// first, the last and a middle element, in tensors shorter than a block and longer than the
+// grid (the kernel strides), an empty one, and a table rebound when one tensor is replaced.
+TEST(CudaTensorOps, FlagNonFiniteManyFlagsExactlyTheBadTensors) {
+  REQUIRE_CUDA_DEVICE();
+  cuda::CudaContext ctx;
+  for (DType dt : {DType::f32, DType::f64}) {
+    const std::vector<int64_t> sizes = {1, 300, 0, 40000, 17, 5};
+    std::vector<Tensor> host;
+    for (std::size_t i = 0; i < sizes.size(); ++i) host.push_back(random_tensor({sizes[i]}, dt, 60 + i, -1.0, 1.0));
+    auto put = [&](std::size_t t, int64_t at, double v) {
+      dispatch_dtype(dt, [&](auto tag) { host[t].data<decltype(tag)>()[at] = static_cast<decltype(tag)>(v); });
+    };
+    const double inf = std::numeric_limits<double>::infinity();
+    put(1, 0, std::nan(""));  // first element
+    put(3, 39999, -inf);      // last element, past the first 64 blocks' stride
+    put(4, 8, inf);           // a middle one
+    std::vector<cuda::DeviceTensor> dev;
+    for (const Tensor& h : host) dev.push_back(cuda::to_device(ctx, h));
+    auto expected = [&] {
+      std::vector<float> e;
+      for (const Tensor& h : host) {
+        bool bad = false;
+        for (int64_t k = 0; k < h.numel(); ++k) bad = bad || !std::isfinite(h.at(k));
+        e.push_back(bad ? 1.0f : 0.0f);
+      }
+      return e;
+    };
+    cuda::TensorTable table;
+    auto flags_now = [&] {
+      std::vector<const cuda::DeviceTensor*> ptrs;
+      for (const cuda::DeviceTensor& d : dev) ptrs.push_back(&d);
+      table.bind(ctx, ptrs);
+      cuda::DeviceTensor flags = cuda::DeviceTensor::zeros(ctx, {static_cast<int64_t>(dev.size())}, DType::f32);
+      cuda::flag_nonfinite_many_cuda(ctx, table, flags);
+      const Tensor f = cuda::to_host(ctx, flags);
+      return std::vector<float>(f.data<float>(), f.data<float>() + f.numel());
+    };
+    const std::vector<float> first = flags_now();
+    EXPECT_EQ(first, expected()) << dtype_name(dt);
+    EXPECT_EQ(first, (std::vector<float>{0, 1, 0, 1, 1, 0})) << dtype_name(dt);
+    // Tensor 5 replaced by a new one holding a NaN, tensor 1 repaired in place: the table
+    // follows the new address, the flags the new values.
+    put(5, 4, std::nan(""));
+    dev[5] = cuda::to_device(ctx, host[5]);
+    put(1, 0, 0.5);
+    cuda::copy_to_device(ctx, host[1], dev[1]);
+    EXPECT_EQ(flags_now(), expected()) << dtype_name(dt);
+    EXPECT_EQ(flags_now(), (std::vector<float>{0, 0, 0, 1, 1, 1})) << dtype_name(dt);
+  }
 }
 
 }  // namespace

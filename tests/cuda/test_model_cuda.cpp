@@ -288,6 +288,78 @@ std::vector<StepCase> step_cases() {
 
 INSTANTIATE_TEST_SUITE_P(Models, CudaModelStep, ::testing::ValuesIn(step_cases()), case_name);
 
+// The device step queues its uploads and reads its losses, gradient flags and logits once at the
+// end (engine/train/cuda_runner.cpp): the accuracy count, the non-finite diagnosis, the labels
+// check, and the steps after a refused batch must come out as the CPU runner's. float64, so that
+// the counts are decisions of the same sums (1e-9: the float64 bound of CudaModelStep).
+std::string without_device(std::string msg) {
+  for (const std::string& s : {std::string(", cuda"), std::string("-nan")}) {
+    for (std::size_t at; (at = msg.find(s)) != std::string::npos;) msg.replace(at, s.size(), s == "-nan" ? "nan" : "");
+  }
+  return msg;
+}
+
+template <typename F>
+std::string error_of(F&& f) {
+  try {
+    f();
+  } catch (const Error& e) {
+    return e.what();
+  }
+  return "(no error)";
+}
+
+void expect_step_like_cpu(bool vendor) {
+  {
+    const Policy policy = Policy::parse("torch,dtype=float64");
+    Model cpu = make_model("lenet5", policy, 11), gpu = make_model("lenet5", policy, 11);
+    const TrainConfig cfg = step_config(16);
+    CpuRunner ct(cpu, cfg);
+    cuda::CudaContext ctx(one_backend(vendor));
+    CudaRunner gt(gpu, ctx, cfg);
+    const std::vector<int32_t> y = labels(cpu, 16);
+    auto same_step = [&](uint64_t seed) {
+      const Tensor x = images(cpu, 16, seed);
+      int64_t cc = -1, gc = -1;
+      const double cl = ct.train_step(x, y, &cc), gl = gt.train_step(x, y, &gc);
+      EXPECT_EQ(gc, cc) << "seed " << seed;
+      EXPECT_NEAR(gl, cl, 1e-9 * std::fabs(cl)) << "seed " << seed;
+    };
+    for (uint64_t seed : {30, 31, 32}) same_step(seed);
+    // A label out of range: refused by name before the loss, then the next batch trains as usual.
+    std::vector<int32_t> bad_y = y;
+    bad_y[5] = 10;
+    const std::string ge = error_of([&] { gt.train_step(images(cpu, 16, 33), bad_y); });
+    EXPECT_NE(ge.find("label 10 of sample 5 is outside 0..9"), std::string::npos) << ge;
+    EXPECT_NE(ge.find("cuda: loss, batch 16"), std::string::npos) << ge;
+    EXPECT_NE(error_of([&] { ct.train_step(images(cpu, 16, 33), bad_y); }), "(no error)");
+    same_step(34);
+    // A NaN pixel: the same diagnosis, naming the same first non-finite tensor, and no step taken.
+    Tensor nan_x = images(cpu, 16, 35);
+    nan_x.data<double>()[100] = std::nan("");
+    const std::string cn = error_of([&] { ct.train_step(nan_x, y); });
+    const std::string gn = error_of([&] { gt.train_step(nan_x, y); });
+    EXPECT_NE(gn.find("(lr=0.05, cuda): loss is"), std::string::npos) << gn;
+    EXPECT_EQ(without_device(gn), without_device(cn));
+    same_step(36);
+    gt.sync_to_model();
+    auto cp = cpu.net->named_params(), gp = gpu.net->named_params();
+    for (std::size_t i = 0; i < cp.size(); ++i)
+      EXPECT_TRUE(norm_close(cp[i].first, gp[i].second->value, cp[i].second->value, 1e-9, 0.0));
+  }
+}
+
+TEST(CudaTrainStep, CountsDiagnosisAndLabelChecksAsTheCpu) {
+  REQUIRE_CUDA_DEVICE();
+  expect_step_like_cpu(false);
+}
+
+// (cuDNN's convolutions and softmax: not in the emulation, whose filter leaves out *Vendor*)
+TEST(CudaTrainStepVendor, CountsDiagnosisAndLabelChecksAsTheCpu) {
+  REQUIRE_CUDA_DEVICE();
+  expect_step_like_cpu(true);
+}
+
 // Several steps twice from the same start: every weight, buffer and loss bit-identical.
 void expect_deterministic(const std::string& model, const std::string& policy, bool vendor) {
   const Policy p = Policy::parse(policy);

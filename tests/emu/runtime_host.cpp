@@ -120,6 +120,22 @@ void copy_device(CudaContext&, const DeviceTensor& src, DeviceTensor& dst) {
 void fill_zero(CudaContext&, DeviceTensor& t) {
   if (t.nbytes()) std::memset(t.raw(), 0, t.nbytes());
 }
+void copy_to_device_async(CudaContext& ctx, const void* pinned, DeviceTensor& dev) { copy_to_device(ctx, pinned, dev); }
+void copy_to_host_async(CudaContext& ctx, const DeviceTensor& dev, void* pinned) { copy_to_host(ctx, dev, pinned); }
+// Host memory stands in for page-locked memory; copies are immediate, so nothing is pending.
+PinnedBuffer::PinnedBuffer(CudaContext& ctx) : ctx_(ctx) {}
+PinnedBuffer::~PinnedBuffer() { std::free(ptr_); }
+void* PinnedBuffer::acquire(std::size_t bytes) {
+  if (bytes > bytes_) {
+    std::free(ptr_);
+    ptr_ = std::malloc(bytes);
+    check(ptr_ != nullptr, "emulation: out of host memory for ", bytes, " pinned bytes");
+    std::memset(ptr_, 0xFF, bytes);
+    bytes_ = bytes;
+  }
+  return ptr_;
+}
+void PinnedBuffer::mark_used() { pending_ = true; }
 DeviceBytes bytes_to_device(CudaContext& ctx, const void* host, std::size_t bytes) {
   DeviceBytes d(ctx, bytes);
   if (bytes) std::memcpy(d.get(), host, bytes);

@@ -99,5 +99,21 @@ void softmax_xent_backward_cudnn(CudaContext& ctx, const SoftmaxXentParams& p, c
   softmax_xent_backward_given(ctx, p, probs, labels, dz);
 }
 
+void softmax_xent_losses_cudnn(CudaContext& ctx, const SoftmaxXentParams& p, const DeviceTensor& z,
+                               const DeviceTensor& labels, DeviceTensor& losses) {
+  check(z.rank() == 2, "softmax_xent_losses_cudnn: logits must be (N,K), got ", shape_str(z.shape()));
+  DeviceTensor given(ctx, z.shape(), z.dtype());
+  softmax_rows_cudnn(ctx, p.form == CeFormulation::log_softmax, z, given);
+  softmax_xent_losses_given(ctx, p, given, labels, losses);
+}
+
+void softmax_xent_backward_cudnn(CudaContext& ctx, const SoftmaxXentParams& p, const DeviceTensor& z,
+                                 const DeviceTensor& labels, DeviceTensor& dz) {
+  check(z.rank() == 2, "softmax_xent_backward_cudnn: logits must be (N,K), got ", shape_str(z.shape()));
+  DeviceTensor probs(ctx, z.shape(), z.dtype());
+  softmax_rows_cudnn(ctx, false, z, probs);
+  softmax_xent_backward_given(ctx, p, probs, labels, dz);
+}
+
 }  // namespace cuda
 }  // namespace driftlab
