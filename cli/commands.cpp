@@ -16,6 +16,7 @@ void register_commands(CLI::App& app) {
   register_robustness(app);
   register_explain(app);
   register_device(app);
+  register_study(app);
 }
 
 }  // namespace cli

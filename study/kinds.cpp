@@ -1,0 +1,221 @@
+#include "study/kinds.h"
+
+#include <cerrno>
+#include <cmath>
+#include <cstdlib>
+#include <sstream>
+
+#include "core/error.h"
+#include "engine/data/datasets.h"
+#include "engine/policy.h"
+#include "models/models.h"
+
+namespace driftlab {
+namespace study {
+
+namespace {
+
+ParamDef text(const std::string& key, const std::string& fallback = "") { return {key, ParamType::text, fallback, {}, 0}; }
+ParamDef integer(const std::string& key, const std::string& fallback, double min) {
+  return {key, ParamType::integer, fallback, {}, min};
+}
+ParamDef real(const std::string& key, const std::string& fallback, double min) {
+  return {key, ParamType::real, fallback, {}, min};
+}
+ParamDef boolean(const std::string& key, const std::string& fallback = "false") {
+  return {key, ParamType::boolean, fallback, {}, 0};
+}
+ParamDef choice(const std::string& key, const std::string& fallback, std::vector<std::string> choices) {
+  return {key, ParamType::choice, fallback, std::move(choices), 0};
+}
+
+// The data a measurement reads: "" keeps what the model was trained on.
+std::vector<ParamDef> data_params(bool required) {
+  return {{"dataset", ParamType::dataset, required ? "fashion-mnist" : "", {}, 0}, text("data_dir"),
+          integer("limit", "0", 0)};
+}
+
+std::vector<KindDef> make_table() {
+  std::vector<KindDef> t;
+  {
+    KindDef k{"train", "a training run (driftlab train): curves per epoch, test accuracy, time per epoch, model size",
+              {}, {}, 0, 0};
+    k.params = {{"model", ParamType::model, "", {}, 0},
+                {"policy", ParamType::policy, "torch", {}, 0},
+                integer("epochs", "1", 1),
+                integer("batch", "128", 1),
+                choice("optimizer", "sgd", {"sgd", "adam", "rmsprop"}),
+                real("lr", "0.01", 0),
+                real("momentum", "", 0),
+                boolean("nesterov"),
+                real("weight_decay", "0", 0),
+                text("schedule"),
+                integer("seed", "1", 0),
+                boolean("normalize"),
+                boolean("step_loss"),
+                choice("device", "cpu", {"cpu", "cuda"}),
+                integer("threads", "1", 1),
+                integer("checkpoint_every", "0", 0)};
+    for (const ParamDef& d : data_params(true)) k.params.push_back(d);
+    t.push_back(k);
+  }
+  {
+    KindDef k{"evaluate", "the test split's loss and accuracy of the model a step made", {}, {"train", "quantize"}, 1, 1};
+    k.params = data_params(false);
+    k.params.push_back(integer("batch", "1000", 1));
+    k.params.push_back(choice("device", "cpu", {"cpu", "cuda"}));
+    k.params.push_back(integer("threads", "1", 1));
+    t.push_back(k);
+  }
+  {
+    KindDef k{"predict_time", "the time to predict batches of the given sizes (host to host)", {}, {"train", "quantize"},
+              1, 1};
+    k.params = data_params(false);
+    k.params.push_back({"sizes", ParamType::int_list, "1000,10000", {}, 1});
+    k.params.push_back(choice("device", "cpu", {"cpu", "cuda"}));
+    k.params.push_back(integer("threads", "1", 1));
+    t.push_back(k);
+  }
+  {
+    KindDef k{"quantize", "int8 post-training quantization of a trained model under a toolchain's scheme", {}, {"train"},
+              1, 1};
+    k.params = {choice("scheme", "torch_qnnpack", {"tflite", "torch_qnnpack", "torch_onednn", "torch_fbgemm", "ort"}),
+                text("knobs"),
+                text("observer"),
+                choice("mode", "auto", {"static", "dynamic", "auto"}),
+                integer("calib", "1000", 1),
+                integer("calib_batch", "32", 1)};
+    for (const ParamDef& d : data_params(false)) k.params.push_back(d);
+    t.push_back(k);
+  }
+  {
+    KindDef k{"attack",
+              "an adversarial attack on the model of its first need, judged also by the models of the others "
+              "(transfer: crafted on fp32, judged on int8)",
+              {}, {"train", "quantize"}, 1, 4};
+    // "" (no default): the convention's value, as `driftlab attack` fills a flag not given.
+    k.params = {choice("attack", "fgsm", {"fgsm", "bim", "pgd", "boundary", "single-pixel"}),
+                choice("convention", "driftlab", {"driftlab", "foolbox2", "foolbox3", "art", "torchattacks"}),
+                real("eps", "0.1", 0),
+                real("step", "", 0),
+                integer("steps", "", 1),
+                choice("eps_units", "", {"absolute", "fraction"}),
+                choice("eight_bit", "off", {"off", "round", "truncate"}),
+                boolean("random_start", ""),
+                boolean("early_stop", ""),
+                integer("seed", "1", 0),
+                integer("batch", "128", 1),
+                choice("device", "cpu", {"cpu", "cuda"}),
+                integer("threads", "1", 1)};
+    for (const ParamDef& d : data_params(false)) k.params.push_back(d);
+    t.push_back(k);
+  }
+  return t;
+}
+
+std::string join(const std::vector<std::string>& v) {
+  std::string s;
+  for (const std::string& x : v) s += (s.empty() ? "" : ", ") + x;
+  return s;
+}
+
+bool parse_long(const std::string& s, long long* out) {
+  if (s.empty()) return false;
+  char* end = nullptr;
+  errno = 0;
+  const long long v = std::strtoll(s.c_str(), &end, 10);
+  if (errno != 0 || end != s.c_str() + s.size()) return false;
+  *out = v;
+  return true;
+}
+
+}  // namespace
+
+const std::vector<KindDef>& kind_table() {
+  static const std::vector<KindDef> t = make_table();
+  return t;
+}
+
+const KindDef* find_kind(const std::string& name) {
+  for (const KindDef& k : kind_table())
+    if (k.name == name) return &k;
+  return nullptr;
+}
+
+const ParamDef* find_param(const KindDef& kind, const std::string& key) {
+  for (const ParamDef& p : kind.params)
+    if (p.key == key) return &p;
+  return nullptr;
+}
+
+std::string check_value(const ParamDef& def, const std::string& value) {
+  // An empty value of a parameter without a default: unset (the measurement's own choice: an
+  // attack library's convention, the model's data). A model is always required.
+  if (value.empty() && def.fallback.empty()) {
+    check(def.type != ParamType::model, def.key, ": a model name is required");
+    return value;
+  }
+  switch (def.type) {
+    case ParamType::text: return value;
+    case ParamType::integer: {
+      long long v = 0;
+      check(parse_long(value, &v), def.key, ": '", value, "' is not an integer");
+      check(static_cast<double>(v) >= def.min, def.key, ": ", v, " is below ", def.min);
+      return std::to_string(v);
+    }
+    case ParamType::real: {
+      char* end = nullptr;
+      errno = 0;
+      const double v = std::strtod(value.c_str(), &end);
+      check(!value.empty() && errno == 0 && end == value.c_str() + value.size() && std::isfinite(v), def.key, ": '",
+            value, "' is not a finite number");
+      check(v >= def.min, def.key, ": ", value, " is below ", def.min);
+      std::ostringstream os;
+      os.precision(17);
+      os << v;
+      return os.str();
+    }
+    case ParamType::boolean:
+      if (value == "true" || value == "false") return value;
+      fail(def.key, ": '", value, "' is not true or false");
+    case ParamType::choice:
+      for (const std::string& c : def.choices)
+        if (c == value) return value;
+      fail(def.key, ": '", value, "' is not one of ", join(def.choices));
+    case ParamType::policy:
+      try {
+        return Policy::parse(value).to_string();
+      } catch (const Error& e) {
+        fail("policy '", value, "': ", e.what());
+      }
+    case ParamType::model: {
+      std::vector<std::string> names;
+      for (const ModelInfo& m : model_table()) {
+        if (m.name == value) return value;
+        names.push_back(m.name);
+      }
+      fail(def.key, ": unknown model '", value, "' (known: ", join(names), ")");
+    }
+    case ParamType::dataset:
+      for (const std::string& d : dataset_names())
+        if (d == value) return value;
+      fail(def.key, ": unknown dataset '", value, "' (known: ", join(dataset_names()), ")");
+    case ParamType::int_list: {
+      std::string out, item;
+      std::istringstream is(value);
+      int count = 0;
+      while (std::getline(is, item, ',')) {
+        long long v = 0;
+        check(parse_long(item, &v) && v >= def.min, def.key, ": '", item, "' in '", value,
+              "' is not an integer >= ", def.min);
+        out += (count++ ? "," : "") + std::to_string(v);
+      }
+      check(count > 0, def.key, ": an empty list");
+      return out;
+    }
+  }
+  fail(def.key, ": unknown parameter type");
+}
+
+}  // namespace study
+}  // namespace driftlab
