@@ -2,6 +2,10 @@
 // of step a spec can use with their parameters (study/kinds.h).
 #include "cli/commands.h"
 
+#include <signal.h>
+
+#include <csignal>
+#include <cstdio>
 #include <fstream>
 #include <iomanip>
 #include <iostream>
@@ -11,6 +15,7 @@
 #include "core/error.h"
 #include "engine/build_info.h"
 #include "study/kinds.h"
+#include "study/run.h"
 #include "study/spec.h"
 
 namespace driftlab {
@@ -74,6 +79,80 @@ void study_kinds() {
   }
 }
 
+// SIGINT / SIGTERM: recorded; the study stops at the next checkpoint of its running cells, and
+// the next run finishes what is missing. No SA_RESTART, so that the wait for workers sees it.
+volatile std::sig_atomic_t g_study_stop = 0;
+extern "C" void record_study_stop(int sig) { g_study_stop = sig; }
+
+std::string eta(double s) {
+  if (s < 0) return "";
+  char buf[32];
+  if (s < 60) std::snprintf(buf, sizeof buf, ", ETA %.0f s", s);
+  else if (s < 3600) std::snprintf(buf, sizeof buf, ", ETA %.0f min", s / 60);
+  else std::snprintf(buf, sizeof buf, ", ETA %.1f h", s / 3600);
+  return buf;
+}
+
+struct RunArgs {
+  std::string spec, out;
+  int jobs = 1;
+  bool quiet = false;
+};
+
+int study_run(const RunArgs& a) {
+  const study::Plan p = study::plan(study::read_spec(a.spec), build_commit());
+  study::StudyRunOptions o;
+  o.out = a.out;
+  o.jobs = a.jobs;
+  if (!a.quiet)
+    o.progress = [](const study::StudyProgress& g) {
+      std::cerr << "[" << g.reused + g.done << "/" << g.total << " done, " << g.running << " running, " << g.failed
+                << " failed" << (g.blocked ? ", " + std::to_string(g.blocked) + " blocked" : "") << eta(g.eta_s)
+                << "] " << g.event << "\n";
+    };
+  g_study_stop = 0;
+  struct sigaction sa {}, old_int {}, old_term {};
+  sa.sa_handler = record_study_stop;
+  sigemptyset(&sa.sa_mask);
+  sigaction(SIGINT, &sa, &old_int);
+  sigaction(SIGTERM, &sa, &old_term);
+  o.stop = [] { return g_study_stop != 0; };
+  study::StudyRunResult r;
+  try {
+    r = study::run_study(p, o);
+  } catch (...) {
+    sigaction(SIGINT, &old_int, nullptr);
+    sigaction(SIGTERM, &old_term, nullptr);
+    throw;
+  }
+  sigaction(SIGINT, &old_int, nullptr);
+  sigaction(SIGTERM, &old_term, nullptr);
+  std::cout << "study " << p.spec.name << " in " << a.out << ": " << r.total << " cells: " << r.reused
+            << " done before, " << r.ran << " run now (" << r.resumed << " resumed from a checkpoint), " << r.failed
+            << " failed, " << r.blocked << " blocked by a failed input"
+            << (r.stopped ? "; stopped by a signal: run it again to finish" : "") << "\n";
+  for (const std::string& f : r.failures) std::cout << "  failed: " << f << "\n";
+  if (r.stopped) return g_study_stop == SIGINT ? 130 : 143;
+  return r.failed ? 1 : 0;
+}
+
+void study_status(const std::string& dir) {
+  std::map<std::string, std::map<std::string, int>> per_step;  // step -> state -> count
+  std::vector<std::string> steps;
+  std::vector<study::CellState> failed;
+  for (const study::CellState& s : study::study_status(dir)) {
+    if (!per_step.count(s.step)) steps.push_back(s.step);
+    ++per_step[s.step][s.state];
+    if (s.state == "failed" || s.state == "partial") failed.push_back(s);
+  }
+  for (const std::string& st : steps) {
+    std::cout << std::left << std::setw(16) << st;
+    for (const char* k : {"done", "partial", "failed", "missing"}) std::cout << " " << k << " " << per_step[st][k];
+    std::cout << "\n";
+  }
+  for (const study::CellState& s : failed) std::cout << "  " << s.state << " " << s.hash << " " << s.step << ": " << s.detail << "\n";
+}
+
 }  // namespace
 
 void register_study(CLI::App& app) {
@@ -84,6 +163,21 @@ void register_study(CLI::App& app) {
   pl->add_option("spec", *spec, "the study spec (YAML, docs/STUDIES.md)")->required();
   pl->add_option("--manifest", *manifest, "write the cells here: hash, step, kind, params, inputs");
   pl->callback([spec, manifest] { study_plan(*spec, *manifest); });
+  auto* run = st->add_subcommand("run", "run a study's cells into a folder; cells already done are not run again");
+  auto ra = std::make_shared<RunArgs>();
+  run->add_option("spec", ra->spec, "the study spec (YAML)")->required();
+  run->add_option("--out", ra->out, "the study folder (docs/STUDIES.md: its layout)")->required();
+  run->add_option("--jobs", ra->jobs, "cells at once, each in a worker process")->check(CLI::PositiveNumber)
+      ->capture_default_str();
+  run->add_flag("--quiet", ra->quiet, "no progress lines");
+  run->callback([ra] {
+    const int code = study_run(*ra);
+    if (code != 0) throw ExitStatus{code};
+  });
+  auto* status = st->add_subcommand("status", "where each step's cells stand in a study folder");
+  auto sdir = std::make_shared<std::string>();
+  status->add_option("dir", *sdir, "the study folder")->required();
+  status->callback([sdir] { study_status(*sdir); });
   auto* kinds = st->add_subcommand("kinds", "the kinds of step a spec can use and the parameters of each");
   kinds->callback([] { study_kinds(); });
 }

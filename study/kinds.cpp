@@ -170,10 +170,13 @@ std::string check_value(const ParamDef& def, const std::string& value) {
       check(!value.empty() && errno == 0 && end == value.c_str() + value.size() && std::isfinite(v), def.key, ": '",
             value, "' is not a finite number");
       check(v >= def.min, def.key, ": ", value, " is below ", def.min);
-      std::ostringstream os;
-      os.precision(17);
-      os << v;
-      return os.str();
+      // The shortest form that reads back as the same double: 0.1, not 0.10000000000000001.
+      for (int prec = 1;; ++prec) {
+        std::ostringstream os;
+        os.precision(prec);
+        os << v;
+        if (std::strtod(os.str().c_str(), nullptr) == v || prec >= 17) return os.str();
+      }
     }
     case ParamType::boolean:
       if (value == "true" || value == "false") return value;

@@ -1,0 +1,248 @@
+#include "study/cells.h"
+
+#include <filesystem>
+#include <string>
+
+#include "core/error.h"
+#include "driftlab/attack.h"
+#include "driftlab/evaluate.h"
+#include "driftlab/quantize.h"
+#include "driftlab/train.h"
+
+namespace driftlab {
+namespace study {
+
+namespace fs = std::filesystem;
+
+namespace {
+
+using Params = std::map<std::string, std::string>;
+
+const std::string& param(const Cell& c, const std::string& key) {
+  auto it = c.params.find(key);
+  check(it != c.params.end(), "study: cell ", c.hash, " (", c.kind, ") has no parameter '", key, "'");
+  return it->second;
+}
+int64_t int_param(const Cell& c, const std::string& key) { return std::stoll(param(c, key)); }
+double real_param(const Cell& c, const std::string& key) { return std::stod(param(c, key)); }
+bool bool_param(const Cell& c, const std::string& key) { return param(c, key) == "true"; }
+
+// The data a cell reads: its own dataset when it names one, else the data of the trained model
+// it descends from (dataset, folder and limit), with the cell's own limit when it sets one.
+DataSpec data_of(const Plan& p, const Cell& c) {
+  DataSpec d;
+  const Cell* from = &c;
+  while (param(*from, "dataset").empty()) {
+    check(!from->inputs.empty(), "study: cell ", c.hash, " names no dataset and has no input to take one from");
+    from = &p.cells.at(from->inputs.front());
+  }
+  d.dataset = param(*from, "dataset");
+  d.data_dir = param(*from, "data_dir");
+  d.limit = int_param(*from, "limit");
+  if (from != &c && int_param(c, "limit") > 0) d.limit = int_param(c, "limit");
+  return d;
+}
+
+nlohmann::ordered_json eval_json(const EvalResult& e) {
+  nlohmann::ordered_json j;
+  j["loss"] = e.loss;
+  j["accuracy"] = e.accuracy;
+  j["n"] = e.n;
+  return j;
+}
+
+CellOutput train_cell(const Plan& p, const Cell& c, const std::string& dir, DatasetLoader& loader,
+                      const std::function<bool()>& stop) {
+  TrainRequest r;
+  r.model = param(c, "model");
+  r.policy = param(c, "policy");
+  r.data = data_of(p, c);
+  r.epochs = static_cast<int>(int_param(c, "epochs"));
+  r.batch = int_param(c, "batch");
+  r.optimizer = param(c, "optimizer");
+  r.lr = real_param(c, "lr");
+  if (!param(c, "momentum").empty()) r.momentum = real_param(c, "momentum");
+  r.nesterov = bool_param(c, "nesterov");
+  r.weight_decay = real_param(c, "weight_decay");
+  r.schedule = param(c, "schedule");
+  r.seed = static_cast<uint64_t>(int_param(c, "seed"));
+  r.normalize = bool_param(c, "normalize");
+  r.step_loss = bool_param(c, "step_loss");
+  r.device = param(c, "device");
+  r.checkpoint_every = int_param(c, "checkpoint_every");
+  r.out = dir + "/run";
+  TrainRunHooks hooks;
+  if (stop) hooks.stop_requested = stop;
+  CellOutput out;
+  TrainRunResult res;
+  if (fs::exists(r.out + "/checkpoint.dlc")) {
+    res = resume(read_run_checkpoint(r.out), r.out, loader, hooks);
+    out.resumed = true;
+  } else {
+    fs::remove_all(r.out);  // a start that wrote no checkpoint: begin again
+    res = train(r, loader, hooks);
+  }
+  check(!res.interrupted, "interrupted at epoch ", res.stopped_epoch, " (", res.stopped_step,
+        " steps): the checkpoint goes on from there");
+  nlohmann::ordered_json& j = out.results;
+  j["policy"] = res.policy;
+  nlohmann::ordered_json epochs = nlohmann::ordered_json::array(), times = nlohmann::ordered_json::array();
+  double total = 0;
+  for (const EpochStats& e : res.epochs) {
+    nlohmann::ordered_json ej;
+    ej["epoch"] = e.epoch;
+    ej["train_loss"] = e.train_loss;
+    ej["train_acc"] = e.train_acc;
+    ej["val_loss"] = e.val_loss;
+    ej["val_acc"] = e.val_acc;
+    ej["lr"] = e.lr;
+    ej["skipped_steps"] = e.skipped_steps;
+    if (!e.step_losses.empty()) ej["step_losses"] = e.step_losses;
+    epochs.push_back(ej);
+    times.push_back({{"epoch", e.epoch}, {"seconds", e.seconds}, {"images_per_s", e.images_per_s}});
+    total += e.seconds;
+  }
+  j["epochs"] = epochs;
+  j["test"] = eval_json(res.test);
+  j["model_bytes"] = res.model_bytes;
+  out.timings["epochs"] = times;
+  out.timings["train_seconds"] = total;
+  return out;
+}
+
+CellOutput evaluate_cell(const Plan& p, const Cell& c, const std::string& study_dir, DatasetLoader& loader) {
+  EvalRequest r;
+  r.weights = cell_model(study_dir, p.cells.at(c.inputs.at(0)));
+  r.data = data_of(p, c);
+  r.batch = int_param(c, "batch");
+  r.device = param(c, "device");
+  const Evaluation e = evaluate(r, loader);
+  CellOutput out;
+  out.results["model"] = e.model;
+  out.results["policy"] = e.policy;
+  out.results["test"] = eval_json(e.test);
+  return out;
+}
+
+CellOutput quantize_cell(const Plan& p, const Cell& c, const std::string& study_dir, DatasetLoader& loader) {
+  QuantizeRequest r;
+  r.weights = cell_model(study_dir, p.cells.at(c.inputs.at(0)));
+  r.out = cell_model(study_dir, c);
+  r.scheme = param(c, "scheme");
+  r.knobs = param(c, "knobs");
+  r.observer = param(c, "observer");
+  r.mode = param(c, "mode");
+  r.calib = int_param(c, "calib");
+  r.calib_batch = int_param(c, "calib_batch");
+  r.data = data_of(p, c);
+  const QuantizeResult q = quantize(r, loader);
+  // The int8 model on the test split, as an evaluate cell would measure it.
+  EvalRequest e;
+  e.weights = r.out;
+  e.data = r.data;
+  const Evaluation ev = evaluate(e, loader);
+  CellOutput out;
+  out.results["model"] = q.model;
+  out.results["policy"] = q.policy;
+  out.results["dynamic"] = q.dynamic;
+  out.results["calibration_samples"] = q.calibration_samples;
+  out.results["test"] = eval_json(ev.test);
+  return out;
+}
+
+nlohmann::ordered_json summary_json(const attacks::AttackSummary& s) {
+  nlohmann::ordered_json j;
+  j["samples"] = s.samples;
+  j["successes"] = s.successes;
+  j["success_rate"] = s.success_rate;
+  j["zero_gradients"] = s.zero_gradients;
+  j["mean_linf"] = s.mean_linf;
+  j["mean_l2"] = s.mean_l2;
+  j["mean_l0"] = s.mean_l0;
+  if (s.mean_queries > 0) j["mean_queries"] = s.mean_queries;
+  return j;
+}
+
+CellOutput attack_cell(const Plan& p, const Cell& c, const std::string& study_dir) {
+  AttackRequest r;
+  r.weights = cell_model(study_dir, p.cells.at(c.inputs.at(0)));
+  for (std::size_t i = 1; i < c.inputs.size(); ++i) r.judges.push_back(cell_model(study_dir, p.cells.at(c.inputs[i])));
+  r.data = data_of(p, c);
+  r.device = param(c, "device");
+  AttackSettings& s = r.settings;
+  s.attack = param(c, "attack");
+  s.convention = param(c, "convention");
+  s.eight_bit = param(c, "eight_bit");
+  s.seed = static_cast<uint64_t>(int_param(c, "seed"));
+  s.batch = int_param(c, "batch");
+  // Each parameter the spec gives counts as a flag given: the convention fills the others.
+  auto given = [&](const char* key, const char* flag, auto set) {
+    if (param(c, key).empty()) return;
+    set(param(c, key));
+    s.given.insert(flag);
+  };
+  given("eps", "--eps", [&](const std::string& v) { s.eps = std::stod(v); });
+  given("step", "--step", [&](const std::string& v) { s.step = std::stod(v); });
+  given("steps", "--steps", [&](const std::string& v) { s.steps = std::stoi(v); });
+  given("eps_units", "--eps-units", [&](const std::string& v) { s.eps_units = v; });
+  given("random_start", "--random-start", [&](const std::string& v) { s.random_start = v == "true"; });
+  given("early_stop", "--early-stop", [&](const std::string& v) { s.early_stop = v == "true"; });
+  const AttackOutcome o = run_attack(r);
+  CellOutput out;
+  nlohmann::ordered_json& j = out.results;
+  j["model"] = o.model;
+  j["policy"] = o.policy;
+  j["int8"] = o.int8;
+  j["attack"] = o.settings.attack;
+  j["convention"] = o.settings.convention;
+  j["eps"] = o.settings.eps;
+  j["eps_units"] = o.settings.eps_units;
+  j["steps"] = o.settings.steps;
+  j["step"] = o.settings.step;
+  j["clean_accuracy"] = o.clean_accuracy;
+  j["over_all"] = summary_json(o.over_all);
+  j["over_correct"] = summary_json(o.over_correct);
+  if (o.eight_bit != attacks::EightBit::off) j["successes_before_8bit"] = o.successes_before_8bit;
+  nlohmann::ordered_json judges = nlohmann::ordered_json::array();
+  for (std::size_t i = 0; i < o.judges.size(); ++i) {
+    const AttackJudge& jd = o.judges[i];
+    nlohmann::ordered_json x;
+    x["cell"] = p.cells.at(c.inputs.at(i + 1)).hash;
+    x["model"] = jd.model;
+    x["int8"] = jd.int8;
+    x["clean_accuracy"] = jd.clean_accuracy;
+    x["rate_all"] = jd.rate_all;
+    x["rate_own"] = jd.rate_own;
+    x["successes_all"] = jd.successes_all;
+    x["samples_all"] = jd.samples_all;
+    judges.push_back(x);
+  }
+  j["judges"] = judges;
+  return out;
+}
+
+}  // namespace
+
+std::string cell_dir(const std::string& study_dir, const Cell& c) { return study_dir + "/cells/" + c.hash; }
+
+std::string cell_model(const std::string& study_dir, const Cell& c) {
+  if (c.kind == "train") return cell_dir(study_dir, c) + "/run/model.dlm";
+  if (c.kind == "quantize") return cell_dir(study_dir, c) + "/model.dlm";
+  fail("study: a ", c.kind, " cell (", c.step, ") makes no model");
+}
+
+CellOutput run_cell(const Plan& plan, std::size_t i, const std::string& study_dir, DatasetLoader& loader,
+                    const std::function<bool()>& stop) {
+  const Cell& c = plan.cells.at(i);
+  const std::string dir = cell_dir(study_dir, c);
+  fs::create_directories(dir);
+  if (c.kind == "train") return train_cell(plan, c, dir, loader, stop);
+  if (c.kind == "evaluate") return evaluate_cell(plan, c, study_dir, loader);
+  if (c.kind == "quantize") return quantize_cell(plan, c, study_dir, loader);
+  if (c.kind == "attack") return attack_cell(plan, c, study_dir);
+  fail("study: step '", c.step, "': the kind '", c.kind, "' is planned but not run yet (this build runs train, "
+       "evaluate, quantize, attack)");
+}
+
+}  // namespace study
+}  // namespace driftlab

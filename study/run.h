@@ -1,0 +1,68 @@
+// Running a planned study (study/spec.h) into its folder with the local executor:
+//
+//   DIR/manifest.jsonl            the plan's cells (rewritten at each run)
+//   DIR/study.json                the spec's name, title, adaptations and the build
+//   DIR/cells/<hash>/cell.json    the cell: step, kind, parameters, inputs, canonical text
+//   DIR/cells/<hash>/results.json what it measured (written last, atomically: a cell is done
+//                                 when this file exists)
+//   DIR/cells/<hash>/timings.json its times
+//   DIR/cells/<hash>/error.txt    why it failed (removed when it succeeds)
+//   DIR/cells/<hash>/log.txt      what a worker process printed (--jobs > 1)
+//   DIR/cells/<hash>/run/...      a train cell's run folder (model.dlm, metrics, checkpoint.dlc)
+//
+// A cell whose results.json exists is not run again: rerunning a finished study does no work,
+// and a study killed part way finishes what is missing (a train cell goes on from its
+// checkpoint). A cell that fails leaves error.txt; the cells that need it are not run (blocked)
+// and every other cell is. One run at a time per folder (DIR/.lock).
+//
+// jobs = 1 runs the cells one after another in this process, each with its `threads`. jobs > 1
+// runs up to that many cells at once, each in a worker process forked from this one: the
+// process that forks must not have computed anything yet (GNU OpenMP does not survive a fork
+// once its thread pool exists), which holds for `driftlab study run`.
+#pragma once
+#include <cstddef>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "study/spec.h"
+
+namespace driftlab {
+namespace study {
+
+struct StudyProgress {
+  std::size_t total = 0, reused = 0, done = 0, running = 0, failed = 0, blocked = 0;
+  double eta_s = -1;  // from the mean time of the cells run so far; -1 until one finished
+  std::string event;  // what just happened: "done <hash> <step> ...", "failed ...", "start ..."
+};
+
+struct StudyRunOptions {
+  std::string out;  // the study folder
+  int jobs = 1;
+  std::function<void(const StudyProgress&)> progress;
+  // Asked between cells and between training steps: true stops the study (a running train cell
+  // at its next checkpoint); what is missing is run by the next call.
+  std::function<bool()> stop;
+};
+
+struct StudyRunResult {
+  std::size_t total = 0;
+  std::size_t reused = 0;   // done by an earlier run (results.json found)
+  std::size_t ran = 0;      // run now, to the end
+  std::size_t resumed = 0;  // of those, train cells that went on from a checkpoint
+  std::size_t failed = 0, blocked = 0;
+  bool stopped = false;
+  std::vector<std::string> failures;  // "<hash> <step>: <error>"
+};
+
+StudyRunResult run_study(const Plan& plan, const StudyRunOptions& options);
+
+// Where each cell of DIR's manifest stands: done, failed (its error, and its log), partial (a train
+// run with a checkpoint to go on from), or missing.
+struct CellState {
+  std::string hash, step, state, detail;
+};
+std::vector<CellState> study_status(const std::string& dir);
+
+}  // namespace study
+}  // namespace driftlab

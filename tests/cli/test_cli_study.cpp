@@ -1,0 +1,177 @@
+// driftlab study run / status (study/run.h) on small real studies (Fashion-MNIST cut to a few
+// hundred images): a finished study rerun does no work (no cell's files are written again), an
+// edited cell reruns with its dependants only, worker processes give the same results as one
+// process, a study killed with SIGKILL mid-training finishes only what was missing (its train cell
+// going on from its checkpoint) with the results of an uninterrupted run, and a failing cell blocks
+// its dependants only.
+#include <gtest/gtest.h>
+#include <signal.h>
+
+#include <chrono>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <sstream>
+#include <string>
+#include <thread>
+
+#include "tests/cli/cli_util.h"
+
+namespace driftlab {
+namespace {
+
+using cli_test::fresh_dir;
+using cli_test::run_driftlab;
+namespace fs = std::filesystem;
+
+std::string read(const fs::path& p) {
+  std::ifstream f(p, std::ios::binary);
+  std::ostringstream os;
+  os << f.rdbuf();
+  return os.str();
+}
+
+void write(const fs::path& p, const std::string& text) { std::ofstream(p, std::ios::binary) << text; }
+
+// Every cell's results.json: hash -> (bytes, modification time).
+std::map<std::string, std::pair<std::string, fs::file_time_type>> results_of(const fs::path& study) {
+  std::map<std::string, std::pair<std::string, fs::file_time_type>> out;
+  for (const auto& e : fs::directory_iterator(study / "cells")) {
+    const fs::path r = e.path() / "results.json";
+    if (fs::exists(r)) out[e.path().filename().string()] = {read(r), fs::last_write_time(r)};
+  }
+  return out;
+}
+
+const char* kSpec = R"(study: cli-small
+title: "LeNet-1 under two presets, int8 and FGSM"
+defaults: {limit: 300}
+steps:
+  train:
+    do: train
+    grid: {policy: [tensorflow, torch]}
+    set: {model: lenet1, epochs: 1, batch: 64}
+  eval:
+    do: evaluate
+    needs: train
+  int8:
+    do: quantize
+    needs: train
+    set: {scheme: tflite, calib: 100}
+  fgsm:
+    do: attack
+    needs: [train, int8]
+    set: {attack: fgsm, eps: 0.1, limit: 100}
+)";
+
+TEST(StudyCli, RerunDoesNoWorkAndAnEditRerunsThatCellAndItsDependantsOnly) {
+  const fs::path d = fresh_dir("study_rerun");
+  write(d / "s.yaml", kSpec);
+  const std::string run = "study run " + (d / "s.yaml").string() + " --out " + (d / "out").string();
+  auto r = run_driftlab(run);
+  ASSERT_EQ(r.code, 0) << r.out;
+  EXPECT_NE(r.out.find("8 cells: 0 done before, 8 run now"), std::string::npos) << r.out;
+  const auto first = results_of(d / "out");
+  ASSERT_EQ(first.size(), 8u);
+
+  // Again: nothing runs, and no results file is written again (same bytes, same time).
+  r = run_driftlab(run);
+  ASSERT_EQ(r.code, 0) << r.out;
+  EXPECT_NE(r.out.find("8 cells: 8 done before, 0 run now"), std::string::npos) << r.out;
+  EXPECT_EQ(results_of(d / "out"), first);
+
+  // One edit in the int8 step: its two cells and the two attacks judged on them are new cells;
+  // the training and evaluation cells are the ones already done.
+  std::string edited = kSpec;
+  edited.replace(edited.find("calib: 100"), 10, "calib: 150");
+  write(d / "s.yaml", edited);
+  r = run_driftlab(run);
+  ASSERT_EQ(r.code, 0) << r.out;
+  EXPECT_NE(r.out.find("8 cells: 4 done before, 4 run now"), std::string::npos) << r.out;
+  const auto after = results_of(d / "out");
+  EXPECT_EQ(after.size(), 12u);  // the four old int8/attack cells stay, unused by this spec
+  for (const auto& [hash, v] : first) EXPECT_EQ(after.at(hash), v) << hash << " was written again";
+
+  r = run_driftlab("study status " + (d / "out").string());
+  ASSERT_EQ(r.code, 0) << r.out;
+  EXPECT_NE(r.out.find("int8             done 2 partial 0 failed 0 missing 0"), std::string::npos) << r.out;
+
+  // Worker processes: the same results, byte for byte, as the one-process run.
+  r = run_driftlab(run + "-jobs --jobs 3");
+  ASSERT_EQ(r.code, 0) << r.out;
+  const auto jobs = results_of(d / "out-jobs");
+  ASSERT_EQ(jobs.size(), 8u);
+  for (const auto& [hash, v] : jobs) EXPECT_EQ(v.first, after.at(hash).first) << hash;
+  fs::remove_all(d);
+}
+
+TEST(StudyCli, AFailingCellBlocksItsDependantsOnly) {
+  const fs::path d = fresh_dir("study_fail");
+  // An int8 step calibrated on a CIFAR folder that does not exist fails for both trained models;
+  // the attacks judged on those int8 models are blocked; every other cell runs.
+  const std::string spec = std::string(kSpec) + R"(  bad8:
+    do: quantize
+    needs: train
+    set: {scheme: tflite, dataset: cifar10, data_dir: /nonexistent/cifar}
+  badfgsm:
+    do: attack
+    needs: [train, bad8]
+    set: {attack: fgsm, eps: 0.2, limit: 50}
+)";
+  write(d / "s.yaml", spec);
+  auto r = run_driftlab("study run " + (d / "s.yaml").string() + " --out " + (d / "out").string());
+  EXPECT_EQ(r.code, 1) << r.out;
+  EXPECT_NE(r.out.find("12 cells: 0 done before, 8 run now (0 resumed from a checkpoint), 2 failed, 2 blocked"),
+            std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("/nonexistent/cifar"), std::string::npos) << r.out;
+  r = run_driftlab("study status " + (d / "out").string());
+  EXPECT_NE(r.out.find("bad8             done 0 partial 0 failed 2 missing 0"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("badfgsm          done 0 partial 0 failed 0 missing 2"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("fgsm             done 2 partial 0 failed 0 missing 0"), std::string::npos) << r.out;
+  fs::remove_all(d);
+}
+
+TEST(StudyCli, AKilledStudyFinishesOnlyWhatWasMissing) {
+  const fs::path d = fresh_dir("study_kill");
+  // One train cell long enough to be killed in (8 epochs of 1,000 images, a checkpoint every 4
+  // steps), and an evaluation after it.
+  write(d / "s.yaml", R"(study: kill
+steps:
+  train: {do: train, set: {model: lenet1, epochs: 8, limit: 1000, batch: 64, checkpoint_every: 4}}
+  eval: {do: evaluate, needs: train}
+)");
+  const std::string args = "study run " + (d / "s.yaml").string() + " --out " + (d / "killed").string();
+  // Started in the background; SIGKILL as soon as a checkpoint of the train cell is in place.
+  const std::string cmd = std::string(DRIFTLAB_CLI_PATH) + " " + args + " > " + (d / "log").string() + " 2>&1 & echo $!";
+  FILE* p = popen(cmd.c_str(), "r");
+  int pid = 0;
+  ASSERT_EQ(std::fscanf(p, "%d", &pid), 1);
+  pclose(p);
+  fs::path ckpt;
+  for (int i = 0; i < 3000 && ckpt.empty(); ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    if (fs::exists(d / "killed" / "cells"))
+      for (const auto& e : fs::directory_iterator(d / "killed" / "cells"))
+        if (fs::exists(e.path() / "run" / "checkpoint.dlc")) ckpt = e.path();
+  }
+  ASSERT_FALSE(ckpt.empty()) << read(d / "log");
+  ::kill(pid, SIGKILL);
+  std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  ASSERT_FALSE(fs::exists(ckpt / "results.json")) << "the train cell finished before the kill; make it longer";
+
+  auto r = run_driftlab("study status " + (d / "killed").string());
+  EXPECT_NE(r.out.find("partial"), std::string::npos) << r.out;
+  r = run_driftlab(args);
+  ASSERT_EQ(r.code, 0) << r.out;
+  EXPECT_NE(r.out.find("2 cells: 0 done before, 2 run now (1 resumed from a checkpoint)"), std::string::npos) << r.out;
+  // The same results as a study that was never killed.
+  r = run_driftlab("study run " + (d / "s.yaml").string() + " --out " + (d / "whole").string());
+  ASSERT_EQ(r.code, 0) << r.out;
+  const auto killed = results_of(d / "killed"), whole = results_of(d / "whole");
+  ASSERT_EQ(killed.size(), 2u);
+  for (const auto& [hash, v] : whole) EXPECT_EQ(killed.at(hash).first, v.first) << hash;
+  fs::remove_all(d);
+}
+
+}  // namespace
+}  // namespace driftlab
