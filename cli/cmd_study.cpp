@@ -6,6 +6,7 @@
 
 #include <csignal>
 #include <cstdio>
+#include <filesystem>
 #include <fstream>
 #include <iomanip>
 #include <iostream>
@@ -14,7 +15,9 @@
 
 #include "core/error.h"
 #include "engine/build_info.h"
+#include "engine/io/container.h"
 #include "study/kinds.h"
+#include "study/report.h"
 #include "study/run.h"
 #include "study/spec.h"
 
@@ -153,6 +156,17 @@ void study_status(const std::string& dir) {
   for (const study::CellState& s : failed) std::cout << "  " << s.state << " " << s.hash << " " << s.step << ": " << s.detail << "\n";
 }
 
+void study_report(const std::string& dir, std::string out) {
+  if (out.empty()) out = dir + "/report";
+  const std::vector<study::ReportTable> t = study::study_tables(dir);
+  std::filesystem::create_directories(out);
+  const std::string md = study::tables_markdown(t);
+  write_file_atomic(out + "/tables.md", md);
+  write_file_atomic(out + "/tables.csv", study::tables_csv(t));
+  write_file_atomic(out + "/tables.json", study::tables_json(t));
+  std::cout << md << "written: " << out << "/tables.md, tables.csv, tables.json\n";
+}
+
 }  // namespace
 
 void register_study(CLI::App& app) {
@@ -178,6 +192,11 @@ void register_study(CLI::App& app) {
   auto sdir = std::make_shared<std::string>();
   status->add_option("dir", *sdir, "the study folder")->required();
   status->callback([sdir] { study_status(*sdir); });
+  auto* rep = st->add_subcommand("report", "each step's cells grouped by what varies, mean +- sd over the seeds");
+  auto rdir = std::make_shared<std::string>(), rout = std::make_shared<std::string>();
+  rep->add_option("dir", *rdir, "the study folder")->required();
+  rep->add_option("--out", *rout, "where the tables go (default: DIR/report)");
+  rep->callback([rdir, rout] { study_report(*rdir, *rout); });
   auto* kinds = st->add_subcommand("kinds", "the kinds of step a spec can use and the parameters of each");
   kinds->callback([] { study_kinds(); });
 }

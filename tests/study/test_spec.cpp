@@ -3,7 +3,9 @@
 // cell's does; every bad spec is refused with the file and the line of the bad value.
 #include <gtest/gtest.h>
 
+#include <fstream>
 #include <map>
+#include <sstream>
 #include <set>
 #include <string>
 
@@ -236,6 +238,23 @@ steps:
     needs: [t1, t2]
 )";
   expect_refused(missing, "bad.yaml:7: ", "no cell of 't2' agrees with its input (model=lenet5): that input is missing");
+}
+
+// The spec docs/STUDIES.md shows is one this reader takes, with the cells it says.
+TEST(StudySpec, TheDocsExampleIsAValidSpec) {
+  std::ifstream f(std::string(DRIFTLAB_SOURCE_DIR) + "/docs/STUDIES.md");
+  std::ostringstream os;
+  os << f.rdbuf();
+  const std::string doc = os.str();
+  const std::size_t a = doc.find("```yaml\n"), b = doc.find("```", a + 8);
+  ASSERT_NE(a, std::string::npos);
+  ASSERT_NE(b, std::string::npos);
+  const study::Plan p = study::plan(study::parse_spec(doc.substr(a + 8, b - a - 8), "docs/STUDIES.md"), "b");
+  std::map<std::string, int> per_step;
+  for (const study::Cell& c : p.cells) ++per_step[c.step];
+  EXPECT_EQ(per_step["train"], 2 * 4 * 3 * 5);     // models x policies x batches x seeds
+  EXPECT_EQ(per_step["int8"], 2 * 4 * 3 * 5 * 2);  // x schemes
+  EXPECT_EQ(per_step["transfer"], per_step["int8"]);
 }
 
 TEST(StudySpec, EveryKindsDefaultsAreValidValues) {

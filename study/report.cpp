@@ -1,0 +1,270 @@
+#include "study/report.h"
+
+#include <cmath>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <functional>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <set>
+#include <sstream>
+
+#include "core/error.h"
+
+namespace driftlab {
+namespace study {
+
+namespace fs = std::filesystem;
+
+namespace {
+
+struct MCell {
+  std::string hash, step, kind;
+  std::map<std::string, std::string> params;
+  std::vector<std::string> inputs;
+};
+
+std::vector<MCell> read_manifest(const std::string& dir) {
+  const std::string path = dir + "/manifest.jsonl";
+  std::ifstream f(path);
+  check(f.good(), path, ": cannot read (is ", dir, " a study folder? `driftlab study run` writes it)");
+  std::vector<MCell> out;
+  std::string line;
+  for (int n = 1; std::getline(f, line); ++n) {
+    if (line.empty()) continue;
+    try {
+      const nlohmann::json j = nlohmann::json::parse(line);
+      MCell c;
+      c.hash = j.at("hash").get<std::string>();
+      c.step = j.at("step").get<std::string>();
+      c.kind = j.at("kind").get<std::string>();
+      c.params = j.at("params").get<std::map<std::string, std::string>>();
+      c.inputs = j.at("inputs").get<std::vector<std::string>>();
+      out.push_back(c);
+    } catch (const std::exception& e) {
+      fail(path, ":", n, ": not a manifest line (", e.what(), ")");
+    }
+  }
+  return out;
+}
+
+nlohmann::json read_json(const std::string& path) {
+  std::ifstream f(path);
+  if (!f.good()) return nullptr;
+  try {
+    return nlohmann::json::parse(f);
+  } catch (const std::exception& e) {
+    fail(path, ": not JSON (", e.what(), ")");
+  }
+}
+
+// One measure of one cell: name and value (absent when the cell's results lack it).
+using Measures = std::vector<std::pair<std::string, double>>;
+
+Measures measures_of(const MCell& c, const nlohmann::json& res, const nlohmann::json& times) {
+  Measures m;
+  auto at = [&](const nlohmann::json& j, const char* ptr, const std::string& name) {
+    const nlohmann::json::json_pointer p(ptr);
+    if (!j.is_null() && j.contains(p) && j.at(p).is_number()) m.emplace_back(name, j.at(p).get<double>());
+  };
+  if (c.kind == "train") {
+    at(res, "/test/accuracy", "test accuracy");
+    at(res, "/test/loss", "test loss");
+    if (res.contains("epochs") && !res["epochs"].empty()) {
+      m.emplace_back("final train loss", res["epochs"].back().value("train_loss", NAN));
+      m.emplace_back("final train accuracy", res["epochs"].back().value("train_acc", NAN));
+    }
+    if (!times.is_null() && times.contains("epochs") && !times["epochs"].empty()) {
+      double s = 0;
+      for (const auto& e : times["epochs"]) s += e.value("seconds", 0.0);
+      m.emplace_back("seconds per epoch", s / static_cast<double>(times["epochs"].size()));
+    }
+  } else if (c.kind == "evaluate") {
+    at(res, "/test/accuracy", "test accuracy");
+    at(res, "/test/loss", "test loss");
+  } else if (c.kind == "quantize") {
+    at(res, "/test/accuracy", "int8 test accuracy");
+  } else if (c.kind == "attack") {
+    at(res, "/clean_accuracy", "clean accuracy");
+    at(res, "/over_all/success_rate", "success rate");
+    at(res, "/over_correct/success_rate", "success rate on correct");
+    if (res.contains("judges"))
+      for (std::size_t i = 0; i < res["judges"].size(); ++i)
+        at(res, ("/judges/" + std::to_string(i) + "/rate_all").c_str(), "judge " + std::to_string(i + 1) + " success rate");
+  }
+  return m;
+}
+
+bool is_seed(const std::string& key) {
+  return key == "seed" || (key.size() > 5 && key.compare(key.size() - 5, 5, ".seed") == 0);
+}
+
+std::string fmt(double v, const char* f = "%.4f") {
+  char buf[64];
+  std::snprintf(buf, sizeof buf, f, v);
+  return buf;
+}
+
+std::string csv_cell(const std::string& s) {
+  if (s.find_first_of(",\"\n") == std::string::npos) return s;
+  std::string q = "\"";
+  for (char ch : s) q += ch == '"' ? std::string("\"\"") : std::string(1, ch);
+  return q + "\"";
+}
+
+}  // namespace
+
+std::vector<ReportTable> study_tables(const std::string& dir) {
+  const std::vector<MCell> cells = read_manifest(dir);
+  std::map<std::string, const MCell*> by_hash;
+  for (const MCell& c : cells) by_hash[c.hash] = &c;
+  // A cell's labels: its parameters, and its inputs' as step.key (theirs first).
+  std::function<void(const MCell&, const std::string&, std::map<std::string, std::string>&)> label =
+      [&](const MCell& c, const std::string& prefix, std::map<std::string, std::string>& out) {
+        for (const std::string& h : c.inputs) {
+          auto it = by_hash.find(h);
+          if (it != by_hash.end()) label(*it->second, it->second->step + ".", out);
+        }
+        for (const auto& [k, v] : c.params) out[prefix + k] = v;
+      };
+  std::vector<std::string> steps;
+  std::map<std::string, std::vector<const MCell*>> of_step;
+  for (const MCell& c : cells) {
+    if (!of_step.count(c.step)) steps.push_back(c.step);
+    of_step[c.step].push_back(&c);
+  }
+  std::vector<ReportTable> tables;
+  for (const std::string& step : steps) {
+    ReportTable t;
+    t.step = step;
+    t.kind = of_step[step].front()->kind;
+    std::vector<std::map<std::string, std::string>> labels;
+    std::map<std::string, std::set<std::string>> seen;
+    for (const MCell* c : of_step[step]) {
+      labels.emplace_back();
+      label(*c, "", labels.back());
+      for (const auto& [k, v] : labels.back()) seen[k].insert(v);
+    }
+    std::vector<std::string> seed_keys;
+    for (const auto& [k, vals] : seen) {
+      if (vals.size() < 2) continue;
+      (is_seed(k) ? seed_keys : t.keys).push_back(k);
+    }
+    std::map<std::vector<std::string>, std::size_t> row_of;
+    std::vector<std::map<std::string, std::vector<double>>> values;
+    std::vector<std::set<std::string>> seeds;
+    for (std::size_t i = 0; i < of_step[step].size(); ++i) {
+      const MCell& c = *of_step[step][i];
+      ++t.cells;
+      std::vector<std::string> key;
+      for (const std::string& k : t.keys) key.push_back(labels[i][k]);
+      auto it = row_of.find(key);
+      if (it == row_of.end()) {
+        it = row_of.emplace(key, t.rows.size()).first;
+        t.rows.push_back({key, {}, {}});
+        values.emplace_back();
+        seeds.emplace_back();
+      }
+      const std::string cdir = dir + "/cells/" + c.hash;
+      const nlohmann::json res = read_json(cdir + "/results.json");
+      if (res.is_null()) {
+        ++t.missing;
+        continue;
+      }
+      for (const auto& [name, v] : measures_of(c, res, read_json(cdir + "/timings.json"))) {
+        if (std::find(t.measures.begin(), t.measures.end(), name) == t.measures.end()) t.measures.push_back(name);
+        values[it->second][name].push_back(v);
+      }
+      std::string s;
+      for (const std::string& k : seed_keys) s += (s.empty() ? "" : "/") + labels[i][k];
+      if (!s.empty()) seeds[it->second].insert(s);
+    }
+    for (std::size_t r = 0; r < t.rows.size(); ++r) {
+      for (const std::string& m : t.measures) {
+        const std::vector<double>& v = values[r][m];
+        Stat s;
+        s.measure = m;
+        s.n = static_cast<int>(v.size());
+        for (double x : v) s.mean += x;
+        if (s.n) s.mean /= s.n;
+        double ss = 0;
+        for (double x : v) ss += (x - s.mean) * (x - s.mean);
+        s.sd = s.n > 1 ? std::sqrt(ss / (s.n - 1)) : 0.0;
+        t.rows[r].stats.push_back(s);
+      }
+      for (const std::string& s : seeds[r]) t.rows[r].seeds.push_back(s);
+    }
+    tables.push_back(std::move(t));
+  }
+  return tables;
+}
+
+std::string tables_markdown(const std::vector<ReportTable>& tables) {
+  std::ostringstream os;
+  for (const ReportTable& t : tables) {
+    os << "## " << t.step << " (" << t.kind << "): " << t.cells << " cells";
+    if (t.missing) os << ", " << t.missing << " without results yet";
+    os << "\n\n|";
+    for (const std::string& k : t.keys) os << " " << k << " |";
+    for (const std::string& m : t.measures) os << " " << m << " |";
+    os << " seeds |\n|";
+    for (std::size_t i = 0; i < t.keys.size() + t.measures.size() + 1; ++i) os << " --- |";
+    os << "\n";
+    for (const ReportRow& r : t.rows) {
+      os << "|";
+      for (const std::string& v : r.values) os << " " << v << " |";
+      for (const Stat& s : r.stats) {
+        if (s.n == 0) os << " |";
+        else if (s.n == 1) os << " " << fmt(s.mean) << " (1) |";
+        else os << " " << fmt(s.mean) << " ± " << fmt(s.sd) << " (" << s.n << ") |";
+      }
+      std::string seeds;
+      for (const std::string& s : r.seeds) seeds += (seeds.empty() ? "" : ", ") + s;
+      os << " " << seeds << " |\n";
+    }
+    os << "\n";
+  }
+  return os.str();
+}
+
+std::string tables_csv(const std::vector<ReportTable>& tables) {
+  std::ostringstream os;
+  os << "step,kind,group,measure,mean,sd,n,seeds\n";
+  for (const ReportTable& t : tables)
+    for (const ReportRow& r : t.rows) {
+      std::string group, seeds;
+      for (std::size_t i = 0; i < t.keys.size(); ++i) group += (i ? ";" : "") + t.keys[i] + "=" + r.values[i];
+      for (const std::string& s : r.seeds) seeds += (seeds.empty() ? "" : ";") + s;
+      for (const Stat& s : r.stats)
+        os << csv_cell(t.step) << "," << t.kind << "," << csv_cell(group) << "," << csv_cell(s.measure) << ","
+           << fmt(s.mean, "%.17g") << "," << fmt(s.sd, "%.17g") << "," << s.n << "," << csv_cell(seeds) << "\n";
+    }
+  return os.str();
+}
+
+std::string tables_json(const std::vector<ReportTable>& tables) {
+  nlohmann::ordered_json out = nlohmann::ordered_json::array();
+  for (const ReportTable& t : tables) {
+    nlohmann::ordered_json j;
+    j["step"] = t.step;
+    j["kind"] = t.kind;
+    j["cells"] = t.cells;
+    j["missing"] = t.missing;
+    j["keys"] = t.keys;
+    nlohmann::ordered_json rows = nlohmann::ordered_json::array();
+    for (const ReportRow& r : t.rows) {
+      nlohmann::ordered_json row;
+      for (std::size_t i = 0; i < t.keys.size(); ++i) row["group"][t.keys[i]] = r.values[i];
+      for (const Stat& s : r.stats) row["stats"][s.measure] = {{"mean", s.mean}, {"sd", s.sd}, {"n", s.n}};
+      row["seeds"] = r.seeds;
+      rows.push_back(row);
+    }
+    j["rows"] = rows;
+    out.push_back(j);
+  }
+  return out.dump(2) + "\n";
+}
+
+}  // namespace study
+}  // namespace driftlab

@@ -1,0 +1,113 @@
+// The study report's tables (study/report.h) on a study folder written here with known results:
+// the groups are what varies apart from seeds (an attack's train.policy included), each measure
+// is mean and sample standard deviation over the group's seeds, cells without results are
+// counted apart, and the CSV and Markdown say the same numbers.
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <cmath>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+#include "study/report.h"
+
+namespace driftlab {
+namespace {
+
+namespace fs = std::filesystem;
+
+struct Folder {
+  fs::path dir = fs::temp_directory_path() / ("driftlab_study_report_" + std::to_string(::getpid()));
+  std::ofstream manifest;
+  Folder() {
+    fs::remove_all(dir);
+    fs::create_directories(dir / "cells");
+    manifest.open(dir / "manifest.jsonl");
+  }
+  ~Folder() { fs::remove_all(dir); }
+  void cell(const std::string& hash, const std::string& step, const std::string& kind, nlohmann::json params,
+            std::vector<std::string> inputs, const nlohmann::json& results, const nlohmann::json& timings = nullptr) {
+    manifest << nlohmann::json{{"hash", hash}, {"step", step}, {"kind", kind}, {"params", params}, {"inputs", inputs}}
+                    .dump()
+             << "\n";
+    fs::create_directories(dir / "cells" / hash);
+    if (!results.is_null()) std::ofstream(dir / "cells" / hash / "results.json") << results.dump();
+    if (!timings.is_null()) std::ofstream(dir / "cells" / hash / "timings.json") << timings.dump();
+  }
+};
+
+const study::Stat& stat(const study::ReportRow& r, const std::string& m) {
+  for (const study::Stat& s : r.stats)
+    if (s.measure == m) return s;
+  throw std::runtime_error("no measure " + m);
+}
+
+TEST(StudyReport, GroupsBySettingsAndAveragesOverSeeds) {
+  Folder f;
+  // train: two policies x three seeds; torch's seed 3 has no results yet.
+  const double acc[2][3] = {{0.90, 0.92, 0.94}, {0.80, 0.85, -1}};
+  const char* pols[2] = {"tensorflow", "torch"};
+  for (int p = 0; p < 2; ++p)
+    for (int s = 0; s < 3; ++s) {
+      const std::string h = "t" + std::to_string(p) + std::to_string(s);
+      nlohmann::json res = nullptr, times = nullptr;
+      if (acc[p][s] >= 0) {
+        res = {{"test", {{"accuracy", acc[p][s]}, {"loss", 1.0 - acc[p][s]}}},
+               {"epochs", {{{"train_loss", 0.5}, {"train_acc", 0.8}}}}};
+        times = {{"epochs", {{{"seconds", 2.0 + s}}, {{"seconds", 4.0 + s}}}}};
+      }
+      f.cell(h, "train", "train", {{"model", "lenet1"}, {"policy", pols[p]}, {"seed", std::to_string(s + 1)}}, {}, res,
+             times);
+      // an attack on each trained model (same settings): grouped by the model's policy
+      if (acc[p][s] >= 0)
+        f.cell("a" + h.substr(1), "fgsm", "attack", {{"attack", "fgsm"}, {"eps", "0.1"}, {"seed", "1"}}, {h},
+               {{"clean_accuracy", acc[p][s]}, {"over_all", {{"success_rate", 0.5 + 0.1 * s}}}});
+    }
+  f.manifest.close();
+  const std::vector<study::ReportTable> t = study::study_tables(f.dir.string());
+  ASSERT_EQ(t.size(), 2u);
+  const study::ReportTable& tr = t[0];
+  EXPECT_EQ(tr.step, "train");
+  EXPECT_EQ(tr.keys, std::vector<std::string>{"policy"});  // model is the same everywhere; seeds are repeats
+  EXPECT_EQ(tr.cells, 6);
+  EXPECT_EQ(tr.missing, 1);
+  ASSERT_EQ(tr.rows.size(), 2u);
+  EXPECT_EQ(tr.rows[0].values, std::vector<std::string>{"tensorflow"});
+  const study::Stat& a0 = stat(tr.rows[0], "test accuracy");
+  EXPECT_EQ(a0.n, 3);
+  EXPECT_NEAR(a0.mean, 0.92, 1e-15);
+  EXPECT_NEAR(a0.sd, 0.02, 1e-15);  // sqrt((0.02^2 + 0 + 0.02^2) / 2)
+  const study::Stat& a1 = stat(tr.rows[1], "test accuracy");
+  EXPECT_EQ(a1.n, 2);
+  EXPECT_NEAR(a1.mean, 0.825, 1e-15);
+  EXPECT_NEAR(a1.sd, std::sqrt(2 * 0.025 * 0.025), 1e-15);
+  EXPECT_EQ(tr.rows[1].seeds, (std::vector<std::string>{"1", "2"}));
+  // seconds per epoch: each cell's mean over its epochs (3, 4, 5 for tensorflow), then over seeds
+  EXPECT_NEAR(stat(tr.rows[0], "seconds per epoch").mean, 4.0, 1e-15);
+  EXPECT_NEAR(stat(tr.rows[0], "seconds per epoch").sd, 1.0, 1e-15);
+
+  const study::ReportTable& at = t[1];
+  EXPECT_EQ(at.keys, std::vector<std::string>{"train.policy"});  // the attack's own seed is 1 everywhere
+  ASSERT_EQ(at.rows.size(), 2u);
+  EXPECT_EQ(at.rows[0].seeds, (std::vector<std::string>{"1", "2", "3"}));  // the trained models' seeds
+  EXPECT_NEAR(stat(at.rows[0], "success rate").mean, 0.6, 1e-15);
+  EXPECT_NEAR(stat(at.rows[1], "success rate").mean, 0.55, 1e-15);
+
+  const std::string md = study::tables_markdown(t), csv = study::tables_csv(t);
+  EXPECT_NE(md.find("| tensorflow | 0.9200 ± 0.0200 (3) |"), std::string::npos) << md;
+  EXPECT_NE(md.find("6 cells, 1 without results yet"), std::string::npos) << md;
+  const std::string row = "train,train,policy=torch,test accuracy,";
+  const std::size_t at_row = csv.find(row);
+  ASSERT_NE(at_row, std::string::npos) << csv;
+  char* end = nullptr;
+  EXPECT_NEAR(std::strtod(csv.c_str() + at_row + row.size(), &end), 0.825, 1e-15) << csv;
+  EXPECT_NEAR(std::strtod(end + 1, &end), std::sqrt(2 * 0.025 * 0.025), 1e-15) << csv;
+  EXPECT_EQ(std::string(end, 7), ",2,1;2\n") << csv;
+}
+
+}  // namespace
+}  // namespace driftlab
