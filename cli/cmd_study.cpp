@@ -16,6 +16,7 @@
 #include "core/error.h"
 #include "engine/build_info.h"
 #include "engine/io/container.h"
+#include "study/figures.h"
 #include "study/kinds.h"
 #include "study/report.h"
 #include "study/run.h"
@@ -156,7 +157,7 @@ void study_status(const std::string& dir) {
   for (const study::CellState& s : failed) std::cout << "  " << s.state << " " << s.hash << " " << s.step << ": " << s.detail << "\n";
 }
 
-void study_report(const std::string& dir, std::string out) {
+void study_report(const std::string& dir, std::string out, bool figures) {
   if (out.empty()) out = dir + "/report";
   const std::vector<study::ReportTable> t = study::study_tables(dir);
   std::filesystem::create_directories(out);
@@ -164,7 +165,11 @@ void study_report(const std::string& dir, std::string out) {
   write_file_atomic(out + "/tables.md", md);
   write_file_atomic(out + "/tables.csv", study::tables_csv(t));
   write_file_atomic(out + "/tables.json", study::tables_json(t));
-  std::cout << md << "written: " << out << "/tables.md, tables.csv, tables.json\n";
+  const std::vector<std::string> figs = figures ? study::write_study_figures(dir, t, out) : std::vector<std::string>{};
+  write_file_atomic(out + "/index.html", study::study_html(dir, t, figs));
+  std::cout << md << "written: " << out << "/index.html, tables.md, tables.csv, tables.json";
+  for (const std::string& f : figs) std::cout << ", " << f << " (and .png)";
+  std::cout << "\n";
 }
 
 }  // namespace
@@ -196,7 +201,9 @@ void register_study(CLI::App& app) {
   auto rdir = std::make_shared<std::string>(), rout = std::make_shared<std::string>();
   rep->add_option("dir", *rdir, "the study folder")->required();
   rep->add_option("--out", *rout, "where the tables go (default: DIR/report)");
-  rep->callback([rdir, rout] { study_report(*rdir, *rout); });
+  auto nofig = std::make_shared<bool>(false);
+  rep->add_flag("--no-figures", *nofig, "tables and page only (no matplotlib)");
+  rep->callback([rdir, rout, nofig] { study_report(*rdir, *rout, !*nofig); });
   auto* kinds = st->add_subcommand("kinds", "the kinds of step a spec can use and the parameters of each");
   kinds->callback([] { study_kinds(); });
 }

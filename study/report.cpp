@@ -179,6 +179,8 @@ std::vector<ReportTable> study_tables(const std::string& dir) {
       std::string s;
       for (const std::string& k : seed_keys) s += (s.empty() ? "" : "/") + labels[i][k];
       if (!s.empty()) seeds[it->second].insert(s);
+      t.rows[it->second].cells.push_back(c.hash);
+      t.rows[it->second].cell_seeds.push_back(s);
     }
     for (std::size_t r = 0; r < t.rows.size(); ++r) {
       for (const std::string& m : t.measures) {

@@ -20,6 +20,8 @@ struct ReportRow {
   std::vector<std::string> values;  // one per ReportTable::keys
   std::vector<Stat> stats;          // one per ReportTable::measures (n = 0: no cell has it)
   std::vector<std::string> seeds;   // the repeats' seeds, "1,2,3"
+  std::vector<std::string> cells;   // the group's cells with results (hashes, manifest order)
+  std::vector<std::string> cell_seeds;  // each of those cells' seed(s)
 };
 
 struct ReportTable {

@@ -11,11 +11,14 @@
 #include <filesystem>
 #include <fstream>
 #include <map>
+#include <regex>
+#include <set>
 #include <sstream>
 #include <string>
 #include <thread>
 
 #include "tests/cli/cli_util.h"
+#include "tests/require_util.h"
 
 namespace driftlab {
 namespace {
@@ -32,6 +35,19 @@ std::string read(const fs::path& p) {
 }
 
 void write(const fs::path& p, const std::string& text) { std::ofstream(p, std::ios::binary) << text; }
+
+struct CliRunResult {
+  int code;
+  std::string out;
+};
+CliRunResult run_shell(const std::string& cmd) {
+  FILE* p = popen(cmd.c_str(), "r");
+  std::string out;
+  char buf[4096];
+  while (std::size_t n = std::fread(buf, 1, sizeof buf, p)) out.append(buf, n);
+  const int status = pclose(p);
+  return {WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status), out};
+}
 
 // Every cell's results.json: hash -> (bytes, modification time).
 std::map<std::string, std::pair<std::string, fs::file_time_type>> results_of(const fs::path& study) {
@@ -102,6 +118,51 @@ TEST(StudyCli, RerunDoesNoWorkAndAnEditRerunsThatCellAndItsDependantsOnly) {
   const auto jobs = results_of(d / "out-jobs");
   ASSERT_EQ(jobs.size(), 8u);
   for (const auto& [hash, v] : jobs) EXPECT_EQ(v.first, after.at(hash).first) << hash;
+  fs::remove_all(d);
+}
+
+// The report's page in a real browser: headless Chromium loads DIR/report/index.html, runs the
+// page's own check (every <img> decoded, data-broken on <body> empty), and takes a screenshot;
+// every src/href of the page names a file that exists.
+TEST(StudyCli, ReportPageLoadsEveryFigureInHeadlessChromium) {
+  const char* env = std::getenv("CHROMIUM");
+  const std::string chromium = env && *env ? env : "/usr/bin/chromium";
+  if (!fs::exists(chromium)) DRIFTLAB_SKIP_OR_REQUIRE(chromium + " not installed (apt-get install chromium)");
+  const fs::path d = fresh_dir("study_page");
+  write(d / "s.yaml", R"(study: page
+title: "two presets, two seeds"
+adaptations: ["300 images"]
+defaults: {limit: 300}
+steps:
+  train: {do: train, grid: {policy: [tensorflow, torch], seed: [1, 2]}, set: {model: lenet1, epochs: 2, batch: 64}}
+  int8: {do: quantize, needs: train, set: {scheme: tflite, calib: 100}}
+)");
+  auto r = run_driftlab("study run " + (d / "s.yaml").string() + " --out " + (d / "out").string() + " --quiet");
+  ASSERT_EQ(r.code, 0) << r.out;
+  r = run_driftlab("study report " + (d / "out").string());
+  ASSERT_EQ(r.code, 0) << r.out;
+  const fs::path page = d / "out" / "report" / "index.html";
+  const std::string html = read(page);
+  // Every link of the page is a file beside it.
+  const std::regex link("(?:src|href)=\"([^\"]+)\"");
+  std::set<std::string> links;
+  for (auto it = std::sregex_iterator(html.begin(), html.end(), link); it != std::sregex_iterator(); ++it)
+    links.insert((*it)[1].str());
+  EXPECT_EQ(links, (std::set<std::string>{"train_train_loss.svg", "train_val_acc.svg"}));
+  for (const std::string& l : links) EXPECT_TRUE(fs::exists(page.parent_path() / l)) << l;
+  const std::string flags = " --headless --no-sandbox --disable-gpu --disable-dev-shm-usage --no-first-run"
+                            " --user-data-dir=" + (d / "profile").string() + " --virtual-time-budget=5000";
+  const CliRunResult dom = run_shell(chromium + flags + " --dump-dom file://" + page.string() + " 2>/dev/null");
+  ASSERT_EQ(dom.code, 0) << dom.out;
+  EXPECT_NE(dom.out.find("data-figures=\"2\""), std::string::npos) << dom.out.substr(0, 2000);
+  EXPECT_NE(dom.out.find("data-broken=\"\""), std::string::npos) << dom.out.substr(0, 2000);
+  EXPECT_NE(dom.out.find("<td>tensorflow</td>"), std::string::npos);
+  const fs::path shot = d / "page.png";
+  const CliRunResult s = run_shell(chromium + flags + " --window-size=1300,1800 --screenshot=" + shot.string() +
+                                   " file://" + page.string() + " 2>&1");
+  ASSERT_EQ(s.code, 0) << s.out;
+  EXPECT_EQ(read(shot).substr(1, 3), "PNG");
+  if (const char* keep = std::getenv("DRIFTLAB_KEEP_SCREENSHOT")) fs::copy_file(shot, keep, fs::copy_options::overwrite_existing);
   fs::remove_all(d);
 }
 

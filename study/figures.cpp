@@ -1,0 +1,271 @@
+#include "study/figures.h"
+
+#include <cstdio>
+#include <cstdlib>
+#include <fstream>
+#include <map>
+#include <set>
+#include <sstream>
+
+#include "core/error.h"
+#include "engine/io/container.h"
+#include "engine/io/shell.h"
+
+namespace driftlab {
+namespace study {
+
+namespace {
+
+const char* kFigures = R"PY(# written by driftlab study report: python3 figures.py curves.json OUT_DIR
+import json, math, sys, textwrap
+import matplotlib
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt
+
+data = json.load(open(sys.argv[1]))
+out = sys.argv[2]
+made = []
+METRICS = (("val_acc", "validation accuracy", "accuracy (fraction correct)"),
+           ("train_loss", "training loss", "loss (the policy's cross-entropy)"))
+
+def stats(series):
+    e = min(len(s) for s in series)
+    mean = [sum(s[i] for s in series) / len(series) for i in range(e)]
+    if len(series) < 2:
+        return mean, None
+    sd = [math.sqrt(sum((s[i] - mean[i]) ** 2 for s in series) / (len(series) - 1)) for i in range(e)]
+    return mean, sd
+
+for st in data["steps"]:
+    keys = st["keys"]
+    line_key = "policy" if "policy" in keys else (keys[-1] if keys else None)
+    panel_keys = [k for k in keys if k != line_key]
+    panels, lines = [], []
+    for g in st["groups"]:
+        pv = tuple(g["values"][k] for k in panel_keys)
+        lv = g["values"][line_key] if line_key else st["step"]
+        if pv not in panels:
+            panels.append(pv)
+        if lv not in lines:
+            lines.append(lv)
+    fixed = ", ".join("%s %s" % (k, v) for k, v in st["fixed"].items())
+    seeds = max(len(g["seeds"]) for g in st["groups"])
+    for metric, name, axis in METRICS:
+        cols = min(3, len(panels))
+        rows = (len(panels) + cols - 1) // cols
+        width = max(7.0, 4.4 * cols)
+        height = 3.3 * rows + 1.6
+        fig, axes = plt.subplots(rows, cols, figsize=(width, height), squeeze=False, sharey=True)
+        cmap = plt.get_cmap("tab10")
+        for pi, pv in enumerate(panels):
+            ax = axes[pi // cols][pi % cols]
+            for li, lv in enumerate(lines):
+                for g in st["groups"]:
+                    if tuple(g["values"][k] for k in panel_keys) != pv:
+                        continue
+                    if (g["values"][line_key] if line_key else st["step"]) != lv:
+                        continue
+                    series = [s for s in g[metric] if s]
+                    if not series:
+                        continue
+                    mean, sd = stats(series)
+                    xs = list(range(1, len(mean) + 1))
+                    label = "%s=%s" % (line_key, lv) if line_key else st["step"]
+                    ax.plot(xs, mean, color=cmap(li % 10), lw=1.8, marker="o" if len(xs) < 12 else None, ms=3,
+                            label=label)
+                    if sd:
+                        ax.fill_between(xs, [m - s for m, s in zip(mean, sd)], [m + s for m, s in zip(mean, sd)],
+                                        color=cmap(li % 10), alpha=0.18, lw=0)
+            title = ", ".join("%s=%s" % (k, v) for k, v in zip(panel_keys, pv))
+            ax.set_title(title if title else "all cells", fontsize=9)
+            ax.set_xlabel("epoch")
+            if pi % cols == 0:
+                ax.set_ylabel(axis)
+            ax.grid(alpha=0.3)
+            ax.xaxis.get_major_locator().set_params(integer=True)
+        for pi in range(len(panels), rows * cols):
+            axes[pi // cols][pi % cols].set_visible(False)
+        handles, labels = axes[0][0].get_legend_handles_labels()
+        fig.legend(handles, labels, loc="lower center", ncol=min(len(labels), 6), frameon=False, fontsize=9)
+        band = "line: mean, band: +-1 sd over %d seeds" % seeds if seeds > 1 else "one seed"
+        sub = textwrap.fill("%s; %s" % (fixed, band), width=int(width * 13))
+        title = "%s: %s per epoch, step '%s'\n%s" % (data["study"], name, st["step"], sub)
+        fig.suptitle(title, fontsize=10)
+        top_in = 0.22 * (title.count("\n") + 1) + 0.15  # the title's lines, in inches
+        # Margins in inches: the title's lines above, the legend and the x label below.
+        fig.subplots_adjust(left=0.8 / width, right=1 - 0.2 / width, top=1 - (top_in + 0.35) / height,
+                            bottom=1.05 / height, wspace=0.12, hspace=0.6)
+        base = "%s_%s" % (st["step"], metric)
+        fig.savefig("%s/%s.png" % (out, base), dpi=130)
+        fig.savefig("%s/%s.svg" % (out, base))
+        plt.close(fig)
+        made.append(base + ".svg")
+print(json.dumps(made))
+)PY";
+
+nlohmann::json read_json_or_null(const std::string& path) {
+  std::ifstream f(path);
+  if (!f.good()) return nullptr;
+  try {
+    return nlohmann::json::parse(f);
+  } catch (const std::exception& e) {
+    fail(path, ": not JSON (", e.what(), ")");
+  }
+}
+
+std::string html_escape(const std::string& s) {
+  std::string o;
+  for (char c : s) {
+    switch (c) {
+      case '&': o += "&amp;"; break;
+      case '<': o += "&lt;"; break;
+      case '>': o += "&gt;"; break;
+      case '"': o += "&quot;"; break;
+      default: o += c;
+    }
+  }
+  return o;
+}
+
+std::string num(double v) {
+  char b[32];
+  std::snprintf(b, sizeof b, "%.4f", v);
+  return b;
+}
+
+// The settings every cell of the step shares (the ones a reader needs to read a curve).
+nlohmann::ordered_json fixed_settings(const std::string& dir, const ReportTable& t) {
+  nlohmann::ordered_json fixed;
+  std::ifstream f(dir + "/manifest.jsonl");
+  std::map<std::string, std::set<std::string>> seen;
+  std::string line;
+  while (std::getline(f, line)) {
+    if (line.empty()) continue;
+    const nlohmann::json j = nlohmann::json::parse(line);
+    if (j.at("step") != t.step) continue;
+    for (const auto& [k, v] : j.at("params").items()) seen[k].insert(v.get<std::string>());
+  }
+  for (const char* k : {"model", "dataset", "limit", "epochs", "batch", "optimizer", "lr", "momentum", "device"}) {
+    auto it = seen.find(k);
+    if (it == seen.end() || it->second.size() != 1 || it->second.begin()->empty()) continue;
+    const std::string& v = *it->second.begin();
+    if (std::string(k) == "limit" && v == "0") continue;
+    fixed[k] = v;
+  }
+  return fixed;
+}
+
+}  // namespace
+
+nlohmann::ordered_json study_curves(const std::string& dir, const std::vector<ReportTable>& tables) {
+  nlohmann::ordered_json out;
+  const nlohmann::json study = read_json_or_null(dir + "/study.json");
+  out["study"] = study.is_null() ? std::string("study") : study.value("study", std::string("study"));
+  out["steps"] = nlohmann::ordered_json::array();
+  for (const ReportTable& t : tables) {
+    if (t.kind != "train") continue;
+    nlohmann::ordered_json st;
+    st["step"] = t.step;
+    st["keys"] = t.keys;
+    st["fixed"] = fixed_settings(dir, t);
+    st["groups"] = nlohmann::ordered_json::array();
+    for (const ReportRow& r : t.rows) {
+      nlohmann::ordered_json g;
+      for (std::size_t i = 0; i < t.keys.size(); ++i) g["values"][t.keys[i]] = r.values[i];
+      if (t.keys.empty()) g["values"] = nlohmann::ordered_json::object();
+      g["seeds"] = r.cell_seeds;
+      for (const char* m : {"val_acc", "val_loss", "train_loss", "train_acc"}) g[m] = nlohmann::ordered_json::array();
+      for (const std::string& h : r.cells) {
+        const nlohmann::json res = read_json_or_null(dir + "/cells/" + h + "/results.json");
+        for (const char* m : {"val_acc", "val_loss", "train_loss", "train_acc"}) {
+          std::vector<double> v;
+          if (!res.is_null() && res.contains("epochs"))
+            for (const auto& e : res["epochs"]) v.push_back(e.value(m, 0.0));
+          g[m].push_back(v);
+        }
+      }
+      if (!r.cells.empty()) st["groups"].push_back(g);
+    }
+    if (!st["groups"].empty()) out["steps"].push_back(st);
+  }
+  return out;
+}
+
+std::vector<std::string> write_study_figures(const std::string& dir, const std::vector<ReportTable>& tables,
+                                             const std::string& out) {
+  const nlohmann::ordered_json curves = study_curves(dir, tables);
+  if (curves["steps"].empty()) return {};
+  write_file_atomic(out + "/curves.json", curves.dump(1) + "\n");
+  write_file_atomic(out + "/figures.py", kFigures);
+  const char* py = std::getenv("DRIFTLAB_PYTHON");
+  const std::string cmd = std::string(py && *py ? py : "/usr/bin/python3") + " " + shell_quoted(out + "/figures.py") +
+                          " " + shell_quoted(out + "/curves.json") + " " + shell_quoted(out) + " 2>&1";
+  int rc = 0;
+  const std::string said = run_capture(cmd, &rc);
+  check(rc == 0, "study report: the figures need Python 3 with matplotlib (apt-get install python3-matplotlib; "
+        "or --no-figures): ", cmd, " said: ", said);
+  // The script's last line: the SVG names it wrote.
+  const std::size_t at = said.rfind('[');
+  check(at != std::string::npos, "study report: ", cmd, " printed no list of figures: ", said);
+  std::vector<std::string> made;
+  for (const auto& n : nlohmann::json::parse(said.substr(at))) made.push_back(n.get<std::string>());
+  return made;
+}
+
+std::string study_html(const std::string& dir, const std::vector<ReportTable>& tables,
+                       const std::vector<std::string>& figures) {
+  const nlohmann::json study = read_json_or_null(dir + "/study.json");
+  const std::string name = study.is_null() ? "study" : study.value("study", std::string("study"));
+  const std::string title = study.is_null() ? "" : study.value("title", std::string());
+  std::ostringstream h;
+  h << "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><title>" << html_escape(name)
+    << "</title>\n<style>body{font-family:sans-serif;max-width:1400px;margin:2em auto;padding:0 1em;color:#222}"
+       "table{border-collapse:collapse;margin:1em 0;font-size:13px}td,th{border:1px solid #bbb;padding:3px 8px;"
+       "text-align:right}th{background:#eee}td:first-child,th:first-child{text-align:left}img{max-width:100%;"
+       "border:1px solid #ddd;margin:0.5em 0}.stamp{color:#555;font-size:12px}</style></head>\n<body>\n";
+  h << "<h1>" << html_escape(name) << (title.empty() ? "" : ": " + html_escape(title)) << "</h1>\n";
+  if (!study.is_null()) {
+    h << "<p class=\"stamp\">spec " << html_escape(study.value("spec", std::string())) << ", build "
+      << html_escape(study.value("build", std::string())) << ", " << study.value("cells", 0)
+      << " cells. Every cell's parameters (policy string, seed, device): manifest.jsonl.</p>\n";
+    if (study.contains("adaptations") && !study["adaptations"].empty()) {
+      h << "<h2>Adaptations from the paper</h2>\n<ul>\n";
+      for (const auto& a : study["adaptations"]) h << "<li>" << html_escape(a.get<std::string>()) << "</li>\n";
+      h << "</ul>\n";
+    }
+  }
+  for (const ReportTable& t : tables) {
+    h << "<h2>" << html_escape(t.step) << " (" << html_escape(t.kind) << ")</h2>\n<p>" << t.cells << " cells";
+    if (t.missing) h << ", " << t.missing << " without results yet";
+    h << "; mean &plusmn; sample standard deviation over seeds (n).</p>\n<table><tr>";
+    for (const std::string& k : t.keys) h << "<th>" << html_escape(k) << "</th>";
+    for (const std::string& m : t.measures) h << "<th>" << html_escape(m) << "</th>";
+    h << "<th>seeds</th></tr>\n";
+    for (const ReportRow& r : t.rows) {
+      h << "<tr>";
+      for (const std::string& v : r.values) h << "<td>" << html_escape(v) << "</td>";
+      for (const Stat& s : r.stats) {
+        h << "<td>";
+        if (s.n > 1) h << num(s.mean) << " &plusmn; " << num(s.sd) << " (" << s.n << ")";
+        else if (s.n == 1) h << num(s.mean) << " (1)";
+        h << "</td>";
+      }
+      std::string seeds;
+      for (const std::string& s : r.seeds) seeds += (seeds.empty() ? "" : ", ") + s;
+      h << "<td>" << html_escape(seeds) << "</td></tr>\n";
+    }
+    h << "</table>\n";
+    for (const std::string& f : figures)
+      if (f.rfind(t.step + "_", 0) == 0)
+        h << "<p><img src=\"" << html_escape(f) << "\" alt=\"" << html_escape(f) << "\"></p>\n";
+  }
+  // On load, every figure must have decoded: the page says which did not (a test reads it).
+  h << "<script>window.addEventListener('load', () => { const bad = [...document.images]"
+       ".filter(i => !i.complete || i.naturalWidth === 0).map(i => i.getAttribute('src'));"
+       " document.body.dataset.figures = document.images.length; document.body.dataset.broken = bad.join(' '); });"
+       "</script>\n</body></html>\n";
+  return h.str();
+}
+
+}  // namespace study
+}  // namespace driftlab

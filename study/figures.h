@@ -1,0 +1,35 @@
+// The study report's figures and page. For each train step: validation accuracy and training loss
+// per epoch, one line per value of the key that tells the groups apart (the policy when it varies),
+// one panel per combination of the other keys, the mean over seeds with a band of one standard
+// deviation; matplotlib's Agg backend, PNG and SVG, the legend below the panels (never over the
+// data), the title naming the study, the step and its fixed settings (model, data, epochs, batch,
+// optimiser), axes with their units. index.html holds every table and figure with the study's
+// adaptations and stamp (build, spec), and a check, on load, that every figure decoded.
+#pragma once
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "study/report.h"
+
+namespace driftlab {
+namespace study {
+
+// What the figure script draws: per train step its keys, fixed settings and groups, each group
+// with its seeds' per-epoch val_acc, val_loss, train_loss and train_acc.
+nlohmann::ordered_json study_curves(const std::string& dir, const std::vector<ReportTable>& tables);
+
+// OUT/curves.json, OUT/figures.py, then the script: OUT/<step>_val_acc.{png,svg} and
+// OUT/<step>_train_loss.{png,svg}. Returns the SVG names (relative to OUT); throws naming the
+// command and what it said when Python or matplotlib fails (DRIFTLAB_PYTHON overrides the
+// interpreter, default /usr/bin/python3).
+std::vector<std::string> write_study_figures(const std::string& dir, const std::vector<ReportTable>& tables,
+                                             const std::string& out);
+
+// The page: title, adaptations, stamp, each step's table and figures (relative links).
+std::string study_html(const std::string& dir, const std::vector<ReportTable>& tables,
+                       const std::vector<std::string>& figures);
+
+}  // namespace study
+}  // namespace driftlab
