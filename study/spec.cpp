@@ -254,7 +254,7 @@ using Coords = std::map<std::string, std::string>;
 
 }  // namespace
 
-Plan plan(const Spec& spec, const std::string& build) {
+Plan plan(const Spec& spec, const std::string& build, std::size_t max_cells) {
   const Reader r{spec.file};
   Plan p;
   p.spec = spec;
@@ -295,6 +295,9 @@ Plan plan(const Spec& spec, const std::string& build) {
           }
           if (!agree) continue;
           ++found;
+          if (next.size() >= max_cells)
+            r.error(step.needs[n].line, "step '" + step.name + "': its inputs combine into more than the " +
+                                            std::to_string(max_cells) + " cells a study may have");
           Inputs e = partial;
           e.cells.push_back(cand);
           for (const auto& [k, v] : coords[cand]) e.at.emplace(k, v);
@@ -309,6 +312,9 @@ Plan plan(const Spec& spec, const std::string& build) {
       }
       joins = std::move(next);
     }
+    if (joins.size() * combos.size() > max_cells - std::min(max_cells, p.cells.size()))
+      r.error(step.line, "step '" + step.name + "' makes " + std::to_string(joins.size() * combos.size()) +
+                             " cells, more than the " + std::to_string(max_cells) + " a study may have");
     for (const Inputs& in : joins) {
       for (const Coords& own : combos) {
         Cell c;

@@ -66,7 +66,8 @@ struct Plan {
 // grid values they share (needs: [train, int8] pairs every trained model with each int8 model
 // made from it). A combination with no agreeing cell is an input missing: an error naming the
 // line of that need.
-Plan plan(const Spec& spec, const std::string& build);
+// More than max_cells cells is refused (a grid typed one level too deep multiplies the study).
+Plan plan(const Spec& spec, const std::string& build, std::size_t max_cells = 1000000);
 
 // The manifest: one JSON object per line and cell: hash, step, kind, params, inputs (hashes).
 std::string manifest_jsonl(const Plan& p);

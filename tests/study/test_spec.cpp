@@ -152,6 +152,15 @@ std::string error_of(const std::string& text) {
   return "(accepted)";
 }
 
+std::string error_of_plan(const study::Spec& spec, std::size_t max_cells) {
+  try {
+    study::plan(spec, "b", max_cells);
+  } catch (const Error& e) {
+    return e.what();
+  }
+  return "(accepted)";
+}
+
 void expect_refused(const std::string& text, const std::string& where, const std::string& what) {
   const std::string e = error_of(text);
   EXPECT_EQ(e.rfind(where, 0), 0u) << "expected it to start with " << where << ": " << e;
@@ -241,6 +250,13 @@ steps:
 }
 
 // The spec docs/STUDIES.md shows is one this reader takes, with the cells it says.
+TEST(StudySpec, APlanLargerThanTheLimitIsRefused) {
+  const study::Spec spec = study::parse_spec(kSpec, "s.yaml");
+  EXPECT_EQ(study::plan(spec, "b", 96).cells.size(), 96u);  // 12 + 36 + 24 + 24: exactly the limit
+  const std::string e = error_of_plan(spec, 95);
+  EXPECT_EQ(e.rfind("s.yaml:22: step 'judged' makes 24 cells, more than the 95", 0), 0u) << e;
+}
+
 TEST(StudySpec, TheDocsExampleIsAValidSpec) {
   std::ifstream f(std::string(DRIFTLAB_SOURCE_DIR) + "/docs/STUDIES.md");
   std::ostringstream os;
