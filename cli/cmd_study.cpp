@@ -11,6 +11,7 @@
 #include <iomanip>
 #include <iostream>
 #include <map>
+#include <tuple>
 #include <memory>
 
 #include "core/error.h"
@@ -20,6 +21,7 @@
 #include "study/kinds.h"
 #include "study/report.h"
 #include "study/run.h"
+#include "study/slurm.h"
 #include "study/spec.h"
 
 namespace driftlab {
@@ -101,6 +103,8 @@ struct RunArgs {
   std::string spec, out;
   int jobs = 1;
   bool quiet = false;
+  std::string executor = "local";
+  study::SlurmOptions slurm;
 };
 
 int study_run(const RunArgs& a) {
@@ -123,7 +127,10 @@ int study_run(const RunArgs& a) {
   o.stop = [] { return g_study_stop != 0; };
   study::StudyRunResult r;
   try {
-    r = study::run_study(p, o);
+    if (a.executor == "slurm")
+      r = study::run_study_slurm(p, o, a.slurm);
+    else
+      r = study::run_study(p, o);
   } catch (...) {
     sigaction(SIGINT, &old_int, nullptr);
     sigaction(SIGTERM, &old_term, nullptr);
@@ -192,6 +199,29 @@ void register_study(CLI::App& app) {
   run->callback([ra] {
     const int code = study_run(*ra);
     if (code != 0) throw ExitStatus{code};
+  });
+  run->add_option("--executor", ra->executor, "local (this machine) | slurm (sbatch job arrays on a shared folder)")
+      ->check(CLI::IsMember({"local", "slurm"}))->capture_default_str();
+  run->add_option("--cells-per-task", ra->slurm.cells_per_task, "slurm: cells per array task")
+      ->check(CLI::PositiveNumber)->capture_default_str();
+  run->add_option("--max-parallel", ra->slurm.max_parallel, "slurm: at most this many tasks at once (--array=...%P)");
+  run->add_option("--partition", ra->slurm.partition, "slurm: the partition");
+  run->add_option("--sbatch", ra->slurm.extra, "slurm: more sbatch options, e.g. \"--gres=gpu:1 --time=02:00:00\"");
+  auto* worker = st->add_subcommand("worker", "(what a Slurm array task runs) the cells of one task of a study");
+  auto wa = std::make_shared<std::tuple<std::string, std::string, int>>();
+  worker->add_option("dir", std::get<0>(*wa), "the study folder")->required();
+  worker->add_option("--tasks", std::get<1>(*wa), "the array's task file (one line of cell hashes per task)")->required();
+  worker->add_option("--task", std::get<2>(*wa), "the task's line, from 0 ($SLURM_ARRAY_TASK_ID)")->required();
+  worker->callback([wa] {
+    g_study_stop = 0;
+    struct sigaction sa {};
+    sa.sa_handler = record_study_stop;
+    sigemptyset(&sa.sa_mask);
+    sigaction(SIGTERM, &sa, nullptr);  // Slurm's requeue and preemption: stop at a checkpoint
+    sigaction(SIGINT, &sa, nullptr);
+    const int failed = study::run_worker(std::get<0>(*wa), std::get<1>(*wa), std::get<2>(*wa),
+                                         [] { return g_study_stop != 0; });
+    if (failed) throw ExitStatus{1};
   });
   auto* status = st->add_subcommand("status", "where each step's cells stand in a study folder");
   auto sdir = std::make_shared<std::string>();

@@ -53,18 +53,38 @@ void write_cell_json(const Plan& p, const Cell& c, const std::string& dir) {
   write_file_atomic(cell_dir(dir, c) + "/cell.json", j.dump(2) + "\n");
 }
 
-// The cell, run here: its results written last. Throws what the cell threw.
-bool run_here(const Plan& p, std::size_t i, const std::string& dir, const std::function<bool()>& stop) {
-  const Cell& c = p.cells[i];
+// One line appended to the cell's attempts.txt: when, where and what (a record of every start,
+// resume and end, for status and for the requeue check of the Slurm executor).
+void note_attempt(const std::string& dir, const Cell& c, const std::string& what) {
+  char host[256] = {0};
+  ::gethostname(host, sizeof host - 1);
+  std::ofstream f(cell_dir(dir, c) + "/attempts.txt", std::ios::app);
+  f << std::chrono::duration_cast<std::chrono::seconds>(std::chrono::system_clock::now().time_since_epoch()).count()
+    << " " << host << " pid " << ::getpid() << ": " << what << "\n";
+}
+
+}  // namespace
+
+bool run_one_cell(const Plan& p, std::size_t i, const std::string& dir, const std::function<bool()>& stop) {
+  const Cell& c = p.cells.at(i);
   fs::create_directories(cell_dir(dir, c));
   write_cell_json(p, c, dir);
+  const bool partial = fs::exists(cell_dir(dir, c) + "/run/checkpoint.dlc");
+  note_attempt(dir, c, partial ? "start (a checkpoint is there)" : "start");
   auto it = c.params.find("threads");
   if (it != c.params.end()) omp_set_num_threads(std::stoi(it->second));
   DatasetLoader loader;
-  const CellOutput out = run_cell(p, i, dir, loader, stop);
+  CellOutput out;
+  try {
+    out = run_cell(p, i, dir, loader, stop);
+  } catch (const std::exception& e) {
+    note_attempt(dir, c, std::string("ended: ") + e.what());
+    throw;
+  }
   write_file_atomic(cell_dir(dir, c) + "/timings.json", out.timings.dump(2) + "\n");
   write_file_atomic(cell_dir(dir, c) + "/results.json", out.results.dump(2) + "\n");
   fs::remove(cell_dir(dir, c) + "/error.txt");
+  note_attempt(dir, c, out.resumed ? "done (resumed from its checkpoint)" : "done");
   return out.resumed;
 }
 
@@ -72,6 +92,8 @@ void record_failure(const std::string& dir, const Cell& c, const std::string& wh
   fs::create_directories(cell_dir(dir, c));
   write_file_atomic(cell_dir(dir, c) + "/error.txt", what + "\n");
 }
+
+namespace {
 
 class FolderLock {
  public:
@@ -194,7 +216,7 @@ StudyRunResult run_study(const Plan& p, const StudyRunOptions& o) {
       report("start " + describe(p, p.cells[i]));
       const auto t0 = clock::now();
       try {
-        const bool resumed = run_here(p, i, o.out, stop);
+        const bool resumed = run_one_cell(p, i, o.out, stop);
         state[i] = finished;
         ++r.ran;
         r.resumed += resumed;
@@ -238,7 +260,7 @@ StudyRunResult run_study(const Plan& p, const StudyRunOptions& o) {
       std::signal(SIGINT, SIG_IGN);  // the parent decides (it forwards SIGTERM)
       int rc = 0;
       try {
-        const bool resumed = run_here(p, i, o.out, [] { return g_worker_stop != 0; });
+        const bool resumed = run_one_cell(p, i, o.out, [] { return g_worker_stop != 0; });
         rc = resumed ? 3 : 0;
       } catch (const std::exception& e) {
         if (g_worker_stop) {
@@ -301,6 +323,33 @@ StudyRunResult run_study(const Plan& p, const StudyRunOptions& o) {
     }
   }
   return r;
+}
+
+Plan read_plan(const std::string& dir) {
+  const std::string manifest = dir + "/manifest.jsonl";
+  std::ifstream f(manifest);
+  check(f.good(), manifest, ": cannot read (is ", dir, " a study folder? `driftlab study run` writes it)");
+  Plan p;
+  std::map<std::string, std::size_t> index;
+  std::string line;
+  for (int n = 1; std::getline(f, line); ++n) {
+    if (line.empty()) continue;
+    try {
+      const nlohmann::json j = nlohmann::json::parse(line);
+      Cell c;
+      c.hash = j.at("hash").get<std::string>();
+      c.step = j.at("step").get<std::string>();
+      c.kind = j.at("kind").get<std::string>();
+      c.params = j.at("params").get<std::map<std::string, std::string>>();
+      for (const auto& h : j.at("inputs")) c.inputs.push_back(index.at(h.get<std::string>()));
+      index[c.hash] = p.cells.size();
+      p.cells.push_back(std::move(c));
+    } catch (const std::exception& e) {
+      fail(manifest, ":", n, ": not a manifest line (", e.what(), ")");
+    }
+  }
+  p.spec.file = manifest;
+  return p;
 }
 
 std::vector<CellState> study_status(const std::string& dir) {

@@ -8,6 +8,7 @@
 //   DIR/cells/<hash>/timings.json its times
 //   DIR/cells/<hash>/error.txt    why it failed (removed when it succeeds)
 //   DIR/cells/<hash>/log.txt      what a worker process printed (--jobs > 1)
+//   DIR/cells/<hash>/attempts.txt every start, resume and end of the cell (time, host, pid)
 //   DIR/cells/<hash>/run/...      a train cell's run folder (model.dlm, metrics, checkpoint.dlc)
 //
 // A cell whose results.json exists is not run again: rerunning a finished study does no work,
@@ -56,6 +57,15 @@ struct StudyRunResult {
 };
 
 StudyRunResult run_study(const Plan& plan, const StudyRunOptions& options);
+
+// The pieces the executors share. run_one_cell runs cell i here (its inputs done): cell.json,
+// then the cell, then timings.json and results.json; every start and end is a line of the cell's
+// attempts.txt. Returns true when a train cell went on from its checkpoint; throws what the cell
+// threw. record_failure writes its error.txt. read_plan reads DIR/manifest.jsonl back into the
+// cells (no spec: what a worker on another node needs).
+bool run_one_cell(const Plan& plan, std::size_t i, const std::string& dir, const std::function<bool()>& stop);
+void record_failure(const std::string& dir, const Cell& c, const std::string& what);
+Plan read_plan(const std::string& dir);
 
 // Where each cell of DIR's manifest stands: done, failed (its error, and its log), partial (a train
 // run with a checkpoint to go on from), or missing.
