@@ -17,6 +17,7 @@
 #include "core/error.h"
 #include "engine/build_info.h"
 #include "engine/io/container.h"
+#include "study/db.h"
 #include "study/figures.h"
 #include "study/kinds.h"
 #include "study/report.h"
@@ -138,11 +139,13 @@ int study_run(const RunArgs& a) {
   }
   sigaction(SIGINT, &old_int, nullptr);
   sigaction(SIGTERM, &old_term, nullptr);
+  const int collected = study::collect_results(a.out);
   std::cout << "study " << p.spec.name << " in " << a.out << ": " << r.total << " cells: " << r.reused
             << " done before, " << r.ran << " run now (" << r.resumed << " resumed from a checkpoint), " << r.failed
             << " failed, " << r.blocked << " blocked by a failed input"
             << (r.stopped ? "; stopped by a signal: run it again to finish" : "") << "\n";
   for (const std::string& f : r.failures) std::cout << "  failed: " << f << "\n";
+  std::cout << "results: " << a.out << "/results.sqlite (" << collected << " cells; `driftlab study query`)\n";
   if (r.stopped) return g_study_stop == SIGINT ? 130 : 143;
   return r.failed ? 1 : 0;
 }
@@ -222,6 +225,25 @@ void register_study(CLI::App& app) {
     const int failed = study::run_worker(std::get<0>(*wa), std::get<1>(*wa), std::get<2>(*wa),
                                          [] { return g_study_stop != 0; });
     if (failed) throw ExitStatus{1};
+  });
+  auto* collect = st->add_subcommand("collect", "rebuild DIR/results.sqlite from the cells' files");
+  auto cdir = std::make_shared<std::string>();
+  collect->add_option("dir", *cdir, "the study folder")->required();
+  collect->callback([cdir] {
+    std::cout << study::collect_results(*cdir) << " cells in " << *cdir << "/results.sqlite\n";
+  });
+  auto* query = st->add_subcommand("query", "one SQL statement on DIR/results.sqlite (read-only), tab-separated");
+  auto qa = std::make_shared<std::pair<std::string, std::string>>();
+  query->add_option("dir", qa->first, "the study folder")->required();
+  query->add_option("sql", qa->second, "e.g. \"SELECT step, state, count(*) FROM cells GROUP BY 1, 2\"")->required();
+  query->callback([qa] {
+    const study::QueryResult q = study::query_results(qa->first, qa->second);
+    for (std::size_t i = 0; i < q.columns.size(); ++i) std::cout << (i ? "\t" : "") << q.columns[i];
+    std::cout << "\n";
+    for (const auto& row : q.rows) {
+      for (std::size_t i = 0; i < row.size(); ++i) std::cout << (i ? "\t" : "") << row[i];
+      std::cout << "\n";
+    }
   });
   auto* status = st->add_subcommand("status", "where each step's cells stand in a study folder");
   auto sdir = std::make_shared<std::string>();

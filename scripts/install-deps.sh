@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Installs what driftlab needs on a fresh Debian 12 machine of this kind: build tools and
-# libraries (Eigen, oneDNN, zlib, CLI11, nlohmann-json, yaml-cpp (study specs), GoogleTest, Google Benchmark), the
+# libraries (Eigen, oneDNN, zlib, CLI11, nlohmann-json, yaml-cpp and SQLite (study specs and results), GoogleTest, Google Benchmark), the
 # Fashion-MNIST data set, PyTorch + numpy (oracles and speed peers), ONNX's C++ schema and checker
 # with protobuf (driftlab's ONNX export/import: libonnx-dev, libprotobuf-dev), ONNX for Python (the
 # ONNX Runtime oracle's model writer and the exported models' checker),
@@ -20,12 +20,12 @@ set -euo pipefail
 demo=0
 [ "${1:-}" = "--demo" ] && demo=1
 pkgs=(build-essential cmake libeigen3-dev libdnnl-dev zlib1g-dev ocl-icd-opencl-dev libcli11-dev nlohmann-json3-dev
-      libyaml-cpp-dev libgtest-dev libgmock-dev libbenchmark-dev dataset-fashion-mnist libonnx-dev libprotobuf-dev chromium
+      libyaml-cpp-dev libsqlite3-dev libgtest-dev libgmock-dev libbenchmark-dev dataset-fashion-mnist libonnx-dev libprotobuf-dev chromium
       python3-numpy python3-torch libopenblas0-openmp python3-onnx python3-scipy python3-matplotlib clang libclang-rt-14-dev
       libomp-14-dev)
 if ((demo)); then
   pkgs=(build-essential cmake libeigen3-dev libdnnl-dev zlib1g-dev ocl-icd-opencl-dev libcli11-dev nlohmann-json3-dev
-        libyaml-cpp-dev dataset-fashion-mnist libonnx-dev libprotobuf-dev)
+        libyaml-cpp-dev libsqlite3-dev dataset-fashion-mnist libonnx-dev libprotobuf-dev)
 fi
 missing=()
 for p in "${pkgs[@]}"; do

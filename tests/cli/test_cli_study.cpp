@@ -90,6 +90,17 @@ TEST(StudyCli, RerunDoesNoWorkAndAnEditRerunsThatCellAndItsDependantsOnly) {
   const auto first = results_of(d / "out");
   ASSERT_EQ(first.size(), 8u);
 
+  // The results database (collected at the end of the run): the cells by state, and every
+  // results.json number under its JSON pointer (test accuracy: 2 train + 2 eval + 2 int8 cells).
+  const std::string q = "study query " + (d / "out").string() + " ";
+  r = run_driftlab(q + "\"SELECT step, count(*) FROM cells WHERE state = 'done' GROUP BY step ORDER BY step\"");
+  EXPECT_EQ(r.out, "step\tcount(*)\neval\t2\nfgsm\t2\nint8\t2\ntrain\t2\n");
+  r = run_driftlab(q + "\"SELECT count(*) FROM measures WHERE path = '/test/accuracy'\"");
+  EXPECT_EQ(r.out, "count(*)\n6\n");
+  r = run_driftlab(q + "\"DELETE FROM cells\"");
+  EXPECT_EQ(r.code, 1) << r.out;  // read-only
+  EXPECT_NE(r.out.find("readonly"), std::string::npos) << r.out;
+
   // Again: nothing runs, and no results file is written again (same bytes, same time).
   r = run_driftlab(run);
   ASSERT_EQ(r.code, 0) << r.out;
