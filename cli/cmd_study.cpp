@@ -171,12 +171,13 @@ void study_report(const std::string& dir, std::string out, bool figures) {
   if (out.empty()) out = dir + "/report";
   const std::vector<study::ReportTable> t = study::study_tables(dir);
   std::filesystem::create_directories(out);
-  const std::string md = study::tables_markdown(t);
+  const std::vector<study::Comparison> cmp = study::study_comparisons(t);
+  const std::string md = study::tables_markdown(t) + study::comparisons_markdown(cmp);
   write_file_atomic(out + "/tables.md", md);
   write_file_atomic(out + "/tables.csv", study::tables_csv(t));
   write_file_atomic(out + "/tables.json", study::tables_json(t));
   const std::vector<std::string> figs = figures ? study::write_study_figures(dir, t, out) : std::vector<std::string>{};
-  write_file_atomic(out + "/index.html", study::study_html(dir, t, figs));
+  write_file_atomic(out + "/index.html", study::study_html(dir, t, figs, cmp));
   std::cout << md << "written: " << out << "/index.html, tables.md, tables.csv, tables.json";
   for (const std::string& f : figs) std::cout << ", " << f << " (and .png)";
   std::cout << "\n";

@@ -213,7 +213,7 @@ std::vector<std::string> write_study_figures(const std::string& dir, const std::
 }
 
 std::string study_html(const std::string& dir, const std::vector<ReportTable>& tables,
-                       const std::vector<std::string>& figures) {
+                       const std::vector<std::string>& figures, const std::vector<Comparison>& comparisons) {
   const nlohmann::json study = read_json_or_null(dir + "/study.json");
   const std::string name = study.is_null() ? "study" : study.value("study", std::string("study"));
   const std::string title = study.is_null() ? "" : study.value("title", std::string());
@@ -258,6 +258,25 @@ std::string study_html(const std::string& dir, const std::vector<ReportTable>& t
     for (const std::string& f : figures)
       if (f.rfind(t.step + "_", 0) == 0)
         h << "<p><img src=\"" << html_escape(f) << "\" alt=\"" << html_escape(f) << "\"></p>\n";
+  }
+  if (!comparisons.empty()) {
+    h << "<h2>Comparisons of " << html_escape(comparisons.front().key) << " (paired by seed)</h2>\n"
+      << "<p>A gap is within the seeds' spread when |mean a &minus; mean b| &le; sqrt(sd_a&sup2; + sd_b&sup2;). "
+         "Wilcoxon signed-rank (two-sided, exact, SciPy's rules) over the seeds both have: with n pairs p cannot "
+         "go below 2<sup>1&minus;n</sup>. A12: the chance that a's value exceeds b's.</p>\n<table><tr><th>step</th>"
+         "<th>within</th><th>measure</th><th>a</th><th>b</th><th>mean a &minus; mean b</th><th>within spread</th>"
+         "<th>pairs</th><th>Wilcoxon p</th><th>A12</th></tr>\n";
+    for (const Comparison& c : comparisons) {
+      char d[32], pv[32], a12[32];
+      std::snprintf(d, sizeof d, "%+.4f", c.mean_a - c.mean_b);
+      std::snprintf(pv, sizeof pv, "%.3g", c.p);
+      std::snprintf(a12, sizeof a12, "%.2f", c.a12);
+      h << "<tr><td>" << html_escape(c.step) << "</td><td>" << html_escape(c.within) << "</td><td>"
+        << html_escape(c.measure) << "</td><td>" << html_escape(c.a) << "</td><td>" << html_escape(c.b) << "</td><td>" << d
+        << "</td><td>" << (c.within_spread ? "yes" : "<b>no</b>") << "</td><td>" << c.pairs << "</td><td>"
+        << (c.pairs >= 2 ? pv : "") << "</td><td>" << (c.pairs >= 2 ? a12 : "") << "</td></tr>\n";
+    }
+    h << "</table>\n";
   }
   // On load, every figure must have decoded: the page says which did not (a test reads it).
   h << "<script>window.addEventListener('load', () => { const bad = [...document.images]"

@@ -1,5 +1,6 @@
 #include "study/report.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
@@ -10,6 +11,7 @@
 #include <set>
 #include <sstream>
 
+#include "attacks/stats.h"
 #include "core/error.h"
 
 namespace driftlab {
@@ -172,12 +174,13 @@ std::vector<ReportTable> study_tables(const std::string& dir) {
         ++t.missing;
         continue;
       }
+      std::string s;
+      for (const std::string& k : seed_keys) s += (s.empty() ? "" : "/") + labels[i][k];
       for (const auto& [name, v] : measures_of(c, res, read_json(cdir + "/timings.json"))) {
         if (std::find(t.measures.begin(), t.measures.end(), name) == t.measures.end()) t.measures.push_back(name);
         values[it->second][name].push_back(v);
+        t.rows[it->second].by_seed[name][s] = v;
       }
-      std::string s;
-      for (const std::string& k : seed_keys) s += (s.empty() ? "" : "/") + labels[i][k];
       if (!s.empty()) seeds[it->second].insert(s);
       t.rows[it->second].cells.push_back(c.hash);
       t.rows[it->second].cell_seeds.push_back(s);
@@ -200,6 +203,83 @@ std::vector<ReportTable> study_tables(const std::string& dir) {
     tables.push_back(std::move(t));
   }
   return tables;
+}
+
+std::vector<Comparison> study_comparisons(const std::vector<ReportTable>& tables, const std::string& key) {
+  std::vector<Comparison> out;
+  for (const ReportTable& t : tables) {
+    const auto kit = std::find(t.keys.begin(), t.keys.end(), key);
+    if (kit == t.keys.end()) continue;
+    const std::size_t ki = static_cast<std::size_t>(kit - t.keys.begin());
+    // Rows that agree on every other key, compared two by two in their order.
+    for (std::size_t a = 0; a < t.rows.size(); ++a)
+      for (std::size_t b = a + 1; b < t.rows.size(); ++b) {
+        bool same_rest = true;
+        for (std::size_t k = 0; k < t.keys.size(); ++k)
+          if (k != ki && t.rows[a].values[k] != t.rows[b].values[k]) same_rest = false;
+        if (!same_rest) continue;
+        for (std::size_t m = 0; m < t.measures.size(); ++m) {
+          const std::string& name = t.measures[m];
+          if (name == "seconds per epoch") continue;  // a time, not an outcome of the presets' arithmetic
+          Comparison c;
+          c.step = t.step;
+          c.key = key;
+          c.a = t.rows[a].values[ki];
+          c.b = t.rows[b].values[ki];
+          for (std::size_t k = 0; k < t.keys.size(); ++k)
+            if (k != ki) c.within += (c.within.empty() ? "" : ", ") + t.keys[k] + "=" + t.rows[a].values[k];
+          c.measure = name;
+          const Stat& sa = t.rows[a].stats[m];
+          const Stat& sb = t.rows[b].stats[m];
+          if (sa.n == 0 || sb.n == 0) continue;
+          c.mean_a = sa.mean;
+          c.mean_b = sb.mean;
+          c.sd_a = sa.sd;
+          c.sd_b = sb.sd;
+          // Paired by seed: the seeds both rows have.
+          std::vector<double> x, y;
+          const auto& va = t.rows[a].by_seed.at(name);
+          const auto& vb = t.rows[b].by_seed.at(name);
+          for (const auto& [seed, v] : va) {
+            auto it = vb.find(seed);
+            if (it == vb.end()) continue;
+            x.push_back(v);
+            y.push_back(it->second);
+          }
+          c.pairs = static_cast<int>(x.size());
+          if (c.pairs >= 2 && x == y) {
+            c.p = 1;  // the same values seed by seed (presets that compute the same bits): no gap at all
+            c.a12 = 0.5;
+          } else if (c.pairs >= 2) {
+            const attacks::WilcoxonResult w = attacks::wilcoxon(x, y);
+            c.p = w.pvalue;
+            c.a12 = attacks::a12(x, y);
+          }
+          const double spread = std::sqrt(c.sd_a * c.sd_a + c.sd_b * c.sd_b);
+          c.within_spread = sa.n < 2 || sb.n < 2 || std::fabs(c.mean_a - c.mean_b) <= spread;
+          out.push_back(c);
+        }
+      }
+  }
+  return out;
+}
+
+std::string comparisons_markdown(const std::vector<Comparison>& cs) {
+  std::ostringstream os;
+  if (cs.empty()) return "";
+  os << "## Comparisons of " << cs.front().key << " (paired by seed)\n\n"
+     << "| step | within | measure | " << cs.front().key << " a | " << cs.front().key << " b | mean a - mean b "
+     << "| within the seeds' spread | pairs | Wilcoxon p | A12 |\n"
+     << "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |\n";
+  for (const Comparison& c : cs) {
+    os << "| " << c.step << " | " << c.within << " | " << c.measure << " | " << c.a << " | " << c.b << " | "
+       << fmt(c.mean_a - c.mean_b, "%+.4f") << " | " << (c.within_spread ? "yes" : "no") << " | " << c.pairs << " | "
+       << (c.pairs >= 2 ? fmt(c.p, "%.3g") : "") << " | " << (c.pairs >= 2 ? fmt(c.a12, "%.2f") : "") << " |\n";
+  }
+  os << "\nWithin the seeds' spread: |mean a - mean b| <= sqrt(sd_a^2 + sd_b^2). Wilcoxon signed-rank (two-sided, "
+        "exact below 50 pairs, SciPy's rules: attacks/stats.h) over the seeds both have; with n pairs its p cannot go "
+        "below 2^(1-n) (0.25 for 3 seeds, 0.0625 for 5). A12: the chance that a's value exceeds b's (ties half).\n\n";
+  return os.str();
 }
 
 std::string tables_markdown(const std::vector<ReportTable>& tables) {

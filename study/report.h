@@ -4,6 +4,7 @@
 // manifest: the cell's own parameters and those of the cells it needs, named step.key (an attack
 // on a trained model shows train.policy, train.batch, ...). Cells not done are counted apart.
 #pragma once
+#include <map>
 #include <string>
 #include <vector>
 
@@ -22,6 +23,7 @@ struct ReportRow {
   std::vector<std::string> seeds;   // the repeats' seeds, "1,2,3"
   std::vector<std::string> cells;   // the group's cells with results (hashes, manifest order)
   std::vector<std::string> cell_seeds;  // each of those cells' seed(s)
+  std::map<std::string, std::map<std::string, double>> by_seed;  // measure -> seed(s) -> value
 };
 
 struct ReportTable {
@@ -33,6 +35,20 @@ struct ReportTable {
 };
 
 std::vector<ReportTable> study_tables(const std::string& dir);
+
+// Two values of one key (a preset against another) on every measure of every step where that key
+// varies, with the other keys equal: the means, whether the gap is within the seeds' spread
+// (|mean a - mean b| <= sqrt(sd_a^2 + sd_b^2)), and paired by seed the Wilcoxon signed-rank p and
+// the A12 effect size (attacks/stats.h: SciPy's rules, as S2 used them).
+struct Comparison {
+  std::string step, key, a, b, within, measure;  // within: the other keys' values
+  double mean_a = 0, mean_b = 0, sd_a = 0, sd_b = 0;
+  int pairs = 0;
+  double p = 1, a12 = 0.5;  // meaningful when pairs >= 2
+  bool within_spread = true;
+};
+std::vector<Comparison> study_comparisons(const std::vector<ReportTable>& tables, const std::string& key = "policy");
+std::string comparisons_markdown(const std::vector<Comparison>& cs);
 
 // Markdown (one table per step, "mean +- sd (n)"), CSV (one row per group and measure: step,
 // keys as key=value, measure, mean, sd, n, seeds) and JSON.

@@ -97,6 +97,29 @@ TEST(StudyReport, GroupsBySettingsAndAveragesOverSeeds) {
   EXPECT_NEAR(stat(at.rows[0], "success rate").mean, 0.6, 1e-15);
   EXPECT_NEAR(stat(at.rows[1], "success rate").mean, 0.55, 1e-15);
 
+  // tensorflow against torch, paired by seed: seeds 1 and 2 (torch has no seed 3), both
+  // differences positive: exact Wilcoxon over 2 pairs, p = 2 * P(R+ >= 3) = 2 * 1/4; A12 = 1.
+  const std::vector<study::Comparison> cs = study::study_comparisons(t);
+  const study::Comparison* acc_cmp = nullptr;
+  for (const study::Comparison& c : cs)
+    if (c.step == "train" && c.measure == "test accuracy") acc_cmp = &c;
+  ASSERT_NE(acc_cmp, nullptr);
+  EXPECT_EQ(acc_cmp->a, "tensorflow");
+  EXPECT_EQ(acc_cmp->b, "torch");
+  EXPECT_EQ(acc_cmp->pairs, 2);
+  EXPECT_NEAR(acc_cmp->mean_a - acc_cmp->mean_b, 0.92 - 0.825, 1e-15);
+  EXPECT_DOUBLE_EQ(acc_cmp->p, 0.5);
+  EXPECT_DOUBLE_EQ(acc_cmp->a12, 1.0);
+  EXPECT_FALSE(acc_cmp->within_spread);  // 0.095 > sqrt(0.02^2 + 0.0354^2) = 0.041
+  for (const study::Comparison& c : cs) {
+    EXPECT_NE(c.measure, "seconds per epoch");
+    if (c.measure == "final train loss") {  // 0.5 in every cell: equal seed by seed (SciPy refuses that)
+      EXPECT_EQ(c.p, 1.0);
+      EXPECT_EQ(c.a12, 0.5);
+      EXPECT_TRUE(c.within_spread);
+    }
+  }
+
   const std::string md = study::tables_markdown(t), csv = study::tables_csv(t);
   EXPECT_NE(md.find("| tensorflow | 0.9200 ± 0.0200 (3) |"), std::string::npos) << md;
   EXPECT_NE(md.find("6 cells, 1 without results yet"), std::string::npos) << md;
