@@ -54,7 +54,14 @@ for st in data["steps"]:
         cols = min(3, len(panels))
         rows = (len(panels) + cols - 1) // cols
         width = max(7.0, 4.4 * cols)
-        height = 3.3 * rows + 1.6
+        # The legend below the panels: as many columns as its longest label lets fit, as many rows
+        # as it needs, and the figure taller by that much (never over the data, never cut).
+        names = ["%s=%s" % (line_key, lv) if line_key else st["step"] for lv in lines]
+        longest = max(len(n) for n in names)
+        ncol = max(1, min(len(names), int((width - 0.4) / (0.085 * longest + 0.55))))
+        legend_rows = (len(names) + ncol - 1) // ncol
+        legend_in = 0.25 * legend_rows + 0.1
+        height = 3.3 * rows + 1.4 + legend_in
         fig, axes = plt.subplots(rows, cols, figsize=(width, height), squeeze=False, sharey=True)
         cmap = plt.get_cmap("tab10")
         for pi, pv in enumerate(panels):
@@ -85,8 +92,16 @@ for st in data["steps"]:
             ax.xaxis.get_major_locator().set_params(integer=True)
         for pi in range(len(panels), rows * cols):
             axes[pi // cols][pi % cols].set_visible(False)
-        handles, labels = axes[0][0].get_legend_handles_labels()
-        fig.legend(handles, labels, loc="lower center", ncol=min(len(labels), 6), frameon=False, fontsize=9)
+        handles, labels = [], []
+        for row in axes:
+            for ax in row:
+                for hd, lb in zip(*ax.get_legend_handles_labels()):
+                    if lb not in labels:
+                        handles.append(hd)
+                        labels.append(lb)
+        order = sorted(range(len(labels)), key=lambda i: names.index(labels[i]) if labels[i] in names else i)
+        fig.legend([handles[i] for i in order], [labels[i] for i in order], loc="lower center", ncol=ncol,
+                   frameon=False, fontsize=9, bbox_to_anchor=(0.5, 0.005))
         band = "line: mean, band: +-1 sd over %d seeds" % seeds if seeds > 1 else "one seed"
         sub = textwrap.fill("%s; %s" % (fixed, band), width=int(width * 13))
         title = "%s: %s per epoch, step '%s'\n%s" % (data["study"], name, st["step"], sub)
@@ -94,7 +109,7 @@ for st in data["steps"]:
         top_in = 0.22 * (title.count("\n") + 1) + 0.15  # the title's lines, in inches
         # Margins in inches: the title's lines above, the legend and the x label below.
         fig.subplots_adjust(left=0.8 / width, right=1 - 0.2 / width, top=1 - (top_in + 0.35) / height,
-                            bottom=1.05 / height, wspace=0.12, hspace=0.6)
+                            bottom=(0.75 + legend_in) / height, wspace=0.12, hspace=0.6)
         base = "%s_%s" % (st["step"], metric)
         fig.savefig("%s/%s.png" % (out, base), dpi=130)
         fig.savefig("%s/%s.svg" % (out, base))
