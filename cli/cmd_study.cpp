@@ -10,7 +10,9 @@
 #include <fstream>
 #include <iomanip>
 #include <iostream>
+#include <array>
 #include <map>
+#include <sstream>
 #include <tuple>
 #include <memory>
 
@@ -18,6 +20,7 @@
 #include "engine/build_info.h"
 #include "engine/io/container.h"
 #include "study/db.h"
+#include "study/explain.h"
 #include "study/figures.h"
 #include "study/kinds.h"
 #include "study/report.h"
@@ -172,12 +175,13 @@ void study_report(const std::string& dir, std::string out, bool figures) {
   const std::vector<study::ReportTable> t = study::study_tables(dir);
   std::filesystem::create_directories(out);
   const std::vector<study::Comparison> cmp = study::study_comparisons(t);
-  const std::string md = study::tables_markdown(t) + study::comparisons_markdown(cmp);
+  const std::string explained = study::explain_markdown(study::explain_shares(t));
+  const std::string md = study::tables_markdown(t) + study::comparisons_markdown(cmp) + explained;
   write_file_atomic(out + "/tables.md", md);
   write_file_atomic(out + "/tables.csv", study::tables_csv(t));
   write_file_atomic(out + "/tables.json", study::tables_json(t));
   const std::vector<std::string> figs = figures ? study::write_study_figures(dir, t, out) : std::vector<std::string>{};
-  write_file_atomic(out + "/index.html", study::study_html(dir, t, figs, cmp));
+  write_file_atomic(out + "/index.html", study::study_html(dir, t, figs, cmp, explained));
   std::cout << md << "written: " << out << "/index.html, tables.md, tables.csv, tables.json";
   for (const std::string& f : figs) std::cout << ", " << f << " (and .png)";
   std::cout << "\n";
@@ -226,6 +230,29 @@ void register_study(CLI::App& app) {
     const int failed = study::run_worker(std::get<0>(*wa), std::get<1>(*wa), std::get<2>(*wa),
                                          [] { return g_study_stop != 0; });
     if (failed) throw ExitStatus{1};
+  });
+  auto* ex = st->add_subcommand("explain", "write a spec that flips each knob where two presets differ, one at a "
+                                            "time from either side, on one train step (run it into the same folder; "
+                                            "the report then says which knob moves the gap)");
+  auto ea = std::make_shared<std::array<std::string, 6>>();  // spec, step, from, to, knobs, out
+  ex->add_option("spec", (*ea)[0], "the study spec")->required();
+  ex->add_option("--step", (*ea)[1], "its train step")->required();
+  ex->add_option("--from", (*ea)[2], "the first preset (policy string)")->required();
+  ex->add_option("--to", (*ea)[3], "the second")->required();
+  ex->add_option("--knobs", (*ea)[4], "comma-separated knobs (default: every knob that can act on that training)");
+  ex->add_option("--out", (*ea)[5], "write the spec here (default: standard output)");
+  ex->callback([ea] {
+    std::vector<std::string> knobs;
+    std::stringstream ks((*ea)[4]);
+    for (std::string k; std::getline(ks, k, ',');)
+      if (!k.empty()) knobs.push_back(k);
+    const std::string y = study::explain_spec(study::read_spec((*ea)[0]), (*ea)[1], (*ea)[2], (*ea)[3], knobs);
+    if ((*ea)[5].empty()) {
+      std::cout << y;
+    } else {
+      write_file_atomic((*ea)[5], y);
+      std::cout << "written: " << (*ea)[5] << "\n";
+    }
   });
   auto* collect = st->add_subcommand("collect", "rebuild DIR/results.sqlite from the cells' files");
   auto cdir = std::make_shared<std::string>();

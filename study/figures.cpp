@@ -228,7 +228,8 @@ std::vector<std::string> write_study_figures(const std::string& dir, const std::
 }
 
 std::string study_html(const std::string& dir, const std::vector<ReportTable>& tables,
-                       const std::vector<std::string>& figures, const std::vector<Comparison>& comparisons) {
+                       const std::vector<std::string>& figures, const std::vector<Comparison>& comparisons,
+                       const std::string& explanations_markdown) {
   const nlohmann::json study = read_json_or_null(dir + "/study.json");
   const std::string name = study.is_null() ? "study" : study.value("study", std::string("study"));
   const std::string title = study.is_null() ? "" : study.value("title", std::string());
@@ -292,6 +293,19 @@ std::string study_html(const std::string& dir, const std::vector<ReportTable>& t
         << (c.pairs >= 2 ? pv : "") << "</td><td>" << (c.pairs >= 2 ? a12 : "") << "</td></tr>\n";
     }
     h << "</table>\n";
+  }
+  // The explanations (study/explain.h): its bullet lines as a list, the markdown marks dropped.
+  if (!explanations_markdown.empty()) {
+    h << "<h2>Explanations (one knob flipped at a time)</h2>\n<ul>\n";
+    std::istringstream lines(explanations_markdown);
+    for (std::string line; std::getline(lines, line);) {
+      if (line.rfind("- ", 0) != 0) continue;
+      std::string text;
+      for (char c : line.substr(2))
+        if (c != '*' && c != '`') text += c;
+      h << "<li>" << html_escape(text) << "</li>\n";
+    }
+    h << "</ul>\n";
   }
   // On load, every figure must have decoded: the page says which did not (a test reads it).
   h << "<script>window.addEventListener('load', () => { const bad = [...document.images]"

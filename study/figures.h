@@ -29,7 +29,8 @@ std::vector<std::string> write_study_figures(const std::string& dir, const std::
 
 // The page: title, adaptations, stamp, each step's table and figures (relative links).
 std::string study_html(const std::string& dir, const std::vector<ReportTable>& tables,
-                       const std::vector<std::string>& figures, const std::vector<Comparison>& comparisons = {});
+                       const std::vector<std::string>& figures, const std::vector<Comparison>& comparisons = {},
+                       const std::string& explanations_markdown = "");
 
 }  // namespace study
 }  // namespace driftlab

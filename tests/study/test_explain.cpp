@@ -1,0 +1,125 @@
+// Explaining a gap (study/explain.h): the knobs proposed for a training are the ones that can act
+// on it, the written spec is a valid one with both presets and every one-knob variant, and the
+// shares are the fractions of the gap each variant moves, from either side, on known values.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <set>
+#include <string>
+
+#include "engine/policy.h"
+#include "study/explain.h"
+#include "study/spec.h"
+
+namespace driftlab {
+namespace {
+
+bool contains(const std::vector<std::string>& v, const std::string& x) {
+  return std::find(v.begin(), v.end(), x) != v.end();
+}
+
+TEST(StudyExplain, KnobsThatCannotActOnTheTrainingAreLeftOut) {
+  const std::map<std::string, std::string> sgd = {{"optimizer", "sgd"}, {"device", "cpu"}, {"weight_decay", "0"}};
+  const std::vector<std::string> lenet = study::relevant_knobs("lenet5", "torch", "tensorflow", sgd);
+  for (const char* k : {"init_weight", "init_bias", "sgd_form", "ce_formulation", "flatten_order", "shuffle"})
+    EXPECT_TRUE(contains(lenet, k)) << k;
+  for (const std::string& k : lenet) {
+    const std::string g = knob_info(k).group;
+    EXPECT_NE(g, "quant") << k;
+    EXPECT_NE(g, "batchnorm") << k;  // LeNet-5 has no BatchNorm
+    EXPECT_NE(g, "recurrent") << k;
+    EXPECT_NE(g, "cuda") << k;
+    EXPECT_EQ(k.rfind("rnn_", 0), std::string::npos) << k;
+    EXPECT_EQ(k.rfind("adam", 0), std::string::npos) << k;
+    EXPECT_EQ(k.rfind("weight_decay", 0), std::string::npos) << k;  // no decay asked
+    EXPECT_EQ(k.find("nan"), std::string::npos) << k;
+  }
+  // ResNet-20 has BatchNorm: its knobs that differ come in; under Adam, Adam's knobs and not sgd_form.
+  const std::map<std::string, std::string> adam = {{"optimizer", "adam"}, {"device", "cpu"}, {"weight_decay", "0"}};
+  const std::vector<std::string> resnet = study::relevant_knobs("resnet20", "torch", "tensorflow", adam);
+  EXPECT_TRUE(contains(resnet, "bn_eps"));
+  EXPECT_TRUE(contains(resnet, "adam_eps"));
+  EXPECT_FALSE(contains(resnet, "sgd_form"));
+  // The LSTM: its recurrent initialisers.
+  const std::vector<std::string> lstm = study::relevant_knobs("lstm", "torch", "tensorflow", sgd);
+  EXPECT_TRUE(contains(lstm, "rnn_recurrent_init"));
+}
+
+TEST(StudyExplain, TheWrittenSpecHoldsBothPresetsAndEveryOneKnobVariant) {
+  const study::Spec spec = study::parse_spec(R"(study: l5
+defaults: {limit: 300}
+steps:
+  train:
+    do: train
+    grid: {policy: [torch, tensorflow], seed: [1, 2]}
+    set: {model: lenet5, epochs: 2}
+)",
+                                             "l5.yaml");
+  const std::string y = study::explain_spec(spec, "train", "torch", "tensorflow", {"init_weight", "sgd_form"});
+  const study::Plan p = study::plan(study::parse_spec(y, "explain.yaml"), "b");
+  std::set<std::string> policies;
+  for (const study::Cell& c : p.cells) policies.insert(c.params.at("policy"));
+  EXPECT_EQ(policies, (std::set<std::string>{
+                          Policy::parse("torch").to_string(), Policy::parse("tensorflow").to_string(),
+                          Policy::parse("torch,init_weight=glorot_uniform").to_string(),
+                          Policy::parse("tensorflow,init_weight=kaiming_uniform_sqrt5").to_string(),
+                          Policy::parse("torch,sgd_form=keras_velocity").to_string(),
+                          Policy::parse("tensorflow,sgd_form=torch_buffer").to_string()}));
+  EXPECT_EQ(p.cells.size(), 6u * 2u);  // x seeds
+  EXPECT_EQ(p.cells[0].params.at("limit"), "300");
+  EXPECT_EQ(p.cells[0].params.at("epochs"), "2");
+  // The cells of the two presets are the original study's cells: the same hashes.
+  const study::Plan orig = study::plan(spec, "b");
+  std::set<std::string> hashes;
+  for (const study::Cell& c : p.cells) hashes.insert(c.hash);
+  for (const study::Cell& c : orig.cells) EXPECT_TRUE(hashes.count(c.hash)) << c.params.at("policy");
+  // A knob that is the same under both presets, a step of another kind, several models: refused.
+  EXPECT_THROW(study::explain_spec(spec, "train", "torch", "tensorflow", {"adam_lr_t_order"}), Error);
+  EXPECT_THROW(study::explain_spec(spec, "nope", "torch", "tensorflow"), Error);
+}
+
+study::ReportRow row(const std::string& policy, double mean, double sd) {
+  study::ReportRow r;
+  r.values = {policy};
+  r.stats = {{"test accuracy", mean, sd, 3}};
+  return r;
+}
+
+TEST(StudyExplain, SharesAreTheFractionOfTheGapEachVariantMoves) {
+  study::ReportTable t;
+  t.step = "train";
+  t.kind = "train";
+  t.keys = {"policy"};
+  t.measures = {"test accuracy"};
+  t.rows = {row("torch", 0.70, 0.01), row("tensorflow", 0.80, 0.01),
+            row(Policy::parse("torch,init_weight=glorot_uniform").to_string(), 0.79, 0.01),
+            row(Policy::parse("tensorflow,init_weight=kaiming_uniform_sqrt5").to_string(), 0.72, 0.01),
+            row(Policy::parse("torch,sgd_form=keras_velocity").to_string(), 0.705, 0.01)};
+  const std::vector<study::GapExplanation> e = study::explain_shares({t});
+  ASSERT_EQ(e.size(), 1u);
+  EXPECT_EQ(e[0].a, "torch");
+  EXPECT_EQ(e[0].b, "tensorflow");
+  EXPECT_TRUE(e[0].gap_beyond_spread);  // 0.10 > sqrt(2) * 0.01
+  ASSERT_EQ(e[0].shares.size(), 3u);
+  for (const study::KnobShare& s : e[0].shares) {
+    if (s.knob == "init_weight" && s.side == "torch") {
+      EXPECT_NEAR(s.share, 0.9, 1e-12);  // (0.79 - 0.70) / 0.10
+      EXPECT_TRUE(s.beyond_spread);
+    } else if (s.knob == "init_weight") {
+      EXPECT_EQ(s.side, "tensorflow");
+      EXPECT_NEAR(s.share, 0.8, 1e-12);  // (0.80 - 0.72) / 0.10
+      EXPECT_TRUE(s.beyond_spread);
+    } else {
+      EXPECT_EQ(s.knob, "sgd_form");
+      EXPECT_NEAR(s.share, 0.05, 1e-12);
+      EXPECT_FALSE(s.beyond_spread);  // 0.005 < sqrt(2) * 0.01
+    }
+  }
+  const std::string md = study::explain_markdown(e);
+  EXPECT_NE(md.find("Moved beyond the seeds' spread by `init_weight` (from torch's side 90%, from tensorflow's side 80%"),
+            std::string::npos) << md;
+  EXPECT_NE(md.find("Within the spread: sgd_form."), std::string::npos) << md;
+}
+
+}  // namespace
+}  // namespace driftlab
