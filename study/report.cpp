@@ -211,9 +211,17 @@ std::vector<Comparison> study_comparisons(const std::vector<ReportTable>& tables
     const auto kit = std::find(t.keys.begin(), t.keys.end(), key);
     if (kit == t.keys.end()) continue;
     const std::size_t ki = static_cast<std::size_t>(kit - t.keys.begin());
+    // With two or more plain values (presets without knobs of their own), only those are compared:
+    // a study of one-knob variants is read through its explanations (study/explain.h), and all
+    // pairs of 32 variants would be 496 comparisons per measure.
+    std::set<std::string> plain;
+    for (const ReportRow& r : t.rows)
+      if (r.values[ki].find(',') == std::string::npos) plain.insert(r.values[ki]);
+    const bool only_plain = plain.size() >= 2;
     // Rows that agree on every other key, compared two by two in their order.
     for (std::size_t a = 0; a < t.rows.size(); ++a)
       for (std::size_t b = a + 1; b < t.rows.size(); ++b) {
+        if (only_plain && (!plain.count(t.rows[a].values[ki]) || !plain.count(t.rows[b].values[ki]))) continue;
         bool same_rest = true;
         for (std::size_t k = 0; k < t.keys.size(); ++k)
           if (k != ki && t.rows[a].values[k] != t.rows[b].values[k]) same_rest = false;

@@ -37,7 +37,8 @@ struct ReportTable {
 std::vector<ReportTable> study_tables(const std::string& dir);
 
 // Two values of one key (a preset against another) on every measure of every step where that key
-// varies, with the other keys equal: the means, whether the gap is within the seeds' spread
+// varies, with the other keys equal (when two or more values are plain presets, without a knob of
+// their own, only those are compared): the means, whether the gap is within the seeds' spread
 // (|mean a - mean b| <= sqrt(sd_a^2 + sd_b^2)), and paired by seed the Wilcoxon signed-rank p and
 // the A12 effect size (attacks/stats.h: SciPy's rules, as S2 used them).
 struct Comparison {
