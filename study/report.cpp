@@ -164,7 +164,9 @@ std::vector<ReportTable> study_tables(const std::string& dir) {
       auto it = row_of.find(key);
       if (it == row_of.end()) {
         it = row_of.emplace(key, t.rows.size()).first;
-        t.rows.push_back({key, {}, {}});
+        ReportRow row;
+        row.values = key;
+        t.rows.push_back(std::move(row));
         values.emplace_back();
         seeds.emplace_back();
       }
