@@ -1,6 +1,7 @@
 #include "study/cells.h"
 
 #include <filesystem>
+#include <sstream>
 #include <string>
 
 #include "core/error.h"
@@ -150,6 +151,35 @@ CellOutput quantize_cell(const Plan& p, const Cell& c, const std::string& study_
   return out;
 }
 
+// The prediction time of 1,000 and 10,000 inputs (S1's RQ2): the sizes and the model in the
+// results, the seconds in the timings (a time is not a result two machines can agree on).
+CellOutput predict_time_cell(const Plan& p, const Cell& c, const std::string& study_dir, DatasetLoader& loader) {
+  PredictRequest r;
+  r.weights = cell_model(study_dir, p.cells.at(c.inputs.at(0)));
+  r.device = param(c, "device");
+  r.data = data_of(p, c);
+  r.sizes.clear();
+  std::istringstream sizes(param(c, "sizes"));
+  for (std::string v; std::getline(sizes, v, ',');) r.sizes.push_back(std::stoll(v));
+  const PredictTiming t = time_predictions(r, loader);
+  CellOutput out;
+  out.results["model"] = t.model;
+  out.results["policy"] = t.policy;
+  out.results["sizes"] = r.sizes;
+  nlohmann::ordered_json rows = nlohmann::ordered_json::array();
+  for (const PredictTimingRow& row : t.rows) {
+    nlohmann::ordered_json j;
+    j["inputs"] = row.inputs;
+    j["seconds"] = row.time.host_to_host_s;
+    if (row.time.device_forward_s >= 0) j["device_forward_seconds"] = row.time.device_forward_s;
+    rows.push_back(j);
+  }
+  out.timings["runner"] = t.runner;
+  out.timings["threads"] = t.threads;
+  out.timings["predictions"] = rows;
+  return out;
+}
+
 nlohmann::ordered_json summary_json(const attacks::AttackSummary& s) {
   nlohmann::ordered_json j;
   j["samples"] = s.samples;
@@ -240,8 +270,9 @@ CellOutput run_cell(const Plan& plan, std::size_t i, const std::string& study_di
   if (c.kind == "evaluate") return evaluate_cell(plan, c, study_dir, loader);
   if (c.kind == "quantize") return quantize_cell(plan, c, study_dir, loader);
   if (c.kind == "attack") return attack_cell(plan, c, study_dir);
+  if (c.kind == "predict_time") return predict_time_cell(plan, c, study_dir, loader);
   fail("study: step '", c.step, "': the kind '", c.kind, "' is planned but not run yet (this build runs train, "
-       "evaluate, quantize, attack)");
+       "evaluate, quantize, attack, predict_time)");
 }
 
 }  // namespace study

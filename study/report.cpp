@@ -82,6 +82,10 @@ Measures measures_of(const MCell& c, const nlohmann::json& res, const nlohmann::
       for (const auto& e : times["epochs"]) s += e.value("seconds", 0.0);
       m.emplace_back("seconds per epoch", s / static_cast<double>(times["epochs"].size()));
     }
+  } else if (c.kind == "predict_time") {
+    if (!times.is_null() && times.contains("predictions"))
+      for (const auto& row : times["predictions"])
+        m.emplace_back("seconds for " + std::to_string(row.value("inputs", 0)) + " inputs", row.value("seconds", 0.0));
   } else if (c.kind == "evaluate") {
     at(res, "/test/accuracy", "test accuracy");
     at(res, "/test/loss", "test loss");
@@ -230,7 +234,7 @@ std::vector<Comparison> study_comparisons(const std::vector<ReportTable>& tables
         if (!same_rest) continue;
         for (std::size_t m = 0; m < t.measures.size(); ++m) {
           const std::string& name = t.measures[m];
-          if (name == "seconds per epoch") continue;  // a time, not an outcome of the presets' arithmetic
+          if (name.rfind("seconds", 0) == 0) continue;  // a time, not an outcome of the presets' arithmetic
           Comparison c;
           c.step = t.step;
           c.key = key;

@@ -177,6 +177,28 @@ steps:
   fs::remove_all(d);
 }
 
+// predict_time (S1's RQ2): the sizes in results.json, the seconds in timings.json only.
+TEST(StudyCli, PredictionTimeGoesToTheTimings) {
+  const fs::path d = fresh_dir("study_predict");
+  write(d / "s.yaml", R"(study: pt
+defaults: {limit: 200}
+steps:
+  train: {do: train, set: {model: lenet1, epochs: 1}}
+  time: {do: predict_time, needs: train, set: {sizes: "10,100"}}
+)");
+  auto r = run_driftlab("study run " + (d / "s.yaml").string() + " --out " + (d / "out").string() + " --quiet");
+  ASSERT_EQ(r.code, 0) << r.out;
+  r = run_driftlab("study query " + (d / "out").string() +
+                   " \"SELECT t.path, t.value > 0 FROM timings t JOIN cells c USING (hash) WHERE c.step = 'time'"
+                   " AND t.path LIKE '/predictions/%/seconds' ORDER BY t.path\"");
+  EXPECT_EQ(r.out, "path\tt.value > 0\n/predictions/0/seconds\t1\n/predictions/1/seconds\t1\n");
+  r = run_driftlab("study query " + (d / "out").string() +
+                   " \"SELECT m.path, m.value FROM measures m JOIN cells c USING (hash) WHERE c.step = 'time'"
+                   " ORDER BY m.path\"");
+  EXPECT_EQ(r.out, "path\tvalue\n/sizes/0\t10.0\n/sizes/1\t100.0\n");  // no time among the results
+  fs::remove_all(d);
+}
+
 TEST(StudyCli, AFailingCellBlocksItsDependantsOnly) {
   const fs::path d = fresh_dir("study_fail");
   // An int8 step calibrated on a CIFAR folder that does not exist fails for both trained models;
