@@ -1,6 +1,8 @@
 #include "study/cells.h"
 
 #include <filesystem>
+#include <functional>
+#include <map>
 #include <sstream>
 #include <string>
 
@@ -8,6 +10,7 @@
 #include "driftlab/attack.h"
 #include "driftlab/evaluate.h"
 #include "driftlab/quantize.h"
+#include "driftlab/robustness.h"
 #include "driftlab/train.h"
 
 namespace driftlab {
@@ -251,6 +254,82 @@ CellOutput attack_cell(const Plan& p, const Cell& c, const std::string& study_di
   return out;
 }
 
+// A robustness table over the gathered models (driftlab/robustness.h): each model named by the
+// values that tell its cell apart from the other inputs' (policy, scheme, ...), the first input the
+// baseline of the Wilcoxon/A12 pairs.
+CellOutput robustness_cell(const Plan& p, const Cell& c, const std::string& study_dir) {
+  // The labels of each input: its parameters and its inputs', as key=value.
+  std::function<void(const Cell&, std::map<std::string, std::string>&)> labels = [&](const Cell& x, auto& out) {
+    for (std::size_t in : x.inputs) labels(p.cells.at(in), out);
+    for (const auto& [k, v] : x.params) out[x.step + "." + k] = v;
+  };
+  std::vector<std::map<std::string, std::string>> lab(c.inputs.size());
+  for (std::size_t i = 0; i < c.inputs.size(); ++i) labels(p.cells.at(c.inputs[i]), lab[i]);
+  std::vector<std::string> differ;
+  for (const auto& [k, v] : lab.front())
+    for (const auto& l : lab)
+      if (l.count(k) && l.at(k) != v) {
+        differ.push_back(k);
+        break;
+      }
+  RobustnessRequest r;
+  std::vector<std::string> names;
+  for (std::size_t i = 0; i < c.inputs.size(); ++i) {
+    std::string name;
+    for (const std::string& k : differ) name += (name.empty() ? "" : "/") + lab[i][k];
+    if (name.empty()) name = "m" + std::to_string(i + 1);
+    names.push_back(name);
+    r.models.push_back(name + "=" + cell_model(study_dir, p.cells.at(c.inputs[i])));
+  }
+  r.attacks = param(c, "attacks");
+  r.repeats = static_cast<int>(int_param(c, "repeats"));
+  r.samples = int_param(c, "samples");
+  r.data = data_of(p, c);
+  r.device = param(c, "device");
+  AttackSettings& s = r.settings;
+  s.convention = param(c, "convention");
+  s.seed = static_cast<uint64_t>(int_param(c, "seed"));
+  s.batch = int_param(c, "batch");
+  auto given = [&](const char* key, const char* flag, auto set) {
+    if (param(c, key).empty()) return;
+    set(param(c, key));
+    s.given.insert(flag);
+  };
+  given("eps", "--eps", [&](const std::string& v) { s.eps = std::stod(v); });
+  given("step", "--step", [&](const std::string& v) { s.step = std::stod(v); });
+  given("steps", "--steps", [&](const std::string& v) { s.steps = std::stoi(v); });
+  given("eps_units", "--eps-units", [&](const std::string& v) { s.eps_units = v; });
+  const RobustnessOutcome o = run_robustness(r);
+  const attacks::RobustnessTable& t = o.table;
+  CellOutput out;
+  nlohmann::ordered_json& j = out.results;
+  j["models"] = names;
+  j["attacks"] = t.attacks;
+  j["common_samples"] = t.common.size();
+  j["seeds"] = t.seeds;
+  nlohmann::ordered_json rows = nlohmann::ordered_json::array();
+  for (std::size_t m = 0; m < t.models.size(); ++m) {
+    nlohmann::ordered_json row;
+    row["model"] = names.at(m);
+    row["cell"] = p.cells.at(c.inputs[m]).hash;
+    row["clean_accuracy"] = t.clean_accuracy.at(m);
+    row["R"] = t.r.at(m);
+    for (std::size_t a = 0; a < t.attacks.size(); ++a) {
+      const attacks::RobustnessCell& rc = t.cell[m][a];
+      row["attacks"][t.attacks[a]] = {{"rates", rc.rates}, {"mean", rc.mean}, {"std", rc.std},
+                                       {"mean_l2", rc.mean_l2}, {"mean_linf", rc.mean_linf}};
+    }
+    rows.push_back(row);
+  }
+  j["rows"] = rows;
+  nlohmann::ordered_json pairs = nlohmann::ordered_json::array();
+  for (const auto& pr : t.pairs)
+    pairs.push_back({{"model", names.at(static_cast<std::size_t>(pr.k))}, {"against", names.front()},
+                     {"wilcoxon_p", pr.wilcoxon.pvalue}, {"a12", pr.a12}});
+  j["pairs"] = pairs;
+  return out;
+}
+
 }  // namespace
 
 std::string cell_dir(const std::string& study_dir, const Cell& c) { return study_dir + "/cells/" + c.hash; }
@@ -271,8 +350,9 @@ CellOutput run_cell(const Plan& plan, std::size_t i, const std::string& study_di
   if (c.kind == "quantize") return quantize_cell(plan, c, study_dir, loader);
   if (c.kind == "attack") return attack_cell(plan, c, study_dir);
   if (c.kind == "predict_time") return predict_time_cell(plan, c, study_dir, loader);
+  if (c.kind == "robustness") return robustness_cell(plan, c, study_dir);
   fail("study: step '", c.step, "': the kind '", c.kind, "' is planned but not run yet (this build runs train, "
-       "evaluate, quantize, attack, predict_time)");
+       "evaluate, quantize, attack, predict_time, robustness)");
 }
 
 }  // namespace study

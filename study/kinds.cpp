@@ -110,6 +110,27 @@ std::vector<KindDef> make_table() {
     for (const ParamDef& d : data_params(false)) k.params.push_back(d);
     t.push_back(k);
   }
+  {
+    KindDef k{"robustness",
+              "models under attacks over the inputs every model classifies correctly, repeated: success rates, "
+              "R(m) (Guo et al.'s min-max indicator), Wilcoxon/A12 against the first model",
+              {}, {"train", "quantize"}, 1, 1};
+    k.gathers = true;
+    k.params = {text("attacks", "fgsm,bim"),
+                integer("repeats", "3", 1),
+                integer("samples", "0", 0),
+                choice("convention", "driftlab", {"driftlab", "foolbox2", "foolbox3", "art", "torchattacks"}),
+                real("eps", "0.1", 0),
+                real("step", "", 0),
+                integer("steps", "", 1),
+                choice("eps_units", "", {"absolute", "fraction"}),
+                integer("seed", "1", 0),
+                integer("batch", "128", 1),
+                choice("device", "cpu", {"cpu", "cuda"}),
+                integer("threads", "1", 1)};
+    for (const ParamDef& d : data_params(false)) k.params.push_back(d);
+    t.push_back(k);
+  }
   return t;
 }
 

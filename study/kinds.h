@@ -26,6 +26,7 @@ struct KindDef {
   std::vector<ParamDef> params;
   std::vector<std::string> inputs;    // kinds a step of this kind may need (each need one of these)
   int min_needs = 0, max_needs = 0;
+  bool gathers = false;  // a cell takes many cells of its need (`gather:`): a table over models
 };
 
 const std::vector<KindDef>& kind_table();

@@ -82,6 +82,15 @@ Measures measures_of(const MCell& c, const nlohmann::json& res, const nlohmann::
       for (const auto& e : times["epochs"]) s += e.value("seconds", 0.0);
       m.emplace_back("seconds per epoch", s / static_cast<double>(times["epochs"].size()));
     }
+  } else if (c.kind == "robustness") {
+    if (res.contains("rows"))
+      for (const auto& row : res["rows"]) {
+        const std::string name = row.value("model", std::string("?"));
+        at(row, "/R", "R(" + name + ")");
+        if (row.contains("attacks"))
+          for (const auto& [a, v] : row["attacks"].items())
+            if (v.contains("mean")) m.emplace_back(a + " success (" + name + ")", v["mean"].get<double>());
+      }
   } else if (c.kind == "predict_time") {
     if (!times.is_null() && times.contains("predictions"))
       for (const auto& row : times["predictions"])

@@ -91,12 +91,14 @@ StepSpec read_step(const Reader& r, const std::string& name, const YAML::Node& n
       }
     } else if (key == "needs") {
       s.needs = r.values(v, what + ": needs");
+    } else if (key == "gather") {
+      s.gather = r.values(v, what + ": gather");
     } else if (key == "grid") {
       for (const auto& e : r.entries(v, what + ": grid")) s.grid.emplace_back(e.key, r.values(e.value, what + ": " + e.key));
     } else if (key == "set") {
       for (const auto& e : r.entries(v, what + ": set")) s.set[e.key] = r.scalar(e.value, what + ": " + e.key);
     } else {
-      r.error(key_line, what + ": unknown key '" + key + "' (a step takes: do, needs, grid, set)");
+      r.error(key_line, what + ": unknown key '" + key + "' (a step takes: do, needs, gather, grid, set)");
     }
   }
   if (!have_do) r.error(name_line, what + ": no 'do:' (the kind of measurement)");
@@ -122,6 +124,15 @@ StepSpec read_step(const Reader& r, const std::string& name, const YAML::Node& n
     }
   }
   for (const auto& [key, v] : s.set) check_param(key, v);
+  if (!s.gather.empty() && s.needs.size() != 1)
+    r.error(s.gather.front().line, what + ": gather takes the cells of one need, and the step needs " +
+                                       std::to_string(s.needs.size()));
+  if (!s.gather.empty() && !kind.gathers)
+    r.error(s.gather.front().line, what + " (" + s.kind + "): this kind takes one model per cell (gather is for "
+                                       "kinds that compare models: robustness)");
+  if (s.gather.empty() && kind.gathers)
+    r.error(name_line, what + " (" + s.kind + "): a " + s.kind + " cell compares models: give `gather: [KEY]`, the "
+                           "key whose values are the models (e.g. policy)");
   const int n = static_cast<int>(s.needs.size());
   if (n < kind.min_needs || n > kind.max_needs) {
     std::ostringstream os;
@@ -283,7 +294,31 @@ Plan plan(const Spec& spec, const std::string& build, std::size_t max_cells) {
       Coords at;
     };
     std::vector<Inputs> joins{{}};
-    for (std::size_t n = 0; n < step.needs.size(); ++n) {
+    if (!step.gather.empty()) {
+      // Group the need's cells by their coordinates without the gathered keys.
+      std::set<std::string> gathered;
+      for (const SpecValue& g : step.gather) gathered.insert(g.text);
+      std::map<Coords, std::size_t> group_of;
+      joins.clear();
+      for (std::size_t cand : cells_of.at(step.needs.front().text)) {
+        Coords rest;
+        bool has_key = false;
+        for (const auto& [k, v] : coords[cand]) {
+          if (gathered.count(k)) has_key = true;
+          else rest[k] = v;
+        }
+        if (!has_key)
+          r.error(step.gather.front().line, "step '" + step.name + "': the cells of '" + step.needs.front().text +
+                                                "' have no grid key among those gathered");
+        auto it = group_of.find(rest);
+        if (it == group_of.end()) {
+          it = group_of.emplace(rest, joins.size()).first;
+          joins.push_back({{}, rest});
+        }
+        joins[it->second].cells.push_back(cand);
+      }
+    }
+    for (std::size_t n = 0; step.gather.empty() && n < step.needs.size(); ++n) {
       std::vector<Inputs> next;
       for (const Inputs& partial : joins) {
         int found = 0;

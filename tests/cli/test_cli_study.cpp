@@ -199,6 +199,35 @@ steps:
   fs::remove_all(d);
 }
 
+// A robustness cell over the presets' models (gather: [policy]): the table of driftlab robustness
+// (success rates per attack and repeat, R(m), the pairs against the first model) in results.json.
+TEST(StudyCli, RobustnessGathersThePresetsModels) {
+  const fs::path d = fresh_dir("study_robust");
+  write(d / "s.yaml", R"(study: rob
+defaults: {limit: 300}
+steps:
+  train: {do: train, grid: {policy: [tensorflow, torch]}, set: {model: lenet1, epochs: 1}}
+  rob:
+    do: robustness
+    needs: train
+    gather: [policy]
+    set: {attacks: "fgsm,bim", repeats: 2, samples: 50}
+)");
+  auto r = run_driftlab("study run " + (d / "s.yaml").string() + " --out " + (d / "out").string() + " --quiet");
+  ASSERT_EQ(r.code, 0) << r.out;
+  r = run_driftlab("study query " + (d / "out").string() +
+                   " \"SELECT m.path FROM measures m JOIN cells c USING (hash) WHERE c.step = 'rob' AND"
+                   " (m.path LIKE '/rows/%/R' OR m.path LIKE '/rows/%/attacks/%/rates/%') ORDER BY m.path\"");
+  EXPECT_EQ(r.out, "path\n/rows/0/R\n/rows/0/attacks/bim/rates/0\n/rows/0/attacks/bim/rates/1\n"
+                   "/rows/0/attacks/fgsm/rates/0\n/rows/0/attacks/fgsm/rates/1\n/rows/1/R\n"
+                   "/rows/1/attacks/bim/rates/0\n/rows/1/attacks/bim/rates/1\n/rows/1/attacks/fgsm/rates/0\n"
+                   "/rows/1/attacks/fgsm/rates/1\n");
+  r = run_driftlab("study report " + (d / "out").string() + " --no-figures");
+  EXPECT_NE(r.out.find("R(tensorflow)"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("fgsm success (torch)"), std::string::npos) << r.out;
+  fs::remove_all(d);
+}
+
 TEST(StudyCli, AFailingCellBlocksItsDependantsOnly) {
   const fs::path d = fresh_dir("study_fail");
   // An int8 step calibrated on a CIFAR folder that does not exist fails for both trained models;

@@ -250,6 +250,42 @@ steps:
 }
 
 // The spec docs/STUDIES.md shows is one this reader takes, with the cells it says.
+// gather: one robustness cell per model over the presets' trained models.
+TEST(StudySpec, GatherTakesAllTheCellsThatDifferInTheGatheredKeys) {
+  const std::string spec = R"(study: g
+steps:
+  train:
+    do: train
+    grid: {model: [lenet1, lenet5], policy: [tensorflow, theano, torch], seed: [1, 2]}
+  rob:
+    do: robustness
+    needs: train
+    gather: [policy]
+)";
+  const study::Plan p = study::plan(study::parse_spec(spec, "g.yaml"), "b");
+  std::vector<const study::Cell*> rob;
+  for (const study::Cell& c : p.cells)
+    if (c.step == "rob") rob.push_back(&c);
+  ASSERT_EQ(rob.size(), 4u);  // models x seeds
+  for (const study::Cell* c : rob) {
+    ASSERT_EQ(c->inputs.size(), 3u);
+    std::set<std::string> policies, models, seeds;
+    for (std::size_t in : c->inputs) {
+      policies.insert(p.cells[in].params.at("policy"));
+      models.insert(p.cells[in].params.at("model"));
+      seeds.insert(p.cells[in].params.at("seed"));
+    }
+    EXPECT_EQ(policies.size(), 3u);
+    EXPECT_EQ(models.size(), 1u);
+    EXPECT_EQ(seeds.size(), 1u);
+  }
+  expect_refused(with(spec, "needs: train\n    gather", "needs: [train, train]\n    gather"), "bad.yaml:9: ",
+                 "gather takes the cells of one need, and the step needs 2");
+  expect_refused(with(spec, "    gather: [policy]\n", ""), "bad.yaml:6: ", "give `gather: [KEY]`");
+  expect_refused(with(spec, "do: robustness", "do: evaluate"), "bad.yaml:9: ", "this kind takes one model per cell");
+  expect_refused(with(spec, "gather: [policy]", "gather: [optimizer]"), "bad.yaml:9: ", "no grid key among those gathered");
+}
+
 TEST(StudySpec, APlanLargerThanTheLimitIsRefused) {
   const study::Spec spec = study::parse_spec(kSpec, "s.yaml");
   EXPECT_EQ(study::plan(spec, "b", 96).cells.size(), 96u);  // 12 + 36 + 24 + 24: exactly the limit
