@@ -32,8 +32,12 @@ namespace driftlab {
 namespace cli {
 namespace {
 
-void study_plan(const std::string& spec_path, const std::string& manifest) {
-  const study::Plan p = study::plan(study::read_spec(spec_path), build_commit());
+// The build a plan's hashes include: this binary's commit, or "any" under --any-build (cells
+// computed by other builds are then reused; each cell's attempts.txt names the build that ran it).
+std::string hash_build(bool any) { return any ? "any" : build_commit(); }
+
+void study_plan(const std::string& spec_path, const std::string& manifest, bool any_build) {
+  const study::Plan p = study::plan(study::read_spec(spec_path), hash_build(any_build));
   std::map<std::string, int> per_step;
   for (const study::Cell& c : p.cells) ++per_step[c.step];
   std::cout << "study " << p.spec.name << (p.spec.title.empty() ? "" : ": " + p.spec.title) << "\n"
@@ -107,12 +111,13 @@ struct RunArgs {
   std::string spec, out;
   int jobs = 1;
   bool quiet = false;
+  bool any_build = false;
   std::string executor = "local";
   study::SlurmOptions slurm;
 };
 
 int study_run(const RunArgs& a) {
-  const study::Plan p = study::plan(study::read_spec(a.spec), build_commit());
+  const study::Plan p = study::plan(study::read_spec(a.spec), hash_build(a.any_build));
   study::StudyRunOptions o;
   o.out = a.out;
   o.jobs = a.jobs;
@@ -196,7 +201,9 @@ void register_study(CLI::App& app) {
   auto spec = std::make_shared<std::string>(), manifest = std::make_shared<std::string>();
   pl->add_option("spec", *spec, "the study spec (YAML, docs/STUDIES.md)")->required();
   pl->add_option("--manifest", *manifest, "write the cells here: hash, step, kind, params, inputs");
-  pl->callback([spec, manifest] { study_plan(*spec, *manifest); });
+  auto plan_any = std::make_shared<bool>(false);
+  pl->add_flag("--any-build", *plan_any, "leave the build out of the cells' hashes (see study run)");
+  pl->callback([spec, manifest, plan_any] { study_plan(*spec, *manifest, *plan_any); });
   auto* run = st->add_subcommand("run", "run a study's cells into a folder; cells already done are not run again");
   auto ra = std::make_shared<RunArgs>();
   run->add_option("spec", ra->spec, "the study spec (YAML)")->required();
@@ -204,6 +211,9 @@ void register_study(CLI::App& app) {
   run->add_option("--jobs", ra->jobs, "cells at once, each in a worker process")->check(CLI::PositiveNumber)
       ->capture_default_str();
   run->add_flag("--quiet", ra->quiet, "no progress lines");
+  run->add_flag("--any-build", ra->any_build,
+                "leave the build (commit) out of the cells' hashes, so that cells another build computed are "
+                "reused (long studies across code changes; each cell's attempts.txt names its build)");
   run->callback([ra] {
     const int code = study_run(*ra);
     if (code != 0) throw ExitStatus{code};

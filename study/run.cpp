@@ -21,6 +21,7 @@
 #include <sstream>
 
 #include "core/error.h"
+#include "engine/build_info.h"
 #include "engine/io/container.h"
 #include "study/cells.h"
 
@@ -60,7 +61,7 @@ void note_attempt(const std::string& dir, const Cell& c, const std::string& what
   ::gethostname(host, sizeof host - 1);
   std::ofstream f(cell_dir(dir, c) + "/attempts.txt", std::ios::app);
   f << std::chrono::duration_cast<std::chrono::seconds>(std::chrono::system_clock::now().time_since_epoch()).count()
-    << " " << host << " pid " << ::getpid() << ": " << what << "\n";
+    << " " << host << " pid " << ::getpid() << " build " << build_commit() << ": " << what << "\n";
 }
 
 }  // namespace
