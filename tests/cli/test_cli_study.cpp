@@ -228,6 +228,23 @@ steps:
   fs::remove_all(d);
 }
 
+// --any-build: the hashes carry "any" instead of this binary's commit (cells reused across
+// builds); the default hashes differ from them, and each is stable.
+TEST(StudyCli, AnyBuildLeavesTheCommitOutOfTheHashes) {
+  const fs::path d = fresh_dir("study_anybuild");
+  write(d / "s.yaml", kSpec);
+  const std::string plan = "study plan " + (d / "s.yaml").string() + " --manifest ";
+  auto r = run_driftlab(plan + (d / "any1").string() + " --any-build");
+  ASSERT_EQ(r.code, 0) << r.out;
+  EXPECT_NE(r.out.find("(build any)"), std::string::npos) << r.out;
+  ASSERT_EQ(run_driftlab(plan + (d / "any2").string() + " --any-build").code, 0);
+  ASSERT_EQ(run_driftlab(plan + (d / "commit").string()).code, 0);
+  EXPECT_EQ(read(d / "any1"), read(d / "any2"));
+  EXPECT_NE(read(d / "any1"), read(d / "commit"));
+  EXPECT_EQ(read(d / "any1").size(), read(d / "commit").size());  // the same cells, other hashes
+  fs::remove_all(d);
+}
+
 TEST(StudyCli, AFailingCellBlocksItsDependantsOnly) {
   const fs::path d = fresh_dir("study_fail");
   // An int8 step calibrated on a CIFAR folder that does not exist fails for both trained models;
