@@ -16,7 +16,7 @@ namespace study {
 
 namespace {
 
-const char* kFigures = R"PY(# written by driftlab study report: python3 figures.py curves.json OUT_DIR
+const char* kFigures = R"PY(# written by driftlab study report: python3 figures.py curves.json OUT_DIR bars.json
 import json, math, sys, textwrap
 import matplotlib
 matplotlib.use("Agg")
@@ -115,6 +115,77 @@ for st in data["steps"]:
         fig.savefig("%s/%s.svg" % (out, base))
         plt.close(fig)
         made.append(base + ".svg")
+# Bars: one measure per step (the time per epoch of a training, the int8 accuracy of a quantization,
+# an attack's success), a bar per policy in each group of the other keys, whiskers +-1 sd over seeds.
+# (An attack judged by other models shows their success: crafted on fp32, judged on int8 is S2's design.)
+BARS = {"train": [("seconds per epoch", "seconds per epoch (training)")],
+        "quantize": [("int8 test accuracy", "int8 test accuracy (fraction correct)")],
+        "evaluate": [("test accuracy", "test accuracy (fraction correct)")],
+        "attack": [("judge 1 success rate", "success rate on the judging model (fraction of inputs)"),
+                   ("success rate", "attack success rate (fraction of inputs)")]}
+for t in json.load(open(sys.argv[3])):
+    if t["kind"] not in BARS:
+        continue
+    have = set(k for r in t["rows"] for k in r.get("stats", {}))
+    choice = [b for b in BARS[t["kind"]] if b[0] in have]
+    if not choice:
+        continue
+    measure, axis = choice[0]
+    rows = [r for r in t["rows"] if measure in r.get("stats", {}) and r["stats"][measure]["n"] > 0]
+    if not rows:
+        continue
+    keys = t["keys"]
+    line_key = next((k for k in ("policy", "train.policy") if k in keys), keys[-1] if keys else None)
+    group_keys = [k for k in keys if k != line_key]
+    groups, lines = [], []
+    for r in rows:
+        gv = tuple(r.get("group", {}).get(k, "") for k in group_keys)
+        lv = r.get("group", {}).get(line_key, t["step"]) if line_key else t["step"]
+        if gv not in groups:
+            groups.append(gv)
+        if lv not in lines:
+            lines.append(lv)
+    names = ["%s=%s" % (line_key, lv) if line_key else t["step"] for lv in lines]
+    width = max(7.0, 0.45 * len(groups) * len(lines) + 2.5)
+    longest = max(len(n) for n in names)
+    ncol = max(1, min(len(names), int((width - 0.4) / (0.085 * longest + 0.55))))
+    legend_in = 0.25 * ((len(names) + ncol - 1) // ncol) + 0.1
+    label_lines = max(1, len(group_keys))
+    height = 4.0 + legend_in + 0.2 * label_lines
+    fig, ax = plt.subplots(figsize=(width, height))
+    cmap = plt.get_cmap("tab10")
+    bw = 0.8 / len(lines)
+    seeds = 0
+    for li, lv in enumerate(lines):
+        xs, hs, es = [], [], []
+        for gi, gv in enumerate(groups):
+            for r in rows:
+                if tuple(r.get("group", {}).get(k, "") for k in group_keys) != gv:
+                    continue
+                if line_key and r.get("group", {}).get(line_key) != lv:
+                    continue
+                st = r["stats"][measure]
+                xs.append(gi + (li - (len(lines) - 1) / 2) * bw)
+                hs.append(st["mean"])
+                es.append(st["sd"])
+                seeds = max(seeds, st["n"])
+        ax.bar(xs, hs, bw * 0.92, yerr=es, capsize=3, color=cmap(li % 10), label=names[li])
+    ax.set_xticks(range(len(groups)))
+    ax.set_xticklabels(["\n".join("%s=%s" % (k, v) for k, v in zip(group_keys, gv)) for gv in groups], fontsize=8)
+    ax.set_ylabel(axis)
+    ax.grid(axis="y", alpha=0.3)
+    title = "%s: %s, step '%s'\nbars: mean, whiskers: +-1 sd over %d seed%s" % (
+        data["study"], measure, t["step"], seeds, "" if seeds == 1 else "s")
+    fig.suptitle(title, fontsize=10)
+    handles, labels = ax.get_legend_handles_labels()
+    fig.legend(handles, labels, loc="lower center", ncol=ncol, frameon=False, fontsize=9, bbox_to_anchor=(0.5, 0.005))
+    fig.subplots_adjust(left=0.8 / width, right=1 - 0.2 / width, top=1 - 0.85 / height,
+                        bottom=(0.45 + 0.2 * label_lines + legend_in) / height)
+    base = "%s_bars" % t["step"]
+    fig.savefig("%s/%s.png" % (out, base), dpi=130)
+    fig.savefig("%s/%s.svg" % (out, base))
+    plt.close(fig)
+    made.append(base + ".svg")
 print(json.dumps(made))
 )PY";
 
@@ -209,12 +280,13 @@ nlohmann::ordered_json study_curves(const std::string& dir, const std::vector<Re
 std::vector<std::string> write_study_figures(const std::string& dir, const std::vector<ReportTable>& tables,
                                              const std::string& out) {
   const nlohmann::ordered_json curves = study_curves(dir, tables);
-  if (curves["steps"].empty()) return {};
   write_file_atomic(out + "/curves.json", curves.dump(1) + "\n");
+  write_file_atomic(out + "/bars.json", tables_json(tables));
   write_file_atomic(out + "/figures.py", kFigures);
   const char* py = std::getenv("DRIFTLAB_PYTHON");
   const std::string cmd = std::string(py && *py ? py : "/usr/bin/python3") + " " + shell_quoted(out + "/figures.py") +
-                          " " + shell_quoted(out + "/curves.json") + " " + shell_quoted(out) + " 2>&1";
+                          " " + shell_quoted(out + "/curves.json") + " " + shell_quoted(out) + " " +
+                          shell_quoted(out + "/bars.json") + " 2>&1";
   int rc = 0;
   const std::string said = run_capture(cmd, &rc);
   check(rc == 0, "study report: the figures need Python 3 with matplotlib (apt-get install python3-matplotlib; "

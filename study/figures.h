@@ -20,8 +20,10 @@ namespace study {
 // with its seeds' per-epoch val_acc, val_loss, train_loss and train_acc.
 nlohmann::ordered_json study_curves(const std::string& dir, const std::vector<ReportTable>& tables);
 
-// OUT/curves.json, OUT/figures.py, then the script: OUT/<step>_val_acc.{png,svg} and
-// OUT/<step>_train_loss.{png,svg}. Returns the SVG names (relative to OUT); throws naming the
+// OUT/curves.json, OUT/bars.json (the tables), OUT/figures.py, then the script:
+// OUT/<step>_val_acc.{png,svg} and OUT/<step>_train_loss.{png,svg} for train steps, and
+// OUT/<step>_bars.{png,svg}: one measure per step as bars per policy and group, whiskers +-1 sd
+// (train: seconds per epoch; quantize: int8 accuracy; evaluate: accuracy; attack: success rate). Returns the SVG names (relative to OUT); throws naming the
 // command and what it said when Python or matplotlib fails (DRIFTLAB_PYTHON overrides the
 // interpreter, default /usr/bin/python3).
 std::vector<std::string> write_study_figures(const std::string& dir, const std::vector<ReportTable>& tables,
