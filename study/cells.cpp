@@ -235,6 +235,9 @@ CellOutput attack_cell(const Plan& p, const Cell& c, const std::string& study_di
   j["clean_accuracy"] = o.clean_accuracy;
   j["over_all"] = summary_json(o.over_all);
   j["over_correct"] = summary_json(o.over_correct);
+  // With judges: the attacked model's rate over the samples every model gets right, the samples
+  // the judges' rate_all counts over (the comparison S2 makes).
+  if (!o.judges.empty()) j["over_correct_by_all"] = summary_json(o.over_correct_by_all);
   if (o.eight_bit != attacks::EightBit::off) j["successes_before_8bit"] = o.successes_before_8bit;
   nlohmann::ordered_json judges = nlohmann::ordered_json::array();
   for (std::size_t i = 0; i < o.judges.size(); ++i) {

@@ -104,9 +104,10 @@ Measures measures_of(const MCell& c, const nlohmann::json& res, const nlohmann::
     at(res, "/clean_accuracy", "clean accuracy");
     at(res, "/over_all/success_rate", "success rate");
     at(res, "/over_correct/success_rate", "success rate on correct");
+    at(res, "/over_correct_by_all/success_rate", "success rate on the inputs all models get right");
     if (res.contains("judges"))
       for (std::size_t i = 0; i < res["judges"].size(); ++i)
-        at(res, ("/judges/" + std::to_string(i) + "/rate_all").c_str(), "judge " + std::to_string(i + 1) + " success rate");
+        at(res, ("/judges/" + std::to_string(i) + "/rate_all").c_str(), "judge " + std::to_string(i + 1) + " success rate");  // (over those same inputs)
   }
   return m;
 }
