@@ -1,20 +1,21 @@
 // driftlab study plan / kinds: a study spec's cells and their hashes (study/spec.h), and the kinds
 // of step a spec can use with their parameters (study/kinds.h).
 #include "cli/commands.h"
+#include "cli/common.h"
 
 #include <signal.h>
 
+#include <array>
 #include <csignal>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <iomanip>
 #include <iostream>
-#include <array>
 #include <map>
+#include <memory>
 #include <sstream>
 #include <tuple>
-#include <memory>
 
 #include "core/error.h"
 #include "engine/build_info.h"
@@ -49,14 +50,7 @@ void study_plan(const std::string& spec_path, const std::string& manifest, bool 
     std::cout << "\n";
   }
   if (manifest.empty()) return;
-  const std::string tmp = manifest + ".tmp";
-  {
-    std::ofstream f(tmp, std::ios::binary);
-    check(f.good(), manifest, ": cannot write");
-    f << study::manifest_jsonl(p);
-    check(f.good(), manifest, ": cannot write");
-  }
-  check(std::rename(tmp.c_str(), manifest.c_str()) == 0, manifest, ": cannot write");
+  write_file_atomic(manifest, study::manifest_jsonl(p));
   std::cout << "manifest: " << manifest << "\n";
 }
 
@@ -93,11 +87,6 @@ void study_kinds() {
   }
 }
 
-// SIGINT / SIGTERM: recorded; the study stops at the next checkpoint of its running cells, and
-// the next run finishes what is missing. No SA_RESTART, so that the wait for workers sees it.
-volatile std::sig_atomic_t g_study_stop = 0;
-extern "C" void record_study_stop(int sig) { g_study_stop = sig; }
-
 std::string eta(double s) {
   if (s < 0) return "";
   char buf[32];
@@ -127,26 +116,20 @@ int study_run(const RunArgs& a) {
                 << " failed" << (g.blocked ? ", " + std::to_string(g.blocked) + " blocked" : "") << eta(g.eta_s)
                 << "] " << g.event << "\n";
     };
-  g_study_stop = 0;
-  struct sigaction sa {}, old_int {}, old_term {};
-  sa.sa_handler = record_study_stop;
-  sigemptyset(&sa.sa_mask);
-  sigaction(SIGINT, &sa, &old_int);
-  sigaction(SIGTERM, &sa, &old_term);
-  o.stop = [] { return g_study_stop != 0; };
+  // SIGINT / SIGTERM stop the study at its cells' next checkpoint (the next run finishes what is
+  // missing). Not restarted, so that the wait for workers sees the signal; a second one does not
+  // kill this process (its workers would be left behind).
   study::StudyRunResult r;
-  try {
+  int stopped_by = 0;
+  {
+    const StopSignals signals(/*restart=*/false, /*second_kills=*/false);
+    o.stop = [] { return StopSignals::caught() != 0; };
     if (a.executor == "slurm")
       r = study::run_study_slurm(p, o, a.slurm);
     else
       r = study::run_study(p, o);
-  } catch (...) {
-    sigaction(SIGINT, &old_int, nullptr);
-    sigaction(SIGTERM, &old_term, nullptr);
-    throw;
+    stopped_by = StopSignals::caught();
   }
-  sigaction(SIGINT, &old_int, nullptr);
-  sigaction(SIGTERM, &old_term, nullptr);
   const int collected = study::collect_results(a.out);
   std::cout << "study " << p.spec.name << " in " << a.out << ": " << r.total << " cells: " << r.reused
             << " done before, " << r.ran << " run now (" << r.resumed << " resumed from a checkpoint), " << r.failed
@@ -154,7 +137,7 @@ int study_run(const RunArgs& a) {
             << (r.stopped ? "; stopped by a signal: run it again to finish" : "") << "\n";
   for (const std::string& f : r.failures) std::cout << "  failed: " << f << "\n";
   std::cout << "results: " << a.out << "/results.sqlite (" << collected << " cells; `driftlab study query`)\n";
-  if (r.stopped) return g_study_stop == SIGINT ? 130 : 143;
+  if (r.stopped) return stopped_by == SIGINT ? 130 : 143;
   return r.failed ? 1 : 0;
 }
 
@@ -231,14 +214,10 @@ void register_study(CLI::App& app) {
   worker->add_option("--tasks", std::get<1>(*wa), "the array's task file (one line of cell hashes per task)")->required();
   worker->add_option("--task", std::get<2>(*wa), "the task's line, from 0 ($SLURM_ARRAY_TASK_ID)")->required();
   worker->callback([wa] {
-    g_study_stop = 0;
-    struct sigaction sa {};
-    sa.sa_handler = record_study_stop;
-    sigemptyset(&sa.sa_mask);
-    sigaction(SIGTERM, &sa, nullptr);  // Slurm's requeue and preemption: stop at a checkpoint
-    sigaction(SIGINT, &sa, nullptr);
+    // SIGTERM (Slurm's requeue and preemption) stops the task's cell at its next checkpoint.
+    const StopSignals signals(/*restart=*/false, /*second_kills=*/false);
     const int failed = study::run_worker(std::get<0>(*wa), std::get<1>(*wa), std::get<2>(*wa),
-                                         [] { return g_study_stop != 0; });
+                                         [] { return StopSignals::caught() != 0; });
     if (failed) throw ExitStatus{1};
   });
   auto* ex = st->add_subcommand("explain", "write a spec that flips each knob where two presets differ, one at a "

@@ -44,33 +44,6 @@ TrainRequest train_request(const TrainOptions& o) {
   return r;
 }
 
-// SIGINT and SIGTERM while training: the handler only records the signal; the run finishes its
-// step, writes a checkpoint and returns (TrainRunHooks::stop_requested). A signal handler can
-// reach nothing but a global. SA_RESETHAND: a second Ctrl-C kills at once.
-volatile std::sig_atomic_t g_stop_signal = 0;
-extern "C" void record_stop_signal(int sig) { g_stop_signal = sig; }
-
-class StopSignals {
- public:
-  StopSignals() {
-    g_stop_signal = 0;
-    struct sigaction sa {};
-    sa.sa_handler = record_stop_signal;
-    sigemptyset(&sa.sa_mask);
-    sa.sa_flags = SA_RESTART | SA_RESETHAND;
-    sigaction(SIGINT, &sa, &old_int_);
-    sigaction(SIGTERM, &sa, &old_term_);
-  }
-  ~StopSignals() {
-    sigaction(SIGINT, &old_int_, nullptr);
-    sigaction(SIGTERM, &old_term_, nullptr);
-  }
-  static int caught() { return g_stop_signal; }
-
- private:
-  struct sigaction old_int_ {}, old_term_ {};
-};
-
 // DRIFTLAB_TEST_KILL, a test hook (tests/cli/test_cli_resume.cpp): the process kills itself with
 // SIGKILL at a chosen point, read once when training starts:
 //   step:N              after the run's step N (before any checkpoint at that step)

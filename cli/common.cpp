@@ -5,6 +5,7 @@
 #include <omp.h>
 
 #include <cmath>
+#include <csignal>
 #include <cstdio>
 #include <iomanip>
 #include <iostream>
@@ -39,6 +40,28 @@ void add_data_options(CLI::App* c, DataOptions& o) {
   c->add_option("--seq-truncate", o.seq_truncate, "imdb: cut 'pre' (keep the end) or 'post' (default: the model file's, else pre)");
 }
 
+
+namespace {
+volatile std::sig_atomic_t g_stop_signal = 0;
+extern "C" void record_stop_signal(int sig) { g_stop_signal = sig; }
+}  // namespace
+
+StopSignals::StopSignals(bool restart, bool second_kills) {
+  g_stop_signal = 0;
+  struct sigaction sa {};
+  sa.sa_handler = record_stop_signal;
+  sigemptyset(&sa.sa_mask);
+  sa.sa_flags = (restart ? SA_RESTART : 0) | (second_kills ? SA_RESETHAND : 0);
+  sigaction(SIGINT, &sa, &old_int_);
+  sigaction(SIGTERM, &sa, &old_term_);
+}
+
+StopSignals::~StopSignals() {
+  sigaction(SIGINT, &old_int_, nullptr);
+  sigaction(SIGTERM, &old_term_, nullptr);
+}
+
+int StopSignals::caught() { return g_stop_signal; }
 
 void set_threads(int threads) {
   if (threads > 0) omp_set_num_threads(threads);

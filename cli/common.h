@@ -3,6 +3,7 @@
 // computes lives in the library face (driftlab/).
 #pragma once
 #include <CLI/CLI.hpp>
+#include <signal.h>
 #include <unistd.h>
 
 #include <cstdint>
@@ -28,6 +29,24 @@ void print_imdb_read(const std::string& dir, const ImdbOptions& o, const ImdbDat
 // an IMDb corpus once for all its splits and runs.
 struct DataOptions : DataSpec {
   std::shared_ptr<DatasetLoader> loader = std::make_shared<DatasetLoader>(print_imdb_read);
+};
+
+// SIGINT and SIGTERM while a command runs (train, compare, study run, study worker): the handler
+// only records the signal (a handler can reach nothing but a global); the command asks caught()
+// between steps, finishes its step, writes a checkpoint and returns. The previous handlers come
+// back when the object goes. restart: SA_RESTART (interrupted calls go on; study run wants its
+// wait for workers interrupted instead); second_kills: SA_RESETHAND (a second Ctrl-C kills at
+// once; not for study run, whose workers would be left behind).
+class StopSignals {
+ public:
+  explicit StopSignals(bool restart = true, bool second_kills = true);
+  ~StopSignals();
+  StopSignals(const StopSignals&) = delete;
+  StopSignals& operator=(const StopSignals&) = delete;
+  static int caught();  // the signal caught since the newest StopSignals, or 0
+
+ private:
+  struct sigaction old_int_ {}, old_term_ {};
 };
 
 void add_data_options(CLI::App* c, DataOptions& o);

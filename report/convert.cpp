@@ -1,4 +1,5 @@
 #include "report/convert.h"
+#include "report/csv.h"
 
 #include <fstream>
 #include <iomanip>
@@ -48,19 +49,6 @@ std::string quant_notes_text(const std::vector<std::string>& notes) {
 }
 
 std::string conversion_json(const ConversionResult& r) { return conversion_record(r).dump(2) + "\n"; }
-
-namespace {
-
-// One CSV cell (RFC 4180): quoted, its quotes doubled, when it holds a comma, a quote or a line
-// break; a policy ("torch,conv_kernel_flip=true") and the adversarial record (JSON) do.
-std::string csv_cell(const std::string& v) {
-  if (v.find_first_of(",\"\r\n") == std::string::npos) return v;
-  std::string q = "\"";
-  for (char ch : v) q += ch == '"' ? std::string("\"\"") : std::string(1, ch);
-  return q + "\"";
-}
-
-}  // namespace
 
 std::string conversion_csv(const ConversionResult& r) {
   const nlohmann::json j = conversion_record(r);

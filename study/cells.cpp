@@ -183,6 +183,25 @@ CellOutput predict_time_cell(const Plan& p, const Cell& c, const std::string& st
   return out;
 }
 
+// A parameter the spec gives counts as the command's flag given: the convention fills the others.
+template <typename Set>
+void given(const Cell& c, AttackSettings& s, const char* key, const char* flag, Set set) {
+  if (param(c, key).empty()) return;
+  set(param(c, key));
+  s.given.insert(flag);
+}
+
+// The settings the attack and robustness kinds share (study/kinds.cpp attack_params).
+void attack_settings(const Cell& c, AttackSettings& s) {
+  s.convention = param(c, "convention");
+  s.seed = static_cast<uint64_t>(int_param(c, "seed"));
+  s.batch = int_param(c, "batch");
+  given(c, s, "eps", "--eps", [&](const std::string& v) { s.eps = std::stod(v); });
+  given(c, s, "step", "--step", [&](const std::string& v) { s.step = std::stod(v); });
+  given(c, s, "steps", "--steps", [&](const std::string& v) { s.steps = std::stoi(v); });
+  given(c, s, "eps_units", "--eps-units", [&](const std::string& v) { s.eps_units = v; });
+}
+
 nlohmann::ordered_json summary_json(const attacks::AttackSummary& s) {
   nlohmann::ordered_json j;
   j["samples"] = s.samples;
@@ -203,23 +222,11 @@ CellOutput attack_cell(const Plan& p, const Cell& c, const std::string& study_di
   r.data = data_of(p, c);
   r.device = param(c, "device");
   AttackSettings& s = r.settings;
+  attack_settings(c, s);
   s.attack = param(c, "attack");
-  s.convention = param(c, "convention");
   s.eight_bit = param(c, "eight_bit");
-  s.seed = static_cast<uint64_t>(int_param(c, "seed"));
-  s.batch = int_param(c, "batch");
-  // Each parameter the spec gives counts as a flag given: the convention fills the others.
-  auto given = [&](const char* key, const char* flag, auto set) {
-    if (param(c, key).empty()) return;
-    set(param(c, key));
-    s.given.insert(flag);
-  };
-  given("eps", "--eps", [&](const std::string& v) { s.eps = std::stod(v); });
-  given("step", "--step", [&](const std::string& v) { s.step = std::stod(v); });
-  given("steps", "--steps", [&](const std::string& v) { s.steps = std::stoi(v); });
-  given("eps_units", "--eps-units", [&](const std::string& v) { s.eps_units = v; });
-  given("random_start", "--random-start", [&](const std::string& v) { s.random_start = v == "true"; });
-  given("early_stop", "--early-stop", [&](const std::string& v) { s.early_stop = v == "true"; });
+  given(c, s, "random_start", "--random-start", [&](const std::string& v) { s.random_start = v == "true"; });
+  given(c, s, "early_stop", "--early-stop", [&](const std::string& v) { s.early_stop = v == "true"; });
   const AttackOutcome o = run_attack(r);
   CellOutput out;
   nlohmann::ordered_json& j = out.results;
@@ -261,13 +268,12 @@ CellOutput attack_cell(const Plan& p, const Cell& c, const std::string& study_di
 // values that tell its cell apart from the other inputs' (policy, scheme, ...), the first input the
 // baseline of the Wilcoxon/A12 pairs.
 CellOutput robustness_cell(const Plan& p, const Cell& c, const std::string& study_dir) {
-  // The labels of each input: its parameters and its inputs', as key=value.
-  std::function<void(const Cell&, std::map<std::string, std::string>&)> labels = [&](const Cell& x, auto& out) {
-    for (std::size_t in : x.inputs) labels(p.cells.at(in), out);
-    for (const auto& [k, v] : x.params) out[x.step + "." + k] = v;
-  };
+  // The labels of each input (its own parameters too as step.key).
   std::vector<std::map<std::string, std::string>> lab(c.inputs.size());
-  for (std::size_t i = 0; i < c.inputs.size(); ++i) labels(p.cells.at(c.inputs[i]), lab[i]);
+  for (std::size_t i = 0; i < c.inputs.size(); ++i) {
+    const Cell& in = p.cells.at(c.inputs[i]);
+    for (const auto& [k, v] : cell_labels(p, in)) lab[i][k.find('.') == std::string::npos ? in.step + "." + k : k] = v;
+  }
   std::vector<std::string> differ;
   for (const auto& [k, v] : lab.front())
     for (const auto& l : lab)
@@ -289,19 +295,7 @@ CellOutput robustness_cell(const Plan& p, const Cell& c, const std::string& stud
   r.samples = int_param(c, "samples");
   r.data = data_of(p, c);
   r.device = param(c, "device");
-  AttackSettings& s = r.settings;
-  s.convention = param(c, "convention");
-  s.seed = static_cast<uint64_t>(int_param(c, "seed"));
-  s.batch = int_param(c, "batch");
-  auto given = [&](const char* key, const char* flag, auto set) {
-    if (param(c, key).empty()) return;
-    set(param(c, key));
-    s.given.insert(flag);
-  };
-  given("eps", "--eps", [&](const std::string& v) { s.eps = std::stod(v); });
-  given("step", "--step", [&](const std::string& v) { s.step = std::stod(v); });
-  given("steps", "--steps", [&](const std::string& v) { s.steps = std::stoi(v); });
-  given("eps_units", "--eps-units", [&](const std::string& v) { s.eps_units = v; });
+  attack_settings(c, r.settings);
   const RobustnessOutcome o = run_robustness(r);
   const attacks::RobustnessTable& t = o.table;
   CellOutput out;
@@ -336,6 +330,10 @@ CellOutput robustness_cell(const Plan& p, const Cell& c, const std::string& stud
 }  // namespace
 
 std::string cell_dir(const std::string& study_dir, const Cell& c) { return study_dir + "/cells/" + c.hash; }
+
+bool cell_done(const std::string& study_dir, const Cell& c) {
+  return fs::exists(cell_dir(study_dir, c) + "/results.json");
+}
 
 std::string cell_model(const std::string& study_dir, const Cell& c) {
   if (c.kind == "train") return cell_dir(study_dir, c) + "/run/model.dlm";

@@ -22,6 +22,8 @@ struct CellOutput {
 
 // The folder of cell i under the study folder: DIR/cells/<hash>.
 std::string cell_dir(const std::string& study_dir, const Cell& c);
+// A cell is done when its results.json is in place (written last, atomically).
+bool cell_done(const std::string& study_dir, const Cell& c);
 // The model file a train or quantize cell leaves in its folder (what cells that need it read).
 std::string cell_model(const std::string& study_dir, const Cell& c);
 

@@ -10,6 +10,7 @@
 #include <nlohmann/json.hpp>
 
 #include "core/error.h"
+#include "study/files.h"
 #include "study/run.h"
 
 namespace driftlab {
@@ -81,16 +82,6 @@ class Stmt {
   sqlite3_stmt* st_ = nullptr;
 };
 
-nlohmann::json read_json(const std::string& path) {
-  std::ifstream f(path);
-  if (!f.good()) return nullptr;
-  try {
-    return nlohmann::json::parse(f);
-  } catch (const std::exception& e) {
-    fail(path, ": not JSON (", e.what(), ")");
-  }
-}
-
 // Every number (and bool, as 0/1) under j, by JSON pointer.
 void numbers(const nlohmann::json& j, const std::string& at, const std::function<void(const std::string&, double)>& f) {
   if (j.is_object()) {
@@ -142,10 +133,10 @@ int collect_results(const std::string& dir) {
           .text(6, nlohmann::json(c.params).dump()).text(7, inputs.dump()).run();
       for (const auto& [k, v] : c.params) par.text(1, c.hash).text(2, k).text(3, v).run();
       if (state[c.hash] != "done") continue;
-      numbers(read_json(cdir + "/results.json"), "", [&](const std::string& at, double v) {
+      numbers(read_json_if_any(cdir + "/results.json"), "", [&](const std::string& at, double v) {
         mea.text(1, c.hash).text(2, at).real(3, v).run();
       });
-      numbers(read_json(cdir + "/timings.json"), "", [&](const std::string& at, double v) {
+      numbers(read_json_if_any(cdir + "/timings.json"), "", [&](const std::string& at, double v) {
         tim.text(1, c.hash).text(2, at).real(3, v).run();
       });
     }

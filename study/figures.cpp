@@ -10,6 +10,8 @@
 #include "core/error.h"
 #include "engine/io/container.h"
 #include "engine/io/shell.h"
+#include "study/files.h"
+#include "study/run.h"
 
 namespace driftlab {
 namespace study {
@@ -189,16 +191,6 @@ for t in json.load(open(sys.argv[3])):
 print(json.dumps(made))
 )PY";
 
-nlohmann::json read_json_or_null(const std::string& path) {
-  std::ifstream f(path);
-  if (!f.good()) return nullptr;
-  try {
-    return nlohmann::json::parse(f);
-  } catch (const std::exception& e) {
-    fail(path, ": not JSON (", e.what(), ")");
-  }
-}
-
 std::string html_escape(const std::string& s) {
   std::string o;
   for (char c : s) {
@@ -220,17 +212,12 @@ std::string num(double v) {
 }
 
 // The settings every cell of the step shares (the ones a reader needs to read a curve).
-nlohmann::ordered_json fixed_settings(const std::string& dir, const ReportTable& t) {
+nlohmann::ordered_json fixed_settings(const Plan& plan, const ReportTable& t) {
   nlohmann::ordered_json fixed;
-  std::ifstream f(dir + "/manifest.jsonl");
   std::map<std::string, std::set<std::string>> seen;
-  std::string line;
-  while (std::getline(f, line)) {
-    if (line.empty()) continue;
-    const nlohmann::json j = nlohmann::json::parse(line);
-    if (j.at("step") != t.step) continue;
-    for (const auto& [k, v] : j.at("params").items()) seen[k].insert(v.get<std::string>());
-  }
+  for (const Cell& c : plan.cells)
+    if (c.step == t.step)
+      for (const auto& [k, v] : c.params) seen[k].insert(v);
   for (const char* k : {"model", "dataset", "limit", "epochs", "batch", "optimizer", "lr", "momentum", "device"}) {
     auto it = seen.find(k);
     if (it == seen.end() || it->second.size() != 1 || it->second.begin()->empty()) continue;
@@ -245,15 +232,16 @@ nlohmann::ordered_json fixed_settings(const std::string& dir, const ReportTable&
 
 nlohmann::ordered_json study_curves(const std::string& dir, const std::vector<ReportTable>& tables) {
   nlohmann::ordered_json out;
-  const nlohmann::json study = read_json_or_null(dir + "/study.json");
+  const nlohmann::json study = read_json_if_any(dir + "/study.json");
   out["study"] = study.is_null() ? std::string("study") : study.value("study", std::string("study"));
   out["steps"] = nlohmann::ordered_json::array();
+  const Plan plan = read_plan(dir);
   for (const ReportTable& t : tables) {
     if (t.kind != "train") continue;
     nlohmann::ordered_json st;
     st["step"] = t.step;
     st["keys"] = t.keys;
-    st["fixed"] = fixed_settings(dir, t);
+    st["fixed"] = fixed_settings(plan, t);
     st["groups"] = nlohmann::ordered_json::array();
     for (const ReportRow& r : t.rows) {
       nlohmann::ordered_json g;
@@ -262,7 +250,7 @@ nlohmann::ordered_json study_curves(const std::string& dir, const std::vector<Re
       g["seeds"] = r.cell_seeds;
       for (const char* m : {"val_acc", "val_loss", "train_loss", "train_acc"}) g[m] = nlohmann::ordered_json::array();
       for (const std::string& h : r.cells) {
-        const nlohmann::json res = read_json_or_null(dir + "/cells/" + h + "/results.json");
+        const nlohmann::json res = read_json_if_any(dir + "/cells/" + h + "/results.json");
         for (const char* m : {"val_acc", "val_loss", "train_loss", "train_acc"}) {
           std::vector<double> v;
           if (!res.is_null() && res.contains("epochs"))
@@ -302,7 +290,7 @@ std::vector<std::string> write_study_figures(const std::string& dir, const std::
 std::string study_html(const std::string& dir, const std::vector<ReportTable>& tables,
                        const std::vector<std::string>& figures, const std::vector<Comparison>& comparisons,
                        const std::string& explanations_markdown) {
-  const nlohmann::json study = read_json_or_null(dir + "/study.json");
+  const nlohmann::json study = read_json_if_any(dir + "/study.json");
   const std::string name = study.is_null() ? "study" : study.value("study", std::string("study"));
   const std::string title = study.is_null() ? "" : study.value("title", std::string());
   std::ostringstream h;

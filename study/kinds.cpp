@@ -35,6 +35,23 @@ std::vector<ParamDef> data_params(bool required) {
           integer("limit", "0", 0)};
 }
 
+// The settings of an attack both the attack and the robustness kinds take ("" (no default): the
+// convention's value, as `driftlab attack` fills a flag not given; study/cells.cpp attack_settings).
+std::vector<ParamDef> attack_settings() {
+  return {choice("convention", "driftlab", {"driftlab", "foolbox2", "foolbox3", "art", "torchattacks"}),
+          real("eps", "0.1", 0), real("step", "", 0), integer("steps", "", 1),
+          choice("eps_units", "", {"absolute", "fraction"})};
+}
+std::vector<ParamDef> run_settings() {
+  return {integer("seed", "1", 0), integer("batch", "128", 1), choice("device", "cpu", {"cpu", "cuda"}),
+          integer("threads", "1", 1)};
+}
+std::vector<ParamDef> concat(const std::vector<std::vector<ParamDef>>& parts) {
+  std::vector<ParamDef> out;
+  for (const auto& part : parts) out.insert(out.end(), part.begin(), part.end());
+  return out;
+}
+
 std::vector<KindDef> make_table() {
   std::vector<KindDef> t;
   {
@@ -93,21 +110,11 @@ std::vector<KindDef> make_table() {
               "an adversarial attack on the model of its first need, judged also by the models of the others "
               "(transfer: crafted on fp32, judged on int8)",
               {}, {"train", "quantize"}, 1, 4};
-    // "" (no default): the convention's value, as `driftlab attack` fills a flag not given.
-    k.params = {choice("attack", "fgsm", {"fgsm", "bim", "pgd", "boundary", "single-pixel"}),
-                choice("convention", "driftlab", {"driftlab", "foolbox2", "foolbox3", "art", "torchattacks"}),
-                real("eps", "0.1", 0),
-                real("step", "", 0),
-                integer("steps", "", 1),
-                choice("eps_units", "", {"absolute", "fraction"}),
-                choice("eight_bit", "off", {"off", "round", "truncate"}),
-                boolean("random_start", ""),
-                boolean("early_stop", ""),
-                integer("seed", "1", 0),
-                integer("batch", "128", 1),
-                choice("device", "cpu", {"cpu", "cuda"}),
-                integer("threads", "1", 1)};
-    for (const ParamDef& d : data_params(false)) k.params.push_back(d);
+    k.params = concat({{choice("attack", "fgsm", {"fgsm", "bim", "pgd", "boundary", "single-pixel"})},
+                     attack_settings(),
+                     {choice("eight_bit", "off", {"off", "round", "truncate"}), boolean("random_start", ""),
+                      boolean("early_stop", "")},
+                     run_settings(), data_params(false)});
     t.push_back(k);
   }
   {
@@ -116,19 +123,8 @@ std::vector<KindDef> make_table() {
               "R(m) (Guo et al.'s min-max indicator), Wilcoxon/A12 against the first model",
               {}, {"train", "quantize"}, 1, 1};
     k.gathers = true;
-    k.params = {text("attacks", "fgsm,bim"),
-                integer("repeats", "3", 1),
-                integer("samples", "0", 0),
-                choice("convention", "driftlab", {"driftlab", "foolbox2", "foolbox3", "art", "torchattacks"}),
-                real("eps", "0.1", 0),
-                real("step", "", 0),
-                integer("steps", "", 1),
-                choice("eps_units", "", {"absolute", "fraction"}),
-                integer("seed", "1", 0),
-                integer("batch", "128", 1),
-                choice("device", "cpu", {"cpu", "cuda"}),
-                integer("threads", "1", 1)};
-    for (const ParamDef& d : data_params(false)) k.params.push_back(d);
+    k.params = concat({{text("attacks", "fgsm,bim"), integer("repeats", "3", 1), integer("samples", "0", 0)},
+                     attack_settings(), run_settings(), data_params(false)});
     t.push_back(k);
   }
   return t;

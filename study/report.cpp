@@ -13,6 +13,9 @@
 
 #include "attacks/stats.h"
 #include "core/error.h"
+#include "report/csv.h"
+#include "study/files.h"
+#include "study/run.h"
 
 namespace driftlab {
 namespace study {
@@ -21,50 +24,10 @@ namespace fs = std::filesystem;
 
 namespace {
 
-struct MCell {
-  std::string hash, step, kind;
-  std::map<std::string, std::string> params;
-  std::vector<std::string> inputs;
-};
-
-std::vector<MCell> read_manifest(const std::string& dir) {
-  const std::string path = dir + "/manifest.jsonl";
-  std::ifstream f(path);
-  check(f.good(), path, ": cannot read (is ", dir, " a study folder? `driftlab study run` writes it)");
-  std::vector<MCell> out;
-  std::string line;
-  for (int n = 1; std::getline(f, line); ++n) {
-    if (line.empty()) continue;
-    try {
-      const nlohmann::json j = nlohmann::json::parse(line);
-      MCell c;
-      c.hash = j.at("hash").get<std::string>();
-      c.step = j.at("step").get<std::string>();
-      c.kind = j.at("kind").get<std::string>();
-      c.params = j.at("params").get<std::map<std::string, std::string>>();
-      c.inputs = j.at("inputs").get<std::vector<std::string>>();
-      out.push_back(c);
-    } catch (const std::exception& e) {
-      fail(path, ":", n, ": not a manifest line (", e.what(), ")");
-    }
-  }
-  return out;
-}
-
-nlohmann::json read_json(const std::string& path) {
-  std::ifstream f(path);
-  if (!f.good()) return nullptr;
-  try {
-    return nlohmann::json::parse(f);
-  } catch (const std::exception& e) {
-    fail(path, ": not JSON (", e.what(), ")");
-  }
-}
-
 // One measure of one cell: name and value (absent when the cell's results lack it).
 using Measures = std::vector<std::pair<std::string, double>>;
 
-Measures measures_of(const MCell& c, const nlohmann::json& res, const nlohmann::json& times) {
+Measures measures_of(const Cell& c, const nlohmann::json& res, const nlohmann::json& times) {
   Measures m;
   auto at = [&](const nlohmann::json& j, const char* ptr, const std::string& name) {
     const nlohmann::json::json_pointer p(ptr);
@@ -122,31 +85,13 @@ std::string fmt(double v, const char* f = "%.4f") {
   return buf;
 }
 
-std::string csv_cell(const std::string& s) {
-  if (s.find_first_of(",\"\n") == std::string::npos) return s;
-  std::string q = "\"";
-  for (char ch : s) q += ch == '"' ? std::string("\"\"") : std::string(1, ch);
-  return q + "\"";
-}
-
 }  // namespace
 
 std::vector<ReportTable> study_tables(const std::string& dir) {
-  const std::vector<MCell> cells = read_manifest(dir);
-  std::map<std::string, const MCell*> by_hash;
-  for (const MCell& c : cells) by_hash[c.hash] = &c;
-  // A cell's labels: its parameters, and its inputs' as step.key (theirs first).
-  std::function<void(const MCell&, const std::string&, std::map<std::string, std::string>&)> label =
-      [&](const MCell& c, const std::string& prefix, std::map<std::string, std::string>& out) {
-        for (const std::string& h : c.inputs) {
-          auto it = by_hash.find(h);
-          if (it != by_hash.end()) label(*it->second, it->second->step + ".", out);
-        }
-        for (const auto& [k, v] : c.params) out[prefix + k] = v;
-      };
+  const Plan plan = read_plan(dir);
   std::vector<std::string> steps;
-  std::map<std::string, std::vector<const MCell*>> of_step;
-  for (const MCell& c : cells) {
+  std::map<std::string, std::vector<const Cell*>> of_step;
+  for (const Cell& c : plan.cells) {
     if (!of_step.count(c.step)) steps.push_back(c.step);
     of_step[c.step].push_back(&c);
   }
@@ -157,9 +102,8 @@ std::vector<ReportTable> study_tables(const std::string& dir) {
     t.kind = of_step[step].front()->kind;
     std::vector<std::map<std::string, std::string>> labels;
     std::map<std::string, std::set<std::string>> seen;
-    for (const MCell* c : of_step[step]) {
-      labels.emplace_back();
-      label(*c, "", labels.back());
+    for (const Cell* c : of_step[step]) {
+      labels.push_back(cell_labels(plan, *c));
       for (const auto& [k, v] : labels.back()) seen[k].insert(v);
     }
     std::vector<std::string> seed_keys;
@@ -171,7 +115,7 @@ std::vector<ReportTable> study_tables(const std::string& dir) {
     std::vector<std::map<std::string, std::vector<double>>> values;
     std::vector<std::set<std::string>> seeds;
     for (std::size_t i = 0; i < of_step[step].size(); ++i) {
-      const MCell& c = *of_step[step][i];
+      const Cell& c = *of_step[step][i];
       ++t.cells;
       std::vector<std::string> key;
       for (const std::string& k : t.keys) key.push_back(labels[i][k]);
@@ -185,14 +129,14 @@ std::vector<ReportTable> study_tables(const std::string& dir) {
         seeds.emplace_back();
       }
       const std::string cdir = dir + "/cells/" + c.hash;
-      const nlohmann::json res = read_json(cdir + "/results.json");
+      const nlohmann::json res = read_json_if_any(cdir + "/results.json");
       if (res.is_null()) {
         ++t.missing;
         continue;
       }
       std::string s;
       for (const std::string& k : seed_keys) s += (s.empty() ? "" : "/") + labels[i][k];
-      for (const auto& [name, v] : measures_of(c, res, read_json(cdir + "/timings.json"))) {
+      for (const auto& [name, v] : measures_of(c, res, read_json_if_any(cdir + "/timings.json"))) {
         if (std::find(t.measures.begin(), t.measures.end(), name) == t.measures.end()) t.measures.push_back(name);
         values[it->second][name].push_back(v);
         t.rows[it->second].by_seed[name][s] = v;
@@ -343,8 +287,8 @@ std::string tables_csv(const std::vector<ReportTable>& tables) {
       for (std::size_t i = 0; i < t.keys.size(); ++i) group += (i ? ";" : "") + t.keys[i] + "=" + r.values[i];
       for (const std::string& s : r.seeds) seeds += (seeds.empty() ? "" : ";") + s;
       for (const Stat& s : r.stats)
-        os << csv_cell(t.step) << "," << t.kind << "," << csv_cell(group) << "," << csv_cell(s.measure) << ","
-           << fmt(s.mean, "%.17g") << "," << fmt(s.sd, "%.17g") << "," << s.n << "," << csv_cell(seeds) << "\n";
+        os << report::csv_cell(t.step) << "," << t.kind << "," << report::csv_cell(group) << "," << report::csv_cell(s.measure) << ","
+           << fmt(s.mean, "%.17g") << "," << fmt(s.sd, "%.17g") << "," << s.n << "," << report::csv_cell(seeds) << "\n";
     }
   return os.str();
 }

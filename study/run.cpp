@@ -24,6 +24,7 @@
 #include "engine/build_info.h"
 #include "engine/io/container.h"
 #include "study/cells.h"
+#include "study/files.h"
 
 namespace driftlab {
 namespace study {
@@ -32,24 +33,8 @@ namespace fs = std::filesystem;
 
 namespace {
 
-std::string read_text(const std::string& path) {
-  std::ifstream f(path, std::ios::binary);
-  std::ostringstream os;
-  os << f.rdbuf();
-  return os.str();
-}
-
-bool done(const std::string& dir, const Cell& c) { return fs::exists(cell_dir(dir, c) + "/results.json"); }
-
 void write_cell_json(const Plan& p, const Cell& c, const std::string& dir) {
-  nlohmann::ordered_json j;
-  j["hash"] = c.hash;
-  j["step"] = c.step;
-  j["kind"] = c.kind;
-  j["params"] = c.params;
-  std::vector<std::string> inputs;
-  for (std::size_t in : c.inputs) inputs.push_back(p.cells[in].hash);
-  j["inputs"] = inputs;
+  nlohmann::ordered_json j = cell_json(p, c);
   j["canonical"] = c.canonical;
   write_file_atomic(cell_dir(dir, c) + "/cell.json", j.dump(2) + "\n");
 }
@@ -96,27 +81,6 @@ void record_failure(const std::string& dir, const Cell& c, const std::string& wh
 
 namespace {
 
-class FolderLock {
- public:
-  explicit FolderLock(const std::string& dir) {
-    const std::string path = dir + "/.lock";
-    fd_ = ::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
-    check(fd_ >= 0, path, ": cannot open the study's lock file");
-    if (::flock(fd_, LOCK_EX | LOCK_NB) != 0) {
-      ::close(fd_);
-      fail(dir, ": another study run is using this folder (", path, " is locked)");
-    }
-  }
-  ~FolderLock() {
-    ::flock(fd_, LOCK_UN);
-    ::close(fd_);
-  }
-  FolderLock(const FolderLock&) = delete;
-  FolderLock& operator=(const FolderLock&) = delete;
-
- private:
-  int fd_ = -1;
-};
 
 volatile std::sig_atomic_t g_worker_stop = 0;
 extern "C" void on_worker_term(int) { g_worker_stop = 1; }
@@ -141,22 +105,35 @@ std::string describe(const Plan& p, const Cell& c) {
 
 }  // namespace
 
+OpenedStudy::OpenedStudy(const Plan& p, const std::string& dir) {
+  fs::create_directories(dir + "/cells");
+  const std::string path = dir + "/.lock";
+  fd_ = ::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+  check(fd_ >= 0, path, ": cannot open the study's lock file");
+  if (::flock(fd_, LOCK_EX | LOCK_NB) != 0) {
+    ::close(fd_);
+    fail(dir, ": another study run is using this folder (", path, " is locked)");
+  }
+  write_file_atomic(dir + "/manifest.jsonl", manifest_jsonl(p));
+  nlohmann::ordered_json s;
+  s["study"] = p.spec.name;
+  s["title"] = p.spec.title;
+  s["adaptations"] = p.spec.adaptations;
+  s["spec"] = p.spec.file;
+  s["build"] = p.build;
+  s["cells"] = p.cells.size();
+  write_file_atomic(dir + "/study.json", s.dump(2) + "\n");
+}
+
+OpenedStudy::~OpenedStudy() {
+  ::flock(fd_, LOCK_UN);
+  ::close(fd_);
+}
+
 StudyRunResult run_study(const Plan& p, const StudyRunOptions& o) {
   check(!o.out.empty(), "study run: no output folder");
   check(o.jobs >= 1, "study run: --jobs ", o.jobs, " (at least 1)");
-  fs::create_directories(o.out + "/cells");
-  FolderLock lock(o.out);
-  write_file_atomic(o.out + "/manifest.jsonl", manifest_jsonl(p));
-  {
-    nlohmann::ordered_json s;
-    s["study"] = p.spec.name;
-    s["title"] = p.spec.title;
-    s["adaptations"] = p.spec.adaptations;
-    s["spec"] = p.spec.file;
-    s["build"] = p.build;
-    s["cells"] = p.cells.size();
-    write_file_atomic(o.out + "/study.json", s.dump(2) + "\n");
-  }
+  const OpenedStudy opened(p, o.out);
   StudyRunResult r;
   r.total = p.cells.size();
   enum State { waiting, running, finished, failed_state, blocked_state };
@@ -164,7 +141,7 @@ StudyRunResult run_study(const Plan& p, const StudyRunOptions& o) {
   StudyProgress prog;
   prog.total = r.total;
   for (std::size_t i = 0; i < p.cells.size(); ++i)
-    if (done(o.out, p.cells[i])) state[i] = finished, ++r.reused;
+    if (cell_done(o.out, p.cells[i])) state[i] = finished, ++r.reused;
   prog.reused = r.reused;
   double run_seconds = 0;
   auto report = [&](const std::string& event) {
@@ -354,23 +331,11 @@ Plan read_plan(const std::string& dir) {
 }
 
 std::vector<CellState> study_status(const std::string& dir) {
-  const std::string manifest = dir + "/manifest.jsonl";
-  std::ifstream f(manifest);
-  check(f.good(), manifest, ": cannot read (is ", dir, " a study folder? `driftlab study run` writes it)");
   std::vector<CellState> out;
-  std::string line;
-  for (int n = 1; std::getline(f, line); ++n) {
-    if (line.empty()) continue;
-    nlohmann::json j;
-    try {
-      j = nlohmann::json::parse(line);
-      check(j.is_object() && j.contains("hash") && j.contains("step"), "no hash or step");
-    } catch (const std::exception& e) {
-      fail(manifest, ":", n, ": not a manifest line (", e.what(), ")");
-    }
-    CellState s{j["hash"].get<std::string>(), j["step"].get<std::string>(), "missing", ""};
-    const std::string d = dir + "/cells/" + s.hash;
-    if (fs::exists(d + "/results.json")) {
+  for (const Cell& c : read_plan(dir).cells) {
+    CellState s{c.hash, c.step, "missing", ""};
+    const std::string d = cell_dir(dir, c);
+    if (cell_done(dir, c)) {
       s.state = "done";
     } else if (fs::exists(d + "/error.txt")) {
       s.state = "failed";

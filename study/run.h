@@ -58,6 +58,19 @@ struct StudyRunResult {
 
 StudyRunResult run_study(const Plan& plan, const StudyRunOptions& options);
 
+// How both executors start: DIR/cells made, DIR/.lock taken (one run per folder; released with the
+// object; throws naming the folder when another run holds it), manifest.jsonl and study.json written.
+class OpenedStudy {
+ public:
+  OpenedStudy(const Plan& plan, const std::string& dir);
+  ~OpenedStudy();
+  OpenedStudy(const OpenedStudy&) = delete;
+  OpenedStudy& operator=(const OpenedStudy&) = delete;
+
+ private:
+  int fd_ = -1;
+};
+
 // The pieces the executors share. run_one_cell runs cell i here (its inputs done): cell.json,
 // then the cell, then timings.json and results.json; every start and end is a line of the cell's
 // attempts.txt. Returns true when a train cell went on from its checkpoint; throws what the cell

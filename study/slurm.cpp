@@ -21,7 +21,6 @@ namespace fs = std::filesystem;
 
 namespace {
 
-bool is_done(const std::string& dir, const Cell& c) { return fs::exists(cell_dir(dir, c) + "/results.json"); }
 bool has_failed(const std::string& dir, const Cell& c) { return fs::exists(cell_dir(dir, c) + "/error.txt"); }
 
 std::string self_exe() {
@@ -40,12 +39,8 @@ std::string trim(std::string s) {
 
 StudyRunResult run_study_slurm(const Plan& p, const StudyRunOptions& o, const SlurmOptions& so) {
   check(so.cells_per_task >= 1, "study run: --cells-per-task ", so.cells_per_task, " (at least 1)");
-  // The folder, manifest and lock as the local executor makes them: run it with nothing to do.
-  // (A plan whose cells are all done returns here, having submitted nothing.)
-  StudyRunOptions none = o;
-  none.stop = [] { return true; };  // it writes the folder and stops before the first cell
-  none.progress = nullptr;
-  run_study(p, none);
+  check(!o.out.empty(), "study run: no output folder");
+  const OpenedStudy opened(p, o.out);  // held until the jobs are collected
   const std::string dir = fs::absolute(o.out).string();
   StudyRunResult r;
   r.total = p.cells.size();
@@ -54,7 +49,7 @@ StudyRunResult run_study_slurm(const Plan& p, const StudyRunOptions& o, const Sl
   std::vector<bool> was_done(p.cells.size());
   for (std::size_t i = 0; i < p.cells.size(); ++i) {
     for (std::size_t in : p.cells[i].inputs) level[i] = std::max(level[i], level[in] + 1);
-    was_done[i] = is_done(dir, p.cells[i]);
+    was_done[i] = cell_done(dir, p.cells[i]);
     r.reused += was_done[i];
     if (!was_done[i]) levels = std::max(levels, level[i] + 1);
   }
@@ -138,7 +133,7 @@ StudyRunResult run_study_slurm(const Plan& p, const StudyRunOptions& o, const Sl
   for (std::size_t i = 0; i < p.cells.size(); ++i) {
     if (was_done[i]) continue;
     const Cell& c = p.cells[i];
-    if (is_done(dir, c)) {
+    if (cell_done(dir, c)) {
       ++r.ran;
       std::ifstream a(cell_dir(dir, c) + "/attempts.txt");
       std::string line, last;
@@ -174,9 +169,9 @@ int run_worker(const std::string& dir, const std::string& tasks_file, int task, 
     check(it != index.end(), tasks_file, ": task ", task, " names cell ", h, ", which ", dir,
           "/manifest.jsonl does not hold");
     const Cell& c = p.cells[it->second];
-    if (is_done(dir, c)) continue;
+    if (cell_done(dir, c)) continue;
     bool inputs_done = true;
-    for (std::size_t in : c.inputs) inputs_done = inputs_done && is_done(dir, p.cells[in]);
+    for (std::size_t in : c.inputs) inputs_done = inputs_done && cell_done(dir, p.cells[in]);
     if (!inputs_done) {
       std::printf("cell %s (%s): an input is not done (failed or blocked): not run\n", c.hash.c_str(), c.step.c_str());
       continue;

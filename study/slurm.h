@@ -9,7 +9,8 @@
 // requeues is started again and resumes; SIGTERM (what Slurm sends first) stops a train cell at
 // its next step with a checkpoint. The submitting process follows the jobs with squeue until
 // none is left, then counts the cells from their files: the folder holds the results, so
-// collecting twice gives the same answer.
+// collecting twice gives the same answer. The submitting process holds the folder's lock
+// (study/run.h OpenedStudy) from the manifest to the collection.
 #pragma once
 #include <functional>
 #include <string>

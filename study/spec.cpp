@@ -391,19 +391,34 @@ Plan plan(const Spec& spec, const std::string& build, std::size_t max_cells) {
   return p;
 }
 
+nlohmann::ordered_json cell_json(const Plan& p, const Cell& c) {
+  nlohmann::ordered_json j;
+  j["hash"] = c.hash;
+  j["step"] = c.step;
+  j["kind"] = c.kind;
+  j["params"] = c.params;
+  std::vector<std::string> inputs;
+  for (std::size_t in : c.inputs) inputs.push_back(p.cells[in].hash);
+  j["inputs"] = inputs;
+  return j;
+}
+
 std::string manifest_jsonl(const Plan& p) {
   std::string out;
-  for (const Cell& c : p.cells) {
-    nlohmann::ordered_json j;
-    j["hash"] = c.hash;
-    j["step"] = c.step;
-    j["kind"] = c.kind;
-    j["params"] = c.params;
-    std::vector<std::string> inputs;
-    for (std::size_t in : c.inputs) inputs.push_back(p.cells[in].hash);
-    j["inputs"] = inputs;
-    out += j.dump() + "\n";
-  }
+  for (const Cell& c : p.cells) out += cell_json(p, c).dump() + "\n";
+  return out;
+}
+
+namespace {
+void add_labels(const Plan& p, const Cell& c, const std::string& prefix, std::map<std::string, std::string>& out) {
+  for (std::size_t in : c.inputs) add_labels(p, p.cells.at(in), p.cells.at(in).step + ".", out);
+  for (const auto& [k, v] : c.params) out[prefix + k] = v;
+}
+}  // namespace
+
+std::map<std::string, std::string> cell_labels(const Plan& p, const Cell& c) {
+  std::map<std::string, std::string> out;
+  add_labels(p, c, "", out);
   return out;
 }
 

@@ -16,6 +16,8 @@
 #include <string>
 #include <vector>
 
+#include <nlohmann/json.hpp>
+
 namespace driftlab {
 namespace study {
 
@@ -74,8 +76,15 @@ struct Plan {
 // More than max_cells cells is refused (a grid typed one level too deep multiplies the study).
 Plan plan(const Spec& spec, const std::string& build, std::size_t max_cells = 1000000);
 
-// The manifest: one JSON object per line and cell: hash, step, kind, params, inputs (hashes).
+// The manifest: one JSON object per line and cell (cell_json): hash, step, kind, params, inputs
+// (hashes). study/run.h read_plan reads it back.
 std::string manifest_jsonl(const Plan& p);
+nlohmann::ordered_json cell_json(const Plan& p, const Cell& c);
+
+// A cell's labels: its own parameters by key, and those of the cells it needs (theirs first, all
+// the way up) as step.key: what tells cells apart in the report's groups, the progress lines and
+// the names of a robustness table's models.
+std::map<std::string, std::string> cell_labels(const Plan& p, const Cell& c);
 
 }  // namespace study
 }  // namespace driftlab
