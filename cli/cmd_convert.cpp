@@ -56,13 +56,6 @@ struct ConvertOptions {
   DataOptions data;
 };
 
-// The folder holding ort_run.js and its node_modules (onnxruntime-node from npm).
-std::string ort_dir() {
-  const char* e = std::getenv("DRIFTLAB_ORT_DIR");
-  if (e && *e) return e;
-  return std::string(DRIFTLAB_SOURCE_DIR) + "/tests/oracles/ort";
-}
-
 // The measurements of Openja et al.'s conversion study (docs/GLOSSARY.md): driftlab (the original) against ONNX Runtime
 // (the converted model) on the same test inputs.
 void convert_cmd(ConvertOptions o) {

@@ -8,6 +8,7 @@
 #include <array>
 #include <csignal>
 #include <cstdio>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <iomanip>
@@ -105,8 +106,13 @@ struct RunArgs {
   study::SlurmOptions slurm;
 };
 
+// A study's convert cells run ONNX Runtime from DRIFTLAB_ORT_DIR (study/cells.cpp): this command's
+// folder for it unless the environment names one (workers, local or Slurm, inherit it).
+void export_ort_dir() { ::setenv("DRIFTLAB_ORT_DIR", ort_dir().c_str(), /*overwrite=*/0); }
+
 int study_run(const RunArgs& a) {
   const study::Plan p = study::plan(study::read_spec(a.spec), hash_build(a.any_build));
+  export_ort_dir();
   study::StudyRunOptions o;
   o.out = a.out;
   o.jobs = a.jobs;
@@ -216,6 +222,7 @@ void register_study(CLI::App& app) {
   worker->callback([wa] {
     // SIGTERM (Slurm's requeue and preemption) stops the task's cell at its next checkpoint.
     const StopSignals signals(/*restart=*/false, /*second_kills=*/false);
+    export_ort_dir();
     const int failed = study::run_worker(std::get<0>(*wa), std::get<1>(*wa), std::get<2>(*wa),
                                          [] { return StopSignals::caught() != 0; });
     if (failed) throw ExitStatus{1};

@@ -7,6 +7,7 @@
 #include <cmath>
 #include <csignal>
 #include <cstdio>
+#include <cstdlib>
 #include <iomanip>
 #include <iostream>
 #include <sstream>
@@ -106,6 +107,12 @@ std::string sci(double v) {
   std::ostringstream os;
   os << std::scientific << std::setprecision(2) << v;
   return os.str();
+}
+
+std::string ort_dir() {
+  const char* e = std::getenv("DRIFTLAB_ORT_DIR");
+  if (e && *e) return e;
+  return std::string(DRIFTLAB_SOURCE_DIR) + "/tests/oracles/ort";
 }
 
 }  // namespace cli

@@ -37,6 +37,11 @@ struct DataOptions : DataSpec {
 // back when the object goes. restart: SA_RESTART (interrupted calls go on; study run wants its
 // wait for workers interrupted instead); second_kills: SA_RESETHAND (a second Ctrl-C kills at
 // once; not for study run, whose workers would be left behind).
+// The folder holding ONNX Runtime (ort_run.js and its node_modules, onnxruntime-node from npm):
+// DRIFTLAB_ORT_DIR, else this source tree's tests/oracles/ort. `driftlab convert` runs it; a study's
+// convert cells find it in DRIFTLAB_ORT_DIR, which `study run` and `study worker` set to this.
+std::string ort_dir();
+
 class StopSignals {
  public:
   explicit StopSignals(bool restart = true, bool second_kills = true);

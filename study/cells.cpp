@@ -1,5 +1,7 @@
 #include "study/cells.h"
 
+#include <algorithm>
+#include <cstdlib>
 #include <filesystem>
 #include <functional>
 #include <map>
@@ -8,10 +10,14 @@
 
 #include "core/error.h"
 #include "driftlab/attack.h"
+#include "driftlab/convert.h"
 #include "driftlab/evaluate.h"
 #include "driftlab/quantize.h"
 #include "driftlab/robustness.h"
 #include "driftlab/train.h"
+#include "report/attack.h"
+#include "report/convert.h"
+#include "study/files.h"
 
 namespace driftlab {
 namespace study {
@@ -200,6 +206,8 @@ void attack_settings(const Cell& c, AttackSettings& s) {
   given(c, s, "step", "--step", [&](const std::string& v) { s.step = std::stod(v); });
   given(c, s, "steps", "--steps", [&](const std::string& v) { s.steps = std::stoi(v); });
   given(c, s, "eps_units", "--eps-units", [&](const std::string& v) { s.eps_units = v; });
+  given(c, s, "iterations", "--iterations", [&](const std::string& v) { s.iterations = std::stoi(v); });
+  given(c, s, "max_directions", "--max-directions", [&](const std::string& v) { s.max_directions = std::stoi(v); });
 }
 
 nlohmann::ordered_json summary_json(const attacks::AttackSummary& s) {
@@ -261,6 +269,177 @@ CellOutput attack_cell(const Plan& p, const Cell& c, const std::string& study_di
     judges.push_back(x);
   }
   j["judges"] = judges;
+  // The examples as `driftlab attack --out` leaves them (adversarial.npy, samples.csv, result.json):
+  // what a convert cell that needs this one judges before and after conversion.
+  report::write_attack(cell_dir(study_dir, c), o, false);
+  return out;
+}
+
+// Where ONNX Runtime is: the folder holding ort_run.js and its node_modules (onnxruntime-node).
+// The driftlab command sets DRIFTLAB_ORT_DIR to its source tree's tests/oracles/ort unless the
+// environment already names one; a worker inherits it.
+std::string ort_dir() {
+  const char* e = std::getenv("DRIFTLAB_ORT_DIR");
+  check(e && *e, "study: a convert cell runs ONNX Runtime: set DRIFTLAB_ORT_DIR to the folder holding ort_run.js and "
+        "its node_modules (tests/oracles/ort after `npm ci --ignore-scripts` there)");
+  return e;
+}
+
+// The attack a convert cell judges, as its column of R(m, c) is named: "fgsm eps 0.1", "boundary".
+std::string attack_name(const nlohmann::json& attack_results) {
+  std::string a = attack_results.value("attack", std::string("?"));
+  if (a != "boundary" && a != "single-pixel" && attack_results.contains("eps")) {
+    std::ostringstream e;
+    e << a << " eps " << attack_results["eps"].get<double>();
+    a = e.str();
+  }
+  return a;
+}
+
+// Openja et al.'s conversion measurements on the model of the first need (driftlab/convert.h): the
+// cell's folder holds model.onnx, ONNX Runtime's logits, convert.json and convert.csv (the test
+// inputs written for ONNX Runtime are removed: the dataset is not a result). With an attack as second
+// need (crafted on that same model), its examples judged by driftlab and by ONNX Runtime.
+CellOutput convert_cell(const Plan& p, const Cell& c, const std::string& study_dir, DatasetLoader& loader) {
+  const Cell& model = p.cells.at(c.inputs.at(0));
+  ConversionRequest r;
+  r.weights = cell_model(study_dir, model);
+  r.to = param(c, "to");
+  r.out = cell_dir(study_dir, c);
+  r.onnx.opset = int_param(c, "opset");
+  r.onnx.quant_form = param(c, "quant_form");
+  r.onnx.naive_pads = bool_param(c, "naive_pads");
+  r.onnx.naive_rnn_gates = bool_param(c, "naive_rnn_gates");
+  r.onnx.doc = "driftlab study cell " + c.hash;  // no path in the file: its size is a result
+  r.repeats = int_param(c, "repeats");
+  r.threads = static_cast<int>(int_param(c, "threads"));
+  r.ort_dir = ort_dir();
+  r.data = data_of(p, c);
+  nlohmann::json attack;
+  if (c.inputs.size() > 1) {
+    const Cell& a = p.cells.at(c.inputs[1]);
+    check(!a.inputs.empty() && a.inputs.front() == c.inputs.front(), "study: step '", c.step, "': the attack ", a.hash,
+          " (step '", a.step, "') was crafted on another model than the one this cell converts (", model.hash,
+          ", step '", model.step, "'): S3 judges a model's own adversarial examples");
+    r.adversarial = cell_dir(study_dir, a);
+    check(fs::exists(r.adversarial + "/adversarial.npy"), "study: ", r.adversarial, " holds no adversarial.npy (an attack "
+          "cell run by a build before 2026-11-29): remove its results.json and run the study again");
+    attack = read_json_if_any(r.adversarial + "/results.json");
+  }
+  const ConversionResult res = measure_conversion(r, loader);
+  report::write_conversion_files(r.out, res);
+  fs::remove(r.out + "/inputs.npy");
+  CellOutput out;
+  nlohmann::ordered_json& j = out.results;
+  j["model"] = res.model;
+  j["policy"] = res.policy;
+  j["conversion"] = res.conversion;
+  j["opset"] = res.opset;
+  j["inputs"] = res.inputs;
+  j["n"] = res.n;
+  j["ort_version"] = res.ort_version;
+  j["notes"] = res.notes;
+  j["accuracy_before"] = res.accuracy_before;
+  j["accuracy_after"] = res.accuracy_after;
+  j["abs_err_mean"] = res.abs_err_mean;
+  j["rel_err_mean"] = res.rel_err_mean;
+  j["mean_abs"] = res.mean_abs;
+  j["max_abs"] = res.max_abs;
+  j["misclassification"] = res.misclassification;
+  j["logits_max_abs"] = res.logits_max_abs;
+  j["logits_max_rel"] = res.logits_max_rel;
+  j["size_before"] = res.size_before;
+  j["size_after"] = res.size_after;
+  if (res.adversarial) {
+    const ConversionAdversarial& a = *res.adversarial;
+    j["adversarial"] = {{"attack", attack_name(attack)}, {"cell", p.cells.at(c.inputs[1]).hash}, {"n", a.n},
+                        {"success_before", a.success_before}, {"success_after", a.success_after},
+                        {"variation", a.variation}, {"predictions_differ", a.predictions_differ}};
+  }
+  out.timings["threads"] = res.threads;
+  out.timings["load_ms_before"] = res.load_ms_before;
+  out.timings["load_ms_after"] = res.load_ms_after;
+  out.timings["inference_ms_before"] = res.inference_ms_before;
+  out.timings["inference_ms_after"] = res.inference_ms_after;
+  return out;
+}
+
+// R(m, c) over the gathered convert cells (driftlab/convert.h conversion_robustness): a row per
+// (model, conversion), named by the values of the model's cells and the conversion's own
+// parameters that tell the rows apart; a column per attack.
+CellOutput convert_robustness_cell(const Plan& p, const Cell& c, const std::string& study_dir) {
+  std::vector<std::string> dirs;
+  std::vector<std::map<std::string, std::string>> lab(c.inputs.size());
+  std::vector<std::string> weights(c.inputs.size()), conversion(c.inputs.size());
+  for (std::size_t i = 0; i < c.inputs.size(); ++i) {
+    const Cell& cv = p.cells.at(c.inputs[i]);
+    check(cv.inputs.size() == 2, "study: step '", c.step, "': the convert cell ", cv.hash, " (step '", cv.step,
+          "') judges no attack: R(m, c) needs every conversion's adversarial examples");
+    dirs.push_back(cell_dir(study_dir, cv));
+    const Cell& m = p.cells.at(cv.inputs.front());
+    for (const auto& [k, v] : cell_labels(p, m)) lab[i][k.find('.') == std::string::npos ? m.step + "." + k : k] = v;
+    for (const auto& [k, v] : cv.params) lab[i][k] = v;
+    weights[i] = cell_model(study_dir, m);
+    conversion[i] = read_json_if_any(dirs.back() + "/results.json").value("conversion", std::string());
+  }
+  // The keys that tell the rows apart, the model's and the preset's first, each only when the keys
+  // before it leave rows with different values alike (a dataset that follows the model is not
+  // repeated): a row is named by their values, a boolean by its key where true.
+  std::vector<std::string> differ;
+  for (const auto& [k, v] : lab.front())
+    for (const auto& l : lab)
+      if (l.count(k) && l.at(k) != v) {
+        differ.push_back(k);
+        break;
+      }
+  auto rank = [](const std::string& k) {
+    const std::string base = k.substr(k.rfind('.') == std::string::npos ? 0 : k.rfind('.') + 1);
+    return base == "model" ? 0 : base == "policy" ? 1 : 2;
+  };
+  std::stable_sort(differ.begin(), differ.end(), [&](const std::string& a, const std::string& b) { return rank(a) < rank(b); });
+  std::vector<std::string> keys;
+  for (const std::string& k : differ) {
+    bool tells = false;
+    for (std::size_t i = 0; i < lab.size() && !tells; ++i)
+      for (std::size_t j = i + 1; j < lab.size() && !tells; ++j) {
+        bool alike = lab[i][k] != lab[j][k];
+        for (const std::string& before : keys) alike = alike && lab[i][before] == lab[j][before];
+        tells = alike;
+      }
+    if (tells) keys.push_back(k);
+  }
+  auto name_of = [&](std::size_t i) {
+    std::string name;
+    for (const std::string& k : keys) {
+      const std::string& v = lab[i][k];
+      if (v == "false") continue;
+      const std::string part = v == "true" ? k.substr(k.rfind('.') == std::string::npos ? 0 : k.rfind('.') + 1) : v;
+      name += (name.empty() ? "" : "/") + part;
+    }
+    return name;
+  };
+  const ConversionRobustness t = conversion_robustness(dirs);
+  CellOutput out;
+  nlohmann::ordered_json& j = out.results;
+  j["attacks"] = t.attacks;
+  nlohmann::ordered_json rows = nlohmann::ordered_json::array();
+  for (const ConversionRobustness::Row& row : t.rows) {
+    std::size_t i = 0;
+    while (i < weights.size() && (weights[i] != row.weights || conversion[i] != row.conversion)) ++i;
+    check(i < weights.size(), "study: step '", c.step, "': a row of R(m, c) for an unknown model ", row.weights);
+    std::string name = name_of(i);
+    if (name.empty()) name = row.model + " " + row.conversion;
+    nlohmann::ordered_json r;
+    r["name"] = name;
+    r["model"] = row.model;
+    r["conversion"] = row.conversion;
+    r["R"] = row.R;
+    for (std::size_t a = 0; a < t.attacks.size(); ++a)
+      r["attacks"][t.attacks[a]] = {{"success_before", row.cells[a].before}, {"success_after", row.cells[a].after},
+                                    {"variation", row.cells[a].variation}};
+    rows.push_back(r);
+  }
+  j["rows"] = rows;
   return out;
 }
 
@@ -352,8 +531,10 @@ CellOutput run_cell(const Plan& plan, std::size_t i, const std::string& study_di
   if (c.kind == "attack") return attack_cell(plan, c, study_dir);
   if (c.kind == "predict_time") return predict_time_cell(plan, c, study_dir, loader);
   if (c.kind == "robustness") return robustness_cell(plan, c, study_dir);
+  if (c.kind == "convert") return convert_cell(plan, c, study_dir, loader);
+  if (c.kind == "convert_robustness") return convert_robustness_cell(plan, c, study_dir);
   fail("study: step '", c.step, "': the kind '", c.kind, "' is planned but not run yet (this build runs train, "
-       "evaluate, quantize, attack, predict_time, robustness)");
+       "evaluate, quantize, attack, predict_time, robustness, convert, convert_robustness)");
 }
 
 }  // namespace study

@@ -29,10 +29,10 @@ ParamDef choice(const std::string& key, const std::string& fallback, std::vector
   return {key, ParamType::choice, fallback, std::move(choices), 0};
 }
 
-// The data a measurement reads: "" keeps what the model was trained on.
-std::vector<ParamDef> data_params(bool required) {
-  return {{"dataset", ParamType::dataset, required ? "fashion-mnist" : "", {}, 0}, text("data_dir"),
-          integer("limit", "0", 0)};
+// The data a measurement reads: "" keeps what the model was trained on (a train cell's "": the
+// model's own data, model_dataset).
+std::vector<ParamDef> data_params() {
+  return {{"dataset", ParamType::dataset, "", {}, 0}, text("data_dir"), integer("limit", "0", 0)};
 }
 
 // The settings of an attack both the attack and the robustness kinds take ("" (no default): the
@@ -40,7 +40,8 @@ std::vector<ParamDef> data_params(bool required) {
 std::vector<ParamDef> attack_settings() {
   return {choice("convention", "driftlab", {"driftlab", "foolbox2", "foolbox3", "art", "torchattacks"}),
           real("eps", "0.1", 0), real("step", "", 0), integer("steps", "", 1),
-          choice("eps_units", "", {"absolute", "fraction"})};
+          choice("eps_units", "", {"absolute", "fraction"}), integer("iterations", "", 1),
+          integer("max_directions", "", 1)};
 }
 std::vector<ParamDef> run_settings() {
   return {integer("seed", "1", 0), integer("batch", "128", 1), choice("device", "cpu", {"cpu", "cuda"}),
@@ -73,12 +74,12 @@ std::vector<KindDef> make_table() {
                 choice("device", "cpu", {"cpu", "cuda"}),
                 integer("threads", "1", 1),
                 integer("checkpoint_every", "0", 0)};
-    for (const ParamDef& d : data_params(true)) k.params.push_back(d);
+    for (const ParamDef& d : data_params()) k.params.push_back(d);
     t.push_back(k);
   }
   {
     KindDef k{"evaluate", "the test split's loss and accuracy of the model a step made", {}, {"train", "quantize"}, 1, 1};
-    k.params = data_params(false);
+    k.params = data_params();
     k.params.push_back(integer("batch", "1000", 1));
     k.params.push_back(choice("device", "cpu", {"cpu", "cuda"}));
     k.params.push_back(integer("threads", "1", 1));
@@ -87,7 +88,7 @@ std::vector<KindDef> make_table() {
   {
     KindDef k{"predict_time", "the time to predict batches of the given sizes (host to host)", {}, {"train", "quantize"},
               1, 1};
-    k.params = data_params(false);
+    k.params = data_params();
     k.params.push_back({"sizes", ParamType::int_list, "1000,10000", {}, 1});
     k.params.push_back(choice("device", "cpu", {"cpu", "cuda"}));
     k.params.push_back(integer("threads", "1", 1));
@@ -102,7 +103,7 @@ std::vector<KindDef> make_table() {
                 choice("mode", "auto", {"static", "dynamic", "auto"}),
                 integer("calib", "1000", 1),
                 integer("calib_batch", "32", 1)};
-    for (const ParamDef& d : data_params(false)) k.params.push_back(d);
+    for (const ParamDef& d : data_params()) k.params.push_back(d);
     t.push_back(k);
   }
   {
@@ -114,7 +115,7 @@ std::vector<KindDef> make_table() {
                      attack_settings(),
                      {choice("eight_bit", "off", {"off", "round", "truncate"}), boolean("random_start", ""),
                       boolean("early_stop", "")},
-                     run_settings(), data_params(false)});
+                     run_settings(), data_params()});
     t.push_back(k);
   }
   {
@@ -124,7 +125,28 @@ std::vector<KindDef> make_table() {
               {}, {"train", "quantize"}, 1, 1};
     k.gathers = true;
     k.params = concat({{text("attacks", "fgsm,bim"), integer("repeats", "3", 1), integer("samples", "0", 0)},
-                     attack_settings(), run_settings(), data_params(false)});
+                     attack_settings(), run_settings(), data_params()});
+    t.push_back(k);
+  }
+  {
+    KindDef k{"convert",
+              "the model of its first need exported to ONNX and run in ONNX Runtime beside driftlab (Openja et al.): "
+              "accuracy before and after, output errors, misclassification, sizes, load and inference time; with an "
+              "attack on that model as second need, its examples judged by both (S_orig, S_conv)",
+              {}, {"train", "quantize"}, 1, 2};
+    k.further = {"attack"};
+    k.params = concat({{choice("to", "onnx", {"onnx"}), integer("opset", "13", 13),
+                        choice("quant_form", "qdq", {"qdq", "qop"}), boolean("naive_pads"), boolean("naive_rnn_gates"),
+                        integer("repeats", "3", 1), integer("threads", "1", 1)},
+                       data_params()});
+    t.push_back(k);
+  }
+  {
+    KindDef k{"convert_robustness",
+              "R(m, c) over the gathered conversions (Openja et al.): per attack |S_conv - S_orig| min-max scaled "
+              "over the (model, conversion) rows, summed over the attacks",
+              {}, {"convert"}, 1, 1};
+    k.gathers = true;
     t.push_back(k);
   }
   return t;
@@ -147,6 +169,18 @@ bool parse_long(const std::string& s, long long* out) {
 }
 
 }  // namespace
+
+std::string model_dataset(const std::string& model) {
+  const ModelInfo* info = nullptr;
+  for (const ModelInfo& m : model_table())
+    if (m.name == model) info = &m;
+  check(info != nullptr, "unknown model '", model, "'");
+  if (info->num_ids > 0) return "imdb";
+  if (info->input_shape == Shape{1, 28, 28}) return "fashion-mnist";
+  if (info->input_shape == Shape{28, 28}) return "seq-fashion-mnist";
+  fail("model ", model, " has no data that installs here by default: set dataset (cifar10 with data_dir for the real "
+       "CIFAR-10, or synthetic-cifar10 for times only: its labels are random)");
+}
 
 const std::vector<KindDef>& kind_table() {
   static const std::vector<KindDef> t = make_table();

@@ -27,12 +27,18 @@ struct KindDef {
   std::vector<std::string> inputs;    // kinds a step of this kind may need (each need one of these)
   int min_needs = 0, max_needs = 0;
   bool gathers = false;  // a cell takes many cells of its need (`gather:`): a table over models
+  std::vector<std::string> further;   // kinds its second and later needs may be (empty: `inputs`)
 };
 
 const std::vector<KindDef>& kind_table();
 // The kind's definition, or null.
 const KindDef* find_kind(const std::string& name);
 const ParamDef* find_param(const KindDef& kind, const std::string& key);
+
+// The data a train cell without a dataset reads: Fashion-MNIST for the 28x28 CNNs, its sequential
+// form for lstm/gru, IMDb for the token models; throws for the CIFAR-shaped models (no real
+// CIFAR-10 installs here: the spec must say which).
+std::string model_dataset(const std::string& model);
 
 // Checks `value` against the parameter's type; returns the value in canonical form (integers and
 // reals as the C++ reads them back, bools as true/false) or throws a message without location.

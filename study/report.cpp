@@ -54,6 +54,33 @@ Measures measures_of(const Cell& c, const nlohmann::json& res, const nlohmann::j
           for (const auto& [a, v] : row["attacks"].items())
             if (v.contains("mean")) m.emplace_back(a + " success (" + name + ")", v["mean"].get<double>());
       }
+  } else if (c.kind == "convert") {
+    at(res, "/accuracy_before", "accuracy before");
+    at(res, "/accuracy_after", "accuracy after");
+    at(res, "/abs_err_mean", "abs. error (signed mean)");
+    at(res, "/rel_err_mean", "rel. error");
+    at(res, "/max_abs", "max |d| softmax");
+    at(res, "/misclassification", "misclassification");
+    at(res, "/size_before", "size before (bytes)");
+    at(res, "/size_after", "size after (bytes)");
+    at(res, "/adversarial/success_before", "S_orig");
+    at(res, "/adversarial/success_after", "S_conv");
+    at(res, "/adversarial/variation", "|S_conv - S_orig|");
+    // times as seconds (a time is not compared across presets: study_comparisons skips "seconds")
+    for (const char* side : {"before", "after"}) {
+      const std::string k = std::string("inference_ms_") + side;
+      if (!times.is_null() && times.contains(k) && times[k].is_number())
+        m.emplace_back(std::string("seconds of inference ") + side, times[k].get<double>() / 1000.0);
+    }
+  } else if (c.kind == "convert_robustness") {
+    if (res.contains("rows"))
+      for (const auto& row : res["rows"]) {
+        const std::string name = row.value("name", std::string("?"));
+        at(row, "/R", "R(" + name + ")");
+        if (row.contains("attacks"))
+          for (const auto& [a, v] : row["attacks"].items())
+            if (v.contains("variation")) m.emplace_back(a + " |S_conv - S_orig| (" + name + ")", v["variation"].get<double>());
+      }
   } else if (c.kind == "predict_time") {
     if (!times.is_null() && times.contains("predictions"))
       for (const auto& row : times["predictions"])

@@ -129,7 +129,7 @@ StepSpec read_step(const Reader& r, const std::string& name, const YAML::Node& n
                                        std::to_string(s.needs.size()));
   if (!s.gather.empty() && !kind.gathers)
     r.error(s.gather.front().line, what + " (" + s.kind + "): this kind takes one model per cell (gather is for "
-                                       "kinds that compare models: robustness)");
+                                       "kinds that compare models: robustness, convert_robustness)");
   if (s.gather.empty() && kind.gathers)
     r.error(name_line, what + " (" + s.kind + "): a " + s.kind + " cell compares models: give `gather: [KEY]`, the "
                            "key whose values are the models (e.g. policy)");
@@ -179,11 +179,14 @@ std::vector<StepSpec> order_steps(const Reader& r, std::vector<StepSpec> steps) 
   // Then what each kind can take (after the cycles, so that a cycle is named as one).
   for (const StepSpec& s : steps) {
     const KindDef& kind = *find_kind(s.kind);
-    for (const SpecValue& need : s.needs) {
+    for (std::size_t n = 0; n < s.needs.size(); ++n) {
+      const SpecValue& need = s.needs[n];
       const std::string& input_kind = steps[index.at(need.text)].kind;
-      if (std::find(kind.inputs.begin(), kind.inputs.end(), input_kind) == kind.inputs.end())
+      const std::vector<std::string>& takes = n > 0 && !kind.further.empty() ? kind.further : kind.inputs;
+      if (std::find(takes.begin(), takes.end(), input_kind) == takes.end())
         r.error(need.line, "step '" + s.name + "' (" + s.kind + ") cannot take step '" + need.text + "' (" + input_kind +
-                               "): it takes " + join(kind.inputs));
+                               ") as its " + (n == 0 ? "first" : "further") + " need: it takes " + join(takes) +
+                               (kind.further.empty() ? "" : n == 0 ? " first" : " after the first"));
     }
   }
   return out;
@@ -373,6 +376,15 @@ Plan plan(const Spec& spec, const std::string& build, std::size_t max_cells) {
                              : d != spec.defaults.end() ? d->second.line
                                                         : step.line;
             r.error(line, "step '" + step.name + "': " + e.what());
+          }
+        }
+        // A training without a dataset reads its model's own (the same text in the hash as when the
+        // spec names it).
+        if (c.kind == "train" && c.params.at("dataset").empty()) {
+          try {
+            c.params["dataset"] = model_dataset(c.params.at("model"));
+          } catch (const Error& e) {
+            r.error(step.line, "step '" + step.name + "': " + e.what());
           }
         }
         std::ostringstream canon;
