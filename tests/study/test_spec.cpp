@@ -286,6 +286,46 @@ steps:
   expect_refused(with(spec, "gather: [policy]", "gather: [optimizer]"), "bad.yaml:9: ", "no grid key among those gathered");
 }
 
+// A convert step takes a model first, then an attack on it; a train step without a dataset reads
+// its model's own data, and the CIFAR-shaped models (no real CIFAR-10 installs here) must say which.
+TEST(StudySpec, ConvertTakesAModelThenAnAttackAndTrainingReadsItsModelsData) {
+  const std::string spec = R"(study: c
+steps:
+  train: {do: train, grid: {model: [lenet5, lstm, gru-imdb]}}
+  attack: {do: attack, needs: train}
+  convert:
+    do: convert
+    needs: [train, attack]
+  r: {do: convert_robustness, needs: convert, gather: [model]}
+)";
+  const study::Plan p = study::plan(study::parse_spec(spec, "c.yaml"), "b");
+  std::map<std::string, std::string> data;
+  for (const study::Cell& c : p.cells)
+    if (c.kind == "train") data[c.params.at("model")] = c.params.at("dataset");
+  EXPECT_EQ(data, (std::map<std::string, std::string>{
+                      {"lenet5", "fashion-mnist"}, {"lstm", "seq-fashion-mnist"}, {"gru-imdb", "imdb"}}));
+  for (const study::Cell& c : p.cells)
+    if (c.kind == "convert") {
+      ASSERT_EQ(c.inputs.size(), 2u);
+      // the attack paired with the model it was crafted on
+      EXPECT_EQ(p.cells[c.inputs[1]].inputs.at(0), c.inputs[0]);
+    }
+  expect_refused(with(spec, "needs: [train, attack]", "needs: [attack, train]"), "bad.yaml:7: ",
+                 "cannot take step 'attack' (attack) as its first need: it takes train, quantize first");
+  expect_refused(with(spec, "needs: [train, attack]", "needs: [train, train]"), "bad.yaml:7: ",
+                 "cannot take step 'train' (train) as its further need: it takes attack after the first");
+  expect_refused(with(spec, ", gather: [model]", ""), "bad.yaml:8: ", "give `gather: [KEY]`");
+  expect_refused(with(spec, "[lenet5, lstm, gru-imdb]", "[lenet5, resnet20]"), "bad.yaml:3: ",
+                 "model resnet20 has no data that installs here by default: set dataset");
+  // named, the dataset is the spec's (and hashes as the default's would)
+  const study::Plan named = study::plan(
+      study::parse_spec(with(spec, "{model: [lenet5, lstm, gru-imdb]}}", "{model: [lenet5]}, set: {dataset: fashion-mnist}}"),
+                        "c.yaml"),
+      "b");
+  const study::Plan dflt = study::plan(study::parse_spec(with(spec, "[lenet5, lstm, gru-imdb]", "[lenet5]"), "c.yaml"), "b");
+  EXPECT_EQ(named.cells.front().hash, dflt.cells.front().hash);
+}
+
 TEST(StudySpec, APlanLargerThanTheLimitIsRefused) {
   const study::Spec spec = study::parse_spec(kSpec, "s.yaml");
   EXPECT_EQ(study::plan(spec, "b", 96).cells.size(), 96u);  // 12 + 36 + 24 + 24: exactly the limit
