@@ -102,6 +102,7 @@ struct RunArgs {
   int jobs = 1;
   bool quiet = false;
   bool any_build = false;
+  std::vector<std::string> reuse;
   std::string executor = "local";
   study::SlurmOptions slurm;
 };
@@ -116,6 +117,7 @@ int study_run(const RunArgs& a) {
   study::StudyRunOptions o;
   o.out = a.out;
   o.jobs = a.jobs;
+  o.reuse = a.reuse;
   if (!a.quiet)
     o.progress = [](const study::StudyProgress& g) {
       std::cerr << "[" << g.reused + g.done << "/" << g.total << " done, " << g.running << " running, " << g.failed
@@ -138,7 +140,8 @@ int study_run(const RunArgs& a) {
   }
   const int collected = study::collect_results(a.out);
   std::cout << "study " << p.spec.name << " in " << a.out << ": " << r.total << " cells: " << r.reused
-            << " done before, " << r.ran << " run now (" << r.resumed << " resumed from a checkpoint), " << r.failed
+            << " done before" << (r.adopted ? " (" + std::to_string(r.adopted) + " taken from --reuse folders)" : "")
+            << ", " << r.ran << " run now (" << r.resumed << " resumed from a checkpoint), " << r.failed
             << " failed, " << r.blocked << " blocked by a failed input"
             << (r.stopped ? "; stopped by a signal: run it again to finish" : "") << "\n";
   for (const std::string& f : r.failures) std::cout << "  failed: " << f << "\n";
@@ -197,6 +200,8 @@ void register_study(CLI::App& app) {
   auto ra = std::make_shared<RunArgs>();
   run->add_option("spec", ra->spec, "the study spec (YAML)")->required();
   run->add_option("--out", ra->out, "the study folder (docs/STUDIES.md: its layout)")->required();
+  run->add_option("--reuse", ra->reuse, "another study folder whose finished cells of the same hash this study takes "
+                 "(copied in, not run again; with --any-build on both runs, across builds); repeatable");
   run->add_option("--jobs", ra->jobs, "cells at once, each in a worker process")->check(CLI::PositiveNumber)
       ->capture_default_str();
   run->add_flag("--quiet", ra->quiet, "no progress lines");

@@ -105,7 +105,9 @@ std::string describe(const Plan& p, const Cell& c) {
 
 }  // namespace
 
-OpenedStudy::OpenedStudy(const Plan& p, const std::string& dir) {
+OpenedStudy::OpenedStudy(const Plan& p, const std::string& dir, const std::vector<std::string>& reuse) {
+  for (const std::string& from : reuse)
+    check(fs::is_directory(from + "/cells"), "study run --reuse ", from, ": not a study folder (no cells/)");
   fs::create_directories(dir + "/cells");
   const std::string path = dir + "/.lock";
   fd_ = ::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
@@ -123,6 +125,21 @@ OpenedStudy::OpenedStudy(const Plan& p, const std::string& dir) {
   s["build"] = p.build;
   s["cells"] = p.cells.size();
   write_file_atomic(dir + "/study.json", s.dump(2) + "\n");
+  for (const std::string& from : reuse) {
+    if (fs::equivalent(from, dir)) continue;
+    for (const Cell& c : p.cells) {
+      if (cell_done(dir, c) || !cell_done(from, c)) continue;
+      // The same hash is the same computation: its folder copied whole (a train cell's run with its
+      // model), beside the cell's place and then renamed over whatever a partial run left there.
+      const std::string dst = cell_dir(dir, c), tmp = dir + "/cells/.adopt-" + c.hash;
+      fs::remove_all(tmp);
+      fs::copy(cell_dir(from, c), tmp, fs::copy_options::recursive);
+      fs::remove_all(dst);
+      fs::rename(tmp, dst);
+      note_attempt(dir, c, "adopted from " + from);
+      ++adopted_;
+    }
+  }
 }
 
 OpenedStudy::~OpenedStudy() {
@@ -133,9 +150,10 @@ OpenedStudy::~OpenedStudy() {
 StudyRunResult run_study(const Plan& p, const StudyRunOptions& o) {
   check(!o.out.empty(), "study run: no output folder");
   check(o.jobs >= 1, "study run: --jobs ", o.jobs, " (at least 1)");
-  const OpenedStudy opened(p, o.out);
+  const OpenedStudy opened(p, o.out, o.reuse);
   StudyRunResult r;
   r.total = p.cells.size();
+  r.adopted = opened.adopted();
   enum State { waiting, running, finished, failed_state, blocked_state };
   std::vector<State> state(p.cells.size(), waiting);
   StudyProgress prog;

@@ -44,11 +44,15 @@ struct StudyRunOptions {
   // Asked between cells and between training steps: true stops the study (a running train cell
   // at its next checkpoint); what is missing is run by the next call.
   std::function<bool()> stop;
+  // Other study folders whose finished cells are taken for this study's cells of the same hash (the
+  // same computation: parameters, inputs and build), copied in before anything runs.
+  std::vector<std::string> reuse;
 };
 
 struct StudyRunResult {
   std::size_t total = 0;
-  std::size_t reused = 0;   // done by an earlier run (results.json found)
+  std::size_t reused = 0;   // done by an earlier run (results.json found), here or (adopted) in a --reuse folder
+  std::size_t adopted = 0;  // of those, copied from a --reuse folder by this run
   std::size_t ran = 0;      // run now, to the end
   std::size_t resumed = 0;  // of those, train cells that went on from a checkpoint
   std::size_t failed = 0, blocked = 0;
@@ -60,15 +64,19 @@ StudyRunResult run_study(const Plan& plan, const StudyRunOptions& options);
 
 // How both executors start: DIR/cells made, DIR/.lock taken (one run per folder; released with the
 // object; throws naming the folder when another run holds it), manifest.jsonl and study.json written.
+// With `reuse`, the cells not done in DIR but done in one of those folders are then copied in
+// (adopted(): how many), each through a temporary folder renamed into place.
 class OpenedStudy {
  public:
-  OpenedStudy(const Plan& plan, const std::string& dir);
+  OpenedStudy(const Plan& plan, const std::string& dir, const std::vector<std::string>& reuse = {});
+  std::size_t adopted() const { return adopted_; }
   ~OpenedStudy();
   OpenedStudy(const OpenedStudy&) = delete;
   OpenedStudy& operator=(const OpenedStudy&) = delete;
 
  private:
   int fd_ = -1;
+  std::size_t adopted_ = 0;
 };
 
 // The pieces the executors share. run_one_cell runs cell i here (its inputs done): cell.json,

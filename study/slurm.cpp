@@ -40,10 +40,11 @@ std::string trim(std::string s) {
 StudyRunResult run_study_slurm(const Plan& p, const StudyRunOptions& o, const SlurmOptions& so) {
   check(so.cells_per_task >= 1, "study run: --cells-per-task ", so.cells_per_task, " (at least 1)");
   check(!o.out.empty(), "study run: no output folder");
-  const OpenedStudy opened(p, o.out);  // held until the jobs are collected
+  const OpenedStudy opened(p, o.out, o.reuse);  // held until the jobs are collected
   const std::string dir = fs::absolute(o.out).string();
   StudyRunResult r;
   r.total = p.cells.size();
+  r.adopted = opened.adopted();
   std::vector<int> level(p.cells.size(), 0);
   int levels = 0;
   std::vector<bool> was_done(p.cells.size());

@@ -246,6 +246,56 @@ TEST(StudyCli, AnyBuildLeavesTheCommitOutOfTheHashes) {
   fs::remove_all(d);
 }
 
+// --reuse: a second study whose train step is the first's, cell for cell (another step name, the
+// same parameters), takes those cells instead of training again, and runs only its own.
+TEST(StudyCli, ReuseTakesAnotherStudysCellsOfTheSameHash) {
+  const fs::path d = fresh_dir("study_reuse");
+  write(d / "a.yaml", R"(study: a
+defaults: {limit: 300}
+steps:
+  train: {do: train, grid: {policy: [tensorflow, torch]}, set: {model: lenet1, epochs: 1}}
+)");
+  write(d / "b.yaml", R"(study: b
+defaults: {limit: 300}
+steps:
+  fit: {do: train, grid: {policy: [tensorflow, torch]}, set: {model: lenet1, epochs: 1}}
+  eval: {do: evaluate, needs: fit}
+)");
+  auto r = run_driftlab("study run " + (d / "a.yaml").string() + " --out " + (d / "a").string() + " --quiet");
+  ASSERT_EQ(r.code, 0) << r.out;
+  r = run_driftlab("study run " + (d / "b.yaml").string() + " --out " + (d / "b").string() + " --reuse " +
+                   (d / "a").string() + " --quiet");
+  ASSERT_EQ(r.code, 0) << r.out;
+  EXPECT_NE(r.out.find("4 cells: 2 done before (2 taken from --reuse folders), 2 run now"), std::string::npos) << r.out;
+  const auto a = results_of(d / "a"), b = results_of(d / "b");
+  ASSERT_EQ(a.size(), 2u);
+  ASSERT_EQ(b.size(), 4u);
+  for (const auto& [hash, res] : a) {
+    ASSERT_TRUE(b.count(hash)) << hash;
+    EXPECT_EQ(b.at(hash).first, res.first);
+    EXPECT_TRUE(fs::exists(d / "b" / "cells" / hash / "run" / "model.dlm"));
+    EXPECT_NE(read(d / "b" / "cells" / hash / "attempts.txt").find("adopted from " + (d / "a").string()),
+              std::string::npos);
+  }
+  // the evaluations read the adopted models: the test accuracy the training measured
+  for (const auto& [hash, res] : b) {
+    if (a.count(hash)) continue;
+    const std::string cell = read(d / "b" / "cells" / hash / "cell.json");
+    const std::string fit = cell.substr(cell.find("\"inputs\"") + 17, 16);
+    ASSERT_TRUE(a.count(fit)) << cell;
+    const auto acc = [](const std::string& json) {
+      const std::size_t at = json.find("\"accuracy\": ");
+      return json.substr(at, json.find_first_of(",\n}", at) - at);
+    };
+    EXPECT_EQ(acc(res.first), acc(a.at(fit).first));
+  }
+  r = run_driftlab("study run " + (d / "b.yaml").string() + " --out " + (d / "c").string() + " --reuse " +
+                   (d / "nowhere").string() + " --quiet");
+  EXPECT_EQ(r.code, 1) << r.out;
+  EXPECT_NE(r.out.find((d / "nowhere").string() + ": not a study folder"), std::string::npos) << r.out;
+  fs::remove_all(d);
+}
+
 TEST(StudyCli, AFailingCellBlocksItsDependantsOnly) {
   const fs::path d = fresh_dir("study_fail");
   // An int8 step calibrated on a CIFAR folder that does not exist fails for both trained models;
