@@ -365,40 +365,26 @@ CellOutput convert_cell(const Plan& p, const Cell& c, const std::string& study_d
 }
 
 // R(m, c) over the gathered convert cells (driftlab/convert.h conversion_robustness): a row per
-// (model, conversion), named by the values of the model's cells and the conversion's own
-// parameters that tell the rows apart; a column per attack.
+// (model, conversion), named by what tells the rows apart among the model's name, its policy and
+// the conversion (as the convert cells measured them: cells of several steps name them alike); a
+// column per attack.
 CellOutput convert_robustness_cell(const Plan& p, const Cell& c, const std::string& study_dir) {
   std::vector<std::string> dirs;
+  const std::vector<std::string> keys_in_order = {"model", "policy", "conversion"};
   std::vector<std::map<std::string, std::string>> lab(c.inputs.size());
-  std::vector<std::string> weights(c.inputs.size()), conversion(c.inputs.size());
+  std::vector<std::string> weights(c.inputs.size());
   for (std::size_t i = 0; i < c.inputs.size(); ++i) {
     const Cell& cv = p.cells.at(c.inputs[i]);
     check(cv.inputs.size() == 2, "study: step '", c.step, "': the convert cell ", cv.hash, " (step '", cv.step,
           "') judges no attack: R(m, c) needs every conversion's adversarial examples");
     dirs.push_back(cell_dir(study_dir, cv));
-    const Cell& m = p.cells.at(cv.inputs.front());
-    for (const auto& [k, v] : cell_labels(p, m)) lab[i][k.find('.') == std::string::npos ? m.step + "." + k : k] = v;
-    for (const auto& [k, v] : cv.params) lab[i][k] = v;
-    weights[i] = cell_model(study_dir, m);
-    conversion[i] = read_json_if_any(dirs.back() + "/results.json").value("conversion", std::string());
+    const nlohmann::json res = read_json_if_any(dirs.back() + "/results.json");
+    for (const std::string& k : keys_in_order) lab[i][k] = res.value(k, std::string());
+    weights[i] = cell_model(study_dir, p.cells.at(cv.inputs.front()));
   }
-  // The keys that tell the rows apart, the model's and the preset's first, each only when the keys
-  // before it leave rows with different values alike (a dataset that follows the model is not
-  // repeated): a row is named by their values, a boolean by its key where true.
-  std::vector<std::string> differ;
-  for (const auto& [k, v] : lab.front())
-    for (const auto& l : lab)
-      if (l.count(k) && l.at(k) != v) {
-        differ.push_back(k);
-        break;
-      }
-  auto rank = [](const std::string& k) {
-    const std::string base = k.substr(k.rfind('.') == std::string::npos ? 0 : k.rfind('.') + 1);
-    return base == "model" ? 0 : base == "policy" ? 1 : 2;
-  };
-  std::stable_sort(differ.begin(), differ.end(), [&](const std::string& a, const std::string& b) { return rank(a) < rank(b); });
+  // A key names the rows where the keys before it leave rows with different values alike.
   std::vector<std::string> keys;
-  for (const std::string& k : differ) {
+  for (const std::string& k : keys_in_order) {
     bool tells = false;
     for (std::size_t i = 0; i < lab.size() && !tells; ++i)
       for (std::size_t j = i + 1; j < lab.size() && !tells; ++j) {
@@ -410,12 +396,7 @@ CellOutput convert_robustness_cell(const Plan& p, const Cell& c, const std::stri
   }
   auto name_of = [&](std::size_t i) {
     std::string name;
-    for (const std::string& k : keys) {
-      const std::string& v = lab[i][k];
-      if (v == "false") continue;
-      const std::string part = v == "true" ? k.substr(k.rfind('.') == std::string::npos ? 0 : k.rfind('.') + 1) : v;
-      name += (name.empty() ? "" : "/") + part;
-    }
+    for (const std::string& k : keys) name += (name.empty() ? "" : "/") + lab[i][k];
     return name;
   };
   const ConversionRobustness t = conversion_robustness(dirs);
@@ -425,7 +406,7 @@ CellOutput convert_robustness_cell(const Plan& p, const Cell& c, const std::stri
   nlohmann::ordered_json rows = nlohmann::ordered_json::array();
   for (const ConversionRobustness::Row& row : t.rows) {
     std::size_t i = 0;
-    while (i < weights.size() && (weights[i] != row.weights || conversion[i] != row.conversion)) ++i;
+    while (i < weights.size() && (weights[i] != row.weights || lab[i]["conversion"] != row.conversion)) ++i;
     check(i < weights.size(), "study: step '", c.step, "': a row of R(m, c) for an unknown model ", row.weights);
     std::string name = name_of(i);
     if (name.empty()) name = row.model + " " + row.conversion;

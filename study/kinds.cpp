@@ -122,7 +122,7 @@ std::vector<KindDef> make_table() {
     KindDef k{"robustness",
               "models under attacks over the inputs every model classifies correctly, repeated: success rates, "
               "R(m) (Guo et al.'s min-max indicator), Wilcoxon/A12 against the first model",
-              {}, {"train", "quantize"}, 1, 1};
+              {}, {"train", "quantize"}, 1, 8};
     k.gathers = true;
     k.params = concat({{text("attacks", "fgsm,bim"), integer("repeats", "3", 1), integer("samples", "0", 0)},
                      attack_settings(), run_settings(), data_params()});
@@ -145,7 +145,7 @@ std::vector<KindDef> make_table() {
     KindDef k{"convert_robustness",
               "R(m, c) over the gathered conversions (Openja et al.): per attack |S_conv - S_orig| min-max scaled "
               "over the (model, conversion) rows, summed over the attacks",
-              {}, {"convert"}, 1, 1};
+              {}, {"convert"}, 1, 8};
     k.gathers = true;
     t.push_back(k);
   }

@@ -124,9 +124,10 @@ StepSpec read_step(const Reader& r, const std::string& name, const YAML::Node& n
     }
   }
   for (const auto& [key, v] : s.set) check_param(key, v);
-  if (!s.gather.empty() && s.needs.size() != 1)
-    r.error(s.gather.front().line, what + ": gather takes the cells of one need, and the step needs " +
-                                       std::to_string(s.needs.size()));
+  for (std::size_t i = 0; !s.gather.empty() && i < s.needs.size(); ++i)
+    for (std::size_t j = 0; j < i; ++j)
+      if (s.needs[i].text == s.needs[j].text)
+        r.error(s.needs[i].line, what + ": needs '" + s.needs[i].text + "' twice (gather takes each cell once)");
   if (!s.gather.empty() && !kind.gathers)
     r.error(s.gather.front().line, what + " (" + s.kind + "): this kind takes one model per cell (gather is for "
                                        "kinds that compare models: robustness, convert_robustness)");
@@ -298,28 +299,30 @@ Plan plan(const Spec& spec, const std::string& build, std::size_t max_cells) {
     };
     std::vector<Inputs> joins{{}};
     if (!step.gather.empty()) {
-      // Group the need's cells by their coordinates without the gathered keys.
+      // Group the needs' cells by their coordinates without the gathered keys (the cells of several
+      // needs in one group when those agree: conversions made by different steps in one table).
       std::set<std::string> gathered;
       for (const SpecValue& g : step.gather) gathered.insert(g.text);
       std::map<Coords, std::size_t> group_of;
       joins.clear();
-      for (std::size_t cand : cells_of.at(step.needs.front().text)) {
-        Coords rest;
-        bool has_key = false;
-        for (const auto& [k, v] : coords[cand]) {
-          if (gathered.count(k)) has_key = true;
-          else rest[k] = v;
+      for (const SpecValue& need : step.needs)
+        for (std::size_t cand : cells_of.at(need.text)) {
+          Coords rest;
+          bool has_key = false;
+          for (const auto& [k, v] : coords[cand]) {
+            if (gathered.count(k)) has_key = true;
+            else rest[k] = v;
+          }
+          if (!has_key && step.needs.size() == 1)
+            r.error(step.gather.front().line, "step '" + step.name + "': the cells of '" + need.text +
+                                                  "' have no grid key among those gathered");
+          auto it = group_of.find(rest);
+          if (it == group_of.end()) {
+            it = group_of.emplace(rest, joins.size()).first;
+            joins.push_back({{}, rest});
+          }
+          joins[it->second].cells.push_back(cand);
         }
-        if (!has_key)
-          r.error(step.gather.front().line, "step '" + step.name + "': the cells of '" + step.needs.front().text +
-                                                "' have no grid key among those gathered");
-        auto it = group_of.find(rest);
-        if (it == group_of.end()) {
-          it = group_of.emplace(rest, joins.size()).first;
-          joins.push_back({{}, rest});
-        }
-        joins[it->second].cells.push_back(cand);
-      }
     }
     for (std::size_t n = 0; step.gather.empty() && n < step.needs.size(); ++n) {
       std::vector<Inputs> next;

@@ -34,7 +34,7 @@ struct StepSpec {
   std::vector<SpecValue> needs;                                       // steps whose cells it takes
   std::vector<std::pair<std::string, std::vector<SpecValue>>> grid;   // key -> values, as written
   std::map<std::string, SpecValue> set;                               // fixed values
-  // gather: [policy]: one cell takes all the cells of its (one) need that differ only in these
+  // gather: [policy]: one cell takes all the cells of its needs that differ only in these
   // keys (a robustness table over the presets' models), instead of one cell per input.
   std::vector<SpecValue> gather;
 };
@@ -70,8 +70,8 @@ struct Plan {
 // cell of its first need joined with each cell of every further need that agrees with it on the
 // grid values they share (needs: [train, int8] pairs every trained model with each int8 model
 // made from it). A combination with no agreeing cell is an input missing: an error naming the
-// line of that need. A step with `gather: [keys]` (one need) instead takes, per cell, every cell of
-// its need that differs only in those keys, in plan order; the gathered keys are then no longer
+// line of that need. A step with `gather: [keys]` instead takes, per cell, every cell of its
+// needs that differs only in those keys, in plan order; the gathered keys are then no longer
 // coordinates of its cells.
 // More than max_cells cells is refused (a grid typed one level too deep multiplies the study).
 Plan plan(const Spec& spec, const std::string& build, std::size_t max_cells = 1000000);

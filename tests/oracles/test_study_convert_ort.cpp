@@ -113,8 +113,8 @@ steps:
   for (const auto& row : t["rows"]) {
     const std::string name = row["name"], model = row["model"];
     const bool is_naive = row["conversion"] == "onnx+naive-rnn-gates";
-    // named by the model and the knob where it is on (the dataset follows the model: not repeated)
-    EXPECT_EQ(name, is_naive ? model + "/naive_rnn_gates" : model);
+    // named by the model and the conversion (the policy, the same in every row, left out)
+    EXPECT_EQ(name, model + "/" + row["conversion"].get<std::string>());
     std::vector<double> per;
     for (const char* attack : {"fgsm", "bim"}) {
       const nlohmann::json& conv = (is_naive ? naive : faithful).at(model + " " + attack);
@@ -132,7 +132,7 @@ steps:
   }
   const cli_test::CliRun rep = cli_test::run_driftlab("study report " + out.string() + " --no-figures");
   ASSERT_EQ(rep.code, 0) << rep.out;
-  EXPECT_NE(rep.out.find("R(lstm/naive_rnn_gates)"), std::string::npos) << rep.out;
+  EXPECT_NE(rep.out.find("R(lstm/onnx+naive-rnn-gates)"), std::string::npos) << rep.out;
   fs::remove_all(d);
 }
 

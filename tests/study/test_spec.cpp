@@ -279,8 +279,28 @@ steps:
     EXPECT_EQ(models.size(), 1u);
     EXPECT_EQ(seeds.size(), 1u);
   }
-  expect_refused(with(spec, "needs: train\n    gather", "needs: [train, train]\n    gather"), "bad.yaml:9: ",
-                 "gather takes the cells of one need, and the step needs 2");
+  expect_refused(with(spec, "needs: train\n    gather", "needs: [train, train]\n    gather"), "bad.yaml:8: ",
+                 "needs 'train' twice");
+  // Several needs: a group holds the cells of each that agree on the coordinates not gathered (the
+  // fp32 models of the three presets and their int8 models in one table).
+  const std::string two = with(with(spec, "needs: train\n    gather", "needs: [train, int8]\n    gather"), "  rob:\n",
+                               "  int8: {do: quantize, needs: train}\n  rob:\n");
+  const study::Plan q = study::plan(study::parse_spec(two, "g.yaml"), "b");
+  int groups = 0;
+  for (const study::Cell& c : q.cells) {
+    if (c.step != "rob") continue;
+    ++groups;
+    std::map<std::string, int> kinds;
+    std::set<std::string> seeds;
+    for (std::size_t in : c.inputs) {
+      ++kinds[q.cells[in].kind];
+      const study::Cell& t = q.cells[in].kind == "train" ? q.cells[in] : q.cells[q.cells[in].inputs.at(0)];
+      seeds.insert(t.params.at("model") + " " + t.params.at("seed"));
+    }
+    EXPECT_EQ(kinds, (std::map<std::string, int>{{"quantize", 3}, {"train", 3}}));
+    EXPECT_EQ(seeds.size(), 1u);
+  }
+  EXPECT_EQ(groups, 4);
   expect_refused(with(spec, "    gather: [policy]\n", ""), "bad.yaml:6: ", "give `gather: [KEY]`");
   expect_refused(with(spec, "do: robustness", "do: evaluate"), "bad.yaml:9: ", "this kind takes one model per cell");
   expect_refused(with(spec, "gather: [policy]", "gather: [optimizer]"), "bad.yaml:9: ", "no grid key among those gathered");
