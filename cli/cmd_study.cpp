@@ -5,6 +5,7 @@
 
 #include <signal.h>
 
+#include <algorithm>
 #include <array>
 #include <csignal>
 #include <cstdio>
@@ -44,8 +45,14 @@ void study_plan(const std::string& spec_path, const std::string& manifest, bool 
   for (const study::Cell& c : p.cells) ++per_step[c.step];
   std::cout << "study " << p.spec.name << (p.spec.title.empty() ? "" : ": " + p.spec.title) << "\n"
             << p.cells.size() << " cells in " << p.spec.steps.size() << " steps (build " << p.build << ")\n";
+  std::size_t name_w = 0, kind_w = 0;  // the columns as wide as their longest entry
   for (const study::StepSpec& s : p.spec.steps) {
-    std::cout << "  " << std::left << std::setw(16) << s.name << std::setw(14) << s.kind << std::right << std::setw(6)
+    name_w = std::max(name_w, s.name.size());
+    kind_w = std::max(kind_w, s.kind.size());
+  }
+  for (const study::StepSpec& s : p.spec.steps) {
+    std::cout << "  " << std::left << std::setw(static_cast<int>(name_w + 2)) << s.name
+              << std::setw(static_cast<int>(kind_w + 2)) << s.kind << std::right << std::setw(6)
               << per_step[s.name] << " cells";
     for (std::size_t i = 0; i < s.needs.size(); ++i) std::cout << (i ? ", " : "  needs ") << s.needs[i].text;
     std::cout << "\n";
