@@ -313,7 +313,32 @@ std::string study_html(const std::string& dir, const std::vector<ReportTable>& t
   for (const ReportTable& t : tables) {
     h << "<h2>" << html_escape(t.step) << " (" << html_escape(t.kind) << ")</h2>\n<p>" << t.cells << " cells";
     if (t.missing) h << ", " << t.missing << " without results yet";
-    h << "; mean &plusmn; sample standard deviation over seeds (n).</p>\n<table><tr>";
+    h << "; mean &plusmn; sample standard deviation over seeds (n).</p>\n";
+    const std::vector<ModelTable> mts = model_tables(t);
+    for (const ModelTable& mt : mts) {
+      // the papers' layout: a row per model, a column per measure
+      h << "<p>" << html_escape((mt.group.empty() ? "" : mt.group + "; ") + "seeds " + mt.seeds) << "</p>\n<table><tr><th>model</th>";
+      for (const std::string& c : mt.columns) h << "<th>" << html_escape(c) << "</th>";
+      h << "</tr>\n";
+      for (std::size_t m = 0; m < mt.models.size(); ++m) {
+        h << "<tr><td>" << html_escape(mt.models[m]) << "</td>";
+        for (const Stat& st : mt.cells[m]) {
+          h << "<td>";
+          if (st.n > 1) h << num(st.mean) << " &plusmn; " << num(st.sd) << " (" << st.n << ")";
+          else if (st.n == 1) h << num(st.mean) << " (1)";
+          h << "</td>";
+        }
+        h << "</tr>\n";
+      }
+      h << "</table>\n";
+    }
+    if (!mts.empty()) {
+      for (const std::string& f : figures)
+        if (f.rfind(t.step + "_", 0) == 0)
+          h << "<p><img src=\"" << html_escape(f) << "\" alt=\"" << html_escape(f) << "\"></p>\n";
+      continue;
+    }
+    h << "<table><tr>";
     for (const std::string& k : t.keys) h << "<th>" << html_escape(k) << "</th>";
     for (const std::string& m : t.measures) h << "<th>" << html_escape(m) << "</th>";
     h << "<th>seeds</th></tr>\n";

@@ -112,6 +112,13 @@ std::string fmt(double v, const char* f = "%.4f") {
   return buf;
 }
 
+// "mean ± sd (n)", "mean (1)", "" (no value)
+std::string stat_text(const Stat& s) {
+  if (s.n == 0) return "";
+  if (s.n == 1) return fmt(s.mean) + " (1)";
+  return fmt(s.mean) + " ± " + fmt(s.sd) + " (" + std::to_string(s.n) + ")";
+}
+
 }  // namespace
 
 std::vector<ReportTable> study_tables(const std::string& dir) {
@@ -190,6 +197,50 @@ std::vector<ReportTable> study_tables(const std::string& dir) {
     tables.push_back(std::move(t));
   }
   return tables;
+}
+
+std::vector<ModelTable> model_tables(const ReportTable& t) {
+  std::vector<ModelTable> out;
+  if (t.kind != "robustness" && t.kind != "convert_robustness") return out;
+  // "R(name)" -> (name, "R"); "what (name)" -> (name, "what")
+  auto split = [](const std::string& m, std::string* model, std::string* column) {
+    if (m.size() > 3 && m.compare(0, 2, "R(") == 0 && m.back() == ')') {
+      *model = m.substr(2, m.size() - 3);
+      *column = "R";
+      return true;
+    }
+    const std::size_t at = m.find(" (");
+    if (at == std::string::npos || m.back() != ')') return false;
+    *model = m.substr(at + 2, m.size() - at - 3);
+    *column = m.substr(0, at);
+    return true;
+  };
+  for (const ReportRow& r : t.rows) {
+    ModelTable mt;
+    for (std::size_t k = 0; k < t.keys.size(); ++k) mt.group += (k ? ", " : "") + t.keys[k] + "=" + r.values[k];
+    for (const std::string& s : r.seeds) mt.seeds += (mt.seeds.empty() ? "" : ", ") + s;
+    std::map<std::pair<std::string, std::string>, Stat> at;
+    bool has_r = false;
+    for (const Stat& st : r.stats) {
+      std::string model, column;
+      if (!split(st.measure, &model, &column)) continue;
+      if (std::find(mt.models.begin(), mt.models.end(), model) == mt.models.end()) mt.models.push_back(model);
+      if (column == "R") has_r = true;
+      else if (std::find(mt.columns.begin(), mt.columns.end(), column) == mt.columns.end()) mt.columns.push_back(column);
+      at[{model, column}] = st;
+    }
+    if (has_r) mt.columns.push_back("R");
+    for (const std::string& m : mt.models) {
+      std::vector<Stat> row;
+      for (const std::string& c : mt.columns) {
+        auto it = at.find({m, c});
+        row.push_back(it == at.end() ? Stat{c, 0, 0, 0} : it->second);
+      }
+      mt.cells.push_back(row);
+    }
+    out.push_back(std::move(mt));
+  }
+  return out;
 }
 
 std::vector<Comparison> study_comparisons(const std::vector<ReportTable>& tables, const std::string& key) {
@@ -282,6 +333,24 @@ std::string tables_markdown(const std::vector<ReportTable>& tables) {
   for (const ReportTable& t : tables) {
     os << "## " << t.step << " (" << t.kind << "): " << t.cells << " cells";
     if (t.missing) os << ", " << t.missing << " without results yet";
+    const std::vector<ModelTable> mts = model_tables(t);
+    if (!mts.empty()) {
+      // the papers' layout: a row per model, a column per measure
+      for (const ModelTable& mt : mts) {
+        os << "\n\n" << (mt.group.empty() ? "" : mt.group + "; ") << "seeds " << mt.seeds << "\n\n| model |";
+        for (const std::string& c : mt.columns) os << " " << c << " |";
+        os << "\n| --- |";
+        for (std::size_t i = 0; i < mt.columns.size(); ++i) os << " --- |";
+        os << "\n";
+        for (std::size_t m = 0; m < mt.models.size(); ++m) {
+          os << "| " << mt.models[m] << " |";
+          for (const Stat& st : mt.cells[m]) os << " " << stat_text(st) << " |";
+          os << "\n";
+        }
+      }
+      os << "\n";
+      continue;
+    }
     os << "\n\n|";
     for (const std::string& k : t.keys) os << " " << k << " |";
     for (const std::string& m : t.measures) os << " " << m << " |";
@@ -291,11 +360,7 @@ std::string tables_markdown(const std::vector<ReportTable>& tables) {
     for (const ReportRow& r : t.rows) {
       os << "|";
       for (const std::string& v : r.values) os << " " << v << " |";
-      for (const Stat& s : r.stats) {
-        if (s.n == 0) os << " |";
-        else if (s.n == 1) os << " " << fmt(s.mean) << " (1) |";
-        else os << " " << fmt(s.mean) << " ± " << fmt(s.sd) << " (" << s.n << ") |";
-      }
+      for (const Stat& s : r.stats) os << " " << stat_text(s) << " |";
       std::string seeds;
       for (const std::string& s : r.seeds) seeds += (seeds.empty() ? "" : ", ") + s;
       os << " " << seeds << " |\n";

@@ -36,6 +36,17 @@ struct ReportTable {
 
 std::vector<ReportTable> study_tables(const std::string& dir);
 
+// The papers' layout of a table over models (the robustness and convert_robustness kinds, whose
+// measures are "<measure> (<model>)" and "R(<model>)"): per row of the step's table, a row per model
+// and a column per measure (R last), each cell that measure's Stat. Empty for other kinds.
+struct ModelTable {
+  std::string group;                     // the step table's row: "key=value, ..." ("" when none)
+  std::vector<std::string> models, columns;
+  std::vector<std::vector<Stat>> cells;  // [model][column]; n = 0 where a model lacks the measure
+  std::string seeds;
+};
+std::vector<ModelTable> model_tables(const ReportTable& t);
+
 // Two values of one key (a preset against another) on every measure of every step where that key
 // varies, with the other keys equal (when two or more values are plain presets, without a knob of
 // their own, only those are compared): the means, whether the gap is within the seeds' spread

@@ -85,15 +85,15 @@ namespace {
 volatile std::sig_atomic_t g_worker_stop = 0;
 extern "C" void on_worker_term(int) { g_worker_stop = 1; }
 
-// "<hash> <step> model=... policy=...": the cell's telling values, its inputs' first (the model
-// an attack runs on is its train input's).
+// "<hash> <step> model=... policy=...": the cell's telling values, its inputs' first and kept (the
+// seed and batch of an attack are its trained model's, not the attack's own defaults).
 std::string describe(const Plan& p, const Cell& c) {
   std::map<std::string, std::string> shown;
   std::function<void(const Cell&)> take = [&](const Cell& x) {
     for (std::size_t in : x.inputs) take(p.cells[in]);
     for (const char* k : {"model", "policy", "batch", "seed", "scheme", "attack", "eps"}) {
       auto it = x.params.find(k);
-      if (it != x.params.end() && !it->second.empty()) shown[k] = it->second;
+      if (it != x.params.end() && !it->second.empty()) shown.emplace(k, it->second);
     }
   };
   take(c);

@@ -224,8 +224,10 @@ steps:
                    "/rows/1/attacks/bim/rates/0\n/rows/1/attacks/bim/rates/1\n/rows/1/attacks/fgsm/rates/0\n"
                    "/rows/1/attacks/fgsm/rates/1\n");
   r = run_driftlab("study report " + (d / "out").string() + " --no-figures");
-  EXPECT_NE(r.out.find("R(tensorflow)"), std::string::npos) << r.out;
-  EXPECT_NE(r.out.find("fgsm success (torch)"), std::string::npos) << r.out;
+  // the papers' layout: a row per model, a column per attack, R last
+  EXPECT_NE(r.out.find("| model | bim success | fgsm success | R |"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("\n| tensorflow | "), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("\n| torch | "), std::string::npos) << r.out;
   fs::remove_all(d);
 }
 

@@ -132,7 +132,9 @@ steps:
   }
   const cli_test::CliRun rep = cli_test::run_driftlab("study report " + out.string() + " --no-figures");
   ASSERT_EQ(rep.code, 0) << rep.out;
-  EXPECT_NE(rep.out.find("R(lstm/onnx+naive-rnn-gates)"), std::string::npos) << rep.out;
+  EXPECT_NE(rep.out.find("| model | bim eps 0.05 |S_conv - S_orig| | fgsm eps 0.05 |S_conv - S_orig| | R |"),
+            std::string::npos) << rep.out;
+  EXPECT_NE(rep.out.find("\n| lstm/onnx+naive-rnn-gates | "), std::string::npos) << rep.out;
   fs::remove_all(d);
 }
 
