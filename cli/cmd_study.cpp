@@ -178,9 +178,12 @@ void study_report(const std::string& dir, std::string out, bool figures) {
   if (out.empty()) out = dir + "/report";
   const std::vector<study::ReportTable> t = study::study_tables(dir);
   std::filesystem::create_directories(out);
-  const std::vector<study::Comparison> cmp = study::study_comparisons(t);
+  std::vector<study::Comparison> cmp = study::study_comparisons(t);
+  const std::vector<study::Comparison> judged = study::judge_comparisons(t);
   const std::string explained = study::explain_markdown(study::explain_shares(t));
-  const std::string md = study::tables_markdown(t) + study::comparisons_markdown(cmp) + explained;
+  const std::string md = study::tables_markdown(t) + study::comparisons_markdown(cmp) +
+                         study::comparisons_markdown(judged) + explained;
+  cmp.insert(cmp.end(), judged.begin(), judged.end());
   write_file_atomic(out + "/tables.md", md);
   write_file_atomic(out + "/tables.csv", study::tables_csv(t));
   write_file_atomic(out + "/tables.json", study::tables_json(t));

@@ -123,21 +123,40 @@ for st in data["steps"]:
 BARS = {"train": [("seconds per epoch", "seconds per epoch (training)")],
         "quantize": [("int8 test accuracy", "int8 test accuracy (fraction correct)")],
         "evaluate": [("test accuracy", "test accuracy (fraction correct)")],
-        "attack": [("judge 1 success rate", "success rate on the judging model (fraction of inputs)"),
-                   ("success rate", "attack success rate (fraction of inputs)")]}
+        "convert": [("misclassification", "misclassification: share of inputs whose label changes")],
+        "attack": [("success rate", "attack success rate (fraction of inputs)")]}
+REGULAR = "success rate on the inputs all models get right"
+JUDGED = "success rate judged by "
+def expand(t, measure):
+    # one row per (row, measure): the attacked model's success and each judge's side by side (S2)
+    out = []
+    for r in t["rows"]:
+        for m in measure:
+            if m in r.get("stats", {}) and r["stats"][m]["n"] > 0:
+                g = dict(r.get("group", {}))
+                g["judged by"] = "the attacked model" if m == REGULAR else m[len(JUDGED):]
+                out.append({"group": g, "stats": {"_": r["stats"][m]}})
+    return out
 for t in json.load(open(sys.argv[3])):
     if t["kind"] not in BARS:
         continue
     have = set(k for r in t["rows"] for k in r.get("stats", {}))
-    choice = [b for b in BARS[t["kind"]] if b[0] in have]
-    if not choice:
-        continue
-    measure, axis = choice[0]
+    judged = sorted(k for k in have if k.startswith(JUDGED))
+    keys = list(t["keys"])
+    if t["kind"] == "attack" and REGULAR in have and judged:
+        t = dict(t, rows=expand(t, [REGULAR] + judged), keys=keys + ["judged by"])
+        measure, axis = "_", "success rate over the inputs every model gets right"
+        line_key = "judged by"
+    else:
+        choice = [b for b in BARS[t["kind"]] if b[0] in have]
+        if not choice:
+            continue
+        measure, axis = choice[0]
+        line_key = next((k for k in ("policy", "train.policy") if k in keys), keys[-1] if keys else None)
     rows = [r for r in t["rows"] if measure in r.get("stats", {}) and r["stats"][measure]["n"] > 0]
     if not rows:
         continue
     keys = t["keys"]
-    line_key = next((k for k in ("policy", "train.policy") if k in keys), keys[-1] if keys else None)
     group_keys = [k for k in keys if k != line_key]
     groups, lines = [], []
     for r in rows:
@@ -177,7 +196,7 @@ for t in json.load(open(sys.argv[3])):
     ax.set_ylabel(axis)
     ax.grid(axis="y", alpha=0.3)
     title = "%s: %s, step '%s'\nbars: mean, whiskers: +-1 sd over %d seed%s" % (
-        data["study"], measure, t["step"], seeds, "" if seeds == 1 else "s")
+        data["study"], axis if measure == "_" else measure, t["step"], seeds, "" if seeds == 1 else "s")
     fig.suptitle(title, fontsize=10)
     handles, labels = ax.get_legend_handles_labels()
     fig.legend(handles, labels, loc="lower center", ncol=ncol, frameon=False, fontsize=9, bbox_to_anchor=(0.5, 0.005))
@@ -360,14 +379,18 @@ std::string study_html(const std::string& dir, const std::vector<ReportTable>& t
       if (f.rfind(t.step + "_", 0) == 0)
         h << "<p><img src=\"" << html_escape(f) << "\" alt=\"" << html_escape(f) << "\"></p>\n";
   }
-  if (!comparisons.empty()) {
-    h << "<h2>Comparisons of " << html_escape(comparisons.front().key) << " (paired by seed)</h2>\n"
+  for (std::size_t from = 0; from < comparisons.size();) {
+    // one table per key compared (the presets; S2's regular against quantized)
+    std::size_t to = from;
+    while (to < comparisons.size() && comparisons[to].key == comparisons[from].key) ++to;
+    h << "<h2>Comparisons of " << html_escape(comparisons[from].key) << " (paired by seed)</h2>\n"
       << "<p>A gap is within the seeds' spread when |mean a &minus; mean b| &le; sqrt(sd_a&sup2; + sd_b&sup2;). "
          "Wilcoxon signed-rank (two-sided, exact, SciPy's rules) over the seeds both have: with n pairs p cannot "
          "go below 2<sup>1&minus;n</sup>. A12: the chance that a's value exceeds b's.</p>\n<table><tr><th>step</th>"
          "<th>within</th><th>measure</th><th>a</th><th>b</th><th>mean a &minus; mean b</th><th>within spread</th>"
          "<th>pairs</th><th>Wilcoxon p</th><th>A12</th></tr>\n";
-    for (const Comparison& c : comparisons) {
+    for (std::size_t i = from; i < to; ++i) {
+      const Comparison& c = comparisons[i];
       char d[32], pv[32], a12[32];
       std::snprintf(d, sizeof d, "%+.4f", c.mean_a - c.mean_b);
       std::snprintf(pv, sizeof pv, "%.3g", c.p);
@@ -378,6 +401,7 @@ std::string study_html(const std::string& dir, const std::vector<ReportTable>& t
         << (c.pairs >= 2 ? pv : "") << "</td><td>" << (c.pairs >= 2 ? a12 : "") << "</td></tr>\n";
     }
     h << "</table>\n";
+    from = to;
   }
   // The explanations (study/explain.h): its bullet lines as a list, the markdown marks dropped.
   if (!explanations_markdown.empty()) {

@@ -27,7 +27,13 @@ namespace {
 // One measure of one cell: name and value (absent when the cell's results lack it).
 using Measures = std::vector<std::pair<std::string, double>>;
 
-Measures measures_of(const Cell& c, const nlohmann::json& res, const nlohmann::json& times) {
+// The measure of the attacked model's success over the inputs every model gets right (S2's
+// "regular"), and that of a judging model over the same inputs (S2's "quantized"), named by the
+// judge's step.
+const char* kRegular = "success rate on the inputs all models get right";
+std::string judged_by(const std::string& step) { return "success rate judged by " + step; }
+
+Measures measures_of(const Plan& p, const Cell& c, const nlohmann::json& res, const nlohmann::json& times) {
   Measures m;
   auto at = [&](const nlohmann::json& j, const char* ptr, const std::string& name) {
     const nlohmann::json::json_pointer p(ptr);
@@ -94,10 +100,10 @@ Measures measures_of(const Cell& c, const nlohmann::json& res, const nlohmann::j
     at(res, "/clean_accuracy", "clean accuracy");
     at(res, "/over_all/success_rate", "success rate");
     at(res, "/over_correct/success_rate", "success rate on correct");
-    at(res, "/over_correct_by_all/success_rate", "success rate on the inputs all models get right");
+    at(res, "/over_correct_by_all/success_rate", kRegular);
     if (res.contains("judges"))
-      for (std::size_t i = 0; i < res["judges"].size(); ++i)
-        at(res, ("/judges/" + std::to_string(i) + "/rate_all").c_str(), "judge " + std::to_string(i + 1) + " success rate");  // (over those same inputs)
+      for (std::size_t i = 0; i < res["judges"].size() && i + 1 < c.inputs.size(); ++i)
+        at(res, ("/judges/" + std::to_string(i) + "/rate_all").c_str(), judged_by(p.cells.at(c.inputs[i + 1]).step));
   }
   return m;
 }
@@ -170,7 +176,7 @@ std::vector<ReportTable> study_tables(const std::string& dir) {
       }
       std::string s;
       for (const std::string& k : seed_keys) s += (s.empty() ? "" : "/") + labels[i][k];
-      for (const auto& [name, v] : measures_of(c, res, read_json_if_any(cdir + "/timings.json"))) {
+      for (const auto& [name, v] : measures_of(plan, c, res, read_json_if_any(cdir + "/timings.json"))) {
         if (std::find(t.measures.begin(), t.measures.end(), name) == t.measures.end()) t.measures.push_back(name);
         values[it->second][name].push_back(v);
         t.rows[it->second].by_seed[name][s] = v;
@@ -306,6 +312,54 @@ std::vector<Comparison> study_comparisons(const std::vector<ReportTable>& tables
           out.push_back(c);
         }
       }
+  }
+  return out;
+}
+
+std::vector<Comparison> judge_comparisons(const std::vector<ReportTable>& tables) {
+  std::vector<Comparison> out;
+  for (const ReportTable& t : tables) {
+    if (t.kind != "attack") continue;
+    const auto reg = std::find(t.measures.begin(), t.measures.end(), kRegular);
+    if (reg == t.measures.end()) continue;
+    const std::size_t ri = static_cast<std::size_t>(reg - t.measures.begin());
+    for (std::size_t m = 0; m < t.measures.size(); ++m) {
+      const std::string prefix = judged_by("");
+      if (t.measures[m].rfind(prefix, 0) != 0) continue;
+      for (const ReportRow& r : t.rows) {
+        const Stat& sa = r.stats[ri];
+        const Stat& sb = r.stats[m];
+        if (sa.n == 0 || sb.n == 0) continue;
+        Comparison c;
+        c.step = t.step;
+        c.key = "judged by";
+        c.a = "the attacked model";
+        c.b = t.measures[m].substr(prefix.size());
+        for (std::size_t k = 0; k < t.keys.size(); ++k) c.within += (k ? ", " : "") + t.keys[k] + "=" + r.values[k];
+        c.measure = kRegular;
+        c.mean_a = sa.mean;
+        c.mean_b = sb.mean;
+        c.sd_a = sa.sd;
+        c.sd_b = sb.sd;
+        std::vector<double> x, y;
+        const auto& va = r.by_seed.at(t.measures[ri]);
+        const auto& vb = r.by_seed.at(t.measures[m]);
+        for (const auto& [seed, v] : va) {
+          auto it = vb.find(seed);
+          if (it == vb.end()) continue;
+          x.push_back(v);
+          y.push_back(it->second);
+        }
+        c.pairs = static_cast<int>(x.size());
+        if (c.pairs >= 2 && x != y) {
+          c.p = attacks::wilcoxon(x, y).pvalue;
+          c.a12 = attacks::a12(x, y);
+        }
+        const double spread = std::sqrt(c.sd_a * c.sd_a + c.sd_b * c.sd_b);
+        c.within_spread = sa.n < 2 || sb.n < 2 || std::fabs(c.mean_a - c.mean_b) <= spread;
+        out.push_back(c);
+      }
+    }
   }
   return out;
 }

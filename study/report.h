@@ -60,6 +60,11 @@ struct Comparison {
   bool within_spread = true;
 };
 std::vector<Comparison> study_comparisons(const std::vector<ReportTable>& tables, const std::string& key = "policy");
+// S2's comparison: in each attack step whose examples other models judge, the attacked (regular)
+// model's success over the inputs every model gets right against each judge's (quantized) over the
+// same inputs, paired by seed (Wilcoxon signed-rank, A12). key = "judged by", a = the attacked
+// model, b = the judge's step.
+std::vector<Comparison> judge_comparisons(const std::vector<ReportTable>& tables);
 std::string comparisons_markdown(const std::vector<Comparison>& cs);
 
 // Markdown (one table per step, "mean +- sd (n)"), CSV (one row per group and measure: step,
