@@ -206,6 +206,10 @@ void attack_settings(const Cell& c, AttackSettings& s) {
   given(c, s, "step", "--step", [&](const std::string& v) { s.step = std::stod(v); });
   given(c, s, "steps", "--steps", [&](const std::string& v) { s.steps = std::stoi(v); });
   given(c, s, "eps_units", "--eps-units", [&](const std::string& v) { s.eps_units = v; });
+  given(c, s, "eps_schedule", "--eps-schedule", [&](const std::string& v) { s.eps_schedule = v; });
+  given(c, s, "epsilons", "--epsilons", [&](const std::string& v) { s.epsilons = std::stoi(v); });
+  given(c, s, "max_epsilon", "--max-epsilon", [&](const std::string& v) { s.max_epsilon = std::stod(v); });
+  given(c, s, "max_pixels", "--max-pixels", [&](const std::string& v) { s.max_pixels = std::stoll(v); });
   given(c, s, "iterations", "--iterations", [&](const std::string& v) { s.iterations = std::stoi(v); });
   given(c, s, "max_directions", "--max-directions", [&](const std::string& v) { s.max_directions = std::stoi(v); });
 }

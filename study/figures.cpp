@@ -336,7 +336,10 @@ std::string study_html(const std::string& dir, const std::vector<ReportTable>& t
     const std::vector<ModelTable> mts = model_tables(t);
     for (const ModelTable& mt : mts) {
       // the papers' layout: a row per model, a column per measure
-      h << "<p>" << html_escape((mt.group.empty() ? "" : mt.group + "; ") + "seeds " + mt.seeds) << "</p>\n<table><tr><th>model</th>";
+      std::string head = mt.group;
+      if (!mt.seeds.empty()) head += (head.empty() ? "" : "; ") + std::string("seeds ") + mt.seeds;
+      if (!head.empty()) h << "<p>" << html_escape(head) << "</p>\n";
+      h << "<table><tr><th>model</th>";
       for (const std::string& c : mt.columns) h << "<th>" << html_escape(c) << "</th>";
       h << "</tr>\n";
       for (std::size_t m = 0; m < mt.models.size(); ++m) {

@@ -40,8 +40,10 @@ std::vector<ParamDef> data_params() {
 std::vector<ParamDef> attack_settings() {
   return {choice("convention", "driftlab", {"driftlab", "foolbox2", "foolbox3", "art", "torchattacks"}),
           real("eps", "0.1", 0), real("step", "", 0), integer("steps", "", 1),
-          choice("eps_units", "", {"absolute", "fraction"}), integer("iterations", "", 1),
-          integer("max_directions", "", 1)};
+          choice("eps_units", "", {"absolute", "fraction"}),
+          choice("eps_schedule", "", {"single", "foolbox2-sweep", "foolbox2-search"}), integer("epsilons", "", 1),
+          real("max_epsilon", "", 0), integer("iterations", "", 1), integer("max_directions", "", 1),
+          integer("max_pixels", "", 1)};
 }
 std::vector<ParamDef> run_settings() {
   return {integer("seed", "1", 0), integer("batch", "128", 1), choice("device", "cpu", {"cpu", "cuda"}),

@@ -391,7 +391,9 @@ std::string tables_markdown(const std::vector<ReportTable>& tables) {
     if (!mts.empty()) {
       // the papers' layout: a row per model, a column per measure
       for (const ModelTable& mt : mts) {
-        os << "\n\n" << (mt.group.empty() ? "" : mt.group + "; ") << "seeds " << mt.seeds << "\n\n| model |";
+        std::string head = mt.group;
+        if (!mt.seeds.empty()) head += (head.empty() ? "" : "; ") + std::string("seeds ") + mt.seeds;
+        os << "\n\n" << (head.empty() ? "" : head + "\n\n") << "| model |";
         for (const std::string& c : mt.columns) os << " " << c << " |";
         os << "\n| --- |";
         for (std::size_t i = 0; i < mt.columns.size(); ++i) os << " --- |";
