@@ -134,3 +134,64 @@ TEST(StudyReport, GroupsBySettingsAndAveragesOverSeeds) {
 
 }  // namespace
 }  // namespace driftlab
+
+namespace driftlab {
+namespace {
+
+// S2's comparison, by hand: three seeds where the int8 judge is fooled more than the attacked fp32
+// model every time (0.3/0.4/0.5 against 0.6/0.7/0.8): the means, 3 pairs, A12 = 0 (no fp32 value
+// above an int8 one), and the exact two-sided Wilcoxon p of three negative differences, 2/8. And the
+// papers' layout of a table over models: a row per model, a column per measure, R last.
+TEST(StudyReport, RegularAgainstQuantizedAndTablesOverModels) {
+  Folder f;
+  const double regular[3] = {0.3, 0.4, 0.5}, quantized[3] = {0.6, 0.7, 0.8};
+  for (int s = 0; s < 3; ++s) {
+    const std::string seed = std::to_string(s + 1), t = "t" + seed, q = "q" + seed;
+    f.cell(t, "train", "train", {{"model", "lenet5"}, {"seed", seed}}, {}, {{"test", {{"accuracy", 0.9}}}});
+    f.cell(q, "tflite", "quantize", {{"scheme", "tflite"}}, {t}, {{"test", {{"accuracy", 0.9}}}});
+    f.cell("a" + seed, "transfer", "attack", {{"attack", "fgsm"}}, {t, q},
+           {{"over_correct_by_all", {{"success_rate", regular[s]}}}, {"judges", {{{"rate_all", quantized[s]}}}}});
+    f.cell("r" + seed, "rob", "robustness", {{"attacks", "fgsm"}}, {t},
+           {{"rows",
+             {{{"model", "tensorflow"}, {"R", 0.0}, {"attacks", {{"fgsm", {{"mean", 0.5 + 0.1 * s}}}}}},
+              {{"model", "torch"}, {"R", 1.0}, {"attacks", {{"fgsm", {{"mean", 0.7}}}}}}}}});
+  }
+  f.manifest.close();
+  const std::vector<study::ReportTable> t = study::study_tables(f.dir.string());
+  const std::vector<study::Comparison> c = study::judge_comparisons(t);
+  ASSERT_EQ(c.size(), 1u);
+  EXPECT_EQ(c[0].step, "transfer");
+  EXPECT_EQ(c[0].a, "the attacked model");
+  EXPECT_EQ(c[0].b, "tflite");
+  EXPECT_NEAR(c[0].mean_a, 0.4, 1e-12);
+  EXPECT_NEAR(c[0].mean_b, 0.7, 1e-12);
+  EXPECT_EQ(c[0].pairs, 3);
+  EXPECT_EQ(c[0].a12, 0.0);
+  EXPECT_NEAR(c[0].p, 0.25, 1e-12);
+  EXPECT_FALSE(c[0].within_spread);  // |0.4 - 0.7| > sqrt(0.1^2 + 0.1^2)
+  EXPECT_NE(study::comparisons_markdown(c).find("| transfer |  | success rate on the inputs all models get right | "
+                                                 "the attacked model | tflite | -0.3000 | no | 3 | 0.25 | 0.00 |"),
+            std::string::npos)
+      << study::comparisons_markdown(c);
+
+  const study::ReportTable* rob = nullptr;
+  for (const study::ReportTable& x : t)
+    if (x.step == "rob") rob = &x;
+  ASSERT_NE(rob, nullptr);
+  const std::vector<study::ModelTable> mt = study::model_tables(*rob);
+  ASSERT_EQ(mt.size(), 1u);
+  EXPECT_EQ(mt[0].models, (std::vector<std::string>{"tensorflow", "torch"}));
+  EXPECT_EQ(mt[0].columns, (std::vector<std::string>{"fgsm success", "R"}));
+  EXPECT_EQ(mt[0].seeds, "1, 2, 3");
+  EXPECT_NEAR(mt[0].cells[0][0].mean, 0.6, 1e-12);
+  EXPECT_NEAR(mt[0].cells[0][0].sd, 0.1, 1e-12);
+  EXPECT_EQ(mt[0].cells[1][1].mean, 1.0);
+  EXPECT_EQ(mt[0].cells[1][0].n, 3);
+  EXPECT_NE(study::tables_markdown(t).find("| model | fgsm success | R |\n| --- | --- | --- |\n| tensorflow | 0.6000 ± "
+                                           "0.1000 (3) | 0.0000 ± 0.0000 (3) |"),
+            std::string::npos)
+      << study::tables_markdown(t);
+}
+
+}  // namespace
+}  // namespace driftlab
