@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <set>
 #include <sstream>
 
 #include "core/error.h"
@@ -132,16 +133,64 @@ std::string explain_spec(const Spec& spec, const std::string& step_name, const s
     y << "    set:\n";
     for (const auto& [k, v] : step->set) y << "      " << k << ": " << quoted(v.text) << "\n";
   }
+  // The steps downstream of the train step, as written (an attack on each model, its int8 models,
+  // their conversions): their gaps get explained too. Not a step that gathers (a table over the
+  // presets' models would mix the one-knob variants into it), nor one needing a step left out.
+  std::set<std::string> copied = {step_name};
+  for (const StepSpec& s : spec.steps) {  // in dependency order
+    if (copied.count(s.name) || !s.gather.empty() || s.needs.empty()) continue;
+    bool all_in = true;
+    for (const SpecValue& n : s.needs) all_in = all_in && copied.count(n.text) > 0;
+    if (!all_in) continue;
+    copied.insert(s.name);
+    y << "  " << s.name << ":\n    do: " << s.kind << "\n    needs: [";
+    for (std::size_t i = 0; i < s.needs.size(); ++i) y << (i ? ", " : "") << s.needs[i].text;
+    y << "]\n";
+    if (!s.grid.empty()) {
+      y << "    grid:\n";
+      for (const auto& [k, vals] : s.grid) {
+        y << "      " << k << ": [";
+        for (std::size_t i = 0; i < vals.size(); ++i) y << (i ? ", " : "") << quoted(vals[i].text);
+        y << "]\n";
+      }
+    }
+    if (!s.set.empty()) {
+      y << "    set:\n";
+      for (const auto& [k, v] : s.set) y << "      " << k << ": " << quoted(v.text) << "\n";
+    }
+  }
   return y.str();
 }
 
-std::vector<GapExplanation> explain_shares(const std::vector<ReportTable>& tables, const std::string& measure) {
+std::vector<GapExplanation> explain_shares(const std::vector<ReportTable>& tables) {
   std::vector<GapExplanation> out;
-  for (const ReportTable& t : tables) {
-    if (t.kind != "train") continue;
-    const auto kit = std::find(t.keys.begin(), t.keys.end(), "policy");
+  for (const ReportTable& t : tables)
+    for (const std::string& m : explained_measures(t.kind)) {
+      std::vector<GapExplanation> g = explain_shares(t, m);
+      out.insert(out.end(), g.begin(), g.end());
+    }
+  return out;
+}
+
+std::vector<std::string> explained_measures(const std::string& kind) {
+  if (kind == "train" || kind == "evaluate") return {"test accuracy"};
+  if (kind == "quantize") return {"int8 test accuracy"};
+  if (kind == "attack") return {"success rate", "success rate on correct"};
+  if (kind == "convert") return {"misclassification"};
+  return {};
+}
+
+std::vector<GapExplanation> explain_shares(const ReportTable& t, const std::string& measure) {
+  std::vector<GapExplanation> out;
+  {
+    // the training's policy: the step's own, or that of the model it measures (train.policy)
+    auto kit = std::find(t.keys.begin(), t.keys.end(), "policy");
+    if (kit == t.keys.end())
+      kit = std::find_if(t.keys.begin(), t.keys.end(), [](const std::string& k) {
+        return k.size() > 7 && k.compare(k.size() - 7, 7, ".policy") == 0;
+      });
     const auto mit = std::find(t.measures.begin(), t.measures.end(), measure);
-    if (kit == t.keys.end() || mit == t.measures.end()) continue;
+    if (kit == t.keys.end() || mit == t.measures.end()) return out;
     const std::size_t ki = static_cast<std::size_t>(kit - t.keys.begin());
     const std::size_t mi = static_cast<std::size_t>(mit - t.measures.begin());
     auto rest_equal = [&](const ReportRow& x, const ReportRow& y) {

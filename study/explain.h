@@ -1,6 +1,7 @@
 // Explaining a gap between two presets in a study: which knob moves it.
 //
-// explain_spec writes a spec (YAML) for one train step of a study: the step's grid and settings,
+// explain_spec writes a spec (YAML) for one train step of a study and the steps downstream of it
+// that take one model per cell (attacks, quantizations, conversions, as written): the step's grid and settings,
 // with its policies replaced by the two presets and, for every knob where they differ and that can
 // act on that training (study/explain.cpp relevant_knobs: no int8 knobs, no recurrent knobs for a
 // model without recurrent layers, no BatchNorm knobs without BatchNorm, no Adam/RMSprop/plateau
@@ -44,8 +45,13 @@ struct GapExplanation {
   bool gap_beyond_spread = false;
   std::vector<KnobShare> shares;  // every one-knob variant of a or b in the table
 };
-std::vector<GapExplanation> explain_shares(const std::vector<ReportTable>& tables,
-                                           const std::string& measure = "test accuracy");
+// Every gap of every table on the measures explained for its kind (explained_measures), where the
+// table's key is the training's policy (`policy`, or `STEP.policy` in a step downstream of it).
+std::vector<GapExplanation> explain_shares(const std::vector<ReportTable>& tables);
+std::vector<GapExplanation> explain_shares(const ReportTable& table, const std::string& measure);
+// train, evaluate: test accuracy; quantize: int8 test accuracy; attack: success rate (over all, and
+// over the correctly classified); convert: misclassification.
+std::vector<std::string> explained_measures(const std::string& kind);
 std::string explain_markdown(const std::vector<GapExplanation>& e);
 
 }  // namespace study

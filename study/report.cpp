@@ -252,7 +252,12 @@ std::vector<ModelTable> model_tables(const ReportTable& t) {
 std::vector<Comparison> study_comparisons(const std::vector<ReportTable>& tables, const std::string& key) {
   std::vector<Comparison> out;
   for (const ReportTable& t : tables) {
-    const auto kit = std::find(t.keys.begin(), t.keys.end(), key);
+    auto kit = std::find(t.keys.begin(), t.keys.end(), key);
+    // a step downstream of a training compares that training's key (train.policy for an attack)
+    if (kit == t.keys.end())
+      kit = std::find_if(t.keys.begin(), t.keys.end(), [&](const std::string& k) {
+        return k.size() > key.size() + 1 && k.compare(k.size() - key.size() - 1, key.size() + 1, "." + key) == 0;
+      });
     if (kit == t.keys.end()) continue;
     const std::size_t ki = static_cast<std::size_t>(kit - t.keys.begin());
     // With two or more plain values (presets without knobs of their own), only those are compared:

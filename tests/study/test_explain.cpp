@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <map>
 #include <set>
 #include <string>
 
@@ -76,6 +77,67 @@ steps:
   // A knob that is the same under both presets, a step of another kind, several models: refused.
   EXPECT_THROW(study::explain_spec(spec, "train", "torch", "tensorflow", {"adam_lr_t_order"}), Error);
   EXPECT_THROW(study::explain_spec(spec, "nope", "torch", "tensorflow"), Error);
+}
+
+// The steps downstream of the train step that take one model per cell come along (an attack on
+// each variant's model, its int8 models); a step that gathers, or needs a step left out, does not.
+TEST(StudyExplain, TheWrittenSpecCarriesTheStepsDownstreamOfTheTraining) {
+  const study::Spec spec = study::parse_spec(R"(study: l5
+defaults: {limit: 300}
+steps:
+  train:
+    do: train
+    grid: {policy: [torch, tensorflow], seed: [1, 2]}
+    set: {model: lenet5, epochs: 2}
+  other: {do: train, set: {model: lenet1}}
+  int8: {do: quantize, needs: train, set: {scheme: tflite}}
+  fgsm:
+    do: attack
+    needs: [train, int8]
+    grid: {eps: [0.05, 0.1]}
+  rob: {do: robustness, needs: train, gather: [policy]}
+  judged: {do: attack, needs: [other, int8]}
+)",
+                                             "l5.yaml");
+  const std::string y = study::explain_spec(spec, "train", "torch", "tensorflow", {"init_weight"});
+  const study::Spec e = study::parse_spec(y, "explain.yaml");
+  std::vector<std::string> steps;
+  for (const study::StepSpec& s : e.steps) steps.push_back(s.name);
+  EXPECT_EQ(steps, (std::vector<std::string>{"train", "int8", "fgsm"})) << y;
+  const study::Plan p = study::plan(e, "b");
+  std::map<std::string, int> per_step;
+  for (const study::Cell& c : p.cells) ++per_step[c.step];
+  // 4 policies x 2 seeds; an int8 model each; two attacks on each pair
+  EXPECT_EQ(per_step, (std::map<std::string, int>{{"train", 8}, {"int8", 8}, {"fgsm", 16}}));
+  // the attacks on the two presets' models are the study's own cells
+  const study::Plan orig = study::plan(spec, "b");
+  std::set<std::string> hashes;
+  for (const study::Cell& c : p.cells) hashes.insert(c.hash);
+  int found = 0;
+  for (const study::Cell& c : orig.cells) found += c.step == "fgsm" && hashes.count(c.hash);
+  EXPECT_EQ(found, 8);
+}
+
+// A gap in a step downstream of the training (an attack's success, keyed by train.policy) is
+// explained as a training's is.
+TEST(StudyExplain, GapsDownstreamOfTheTrainingAreExplainedToo) {
+  study::ReportTable t;
+  t.step = "fgsm";
+  t.kind = "attack";
+  t.keys = {"train.policy"};
+  t.measures = {"success rate"};
+  auto r = [](const std::string& policy, double mean) {
+    study::ReportRow x;
+    x.values = {Policy::parse(policy).to_string()};
+    x.stats = {{"success rate", mean, 0.01, 3}};
+    return x;
+  };
+  t.rows = {r("torch", 0.50), r("tensorflow", 0.70), r("torch,init_weight=glorot_uniform", 0.66)};
+  const std::vector<study::GapExplanation> e = study::explain_shares({t});
+  ASSERT_EQ(e.size(), 1u);
+  EXPECT_EQ(e[0].measure, "success rate");
+  ASSERT_EQ(e[0].shares.size(), 1u);
+  EXPECT_NEAR(e[0].shares[0].share, 0.8, 1e-12);  // (0.66 - 0.50) / 0.20
 }
 
 study::ReportRow row(const std::string& policy, double mean, double sd) {
