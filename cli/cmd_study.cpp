@@ -181,7 +181,7 @@ void study_report(const std::string& dir, std::string out, bool figures) {
   std::vector<study::Comparison> cmp = study::study_comparisons(t);
   const std::vector<study::Comparison> judged = study::judge_comparisons(t);
   const std::string explained = study::explain_markdown(study::explain_shares(t));
-  const std::string md = study::tables_markdown(t) + study::comparisons_markdown(cmp) +
+  const std::string md = study::tables_markdown(t) + study::batch_tables_markdown(t) + study::comparisons_markdown(cmp) +
                          study::comparisons_markdown(judged) + explained;
   cmp.insert(cmp.end(), judged.begin(), judged.end());
   write_file_atomic(out + "/tables.md", md);

@@ -378,6 +378,25 @@ std::string study_html(const std::string& dir, const std::vector<ReportTable>& t
       h << "<td>" << html_escape(seeds) << "</td></tr>\n";
     }
     h << "</table>\n";
+    for (const BatchTable& b : batch_tables(t)) {
+      // S1's layout: a column per batch size
+      h << "<p>" << html_escape(b.measure) << " by batch size (S1's layout)</p>\n<table><tr>";
+      for (const std::string& k : b.row_keys) h << "<th>" << html_escape(k) << "</th>";
+      for (const std::string& x : b.batches) h << "<th>B-" << html_escape(x) << "</th>";
+      h << "</tr>\n";
+      for (std::size_t r = 0; r < b.rows.size(); ++r) {
+        h << "<tr>";
+        for (const std::string& v : b.rows[r]) h << "<td>" << html_escape(v) << "</td>";
+        for (const Stat& st : b.cells[r]) {
+          h << "<td>";
+          if (st.n > 1) h << num(st.mean) << " &plusmn; " << num(st.sd) << " (" << st.n << ")";
+          else if (st.n == 1) h << num(st.mean) << " (1)";
+          h << "</td>";
+        }
+        h << "</tr>\n";
+      }
+      h << "</table>\n";
+    }
     for (const std::string& f : figures)
       if (f.rfind(t.step + "_", 0) == 0)
         h << "<p><img src=\"" << html_escape(f) << "\" alt=\"" << html_escape(f) << "\"></p>\n";

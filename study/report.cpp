@@ -249,6 +249,65 @@ std::vector<ModelTable> model_tables(const ReportTable& t) {
   return out;
 }
 
+std::vector<BatchTable> batch_tables(const ReportTable& t) {
+  std::vector<BatchTable> out;
+  if (t.kind != "train") return out;
+  const auto bit = std::find(t.keys.begin(), t.keys.end(), "batch");
+  if (bit == t.keys.end() || t.keys.size() < 2) return out;
+  const std::size_t bi = static_cast<std::size_t>(bit - t.keys.begin());
+  for (const char* measure : {"test accuracy", "seconds per epoch"}) {
+    const auto mit = std::find(t.measures.begin(), t.measures.end(), measure);
+    if (mit == t.measures.end()) continue;
+    const std::size_t mi = static_cast<std::size_t>(mit - t.measures.begin());
+    BatchTable b;
+    b.step = t.step;
+    b.measure = measure;
+    for (std::size_t k = 0; k < t.keys.size(); ++k)
+      if (k != bi) b.row_keys.push_back(t.keys[k]);
+    for (const ReportRow& r : t.rows)
+      if (std::find(b.batches.begin(), b.batches.end(), r.values[bi]) == b.batches.end()) b.batches.push_back(r.values[bi]);
+    std::stable_sort(b.batches.begin(), b.batches.end(),
+                     [](const std::string& x, const std::string& y) { return std::stoll(x) < std::stoll(y); });
+    for (const ReportRow& r : t.rows) {
+      std::vector<std::string> rv;
+      for (std::size_t k = 0; k < t.keys.size(); ++k)
+        if (k != bi) rv.push_back(r.values[k]);
+      auto it = std::find(b.rows.begin(), b.rows.end(), rv);
+      if (it == b.rows.end()) {
+        b.rows.push_back(rv);
+        b.cells.emplace_back(b.batches.size(), Stat{measure, 0, 0, 0});
+        it = b.rows.end() - 1;
+      }
+      const std::size_t col =
+          static_cast<std::size_t>(std::find(b.batches.begin(), b.batches.end(), r.values[bi]) - b.batches.begin());
+      b.cells[static_cast<std::size_t>(it - b.rows.begin())][col] = r.stats[mi];
+    }
+    out.push_back(std::move(b));
+  }
+  return out;
+}
+
+std::string batch_tables_markdown(const std::vector<ReportTable>& tables) {
+  std::ostringstream os;
+  for (const ReportTable& t : tables)
+    for (const BatchTable& b : batch_tables(t)) {
+      os << "## " << b.step << ": " << b.measure << " by batch size (S1's layout)\n\n|";
+      for (const std::string& k : b.row_keys) os << " " << k << " |";
+      for (const std::string& x : b.batches) os << " B-" << x << " |";
+      os << "\n|";
+      for (std::size_t i = 0; i < b.row_keys.size() + b.batches.size(); ++i) os << " --- |";
+      os << "\n";
+      for (std::size_t r = 0; r < b.rows.size(); ++r) {
+        os << "|";
+        for (const std::string& v : b.rows[r]) os << " " << v << " |";
+        for (const Stat& st : b.cells[r]) os << " " << stat_text(st) << " |";
+        os << "\n";
+      }
+      os << "\n";
+    }
+  return os.str();
+}
+
 std::vector<Comparison> study_comparisons(const std::vector<ReportTable>& tables, const std::string& key) {
   std::vector<Comparison> out;
   for (const ReportTable& t : tables) {

@@ -47,6 +47,19 @@ struct ModelTable {
 };
 std::vector<ModelTable> model_tables(const ReportTable& t);
 
+// The papers' layout of a training table (S1's Tables 2 and 3): per measure (test accuracy, seconds
+// per epoch), a row per combination of the keys other than the batch size and a column per batch
+// size ("B-32"). Empty when the table has no batch key or no other key.
+struct BatchTable {
+  std::string step, measure;
+  std::vector<std::string> row_keys;              // the keys naming a row
+  std::vector<std::vector<std::string>> rows;     // their values
+  std::vector<std::string> batches;               // column heads' values, in first-seen order
+  std::vector<std::vector<Stat>> cells;           // [row][batch]
+};
+std::vector<BatchTable> batch_tables(const ReportTable& t);
+std::string batch_tables_markdown(const std::vector<ReportTable>& tables);
+
 // Two values of one key (a preset against another) on every measure of every step where that key
 // varies, with the other keys equal (when two or more values are plain presets, without a knob of
 // their own, only those are compared): the means, whether the gap is within the seeds' spread

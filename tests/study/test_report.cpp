@@ -195,3 +195,37 @@ TEST(StudyReport, RegularAgainstQuantizedAndTablesOverModels) {
 
 }  // namespace
 }  // namespace driftlab
+
+namespace driftlab {
+namespace {
+
+// S1's layout of a training table: a row per model and policy, a column per batch size (sorted as
+// numbers: B-32 before B-128), each cell the group's mean and sd over seeds.
+TEST(StudyReport, TrainingTablesByBatchSize) {
+  Folder f;
+  int h = 0;
+  for (const char* policy : {"tensorflow", "torch"})
+    for (const char* batch : {"128", "32"})
+      for (int s = 0; s < 2; ++s)
+        f.cell("t" + std::to_string(h++), "train", "train",
+               {{"model", "lenet1"}, {"policy", policy}, {"batch", batch}, {"seed", std::to_string(s + 1)}}, {},
+               {{"test", {{"accuracy", (batch[0] == '1' ? 0.8 : 0.9) + 0.02 * s}}}});
+  f.manifest.close();
+  const std::vector<study::ReportTable> t = study::study_tables(f.dir.string());
+  const std::vector<study::BatchTable> b = study::batch_tables(t.at(0));
+  ASSERT_EQ(b.size(), 1u);  // no timings: accuracy only
+  EXPECT_EQ(b[0].measure, "test accuracy");
+  EXPECT_EQ(b[0].row_keys, std::vector<std::string>{"policy"});
+  EXPECT_EQ(b[0].batches, (std::vector<std::string>{"32", "128"}));
+  ASSERT_EQ(b[0].rows.size(), 2u);
+  EXPECT_NEAR(b[0].cells[1][0].mean, 0.91, 1e-12);  // torch, B-32: 0.90 and 0.92
+  EXPECT_NEAR(b[0].cells[1][1].mean, 0.81, 1e-12);
+  EXPECT_EQ(b[0].cells[0][1].n, 2);
+  EXPECT_NE(study::batch_tables_markdown(t).find("| policy | B-32 | B-128 |\n| --- | --- | --- |\n| tensorflow | 0.9100 ± "
+                                                 "0.0141 (2) | 0.8100 ± 0.0141 (2) |"),
+            std::string::npos)
+      << study::batch_tables_markdown(t);
+}
+
+}  // namespace
+}  // namespace driftlab
