@@ -275,6 +275,7 @@ Plan plan(const Spec& spec, const std::string& build, std::size_t max_cells) {
   p.spec = spec;
   p.build = build;
   std::map<std::string, std::vector<std::size_t>> cells_of;  // step -> its cells
+  std::map<std::string, std::string> step_of_hash;
   std::vector<Coords> coords;
   for (const StepSpec& step : spec.steps) {
     const KindDef& kind = *find_kind(step.kind);
@@ -397,6 +398,12 @@ Plan plan(const Spec& spec, const std::string& build, std::size_t max_cells) {
         canon << "build " << build << "\n";
         c.canonical = canon.str();
         c.hash = hex64(fnv1a64(c.canonical.data(), c.canonical.size()));
+        // The hash leaves the step's name out (the same computation in two studies is one cell):
+        // two steps of one study that make the same cell would share its folder.
+        auto seen = step_of_hash.emplace(c.hash, step.name);
+        if (!seen.second)
+          r.error(step.line, "step '" + step.name + "' makes the same cell as step '" + seen.first->second +
+                                 "' (the same kind, parameters and inputs: cell " + c.hash + "); one step is enough");
         cells_of[step.name].push_back(p.cells.size());
         coords.push_back(at);
         p.cells.push_back(std::move(c));

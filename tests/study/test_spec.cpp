@@ -188,6 +188,9 @@ TEST(StudySpec, BadSpecsAreRefusedNamingTheLine) {
   expect_refused(with(kSpec, "defaults: {limit: 500}", "defaults: {limit: 500, epoch: 3}"), "bad.yaml:4: ",
                  "'epoch' is no parameter of any kind");
   expect_refused(with(kSpec, "title:", "titel:"), "bad.yaml:2: ", "unknown key 'titel'");
+  // (found by fuzz_study_spec: two steps computing the same cells would share their folders)
+  expect_refused(with(kSpec, "  fgsm:\n", "  int8b:\n    do: quantize\n    needs: train\n    set: {scheme: tflite}\n  fgsm:\n"),
+                 "bad.yaml:", "step 'int8' makes the same cell as step 'int8b'");
   expect_refused(with(kSpec, "  fgsm:\n", "  fgsm:\n    repeat: 3\n"), "bad.yaml:14: ", "unknown key 'repeat'");
   expect_refused(with(kSpec, "      seed: [1, 2]\n", "      seed: [1, 2]\n      seed: [3]\n"), "bad.yaml:12: ",
                  "'seed' given twice");
