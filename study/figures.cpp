@@ -1,5 +1,6 @@
 #include "study/figures.h"
 
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
@@ -52,6 +53,16 @@ for st in data["steps"]:
             lines.append(lv)
     fixed = ", ".join("%s %s" % (k, v) for k, v in st["fixed"].items())
     seeds = max(len(g["seeds"]) for g in st["groups"])
+    # More than ten lines cannot be told apart (ten colours): a study of one-knob variants shows
+    # its plain presets, and says where the variants are read (the explanations table).
+    left_out = 0
+    if len(lines) > 10 and line_key == "policy":
+        plain = [lv for lv in lines if "," not in lv]
+        if plain:
+            left_out = len(lines) - len(plain)
+            lines = plain
+    if left_out:
+        fixed += "; the %d one-knob variants are in the explanations table, not drawn" % left_out
     for metric, name, axis in METRICS:
         cols = min(3, len(panels))
         rows = (len(panels) + cols - 1) // cols
@@ -154,10 +165,34 @@ for t in json.load(open(sys.argv[3])):
         measure, axis = choice[0]
         line_key = next((k for k in ("policy", "train.policy") if k in keys), keys[-1] if keys else None)
     rows = [r for r in t["rows"] if measure in r.get("stats", {}) and r["stats"][measure]["n"] > 0]
+    bar_note = ""
+    if line_key == "policy" and len(set(r.get("group", {}).get("policy") for r in rows)) > 10:
+        # as the curves: more than ten bars a group cannot be told apart; the plain presets only
+        plain = [r for r in rows if "," not in r.get("group", {}).get("policy", "")]
+        if plain:
+            bar_note = "; the %d one-knob variants are in the explanations table" % (
+                len(set(r["group"]["policy"] for r in rows)) - len(set(r["group"]["policy"] for r in plain)))
+            rows = plain
     if not rows:
         continue
     keys = t["keys"]
-    group_keys = [k for k in keys if k != line_key]
+    # the keys naming a group, the model first, a key whose value another one already fixes left out
+    # (a dataset that follows the model), each without its step's prefix where that is unambiguous
+    rank = lambda k: (0 if k.split(".")[-1] == "model" else 2 if k.split(".")[-1] == "dataset" else 1)
+    group_keys = []
+    for k in sorted((k for k in keys if k != line_key), key=rank):
+        fixed = False
+        for j in group_keys:
+            seen = {}
+            if all(seen.setdefault(r.get("group", {}).get(j), r.get("group", {}).get(k)) == r.get("group", {}).get(k)
+                   for r in rows):
+                fixed = True
+                break
+        if not fixed:
+            group_keys.append(k)
+    short = {k: k.split(".")[-1] for k in group_keys}
+    if len(set(short.values())) < len(short):
+        short = {k: k for k in group_keys}
     groups, lines = [], []
     for r in rows:
         gv = tuple(r.get("group", {}).get(k, "") for k in group_keys)
@@ -167,7 +202,8 @@ for t in json.load(open(sys.argv[3])):
         if lv not in lines:
             lines.append(lv)
     names = ["%s=%s" % (line_key, lv) if line_key else t["step"] for lv in lines]
-    width = max(7.0, 0.45 * len(groups) * len(lines) + 2.5)
+    longest_tick = max(len("%s=%s" % (short[k], v)) for gv in groups for k, v in zip(group_keys, gv)) if group_keys else 0
+    width = max(7.0, 0.45 * len(groups) * len(lines) + 2.5, len(groups) * (0.075 * longest_tick + 0.3) + 1.5)
     longest = max(len(n) for n in names)
     ncol = max(1, min(len(names), int((width - 0.4) / (0.085 * longest + 0.55))))
     legend_in = 0.25 * ((len(names) + ncol - 1) // ncol) + 0.1
@@ -192,11 +228,11 @@ for t in json.load(open(sys.argv[3])):
                 seeds = max(seeds, st["n"])
         ax.bar(xs, hs, bw * 0.92, yerr=es, capsize=3, color=cmap(li % 10), label=names[li])
     ax.set_xticks(range(len(groups)))
-    ax.set_xticklabels(["\n".join("%s=%s" % (k, v) for k, v in zip(group_keys, gv)) for gv in groups], fontsize=8)
+    ax.set_xticklabels(["\n".join("%s=%s" % (short[k], v) for k, v in zip(group_keys, gv)) for gv in groups], fontsize=8)
     ax.set_ylabel(axis)
     ax.grid(axis="y", alpha=0.3)
-    title = "%s: %s, step '%s'\nbars: mean, whiskers: +-1 sd over %d seed%s" % (
-        data["study"], axis if measure == "_" else measure, t["step"], seeds, "" if seeds == 1 else "s")
+    title = "%s: %s, step '%s'\nbars: mean, whiskers: +-1 sd over %d seed%s%s" % (
+        data["study"], axis if measure == "_" else measure, t["step"], seeds, "" if seeds == 1 else "s", bar_note)
     fig.suptitle(title, fontsize=10)
     handles, labels = ax.get_legend_handles_labels()
     fig.legend(handles, labels, loc="lower center", ncol=ncol, frameon=False, fontsize=9, bbox_to_anchor=(0.5, 0.005))
@@ -224,9 +260,10 @@ std::string html_escape(const std::string& s) {
   return o;
 }
 
+// As tables.md writes it: 4 decimals, 3 significant digits below 0.001 (but 0).
 std::string num(double v) {
   char b[32];
-  std::snprintf(b, sizeof b, "%.4f", v);
+  std::snprintf(b, sizeof b, v != 0 && std::fabs(v) < 1e-3 ? "%.3g" : "%.4f", v);
   return b;
 }
 

@@ -119,10 +119,14 @@ std::string fmt(double v, const char* f = "%.4f") {
 }
 
 // "mean ± sd (n)", "mean (1)", "" (no value)
+// A value to 4 decimals, or to 3 significant digits when it is smaller than 0.001 and not 0 (a
+// conversion's output error of 1e-8 is not 0.0000).
+std::string num_text(double v) { return v != 0 && std::fabs(v) < 1e-3 ? fmt(v, "%.3g") : fmt(v); }
+
 std::string stat_text(const Stat& s) {
   if (s.n == 0) return "";
-  if (s.n == 1) return fmt(s.mean) + " (1)";
-  return fmt(s.mean) + " ± " + fmt(s.sd) + " (" + std::to_string(s.n) + ")";
+  if (s.n == 1) return num_text(s.mean) + " (1)";
+  return num_text(s.mean) + " ± " + num_text(s.sd) + " (" + std::to_string(s.n) + ")";
 }
 
 }  // namespace
@@ -336,7 +340,14 @@ std::vector<Comparison> study_comparisons(const std::vector<ReportTable>& tables
         if (!same_rest) continue;
         for (std::size_t m = 0; m < t.measures.size(); ++m) {
           const std::string& name = t.measures[m];
-          if (name.rfind("seconds", 0) == 0) continue;  // a time, not an outcome of the presets' arithmetic
+          // a time is not an outcome of the presets' arithmetic, nor a file's size (which moves with the
+          // length of the policy string it records)
+          if (name.rfind("seconds", 0) == 0 || name.find("(bytes)") != std::string::npos) continue;
+          // a conversion's outcome, not the original's again (accuracy before, S_orig are the
+          // training's and the attack's gaps) nor the signed errors that sum to nothing
+          if (t.kind == "convert" && name != "misclassification" && name != "accuracy after" &&
+              name != "|S_conv - S_orig|" && name != "max |d| softmax")
+            continue;
           Comparison c;
           c.step = t.step;
           c.key = key;
