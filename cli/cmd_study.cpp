@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <array>
+#include <cctype>
 #include <csignal>
 #include <cstdio>
 #include <cstdlib>
@@ -18,6 +19,8 @@
 #include <memory>
 #include <sstream>
 #include <tuple>
+
+#include <nlohmann/json.hpp>
 
 #include "core/error.h"
 #include "engine/build_info.h"
@@ -174,13 +177,68 @@ void study_status(const std::string& dir) {
   for (const study::CellState& s : failed) std::cout << "  " << s.state << " " << s.hash << " " << s.step << ": " << s.detail << "\n";
 }
 
-void study_report(const std::string& dir, std::string out, bool figures) {
+// study report --explain: each gap beyond the seeds' spread between two plain presets gets its
+// explanation study (study explain's spec for that train step and model) run into
+// DIR/explain/<step>-<model>-<a>-<b>/, taking the study's own cells from DIR (--reuse), and
+// reported there; the sentences join the study's report.
+std::vector<study::GapExplanation> run_explanations(const std::string& dir, const std::vector<study::ReportTable>& t,
+                                                    int jobs, bool figures);
+void study_report(const std::string& dir, std::string out, bool figures, bool explain = false, int jobs = 1);
+
+std::vector<study::GapExplanation> run_explanations(const std::string& dir, const std::vector<study::ReportTable>& t,
+                                                    int jobs, bool figures) {
+  std::ifstream sf(dir + "/study.json");
+  check(sf.good(), dir, "/study.json: cannot read the study (run it first)");
+  const nlohmann::json sj = nlohmann::json::parse(sf, nullptr, false);
+  check(!sj.is_discarded() && sj.contains("spec") && sj.contains("build"), dir, "/study.json: names no spec or build");
+  const std::string spec_path = sj["spec"].get<std::string>(), build = sj["build"].get<std::string>();
+  check(std::filesystem::exists(spec_path), "study report --explain: the study's spec ", spec_path,
+        " (from ", dir, "/study.json) is not there: run the report from the folder the study was run from");
+  const study::Spec spec = study::read_spec(spec_path);
+  std::vector<study::GapExplanation> out;
+  for (const study::GapToExplain& g : study::gaps_to_explain(study::read_plan(dir), t)) {
+    std::string slug = g.step + "-" + g.model + "-" + g.a + "-" + g.b;
+    for (char& c : slug)
+      if (!std::isalnum(static_cast<unsigned char>(c)) && c != '-' && c != '_') c = '_';
+    const std::string sub = dir + "/explain/" + slug;
+    std::filesystem::create_directories(sub);
+    const std::string yaml = study::explain_spec(spec, g.step, g.a, g.b, {}, g.model);
+    write_file_atomic(sub + "/spec.yaml", yaml);
+    const study::Plan p = study::plan(study::parse_spec(yaml, sub + "/spec.yaml"), build);
+    std::cerr << "explain: " << g.step << " " << g.model << ", " << g.a << " against " << g.b << ": " << p.cells.size()
+              << " cells in " << sub << "\n";
+    study::StudyRunOptions o;
+    o.out = sub;
+    o.jobs = jobs;
+    o.reuse = {dir};
+    o.stop = [] { return StopSignals::caught() != 0; };
+    study::StudyRunResult r;
+    {
+      const StopSignals signals(/*restart=*/false, /*second_kills=*/false);
+      r = study::run_study(p, o);
+    }
+    check(!r.stopped, "study report --explain: stopped by a signal (run it again to finish ", sub, ")");
+    check(r.failed == 0 && r.blocked == 0, "study report --explain: ", r.failed, " cells of ", sub,
+          " failed (`driftlab study status ", sub, "`)");
+    study_report(sub, sub, figures);
+    const std::vector<study::GapExplanation> e = study::explain_shares(study::study_tables(sub));
+    out.insert(out.end(), e.begin(), e.end());
+  }
+  return out;
+}
+
+void study_report(const std::string& dir, std::string out, bool figures, bool explain, int jobs) {
   if (out.empty()) out = dir + "/report";
   const std::vector<study::ReportTable> t = study::study_tables(dir);
   std::filesystem::create_directories(out);
   std::vector<study::Comparison> cmp = study::study_comparisons(t);
   const std::vector<study::Comparison> judged = study::judge_comparisons(t);
-  const std::string explained = study::explain_markdown(study::explain_shares(t));
+  std::vector<study::GapExplanation> shares = study::explain_shares(t);
+  if (explain) {
+    const std::vector<study::GapExplanation> run = run_explanations(dir, t, jobs, figures);
+    shares.insert(shares.end(), run.begin(), run.end());
+  }
+  const std::string explained = study::explain_markdown(shares);
   const std::string md = study::tables_markdown(t) + study::batch_tables_markdown(t) + study::comparisons_markdown(cmp) +
                          study::comparisons_markdown(judged) + explained;
   cmp.insert(cmp.end(), judged.begin(), judged.end());
@@ -292,9 +350,14 @@ void register_study(CLI::App& app) {
   auto rdir = std::make_shared<std::string>(), rout = std::make_shared<std::string>();
   rep->add_option("dir", *rdir, "the study folder")->required();
   rep->add_option("--out", *rout, "where the tables go (default: DIR/report)");
-  auto nofig = std::make_shared<bool>(false);
+  auto nofig = std::make_shared<bool>(false), rexplain = std::make_shared<bool>(false);
+  auto rjobs = std::make_shared<int>(1);
   rep->add_flag("--no-figures", *nofig, "tables and page only (no matplotlib)");
-  rep->callback([rdir, rout, nofig] { study_report(*rdir, *rout, !*nofig); });
+  rep->add_flag("--explain", *rexplain, "for each gap beyond the seeds' spread between two presets, run the study "
+                "that flips each knob one at a time (`study explain`'s spec, into DIR/explain/..., the study's own "
+                "cells taken from DIR) and say which knobs move it");
+  rep->add_option("--jobs", *rjobs, "--explain: cells at once")->check(CLI::PositiveNumber);
+  rep->callback([rdir, rout, nofig, rexplain, rjobs] { study_report(*rdir, *rout, !*nofig, *rexplain, *rjobs); });
   auto* kinds = st->add_subcommand("kinds", "the kinds of step a spec can use and the parameters of each");
   kinds->callback([] { study_kinds(); });
 }

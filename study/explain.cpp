@@ -78,7 +78,7 @@ std::vector<std::string> relevant_knobs(const std::string& model, const std::str
 }
 
 std::string explain_spec(const Spec& spec, const std::string& step_name, const std::string& from,
-                         const std::string& to, const std::vector<std::string>& knobs_given) {
+                         const std::string& to, const std::vector<std::string>& knobs_given, const std::string& model) {
   const StepSpec* step = nullptr;
   for (const StepSpec& s : spec.steps)
     if (s.name == step_name) step = &s;
@@ -92,6 +92,11 @@ std::string explain_spec(const Spec& spec, const std::string& step_name, const s
       for (const SpecValue& v : vals) models.push_back(v.text);
   if (step->set.count("model")) models.push_back(step->set.at("model").text);
   if (models.empty() && spec.defaults.count("model")) models.push_back(spec.defaults.at("model").text);
+  if (!model.empty()) {
+    check(std::find(models.begin(), models.end(), model) != models.end(), spec.file, ":", step->line, ": step '",
+          step_name, "' does not train ", model);
+    models = {model};
+  }
   check(models.size() == 1, spec.file, ":", step->line, ": step '", step_name, "' trains ", models.size(),
         " models; explain one model at a time (set: {model: ...})");
   std::map<std::string, std::string> params;
@@ -125,6 +130,10 @@ std::string explain_spec(const Spec& spec, const std::string& step_name, const s
   for (const std::string& p : policies) y << "        - " << quoted(p) << "\n";
   for (const auto& [k, vals] : step->grid) {
     if (k == "policy") continue;
+    if (k == "model") {
+      y << "      model: [" << quoted(models[0]) << "]\n";
+      continue;
+    }
     y << "      " << k << ": [";
     for (std::size_t i = 0; i < vals.size(); ++i) y << (i ? ", " : "") << quoted(vals[i].text);
     y << "]\n";
@@ -169,6 +178,52 @@ std::vector<GapExplanation> explain_shares(const std::vector<ReportTable>& table
       std::vector<GapExplanation> g = explain_shares(t, m);
       out.insert(out.end(), g.begin(), g.end());
     }
+  return out;
+}
+
+std::vector<GapToExplain> gaps_to_explain(const Plan& plan, const std::vector<ReportTable>& tables) {
+  std::vector<GapToExplain> out;
+  for (const ReportTable& t : tables) {
+    // the training's policy key, and the train step it belongs to
+    std::size_t ki = t.keys.size();
+    std::string train = t.step;
+    for (std::size_t k = 0; k < t.keys.size(); ++k) {
+      const std::string& key = t.keys[k];
+      if (key == "policy") ki = k;
+      else if (ki == t.keys.size() && key.size() > 7 && key.compare(key.size() - 7, 7, ".policy") == 0)
+        ki = k, train = key.substr(0, key.size() - 7);
+    }
+    if (ki == t.keys.size()) continue;
+    const Cell* any = nullptr;
+    for (const Cell& c : plan.cells)
+      if (c.step == train) any = &c;
+    if (!any || any->kind != "train") continue;
+    // the model: the row's (model or TRAIN.model), else the step's one model
+    std::size_t mk = t.keys.size();
+    for (std::size_t k = 0; k < t.keys.size(); ++k)
+      if (t.keys[k] == (train == t.step ? std::string("model") : train + ".model")) mk = k;
+    for (const std::string& m : explained_measures(t.kind)) {
+      const auto mit = std::find(t.measures.begin(), t.measures.end(), m);
+      if (mit == t.measures.end()) continue;
+      const std::size_t mi = static_cast<std::size_t>(mit - t.measures.begin());
+      for (std::size_t a = 0; a < t.rows.size(); ++a)
+        for (std::size_t b = a + 1; b < t.rows.size(); ++b) {
+          const ReportRow &ra = t.rows[a], &rb = t.rows[b];
+          if (has(ra.values[ki], ",") || has(rb.values[ki], ",")) continue;
+          bool rest = true;
+          for (std::size_t k = 0; k < t.keys.size(); ++k)
+            if (k != ki && ra.values[k] != rb.values[k]) rest = false;
+          const Stat &sa = ra.stats[mi], &sb = rb.stats[mi];
+          if (!rest || sa.n < 2 || sb.n < 2) continue;
+          if (std::fabs(sa.mean - sb.mean) <= std::sqrt(sa.sd * sa.sd + sb.sd * sb.sd)) continue;
+          GapToExplain g{train, mk < t.keys.size() ? ra.values[mk] : any->params.at("model"), ra.values[ki],
+                         rb.values[ki]};
+          bool seen = false;
+          for (const GapToExplain& x : out) seen = seen || (x.step == g.step && x.model == g.model && x.a == g.a && x.b == g.b);
+          if (!seen) out.push_back(g);
+        }
+    }
+  }
   return out;
 }
 

@@ -31,7 +31,16 @@ std::vector<std::string> relevant_knobs(const std::string& model, const std::str
 // The YAML of the explanation spec for step `step` of `spec` (a train step); `knobs` empty: the
 // relevant ones. Throws naming the step when it is not a train step or has several models.
 std::string explain_spec(const Spec& spec, const std::string& step, const std::string& from, const std::string& to,
-                         const std::vector<std::string>& knobs = {});
+                         const std::vector<std::string>& knobs = {}, const std::string& model = "");
+// (`model`: of a step that trains several, the one to explain; its grid then holds that one.)
+
+// The gaps of a study's report worth explaining: in a train table, or a table of a step downstream
+// of a training (keyed by its policy), two plain presets whose means differ beyond the seeds'
+// spread on a measure explained for that kind. One entry per (train step, model, a, b).
+struct GapToExplain {
+  std::string step, model, a, b;
+};
+std::vector<GapToExplain> gaps_to_explain(const Plan& plan, const std::vector<ReportTable>& tables);
 
 struct KnobShare {
   std::string knob, side;  // side: the preset the knob was flipped on

@@ -298,6 +298,46 @@ steps:
   fs::remove_all(d);
 }
 
+// study report --explain: a gap beyond the seeds' spread gets its explanation study (study explain's
+// spec) run into DIR/explain/..., the study's own cells taken from DIR, and a sentence in the report.
+// The two presets' accuracies are written apart here so that the gap is certain; the one-knob
+// variants train for real.
+TEST(StudyCli, ReportExplainRunsTheExplanationStudyOfEachGap) {
+  const fs::path d = fresh_dir("study_report_explain");
+  write(d / "s.yaml", R"(study: ex
+defaults: {limit: 100}
+steps:
+  train: {do: train, grid: {policy: [torch, tensorflow], seed: [1, 2]}, set: {model: lenet1, epochs: 1}}
+)");
+  auto r = run_driftlab("study run " + (d / "s.yaml").string() + " --out " + (d / "out").string() + " --quiet");
+  ASSERT_EQ(r.code, 0) << r.out;
+  for (const auto& e : fs::directory_iterator(d / "out" / "cells")) {
+    const std::string cell = read(e.path() / "cell.json");
+    const bool torch = cell.find("\"policy\": \"torch\"") != std::string::npos;
+    const bool seed2 = cell.find("\"seed\": \"2\"") != std::string::npos;
+    std::string res = read(e.path() / "results.json");
+    const std::size_t at = res.find("\"accuracy\": ");
+    ASSERT_NE(at, std::string::npos) << res;
+    const std::size_t end = res.find_first_of(",\n}", at);
+    res.replace(at, end - at, std::string("\"accuracy\": ") + (torch ? "0.1" : "0.9") + (seed2 ? "2" : "1"));
+    write(e.path() / "results.json", res);
+  }
+  r = run_driftlab("study report " + (d / "out").string() + " --explain --no-figures");
+  ASSERT_EQ(r.code, 0) << r.out;
+  const fs::path sub = d / "out" / "explain" / "train-lenet1-torch-tensorflow";
+  ASSERT_TRUE(fs::exists(sub / "spec.yaml")) << r.out;
+  EXPECT_TRUE(fs::exists(sub / "tables.md"));
+  EXPECT_NE(r.out.find("- **test accuracy: torch 0.1150, tensorflow 0.9150** (gap +0.8000, beyond the seeds' spread)"),
+            std::string::npos)
+      << r.out;
+  // the study's four cells were taken, not trained again
+  int adopted = 0;
+  for (const auto& e : fs::directory_iterator(sub / "cells"))
+    adopted += read(e.path() / "attempts.txt").find("adopted from") != std::string::npos;
+  EXPECT_EQ(adopted, 4);
+  fs::remove_all(d);
+}
+
 TEST(StudyCli, AFailingCellBlocksItsDependantsOnly) {
   const fs::path d = fresh_dir("study_fail");
   // An int8 step calibrated on a CIFAR folder that does not exist fails for both trained models;

@@ -140,6 +140,46 @@ TEST(StudyExplain, GapsDownstreamOfTheTrainingAreExplainedToo) {
   EXPECT_NEAR(e[0].shares[0].share, 0.8, 1e-12);  // (0.66 - 0.50) / 0.20
 }
 
+// Which gaps `study report --explain` explains: two plain presets beyond the seeds' spread, in a
+// train table or downstream of one (the model from the row, or the step's one model); not a gap
+// within the spread, not a one-knob variant.
+TEST(StudyExplain, GapsToExplainAreThePlainPresetsBeyondTheSpread) {
+  const study::Plan p = study::plan(study::parse_spec(R"(study: g
+steps:
+  train: {do: train, grid: {model: [lenet1, lenet5], policy: [torch, tensorflow, theano]}}
+  fgsm: {do: attack, needs: train}
+)",
+                                                      "g.yaml"),
+                                    "b");
+  auto r = [](std::vector<std::string> values, double mean, double sd) {
+    study::ReportRow x;
+    x.values = std::move(values);
+    x.stats = {{"test accuracy", mean, sd, 3}};
+    return x;
+  };
+  study::ReportTable t;
+  t.step = "train";
+  t.kind = "train";
+  t.keys = {"model", "policy"};
+  t.measures = {"test accuracy"};
+  t.rows = {r({"lenet1", "torch"}, 0.70, 0.01), r({"lenet1", "tensorflow"}, 0.71, 0.01),  // within
+            r({"lenet1", "theano"}, 0.80, 0.01),                                           // beyond both
+            r({"lenet1", Policy::parse("torch,init_weight=glorot_uniform").to_string()}, 0.9, 0.01),
+            r({"lenet5", "torch"}, 0.70, 0.01), r({"lenet5", "tensorflow"}, 0.60, 0.01)};
+  study::ReportTable a;
+  a.step = "fgsm";
+  a.kind = "attack";
+  a.keys = {"train.model", "train.policy"};
+  a.measures = {"success rate"};
+  a.rows = {r({"lenet5", "theano"}, 0.5, 0.01), r({"lenet5", "torch"}, 0.9, 0.01)};
+  a.rows[0].stats[0].measure = a.rows[1].stats[0].measure = "success rate";
+  const std::vector<study::GapToExplain> g = study::gaps_to_explain(p, {t, a});
+  std::vector<std::string> got;
+  for (const study::GapToExplain& x : g) got.push_back(x.step + " " + x.model + " " + x.a + " " + x.b);
+  EXPECT_EQ(got, (std::vector<std::string>{"train lenet1 torch theano", "train lenet1 tensorflow theano",
+                                           "train lenet5 torch tensorflow", "train lenet5 theano torch"}));
+}
+
 study::ReportRow row(const std::string& policy, double mean, double sd) {
   study::ReportRow r;
   r.values = {policy};
