@@ -245,7 +245,7 @@ void study_report(const std::string& dir, std::string out, bool figures, bool ex
   write_file_atomic(out + "/tables.md", md);
   write_file_atomic(out + "/tables.csv", study::tables_csv(t));
   write_file_atomic(out + "/tables.json", study::tables_json(t));
-  const std::vector<std::string> figs = figures ? study::write_study_figures(dir, t, out) : std::vector<std::string>{};
+  const std::vector<std::string> figs = figures ? study::write_study_figures(dir, t, out, shares) : std::vector<std::string>{};
   write_file_atomic(out + "/index.html", study::study_html(dir, t, figs, cmp, explained));
   std::cout << md << "written: " << out << "/index.html, tables.md, tables.csv, tables.json";
   for (const std::string& f : figs) std::cout << ", " << f << " (and .png)";

@@ -11,6 +11,7 @@
 #include "core/error.h"
 #include "engine/io/container.h"
 #include "engine/io/shell.h"
+#include "study/explain.h"
 #include "study/files.h"
 #include "study/run.h"
 
@@ -128,6 +129,121 @@ for st in data["steps"]:
         fig.savefig("%s/%s.svg" % (out, base))
         plt.close(fig)
         made.append(base + ".svg")
+# The divergence of two presets' curves: per group, |mean a - mean b| of the validation accuracy per
+# epoch for each plain preset against the first, beside the seeds' spread of that difference
+# (sqrt(sd_a^2 + sd_b^2), dashed): where the solid line is above the dashed one, the presets part
+# beyond what the seeds explain.
+for st in data["steps"]:
+    keys = st["keys"]
+    if "policy" not in keys:
+        continue
+    plain = []
+    for g in st["groups"]:
+        if "," not in g["values"]["policy"] and g["values"]["policy"] not in plain:
+            plain.append(g["values"]["policy"])
+    if len(plain) < 2 or max(len(g["seeds"]) for g in st["groups"]) < 2:
+        continue
+    panel_keys = [k for k in keys if k != "policy"]
+    panels = []
+    for g in st["groups"]:
+        pv = tuple(g["values"][k] for k in panel_keys)
+        if pv not in panels:
+            panels.append(pv)
+    cols = min(3, len(panels))
+    rows = (len(panels) + cols - 1) // cols
+    width = max(7.0, 4.4 * cols)
+    pairs = [(plain[0], b) for b in plain[1:]]
+    legend_in = 0.25 * len(pairs) + 0.1
+    height = 3.3 * rows + 1.6 + legend_in
+    fig, axes = plt.subplots(rows, cols, figsize=(width, height), squeeze=False, sharey=True)
+    cmap = plt.get_cmap("tab10")
+    for pi, pv in enumerate(panels):
+        ax = axes[pi // cols][pi % cols]
+        at = {g["values"]["policy"]: g for g in st["groups"] if tuple(g["values"][k] for k in panel_keys) == pv}
+        for li, (a, b) in enumerate(pairs):
+            if a not in at or b not in at:
+                continue
+            sa = [s for s in at[a]["val_acc"] if s]
+            sb = [s for s in at[b]["val_acc"] if s]
+            if len(sa) < 2 or len(sb) < 2:
+                continue
+            ma, da = stats(sa)
+            mb, db = stats(sb)
+            e = min(len(ma), len(mb))
+            xs = list(range(1, e + 1))
+            ax.plot(xs, [abs(ma[i] - mb[i]) for i in range(e)], color=cmap(li % 10), lw=1.8,
+                    marker="o" if e < 12 else None, ms=3, label="|%s - %s|" % (a, b))
+            ax.plot(xs, [math.sqrt(da[i] ** 2 + db[i] ** 2) for i in range(e)], color=cmap(li % 10), lw=1.2,
+                    ls="--", label="seeds' spread of %s - %s" % (a, b))
+        title = ", ".join("%s=%s" % (k, v) for k, v in zip(panel_keys, pv))
+        ax.set_title(title if title else "all cells", fontsize=9)
+        ax.set_xlabel("epoch")
+        if pi % cols == 0:
+            ax.set_ylabel("|difference| of validation accuracy")
+        ax.grid(alpha=0.3)
+        ax.xaxis.get_major_locator().set_params(integer=True)
+    for pi in range(len(panels), rows * cols):
+        axes[pi // cols][pi % cols].set_visible(False)
+    handles, labels = [], []
+    for row in axes:
+        for ax in row:
+            for hd, lb in zip(*ax.get_legend_handles_labels()):
+                if lb not in labels:
+                    handles.append(hd)
+                    labels.append(lb)
+    fig.legend(handles, labels, loc="lower center", ncol=2, frameon=False, fontsize=9, bbox_to_anchor=(0.5, 0.005))
+    fixed = ", ".join("%s %s" % (k, v) for k, v in st["fixed"].items())
+    sub = textwrap.fill("%s; solid: the presets' gap (means over seeds), dashed: its seeds' spread" % fixed,
+                        width=int(width * 13))
+    title = "%s: divergence of the presets' validation accuracy, step '%s'\n%s" % (data["study"], st["step"], sub)
+    fig.suptitle(title, fontsize=10)
+    top_in = 0.22 * (title.count("\n") + 1) + 0.15
+    fig.subplots_adjust(left=0.8 / width, right=1 - 0.2 / width, top=1 - (top_in + 0.35) / height,
+                        bottom=(0.75 + legend_in) / height, wspace=0.12, hspace=0.6)
+    base = "%s_divergence" % st["step"]
+    fig.savefig("%s/%s.png" % (out, base), dpi=130)
+    fig.savefig("%s/%s.svg" % (out, base))
+    plt.close(fig)
+    made.append(base + ".svg")
+# Attribution: per explained gap, the share of it each knob moves from either preset's side
+# (study/explain.h), a bar per knob and side; solid where the move is beyond the seeds' spread.
+gaps = json.load(open(sys.argv[4])) if len(sys.argv) > 4 else []
+for gi, g in enumerate(gaps):
+    knobs = []
+    for s in g["shares"]:
+        if s["knob"] not in knobs:
+            knobs.append(s["knob"])
+    height = 1.8 + 0.32 * len(knobs) + 0.5
+    fig, ax = plt.subplots(figsize=(8.0, height))
+    for si, side in enumerate([g["a"], g["b"]]):
+        ys, ws, solid = [], [], []
+        for ki, k in enumerate(knobs):
+            for s in g["shares"]:
+                if s["knob"] == k and s["side"] == side:
+                    ys.append(ki + (si - 0.5) * 0.38)
+                    ws.append(100 * s["share"])
+                    solid.append(s["beyond_spread"])
+        color = plt.get_cmap("tab10")(si)
+        ax.barh(ys, ws, 0.36, color=[color if b else "white" for b in solid], edgecolor=color, lw=1.2,
+                label="flipped on %s (hollow: within the seeds' spread)" % side)
+    ax.axvline(100, color="#555", lw=1, ls="--")
+    ax.axvline(0, color="#555", lw=0.8)
+    ax.set_yticks(range(len(knobs)))
+    ax.set_yticklabels(knobs, fontsize=8)
+    ax.invert_yaxis()
+    ax.set_xlabel("share of the gap the knob moves (%; 100: all of it)")
+    ax.grid(axis="x", alpha=0.3)
+    title = "%s: which knob moves %s, %s %.4f vs %s %.4f%s" % (
+        data["study"], g["measure"], g["a"], g["mean_a"], g["b"], g["mean_b"],
+        ("\n" + g["within"]) if g["within"] else "")
+    fig.suptitle(textwrap.fill(title, 95), fontsize=9)
+    fig.legend(loc="lower center", ncol=1, frameon=False, fontsize=8, bbox_to_anchor=(0.5, 0.005))
+    fig.subplots_adjust(left=0.3, right=0.97, top=1 - 0.75 / height, bottom=0.95 / height)
+    base = "%s_attribution_%d" % (g["step"], gi + 1)
+    fig.savefig("%s/%s.png" % (out, base), dpi=130)
+    fig.savefig("%s/%s.svg" % (out, base))
+    plt.close(fig)
+    made.append(base + ".svg")
 # Bars: one measure per step (the time per epoch of a training, the int8 accuracy of a quantization,
 # an attack's success), a bar per policy in each group of the other keys, whiskers +-1 sd over seeds.
 # (An attack judged by other models shows their success: crafted on fp32, judged on int8 is S2's design.)
@@ -322,15 +438,31 @@ nlohmann::ordered_json study_curves(const std::string& dir, const std::vector<Re
 }
 
 std::vector<std::string> write_study_figures(const std::string& dir, const std::vector<ReportTable>& tables,
-                                             const std::string& out) {
+                                             const std::string& out, const std::vector<GapExplanation>& explained) {
   const nlohmann::ordered_json curves = study_curves(dir, tables);
   write_file_atomic(out + "/curves.json", curves.dump(1) + "\n");
   write_file_atomic(out + "/bars.json", tables_json(tables));
+  nlohmann::ordered_json gaps = nlohmann::ordered_json::array();
+  for (const GapExplanation& g : explained) {
+    nlohmann::ordered_json j;
+    j["step"] = g.step;
+    j["within"] = g.within;
+    j["measure"] = g.measure;
+    j["a"] = g.a;
+    j["b"] = g.b;
+    j["mean_a"] = g.mean_a;
+    j["mean_b"] = g.mean_b;
+    j["shares"] = nlohmann::ordered_json::array();
+    for (const KnobShare& s : g.shares)
+      j["shares"].push_back({{"knob", s.knob}, {"side", s.side}, {"share", s.share}, {"beyond_spread", s.beyond_spread}});
+    gaps.push_back(j);
+  }
+  write_file_atomic(out + "/explained.json", gaps.dump(1) + "\n");
   write_file_atomic(out + "/figures.py", kFigures);
   const char* py = std::getenv("DRIFTLAB_PYTHON");
   const std::string cmd = std::string(py && *py ? py : "/usr/bin/python3") + " " + shell_quoted(out + "/figures.py") +
                           " " + shell_quoted(out + "/curves.json") + " " + shell_quoted(out) + " " +
-                          shell_quoted(out + "/bars.json") + " 2>&1";
+                          shell_quoted(out + "/bars.json") + " " + shell_quoted(out + "/explained.json") + " 2>&1";
   int rc = 0;
   const std::string said = run_capture(cmd, &rc);
   check(rc == 0, "study report: the figures need Python 3 with matplotlib (apt-get install python3-matplotlib; "

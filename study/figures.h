@@ -11,6 +11,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "study/explain.h"
 #include "study/report.h"
 
 namespace driftlab {
@@ -26,8 +27,12 @@ nlohmann::ordered_json study_curves(const std::string& dir, const std::vector<Re
 // (train: seconds per epoch; quantize: int8 accuracy; evaluate: accuracy; attack: success rate). Returns the SVG names (relative to OUT); throws naming the
 // command and what it said when Python or matplotlib fails (DRIFTLAB_PYTHON overrides the
 // interpreter, default /usr/bin/python3).
+// With `explained` (study/explain.h): OUT/explained.json and per gap OUT/<step>_attribution_<i>:
+// the share of the gap each knob moves from either side. Train steps with two plain presets and
+// two seeds or more also get OUT/<step>_divergence: their validation accuracy's gap per epoch
+// beside its seeds' spread.
 std::vector<std::string> write_study_figures(const std::string& dir, const std::vector<ReportTable>& tables,
-                                             const std::string& out);
+                                             const std::string& out, const std::vector<GapExplanation>& explained = {});
 
 // The page: title, adaptations, stamp, each step's table and figures (relative links).
 std::string study_html(const std::string& dir, const std::vector<ReportTable>& tables,

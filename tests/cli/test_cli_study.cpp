@@ -159,14 +159,14 @@ steps:
   std::set<std::string> links;
   for (auto it = std::sregex_iterator(html.begin(), html.end(), link); it != std::sregex_iterator(); ++it)
     links.insert((*it)[1].str());
-  EXPECT_EQ(links, (std::set<std::string>{"train_train_loss.svg", "train_val_acc.svg", "train_bars.svg",
-                                          "int8_bars.svg"}));
+  EXPECT_EQ(links, (std::set<std::string>{"train_train_loss.svg", "train_val_acc.svg", "train_divergence.svg",
+                                          "train_bars.svg", "int8_bars.svg"}));
   for (const std::string& l : links) EXPECT_TRUE(fs::exists(page.parent_path() / l)) << l;
   const std::string flags = " --headless --no-sandbox --disable-gpu --disable-dev-shm-usage --no-first-run"
                             " --user-data-dir=" + (d / "profile").string() + " --virtual-time-budget=5000";
   const CliRunResult dom = run_shell(chromium + flags + " --dump-dom file://" + page.string() + " 2>/dev/null");
   ASSERT_EQ(dom.code, 0) << dom.out;
-  EXPECT_NE(dom.out.find("data-figures=\"4\""), std::string::npos) << dom.out.substr(0, 2000);
+  EXPECT_NE(dom.out.find("data-figures=\"5\""), std::string::npos) << dom.out.substr(0, 2000);
   EXPECT_NE(dom.out.find("data-broken=\"\""), std::string::npos) << dom.out.substr(0, 2000);
   EXPECT_NE(dom.out.find("<td>tensorflow</td>"), std::string::npos);
   const fs::path shot = d / "page.png";
