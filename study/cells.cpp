@@ -11,6 +11,7 @@
 #include "core/error.h"
 #include "driftlab/attack.h"
 #include "driftlab/convert.h"
+#include "driftlab/drift.h"
 #include "driftlab/evaluate.h"
 #include "driftlab/quantize.h"
 #include "driftlab/robustness.h"
@@ -279,6 +280,47 @@ CellOutput attack_cell(const Plan& p, const Cell& c, const std::string& study_di
   return out;
 }
 
+// The trained model's weights under each policy (driftlab/drift.h): the accuracies, and per pair
+// (each policy against every one before it) the softmax outputs' errors, misclassification and the
+// first layer past the tolerance.
+CellOutput drift_cell(const Plan& p, const Cell& c, const std::string& study_dir, DatasetLoader& loader) {
+  DriftRequest r;
+  r.weights = cell_model(study_dir, p.cells.at(c.inputs.at(0)));
+  r.policies = param(c, "policies");
+  r.convert = bool_param(c, "convert");
+  r.tolerance = real_param(c, "tolerance");
+  r.localise_batch = int_param(c, "localise_batch");
+  r.device = param(c, "device");
+  r.data = data_of(p, c);
+  const DriftResult d = drift(r, loader);
+  CellOutput out;
+  nlohmann::ordered_json& j = out.results;
+  j["model"] = d.model;
+  j["weights_policy"] = d.weights_policy;
+  j["converted"] = d.converted;
+  j["n"] = d.n;
+  nlohmann::ordered_json acc = nlohmann::ordered_json::array();
+  for (const PolicyAccuracy& a : d.drift.accuracy) acc.push_back({{"policy", a.label}, {"accuracy", a.accuracy}});
+  j["accuracy"] = acc;
+  nlohmann::ordered_json pairs = nlohmann::ordered_json::array();
+  for (const PolicyPair& pr : d.drift.pairs) {
+    nlohmann::ordered_json x;
+    x["a"] = pr.a_label;
+    x["b"] = pr.b_label;
+    x["abs_err_mean"] = pr.outputs.abs_err_mean;
+    x["rel_err_mean"] = pr.outputs.rel_err_mean;
+    x["mean_abs"] = pr.outputs.mean_abs;
+    x["max_abs"] = pr.outputs.max_abs;
+    x["misclassification"] = pr.outputs.misclassification;
+    const Localisation& l = pr.localisation;
+    x["first_divergent_layer"] = l.first_divergent >= 0 ? l.layers.at(static_cast<std::size_t>(l.first_divergent)).layer
+                                                         : std::string();
+    pairs.push_back(x);
+  }
+  j["pairs"] = pairs;
+  return out;
+}
+
 // Where ONNX Runtime is: the folder holding ort_run.js and its node_modules (onnxruntime-node).
 // The driftlab command sets DRIFTLAB_ORT_DIR to its source tree's tests/oracles/ort unless the
 // environment already names one; a worker inherits it.
@@ -517,9 +559,10 @@ CellOutput run_cell(const Plan& plan, std::size_t i, const std::string& study_di
   if (c.kind == "predict_time") return predict_time_cell(plan, c, study_dir, loader);
   if (c.kind == "robustness") return robustness_cell(plan, c, study_dir);
   if (c.kind == "convert") return convert_cell(plan, c, study_dir, loader);
+  if (c.kind == "drift") return drift_cell(plan, c, study_dir, loader);
   if (c.kind == "convert_robustness") return convert_robustness_cell(plan, c, study_dir);
   fail("study: step '", c.step, "': the kind '", c.kind, "' is planned but not run yet (this build runs train, "
-       "evaluate, quantize, attack, predict_time, robustness, convert, convert_robustness)");
+       "evaluate, quantize, attack, predict_time, robustness, drift, convert, convert_robustness)");
 }
 
 }  // namespace study

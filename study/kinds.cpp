@@ -131,6 +131,17 @@ std::vector<KindDef> make_table() {
     t.push_back(k);
   }
   {
+    KindDef k{"drift",
+              "one trained model's weights under several policies (S1's same weights in each framework): each "
+              "policy's accuracy, every pair's output errors and misclassification, the first layer where they part",
+              {}, {"train"}, 1, 1};
+    k.params = concat({{text("policies", "tensorflow,theano,torch"), boolean("convert", "true"),
+                        real("tolerance", "1e-05", 0), integer("localise_batch", "100", 1),
+                        choice("device", "cpu", {"cpu", "cuda"}), integer("threads", "1", 1)},
+                       data_params()});
+    t.push_back(k);
+  }
+  {
     KindDef k{"convert",
               "the model of its first need exported to ONNX and run in ONNX Runtime beside driftlab (Openja et al.): "
               "accuracy before and after, output errors, misclassification, sizes, load and inference time; with an "

@@ -42,6 +42,7 @@ Measures measures_of(const Plan& p, const Cell& c, const nlohmann::json& res, co
   if (c.kind == "train") {
     at(res, "/test/accuracy", "test accuracy");
     at(res, "/test/loss", "test loss");
+    at(res, "/model_bytes", "model size (bytes)");
     if (res.contains("epochs") && !res["epochs"].empty()) {
       m.emplace_back("final train loss", res["epochs"].back().value("train_loss", NAN));
       m.emplace_back("final train accuracy", res["epochs"].back().value("train_acc", NAN));
@@ -59,6 +60,17 @@ Measures measures_of(const Plan& p, const Cell& c, const nlohmann::json& res, co
         if (row.contains("attacks"))
           for (const auto& [a, v] : row["attacks"].items())
             if (v.contains("mean")) m.emplace_back(a + " success (" + name + ")", v["mean"].get<double>());
+      }
+  } else if (c.kind == "drift") {
+    if (res.contains("accuracy"))
+      for (const auto& a : res["accuracy"])
+        if (a.contains("accuracy")) m.emplace_back("accuracy under " + a.value("policy", std::string("?")), a["accuracy"].get<double>());
+    if (res.contains("pairs"))
+      for (const auto& pr : res["pairs"]) {
+        const std::string ab = pr.value("a", std::string("?")) + " vs " + pr.value("b", std::string("?"));
+        if (pr.contains("max_abs")) m.emplace_back("max |d| softmax, " + ab, pr["max_abs"].get<double>());
+        if (pr.contains("misclassification"))
+          m.emplace_back("misclassification, " + ab, pr["misclassification"].get<double>());
       }
   } else if (c.kind == "convert") {
     at(res, "/accuracy_before", "accuracy before");

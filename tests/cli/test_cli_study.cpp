@@ -338,6 +338,44 @@ steps:
   fs::remove_all(d);
 }
 
+// drift (S1's RQ2): a model trained under tensorflow, its weights converted to each preset's
+// conventions, decides alike under all three; the raw tensors (no conversion: Theano's flipped
+// kernels, PyTorch's flatten order) do not.
+TEST(StudyCli, SameWeightsUnderEveryPresetDecideAlikeOnlyConverted) {
+  const fs::path d = fresh_dir("study_drift");
+  write(d / "s.yaml", R"(study: dr
+defaults: {limit: 300}
+steps:
+  train: {do: train, set: {model: lenet5, policy: tensorflow, epochs: 1}}
+  same: {do: drift, needs: train}
+  raw: {do: drift, needs: train, set: {convert: false}}
+)");
+  auto r = run_driftlab("study run " + (d / "s.yaml").string() + " --out " + (d / "out").string() + " --quiet");
+  ASSERT_EQ(r.code, 0) << r.out;
+  r = run_driftlab("study query " + (d / "out").string() +
+                   " \"SELECT c.step, m.path, m.value FROM measures m JOIN cells c USING (hash) WHERE c.kind = 'drift'"
+                   " AND m.path LIKE '/pairs/%/misclassification' ORDER BY c.step, m.path\"");
+  ASSERT_EQ(r.code, 0) << r.out;
+  // three pairs per step: converted all 0; raw: torch (the flatten order) against both others not
+  std::istringstream rows(r.out);
+  std::string line;
+  std::getline(rows, line);  // header
+  std::map<std::string, double> mis;
+  while (std::getline(rows, line)) {
+    std::istringstream f(line);
+    std::string step, path, value;
+    std::getline(f, step, '\t');
+    std::getline(f, path, '\t');
+    std::getline(f, value, '\t');
+    mis[step + path] = std::stod(value);
+  }
+  ASSERT_EQ(mis.size(), 6u) << r.out;
+  for (int i = 0; i < 3; ++i) EXPECT_EQ(mis["same/pairs/" + std::to_string(i) + "/misclassification"], 0.0) << r.out;
+  EXPECT_GT(mis["raw/pairs/1/misclassification"], 0.0) << r.out;  // torch vs tensorflow
+  EXPECT_GT(mis["raw/pairs/2/misclassification"], 0.0) << r.out;  // torch vs theano
+  fs::remove_all(d);
+}
+
 TEST(StudyCli, AFailingCellBlocksItsDependantsOnly) {
   const fs::path d = fresh_dir("study_fail");
   // An int8 step calibrated on a CIFAR folder that does not exist fails for both trained models;
