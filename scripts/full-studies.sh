@@ -1,0 +1,59 @@
+#!/usr/bin/env bash
+# The three studies at full length (docs/STUDIES.md, "Full-length runs"): S1 (studies/s1.yaml:
+# training, prediction, same weights, robustness), S3 (studies/s3-conversion.yaml) and S2
+# (studies/s2-robustness.yaml), each into its own folder under RUNS, every run taking the cells
+# the others already finished (--reuse: S2's and S3's LeNet-5 models are S1's at B-128). Resumable:
+# kill it at any time and run it again; a finished study does no work. Hours on a 2-core machine
+# (the spec comments say how many); on a cluster add EXECUTOR=slurm.
+#
+#   scripts/full-studies.sh                      # all three, in that order
+#   STUDIES="s3 s2" scripts/full-studies.sh      # some of them
+#   scripts/full-studies.sh publish              # copy each finished study to docs/studies/S1..S3 and report there
+#
+# Environment: DRIFTLAB (the binary, default build/driftlab), RUNS (default runs), JOBS (cells at
+# once, default 2), EXECUTOR (local | slurm), STUDIES (default "s1 s3 s2").
+set -euo pipefail
+cd "$(dirname "$0")/.."
+BIN=${DRIFTLAB:-build/driftlab}
+RUNS=${RUNS:-runs}
+JOBS=${JOBS:-2}
+EXECUTOR=${EXECUTOR:-local}
+STUDIES=${STUDIES:-"s1 s3 s2"}
+
+spec_of() { case "$1" in s1) echo studies/s1.yaml ;; s2) echo studies/s2-robustness.yaml ;; s3) echo studies/s3-conversion.yaml ;; *) echo "unknown study $1" >&2; exit 2 ;; esac; }
+dir_of() { case "$1" in s1) echo "$RUNS/s1-full" ;; s2) echo "$RUNS/s2" ;; s3) echo "$RUNS/s3" ;; esac; }
+doc_of() { case "$1" in s1) echo docs/studies/S1 ;; s2) echo docs/studies/S2 ;; s3) echo docs/studies/S3 ;; esac; }
+
+if [ "${1:-}" = publish ]; then
+  for s in $STUDIES; do
+    src=$(dir_of "$s") dst=$(doc_of "$s")
+    [ -f "$src/manifest.jsonl" ] || { echo "$s: $src has no study yet" >&2; continue; }
+    rm -rf "$dst" && mkdir -p "$dst/cells"
+    cp "$src/manifest.jsonl" "$src/study.json" "$dst/"
+    # each cell's results and times (not the models, checkpoints or examples)
+    /usr/bin/python3 - "$src" "$dst" <<'PY'
+import json, os, shutil, sys
+src, dst = sys.argv[1], sys.argv[2]
+for line in open(os.path.join(src, "manifest.jsonl")):
+    h = json.loads(line)["hash"]
+    for f in ("results.json", "timings.json"):
+        p = os.path.join(src, "cells", h, f)
+        if os.path.exists(p):
+            os.makedirs(os.path.join(dst, "cells", h), exist_ok=True)
+            shutil.copy(p, os.path.join(dst, "cells", h, f))
+PY
+    "$BIN" study report "$dst" --out "$dst" > "$dst/report.log"
+    rm -f "$dst/figures.py" "$dst/bars.json" "$dst/explained.json"
+    echo "$s: $dst ($(grep -c . "$dst/manifest.jsonl") cells; $(tail -1 "$dst/report.log"))"
+  done
+  exit 0
+fi
+
+for s in $STUDIES; do
+  reuse=()
+  for o in s1 s2 s3; do
+    [ "$o" != "$s" ] && [ -d "$(dir_of "$o")/cells" ] && reuse+=(--reuse "$(dir_of "$o")")
+  done
+  echo "== $s: $(spec_of "$s") into $(dir_of "$s") ($(date -u +%FT%TZ), $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | xargs))"
+  "$BIN" study run "$(spec_of "$s")" --out "$(dir_of "$s")" --any-build --jobs "$JOBS" --executor "$EXECUTOR" "${reuse[@]}"
+done
