@@ -94,7 +94,7 @@ void register_attack(CLI::App& app) {
       ->capture_default_str();
   ak->add_option("--lo", as.lo, "lowest valid input (default: 0 through the model's normalisation)");
   ak->add_option("--hi", as.hi, "highest valid input (default: 1 through the model's normalisation)");
-  ak->add_option("--seed", as.seed, "pgd's random start")->capture_default_str();
+  ak->add_option("--seed", as.seed, "pgd's random start")->capture_default_str()->check(CLI::NonNegativeNumber);
   ak->add_option("--batch", as.batch, "inputs per gradient call")->capture_default_str();
   ak->add_option("--input", ao->request.input, "attack these inputs (.npy, the model's input shape) instead of the test split");
   ak->add_option("--labels", ao->request.labels, "their classes (.npy, N integers)");

@@ -3,6 +3,7 @@
 #include "cli/commands.h"
 #include "cli/common.h"
 
+#include <filesystem>
 #include <iomanip>
 #include <iostream>
 #include <memory>
@@ -26,6 +27,8 @@ void quantize_cmd(const QuantizeOptions& o) {
   set_threads(o.threads);
   QuantizeRequest r = o.req;
   r.data = o.data;
+  // the report's options checked before the model is written (a refused command writes nothing)
+  if (!o.report.empty()) report::quantize_report_format(o.report);
   QuantizeResult q = quantize(r, *o.data.loader);
   if (q.dynamic) {
     std::cout << "wrote " << r.out << " (" << q.model << ", dynamic int8 (weights only), scheme " << r.scheme << ", "
@@ -40,9 +43,15 @@ void quantize_cmd(const QuantizeOptions& o) {
                 << p.range.max << "] scale " << p.q.scale << " zero point " << p.q.zero_point << "\n";
   }
   if (o.report.empty()) return;
-  const QuantizeReport rep = quantize_report(r, q, *o.data.loader, o.report_n);
-  const std::string md = report::write_quantize_report(o.report, rep);
-  std::cout << md << "wrote " << o.report << "\n";
+  try {
+    const QuantizeReport rep = quantize_report(r, q, *o.data.loader, o.report_n);
+    const std::string md = report::write_quantize_report(o.report, rep);
+    std::cout << md << "wrote " << o.report << "\n";
+  } catch (...) {
+    std::error_code ec;
+    std::filesystem::remove(r.out, ec);  // the command failed: its model goes with it
+    throw;
+  }
 }
 
 }  // namespace
@@ -65,7 +74,9 @@ void register_quantize(CLI::App& app) {
   qz->add_option("--calib-batch", r.calib_batch, "calibration samples per forward")->capture_default_str();
   qz->add_option("--out", r.out, "the int8 model file to write")->required();
   qz->add_option("--report", qo->report, "write a report (.json, .csv or .md): sizes, accuracy, SQNR, time");
-  qz->add_option("--report-inputs", qo->report_n, "inputs for the SQNR and timing")->capture_default_str();
+  qz->add_option("--report-inputs", qo->report_n, "inputs for the SQNR and timing")
+      ->capture_default_str()
+      ->check(CLI::PositiveNumber);
   add_threads_option(qz, qo->threads);
   add_data_options(qz, qo->data);
   qz->callback([qo] { quantize_cmd(*qo); });

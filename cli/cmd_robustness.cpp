@@ -82,7 +82,7 @@ void register_robustness(CLI::App& app) {
   rb->add_option("--boundary-rules", as.boundary_rules, "boundary: foolbox2 | foolbox3 | art (default: the "
                  "convention's)");
   rb->add_option("--max-pixels", as.max_pixels, "single-pixel: positions tried")->capture_default_str();
-  rb->add_option("--seed", as.seed, "the first repeat's seed")->capture_default_str();
+  rb->add_option("--seed", as.seed, "the first repeat's seed")->capture_default_str()->check(CLI::NonNegativeNumber);
   rb->add_option("--batch", as.batch, "inputs per gradient call")->capture_default_str();
   add_threads_option(rb, ro->threads);
   add_data_options(rb, ro->data);

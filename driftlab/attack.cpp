@@ -160,8 +160,8 @@ void read_inputs(const AttackRequest& q, const LoadedModel& lm, Tensor& x, std::
         ", expected [", x.dim(0), "]");
   for (int64_t i = 0; i < yl.numel(); ++i) {
     const double v = yl.at(i);
-    check(v == std::floor(v) && v >= 0 && v < 1e6, "attack: ", q.labels, " element ", i, " is ", v,
-          ", not a class index");
+    check(v == std::floor(v) && v >= 0 && v < static_cast<double>(lm.model.num_classes), "attack: ", q.labels,
+          " element ", i, " is ", v, ", not a class index of ", lm.model.name, " (0..", lm.model.num_classes - 1, ")");
     y.push_back(static_cast<int32_t>(v));
   }
 }

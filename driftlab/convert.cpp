@@ -5,6 +5,7 @@
 #include <omp.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
@@ -59,7 +60,8 @@ double ms_since(std::chrono::steady_clock::time_point t0) {
 }
 
 // The label column of a `driftlab attack` samples.csv (index,label,...).
-std::vector<int32_t> attack_labels(const std::string& csv) {
+// samples.csv's labels: each a class index of the model (0..classes-1), named by line otherwise.
+std::vector<int32_t> attack_labels(const std::string& csv, int64_t classes) {
   std::ifstream f(csv);
   check(static_cast<bool>(f), "convert: cannot open ", csv, " (a `driftlab attack --out DIR` folder has one)");
   std::string line;
@@ -69,10 +71,34 @@ std::vector<int32_t> attack_labels(const std::string& csv) {
   for (int64_t row = 1; std::getline(f, line); ++row) {
     const std::size_t a = line.find(','), b = line.find(',', a + 1);
     check(a != std::string::npos && b != std::string::npos, "convert: ", csv, " line ", row + 1, ": '", line, "'");
-    labels.push_back(static_cast<int32_t>(std::stol(line.substr(a + 1, b - a - 1))));
+    const std::string v = line.substr(a + 1, b - a - 1);
+    char* end = nullptr;
+    errno = 0;
+    const long long label = std::strtoll(v.c_str(), &end, 10);
+    check(!v.empty() && errno == 0 && end == v.c_str() + v.size() && label >= 0 && label < classes, "convert: ", csv,
+          " line ", row + 1, ": label '", v, "' is not a class index (0..", classes - 1, ")");
+    labels.push_back(static_cast<int32_t>(label));
   }
   return labels;
 }
+
+// The files a conversion writes into its folder, removed again when it fails part way (a refused
+// conversion leaves nothing of its own behind).
+class Outputs {
+ public:
+  std::string add(const std::string& path) {
+    paths_.push_back(path);
+    return path;
+  }
+  void keep() { paths_.clear(); }
+  ~Outputs() {
+    std::error_code ec;
+    for (const std::string& p : paths_) fs::remove(p, ec);
+  }
+
+ private:
+  std::vector<std::string> paths_;
+};
 
 double median(std::vector<double> v) {
   std::sort(v.begin(), v.end());
@@ -163,7 +189,21 @@ ConversionResult measure_conversion(const ConversionRequest& o, DatasetLoader& l
   const bool int8 = quant::is_quantized(lm);
   res.conversion = "onnx" + (int8 ? "-" + o.onnx.quant_form : std::string()) +
                    (o.onnx.naive_pads ? "+naive-pads" : "") + (o.onnx.naive_rnn_gates ? "+naive-rnn-gates" : "");
-  res.onnx = o.out + "/model.onnx";
+  // The adversarial examples read and checked before anything is written.
+  Tensor adv;
+  std::vector<int32_t> adv_labels;
+  if (!o.adversarial.empty()) {
+    adv = read_npy(o.adversarial + "/adversarial.npy");
+    adv_labels = attack_labels(o.adversarial + "/samples.csv", lm.model.num_classes);
+    Shape want{adv.rank() ? adv.dim(0) : 0};
+    want.insert(want.end(), lm.model.input_shape.begin(), lm.model.input_shape.end());
+    check(adv.shape() == want, "convert: ", o.adversarial, "/adversarial.npy has shape ", shape_str(adv.shape()),
+          "; model ", lm.model.name, " takes ", shape_str(want));
+    check(adv.dim(0) == static_cast<int64_t>(adv_labels.size()), "convert: ", o.adversarial, "/adversarial.npy holds ",
+          adv.dim(0), " examples, samples.csv ", adv_labels.size(), " labels");
+  }
+  Outputs written;
+  res.onnx = written.add(o.out + "/model.onnx");
   const convert::OnnxExport ex = convert::export_onnx(lm.model, eo);
   convert::write_onnx(res.onnx, ex.bytes);
   res.notes = ex.notes;
@@ -172,7 +212,7 @@ ConversionResult measure_conversion(const ConversionRequest& o, DatasetLoader& l
   // the test split as stored (ONNX's graph standardises it itself) and as driftlab's model takes it
   const Dataset raw = loader.load(o.data, Split::test, &lm.metadata);
   check_data_fits(lm, o.weights, raw);
-  const std::string inputs = o.out + "/inputs.npy";
+  const std::string inputs = written.add(o.out + "/inputs.npy");
   write_npy(inputs, raw.images);
   Tensor x = raw.images.clone();
   normalise_for(lm, x);
@@ -198,7 +238,7 @@ ConversionResult measure_conversion(const ConversionRequest& o, DatasetLoader& l
     nlohmann::json line = nlohmann::json::parse(said.substr(said.rfind('{')));
     return OrtRun{read_npy(out), std::move(line)};
   };
-  const OrtRun ort = run_ort(inputs, o.out + "/ort_logits.npy", o.repeats);
+  const OrtRun ort = run_ort(inputs, written.add(o.out + "/ort_logits.npy"), o.repeats);
   const Tensor& y_c = ort.logits;
   check(y_c.shape() == y_o.shape(), "convert: ONNX Runtime's output ", shape_str(y_c.shape()), ", driftlab's ",
         shape_str(y_o.shape()));
@@ -233,14 +273,12 @@ ConversionResult measure_conversion(const ConversionRequest& o, DatasetLoader& l
   if (!o.adversarial.empty()) {
     // robustness before and after conversion: examples `driftlab attack` crafted on this model
     // (its adversarial.npy, in the input space, and samples.csv's labels), judged by both
-    const Tensor adv = read_npy(o.adversarial + "/adversarial.npy");
-    const std::vector<int32_t> labels = attack_labels(o.adversarial + "/samples.csv");
-    check(adv.rank() >= 1 && adv.dim(0) == static_cast<int64_t>(labels.size()), "convert: ", o.adversarial,
-          "/adversarial.npy holds ", adv.rank() ? adv.dim(0) : 0, " examples, samples.csv ", labels.size(), " labels");
+    const std::vector<int32_t>& labels = adv_labels;
     Tensor xa = adv.clone();
     normalise_for(lm, xa);
     const Tensor a_o = runner.logits(xa);
-    const Tensor a_c = run_ort(o.adversarial + "/adversarial.npy", o.out + "/ort_adversarial_logits.npy", 1).logits;
+    const Tensor a_c =
+        run_ort(o.adversarial + "/adversarial.npy", written.add(o.out + "/ort_adversarial_logits.npy"), 1).logits;
     const std::vector<int32_t> pred_o = predictions(a_o), pred_c = predictions(a_c);
     int64_t fooled_o = 0, fooled_c = 0, differ = 0;
     for (std::size_t i = 0; i < labels.size(); ++i) {
@@ -252,6 +290,7 @@ ConversionResult measure_conversion(const ConversionRequest& o, DatasetLoader& l
     res.adversarial = ConversionAdversarial{o.adversarial, static_cast<int64_t>(labels.size()), s_o, s_c,
                                             std::fabs(s_c - s_o), differ};
   }
+  written.keep();
   return res;
 }
 
@@ -264,15 +303,27 @@ ConversionRobustness conversion_robustness(const std::vector<std::string>& dirs)
   std::map<std::pair<Row, std::string>, Cell> cells;
   std::map<Row, std::string> row_model;
   auto row_name = [](const Row& r) { return r.first + " | " + r.second; };
+  // A field of the JSON files read here, of its type, or an error naming the file and the field.
+  auto field = [](const nlohmann::json& o, const char* key, const std::string& file, bool number) -> const nlohmann::json& {
+    check(o.is_object() && o.contains(key) && (number ? o[key].is_number() : o[key].is_string()), "convert-report: ",
+          file, ": \"", key, "\" is not ", number ? "a number" : "a string");
+    return o[key];
+  };
   for (const std::string& d : dirs) {
-    const nlohmann::json j = read_json_file(d + "/convert.json", "a `driftlab convert --out` folder");
+    const std::string file = d + "/convert.json";
+    const nlohmann::json j = read_json_file(file, "a `driftlab convert --out` folder");
+    check(j.is_object(), "convert-report: ", file, " is not a JSON object");
     check(j.contains("adversarial"), "convert-report: ", d, "/convert.json has no adversarial section: run convert with "
           "--adversarial ATTACK_DIR");
     check(j.contains("conversion"), "convert-report: ", d, "/convert.json names no conversion (written before 2026-11-27)");
     const nlohmann::json& a = j["adversarial"];
-    const nlohmann::json r = read_json_file(a["from"].get<std::string>() + "/result.json", "the attack's result");
-    std::string attack = r.value("attack", "");
-    check(!attack.empty(), "convert-report: ", a["from"].get<std::string>(), "/result.json names no attack");
+    check(a.is_object(), "convert-report: ", file, ": \"adversarial\" is not an object");
+    const std::string from = field(a, "from", file, false).get<std::string>();
+    for (const char* k : {"success_before", "success_after", "variation"}) field(a, k, file, true);
+    for (const char* k : {"weights", "conversion", "model"}) field(j, k, file, false);
+    const nlohmann::json r = read_json_file(from + "/result.json", "the attack's result");
+    std::string attack = r.is_object() && r.contains("attack") && r["attack"].is_string() ? r["attack"].get<std::string>() : "";
+    check(!attack.empty(), "convert-report: ", from, "/result.json names no attack");
     if (r.contains("eps") && r["eps"].is_number() && attack != "boundary" && attack != "single-pixel") {
       std::ostringstream e;
       e << attack << " eps " << r["eps"].get<double>();

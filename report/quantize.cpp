@@ -70,21 +70,18 @@ std::string quantize_markdown(const QuantizeReport& r) {
   return md.str();
 }
 
+std::string quantize_report_format(const std::string& path) {
+  for (const char* ext : {"md", "csv", "json"}) {
+    const std::string e = std::string(".") + ext;
+    if (path.size() >= e.size() && path.compare(path.size() - e.size(), e.size(), e) == 0) return ext;
+  }
+  fail("quantize: --report ", path, " must end in .json, .csv or .md");
+}
+
 std::string write_quantize_report(const std::string& path, const QuantizeReport& r) {
   const std::string md = quantize_markdown(r);
-  const auto ends = [&](const std::string& ext) {
-    return path.size() >= ext.size() && path.compare(path.size() - ext.size(), ext.size(), ext) == 0;
-  };
-  std::string text;
-  if (ends(".md")) {
-    text = md;
-  } else if (ends(".csv")) {
-    text = quantize_csv(r);
-  } else {
-    check(ends(".json"), "quantize: --report ", path, " must end in .json, .csv or .md");
-    text = quantize_json(r);
-  }
-  write_file_atomic(path, text);
+  const std::string format = quantize_report_format(path);
+  write_file_atomic(path, format == "md" ? md : format == "csv" ? quantize_csv(r) : quantize_json(r));
   return md;
 }
 

@@ -15,6 +15,8 @@ std::string quantize_markdown(const QuantizeReport& r);
 // Writes the report to path (atomically) in the format its extension names (.json, .csv or .md;
 // any other throws) and returns the Markdown.
 std::string write_quantize_report(const std::string& path, const QuantizeReport& r);
+// The report's format from its path: "md", "csv" or "json"; throws naming --report otherwise.
+std::string quantize_report_format(const std::string& path);
 
 }  // namespace report
 }  // namespace driftlab

@@ -1,0 +1,146 @@
+// The bad-input catalogue of the commands added since the first one (tests/cli/test_bad_input.cpp
+// says what every row asserts; tests/cli/bad_input.h runs a row): convert, convert-report,
+// attack, robustness, quantize and study. Each row here was a defect (issue 46: an internal
+// error, undefined behaviour, a silent wrong result or a file left behind) and failed before the
+// fix it names.
+#include <gtest/gtest.h>
+
+#include <map>
+#include <string>
+#include <vector>
+
+#include "tests/cli/bad_input.h"
+
+namespace {
+
+using namespace bad_input;
+
+// An attack folder as `driftlab attack --out` leaves it: n examples for lenet1 and samples.csv with
+// the given labels (the first column the index, the second the label, the rest as the attack writes).
+void write_attack_dir(const fs::path& dir, const std::vector<std::string>& labels, driftlab::Shape shape = {}) {
+  const int64_t n = static_cast<int64_t>(labels.size());
+  write_input(dir / "adversarial.npy", shape.empty() ? driftlab::Shape{n, 1, 28, 28} : shape);
+  std::string csv = "index,label,clean_pred,adv_pred,success,zero_gradient,l0,l2,linf,queries\n";
+  for (int64_t i = 0; i < n; ++i) csv += std::to_string(i) + "," + labels[i] + ",0,1,1,0,1,0.1,0.1,0\n";
+  write_all(dir / "samples.csv", csv);
+}
+
+std::function<void(const fs::path&)> model_and_attack(std::vector<std::string> labels, driftlab::Shape shape = {}) {
+  return [labels, shape](const fs::path& d) {
+    write_model(d / "m.dlm");
+    write_attack_dir(d / "adv", labels, shape);
+  };
+}
+
+// A convert folder whose convert.json is `text`.
+std::function<void(const fs::path&)> convert_json(std::string text) {
+  return [text](const fs::path& d) { write_all(d / "conv" / "convert.json", text); };
+}
+
+// A labels .npy for `attack --input`: two inputs, their classes.
+std::function<void(const fs::path&)> attack_inputs(float label) {
+  return [label](const fs::path& d) {
+    write_model(d / "m.dlm");
+    write_input(d / "x.npy");
+    driftlab::write_npy((d / "y.npy").string(), filled({2}, 1.0f, 1, label));
+  };
+}
+
+const std::string kConvert = "convert --weights {d}/m.dlm --adversarial {d}/adv --out {d}/out --limit 4 --repeats 1";
+const std::string kAttackInput = "attack --weights {d}/m.dlm --input {d}/x.npy --labels {d}/y.npy --out {d}/a";
+
+std::vector<Row> catalogue() {
+  const std::string spec_head = "study: bad\nsteps:\n";
+  return {
+      // ---- convert --adversarial: samples.csv and adversarial.npy, read before anything is written ----
+      {"convert_label_not_a_number", model_and_attack({"3", "x7"}), kConvert, 1, "convert",
+       {"\\{d\\}/adv/samples\\.csv line 3", "label 'x7' is not a class index"}, {"out/model.onnx", "out/inputs.npy"}},
+      {"convert_label_too_large", model_and_attack({"3", "99999999999999"}), kConvert, 1, "convert",
+       {"samples\\.csv line 3", "'99999999999999'", "\\(0\\.\\.9\\)"}, {"out/model.onnx", "out/inputs.npy"}},
+      {"convert_label_negative", model_and_attack({"-1", "3"}), kConvert, 1, "convert", {"samples\\.csv line 2", "'-1'"},
+       {"out/model.onnx"}},
+      {"convert_examples_wrong_shape", model_and_attack({"1", "2"}, {2, 3, 28, 28}), kConvert, 1, "convert",
+       {"\\{d\\}/adv/adversarial\\.npy has shape \\[2,3,28,28\\]", "lenet1 takes \\[2,1,28,28\\]"}, {"out/model.onnx"}},
+      {"convert_examples_and_labels_disagree", model_and_attack({"1", "2"}, {3, 1, 28, 28}), kConvert, 1, "convert",
+       {"holds 3 examples, samples\\.csv 2 labels"}, {"out/model.onnx"}},
+      // ---- convert-report: convert.json as written by hand or by another version ----
+      {"convertreport_from_not_a_string",
+       convert_json(R"({"adversarial": {"from": 5}, "conversion": "onnx", "weights": "w", "model": "m"})"),
+       "convert-report {d}/conv", 1, "convert-report", {"\\{d\\}/conv/convert\\.json: \"from\" is not a string"}},
+      {"convertreport_from_missing",
+       convert_json(R"({"adversarial": {}, "conversion": "onnx", "weights": "w", "model": "m"})"),
+       "convert-report {d}/conv", 1, "convert-report", {"\"from\" is not a string"}},
+      {"convertreport_not_an_object", convert_json("[1, 2]"), "convert-report {d}/conv", 1, "convert-report",
+       {"\\{d\\}/conv/convert\\.json is not a JSON object"}},
+      {"convertreport_adversarial_not_an_object",
+       convert_json(R"({"adversarial": [], "conversion": "onnx", "weights": "w", "model": "m"})"),
+       "convert-report {d}/conv", 1, "convert-report", {"\"adversarial\" is not an object"}},
+      {"convertreport_rate_not_a_number",
+       convert_json(R"({"adversarial": {"from": "a", "success_before": "1"}, "conversion": "onnx", "weights": "w",
+                        "model": "m"})"),
+       "convert-report {d}/conv", 1, "convert-report", {"\"success_before\" is not a number"}},
+      {"convertreport_weights_not_a_string",
+       convert_json(R"({"adversarial": {"from": "a", "success_before": 1, "success_after": 1, "variation": 0},
+                        "conversion": "onnx", "weights": 3, "model": "m"})"),
+       "convert-report {d}/conv", 1, "convert-report", {"\"weights\" is not a string"}},
+      // ---- attack and robustness ----
+      {"attack_label_beyond_the_classes", attack_inputs(50.0f), kAttackInput + " --attack single-pixel", 1, "attack",
+       {"\\{d\\}/y\\.npy element 1 is 50", "lenet1 \\(0\\.\\.9\\)"}, {"a"}},
+      {"attack_label_beyond_the_classes_boundary", attack_inputs(10.0f), kAttackInput + " --attack boundary", 1, "attack",
+       {"element 1 is 10"}, {"a"}},
+      {"attack_seed_negative", valid_model, "attack --weights {d}/m.dlm --seed -1 --out {d}/a", 2, "usage", {"--seed"},
+       {"a"}},
+      {"robustness_seed_negative", valid_model, "robustness --models a={d}/m.dlm --seed -1", 2, "usage", {"--seed"}},
+      // ---- quantize: the report's options checked before the model is written ----
+      {"quantize_report_extension", valid_model,
+       "quantize --weights {d}/m.dlm --out {d}/q.dlm --report {d}/r.txt --calib 4", 1, "quantize",
+       {"--report \\{d\\}/r\\.txt must end in \\.json, \\.csv or \\.md"}, {"q.dlm", "r.txt"}},
+      {"quantize_report_inputs_zero", valid_model,
+       "quantize --weights {d}/m.dlm --out {d}/q.dlm --report {d}/r.json --report-inputs 0", 2, "usage",
+       {"--report-inputs"}, {"q.dlm", "r.json"}},
+      // ---- study: specs and folders, refused before a cell runs ----
+      {"study_unknown_kind",
+       [spec_head](const fs::path& d) { write_all(d / "s.yaml", spec_head + "  t: {do: trian}\n"); },
+       "study run {d}/s.yaml --out {d}/out", 1, "{d}/s.yaml:3", {"unknown kind 'trian'"}, {"out"}},
+      {"study_same_cell_twice",
+       [spec_head](const fs::path& d) {
+         write_all(d / "s.yaml", spec_head + "  t: {do: train, set: {model: lenet1}}\n  u: {do: train, set: {model: lenet1}}\n");
+       },
+       "study run {d}/s.yaml --out {d}/out", 1, "{d}/s.yaml:4", {"step 'u' makes the same cell as step 't'"},
+       {"out"}},
+      {"study_reuse_not_a_study",
+       [spec_head](const fs::path& d) { write_all(d / "s.yaml", spec_head + "  t: {do: train, set: {model: lenet1}}\n"); },
+       "study run {d}/s.yaml --out {d}/out --reuse {d}/nowhere", 1, "study run --reuse {d}/nowhere",
+       {"not a study folder"}, {"out"}},
+      {"study_convert_takes_an_attack_second",
+       [spec_head](const fs::path& d) {
+         write_all(d / "s.yaml", spec_head + "  t: {do: train, set: {model: lenet1}}\n  c: {do: convert, needs: [t, t]}\n");
+       },
+       "study run {d}/s.yaml --out {d}/out", 1, "{d}/s.yaml:4", {"cannot take step 't' \\(train\\) as its further need"},
+       {"out"}},
+  };
+}
+
+class BadInputCommands : public ::testing::TestWithParam<Row> {};
+
+TEST_P(BadInputCommands, FailsCleanly) { check_row(GetParam()); }
+
+INSTANTIATE_TEST_SUITE_P(Catalogue, BadInputCommands, ::testing::ValuesIn(catalogue()),
+                         [](const ::testing::TestParamInfo<Row>& info) { return info.param.name; });
+
+// Every family of the new commands has rows, and names are unique.
+TEST(BadInputCommandsCatalogue, CoversEveryNewCommand) {
+  const std::vector<Row> rows = catalogue();
+  std::map<std::string, int> families;
+  for (const Row& r : rows) {
+    families[r.name.substr(0, r.name.find('_'))]++;
+    EXPECT_EQ(std::count_if(rows.begin(), rows.end(), [&](const Row& o) { return o.name == r.name; }), 1) << r.name;
+  }
+  for (const char* f : {"convert", "convertreport", "attack", "robustness", "quantize", "study"})
+    EXPECT_GT(families[f], 0) << "no row of family " << f;
+  std::cout << rows.size() << " rows:";
+  for (const auto& [f, n] : families) std::cout << " " << f << " " << n;
+  std::cout << "\n";
+}
+
+}  // namespace
