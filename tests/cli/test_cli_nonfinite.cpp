@@ -11,6 +11,7 @@
 #include <nlohmann/json.hpp>
 
 #include "tests/cli/cli_util.h"
+#include "tests/require_util.h"
 
 namespace driftlab {
 namespace {
@@ -25,7 +26,7 @@ bool have_fashion_mnist() { return fs::exists("/usr/share/datasets/fashion-mnist
 const char* kDiverge = "train --model lenet1 --limit 256 --batch 32 --lr 1e30 --no-progress --threads 1 ";
 
 TEST(CliNonFinite, StopNamesStepLayerTensorAndLeavesNoModelFile) {
-  if (!have_fashion_mnist()) GTEST_SKIP() << "Fashion-MNIST not installed (apt-get install dataset-fashion-mnist)";
+  if (!have_fashion_mnist()) DRIFTLAB_SKIP_OR_REQUIRE("Fashion-MNIST not installed (apt-get install dataset-fashion-mnist)");
   const fs::path d = fresh_dir("nonfinite_stop");
   const CliRun r = run_driftlab(std::string(kDiverge) + "--out " + (d / "run").string());
   EXPECT_GE(r.code, 1) << r.out;
@@ -39,7 +40,7 @@ TEST(CliNonFinite, StopNamesStepLayerTensorAndLeavesNoModelFile) {
 }
 
 TEST(CliNonFinite, SkipBatchTrainsOnAndCountsTheSkippedSteps) {
-  if (!have_fashion_mnist()) GTEST_SKIP() << "Fashion-MNIST not installed (apt-get install dataset-fashion-mnist)";
+  if (!have_fashion_mnist()) DRIFTLAB_SKIP_OR_REQUIRE("Fashion-MNIST not installed (apt-get install dataset-fashion-mnist)");
   const fs::path d = fresh_dir("nonfinite_skip");
   const CliRun r = run_driftlab(std::string(kDiverge) + "--on-nonfinite skip-batch --out " + d.string());
   ASSERT_EQ(r.code, 0) << r.out;
