@@ -349,6 +349,22 @@ steps:
   EXPECT_EQ(named.cells.front().hash, dflt.cells.front().hash);
 }
 
+// fuzz_study_spec's finding (docs/RELIABILITY.md, Findings), minimised: two steps (one named with
+// bytes that are not UTF-8) that make the same cells would have shared their folders; the planner
+// refuses the second, naming its line.
+TEST(StudySpec, FuzzRegressionTwoStepsOneCell) {
+  const std::string path =
+      std::string(DRIFTLAB_SOURCE_DIR) + "/tests/data/fuzz-regressions/fuzz_study_spec/same_cell_two_steps.yaml";
+  try {
+    study::plan(study::read_spec(path), "b");
+    ADD_FAILURE() << "planned: " << path;
+  } catch (const Error& e) {
+    const std::string what = e.what();
+    EXPECT_EQ(what.rfind(path + ":7: step '", 0), 0u) << what;
+    EXPECT_NE(what.find("makes the same cell as step 'qc'"), std::string::npos) << what;
+  }
+}
+
 TEST(StudySpec, APlanLargerThanTheLimitIsRefused) {
   const study::Spec spec = study::parse_spec(kSpec, "s.yaml");
   EXPECT_EQ(study::plan(spec, "b", 96).cells.size(), 96u);  // 12 + 36 + 24 + 24: exactly the limit
