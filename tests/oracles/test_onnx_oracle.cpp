@@ -284,6 +284,8 @@ TEST(OrtConvert, RobustnessVariationOverConversionsAndAttacks) {
       const nlohmann::json j = nlohmann::json::parse(std::ifstream(out + "/convert.json"));
       EXPECT_EQ(j["conversion"], *naive ? "onnx+naive-rnn-gates" : "onnx");
       if (!*naive) EXPECT_EQ(j["adversarial"]["variation"], 0.0) << attack;  // faithful: the same judgements
+      // the wrong gate order must change the model, or this would compare a conversion with itself
+      if (*naive) EXPECT_GT(j["misclassification"].get<double>(), 0.0) << attack;
     }
   }
   const std::string report = (d / "report.json").string();
@@ -305,6 +307,11 @@ TEST(OrtConvert, RobustnessVariationOverConversionsAndAttacks) {
   for (std::size_t i = 0; i < rows.size(); ++i) EXPECT_EQ(rows[i]["R"].get<double>(), R[i]);
   EXPECT_EQ(rows[0]["conversion"], "onnx");
   EXPECT_EQ(rows[0]["R"].get<double>(), 0.0);
+  // the naive row: each attack whose examples it judges otherwise adds 1 (it is that attack's max)
+  double expect_naive = 0;
+  for (double x : v[1]) expect_naive += x > 0 ? 1.0 : 0.0;
+  EXPECT_GT(rows[1]["R"].get<double>(), 0.0) << "the naive gates changed no judgement";
+  EXPECT_EQ(rows[1]["R"].get<double>(), expect_naive);
   // a folder without adversarial results is named
   const cli_test::CliRun bad = cli_test::run_driftlab("convert-report " + (d / "missing").string());
   EXPECT_EQ(bad.code, 1);
