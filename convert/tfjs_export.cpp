@@ -308,9 +308,16 @@ void write_tfjs(const std::string& dir, const TfjsExport& e, const std::string& 
   std::error_code ec;
   std::filesystem::create_directories(dir, ec);
   check(!ec, "export tfjs: cannot create ", dir, ": ", ec.message());
-  // the shard first: a model.json never names a missing shard
-  write_file_atomic(dir + "/" + shard_name, e.weights);
-  write_file_atomic(dir + "/model.json", e.model_json);
+  // the shard first: a model.json never names a missing shard; and when model.json cannot be
+  // written, the shard goes again (a failed export leaves no half of itself behind)
+  const std::string shard = dir + "/" + shard_name;
+  write_file_atomic(shard, e.weights);
+  try {
+    write_file_atomic(dir + "/model.json", e.model_json);
+  } catch (...) {
+    std::filesystem::remove(shard, ec);
+    throw;
+  }
 }
 
 }  // namespace convert

@@ -98,6 +98,14 @@ std::vector<Row> catalogue() {
       {"quantize_report_inputs_zero", valid_model,
        "quantize --weights {d}/m.dlm --out {d}/q.dlm --report {d}/r.json --report-inputs 0", 2, "usage",
        {"--report-inputs"}, {"q.dlm", "r.json"}},
+      // ---- export: a failed TF.js export leaves no weight shard behind ----
+      {"export_tfjs_model_json_taken",
+       [](const fs::path& d) {
+         write_model(d / "m.dlm");
+         fs::create_directories(d / "tj" / "model.json" / "occupied");
+       },
+       "export --weights {d}/m.dlm --format tfjs --out {d}/tj", 1, "write", {"\\{d\\}/tj/model\\.json"},
+       {"tj/group1-shard1of1.bin"}},
       // ---- study: specs and folders, refused before a cell runs ----
       {"study_unknown_kind",
        [spec_head](const fs::path& d) { write_all(d / "s.yaml", spec_head + "  t: {do: trian}\n"); },
@@ -136,7 +144,7 @@ TEST(BadInputCommandsCatalogue, CoversEveryNewCommand) {
     families[r.name.substr(0, r.name.find('_'))]++;
     EXPECT_EQ(std::count_if(rows.begin(), rows.end(), [&](const Row& o) { return o.name == r.name; }), 1) << r.name;
   }
-  for (const char* f : {"convert", "convertreport", "attack", "robustness", "quantize", "study"})
+  for (const char* f : {"convert", "convertreport", "attack", "robustness", "quantize", "export", "study"})
     EXPECT_GT(families[f], 0) << "no row of family " << f;
   std::cout << rows.size() << " rows:";
   for (const auto& [f, n] : families) std::cout << " " << f << " " << n;
