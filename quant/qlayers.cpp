@@ -4,6 +4,7 @@
 #include <sstream>
 
 #include "core/error.h"
+#include "core/ops/quantize.h"
 
 namespace driftlab {
 namespace quant {
@@ -132,6 +133,16 @@ QConv2dLayer::QConv2dLayer(const Conv2dParams& geometry, const QuantScheme& s, Q
 
 namespace {
 
+// An int32 bias the accumulator can hold beside the products (core/ops/requant.h check_acc_fits
+// bounds those by INT32_MAX / 2 when a bias is added): |b| <= INT32_MAX / 2.
+void check_int_bias(const char* op, const Tensor& bias) {
+  if (!bias.defined()) return;
+  const int32_t* b = bias.data<int32_t>();
+  for (int64_t i = 0; i < bias.numel(); ++i)
+    check(b[i] >= -(INT32_MAX / 2) && b[i] <= INT32_MAX / 2, op, ": int32 bias[", i, "] = ", b[i],
+          " could overflow the accumulator (|bias| <= ", INT32_MAX / 2, ")");
+}
+
 // The spec a conv/dense layer's buffers hold now.
 QLinearSpec spec_from(const QuantLayerBase& l, const std::vector<Param>& bufs, bool relu) {
   QLinearSpec s;
@@ -167,6 +178,10 @@ void QConv2dLayer::refresh() {
   p_.x_zero_point = spec.in.zero_point;
   int_bias_ = spec.bias.defined() && spec.bias.dtype() == DType::i32 ? spec.bias : Tensor();
   p_.has_bias = int_bias_.defined();
+  check_int_bias("qconv2d", int_bias_);
+  // the zero points before the requantization is formed from them (its clamp would name the symptom)
+  check_zero_point("qconv2d", "input", spec.in.zero_point, p_.x_dtype);
+  check_zero_point("qconv2d", "output", spec.out.zero_point, p_.y_dtype);
   w_ = spec.weight.q;
   p_.rq = make_requant(scheme_, spec.in.scale, spec.weight, p_.g.k, float_bias_of(spec), spec.out, relu_, "qconv2d");
   p_.validate();
@@ -208,6 +223,10 @@ void QDenseLayer::refresh() {
   p_.x_zero_point = spec.in.zero_point;
   int_bias_ = spec.bias.defined() && spec.bias.dtype() == DType::i32 ? spec.bias : Tensor();
   p_.has_bias = int_bias_.defined();
+  check_int_bias("qdense", int_bias_);
+  // the zero points before the requantization is formed from them (its clamp would name the symptom)
+  check_zero_point("qdense", "input", spec.in.zero_point, p_.x_dtype);
+  check_zero_point("qdense", "output", spec.out.zero_point, p_.y_dtype);
   w_ = spec.weight.q;
   p_.rq = make_requant(scheme_, spec.in.scale, spec.weight, p_.out, float_bias_of(spec), spec.out, relu_, "qdense");
   p_.validate();

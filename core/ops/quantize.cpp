@@ -14,6 +14,13 @@ const char* scale_op_name(ScaleOp s) {
   return "?";
 }
 
+void check_zero_point(const char* op, const char* field, int64_t zp, DType dtype) {
+  if (dtype != DType::i8 && dtype != DType::u8) return;
+  const int64_t lo = dtype == DType::i8 ? -128 : 0, hi = dtype == DType::i8 ? 127 : 255;
+  check(zp >= lo && zp <= hi, op, ": ", field, " zero point ", zp, " is outside ", dtype_name(dtype), "'s ", lo, "..",
+        hi);
+}
+
 void QuantizeParams::validate(const char* op) const {
   check(!scale.empty() && scale.size() == zero_point.size(), op, ": ", scale.size(), " scales and ",
         zero_point.size(), " zero points");
@@ -26,6 +33,7 @@ void QuantizeParams::validate(const char* op) const {
         dtype_name(dtype));
   for (std::size_t i = 0; i < scale.size(); ++i)
     check(std::isfinite(scale[i]) && scale[i] > 0, op, ": scale ", scale[i], " is not finite and positive");
+  for (int32_t zp : zero_point) check_zero_point(op, "the", zp, dtype);
 }
 
 }  // namespace driftlab

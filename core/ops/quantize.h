@@ -20,6 +20,10 @@ enum class ScaleOp {
 };
 const char* scale_op_name(ScaleOp s);
 
+// Throws "op: field zero point Z is outside DTYPE's LO..HI" unless zp is a value of dtype (int8 or
+// uint8; other dtypes are not checked): q - zp then cannot leave int32 for any q of the type.
+void check_zero_point(const char* op, const char* field, int64_t zp, DType dtype);
+
 struct QuantizeParams {
   std::vector<float> scale;  // one, or one per channel of `axis`
   std::vector<int32_t> zero_point;

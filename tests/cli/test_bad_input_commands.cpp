@@ -5,6 +5,8 @@
 // fix it names.
 #include <gtest/gtest.h>
 
+#include <climits>
+#include <cstring>
 #include <map>
 #include <string>
 #include <vector>
@@ -45,6 +47,27 @@ std::function<void(const fs::path&)> attack_inputs(float label) {
     driftlab::write_npy((d / "y.npy").string(), filled({2}, 1.0f, 1, label));
   };
 }
+
+// An int8 model (TFLite's scheme, calibrated by the built driftlab on 4 inputs) whose int32 element
+// `index` of tensor `name` is replaced by v, the file's CRC recomputed (so the values, not the
+// checksum, are what the loader sees).
+std::function<void(const fs::path&)> int8_with(std::string name, int64_t index, int32_t v) {
+  return [name, index, v](const fs::path& d) {
+    write_model(d / "m.dlm");
+    write_input(d / "x.npy", {4, 1, 28, 28});
+    const CliRun q = run_driftlab("quantize --weights " + (d / "m.dlm").string() + " --out " + (d / "q.dlm").string() +
+                                  " --scheme tflite --calib-data " + (d / "x.npy").string() + " --calib 4 --threads 1");
+    ASSERT_EQ(q.code, 0) << q.out;
+    ModelParts m = split_model(read_all(d / "q.dlm"));
+    int64_t offset = -1;
+    for (const json& t : m.header["tensors"])
+      if (t["name"] == name) offset = t["offset"].get<int64_t>();
+    ASSERT_GE(offset, 0) << name << " is no tensor of the int8 model";
+    std::memcpy(&m.data[static_cast<std::size_t>(offset + 4 * index)], &v, sizeof v);
+    write_all(d / "q.dlm", join_model(m.version, m.header.dump(), m.data));
+  };
+}
+const std::string kPredictInt8 = "predict --threads 1 --weights {d}/q.dlm --input {d}/x.npy --output {d}/y.npy";
 
 const std::string kConvert = "convert --weights {d}/m.dlm --adversarial {d}/adv --out {d}/out --limit 4 --repeats 1";
 const std::string kAttackInput = "attack --weights {d}/m.dlm --input {d}/x.npy --labels {d}/y.npy --out {d}/a";
@@ -98,6 +121,18 @@ std::vector<Row> catalogue() {
       {"quantize_report_inputs_zero", valid_model,
        "quantize --weights {d}/m.dlm --out {d}/q.dlm --report {d}/r.json --report-inputs 0", 2, "usage",
        {"--report-inputs"}, {"q.dlm", "r.json"}},
+      // ---- int8 model files: every zero point a value of its type, biases the accumulator holds ----
+      {"int8_dequantize_zero_point_int32_min", int8_with("7.dequantize.zero_point", 0, INT32_MIN), kPredictInt8, 1,
+       "model file", {"\\{d\\}/q\\.dlm: layer 7 \\(dequantize\\)", "zero point -2147483648 is outside int8's -128\\.\\.127"},
+       {"y.npy"}},
+      {"int8_conv_input_zero_point_100000", int8_with("1.qconv2d.in_zero_point", 0, 100000), kPredictInt8, 1,
+       "model file", {"layer 1 \\(qconv2d\\)", "input zero point 100000 is outside int8's"}, {"y.npy"}},
+      {"int8_conv_output_zero_point_300", int8_with("3.qconv2d.out_zero_point", 0, 300), kPredictInt8, 1, "model file",
+       {"layer 3 \\(qconv2d\\)", "output zero point 300"}, {"y.npy"}},
+      {"int8_quantize_zero_point_negative", int8_with("0.quantize.zero_point", 0, -129), kPredictInt8, 1, "model file",
+       {"layer 0 \\(quantize\\)", "zero point -129"}, {"y.npy"}},
+      {"int8_dense_bias_int32_max", int8_with("6.qdense.bias", 0, INT32_MAX), kPredictInt8, 1, "model file",
+       {"layer 6 \\(qdense\\)", "int32 bias\\[0\\] = 2147483647 could overflow the accumulator"}, {"y.npy"}},
       // ---- export: a failed TF.js export leaves no weight shard behind ----
       {"export_tfjs_model_json_taken",
        [](const fs::path& d) {
@@ -144,7 +179,7 @@ TEST(BadInputCommandsCatalogue, CoversEveryNewCommand) {
     families[r.name.substr(0, r.name.find('_'))]++;
     EXPECT_EQ(std::count_if(rows.begin(), rows.end(), [&](const Row& o) { return o.name == r.name; }), 1) << r.name;
   }
-  for (const char* f : {"convert", "convertreport", "attack", "robustness", "quantize", "export", "study"})
+  for (const char* f : {"convert", "convertreport", "attack", "robustness", "quantize", "int8", "export", "study"})
     EXPECT_GT(families[f], 0) << "no row of family " << f;
   std::cout << rows.size() << " rows:";
   for (const auto& [f, n] : families) std::cout << " " << f << " " << n;
