@@ -13,6 +13,7 @@ Usage: scripts/fuzz_corpus.py (Debian python3 with python3-numpy)
 import gzip
 import io
 import json
+import re
 import os
 import shutil
 import struct
@@ -137,14 +138,21 @@ def policy_corpus():
                            "tensorflow, bn_eps=0.001 ,conv_same_pad=after", full,
                            "torch,", "torch,=x", "keras", "torch,bn_eps=-1", "torch,nope=1"]):
         put("policy", "p%02d" % i, s.encode())
-    # The knob names and values of the full string, as a libFuzzer dictionary.
-    tokens = set()
-    for kv in full.split(",")[1:]:
-        k, v = kv.split("=", 1)
-        tokens.update([k + "=", v])
-    tokens.update(["torch", "tensorflow", "theano", ","])
+    # Every knob and value of the knob table as a libFuzzer dictionary: docs/POLICIES.md's rows
+    # (tests/test_policy_docs.cpp holds them to engine/policy.cpp's knob_table(), and
+    # PolicyDict.CoversEveryKnobAndValue holds this file to the table), plus the presets' values of
+    # numeric knobs.
+    tokens = set(["torch", "tensorflow", "theano", ",", "="])
+    row = re.compile(r"^\| `([a-z0-9_]+)` \| ([^|]*) \| ([^|]*) \| ([^|]*) \| ([^|]*) \|")
+    for line in open(os.path.join(ROOT, "docs", "POLICIES.md"), encoding="utf-8"):
+        m = row.match(line)
+        if not m:
+            continue
+        tokens.add(m.group(1) + "=")
+        for cell in m.groups()[1:]:
+            tokens.update(re.findall(r"`([^`]+)`", cell))
     with open(os.path.join(ROOT, "fuzz", "policy.dict"), "w") as f:
-        f.write("# Knob names and values of the policy_full string (scripts/fuzz_corpus.py).\n")
+        f.write("# Knob names and values of the knob table (docs/POLICIES.md; scripts/fuzz_corpus.py).\n")
         for t in sorted(tokens):
             f.write(json.dumps(t) + "\n")
 

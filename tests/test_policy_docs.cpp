@@ -80,3 +80,24 @@ TEST(PolicyDocs, PresetColumnsMatchThePresets) {
 }
 
 }  // namespace
+
+namespace {
+
+// fuzz/policy.dict (fuzz_policy's dictionary, written by scripts/fuzz_corpus.py) names every knob
+// of the knob table as "knob=" and every value a knob can take, so that it cannot go stale when a
+// knob is added (it was written from an old model file's policy string until 2026-11-29, and lacked
+// every quant_* knob, adam_form, rmsprop_form and optim_fma).
+TEST(PolicyDict, CoversEveryKnobAndValue) {
+  std::ifstream f(std::string(DRIFTLAB_SOURCE_DIR) + "/fuzz/policy.dict");
+  ASSERT_TRUE(f.good()) << "fuzz/policy.dict not found";
+  std::set<std::string> tokens;
+  for (std::string line; std::getline(f, line);)
+    if (line.size() >= 2 && line.front() == '"' && line.back() == '"') tokens.insert(line.substr(1, line.size() - 2));
+  for (const driftlab::KnobInfo& k : driftlab::knob_table()) {
+    EXPECT_TRUE(tokens.count(k.name + "=")) << k.name << "= is not in fuzz/policy.dict (run scripts/fuzz_corpus.py)";
+    for (const std::string& v : k.values)
+      EXPECT_TRUE(tokens.count(v)) << k.name << "'s value " << v << " is not in fuzz/policy.dict";
+  }
+}
+
+}  // namespace
