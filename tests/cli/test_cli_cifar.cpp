@@ -52,7 +52,7 @@ TEST(CliCifar, MissingBatchFileIsNamed) {
   for (int k = 1; k <= 4; ++k) write_batch(dir / ("data_batch_" + std::to_string(k) + ".bin"), 2, 0);
   const CliRun t = run_driftlab("train --model resnet20 --epochs 1 --batch 2 --no-progress --out " +
                                 (dir / "run").string() + " --dataset cifar10 --data-dir " + dir.string());
-  EXPECT_NE(t.code, 0);
+  EXPECT_EQ(t.code, 1) << t.out;
   EXPECT_NE(t.out.find("data_batch_5.bin"), std::string::npos) << t.out;
   EXPECT_FALSE(fs::exists(dir / "run" / "model.dlm")) << "no model file after a failed run";
   fs::remove_all(dir);
