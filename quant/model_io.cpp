@@ -24,6 +24,10 @@ LoadedModel load_any_model(const std::string& path) {
   check(!std::filesystem::is_directory(path, ec), "model file: ", path, ": is a directory, not a model file");
   std::ifstream f(path, std::ios::binary);
   check(f.good(), "model file: cannot open ", path);
+  return load_any_model(f, path);
+}
+
+LoadedModel load_any_model(std::istream& f, const std::string& path) {
   LoadedModel out = load_model(f, path, [](const std::string& name, const Policy& policy, const ModelArgs& args,
                                             const nlohmann::json& meta) {
     Model fp32 = build_model(name, policy, 0, args);

@@ -5,6 +5,7 @@
 // int8 layer sequence (quant/ptq.h build_quantized), reads every tensor into it (names, dtypes and
 // shapes checked by the model-file reader) and re-resolves each layer's op params from them.
 #pragma once
+#include <istream>
 #include <string>
 
 #include <nlohmann/json.hpp>
@@ -19,8 +20,9 @@ namespace quant {
 void save_quantized_model(const std::string& path, Model& model, nlohmann::json metadata,
                           const nlohmann::json& quantized);
 
-// Any driftlab model file, fp32 or int8.
+// Any driftlab model file, fp32 or int8 (the stream form: `name` is what errors call it).
 LoadedModel load_any_model(const std::string& path);
+LoadedModel load_any_model(std::istream& in, const std::string& name);
 bool is_quantized(const LoadedModel& m);
 
 }  // namespace quant

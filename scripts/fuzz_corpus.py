@@ -177,10 +177,18 @@ def model_dict():
         f.write("# Header keys and values of the model file (scripts/fuzz_corpus.py).\n")
         for k in keys:
             f.write(json.dumps('"%s"' % k if k != "DRIFTLAB" else k) + "\n")
+    # int8 files: the same, and the names of the int8 layers' tensors and metadata
+    int8 = keys + ["quantized", "scheme", "mode", "static", "dynamic", "quantize", "dequantize", "qconv2d", "qdense",
+                   "qmaxpool2d", "scale", "zero_point", "in_scale", "in_zero_point", "out_scale", "out_zero_point",
+                   "weight_scale", "int32", "int8", "uint8", "tflite", "torch_qnnpack", "ort"]
+    with open(os.path.join(ROOT, "fuzz", "int8_model_file.dict"), "w") as f:
+        f.write("# Header keys and values of int8 model files (scripts/fuzz_corpus.py).\n")
+        for k in int8:
+            f.write(json.dumps('"%s"' % k if k != "DRIFTLAB" else k) + "\n")
 
 
-# The corpora this script writes (checkpoint/ and onnx_import/ are written by driftlab itself and
-# committed: docs/RELIABILITY.md; they are left alone).
+# The corpora this script writes (checkpoint/, onnx_import/ and int8_model_file/ are written by
+# driftlab itself and committed: docs/RELIABILITY.md; they are left alone).
 WRITTEN = ("idx", "cifar", "npy", "model_file", "imdb", "policy", "study_spec")
 
 if __name__ == "__main__":
