@@ -185,15 +185,9 @@ std::vector<GapToExplain> gaps_to_explain(const Plan& plan, const std::vector<Re
   std::vector<GapToExplain> out;
   for (const ReportTable& t : tables) {
     // the training's policy key, and the train step it belongs to
-    std::size_t ki = t.keys.size();
-    std::string train = t.step;
-    for (std::size_t k = 0; k < t.keys.size(); ++k) {
-      const std::string& key = t.keys[k];
-      if (key == "policy") ki = k;
-      else if (ki == t.keys.size() && key.size() > 7 && key.compare(key.size() - 7, 7, ".policy") == 0)
-        ki = k, train = key.substr(0, key.size() - 7);
-    }
+    const std::size_t ki = training_key(t);
     if (ki == t.keys.size()) continue;
+    const std::string train = t.keys[ki] == "policy" ? t.step : t.keys[ki].substr(0, t.keys[ki].size() - 7);
     const Cell* any = nullptr;
     for (const Cell& c : plan.cells)
       if (c.step == train) any = &c;
@@ -239,14 +233,9 @@ std::vector<GapExplanation> explain_shares(const ReportTable& t, const std::stri
   std::vector<GapExplanation> out;
   {
     // the training's policy: the step's own, or that of the model it measures (train.policy)
-    auto kit = std::find(t.keys.begin(), t.keys.end(), "policy");
-    if (kit == t.keys.end())
-      kit = std::find_if(t.keys.begin(), t.keys.end(), [](const std::string& k) {
-        return k.size() > 7 && k.compare(k.size() - 7, 7, ".policy") == 0;
-      });
+    const std::size_t ki = training_key(t);
     const auto mit = std::find(t.measures.begin(), t.measures.end(), measure);
-    if (kit == t.keys.end() || mit == t.measures.end()) return out;
-    const std::size_t ki = static_cast<std::size_t>(kit - t.keys.begin());
+    if (ki == t.keys.size() || mit == t.measures.end()) return out;
     const std::size_t mi = static_cast<std::size_t>(mit - t.measures.begin());
     auto rest_equal = [&](const ReportRow& x, const ReportRow& y) {
       for (std::size_t k = 0; k < t.keys.size(); ++k)

@@ -1,6 +1,5 @@
 #include "study/figures.h"
 
-#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
@@ -39,6 +38,36 @@ def stats(series):
         return mean, None
     sd = [math.sqrt(sum((s[i] - mean[i]) ** 2 for s in series) / (len(series) - 1)) for i in range(e)]
     return mean, sd
+
+def finish_panel(ax, title, ylabel):
+    # a per-epoch panel: its title (the group), the epoch axis in whole epochs, a light grid
+    ax.set_title(title if title else "all cells", fontsize=9)
+    ax.set_xlabel("epoch")
+    if ylabel:
+        ax.set_ylabel(ylabel)
+    ax.grid(alpha=0.3)
+    ax.xaxis.get_major_locator().set_params(integer=True)
+
+def legend_entries(axes, used):
+    # the panels past the `used` ones hidden; each line's handle and label once, in panel order
+    for i, row in enumerate(axes):
+        for j, ax in enumerate(row):
+            if i * len(row) + j >= used:
+                ax.set_visible(False)
+    handles, labels = [], []
+    for row in axes:
+        for ax in row:
+            for hd, lb in zip(*ax.get_legend_handles_labels()):
+                if lb not in labels:
+                    handles.append(hd)
+                    labels.append(lb)
+    return handles, labels
+
+def save(fig, base):
+    fig.savefig("%s/%s.png" % (out, base), dpi=130)
+    fig.savefig("%s/%s.svg" % (out, base))
+    plt.close(fig)
+    made.append(base + ".svg")
 
 for st in data["steps"]:
     keys = st["keys"]
@@ -97,22 +126,8 @@ for st in data["steps"]:
                     if sd:
                         ax.fill_between(xs, [m - s for m, s in zip(mean, sd)], [m + s for m, s in zip(mean, sd)],
                                         color=cmap(li % 10), alpha=0.18, lw=0)
-            title = ", ".join("%s=%s" % (k, v) for k, v in zip(panel_keys, pv))
-            ax.set_title(title if title else "all cells", fontsize=9)
-            ax.set_xlabel("epoch")
-            if pi % cols == 0:
-                ax.set_ylabel(axis)
-            ax.grid(alpha=0.3)
-            ax.xaxis.get_major_locator().set_params(integer=True)
-        for pi in range(len(panels), rows * cols):
-            axes[pi // cols][pi % cols].set_visible(False)
-        handles, labels = [], []
-        for row in axes:
-            for ax in row:
-                for hd, lb in zip(*ax.get_legend_handles_labels()):
-                    if lb not in labels:
-                        handles.append(hd)
-                        labels.append(lb)
+            finish_panel(ax, ", ".join("%s=%s" % (k, v) for k, v in zip(panel_keys, pv)), axis if pi % cols == 0 else None)
+        handles, labels = legend_entries(axes, len(panels))
         order = sorted(range(len(labels)), key=lambda i: names.index(labels[i]) if labels[i] in names else i)
         fig.legend([handles[i] for i in order], [labels[i] for i in order], loc="lower center", ncol=ncol,
                    frameon=False, fontsize=9, bbox_to_anchor=(0.5, 0.005))
@@ -125,10 +140,7 @@ for st in data["steps"]:
         fig.subplots_adjust(left=0.8 / width, right=1 - 0.2 / width, top=1 - (top_in + 0.35) / height,
                             bottom=(0.75 + legend_in) / height, wspace=0.12, hspace=0.6)
         base = "%s_%s" % (st["step"], metric)
-        fig.savefig("%s/%s.png" % (out, base), dpi=130)
-        fig.savefig("%s/%s.svg" % (out, base))
-        plt.close(fig)
-        made.append(base + ".svg")
+        save(fig, base)
 # The divergence of two presets' curves: per group, |mean a - mean b| of the validation accuracy per
 # epoch for each plain preset against the first, beside the seeds' spread of that difference
 # (sqrt(sd_a^2 + sd_b^2), dashed): where the solid line is above the dashed one, the presets part
@@ -175,22 +187,9 @@ for st in data["steps"]:
                     marker="o" if e < 12 else None, ms=3, label="|%s - %s|" % (a, b))
             ax.plot(xs, [math.sqrt(da[i] ** 2 + db[i] ** 2) for i in range(e)], color=cmap(li % 10), lw=1.2,
                     ls="--", label="seeds' spread of %s - %s" % (a, b))
-        title = ", ".join("%s=%s" % (k, v) for k, v in zip(panel_keys, pv))
-        ax.set_title(title if title else "all cells", fontsize=9)
-        ax.set_xlabel("epoch")
-        if pi % cols == 0:
-            ax.set_ylabel("|difference| of validation accuracy")
-        ax.grid(alpha=0.3)
-        ax.xaxis.get_major_locator().set_params(integer=True)
-    for pi in range(len(panels), rows * cols):
-        axes[pi // cols][pi % cols].set_visible(False)
-    handles, labels = [], []
-    for row in axes:
-        for ax in row:
-            for hd, lb in zip(*ax.get_legend_handles_labels()):
-                if lb not in labels:
-                    handles.append(hd)
-                    labels.append(lb)
+        finish_panel(ax, ", ".join("%s=%s" % (k, v) for k, v in zip(panel_keys, pv)),
+                     "|difference| of validation accuracy" if pi % cols == 0 else None)
+    handles, labels = legend_entries(axes, len(panels))
     fig.legend(handles, labels, loc="lower center", ncol=2, frameon=False, fontsize=9, bbox_to_anchor=(0.5, 0.005))
     fixed = ", ".join("%s %s" % (k, v) for k, v in st["fixed"].items())
     sub = textwrap.fill("%s; solid: the presets' gap (means over seeds), dashed: its seeds' spread" % fixed,
@@ -201,10 +200,7 @@ for st in data["steps"]:
     fig.subplots_adjust(left=0.8 / width, right=1 - 0.2 / width, top=1 - (top_in + 0.35) / height,
                         bottom=(0.75 + legend_in) / height, wspace=0.12, hspace=0.6)
     base = "%s_divergence" % st["step"]
-    fig.savefig("%s/%s.png" % (out, base), dpi=130)
-    fig.savefig("%s/%s.svg" % (out, base))
-    plt.close(fig)
-    made.append(base + ".svg")
+    save(fig, base)
 # Attribution: per explained gap, the share of it each knob moves from either preset's side
 # (study/explain.h), a bar per knob and side; solid where the move is beyond the seeds' spread.
 gaps = json.load(open(sys.argv[4])) if len(sys.argv) > 4 else []
@@ -240,10 +236,7 @@ for gi, g in enumerate(gaps):
     fig.legend(loc="lower center", ncol=1, frameon=False, fontsize=8, bbox_to_anchor=(0.5, 0.005))
     fig.subplots_adjust(left=0.3, right=0.97, top=1 - 0.75 / height, bottom=0.95 / height)
     base = "%s_attribution_%d" % (g["step"], gi + 1)
-    fig.savefig("%s/%s.png" % (out, base), dpi=130)
-    fig.savefig("%s/%s.svg" % (out, base))
-    plt.close(fig)
-    made.append(base + ".svg")
+    save(fig, base)
 # Bars: one measure per step (the time per epoch of a training, the int8 accuracy of a quantization,
 # an attack's success), a bar per policy in each group of the other keys, whiskers +-1 sd over seeds.
 # (An attack judged by other models shows their success: crafted on fp32, judged on int8 is S2's design.)
@@ -355,10 +348,7 @@ for t in json.load(open(sys.argv[3])):
     fig.subplots_adjust(left=0.8 / width, right=1 - 0.2 / width, top=1 - 0.85 / height,
                         bottom=(0.45 + 0.2 * label_lines + legend_in) / height)
     base = "%s_bars" % t["step"]
-    fig.savefig("%s/%s.png" % (out, base), dpi=130)
-    fig.savefig("%s/%s.svg" % (out, base))
-    plt.close(fig)
-    made.append(base + ".svg")
+    save(fig, base)
 print(json.dumps(made))
 )PY";
 
@@ -374,13 +364,6 @@ std::string html_escape(const std::string& s) {
     }
   }
   return o;
-}
-
-// As tables.md writes it: 4 decimals, 3 significant digits below 0.001 (but 0).
-std::string num(double v) {
-  char b[32];
-  std::snprintf(b, sizeof b, v != 0 && std::fabs(v) < 1e-3 ? "%.3g" : "%.4f", v);
-  return b;
 }
 
 // The settings every cell of the step shares (the ones a reader needs to read a curve).
@@ -513,12 +496,7 @@ std::string study_html(const std::string& dir, const std::vector<ReportTable>& t
       h << "</tr>\n";
       for (std::size_t m = 0; m < mt.models.size(); ++m) {
         h << "<tr><td>" << html_escape(mt.models[m]) << "</td>";
-        for (const Stat& st : mt.cells[m]) {
-          h << "<td>";
-          if (st.n > 1) h << num(st.mean) << " &plusmn; " << num(st.sd) << " (" << st.n << ")";
-          else if (st.n == 1) h << num(st.mean) << " (1)";
-          h << "</td>";
-        }
+        for (const Stat& st : mt.cells[m]) h << "<td>" << html_escape(stat_text(st)) << "</td>";
         h << "</tr>\n";
       }
       h << "</table>\n";
@@ -536,12 +514,7 @@ std::string study_html(const std::string& dir, const std::vector<ReportTable>& t
     for (const ReportRow& r : t.rows) {
       h << "<tr>";
       for (const std::string& v : r.values) h << "<td>" << html_escape(v) << "</td>";
-      for (const Stat& s : r.stats) {
-        h << "<td>";
-        if (s.n > 1) h << num(s.mean) << " &plusmn; " << num(s.sd) << " (" << s.n << ")";
-        else if (s.n == 1) h << num(s.mean) << " (1)";
-        h << "</td>";
-      }
+      for (const Stat& s : r.stats) h << "<td>" << html_escape(stat_text(s)) << "</td>";
       std::string seeds;
       for (const std::string& s : r.seeds) seeds += (seeds.empty() ? "" : ", ") + s;
       h << "<td>" << html_escape(seeds) << "</td></tr>\n";
@@ -556,12 +529,7 @@ std::string study_html(const std::string& dir, const std::vector<ReportTable>& t
       for (std::size_t r = 0; r < b.rows.size(); ++r) {
         h << "<tr>";
         for (const std::string& v : b.rows[r]) h << "<td>" << html_escape(v) << "</td>";
-        for (const Stat& st : b.cells[r]) {
-          h << "<td>";
-          if (st.n > 1) h << num(st.mean) << " &plusmn; " << num(st.sd) << " (" << st.n << ")";
-          else if (st.n == 1) h << num(st.mean) << " (1)";
-          h << "</td>";
-        }
+        for (const Stat& st : b.cells[r]) h << "<td>" << html_escape(stat_text(st)) << "</td>";
         h << "</tr>\n";
       }
       h << "</table>\n";

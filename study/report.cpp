@@ -39,6 +39,18 @@ Measures measures_of(const Plan& p, const Cell& c, const nlohmann::json& res, co
     const nlohmann::json::json_pointer p(ptr);
     if (!j.is_null() && j.contains(p) && j.at(p).is_number()) m.emplace_back(name, j.at(p).get<double>());
   };
+  // A table over models (robustness, convert_robustness): per row "R(<model>)" and per attack
+  // "<attack><what> (<model>)", the names model_tables reads back.
+  auto model_rows = [&](const char* name_key, const char* value_key, const std::string& what) {
+    if (!res.contains("rows")) return;
+    for (const auto& row : res["rows"]) {
+      const std::string name = row.value(name_key, std::string("?"));
+      at(row, "/R", "R(" + name + ")");
+      if (row.contains("attacks"))
+        for (const auto& [a, v] : row["attacks"].items())
+          if (v.contains(value_key)) m.emplace_back(a + what + " (" + name + ")", v[value_key].get<double>());
+    }
+  };
   if (c.kind == "train") {
     at(res, "/test/accuracy", "test accuracy");
     at(res, "/test/loss", "test loss");
@@ -53,14 +65,7 @@ Measures measures_of(const Plan& p, const Cell& c, const nlohmann::json& res, co
       m.emplace_back("seconds per epoch", s / static_cast<double>(times["epochs"].size()));
     }
   } else if (c.kind == "robustness") {
-    if (res.contains("rows"))
-      for (const auto& row : res["rows"]) {
-        const std::string name = row.value("model", std::string("?"));
-        at(row, "/R", "R(" + name + ")");
-        if (row.contains("attacks"))
-          for (const auto& [a, v] : row["attacks"].items())
-            if (v.contains("mean")) m.emplace_back(a + " success (" + name + ")", v["mean"].get<double>());
-      }
+    model_rows("model", "mean", " success");
   } else if (c.kind == "drift") {
     if (res.contains("accuracy"))
       for (const auto& a : res["accuracy"])
@@ -91,14 +96,7 @@ Measures measures_of(const Plan& p, const Cell& c, const nlohmann::json& res, co
         m.emplace_back(std::string("seconds of inference ") + side, times[k].get<double>() / 1000.0);
     }
   } else if (c.kind == "convert_robustness") {
-    if (res.contains("rows"))
-      for (const auto& row : res["rows"]) {
-        const std::string name = row.value("name", std::string("?"));
-        at(row, "/R", "R(" + name + ")");
-        if (row.contains("attacks"))
-          for (const auto& [a, v] : row["attacks"].items())
-            if (v.contains("variation")) m.emplace_back(a + " |S_conv - S_orig| (" + name + ")", v["variation"].get<double>());
-      }
+    model_rows("name", "variation", " |S_conv - S_orig|");
   } else if (c.kind == "predict_time") {
     if (!times.is_null() && times.contains("predictions"))
       for (const auto& row : times["predictions"])
@@ -135,13 +133,51 @@ std::string fmt(double v, const char* f = "%.4f") {
 // conversion's output error of 1e-8 is not 0.0000).
 std::string num_text(double v) { return v != 0 && std::fabs(v) < 1e-3 ? fmt(v, "%.3g") : fmt(v); }
 
+// Two groups' Stats of one measure into c: the means and sds, paired by the seeds both have the
+// Wilcoxon signed-rank p and A12 (equal values seed by seed, as presets that compute the same bits
+// give: p = 1, A12 = 0.5, which SciPy refuses to compute), and whether the gap is within the
+// seeds' spread (|mean a - mean b| <= sqrt(sd_a^2 + sd_b^2)).
+void compare(Comparison& c, const Stat& sa, const Stat& sb, const std::map<std::string, double>& va,
+             const std::map<std::string, double>& vb) {
+  c.mean_a = sa.mean;
+  c.mean_b = sb.mean;
+  c.sd_a = sa.sd;
+  c.sd_b = sb.sd;
+  std::vector<double> x, y;
+  for (const auto& [seed, v] : va) {
+    auto it = vb.find(seed);
+    if (it == vb.end()) continue;
+    x.push_back(v);
+    y.push_back(it->second);
+  }
+  c.pairs = static_cast<int>(x.size());
+  c.p = 1;
+  c.a12 = 0.5;
+  if (c.pairs >= 2 && x != y) {
+    c.p = attacks::wilcoxon(x, y).pvalue;
+    c.a12 = attacks::a12(x, y);
+  }
+  const double spread = std::sqrt(c.sd_a * c.sd_a + c.sd_b * c.sd_b);
+  c.within_spread = sa.n < 2 || sb.n < 2 || std::fabs(c.mean_a - c.mean_b) <= spread;
+}
+
+}  // namespace
+
 std::string stat_text(const Stat& s) {
   if (s.n == 0) return "";
   if (s.n == 1) return num_text(s.mean) + " (1)";
   return num_text(s.mean) + " ± " + num_text(s.sd) + " (" + std::to_string(s.n) + ")";
 }
 
-}  // namespace
+std::size_t training_key(const ReportTable& t, const std::string& key) {
+  for (std::size_t k = 0; k < t.keys.size(); ++k)
+    if (t.keys[k] == key) return k;
+  for (std::size_t k = 0; k < t.keys.size(); ++k) {
+    const std::string& n = t.keys[k];
+    if (n.size() > key.size() + 1 && n.compare(n.size() - key.size() - 1, key.size() + 1, "." + key) == 0) return k;
+  }
+  return t.keys.size();
+}
 
 std::vector<ReportTable> study_tables(const std::string& dir) {
   const Plan plan = read_plan(dir);
@@ -327,14 +363,9 @@ std::string batch_tables_markdown(const std::vector<ReportTable>& tables) {
 std::vector<Comparison> study_comparisons(const std::vector<ReportTable>& tables, const std::string& key) {
   std::vector<Comparison> out;
   for (const ReportTable& t : tables) {
-    auto kit = std::find(t.keys.begin(), t.keys.end(), key);
     // a step downstream of a training compares that training's key (train.policy for an attack)
-    if (kit == t.keys.end())
-      kit = std::find_if(t.keys.begin(), t.keys.end(), [&](const std::string& k) {
-        return k.size() > key.size() + 1 && k.compare(k.size() - key.size() - 1, key.size() + 1, "." + key) == 0;
-      });
-    if (kit == t.keys.end()) continue;
-    const std::size_t ki = static_cast<std::size_t>(kit - t.keys.begin());
+    const std::size_t ki = training_key(t, key);
+    if (ki == t.keys.size()) continue;
     // With two or more plain values (presets without knobs of their own), only those are compared:
     // a study of one-knob variants is read through its explanations (study/explain.h), and all
     // pairs of 32 variants would be 496 comparisons per measure.
@@ -371,31 +402,7 @@ std::vector<Comparison> study_comparisons(const std::vector<ReportTable>& tables
           const Stat& sa = t.rows[a].stats[m];
           const Stat& sb = t.rows[b].stats[m];
           if (sa.n == 0 || sb.n == 0) continue;
-          c.mean_a = sa.mean;
-          c.mean_b = sb.mean;
-          c.sd_a = sa.sd;
-          c.sd_b = sb.sd;
-          // Paired by seed: the seeds both rows have.
-          std::vector<double> x, y;
-          const auto& va = t.rows[a].by_seed.at(name);
-          const auto& vb = t.rows[b].by_seed.at(name);
-          for (const auto& [seed, v] : va) {
-            auto it = vb.find(seed);
-            if (it == vb.end()) continue;
-            x.push_back(v);
-            y.push_back(it->second);
-          }
-          c.pairs = static_cast<int>(x.size());
-          if (c.pairs >= 2 && x == y) {
-            c.p = 1;  // the same values seed by seed (presets that compute the same bits): no gap at all
-            c.a12 = 0.5;
-          } else if (c.pairs >= 2) {
-            const attacks::WilcoxonResult w = attacks::wilcoxon(x, y);
-            c.p = w.pvalue;
-            c.a12 = attacks::a12(x, y);
-          }
-          const double spread = std::sqrt(c.sd_a * c.sd_a + c.sd_b * c.sd_b);
-          c.within_spread = sa.n < 2 || sb.n < 2 || std::fabs(c.mean_a - c.mean_b) <= spread;
+          compare(c, sa, sb, t.rows[a].by_seed.at(name), t.rows[b].by_seed.at(name));
           out.push_back(c);
         }
       }
@@ -424,26 +431,7 @@ std::vector<Comparison> judge_comparisons(const std::vector<ReportTable>& tables
         c.b = t.measures[m].substr(prefix.size());
         for (std::size_t k = 0; k < t.keys.size(); ++k) c.within += (k ? ", " : "") + t.keys[k] + "=" + r.values[k];
         c.measure = kRegular;
-        c.mean_a = sa.mean;
-        c.mean_b = sb.mean;
-        c.sd_a = sa.sd;
-        c.sd_b = sb.sd;
-        std::vector<double> x, y;
-        const auto& va = r.by_seed.at(t.measures[ri]);
-        const auto& vb = r.by_seed.at(t.measures[m]);
-        for (const auto& [seed, v] : va) {
-          auto it = vb.find(seed);
-          if (it == vb.end()) continue;
-          x.push_back(v);
-          y.push_back(it->second);
-        }
-        c.pairs = static_cast<int>(x.size());
-        if (c.pairs >= 2 && x != y) {
-          c.p = attacks::wilcoxon(x, y).pvalue;
-          c.a12 = attacks::a12(x, y);
-        }
-        const double spread = std::sqrt(c.sd_a * c.sd_a + c.sd_b * c.sd_b);
-        c.within_spread = sa.n < 2 || sb.n < 2 || std::fabs(c.mean_a - c.mean_b) <= spread;
+        compare(c, sa, sb, r.by_seed.at(t.measures[ri]), r.by_seed.at(t.measures[m]));
         out.push_back(c);
       }
     }

@@ -36,6 +36,14 @@ struct ReportTable {
 
 std::vector<ReportTable> study_tables(const std::string& dir);
 
+// "mean ± sd (n)", "mean (1)", "" (no value); each number to 4 decimals, or to 3 significant
+// digits below 0.001 (but 0): what tables.md and the page show.
+std::string stat_text(const Stat& s);
+
+// The index in t.keys of `key`, or of a downstream step's name for its training's (`train.policy`
+// for an attack on trained models); t.keys.size() when the table has neither.
+std::size_t training_key(const ReportTable& t, const std::string& key = "policy");
+
 // The papers' layout of a table over models (the robustness and convert_robustness kinds, whose
 // measures are "<measure> (<model>)" and "R(<model>)"): per row of the step's table, a row per model
 // and a column per measure (R last), each cell that measure's Stat. Empty for other kinds.
