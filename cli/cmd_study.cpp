@@ -28,6 +28,7 @@
 #include "study/db.h"
 #include "study/explain.h"
 #include "study/figures.h"
+#include "study/files.h"
 #include "study/kinds.h"
 #include "study/report.h"
 #include "study/run.h"
@@ -187,10 +188,11 @@ void study_report(const std::string& dir, std::string out, bool figures, bool ex
 
 std::vector<study::GapExplanation> run_explanations(const std::string& dir, const std::vector<study::ReportTable>& t,
                                                     int jobs, bool figures) {
-  std::ifstream sf(dir + "/study.json");
-  check(sf.good(), dir, "/study.json: cannot read the study (run it first)");
-  const nlohmann::json sj = nlohmann::json::parse(sf, nullptr, false);
-  check(!sj.is_discarded() && sj.contains("spec") && sj.contains("build"), dir, "/study.json: names no spec or build");
+  const nlohmann::json sj = study::read_json_if_any(dir + "/study.json");
+  check(!sj.is_null(), dir, "/study.json: cannot read the study (run it first)");
+  check(sj.is_object() && sj.contains("spec") && sj["spec"].is_string() && sj.contains("build") &&
+            sj["build"].is_string(),
+        dir, "/study.json: names no spec or build");
   const std::string spec_path = sj["spec"].get<std::string>(), build = sj["build"].get<std::string>();
   check(std::filesystem::exists(spec_path), "study report --explain: the study's spec ", spec_path,
         " (from ", dir, "/study.json) is not there: run the report from the folder the study was run from");
