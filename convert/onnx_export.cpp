@@ -108,6 +108,12 @@ std::string emit_activation(Ctx& c, const ActivationParams& a, const std::string
                                std::to_string(a.hs_offset));
       return y;
     }
+    case ActKind::clip: {  // opset 11+: the bounds are inputs
+      const std::string lo = c.g.scalar(name + "_min", static_cast<float>(a.clip_min));
+      const std::string hi = c.g.scalar(name + "_max", static_cast<float>(a.clip_max));
+      c.report.nodes.push_back(name + ": Clip " + std::to_string(a.clip_min) + " " + std::to_string(a.clip_max));
+      return c.g.op("Clip", {x, lo, hi}, name);
+    }
   }
   fail("export onnx: ", name, ": unknown activation");
 }
@@ -264,6 +270,7 @@ class OnnxEmit : public LayerVisitor {
   void visit(DenseLayer& l) override { y = emit_dense(c_, l, x_, name_); }
   void visit(RnnLayer& l) override { y = emit_rnn(c_, l, x_, name_); }
   void visit(ResidualLayer& l) override { y = emit_residual(c_, l, x_, name_); }
+  void visit(GraphLayer&) override { fail("export onnx: ", name_, ": graph models have no ONNX export yet"); }
   void visit(DropoutLayer&) override {
     c_.report.nodes.push_back(name_ + ": dropout: the identity at inference, no node");
     y = x_;
@@ -303,7 +310,7 @@ class OnnxEmit : public LayerVisitor {
   static Support support(Kind<Conv2dLayer>) { return Support::all("Conv (pads written out, flip in the weights)"); }
   static Support support(Kind<Pool2dLayer>) { return Support::all("MaxPool / AveragePool (pads written out)"); }
   static Support support(Kind<DenseLayer>) { return Support::all("Gemm transB=1"); }
-  static Support support(Kind<ActivationLayer>) { return Support::all("Relu, Tanh, Sigmoid, HardSigmoid(alpha, beta)"); }
+  static Support support(Kind<ActivationLayer>) { return Support::all("Relu, Tanh, Sigmoid, HardSigmoid(alpha, beta), Clip(min, max)"); }
   static Support support(Kind<BatchNormLayer>) { return Support::all("BatchNormalization; inverse std as Sub/Mul/Add"); }
   static Support support(Kind<DropoutLayer>) { return Support::all("the identity, no node"); }
   static Support support(Kind<FlattenLayer>) { return Support::all("Flatten (Transpose first when channels-last)"); }
@@ -313,6 +320,7 @@ class OnnxEmit : public LayerVisitor {
     return Support::some("LSTM/GRU; rnn_mask=none, z-new GRU gates symmetric at 0.5");
   }
   static Support support(Kind<ResidualLayer>) { return Support::all("Add; option A shortcut as Slice + Pad"); }
+  static Support support(Kind<GraphLayer>) { return Support::none("graph models: not yet"); }
   static Support support(Kind<ExternalLayer>) { return Support::none("int8 layers: in a whole int8 model only (QDQ/QOp)"); }
 
  private:

@@ -1,5 +1,7 @@
 #include "convert/onnx_import.h"
 
+#include "convert/onnx_read.h"
+
 #include <onnx/checker.h>
 #include <onnx/onnx_pb.h>
 
@@ -24,69 +26,10 @@ namespace {
 using onnx::AttributeProto;
 using onnx::NodeProto;
 using onnx::TensorProto;
+using namespace detail;
 
 // ---------------------------------------------------------------------------------------------
 // Reading the graph
-
-std::string attr_str(const AttributeProto& a) {
-  std::ostringstream os;
-  os << a.name() << "=";
-  switch (a.type()) {
-    case AttributeProto::INT: os << a.i(); break;
-    case AttributeProto::FLOAT: os << a.f(); break;
-    case AttributeProto::STRING: os << "'" << a.s() << "'"; break;
-    case AttributeProto::INTS:
-      os << "[";
-      for (int i = 0; i < a.ints_size(); ++i) os << (i ? "," : "") << a.ints(i);
-      os << "]";
-      break;
-    case AttributeProto::FLOATS:
-      os << "[";
-      for (int i = 0; i < a.floats_size(); ++i) os << (i ? "," : "") << a.floats(i);
-      os << "]";
-      break;
-    case AttributeProto::STRINGS:
-      os << "[";
-      for (int i = 0; i < a.strings_size(); ++i) os << (i ? "," : "") << "'" << a.strings(i) << "'";
-      os << "]";
-      break;
-    case AttributeProto::TENSOR: os << "<tensor>"; break;
-    default: os << "<" << AttributeProto::AttributeType_Name(a.type()) << ">";
-  }
-  return os.str();
-}
-
-// "node 'Conv_0' (Conv; kernel_shape=[5,5], pads=[0,0,0,0])"
-std::string node_str(const NodeProto& n) {
-  std::ostringstream os;
-  os << "node '" << n.name() << "' (" << n.op_type();
-  for (int i = 0; i < n.attribute_size(); ++i) os << (i ? ", " : "; ") << attr_str(n.attribute(i));
-  os << ")";
-  return os.str();
-}
-
-const AttributeProto* find_attr(const NodeProto& n, const char* name) {
-  for (const auto& a : n.attribute())
-    if (a.name() == name) return &a;
-  return nullptr;
-}
-int64_t attr_i(const NodeProto& n, const char* name, int64_t def) {
-  const AttributeProto* a = find_attr(n, name);
-  return a ? a->i() : def;
-}
-float attr_f(const NodeProto& n, const char* name, float def) {
-  const AttributeProto* a = find_attr(n, name);
-  return a ? a->f() : def;
-}
-std::vector<int64_t> attr_ints(const NodeProto& n, const char* name, std::vector<int64_t> def) {
-  const AttributeProto* a = find_attr(n, name);
-  if (!a) return def;
-  return std::vector<int64_t>(a->ints().begin(), a->ints().end());
-}
-std::string attr_s(const NodeProto& n, const char* name, const std::string& def) {
-  const AttributeProto* a = find_attr(n, name);
-  return a ? a->s() : def;
-}
 
 struct GraphView {
   std::string file;
@@ -101,36 +44,7 @@ struct GraphView {
   }
 };
 
-Tensor to_float(const GraphView& g, const TensorProto& t, const NodeProto& n) {
-  check(t.data_type() == TensorProto::FLOAT, "import onnx: ", g.file, ": ", node_str(n), ": tensor '", t.name(), "' is ",
-        TensorProto::DataType_Name(static_cast<TensorProto::DataType>(t.data_type())), ", float32 wanted");
-  check(t.data_location() != TensorProto::EXTERNAL, "import onnx: ", g.file, ": tensor '", t.name(),
-        "' is stored in an external file (not read: keep the weights inside the .onnx file)");
-  Shape dims(t.dims().begin(), t.dims().end());
-  // the size the dims claim, checked against the data held before anything is allocated
-  const std::size_t held = t.raw_data().empty() ? static_cast<std::size_t>(t.float_data_size()) : t.raw_data().size() / 4;
-  std::size_t claimed = 1;
-  for (int64_t d : dims) {
-    check(d >= 0 && (d == 0 || claimed <= held / static_cast<std::size_t>(d) + 1), "import onnx: ", g.file, ": tensor '",
-          t.name(), "' has dims ", shape_str(dims), " for ", held, " values");
-    claimed *= static_cast<std::size_t>(d);
-  }
-  check(claimed == held && (t.raw_data().size() % 4) == 0, "import onnx: ", g.file, ": tensor '", t.name(), "' has ",
-        t.raw_data().empty() ? held : t.raw_data().size(), t.raw_data().empty() ? " values" : " bytes of raw data",
-        " for shape ", shape_str(dims));
-  Tensor out(dims, DType::f32);
-  const std::size_t n_el = static_cast<std::size_t>(out.numel());
-  if (!t.raw_data().empty()) {
-    check(t.raw_data().size() == n_el * 4, "import onnx: ", g.file, ": tensor '", t.name(), "' has ",
-          t.raw_data().size(), " bytes of raw data for shape ", shape_str(dims));
-    std::memcpy(out.data<float>(), t.raw_data().data(), n_el * 4);
-  } else {
-    check(static_cast<std::size_t>(t.float_data_size()) == n_el, "import onnx: ", g.file, ": tensor '", t.name(),
-          "' has ", t.float_data_size(), " values for shape ", shape_str(dims));
-    for (std::size_t i = 0; i < n_el; ++i) out.data<float>()[i] = t.float_data(static_cast<int>(i));
-  }
-  return out;
-}
+Tensor to_float(const GraphView& g, const TensorProto& t, const NodeProto&) { return tensor_to_float(g.file, t); }
 
 // The float initializer (or Constant) feeding input `i` of node n; an error naming the node when
 // it is computed instead.
@@ -483,11 +397,12 @@ class ImportMatch : public LayerVisitor {
   }
   void visit(ActivationLayer& a) override {
     const ActKind k = a.op_params().kind;
-    need(k != ActKind::hard_sigmoid, lname_, ": hard_sigmoid");
+    need(k == ActKind::relu || k == ActKind::tanh || k == ActKind::sigmoid, lname_, ": ", act_name(k));
     (k == ActKind::relu ? relus_ : k == ActKind::tanh ? tanhs_ : sigmoids_) += 1;
   }
   void visit(Pool2dLayer& pl) override { pools_.push_back(&pl); }
   void visit(ResidualLayer&) override { ++residuals_; }
+  void visit(GraphLayer&) override { need(false, lname_, ": a graph model is imported as a graph (import_onnx_graph), not matched"); }
   void visit(GlobalAvgPoolLayer&) override { ++global_pools_; }
   void visit(FlattenLayer& f) override {
     need(f.order() == FlattenOrder::chw, lname_, ": the torch preset flattens channels-first");
@@ -539,6 +454,7 @@ class ImportMatch : public LayerVisitor {
     return Support::some("LSTM/GRU: forward, sigmoid/tanh, zero state, no P/clip");
   }
   static Support support(Kind<ResidualLayer>) { return Support::all("an Add of two computed values (counted)"); }
+  static Support support(Kind<GraphLayer>) { return Support::none("the zoo match; graphs import as graphs (import_onnx_graph)"); }
   static Support support(Kind<ExternalLayer>) { return Support::none("the zoo's fp32 models only"); }
 
  private:

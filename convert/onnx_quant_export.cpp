@@ -304,6 +304,7 @@ class QuantOnnxEmit : public LayerVisitor, public quant::QuantLayerVisitor {
   void visit(EmbeddingLayer& l) override { refuse(l); }
   void visit(RnnLayer& l) override { refuse(l); }
   void visit(ResidualLayer& l) override { refuse(l); }
+  void visit(GraphLayer& l) override { refuse(l); }
   void visit(ExternalLayer& l) override { quant::visit_quant(l, *this, "export onnx"); }
 
   static Support support(Kind<quant::QuantizeLayer>) { return Support::some("first layer only: QuantizeLinear, per tensor"); }
@@ -334,6 +335,7 @@ class QuantOnnxEmit : public LayerVisitor, public quant::QuantLayerVisitor {
   static Support support(Kind<EmbeddingLayer>) { return Support::none("not in a static int8 model"); }
   static Support support(Kind<RnnLayer>) { return Support::none("not in a static int8 model"); }
   static Support support(Kind<ResidualLayer>) { return Support::none("not in an int8 model (qresidual is)"); }
+  static Support support(Kind<GraphLayer>) { return Support::none("not in an int8 model"); }
   static Support support(Kind<ExternalLayer>) { return Support::some("quant/'s kinds, each as its own row says"); }
 
  private:

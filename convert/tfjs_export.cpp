@@ -70,6 +70,10 @@ const char* act_name_tfjs(const ActivationParams& a, const std::string& where) {
       check(a.hs_slope == 0.2 && a.hs_offset == 0.5, "export tfjs: ", where, ": hard_sigmoid(", a.hs_slope, "x + ",
             a.hs_offset, "); TF.js's hardSigmoid is clip(0.2x + 0.5) only");
       return "hard_sigmoid";
+    case ActKind::clip:
+      check(a.clip_min == 0.0 && a.clip_max == 6.0, "export tfjs: ", where, ": clip(", a.clip_min, ", ", a.clip_max,
+            "); TF.js's activations clip only as relu6");
+      return "relu6";
   }
   fail("export tfjs: ", where, ": unknown activation");
 }
@@ -211,6 +215,7 @@ class TfjsEmit : public LayerVisitor {
     out_.layers.push_back(where_ + ": GlobalAveragePooling2D");
   }
   void visit(DropoutLayer&) override { out_.layers.push_back(where_ + ": dropout, the identity at inference: no layer"); }
+  void visit(GraphLayer&) override { fail("export tfjs: ", where_, ": graph models have no TF.js export yet"); }
   void visit(ResidualLayer& r) override {
     const std::string where = where_;  // emit() below moves where_ through the block's layers
     const std::string x = w_.current;
@@ -245,7 +250,7 @@ class TfjsEmit : public LayerVisitor {
   static Support support(Kind<Conv2dLayer>) { return Support::all("Conv2D HWIO; other pad splits via ZeroPadding2D"); }
   static Support support(Kind<Pool2dLayer>) { return Support::some("unpadded max and average pools only"); }
   static Support support(Kind<DenseLayer>) { return Support::all("Dense; rows permuted after a c,h,w flatten"); }
-  static Support support(Kind<ActivationLayer>) { return Support::some("hard_sigmoid only as clip(0.2x + 0.5)"); }
+  static Support support(Kind<ActivationLayer>) { return Support::some("hard_sigmoid only as clip(0.2x + 0.5); clip only as relu6"); }
   static Support support(Kind<BatchNormLayer>) { return Support::all("BatchNormalization; inverse std as 1/s^2 - eps"); }
   static Support support(Kind<DropoutLayer>) { return Support::all("the identity, no layer"); }
   static Support support(Kind<FlattenLayer>) { return Support::all("Flatten (c,h,w order moved into the next Dense)"); }
@@ -255,6 +260,7 @@ class TfjsEmit : public LayerVisitor {
     return Support::some("no mask or peepholes; GRU reset-before, z keeps old");
   }
   static Support support(Kind<ResidualLayer>) { return Support::all("Add; option A as 1x1 MaxPooling2D + fixed Conv2D"); }
+  static Support support(Kind<GraphLayer>) { return Support::none("graph models: not yet"); }
   static Support support(Kind<ExternalLayer>) { return Support::none("int8 layers: a TF.js layers model is float"); }
 
  private:

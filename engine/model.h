@@ -15,6 +15,7 @@ struct Model {
   Shape input_shape;  // per sample: (C,H,W), (steps, features), or (steps,) token ids
   int64_t num_classes = 10;
   int64_t num_ids = 0;  // embedding rows of a token model (vocabulary + padding + OOV); 0: none
+  std::string graph;    // a graph model's spec (JSON text, models/graph.h); empty for the zoo
   std::unique_ptr<Sequential> net;
 
   DType dtype() const { return policy.dtype == FloatType::float64 ? DType::f64 : DType::f32; }

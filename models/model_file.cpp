@@ -37,6 +37,7 @@ void save_model(const std::string& path, Model& model, const nlohmann::json& met
   h["input_shape"] = model.input_shape;
   h["num_classes"] = model.num_classes;
   if (model.num_ids > 0) h["num_ids"] = model.num_ids;  // token models: the embedding rows
+  if (!model.graph.empty()) h["graph"] = nlohmann::json::parse(model.graph);  // graph models: the spec
   h["metadata"] = metadata;
   std::string data;
   nlohmann::json tensors = nlohmann::json::array();
@@ -242,6 +243,14 @@ LoadedModel load_model(std::istream& in, const std::string& path, const ModelBui
     });
     check(need == data_len, "model file: ", path, ": num_ids=", args.num_ids, " makes ", model_name, " hold ", need,
           " bytes of tensors, the file holds ", data_len, "; refused before building it");
+  }
+  // A graph model's spec, whose parameters must fit the data the file holds (checked as the graph
+  // is built, before each is allocated).
+  if (h.contains("graph")) {
+    check(h.at("graph").is_object(), "model file: ", path, ": header field graph is ", shown(h.at("graph")),
+          ", not an object");
+    args.graph = h.at("graph").dump();
+    args.max_param_bytes = data_len;
   }
   out.model = from_header(path, "model", [&] { return build(model_name, policy, args, meta); });
   out.metadata = meta;

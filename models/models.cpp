@@ -1,5 +1,7 @@
 #include "models/models.h"
 
+#include "models/graph.h"
+
 #include "engine/random.h"
 
 namespace driftlab {
@@ -54,6 +56,7 @@ const std::vector<ModelInfo>& model_table() {
 
 ModelArgs model_args(const Model& m) {
   ModelArgs a;
+  a.graph = m.graph;
   if (m.num_ids > 0) {
     a.num_ids = m.num_ids;
     a.steps = m.input_shape.at(0);
@@ -62,6 +65,17 @@ ModelArgs model_args(const Model& m) {
 }
 
 Model build_model(const std::string& name, const Policy& policy, uint64_t seed, const ModelArgs& args) {
+  if (name == kGraphModelName) {
+    check(!args.graph.empty(), "model: a graph model needs its graph spec (a model file's or an importer's)");
+    Model m;
+    m.name = name;
+    m.policy = policy;
+    m.graph = args.graph;
+    Rng rng(policy.rng_engine, seed);
+    build_graph_model(m, rng, args.max_param_bytes);
+    return m;
+  }
+  check(args.graph.empty(), "model: ", name, " is a zoo model; a graph spec was given");
   for (const auto& e : entries()) {
     if (e.info.name != name) continue;
     Model m;

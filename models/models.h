@@ -29,6 +29,8 @@ struct ModelInfo {
 struct ModelArgs {
   int64_t num_ids = 0;  // embedding rows: vocabulary size + 2 (ids 0 = padding, 1 = OOV)
   int64_t steps = 0;    // sequence length
+  std::string graph;    // a graph model's spec (models/graph.h): what build_model("graph") builds
+  uint64_t max_param_bytes = 0;  // a graph's parameter bytes at most (a model file's data; 0: no bound)
 };
 // The arguments that rebuild m's shapes (for a model file, or the same weights under another Policy).
 ModelArgs model_args(const Model& m);

@@ -12,9 +12,7 @@ namespace {
 // place, converted from the source's conventions to the destination's: one visit per kind.
 class Reparam : public LayerVisitor {
  public:
-  Reparam(const Model& src, const Model& dst, bool convert)
-      : src_(src), dst_(dst), convert_(convert),
-        flip_(convert && src.policy.conv_kernel_flip != dst.policy.conv_kernel_flip) {}
+  Reparam(const Model& src, const Model& dst, bool convert) : src_(src), dst_(dst), convert_(convert) {}
 
   void transfer(const std::string& path, Layer& ls, Layer& ld) {
     path_ = path;
@@ -37,7 +35,12 @@ class Reparam : public LayerVisitor {
     pending_flatten_ = outer_flatten;
   }
 
-  void visit(Conv2dLayer& l) override { copy_params(l, flip_ ? Rewrite::rotate : Rewrite::none); }
+  // Rotated where the two layers' flips differ: the Policy's conv_kernel_flip for the zoo, what the
+  // file states for an imported graph (ONNX: never flipped, under every preset).
+  void visit(Conv2dLayer& l) override {
+    const bool flip = convert_ && l.op_params().flip != layer_as<Conv2dLayer>(*ld_)->op_params().flip;
+    copy_params(l, flip ? Rewrite::rotate : Rewrite::none);
+  }
   void visit(DenseLayer& l) override {
     copy_params(l, pending_flatten_ ? Rewrite::permute_columns : Rewrite::none);
     pending_flatten_ = nullptr;
@@ -77,6 +80,27 @@ class Reparam : public LayerVisitor {
     transfer_seq(l.main(), rd->main(), path_ + ".main.");
     if (l.projection()) transfer_seq(*l.projection(), *rd->projection(), path_ + ".shortcut.");
   }
+  // A graph: node by node (the same graph spec built under both policies), its layers each by
+  // their kind at paths "<i>.<node>", its constants as they are.
+  void visit(GraphLayer& l) override {
+    auto* gd = layer_as<GraphLayer>(*ld_);
+    check(gd != nullptr && gd->num_nodes() == l.num_nodes(), "convert: layer ", path_,
+          " (graph) has another number of nodes in the destination");
+    const std::string outer = path_;
+    Layer* outer_ld = ld_;
+    for (std::size_t j = 0; j < l.num_nodes(); ++j) {
+      GraphNode &ns = l.node(j), &nd = gd->node(j);
+      check(ns.op == nd.op && (ns.layer != nullptr) == (nd.layer != nullptr), "convert: graph node '", ns.name,
+            "' differs in the destination");
+      if (ns.layer) transfer(outer + "." + ns.name, *ns.layer, *nd.layer);
+    }
+    path_ = outer;
+    ld_ = outer_ld;
+    auto bs = l.buffers(), bd = gd->buffers();
+    check(bs.size() == bd.size(), "convert: layer ", path_, " (graph) has other buffers in the destination");
+    for (std::size_t j = 0; j < bs.size(); ++j)
+      if (bs[j]->name == "value") bd[j]->value = bs[j]->value.to(dst_.dtype());
+  }
   void visit(Pool2dLayer& l) override { copy_params(l, Rewrite::none); }
   void visit(ActivationLayer& l) override { copy_params(l, Rewrite::none); }
   void visit(DropoutLayer& l) override { copy_params(l, Rewrite::none); }
@@ -92,6 +116,7 @@ class Reparam : public LayerVisitor {
   static Support support(Kind<RnnLayer>) { return Support::all("one canonical gate layout; biases summed or split, peepholes zeroed"); }
   static Support support(Kind<FlattenLayer>) { return Support::all("its order change is absorbed by the next dense layer"); }
   static Support support(Kind<ResidualLayer>) { return Support::all("its layers, each by its kind"); }
+  static Support support(Kind<GraphLayer>) { return Support::all("its nodes' layers, each by its kind; constants as they are"); }
   static Support support(Kind<Pool2dLayer>) { return Support::all("no parameters"); }
   static Support support(Kind<ActivationLayer>) { return Support::all("no parameters"); }
   static Support support(Kind<DropoutLayer>) { return Support::all("no parameters"); }
@@ -118,7 +143,7 @@ class Reparam : public LayerVisitor {
 
   const Model& src_;
   const Model& dst_;
-  const bool convert_, flip_;
+  const bool convert_;
   std::string path_;  // the layer in messages: its index, "<i>.main.<j>" inside a residual block
   Layer* ld_ = nullptr;
   const Shape* pending_flatten_ = nullptr;  // a flatten whose order change the next dense absorbs

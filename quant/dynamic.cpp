@@ -337,6 +337,7 @@ class DynamicQuantizer : public LayerVisitor {
   void visit(GlobalAvgPoolLayer&) override { refuse(); }
   void visit(EmbeddingLayer&) override { refuse(); }
   void visit(ResidualLayer&) override { refuse(); }
+  void visit(GraphLayer&) override { refuse(); }
   void visit(ExternalLayer&) override { refuse(); }
 
   // The capability table's int8 dynamic column.
@@ -351,6 +352,7 @@ class DynamicQuantizer : public LayerVisitor {
   static Support support(Kind<GlobalAvgPoolLayer>) { return Support::none("static quantization only"); }
   static Support support(Kind<EmbeddingLayer>) { return Support::none("no dynamic int8 form"); }
   static Support support(Kind<ResidualLayer>) { return Support::none("static quantization only"); }
+  static Support support(Kind<GraphLayer>) { return Support::none("graph models: not yet"); }
   static Support support(Kind<ExternalLayer>) { return Support::none("int8 layers and mirrors: quantize the fp32 model"); }
 
  private:

@@ -144,6 +144,7 @@ class Planner : public LayerVisitor {
   void visit(DropoutLayer&) override { refuse(); }
   void visit(EmbeddingLayer&) override { refuse(); }
   void visit(RnnLayer&) override { refuse(); }
+  void visit(GraphLayer&) override { refuse(); }
   void visit(ExternalLayer&) override { refuse(); }
 
   // The capability table's int8 static column.
@@ -157,6 +158,7 @@ class Planner : public LayerVisitor {
   static Support support(Kind<BatchNormLayer>) { return Support::some("folded into the conv before it only"); }
   static Support support(Kind<DropoutLayer>) { return Support::none("no int8 form yet"); }
   static Support support(Kind<EmbeddingLayer>) { return Support::none("no int8 form yet"); }
+  static Support support(Kind<GraphLayer>) { return Support::none("graph models: not yet"); }
   static Support support(Kind<RnnLayer>) { return Support::none("dynamic quantization only"); }
   static Support support(Kind<ExternalLayer>) { return Support::none("int8 layers and mirrors: quantize the fp32 model"); }
 

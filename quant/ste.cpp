@@ -205,6 +205,7 @@ class Mirror : public LayerVisitor, public QuantLayerVisitor {
   void visit(EmbeddingLayer& l) override { refuse(l); }
   void visit(RnnLayer& l) override { refuse(l); }
   void visit(ResidualLayer& l) override { refuse(l); }
+  void visit(GraphLayer& l) override { refuse(l); }
   void visit(QDynDenseLayer& l) override { refuse(l); }
   void visit(QDynRnnLayer& l) override { refuse(l); }
   void visit(FakeQuantLayer& l) override { refuse(l); }
@@ -237,6 +238,7 @@ class Mirror : public LayerVisitor, public QuantLayerVisitor {
   static Support support(Kind<EmbeddingLayer>) { return Support::none("not in int8 models"); }
   static Support support(Kind<RnnLayer>) { return Support::none("not in int8 models"); }
   static Support support(Kind<ResidualLayer>) { return Support::none("not in int8 models"); }
+  static Support support(Kind<GraphLayer>) { return Support::none("not in int8 models"); }
   static Support support(Kind<ExternalLayer>) { return Support::some("quant/'s kinds, as their rows say"); }
 
  private:

@@ -10,6 +10,7 @@ const char* act_name(ActKind k) {
     case ActKind::tanh: return "tanh";
     case ActKind::sigmoid: return "sigmoid";
     case ActKind::hard_sigmoid: return "hard_sigmoid";
+    case ActKind::clip: return "clip";
   }
   fail("act_name: unknown activation kind ", static_cast<int>(k));
 }

@@ -4,6 +4,8 @@
 //   tanh, sigmoid: y = tanh(x), 1/(1+exp(-x)); gradients from y
 //   hard_sigmoid: y = clip(slope*x + offset, 0, 1); dy/dx = slope inside the linear
 //                 region, including its end points when grad_edges_inclusive.
+//   clip:         y = min(max(x, lo), hi) (ReLU6: lo 0, hi 6; ONNX Clip), NaN for NaN;
+//                 dy/dx = 1 for lo < x < hi, and at x = lo or hi when clip_grad_edges_inclusive.
 // forward writes y (=), backward writes dx (=). One kernel serves both float and double.
 #pragma once
 #include <cmath>
@@ -13,7 +15,7 @@
 
 namespace driftlab {
 
-enum class ActKind { relu, tanh, sigmoid, hard_sigmoid };
+enum class ActKind { relu, tanh, sigmoid, hard_sigmoid, clip };
 // dReLU at x = NaN: `dy` passes the incoming gradient (PyTorch's threshold_backward tests the
 // output, `y <= 0 ? 0 : dy`, false for NaN); `nan` gives NaN (TF.js dy*step(x) with step(NaN) =
 // NaN; Theano 0.5*(dy + dy*sgn(x)) with sgn(NaN) = NaN).
@@ -25,6 +27,10 @@ struct ActivationParams {
   double hs_slope = 0.2, hs_offset = 0.5;
   bool hs_grad_edges_inclusive = true;
   ReluNanGrad relu_nan_grad = ReluNanGrad::dy;  // last: positional initialisers predate it
+  double clip_min = 0.0, clip_max = 6.0;
+  // torch's nn.ReLU6/Hardtanh backward passes the gradient only strictly inside (lo, hi)
+  // (hardtanh_backward: x <= min || x >= max gives 0); torch.clamp's backward at the bounds too.
+  bool clip_grad_edges_inclusive = false;
 };
 
 const char* act_name(ActKind k);
@@ -82,6 +88,18 @@ DL_HOST_DEVICE inline T hard_sigmoid_grad(const ActivationParams& p, T x, T dy) 
   const double v = static_cast<double>(x);
   return (v > lo && v < hi) ? slope * dy : T(0);
 }
+// NaN stays NaN (torch.clamp and Hardtanh propagate it; so does ONNX Clip's reference, np.clip).
+template <typename T>
+DL_HOST_DEVICE inline T clip_value(T x, T lo, T hi) {
+  if (x != x) return x;
+  return x < lo ? lo : (x > hi ? hi : x);
+}
+template <typename T>
+DL_HOST_DEVICE inline T clip_grad(const ActivationParams& p, T x, T dy) {
+  const T lo = static_cast<T>(p.clip_min), hi = static_cast<T>(p.clip_max);
+  if (p.clip_grad_edges_inclusive) return (x >= lo && x <= hi) ? dy : T(0);
+  return (x > lo && x < hi) ? dy : T(0);
+}
 // x and y are the forward input and output (each formula uses whichever is exact).
 template <typename T>
 DL_HOST_DEVICE inline T activation_value(const ActivationParams& p, T x) {
@@ -89,6 +107,7 @@ DL_HOST_DEVICE inline T activation_value(const ActivationParams& p, T x) {
     case ActKind::relu: return relu_value(x);
     case ActKind::tanh: return tanh_value(x);
     case ActKind::sigmoid: return sigmoid_value(x);
+    case ActKind::clip: return clip_value(x, static_cast<T>(p.clip_min), static_cast<T>(p.clip_max));
     case ActKind::hard_sigmoid: break;
   }
   return hard_sigmoid_value(x, static_cast<T>(p.hs_slope), static_cast<T>(p.hs_offset));
@@ -100,6 +119,7 @@ DL_HOST_DEVICE inline T activation_grad(const ActivationParams& p, T x, T y, T d
       return relu_grad(x, dy, static_cast<T>(p.relu_grad_at_zero), p.relu_nan_grad == ReluNanGrad::nan);
     case ActKind::tanh: return tanh_grad(y, dy);
     case ActKind::sigmoid: return sigmoid_grad(y, dy);
+    case ActKind::clip: return clip_grad(p, x, dy);
     case ActKind::hard_sigmoid: break;
   }
   return hard_sigmoid_grad(p, x, dy);

@@ -6,10 +6,10 @@ namespace driftlab {
 
 std::string Conv2dParams::str() const {
   std::ostringstream os;
-  os << "input [" << n << "," << c << "," << h << "," << w << "], kernel [" << k << "," << c << ","
+  os << "input [" << n << "," << c << "," << h << "," << w << "], kernel [" << k << "," << (groups >= 1 ? c / groups : c) << ","
      << r << "," << s << "], stride (" << stride_h << "," << stride_w << "), dilation (" << dil_h
      << "," << dil_w << "), pad t/b/l/r (" << pad_t << "," << pad_b << "," << pad_l << "," << pad_r
-     << ")" << (flip ? ", flipped" : "");
+     << ")" << (groups != 1 ? ", groups " + std::to_string(groups) : std::string()) << (flip ? ", flipped" : "");
   return os.str();
 }
 
@@ -18,6 +18,8 @@ void Conv2dParams::validate() const {
   if (!(n >= 1 && c >= 1 && h >= 1 && w >= 1 && k >= 1 && r >= 1 && s >= 1)) fail("conv2d: empty dimension (", str(), ")");
   if (!(stride_h >= 1 && stride_w >= 1 && dil_h >= 1 && dil_w >= 1))
     fail("conv2d: stride and dilation must be >= 1 (", str(), ")");
+  if (!(groups >= 1 && c % groups == 0 && k % groups == 0))
+    fail("conv2d: groups must divide the input and output channels (", str(), ")");
   if (!(pad_t >= 0 && pad_b >= 0 && pad_l >= 0 && pad_r >= 0)) fail("conv2d: negative padding (", str(), ")");
   if (!(h + pad_t + pad_b >= dil_h * (r - 1) + 1 && w + pad_l + pad_r >= dil_w * (s - 1) + 1))
     fail("conv2d: kernel larger than padded input (", str(), ")");

@@ -1,7 +1,8 @@
 // conv2d: explicit parameters, shape inference and the kernel table.
-// Layouts: x (N,C,H,W), w (K,C,R,S) [OIHW], b (K), y (N,K,P,Q).
-// y[n,k,p,q] = b[k] + sum_{c,r,s} x[n,c,p*sh - pad_t + r*dh, q*sw - pad_l + s*dw] * w'[k,c,r,s]
-// where w' = w, or w rotated 180 degrees in (r,s) when flip is set (true convolution).
+// Layouts: x (N,C,H,W), w (K,C/G,R,S) [OIHW], b (K), y (N,K,P,Q), G = groups.
+// y[n,k,p,q] = b[k] + sum_{c',r,s} x[n,g*C/G + c',p*sh - pad_t + r*dh, q*sw - pad_l + s*dw] * w'[k,c',r,s]
+// where g = k / (K/G) is output channel k's group (G = C: depthwise), and w' = w, or w rotated
+// 180 degrees in (r,s) when flip is set (true convolution).
 //
 // Kernel contract: forward writes y (=); backward_data writes dx (=);
 // backward_weight ADDS into dw and db (+=) so that gradients accumulate across calls.
@@ -22,12 +23,14 @@ struct Conv2dParams {
   int64_t dil_h = 1, dil_w = 1;
   int64_t pad_t = 0, pad_b = 0, pad_l = 0, pad_r = 0;  // explicit, possibly asymmetric
   bool flip = false;                    // rotate the kernel 180 degrees (Theano filter_flip)
+  int64_t groups = 1;                   // C and K split into this many independent convolutions
   SumOrder sum_order = SumOrder::ascending;  // reference kernels only
 
   int64_t out_h() const { return (h + pad_t + pad_b - dil_h * (r - 1) - 1) / stride_h + 1; }
   int64_t out_w() const { return (w + pad_l + pad_r - dil_w * (s - 1) - 1) / stride_w + 1; }
   Shape x_shape() const { return {n, c, h, w}; }
-  Shape w_shape() const { return {k, c, r, s}; }
+  int64_t c_per_group() const { return c / groups; }
+  Shape w_shape() const { return {k, c / groups, r, s}; }
   Shape y_shape() const { return {n, k, out_h(), out_w()}; }
   std::string str() const;
   void validate() const;  // throws with every value when inconsistent

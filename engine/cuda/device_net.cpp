@@ -32,7 +32,9 @@ class DeviceSupport : public LayerVisitor {
   std::string path;  // where the layer sits
   std::string bad;   // the first layer without a counterpart: "<path> (<kind>): <why>"
 
-  void visit(Conv2dLayer&) override {}
+  void visit(Conv2dLayer& c) override {
+    if (c.op_params().groups != 1) bad = path + " (conv2d): grouped convolution (groups " + std::to_string(c.op_params().groups) + ") has no CUDA kernel yet";
+  }
   void visit(Pool2dLayer&) override {}
   void visit(DenseLayer&) override {}
   void visit(ActivationLayer&) override {}
@@ -47,6 +49,7 @@ class DeviceSupport : public LayerVisitor {
     check_seq(r.main(), at + ".residual.main.");
     if (bad.empty() && r.projection()) check_seq(*r.projection(), at + ".residual.shortcut.");
   }
+  void visit(GraphLayer&) override { bad = path + " (graph): graph models run on the CPU only so far"; }
   // Layers of a library above the engine (quant/'s int8 layers) say for themselves.
   void visit(ExternalLayer& l) override {
     const std::string why = l.device_unsupported();
@@ -60,10 +63,10 @@ class DeviceSupport : public LayerVisitor {
     }
   }
 
-  static Support support(Kind<Conv2dLayer>) { return Support::all("own kernel, cuDNN"); }
+  static Support support(Kind<Conv2dLayer>) { return Support::some("own kernel, cuDNN; groups 1 only"); }
   static Support support(Kind<Pool2dLayer>) { return Support::all("own kernel, cuDNN"); }
   static Support support(Kind<DenseLayer>) { return Support::all("own GEMM, cuBLAS"); }
-  static Support support(Kind<ActivationLayer>) { return Support::all("relu, tanh, sigmoid, hard_sigmoid"); }
+  static Support support(Kind<ActivationLayer>) { return Support::all("relu, tanh, sigmoid, hard_sigmoid, clip"); }
   static Support support(Kind<BatchNormLayer>) { return Support::all("own kernel, cuDNN"); }
   static Support support(Kind<DropoutLayer>) { return Support::all(); }
   static Support support(Kind<FlattenLayer>) { return Support::all(); }
@@ -71,6 +74,7 @@ class DeviceSupport : public LayerVisitor {
   static Support support(Kind<EmbeddingLayer>) { return Support::all(); }
   static Support support(Kind<RnnLayer>) { return Support::all("own kernels, cuDNN RNN for the cells it has"); }
   static Support support(Kind<ResidualLayer>) { return Support::all(); }
+  static Support support(Kind<GraphLayer>) { return Support::none("graph models run on the CPU only so far"); }
   static Support support(Kind<ExternalLayer>) { return Support::some("as the layer says (device_unsupported)"); }
 };
 
@@ -182,6 +186,7 @@ struct DeviceNetBuilder {
       auto proj = r.projection() ? b.make_seq(*r.projection(), path + ".residual.shortcut.") : nullptr;
       out = make_device_residual(r, std::move(main), std::move(proj));
     }
+    void visit(GraphLayer&) override { fail("cuda: layer ", path, " (graph): graph models run on the CPU only so far"); }
     // A layer defined outside engine/layers (quant/'s int8 layers) makes its own.
     void visit(ExternalLayer& l) override {
       const std::string why = l.device_unsupported();

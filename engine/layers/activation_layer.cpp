@@ -23,10 +23,19 @@ ActivationParams resolve_activation(const Policy& policy, ActKind kind) {
 ActivationLayer::ActivationLayer(ActKind kind, const Shape& in, const Policy& policy)
     : p_(resolve_activation(policy, kind)), shape_(in), backend_(policy.act_backend) {}
 
+std::unique_ptr<ActivationLayer> ActivationLayer::clip(double lo, double hi, const Shape& in, const Policy& policy) {
+  check(lo <= hi, "clip: min ", lo, " above max ", hi);
+  auto l = std::make_unique<ActivationLayer>(ActKind::clip, in, policy);
+  l->p_.clip_min = lo;
+  l->p_.clip_max = hi;
+  return l;
+}
+
 std::string ActivationLayer::describe() const {
   std::ostringstream os;
   os << act_name(p_.kind);
   if (p_.kind == ActKind::relu && p_.relu_grad_at_zero != 0.0) os << " grad@0=" << p_.relu_grad_at_zero;
+  if (p_.kind == ActKind::clip) os << "(" << p_.clip_min << ", " << p_.clip_max << ")";
   if (p_.kind == ActKind::hard_sigmoid)
     os << " clip(" << p_.hs_slope << "x+" << p_.hs_offset << ") edges "
        << (p_.hs_grad_edges_inclusive ? "inclusive" : "exclusive");

@@ -13,6 +13,8 @@ class ActivationLayer : public Layer {
  public:
   DL_ACCEPT_VISITOR(activation)
   ActivationLayer(ActKind kind, const Shape& in, const Policy& policy);
+  // clip(x, lo, hi) (ReLU6 is 0, 6): bounds a file states, not a knob.
+  static std::unique_ptr<ActivationLayer> clip(double lo, double hi, const Shape& in, const Policy& policy);
   std::string kind() const override { return act_name(p_.kind); }
   std::string describe() const override;
   Shape output_shape() const override { return shape_; }

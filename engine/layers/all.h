@@ -8,6 +8,7 @@
 #include "engine/layers/embedding_layer.h"
 #include "engine/layers/flatten_layer.h"
 #include "engine/layers/global_avg_pool_layer.h"
+#include "engine/layers/graph_layer.h"
 #include "engine/layers/pool_layer.h"
 #include "engine/layers/residual_layer.h"
 #include "engine/layers/rnn_layer.h"

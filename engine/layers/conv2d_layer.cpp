@@ -22,8 +22,11 @@ Conv2dParams resolve_conv2d(const Policy& policy, const Shape& in, const Conv2dS
   p.k = spec.out_channels;
   p.r = spec.kernel_h;
   p.s = spec.kernel_w;
-  p.stride_h = p.stride_w = spec.stride;
-  p.dil_h = p.dil_w = spec.dilation;
+  p.stride_h = spec.stride;
+  p.stride_w = spec.stride_w > 0 ? spec.stride_w : spec.stride;
+  p.dil_h = spec.dilation;
+  p.dil_w = spec.dilation_w > 0 ? spec.dilation_w : spec.dilation;
+  p.groups = spec.groups;
   p.flip = policy.conv_kernel_flip;
   p.sum_order = policy.acc_order;
   switch (spec.pad) {
@@ -33,14 +36,20 @@ Conv2dParams resolve_conv2d(const Policy& policy, const Shape& in, const Conv2dS
       p.pad_t = p.pad_b = spec.pad_h;
       p.pad_l = p.pad_r = spec.pad_w;
       break;
+    case PadMode::explicit4:
+      p.pad_t = spec.pads4[0];
+      p.pad_b = spec.pads4[1];
+      p.pad_l = spec.pads4[2];
+      p.pad_r = spec.pads4[3];
+      break;
     case PadMode::same: {
-      check(!(policy.conv_same_pad == SamePad::after_stride1 && spec.stride > 1),
+      check(!(policy.conv_same_pad == SamePad::after_stride1 && (p.stride_h > 1 || p.stride_w > 1)),
             "conv2d: padding='same' with stride ", spec.stride,
             " is refused under conv_same_pad=after_stride1 (PyTorch: \"padding='same' is not supported for "
             "strided convolutions\"); use explicit padding or conv_same_pad=after|before");
       bool after = policy.conv_same_pad != SamePad::before;
-      AxisPad ph = same_padding(p.h, p.r, spec.stride, spec.dilation, after);
-      AxisPad pw = same_padding(p.w, p.s, spec.stride, spec.dilation, after);
+      AxisPad ph = same_padding(p.h, p.r, p.stride_h, p.dil_h, after);
+      AxisPad pw = same_padding(p.w, p.s, p.stride_w, p.dil_w, after);
       p.pad_t = ph.before;
       p.pad_b = ph.after;
       p.pad_l = pw.before;
@@ -56,16 +65,22 @@ Conv2dLayer::Conv2dLayer(const Conv2dSpec& spec, const Shape& in, const Policy& 
     : p_(resolve_conv2d(policy, in, spec)), backend_(policy.conv_backend), block_backend_(policy.conv_block_backend), has_bias_(spec.bias) {
   DType dt = policy.dtype == FloatType::float64 ? DType::f64 : DType::f32;
   weight_ = {"weight", Tensor(p_.w_shape(), dt), Tensor(p_.w_shape(), dt), false};
-  init_weight(weight_.value, p_.c * p_.r * p_.s, p_.k * p_.r * p_.s, policy, rng);
+  // fan_in is what one output reads (C/G channels), fan_out K*R*S, as torch's
+  // _calculate_fan_in_and_fan_out reads a grouped weight (K, C/G, R, S)
+  init_weight(weight_.value, p_.c_per_group() * p_.r * p_.s, p_.k * p_.r * p_.s, policy, rng);
   if (has_bias_) {
     bias_ = {"bias", Tensor({p_.k}, dt), Tensor({p_.k}, dt), true};
-    init_bias(bias_.value, p_.c * p_.r * p_.s, policy, rng);
+    init_bias(bias_.value, p_.c_per_group() * p_.r * p_.s, policy, rng);
   }
 }
 
 std::string Conv2dLayer::describe() const {
   std::ostringstream os;
-  os << "conv2d " << p_.k << "@" << p_.r << "x" << p_.s << " stride " << p_.stride_h << " pad t/b/l/r " << p_.pad_t
+  os << "conv2d " << p_.k << "@" << p_.r << "x" << p_.s << " stride " << p_.stride_h;
+  if (p_.stride_w != p_.stride_h) os << "x" << p_.stride_w;
+  if (p_.dil_h != 1 || p_.dil_w != 1) os << " dilation " << p_.dil_h << "x" << p_.dil_w;
+  if (p_.groups != 1) os << " groups " << p_.groups;
+  os << " pad t/b/l/r " << p_.pad_t
      << "/" << p_.pad_b << "/" << p_.pad_l << "/" << p_.pad_r << (p_.flip ? " flipped" : "") << " ["
      << (block_note_.empty() ? backend_name(backend_) : block_note_) << "]";
   return os.str();

@@ -8,7 +8,8 @@
 
 namespace driftlab {
 
-enum class PadMode { valid, same, explicit_pad };
+// explicit_pad: pad_h/pad_w on both sides; explicit4: pads t/b/l/r as given (an ONNX file's pads).
+enum class PadMode { valid, same, explicit_pad, explicit4 };
 
 struct Conv2dSpec {
   int64_t out_channels = 1;
@@ -17,6 +18,9 @@ struct Conv2dSpec {
   PadMode pad = PadMode::valid;
   int64_t pad_h = 0, pad_w = 0;  // symmetric, for PadMode::explicit_pad
   bool bias = true;
+  int64_t groups = 1;                    // grouped (depthwise: groups = input channels)
+  int64_t stride_w = 0, dilation_w = 0;  // 0: the same as stride / dilation (square)
+  int64_t pads4[4] = {0, 0, 0, 0};       // t, b, l, r for PadMode::explicit4
 };
 
 // The explicit op parameters this spec means under `policy` for a (C,H,W) input.

@@ -10,8 +10,15 @@ Pool2dParams resolve_pool2d(const Policy& policy, const Shape& in, const Pool2dS
   p.c = in[0];
   p.h = in[1];
   p.w = in[2];
-  p.kh = p.kw = spec.window;
-  p.stride_h = p.stride_w = spec.stride > 0 ? spec.stride : spec.window;
+  p.kh = spec.window;
+  p.kw = spec.window_w > 0 ? spec.window_w : spec.window;
+  p.stride_h = spec.stride > 0 ? spec.stride : p.kh;
+  p.stride_w = spec.stride_w > 0 ? spec.stride_w : spec.stride > 0 ? spec.stride : p.kw;
+  p.pad_t = spec.pads4[0];
+  p.pad_b = spec.pads4[1];
+  p.pad_l = spec.pads4[2];
+  p.pad_r = spec.pads4[3];
+  p.count_include_pad = spec.count_include_pad;
   p.ties = policy.maxpool_grad_ties;
   p.sum_order = policy.acc_order;  // average pooling
   p.validate();
@@ -28,6 +35,10 @@ const OpTable<Pool2dKernel>& Pool2dLayer::table(const ExecContext& exec) const {
 std::string Pool2dLayer::describe() const {
   std::ostringstream os;
   os << kind() << " " << p_.kh << "x" << p_.kw << " stride " << p_.stride_h;
+  if (p_.stride_w != p_.stride_h) os << "x" << p_.stride_w;
+  if (p_.pad_t || p_.pad_b || p_.pad_l || p_.pad_r)
+    os << " pad t/b/l/r " << p_.pad_t << "/" << p_.pad_b << "/" << p_.pad_l << "/" << p_.pad_r
+       << (kind_ == PoolKind::avg ? (p_.count_include_pad ? " counting pads" : " not counting pads") : "");
   if (kind_ == PoolKind::max) os << " ties=" << (p_.ties == PoolTies::first ? "first" : "all");
   return os.str();
 }

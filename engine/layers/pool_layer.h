@@ -14,6 +14,10 @@ struct Pool2dSpec {
   PoolKind kind = PoolKind::max;
   int64_t window = 2;
   int64_t stride = 0;  // 0: the window size
+  // Rectangular windows, strides and pads as a file states them (0: as window / stride above).
+  int64_t window_w = 0, stride_w = 0;
+  int64_t pads4[4] = {0, 0, 0, 0};  // t, b, l, r; max pooling never picks the padding
+  bool count_include_pad = true;    // average pooling: divide by the window (true) or its real inputs
 };
 
 Pool2dParams resolve_pool2d(const Policy& policy, const Shape& in_chw, const Pool2dSpec& spec);

@@ -40,7 +40,8 @@ class Layer;
   X(GlobalAvgPoolLayer, global_avg_pool)         \
   X(EmbeddingLayer, embedding)                   \
   X(RnnLayer, rnn)                               \
-  X(ResidualLayer, residual)
+  X(ResidualLayer, residual)                     \
+  X(GraphLayer, graph)
 
 #define DL_DECLARE_CLASS(cls, name) class cls;
 DRIFTLAB_LAYER_KINDS(DL_DECLARE_CLASS)
@@ -53,7 +54,7 @@ enum class LayerKind {
 #undef DL_KIND_ENUM
       external,
 };
-constexpr std::size_t kLayerKindCount = 12;  // the eleven above and `external`
+constexpr std::size_t kLayerKindCount = 13;  // the twelve above and `external`
 static_assert(static_cast<std::size_t>(LayerKind::external) + 1 == kLayerKindCount,
               "a layer kind was added to DRIFTLAB_LAYER_KINDS: update kLayerKindCount and every switch over it");
 const char* layer_kind_name(LayerKind k);

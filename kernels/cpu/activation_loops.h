@@ -24,6 +24,10 @@ void forward(const ActivationParams& p, const T* x, T* y, int64_t n) {
     case ActKind::sigmoid: return for_each<Parallel>(n, [&](int64_t i) { y[i] = sigmoid_value(x[i]); });
     case ActKind::hard_sigmoid:
       return for_each<Parallel>(n, [&](int64_t i) { y[i] = hard_sigmoid_value(x[i], slope, offset); });
+    case ActKind::clip: {
+      const T lo = static_cast<T>(p.clip_min), hi = static_cast<T>(p.clip_max);
+      return for_each<Parallel>(n, [&](int64_t i) { y[i] = clip_value(x[i], lo, hi); });
+    }
   }
 }
 
@@ -38,6 +42,7 @@ void backward(const ActivationParams& p, const T* x, const T* y, const T* dy, T*
     case ActKind::sigmoid: return for_each<Parallel>(n, [&](int64_t i) { dx[i] = sigmoid_grad(y[i], dy[i]); });
     case ActKind::hard_sigmoid:
       return for_each<Parallel>(n, [&](int64_t i) { dx[i] = hard_sigmoid_grad(p, x[i], dy[i]); });
+    case ActKind::clip: return for_each<Parallel>(n, [&](int64_t i) { dx[i] = clip_grad(p, x[i], dy[i]); });
   }
 }
 

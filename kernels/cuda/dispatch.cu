@@ -31,6 +31,7 @@ void gemm_cuda(CudaContext& ctx, const GemmParams& p, const DeviceTensor& a, con
 
 void conv2d_forward_cuda(CudaContext& ctx, const Conv2dParams& p, const DeviceTensor& x, const DeviceTensor& w,
                          const DeviceTensor* b, DeviceTensor& y) {
+  check(p.groups == 1, "conv2d_forward: grouped convolution has no CUDA kernel yet (", p.str(), ")");
   if (vendor(ctx.params().conv_backend)) {
     if (conv2d_cudnn_supports(p, x.dtype())) return conv2d_forward_cudnn(ctx, p, x, w, b, y);
     note_fallback(ctx, "conv2d_forward", p.str());
@@ -40,6 +41,7 @@ void conv2d_forward_cuda(CudaContext& ctx, const Conv2dParams& p, const DeviceTe
 
 void conv2d_backward_data_cuda(CudaContext& ctx, const Conv2dParams& p, const DeviceTensor& dy,
                                const DeviceTensor& w, DeviceTensor& dx) {
+  check(p.groups == 1, "conv2d_backward_data: grouped convolution has no CUDA kernel yet (", p.str(), ")");
   if (vendor(ctx.params().conv_backend)) {
     if (conv2d_cudnn_supports(p, dy.dtype())) return conv2d_backward_data_cudnn(ctx, p, dy, w, dx);
     note_fallback(ctx, "conv2d_backward_data", p.str());
@@ -49,6 +51,7 @@ void conv2d_backward_data_cuda(CudaContext& ctx, const Conv2dParams& p, const De
 
 void conv2d_backward_weight_cuda(CudaContext& ctx, const Conv2dParams& p, const DeviceTensor& x,
                                  const DeviceTensor& dy, DeviceTensor& dw, DeviceTensor* db) {
+  check(p.groups == 1, "conv2d_backward_weight: grouped convolution has no CUDA kernel yet (", p.str(), ")");
   if (vendor(ctx.params().conv_backend)) {
     if (conv2d_cudnn_supports(p, x.dtype())) return conv2d_backward_weight_cudnn(ctx, p, x, dy, dw, db);
     note_fallback(ctx, "conv2d_backward_weight", p.str());

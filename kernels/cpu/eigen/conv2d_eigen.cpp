@@ -242,8 +242,8 @@ void conv2d_backward_weight_eigen(const Conv2dParams& p, const Tensor& x, const 
 void register_conv2d_eigen(KernelRegistry& reg) {
   Conv2dKernel k;
   k.name = "eigen";
-  k.supports_doc = "every params field, float32 and float64";
-  k.supports = [](const Conv2dParams&, DType) { return true; };
+  k.supports_doc = "every params field but groups > 1, float32 and float64";
+  k.supports = [](const Conv2dParams& p, DType) { return p.groups == 1; };
   k.forward = conv2d_forward_eigen;
   k.backward_data = conv2d_backward_data_eigen;
   k.backward_weight = conv2d_backward_weight_eigen;

@@ -698,7 +698,7 @@ void backward_f32(const ConvBlockParams& p, const float* x, const float* w, cons
 bool supports(const ConvBlockParams& p, DType dt) {
   const Conv2dParams& c = p.conv;
   const Pool2dParams& q = p.pool;
-  return dt == DType::f32 && c.stride_h == 1 && c.stride_w == 1 && c.dil_h == 1 && c.dil_w == 1 &&
+  return dt == DType::f32 && c.groups == 1 && c.stride_h == 1 && c.stride_w == 1 && c.dil_h == 1 && c.dil_w == 1 &&
          c.pad_t < c.r && c.pad_b < c.r && c.pad_l < c.s && c.pad_r < c.s && c.c <= 32 && c.k <= 64 &&
          c.c * c.h * c.w <= 32768 && c.k * c.out_h() * c.out_w() <= 32768 &&
          (c.out_h() + 8) * ((c.out_w() + V - 1) / V) <= kMaxVectors && q.pad_t == 0 && q.pad_b == 0 &&

@@ -389,8 +389,8 @@ void conv2d_backward_weight_onednn(const Conv2dParams& p, const Tensor& x, const
 void register_conv2d_onednn(KernelRegistry& reg) {
   Conv2dKernel k;
   k.name = "onednn";
-  k.supports_doc = "float32 (oneDNN has no float64 convolution)";
-  k.supports = [](const Conv2dParams&, DType dt) { return dt == DType::f32; };
+  k.supports_doc = "float32 (oneDNN has no float64 convolution), groups 1";
+  k.supports = [](const Conv2dParams& p, DType dt) { return dt == DType::f32 && p.groups == 1; };
   k.forward = conv2d_forward_onednn;
   k.backward_data = conv2d_backward_data_onednn;
   k.backward_weight = conv2d_backward_weight_onednn;

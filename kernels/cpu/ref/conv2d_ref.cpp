@@ -1,6 +1,7 @@
 // Reference conv2d: single-threaded loops, float and double, every Conv2dParams field
 // honoured; the terms of each output are collected and summed in params.sum_order.
-// Layouts x (N,C,H,W), w (K,C,R,S), y (N,K,P,Q). forward/backward_data write (=);
+// Layouts x (N,C,H,W), w (K,C/G,R,S), y (N,K,P,Q); output channel k reads input channels
+// g*C/G .. (g+1)*C/G - 1 of its group g = k/(K/G). forward/backward_data write (=);
 // backward_weight adds (+=) into dw and db. This is the oracle for every fast conv kernel.
 #include <vector>
 
@@ -16,19 +17,22 @@ inline int64_t tap(int64_t i, int64_t n, bool flip) { return flip ? n - 1 - i : 
 template <typename T>
 void forward(const Conv2dParams& p, const T* x, const T* w, const T* b, T* y) {
   const int64_t P = p.out_h(), Q = p.out_w();
-  std::vector<T> terms(static_cast<std::size_t>(p.c * p.r * p.s) + 1);
+  const int64_t cg = p.c_per_group(), kg = p.k / p.groups;
+  std::vector<T> terms(static_cast<std::size_t>(cg * p.r * p.s) + 1);
   for (int64_t n = 0; n < p.n; ++n)
     for (int64_t k = 0; k < p.k; ++k)
       for (int64_t oh = 0; oh < P; ++oh)
         for (int64_t ow = 0; ow < Q; ++ow) {
           int64_t t = 0;
-          for (int64_t c = 0; c < p.c; ++c)
+          const int64_t c0 = (k / kg) * cg;
+          for (int64_t cw = 0; cw < cg; ++cw)
             for (int64_t r = 0; r < p.r; ++r) {
+              const int64_t c = c0 + cw;
               int64_t ih = oh * p.stride_h - p.pad_t + r * p.dil_h;
               for (int64_t s = 0; s < p.s; ++s) {
                 int64_t iw = ow * p.stride_w - p.pad_l + s * p.dil_w;
                 T xv = (ih >= 0 && ih < p.h && iw >= 0 && iw < p.w) ? x[((n * p.c + c) * p.h + ih) * p.w + iw] : T(0);
-                T wv = w[((k * p.c + c) * p.r + tap(r, p.r, p.flip)) * p.s + tap(s, p.s, p.flip)];
+                T wv = w[((k * cg + cw) * p.r + tap(r, p.r, p.flip)) * p.s + tap(s, p.s, p.flip)];
                 terms[t++] = xv * wv;
               }
             }
@@ -42,14 +46,16 @@ void forward(const Conv2dParams& p, const T* x, const T* w, const T* b, T* y) {
 template <typename T>
 void backward_data(const Conv2dParams& p, const T* dy, const T* w, T* dx) {
   const int64_t P = p.out_h(), Q = p.out_w();
-  std::vector<T> terms(static_cast<std::size_t>(p.k * p.r * p.s));
-  // dx[n,c,ih,iw] = sum over (k,r,s) with ih = oh*sh - pt + r*dh for an integer oh in range.
+  const int64_t cg = p.c_per_group(), kg = p.k / p.groups;
+  std::vector<T> terms(static_cast<std::size_t>(kg * p.r * p.s));
+  // dx[n,c,ih,iw] = sum over (k in c's group, r, s) with ih = oh*sh - pt + r*dh for an integer oh in range.
   for (int64_t n = 0; n < p.n; ++n)
     for (int64_t c = 0; c < p.c; ++c)
       for (int64_t ih = 0; ih < p.h; ++ih)
         for (int64_t iw = 0; iw < p.w; ++iw) {
           int64_t t = 0;
-          for (int64_t k = 0; k < p.k; ++k)
+          const int64_t g = c / cg, cw = c % cg;
+          for (int64_t k = g * kg; k < (g + 1) * kg; ++k)
             for (int64_t r = 0; r < p.r; ++r) {
               int64_t num_h = ih + p.pad_t - r * p.dil_h;
               if (num_h < 0 || num_h % p.stride_h) continue;
@@ -60,7 +66,7 @@ void backward_data(const Conv2dParams& p, const T* dy, const T* w, T* dx) {
                 if (num_w < 0 || num_w % p.stride_w) continue;
                 int64_t ow = num_w / p.stride_w;
                 if (ow >= Q) continue;
-                T wv = w[((k * p.c + c) * p.r + tap(r, p.r, p.flip)) * p.s + tap(s, p.s, p.flip)];
+                T wv = w[((k * cg + cw) * p.r + tap(r, p.r, p.flip)) * p.s + tap(s, p.s, p.flip)];
                 terms[t++] = dy[((n * p.k + k) * P + oh) * Q + ow] * wv;
               }
             }
@@ -71,11 +77,13 @@ void backward_data(const Conv2dParams& p, const T* dy, const T* w, T* dx) {
 template <typename T>
 void backward_weight(const Conv2dParams& p, const T* x, const T* dy, T* dw, T* db) {
   const int64_t P = p.out_h(), Q = p.out_w();
+  const int64_t cg = p.c_per_group(), kg = p.k / p.groups;
   std::vector<T> terms(static_cast<std::size_t>(p.n * P * Q));
   for (int64_t k = 0; k < p.k; ++k)
-    for (int64_t c = 0; c < p.c; ++c)
+    for (int64_t cw = 0; cw < cg; ++cw)
       for (int64_t r = 0; r < p.r; ++r)
         for (int64_t s = 0; s < p.s; ++s) {
+          const int64_t c = (k / kg) * cg + cw;
           int64_t t = 0;
           for (int64_t n = 0; n < p.n; ++n)
             for (int64_t oh = 0; oh < P; ++oh) {
@@ -87,7 +95,7 @@ void backward_weight(const Conv2dParams& p, const T* x, const T* dy, T* dw, T* d
                 terms[t++] = x[((n * p.c + c) * p.h + ih) * p.w + iw] * dy[((n * p.k + k) * P + oh) * Q + ow];
               }
             }
-          dw[((k * p.c + c) * p.r + tap(r, p.r, p.flip)) * p.s + tap(s, p.s, p.flip)] +=
+          dw[((k * cg + cw) * p.r + tap(r, p.r, p.flip)) * p.s + tap(s, p.s, p.flip)] +=
               ordered_sum(terms.data(), t, p.sum_order);
         }
   if (!db) return;
@@ -141,7 +149,7 @@ void conv2d_backward_weight_ref(const Conv2dParams& p, const Tensor& x, const Te
 void register_conv2d_ref(KernelRegistry& reg) {
   Conv2dKernel k;
   k.name = "reference";
-  k.supports_doc = "every params field, float32 and float64";
+  k.supports_doc = "every params field (groups included), float32 and float64";
   k.supports = [](const Conv2dParams&, DType) { return true; };
   k.forward = conv2d_forward_ref;
   k.backward_data = conv2d_backward_data_ref;

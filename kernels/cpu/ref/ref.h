@@ -9,6 +9,7 @@
 
 #include "core/ops/activation.h"
 #include "core/ops/batchnorm.h"
+#include "core/ops/binary.h"
 #include "core/ops/conv2d.h"
 #include "core/ops/conv_block.h"
 #include "core/ops/gemm.h"
@@ -44,6 +45,13 @@ void maxpool2d_forward_ref(const Pool2dParams&, const Tensor& x, Tensor& y);
 void maxpool2d_backward_ref(const Pool2dParams&, const Tensor& x, const Tensor& dy, Tensor& dx);
 void avgpool2d_forward_ref(const Pool2dParams&, const Tensor& x, Tensor& y);
 void avgpool2d_backward_ref(const Pool2dParams&, const Tensor& dy, Tensor& dx);
+
+// add, sub, mul under broadcasting and concat (binary_ref.cpp, core/ops/binary.h); da/db may be
+// null (not wanted)
+void binary_forward_ref(BinaryOp op, const Tensor& a, const Tensor& b, Tensor& y);
+void binary_backward_ref(BinaryOp op, const Tensor& a, const Tensor& b, const Tensor& dy, Tensor* da, Tensor* db);
+void concat_forward_ref(int axis, const std::vector<const Tensor*>& xs, Tensor& y);
+void concat_backward_ref(int axis, const Tensor& dy, const std::vector<Tensor*>& dxs);
 
 // activations (activation_ref.cpp), elementwise
 void activation_forward_ref(const ActivationParams&, const Tensor& x, Tensor& y);

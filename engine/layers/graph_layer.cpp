@@ -1,0 +1,349 @@
+#include "engine/layers/graph_layer.h"
+
+#include <sstream>
+
+#include "kernels/cpu/ref/ref.h"
+
+namespace driftlab {
+
+const char* graph_op_name(GraphOp op) {
+  switch (op) {
+    case GraphOp::layer: return "layer";
+    case GraphOp::add: return "add";
+    case GraphOp::sub: return "sub";
+    case GraphOp::mul: return "mul";
+    case GraphOp::concat: return "concat";
+    case GraphOp::reshape: return "reshape";
+  }
+  fail("graph_op_name: unknown op ", static_cast<int>(op));
+}
+
+GraphLayer::GraphLayer(std::string input_name, Shape in, DType dtype) : dtype_(dtype) {
+  Value v;
+  v.name = std::move(input_name);
+  v.shape = std::move(in);
+  values_.push_back(std::move(v));
+  last_use_.push_back(0);
+}
+
+int GraphLayer::find_value(const std::string& name) const {
+  for (std::size_t i = 0; i < values_.size(); ++i)
+    if (values_[i].name == name) return static_cast<int>(i);
+  return -1;
+}
+
+int GraphLayer::new_value(const std::string& node, const std::string& name, Shape shape) {
+  check(find_value(name) < 0, "graph: node '", node, "': value '", name, "' is written twice");
+  for (int64_t d : shape) check(d >= 1, "graph: node '", node, "': value '", name, "' has shape ", shape_str(shape));
+  Value v;
+  v.name = name;
+  v.shape = std::move(shape);
+  values_.push_back(std::move(v));
+  last_use_.push_back(0);
+  output_ = static_cast<int>(values_.size()) - 1;
+  return output_;
+}
+
+void GraphLayer::check_input_value(const std::string& node, int v) const {
+  check(v >= 0 && v < static_cast<int>(values_.size()), "graph: node '", node, "' reads value ", v, ", which no node wrote");
+}
+
+int GraphLayer::add_constant(const std::string& value_name, const Tensor& value) {
+  check(find_value(value_name) < 0, "graph: constant '", value_name, "' is written twice");
+  check(value.dtype() == dtype_, "graph: constant '", value_name, "' is ", dtype_name(value.dtype()), ", the graph ",
+        dtype_name(dtype_));
+  Value v;
+  v.name = value_name;
+  v.shape = value.shape();
+  v.is_constant = true;
+  v.param = {"value", value.clone(), Tensor(), false};
+  values_.push_back(std::move(v));
+  last_use_.push_back(0);
+  return static_cast<int>(values_.size()) - 1;
+}
+
+int GraphLayer::add_layer(const std::string& node, std::unique_ptr<Layer> layer, int input, const std::string& out) {
+  check_input_value(node, input);
+  check(!is_constant(input), "graph: node '", node, "' (", layer->kind(), ") reads constant '", value_name(input),
+        "' as its data input; a layer takes a computed value");
+  GraphNode n;
+  n.name = node;
+  n.op = GraphOp::layer;
+  n.inputs = {input};
+  Shape y = layer->output_shape();
+  n.layer = std::move(layer);
+  n.output = new_value(node, out, y);
+  last_use_[static_cast<std::size_t>(input)] = static_cast<int>(nodes_.size());
+  nodes_.push_back(std::move(n));
+  return output_;
+}
+
+Shape GraphLayer::binary_shape(const std::string& node, int a, int b) const {
+  const bool ca = is_constant(a), cb = is_constant(b);
+  check(!(ca && cb), "graph: node '", node, "': both inputs are constants ('", value_name(a), "', '", value_name(b),
+        "'); fold them before building");
+  const std::string who = "graph: node '" + node + "'";
+  if (!ca && !cb) {
+    check(value_shape(a).size() == value_shape(b).size(), who, ": data values '", value_name(a), "' ",
+          shape_str(value_shape(a)), " and '", value_name(b), "' ", shape_str(value_shape(b)),
+          " differ in rank (broadcasting would align the batch with another axis)");
+    return broadcast_shape(value_shape(a), value_shape(b), who);
+  }
+  const int d = ca ? b : a, c = ca ? a : b;
+  Shape batched = value_shape(d);
+  batched.insert(batched.begin(), 1);
+  check(value_shape(c).size() <= batched.size(), who, ": constant '", value_name(c), "' ", shape_str(value_shape(c)),
+        " has more axes than the batched value '", value_name(d), "' [N", shape_str(value_shape(d)).substr(1));
+  Shape y = broadcast_shape(batched, value_shape(c), who);
+  y.erase(y.begin());
+  return y;
+}
+
+int GraphLayer::add_binary(const std::string& node, BinaryOp op, int a, int b, const std::string& out) {
+  check_input_value(node, a);
+  check_input_value(node, b);
+  GraphNode n;
+  n.name = node;
+  n.op = op == BinaryOp::add ? GraphOp::add : op == BinaryOp::sub ? GraphOp::sub : GraphOp::mul;
+  n.inputs = {a, b};
+  n.output = new_value(node, out, binary_shape(node, a, b));
+  for (int v : n.inputs) last_use_[static_cast<std::size_t>(v)] = static_cast<int>(nodes_.size());
+  nodes_.push_back(std::move(n));
+  return output_;
+}
+
+int GraphLayer::add_concat(const std::string& node, const std::vector<int>& inputs, int axis, const std::string& out) {
+  check(!inputs.empty(), "graph: node '", node, "' concatenates nothing");
+  std::vector<Shape> shapes;
+  for (int v : inputs) {
+    check_input_value(node, v);
+    check(!is_constant(v), "graph: node '", node, "' concatenates constant '", value_name(v),
+          "' (only computed values are concatenated)");
+    shapes.push_back(value_shape(v));
+  }
+  check(axis >= 1, "graph: node '", node, "' concatenates along axis ", axis, " (the batch; not supported)");
+  GraphNode n;
+  n.name = node;
+  n.op = GraphOp::concat;
+  n.inputs = inputs;
+  n.axis = axis;
+  n.output = new_value(node, out, concat_shape(shapes, axis - 1, "graph: node '" + node + "'"));
+  for (int v : n.inputs) last_use_[static_cast<std::size_t>(v)] = static_cast<int>(nodes_.size());
+  nodes_.push_back(std::move(n));
+  return output_;
+}
+
+int GraphLayer::add_reshape(const std::string& node, int input, const Shape& per_sample, const std::string& out) {
+  check_input_value(node, input);
+  check(!is_constant(input), "graph: node '", node, "' reshapes constant '", value_name(input), "' (fold it before building)");
+  check(shape_numel(per_sample) == shape_numel(value_shape(input)), "graph: node '", node, "' reshapes ",
+        shape_str(value_shape(input)), " to ", shape_str(per_sample), " (another number of elements)");
+  GraphNode n;
+  n.name = node;
+  n.op = GraphOp::reshape;
+  n.inputs = {input};
+  n.output = new_value(node, out, per_sample);
+  last_use_[static_cast<std::size_t>(input)] = static_cast<int>(nodes_.size());
+  nodes_.push_back(std::move(n));
+  return output_;
+}
+
+void GraphLayer::set_output(int value) {
+  check(value >= 0 && value < static_cast<int>(values_.size()) && !is_constant(value), "graph: output value ", value,
+        " is not a computed value");
+  output_ = value;
+}
+
+Shape GraphLayer::output_shape() const { return value_shape(output_); }
+
+std::string GraphLayer::describe() const {
+  std::ostringstream os;
+  os << "graph of " << nodes_.size() << " nodes:";
+  for (const GraphNode& n : nodes_) {
+    os << "\n    " << n.name << ": " << (n.op == GraphOp::layer ? n.layer->describe() : graph_op_name(n.op)) << " (";
+    for (std::size_t i = 0; i < n.inputs.size(); ++i) os << (i ? ", " : "") << value_name(n.inputs[i]);
+    os << ") -> " << value_name(n.output) << " " << shape_str(value_shape(n.output));
+  }
+  return os.str();
+}
+
+const Tensor& GraphLayer::value_at(const std::vector<Tensor>& vals, int v) const {
+  if (is_constant(v)) return constant(v);
+  const Tensor& t = vals[static_cast<std::size_t>(v)];
+  check(t.defined(), "graph: value '", value_name(v), "' read after it was dropped");
+  return t;
+}
+
+Tensor GraphLayer::forward(RunContext& ctx, const Tensor& x) {
+  check(output_ > 0 && !nodes_.empty(), "graph: forward of a graph without nodes");
+  check_input("graph", x, value_shape(0));
+  check(x.channel_block() == 0, "graph: input in channel block ", x.channel_block(), " (the graph takes plain tensors)");
+  const int64_t n = x.dim(0);
+  batch_ = n;
+  std::vector<Tensor> vals(values_.size());
+  vals[0] = x;
+  kept_.assign(nodes_.size(), {});
+  const int out_block = ctx.out_block;
+  ctx.out_block = 0;
+  for (std::size_t i = 0; i < nodes_.size(); ++i) {
+    GraphNode& node = nodes_[i];
+    Tensor y;
+    switch (node.op) {
+      case GraphOp::layer:
+        y = node.layer->forward(ctx, value_at(vals, node.inputs[0]));
+        break;
+      case GraphOp::add:
+      case GraphOp::sub:
+      case GraphOp::mul: {
+        const BinaryOp op = node.op == GraphOp::add ? BinaryOp::add : node.op == GraphOp::sub ? BinaryOp::sub : BinaryOp::mul;
+        const Tensor& a = value_at(vals, node.inputs[0]);
+        const Tensor& b = value_at(vals, node.inputs[1]);
+        Shape want = value_shape(node.output);
+        want.insert(want.begin(), n);
+        const Shape got = broadcast_shape(a.shape(), b.shape(), "graph: node '" + node.name + "'");
+        check(got == want, "graph: node '", node.name, "': inputs ", shape_str(a.shape()), " and ", shape_str(b.shape()),
+              " give ", shape_str(got), ", expected ", shape_str(want), " (a constant's leading axis meets the batch)");
+        y = Tensor::empty(want, a.dtype());
+        binary_forward_ref(op, a, b, y);
+        if (ctx.record && op == BinaryOp::mul) kept_[i] = {a, b};
+        break;
+      }
+      case GraphOp::concat: {
+        std::vector<const Tensor*> xs;
+        for (int v : node.inputs) xs.push_back(&value_at(vals, v));
+        Shape want = value_shape(node.output);
+        want.insert(want.begin(), n);
+        y = Tensor::empty(want, x.dtype());
+        concat_forward_ref(node.axis, xs, y);
+        break;
+      }
+      case GraphOp::reshape: {
+        Shape want = value_shape(node.output);
+        want.insert(want.begin(), n);
+        y = value_at(vals, node.inputs[0]).reshape(want);
+        break;
+      }
+    }
+    vals[static_cast<std::size_t>(node.output)] = y;
+    for (int v : node.inputs)  // drop what no later node reads (the output is kept)
+      if (last_use_[static_cast<std::size_t>(v)] == static_cast<int>(i) && v != output_) vals[static_cast<std::size_t>(v)] = Tensor();
+  }
+  ctx.out_block = out_block;
+  return vals[static_cast<std::size_t>(output_)];
+}
+
+namespace {
+// g += d, as a new tensor (a layer's dx may share storage with its dy).
+void accumulate(Tensor& g, const Tensor& d) {
+  if (!d.defined()) return;
+  if (!g.defined()) {
+    g = d;
+    return;
+  }
+  check(g.shape() == d.shape(), "graph backward: gradients ", shape_str(g.shape()), " and ", shape_str(d.shape()),
+        " of one value");
+  Tensor sum = Tensor::empty(g.shape(), g.dtype());
+  binary_forward_ref(BinaryOp::add, g, d, sum);
+  g = sum;
+}
+}  // namespace
+
+Tensor GraphLayer::backward(RunContext& ctx, const Tensor& dy) {
+  check(kept_.size() == nodes_.size(), "graph: backward without a recorded forward");
+  std::vector<Tensor> grads(values_.size());
+  grads[static_cast<std::size_t>(output_)] = dy.channel_block() ? to_block(dy, 0) : dy;
+  const bool input_grad = ctx.input_grad;
+  for (std::size_t i = nodes_.size(); i-- > 0;) {
+    GraphNode& node = nodes_[i];
+    Tensor g = grads[static_cast<std::size_t>(node.output)];
+    grads[static_cast<std::size_t>(node.output)] = Tensor();
+    if (!g.defined()) continue;  // nothing downstream reaches the output
+    // A value needs a gradient when it is computed (not a constant) and is not the input, or is
+    // the input and the caller asked for dL/dx.
+    auto wanted = [&](int v) { return !is_constant(v) && (v != 0 || input_grad); };
+    switch (node.op) {
+      case GraphOp::layer: {
+        ctx.need_dx = wanted(node.inputs[0]);
+        Tensor dx = node.layer->backward(ctx, g);
+        if (ctx.need_dx) accumulate(grads[static_cast<std::size_t>(node.inputs[0])], dx.channel_block() ? to_block(dx, 0) : dx);
+        break;
+      }
+      case GraphOp::add:
+      case GraphOp::sub:
+      case GraphOp::mul: {
+        const BinaryOp op = node.op == GraphOp::add ? BinaryOp::add : node.op == GraphOp::sub ? BinaryOp::sub : BinaryOp::mul;
+        const int a = node.inputs[0], b = node.inputs[1];
+        const int64_t n = g.dim(0);
+        auto shape_of = [&](int v) {
+          if (is_constant(v)) return value_shape(v);
+          Shape s = value_shape(v);
+          s.insert(s.begin(), n);
+          return s;
+        };
+        // add and sub read only the operands' shapes: placeholders carry them
+        const Tensor ta = op == BinaryOp::mul ? kept_[i].at(0) : Tensor::empty(shape_of(a), g.dtype());
+        const Tensor tb = op == BinaryOp::mul ? kept_[i].at(1) : Tensor::empty(shape_of(b), g.dtype());
+        Tensor da, db;
+        if (wanted(a)) da = Tensor::empty(ta.shape(), g.dtype());
+        if (wanted(b)) db = Tensor::empty(tb.shape(), g.dtype());
+        binary_backward_ref(op, ta, tb, g, da.defined() ? &da : nullptr, db.defined() ? &db : nullptr);
+        if (da.defined()) accumulate(grads[static_cast<std::size_t>(a)], da);
+        if (db.defined()) accumulate(grads[static_cast<std::size_t>(b)], db);
+        break;
+      }
+      case GraphOp::concat: {
+        std::vector<Tensor> dxs;
+        std::vector<Tensor*> ptrs;
+        dxs.reserve(node.inputs.size());
+        for (int v : node.inputs) {
+          Shape s = value_shape(v);
+          s.insert(s.begin(), g.dim(0));
+          dxs.push_back(Tensor::empty(s, g.dtype()));
+          ptrs.push_back(&dxs.back());
+        }
+        concat_backward_ref(node.axis, g, ptrs);
+        for (std::size_t j = 0; j < node.inputs.size(); ++j)
+          if (wanted(node.inputs[j])) accumulate(grads[static_cast<std::size_t>(node.inputs[j])], dxs[j]);
+        break;
+      }
+      case GraphOp::reshape:
+        if (wanted(node.inputs[0])) {
+          Shape s = value_shape(node.inputs[0]);
+          s.insert(s.begin(), g.dim(0));
+          accumulate(grads[static_cast<std::size_t>(node.inputs[0])], g.reshape(s));
+        }
+        break;
+    }
+  }
+  ctx.need_dx = true;
+  kept_.clear();
+  return input_grad ? grads[0] : Tensor();
+}
+
+std::vector<Param*> GraphLayer::params() {
+  std::vector<Param*> out;
+  for (GraphNode& n : nodes_)
+    if (n.layer)
+      for (Param* p : n.layer->params()) out.push_back(p);
+  return out;
+}
+
+std::vector<Param*> GraphLayer::buffers() {
+  std::vector<Param*> out;
+  for (GraphNode& n : nodes_)
+    if (n.layer)
+      for (Param* p : n.layer->buffers()) out.push_back(p);
+  for (Value& v : values_)
+    if (v.is_constant) out.push_back(&v.param);
+  return out;
+}
+
+void GraphLayer::collect(const std::string& prefix, bool want_buffers, std::vector<std::pair<std::string, Param*>>& out) {
+  for (std::size_t i = 0; i < nodes_.size(); ++i)
+    if (nodes_[i].layer) nodes_[i].layer->collect(prefix + "." + std::to_string(i), want_buffers, out);
+  if (!want_buffers) return;
+  for (std::size_t v = 0; v < values_.size(); ++v)
+    if (values_[v].is_constant) out.emplace_back(prefix + ".c" + std::to_string(v) + ".constant.value", &values_[v].param);
+}
+
+}  // namespace driftlab

@@ -1,0 +1,101 @@
+// Graph layer: a DAG of nodes over named values, the body of a general graph model (an imported
+// ONNX graph, a Keras layers model). Value 0 is the graph's input; each node reads values and
+// writes one. A node is one of the engine's layers (one input: conv2d, batchnorm, activations,
+// pools, flatten, dense, ...) or an op over several values: add, sub, mul (NumPy broadcasting,
+// core/ops/binary.h) and concat; or a reshape of one value (the same elements, another
+// per-sample shape). Values may be constants (a file's initializers, saved with the
+// model as buffers, not trained).
+//
+// Shapes: a data value has a per-sample shape (the batch axis left off, as every layer's); a
+// constant has its full shape as the file gives it, broadcast against the batched data value
+// (its leading axis, where it has as many axes as the batched value, meets the batch: 1 repeats,
+// anything else must equal the batch at run time).
+//
+// Forward runs the nodes in order (they are topologically sorted when built: a node reads only
+// the input, constants and earlier nodes' values) and drops each value after its last reader.
+// Backward runs them in reverse, summing the gradients of values read by several nodes in node
+// order. Inner layers are called with plain tensors (the graph takes and gives plain layout).
+#pragma once
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "core/ops/binary.h"
+#include "engine/layers/layer.h"
+
+namespace driftlab {
+
+enum class GraphOp { layer, add, sub, mul, concat, reshape };
+const char* graph_op_name(GraphOp op);
+
+struct GraphNode {
+  std::string name;  // as the file names it (messages, localisation)
+  GraphOp op = GraphOp::layer;
+  std::unique_ptr<Layer> layer;  // GraphOp::layer
+  std::vector<int> inputs;       // value indices
+  int output = -1;
+  int axis = 1;  // concat: the axis of the batched values (0 is the batch, refused)
+};
+
+class GraphLayer : public Layer {
+ public:
+  DL_ACCEPT_VISITOR(graph)
+  // An empty graph over one input value named `input_name` with per-sample shape `in`.
+  GraphLayer(std::string input_name, Shape in, DType dtype);
+  std::string kind() const override { return "graph"; }
+  std::string describe() const override;
+  Shape output_shape() const override;
+  Tensor forward(RunContext& ctx, const Tensor& x) override;
+  Tensor backward(RunContext& ctx, const Tensor& dy) override;
+  std::vector<Param*> params() override;
+  std::vector<Param*> buffers() override;
+  // "<prefix>.<node index>.<kind>.<name>" for the layers' parameters; constants are buffers
+  // "<prefix>.c<value index>.constant.value".
+  void collect(const std::string& prefix, bool buffers, std::vector<std::pair<std::string, Param*>>& out) override;
+
+  // Building (importers, the model file's graph spec). Each call checks its inputs exist and
+  // their shapes and returns the new value's index; errors name the node.
+  int add_constant(const std::string& value_name, const Tensor& value);
+  int add_layer(const std::string& node, std::unique_ptr<Layer> layer, int input, const std::string& output_name);
+  int add_binary(const std::string& node, BinaryOp op, int a, int b, const std::string& output_name);
+  int add_concat(const std::string& node, const std::vector<int>& inputs, int axis, const std::string& output_name);
+  int add_reshape(const std::string& node, int input, const Shape& per_sample, const std::string& output_name);
+  // The value the graph returns (default: the last node's).
+  void set_output(int value);
+
+  int find_value(const std::string& name) const;  // -1 when none
+  const std::string& value_name(int v) const { return values_.at(static_cast<std::size_t>(v)).name; }
+  // The per-sample shape of a data value; a constant's full shape.
+  const Shape& value_shape(int v) const { return values_.at(static_cast<std::size_t>(v)).shape; }
+  bool is_constant(int v) const { return values_.at(static_cast<std::size_t>(v)).is_constant; }
+  const Tensor& constant(int v) const { return values_.at(static_cast<std::size_t>(v)).param.value; }
+  std::size_t num_nodes() const { return nodes_.size(); }
+  GraphNode& node(std::size_t i) { return nodes_.at(i); }
+  int output_value() const { return output_; }
+  DType constant_dtype() const { return dtype_; }
+
+ private:
+  struct Value {
+    std::string name;
+    Shape shape;               // per sample (data), full (constant)
+    bool is_constant = false;
+    Param param;               // a constant: its value, saved as a buffer
+  };
+  int new_value(const std::string& node, const std::string& name, Shape shape);
+  void check_input_value(const std::string& node, int v) const;
+  // The batched tensor of a value during a pass (constants as they are).
+  const Tensor& value_at(const std::vector<Tensor>& vals, int v) const;
+  // The per-sample shape of a binary op's output; errors name the node.
+  Shape binary_shape(const std::string& node, int a, int b) const;
+
+  std::vector<Value> values_;
+  std::vector<GraphNode> nodes_;
+  std::vector<int> last_use_;  // per value: the last node reading it (nodes_.size() for the output)
+  int output_ = 0;
+  DType dtype_;
+  // What the backward needs, kept by a recorded forward: mul's operands, per node.
+  std::vector<std::vector<Tensor>> kept_;
+  int64_t batch_ = 0;
+};
+
+}  // namespace driftlab

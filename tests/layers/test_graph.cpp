@@ -1,0 +1,228 @@
+// Graph models (engine/layers/graph_layer.h, models/graph.h): the DAG's forward and backward
+// (float64 central differences through every node kind: grouped and depthwise convolution,
+// clip, add/sub/mul under broadcasting with constants, concat, reshape, values read by several
+// nodes), the grouped reference convolution against per-group convolutions, the spec's errors
+// naming the node, and the model file round trip.
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <filesystem>
+
+#include "engine/layers/all.h"
+#include "engine/random.h"
+#include "kernels/cpu/ref/ref.h"
+#include "models/graph.h"
+#include "models/model_file.h"
+#include "models/models.h"
+#include "tests/layers/gradcheck_util.h"
+#include "tests/test_util.h"
+
+namespace driftlab {
+namespace {
+
+using nlohmann::json;
+
+Policy f64_torch() {
+  Policy p = Policy::torch();
+  p.dtype = FloatType::float64;
+  return p;
+}
+
+// conv -> clip -> depthwise conv -> (add of the conv's output: a value read twice) -> mul by a
+// per-channel constant -> concat with a sub branch -> reshape -> dense: every op and both
+// gradient sums.
+json mixed_spec() {
+  return json::parse(R"({
+    "input": "x", "input_shape": [4, 6, 6],
+    "constants": [{"name": "scale", "shape": [1, 4, 1, 1]}, {"name": "shift", "shape": [6]}],
+    "nodes": [
+      {"name": "c1", "op": "conv2d", "inputs": ["x"], "output": "a", "out_channels": 4, "kernel": [3, 3],
+       "pads": [1, 1, 0, 2], "groups": 2},
+      {"name": "r6", "op": "clip", "inputs": ["a"], "output": "b", "min": -0.5, "max": 0.5},
+      {"name": "dw", "op": "conv2d", "inputs": ["b"], "output": "c", "out_channels": 4, "kernel": [3, 3],
+       "pads": [1, 1, 1, 1], "groups": 4, "stride": [1, 1]},
+      {"name": "res", "op": "add", "inputs": ["c", "a"], "output": "d"},
+      {"name": "sc", "op": "mul", "inputs": ["d", "scale"], "output": "e"},
+      {"name": "sh", "op": "sub", "inputs": ["a", "shift"], "output": "f"},
+      {"name": "m2", "op": "mul", "inputs": ["e", "f"], "output": "g"},
+      {"name": "cat", "op": "concat", "inputs": ["g", "f"], "axis": 1, "output": "h"},
+      {"name": "pool", "op": "avgpool", "inputs": ["h"], "output": "i", "kernel": [2, 2], "stride": [2, 2],
+       "pads": [1, 1, 0, 0], "count_include_pad": false},
+      {"name": "flat", "op": "reshape", "inputs": ["i"], "output": "j", "shape": [96]},
+      {"name": "fc", "op": "dense", "inputs": ["j"], "output": "y", "units": 3}
+    ]})");
+}
+
+TEST(GraphLayer, GradientsOfEveryNodeKindMatchCentralDifferences) {
+  Policy p = f64_torch();
+  Rng rng(p.rng_engine, 3);
+  Sequential net({4, 6, 6});
+  auto g = build_graph(mixed_spec(), p, rng);
+  // the constants: not zero (the spec builds them zero-filled; a file or importer sets them)
+  const_cast<Tensor&>(g->constant(g->find_value("scale"))) = random_tensor({1, 4, 1, 1}, DType::f64, 5, 0.5, 1.5);
+  const_cast<Tensor&>(g->constant(g->find_value("shift"))) = random_tensor({6}, DType::f64, 6, -0.3, 0.3);
+  EXPECT_EQ(g->output_shape(), Shape({3}));
+  net.add(std::move(g));
+  Tensor x = random_tensor({2, 4, 6, 6}, DType::f64, 7, -1.0, 1.0);
+  // float64 with h = 1e-6: truncation and rounding of the differences ~1e-8 on losses of order 1;
+  // the clip's kinks are 1e-6 wide at most, and no input lands on them at these seeds (a kink
+  // would fail by ~1e-1, not 1e-6)
+  gradcheck_sequential(net, x, 1e-6, 3, 1, Semantics::inference);
+}
+
+TEST(GraphLayer, ValuesAreDroppedAfterTheirLastReaderAndTheOutputStays) {
+  Policy p = Policy::torch();
+  Rng rng(p.rng_engine, 3);
+  auto g = build_graph(mixed_spec(), p, rng);
+  ExecContext exec;
+  RunContext ctx = RunContext::inference(exec);
+  Tensor x = random_tensor({3, 4, 6, 6}, DType::f32, 7, -1.0, 1.0);
+  Tensor y1 = g->forward(ctx, x);
+  Tensor y2 = g->forward(ctx, x);
+  ASSERT_EQ(y1.shape(), Shape({3, 3}));
+  for (int64_t i = 0; i < y1.numel(); ++i) EXPECT_EQ(y1.at(i), y2.at(i));
+}
+
+// A grouped convolution is G independent convolutions over channel slices: the reference with
+// groups against the reference run per group on sliced tensors, bit for bit (the same products
+// summed in the same order).
+TEST(GroupedConv, ReferenceEqualsPerGroupConvolutions) {
+  for (int64_t groups : {2, 3, 6}) {
+    Conv2dParams p;
+    p.n = 2, p.c = 6, p.h = 7, p.w = 5, p.k = 6, p.r = 3, p.s = 2, p.stride_h = 2, p.pad_t = 1, p.pad_b = 0,
+    p.pad_l = 1, p.pad_r = 1, p.groups = groups;
+    Tensor x = random_tensor(p.x_shape(), DType::f32, 1, -1, 1), w = random_tensor(p.w_shape(), DType::f32, 2, -1, 1);
+    Tensor b = random_tensor({p.k}, DType::f32, 3, -1, 1), y(p.y_shape(), DType::f32);
+    conv2d_forward_ref(p, x, w, &b, y);
+    Tensor dy = random_tensor(p.y_shape(), DType::f32, 4, -1, 1), dx(p.x_shape(), DType::f32);
+    Tensor dw(p.w_shape(), DType::f32), db({p.k}, DType::f32);
+    conv2d_backward_data_ref(p, dy, w, dx);
+    conv2d_backward_weight_ref(p, x, dy, dw, &db);
+    Conv2dParams q = p;
+    q.groups = 1, q.c = p.c / groups, q.k = p.k / groups;
+    const int64_t cg = q.c, kg = q.k, P = p.out_h(), Q = p.out_w();
+    for (int64_t g = 0; g < groups; ++g) {
+      Tensor xs(q.x_shape(), DType::f32), ws(q.w_shape(), DType::f32), bs({kg}, DType::f32), dys(q.y_shape(), DType::f32);
+      for (int64_t n = 0; n < p.n; ++n)
+        for (int64_t c = 0; c < cg; ++c)
+          for (int64_t i = 0; i < p.h * p.w; ++i)
+            xs.data<float>()[(n * cg + c) * p.h * p.w + i] = x.data<float>()[(n * p.c + g * cg + c) * p.h * p.w + i];
+      for (int64_t i = 0; i < ws.numel(); ++i) ws.data<float>()[i] = w.data<float>()[g * ws.numel() + i];
+      for (int64_t k = 0; k < kg; ++k) bs.data<float>()[k] = b.data<float>()[g * kg + k];
+      for (int64_t n = 0; n < p.n; ++n)
+        for (int64_t k = 0; k < kg; ++k)
+          for (int64_t i = 0; i < P * Q; ++i)
+            dys.data<float>()[(n * kg + k) * P * Q + i] = dy.data<float>()[(n * p.k + g * kg + k) * P * Q + i];
+      Tensor ys(q.y_shape(), DType::f32), dxs(q.x_shape(), DType::f32), dws(q.w_shape(), DType::f32), dbs({kg}, DType::f32);
+      conv2d_forward_ref(q, xs, ws, &bs, ys);
+      conv2d_backward_data_ref(q, dys, ws, dxs);
+      conv2d_backward_weight_ref(q, xs, dys, dws, &dbs);
+      for (int64_t n = 0; n < p.n; ++n)
+        for (int64_t k = 0; k < kg; ++k)
+          for (int64_t i = 0; i < P * Q; ++i)
+            ASSERT_EQ(ys.data<float>()[(n * kg + k) * P * Q + i], y.data<float>()[(n * p.k + g * kg + k) * P * Q + i])
+                << "groups " << groups << " group " << g;
+      for (int64_t n = 0; n < p.n; ++n)
+        for (int64_t c = 0; c < cg; ++c)
+          for (int64_t i = 0; i < p.h * p.w; ++i)
+            ASSERT_EQ(dxs.data<float>()[(n * cg + c) * p.h * p.w + i], dx.data<float>()[(n * p.c + g * cg + c) * p.h * p.w + i]);
+      for (int64_t i = 0; i < dws.numel(); ++i) ASSERT_EQ(dws.data<float>()[i], dw.data<float>()[g * dws.numel() + i]);
+      for (int64_t k = 0; k < kg; ++k) ASSERT_EQ(dbs.data<float>()[k], db.data<float>()[g * kg + k]);
+    }
+  }
+}
+
+// The fast conv kernels refuse groups (the registry then runs the reference): a grouped layer
+// under the torch preset's onednn backend gives the reference's bits.
+TEST(GroupedConv, FastBackendsFallBackToTheReference) {
+  ExecContext exec;
+  Conv2dParams p;
+  p.c = 4, p.k = 8, p.groups = 4;
+  for (KernelBackend b : {KernelBackend::onednn, KernelBackend::eigen})
+    EXPECT_STREQ(exec.kernels.conv2d.select(b, p, DType::f32).name, "reference") << backend_name(b);
+  p.groups = 1;
+  EXPECT_STRNE(exec.kernels.conv2d.select(KernelBackend::onednn, p, DType::f32).name, "reference");
+}
+
+TEST(ClipActivation, Relu6ValuesAndTorchHardtanhGradientEdges) {
+  ActivationParams a;
+  a.kind = ActKind::clip;
+  a.clip_min = 0.0, a.clip_max = 6.0;
+  Tensor x = Tensor::from<float>({6}, {-1.f, 0.f, 3.f, 6.f, 7.f, std::nanf("")});
+  Tensor y(x.shape(), DType::f32), dy = Tensor::from<float>({6}, {1, 1, 1, 1, 1, 1}), dx(x.shape(), DType::f32);
+  activation_forward_ref(a, x, y);
+  activation_backward_ref(a, x, y, dy, dx);
+  const float want_y[] = {0, 0, 3, 6, 6};
+  for (int i = 0; i < 5; ++i) EXPECT_EQ(y.data<float>()[i], want_y[i]);
+  EXPECT_TRUE(std::isnan(y.data<float>()[5]));  // torch.clamp / Hardtanh propagate NaN
+  // hardtanh_backward: 0 at x <= min and x >= max (the bounds themselves pass nothing)
+  const float want_dx[] = {0, 0, 1, 0, 0};
+  for (int i = 0; i < 5; ++i) EXPECT_EQ(dx.data<float>()[i], want_dx[i]) << "x = " << x.data<float>()[i];
+}
+
+std::string error_of(const json& spec) {
+  Policy p = Policy::torch();
+  Rng rng(p.rng_engine, 1);
+  try {
+    build_graph(spec, p, rng);
+  } catch (const Error& e) {
+    return e.what();
+  }
+  return "";
+}
+
+TEST(GraphSpec, BadGraphsAreRefusedNamingTheNode) {
+  json s = mixed_spec();
+  s["nodes"][3]["inputs"] = {"c", "later"};  // a dangling name (or a cycle: read before written)
+  EXPECT_THAT(error_of(s), testing::HasSubstr("node 'res' reads 'later', which no earlier node writes"));
+  s = mixed_spec();
+  std::swap(s["nodes"][0], s["nodes"][1]);  // out of order: the clip reads 'a' before c1 writes it
+  EXPECT_THAT(error_of(s), testing::HasSubstr("node 'r6' reads 'a'"));
+  s = mixed_spec();
+  s["nodes"][1]["op"] = "softsign";
+  EXPECT_THAT(error_of(s), testing::HasSubstr("node 'r6': unknown op 'softsign'"));
+  s = mixed_spec();
+  s["nodes"][0]["ceil_mode"] = 1;
+  EXPECT_THAT(error_of(s), testing::HasSubstr("node 'c1': unknown attribute 'ceil_mode'"));
+  s = mixed_spec();
+  s["nodes"][0]["groups"] = 3;
+  EXPECT_THAT(error_of(s), testing::HasSubstr("node 'c1': groups 3"));
+  s = mixed_spec();
+  s["nodes"][7]["inputs"] = {"g", "scale"};
+  EXPECT_THAT(error_of(s), testing::HasSubstr("node 'cat' concatenates constant 'scale'"));
+  s = mixed_spec();
+  s["nodes"][9]["shape"] = {95};
+  EXPECT_THAT(error_of(s), testing::HasSubstr("node 'flat' reshapes"));
+  s = mixed_spec();
+  s["nodes"][3]["inputs"] = {"c", "j"};
+  EXPECT_THAT(error_of(s), testing::HasSubstr("node 'res'"));
+  s = mixed_spec();
+  s["nodes"][1]["name"] = "c1x";
+  s["nodes"][1]["output"] = "a";  // written twice
+  EXPECT_THAT(error_of(s), testing::HasSubstr("value 'a' is written twice"));
+}
+
+TEST(GraphModelFile, RoundTripKeepsTheSpecWeightsAndConstants) {
+  Policy p = Policy::torch();
+  json spec = mixed_spec();
+  Model m = build_model(kGraphModelName, p, 5, ModelArgs{0, 0, spec.dump()});
+  GraphLayer* g = layer_as<GraphLayer>(m.net->layer(0));
+  ASSERT_NE(g, nullptr);
+  const_cast<Tensor&>(g->constant(g->find_value("shift"))) = random_tensor({6}, DType::f32, 6, -0.3, 0.3);
+  const std::string path = (std::filesystem::temp_directory_path() / "dl_graph_model.dlm").string();
+  save_model(path, m, {});
+  LoadedModel back = load_model(path);
+  std::filesystem::remove(path);
+  EXPECT_EQ(back.model.name, "graph");
+  Tensor x = random_tensor({2, 4, 6, 6}, DType::f32, 9, -1, 1);
+  ExecContext exec;
+  RunContext c1 = RunContext::inference(exec), c2 = RunContext::inference(exec);
+  Tensor y1 = m.forward(c1, x), y2 = back.model.forward(c2, x);
+  for (int64_t i = 0; i < y1.numel(); ++i) EXPECT_EQ(y1.at(i), y2.at(i));
+  // the same graph under another preset (drift's rebuild): model_args carries the spec
+  Model t = build_model(m.name, Policy::preset_named("tensorflow"), 0, model_args(m));
+  EXPECT_EQ(t.num_params(), m.num_params());
+}
+
+}  // namespace
+}  // namespace driftlab
