@@ -40,8 +40,13 @@ void export_cmd(const ModelExportRequest& o) {
 void import_cmd(const OnnxImportRequest& o) {
   OnnxImportHooks hooks;
   hooks.on_mapped = [&](const OnnxImportResult& im) {
-    std::cout << "import onnx: " << o.file << " (" << im.producer << ", opset " << im.opset << ") is driftlab's "
-              << im.model << "\n";
+    if (!im.zoo_mismatch.empty()) std::cout << "import onnx: " << o.file << " maps onto no zoo model; imported as a graph\n";
+    if (im.model == "graph")
+      std::cout << "import onnx: " << o.file << " (" << im.producer << ", opset " << im.opset << ") as a graph model of "
+                << im.mapping.size() << " nodes under " << o.policy << "\n";
+    else
+      std::cout << "import onnx: " << o.file << " (" << im.producer << ", opset " << im.opset << ") is driftlab's "
+                << im.model << "\n";
     for (const std::string& m : im.mapping) std::cout << "  " << m << "\n";
   };
   hooks.on_converted = [&](const OnnxImportResult&) {
@@ -116,9 +121,11 @@ void register_convert(CLI::App& app) {
   ex->callback([o] { export_cmd(*o); });
 
   auto io = std::make_shared<OnnxImportRequest>();
-  auto* im = app.add_subcommand("import", "read an ONNX model (torch.onnx.export's) into a driftlab model file");
+  auto* im = app.add_subcommand("import", "read an ONNX model into a driftlab model file (a zoo model, or a graph model of any supported graph)");
   im->add_option("file", io->file, "the .onnx file")->required();
   im->add_option("--format", io->format, "onnx")->capture_default_str();
+  im->add_option("--as", io->as, "zoo: onto a zoo model; graph: as a graph model (any graph of the supported ops); "
+                 "auto: the zoo where it matches, else a graph")->capture_default_str();
   im->add_option("--policy", io->policy, "the policy of the written model (ONNX's semantics are the torch preset's; "
                  "another preset gets converted weights)")->capture_default_str();
   im->add_option("--out", io->out, "the model file to write (.dlm)")->required();

@@ -1,6 +1,7 @@
 #include "convert/onnx_graph_import.h"
 
 #include <onnx/checker.h>
+#include <onnx/defs/schema.h>
 #include <onnx/onnx_pb.h>
 
 #include <fstream>
@@ -57,30 +58,35 @@ std::vector<int64_t> to_ints(const std::string& file, const TensorProto& t, cons
 
 class Importer {
  public:
-  Importer(const onnx::ModelProto& m, const std::string& file, const OnnxGraphOptions& o)
-      : m_(m), file_(file), o_(o), policy_(Policy::parse(o.policy)), rng_(policy_.rng_engine, 1) {}
+  Importer(const onnx::ModelProto& m, const std::string& file, const OnnxGraphOptions& o, int64_t opset)
+      : m_(m), file_(file), o_(o), policy_(Policy::parse(o.policy)), rng_(policy_.rng_engine, 1), opset_(opset) {}
 
   OnnxGraph run() {
     const onnx::GraphProto& g = m_.graph();
     for (const TensorProto& t : g.initializer()) consts_[t.name()] = &t;
     std::string input = o_.input;
+    std::size_t next_bound = 0;
+    bound_.reserve(o_.bind_files.size());
     for (const auto& vi : g.input()) {
-      if (consts_.count(vi.name()) || o_.bind.count(vi.name())) continue;
+      if (consts_.count(vi.name())) continue;
       if (input.empty()) input = vi.name();
-      check(vi.name() == input, "import onnx: ", file_, ": graph input '", vi.name(),
+      if (vi.name() == input) continue;
+      check(next_bound < o_.bind_files.size(), "import onnx: ", file_, ": graph input '", vi.name(),
             "' is neither the data input ('", input, "'), an initializer nor bound to a value");
+      const std::string& f = o_.bind_files[next_bound++];
+      bound_.emplace_back();
+      check(bound_.back().ParseFromString(read_file(f, "import onnx")), "import onnx: ", f,
+            ": not a serialized TensorProto (bound to graph input '", vi.name(), "')");
+      consts_[vi.name()] = &bound_.back();
     }
     check(!input.empty(), "import onnx: ", file_, ": no graph input left for the data");
-    for (const auto& [name, t] : o_.bind) {
-      bool is_input = false;
-      for (const auto& vi : g.input()) is_input = is_input || vi.name() == name;
-      check(is_input, "import onnx: ", file_, ": bound value '", name, "' is no graph input");
-      bound_[name] = t;
-    }
+    check(next_bound == o_.bind_files.size(), "import onnx: ", file_, ": ", o_.bind_files.size(),
+          " values bound, the graph has ", next_bound, " inputs besides the data");
     Shape in;
+    bool found = false;
     for (const auto& vi : g.input())
-      if (vi.name() == input) in = input_shape(vi);
-    check(!in.empty(), "import onnx: ", file_, ": data input '", input, "' not among the graph's inputs");
+      if (vi.name() == input) in = input_shape(vi), found = true;
+    check(found, "import onnx: ", file_, ": data input '", input, "' not among the graph's inputs");
     b_ = std::make_unique<GraphBuilder>(input, in, policy_, rng_);
     for (const NodeProto& n : g.node()) node(n);
     check(g.output_size() >= 1, "import onnx: ", file_, ": the graph has no output");
@@ -124,8 +130,7 @@ class Importer {
     check(vi.type().has_tensor_type() && vi.type().tensor_type().elem_type() == TensorProto::FLOAT, "import onnx: ",
           file_, ": data input '", vi.name(), "' is not a float32 tensor");
     const auto& dims = vi.type().tensor_type().shape().dim();
-    check(dims.size() >= 2, "import onnx: ", file_, ": data input '", vi.name(), "' has ", dims.size(),
-          " axes; (N, ...) wanted");
+    check(dims.size() >= 1, "import onnx: ", file_, ": data input '", vi.name(), "' is a scalar; (N, ...) wanted");
     Shape s;
     for (int i = 1; i < dims.size(); ++i) {
       check(dims[i].has_dim_value() && dims[i].dim_value() >= 1, "import onnx: ", file_, ": data input '", vi.name(),
@@ -143,11 +148,9 @@ class Importer {
     auto it = consts_.find(v);
     return it == consts_.end() ? nullptr : it->second;
   }
-  bool is_const(const std::string& v) const { return constant(v) || bound_.count(v); }
+  bool is_const(const std::string& v) const { return constant(v) != nullptr; }
   Tensor const_float(const NodeProto& n, int i) const {
     check(i < n.input_size() && !n.input(i).empty(), "import onnx: ", file_, ": ", node_str(n), " has no input ", i);
-    auto b = bound_.find(n.input(i));
-    if (b != bound_.end()) return b->second;
     const TensorProto* t = constant(n.input(i));
     check(t, "import onnx: ", file_, ": ", node_str(n), ": input ", i, " ('", n.input(i),
           "') is computed; an initializer or Constant is wanted here");
@@ -225,6 +228,15 @@ class Importer {
   void node(const NodeProto& n) {
     const std::string& op = n.op_type();
     need(n.domain().empty() || n.domain() == "ai.onnx", n, "domain '" + n.domain() + "' is not supported");
+    // The importer implements each op as opsets 9 to 17 define it: a file of an older opset is read
+    // where its version of the op is one of those (GlobalAveragePool-1 is still opset 17's).
+    if (opset_ < 9) {
+      const onnx::OpSchema* at_file = onnx::OpSchemaRegistry::Schema(op, static_cast<int>(opset_));
+      const onnx::OpSchema* at9 = onnx::OpSchemaRegistry::Schema(op, 9);
+      need(at_file && at9 && at_file->SinceVersion() == at9->SinceVersion(), n,
+           "opset " + std::to_string(opset_) + "'s " + op + (at_file ? "-" + std::to_string(at_file->SinceVersion()) : "") +
+               " predates opset 9's (opsets 9 to 17 are supported)");
+    }
     if (op == "Constant") {
       only_attrs(n, {"value"});
       const auto* a = find_attr(n, "value");
@@ -233,11 +245,21 @@ class Importer {
       return;
     }
     if (op == "Identity" || op == "Dropout") {
-      only_attrs(n, {"ratio", "seed"});
+      only_attrs(n, {"ratio", "seed", "is_test"});
+      // Dropout is the identity at inference; its training mode (opset 12's third input true, or
+      // opset 6's is_test 0) draws a mask: refused, not run as the identity
+      if (op == "Dropout" && n.input_size() > 2 && !n.input(2).empty()) {
+        const TensorProto* t = constant(n.input(2));
+        need(t != nullptr, n, "a computed training_mode");
+        need(t->data_type() == TensorProto::BOOL && (t->raw_data().empty() ? t->int32_data_size() == 1 : t->raw_data().size() == 1), n,
+             "training_mode is not one bool");
+        const bool on = t->raw_data().empty() ? t->int32_data(0) != 0 : t->raw_data()[0] != 0;
+        need(!on, n, "training-mode dropout (a random mask) is not supported");
+      }
+      need(op != "Dropout" || attr_i(n, "is_test", 1) != 0, n, "training-mode dropout (is_test 0) is not supported");
       need(n.output_size() == 1 || (op == "Dropout" && n.output_size() == 2 && n.output(1).empty()), n,
            "a mask output is not supported");
       if (is_const(n.input(0))) {
-        need(constant(n.input(0)) != nullptr, n, "an Identity of a bound input");
         consts_[n.output(0)] = constant(n.input(0));
       } else {
         alias_[n.output(0)] = name_of(data(n, 0));
@@ -410,8 +432,13 @@ class Importer {
       const bool bias = op == "Gemm" && n.input_size() > 2 && !n.input(2).empty();
       if (bias) {
         Tensor c = const_float(n, 2);
-        need(c.numel() == w.dim(0) && (c.rank() == 1 || (c.rank() == 2 && c.dim(0) == 1)), n,
-             "bias C of shape " + shape_str(c.shape()) + " (a row of " + std::to_string(w.dim(0)) + ")");
+        if (c.numel() == 1 && w.dim(0) != 1) {  // a scalar C broadcasts over every output
+          Tensor row({w.dim(0)}, DType::f32);
+          row.fill(c.at(0));
+          c = row;
+        }
+        need(c.numel() == w.dim(0) && (c.rank() <= 1 || (c.rank() == 2 && c.dim(0) == 1)), n,
+             "bias C of shape " + shape_str(c.shape()) + " (one value or a row of " + std::to_string(w.dim(0)) + ")");
         ws.push_back(c.reshape({w.dim(0)}));
       }
       add(n, {{"op", "dense"}, {"units", w.dim(0)}, {"bias", bias}}, {name_of(x)});
@@ -431,13 +458,14 @@ class Importer {
     if (op == "Concat") {
       only_attrs(n, {"axis"});
       std::vector<std::string> ins;
+      int64_t rank = 0;
       for (int i = 0; i < n.input_size(); ++i) {
-        need(!is_const(n.input(i)), n, "a constant input (only computed values are concatenated)");
-        ins.push_back(name_of(data(n, i)));
+        const int v = is_const(n.input(i)) ? const_value(n, i) : data(n, i);
+        ins.push_back(name_of(v));
+        rank = static_cast<int64_t>(shape(v).size()) + (b_->graph().is_constant(v) ? 0 : 1);
       }
       need(!ins.empty(), n, "no inputs");
       int64_t axis = attr_i(n, "axis", 1);
-      const int64_t rank = static_cast<int64_t>(shape(data(n, 0)).size()) + 1;
       if (axis < 0) axis += rank;
       need(axis >= 1 && axis < rank, n, "axis " + std::to_string(attr_i(n, "axis", 1)) + " (the batch axis, 0, is not supported)");
       add(n, {{"op", "concat"}, {"axis", axis}}, ins);
@@ -455,11 +483,12 @@ class Importer {
   Rng rng_;
   std::unique_ptr<GraphBuilder> b_;
   std::map<std::string, const TensorProto*> consts_;
-  std::map<std::string, Tensor> bound_;
+  std::vector<TensorProto> bound_;  // reserved up front: consts_ points into it
   std::map<std::string, std::string> alias_;
   std::vector<std::pair<std::size_t, std::vector<Tensor>>> weights_;  // node index, its tensors in layer order
   std::vector<std::pair<int, Tensor>> constants_;
   std::vector<std::string> log_;
+  int64_t opset_;
 };
 
 }  // namespace
@@ -476,10 +505,10 @@ OnnxGraph import_onnx_graph_bytes(const std::string& bytes, const std::string& f
   int64_t opset = 0;
   for (const auto& os : m.opset_import())
     if (os.domain().empty() || os.domain() == "ai.onnx") opset = os.version();
-  check(opset >= 9 && opset <= 17, "import onnx: ", file, ": opset ", opset, " (opsets 9 to 17 are supported)");
+  check(opset >= 1 && opset <= 17, "import onnx: ", file, ": opset ", opset, " (opsets 9 to 17 are supported)");
   OnnxGraph r;
   try {
-    r = Importer(m, file, o).run();
+    r = Importer(m, file, o, opset).run();
   } catch (const Error& e) {
     const std::string what = e.what();
     if (what.rfind("import onnx: ", 0) == 0) throw;
@@ -506,6 +535,15 @@ Model onnx_graph_model(OnnxGraph g, const std::string& policy) {
   m.net = std::make_unique<Sequential>(m.input_shape);
   m.net->add(std::move(g.graph));
   return m;
+}
+
+std::vector<std::string> onnx_op_types(const std::string& path) {
+  onnx::ModelProto m;
+  const std::string bytes = read_file(path, "import onnx");
+  check(m.ParseFromString(bytes), "import onnx: ", path, ": not an ONNX model (", bytes.size(), " bytes)");
+  std::vector<std::string> out;
+  for (const NodeProto& n : m.graph().node()) out.push_back(n.op_type());
+  return out;
 }
 
 Tensor read_tensor_pb(const std::string& path) {

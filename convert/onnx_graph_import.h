@@ -24,9 +24,10 @@ namespace convert {
 
 struct OnnxGraphOptions {
   std::string policy = "torch";
-  // Graph inputs other than the data input, bound to values (ONNX's node tests feed every input;
-  // the graph takes its first as the data and these as constants).
-  std::map<std::string, Tensor> bind;
+  // The graph inputs after the data input, in the graph's order, bound to serialized TensorProto
+  // files (ONNX's node tests feed every input: the graph takes its first as the data and these as
+  // constants, read as its initializers are).
+  std::vector<std::string> bind_files;
   // The data input's name; "" = the first graph input that is neither an initializer nor bound.
   std::string input;
 };
@@ -46,6 +47,9 @@ OnnxGraph import_onnx_graph_bytes(const std::string& bytes, const std::string& f
 OnnxGraph import_onnx_graph(const std::string& path, const OnnxGraphOptions& o = {});
 // A graph whose output is (classes,) logits as a Model named "graph" (models/graph.h).
 Model onnx_graph_model(OnnxGraph g, const std::string& policy);
+
+// The op types of a file's nodes, in order (the node-test harness's scope check).
+std::vector<std::string> onnx_op_types(const std::string& path);
 
 // A float32 tensor from a serialized TensorProto (the node tests' input_N.pb / output_N.pb);
 // errors name the file.

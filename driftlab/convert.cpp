@@ -2,6 +2,9 @@
 // against ONNX Runtime, and R(m, c) over several of them.
 #include "driftlab/convert.h"
 
+#include "convert/onnx_graph_import.h"
+#include "models/graph.h"
+
 #include <omp.h>
 
 #include <algorithm>
@@ -149,9 +152,41 @@ ModelExportResult export_model(const ModelExportRequest& r) {
   return res;
 }
 
+namespace {
+// A graph model: built under the requested Policy directly (the file states what it freezes).
+OnnxImportResult import_as_graph(const OnnxImportRequest& r, const OnnxImportHooks& hooks, OnnxImportResult res) {
+  convert::OnnxGraphOptions go;
+  go.policy = r.policy;
+  convert::OnnxGraph g = convert::import_onnx_graph(r.file, go);
+  res.producer = g.producer;
+  res.opset = g.opset;
+  res.model = kGraphModelName;
+  res.mapping = g.nodes;
+  if (hooks.on_mapped) hooks.on_mapped(res);
+  const std::string producer = g.producer;
+  Model m = convert::onnx_graph_model(std::move(g), r.policy);
+  save_model(r.out, m, {{"imported_from", r.file}, {"onnx_producer", producer}});
+  return res;
+}
+}  // namespace
+
 OnnxImportResult import_onnx_model(const OnnxImportRequest& r, const OnnxImportHooks& hooks) {
   check(r.format == "onnx", "import: --format '", r.format, "' (known: onnx)");
-  convert::OnnxImport im = convert::import_onnx(r.file);
+  check(r.as == "auto" || r.as == "zoo" || r.as == "graph", "import: --as '", r.as, "' (known: auto, zoo, graph)");
+  if (r.as == "graph") return import_as_graph(r, hooks, {});
+  convert::OnnxImport im;
+  try {
+    im = convert::import_onnx(r.file);
+  } catch (const Error& e) {
+    if (r.as == "zoo") throw;
+    OnnxImportResult res;
+    res.zoo_mismatch = e.what();
+    try {
+      return import_as_graph(r, hooks, res);
+    } catch (const Error& g) {
+      fail(g.what(), "\n(and as a zoo model: ", res.zoo_mismatch, ")");
+    }
+  }
   OnnxImportResult res;
   res.producer = im.producer;
   res.opset = im.opset;

@@ -49,11 +49,15 @@ struct ModelExportResult {
 
 ModelExportResult export_model(const ModelExportRequest& request);
 
-// ---- import: an ONNX file (torch.onnx.export's, or driftlab's under torch) onto the zoo ----
+// ---- import: an ONNX file onto the zoo (torch.onnx.export's of a zoo model, or driftlab's
+// export), or as a graph model (any graph of the ops convert/onnx_graph_import.h lists) ----
 
 struct OnnxImportRequest {
   std::string file;              // the .onnx file
   std::string format = "onnx";   // onnx
+  // zoo: onto a zoo model (int8, CUDA and every export then apply); graph: as a graph model; auto:
+  // the zoo where the graph maps onto a zoo model, else a graph
+  std::string as = "auto";
   std::string policy = "torch";  // the written model's Policy; another than torch gets converted weights
   std::string out;               // the model file to write (.dlm)
 };
@@ -61,8 +65,9 @@ struct OnnxImportRequest {
 struct OnnxImportResult {
   std::string producer;              // the file's producer name and version
   int64_t opset = 0;
-  std::string model;                 // the zoo model the graph maps onto
-  std::vector<std::string> mapping;  // "node 'Conv_0' (Conv) -> 0.conv2d", one per weighted node
+  std::string model;                 // the zoo model the graph maps onto, or "graph"
+  std::vector<std::string> mapping;  // "node 'Conv_0' (Conv) -> 0.conv2d", one per weighted node (graph: per node)
+  std::string zoo_mismatch;          // auto that fell back to a graph: why no zoo model matched
   bool converted = false;  // the weights were converted from the torch preset's conventions to the policy's
 };
 

@@ -83,8 +83,9 @@ class Attrs {
   std::set<std::string> read_;
 };
 
+// A shape of 0 to 6 axes ([] is a scalar per sample).
 Shape shape_of(const json& j, const std::string& where) {
-  check(j.is_array() && !j.empty() && j.size() <= 6, where, " is ", j.dump(), ", not a shape");
+  check(j.is_array() && j.size() <= 6, where, " is ", j.dump(), ", not a shape");
   Shape s;
   for (const json& d : j) {
     check(d.is_number_integer() && d.get<int64_t>() >= 1 && d.get<int64_t>() <= (int64_t{1} << 24), where, " is ",
@@ -273,10 +274,7 @@ json GraphBuilder::spec() const {
   return s;
 }
 
-std::unique_ptr<GraphLayer> GraphBuilder::release() {
-  check(graph_->num_nodes() > 0, "graph spec: no nodes");
-  return std::move(graph_);
-}
+std::unique_ptr<GraphLayer> GraphBuilder::release() { return std::move(graph_); }
 
 std::unique_ptr<GraphLayer> build_graph(const json& spec, const Policy& policy, Rng& rng, uint64_t max_param_bytes) {
   check(spec.is_object(), "graph spec: not a JSON object");

@@ -3,7 +3,8 @@
 # libraries (Eigen, oneDNN, zlib, CLI11, nlohmann-json, yaml-cpp and SQLite (study specs and results), GoogleTest, Google Benchmark), the
 # Fashion-MNIST data set, PyTorch + numpy (oracles and speed peers), ONNX's C++ schema and checker
 # with protobuf (driftlab's ONNX export/import: libonnx-dev, libprotobuf-dev), ONNX for Python (the
-# ONNX Runtime oracle's model writer and the exported models' checker),
+# ONNX Runtime oracle's model writer, the exported models' checker and the generator of ONNX's
+# backend node tests), torchvision (outside models for the graph importer: MobileNetV2, ResNet-50),
 # headless Chromium (the browser column of docs/CONVERSION.md: an exported TF.js model run in a
 # real browser), SciPy (the attack statistics' oracle), matplotlib (driftlab robustness's
 # chart), and clang with its runtime
@@ -21,7 +22,7 @@ demo=0
 [ "${1:-}" = "--demo" ] && demo=1
 pkgs=(build-essential cmake libeigen3-dev libdnnl-dev zlib1g-dev ocl-icd-opencl-dev libcli11-dev nlohmann-json3-dev
       libyaml-cpp-dev libsqlite3-dev libgtest-dev libgmock-dev libbenchmark-dev dataset-fashion-mnist libonnx-dev libprotobuf-dev chromium
-      python3-numpy python3-torch libopenblas0-openmp python3-onnx python3-scipy python3-matplotlib clang libclang-rt-14-dev
+      python3-numpy python3-torch python3-torchvision libopenblas0-openmp python3-onnx python3-scipy python3-matplotlib clang libclang-rt-14-dev
       libomp-14-dev)
 if ((demo)); then
   pkgs=(build-essential cmake libeigen3-dev libdnnl-dev zlib1g-dev ocl-icd-opencl-dev libcli11-dev nlohmann-json3-dev

@@ -115,12 +115,19 @@ int GraphLayer::add_binary(const std::string& node, BinaryOp op, int a, int b, c
 int GraphLayer::add_concat(const std::string& node, const std::vector<int>& inputs, int axis, const std::string& out) {
   check(!inputs.empty(), "graph: node '", node, "' concatenates nothing");
   std::vector<Shape> shapes;
+  bool computed = false;
   for (int v : inputs) {
     check_input_value(node, v);
-    check(!is_constant(v), "graph: node '", node, "' concatenates constant '", value_name(v),
-          "' (only computed values are concatenated)");
-    shapes.push_back(value_shape(v));
+    // a constant's leading axis meets the batch (checked at run time)
+    Shape s = value_shape(v);
+    if (is_constant(v)) {
+      check(!s.empty(), "graph: node '", node, "' concatenates the scalar constant '", value_name(v), "'");
+      s.erase(s.begin());
+    }
+    computed = computed || !is_constant(v);
+    shapes.push_back(s);
   }
+  check(computed, "graph: node '", node, "' concatenates constants only (fold them before building)");
   check(axis >= 1, "graph: node '", node, "' concatenates along axis ", axis, " (the batch; not supported)");
   GraphNode n;
   n.name = node;
@@ -150,7 +157,7 @@ int GraphLayer::add_reshape(const std::string& node, int input, const Shape& per
 
 void GraphLayer::set_output(int value) {
   check(value >= 0 && value < static_cast<int>(values_.size()) && !is_constant(value), "graph: output value ", value,
-        " is not a computed value");
+        " is not a computed value (or the input)");
   output_ = value;
 }
 
@@ -175,7 +182,6 @@ const Tensor& GraphLayer::value_at(const std::vector<Tensor>& vals, int v) const
 }
 
 Tensor GraphLayer::forward(RunContext& ctx, const Tensor& x) {
-  check(output_ > 0 && !nodes_.empty(), "graph: forward of a graph without nodes");
   check_input("graph", x, value_shape(0));
   check(x.channel_block() == 0, "graph: input in channel block ", x.channel_block(), " (the graph takes plain tensors)");
   const int64_t n = x.dim(0);
@@ -210,7 +216,11 @@ Tensor GraphLayer::forward(RunContext& ctx, const Tensor& x) {
       }
       case GraphOp::concat: {
         std::vector<const Tensor*> xs;
-        for (int v : node.inputs) xs.push_back(&value_at(vals, v));
+        for (int v : node.inputs) {
+          xs.push_back(&value_at(vals, v));
+          check(!is_constant(v) || xs.back()->dim(0) == n, "graph: node '", node.name, "': constant '", value_name(v),
+                "' has ", xs.back()->dim(0), " rows for a batch of ", n);
+        }
         Shape want = value_shape(node.output);
         want.insert(want.begin(), n);
         y = Tensor::empty(want, x.dtype());
@@ -297,7 +307,7 @@ Tensor GraphLayer::backward(RunContext& ctx, const Tensor& dy) {
         dxs.reserve(node.inputs.size());
         for (int v : node.inputs) {
           Shape s = value_shape(v);
-          s.insert(s.begin(), g.dim(0));
+          if (!is_constant(v)) s.insert(s.begin(), g.dim(0));
           dxs.push_back(Tensor::empty(s, g.dtype()));
           ptrs.push_back(&dxs.back());
         }

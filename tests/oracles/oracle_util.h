@@ -72,6 +72,15 @@ inline std::string run_command(const std::string& cmd, int* code) {
   return out;
 }
 
+// Removes a scratch folder when the test binary exits.
+struct RemoveAtExit {
+  fs::path dir;
+  ~RemoveAtExit() {
+    std::error_code ec;
+    fs::remove_all(dir, ec);
+  }
+};
+
 inline std::string quoted(const std::string& s) {  // for the shell, single-quoted
   std::string q = "'";
   for (char c : s) q += c == '\'' ? std::string("'\\''") : std::string(1, c);
