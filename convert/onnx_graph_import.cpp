@@ -106,10 +106,14 @@ class Importer {
     r.nodes = std::move(log_);
     // the file's weights into the built layers
     GraphLayer& gl = b_->graph();
-    for (const auto& [node_index, ws] : weights_) {
-      std::vector<Param*> ps = gl.node(node_index).layer->params();
-      std::vector<Param*> bs = gl.node(node_index).layer->buffers();
+    for (std::size_t w = 0; w < weights_.size(); ++w) {
+      const auto& [node_index, ws] = weights_[w];
+      Layer& layer = *gl.node(node_index).layer;
+      std::vector<Param*> ps = layer.params();
+      std::vector<Param*> bs = layer.buffers();
       ps.insert(ps.end(), bs.begin(), bs.end());
+      for (std::size_t j = 0; j < ws.size() && j < ps.size() && j < weight_names_[w].size(); ++j)
+        r.sources.emplace_back(std::to_string(node_index) + "." + layer.kind() + "." + ps[j]->name, weight_names_[w][j]);
       for (std::size_t j = 0; j < ws.size(); ++j) {
         check(j < ps.size() && ps[j]->value.shape() == ws[j].shape(), "import onnx: ", file_, ": node '",
               gl.node(node_index).name, "': weight ", j, " of shape ", shape_str(ws[j].shape()), " for the layer's ",
@@ -289,9 +293,10 @@ class Importer {
       if (bias) ws[1] = ws[1].reshape({w.dim(0)});
       json j = {{"op", "conv2d"}, {"out_channels", w.dim(0)}, {"kernel", k}, {"stride", st}, {"dilation", dil},
                 {"groups", group}, {"bias", bias}, {"pads", pads_of(n, shape(x), k, st, dil)}, {"flip", false}};
-      const int v = add(n, j, {name_of(x)});
+      add(n, j, {name_of(x)});
       weights_.emplace_back(b_->graph().num_nodes() - 1, ws);
-      (void)v;
+      weight_names_.push_back({n.input(1)});
+      if (bias) weight_names_.back().push_back(n.input(2));
       return;
     }
     if (op == "BatchNormalization") {
@@ -302,9 +307,10 @@ class Importer {
       std::vector<Tensor> ws;
       for (int i = 1; i <= 4; ++i) ws.push_back(const_float(n, i).reshape({shape(x).at(0)}));
       // gamma, beta; then the buffers running_mean, running_var (the layer's own order)
-      json j = {{"op", "batchnorm"}, {"eps", attr_f(n, "epsilon", 1e-5f)}, {"momentum", attr_f(n, "momentum", 0.9f)}};
+      json j = {{"op", "batchnorm"}, {"eps", attr_decimal(n, "epsilon", 1e-5)}, {"momentum", attr_decimal(n, "momentum", 0.9)}};
       add(n, j, {name_of(x)});
       weights_.emplace_back(b_->graph().num_nodes() - 1, ws);
+      weight_names_.push_back({n.input(1), n.input(2), n.input(3), n.input(4)});
       return;
     }
     if (op == "Relu" || op == "Sigmoid" || op == "Tanh") {
@@ -314,10 +320,10 @@ class Importer {
     }
     if (op == "Clip") {
       only_attrs(n, {"min", "max"});
-      double lo = attr_f(n, "min", -std::numeric_limits<float>::infinity());
-      double hi = attr_f(n, "max", std::numeric_limits<float>::infinity());
-      if (n.input_size() > 1 && !n.input(1).empty()) lo = const_float(n, 1).at(0);
-      if (n.input_size() > 2 && !n.input(2).empty()) hi = const_float(n, 2).at(0);
+      double lo = attr_decimal(n, "min", -std::numeric_limits<double>::infinity());
+      double hi = attr_decimal(n, "max", std::numeric_limits<double>::infinity());
+      if (n.input_size() > 1 && !n.input(1).empty()) lo = float_as_decimal(static_cast<float>(const_float(n, 1).at(0)));
+      if (n.input_size() > 2 && !n.input(2).empty()) hi = float_as_decimal(static_cast<float>(const_float(n, 2).at(0)));
       json j = {{"op", "clip"}};
       if (std::isfinite(lo)) j["min"] = lo;
       if (std::isfinite(hi)) j["max"] = hi;
@@ -443,6 +449,8 @@ class Importer {
       }
       add(n, {{"op", "dense"}, {"units", w.dim(0)}, {"bias", bias}}, {name_of(x)});
       weights_.emplace_back(b_->graph().num_nodes() - 1, ws);
+      weight_names_.push_back({n.input(1)});
+      if (bias) weight_names_.back().push_back(n.input(2));
       return;
     }
     if (op == "Add" || op == "Sub" || op == "Mul") {
@@ -486,6 +494,7 @@ class Importer {
   std::vector<TensorProto> bound_;  // reserved up front: consts_ points into it
   std::map<std::string, std::string> alias_;
   std::vector<std::pair<std::size_t, std::vector<Tensor>>> weights_;  // node index, its tensors in layer order
+  std::vector<std::vector<std::string>> weight_names_;                 // the same tensors' names in the file
   std::vector<std::pair<int, Tensor>> constants_;
   std::vector<std::string> log_;
   int64_t opset_;

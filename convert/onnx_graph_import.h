@@ -40,6 +40,10 @@ struct OnnxGraph {
   int64_t opset = 0;
   std::string producer;
   std::vector<std::string> nodes;         // "node 'Conv_0' (Conv) -> conv2d", one per ONNX node
+  // Where each parameter and buffer came from: the graph's name for it ("<node>.<kind>.<name>",
+  // as GraphLayer::collect names it under an empty prefix, without the leading dot) and the
+  // initializer's name in the file (torch.onnx.export without folding: the module's parameter).
+  std::vector<std::pair<std::string, std::string>> sources;
 };
 
 // Errors name the file and the node ("import onnx: F: node 'X' (Op; attrs): why").

@@ -6,6 +6,7 @@
 
 #include "convert/onnx_graph_import.h"
 #include "engine/io/npy.h"
+#include "engine/train/cpu_runner.h"
 #include "tests/oracles/oracle_util.h"
 
 namespace driftlab {
@@ -118,6 +119,183 @@ TEST(TorchGraph, CliImportsMobileNetV2AsAGraphAndPredictsTorchsLogits) {
     max_ref = std::max(max_ref, std::abs(ref.at(i)));
   }
   EXPECT_LE(max_abs, 1e-5 * max_ref);  // as the test above
+}
+
+}  // namespace
+}  // namespace driftlab
+
+namespace driftlab {
+namespace {
+
+// --train's export (BatchNorm kept, Dropout the identity) of MobileNetV2 and ResNet-50 at 64x64,
+// batch 4: {folder, why not}.
+const std::pair<fs::path, std::string>& torchvision_train() {
+  static const std::pair<fs::path, std::string> r = []() -> std::pair<fs::path, std::string> {
+    const auto& [unused, why] = torchvision_models();  // torch and torchvision present
+    if (!why.empty()) return {{}, why};
+    fs::path dir = fs::temp_directory_path() / ("dl_torchvision_train_" + std::to_string(getpid()));
+    fs::create_directories(dir);
+    static const RemoveAtExit cleanup{dir};
+    int code = 0;
+    const std::string out = run_command(std::string(kPython) + " " + quoted((torch_dir() / "torchvision_models.py").string()) +
+                                            " --train " + quoted(dir.string()) + " 4 mobilenet_v2:64 resnet50:64",
+                                        &code);
+    if (code != 0) return {{}, "FAILED: torchvision_models.py --train: " + out};
+    return {dir, ""};
+  }();
+  return r;
+}
+
+double max_abs_of(const Tensor& t) {
+  double m = 0;
+  for (int64_t i = 0; i < t.numel(); ++i) m = std::max(m, std::abs(t.at(i)));
+  return m;
+}
+
+// What one import of --train's file measured against PyTorch in one dtype.
+struct StepCheck {
+  double dx_rel = 0;           // max |dL/dx - autograd's| / max |autograd's|, inference semantics
+  int64_t sign_flips = 0;      // FGSM decisions: signs that differ where autograd's is not ~0
+  double loss_rel = 0;         // the step's loss
+  double step_rel = 0;         // worst parameter error after the step, per unit of its update (floored)
+  std::string step_at;
+  double stat_rel = 0;         // worst running statistic after the step, per unit of its size
+  std::string stat_at;
+  double after_rel = 0;        // eval logits after the step, per unit of the largest
+  std::map<std::string, Tensor> params;  // after the step, by file name
+};
+
+// An update below 1e-4 of the model's largest is rounding noise in both frameworks (a conv bias
+// right before a BatchNorm has a zero gradient by construction; autograd's is ~1e-9): such a
+// tensor's error is measured against that floor instead.
+double update_floor(const std::map<std::string, double>& updates) {
+  double m = 0;
+  for (const auto& [k, u] : updates) m = std::max(m, u);
+  return 1e-4 * m;
+}
+
+StepCheck step_check(const fs::path& dir, const std::string& name, bool f64) {
+  const std::string pre = name + (f64 ? ".f64" : "");
+  convert::OnnxGraph g =
+      convert::import_onnx_graph((dir / (name + ".train.onnx")).string(), {f64 ? "torch,dtype=float64" : "torch"});
+  const auto sources = g.sources;
+  Model m = convert::onnx_graph_model(std::move(g), f64 ? "torch,dtype=float64" : "torch");
+  const Tensor x = read_npy((dir / (name + ".x.npy")).string());
+  const Tensor yl = read_npy((dir / (name + ".y.npy")).string());
+  std::vector<int32_t> labels;
+  for (int64_t i = 0; i < yl.numel(); ++i) labels.push_back(static_cast<int32_t>(yl.at(i)));
+  TrainConfig cfg;
+  cfg.batch = x.dim(0);
+  cfg.optim.lr = 0.01;
+  CpuRunner runner(m, cfg);
+  StepCheck c;
+  const InputGradient ig = runner.input_gradient(x, labels, Semantics::inference);
+  const Tensor dx_ref = read_npy((dir / (pre + ".dx.npy")).string());
+  const double dx_scale = max_abs_of(dx_ref);
+  double dx_err = 0;
+  for (int64_t i = 0; i < dx_ref.numel(); ++i) {
+    const double a = ig.dx.at(i), b = dx_ref.at(i);
+    dx_err = std::max(dx_err, std::abs(a - b));
+    if (std::abs(b) > 1e-4 * dx_scale && (a > 0) != (b > 0)) ++c.sign_flips;
+  }
+  c.dx_rel = dx_err / dx_scale;
+  std::map<std::string, Tensor> before;
+  for (auto& [pn, p] : m.net->named_params()) before[pn] = p->value.clone();
+  const double loss = runner.train_step(x, labels);
+  const double loss_ref = read_npy((dir / (pre + ".loss.npy")).string()).at(0);
+  c.loss_rel = std::abs(loss - loss_ref) / std::abs(loss_ref);
+  std::map<std::string, Param*> params;
+  for (auto& [pn, p] : m.net->named_params()) params[pn] = p;
+  for (auto& [pn, p] : m.net->named_buffers()) params[pn] = p;
+  std::map<std::string, double> updates, errors;
+  for (const auto& [ours, file] : sources) {
+    const std::string pn = "0." + ours;
+    check(params.count(pn) > 0, "no parameter ", pn);
+    const Tensor got = params[pn]->value, want = read_npy((dir / (pre + ".p." + file + ".npy")).string());
+    check(got.numel() == want.numel(), pn, " <- ", file, ": sizes differ");
+    c.params[file] = got.clone();
+    double err = 0;
+    for (int64_t i = 0; i < got.numel(); ++i) err = std::max(err, std::abs(got.at(i) - want.at(i)));
+    if (before.count(pn)) {
+      const Tensor& b = before[pn];
+      double upd = 0;
+      for (int64_t i = 0; i < got.numel(); ++i) upd = std::max(upd, std::abs(want.at(i) - b.at(i)));
+      updates[file] = upd;
+      errors[file] = err;
+    } else {
+      const double rel = err / std::max(max_abs_of(want), 1e-30);
+      if (rel > c.stat_rel) c.stat_rel = rel, c.stat_at = file;
+    }
+  }
+  const double floor = update_floor(updates);
+  for (const auto& [file, upd] : updates) {
+    const double rel = errors[file] / std::max(upd, floor);
+    if (rel > c.step_rel) c.step_rel = rel, c.step_at = file;
+  }
+  ExecContext exec;
+  RunContext ctx = RunContext::inference(exec);
+  const Tensor after = m.forward(ctx, x), after_ref = read_npy((dir / (pre + ".after.npy")).string());
+  double after_err = 0;
+  for (int64_t i = 0; i < after.numel(); ++i) after_err = std::max(after_err, std::abs(after.at(i) - after_ref.at(i)));
+  c.after_rel = after_err / max_abs_of(after_ref);
+  std::printf("%-13s %s: dL/dx %.3g (sign flips %lld), loss %.3g, step: worst %.3g of the update (%s), running "
+              "statistics %.3g (%s), logits after %.3g\n",
+              name.c_str(), f64 ? "float64" : "float32", c.dx_rel, static_cast<long long>(c.sign_flips), c.loss_rel,
+              c.step_rel, c.step_at.c_str(), c.stat_rel, c.stat_at.c_str(), c.after_rel);
+  return c;
+}
+
+// One SGD step (lr 0.01, mean cross-entropy, train semantics: BatchNorm on batch statistics, its
+// running statistics moved with the file's momentum) against torch.optim.SGD under autograd, and
+// the input gradient at inference semantics against autograd in eval() (FGSM's direction), in
+// float64 (the tight check of the formulas) and float32.
+TEST(TorchGraph, OneSgdStepAndTheInputGradientOfMobileNetV2AndResNet50MatchAutograd) {
+  const auto& [dir, why] = torchvision_train();
+  if (!why.empty()) {
+    if (why.rfind("FAILED", 0) == 0) FAIL() << why;
+    DRIFTLAB_SKIP_OR_REQUIRE(why);
+  }
+  for (const std::string name : {"mobilenet_v2", "resnet50"}) {
+    // float64: rounding of 1e-16 amplified by the problem's conditioning (below: ~1e6 in
+    // ResNet-50's float32 step) stays under 1e-8 of each update; no decision flips
+    const StepCheck d = step_check(dir, name, true);
+    EXPECT_LE(d.dx_rel, 1e-10) << name;
+    EXPECT_EQ(d.sign_flips, 0) << name;
+    EXPECT_LE(d.loss_rel, 1e-12) << name;
+    EXPECT_LE(d.step_rel, 1e-8) << name << ": " << d.step_at;
+    EXPECT_LE(d.stat_rel, 1e-10) << name << ": " << d.stat_at;
+    EXPECT_LE(d.after_rel, 1e-10) << name;
+    // float32: dL/dx and the logits as the forward test's bound (1e-5; dL/dx through twice the
+    // layers: 1e-4), FGSM's signs identical
+    const StepCheck f = step_check(dir, name, false);
+    EXPECT_LE(f.dx_rel, 1e-4) << name;
+    EXPECT_EQ(f.sign_flips, 0) << name;
+    EXPECT_LE(f.loss_rel, 1e-5) << name;
+    // The float32 step: float32 sums over the batch and the positions, in other orders than
+    // autograd's, through an ill-conditioned problem (ResNet-50 at 64x64, batch 4: PyTorch's own
+    // float32 step is up to ~0.3 of an update away from its float64 step; docs/GRAPH_MODELS.md).
+    // The check: driftlab's float32 step (parameters and running statistics) is no further from
+    // PyTorch's float64 step than PyTorch's float32 step is, within a factor 2, over every tensor.
+    double worst_ours = 0, worst_torch = 0;
+    std::string at;
+    for (const auto& [file, ours] : f.params) {
+      const Tensor t32 = read_npy((dir / (name + ".p." + file + ".npy")).string());
+      const Tensor t64 = read_npy((dir / (name + ".f64.p." + file + ".npy")).string());
+      double eo = 0, et = 0, scale = 1e-30;
+      for (int64_t i = 0; i < t64.numel(); ++i) {
+        eo = std::max(eo, std::abs(ours.at(i) - t64.at(i)));
+        et = std::max(et, std::abs(t32.at(i) - t64.at(i)));
+        scale = std::max(scale, std::abs(t64.at(i)));
+      }
+      if (eo / scale > worst_ours) worst_ours = eo / scale, at = file;
+      worst_torch = std::max(worst_torch, et / scale);
+    }
+    std::printf("%-13s float32 step against PyTorch's float64 step (worst tensor, per its size): driftlab %.3g (%s), "
+                "PyTorch's float32 %.3g\n", name.c_str(), worst_ours, at.c_str(), worst_torch);
+    EXPECT_LE(worst_ours, 2 * worst_torch) << name << ": " << at;
+    // MobileNetV2's step is well-conditioned: its logits after the step as the forward test's bound
+    if (name == "mobilenet_v2") EXPECT_LE(f.after_rel, 1e-5) << name;
+  }
 }
 
 }  // namespace
