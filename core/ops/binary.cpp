@@ -27,7 +27,8 @@ Shape broadcast_shape(const Shape& a, const Shape& b, const std::string& who) {
   return y;
 }
 
-Shape concat_shape(const std::vector<Shape>& xs, int axis, const std::string& who) {
+Shape concat_shape(const std::vector<Shape>& xs, int axis, const std::string& who, int shown_axis) {
+  if (shown_axis < 0) shown_axis = axis;
   check(!xs.empty(), who, ": concat of no inputs");
   const Shape& first = xs[0];
   check(axis >= 0 && axis < static_cast<int>(first.size()), who, ": concat axis ", axis, " outside rank ",
@@ -37,7 +38,8 @@ Shape concat_shape(const std::vector<Shape>& xs, int axis, const std::string& wh
   for (const Shape& s : xs) {
     bool same = s.size() == first.size();
     for (std::size_t i = 0; same && i < s.size(); ++i) same = static_cast<int>(i) == axis || s[i] == first[i];
-    check(same, who, ": concat inputs ", shape_str(first), " and ", shape_str(s), " differ outside axis ", axis);
+    check(same, who, ": concat inputs ", shape_str(first), " and ", shape_str(s), " differ outside axis ", shown_axis,
+          " (per-sample shapes)");
     y[axis] += s[axis];
   }
   return y;

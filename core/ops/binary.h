@@ -32,7 +32,8 @@ inline T binary_value(BinaryOp op, T a, T b) {
   return a * b;
 }
 
-// The shape y of concatenating shapes along `axis` (all other axes equal); throws naming `who`.
-Shape concat_shape(const std::vector<Shape>& xs, int axis, const std::string& who);
+// The shape y of concatenating shapes along `axis` (all other axes equal); throws naming `who`
+// and the axis as `shown_axis` (the caller's numbering, e.g. counting a batch axis; -1: `axis`).
+Shape concat_shape(const std::vector<Shape>& xs, int axis, const std::string& who, int shown_axis = -1);
 
 }  // namespace driftlab

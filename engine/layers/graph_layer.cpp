@@ -134,7 +134,7 @@ int GraphLayer::add_concat(const std::string& node, const std::vector<int>& inpu
   n.op = GraphOp::concat;
   n.inputs = inputs;
   n.axis = axis;
-  n.output = new_value(node, out, concat_shape(shapes, axis - 1, "graph: node '" + node + "'"));
+  n.output = new_value(node, out, concat_shape(shapes, axis - 1, "graph: node '" + node + "'", axis));
   for (int v : n.inputs) last_use_[static_cast<std::size_t>(v)] = static_cast<int>(nodes_.size());
   nodes_.push_back(std::move(n));
   return output_;

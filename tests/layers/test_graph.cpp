@@ -189,7 +189,7 @@ TEST(GraphSpec, BadGraphsAreRefusedNamingTheNode) {
   EXPECT_THAT(error_of(s), testing::HasSubstr("node 'c1': groups 3"));
   s = mixed_spec();
   s["nodes"][7]["inputs"] = {"g", "scale"};
-  EXPECT_THAT(error_of(s), testing::HasSubstr("node 'cat' concatenates constant 'scale'"));
+  EXPECT_THAT(error_of(s), testing::HasSubstr("node 'cat': concat inputs [4,6,6] and [4,1,1] differ outside axis 1 (per-sample shapes)"));
   s = mixed_spec();
   s["nodes"][9]["shape"] = {95};
   EXPECT_THAT(error_of(s), testing::HasSubstr("node 'flat' reshapes"));
@@ -222,6 +222,47 @@ TEST(GraphModelFile, RoundTripKeepsTheSpecWeightsAndConstants) {
   // the same graph under another preset (drift's rebuild): model_args carries the spec
   Model t = build_model(m.name, Policy::preset_named("tensorflow"), 0, model_args(m));
   EXPECT_EQ(t.num_params(), m.num_params());
+}
+
+}  // namespace
+}  // namespace driftlab
+
+namespace driftlab {
+namespace {
+
+// What a spec states freezes the knob for its node; what it leaves out, the Policy decides (the
+// importers' tables in docs/GRAPH_MODELS.md rest on this).
+TEST(GraphSpec, StatedAttributesFreezeKnobsAndOmittedOnesFollowThePolicy) {
+  const json spec = json::parse(R"({
+    "input": "x", "input_shape": [2, 5, 5],
+    "nodes": [
+      {"name": "stated", "op": "conv2d", "inputs": ["x"], "output": "a", "out_channels": 2, "kernel": [3, 3],
+       "stride": [2, 2], "pads": [0, 1, 0, 1], "flip": false},
+      {"name": "open", "op": "conv2d", "inputs": ["a"], "output": "b", "out_channels": 2, "kernel": [2, 2],
+       "stride": [2, 2], "padding": "same"},
+      {"name": "bn_stated", "op": "batchnorm", "inputs": ["b"], "output": "c", "eps": 0.01, "momentum": 0.5},
+      {"name": "bn_open", "op": "batchnorm", "inputs": ["c"], "output": "d"},
+      {"name": "flat", "op": "flatten", "inputs": ["d"], "output": "e"},
+      {"name": "flat_stated", "op": "flatten", "inputs": ["d"], "output": "f", "order": "chw"},
+      {"name": "sum", "op": "add", "inputs": ["e", "f"], "output": "y"}
+    ]})");
+  for (const char* preset : {"torch", "tensorflow", "theano"}) {
+    const Policy p = Policy::preset_named(preset);
+    if (p.conv_same_pad == SamePad::after_stride1) continue;  // torch refuses 'same' with stride 2 (tested elsewhere)
+    Rng rng(p.rng_engine, 1);
+    auto g = build_graph(spec, p, rng);
+    auto* stated = layer_as<Conv2dLayer>(*g->node(0).layer);
+    auto* open = layer_as<Conv2dLayer>(*g->node(1).layer);
+    EXPECT_FALSE(stated->op_params().flip) << preset;
+    EXPECT_EQ(stated->op_params().pad_b, 1) << preset;
+    EXPECT_EQ(open->op_params().flip, p.conv_kernel_flip) << preset;
+    const AxisPad same = same_padding(2, 2, 2, 1, p.conv_same_pad != SamePad::before);
+    EXPECT_EQ(open->op_params().pad_t, same.before) << preset;
+    EXPECT_EQ(layer_as<BatchNormLayer>(*g->node(2).layer)->op_params().eps, 0.01) << preset;
+    EXPECT_EQ(layer_as<BatchNormLayer>(*g->node(3).layer)->op_params().eps, p.bn_eps) << preset;
+    EXPECT_EQ(layer_as<FlattenLayer>(*g->node(4).layer)->order(), p.flatten_order) << preset;
+    EXPECT_EQ(layer_as<FlattenLayer>(*g->node(5).layer)->order(), FlattenOrder::chw) << preset;
+  }
 }
 
 }  // namespace

@@ -82,6 +82,23 @@ TEST(TorchGraph, TorchvisionMobileNetV2AndResNet50LogitsWithin1e5Relative) {
   }
 }
 
+// What the file states is frozen (cross-correlation, explicit pads, epsilon, channels-first
+// flatten): imported under the tensorflow and theano presets, whose knobs would flip the kernels
+// and split 'same' pads otherwise, the graphs still compute PyTorch's logits (the forward bound).
+TEST(TorchGraph, ImportedGraphsComputeTheFilesSemanticsUnderEveryPreset) {
+  const auto& [dir, why] = torchvision_models();
+  if (!why.empty()) {
+    if (why.rfind("FAILED", 0) == 0) FAIL() << why;
+    DRIFTLAB_SKIP_OR_REQUIRE(why);
+  }
+  for (const char* preset : {"tensorflow", "theano"})
+    for (const char* name : {"mobilenet_v2", "resnet50"}) {
+      const Compared c = compare_logits(name, preset);
+      EXPECT_LE(c.max_abs, 1e-5 * c.max_ref) << name << " under " << preset;
+      EXPECT_TRUE(c.same_argmax) << name << " under " << preset;
+    }
+}
+
 }  // namespace
 }  // namespace driftlab
 
