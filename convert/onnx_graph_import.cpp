@@ -509,7 +509,7 @@ OnnxGraph import_onnx_graph_bytes(const std::string& bytes, const std::string& f
   try {
     onnx::checker::check_model(m);
   } catch (const std::exception& e) {
-    fail("import onnx: ", file, ": ONNX's checker refuses it: ", e.what());
+    fail("import onnx: ", file, ": ONNX's checker refuses it: ", detail::one_line(e.what()));
   }
   int64_t opset = 0;
   for (const auto& os : m.opset_import())

@@ -495,7 +495,7 @@ OnnxImport import_onnx_bytes(const std::string& bytes, const std::string& file) 
   try {
     onnx::checker::check_model(m);
   } catch (const std::exception& e) {
-    fail("import onnx: ", file, ": ONNX's checker refuses it: ", e.what());
+    fail("import onnx: ", file, ": ONNX's checker refuses it: ", detail::one_line(e.what()));
   }
   OnnxImport r;
   for (const auto& o : m.opset_import())

@@ -100,6 +100,17 @@ inline std::string attr_s(const NodeProto& n, const char* name, const std::strin
   return a ? a->s() : def;
 }
 
+// A message on one line (ONNX's checker writes the node it names over several).
+inline std::string one_line(std::string s) {
+  for (char& c : s)
+    if (c == '\n' || c == '\r') c = ' ';
+  std::string out;
+  for (char c : s)
+    if (!(c == ' ' && !out.empty() && out.back() == ' ')) out += c;
+  while (!out.empty() && out.back() == ' ') out.pop_back();
+  return out;
+}
+
 // A float32 initializer, Constant or .pb tensor as a Tensor; its dims checked against the data it
 // holds before anything is allocated; errors name the file and the tensor.
 inline Tensor tensor_to_float(const std::string& file, const onnx::TensorProto& t) {

@@ -70,6 +70,7 @@ class GraphLayer : public Layer {
   bool is_constant(int v) const { return values_.at(static_cast<std::size_t>(v)).is_constant; }
   const Tensor& constant(int v) const { return values_.at(static_cast<std::size_t>(v)).param.value; }
   std::size_t num_nodes() const { return nodes_.size(); }
+  std::size_t num_values() const { return values_.size(); }
   GraphNode& node(std::size_t i) { return nodes_.at(i); }
   int output_value() const { return output_; }
   DType constant_dtype() const { return dtype_; }

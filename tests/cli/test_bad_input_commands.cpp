@@ -2,7 +2,9 @@
 // says what every row asserts; tests/cli/bad_input.h runs a row): convert, convert-report,
 // attack, robustness, quantize and study. Each row here was a defect (issue 46: an internal
 // error, undefined behaviour, a silent wrong result or a file left behind) and failed before the
-// fix it names.
+// fix it names. The import rows (issue 40) check the graph importer's refusals, each naming the
+// node; import_cycle and import_dangling came out over several lines before (ONNX's checker's
+// text, which check_row's one error line now holds).
 #include <gtest/gtest.h>
 
 #include <climits>
@@ -71,6 +73,12 @@ const std::string kPredictInt8 = "predict --threads 1 --weights {d}/q.dlm --inpu
 
 const std::string kConvert = "convert --weights {d}/m.dlm --adversarial {d}/adv --out {d}/out --limit 4 --repeats 1";
 const std::string kAttackInput = "attack --weights {d}/m.dlm --input {d}/x.npy --labels {d}/y.npy --out {d}/a";
+
+// The bad ONNX graphs of tests/onnx_node/bad_graphs.py (python3-onnx) written into the row's folder.
+void bad_graphs(const fs::path& d) {
+  const std::string cmd = "/usr/bin/python3 " + std::string(DRIFTLAB_SOURCE_DIR) + "/tests/onnx_node/bad_graphs.py " + d.string();
+  ASSERT_EQ(std::system(cmd.c_str()), 0) << cmd;
+}
 
 std::vector<Row> catalogue() {
   const std::string spec_head = "study: bad\nsteps:\n";
@@ -155,6 +163,18 @@ std::vector<Row> catalogue() {
        [spec_head](const fs::path& d) { write_all(d / "s.yaml", spec_head + "  t: {do: train, set: {model: lenet1}}\n"); },
        "study run {d}/s.yaml --out {d}/out --reuse {d}/nowhere", 1, "study run --reuse {d}/nowhere",
        {"not a study folder"}, {"out"}},
+      // ---- import: bad ONNX graphs, each refused naming its node, nothing written ----
+      {"import_cycle", bad_graphs, "import {d}/cycle.onnx --as graph --out {d}/o.dlm", 1, "import onnx",
+       {"topologically sorted, however input 'b' of node: name: first OpType: Relu"}, {"o.dlm"}},
+      {"import_dangling", bad_graphs, "import {d}/dangling.onnx --out {d}/o.dlm", 1, "import onnx",
+       {"input 'nowhere' of node: name: reads_nowhere OpType: Add"}, {"o.dlm"}},
+      {"import_shape_mismatch", bad_graphs, "import {d}/shape_mismatch.onnx --as graph --out {d}/o.dlm", 1,
+       "import onnx", {"node 'mismatched_add': shapes \\[4,6,6\\] and \\[4,2,2\\] do not broadcast"}, {"o.dlm"}},
+      {"import_unsupported_attribute", bad_graphs, "import {d}/ceil_mode.onnx --as graph --out {d}/o.dlm", 1,
+       "import onnx", {"node 'pool' \\(MaxPool; ceil_mode=1, kernel_shape=\\[2,2\\]\\): ceil_mode 1 is not supported"},
+       {"o.dlm"}},
+      {"import_unknown_op", bad_graphs, "import {d}/unknown_op.onnx --as graph --out {d}/o.dlm", 1, "import onnx",
+       {"node 'soft' \\(Softsign\\): op Softsign is not supported"}, {"o.dlm"}},
       {"study_convert_takes_an_attack_second",
        [spec_head](const fs::path& d) {
          write_all(d / "s.yaml", spec_head + "  t: {do: train, set: {model: lenet1}}\n  c: {do: convert, needs: [t, t]}\n");
@@ -179,7 +199,7 @@ TEST(BadInputCommandsCatalogue, CoversEveryNewCommand) {
     families[r.name.substr(0, r.name.find('_'))]++;
     EXPECT_EQ(std::count_if(rows.begin(), rows.end(), [&](const Row& o) { return o.name == r.name; }), 1) << r.name;
   }
-  for (const char* f : {"convert", "convertreport", "attack", "robustness", "quantize", "int8", "export", "study"})
+  for (const char* f : {"convert", "convertreport", "attack", "robustness", "quantize", "int8", "export", "study", "import"})
     EXPECT_GT(families[f], 0) << "no row of family " << f;
   std::cout << rows.size() << " rows:";
   for (const auto& [f, n] : families) std::cout << " " << f << " " << n;
