@@ -29,7 +29,7 @@ struct ActivationParams {
   ReluNanGrad relu_nan_grad = ReluNanGrad::dy;  // last: positional initialisers predate it
   double clip_min = 0.0, clip_max = 6.0;
   // torch's nn.ReLU6/Hardtanh backward passes the gradient only strictly inside (lo, hi)
-  // (hardtanh_backward: x <= min || x >= max gives 0); torch.clamp's backward at the bounds too.
+  // (PyTorch 1.13: ReLU6'(0) = ReLU6'(6) = 0); torch.clamp's backward at the bounds too (1).
   bool clip_grad_edges_inclusive = false;
 };
 

@@ -155,7 +155,8 @@ TEST(ClipActivation, Relu6ValuesAndTorchHardtanhGradientEdges) {
   const float want_y[] = {0, 0, 3, 6, 6};
   for (int i = 0; i < 5; ++i) EXPECT_EQ(y.data<float>()[i], want_y[i]);
   EXPECT_TRUE(std::isnan(y.data<float>()[5]));  // torch.clamp / Hardtanh propagate NaN
-  // hardtanh_backward: 0 at x <= min and x >= max (the bounds themselves pass nothing)
+  // nn.ReLU6 (Hardtanh) passes nothing at the bounds: PyTorch 1.13's gradient at [-1, 0, 3, 6, 7]
+  // is [0, 0, 1, 0, 0] (torch.clamp's would be [0, 1, 1, 1, 0]; docs/GRAPH_MODELS.md)
   const float want_dx[] = {0, 0, 1, 0, 0};
   for (int i = 0; i < 5; ++i) EXPECT_EQ(dx.data<float>()[i], want_dx[i]) << "x = " << x.data<float>()[i];
 }
