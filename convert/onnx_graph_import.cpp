@@ -87,6 +87,7 @@ class Importer {
     for (const auto& vi : g.input())
       if (vi.name() == input) in = input_shape(vi), found = true;
     check(found, "import onnx: ", file_, ": data input '", input, "' not among the graph's inputs");
+    check_name(input, "the data input's name");
     b_ = std::make_unique<GraphBuilder>(input, in, policy_, rng_);
     for (const NodeProto& n : g.node()) node(n);
     check(g.output_size() >= 1, "import onnx: ", file_, ": the graph has no output");
@@ -181,9 +182,22 @@ class Importer {
     for (const auto& a : n.attribute())
       need(known.count(a.name()) > 0, n, "attribute '" + a.name() + "' is not supported");
   }
+  // A name the graph spec (JSON) can hold: valid UTF-8.
+  void check_name(const std::string& s, const std::string& what) const {
+    std::size_t i = 0;
+    while (i < s.size()) {
+      const unsigned char c = static_cast<unsigned char>(s[i]);
+      const int len = c < 0x80 ? 1 : (c >> 5) == 0x6 ? 2 : (c >> 4) == 0xe ? 3 : (c >> 3) == 0x1e ? 4 : 0;
+      bool ok = len > 0 && i + static_cast<std::size_t>(len) <= s.size();
+      for (int k = 1; ok && k < len; ++k) ok = (static_cast<unsigned char>(s[i + static_cast<std::size_t>(k)]) >> 6) == 0x2;
+      check(ok, "import onnx: ", file_, ": ", what, " is not valid UTF-8 (byte ", i, ")");
+      i += static_cast<std::size_t>(len);
+    }
+  }
   // A spec node for n's first output; logs it.
   int add(const NodeProto& n, json j, const std::vector<std::string>& inputs) {
     need(n.output_size() >= 1 && !n.output(0).empty(), n, "no output");
+
     j["name"] = n.name().empty() ? n.op_type() + "_" + std::to_string(log_.size()) : n.name();
     j["inputs"] = inputs;
     j["output"] = n.output(0);
@@ -195,6 +209,7 @@ class Importer {
   // A constant operand of an element-wise op as a graph constant (once per name).
   int const_value(const NodeProto& n, int i) {
     const std::string name = n.input(i);
+    check_name(name, "node '" + n.name() + "''s input name");
     const int have = b_->graph().find_value(name);
     if (have >= 0) return have;
     Tensor t = const_float(n, i);
@@ -231,6 +246,8 @@ class Importer {
 
   void node(const NodeProto& n) {
     const std::string& op = n.op_type();
+    check_name(n.name(), "the name of node " + std::to_string(log_.size()));
+    for (const std::string& o : n.output()) check_name(o, "an output name of node '" + n.name() + "'");
     need(n.domain().empty() || n.domain() == "ai.onnx", n, "domain '" + n.domain() + "' is not supported");
     // The importer implements each op as opsets 9 to 17 define it: a file of an older opset is read
     // where its version of the op is one of those (GlobalAveragePool-1 is still opset 17's).

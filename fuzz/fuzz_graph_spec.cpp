@@ -28,8 +28,9 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, std::size_t size) {
     ExecContext exec;
     RunContext ctx = RunContext::inference(exec);
     const Tensor y = g->forward(ctx, Tensor(s, DType::f32));
+    const Shape out = g->output_shape();  // by value: one copy for begin() and end()
     Shape want{1};
-    want.insert(want.end(), g->output_shape().begin(), g->output_shape().end());
+    want.insert(want.end(), out.begin(), out.end());
     fuzz_require(y.shape() == want, "graph spec: output shape");
   });
   return 0;

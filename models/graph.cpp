@@ -10,6 +10,10 @@ namespace {
 
 using nlohmann::json;
 
+// A JSON value in a message: invalid UTF-8 in its strings replaced, never an exception (the
+// messages' arguments are built before check() looks at its condition).
+std::string shown(const json& j) { return j.dump(-1, ' ', false, json::error_handler_t::replace); }
+
 // One node's attributes, read with their types checked; every attribute must be read (an
 // attribute nobody reads is refused by name: a typo or an op's option not implemented).
 class Attrs {
@@ -23,7 +27,7 @@ class Attrs {
     read_.insert(k);
     if (!n_.contains(k)) return def;
     const json& v = n_.at(k);
-    check(v.is_number_integer(), where_, ": ", k, " is ", v.dump(), ", not an integer");
+    check(v.is_number_integer(), where_, ": ", k, " is ", shown(v), ", not an integer");
     const int64_t x = v.get<int64_t>();
     check(x >= lo && x <= hi, where_, ": ", k, " = ", x, " outside [", lo, ", ", hi, "]");
     return x;
@@ -32,32 +36,32 @@ class Attrs {
     read_.insert(k);
     if (!n_.contains(k)) return def;
     const json& v = n_.at(k);
-    check(v.is_number(), where_, ": ", k, " is ", v.dump(), ", not a number");
+    check(v.is_number(), where_, ": ", k, " is ", shown(v), ", not a number");
     return v.get<double>();
   }
   bool boolean(const char* k, bool def) {
     read_.insert(k);
     if (!n_.contains(k)) return def;
     const json& v = n_.at(k);
-    check(v.is_boolean(), where_, ": ", k, " is ", v.dump(), ", not true or false");
+    check(v.is_boolean(), where_, ": ", k, " is ", shown(v), ", not true or false");
     return v.get<bool>();
   }
   std::string string(const char* k, const std::string& def) {
     read_.insert(k);
     if (!n_.contains(k)) return def;
     const json& v = n_.at(k);
-    check(v.is_string(), where_, ": ", k, " is ", v.dump(), ", not a string");
+    check(v.is_string(), where_, ": ", k, " is ", shown(v), ", not a string");
     return v.get<std::string>();
   }
   std::vector<int64_t> ints(const char* k, std::vector<int64_t> def, std::size_t count, int64_t lo) {
     read_.insert(k);
     if (!n_.contains(k)) return def;
     const json& v = n_.at(k);
-    check(v.is_array() && v.size() == count, where_, ": ", k, " is ", v.dump(), ", not ", count, " integers");
+    check(v.is_array() && v.size() == count, where_, ": ", k, " is ", shown(v), ", not ", count, " integers");
     std::vector<int64_t> out;
     for (const json& e : v) {
       check(e.is_number_integer() && e.get<int64_t>() >= lo && e.get<int64_t>() <= (int64_t{1} << 24), where_, ": ",
-            k, " is ", v.dump(), ", not ", count, " integers in [", lo, ", 2^24]");
+            k, " is ", shown(v), ", not ", count, " integers in [", lo, ", 2^24]");
       out.push_back(e.get<int64_t>());
     }
     return out;
@@ -67,14 +71,14 @@ class Attrs {
     check(n_.contains(k) && n_.at(k).is_array(), where_, ": ", k, " missing or not a list of names");
     std::vector<std::string> out;
     for (const json& e : n_.at(k)) {
-      check(e.is_string(), where_, ": ", k, " holds ", e.dump(), ", not a name");
+      check(e.is_string(), where_, ": ", k, " holds ", shown(e), ", not a name");
       out.push_back(e.get<std::string>());
     }
     return out;
   }
   void done() const {
     for (auto it = n_.begin(); it != n_.end(); ++it)
-      check(read_.count(it.key()), where_, ": unknown attribute '", it.key(), "' (", it.value().dump(), ")");
+      check(read_.count(it.key()), where_, ": unknown attribute '", it.key(), "' (", shown(it.value()), ")");
   }
 
  private:
@@ -85,11 +89,11 @@ class Attrs {
 
 // A shape of 0 to 6 axes ([] is a scalar per sample).
 Shape shape_of(const json& j, const std::string& where) {
-  check(j.is_array() && j.size() <= 6, where, " is ", j.dump(), ", not a shape");
+  check(j.is_array() && j.size() <= 6, where, " is ", shown(j), ", not a shape");
   Shape s;
   for (const json& d : j) {
     check(d.is_number_integer() && d.get<int64_t>() >= 1 && d.get<int64_t>() <= (int64_t{1} << 24), where, " is ",
-          j.dump(), ", not a shape of dimensions in [1, 2^24]");
+          shown(j), ", not a shape of dimensions in [1, 2^24]");
     s.push_back(d.get<int64_t>());
   }
   return s;
