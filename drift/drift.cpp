@@ -1,5 +1,7 @@
 #include "drift/drift.h"
 
+#include "engine/layers/graph_layer.h"
+
 #include <algorithm>
 #include <cmath>
 #include <sstream>
@@ -84,18 +86,45 @@ std::vector<Tensor> layer_outputs(Model& model, ExecContext& exec, const Tensor&
   return outs;
 }
 
+std::vector<std::pair<std::string, Tensor>> labelled_outputs(Model& model, ExecContext& exec, const Tensor& x) {
+  RunContext ctx = RunContext::inference(exec);
+  std::vector<std::pair<std::string, Tensor>> outs;
+  Tensor h = x.dtype() == model.dtype() ? x : x.to(model.dtype());
+  for (std::size_t i = 0; i < model.net->size(); ++i) {
+    Layer& l = model.net->layer(i);
+    if (auto* g = layer_as<GraphLayer>(l)) {
+      const std::vector<Tensor> nodes = g->node_outputs(ctx, h);
+      for (std::size_t k = 0; k < nodes.size(); ++k) {
+        GraphNode& node = g->node(k);
+        auto* f = node.layer ? layer_as<FlattenLayer>(*node.layer) : nullptr;
+        outs.emplace_back(node.name + ": " + (node.layer ? node.layer->describe() : graph_op_name(node.op)),
+                          f ? f->to_chw_order(nodes[k]) : nodes[k]);
+      }
+      for (std::size_t k = 0; k < nodes.size(); ++k)  // the graph's output: its output value's node
+        if (g->node(k).output == g->output_value()) h = nodes[k];
+      continue;
+    }
+    h = l.forward(ctx, h);
+    auto* f = layer_as<FlattenLayer>(l);
+    outs.emplace_back(l.describe(), f ? f->to_chw_order(h) : h);
+  }
+  return outs;
+}
+
 Localisation localise(Model& a, Model& b, ExecContext& exec, const Tensor& x, double tolerance) {
-  std::vector<Tensor> oa = layer_outputs(a, exec, x), ob = layer_outputs(b, exec, x);
+  const auto oa = labelled_outputs(a, exec, x), ob = labelled_outputs(b, exec, x);
+  check(oa.size() == ob.size(), "localise: ", oa.size(), " outputs under the first policy, ", ob.size(),
+        " under the second");
   Localisation loc;
   loc.tolerance = tolerance;
   for (std::size_t i = 0; i < oa.size(); ++i) {
     double max_abs = 0, scale = 0;
-    for (int64_t j = 0; j < oa[i].numel(); ++j) {
-      max_abs = std::max(max_abs, std::abs(oa[i].at(j) - ob[i].at(j)));
-      scale = std::max(scale, std::abs(ob[i].at(j)));
+    for (int64_t j = 0; j < oa[i].second.numel(); ++j) {
+      max_abs = std::max(max_abs, std::abs(oa[i].second.at(j) - ob[i].second.at(j)));
+      scale = std::max(scale, std::abs(ob[i].second.at(j)));
     }
     double rel = scale > 0 ? max_abs / scale : max_abs;
-    loc.layers.push_back({i, a.net->layer(i).describe(), max_abs, rel});
+    loc.layers.push_back({i, oa[i].first, max_abs, rel});
     if (loc.first_divergent < 0 && rel > tolerance) loc.first_divergent = static_cast<int>(i);
   }
   return loc;

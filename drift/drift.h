@@ -37,6 +37,9 @@ double accuracy_of(const Tensor& probs, const std::vector<int32_t>& labels);
 // feature sits at the same index under every flatten_order. On the CPU whatever device the
 // outputs were compared on: it opens the model layer by layer, below the model face.
 std::vector<Tensor> layer_outputs(Model& model, ExecContext& exec, const Tensor& x);
+// The same with each output's label (the layer's description); a graph model's layer is opened
+// into its nodes ("<node name>: <description>"), so localisation names the first node that parts.
+std::vector<std::pair<std::string, Tensor>> labelled_outputs(Model& model, ExecContext& exec, const Tensor& x);
 
 struct LayerDrift {
   std::size_t index;

@@ -181,7 +181,15 @@ const Tensor& GraphLayer::value_at(const std::vector<Tensor>& vals, int v) const
   return t;
 }
 
-Tensor GraphLayer::forward(RunContext& ctx, const Tensor& x) {
+Tensor GraphLayer::forward(RunContext& ctx, const Tensor& x) { return run(ctx, x, nullptr); }
+
+std::vector<Tensor> GraphLayer::node_outputs(RunContext& ctx, const Tensor& x) {
+  std::vector<Tensor> all;
+  run(ctx, x, &all);
+  return all;
+}
+
+Tensor GraphLayer::run(RunContext& ctx, const Tensor& x, std::vector<Tensor>* all) {
   check_input("graph", x, value_shape(0));
   check(x.channel_block() == 0, "graph: input in channel block ", x.channel_block(), " (the graph takes plain tensors)");
   const int64_t n = x.dim(0);
@@ -235,6 +243,7 @@ Tensor GraphLayer::forward(RunContext& ctx, const Tensor& x) {
       }
     }
     vals[static_cast<std::size_t>(node.output)] = y;
+    if (all) all->push_back(y);
     for (int v : node.inputs)  // drop what no later node reads (the output is kept)
       if (last_use_[static_cast<std::size_t>(v)] == static_cast<int>(i) && v != output_) vals[static_cast<std::size_t>(v)] = Tensor();
   }

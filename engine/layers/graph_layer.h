@@ -46,6 +46,9 @@ class GraphLayer : public Layer {
   std::string describe() const override;
   Shape output_shape() const override;
   Tensor forward(RunContext& ctx, const Tensor& x) override;
+  // Every node's output of one forward, in node order (nothing dropped): what drift's
+  // localisation compares node by node.
+  std::vector<Tensor> node_outputs(RunContext& ctx, const Tensor& x);
   Tensor backward(RunContext& ctx, const Tensor& dy) override;
   std::vector<Param*> params() override;
   std::vector<Param*> buffers() override;
@@ -88,6 +91,7 @@ class GraphLayer : public Layer {
   const Tensor& value_at(const std::vector<Tensor>& vals, int v) const;
   // The per-sample shape of a binary op's output; errors name the node.
   Shape binary_shape(const std::string& node, int a, int b) const;
+  Tensor run(RunContext& ctx, const Tensor& x, std::vector<Tensor>* all);
 
   std::vector<Value> values_;
   std::vector<GraphNode> nodes_;

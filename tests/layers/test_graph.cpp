@@ -268,3 +268,44 @@ TEST(GraphSpec, StatedAttributesFreezeKnobsAndOmittedOnesFollowThePolicy) {
 
 }  // namespace
 }  // namespace driftlab
+
+#include "drift/drift.h"
+#include "models/reparam.h"
+
+namespace driftlab {
+namespace {
+
+// Localisation opens a graph into its nodes: the same weights under the tensorflow and theano
+// presets (weights converted: theano's flip rotates them) agree through a convolution whose pads
+// the spec states and part at the one whose 'same' padding each preset splits its own way
+// (after vs before the odd pixel), which localise() names first.
+TEST(GraphDrift, LocalisationNamesTheFirstNodeWhosePolicyDecidedSemanticsDiffer) {
+  const json spec = json::parse(R"({
+    "input": "x", "input_shape": [2, 8, 8],
+    "nodes": [
+      {"name": "stated_pads", "op": "conv2d", "inputs": ["x"], "output": "a", "out_channels": 3, "kernel": [3, 3],
+       "pads": [1, 1, 1, 1]},
+      {"name": "act", "op": "relu", "inputs": ["a"], "output": "b"},
+      {"name": "same_s2", "op": "conv2d", "inputs": ["b"], "output": "c", "out_channels": 3, "kernel": [2, 2],
+       "stride": [2, 2], "padding": "same"},
+      {"name": "flat", "op": "flatten", "inputs": ["c"], "output": "d"},
+      {"name": "fc", "op": "dense", "inputs": ["d"], "output": "y", "units": 4}
+    ]})");
+  // 8 is even: 'same' with a 2x2 kernel and stride 2 pads 0 there; an odd input makes it split
+  json odd = spec;
+  odd["input_shape"] = {2, 9, 9};
+  Model tf = build_model(kGraphModelName, Policy::preset_named("tensorflow"), 3, ModelArgs{0, 0, odd.dump()});
+  Model th = rebuild_under(tf, Policy::preset_named("theano"), true);
+  ExecContext exec;
+  const Tensor x = random_tensor({4, 2, 9, 9}, DType::f32, 11, -1, 1);
+  const Localisation loc = localise(tf, th, exec, x, 1e-5);
+  ASSERT_EQ(loc.layers.size(), 5u);
+  ASSERT_GE(loc.first_divergent, 0);
+  EXPECT_EQ(loc.layers[static_cast<std::size_t>(loc.first_divergent)].layer.rfind("same_s2: conv2d", 0), 0u)
+      << loc.layers[static_cast<std::size_t>(loc.first_divergent)].layer;
+  // the stated-pads convolution before it agrees (float32 rounding: kernels rotated exactly)
+  EXPECT_LE(loc.layers[0].max_rel, 1e-5);
+}
+
+}  // namespace
+}  // namespace driftlab
