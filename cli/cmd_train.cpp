@@ -192,7 +192,7 @@ void compare_cmd(const TrainOptions& o, const std::string& policies) {
 }
 
 void add_train_options(CLI::App* c, TrainOptions& o) {
-  c->add_option("--model", o.req.model, "lenet1 | lenet5 | resnet20 | resnet20b | resnet18 | vgg16 | lstm | gru | lstm-imdb | gru-imdb")->capture_default_str();
+  c->add_option("--model", o.req.model, "lenet1 | lenet5 | resnet20 | resnet20b | resnet18 | vgg16 | lstm | gru | lstm-imdb | gru-imdb | graph (a graph model: its nodes and weights from --init FILE.dlm)")->capture_default_str();
   c->add_option("--epochs", o.req.epochs)->capture_default_str();
   c->add_option("--batch", o.req.batch)->capture_default_str();
   c->add_option("--optimizer", o.req.optimizer,

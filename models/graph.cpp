@@ -137,8 +137,10 @@ struct Builder {
       if (a.has("flip")) p.conv_kernel_flip = a.boolean("flip", false);
       check(in[0] % s.groups == 0 && s.out_channels % s.groups == 0, where, ": groups ", s.groups,
             " divide neither the input channels ", in[0], " nor the output channels ", s.out_channels);
+      // exactly what the file holds for it (a bound must not refuse a valid file)
       spend(static_cast<uint64_t>(s.out_channels) * static_cast<uint64_t>(in[0] / s.groups) *
-                    static_cast<uint64_t>(s.kernel_h * s.kernel_w) + static_cast<uint64_t>(s.out_channels),
+                    static_cast<uint64_t>(s.kernel_h * s.kernel_w) +
+                (s.bias ? static_cast<uint64_t>(s.out_channels) : 0),
             where);
       return std::make_unique<Conv2dLayer>(s, in, p, rng_);
     }
@@ -148,7 +150,8 @@ struct Builder {
       check(p.bn_eps > 0 && p.bn_momentum >= 0 && p.bn_momentum <= 1, where, ": eps ", p.bn_eps, ", momentum ",
             p.bn_momentum);
       check(!in.empty(), where, ": batchnorm of a scalar");
-      spend(6 * static_cast<uint64_t>(in[0]), where);
+      // gamma, beta, running mean and variance (and TF's zero-debias state: two more and a count)
+      spend((p.bn_zero_debias ? 6 : 4) * static_cast<uint64_t>(in[0]) + (p.bn_zero_debias ? 1 : 0), where);
       return std::make_unique<BatchNormLayer>(in, p);
     }
     if (op == "relu" || op == "sigmoid" || op == "tanh")
@@ -189,7 +192,7 @@ struct Builder {
       check(in.size() == 1, where, ": dense input ", shape_str(in), ", (features,) wanted");
       const int64_t units = a.integer("units", 0, 1, int64_t{1} << 24);
       const bool bias = a.boolean("bias", true);
-      spend(static_cast<uint64_t>(units) * static_cast<uint64_t>(in[0] + 1), where);
+      spend(static_cast<uint64_t>(units) * static_cast<uint64_t>(in[0] + (bias ? 1 : 0)), where);
       return std::make_unique<DenseLayer>(units, in, p, rng_, bias);
     }
     fail(where, ": unknown op '", op,

@@ -1,5 +1,7 @@
 #include "train/run.h"
 
+#include "models/graph.h"
+
 #include <signal.h>
 
 #include <cerrno>
@@ -160,6 +162,19 @@ TrainRunResult train_from(const TrainRunSpec& spec, DatasetLoader& loader, const
           " is not a token model (lstm-imdb, gru-imdb)");
     const ImdbOptions io = imdb_options(spec.data, nullptr);
     margs = {io.vocab_size + kFirstWordId, io.max_len};
+  }
+  // A graph model's nodes come from --init's model file (on a resume too: the file must still be
+  // there), its weights as well unless a checkpoint gives them.
+  if (spec.model == kGraphModelName) {
+    std::error_code gec;
+    check(!spec.init.empty() && !fs::is_directory(spec.init, gec), "train: --model graph needs --init FILE.dlm, a graph "
+          "model file (driftlab import writes one): the graph's nodes and weights come from it");
+    try {
+      margs.graph = load_model(spec.init).model.graph;
+    } catch (const Error& e) {
+      fail("train: --init ", spec.init, ": ", e.what());
+    }
+    check(!margs.graph.empty(), "train: --init ", spec.init, " holds a zoo model, not a graph model");
   }
   Model model = build_model(spec.model, spec.policy, spec.train.seed, margs);
   Shape per_sample(train.images.shape().begin() + 1, train.images.shape().end());

@@ -225,6 +225,39 @@ TEST(GraphModelFile, RoundTripKeepsTheSpecWeightsAndConstants) {
   EXPECT_EQ(t.num_params(), m.num_params());
 }
 
+// The reader bounds a graph's parameters by the bytes its file holds, counting exactly what is
+// saved: a bias-free convolution and BatchNorm's four tensors (under tensorflow's zero-debias,
+// six and a count) load; one byte fewer than the tensors need is refused before building.
+TEST(GraphModelFile, TheParameterBoundCountsExactlyWhatTheFileHolds) {
+  const json spec = json::parse(R"({
+    "input": "x", "input_shape": [3, 6, 6],
+    "nodes": [
+      {"name": "c", "op": "conv2d", "inputs": ["x"], "output": "a", "out_channels": 4, "kernel": [3, 3], "bias": false},
+      {"name": "bn", "op": "batchnorm", "inputs": ["a"], "output": "b"},
+      {"name": "gap", "op": "global_avg_pool", "inputs": ["b"], "output": "g"},
+      {"name": "fc", "op": "dense", "inputs": ["g"], "output": "y", "units": 5, "bias": false}
+    ]})");
+  for (const char* preset : {"torch", "tensorflow"}) {
+    const Policy p = Policy::preset_named(preset);
+    Model m = build_model(kGraphModelName, p, 5, ModelArgs{0, 0, spec.dump()});
+    uint64_t bytes = 0;
+    for (auto& np : m.net->named_params()) bytes += np.second->value.nbytes();
+    for (auto& np : m.net->named_buffers()) bytes += np.second->value.nbytes();
+    Rng rng(p.rng_engine, 1);
+    EXPECT_NO_THROW(build_graph(spec, p, rng, bytes)) << preset;
+    try {
+      build_graph(spec, p, rng, bytes - 1);
+      ADD_FAILURE() << preset << ": one byte short was accepted";
+    } catch (const Error& e) {
+      EXPECT_THAT(e.what(), testing::HasSubstr("the graph's parameters need more than")) << e.what();
+    }
+    const std::string path = (std::filesystem::temp_directory_path() / "dl_graph_bound.dlm").string();
+    save_model(path, m, {});
+    EXPECT_NO_THROW(load_model(path)) << preset;
+    std::filesystem::remove(path);
+  }
+}
+
 }  // namespace
 }  // namespace driftlab
 

@@ -317,3 +317,49 @@ TEST(TorchGraph, OneSgdStepAndTheInputGradientOfMobileNetV2AndResNet50MatchAutog
 
 }  // namespace
 }  // namespace driftlab
+
+namespace driftlab {
+namespace {
+
+// `driftlab train --model graph --init FILE.dlm`: an imported graph trains through the CLI, as
+// the zoo does (here MobileNetV2 on synthetic CIFAR-shaped data, a few steps), the model file it
+// writes holds the graph again, and without --init the command says what it needs.
+TEST(TorchGraph, CliTrainsAnImportedGraphFromItsModelFile) {
+  const auto& [dir, why] = torchvision_train();
+  if (!why.empty()) {
+    if (why.rfind("FAILED", 0) == 0) FAIL() << why;
+    DRIFTLAB_SKIP_OR_REQUIRE(why);
+  }
+  const std::string cli = DRIFTLAB_CLI_PATH;
+  int code = 0;
+  // the 64x64 export takes 64x64 inputs and synthetic CIFAR is 32x32: a 32x32 export of its own
+  fs::create_directories(dir / "small");
+  std::string out = run_command(std::string(kPython) + " " + quoted((torch_dir() / "torchvision_models.py").string()) +
+                                    " --train " + quoted((dir / "small").string()) + " 2 mobilenet_v2:32",
+                                &code);
+  ASSERT_EQ(code, 0) << out;
+  out = run_command(cli + " import " + quoted((dir / "small" / "mobilenet_v2.train.onnx").string()) + " --out " +
+                        quoted((dir / "small" / "m.dlm").string()),
+                    &code);
+  ASSERT_EQ(code, 0) << out;
+  out = run_command(cli + " train --model graph --init " + quoted((dir / "small" / "m.dlm").string()) +
+                        " --dataset synthetic-cifar10 --limit 64 --batch 32 --epochs 1 --no-progress --out " +
+                        quoted((dir / "small" / "run").string()),
+                    &code);
+  ASSERT_EQ(code, 0) << out;
+  EXPECT_NE(out.find("train graph policy torch"), std::string::npos) << out;
+  EXPECT_TRUE(fs::exists(dir / "small" / "run" / "model.dlm"));
+  // the written model predicts (its header holds the graph again)
+  out = run_command(cli + " eval --weights " + quoted((dir / "small" / "run" / "model.dlm").string()) +
+                        " --dataset synthetic-cifar10 --limit 64",
+                    &code);
+  EXPECT_EQ(code, 0) << out;
+  out = run_command(cli + " train --model graph --dataset synthetic-cifar10 --limit 64 --out " +
+                        quoted((dir / "small" / "run2").string()),
+                    &code);
+  EXPECT_EQ(code, 1) << out;
+  EXPECT_NE(out.find("--model graph needs --init FILE.dlm"), std::string::npos) << out;
+}
+
+}  // namespace
+}  // namespace driftlab
