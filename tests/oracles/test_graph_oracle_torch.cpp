@@ -363,3 +363,47 @@ TEST(TorchGraph, CliTrainsAnImportedGraphFromItsModelFile) {
 
 }  // namespace
 }  // namespace driftlab
+
+namespace driftlab {
+namespace {
+
+// ONNX Runtime as the second oracle on whole models: the same exported files run in
+// onnxruntime-node (tests/oracles/ort/ort_run.js, CPU, one thread), against driftlab's graph and,
+// for scale, against PyTorch. Bound: the forward test's 1e-5 of the largest logit.
+TEST(OrtGraph, TorchvisionModelsMatchOnnxRuntime) {
+  if (!ort_unavailable().empty()) DRIFTLAB_SKIP_OR_REQUIRE(ort_unavailable());
+  const auto& [dir, why] = torchvision_models();
+  if (!why.empty()) {
+    if (why.rfind("FAILED", 0) == 0) FAIL() << why;
+    DRIFTLAB_SKIP_OR_REQUIRE(why);
+  }
+  for (const std::string name : {"mobilenet_v2", "resnet50"}) {
+    int code = 0;
+    const std::string out = run_command("node " + quoted((ort_dir() / "ort_run.js").string()) + " --model " +
+                                            quoted((dir / (name + ".onnx")).string()) + " --x " +
+                                            quoted((dir / (name + ".x.npy")).string()) + " --out " +
+                                            quoted((dir / (name + ".ort.npy")).string()) + " --threads 1",
+                                        &code);
+    ASSERT_EQ(code, 0) << out;
+    const Tensor ort = read_npy((dir / (name + ".ort.npy")).string());
+    const Tensor torch_ref = read_npy((dir / (name + ".logits.npy")).string());
+    convert::OnnxGraph g = convert::import_onnx_graph((dir / (name + ".onnx")).string(), {"torch"});
+    Model m = convert::onnx_graph_model(std::move(g), "torch");
+    ExecContext exec;
+    RunContext ctx = RunContext::inference(exec);
+    const Tensor y = m.forward(ctx, read_npy((dir / (name + ".x.npy")).string()));
+    ASSERT_EQ(y.shape(), ort.shape());
+    double d_ort = 0, ort_torch = 0, scale = 0;
+    for (int64_t i = 0; i < y.numel(); ++i) {
+      d_ort = std::max(d_ort, std::abs(y.at(i) - ort.at(i)));
+      ort_torch = std::max(ort_torch, std::abs(ort.at(i) - torch_ref.at(i)));
+      scale = std::max(scale, std::abs(ort.at(i)));
+    }
+    std::printf("%-13s driftlab vs ONNX Runtime %.3g of the largest logit (ONNX Runtime vs PyTorch %.3g)\n",
+                name.c_str(), d_ort / scale, ort_torch / scale);
+    EXPECT_LE(d_ort, 1e-5 * scale) << name;
+  }
+}
+
+}  // namespace
+}  // namespace driftlab
