@@ -399,17 +399,16 @@ class Importer {
       need(attr_i(n, "allowzero", 0) == 0 || std::find(target.begin(), target.end(), 0) == target.end(), n,
            "allowzero 1 with a 0 in the shape");
       const Shape& s = shape(x);
-      Shape full = s;
-      full.insert(full.begin(), -2);  // the batch: unknown here
-      // 0 copies the input's axis; one -1 takes what is left (the batch axis itself must stay)
-      need(target[0] == 0 || target[0] == -1 || target.size() >= 1, n, "");
+      // The target's first dimension is taken as the batch axis, kept (0, -1, or the batch size the
+      // file was exported with); the rest must hold the sample's elements. 0 copies the input's
+      // axis, one -1 takes what is left.
       Shape out;
       int64_t known = 1, infer = -1;
       for (std::size_t i = 1; i < target.size(); ++i) {
         int64_t d = target[i];
         if (d == 0) {
-          need(i < full.size(), n, "a 0 beyond the input's axes");
-          d = full[i];
+          need(i - 1 < s.size(), n, "a 0 beyond the input's axes");
+          d = s[i - 1];
         }
         if (d == -1) {
           need(infer < 0, n, "two -1 in the shape");

@@ -137,8 +137,11 @@ uint64_t param_bytes(Model& m) {
 // exact shapes are compared tensor by tensor after the real build.
 uint64_t token_model_bytes(const std::string& name, const Policy& policy, uint64_t num_ids, const std::string& path) {
   constexpr int64_t kProbeIds = 3;
-  Model a = build_model(name, policy, 0, ModelArgs{kProbeIds, 1});
-  Model b = build_model(name, policy, 0, ModelArgs{kProbeIds + 1, 1});
+  ModelArgs probe_a, probe_b;
+  probe_a.num_ids = kProbeIds, probe_a.steps = 1;
+  probe_b.num_ids = kProbeIds + 1, probe_b.steps = 1;
+  Model a = build_model(name, policy, 0, probe_a);
+  Model b = build_model(name, policy, 0, probe_b);
   const uint64_t at_probe = param_bytes(a), row = param_bytes(b) - at_probe;
   const uint64_t base = at_probe - kProbeIds * row;
   uint64_t rows_bytes = 0, total = 0;

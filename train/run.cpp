@@ -161,7 +161,8 @@ TrainRunResult train_from(const TrainRunSpec& spec, DatasetLoader& loader, const
     check(token_model, "train: --dataset imdb gives token ids; ", spec.model,
           " is not a token model (lstm-imdb, gru-imdb)");
     const ImdbOptions io = imdb_options(spec.data, nullptr);
-    margs = {io.vocab_size + kFirstWordId, io.max_len};
+    margs.num_ids = io.vocab_size + kFirstWordId;
+    margs.steps = io.max_len;
   }
   // A graph model's nodes come from --init's model file (on a resume too: the file must still be
   // there), its weights as well unless a checkpoint gives them.

@@ -193,7 +193,6 @@ Tensor GraphLayer::run(RunContext& ctx, const Tensor& x, std::vector<Tensor>* al
   check_input("graph", x, value_shape(0));
   check(x.channel_block() == 0, "graph: input in channel block ", x.channel_block(), " (the graph takes plain tensors)");
   const int64_t n = x.dim(0);
-  batch_ = n;
   std::vector<Tensor> vals(values_.size());
   vals[0] = x;
   kept_.assign(nodes_.size(), {});

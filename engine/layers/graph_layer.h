@@ -100,7 +100,6 @@ class GraphLayer : public Layer {
   DType dtype_;
   // What the backward needs, kept by a recorded forward: mul's operands, per node.
   std::vector<std::vector<Tensor>> kept_;
-  int64_t batch_ = 0;
 };
 
 }  // namespace driftlab

@@ -22,6 +22,12 @@ namespace {
 
 using nlohmann::json;
 
+ModelArgs graph_args(const json& spec) {
+  ModelArgs a;
+  a.graph = spec.dump();
+  return a;
+}
+
 Policy f64_torch() {
   Policy p = Policy::torch();
   p.dtype = FloatType::float64;
@@ -206,7 +212,7 @@ TEST(GraphSpec, BadGraphsAreRefusedNamingTheNode) {
 TEST(GraphModelFile, RoundTripKeepsTheSpecWeightsAndConstants) {
   Policy p = Policy::torch();
   json spec = mixed_spec();
-  Model m = build_model(kGraphModelName, p, 5, ModelArgs{0, 0, spec.dump()});
+  Model m = build_model(kGraphModelName, p, 5, graph_args(spec));
   GraphLayer* g = layer_as<GraphLayer>(m.net->layer(0));
   ASSERT_NE(g, nullptr);
   const_cast<Tensor&>(g->constant(g->find_value("shift"))) = random_tensor({6}, DType::f32, 6, -0.3, 0.3);
@@ -239,7 +245,7 @@ TEST(GraphModelFile, TheParameterBoundCountsExactlyWhatTheFileHolds) {
     ]})");
   for (const char* preset : {"torch", "tensorflow"}) {
     const Policy p = Policy::preset_named(preset);
-    Model m = build_model(kGraphModelName, p, 5, ModelArgs{0, 0, spec.dump()});
+    Model m = build_model(kGraphModelName, p, 5, graph_args(spec));
     uint64_t bytes = 0;
     for (auto& np : m.net->named_params()) bytes += np.second->value.nbytes();
     for (auto& np : m.net->named_buffers()) bytes += np.second->value.nbytes();
@@ -327,7 +333,7 @@ TEST(GraphDrift, LocalisationNamesTheFirstNodeWhosePolicyDecidedSemanticsDiffer)
   // 8 is even: 'same' with a 2x2 kernel and stride 2 pads 0 there; an odd input makes it split
   json odd = spec;
   odd["input_shape"] = {2, 9, 9};
-  Model tf = build_model(kGraphModelName, Policy::preset_named("tensorflow"), 3, ModelArgs{0, 0, odd.dump()});
+  Model tf = build_model(kGraphModelName, Policy::preset_named("tensorflow"), 3, graph_args(odd));
   Model th = rebuild_under(tf, Policy::preset_named("theano"), true);
   ExecContext exec;
   const Tensor x = random_tensor({4, 2, 9, 9}, DType::f32, 11, -1, 1);

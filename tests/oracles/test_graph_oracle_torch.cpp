@@ -14,6 +14,12 @@ namespace {
 
 using namespace oracle;
 
+convert::OnnxGraphOptions under(const std::string& policy) {
+  convert::OnnxGraphOptions o;
+  o.policy = policy;
+  return o;
+}
+
 // The models exported once per test binary: {folder, why not}.
 const std::pair<fs::path, std::string>& torchvision_models() {
   static const std::pair<fs::path, std::string> r = []() -> std::pair<fs::path, std::string> {
@@ -40,7 +46,7 @@ struct Compared {
 
 Compared compare_logits(const std::string& name, const std::string& policy) {
   const auto& [dir, why] = torchvision_models();
-  convert::OnnxGraph g = convert::import_onnx_graph((dir / (name + ".onnx")).string(), {policy});
+  convert::OnnxGraph g = convert::import_onnx_graph((dir / (name + ".onnx")).string(), under(policy));
   Model m = convert::onnx_graph_model(std::move(g), policy);
   const Tensor x = read_npy((dir / (name + ".x.npy")).string());
   const Tensor ref = read_npy((dir / (name + ".logits.npy")).string());
@@ -194,7 +200,7 @@ double update_floor(const std::map<std::string, double>& updates) {
 StepCheck step_check(const fs::path& dir, const std::string& name, bool f64) {
   const std::string pre = name + (f64 ? ".f64" : "");
   convert::OnnxGraph g =
-      convert::import_onnx_graph((dir / (name + ".train.onnx")).string(), {f64 ? "torch,dtype=float64" : "torch"});
+      convert::import_onnx_graph((dir / (name + ".train.onnx")).string(), under(f64 ? "torch,dtype=float64" : "torch"));
   const auto sources = g.sources;
   Model m = convert::onnx_graph_model(std::move(g), f64 ? "torch,dtype=float64" : "torch");
   const Tensor x = read_npy((dir / (name + ".x.npy")).string());
@@ -311,7 +317,9 @@ TEST(TorchGraph, OneSgdStepAndTheInputGradientOfMobileNetV2AndResNet50MatchAutog
                 "PyTorch's float32 %.3g\n", name.c_str(), worst_ours, at.c_str(), worst_torch);
     EXPECT_LE(worst_ours, 2 * worst_torch) << name << ": " << at;
     // MobileNetV2's step is well-conditioned: its logits after the step as the forward test's bound
-    if (name == "mobilenet_v2") EXPECT_LE(f.after_rel, 1e-5) << name;
+    if (name == "mobilenet_v2") {
+      EXPECT_LE(f.after_rel, 1e-5) << name;
+    }
   }
 }
 
@@ -371,7 +379,9 @@ namespace {
 // onnxruntime-node (tests/oracles/ort/ort_run.js, CPU, one thread), against driftlab's graph and,
 // for scale, against PyTorch. Bound: the forward test's 1e-5 of the largest logit.
 TEST(OrtGraph, TorchvisionModelsMatchOnnxRuntime) {
-  if (!ort_unavailable().empty()) DRIFTLAB_SKIP_OR_REQUIRE(ort_unavailable());
+  if (!ort_unavailable().empty()) {
+    DRIFTLAB_SKIP_OR_REQUIRE(ort_unavailable());
+  }
   const auto& [dir, why] = torchvision_models();
   if (!why.empty()) {
     if (why.rfind("FAILED", 0) == 0) FAIL() << why;
@@ -387,7 +397,7 @@ TEST(OrtGraph, TorchvisionModelsMatchOnnxRuntime) {
     ASSERT_EQ(code, 0) << out;
     const Tensor ort = read_npy((dir / (name + ".ort.npy")).string());
     const Tensor torch_ref = read_npy((dir / (name + ".logits.npy")).string());
-    convert::OnnxGraph g = convert::import_onnx_graph((dir / (name + ".onnx")).string(), {"torch"});
+    convert::OnnxGraph g = convert::import_onnx_graph((dir / (name + ".onnx")).string(), under("torch"));
     Model m = convert::onnx_graph_model(std::move(g), "torch");
     ExecContext exec;
     RunContext ctx = RunContext::inference(exec);
