@@ -96,10 +96,18 @@ class Reparam : public LayerVisitor {
     }
     path_ = outer;
     ld_ = outer_ld;
-    auto bs = l.buffers(), bd = gd->buffers();
-    check(bs.size() == bd.size(), "convert: layer ", path_, " (graph) has other buffers in the destination");
-    for (std::size_t j = 0; j < bs.size(); ++j)
-      if (bs[j]->name == "value") bd[j]->value = bs[j]->value.to(dst_.dtype());
+    // the constants (the layers' own buffers went with them above: BatchNorm's differ in number
+    // between presets, TF's zero-debias state)
+    auto constants = [](GraphLayer& g) {
+      std::vector<Param*> out;
+      for (Param* b : g.buffers())
+        if (b->name == "value") out.push_back(b);
+      return out;
+    };
+    const std::vector<Param*> cs = constants(l), cd = constants(*gd);
+    check(cs.size() == cd.size(), "convert: layer ", path_, " (graph) has ", cs.size(), " constants in the source but ",
+          cd.size(), " in the destination");
+    for (std::size_t j = 0; j < cs.size(); ++j) cd[j]->value = cs[j]->value.to(dst_.dtype());
   }
   void visit(Pool2dLayer& l) override { copy_params(l, Rewrite::none); }
   void visit(ActivationLayer& l) override { copy_params(l, Rewrite::none); }

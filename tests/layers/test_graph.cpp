@@ -348,3 +348,39 @@ TEST(GraphDrift, LocalisationNamesTheFirstNodeWhosePolicyDecidedSemanticsDiffer)
 
 }  // namespace
 }  // namespace driftlab
+
+namespace driftlab {
+namespace {
+
+// The same weights under a preset whose BatchNorm keeps more state (tensorflow's zero-debias: five
+// buffers against torch's two): drift's rebuild carries the layers and the constants over (it
+// compared the graph's whole buffer lists and refused, found by running docs/GRAPH_MODELS.md's
+// example).
+TEST(GraphDrift, RebuildUnderAPresetWithOtherBatchNormStateCarriesWeightsAndConstants) {
+  const json spec = json::parse(R"({
+    "input": "x", "input_shape": [2, 5, 5],
+    "constants": [{"name": "shift", "shape": [1, 3, 1, 1]}],
+    "nodes": [
+      {"name": "c", "op": "conv2d", "inputs": ["x"], "output": "a", "out_channels": 3, "kernel": [3, 3], "bias": false,
+       "flip": false},
+      {"name": "bn", "op": "batchnorm", "inputs": ["a"], "output": "b", "eps": 0.001},
+      {"name": "s", "op": "add", "inputs": ["b", "shift"], "output": "d"},
+      {"name": "gap", "op": "global_avg_pool", "inputs": ["d"], "output": "y"}
+    ]})");
+  Model torch = build_model(kGraphModelName, Policy::torch(), 2, graph_args(spec));
+  GraphLayer* g = layer_as<GraphLayer>(torch.net->layer(0));
+  const_cast<Tensor&>(g->constant(g->find_value("shift"))) = random_tensor({1, 3, 1, 1}, DType::f32, 3, -1, 1);
+  g->node(1).layer->buffers()[0]->value = random_tensor({3}, DType::f32, 4, -0.5, 0.5);  // running mean
+  Model tf = rebuild_under(torch, Policy::preset_named("tensorflow"), true);
+  EXPECT_EQ(layer_as<GraphLayer>(tf.net->layer(0))->node(1).layer->buffers().size(), 5u);  // zero-debias state
+  ExecContext exec;
+  const Tensor x = random_tensor({3, 2, 5, 5}, DType::f32, 5, -1, 1);
+  RunContext c1 = RunContext::inference(exec), c2 = RunContext::inference(exec);
+  const Tensor a = torch.forward(c1, x), b = tf.forward(c2, x);
+  // inference semantics: the same running statistics, eps stated, no flip: the same outputs up to
+  // the kernels' rounding (the presets pick other conv and BatchNorm backends)
+  for (int64_t i = 0; i < a.numel(); ++i) EXPECT_NEAR(a.at(i), b.at(i), 1e-5) << i;
+}
+
+}  // namespace
+}  // namespace driftlab
