@@ -1,10 +1,8 @@
 #include "convert/onnx_graph_import.h"
 
-#include <onnx/checker.h>
 #include <onnx/defs/schema.h>
 #include <onnx/onnx_pb.h>
 
-#include <fstream>
 #include <set>
 #include <sstream>
 
@@ -22,14 +20,6 @@ using nlohmann::json;
 using onnx::NodeProto;
 using onnx::TensorProto;
 using namespace detail;
-
-std::string read_file(const std::string& path, const char* what) {
-  std::ifstream f(path, std::ios::binary);
-  check(static_cast<bool>(f), what, ": cannot open ", path);
-  std::ostringstream os;
-  os << f.rdbuf();
-  return os.str();
-}
 
 // int64 (or int32) tensor values: Reshape's shape, Clip's bounds never are (float).
 std::vector<int64_t> to_ints(const std::string& file, const TensorProto& t, const NodeProto& n) {
@@ -75,7 +65,7 @@ class Importer {
             "' is neither the data input ('", input, "'), an initializer nor bound to a value");
       const std::string& f = o_.bind_files[next_bound++];
       bound_.emplace_back();
-      check(bound_.back().ParseFromString(read_file(f, "import onnx")), "import onnx: ", f,
+      check(bound_.back().ParseFromString(read_file_bytes(f, "import onnx")), "import onnx: ", f,
             ": not a serialized TensorProto (bound to graph input '", vi.name(), "')");
       consts_[vi.name()] = &bound_.back();
     }
@@ -495,9 +485,9 @@ class Importer {
       add(n, {{"op", "concat"}, {"axis", axis}}, ins);
       return;
     }
-    fail("import onnx: ", file_, ": ", node_str(n), ": op ", op,
-         " is not supported (supported: Conv, BatchNormalization, Relu, Sigmoid, Tanh, Clip, MaxPool, AveragePool, "
-         "GlobalAveragePool, Flatten, Reshape, Gemm, MatMul, Add, Sub, Mul, Concat, Identity, Dropout, Constant)");
+    std::string known;
+    for (const std::string& t : onnx_graph_op_types()) known += (known.empty() ? "" : ", ") + t;
+    fail("import onnx: ", file_, ": ", node_str(n), ": op ", op, " is not supported (supported: ", known, ")");
   }
 
   const onnx::ModelProto& m_;
@@ -519,17 +509,8 @@ class Importer {
 }  // namespace
 
 OnnxGraph import_onnx_graph_bytes(const std::string& bytes, const std::string& file, const OnnxGraphOptions& o) {
-  onnx::ModelProto m;
-  check(m.ParseFromString(bytes), "import onnx: ", file, ": not an ONNX model (the protobuf does not parse; ",
-        bytes.size(), " bytes)");
-  try {
-    onnx::checker::check_model(m);
-  } catch (const std::exception& e) {
-    fail("import onnx: ", file, ": ONNX's checker refuses it: ", detail::one_line(e.what()));
-  }
-  int64_t opset = 0;
-  for (const auto& os : m.opset_import())
-    if (os.domain().empty() || os.domain() == "ai.onnx") opset = os.version();
+  const onnx::ModelProto m = parse_checked_model(bytes, file);
+  const int64_t opset = default_opset(m);
   check(opset >= 1 && opset <= 17, "import onnx: ", file, ": opset ", opset, " (opsets 9 to 17 are supported)");
   OnnxGraph r;
   try {
@@ -545,7 +526,7 @@ OnnxGraph import_onnx_graph_bytes(const std::string& bytes, const std::string& f
 }
 
 OnnxGraph import_onnx_graph(const std::string& path, const OnnxGraphOptions& o) {
-  return import_onnx_graph_bytes(read_file(path, "import onnx"), path, o);
+  return import_onnx_graph_bytes(read_file_bytes(path, "import onnx"), path, o);
 }
 
 Model onnx_graph_model(OnnxGraph g, const std::string& policy) {
@@ -562,9 +543,19 @@ Model onnx_graph_model(OnnxGraph g, const std::string& policy) {
   return m;
 }
 
+const std::vector<std::string>& onnx_graph_op_types() {
+  // one per branch of Importer::node()
+  static const std::vector<std::string> ops = {"Conv",     "BatchNormalization", "Relu",    "Sigmoid", "Tanh",
+                                               "Clip",     "MaxPool",            "AveragePool", "GlobalAveragePool",
+                                               "Flatten",  "Reshape",            "Gemm",    "MatMul",  "Add",
+                                               "Sub",      "Mul",                "Concat",  "Identity", "Dropout",
+                                               "Constant"};
+  return ops;
+}
+
 std::vector<std::string> onnx_op_types(const std::string& path) {
   onnx::ModelProto m;
-  const std::string bytes = read_file(path, "import onnx");
+  const std::string bytes = read_file_bytes(path, "import onnx");
   check(m.ParseFromString(bytes), "import onnx: ", path, ": not an ONNX model (", bytes.size(), " bytes)");
   std::vector<std::string> out;
   for (const NodeProto& n : m.graph().node()) out.push_back(n.op_type());
@@ -573,7 +564,7 @@ std::vector<std::string> onnx_op_types(const std::string& path) {
 
 Tensor read_tensor_pb(const std::string& path) {
   TensorProto t;
-  const std::string bytes = read_file(path, "tensor");
+  const std::string bytes = read_file_bytes(path, "tensor");
   check(t.ParseFromString(bytes), "tensor: ", path, ": not a serialized ONNX TensorProto (", bytes.size(), " bytes)");
   return detail::tensor_to_float(path, t);
 }

@@ -52,6 +52,9 @@ OnnxGraph import_onnx_graph(const std::string& path, const OnnxGraphOptions& o =
 // A graph whose output is (classes,) logits as a Model named "graph" (models/graph.h).
 Model onnx_graph_model(OnnxGraph g, const std::string& policy);
 
+// The op types the importer maps (the default domain), as its refusals list them.
+const std::vector<std::string>& onnx_graph_op_types();
+
 // The op types of a file's nodes, in order (the node-test harness's scope check).
 std::vector<std::string> onnx_op_types(const std::string& path);
 

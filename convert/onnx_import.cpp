@@ -2,13 +2,11 @@
 
 #include "convert/onnx_read.h"
 
-#include <onnx/checker.h>
 #include <onnx/onnx_pb.h>
 
 #include <algorithm>
 #include <cmath>
 #include <cstring>
-#include <fstream>
 #include <map>
 #include <set>
 #include <sstream>
@@ -489,17 +487,9 @@ std::vector<std::string> map_onto(const Parsed& p, Model& m) {
 }  // namespace
 
 OnnxImport import_onnx_bytes(const std::string& bytes, const std::string& file) {
-  onnx::ModelProto m;
-  check(m.ParseFromString(bytes), "import onnx: ", file, ": not an ONNX model (the protobuf does not parse; ",
-        bytes.size(), " bytes)");
-  try {
-    onnx::checker::check_model(m);
-  } catch (const std::exception& e) {
-    fail("import onnx: ", file, ": ONNX's checker refuses it: ", detail::one_line(e.what()));
-  }
+  const onnx::ModelProto m = parse_checked_model(bytes, file);
   OnnxImport r;
-  for (const auto& o : m.opset_import())
-    if (o.domain().empty() || o.domain() == "ai.onnx") r.opset = o.version();
+  r.opset = default_opset(m);
   r.producer = m.producer_name() + " " + m.producer_version();
   const Parsed p = parse(m, file);
   const TensorProto* table = nullptr;
@@ -540,11 +530,7 @@ OnnxImport import_onnx_bytes(const std::string& bytes, const std::string& file) 
 SupportColumn onnx_import_support() { return support_of<ImportMatch>(); }
 
 OnnxImport import_onnx(const std::string& path) {
-  std::ifstream f(path, std::ios::binary);
-  check(static_cast<bool>(f), "import onnx: cannot open ", path);
-  std::ostringstream os;
-  os << f.rdbuf();
-  return import_onnx_bytes(os.str(), path);
+  return import_onnx_bytes(detail::read_file_bytes(path, "import onnx"), path);
 }
 
 }  // namespace convert

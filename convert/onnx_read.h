@@ -1,12 +1,14 @@
 // Internal to convert/: reading an ONNX graph's attributes and tensors, shared by the zoo match
 // (onnx_import.cpp) and the graph importer (onnx_graph_import.cpp). Protobuf types stay inside convert/.
 #pragma once
+#include <onnx/checker.h>
 #include <onnx/onnx_pb.h>
 
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <fstream>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -109,6 +111,36 @@ inline std::string one_line(std::string s) {
     if (!(c == ' ' && !out.empty() && out.back() == ' ')) out += c;
   while (!out.empty() && out.back() == ' ') out.pop_back();
   return out;
+}
+
+// A file's bytes; `what` names the reader in the error ("import onnx: cannot open F").
+inline std::string read_file_bytes(const std::string& path, const char* what) {
+  std::ifstream f(path, std::ios::binary);
+  check(static_cast<bool>(f), what, ": cannot open ", path);
+  std::ostringstream os;
+  os << f.rdbuf();
+  return os.str();
+}
+
+// An ONNX model from a file's bytes that ONNX's checker accepts; errors name the file.
+inline onnx::ModelProto parse_checked_model(const std::string& bytes, const std::string& file) {
+  onnx::ModelProto m;
+  check(m.ParseFromString(bytes), "import onnx: ", file, ": not an ONNX model (the protobuf does not parse; ",
+        bytes.size(), " bytes)");
+  try {
+    onnx::checker::check_model(m);
+  } catch (const std::exception& e) {
+    fail("import onnx: ", file, ": ONNX's checker refuses it: ", one_line(e.what()));
+  }
+  return m;
+}
+
+// The opset of the default ONNX domain the model imports (0 when none).
+inline int64_t default_opset(const onnx::ModelProto& m) {
+  int64_t opset = 0;
+  for (const auto& o : m.opset_import())
+    if (o.domain().empty() || o.domain() == "ai.onnx") opset = o.version();
+  return opset;
 }
 
 // A float32 initializer, Constant or .pb tensor as a Tensor; its dims checked against the data it

@@ -73,19 +73,6 @@ double accuracy_of(const Tensor& probs, const std::vector<int32_t>& labels) {
   return static_cast<double>(count_correct(probs, labels)) / static_cast<double>(probs.dim(0));
 }
 
-std::vector<Tensor> layer_outputs(Model& model, ExecContext& exec, const Tensor& x) {
-  RunContext ctx = RunContext::inference(exec);
-  std::vector<Tensor> outs;
-  Tensor h = x.dtype() == model.dtype() ? x : x.to(model.dtype());
-  for (std::size_t i = 0; i < model.net->size(); ++i) {
-    Layer& l = model.net->layer(i);
-    h = l.forward(ctx, h);
-    auto* f = layer_as<FlattenLayer>(l);
-    outs.push_back(f ? f->to_chw_order(h) : h);
-  }
-  return outs;
-}
-
 std::vector<std::pair<std::string, Tensor>> labelled_outputs(Model& model, ExecContext& exec, const Tensor& x) {
   RunContext ctx = RunContext::inference(exec);
   std::vector<std::pair<std::string, Tensor>> outs;

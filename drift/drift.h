@@ -33,12 +33,11 @@ Tensor softmax_rows(const Tensor& logits);
 Tensor predict_probs(Runner& runner, const Dataset& data, int64_t batch);
 double accuracy_of(const Tensor& probs, const std::vector<int32_t>& labels);
 
-// Every layer's output for a batch, flatten outputs reordered to (c,h,w) so that the same
-// feature sits at the same index under every flatten_order. On the CPU whatever device the
-// outputs were compared on: it opens the model layer by layer, below the model face.
-std::vector<Tensor> layer_outputs(Model& model, ExecContext& exec, const Tensor& x);
-// The same with each output's label (the layer's description); a graph model's layer is opened
-// into its nodes ("<node name>: <description>"), so localisation names the first node that parts.
+// Every layer's output for a batch with its label (the layer's description), flatten outputs
+// reordered to (c,h,w) so that the same feature sits at the same index under every flatten_order.
+// A graph model's layer is opened into its nodes ("<node name>: <description>"), so localisation
+// names the first node that parts. On the CPU whatever device the outputs were compared on: it
+// opens the model layer by layer, below the model face.
 std::vector<std::pair<std::string, Tensor>> labelled_outputs(Model& model, ExecContext& exec, const Tensor& x);
 
 struct LayerDrift {

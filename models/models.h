@@ -27,6 +27,8 @@ struct ModelInfo {
 
 // The sizes a token model is built for; 0 keeps the table's default. Other models take none.
 struct ModelArgs {
+  // A token model's sizes (ModelArgs{ids, steps}); a graph's spec is set by name (.graph).
+  ModelArgs(int64_t ids = 0, int64_t sequence_steps = 0) : num_ids(ids), steps(sequence_steps) {}
   int64_t num_ids = 0;  // embedding rows: vocabulary size + 2 (ids 0 = padding, 1 = OOV)
   int64_t steps = 0;    // sequence length
   std::string graph;    // a graph model's spec (models/graph.h): what build_model("graph") builds

@@ -5,6 +5,7 @@
 // int8 one).
 #pragma once
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace driftlab {
@@ -21,6 +22,10 @@ struct ParamDef {
 };
 
 struct KindDef {
+  // The table's rows (kinds.cpp) name the first six; gathers and further are set where they apply.
+  KindDef(std::string n, std::string w, std::vector<ParamDef> p, std::vector<std::string> in, int lo, int hi)
+      : name(std::move(n)), what(std::move(w)), params(std::move(p)), inputs(std::move(in)), min_needs(lo),
+        max_needs(hi) {}
   std::string name;
   std::string what;                   // one line for docs and messages
   std::vector<ParamDef> params;

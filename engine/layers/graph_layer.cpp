@@ -104,7 +104,7 @@ int GraphLayer::add_binary(const std::string& node, BinaryOp op, int a, int b, c
   check_input_value(node, b);
   GraphNode n;
   n.name = node;
-  n.op = op == BinaryOp::add ? GraphOp::add : op == BinaryOp::sub ? GraphOp::sub : GraphOp::mul;
+  n.op = op == BinaryOp::add ? GraphOp::add : op == BinaryOp::sub ? GraphOp::sub : GraphOp::mul;  // binary_of's inverse
   n.inputs = {a, b};
   n.output = new_value(node, out, binary_shape(node, a, b));
   for (int v : n.inputs) last_use_[static_cast<std::size_t>(v)] = static_cast<int>(nodes_.size());
@@ -181,6 +181,18 @@ const Tensor& GraphLayer::value_at(const std::vector<Tensor>& vals, int v) const
   return t;
 }
 
+namespace {
+BinaryOp binary_of(GraphOp op) {
+  switch (op) {
+    case GraphOp::add: return BinaryOp::add;
+    case GraphOp::sub: return BinaryOp::sub;
+    case GraphOp::mul: return BinaryOp::mul;
+    default: break;
+  }
+  fail("graph: ", graph_op_name(op), " is no binary op");
+}
+}  // namespace
+
 Tensor GraphLayer::forward(RunContext& ctx, const Tensor& x) { return run(ctx, x, nullptr); }
 
 std::vector<Tensor> GraphLayer::node_outputs(RunContext& ctx, const Tensor& x) {
@@ -208,7 +220,7 @@ Tensor GraphLayer::run(RunContext& ctx, const Tensor& x, std::vector<Tensor>* al
       case GraphOp::add:
       case GraphOp::sub:
       case GraphOp::mul: {
-        const BinaryOp op = node.op == GraphOp::add ? BinaryOp::add : node.op == GraphOp::sub ? BinaryOp::sub : BinaryOp::mul;
+        const BinaryOp op = binary_of(node.op);
         const Tensor& a = value_at(vals, node.inputs[0]);
         const Tensor& b = value_at(vals, node.inputs[1]);
         Shape want = value_shape(node.output);
@@ -289,22 +301,22 @@ Tensor GraphLayer::backward(RunContext& ctx, const Tensor& dy) {
       case GraphOp::add:
       case GraphOp::sub:
       case GraphOp::mul: {
-        const BinaryOp op = node.op == GraphOp::add ? BinaryOp::add : node.op == GraphOp::sub ? BinaryOp::sub : BinaryOp::mul;
+        const BinaryOp op = binary_of(node.op);
         const int a = node.inputs[0], b = node.inputs[1];
         const int64_t n = g.dim(0);
-        auto shape_of = [&](int v) {
+        auto shape_of = [&](int v) {  // batched, as the forward read it (a constant as it is)
           if (is_constant(v)) return value_shape(v);
           Shape s = value_shape(v);
           s.insert(s.begin(), n);
           return s;
         };
-        // add and sub read only the operands' shapes: placeholders carry them
-        const Tensor ta = op == BinaryOp::mul ? kept_[i].at(0) : Tensor::empty(shape_of(a), g.dtype());
-        const Tensor tb = op == BinaryOp::mul ? kept_[i].at(1) : Tensor::empty(shape_of(b), g.dtype());
+        const Shape sa = shape_of(a), sb = shape_of(b);
+        const bool mul = op == BinaryOp::mul;  // the operands kept by the forward (add and sub need none)
         Tensor da, db;
-        if (wanted(a)) da = Tensor::empty(ta.shape(), g.dtype());
-        if (wanted(b)) db = Tensor::empty(tb.shape(), g.dtype());
-        binary_backward_ref(op, ta, tb, g, da.defined() ? &da : nullptr, db.defined() ? &db : nullptr);
+        if (wanted(a)) da = Tensor::empty(sa, g.dtype());
+        if (wanted(b)) db = Tensor::empty(sb, g.dtype());
+        binary_backward_ref(op, sa, sb, mul ? &kept_[i].at(0) : nullptr, mul ? &kept_[i].at(1) : nullptr, g,
+                            da.defined() ? &da : nullptr, db.defined() ? &db : nullptr);
         if (da.defined()) accumulate(grads[static_cast<std::size_t>(a)], da);
         if (db.defined()) accumulate(grads[static_cast<std::size_t>(b)], db);
         break;

@@ -58,21 +58,27 @@ void binary_forward_ref(BinaryOp op, const Tensor& a, const Tensor& b, Tensor& y
   });
 }
 
-void binary_backward_ref(BinaryOp op, const Tensor& a, const Tensor& b, const Tensor& dy, Tensor* da, Tensor* db) {
-  const Shape ys = broadcast_shape(a.shape(), b.shape(), binary_op_name(op));
+void binary_backward_ref(BinaryOp op, const Shape& a_shape, const Shape& b_shape, const Tensor* a, const Tensor* b,
+                         const Tensor& dy, Tensor* da, Tensor* db) {
+  const Shape ys = broadcast_shape(a_shape, b_shape, binary_op_name(op));
   check_shape(binary_op_name(op), "dy", dy, ys);
-  if (da) check_shape(binary_op_name(op), "da", *da, a.shape());
-  if (db) check_shape(binary_op_name(op), "db", *db, b.shape());
+  if (da) check_shape(binary_op_name(op), "da", *da, a_shape);
+  if (db) check_shape(binary_op_name(op), "db", *db, b_shape);
+  if (op == BinaryOp::mul) {  // the only op whose gradients read the operands
+    check(a && b, "mul backward: the operands are needed");
+    check_shape("mul", "a", *a, a_shape);
+    check_shape("mul", "b", *b, b_shape);
+  }
   dispatch_dtype(dy.dtype(), [&](auto tag) {
     using T = decltype(tag);
-    const T* pa = a.data<T>();
-    const T* pb = b.data<T>();
+    const T* pa = op == BinaryOp::mul ? a->data<T>() : nullptr;
+    const T* pb = op == BinaryOp::mul ? b->data<T>() : nullptr;
     const T* g = dy.data<T>();
     T* ga = da ? da->data<T>() : nullptr;
     T* gb = db ? db->data<T>() : nullptr;
     if (ga) std::fill(ga, ga + da->numel(), T(0));
     if (gb) std::fill(gb, gb + db->numel(), T(0));
-    for_each_broadcast(a.shape(), b.shape(), ys, [&](int64_t i, int64_t ia, int64_t ib) {
+    for_each_broadcast(a_shape, b_shape, ys, [&](int64_t i, int64_t ia, int64_t ib) {
       switch (op) {
         case BinaryOp::add:
           if (ga) ga[ia] += g[i];

@@ -46,10 +46,12 @@ void maxpool2d_backward_ref(const Pool2dParams&, const Tensor& x, const Tensor& 
 void avgpool2d_forward_ref(const Pool2dParams&, const Tensor& x, Tensor& y);
 void avgpool2d_backward_ref(const Pool2dParams&, const Tensor& dy, Tensor& dx);
 
-// add, sub, mul under broadcasting and concat (binary_ref.cpp, core/ops/binary.h); da/db may be
-// null (not wanted)
+// add, sub, mul under broadcasting and concat (binary_ref.cpp, core/ops/binary.h). The backward
+// takes the operands' shapes, and the operands themselves only for mul (a, b may be null for add
+// and sub); da/db may be null (not wanted).
 void binary_forward_ref(BinaryOp op, const Tensor& a, const Tensor& b, Tensor& y);
-void binary_backward_ref(BinaryOp op, const Tensor& a, const Tensor& b, const Tensor& dy, Tensor* da, Tensor* db);
+void binary_backward_ref(BinaryOp op, const Shape& a_shape, const Shape& b_shape, const Tensor* a, const Tensor* b,
+                         const Tensor& dy, Tensor* da, Tensor* db);
 void concat_forward_ref(int axis, const std::vector<const Tensor*>& xs, Tensor& y);
 void concat_backward_ref(int axis, const Tensor& dy, const std::vector<Tensor*>& dxs);
 
