@@ -899,7 +899,9 @@ TEST(Knob_embedding_init, KerasUniformVsTorchNormal) {
   for (const char* spec : {"torch", "torch,embedding_init=uniform_0p05", "tensorflow", "tensorflow,embedding_init=normal_1"}) {
     SCOPED_TRACE(spec);
     const Policy p = Policy::parse(spec);
-    Model m = build_model("lstm-imdb", p, 1, ModelArgs{1000, 20});
+    ModelArgs args;
+    args.num_ids = 1000, args.steps = 20;
+    Model m = build_model("lstm-imdb", p, 1, args);
     const Tensor& table = m.net->named_params().at(0).second->value;
     double mx = 0, sq = 0;
     for (int64_t i = 0; i < table.numel(); ++i) mx = std::max(mx, std::fabs(table.at(i))), sq += table.at(i) * table.at(i);

@@ -227,6 +227,7 @@ const char* tfjs_activation(ActKind a) {
     case ActKind::tanh: return "tanh";
     case ActKind::sigmoid: return "sigmoid";
     case ActKind::hard_sigmoid: return "hardSigmoid";
+    case ActKind::clip: return "relu6";  // TF.js's only clipping activation (clip(0, 6))
   }
   return "?";
 }
