@@ -50,7 +50,7 @@ std::string ex_conv_same_pad() {
   spec.stride = 2;
   spec.pad = PadMode::same;
   spec.bias = false;
-  for (const char* value : {"after", "before", "after_stride1"}) {
+  for (const std::string& value : knob_info("conv_same_pad").values) {
     Policy p = Policy::torch();
     p.set("conv_same_pad", value);
     os << "  conv_same_pad=" << value << ": ";

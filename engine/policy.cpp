@@ -336,12 +336,14 @@ const std::vector<KnobRow>& rows() {
     std::vector<KnobRow> r;
     const std::string kK = "keras/backend/tensorflow_backend.py@2.2.4";
     r.push_back(enum_knob(&Policy::conv_same_pad,
-        {"conv_same_pad", "layers", {"after", "before", "after_stride1"},
+        {"conv_same_pad", "layers", {"after", "before", "after_stride1", "half_strided"},
          "'same' padding: which side gets the extra pad when the total is odd; strided 'same' allowed?",
          "after: before=floor(P/2), extra bottom/right", "before: half pad then crop to ceil(n/s), extra top/left",
-         "after_stride1: extra right; padding='same' refused for stride>1",
+         "half_strided: stride 1 as padding='same' (extra right); stride>1, which PyTorch refuses "
+         "(after_stride1), padding=(dk-1)/2 every side as PyTorch code writes it",
          "tensorflow/core/framework/kernel_shape_util.cc GetWindowedOutputSizeVerbose; "
-         "keras/backend/theano_backend.py@2.2.4 _preprocess_padding; torch/nn/modules/conv.py"}));
+         "keras/backend/theano_backend.py@2.2.4 _preprocess_padding; torch/nn/modules/conv.py; "
+         "torchvision/models/resnet.py conv3x3, torchvision/ops/misc.py ConvNormActivation"}));
     r.push_back({{"conv_kernel_flip", "layers", {"true", "false"},
                   "true convolution (kernel rotated 180 degrees) instead of cross-correlation",
                   "false (cross-correlation)", "true: T.nnet.conv2d filter_flip=True, Keras does not override it",

@@ -29,6 +29,8 @@ enum class SamePad {
   after,          // TF GetWindowedOutputSize: before=floor(P/2), the extra pad bottom/right
   before,         // Keras 2.2.4 on Theano: half padding then crop to ceil(n/s): extra top/left
   after_stride1,  // PyTorch padding='same': extra right, refused for stride > 1
+  half_strided,   // stride 1 as after_stride1; stride > 1: (dk-1)/2 on every side, the padding=k//2 PyTorch
+                  // code writes for a strided 'same' conv (torchvision, keras#19291); even dk refused there
 };
 enum class FlattenOrder { chw, hwc };       // NCHW view(N,-1) vs Keras channels_last flatten
 enum class WeightLayout { oihw, hwio };     // torch OIHW / (out,in) vs Keras HWIO / (in,out)
@@ -137,7 +139,7 @@ struct Policy {
   std::string preset = "torch";  // the preset this policy started from (printing only)
 
   // --- layer semantics ---
-  SamePad conv_same_pad = SamePad::after_stride1;       // how 'same' splits odd padding
+  SamePad conv_same_pad = SamePad::half_strided;        // how 'same' splits odd padding
   bool conv_kernel_flip = false;                        // Theano conv2d filter_flip=True
   FlattenOrder flatten_order = FlattenOrder::chw;       // feature order after Flatten
   WeightLayout weight_layout = WeightLayout::oihw;      // order weights are drawn/exported in

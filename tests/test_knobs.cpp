@@ -102,14 +102,38 @@ TEST(Knob_conv_same_pad, ResolvedPads) {
   EXPECT_EQ(pt2.r, 1);
 }
 
-TEST(Knob_conv_same_pad, TorchRefusesStridedSame) {
+TEST(Knob_conv_same_pad, StridedSameUnderTheTorchValues) {
+  // after_stride1 is PyTorch's own padding='same': refused with stride 2.
   try {
-    pads_of("torch", 3, 2);
-    FAIL() << "torch 'same' with stride 2 must throw";
+    pads_of("torch,conv_same_pad=after_stride1", 3, 2);
+    FAIL() << "conv_same_pad=after_stride1 with stride 2 must throw";
   } catch (const Error& e) {
-    EXPECT_NE(std::string(e.what()).find("stride"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("not supported for strided convolutions"), std::string::npos) << e.what();
   }
-  // The knob alone decides: torch with conv_same_pad=after accepts it and pads like TF.
+  // The torch preset (half_strided) pads as PyTorch code writes a strided 'same' conv,
+  // padding=(k-1)//2 on every side: 4x4, k=3, s=2 -> 1/1/1/1 (TF: 0/1/0/1), the output still
+  // ceil(4/2) = 2.
+  Pads t = pads_of("torch", 3, 2);
+  EXPECT_EQ(t.t, 1);
+  EXPECT_EQ(t.b, 1);
+  EXPECT_EQ(t.l, 1);
+  EXPECT_EQ(t.r, 1);
+  // 5x5 (odd), k=5, dilation 1, s=2: padding 2 every side, out floor((5+4-5)/2)+1 = 3 = ceil(5/2)
+  Pads t5 = pads_of("torch", 5, 2, {1, 5, 5});
+  EXPECT_EQ(t5.t, 2);
+  EXPECT_EQ(t5.r, 2);
+  // an even kernel at stride 2: (k-1)//2 every side would not keep ceil(n/s): refused by name
+  try {
+    pads_of("torch", 2, 2);
+    FAIL() << "half_strided with an even kernel at stride 2 must throw";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("conv_same_pad=half_strided"), std::string::npos) << e.what();
+  }
+  // at stride 1 it is PyTorch's padding='same' (k=2: the extra pad right)
+  Pads t2 = pads_of("torch", 2, 1);
+  EXPECT_EQ(t2.l, 0);
+  EXPECT_EQ(t2.r, 1);
+  // The knob alone decides: torch with conv_same_pad=after pads like TF.
   Pads p = pads_of("torch,conv_same_pad=after", 3, 2);
   EXPECT_EQ(p.b, 1);
   EXPECT_EQ(p.t, 0);

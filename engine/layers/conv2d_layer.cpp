@@ -50,6 +50,20 @@ Conv2dParams resolve_conv2d(const Policy& policy, const Shape& in, const Conv2dS
       bool after = policy.conv_same_pad != SamePad::before;
       AxisPad ph = same_padding(p.h, p.r, p.stride_h, p.dil_h, after);
       AxisPad pw = same_padding(p.w, p.s, p.stride_w, p.dil_w, after);
+      if (policy.conv_same_pad == SamePad::half_strided) {
+        // what PyTorch code writes for a strided 'same' conv: padding=(k-1)//2*dilation on every
+        // side (torchvision's ConvNormActivation, conv3x3); it keeps ceil(n/s) for odd kernels only
+        auto half = [&](int64_t k, int64_t stride, int64_t dil, AxisPad same) {
+          if (stride == 1) return same;
+          const int64_t dk = (k - 1) * dil + 1;
+          check(dk % 2 == 1, "conv2d: padding='same' with stride ", stride, " and the even effective kernel ", dk,
+                " is refused under conv_same_pad=half_strided (padding=(k-1)//2 on every side would not keep "
+                "ceil(n/s)); use explicit padding or conv_same_pad=after|before");
+          return AxisPad{dk / 2, dk / 2};
+        };
+        ph = half(p.r, p.stride_h, p.dil_h, ph);
+        pw = half(p.s, p.stride_w, p.dil_w, pw);
+      }
       p.pad_t = ph.before;
       p.pad_b = ph.after;
       p.pad_l = pw.before;

@@ -24,7 +24,8 @@ struct Conv2dSpec {
 };
 
 // The explicit op parameters this spec means under `policy` for a (C,H,W) input.
-// Throws for 'same' with stride > 1 under conv_same_pad=after_stride1 (as PyTorch does).
+// Throws for 'same' with stride > 1 under conv_same_pad=after_stride1 (as PyTorch does), and under
+// half_strided for an even effective kernel on a strided axis.
 Conv2dParams resolve_conv2d(const Policy& policy, const Shape& in_chw, const Conv2dSpec& spec);
 
 class Conv2dLayer : public Layer {

@@ -1551,13 +1551,13 @@ constexpr double kMismatchFactor = 100;
 TEST(TfjsNegative, StridedSamePadding) {
   ORACLE_GROUP(run, tfjs_run);
   const LayerCase& c = layer_case("conv_same_k3_s2_even");  // 8x8, k=3, s=2: TF pads (0,1)
-  // 1) torch refuses strided 'same', as PyTorch does.
+  // 1) conv_same_pad=after_stride1 refuses strided 'same', as PyTorch does.
   try {
-    build_net(c.layers, c.in, Policy::torch());
-    ADD_FAILURE() << "torch preset accepted padding='same' with stride 2";
+    build_net(c.layers, c.in, Policy::parse("torch,conv_same_pad=after_stride1"));
+    ADD_FAILURE() << "conv_same_pad=after_stride1 accepted padding='same' with stride 2";
   } catch (const Error& e) {
     EXPECT_NE(std::string(e.what()).find("refused under conv_same_pad=after_stride1"), std::string::npos) << e.what();
-    std::cout << "  torch preset: " << e.what() << "\n";
+    std::cout << "  conv_same_pad=after_stride1: " << e.what() << "\n";
   }
   // 2) torch with conv_same_pad=after: matches TF.js.
   ErrorTable t("torch,conv_same_pad=after vs TF.js: " + c.name, "tfjs");

@@ -1370,11 +1370,11 @@ TEST(TorchNegative, StridedSamePaddingOnEvenInput) {
   spec.out_channels = 4;
   spec.stride = 2;
   spec.pad = PadMode::same;
-  // The torch preset refuses 'same' with stride 2, as nn.Conv2d(padding='same', stride=2) does.
+  // conv_same_pad=after_stride1 refuses 'same' with stride 2, as nn.Conv2d(padding='same', stride=2) does.
   {
     Rng rng(RngEngine::mt19937_u24, 1);
     try {
-      Conv2dLayer refused(spec, {3, 8, 8}, Policy::torch(), rng);
+      Conv2dLayer refused(spec, {3, 8, 8}, Policy::parse("torch,conv_same_pad=after_stride1"), rng);
       ADD_FAILURE() << "torch preset accepted padding='same' with stride 2";
     } catch (const Error& e) {
       EXPECT_NE(std::string(e.what()).find("not supported for strided convolutions"), std::string::npos) << e.what();
@@ -1408,6 +1408,14 @@ TEST(TorchNegative, StridedSamePaddingOnEvenInput) {
   const LayerResult tf_sym = conv_with(tensorflow_ref(), sym);
   EXPECT_TRUE(table.check("tf explicit pad 1 vs torch padding=1", "forward", tf_sym.y, run.out("same_sym", "y"), kTol));
   EXPECT_TRUE(table.check("tf explicit pad 1 vs torch padding=1", "dX", tf_sym.dx, run.out("same_sym", "dx"), kTol));
+  // The torch preset's 'same' at stride 2 (conv_same_pad=half_strided) is that padding=1: what
+  // PyTorch code writes for it, computed by PyTorch.
+  Policy torch_ref = Policy::torch();
+  torch_ref.set("conv_backend", "reference");
+  const LayerResult ts = conv_with(torch_ref, spec);
+  EXPECT_TRUE(table.check("torch preset 'same' vs torch padding=1", "forward", ts.y, run.out("same_sym", "y"), kTol));
+  EXPECT_TRUE(table.check("torch preset 'same' vs torch padding=1", "dX", ts.dx, run.out("same_sym", "dx"), kTol));
+  EXPECT_TRUE(table.check("torch preset 'same' vs torch padding=1", "dW", ts.grads[0], run.out("same_sym", "dw"), kTol));
   table.print();
 }
 
