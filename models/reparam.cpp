@@ -65,11 +65,17 @@ class Reparam : public LayerVisitor {
     rd->set_torch_weights(l.torch_weights());
     rd->set_peephole_weights(l.peephole_weights());
   }
-  // A flatten whose order changes: the next dense layer's input columns absorb it.
+  // A flatten whose order changes: the next dense layer's input columns absorb it. The two layers'
+  // own orders: the Policy's flatten_order for the zoo, what the file states for an imported graph
+  // (a Keras file's (h,w,c) under every preset).
   void visit(FlattenLayer& l) override {
     copy_params(l, Rewrite::none);
-    if (convert_ && src_.policy.flatten_order != dst_.policy.flatten_order && l.input_shape().size() == 3)
+    const FlattenOrder to = layer_as<FlattenLayer>(*ld_)->order();
+    if (convert_ && l.order() != to && l.input_shape().size() == 3) {
       pending_flatten_ = &l.input_shape();
+      flatten_from_ = l.order();
+      flatten_to_ = to;
+    }
   }
   // A residual block: its main path and its shortcut's layers (option B's 1x1 conv and
   // BatchNorm), each converted by its own kind, at paths "<i>.main.<j>" / "<i>.shortcut.<j>".
@@ -143,7 +149,7 @@ class Reparam : public LayerVisitor {
       Tensor v = ps[j]->value.to(dst_.dtype());
       if (rewrite == Rewrite::rotate && !ps[j]->is_bias) v = rotate_180(v);
       if (rewrite == Rewrite::permute_columns && !ps[j]->is_bias)
-        v = permute_columns(v, *pending_flatten_, src_.policy.flatten_order, dst_.policy.flatten_order);
+        v = permute_columns(v, *pending_flatten_, flatten_from_, flatten_to_);
       check_shape("convert", pd[j]->name.c_str(), v, pd[j]->value.shape());
       pd[j]->value = v;
     }
@@ -155,6 +161,7 @@ class Reparam : public LayerVisitor {
   std::string path_;  // the layer in messages: its index, "<i>.main.<j>" inside a residual block
   Layer* ld_ = nullptr;
   const Shape* pending_flatten_ = nullptr;  // a flatten whose order change the next dense absorbs
+  FlattenOrder flatten_from_ = FlattenOrder::chw, flatten_to_ = FlattenOrder::chw;
 };
 
 }  // namespace
