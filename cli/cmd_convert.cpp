@@ -41,9 +41,12 @@ void import_cmd(const OnnxImportRequest& o) {
   OnnxImportHooks hooks;
   hooks.on_mapped = [&](const OnnxImportResult& im) {
     if (!im.zoo_mismatch.empty()) std::cout << "import onnx: " << o.file << " maps onto no zoo model; imported as a graph\n";
-    if (im.model == "graph")
+    if (im.model == "graph" && im.opset == 0)
+      std::cout << "import keras: " << o.file << " (" << im.producer << ") as a graph model under "
+                << (o.policy.empty() ? "tensorflow" : o.policy) << "\n";
+    else if (im.model == "graph")
       std::cout << "import onnx: " << o.file << " (" << im.producer << ", opset " << im.opset << ") as a graph model of "
-                << im.mapping.size() << " nodes under " << o.policy << "\n";
+                << im.mapping.size() << " nodes under " << (o.policy.empty() ? "torch" : o.policy) << "\n";
     else
       std::cout << "import onnx: " << o.file << " (" << im.producer << ", opset " << im.opset << ") is driftlab's "
                 << im.model << "\n";
@@ -121,13 +124,15 @@ void register_convert(CLI::App& app) {
   ex->callback([o] { export_cmd(*o); });
 
   auto io = std::make_shared<OnnxImportRequest>();
-  auto* im = app.add_subcommand("import", "read an ONNX model into a driftlab model file (a zoo model, or a graph model of any supported graph)");
-  im->add_option("file", io->file, "the .onnx file")->required();
-  im->add_option("--format", io->format, "onnx")->capture_default_str();
+  auto* im = app.add_subcommand("import", "read an ONNX model (a zoo model, or a graph model of any supported graph) or a "
+                                "Keras / TF.js layers model (a graph model) into a driftlab model file");
+  im->add_option("file", io->file, "the .onnx file, or a TF.js model.json / Keras model JSON")->required();
+  im->add_option("--format", io->format, "auto (keras for a .json file), onnx or keras")->capture_default_str();
   im->add_option("--as", io->as, "zoo: onto a zoo model; graph: as a graph model (any graph of the supported ops); "
                  "auto: the zoo where it matches, else a graph")->capture_default_str();
-  im->add_option("--policy", io->policy, "the policy of the written model (ONNX's semantics are the torch preset's; "
-                 "another preset gets converted weights)")->capture_default_str();
+  im->add_option("--policy", io->policy, "the policy of the written model (default: torch for ONNX, whose semantics "
+                 "are the torch preset's, another preset getting converted weights; tensorflow for Keras, whose "
+                 "abstract semantics the policy decides)");
   im->add_option("--out", io->out, "the model file to write (.dlm)")->required();
   im->callback([io] { import_cmd(*io); });
 

@@ -3,6 +3,7 @@
 #include "driftlab/convert.h"
 
 #include "convert/onnx_graph_import.h"
+#include "convert/keras_import.h"
 #include "models/graph.h"
 
 #include <omp.h>
@@ -170,9 +171,35 @@ OnnxImportResult import_as_graph(const OnnxImportRequest& r, const OnnxImportHoo
 }
 }  // namespace
 
-OnnxImportResult import_onnx_model(const OnnxImportRequest& r, const OnnxImportHooks& hooks) {
-  check(r.format == "onnx", "import: --format '", r.format, "' (known: onnx)");
+namespace {
+// A Keras / TF.js layers model: always a graph, built under the Policy (Keras's abstract
+// semantics the Policy's, what the file states frozen).
+OnnxImportResult import_keras_graph(const OnnxImportRequest& r, const OnnxImportHooks& hooks) {
+  check(r.as != "zoo", "import: --as zoo: a Keras model is imported as a graph (--as graph or auto)");
+  convert::KerasGraph g = convert::import_keras(r.file, r.policy);
+  OnnxImportResult res;
+  res.producer = g.producer.empty() ? "keras" : g.producer;
+  res.model = kGraphModelName;
+  res.mapping = g.layers;
+  for (const std::string& n : g.notes) res.mapping.push_back("note: " + n);
+  if (!g.has_weights)
+    res.mapping.push_back("note: the file has no weights; the Policy's initialisers drew them");
+  if (hooks.on_mapped) hooks.on_mapped(res);
+  const std::string producer = res.producer;
+  Model m = convert::keras_graph_model(std::move(g), r.policy);
+  save_model(r.out, m, {{"imported_from", r.file}, {"keras_producer", producer}});
+  return res;
+}
+}  // namespace
+
+OnnxImportResult import_onnx_model(const OnnxImportRequest& request, const OnnxImportHooks& hooks) {
+  OnnxImportRequest r = request;
+  if (r.format == "auto")
+    r.format = r.file.size() >= 5 && r.file.compare(r.file.size() - 5, 5, ".json") == 0 ? "keras" : "onnx";
+  check(r.format == "onnx" || r.format == "keras", "import: --format '", r.format, "' (known: auto, onnx, keras)");
   check(r.as == "auto" || r.as == "zoo" || r.as == "graph", "import: --as '", r.as, "' (known: auto, zoo, graph)");
+  if (r.policy.empty()) r.policy = r.format == "keras" ? "tensorflow" : "torch";
+  if (r.format == "keras") return import_keras_graph(r, hooks);
   if (r.as == "graph") return import_as_graph(r, hooks, {});
   convert::OnnxImport im;
   try {

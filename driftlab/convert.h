@@ -53,12 +53,16 @@ ModelExportResult export_model(const ModelExportRequest& request);
 // export), or as a graph model (any graph of the ops convert/onnx_graph_import.h lists) ----
 
 struct OnnxImportRequest {
-  std::string file;              // the .onnx file
-  std::string format = "onnx";   // onnx
+  std::string file;              // the .onnx file, or a Keras / TF.js model.json
+  // onnx | keras (a TF.js layers model or a Keras model JSON: always a graph model,
+  // convert/keras_import.h) | auto: keras for a .json file, else onnx
+  std::string format = "auto";
   // zoo: onto a zoo model (int8, CUDA and every export then apply); graph: as a graph model; auto:
   // the zoo where the graph maps onto a zoo model, else a graph
   std::string as = "auto";
-  std::string policy = "torch";  // the written model's Policy; another than torch gets converted weights
+  // the written model's Policy ("": the format's own, torch for ONNX, tensorflow for Keras); for an
+  // ONNX zoo model another than torch gets converted weights
+  std::string policy;
   std::string out;               // the model file to write (.dlm)
 };
 

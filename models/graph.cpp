@@ -154,9 +154,17 @@ struct Builder {
       spend((p.bn_zero_debias ? 6 : 4) * static_cast<uint64_t>(in[0]) + (p.bn_zero_debias ? 1 : 0), where);
       return std::make_unique<BatchNormLayer>(in, p);
     }
-    if (op == "relu" || op == "sigmoid" || op == "tanh")
-      return std::make_unique<ActivationLayer>(op == "relu" ? ActKind::relu : op == "sigmoid" ? ActKind::sigmoid : ActKind::tanh,
+    if (op == "relu" || op == "sigmoid" || op == "tanh" || op == "hard_sigmoid")
+      return std::make_unique<ActivationLayer>(op == "relu"      ? ActKind::relu
+                                               : op == "sigmoid" ? ActKind::sigmoid
+                                               : op == "tanh"    ? ActKind::tanh
+                                                                 : ActKind::hard_sigmoid,  // hard_sigmoid_kind's formula
                                                in, p);
+    if (op == "dropout") {
+      const double rate = a.number("rate", -1);
+      check(rate >= 0 && rate < 1, where, ": dropout rate ", rate, " outside [0, 1)");
+      return std::make_unique<DropoutLayer>(rate, in);
+    }
     if (op == "clip") {
       const double lo = a.number("min", -std::numeric_limits<double>::infinity());
       const double hi = a.number("max", std::numeric_limits<double>::infinity());
@@ -196,8 +204,8 @@ struct Builder {
       return std::make_unique<DenseLayer>(units, in, p, rng_, bias);
     }
     fail(where, ": unknown op '", op,
-         "' (known: conv2d, batchnorm, relu, sigmoid, tanh, clip, maxpool, avgpool, global_avg_pool, flatten, dense, "
-         "add, sub, mul, concat)");
+         "' (known: conv2d, batchnorm, relu, sigmoid, tanh, hard_sigmoid, clip, dropout, maxpool, avgpool, "
+         "global_avg_pool, flatten, dense, add, sub, mul, concat, reshape)");
   }
 
 };
