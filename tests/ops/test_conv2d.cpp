@@ -329,3 +329,56 @@ INSTANTIATE_TEST_SUITE_P(Backends, Conv2dReproducible,
 
 }  // namespace
 }  // namespace driftlab
+
+namespace driftlab {
+namespace {
+
+// The reference's depthwise loops (one input channel per group, ascending sums: see
+// kernels/cpu/ref/conv2d_ref.cpp) give the generic loops' bits: forward, input gradient and
+// weight/bias gradients, float32 and float64, with padding on every side, strides, dilation,
+// flip, a multiplier above 1, odd sizes and at 1 and 2 threads. Bitwise equality, not a bound:
+// every output adds the same terms in the same order.
+TEST(ConvRef, DepthwiseLoopsGiveTheGenericLoopsBits) {
+  struct Case {
+    int64_t n, c, h, w, mult, r, s, sh, sw, dh, dw, pt, pb, pl, pr;
+    bool flip;
+  };
+  const Case cases[] = {
+      {2, 8, 16, 16, 1, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, false},  // MobileNet's 3x3, stride 1
+      {2, 8, 16, 16, 1, 3, 3, 2, 2, 1, 1, 0, 1, 0, 1, false},  // stride 2, TF's 'same' split
+      {1, 6, 9, 11, 2, 3, 5, 2, 1, 1, 2, 2, 1, 0, 3, true},   // multiplier 2, rectangular, dilated, flipped
+      {3, 4, 5, 5, 1, 5, 5, 1, 1, 1, 1, 2, 2, 2, 2, false},   // a kernel as large as the input
+      {2, 5, 1, 1, 3, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0, false},   // 1x1 maps (the end of MobileNetV2 at 32x32)
+      {1, 3, 7, 8, 1, 3, 3, 3, 2, 2, 1, 3, 0, 1, 2, true},    // stride 3x2, asymmetric pads
+  };
+  for (const Case& c : cases)
+    for (DType dt : {DType::f32, DType::f64})
+      for (int threads : {1, 2}) {
+        Conv2dParams p;
+        p.n = c.n, p.c = c.c, p.h = c.h, p.w = c.w, p.k = c.c * c.mult, p.r = c.r, p.s = c.s;
+        p.stride_h = c.sh, p.stride_w = c.sw, p.dil_h = c.dh, p.dil_w = c.dw;
+        p.pad_t = c.pt, p.pad_b = c.pb, p.pad_l = c.pl, p.pad_r = c.pr, p.groups = c.c, p.flip = c.flip;
+        p.sum_order = SumOrder::ascending;
+        SCOPED_TRACE(p.str() + (dt == DType::f64 ? " f64" : " f32") + " threads " + std::to_string(threads));
+        const Tensor x = random_tensor(p.x_shape(), dt, 1, -1.0, 1.0), w = random_tensor(p.w_shape(), dt, 2, -1.0, 1.0);
+        const Tensor b = random_tensor({p.k}, dt, 3, -1.0, 1.0), dy = random_tensor(p.y_shape(), dt, 4, -1.0, 1.0);
+        auto run = [&](bool generic) {
+          std::unique_ptr<Conv2dRefGenericLoops> only = generic ? std::make_unique<Conv2dRefGenericLoops>() : nullptr;
+          const int saved = omp_get_max_threads();
+          omp_set_num_threads(threads);
+          Tensor y(p.y_shape(), dt), dx(p.x_shape(), dt), dw = random_tensor(p.w_shape(), dt, 5), db = random_tensor({p.k}, dt, 6);
+          conv2d_forward_ref(p, x, w, &b, y);
+          conv2d_backward_data_ref(p, dy, w, dx);
+          conv2d_backward_weight_ref(p, x, dy, dw, &db);  // accumulates into the same starting values
+          omp_set_num_threads(saved);
+          return std::vector<Tensor>{y, dx, dw, db};
+        };
+        const std::vector<Tensor> generic = run(true), depthwise = run(false);
+        const char* names[] = {"y", "dx", "dw", "db"};
+        for (int i = 0; i < 4; ++i)
+          EXPECT_TRUE(bitwise_equal(generic[static_cast<std::size_t>(i)], depthwise[static_cast<std::size_t>(i)])) << names[i];
+      }
+}
+
+}  // namespace
+}  // namespace driftlab

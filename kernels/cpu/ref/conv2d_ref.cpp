@@ -3,9 +3,24 @@
 // Layouts x (N,C,H,W), w (K,C/G,R,S), y (N,K,P,Q); output channel k reads input channels
 // g*C/G .. (g+1)*C/G - 1 of its group g = k/(K/G). forward/backward_data write (=);
 // backward_weight adds (+=) into dw and db. This is the oracle for every fast conv kernel.
+//
+// One case is computed by other loops with the same bits: a depthwise convolution (one input
+// channel per group, any multiplier) summed in ascending order, the case of MobileNet's
+// depthwise layers, which no library backend here takes (oneDNN's and Eigen's kernels refuse
+// groups). Every output still adds the same terms (padding's zero products included where the
+// generic loops include them, skipped where they skip them) in the same order from 0, but
+// without the term buffer and the per-tap bounds checks, the interior rows accumulated across
+// output columns (independent outputs side by side: the compiler's vector lanes), and the
+// (image, channel) planes spread over OpenMP's threads, each output written by one thread. Test:
+// ConvRef.DepthwiseLoopsGiveTheGenericLoopsBits (tests/ops/test_conv2d.cpp), every field varied.
+#include <omp.h>
+
+#include <algorithm>
+#include <atomic>
 #include <vector>
 
 #include "core/ops/conv2d.h"
+#include "kernels/cpu/ref/ref.h"
 #include "kernels/cpu/registry.h"
 
 namespace driftlab {
@@ -14,8 +29,161 @@ namespace {
 // Index of the kernel tap actually applied at (r,s): rotated 180 degrees when flipping.
 inline int64_t tap(int64_t i, int64_t n, bool flip) { return flip ? n - 1 - i : i; }
 
+// ---- the depthwise case (see the file comment): the generic loops' bits, other loops ----
+
+std::atomic<int> g_generic_only{0};
+bool generic_loops_only() { return g_generic_only.load(std::memory_order_relaxed) > 0; }
+
+bool depthwise_case(const Conv2dParams& p) {
+  return p.groups == p.c && p.sum_order == SumOrder::ascending && !generic_loops_only();
+}
+
+template <typename T>
+void depthwise_forward(const Conv2dParams& p, const T* x, const T* w, const T* b, T* y) {
+  const int64_t P = p.out_h(), Q = p.out_w(), m = p.k / p.groups;
+  // the output columns whose taps all lie inside the input: [q0, q1)
+  int64_t q0 = 0, q1 = 0;
+  while (q0 < Q && q0 * p.stride_w - p.pad_l < 0) ++q0;
+  q1 = q0;
+  while (q1 < Q && q1 * p.stride_w - p.pad_l + (p.s - 1) * p.dil_w < p.w) ++q1;
+#pragma omp parallel
+  {
+    std::vector<T> acc(static_cast<std::size_t>(Q));
+#pragma omp for schedule(static)
+    for (int64_t nk = 0; nk < p.n * p.k; ++nk) {
+      const int64_t n = nk / p.k, k = nk % p.k, c = k / m;
+      const T* xc = x + (n * p.c + c) * p.h * p.w;
+      const T* wk = w + k * p.r * p.s;
+      T* yk = y + nk * P * Q;
+      for (int64_t oh = 0; oh < P; ++oh) {
+        const int64_t ih0 = oh * p.stride_h - p.pad_t;
+        const bool rows_inside = ih0 >= 0 && ih0 + (p.r - 1) * p.dil_h < p.h;
+        std::fill(acc.begin(), acc.end(), T(0));
+        for (int64_t r = 0; r < p.r; ++r) {
+          const int64_t ih = ih0 + r * p.dil_h;
+          for (int64_t s = 0; s < p.s; ++s) {
+            const T wv = wk[tap(r, p.r, p.flip) * p.s + tap(s, p.s, p.flip)];
+            // every output of the row gets this tap's term next (a zero product where the
+            // tap reads padding, as the generic loops add)
+            const bool row_in = ih >= 0 && ih < p.h;
+            const int64_t lo = rows_inside ? q0 : 0, hi = rows_inside ? q1 : 0;
+            for (int64_t ow = 0; ow < lo; ++ow) {
+              const int64_t iw = ow * p.stride_w - p.pad_l + s * p.dil_w;
+              const T xv = row_in && iw >= 0 && iw < p.w ? xc[ih * p.w + iw] : T(0);
+              acc[static_cast<std::size_t>(ow)] += xv * wv;
+            }
+            if (rows_inside) {
+              const int64_t base = ih * p.w - p.pad_l + s * p.dil_w;
+              T* a = acc.data();
+              if (p.stride_w == 1) {
+                for (int64_t ow = q0; ow < q1; ++ow) a[ow] += xc[base + ow] * wv;
+              } else {
+                for (int64_t ow = q0; ow < q1; ++ow) a[ow] += xc[base + ow * p.stride_w] * wv;
+              }
+            }
+            for (int64_t ow = hi; ow < Q; ++ow) {
+              const int64_t iw = ow * p.stride_w - p.pad_l + s * p.dil_w;
+              const T xv = row_in && iw >= 0 && iw < p.w ? xc[ih * p.w + iw] : T(0);
+              acc[static_cast<std::size_t>(ow)] += xv * wv;
+            }
+          }
+        }
+        for (int64_t ow = 0; ow < Q; ++ow) yk[oh * Q + ow] = b ? acc[static_cast<std::size_t>(ow)] + b[k] : acc[static_cast<std::size_t>(ow)];
+      }
+    }
+  }
+}
+
+template <typename T>
+void depthwise_backward_data(const Conv2dParams& p, const T* dy, const T* w, T* dx) {
+  const int64_t P = p.out_h(), Q = p.out_w(), m = p.k / p.groups;
+#pragma omp parallel
+  {
+    std::vector<T> acc(static_cast<std::size_t>(p.w));
+#pragma omp for schedule(static)
+    for (int64_t nc = 0; nc < p.n * p.c; ++nc) {
+      const int64_t n = nc / p.c, c = nc % p.c;
+      T* dxc = dx + nc * p.h * p.w;
+      for (int64_t ih = 0; ih < p.h; ++ih) {
+        std::fill(acc.begin(), acc.end(), T(0));
+        // the terms of dx[ih, iw] in the generic loops' order: k of the channel, r, s; a tap
+        // whose output position is off the grid or out of range is skipped, as there
+        for (int64_t k = c * m; k < (c + 1) * m; ++k) {
+          const T* dyk = dy + (n * p.k + k) * P * Q;
+          const T* wk = w + k * p.r * p.s;
+          for (int64_t r = 0; r < p.r; ++r) {
+            const int64_t num_h = ih + p.pad_t - r * p.dil_h;
+            if (num_h < 0 || num_h % p.stride_h) continue;
+            const int64_t oh = num_h / p.stride_h;
+            if (oh >= P) continue;
+            const T* dyr = dyk + oh * Q;
+            for (int64_t s = 0; s < p.s; ++s) {
+              const T wv = wk[tap(r, p.r, p.flip) * p.s + tap(s, p.s, p.flip)];
+              const int64_t off = p.pad_l - s * p.dil_w;  // num_w = iw + off
+              // iw with 0 <= num_w, num_w % stride_w == 0, num_w / stride_w < Q
+              int64_t iw = off >= 0 ? 0 : -off;
+              if (p.stride_w == 1) {
+                const int64_t end = std::min<int64_t>(p.w, Q - off);
+                T* a = acc.data();
+                for (int64_t i = iw; i < end; ++i) a[i] += dyr[i + off] * wv;
+              } else {
+                for (; iw < p.w; ++iw) {
+                  const int64_t num_w = iw + off;
+                  if (num_w % p.stride_w) continue;
+                  const int64_t ow = num_w / p.stride_w;
+                  if (ow >= Q) break;
+                  acc[static_cast<std::size_t>(iw)] += dyr[ow] * wv;
+                }
+              }
+            }
+          }
+        }
+        std::copy(acc.begin(), acc.end(), dxc + ih * p.w);
+      }
+    }
+  }
+}
+
+template <typename T>
+void depthwise_backward_weight(const Conv2dParams& p, const T* x, const T* dy, T* dw, T* db) {
+  const int64_t P = p.out_h(), Q = p.out_w(), m = p.k / p.groups;
+  // each weight's terms over (n, oh, ow) in order, the taps reading padding skipped (as the
+  // generic loops skip them); one thread per output channel
+#pragma omp parallel for schedule(static)
+  for (int64_t k = 0; k < p.k; ++k) {
+    const int64_t c = k / m;
+    for (int64_t r = 0; r < p.r; ++r)
+      for (int64_t s = 0; s < p.s; ++s) {
+        T acc = 0;
+        for (int64_t n = 0; n < p.n; ++n) {
+          const T* xc = x + (n * p.c + c) * p.h * p.w;
+          const T* dyk = dy + (n * p.k + k) * P * Q;
+          for (int64_t oh = 0; oh < P; ++oh) {
+            const int64_t ih = oh * p.stride_h - p.pad_t + r * p.dil_h;
+            if (ih < 0 || ih >= p.h) continue;
+            for (int64_t ow = 0; ow < Q; ++ow) {
+              const int64_t iw = ow * p.stride_w - p.pad_l + s * p.dil_w;
+              if (iw < 0 || iw >= p.w) continue;
+              acc += xc[ih * p.w + iw] * dyk[oh * Q + ow];
+            }
+          }
+        }
+        dw[(k * p.r + tap(r, p.r, p.flip)) * p.s + tap(s, p.s, p.flip)] += acc;
+      }
+    if (db) {
+      T a = 0;
+      for (int64_t n = 0; n < p.n; ++n)
+        for (int64_t i = 0; i < P * Q; ++i) a += dy[(n * p.k + k) * P * Q + i];
+      db[k] += a;
+    }
+  }
+}
+
+// ---- the generic loops ----
+
 template <typename T>
 void forward(const Conv2dParams& p, const T* x, const T* w, const T* b, T* y) {
+  if (depthwise_case(p)) return depthwise_forward(p, x, w, b, y);
   const int64_t P = p.out_h(), Q = p.out_w();
   const int64_t cg = p.c_per_group(), kg = p.k / p.groups;
   std::vector<T> terms(static_cast<std::size_t>(cg * p.r * p.s) + 1);
@@ -45,6 +213,7 @@ void forward(const Conv2dParams& p, const T* x, const T* w, const T* b, T* y) {
 
 template <typename T>
 void backward_data(const Conv2dParams& p, const T* dy, const T* w, T* dx) {
+  if (depthwise_case(p)) return depthwise_backward_data(p, dy, w, dx);
   const int64_t P = p.out_h(), Q = p.out_w();
   const int64_t cg = p.c_per_group(), kg = p.k / p.groups;
   std::vector<T> terms(static_cast<std::size_t>(kg * p.r * p.s));
@@ -76,6 +245,7 @@ void backward_data(const Conv2dParams& p, const T* dy, const T* w, T* dx) {
 
 template <typename T>
 void backward_weight(const Conv2dParams& p, const T* x, const T* dy, T* dw, T* db) {
+  if (depthwise_case(p)) return depthwise_backward_weight(p, x, dy, dw, db);
   const int64_t P = p.out_h(), Q = p.out_w();
   const int64_t cg = p.c_per_group(), kg = p.k / p.groups;
   std::vector<T> terms(static_cast<std::size_t>(p.n * P * Q));
@@ -145,6 +315,9 @@ void conv2d_backward_weight_ref(const Conv2dParams& p, const Tensor& x, const Te
     backward_weight<T>(p, x.data<T>(), dy.data<T>(), dw.data<T>(), db ? db->data<T>() : nullptr);
   });
 }
+
+Conv2dRefGenericLoops::Conv2dRefGenericLoops() { ++g_generic_only; }
+Conv2dRefGenericLoops::~Conv2dRefGenericLoops() { --g_generic_only; }
 
 void register_conv2d_ref(KernelRegistry& reg) {
   Conv2dKernel k;
