@@ -29,7 +29,7 @@ std::string shown(const json& j) {
 const std::vector<std::string> kClasses = {
     "InputLayer", "Conv2D", "DepthwiseConv2D", "Dense", "BatchNormalization", "Activation", "ReLU", "Softmax",
     "MaxPooling2D", "AveragePooling2D", "GlobalAveragePooling2D", "Flatten", "Add", "Subtract", "Multiply",
-    "Concatenate", "Dropout", "ZeroPadding2D"};
+    "Concatenate", "Dropout", "ZeroPadding2D", "LSTM", "GRU", "Embedding"};
 
 // One Keras layer of the file: its class, name, config and the layers it reads.
 struct KLayer {
@@ -534,8 +534,8 @@ class Importer {
     check(!c.boolean("ragged", false), where(l), ": a ragged input: not implemented");
     c.mark("input_shape");  // Keras 2 writes it beside batch_input_shape at times
     c.done();
-    check(s.is_array() && (s.size() == 4 || s.size() == 2) && s[0].is_null(), where(l), ": ", key, " ", shown(s),
-          "; [null, H, W, C] (or channels-first) or [null, features] wanted");
+    check(s.is_array() && s.size() >= 2 && s.size() <= 4 && s[0].is_null(), where(l), ": ", key, " ", shown(s),
+          "; [null, H, W, C] (or channels-first), [null, steps, features] or [null, features] wanted");
     Shape d;
     for (std::size_t i = 1; i < s.size(); ++i) {
       check(s[i].is_number_integer() && s[i].get<int64_t>() >= 1 && s[i].get<int64_t>() <= (int64_t{1} << 24),
@@ -827,6 +827,73 @@ class Importer {
       check(rate >= 0 && rate < 1, where(l), ": rate ", rate, " outside [0, 1)");
       add({{"op", "dropout"}, {"rate", rate}}, l.name, {v}, l.name);
       return "dropout (masks from the Policy's RNG)";
+    }
+    if (cls == "LSTM" || cls == "GRU") {
+      const bool lstm = cls == "LSTM";
+      const int v = one_input(l);
+      const Shape in = shape(v);
+      check(in.size() == 2, where(l), ": input ", shape_str(in), "; (steps, features) wanted");
+      const int64_t units = c.integer("units", 0, 1, int64_t{1} << 16);
+      const bool seq = c.boolean("return_sequences", false);
+      check(!c.boolean("return_state", false), where(l), ": return_state: not implemented");
+      check(!c.boolean("go_backwards", false), where(l), ": go_backwards: not implemented");
+      check(!c.boolean("stateful", false), where(l), ": stateful: not implemented");
+      check(!c.boolean("time_major", false), where(l), ": time_major: not implemented");
+      check(c.string("activation", "tanh") == "tanh", where(l), ": activation other than tanh: not implemented");
+      check(c.boolean("use_bias", true), where(l), ": use_bias false: not implemented");
+      check(c.number("dropout", 0) == 0 && c.number("recurrent_dropout", 0) == 0, where(l),
+            ": dropout inside the cell: not implemented");
+      for (const char* k : {"unroll", "implementation", "unit_forget_bias", "seed", "use_cudnn"}) c.mark(k);  // no effect on the function
+      json n = {{"op", lstm ? "lstm" : "gru"}, {"units", units}, {"return_sequences", seq}};
+      if (c.has("recurrent_activation")) n["recurrent_activation"] = c.string("recurrent_activation", "");
+      c.mark("recurrent_activation");
+      bool reset_after = false;
+      if (!lstm && c.has("reset_after")) n["reset_after"] = reset_after = c.boolean("reset_after", false);
+      c.mark("reset_after");
+      c.done();
+      const bool weights = has_weight(l, "kernel");
+      if (weights) {
+        has_weight(l, "recurrent_kernel");
+        has_weight(l, "bias");
+      }
+      add(n, l.name, {v}, l.name);
+      const int node = last_node();
+      if (weights) {
+        RnnLayer& rl = *layer_as<RnnLayer>(node_layer(node));
+        const int64_t G = (lstm ? 4 : 3) * units;
+        KerasRnnWeights kw;
+        kw.kernel = weight(l, "kernel", {in[1], G});
+        kw.recurrent_kernel = weight(l, "recurrent_kernel", {units, G});
+        const Shape bs = manifest_.at(l.name + "/bias").shape;
+        check(bs == Shape{G} || (!lstm && reset_after && bs == Shape{2, G}), where(l), ": weight '", l.name,
+              "/bias' has shape ", shape_str(bs), "; ", shape_str({G}), (lstm ? "" : " (or [2, 3u] after reset)"),
+              " wanted");
+        kw.bias = weight(l, "bias", bs);
+        rl.set_keras_weights(kw);
+        const std::vector<Param*> ps = rl.params();
+        for (Param* p : ps) source(node, *p, l.name + " (kernel, recurrent_kernel, bias: Keras's column layout)");
+      }
+      return std::string(lstm ? "lstm" : "gru") + (weights ? ", Keras's gate columns reordered" : "") +
+             (n.contains("recurrent_activation") ? ", recurrent_activation stated" : "") +
+             (n.contains("reset_after") ? ", reset_after stated" : "");
+    }
+    if (cls == "Embedding") {
+      const int v = one_input(l);
+      check(shape(v).size() == 1, where(l), ": input ", shape_str(shape(v)), "; (steps,) of ids wanted");
+      const int64_t V = c.integer("input_dim", 0, 1, int64_t{1} << 24), D = c.integer("output_dim", 0, 1, int64_t{1} << 16);
+      check(!c.boolean("mask_zero", false), where(l), ": mask_zero true: not implemented (a graph carries no mask)");
+      c.mark("input_length");
+      c.mark("sparse");
+      c.mark("lora_rank");
+      c.done();
+      const bool weights = has_weight(l, "embeddings");
+      add({{"op", "embedding"}, {"input_dim", V}, {"output_dim", D}}, l.name, {v}, l.name);
+      const int node = last_node();
+      if (weights) {
+        EmbeddingLayer& e = *layer_as<EmbeddingLayer>(node_layer(node));
+        set(node, *e.params()[0], weight(l, "embeddings", {V, D}), l.name + "/embeddings");
+      }
+      return "embedding";
     }
     if (cls == "ZeroPadding2D") {
       const int v = one_input(l);

@@ -203,9 +203,38 @@ struct Builder {
       spend(static_cast<uint64_t>(units) * static_cast<uint64_t>(in[0] + (bias ? 1 : 0)), where);
       return std::make_unique<DenseLayer>(units, in, p, rng_, bias);
     }
+    if (op == "lstm" || op == "gru") {
+      check(in.size() == 2, where, ": ", op, " input ", shape_str(in), ", (steps, features) wanted");
+      RnnSpec s;
+      s.units = a.integer("units", 0, 1, int64_t{1} << 16);
+      s.return_sequences = a.boolean("return_sequences", false);
+      if (a.has("recurrent_activation")) {
+        const std::string ra = a.string("recurrent_activation", "");
+        check(ra == "sigmoid" || ra == "hard_sigmoid", where, ": recurrent_activation '", ra,
+              "' (sigmoid or hard_sigmoid)");
+        p.rnn_recurrent_activation = ra == "sigmoid" ? RnnGateAct::sigmoid : RnnGateAct::hard_sigmoid;
+      }
+      if (a.has("reset_after")) {
+        check(op == "gru", where, ": reset_after on an lstm");
+        p.gru_reset_after = a.boolean("reset_after", false) ? GruReset::after : GruReset::before;
+      }
+      p.rnn_mask = RnnMask::none;  // a graph carries no padding mask between its nodes
+      const RnnCell cell = op == "lstm" ? RnnCell::lstm : RnnCell::gru;
+      const uint64_t G = op == "lstm" ? 4 : 3, u = static_cast<uint64_t>(s.units);
+      spend(G * u * (static_cast<uint64_t>(in[1]) + u + 2), where);
+      return std::make_unique<RnnLayer>(cell, s, in, p, rng_);
+    }
+    if (op == "embedding") {
+      check(in.size() == 1, where, ": embedding input ", shape_str(in), ", (steps,) of ids wanted");
+      EmbeddingArgs e;
+      e.num_ids = a.integer("input_dim", 0, 1, int64_t{1} << 24);
+      e.dim = a.integer("output_dim", 0, 1, int64_t{1} << 16);
+      spend(static_cast<uint64_t>(e.num_ids) * static_cast<uint64_t>(e.dim), where);
+      return std::make_unique<EmbeddingLayer>(e, in, p, rng_);
+    }
     fail(where, ": unknown op '", op,
          "' (known: conv2d, batchnorm, relu, sigmoid, tanh, hard_sigmoid, clip, dropout, maxpool, avgpool, "
-         "global_avg_pool, flatten, dense, add, sub, mul, concat, reshape)");
+         "global_avg_pool, flatten, dense, lstm, gru, embedding, add, sub, mul, concat, reshape)");
   }
 
 };

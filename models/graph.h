@@ -16,6 +16,9 @@
 //   maxpool, avgpool  kernel [h,w], stride [h,w], pads [t,b,l,r], count_include_pad
 //   global_avg_pool; flatten  order "chw"|"hwc" (the Policy's flatten_order)
 //   dense       units, bias (weight (units, in), torch's Linear layout)
+//   lstm, gru   units, return_sequences, recurrent_activation "sigmoid"|"hard_sigmoid"
+//               (rnn_recurrent_activation), reset_after (gru; gru_reset_after); input (steps, features)
+//   embedding   input_dim, output_dim; input (steps,) of ids
 //   add, sub, mul (two inputs, broadcasting); concat  axis (counting the batch axis)
 //   reshape     shape (per sample)
 // Unknown ops and attributes, attributes of the wrong type, and names read before they are written
