@@ -6,13 +6,16 @@
 #include "cli/common.h"
 
 #include <cstdlib>
+#include <iomanip>
 #include <iostream>
 #include <memory>
 #include <string>
 #include <vector>
 
 #include "driftlab/convert.h"
+#include "engine/io/container.h"
 #include "report/convert.h"
+#include <nlohmann/json.hpp>
 
 namespace driftlab {
 namespace cli {
@@ -57,6 +60,45 @@ void import_cmd(const OnnxImportRequest& o) {
   };
   import_onnx_model(o, hooks);
   std::cout << "wrote " << o.out << "\n";
+}
+
+struct LocaliseOptions {
+  OrtLocaliseRequest req;
+  std::string json;
+};
+
+void localise_cmd(LocaliseOptions& o) {
+  o.req.ort_dir = ort_dir();
+  const OrtLocaliseResult r = localise_against_ort(o.req);
+  std::cout << "localise: " << r.onnx << " under " << r.policy << " against ONNX Runtime"
+            << (o.req.ort_onnx.empty() ? "" : " running " + o.req.ort_onnx) << ", node by node, on " << r.n
+            << " inputs (tolerance " << r.tol << " of each node's largest |value| in ONNX Runtime)\n";
+  std::cout << std::left << std::setw(6) << "node" << std::setw(48) << "name" << std::setw(16) << "op" << std::right
+            << std::setw(12) << "max|d|" << std::setw(12) << "max|ort|" << std::setw(12) << "relative" << "\n";
+  for (std::size_t i = 0; i < r.nodes.size(); ++i) {
+    const NodeAgreement& a = r.nodes[i];
+    std::string name = a.node.size() > 46 ? "..." + a.node.substr(a.node.size() - 43) : a.node;
+    std::cout << std::left << std::setw(6) << i << std::setw(48) << name << std::setw(16) << a.op << std::right
+              << std::setw(12) << sci(a.max_abs_diff) << std::setw(12) << sci(a.max_abs_ort) << std::setw(12)
+              << sci(a.rel) << (static_cast<int>(i) == r.first_parting ? "   <- first to part" : "") << "\n";
+  }
+  if (r.first_parting < 0) {
+    std::cout << "no node parts beyond " << r.tol << ": driftlab's " << r.policy
+              << " and ONNX Runtime compute this file alike\n";
+  } else {
+    const NodeAgreement& a = r.nodes[static_cast<std::size_t>(r.first_parting)];
+    std::cout << "first node to part: '" << a.node << "' (" << a.op << ", output '" << a.value << "'): max|d| "
+              << sci(a.max_abs_diff) << " = " << sci(a.rel) << " of ONNX Runtime's largest |value|\n";
+  }
+  if (!o.json.empty()) {
+    nlohmann::json nodes = nlohmann::json::array();
+    for (const NodeAgreement& a : r.nodes)
+      nodes.push_back({{"node", a.node}, {"op", a.op}, {"value", a.value}, {"shape", a.shape},
+                       {"max_abs_diff", a.max_abs_diff}, {"max_abs_ort", a.max_abs_ort}, {"rel", a.rel}});
+    write_file_atomic(o.json, nlohmann::json({{"onnx", r.onnx}, {"policy", r.policy}, {"n", r.n}, {"tol", r.tol},
+                                              {"first_parting", r.first_parting}, {"nodes", nodes}})
+                                      .dump(2) + "\n");
+  }
 }
 
 struct ConvertOptions {
@@ -135,6 +177,21 @@ void register_convert(CLI::App& app) {
                  "abstract semantics the policy decides)");
   im->add_option("--out", io->out, "the model file to write (.dlm)")->required();
   im->callback([io] { import_cmd(*io); });
+
+  auto lo = std::make_shared<LocaliseOptions>();
+  auto* lc = app.add_subcommand("localise", "an ONNX file node by node in driftlab and in ONNX Runtime: the first node "
+                                "whose outputs part (where an exported model's mismatch starts)");
+  lc->add_option("--onnx", lo->req.onnx, "the .onnx file")->required();
+  lc->add_option("--ort-onnx", lo->req.ort_onnx, "the file ONNX Runtime runs, when another: a transformed version "
+                 "of --onnx with its value names (simplified, optimised, re-exported)");
+  lc->add_option("--input", lo->req.input, "float32 .npy of inputs, (N, the graph's input shape)")->required();
+  lc->add_option("--policy", lo->req.policy, "the graph's policy (ONNX's semantics are the torch preset's)")
+      ->capture_default_str();
+  lc->add_option("--tol", lo->req.tol, "a node parts when max|d| exceeds this share of its largest |value|")
+      ->capture_default_str();
+  lc->add_option("--out", lo->req.out, "folder for the probed model and ONNX Runtime's outputs")->required();
+  lc->add_option("--json", lo->json, "also write the table as JSON");
+  lc->callback([lo] { localise_cmd(*lo); });
 
   auto co = std::make_shared<ConvertOptions>();
   ConversionRequest& cr = co->request;

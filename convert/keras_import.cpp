@@ -944,6 +944,8 @@ json parse_json(const std::string& text, const std::string& file) {
     return json::parse(text);
   } catch (const json::parse_error& e) {
     fail("import keras: ", file, ": not JSON at byte ", e.byte, " (", e.what(), ")");
+  } catch (const json::exception& e) {  // a number too large for a double, ...
+    fail("import keras: ", file, ": not JSON we can read (", e.what(), ")");
   }
 }
 

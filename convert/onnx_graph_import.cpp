@@ -508,6 +508,32 @@ class Importer {
 
 }  // namespace
 
+std::string onnx_with_probes(const std::string& bytes, const std::string& file, const std::vector<std::string>& values,
+                             std::vector<bool>& probed) {
+  onnx::ModelProto m = parse_checked_model(bytes, file);
+  onnx::GraphProto* g = m.mutable_graph();
+  std::set<std::string> written;
+  for (const NodeProto& n : g->node())
+    for (const std::string& o : n.output()) written.insert(o);
+  probed.assign(values.size(), false);
+  for (std::size_t i = 0; i < values.size(); ++i) {
+    if (!written.count(values[i])) continue;
+    probed[i] = true;
+    const std::string probe = "dl_probe_" + std::to_string(i);
+    NodeProto* n = g->add_node();
+    n->set_op_type("Identity");
+    n->set_name(probe);
+    n->add_input(values[i]);
+    n->add_output(probe);
+    onnx::ValueInfoProto* v = g->add_output();
+    v->set_name(probe);
+    v->mutable_type()->mutable_tensor_type()->set_elem_type(TensorProto::FLOAT);
+  }
+  std::string out;
+  check(m.SerializeToString(&out), "localise: ", file, ": the probed model does not serialize");
+  return out;
+}
+
 OnnxGraph import_onnx_graph_bytes(const std::string& bytes, const std::string& file, const OnnxGraphOptions& o) {
   const onnx::ModelProto m = parse_checked_model(bytes, file);
   const int64_t opset = default_opset(m);

@@ -52,6 +52,14 @@ OnnxGraph import_onnx_graph(const std::string& path, const OnnxGraphOptions& o =
 // A graph whose output is (classes,) logits as a Model named "graph" (models/graph.h).
 Model onnx_graph_model(OnnxGraph g, const std::string& policy);
 
+// The file with each of `values` that a node of the file writes (names the imported graph computes,
+// float tensors) also returned as a graph output through an Identity node named "dl_probe_<i>";
+// probed[i] says whether value i was (values the importer made up, such as the second half of a
+// node it maps onto two, are not). What a per-node comparison with ONNX Runtime runs
+// (driftlab/convert.h localise_against_ort).
+std::string onnx_with_probes(const std::string& bytes, const std::string& file, const std::vector<std::string>& values,
+                             std::vector<bool>& probed);
+
 // The op types the importer maps (the default domain), as its refusals list them.
 const std::vector<std::string>& onnx_graph_op_types();
 

@@ -233,6 +233,84 @@ OnnxImportResult import_onnx_model(const OnnxImportRequest& request, const OnnxI
   return res;
 }
 
+OrtLocaliseResult localise_against_ort(const OrtLocaliseRequest& o) {
+  check(o.tol > 0, "localise: --tol ", o.tol, " must be above 0");
+  OrtLocaliseResult res;
+  res.onnx = o.onnx;
+  res.policy = o.policy;
+  res.tol = o.tol;
+  auto read_bytes = [](const std::string& path) {
+    std::ifstream f(path, std::ios::binary);
+    check(f.good(), "localise: cannot open ", path);
+    std::string b((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
+    check(!f.bad(), "localise: cannot read ", path);
+    return b;
+  };
+  const std::string bytes = read_bytes(o.onnx);
+  const std::string ort_file = o.ort_onnx.empty() ? o.onnx : o.ort_onnx;
+  convert::OnnxGraphOptions go;
+  go.policy = o.policy;
+  convert::OnnxGraph g = convert::import_onnx_graph_bytes(bytes, o.onnx, go);
+  GraphLayer& gl = *g.graph;
+  const Tensor x = read_npy(o.input);
+  Shape want{x.rank() ? x.dim(0) : 0};
+  want.insert(want.end(), g.input_shape.begin(), g.input_shape.end());
+  check(x.dtype() == DType::f32 && x.shape() == want, "localise: ", o.input, " holds ", dtype_name(x.dtype()), " ",
+        shape_str(x.shape()), "; the graph takes float32 (N", [&] {
+          std::string s;
+          for (int64_t d : g.input_shape) s += ", " + std::to_string(d);
+          return s;
+        }(), ")");
+  res.n = x.dim(0);
+  // the nodes and the values they write, in node order
+  std::vector<std::string> values;
+  for (std::size_t i = 0; i < gl.num_nodes(); ++i) values.push_back(gl.value_name(gl.node(i).output));
+  fs::create_directories(o.out);
+  Outputs written;
+  const std::string probed = written.add(o.out + "/probed.onnx");
+  std::vector<bool> in_file;
+  write_file_atomic(probed, convert::onnx_with_probes(o.ort_onnx.empty() ? bytes : read_bytes(ort_file), ort_file,
+                                                      values, in_file));
+  write_npy(written.add(o.out + "/x.npy"), x);
+  const nlohmann::json cases = {
+      {"threads", 1}, {"cases", {{{"name", "probe"}, {"kind", "run"}, {"model", "probed.onnx"}, {"x", "x.npy"}}}}};
+  write_file_atomic(written.add(o.out + "/cases.json"), cases.dump(1));
+  for (std::size_t i = 0; i < values.size(); ++i) written.add(o.out + "/out/probe.dl_probe_" + std::to_string(i) + ".npy");
+  const std::string cmd = "node " + shell_quoted(o.ort_dir + "/ort_run.js") + " " + shell_quoted(o.out) + " 2>&1";
+  int rc = 0;
+  const std::string said = run_capture(cmd, &rc);
+  check(rc == 0, "localise: ONNX Runtime (onnxruntime-node in ", o.ort_dir,
+        "; npm ci --ignore-scripts there, or set DRIFTLAB_ORT_DIR) failed: ", cmd, " said: ", said);
+  // driftlab's node outputs on the same inputs
+  ExecContext exec;
+  RunContext ctx = RunContext::inference(exec);
+  const std::vector<Tensor> ours = gl.node_outputs(ctx, x);
+  for (std::size_t i = 0; i < gl.num_nodes(); ++i) {
+    if (!in_file[i]) continue;  // a value the importer made up (or the ORT file lacks): no ORT output
+    const GraphNode& node = gl.node(i);
+    const std::string f = o.out + "/out/probe.dl_probe_" + std::to_string(i) + ".npy";
+    const Tensor theirs = read_npy(f);
+    NodeAgreement a;
+    a.node = node.name;
+    a.op = node.op == GraphOp::layer ? node.layer->kind() : graph_op_name(node.op);
+    a.value = values[i];
+    a.shape = gl.value_shape(node.output);
+    const Tensor mine = ours[i].to(DType::f32);
+    check(theirs.numel() == mine.numel(), "localise: node '", node.name, "': ONNX Runtime's output ",
+          shape_str(theirs.shape()), ", driftlab's ", shape_str(mine.shape()));
+    for (int64_t k = 0; k < mine.numel(); ++k) {
+      const double t = theirs.data<float>()[k], m = mine.data<float>()[k];
+      a.max_abs_diff = std::max(a.max_abs_diff, std::abs(t - m));
+      a.max_abs_ort = std::max(a.max_abs_ort, std::abs(t));
+    }
+    a.rel = a.max_abs_ort > 0 ? a.max_abs_diff / a.max_abs_ort : a.max_abs_diff;
+    if (res.first_parting < 0 && !(a.rel <= o.tol)) res.first_parting = static_cast<int>(res.nodes.size());
+    res.nodes.push_back(a);
+  }
+  written.keep();
+  return res;
+}
+
 ConversionResult measure_conversion(const ConversionRequest& o, DatasetLoader& loader, const ConversionHooks& hooks) {
   check(o.to == "onnx", "convert: --to '", o.to, "' (known: onnx)");
   check(o.repeats >= 1, "convert: --repeats ", o.repeats, " must be >= 1");

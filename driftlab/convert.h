@@ -84,6 +84,42 @@ struct OnnxImportHooks {
 
 OnnxImportResult import_onnx_model(const OnnxImportRequest& request, const OnnxImportHooks& hooks = {});
 
+// ---- node by node against ONNX Runtime: where an ONNX file's outputs part ----
+// The file imported as a graph model under `policy` (ONNX's semantics: the torch preset's) and run
+// on the inputs; ONNX Runtime runs the same file with every node output the graph computes also
+// returned (an Identity per value: ORT then cannot fuse a node into the next across that value,
+// so its kernels may differ slightly from an unprobed run's). Each node's output is compared, in
+// node order; the first whose max|d| exceeds `tol` x max|ONNX Runtime's| is where they part.
+
+struct OrtLocaliseRequest {
+  std::string onnx;              // the .onnx file
+  // the file ONNX Runtime runs, when another: a transformed version of `onnx` that keeps its value
+  // names (a simplified or optimised graph, a re-export): which node did the transformation move?
+  // Values it no longer has are not compared.
+  std::string ort_onnx;
+  std::string input;             // float32 .npy, (N, the graph's per-sample input shape)
+  std::string policy = "torch";
+  double tol = 1e-5;             // of each node's largest |value| in ONNX Runtime
+  std::string out;               // folder: probed.onnx, x.npy, cases.json, ONNX Runtime's outputs
+  std::string ort_dir;           // the folder holding ort_run.js and its node_modules (onnxruntime-node)
+};
+
+struct NodeAgreement {
+  std::string node, op, value;   // the node's name (the file's), driftlab's op, its output value
+  Shape shape;                   // per sample
+  double max_abs_diff = 0, max_abs_ort = 0, rel = 0;
+};
+
+struct OrtLocaliseResult {
+  std::string onnx, policy;
+  int64_t n = 0;                      // inputs run
+  double tol = 0;
+  std::vector<NodeAgreement> nodes;   // node order
+  int first_parting = -1;             // index into nodes, -1: none parts beyond tol
+};
+
+OrtLocaliseResult localise_against_ort(const OrtLocaliseRequest& request);
+
 // ---- the conversion measurements: driftlab (before) against ONNX Runtime (after) ----
 
 struct ConversionRequest {

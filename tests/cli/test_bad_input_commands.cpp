@@ -175,6 +175,29 @@ std::vector<Row> catalogue() {
        {"o.dlm"}},
       {"import_unknown_op", bad_graphs, "import {d}/unknown_op.onnx --as graph --out {d}/o.dlm", 1, "import onnx",
        {"node 'soft' \\(Softsign\\): op Softsign is not supported"}, {"o.dlm"}},
+      // ---- import: Keras / TF.js layers models, refused naming the layer, nothing written ----
+      {"import_keras_unknown_layer",
+       [](const fs::path& d) {
+         write_all(d / "k.json", R"({"class_name": "Sequential", "config": {"layers": [
+             {"class_name": "InputLayer", "config": {"name": "in", "batch_input_shape": [null, 8, 8, 1]}},
+             {"class_name": "SeparableConv2D", "config": {"name": "sep", "filters": 2, "kernel_size": 3}}]}})");
+       },
+       "import {d}/k.json --out {d}/o.dlm", 1, "import keras",
+       {"\\{d\\}/k\\.json: layer 'sep' \\(SeparableConv2D\\): layer class not implemented"}, {"o.dlm"}},
+      {"import_keras_short_shard",
+       [](const fs::path& d) {
+         write_all(d / "model.json", R"({"modelTopology": {"class_name": "Sequential", "config": {"layers": [
+             {"class_name": "Dense", "config": {"name": "d", "units": 2, "batch_input_shape": [null, 3]}}]}},
+             "weightsManifest": [{"paths": ["w.bin"], "weights": [
+               {"name": "d/kernel", "shape": [3, 2], "dtype": "float32"},
+               {"name": "d/bias", "shape": [2], "dtype": "float32"}]}]})");
+         write_all(d / "w.bin", std::string(20, '\0'));
+       },
+       "import {d}/model.json --out {d}/o.dlm", 1, "import keras",
+       {"weight 'd/kernel' ends at byte 24; the shards hold 20"}, {"o.dlm"}},
+      // ---- localise: ONNX Runtime never started on a file that is not there ----
+      {"localise_missing_onnx", nothing, "localise --onnx {d}/none.onnx --input {d}/x.npy --out {d}/loc", 1,
+       "localise", {"cannot open \\{d\\}/none\\.onnx"}, {"loc/probed.onnx"}},
       {"study_convert_takes_an_attack_second",
        [spec_head](const fs::path& d) {
          write_all(d / "s.yaml", spec_head + "  t: {do: train, set: {model: lenet1}}\n  c: {do: convert, needs: [t, t]}\n");
@@ -199,7 +222,8 @@ TEST(BadInputCommandsCatalogue, CoversEveryNewCommand) {
     families[r.name.substr(0, r.name.find('_'))]++;
     EXPECT_EQ(std::count_if(rows.begin(), rows.end(), [&](const Row& o) { return o.name == r.name; }), 1) << r.name;
   }
-  for (const char* f : {"convert", "convertreport", "attack", "robustness", "quantize", "int8", "export", "study", "import"})
+  for (const char* f : {"convert", "convertreport", "attack", "robustness", "quantize", "int8", "export", "study", "import",
+                        "localise"})
     EXPECT_GT(families[f], 0) << "no row of family " << f;
   std::cout << rows.size() << " rows:";
   for (const auto& [f, n] : families) std::cout << " " << f << " " << n;

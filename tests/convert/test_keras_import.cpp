@@ -5,6 +5,9 @@
 // TF.js itself as the oracle on a hand-written Keras graph: tests/oracles/test_keras_import_tfjs.cpp.
 #include <gtest/gtest.h>
 
+#include <fstream>
+#include <iterator>
+
 #include <nlohmann/json.hpp>
 
 #include "convert/keras_import.h"
@@ -264,6 +267,29 @@ TEST(KerasImport, UnknownLayersKeysAndBadGraphsAreRefusedNamingTheLayer) {
   EXPECT_NE(e.find("weight 'e/kernel' of the manifest belongs to no layer"), std::string::npos) << e;
   e = err("{\"class_name\": ");
   EXPECT_NE(e.find("bad.json: not JSON at byte"), std::string::npos) << e;
+}
+
+}  // namespace
+}  // namespace driftlab
+
+namespace driftlab {
+namespace {
+
+// fuzz_keras_import's first finding (2026-11-29, 60 s in): a number too large for a double in the
+// JSON made nlohmann's parser throw out_of_range, which is no parse_error and was not caught (the
+// fuzz build aborted on it; this test fails on the code before the fix). Every JSON exception of
+// the parse is now refused as "not JSON we can read".
+TEST(KerasImportFuzzRegressions, ANumberBeyondADoubleIsRefused) {
+  const std::string path =
+      std::string(DRIFTLAB_SOURCE_DIR) + "/tests/data/fuzz-regressions/fuzz_keras_import/number_overflow.bin";
+  std::ifstream f(path, std::ios::binary);
+  const std::string bytes((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
+  ASSERT_FALSE(bytes.empty()) << path;
+  const std::size_t nul = bytes.find('\0');
+  const std::string e = error_of([&] {
+    convert::import_keras_bytes(bytes.substr(0, nul), nul == std::string::npos ? "" : bytes.substr(nul + 1), "crash.json");
+  });
+  EXPECT_NE(e.find("crash.json: not JSON"), std::string::npos) << e;
 }
 
 }  // namespace

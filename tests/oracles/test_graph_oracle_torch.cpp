@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include "convert/onnx_graph_import.h"
+#include "driftlab/convert.h"
 #include "engine/io/npy.h"
 #include "engine/train/cpu_runner.h"
 #include "tests/oracles/oracle_util.h"
@@ -333,6 +334,54 @@ TEST(OrtGraph, TorchvisionModelsMatchOnnxRuntime) {
                 name.c_str(), rel, max_abs_diff(ort, torch_ref) / max_abs(ort));
     EXPECT_LE(rel, 1e-5) << name;
   }
+}
+
+// Node-by-node localisation against ONNX Runtime (`driftlab localise`): on torchvision's
+// MobileNetV2 no node parts beyond 1e-5 of its largest value (the forward test's bound, node by
+// node: each node's output has been through no more layers than the logits); and when ONNX Runtime
+// runs a copy of the file with one convolution's weights scaled by 1.001 (python3-onnx rewrites
+// the initializer; every value name kept), the first node named is that convolution, and every
+// node before it still agrees.
+TEST(OrtGraph, LocaliseNamesTheFirstNodeWhereOnnxRuntimeParts) {
+  if (!ort_unavailable().empty()) {
+    DRIFTLAB_SKIP_OR_REQUIRE(ort_unavailable());
+  }
+  DL_NEED_EXPORT(torchvision_models());
+  const fs::path& dir = torchvision_models().first;
+  OrtLocaliseRequest r;
+  r.onnx = (dir / "mobilenet_v2.onnx").string();
+  r.input = (dir / "mobilenet_v2.x.npy").string();
+  r.out = (dir / "localise").string();
+  r.ort_dir = ort_dir().string();
+  const OrtLocaliseResult same = localise_against_ort(r);
+  double worst = 0;
+  for (const NodeAgreement& a : same.nodes) worst = std::max(worst, a.rel);
+  std::printf("mobilenet_v2: %zu nodes compared, worst %.3g of a node's largest value\n", same.nodes.size(), worst);
+  // every node of the file: 52 Conv (BatchNorm folded in), 35 Clip (ReLU6), 10 Add, GlobalAveragePool,
+  // Flatten, Gemm
+  EXPECT_EQ(same.nodes.size(), 100u);
+  EXPECT_EQ(same.first_parting, -1) << same.nodes[static_cast<std::size_t>(std::max(0, same.first_parting))].node;
+  // the 20th Conv's weights scaled in the copy ONNX Runtime runs
+  int code = 0;
+  const std::string said = run_command(
+      std::string(kPython) + " -c \"import onnx, numpy as np; from onnx import numpy_helper as h; "
+      "m = onnx.load('" + r.onnx + "'); conv = [n for n in m.graph.node if n.op_type == 'Conv'][19]; "
+      "init = {t.name: t for t in m.graph.initializer}; t = init[conv.input[1]]; "
+      "t.CopyFrom(h.from_array((h.to_array(t) * np.float32(1.001)).astype(np.float32), t.name)); "
+      "onnx.save(m, '" + (dir / "perturbed.onnx").string() + "'); print(conv.name)\"",
+      &code);
+  ASSERT_EQ(code, 0) << said;
+  const std::string conv = said.substr(0, said.find_last_not_of("\n") + 1);
+  r.ort_onnx = (dir / "perturbed.onnx").string();
+  r.out = (dir / "localise_perturbed").string();
+  const OrtLocaliseResult moved = localise_against_ort(r);
+  ASSERT_GE(moved.first_parting, 0);
+  const NodeAgreement& first = moved.nodes[static_cast<std::size_t>(moved.first_parting)];
+  std::printf("perturbed '%s': first node to part '%s' (%s), %.3g of its largest value\n", conv.c_str(),
+              first.node.c_str(), first.op.c_str(), first.rel);
+  EXPECT_EQ(first.node, conv);
+  // a 1e-3 relative change of the weights moves its output by far more than the tolerance
+  EXPECT_GT(first.rel, 1e-4);
 }
 
 }  // namespace
