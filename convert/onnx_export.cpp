@@ -51,6 +51,7 @@ struct Ctx {
 
 // in_rank: the rank of x, batch axis included
 std::string emit_sequential(Ctx& c, Sequential& net, std::string x, const std::string& prefix, int64_t in_rank);
+std::string emit_graph(Ctx& c, GraphLayer& g, const std::string& x, const std::string& name);
 
 std::pair<std::vector<int64_t>, std::string> pads_of(const Ctx& c, int64_t t, int64_t l, int64_t b, int64_t r) {
   if (!c.o.symmetric_pads) return {{t, l, b, r}, ""};
@@ -270,7 +271,7 @@ class OnnxEmit : public LayerVisitor {
   void visit(DenseLayer& l) override { y = emit_dense(c_, l, x_, name_); }
   void visit(RnnLayer& l) override { y = emit_rnn(c_, l, x_, name_); }
   void visit(ResidualLayer& l) override { y = emit_residual(c_, l, x_, name_); }
-  void visit(GraphLayer&) override { fail("export onnx: ", name_, ": graph models have no ONNX export yet"); }
+  void visit(GraphLayer& l) override { y = emit_graph(c_, l, x_, name_); }
   void visit(DropoutLayer&) override {
     c_.report.nodes.push_back(name_ + ": dropout: the identity at inference, no node");
     y = x_;
@@ -320,7 +321,9 @@ class OnnxEmit : public LayerVisitor {
     return Support::some("LSTM/GRU; rnn_mask=none, z-new GRU gates symmetric at 0.5");
   }
   static Support support(Kind<ResidualLayer>) { return Support::all("Add; option A shortcut as Slice + Pad"); }
-  static Support support(Kind<GraphLayer>) { return Support::none("graph models: not yet"); }
+  static Support support(Kind<GraphLayer>) {
+    return Support::all("its nodes by their kinds; Add/Sub/Mul, Concat, Reshape; constants as initializers");
+  }
   static Support support(Kind<ExternalLayer>) { return Support::none("int8 layers: in a whole int8 model only (QDQ/QOp)"); }
 
  private:
@@ -334,6 +337,58 @@ std::string emit_layer(Ctx& c, Layer& layer, const std::string& x, const std::st
   OnnxEmit e(c, x, name, rank);
   layer.accept(e);
   return e.y;
+}
+
+// A graph model's nodes in order, each value an ONNX value: a layer node through its kind's
+// emission, add/sub/mul as the ONNX ops of the same broadcasting, concat on its axis, reshape to
+// (batch copied, the per-sample shape); constants as initializers. Node names carry the graph's.
+std::string emit_graph(Ctx& c, GraphLayer& g, const std::string& x, const std::string& name) {
+  std::vector<std::string> v(g.num_values());
+  v[0] = x;
+  for (std::size_t i = 1; i < g.num_values(); ++i) {
+    const int vi = static_cast<int>(i);
+    if (!g.is_constant(vi)) continue;
+    const Tensor t = g.constant(vi).to(DType::f32);
+    v[i] = c.g.floats(c.g.fresh(name + ".constant." + g.value_name(vi)), t, t.shape());
+  }
+  for (std::size_t j = 0; j < g.num_nodes(); ++j) {
+    GraphNode& n = g.node(j);
+    const std::string nn = name + "." + n.name;
+    std::string y;
+    switch (n.op) {
+      case GraphOp::layer: {
+        const int64_t rank = static_cast<int64_t>(g.value_shape(n.inputs[0]).size()) + 1;
+        y = emit_layer(c, *n.layer, v[static_cast<std::size_t>(n.inputs[0])], nn, rank);
+        break;
+      }
+      case GraphOp::add:
+      case GraphOp::sub:
+      case GraphOp::mul: {
+        const char* op = n.op == GraphOp::add ? "Add" : n.op == GraphOp::sub ? "Sub" : "Mul";
+        y = c.g.op(op, {v[static_cast<std::size_t>(n.inputs[0])], v[static_cast<std::size_t>(n.inputs[1])]}, nn);
+        c.report.nodes.push_back(nn + ": " + op + " (broadcasting)");
+        break;
+      }
+      case GraphOp::concat: {
+        std::vector<std::string> ins;
+        for (int i : n.inputs) ins.push_back(v[static_cast<std::size_t>(i)]);
+        NodeProto* node;
+        y = c.g.op("Concat", ins, nn, &node);
+        attr_int(node, "axis", n.axis);
+        c.report.nodes.push_back(nn + ": Concat axis " + std::to_string(n.axis));
+        break;
+      }
+      case GraphOp::reshape: {
+        std::vector<int64_t> shape{0};  // 0: the batch axis copied
+        for (int64_t d : g.value_shape(n.output)) shape.push_back(d);
+        y = c.g.op("Reshape", {v[static_cast<std::size_t>(n.inputs[0])], c.g.ints(c.g.fresh(nn + "_shape"), shape)}, nn);
+        c.report.nodes.push_back(nn + ": Reshape");
+        break;
+      }
+    }
+    v[static_cast<std::size_t>(n.output)] = y;
+  }
+  return v[static_cast<std::size_t>(g.output_value())];
 }
 
 std::string emit_sequential(Ctx& c, Sequential& net, std::string x, const std::string& prefix, int64_t in_rank) {

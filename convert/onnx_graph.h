@@ -140,13 +140,14 @@ inline void attr_strings(onnx::NodeProto* n, const char* name, const std::vector
   for (const auto& x : v) a->add_strings(x);
 }
 
-// A Conv / QLinearConv node's geometry: kernel, strides, dilations, the given [t, l, b, r] pads, one group.
+// A Conv / QLinearConv node's geometry: kernel, strides, dilations, the given [t, l, b, r] pads, the
+// group count (1 for every int8 convolution: quant/ refuses groups).
 inline void attr_conv(onnx::NodeProto* n, const Conv2dParams& p, const std::vector<int64_t>& pads) {
   attr_ints(n, "kernel_shape", {p.r, p.s});
   attr_ints(n, "strides", {p.stride_h, p.stride_w});
   attr_ints(n, "dilations", {p.dil_h, p.dil_w});
   attr_ints(n, "pads", pads);
-  attr_int(n, "group", 1);
+  attr_int(n, "group", p.groups);
 }
 
 // A graph input or output with a symbolic batch axis and the per-sample dims.

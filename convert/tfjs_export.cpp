@@ -108,6 +108,27 @@ class TfjsEmit : public LayerVisitor {
               std::to_string(p.pad_l) + "," + std::to_string(p.pad_r) + "]] + 'valid'";
       }
     }
+    if (p.groups > 1) {
+      // a depthwise convolution (one input channel per group) as DepthwiseConv2D: output channel
+      // c*m + j reads input channel c, Keras's depthwise_kernel (R,S,C,m); TF.js 4.22's Conv2D has
+      // no groups
+      check(p.groups == p.c, "export tfjs: ", where_, ": a grouped convolution of ", p.groups, " groups over ", p.c,
+            " channels (TF.js has DepthwiseConv2D, one channel per group, and no grouped Conv2D)");
+      const int64_t m = p.k / p.c;
+      const Tensor k = hwio(ps[0]->value, p.flip);  // (R,S,1,K)
+      Tensor dk({p.r, p.s, p.c, m}, DType::f32);
+      for (int64_t i = 0; i < k.numel(); ++i) dk.data<float>()[i] = k.data<float>()[i];  // K = c*m + j: the same order
+      const std::string n = w_.name("depthwise_conv2d");
+      w_.add("DepthwiseConv2D", {{"name", n}, {"kernel_size", {p.r, p.s}}, {"strides", {p.stride_h, p.stride_w}},
+                                 {"padding", padding}, {"depth_multiplier", m}, {"data_format", "channels_last"},
+                                 {"dilation_rate", {p.dil_h, p.dil_w}}, {"activation", "linear"},
+                                 {"use_bias", ps.size() > 1}});
+      w_.weight(n, "depthwise_kernel", dk);
+      if (ps.size() > 1) w_.weight(n, "bias", ps[1]->value);
+      out_.layers.push_back(where_ + ": DepthwiseConv2D " + how + (p.flip ? ", kernel rotated 180 (filter flip)" : "") +
+                            ", (R,S,C,multiplier)");
+      return;
+    }
     const std::string n = w_.name("conv2d");
     w_.add("Conv2D", {{"name", n}, {"filters", p.k}, {"kernel_size", {p.r, p.s}}, {"strides", {p.stride_h, p.stride_w}},
                       {"padding", padding}, {"data_format", "channels_last"}, {"dilation_rate", {p.dil_h, p.dil_w}},
@@ -215,7 +236,70 @@ class TfjsEmit : public LayerVisitor {
     out_.layers.push_back(where_ + ": GlobalAveragePooling2D");
   }
   void visit(DropoutLayer&) override { out_.layers.push_back(where_ + ": dropout, the identity at inference: no layer"); }
-  void visit(GraphLayer&) override { fail("export tfjs: ", where_, ": graph models have no TF.js export yet"); }
+  // A graph model's nodes in order as a functional graph: each value the TF.js layer that outputs
+  // it. Add and Multiply of two computed values (TF.js has no Subtract layer, and a layers model no
+  // constants), Concatenate on the channels-last axis, a Reshape only where channels-first and
+  // channels-last orders coincide (vectors and (C,1,1)); a channels-first Flatten must feed a Dense
+  // directly (its rows take the permutation).
+  void visit(GraphLayer& g) override {
+    const std::string where = where_;
+    std::vector<std::string> v(g.num_values());
+    v[0] = w_.current;
+    for (std::size_t j = 0; j < g.num_nodes(); ++j) {
+      GraphNode& n = g.node(j);
+      where_ = where + "." + n.name;
+      for (int i : n.inputs)
+        check(!g.is_constant(i), "export tfjs: ", where_, " reads the constant '", g.value_name(i),
+              "': a TF.js layers model has no constants");
+      check(!pending_flatten_ || (n.op == GraphOp::layer && layer_as<DenseLayer>(*n.layer) &&
+                                  v[static_cast<std::size_t>(n.inputs[0])] == w_.current),
+            "export tfjs: ", where_, ": a channels-first Flatten must feed a Dense directly (its rows take TF.js's "
+            "(h,w,c) order)");
+      auto val = [&](int i) { return v[static_cast<std::size_t>(i)]; };
+      switch (n.op) {
+        case GraphOp::layer:
+          w_.current = val(n.inputs[0]);
+          n.layer->accept(*this);
+          break;
+        case GraphOp::add:
+        case GraphOp::mul: {
+          check(g.value_shape(n.inputs[0]) == g.value_shape(n.inputs[1]), "export tfjs: ", where_,
+                ": broadcasting ", shape_str(g.value_shape(n.inputs[0])), " against ",
+                shape_str(g.value_shape(n.inputs[1])), " (TF.js's merge layers take equal shapes)");
+          const bool add = n.op == GraphOp::add;
+          w_.add(add ? "Add" : "Multiply", {{"name", w_.name(add ? "add" : "multiply")}}, {val(n.inputs[0]), val(n.inputs[1])});
+          out_.layers.push_back(where_ + (add ? ": Add" : ": Multiply"));
+          break;
+        }
+        case GraphOp::sub:
+          fail("export tfjs: ", where_, ": sub has no TF.js layer (tfjs-layers 4.22 has no Subtract)");
+        case GraphOp::concat: {
+          const std::size_t rank = g.value_shape(n.output).size();
+          const int axis = rank == 3 ? (n.axis == 1 ? 3 : n.axis - 1) : n.axis;  // (C,H,W) -> (H,W,C)
+          std::vector<std::string> ins;
+          for (int i : n.inputs) ins.push_back(val(i));
+          w_.add("Concatenate", {{"name", w_.name("concatenate")}, {"axis", axis}}, ins);
+          out_.layers.push_back(where_ + ": Concatenate axis " + std::to_string(axis) + " (channels-last)");
+          break;
+        }
+        case GraphOp::reshape: {
+          auto plain = [](const Shape& s) { return s.size() == 1 || (s.size() == 3 && s[1] * s[2] == 1); };
+          const Shape& in = g.value_shape(n.inputs[0]);
+          const Shape& out = g.value_shape(n.output);
+          check(plain(in) && plain(out), "export tfjs: ", where_, ": reshape ", shape_str(in), " -> ", shape_str(out),
+                " moves elements between channels-first and channels-last orders");
+          json target = out.size() == 3 ? json::array({out[1], out[2], out[0]}) : json(out);
+          w_.add("Reshape", {{"name", w_.name("reshape")}, {"target_shape", target}}, {val(n.inputs[0])});
+          out_.layers.push_back(where_ + ": Reshape (its order the same channels-first and -last)");
+          break;
+        }
+      }
+      v[static_cast<std::size_t>(n.output)] = w_.current;
+    }
+    check(!pending_flatten_, "export tfjs: ", where, ": a channels-first Flatten at the end of a graph");
+    w_.current = v[static_cast<std::size_t>(g.output_value())];
+    where_ = where;
+  }
   void visit(ResidualLayer& r) override {
     const std::string where = where_;  // emit() below moves where_ through the block's layers
     const std::string x = w_.current;
@@ -247,7 +331,9 @@ class TfjsEmit : public LayerVisitor {
   }
   void visit(ExternalLayer& l) override { fail("export tfjs: ", where_, " (", l.kind(), ") has no TF.js layers form"); }
 
-  static Support support(Kind<Conv2dLayer>) { return Support::all("Conv2D HWIO; other pad splits via ZeroPadding2D"); }
+  static Support support(Kind<Conv2dLayer>) {
+    return Support::some("Conv2D HWIO, DepthwiseConv2D; other pad splits via ZeroPadding2D; no other grouped conv");
+  }
   static Support support(Kind<Pool2dLayer>) { return Support::some("unpadded max and average pools only"); }
   static Support support(Kind<DenseLayer>) { return Support::all("Dense; rows permuted after a c,h,w flatten"); }
   static Support support(Kind<ActivationLayer>) { return Support::some("hard_sigmoid only as clip(0.2x + 0.5); clip only as relu6"); }
@@ -260,7 +346,9 @@ class TfjsEmit : public LayerVisitor {
     return Support::some("no mask or peepholes; GRU reset-before, z keeps old");
   }
   static Support support(Kind<ResidualLayer>) { return Support::all("Add; option A as 1x1 MaxPooling2D + fixed Conv2D"); }
-  static Support support(Kind<GraphLayer>) { return Support::none("graph models: not yet"); }
+  static Support support(Kind<GraphLayer>) {
+    return Support::some("Add/Multiply of equal shapes, Concatenate, plain Reshape; no Subtract, no constants");
+  }
   static Support support(Kind<ExternalLayer>) { return Support::none("int8 layers: a TF.js layers model is float"); }
 
  private:

@@ -15,6 +15,7 @@
 #include <filesystem>
 
 #include "convert/keras_import.h"
+#include "convert/tfjs_export.h"
 #include "engine/io/container.h"
 #include "engine/train/cpu_runner.h"
 #include "tests/convert/keras_cases.h"
@@ -37,6 +38,11 @@ const CaseDir& keras_run() {
     write_file_atomic((dir / "group1-shard1of1.bin").string(), f.weights);
     d.input("keras", "x", random_tensor({6, 3, 32, 32}, DType::f32, 91, 0.0, 1.0));
     d.add_case({{"name", "keras"}, {"kind", "layers_model"}, {"dir", "keras"}, {"x", "keras.x.npy"}, {"nchw", true}});
+    // the imported graph written back out by driftlab's TF.js export (graph models: functional layers)
+    convert::KerasGraph g = convert::import_keras((dir / "model.json").string(), "tensorflow");
+    Model m = convert::keras_graph_model(std::move(g), "tensorflow");
+    convert::write_tfjs((d.dir() / "keras_rt").string(), convert::export_tfjs(m));
+    d.add_case({{"name", "keras_rt"}, {"kind", "layers_model"}, {"dir", "keras_rt"}, {"x", "keras.x.npy"}, {"nchw", true}});
   });
   return run;
 }
@@ -64,6 +70,19 @@ TEST(TfjsKeras, AHandWrittenKerasGraphComputesTfjssLogitsUnderTensorflowAndOther
   EXPECT_GT(torch.rel, kMismatch * kMatch);
   EXPECT_LE(fixed.rel, kMatch);
   EXPECT_EQ(fixed.flips, 0);
+}
+
+// The imported graph exported again by driftlab (convert/tfjs_export.cpp, a graph model as a
+// functional layers model: Add, Concatenate, ZeroPadding2D for the folded pads, the Dropout gone)
+// runs in TF.js and gives driftlab's logits, within the same bound.
+TEST(TfjsKeras, TheImportedGraphExportedAgainRunsInTfjs) {
+  ORACLE_GROUP(run, keras_run);
+  const Tensor tfjs = run.out("keras_rt", "y");
+  const oracle::LogitAgreement a = oracle::logit_agreement(tfjs, driftlab_logits(run, "tensorflow"));
+  std::cout << "Keras -> driftlab -> TF.js export, in TF.js vs driftlab: " << a.rel << " (" << a.flips
+            << " predictions differ)\n";
+  EXPECT_LE(a.rel, kMatch);
+  EXPECT_EQ(a.flips, 0);
 }
 
 }  // namespace
