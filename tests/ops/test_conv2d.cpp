@@ -336,7 +336,8 @@ namespace {
 // The reference's depthwise loops (one input channel per group, ascending sums: see
 // kernels/cpu/ref/conv2d_ref.cpp) give the generic loops' bits: forward, input gradient and
 // weight/bias gradients, float32 and float64, with padding on every side, strides, dilation,
-// flip, a multiplier above 1, odd sizes and at 1 and 2 threads. Bitwise equality, not a bound:
+// flip, a multiplier above 1, odd sizes, both forward loops (planes; channels innermost from 8
+// channels on) and at 1 and 2 threads. Bitwise equality, not a bound:
 // every output adds the same terms in the same order.
 TEST(ConvRef, DepthwiseLoopsGiveTheGenericLoopsBits) {
   struct Case {
@@ -350,6 +351,8 @@ TEST(ConvRef, DepthwiseLoopsGiveTheGenericLoopsBits) {
       {3, 4, 5, 5, 1, 5, 5, 1, 1, 1, 1, 2, 2, 2, 2, false},   // a kernel as large as the input
       {2, 5, 1, 1, 3, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0, false},   // 1x1 maps (the end of MobileNetV2 at 32x32)
       {1, 3, 7, 8, 1, 3, 3, 3, 2, 2, 1, 3, 0, 1, 2, true},    // stride 3x2, asymmetric pads
+      {2, 16, 6, 6, 1, 3, 3, 1, 1, 2, 2, 2, 1, 1, 2, true},   // 16 channels (channels-inner forward), dilated, flipped
+      {3, 24, 2, 2, 1, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, false},  // 2x2 planes, MobileNetV2's late layers at 32x32
   };
   for (const Case& c : cases)
     for (DType dt : {DType::f32, DType::f64})
