@@ -9,10 +9,12 @@
 // depthwise layers, which no library backend here takes (oneDNN's and Eigen's kernels refuse
 // groups). Every output still adds the same terms (padding's zero products included where the
 // generic loops include them, skipped where they skip them) in the same order from 0, but
-// without the term buffer and the per-tap bounds checks (the forward reads a zero-padded copy of
-// each plane, one pass over the output plane per tap; the gradients accumulate across columns:
-// independent outputs side by side, the compiler's vector lanes), and the (image, channel) planes
-// spread over OpenMP's threads, each output written by one thread. Test:
+// without the term buffer and the per-tap bounds checks: with 8 channels or more (multiplier 1) the
+// forward and the input gradient make the channels the innermost axis (vector lanes over
+// channels, no per-plane costs on MobileNet's many small planes); otherwise the forward reads a
+// zero-padded copy of each plane, one pass per tap; the weight gradient sums each weight's terms
+// in order, one channel per thread (a channels-inner weight gradient was tried 2026-11-29 and
+// measured no faster on MobileNetV2's training step). Each output is written by one thread. Test:
 // ConvRef.DepthwiseLoopsGiveTheGenericLoopsBits (tests/ops/test_conv2d.cpp), every field varied.
 #include <omp.h>
 
@@ -142,9 +144,56 @@ void depthwise_forward(const Conv2dParams& p, const T* x, const T* w, const T* b
   }
 }
 
+// The input gradient with the channels innermost (multiplier 1, as the forward's): per image, dy and
+// the taps transposed once, every input position's valid taps in the generic loops' (r, s) order,
+// each a pass over the channels; taps off the output grid skipped as there.
+template <typename T>
+void depthwise_backward_data_channels_inner(const Conv2dParams& p, const T* dy, const T* w, T* dx) {
+  const int64_t P = p.out_h(), Q = p.out_w(), K = p.k, HW = p.h * p.w, PQ = P * Q, RS = p.r * p.s;
+  std::vector<T> wt(static_cast<std::size_t>(RS * K));
+  for (int64_t k = 0; k < K; ++k)
+    for (int64_t r = 0; r < p.r; ++r)
+      for (int64_t s = 0; s < p.s; ++s)
+        wt[static_cast<std::size_t>((r * p.s + s) * K + k)] = w[k * RS + tap(r, p.r, p.flip) * p.s + tap(s, p.s, p.flip)];
+#pragma omp parallel
+  {
+    std::vector<T> dyt(static_cast<std::size_t>(PQ * K)), acc(static_cast<std::size_t>(HW * K));
+#pragma omp for schedule(static)
+    for (int64_t n = 0; n < p.n; ++n) {
+      const T* dyn = dy + n * K * PQ;
+      for (int64_t k = 0; k < K; ++k)
+        for (int64_t o = 0; o < PQ; ++o) dyt[static_cast<std::size_t>(o * K + k)] = dyn[k * PQ + o];
+      std::fill(acc.begin(), acc.end(), T(0));
+      for (int64_t ih = 0; ih < p.h; ++ih)
+        for (int64_t iw = 0; iw < p.w; ++iw) {
+          T* a = acc.data() + (ih * p.w + iw) * K;
+          for (int64_t r = 0; r < p.r; ++r) {
+            const int64_t num_h = ih + p.pad_t - r * p.dil_h;
+            if (num_h < 0 || num_h % p.stride_h) continue;
+            const int64_t oh = num_h / p.stride_h;
+            if (oh >= P) continue;
+            for (int64_t s = 0; s < p.s; ++s) {
+              const int64_t num_w = iw + p.pad_l - s * p.dil_w;
+              if (num_w < 0 || num_w % p.stride_w) continue;
+              const int64_t ow = num_w / p.stride_w;
+              if (ow >= Q) continue;
+              const T* d = dyt.data() + (oh * Q + ow) * K;
+              const T* wr = wt.data() + (r * p.s + s) * K;
+              for (int64_t k = 0; k < K; ++k) a[k] += d[k] * wr[k];
+            }
+          }
+        }
+      T* dxn = dx + n * K * HW;
+      for (int64_t k = 0; k < K; ++k)
+        for (int64_t i = 0; i < HW; ++i) dxn[k * HW + i] = acc[static_cast<std::size_t>(i * K + k)];
+    }
+  }
+}
+
 template <typename T>
 void depthwise_backward_data(const Conv2dParams& p, const T* dy, const T* w, T* dx) {
   const int64_t P = p.out_h(), Q = p.out_w(), m = p.k / p.groups;
+  if (m == 1 && p.k >= kChannelsInnerMin) return depthwise_backward_data_channels_inner(p, dy, w, dx);
 #pragma omp parallel
   {
     std::vector<T> acc(static_cast<std::size_t>(p.w));
