@@ -79,7 +79,13 @@ class Importer {
     check(found, "import onnx: ", file_, ": data input '", input, "' not among the graph's inputs");
     check_name(input, "the data input's name");
     b_ = std::make_unique<GraphBuilder>(input, in, policy_, rng_);
+    for (const NodeProto& n : g.node())
+      for (const std::string& i : n.input()) ++readers_[i];
+    for (const auto& o : g.output()) ++readers_[o.name()];
     for (const NodeProto& n : g.node()) node(n);
+    for (const auto& [value, pad] : pending_pads_)
+      fail("import onnx: ", file_, ": the Pad writing '", value,
+           "' is read by no Conv or AveragePool (a Pad is supported only folded into the one that reads it)");
     check(g.output_size() >= 1, "import onnx: ", file_, ": the graph has no output");
     check(g.output_size() == 1, "import onnx: ", file_, ": the graph has ", g.output_size(),
           " outputs; one (the logits) is read");
@@ -158,6 +164,8 @@ class Importer {
   // A computed value's index (aliases followed); an error naming the node when it is unknown.
   int data(const NodeProto& n, int i) const {
     check(i < n.input_size() && !n.input(i).empty(), "import onnx: ", file_, ": ", node_str(n), " has no input ", i);
+    check(!pending_pads_.count(n.input(i)), "import onnx: ", file_, ": ", node_str(n), " reads '", n.input(i),
+          "', a Pad's output: only a Conv or AveragePool reading it alone is supported (the pad is folded into it)");
     const int v = b_->graph().find_value(resolve(n.input(i)));
     check(v >= 0, "import onnx: ", file_, ": ", node_str(n), " reads '", n.input(i),
           "', which no earlier node writes (a cycle, a dangling name or nodes out of order)");
@@ -208,6 +216,26 @@ class Importer {
     const int v = b_->add_constant(name, s);
     constants_.emplace_back(v, t.reshape(s));
     return v;
+  }
+
+  // Input 0 of a Conv or pool: a computed value, or a zero Pad's input whose pads (t, b, l, r) are
+  // returned in `folded` (the Pad itself becomes no node: its zeros are the op's padding).
+  int data_or_pad(const NodeProto& n, std::vector<int64_t>& folded) {
+    folded.assign(4, 0);
+    if (n.input_size() > 0) {
+      auto it = pending_pads_.find(n.input(0));
+      if (it != pending_pads_.end()) {
+        folded = it->second.second;
+        const int v = it->second.first;
+        pending_pads_.erase(it);
+        return v;
+      }
+    }
+    return data(n, 0);
+  }
+  static std::vector<int64_t> add_pads(std::vector<int64_t> a, const std::vector<int64_t>& b) {
+    for (std::size_t i = 0; i < 4; ++i) a[i] += b[i];
+    return a;
   }
 
   std::vector<int64_t> pads_of(const NodeProto& n, const Shape& in, const std::vector<int64_t>& k,
@@ -279,9 +307,36 @@ class Importer {
       return;
     }
     need(n.output_size() == 1 || op == "BatchNormalization", n, "several outputs");
+    if (op == "Pad") {
+      // zeros around H and W, folded into the one Conv or AveragePool that reads the result
+      only_attrs(n, {"mode", "pads", "value"});
+      need(attr_s(n, "mode", "constant") == "constant", n, "mode '" + attr_s(n, "mode", "constant") + "' (constant only)");
+      const int x = data(n, 0);
+      need(shape(x).size() == 3, n, "a Pad of (N,C,H,W) is supported");
+      std::vector<int64_t> p;
+      if (opset_ >= 11) {
+        need(n.input_size() > 1 && is_const(n.input(1)), n, "pads computed, not a constant");
+        p = to_ints(file_, *constant(n.input(1)), n);
+        if (n.input_size() > 2 && !n.input(2).empty()) need(const_float(n, 2).at(0) == 0.0, n, "a constant value other than 0");
+      } else {
+        p = attr_ints(n, "pads", {});
+        need(attr_decimal(n, "value", 0.0) == 0.0, n, "a value other than 0");
+      }
+      need(p.size() == 8 && p[0] == 0 && p[1] == 0 && p[4] == 0 && p[5] == 0, n,
+           "pads other than on H and W (8 values, batch and channel pads 0)");
+      for (int64_t v : p) need(v >= 0 && v <= (int64_t{1} << 16), n, "negative or huge pads (a crop) are not supported");
+      need(readers_[n.output(0)] == 1, n, "its output is read " + std::to_string(readers_[n.output(0)]) +
+                                              " times; a Pad is folded into the one Conv or AveragePool reading it");
+      pending_pads_[n.output(0)] = {x, {p[2], p[6], p[3], p[7]}};
+      log_.push_back(node_str(n) + " -> (folded into the node reading it)");
+      return;
+    }
     if (op == "Conv") {
       only_attrs(n, {"kernel_shape", "strides", "dilations", "pads", "group", "auto_pad"});
-      const int x = data(n, 0);
+      std::vector<int64_t> folded;
+      const int x = data_or_pad(n, folded);
+      need(folded == std::vector<int64_t>(4, 0) || attr_s(n, "auto_pad", "NOTSET") == "NOTSET", n,
+           "auto_pad after a Pad is not supported");
       const Tensor w = const_float(n, 1);
       need(shape(x).size() == 3 && w.rank() == 4, n, "a 2-D convolution of (N,C,H,W) is supported (input " +
                                                           shape_str(shape(x)) + ", weight " + shape_str(w.shape()) + ")");
@@ -299,7 +354,8 @@ class Importer {
       if (bias) need(ws[1].numel() == w.dim(0), n, "bias of " + std::to_string(ws[1].numel()) + " values");
       if (bias) ws[1] = ws[1].reshape({w.dim(0)});
       json j = {{"op", "conv2d"}, {"out_channels", w.dim(0)}, {"kernel", k}, {"stride", st}, {"dilation", dil},
-                {"groups", group}, {"bias", bias}, {"pads", pads_of(n, shape(x), k, st, dil)}, {"flip", false}};
+                {"groups", group}, {"bias", bias}, {"pads", add_pads(pads_of(n, shape(x), k, st, dil), folded)},
+                {"flip", false}};
       add(n, j, {name_of(x)});
       weights_.emplace_back(b_->graph().num_nodes() - 1, ws);
       weight_names_.push_back({n.input(1)});
@@ -340,7 +396,11 @@ class Importer {
     if (op == "MaxPool" || op == "AveragePool") {
       only_attrs(n, {"kernel_shape", "strides", "pads", "auto_pad", "ceil_mode", "dilations", "storage_order",
                      "count_include_pad"});
-      const int x = data(n, 0);
+      std::vector<int64_t> folded;
+      const int x = data_or_pad(n, folded);
+      const bool padded = folded != std::vector<int64_t>(4, 0);
+      need(!padded || op == "AveragePool", n, "a Pad's zeros before a MaxPool (which pads with -inf) are not supported");
+      need(!padded || attr_s(n, "auto_pad", "NOTSET") == "NOTSET", n, "auto_pad after a Pad is not supported");
       need(shape(x).size() == 3, n, "a 2-D pool of (N,C,H,W) is supported");
       need(attr_i(n, "ceil_mode", 0) == 0, n, "ceil_mode 1 is not supported");
       need(attr_ints(n, "dilations", {1, 1}) == std::vector<int64_t>({1, 1}), n, "dilated pooling is not supported");
@@ -349,9 +409,16 @@ class Importer {
       need(k.size() == 2, n, "kernel_shape of 2-D");
       const auto st = attr_ints(n, "strides", {1, 1});  // ONNX: strides default to 1, not the window
       need(st.size() == 2, n, "strides of 2-D");
+      const std::vector<int64_t> own = pads_of(n, shape(x), k, st, {1, 1});
       json j = {{"op", op == "MaxPool" ? "maxpool" : "avgpool"}, {"kernel", k}, {"stride", st},
-                {"pads", pads_of(n, shape(x), k, st, {1, 1})}};
-      if (op == "AveragePool") j["count_include_pad"] = attr_i(n, "count_include_pad", 0) != 0;
+                {"pads", add_pads(own, folded)}};
+      if (op == "AveragePool") {
+        const bool include = attr_i(n, "count_include_pad", 0) != 0;
+        // the Pad's zeros are inside the window: counted, as count_include_pad counts the node's own
+        need(!padded || include || own == std::vector<int64_t>(4, 0), n,
+             "a Pad before an AveragePool with its own pads not counted (count_include_pad 0) is not supported");
+        j["count_include_pad"] = include || padded;
+      }
       add(n, j, {name_of(x)});
       return;
     }
@@ -499,6 +566,8 @@ class Importer {
   std::map<std::string, const TensorProto*> consts_;
   std::vector<TensorProto> bound_;  // reserved up front: consts_ points into it
   std::map<std::string, std::string> alias_;
+  std::map<std::string, int> readers_;  // per value name: the nodes (and graph outputs) reading it
+  std::map<std::string, std::pair<int, std::vector<int64_t>>> pending_pads_;  // a Pad's output: its input, pads t,b,l,r
   std::vector<std::pair<std::size_t, std::vector<Tensor>>> weights_;  // node index, its tensors in layer order
   std::vector<std::vector<std::string>> weight_names_;                 // the same tensors' names in the file
   std::vector<std::pair<int, Tensor>> constants_;
@@ -575,7 +644,7 @@ const std::vector<std::string>& onnx_graph_op_types() {
                                                "Clip",     "MaxPool",            "AveragePool", "GlobalAveragePool",
                                                "Flatten",  "Reshape",            "Gemm",    "MatMul",  "Add",
                                                "Sub",      "Mul",                "Concat",  "Identity", "Dropout",
-                                               "Constant"};
+                                               "Constant", "Pad"};
   return ops;
 }
 

@@ -7,7 +7,8 @@
 // Supported (opsets 9-17, the default domain): Conv (2-D), BatchNormalization (inference form),
 // Relu, Sigmoid, Tanh, Clip, MaxPool, AveragePool (2-D, ceil_mode 0), GlobalAveragePool, Flatten,
 // Reshape (constant shape), Gemm, MatMul (a constant right operand, on vectors), Add, Sub, Mul,
-// Concat, Identity, Dropout (inference). Everything else is refused naming the node and its op;
+// Concat, Identity, Dropout (inference), Pad (zeros on H and W, folded into the one Conv or
+// AveragePool reading it). Everything else is refused naming the node and its op;
 // an attribute with a value not implemented (ceil_mode 1, a dilated pool, a batch-axis concat)
 // is refused naming the node and the attribute.
 #pragma once

@@ -92,6 +92,42 @@ TEST(TorchGraph, TorchvisionMobileNetV2AndResNet50LogitsWithin1e5Relative) {
   }
 }
 
+// S2's third model: torchvision's InceptionV3 at 299x299 (random weights, eval mode, batch 2).
+// PyTorch's exporter writes its count_include_pad average pools as a Pad and an AveragePool: the
+// importer folds each zero Pad into the pool reading it (its zeros counted, as PyTorch's
+// avg_pool2d counts them). Logits against PyTorch within the forward bound, and against ONNX
+// Runtime running the same file.
+TEST(TorchGraph, TorchvisionInceptionV3LogitsWithin1e5Relative) {
+  static const Exported inception = run_export("inception", "", "2 inception_v3:299");
+  DL_NEED_EXPORT(inception);
+  const fs::path& dir = inception.first;
+  convert::OnnxGraph g = convert::import_onnx_graph((dir / "inception_v3.onnx").string(), under("torch"));
+  int pads = 0;
+  for (const std::string& line : g.nodes) pads += line.find("(Pad") != std::string::npos;
+  EXPECT_EQ(pads, 9);  // the 9 count_include_pad pools of Mixed_5b..Mixed_7c
+  Model m = convert::onnx_graph_model(std::move(g), "torch");
+  const Tensor x = read_npy((dir / "inception_v3.x.npy").string());
+  const Tensor ref = read_npy((dir / "inception_v3.logits.npy").string());
+  ExecContext exec;
+  RunContext ctx = RunContext::inference(exec);
+  const Tensor y = m.forward(ctx, x);
+  const LogitAgreement c = logit_agreement(y, ref);
+  std::printf("inception_v3  torch      max |driftlab - torch| %.3g, relative %.3g\n", max_abs_diff(y, ref), c.rel);
+  EXPECT_LE(c.rel, 1e-5);
+  EXPECT_EQ(c.flips, 0);
+  if (!ort_unavailable().empty()) return;  // ONNX Runtime's side: where it is installed (oracles.Ort's own tests need it)
+  int code = 0;
+  const std::string out = run_command("node " + quoted((ort_dir() / "ort_run.js").string()) + " --model " +
+                                          quoted((dir / "inception_v3.onnx").string()) + " --x " +
+                                          quoted((dir / "inception_v3.x.npy").string()) + " --out " +
+                                          quoted((dir / "inception_v3.ort.npy").string()) + " --threads 1",
+                                      &code);
+  ASSERT_EQ(code, 0) << out;
+  const double rel = rel_error(y, read_npy((dir / "inception_v3.ort.npy").string()));
+  std::printf("inception_v3  driftlab vs ONNX Runtime %.3g of the largest logit\n", rel);
+  EXPECT_LE(rel, 1e-5);
+}
+
 // What the file states is frozen (cross-correlation, explicit pads, epsilon, channels-first
 // flatten): imported under the tensorflow and theano presets, whose knobs would flip the kernels
 // and split 'same' pads otherwise, the graphs still compute PyTorch's logits (the forward bound).
