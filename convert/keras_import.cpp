@@ -27,7 +27,7 @@ std::string shown(const json& j) {
 }
 
 const std::vector<std::string> kClasses = {
-    "InputLayer", "Conv2D", "DepthwiseConv2D", "Dense", "BatchNormalization", "Activation", "ReLU", "Softmax",
+    "InputLayer", "Conv2D", "DepthwiseConv2D", "SeparableConv2D", "Dense", "BatchNormalization", "Activation", "ReLU", "Softmax",
     "MaxPooling2D", "AveragePooling2D", "GlobalAveragePooling2D", "Flatten", "Add", "Subtract", "Multiply",
     "Concatenate", "Dropout", "ZeroPadding2D", "LSTM", "GRU", "Embedding"};
 
@@ -560,8 +560,11 @@ class Importer {
     Cfg c(l, where(l));
     c.common();
     const std::string& cls = l.cls;
-    if (cls == "Conv2D" || cls == "DepthwiseConv2D") {
-      const bool dw = cls == "DepthwiseConv2D";
+    if (cls == "Conv2D" || cls == "DepthwiseConv2D" || cls == "SeparableConv2D") {
+      // SeparableConv2D: its depthwise convolution (no bias), then a 1x1 convolution to `filters`
+      // with the bias: two nodes
+      const bool sep = cls == "SeparableConv2D";
+      const bool dw = cls == "DepthwiseConv2D" || sep;
       check(l.inputs.size() == 1, where(l), " reads ", l.inputs.size(), " tensors; one wanted");
       // a ZeroPadding2D this conv alone reads: its pads become the conv's (stated: frozen)
       std::vector<int64_t> pads;
@@ -598,13 +601,16 @@ class Importer {
               " channels nor the ", out, " filters");
         cin_g = C / groups;
       }
-      const bool bias = c.boolean("use_bias", true);
+      const int64_t filters = sep ? c.integer("filters", 0, 1, int64_t{1} << 20) : 0;
+      const bool use_bias = c.boolean("use_bias", true);
+      const bool bias = use_bias && !sep;  // the depthwise node's; a separable conv's is the pointwise one's
       const std::string act = c.string("activation", "linear");
       c.done();
       const char* kname = dw ? "depthwise_kernel" : "kernel";
       const Shape kshape = dw ? Shape{k[0], k[1], C, out / C} : Shape{k[0], k[1], cin_g, out};
       const bool weights = has_weight(l, kname);
-      if (weights && bias) has_weight(l, "bias");
+      if (weights && sep) has_weight(l, "pointwise_kernel");
+      if (weights && use_bias) has_weight(l, "bias");
       json n = {{"op", "conv2d"}, {"out_channels", out}, {"kernel", k}, {"stride", st}, {"dilation", dil},
                 {"groups", groups}, {"bias", bias}};
       if (!pads.empty())
@@ -613,7 +619,7 @@ class Importer {
         n["padding"] = pad;
       if (weights) n["flip"] = false;  // TF's kernels: cross-correlation
       const std::string lin = act == "linear" || (act == "softmax" && last) ? l.name : l.name + "/linear";
-      const int y = add(n, l.name, {v}, lin);
+      int y = add(n, sep ? l.name + "/depthwise" : l.name, {v}, sep ? l.name + "/depthwise" : lin);
       const int node = last_node();
       if (weights) {
         Conv2dLayer& conv = *layer_as<Conv2dLayer>(node_layer(node));
@@ -633,11 +639,27 @@ class Importer {
         set(node, *conv.params()[0], W, l.name + "/" + kname);
         if (bias) set(node, *conv.params()[1], weight(l, "bias", {out}), l.name + "/bias");
       }
+      if (sep) {
+        json pw = {{"op", "conv2d"}, {"out_channels", filters}, {"kernel", {1, 1}}, {"bias", use_bias}, {"padding", "valid"}};
+        if (weights) pw["flip"] = false;
+        y = add(pw, l.name, {y}, lin);
+        const int pnode = last_node();
+        if (weights) {
+          Conv2dLayer& conv = *layer_as<Conv2dLayer>(node_layer(pnode));
+          const Tensor K = weight(l, "pointwise_kernel", {1, 1, out, filters});  // (1,1,in,out)
+          Tensor W({filters, out, 1, 1}, DType::f32);
+          for (int64_t o = 0; o < filters; ++o)
+            for (int64_t i = 0; i < out; ++i) W.data<float>()[o * out + i] = K.data<float>()[i * filters + o];
+          set(pnode, *conv.params()[0], W, l.name + "/pointwise_kernel");
+          if (use_bias) set(pnode, *conv.params()[1], weight(l, "bias", {filters}), l.name + "/bias");
+        }
+      }
       if (pads.empty() && pad == "same" && (st[0] > 1 || st[1] > 1))
         r_.notes.push_back("layer '" + l.name + "': padding 'same' with stride " + std::to_string(st[0]) + "x" +
                            std::to_string(st[1]) + ": conv_same_pad splits it");
       activation(l, act, y, l.name, last);
-      return std::string(dw ? "conv2d (depthwise, groups " + std::to_string(groups) + ")" : "conv2d") +
+      return std::string(sep ? "conv2d (depthwise, groups " + std::to_string(groups) + ") + conv2d 1x1"
+                         : dw ? "conv2d (depthwise, groups " + std::to_string(groups) + ")" : "conv2d") +
              (pads.empty() ? ", padding '" + pad + "'" : ", ZeroPadding2D's pads folded in") +
              (weights ? ", HWIO kernel transposed" : "") + (act != "linear" ? ", then " + act : "");
     }

@@ -110,5 +110,25 @@ inline KerasFile same_stride2_model(uint64_t seed) {
   return w.file("input_1", "fc");
 }
 
+// SeparableConv2D (depth multiplier 2, 'same' at stride 2 on an even input, relu) between an input
+// of 12x12x3 and GlobalAveragePooling2D + Dense(5): the importer's two-node form of it.
+inline KerasFile separable_model(uint64_t seed) {
+  KerasWriter w(seed);
+  using nlohmann::json;
+  w.layer("InputLayer", "input_1", {{"batch_input_shape", {nullptr, 12, 12, 3}}, {"dtype", "float32"}, {"sparse", false}}, {});
+  w.layer("SeparableConv2D", "sep", {{"filters", 7}, {"kernel_size", {3, 3}}, {"strides", {2, 2}}, {"padding", "same"},
+                                     {"data_format", "channels_last"}, {"dilation_rate", {1, 1}}, {"depth_multiplier", 2},
+                                     {"activation", "relu"}, {"use_bias", true}},
+          {"input_1"});
+  w.weight("sep/depthwise_kernel", {3, 3, 3, 2}, -0.5, 0.5);
+  w.weight("sep/pointwise_kernel", {1, 1, 6, 7}, -0.5, 0.5);
+  w.weight("sep/bias", {7}, -0.1, 0.1);
+  w.layer("GlobalAveragePooling2D", "gap", {{"data_format", "channels_last"}}, {"sep"});
+  w.layer("Dense", "fc", {{"units", 5}, {"activation", "linear"}, {"use_bias", true}}, {"gap"});
+  w.weight("fc/kernel", {7, 5}, -0.5, 0.5);
+  w.weight("fc/bias", {5}, -0.1, 0.1);
+  return w.file("input_1", "fc");
+}
+
 }  // namespace keras_cases
 }  // namespace driftlab

@@ -43,6 +43,13 @@ const CaseDir& keras_run() {
     Model m = convert::keras_graph_model(std::move(g), "tensorflow");
     convert::write_tfjs((d.dir() / "keras_rt").string(), convert::export_tfjs(m));
     d.add_case({{"name", "keras_rt"}, {"kind", "layers_model"}, {"dir", "keras_rt"}, {"x", "keras.x.npy"}, {"nchw", true}});
+    const keras_cases::KerasFile sep = keras_cases::separable_model(92);
+    std::filesystem::create_directories(d.dir() / "separable");
+    write_file_atomic((d.dir() / "separable" / "model.json").string(), sep.model_json);
+    write_file_atomic((d.dir() / "separable" / "group1-shard1of1.bin").string(), sep.weights);
+    d.input("separable", "x", random_tensor({5, 3, 12, 12}, DType::f32, 93, 0.0, 1.0));
+    d.add_case({{"name", "separable"}, {"kind", "layers_model"}, {"dir", "separable"}, {"x", "separable.x.npy"},
+                {"nchw", true}});
   });
   return run;
 }
@@ -70,6 +77,19 @@ TEST(TfjsKeras, AHandWrittenKerasGraphComputesTfjssLogitsUnderTensorflowAndOther
   EXPECT_GT(torch.rel, kMismatch * kMatch);
   EXPECT_LE(fixed.rel, kMatch);
   EXPECT_EQ(fixed.flips, 0);
+}
+
+// SeparableConv2D (depthwise with multiplier 2, then the 1x1 pointwise convolution with the bias):
+// TF.js's logits under the tensorflow preset, within the same bound.
+TEST(TfjsKeras, SeparableConv2DComputesTfjssLogits) {
+  ORACLE_GROUP(run, keras_run);
+  convert::KerasGraph g = convert::import_keras((run.dir() / "separable" / "model.json").string(), "tensorflow");
+  Model m = convert::keras_graph_model(std::move(g), "tensorflow");
+  CpuRunner runner(m);
+  const oracle::LogitAgreement a = oracle::logit_agreement(run.out("separable", "y"), runner.logits(run.in("separable", "x")));
+  std::cout << "SeparableConv2D model, TF.js vs driftlab: " << a.rel << " (" << a.flips << " predictions differ)\n";
+  EXPECT_LE(a.rel, kMatch);
+  EXPECT_EQ(a.flips, 0);
 }
 
 // The imported graph exported again by driftlab (convert/tfjs_export.cpp, a graph model as a
