@@ -381,6 +381,28 @@ class Importer {
       add(n, {{"op", op == "Relu" ? "relu" : op == "Sigmoid" ? "sigmoid" : "tanh"}}, {name_of(data(n, 0))});
       return;
     }
+    if (op == "HardSigmoid" || op == "HardSwish") {
+      // HardSigmoid: clip(alpha*x + beta, 0, 1), alpha and beta stated (defaults 0.2, 0.5);
+      // HardSwish: x * HardSigmoid(x) with alpha 1/6, beta 0.5 (ONNX's definition), two nodes
+      const bool swish = op == "HardSwish";
+      only_attrs(n, swish ? std::set<std::string>{} : std::set<std::string>{"alpha", "beta"});
+      const int x = data(n, 0);
+      const double alpha = swish ? float_as_decimal(1.0f / 6.0f) : attr_decimal(n, "alpha", 0.2);
+      const double beta = swish ? 0.5 : attr_decimal(n, "beta", 0.5);
+      need(alpha > 0, n, "alpha " + std::to_string(alpha) + " (a positive slope is supported)");
+      json j = {{"op", "hard_sigmoid"}, {"alpha", alpha}, {"beta", beta}};
+      if (!swish) {
+        add(n, j, {name_of(x)});
+        return;
+      }
+      const std::string base = n.name().empty() ? "HardSwish_" + std::to_string(log_.size()) : n.name();
+      j["name"] = base + ".hard_sigmoid";
+      j["inputs"] = {name_of(x)};
+      j["output"] = n.output(0) + ".gate";
+      const int gate = b_->add_node(j);
+      add(n, {{"op", "mul"}}, {name_of(x), name_of(gate)});
+      return;
+    }
     if (op == "Clip") {
       only_attrs(n, {"min", "max"});
       double lo = attr_decimal(n, "min", -std::numeric_limits<double>::infinity());
@@ -644,7 +666,7 @@ const std::vector<std::string>& onnx_graph_op_types() {
                                                "Clip",     "MaxPool",            "AveragePool", "GlobalAveragePool",
                                                "Flatten",  "Reshape",            "Gemm",    "MatMul",  "Add",
                                                "Sub",      "Mul",                "Concat",  "Identity", "Dropout",
-                                               "Constant", "Pad"};
+                                               "Constant", "Pad", "HardSigmoid", "HardSwish"};
   return ops;
 }
 

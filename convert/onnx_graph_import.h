@@ -5,7 +5,8 @@
 // at ReLU's kink and max-pool ties, BatchNorm's running-variance formula, the optimiser, ...).
 //
 // Supported (opsets 9-17, the default domain): Conv (2-D), BatchNormalization (inference form),
-// Relu, Sigmoid, Tanh, Clip, MaxPool, AveragePool (2-D, ceil_mode 0), GlobalAveragePool, Flatten,
+// Relu, Sigmoid, Tanh, Clip, HardSigmoid (alpha, beta kept), HardSwish, MaxPool, AveragePool (2-D,
+// ceil_mode 0), GlobalAveragePool, Flatten,
 // Reshape (constant shape), Gemm, MatMul (a constant right operand, on vectors), Add, Sub, Mul,
 // Concat, Identity, Dropout (inference), Pad (zeros on H and W, folded into the one Conv or
 // AveragePool reading it). Everything else is refused naming the node and its op;

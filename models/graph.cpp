@@ -154,6 +154,12 @@ struct Builder {
       spend((p.bn_zero_debias ? 6 : 4) * static_cast<uint64_t>(in[0]) + (p.bn_zero_debias ? 1 : 0), where);
       return std::make_unique<BatchNormLayer>(in, p);
     }
+    if (op == "hard_sigmoid" && (a.has("alpha") || a.has("beta"))) {  // stated: frozen
+      const double alpha = a.number("alpha", 0.2), beta = a.number("beta", 0.5);
+      check(alpha > 0 && std::isfinite(alpha) && std::isfinite(beta), where, ": hard_sigmoid alpha ", alpha, ", beta ",
+            beta);
+      return ActivationLayer::hard_sigmoid(alpha, beta, in, p);
+    }
     if (op == "relu" || op == "sigmoid" || op == "tanh" || op == "hard_sigmoid")
       return std::make_unique<ActivationLayer>(op == "relu"      ? ActKind::relu
                                                : op == "sigmoid" ? ActKind::sigmoid

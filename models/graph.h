@@ -11,7 +11,8 @@
 //   conv2d      out_channels, kernel [r,s], stride [h,w], dilation [h,w], groups, bias,
 //               pads [t,b,l,r] | padding "same"|"valid", flip (bool; the Policy's conv_kernel_flip)
 //   batchnorm   eps, momentum (fraction kept; the Policy's bn_eps, bn_momentum)
-//   relu, sigmoid, tanh; hard_sigmoid (the Policy's hard_sigmoid_kind); clip  min, max
+//   relu, sigmoid, tanh; hard_sigmoid  alpha, beta (clip(alpha*x + beta, 0, 1); left out: the
+//               Policy's hard_sigmoid_kind); clip  min, max
 //   dropout     rate (the Policy's RNG draws the mask)
 //   maxpool, avgpool  kernel [h,w], stride [h,w], pads [t,b,l,r], count_include_pad
 //   global_avg_pool; flatten  order "chw"|"hwc" (the Policy's flatten_order)

@@ -1,5 +1,6 @@
 #include "engine/layers/activation_layer.h"
 
+#include <cmath>
 #include <sstream>
 
 namespace driftlab {
@@ -28,6 +29,16 @@ std::unique_ptr<ActivationLayer> ActivationLayer::clip(double lo, double hi, con
   auto l = std::make_unique<ActivationLayer>(ActKind::clip, in, policy);
   l->p_.clip_min = lo;
   l->p_.clip_max = hi;
+  return l;
+}
+
+std::unique_ptr<ActivationLayer> ActivationLayer::hard_sigmoid(double slope, double offset, const Shape& in,
+                                                              const Policy& policy) {
+  check(slope > 0 && std::isfinite(slope) && std::isfinite(offset), "hard_sigmoid: slope ", slope, ", offset ", offset,
+        " (a positive finite slope wanted)");
+  auto l = std::make_unique<ActivationLayer>(ActKind::hard_sigmoid, in, policy);
+  l->p_.hs_slope = slope;
+  l->p_.hs_offset = offset;
   return l;
 }
 

@@ -15,6 +15,9 @@ class ActivationLayer : public Layer {
   ActivationLayer(ActKind kind, const Shape& in, const Policy& policy);
   // clip(x, lo, hi) (ReLU6 is 0, 6): bounds a file states, not a knob.
   static std::unique_ptr<ActivationLayer> clip(double lo, double hi, const Shape& in, const Policy& policy);
+  // clip(slope*x + offset, 0, 1) with the slope and offset a file states (ONNX HardSigmoid's alpha,
+  // beta), not hard_sigmoid_kind's; the gradient's edges stay hard_sigmoid_grad_edges'.
+  static std::unique_ptr<ActivationLayer> hard_sigmoid(double slope, double offset, const Shape& in, const Policy& policy);
   std::string kind() const override { return act_name(p_.kind); }
   std::string describe() const override;
   Shape output_shape() const override { return shape_; }

@@ -103,7 +103,7 @@ const std::vector<std::string> kMustPass = {
     "test_averagepool_2d_pads_count_include_pad", "test_globalaveragepool", "test_flatten_axis1",
     "test_gemm_default_no_bias", "test_gemm_transposeB", "test_add", "test_add_bcast", "test_sub_bcast",
     "test_mul_bcast", "test_concat_3d_axis_1", "test_batchnorm_example", "test_batchnorm_epsilon",
-    "test_reshape_reordered_last_dims"};
+    "test_reshape_reordered_last_dims", "test_hardsigmoid", "test_hardsigmoid_default", "test_hardswish"};
 
 TEST(OnnxNodeSuite, EveryCaseInScopeMatchesOnnxsOutputs) {
   const auto& [dir, why] = node_cases();

@@ -128,6 +128,28 @@ TEST(TorchGraph, TorchvisionInceptionV3LogitsWithin1e5Relative) {
   EXPECT_LE(rel, 1e-5);
 }
 
+// torchvision's MobileNetV3-Small (224x224, batch 2): hard-swish exported as HardSigmoid(alpha 1/6)
+// and Mul, squeeze-and-excitation as GlobalAveragePool, 1x1 convolutions and a broadcast Mul. The
+// HardSigmoid nodes keep the file's alpha and beta (hard_sigmoid_kind does not apply).
+TEST(TorchGraph, TorchvisionMobileNetV3SmallLogitsWithin1e5Relative) {
+  static const Exported v3 = run_export("mnv3", "", "2 mobilenet_v3_small");
+  DL_NEED_EXPORT(v3);
+  const fs::path& dir = v3.first;
+  for (const char* preset : {"torch", "tensorflow"}) {  // tensorflow's hard_sigmoid_kind (0.2x + 0.5) must not apply
+    convert::OnnxGraph g = convert::import_onnx_graph((dir / "mobilenet_v3_small.onnx").string(), under(preset));
+    Model m = convert::onnx_graph_model(std::move(g), preset);
+    const Tensor x = read_npy((dir / "mobilenet_v3_small.x.npy").string());
+    const Tensor ref = read_npy((dir / "mobilenet_v3_small.logits.npy").string());
+    ExecContext exec;
+    RunContext ctx = RunContext::inference(exec);
+    const Tensor y = m.forward(ctx, x);
+    const LogitAgreement c = logit_agreement(y, ref);
+    std::printf("mobilenet_v3_small %-10s relative %.3g\n", preset, c.rel);
+    EXPECT_LE(c.rel, 1e-5) << preset;
+    EXPECT_EQ(c.flips, 0) << preset;
+  }
+}
+
 // What the file states is frozen (cross-correlation, explicit pads, epsilon, channels-first
 // flatten): imported under the tensorflow and theano presets, whose knobs would flip the kernels
 // and split 'same' pads otherwise, the graphs still compute PyTorch's logits (the forward bound).
