@@ -29,7 +29,7 @@ std::string shown(const json& j) {
 const std::vector<std::string> kClasses = {
     "InputLayer", "Conv2D", "DepthwiseConv2D", "SeparableConv2D", "Dense", "BatchNormalization", "Activation", "ReLU", "Softmax",
     "MaxPooling2D", "AveragePooling2D", "GlobalAveragePooling2D", "Flatten", "Add", "Subtract", "Multiply",
-    "Concatenate", "Dropout", "ZeroPadding2D", "LSTM", "GRU", "Embedding"};
+    "Concatenate", "Dropout", "ZeroPadding2D", "LSTM", "GRU", "Embedding", "Reshape"};
 
 // One Keras layer of the file: its class, name, config and the layers it reads.
 struct KLayer {
@@ -481,8 +481,17 @@ class Importer {
                            "clip(0.2x + 0.5); Keras 3: relu6(x + 3) / 6)");
     } else if (act == "relu6") {
       n = {{"op", "clip"}, {"min", 0.0}, {"max", 6.0}};
+    } else if (act == "swish" || act == "silu" || act == "hard_swish" || act == "hard_silu") {
+      // x * sigmoid(x); the hard form x * relu6(x + 3) / 6, its gate's slope and offset stated
+      // (1/6, 0.5: Keras defines them, hard_sigmoid_kind does not apply): two nodes
+      const bool hard = act == "hard_swish" || act == "hard_silu";
+      json gate = hard ? json{{"op", "hard_sigmoid"}, {"alpha", 1.0 / 6.0}, {"beta", 0.5}} : json{{"op", "sigmoid"}};
+      const std::string base = node_name.empty() ? l.name + "/" + act : node_name;
+      const int g = add(gate, base + "/gate", {v}, base + "/gate");
+      return add({{"op", "mul"}}, base, {v, g}, out);
     } else {
-      fail(where(l), ": activation '", act, "' (known: linear, relu, relu6, sigmoid, tanh, hard_sigmoid, softmax last)");
+      fail(where(l), ": activation '", act,
+           "' (known: linear, relu, relu6, sigmoid, tanh, hard_sigmoid, swish/silu, hard_swish/hard_silu, softmax last)");
     }
     return add(n, node_name.empty() ? l.name + "/" + act : node_name, {v}, out);
   }
@@ -792,11 +801,16 @@ class Importer {
     }
     if (cls == "GlobalAveragePooling2D") {
       const int v = one_input(l);
-      check(!c.boolean("keepdims", false), where(l), ": keepdims true: not implemented");
+      const bool keep = c.boolean("keepdims", false);
       c.done();
       check(shape(v).size() == 3, where(l), ": input ", shape_str(shape(v)), "; an image (C,H,W) wanted");
-      add({{"op", "global_avg_pool"}}, l.name, {v}, l.name);
-      return "global_avg_pool";
+      if (!keep) {
+        add({{"op", "global_avg_pool"}}, l.name, {v}, l.name);
+        return "global_avg_pool";
+      }
+      const int pooled = add({{"op", "global_avg_pool"}}, l.name + "/pool", {v}, l.name + "/pool");
+      add({{"op", "reshape"}, {"shape", {shape(v)[0], 1, 1}}}, l.name, {pooled}, l.name);
+      return "global_avg_pool + reshape to (C,1,1) (keepdims)";
     }
     if (cls == "Flatten") {
       const int v = one_input(l);
@@ -838,6 +852,28 @@ class Importer {
       c.done();
       add({{"op", "concat"}, {"axis", axis}}, l.name, vs, l.name);
       return "concat on axis " + std::to_string(axis) + " (counting the batch)";
+    }
+    if (cls == "Reshape") {
+      // only where the file's and the graph's element orders coincide: vectors, and images of one
+      // pixel (channels-last (1,1,C) is channels-first (C,1,1)); other reshapes would move elements
+      const int v = one_input(l);
+      check(c.has("target_shape"), where(l), ": no target_shape");
+      const json& t = c.at("target_shape");
+      c.done();
+      check(t.is_array() && (t.size() == 1 || t.size() == 3), where(l), ": target_shape ", shown(t),
+            "; (features,) or an image wanted");
+      Shape target;
+      for (const json& d : t) {
+        check(d.is_number_integer() && d.get<int64_t>() >= 1 && d.get<int64_t>() <= (int64_t{1} << 24), where(l),
+              ": target_shape ", shown(t), " (every axis a fixed size; -1 not implemented)");
+        target.push_back(d.get<int64_t>());
+      }
+      if (target.size() == 3 && channels_last_) target = {target[2], target[0], target[1]};
+      auto plain = [](const Shape& sh) { return sh.size() == 1 || (sh.size() == 3 && sh[1] * sh[2] == 1); };
+      check(plain(shape(v)) && plain(target), where(l), ": reshape ", shape_str(shape(v)), " -> ", shape_str(target),
+            " moves elements between channels-last and channels-first orders: not implemented");
+      add({{"op", "reshape"}, {"shape", target}}, l.name, {v}, l.name);
+      return "reshape to " + shape_str(target);
     }
     if (cls == "Dropout") {
       const int v = one_input(l);

@@ -20,10 +20,12 @@
 //     next Dense's rows mean what they meant; an architecture alone with no data_format leaves
 //     the flatten order to flatten_order.
 // Layers: InputLayer, Conv2D, DepthwiseConv2D, SeparableConv2D (a depthwise and a 1x1 node), Dense,
-// BatchNormalization, Activation (relu, relu6, sigmoid, tanh, hard_sigmoid, linear; softmax as the
-// last layer, left to the loss), ReLU, MaxPooling2D / AveragePooling2D ('same' only where it pads
-// nothing), GlobalAveragePooling2D, Flatten, Add, Subtract, Multiply, Concatenate, Dropout,
-// ZeroPadding2D (folded into the 'valid' convolution that alone reads it), LSTM, GRU, Embedding.
+// BatchNormalization, Activation (relu, relu6, sigmoid, tanh, hard_sigmoid, swish/silu,
+// hard_swish/hard_silu, linear; softmax as the last layer, left to the loss), ReLU, MaxPooling2D /
+// AveragePooling2D ('same' only where it pads nothing), GlobalAveragePooling2D (keepdims too),
+// Flatten, Reshape (where the two element orders coincide), Add, Subtract, Multiply, Concatenate,
+// Dropout, ZeroPadding2D (folded into the 'valid' convolution that alone reads it), LSTM, GRU,
+// Embedding.
 // Any other layer, any config key not listed for its layer,
 // regularisers, constraints, frozen layers and shared layers are refused naming the layer.
 #pragma once

@@ -5,6 +5,8 @@
 // TF.js itself as the oracle on a hand-written Keras graph: tests/oracles/test_keras_import_tfjs.cpp.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <cmath>
 #include <fstream>
 #include <iterator>
 
@@ -290,6 +292,54 @@ TEST(KerasImportFuzzRegressions, ANumberBeyondADoubleIsRefused) {
     convert::import_keras_bytes(bytes.substr(0, nul), nul == std::string::npos ? "" : bytes.substr(nul + 1), "crash.json");
   });
   EXPECT_NE(e.find("crash.json: not JSON"), std::string::npos) << e;
+}
+
+}  // namespace
+}  // namespace driftlab
+
+namespace driftlab {
+namespace {
+
+// Squeeze-and-excitation's Keras pieces and the swish activations, against formulas written here:
+// GlobalAveragePooling2D(keepdims=True) then Multiply with the image (broadcast over H and W), a
+// second pooling, Reshape to (C,); Activation swish = x * sigmoid(x), hard_swish = x *
+// clip(x/6 + 1/2, 0, 1) (Keras 3's hard_silu), summed by a Dense of ones.
+TEST(KerasImport, SqueezeExcitePiecesAndSwishComputeTheirFormulas) {
+  const std::string model = R"({"class_name": "Model", "config": {"layers": [
+    {"class_name": "InputLayer", "name": "in", "config": {"name": "in", "batch_input_shape": [null, 2, 2, 3]}, "inbound_nodes": []},
+    {"class_name": "GlobalAveragePooling2D", "name": "se", "config": {"name": "se", "keepdims": true},
+     "inbound_nodes": [[["in", 0, 0, {}]]]},
+    {"class_name": "Multiply", "name": "scaled", "config": {"name": "scaled"}, "inbound_nodes": [[["in", 0, 0, {}], ["se", 0, 0, {}]]]},
+    {"class_name": "GlobalAveragePooling2D", "name": "gap", "config": {"name": "gap", "keepdims": true},
+     "inbound_nodes": [[["scaled", 0, 0, {}]]]},
+    {"class_name": "Reshape", "name": "flat", "config": {"name": "flat", "target_shape": [3]}, "inbound_nodes": [[["gap", 0, 0, {}]]]},
+    {"class_name": "Activation", "name": "sw", "config": {"name": "sw", "activation": "swish"}, "inbound_nodes": [[["flat", 0, 0, {}]]]},
+    {"class_name": "Activation", "name": "hsw", "config": {"name": "hsw", "activation": "hard_silu"}, "inbound_nodes": [[["flat", 0, 0, {}]]]},
+    {"class_name": "Concatenate", "name": "cat", "config": {"name": "cat", "axis": -1}, "inbound_nodes": [[["sw", 0, 0, {}], ["hsw", 0, 0, {}]]]}],
+    "input_layers": [["in", 0, 0]], "output_layers": [["cat", 0, 0]]}})";
+  convert::KerasGraph g = convert::import_keras_bytes(model, "", "se.json", "tensorflow");
+  Model m = convert::keras_graph_model(std::move(g), "tensorflow");
+  // x (C,H,W) = 3 channels of 2x2
+  const std::vector<float> xs = {1, -2, 3, 0.5f, -4, 2, 0, 1, 6, -1, 2, -3};
+  const Tensor x = Tensor::from<float>({1, 3, 2, 2}, xs);
+  const Tensor y = logits_of(m, x);
+  ASSERT_EQ(y.shape(), Shape({1, 6}));
+  for (int c = 0; c < 3; ++c) {
+    double mean = 0, scaled = 0;
+    for (int i = 0; i < 4; ++i) mean += xs[static_cast<std::size_t>(c * 4 + i)] / 4.0;
+    for (int i = 0; i < 4; ++i) scaled += xs[static_cast<std::size_t>(c * 4 + i)] * mean / 4.0;
+    const double swish = scaled / (1 + std::exp(-scaled));
+    const double hard = scaled * std::min(1.0, std::max(0.0, scaled / 6 + 0.5));
+    // float32 arithmetic on a few terms of size ~10: within 1e-5 relative
+    EXPECT_NEAR(y.data<float>()[c], swish, 1e-5 * std::max(1.0, std::abs(swish))) << c;
+    EXPECT_NEAR(y.data<float>()[3 + c], hard, 1e-5 * std::max(1.0, std::abs(hard))) << c;
+  }
+  // a reshape that would move elements between the two orders is refused by name
+  const std::string bad = R"({"class_name": "Sequential", "config": {"layers": [
+    {"class_name": "InputLayer", "config": {"name": "in", "batch_input_shape": [null, 12]}},
+    {"class_name": "Reshape", "config": {"name": "r", "target_shape": [2, 2, 3]}}]}})";
+  const std::string e = error_of([&] { convert::import_keras_bytes(bad, "", "bad.json", "tensorflow"); });
+  EXPECT_NE(e.find("layer 'r' (Reshape): reshape [12] -> [3,2,2] moves elements"), std::string::npos) << e;
 }
 
 }  // namespace
