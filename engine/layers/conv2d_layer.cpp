@@ -46,7 +46,7 @@ Conv2dParams resolve_conv2d(const Policy& policy, const Shape& in, const Conv2dS
       check(!(policy.conv_same_pad == SamePad::after_stride1 && (p.stride_h > 1 || p.stride_w > 1)),
             "conv2d: padding='same' with stride ", spec.stride,
             " is refused under conv_same_pad=after_stride1 (PyTorch: \"padding='same' is not supported for "
-            "strided convolutions\"); use explicit padding or conv_same_pad=after|before");
+            "strided convolutions\"); use explicit padding or conv_same_pad=after|before|half_strided");
       bool after = policy.conv_same_pad != SamePad::before;
       AxisPad ph = same_padding(p.h, p.r, p.stride_h, p.dil_h, after);
       AxisPad pw = same_padding(p.w, p.s, p.stride_w, p.dil_w, after);
