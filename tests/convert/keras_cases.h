@@ -130,5 +130,22 @@ inline KerasFile separable_model(uint64_t seed) {
   return w.file("input_1", "fc");
 }
 
+// Conv2D with activation swish (x * sigmoid(x), TF.js's 'swish') on 6x6x2, Flatten, Dense(3).
+inline KerasFile swish_model(uint64_t seed) {
+  KerasWriter w(seed);
+  w.layer("InputLayer", "input_1", {{"batch_input_shape", {nullptr, 6, 6, 2}}, {"dtype", "float32"}, {"sparse", false}}, {});
+  w.layer("Conv2D", "c", {{"filters", 4}, {"kernel_size", {3, 3}}, {"strides", {1, 1}}, {"padding", "same"},
+                          {"data_format", "channels_last"}, {"dilation_rate", {1, 1}}, {"activation", "swish"},
+                          {"use_bias", true}},
+          {"input_1"});
+  w.weight("c/kernel", {3, 3, 2, 4}, -1.0, 1.0);
+  w.weight("c/bias", {4}, -0.5, 0.5);
+  w.layer("Flatten", "f", {{"data_format", "channels_last"}}, {"c"});
+  w.layer("Dense", "fc", {{"units", 3}, {"activation", "linear"}, {"use_bias", true}}, {"f"});
+  w.weight("fc/kernel", {144, 3}, -0.3, 0.3);
+  w.weight("fc/bias", {3}, -0.1, 0.1);
+  return w.file("input_1", "fc");
+}
+
 }  // namespace keras_cases
 }  // namespace driftlab

@@ -50,6 +50,12 @@ const CaseDir& keras_run() {
     d.input("separable", "x", random_tensor({5, 3, 12, 12}, DType::f32, 93, 0.0, 1.0));
     d.add_case({{"name", "separable"}, {"kind", "layers_model"}, {"dir", "separable"}, {"x", "separable.x.npy"},
                 {"nchw", true}});
+    const keras_cases::KerasFile sw = keras_cases::swish_model(94);
+    std::filesystem::create_directories(d.dir() / "swish");
+    write_file_atomic((d.dir() / "swish" / "model.json").string(), sw.model_json);
+    write_file_atomic((d.dir() / "swish" / "group1-shard1of1.bin").string(), sw.weights);
+    d.input("swish", "x", random_tensor({5, 2, 6, 6}, DType::f32, 95, -2.0, 2.0));
+    d.add_case({{"name", "swish"}, {"kind", "layers_model"}, {"dir", "swish"}, {"x", "swish.x.npy"}, {"nchw", true}});
   });
   return run;
 }
@@ -88,6 +94,18 @@ TEST(TfjsKeras, SeparableConv2DComputesTfjssLogits) {
   CpuRunner runner(m);
   const oracle::LogitAgreement a = oracle::logit_agreement(run.out("separable", "y"), runner.logits(run.in("separable", "x")));
   std::cout << "SeparableConv2D model, TF.js vs driftlab: " << a.rel << " (" << a.flips << " predictions differ)\n";
+  EXPECT_LE(a.rel, kMatch);
+  EXPECT_EQ(a.flips, 0);
+}
+
+// Activation 'swish' (imported as a sigmoid node and a mul node): TF.js's logits.
+TEST(TfjsKeras, SwishComputesTfjssLogits) {
+  ORACLE_GROUP(run, keras_run);
+  convert::KerasGraph g = convert::import_keras((run.dir() / "swish" / "model.json").string(), "tensorflow");
+  Model m = convert::keras_graph_model(std::move(g), "tensorflow");
+  CpuRunner runner(m);
+  const oracle::LogitAgreement a = oracle::logit_agreement(run.out("swish", "y"), runner.logits(run.in("swish", "x")));
+  std::cout << "swish model, TF.js vs driftlab: " << a.rel << " (" << a.flips << " predictions differ)\n";
   EXPECT_LE(a.rel, kMatch);
   EXPECT_EQ(a.flips, 0);
 }
