@@ -9,6 +9,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "convert/keras_config.h"
 #include "convert/onnx_read.h"
 #include "core/error.h"
 #include "engine/layers/all.h"
@@ -20,23 +21,16 @@ namespace convert {
 namespace {
 
 using nlohmann::json;
+using detail::Cfg;
+using detail::KLayer;
+using detail::shown;
 
-std::string shown(const json& j) {
-  std::string s = j.dump(-1, ' ', false, json::error_handler_t::replace);
-  return s.size() > 120 ? s.substr(0, 117) + "..." : s;
-}
 
 const std::vector<std::string> kClasses = {
     "InputLayer", "Conv2D", "DepthwiseConv2D", "SeparableConv2D", "Dense", "BatchNormalization", "Activation", "ReLU", "Softmax",
     "MaxPooling2D", "AveragePooling2D", "GlobalAveragePooling2D", "Flatten", "Add", "Subtract", "Multiply",
     "Concatenate", "Dropout", "ZeroPadding2D", "LSTM", "GRU", "Embedding", "Reshape"};
 
-// One Keras layer of the file: its class, name, config and the layers it reads.
-struct KLayer {
-  std::string cls, name;
-  json cfg;
-  std::vector<std::string> inputs;
-};
 
 // A weight of the manifest: where its float32 values lie in the concatenated shards.
 struct ManifestEntry {
@@ -211,7 +205,7 @@ class Importer {
     else if (k.cfg.contains("name"))
       k.name = str(k.cfg.at("name"), where0 + " name");
     check(!k.name.empty(), where0, " (", k.cls, ") has no name");
-    check_utf8(k.name, where0 + " name");
+    check_utf8_name(k.name, where0 + " name");
     for (auto it = l.begin(); it != l.end(); ++it) {
       static const std::set<std::string> kEntryKeys = {"class_name", "config",          "name",
                                                        "inbound_nodes", "module",       "registered_name",
@@ -291,110 +285,9 @@ class Importer {
     flatten_stated_ = !stated.empty() || !manifest_.empty();
   }
 
-  // ---- the config of one layer, every key accounted for ----
-  class Cfg {
-   public:
-    Cfg(const KLayer& l, std::string where) : l_(l), where_(std::move(where)) {}
-    bool has(const char* k) const { return l_.cfg.contains(k) && !l_.cfg.at(k).is_null(); }
-    const json& at(const char* k) {
-      read_.insert(k);
-      return l_.cfg.at(k);
-    }
-    void mark(const char* k) { read_.insert(k); }
-    std::string string(const char* k, const std::string& def) {
-      read_.insert(k);
-      if (!has(k)) return def;
-      const json& v = l_.cfg.at(k);
-      check(v.is_string(), where_, ": ", k, " is ", shown(v), ", not a string");
-      return v.get<std::string>();
-    }
-    double number(const char* k, double def) {
-      read_.insert(k);
-      if (!has(k)) return def;
-      const json& v = l_.cfg.at(k);
-      check(v.is_number() && std::isfinite(v.get<double>()), where_, ": ", k, " is ", shown(v), ", not a number");
-      return v.get<double>();
-    }
-    bool boolean(const char* k, bool def) {
-      read_.insert(k);
-      if (!has(k)) return def;
-      const json& v = l_.cfg.at(k);
-      check(v.is_boolean(), where_, ": ", k, " is ", shown(v), ", not true or false");
-      return v.get<bool>();
-    }
-    int64_t integer(const char* k, int64_t def, int64_t lo, int64_t hi) {
-      read_.insert(k);
-      if (!has(k)) return def;
-      const json& v = l_.cfg.at(k);
-      check(v.is_number_integer() && v.get<int64_t>() >= lo && v.get<int64_t>() <= hi, where_, ": ", k, " is ",
-            shown(v), ", not an integer in [", lo, ", ", hi, "]");
-      return v.get<int64_t>();
-    }
-    // An int or a pair (Keras's kernel_size, strides, dilation_rate, pool_size).
-    std::vector<int64_t> pair(const char* k, std::vector<int64_t> def) {
-      read_.insert(k);
-      if (!has(k)) return def;
-      const json& v = l_.cfg.at(k);
-      auto ok = [](const json& e) {
-        return e.is_number_integer() && e.get<int64_t>() >= 1 && e.get<int64_t>() <= (int64_t{1} << 16);
-      };
-      if (ok(v)) return {v.get<int64_t>(), v.get<int64_t>()};
-      check(v.is_array() && v.size() == 2 && ok(v[0]) && ok(v[1]), where_, ": ", k, " is ", shown(v),
-            ", not an integer or two in [1, 65536]");
-      return {v[0].get<int64_t>(), v[1].get<int64_t>()};
-    }
-    // Accounted for without effect: the name, trainable true, dtype float32, initialisers (the
-    // file's weights or the Policy's init_* decide), regularisers and constraints left null.
-    void common() {
-      read_.insert("name");
-      read_.insert("data_format");  // decided once per model
-      check(boolean("trainable", true), where_, ": trainable false (a frozen layer): not implemented");
-      if (has("dtype")) {
-        const json& d = at("dtype");
-        std::string name = d.is_string() ? d.get<std::string>() : "";
-        if (d.is_object() && d.contains("config") && d.at("config").is_object() && d.at("config").contains("name") &&
-            d.at("config").at("name").is_string())
-          name = d.at("config").at("name").get<std::string>();
-        check(name == "float32", where_, ": dtype ", shown(d), "; float32 layers only");
-      }
-      for (auto it = l_.cfg.begin(); it != l_.cfg.end(); ++it) {
-        const std::string& key = it.key();
-        auto ends = [&](const char* s) {
-          const std::size_t n = std::strlen(s);
-          return key.size() >= n && key.compare(key.size() - n, n, s) == 0;
-        };
-        if (ends("_initializer")) read_.insert(key);
-        if (ends("_regularizer") || ends("_constraint")) {
-          read_.insert(key);
-          check(it.value().is_null(), where_, ": ", key, " ", shown(it.value()),
-                " is not implemented (set regularisation through the Policy's weight decay)");
-        }
-      }
-    }
-    void done() const {
-      for (auto it = l_.cfg.begin(); it != l_.cfg.end(); ++it)
-        check(read_.count(it.key()), where_, ": unknown config key '", it.key(), "' (", shown(it.value()), ")");
-    }
 
-   private:
-    const KLayer& l_;
-    std::string where_;
-    std::set<std::string> read_;
-  };
 
   std::string where(const KLayer& l) const { return "import keras: " + file_ + ": layer '" + l.name + "' (" + l.cls + ")"; }
-
-  void check_utf8(const std::string& s, const std::string& what) const {
-    std::size_t i = 0;
-    while (i < s.size()) {
-      const unsigned char c = static_cast<unsigned char>(s[i]);
-      const int len = c < 0x80 ? 1 : (c >> 5) == 0x6 ? 2 : (c >> 4) == 0xe ? 3 : (c >> 3) == 0x1e ? 4 : 0;
-      bool ok = len > 0 && i + static_cast<std::size_t>(len) <= s.size();
-      for (int k = 1; ok && k < len; ++k) ok = (static_cast<unsigned char>(s[i + static_cast<std::size_t>(k)]) >> 6) == 0x2;
-      check(ok, what, " is not valid UTF-8 (byte ", i, ")");
-      i += static_cast<std::size_t>(len);
-    }
-  }
 
   // ---- weights ----
   // The manifest's "<layer>/<weight>" with the shape Keras gives it; none when the file has no
@@ -1041,17 +934,7 @@ KerasGraph import_keras(const std::string& path, const std::string& policy) {
 }
 
 Model keras_graph_model(KerasGraph g, const std::string& policy) {
-  check(g.output_shape.size() == 1, "import keras: the output '", g.output, "' has per-sample shape ",
-        shape_str(g.output_shape), "; a model returns (classes,) logits");
-  Model m;
-  m.name = kGraphModelName;
-  m.policy = Policy::parse(policy);
-  m.graph = g.spec;
-  m.input_shape = g.input_shape;
-  m.num_classes = g.output_shape[0];
-  m.net = std::make_unique<Sequential>(m.input_shape);
-  m.net->add(std::move(g.graph));
-  return m;
+  return graph_model(std::move(g.graph), g.spec, policy, "import keras", g.output);
 }
 
 const std::vector<std::string>& keras_layer_classes() { return kClasses; }

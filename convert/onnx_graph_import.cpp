@@ -182,15 +182,7 @@ class Importer {
   }
   // A name the graph spec (JSON) can hold: valid UTF-8.
   void check_name(const std::string& s, const std::string& what) const {
-    std::size_t i = 0;
-    while (i < s.size()) {
-      const unsigned char c = static_cast<unsigned char>(s[i]);
-      const int len = c < 0x80 ? 1 : (c >> 5) == 0x6 ? 2 : (c >> 4) == 0xe ? 3 : (c >> 3) == 0x1e ? 4 : 0;
-      bool ok = len > 0 && i + static_cast<std::size_t>(len) <= s.size();
-      for (int k = 1; ok && k < len; ++k) ok = (static_cast<unsigned char>(s[i + static_cast<std::size_t>(k)]) >> 6) == 0x2;
-      check(ok, "import onnx: ", file_, ": ", what, " is not valid UTF-8 (byte ", i, ")");
-      i += static_cast<std::size_t>(len);
-    }
+    check_utf8_name(s, "import onnx: " + file_ + ": " + what);
   }
   // A spec node for n's first output; logs it.
   int add(const NodeProto& n, json j, const std::vector<std::string>& inputs) {
@@ -647,17 +639,7 @@ OnnxGraph import_onnx_graph(const std::string& path, const OnnxGraphOptions& o) 
 }
 
 Model onnx_graph_model(OnnxGraph g, const std::string& policy) {
-  check(g.output_shape.size() == 1, "import onnx: the output '", g.output, "' has per-sample shape ",
-        shape_str(g.output_shape), "; a model returns (classes,) logits");
-  Model m;
-  m.name = kGraphModelName;
-  m.policy = Policy::parse(policy);
-  m.graph = g.spec;
-  m.input_shape = g.input_shape;
-  m.num_classes = g.output_shape[0];
-  m.net = std::make_unique<Sequential>(m.input_shape);
-  m.net->add(std::move(g.graph));
-  return m;
+  return graph_model(std::move(g.graph), g.spec, policy, "import onnx", g.output);
 }
 
 const std::vector<std::string>& onnx_graph_op_types() {

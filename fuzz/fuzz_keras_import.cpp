@@ -6,7 +6,7 @@
 // reader's); graphs with a value over 2^20 elements per sample are not run.
 // Seeds: fuzz/corpus/keras_import (docs/RELIABILITY.md says how they were made).
 #include "convert/keras_import.h"
-#include "fuzz/fuzz_common.h"
+#include "fuzz/fuzz_graph.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, std::size_t size) {
   using namespace driftlab;
@@ -16,16 +16,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, std::size_t size) {
     const std::string text = bytes.substr(0, nul);
     const std::string weights = nul == std::string::npos ? "" : bytes.substr(nul + 1);
     convert::KerasGraph g = convert::import_keras_bytes(text, weights, "fuzz.json", "tensorflow", uint64_t{64} << 20);
-    for (std::size_t v = 0; v < g.graph->num_values(); ++v)
-      if (shape_numel(g.graph->value_shape(static_cast<int>(v))) > (int64_t{1} << 20)) return;
-    Shape s{1};
-    s.insert(s.end(), g.input_shape.begin(), g.input_shape.end());
-    ExecContext exec;
-    RunContext ctx = RunContext::inference(exec);
-    const Tensor y = g.graph->forward(ctx, Tensor(s, DType::f32));
-    Shape want{1};
-    want.insert(want.end(), g.output_shape.begin(), g.output_shape.end());
-    fuzz_require(y.shape() == want, "keras import: output shape");
+    fuzz_forward_graph(*g.graph, g.input_shape, g.output_shape, "keras import: output shape");
   });
   return 0;
 }

@@ -5,22 +5,13 @@
 // Seeds: ONNX's node-test models of the imported ops (fuzz/corpus/onnx_graph_import, written by
 // tests/onnx_node/generate.sh; docs/RELIABILITY.md).
 #include "convert/onnx_graph_import.h"
-#include "fuzz/fuzz_common.h"
+#include "fuzz/fuzz_graph.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, std::size_t size) {
   using namespace driftlab;
   fuzz_one([&] {
     convert::OnnxGraph g = convert::import_onnx_graph_bytes(fuzz_bytes(data, size), "fuzz.onnx");
-    for (std::size_t v = 0; v < g.graph->num_values(); ++v)
-      if (shape_numel(g.graph->value_shape(static_cast<int>(v))) > (int64_t{1} << 20)) return;
-    Shape s{1};
-    s.insert(s.end(), g.input_shape.begin(), g.input_shape.end());
-    ExecContext exec;
-    RunContext ctx = RunContext::inference(exec);
-    const Tensor y = g.graph->forward(ctx, Tensor(s, DType::f32));
-    Shape want{1};
-    want.insert(want.end(), g.output_shape.begin(), g.output_shape.end());
-    fuzz_require(y.shape() == want, "onnx graph import: output shape");
+    fuzz_forward_graph(*g.graph, g.input_shape, g.output_shape, "onnx graph import: output shape");
   });
   return 0;
 }

@@ -362,6 +362,34 @@ std::unique_ptr<GraphLayer> build_graph(const json& spec, const Policy& policy, 
   return b.release();
 }
 
+Model graph_model(std::unique_ptr<GraphLayer> g, const std::string& spec, const std::string& policy,
+                  const std::string& who, const std::string& output) {
+  const Shape out = g->output_shape();
+  check(out.size() == 1, who, ": the output '", output, "' has per-sample shape ",
+        shape_str(out), "; a model returns (classes,) logits");
+  Model m;
+  m.name = kGraphModelName;
+  m.policy = Policy::parse(policy);
+  m.graph = spec;
+  m.input_shape = g->value_shape(0);
+  m.num_classes = out[0];
+  m.net = std::make_unique<Sequential>(m.input_shape);
+  m.net->add(std::move(g));
+  return m;
+}
+
+void check_utf8_name(const std::string& s, const std::string& what) {
+  std::size_t i = 0;
+  while (i < s.size()) {
+    const unsigned char c = static_cast<unsigned char>(s[i]);
+    const int len = c < 0x80 ? 1 : (c >> 5) == 0x6 ? 2 : (c >> 4) == 0xe ? 3 : (c >> 3) == 0x1e ? 4 : 0;
+    bool ok = len > 0 && i + static_cast<std::size_t>(len) <= s.size();
+    for (int k = 1; ok && k < len; ++k) ok = (static_cast<unsigned char>(s[i + static_cast<std::size_t>(k)]) >> 6) == 0x2;
+    check(ok, what, " is not valid UTF-8 (byte ", i, ")");
+    i += static_cast<std::size_t>(len);
+  }
+}
+
 void build_graph_model(Model& m, Rng& rng, uint64_t max_param_bytes) {
   json spec;
   try {

@@ -68,6 +68,13 @@ class GraphBuilder {
 // spec asks for, checked before each is allocated (a model file's data size; 0: no bound).
 std::unique_ptr<GraphLayer> build_graph(const nlohmann::json& spec, const Policy& policy, Rng& rng,
                                         uint64_t max_param_bytes = 0);
+// An importer's built graph as a Model named "graph" under `policy`, `spec` its graph spec text; the
+// graph must return (classes,) logits (errors start with `who`, "import onnx" or "import keras", and
+// name the file's `output`).
+Model graph_model(std::unique_ptr<GraphLayer> g, const std::string& spec, const std::string& policy,
+                  const std::string& who, const std::string& output);
+// Names a graph spec holds (JSON): valid UTF-8, else an error "<what> is not valid UTF-8 (byte i)".
+void check_utf8_name(const std::string& s, const std::string& what);
 // m.graph (the spec's text) built into m: input_shape, num_classes and net (one GraphLayer).
 void build_graph_model(Model& m, Rng& rng, uint64_t max_param_bytes = 0);
 

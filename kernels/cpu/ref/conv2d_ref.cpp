@@ -46,6 +46,19 @@ bool depthwise_case(const Conv2dParams& p) {
   return p.groups == p.c && p.sum_order == SumOrder::ascending && !generic_loops_only();
 }
 
+// A depthwise weight (K,1,R,S) as (R*S, K): the tap applied at (r,s) (flipped where the params say),
+// the channels innermost: what the channels-inner loops read.
+template <typename T>
+std::vector<T> taps_channels_last(const Conv2dParams& p, const T* w) {
+  const int64_t K = p.k, RS = p.r * p.s;
+  std::vector<T> wt(static_cast<std::size_t>(RS * K));
+  for (int64_t k = 0; k < K; ++k)
+    for (int64_t r = 0; r < p.r; ++r)
+      for (int64_t s = 0; s < p.s; ++s)
+        wt[static_cast<std::size_t>((r * p.s + s) * K + k)] = w[k * RS + tap(r, p.r, p.flip) * p.s + tap(s, p.s, p.flip)];
+  return wt;
+}
+
 // Multiplier 1 and enough channels (MobileNet's layers: 4x4 down to 1x1 planes of hundreds of
 // channels, where the plane loops' per-plane costs dominate): per image, the channels made the
 // innermost axis (the input and the taps transposed once), every output position's taps in the
@@ -53,12 +66,8 @@ bool depthwise_case(const Conv2dParams& p) {
 // tap reading padding adds 0 * w as the generic loops do.
 template <typename T>
 void depthwise_forward_channels_inner(const Conv2dParams& p, const T* x, const T* w, const T* b, T* y) {
-  const int64_t P = p.out_h(), Q = p.out_w(), K = p.k, HW = p.h * p.w, PQ = P * Q, RS = p.r * p.s;
-  std::vector<T> wt(static_cast<std::size_t>(RS * K));  // (tap applied at (r,s), channel)
-  for (int64_t k = 0; k < K; ++k)
-    for (int64_t r = 0; r < p.r; ++r)
-      for (int64_t s = 0; s < p.s; ++s)
-        wt[static_cast<std::size_t>((r * p.s + s) * K + k)] = w[k * RS + tap(r, p.r, p.flip) * p.s + tap(s, p.s, p.flip)];
+  const int64_t P = p.out_h(), Q = p.out_w(), K = p.k, HW = p.h * p.w, PQ = P * Q;
+  const std::vector<T> wt = taps_channels_last(p, w);
 #pragma omp parallel
   {
     std::vector<T> xt(static_cast<std::size_t>(HW * K)), acc(static_cast<std::size_t>(PQ * K));
@@ -149,12 +158,8 @@ void depthwise_forward(const Conv2dParams& p, const T* x, const T* w, const T* b
 // each a pass over the channels; taps off the output grid skipped as there.
 template <typename T>
 void depthwise_backward_data_channels_inner(const Conv2dParams& p, const T* dy, const T* w, T* dx) {
-  const int64_t P = p.out_h(), Q = p.out_w(), K = p.k, HW = p.h * p.w, PQ = P * Q, RS = p.r * p.s;
-  std::vector<T> wt(static_cast<std::size_t>(RS * K));
-  for (int64_t k = 0; k < K; ++k)
-    for (int64_t r = 0; r < p.r; ++r)
-      for (int64_t s = 0; s < p.s; ++s)
-        wt[static_cast<std::size_t>((r * p.s + s) * K + k)] = w[k * RS + tap(r, p.r, p.flip) * p.s + tap(s, p.s, p.flip)];
+  const int64_t P = p.out_h(), Q = p.out_w(), K = p.k, HW = p.h * p.w, PQ = P * Q;
+  const std::vector<T> wt = taps_channels_last(p, w);
 #pragma omp parallel
   {
     std::vector<T> dyt(static_cast<std::size_t>(PQ * K)), acc(static_cast<std::size_t>(HW * K));
