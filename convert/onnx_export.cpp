@@ -385,6 +385,8 @@ std::string emit_graph(Ctx& c, GraphLayer& g, const std::string& x, const std::s
         c.report.nodes.push_back(nn + ": Reshape");
         break;
       }
+      case GraphOp::multi:
+        fail("export onnx: ", nn, " (", n.layer->kind(), ") has no float ONNX form (an int8 graph: not exported yet)");
     }
     v[static_cast<std::size_t>(n.output)] = y;
   }

@@ -293,6 +293,7 @@ class QuantOnnxEmit : public LayerVisitor, public quant::QuantLayerVisitor {
   void visit(quant::DequantizeLayer& l) override { refuse(l); }
   void visit(quant::QDynDenseLayer& l) override { refuse(l); }
   void visit(quant::QDynRnnLayer& l) override { refuse(l); }
+  void visit(quant::QAddLayer& l) override { refuse(l); }
   void visit(quant::FakeQuantLayer& l) override { refuse(l); }
   void visit(Conv2dLayer& l) override { refuse(l); }
   void visit(Pool2dLayer& l) override { refuse(l); }
@@ -323,6 +324,7 @@ class QuantOnnxEmit : public LayerVisitor, public quant::QuantLayerVisitor {
   static Support support(Kind<quant::QReluLayer>) { return Support::all("Max(q, zero point) / QDQ Relu"); }
   static Support support(Kind<quant::QDynDenseLayer>) { return Support::none("dynamic int8: no ONNX mapping here"); }
   static Support support(Kind<quant::QDynRnnLayer>) { return Support::none("dynamic int8: no ONNX mapping here"); }
+  static Support support(Kind<quant::QAddLayer>) { return Support::none("int8 graphs: not exported yet"); }
   static Support support(Kind<quant::FakeQuantLayer>) { return Support::none("training-time fake quantization"); }
   static Support support(Kind<Conv2dLayer>) { return Support::none("not in an int8 model (qconv2d is)"); }
   static Support support(Kind<Pool2dLayer>) { return Support::none("not in an int8 model (qmaxpool2d is)"); }
@@ -335,7 +337,7 @@ class QuantOnnxEmit : public LayerVisitor, public quant::QuantLayerVisitor {
   static Support support(Kind<EmbeddingLayer>) { return Support::none("not in a static int8 model"); }
   static Support support(Kind<RnnLayer>) { return Support::none("not in a static int8 model"); }
   static Support support(Kind<ResidualLayer>) { return Support::none("not in an int8 model (qresidual is)"); }
-  static Support support(Kind<GraphLayer>) { return Support::none("not in an int8 model"); }
+  static Support support(Kind<GraphLayer>) { return Support::none("int8 graphs: not exported yet"); }
   static Support support(Kind<ExternalLayer>) { return Support::some("quant/'s kinds, each as its own row says"); }
 
  private:

@@ -293,6 +293,8 @@ class TfjsEmit : public LayerVisitor {
           out_.layers.push_back(where_ + ": Reshape (its order the same channels-first and -last)");
           break;
         }
+        case GraphOp::multi:
+          fail("export tfjs: ", where_, " (", n.layer->kind(), ") has no TF.js layer");
       }
       v[static_cast<std::size_t>(n.output)] = w_.current;
     }

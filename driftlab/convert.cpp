@@ -292,7 +292,7 @@ OrtLocaliseResult localise_against_ort(const OrtLocaliseRequest& o) {
     const Tensor theirs = read_npy(f);
     NodeAgreement a;
     a.node = node.name;
-    a.op = node.op == GraphOp::layer ? node.layer->kind() : graph_op_name(node.op);
+    a.op = node.layer ? node.layer->kind() : graph_op_name(node.op);
     a.value = values[i];
     a.shape = gl.value_shape(node.output);
     const Tensor mine = ours[i].to(DType::f32);

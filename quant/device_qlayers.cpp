@@ -195,7 +195,10 @@ std::unique_ptr<DeviceLayer> DequantizeLayer::make_device(CudaContext&) {
   return std::make_unique<DeviceQuantize>(shape_, p_, false);
 }
 
-std::string QConv2dLayer::device_unsupported() const { return dot_unsupported(p_.dot); }
+std::string QConv2dLayer::device_unsupported() const {
+  if (p_.g.groups != 1) return "grouped qconv2d (groups " + std::to_string(p_.g.groups) + ") has no CUDA kernel yet";
+  return dot_unsupported(p_.dot);
+}
 std::unique_ptr<DeviceLayer> QConv2dLayer::make_device(CudaContext& ctx) {
   return std::make_unique<DeviceQConv2d>(ctx, *this);
 }
@@ -212,6 +215,13 @@ std::unique_ptr<DeviceLayer> QMaxPool2dLayer::make_device(CudaContext&) {
 
 std::string QReluLayer::device_unsupported() const { return ""; }
 std::unique_ptr<DeviceLayer> QReluLayer::make_device(CudaContext&) { return std::make_unique<DeviceQRelu>(*this); }
+
+std::string QAddLayer::device_unsupported() const {
+  return "qadd runs in int8 graphs, which have no CUDA path yet (graph models run on the CPU)";
+}
+std::unique_ptr<DeviceLayer> QAddLayer::make_device(CudaContext&) {
+  fail("qadd: ", device_unsupported());
+}
 
 std::string QGlobalAvgPoolLayer::device_unsupported() const { return ""; }
 std::unique_ptr<DeviceLayer> QGlobalAvgPoolLayer::make_device(CudaContext&) {
@@ -239,7 +249,7 @@ namespace {
 struct DeviceQuantSupport {
   static Support support(Kind<QuantizeLayer>) { return Support::all("own kernel"); }
   static Support support(Kind<DequantizeLayer>) { return Support::all("own kernel"); }
-  static Support support(Kind<QConv2dLayer>) { return Support::some("__dp4a kernels; the dot rules they have"); }
+  static Support support(Kind<QConv2dLayer>) { return Support::some("__dp4a kernels; the dot rules they have; one group"); }
   static Support support(Kind<QDenseLayer>) { return Support::some("__dp4a kernels; the dot rules they have"); }
   static Support support(Kind<QMaxPool2dLayer>) { return Support::all("own kernel"); }
   static Support support(Kind<QGlobalAvgPoolLayer>) { return Support::all("own kernel"); }
@@ -247,6 +257,7 @@ struct DeviceQuantSupport {
   static Support support(Kind<QReluLayer>) { return Support::all("own kernel"); }
   static Support support(Kind<QDynDenseLayer>) { return Support::none("no CUDA implementation yet"); }
   static Support support(Kind<QDynRnnLayer>) { return Support::none("no CUDA implementation yet"); }
+  static Support support(Kind<QAddLayer>) { return Support::none("int8 graphs: no CUDA path yet"); }
   static Support support(Kind<FakeQuantLayer>) { return Support::none("no CUDA implementation yet"); }
 };
 

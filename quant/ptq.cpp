@@ -14,6 +14,7 @@
 #include "engine/layers/pool_layer.h"
 #include "engine/layers/residual_layer.h"
 #include "engine/random.h"
+#include "quant/graph_ptq.h"
 #include "quant/qlayers.h"
 
 namespace driftlab {
@@ -21,7 +22,7 @@ namespace quant {
 
 namespace {
 
-enum class UnitKind { conv, dense, maxpool, flatten, relu, gap, residual };
+enum class UnitKind { conv, dense, maxpool, flatten, relu, gap, residual, graph };
 
 // A piece of the fp32 network that becomes one int8 layer: a conv takes the BatchNorm after it
 // along (folded), a conv/dense/residual the ReLU after it when the scheme fuses it.
@@ -31,11 +32,14 @@ struct Unit {
   bool relu = false;                 // a fused ReLU (conv, dense, residual add)
   std::unique_ptr<Conv2dLayer> folded;  // conv + BatchNorm folded (fp32): what calibration runs
   std::vector<Unit> inner;           // residual: the units of its main path
+  std::shared_ptr<GraphPlan> graph;  // graph: its units (quant/graph_ptq.h)
   int observer = -1;                 // the activation point of its output (conv, dense, residual)
   std::string name;                  // "<path>.<kind>" of the fp32 layer whose output is observed
 };
 
 bool is_relu(ActivationLayer& a) { return a.op_params().kind == ActKind::relu; }
+
+}  // namespace
 
 // torch.nn.utils.fusion.fuse_conv_bn_weights (PyTorch 1.13, used by fuse_modules for eval PTQ), in
 // its float32 tensor order: rsq = 1/sqrt(var + eps) (torch.rsqrt: Vectorized rsqrt is 1/sqrt),
@@ -44,8 +48,6 @@ bool is_relu(ActivationLayer& a) { return a.op_params().kind == ActKind::relu; }
 std::unique_ptr<Conv2dLayer> fold_conv_bn(Conv2dLayer& conv, BatchNormLayer& bn, const Shape& in, const Policy& policy,
                                           const std::string& where) {
   const Conv2dParams& g = conv.op_params();
-  check(g.pad_t == g.pad_b && g.pad_l == g.pad_r && g.stride_h == g.stride_w && g.dil_h == g.dil_w, where,
-        ": folding needs symmetric padding, stride and dilation (", g.str(), ")");
   check(policy.bn_running_var != BnRunningVar::lasagne_inv_std, where,
         ": bn_running_var=lasagne_inv_std keeps 1/std, not the variance: folding it is not implemented");
   Conv2dSpec spec;
@@ -53,10 +55,12 @@ std::unique_ptr<Conv2dLayer> fold_conv_bn(Conv2dLayer& conv, BatchNormLayer& bn,
   spec.kernel_h = g.r;
   spec.kernel_w = g.s;
   spec.stride = g.stride_h;
+  spec.stride_w = g.stride_w;
   spec.dilation = g.dil_h;
-  spec.pad = PadMode::explicit_pad;
-  spec.pad_h = g.pad_t;
-  spec.pad_w = g.pad_l;
+  spec.dilation_w = g.dil_w;
+  spec.groups = g.groups;
+  spec.pad = PadMode::explicit4;
+  spec.pads4[0] = g.pad_t, spec.pads4[1] = g.pad_b, spec.pads4[2] = g.pad_l, spec.pads4[3] = g.pad_r;
   spec.bias = true;
   Rng rng(policy.rng_engine, 0);
   auto f = std::make_unique<Conv2dLayer>(spec, in, policy, rng);
@@ -83,6 +87,8 @@ std::unique_ptr<Conv2dLayer> fold_conv_bn(Conv2dLayer& conv, BatchNormLayer& bn,
   }
   return f;
 }
+
+namespace {
 
 std::vector<Unit> plan_units(Sequential& net, bool relu_fused, const Policy& policy, const std::string& prefix);
 
@@ -144,11 +150,14 @@ class Planner : public LayerVisitor {
   void visit(DropoutLayer&) override { refuse(); }
   void visit(EmbeddingLayer&) override { refuse(); }
   void visit(RnnLayer&) override { refuse(); }
-  void visit(GraphLayer&) override { refuse(); }
+  void visit(GraphLayer& g) override {
+    u_.kind = UnitKind::graph;
+    u_.graph = plan_graph(g, relu_fused_, policy_, prefix_ + std::to_string(i_) + ".graph.");
+  }
   void visit(ExternalLayer&) override { refuse(); }
 
   // The capability table's int8 static column.
-  static Support support(Kind<Conv2dLayer>) { return Support::some("qconv2d, a BatchNorm after it folded; symmetric pads"); }
+  static Support support(Kind<Conv2dLayer>) { return Support::all("qconv2d (grouped too), a BatchNorm after it folded"); }
   static Support support(Kind<DenseLayer>) { return Support::all("qdense"); }
   static Support support(Kind<Pool2dLayer>) { return Support::some("qmaxpool2d; max pooling only"); }
   static Support support(Kind<FlattenLayer>) { return Support::all("flatten on int8"); }
@@ -156,9 +165,9 @@ class Planner : public LayerVisitor {
   static Support support(Kind<ResidualLayer>) { return Support::some("qresidual; identity or option-A shortcut"); }
   static Support support(Kind<ActivationLayer>) { return Support::some("qrelu or fused; relu only"); }
   static Support support(Kind<BatchNormLayer>) { return Support::some("folded into the conv before it only"); }
-  static Support support(Kind<DropoutLayer>) { return Support::none("no int8 form yet"); }
+  static Support support(Kind<DropoutLayer>) { return Support::some("the identity in a graph model; no int8 form in a Sequential yet"); }
   static Support support(Kind<EmbeddingLayer>) { return Support::none("no int8 form yet"); }
-  static Support support(Kind<GraphLayer>) { return Support::none("graph models: not yet"); }
+  static Support support(Kind<GraphLayer>) { return Support::some("an int8 graph: conv (+bn, +relu), dense, add (+relu), pools, flatten; quant/graph_ptq.h"); }
   static Support support(Kind<RnnLayer>) { return Support::none("dynamic quantization only"); }
   static Support support(Kind<ExternalLayer>) { return Support::none("int8 layers and mirrors: quantize the fp32 model"); }
 
@@ -195,6 +204,7 @@ std::vector<Unit> plan_units(Sequential& net, bool relu_fused, const Policy& pol
 void number_points(std::vector<Unit>& units, std::vector<std::string>& names, bool gap_point) {
   for (Unit& u : units) {
     if (u.kind == UnitKind::residual) number_points(u.inner, names, gap_point);
+    if (u.kind == UnitKind::graph) number_graph_points(*u.graph, names, gap_point);
     if (u.kind == UnitKind::conv || u.kind == UnitKind::dense || u.kind == UnitKind::residual ||
         (u.kind == UnitKind::gap && gap_point)) {
       u.observer = static_cast<int>(names.size());
@@ -239,6 +249,8 @@ Tensor run_fp32(std::vector<Unit>& units, Sequential& net, Tensor x, RunContext&
       float* yd = y.data<float>();
       const float* sd = s.data<float>();
       for (int64_t i = 0; i < y.numel(); ++i) yd[i] += sd[i];
+    } else if (u.kind == UnitKind::graph) {
+      y = run_graph_fp32(*u.graph, static_cast<GraphLayer&>(l), x, ctx, obs);
     } else if (u.folded) {
       y = u.folded->forward(ctx, x);
     } else {
@@ -250,6 +262,8 @@ Tensor run_fp32(std::vector<Unit>& units, Sequential& net, Tensor x, RunContext&
   }
   return x;
 }
+
+}  // namespace
 
 Param* param_named(Layer& l, const std::string& name) {
   for (Param* p : l.params())
@@ -268,6 +282,8 @@ Tensor unflip(const Tensor& w) {
       for (int64_t x = 0; x < s; ++x) b[(i * r + y) * s + x] = a[(i * r + (r - 1 - y)) * s + (s - 1 - x)];
   return out;
 }
+
+namespace {
 
 Tensor rows(const Tensor& x, int64_t start, int64_t count) {
   Shape s = x.shape();
@@ -332,6 +348,9 @@ void convert_units(std::vector<Unit>& units, Sequential& net, const QuantScheme&
           out.add(std::make_unique<QGlobalAvgPoolLayer>(in, s.act_dtype, cur.zero_point, policy.quant_backend));
         }
         break;
+      case UnitKind::graph:
+        out.add(convert_graph(*u.graph, static_cast<GraphLayer&>(l), s, policy, q, cur));
+        break;
       case UnitKind::residual: {
         auto& r = static_cast<ResidualLayer&>(l);
         auto main = std::make_unique<Sequential>(in);
@@ -357,6 +376,7 @@ Model convert_model(Model& fp32, const Policy& policy, std::vector<Unit>& units,
   const QuantScheme s = QuantScheme::from_policy(policy);
   Model m;
   m.name = fp32.name;
+  m.graph = fp32.graph;  // a graph model's spec: the file rebuilds the fp32 graph, then its int8 form
   m.policy = policy;
   m.input_shape = fp32.input_shape;
   m.num_classes = fp32.num_classes;
@@ -373,9 +393,29 @@ Model convert_model(Model& fp32, const Policy& policy, std::vector<Unit>& units,
 
 SupportColumn ptq_support() { return support_of<Planner>(); }
 
+namespace {
+// quantize_model with every point's scale and zero point given (PtqOptions::qparams).
+PtqResult with_qparams(Model& fp32, const Policy& policy, const std::vector<ActQParams>& q) {
+  const QuantScheme s = QuantScheme::from_policy(policy);
+  std::vector<Unit> units = plan_units(*fp32.net, s.relu_fused, fp32.policy, "");
+  std::vector<std::string> names{"input"};
+  number_points(units, names, s.avg_pool_own_qparams());
+  check(q.size() == names.size(), "quantize: ", q.size(), " given scale/zero point pairs for the model's ", names.size(),
+        " activation points");
+  PtqResult result;
+  for (std::size_t i = 0; i < q.size(); ++i) {
+    check(std::isfinite(q[i].scale) && q[i].scale > 0, "quantize: given scale of point ", names[i], " is ", q[i].scale);
+    result.points.push_back({names[i], Range{0, 0}, q[i]});
+  }
+  result.model = convert_model(fp32, policy, units, q);
+  return result;
+}
+}  // namespace
+
 PtqResult quantize_model(Model& fp32, const Policy& policy, const Tensor& calib, const PtqOptions& o) {
   check(fp32.dtype() == DType::f32, "quantize: the fp32 model must be float32 (policy dtype=",
         fp32.policy.dtype == FloatType::float64 ? "float64" : "float32", ")");
+  if (!o.qparams.empty()) return with_qparams(fp32, policy, o.qparams);
   check(calib.dtype() == DType::f32 && calib.rank() >= 1 && calib.dim(0) > 0, "quantize: calibration data must be "
         "float32 with at least one sample, got ", dtype_name(calib.dtype()), " ", shape_str(calib.shape()));
   Shape per_sample(calib.shape().begin() + 1, calib.shape().end());

@@ -6,8 +6,8 @@
 //
 // Layers supported: conv2d (+ BatchNorm, folded as torch.nn.utils.fusion does) (+ relu), dense
 // (+ relu), max pooling, flatten, relu, global average pooling, residual blocks with identity or
-// option-A shortcuts (+ relu, fused into the add): LeNet-1, LeNet-5, ResNet-20. Any other layer is
-// refused by name. Point names refer to the fp32 layer whose output is observed ("3.residual.main.2.relu").
+// option-A shortcuts (+ relu, fused into the add): LeNet-1, LeNet-5, ResNet-20; and graph models
+// (quant/graph_ptq.h: grouped convs, adds of two values). Any other layer is refused by name. Point names refer to the fp32 layer whose output is observed ("3.residual.main.2.relu").
 #pragma once
 #include <string>
 #include <vector>
@@ -20,6 +20,10 @@ namespace quant {
 
 struct PtqOptions {
   int64_t calib_batch = 32;  // calibration samples per forward (the histogram observer depends on it)
+  // When not empty: the scale and zero point of every point, in PtqResult::points' order, used
+  // instead of calibrating (another toolchain's, to compare the integer arithmetic alone); the
+  // calibration data may then be left undefined, and each point's range is reported as [0, 0].
+  std::vector<ActQParams> qparams;
 };
 
 // One calibrated activation: where it is and the scale/zero point it was given.

@@ -344,6 +344,67 @@ Tensor QGlobalAvgPoolLayer::forward(RunContext& ctx, const Tensor& x) {
   return y;
 }
 
+QAddLayer::QAddLayer(const Shape& shape, const QuantScheme& s, const QAddSpec& spec, KernelBackend backend)
+    : shape_(shape), scheme_(s), spec_(spec), backend_(backend) {
+  bufs_.push_back(buffer("a_scale", scalar_f32(spec.a.scale)));
+  bufs_.push_back(buffer("a_zero_point", scalar_i32(spec.a.zero_point)));
+  bufs_.push_back(buffer("b_scale", scalar_f32(spec.b.scale)));
+  bufs_.push_back(buffer("b_zero_point", scalar_i32(spec.b.zero_point)));
+  bufs_.push_back(buffer("out_scale", scalar_f32(spec.out.scale)));
+  bufs_.push_back(buffer("out_zero_point", scalar_i32(spec.out.zero_point)));
+  refresh();
+}
+
+void QAddLayer::refresh() {
+  spec_.a = {buf("a_scale").data<float>()[0], buf("a_zero_point").data<int32_t>()[0]};
+  spec_.b = {buf("b_scale").data<float>()[0], buf("b_zero_point").data<int32_t>()[0]};
+  spec_.out = {buf("out_scale").data<float>()[0], buf("out_zero_point").data<int32_t>()[0]};
+  check_zero_point("qadd", "a", spec_.a.zero_point, scheme_.act_dtype);
+  check_zero_point("qadd", "b", spec_.b.zero_point, scheme_.act_dtype);
+  check_zero_point("qadd", "output", spec_.out.zero_point, scheme_.act_dtype);
+  p_ = QAddParams{};
+  p_.rule = scheme_.add_rule;
+  p_.a_scale = spec_.a.scale, p_.a_zero_point = spec_.a.zero_point;
+  p_.b_scale = spec_.b.scale, p_.b_zero_point = spec_.b.zero_point;
+  p_.y_scale = spec_.out.scale, p_.y_zero_point = spec_.out.zero_point;
+  p_.dtype = scheme_.act_dtype;
+  p_.offset = scheme_.add_offset;
+  p_.lo = spec_.relu ? std::max(scheme_.act_type_min, spec_.out.zero_point) : scheme_.act_type_min;
+  p_.hi = scheme_.act_type_max;
+  p_.resolve();
+}
+
+std::string QAddLayer::describe() const {
+  std::ostringstream os;
+  os << "qadd " << qadd_rule_name(p_.rule) << (spec_.relu ? " + relu" : "") << " a " << qdesc(spec_.a.scale, spec_.a.zero_point)
+     << " b " << qdesc(spec_.b.scale, spec_.b.zero_point) << " out " << qdesc(spec_.out.scale, spec_.out.zero_point);
+  return os.str();
+}
+
+Tensor QAddLayer::forward(RunContext&, const Tensor&) {
+  fail("qadd: reads two values; it runs as a node of an int8 graph (GraphLayer::add_multi)");
+}
+
+Shape QAddLayer::output_shape_for(const std::vector<Shape>& in, const std::string& who) const {
+  check(in.size() == 2, who, ": adds two values, given ", in.size());
+  check(in[0] == shape_ && in[1] == shape_, who, ": inputs ", shape_str(in[0]), " and ", shape_str(in[1]),
+        " (the int8 add takes two values of shape ", shape_str(shape_), ", no broadcasting)");
+  return shape_;
+}
+
+Tensor QAddLayer::forward_all(RunContext& ctx, const std::vector<const Tensor*>& xs) {
+  check(xs.size() == 2, "qadd: adds two values, given ", xs.size());
+  const Tensor &a = *xs[0], &b = *xs[1];
+  check_input("qadd", a, shape_);
+  check(b.shape() == a.shape() && b.dtype() == a.dtype(), "qadd: inputs ", shape_str(a.shape()), " ",
+        dtype_name(a.dtype()), " and ", shape_str(b.shape()), " ", dtype_name(b.dtype()));
+  QAddParams p = p_;
+  if (a.rank() == 4) p.n = a.dim(0), p.c = a.dim(1), p.h = a.dim(2), p.w = a.dim(3);  // channels-last positions (onednn's tail)
+  Tensor out = Tensor::empty(a.shape(), a.dtype());
+  ctx.exec.pick(ctx.exec.kernels.qadd, backend_, p, a.dtype()).forward(p, a, b, out);
+  return out;
+}
+
 QResidualLayer::QResidualLayer(std::unique_ptr<Sequential> main, const QuantScheme& s, const QResidualSpec& spec,
                                KernelBackend backend)
     : main_(std::move(main)), scheme_(s), spec_(spec), in_(main_->input_shape()), backend_(backend) {

@@ -7,6 +7,7 @@
 // kernels come from the registry (KernelBackend `backend`, reference by default).
 // Quantized models are inference-only: backward throws.
 #pragma once
+#include "engine/layers/graph_layer.h"
 #include "engine/layers/layer.h"
 #include "engine/layers/sequential.h"
 #include "core/ops/qadd.h"
@@ -213,6 +214,40 @@ class QResidualLayer : public QuantLayerBase {
   QuantScheme scheme_;
   QResidualSpec spec_;
   Shape in_;
+  QAddParams p_;
+  KernelBackend backend_;
+};
+
+// The quantized add of two values of an int8 graph (GraphLayer::add_multi; torch's
+// FloatFunctional.add / add_relu, ONNX Runtime's QLinearAdd): a and b of one shape, each with
+// its own scale and zero point, added by the scheme's rule (core/ops/qadd.h) into the output's,
+// a ReLU after it fused as the clamp. Input order is the graph's (a rule may not be symmetric).
+struct QAddSpec {
+  ActQParams a, b, out;
+  bool relu = false;
+};
+
+class QAddLayer : public QuantLayerBase, public MultiInputLayer {
+ public:
+  DL_ACCEPT_QUANT_VISITOR(qadd)
+  QAddLayer(const Shape& shape, const QuantScheme& s, const QAddSpec& spec,
+            KernelBackend backend = KernelBackend::reference);
+  std::string kind() const override { return "qadd"; }
+  std::string device_unsupported() const override;  // quant/device_qlayers.cpp
+  std::unique_ptr<DeviceLayer> make_device(cuda::CudaContext& ctx) override;
+  std::string describe() const override;
+  Shape output_shape() const override { return shape_; }
+  Tensor forward(RunContext& ctx, const Tensor& x) override;  // throws: it reads two values
+  Shape output_shape_for(const std::vector<Shape>& inputs, const std::string& who) const override;
+  Tensor forward_all(RunContext& ctx, const std::vector<const Tensor*>& xs) override;
+  void refresh() override;
+  const QAddSpec& spec() const { return spec_; }
+  const QAddParams& add_params() const { return p_; }
+
+ private:
+  Shape shape_;
+  QuantScheme scheme_;
+  QAddSpec spec_;
   QAddParams p_;
   KernelBackend backend_;
 };

@@ -4,6 +4,8 @@
 #include <limits>
 
 #include "core/error.h"
+#include "engine/layers/graph_layer.h"
+#include "engine/layers/visit.h"
 #include "quant/qlayers.h"
 
 namespace driftlab {
@@ -37,6 +39,21 @@ Tensor walk(Sequential& seq, Tensor x, RunContext& ctx, std::vector<Tensor>& act
       x = r->forward_with(ctx, x, [&](Sequential& main, const Tensor& in) { return walk(main, in, ctx, acts, by); });
       acts.push_back(x);
       if (by) by->push_back(&l);
+      continue;
+    }
+    if (auto* g = layer_as<GraphLayer>(l)) {  // an int8 graph: its points in node order
+      const std::vector<Tensor> ys = g->node_outputs(ctx, x);
+      for (std::size_t j = 0; j < g->num_nodes(); ++j) {
+        Layer* nl = g->node(j).layer.get();
+        if (!nl) continue;
+        auto* gap = quant_layer_as<QGlobalAvgPoolLayer>(*nl);
+        const std::string k = nl->kind();
+        if (k == "qconv2d" || k == "qdense" || k == "qadd" || (gap && gap->own_qparams())) {
+          acts.push_back(ys[j]);
+          if (by) by->push_back(nl);
+        }
+        if (g->node(j).output == g->output_value()) x = ys[j];
+      }
       continue;
     }
     x = l.forward(ctx, x);

@@ -208,6 +208,7 @@ class Mirror : public LayerVisitor, public QuantLayerVisitor {
   void visit(GraphLayer& l) override { refuse(l); }
   void visit(QDynDenseLayer& l) override { refuse(l); }
   void visit(QDynRnnLayer& l) override { refuse(l); }
+  void visit(QAddLayer& l) override { refuse(l); }
   void visit(FakeQuantLayer& l) override { refuse(l); }
   void refuse(Layer& l) {
     fail("fake_quant_model: layer ", path_, " (", l.kind(), ") has no fake-quantized float mirror yet (the STE "
@@ -226,6 +227,7 @@ class Mirror : public LayerVisitor, public QuantLayerVisitor {
   static Support support(Kind<QReluLayer>) { return Support::all("relu"); }
   static Support support(Kind<QDynDenseLayer>) { return Support::none("dynamic int8: no mirror yet"); }
   static Support support(Kind<QDynRnnLayer>) { return Support::none("dynamic int8: no mirror yet"); }
+  static Support support(Kind<QAddLayer>) { return Support::none("int8 graphs: no mirror yet"); }
   static Support support(Kind<FakeQuantLayer>) { return Support::none("already a mirror"); }
   static Support support(Kind<FlattenLayer>) { return Support::all("flatten"); }
   static Support support(Kind<Conv2dLayer>) { return Support::none("not in int8 models"); }
@@ -238,7 +240,7 @@ class Mirror : public LayerVisitor, public QuantLayerVisitor {
   static Support support(Kind<EmbeddingLayer>) { return Support::none("not in int8 models"); }
   static Support support(Kind<RnnLayer>) { return Support::none("not in int8 models"); }
   static Support support(Kind<ResidualLayer>) { return Support::none("not in int8 models"); }
-  static Support support(Kind<GraphLayer>) { return Support::none("not in int8 models"); }
+  static Support support(Kind<GraphLayer>) { return Support::none("int8 graphs: no mirror yet"); }
   static Support support(Kind<ExternalLayer>) { return Support::some("quant/'s kinds, as their rows say"); }
 
  private:

@@ -48,6 +48,7 @@ struct CpuQuantSupport {
   DL_CPU(QGlobalAvgPoolLayer, qglobal_avg_pool)
   DL_CPU(QResidualLayer, qresidual)
   DL_CPU(QReluLayer, qrelu)
+  DL_CPU(QAddLayer, qadd)
   DL_CPU(QDynDenseLayer, qdyn_dense)
   DL_CPU(QDynRnnLayer, qdyn_rnn)
 #undef DL_CPU

@@ -33,6 +33,7 @@ namespace quant {
   X(QGlobalAvgPoolLayer, qglobal_avg_pool)       \
   X(QResidualLayer, qresidual)                   \
   X(QReluLayer, qrelu)                           \
+  X(QAddLayer, qadd)                             \
   X(QDynDenseLayer, qdyn_dense)                  \
   X(QDynRnnLayer, qdyn_rnn)                      \
   X(FakeQuantLayer, fake_quant)
@@ -46,7 +47,7 @@ enum class QuantLayerKind {
   DRIFTLAB_QUANT_LAYER_KINDS(DL_KIND_ENUM)
 #undef DL_KIND_ENUM
 };
-constexpr std::size_t kQuantLayerKindCount = 11;
+constexpr std::size_t kQuantLayerKindCount = 12;
 static_assert(static_cast<std::size_t>(QuantLayerKind::fake_quant) + 1 == kQuantLayerKindCount,
               "a kind was added to DRIFTLAB_QUANT_LAYER_KINDS: update kQuantLayerKindCount and every switch over it");
 const char* quant_layer_kind_name(QuantLayerKind k);

@@ -1,5 +1,6 @@
-// Quantized convolution: x (N,C,H,W) int8|uint8, w (K,C,R,S) int8, bias (K) int32 | null ->
-// y (N,K,P,Q) int8|uint8, every output written (=). acc[k] = sum over the window of
+// Quantized convolution: x (N,C,H,W) int8|uint8, w (K,C/G,R,S) int8, bias (K) int32 | null ->
+// y (N,K,P,Q) int8|uint8, every output written (=), G = g.groups (the float conv's grouping:
+// core/ops/conv2d.h). acc[k] = sum over the window (of k's group's channels) of
 // (x_q - x_zp) * w_q, plus the bias, in int32 (DotRule: how the products are summed), then
 // requantized (Requant); both in core/ops/requant.h. Padding reads x_zp (the real value 0).
 #pragma once

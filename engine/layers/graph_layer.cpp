@@ -14,6 +14,7 @@ const char* graph_op_name(GraphOp op) {
     case GraphOp::mul: return "mul";
     case GraphOp::concat: return "concat";
     case GraphOp::reshape: return "reshape";
+    case GraphOp::multi: return "multi";
   }
   fail("graph_op_name: unknown op ", static_cast<int>(op));
 }
@@ -155,6 +156,31 @@ int GraphLayer::add_reshape(const std::string& node, int input, const Shape& per
   return output_;
 }
 
+int GraphLayer::add_multi(const std::string& node, std::unique_ptr<Layer> layer, const std::vector<int>& inputs,
+                          const std::string& out) {
+  auto* m = dynamic_cast<MultiInputLayer*>(layer.get());
+  check(m != nullptr, "graph: node '", node, "' (", layer->kind(), ") is a one-input layer, given ", inputs.size(),
+        " inputs");
+  std::vector<Shape> shapes;
+  for (int v : inputs) {
+    check_input_value(node, v);
+    check(!is_constant(v), "graph: node '", node, "' (", layer->kind(), ") reads constant '", value_name(v),
+          "'; it takes computed values");
+    shapes.push_back(value_shape(v));
+  }
+  GraphNode n;
+  n.name = node;
+  n.op = GraphOp::multi;
+  n.inputs = inputs;
+  Shape y = m->output_shape_for(shapes, "graph: node '" + node + "' (" + layer->kind() + ")");
+  n.multi = m;
+  n.layer = std::move(layer);
+  n.output = new_value(node, out, y);
+  for (int v : n.inputs) last_use_[static_cast<std::size_t>(v)] = static_cast<int>(nodes_.size());
+  nodes_.push_back(std::move(n));
+  return output_;
+}
+
 void GraphLayer::set_output(int value) {
   check(value >= 0 && value < static_cast<int>(values_.size()) && !is_constant(value), "graph: output value ", value,
         " is not a computed value (or the input)");
@@ -167,7 +193,7 @@ std::string GraphLayer::describe() const {
   std::ostringstream os;
   os << "graph of " << nodes_.size() << " nodes:";
   for (const GraphNode& n : nodes_) {
-    os << "\n    " << n.name << ": " << (n.op == GraphOp::layer ? n.layer->describe() : graph_op_name(n.op)) << " (";
+    os << "\n    " << n.name << ": " << (n.layer ? n.layer->describe() : graph_op_name(n.op)) << " (";
     for (std::size_t i = 0; i < n.inputs.size(); ++i) os << (i ? ", " : "") << value_name(n.inputs[i]);
     os << ") -> " << value_name(n.output) << " " << shape_str(value_shape(n.output));
   }
@@ -250,6 +276,12 @@ Tensor GraphLayer::run(RunContext& ctx, const Tensor& x, std::vector<Tensor>* al
         Shape want = value_shape(node.output);
         want.insert(want.begin(), n);
         y = value_at(vals, node.inputs[0]).reshape(want);
+        break;
+      }
+      case GraphOp::multi: {
+        std::vector<const Tensor*> xs;
+        for (int v : node.inputs) xs.push_back(&value_at(vals, v));
+        y = node.multi->forward_all(ctx, xs);
         break;
       }
     }
@@ -336,6 +368,8 @@ Tensor GraphLayer::backward(RunContext& ctx, const Tensor& dy) {
           if (wanted(node.inputs[j])) accumulate(grads[static_cast<std::size_t>(node.inputs[j])], dxs[j]);
         break;
       }
+      case GraphOp::multi:
+        fail("graph: node '", node.name, "' (", node.layer->kind(), ") has no gradient");
       case GraphOp::reshape:
         if (wanted(node.inputs[0])) {
           Shape s = value_shape(node.inputs[0]);

@@ -3,7 +3,8 @@
 // writes one. A node is one of the engine's layers (one input: conv2d, batchnorm, activations,
 // pools, flatten, dense, ...) or an op over several values: add, sub, mul (NumPy broadcasting,
 // core/ops/binary.h) and concat; or a reshape of one value (the same elements, another
-// per-sample shape). Values may be constants (a file's initializers, saved with the
+// per-sample shape); or a layer over several values of another library (GraphOp::multi, a
+// MultiInputLayer: quant/'s requantising add in an int8 graph). Values may be constants (a file's initializers, saved with the
 // model as buffers, not trained).
 //
 // Shapes: a data value has a per-sample shape (the batch axis left off, as every layer's); a
@@ -25,13 +26,25 @@
 
 namespace driftlab {
 
-enum class GraphOp { layer, add, sub, mul, concat, reshape };
+enum class GraphOp { layer, add, sub, mul, concat, reshape, multi };
 const char* graph_op_name(GraphOp op);
+
+// A layer reading several values (GraphOp::multi). The class derives from Layer too (kind,
+// buffers, visitors, the model file see an ordinary layer); its one-input forward is never called
+// by the graph. Forward only: the graph's backward refuses it naming the node.
+class MultiInputLayer {
+ public:
+  virtual ~MultiInputLayer() = default;
+  // The per-sample output shape for these per-sample input shapes; throws starting with `who`.
+  virtual Shape output_shape_for(const std::vector<Shape>& inputs, const std::string& who) const = 0;
+  virtual Tensor forward_all(RunContext& ctx, const std::vector<const Tensor*>& xs) = 0;
+};
 
 struct GraphNode {
   std::string name;  // as the file names it (messages, localisation)
   GraphOp op = GraphOp::layer;
-  std::unique_ptr<Layer> layer;  // GraphOp::layer
+  std::unique_ptr<Layer> layer;  // GraphOp::layer, GraphOp::multi
+  MultiInputLayer* multi = nullptr;  // GraphOp::multi: `layer` as a MultiInputLayer
   std::vector<int> inputs;       // value indices
   int output = -1;
   int axis = 1;  // concat: the axis of the batched values (0 is the batch, refused)
@@ -63,6 +76,9 @@ class GraphLayer : public Layer {
   int add_binary(const std::string& node, BinaryOp op, int a, int b, const std::string& output_name);
   int add_concat(const std::string& node, const std::vector<int>& inputs, int axis, const std::string& output_name);
   int add_reshape(const std::string& node, int input, const Shape& per_sample, const std::string& output_name);
+  // `layer` must also be a MultiInputLayer (else the error names the node and the layer's kind).
+  int add_multi(const std::string& node, std::unique_ptr<Layer> layer, const std::vector<int>& inputs,
+                const std::string& output_name);
   // The value the graph returns (default: the last node's).
   void set_output(int value);
 

@@ -148,7 +148,7 @@ inline void copy_flip(const uint8_t* __restrict src, int64_t n, uint8_t flip, ui
 bool has_padding(const Conv2dParams& g) { return g.pad_t || g.pad_b || g.pad_l || g.pad_r; }
 
 bool qconv2d_supports(const QConv2dParams& p, DType dt) {
-  if (dt != p.x_dtype || !is_q8(p.x_dtype) || !is_q8(p.y_dtype) || p.g.flip) return false;
+  if (dt != p.x_dtype || !is_q8(p.x_dtype) || !is_q8(p.y_dtype) || p.g.flip || p.g.groups != 1) return false;
   // int16 pairs: oneDNN's channels (2j, 2j+1) of one tap are the quad's (c0,c1), (c2,c3); with an
   // odd C the last channel pairs with a channel the quad fills with weight 0 ("pairs with
   // nothing", as oneDNN's). With C even ORT's adjacent (kh, kw, c) terms are the same pairs; an odd
@@ -526,7 +526,7 @@ void qconv2d_forward_fast(const QConv2dParams& p, const Tensor& x, const Tensor&
 void register_qconv2d_fast(KernelRegistry& reg) {
   reg.qconv2d.at(KernelBackend::fast) = {
       "fast",
-      "int8/uint8 in and out, any geometry; padding only where the zero point (+128 for int8) is a byte; "
+      "int8/uint8 in and out, any geometry of one group (grouped: the reference); padding only where the zero point (+128 for int8) is a byte; "
       "exact sums only (DotRule::exact); AVX-512 VNNI where the CPU has it",
       qconv2d_supports, qconv2d_forward_fast};
 }

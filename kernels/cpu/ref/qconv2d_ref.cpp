@@ -1,5 +1,6 @@
-// Reference qconv2d: x (N,C,H,W) int8|uint8, w (K,C,R,S) int8, bias (K) int32 | null ->
-// y (N,K,P,Q) int8|uint8, every output written (=). One thread, loops in the plainest order; every
+// Reference qconv2d: x (N,C,H,W) int8|uint8, w (K,C/G,R,S) int8, bias (K) int32 | null ->
+// y (N,K,P,Q) int8|uint8, every output written (=); G groups (output channel k reads input
+// channels [g*C/G, (g+1)*C/G) of its group g = k / (K/G); depthwise: G = C). One thread, loops in the plainest order; every
 // sum is of integers in int32 and therefore exact in any order, so the fast and CUDA kernels
 // (kernels/cpu/fast/qconv2d_fast.cpp, kernels/cuda/qconv2d.cu) must match these bytes. The
 // requantization is requantize_one() of core/ops/requant.h, shared with every other backend; the
@@ -25,21 +26,24 @@ void qconv_loops(const QConv2dParams& p, const TX* x, const int8_t* w, const int
   const Conv2dParams& g = p.g;
   const int32_t zp_u = p.x_zero_point + (std::is_same<TX, int8_t>::value ? 128 : 0);  // the int16 pairs' zero point
   const int64_t P = g.out_h(), Q = g.out_w();
+  const int64_t cpg = g.c_per_group(), kpg = g.k / g.groups;
   for (int64_t n = 0; n < g.n; ++n)
     for (int64_t k = 0; k < g.k; ++k) {
       const RequantChannel& rc = p.rq.channel(k);
+      const int64_t c0 = (k / kpg) * cpg;  // the group's first input channel
       for (int64_t oh = 0; oh < P; ++oh)
         for (int64_t ow = 0; ow < Q; ++ow) {
           int32_t acc = 0;
           if (p.dot == DotRule::exact) {
-            for (int64_t c = 0; c < g.c; ++c)
+            for (int64_t c = 0; c < cpg; ++c)
               for (int64_t r = 0; r < g.r; ++r)
                 for (int64_t s = 0; s < g.s; ++s) {
                   const int64_t ih = oh * g.stride_h - g.pad_t + r * g.dil_h;
                   const int64_t iw = ow * g.stride_w - g.pad_l + s * g.dil_w;
                   if (ih < 0 || ih >= g.h || iw < 0 || iw >= g.w) continue;  // padding: x_zp - x_zp = 0
-                  const int32_t xv = static_cast<int32_t>(x[((n * g.c + c) * g.h + ih) * g.w + iw]) - p.x_zero_point;
-                  acc += xv * static_cast<int32_t>(w[((k * g.c + c) * g.r + r) * g.s + s]);
+                  const int32_t xv =
+                      static_cast<int32_t>(x[((n * g.c + c0 + c) * g.h + ih) * g.w + iw]) - p.x_zero_point;
+                  acc += xv * static_cast<int32_t>(w[((k * cpg + c) * g.r + r) * g.s + s]);
                 }
           } else {
             // int16 pairs of stored values (uint8; int8 shifted to uint8 + 128), zp * sum(w) after: the
@@ -52,9 +56,9 @@ void qconv_loops(const QConv2dParams& p, const TX* x, const int8_t* w, const int
                 const int64_t iw = ow * g.stride_w - g.pad_l + s * g.dil_w;
                 const bool pad = ih < 0 || ih >= g.h || iw < 0 || iw >= g.w;
                 if (pad && !hwc) continue;  // channel pairs: a padding tap adds nothing
-                for (int64_t c = 0; c < g.c; ++c)  // hwc: a padding tap reads the zero point
-                  pairs.add(pad ? zp_u : stored_u8(x[((n * g.c + c) * g.h + ih) * g.w + iw]),
-                            w[((k * g.c + c) * g.r + r) * g.s + s]);
+                for (int64_t c = 0; c < cpg; ++c)  // hwc: a padding tap reads the zero point
+                  pairs.add(pad ? zp_u : stored_u8(x[((n * g.c + c0 + c) * g.h + ih) * g.w + iw]),
+                            w[((k * cpg + c) * g.r + r) * g.s + s]);
                 if (!hwc) pairs.end_group();  // channel pairs never span two taps
               }
             acc = pairs.result(zp_u);
