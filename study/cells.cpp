@@ -81,6 +81,7 @@ CellOutput train_cell(const Plan& p, const Cell& c, const std::string& dir, Data
   r.step_loss = bool_param(c, "step_loss");
   r.device = param(c, "device");
   r.checkpoint_every = int_param(c, "checkpoint_every");
+  r.init = param(c, "init");
   r.out = dir + "/run";
   TrainRunHooks hooks;
   if (stop) hooks.stop_requested = stop;

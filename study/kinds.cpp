@@ -8,6 +8,7 @@
 #include "core/error.h"
 #include "engine/data/datasets.h"
 #include "engine/policy.h"
+#include "models/graph.h"
 #include "models/models.h"
 
 namespace driftlab {
@@ -75,7 +76,10 @@ std::vector<KindDef> make_table() {
                 boolean("step_loss"),
                 choice("device", "cpu", {"cpu", "cuda"}),
                 integer("threads", "1", 1),
-                integer("checkpoint_every", "0", 0)};
+                integer("checkpoint_every", "0", 0),
+                // the weights to start from: a model file; model "graph" takes its nodes from it too
+                // (driftlab import writes one). Read when the cell runs; the cell's hash covers the path.
+                text("init")};
     for (const ParamDef& d : data_params()) k.params.push_back(d);
     t.push_back(k);
   }
@@ -184,6 +188,7 @@ bool parse_long(const std::string& s, long long* out) {
 }  // namespace
 
 std::string model_dataset(const std::string& model) {
+  check(model != kGraphModelName, "model graph has no default dataset (its input shape is its file's): set dataset");
   const ModelInfo* info = nullptr;
   for (const ModelInfo& m : model_table())
     if (m.name == model) info = &m;
@@ -256,12 +261,13 @@ std::string check_value(const ParamDef& def, const std::string& value) {
         fail("policy '", value, "': ", e.what());
       }
     case ParamType::model: {
+      if (value == kGraphModelName) return value;  // an imported graph: its nodes come from init (checked when built)
       std::vector<std::string> names;
       for (const ModelInfo& m : model_table()) {
         if (m.name == value) return value;
         names.push_back(m.name);
       }
-      fail(def.key, ": unknown model '", value, "' (known: ", join(names), ")");
+      fail(def.key, ": unknown model '", value, "' (known: ", join(names), ", and graph with init: a graph model file)");
     }
     case ParamType::dataset:
       for (const std::string& d : dataset_names())

@@ -17,6 +17,9 @@
 #include <string>
 #include <thread>
 
+#include "models/graph.h"
+#include "models/model_file.h"
+#include "models/models.h"
 #include "tests/cli/cli_util.h"
 #include "tests/require_util.h"
 
@@ -441,6 +444,76 @@ steps:
   const auto killed = results_of(d / "killed"), whole = results_of(d / "whole");
   ASSERT_EQ(killed.size(), 2u);
   for (const auto& [hash, v] : whole) EXPECT_EQ(killed.at(hash).first, v.first) << hash;
+  fs::remove_all(d);
+}
+
+// A graph model in a study: the train step takes model graph with init (a graph model file, what
+// driftlab import writes: here a small residual graph over Fashion-MNIST written by hand), trains
+// it, quantizes it (an int8 graph) and attacks it, judged on the int8 graph. Without init, or
+// without a dataset, the study is refused naming what is missing.
+TEST(StudyCli, AGraphModelTrainsQuantizesAndIsAttackedJudgedOnItsInt8Graph) {
+  const fs::path d = fresh_dir("study_graph");
+  ModelArgs a;
+  a.graph = R"({"input": "x", "input_shape": [1, 28, 28], "num_classes": 10, "output": "y", "nodes": [
+    {"name": "c1", "op": "conv2d", "inputs": ["x"], "output": "c1", "out_channels": 4, "kernel": [3, 3], "stride": [2, 2], "pads": [1, 1, 1, 1]},
+    {"name": "b1", "op": "batchnorm", "inputs": ["c1"], "output": "b1"},
+    {"name": "r1", "op": "relu", "inputs": ["b1"], "output": "r1"},
+    {"name": "dw", "op": "conv2d", "inputs": ["r1"], "output": "dw", "out_channels": 4, "kernel": [3, 3], "groups": 4, "pads": [1, 1, 1, 1]},
+    {"name": "sum", "op": "add", "inputs": ["r1", "dw"], "output": "sum"},
+    {"name": "gap", "op": "global_avg_pool", "inputs": ["sum"], "output": "g"},
+    {"name": "fl", "op": "flatten", "inputs": ["g"], "output": "f"},
+    {"name": "fc", "op": "dense", "inputs": ["f"], "output": "y", "units": 10}]})";
+  Model m = build_model(kGraphModelName, Policy::torch(), 3, a);
+  save_model((d / "g.dlm").string(), m, nlohmann::json::object());
+  const std::string spec = std::string(R"(study: cli-graph
+defaults: {limit: 300}
+steps:
+  train:
+    do: train
+    set: {model: graph, init: )") + (d / "g.dlm").string() + R"(, dataset: fashion-mnist, epochs: 1, batch: 64}
+  int8:
+    do: quantize
+    needs: train
+    set: {scheme: torch_qnnpack, calib: 100}
+  fgsm:
+    do: attack
+    needs: [train, int8]
+    set: {attack: fgsm, eps: 0.1, limit: 100}
+)";
+  write(d / "s.yaml", spec);
+  auto r = run_driftlab("study run " + (d / "s.yaml").string() + " --out " + (d / "out").string());
+  ASSERT_EQ(r.code, 0) << r.out;
+  EXPECT_NE(r.out.find("3 cells: 0 done before, 3 run now"), std::string::npos) << r.out;
+  const std::string q = "study query " + (d / "out").string() + " ";
+  r = run_driftlab(q + "\"SELECT step, count(*) FROM cells WHERE state = 'done' GROUP BY step ORDER BY step\"");
+  EXPECT_EQ(r.out, "step\tcount(*)\nfgsm\t1\nint8\t1\ntrain\t1\n");
+  // the attack's results name the int8 model it was judged on
+  bool judged = false;
+  for (const auto& [hash, v] : results_of(d / "out"))
+    if (v.first.find("\"attack\"") != std::string::npos && v.first.find("int8") != std::string::npos) judged = true;
+  EXPECT_TRUE(judged);
+  // an int8 graph file the CLI reads back: its predictions on the test split
+  std::string int8_model;
+  for (const auto& e : fs::recursive_directory_iterator(d / "out" / "cells"))
+    if (e.path().filename() == "model.dlm" && read(e.path()).find("quantized") != std::string::npos) int8_model = e.path().string();
+  ASSERT_FALSE(int8_model.empty());
+  r = run_driftlab("eval --weights " + int8_model + " --limit 100");
+  EXPECT_EQ(r.code, 0) << r.out;
+  EXPECT_NE(r.out.find("accuracy"), std::string::npos) << r.out;
+
+  std::string no_dataset = spec;
+  no_dataset.erase(no_dataset.find(", dataset: fashion-mnist"), std::string(", dataset: fashion-mnist").size());
+  write(d / "s2.yaml", no_dataset);
+  r = run_driftlab("study run " + (d / "s2.yaml").string() + " --out " + (d / "out2").string());
+  EXPECT_NE(r.code, 0);
+  EXPECT_NE(r.out.find("model graph has no default dataset"), std::string::npos) << r.out;
+  std::string no_init = spec;
+  no_init.replace(no_init.find("init: "), std::string("init: ").size() + (d / "g.dlm").string().size(), "epochs: 1");
+  no_init.replace(no_init.find(", epochs: 1, batch"), std::string(", epochs: 1, batch").size(), ", batch");
+  write(d / "s3.yaml", no_init);
+  r = run_driftlab("study run " + (d / "s3.yaml").string() + " --out " + (d / "out3").string());
+  EXPECT_NE(r.code, 0);
+  EXPECT_NE(r.out.find("--model graph needs --init"), std::string::npos) << r.out;
   fs::remove_all(d);
 }
 
