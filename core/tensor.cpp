@@ -117,6 +117,19 @@ void Tensor::allocate(bool zero) {
   storage_.reset(static_cast<unsigned char*>(p), [bytes](unsigned char* q) { host_memory::release(q, bytes); });
 }
 
+Tensor Tensor::wrap(Shape shape, DType dtype, std::shared_ptr<unsigned char> storage, std::size_t capacity) {
+  Tensor t;
+  t.shape_ = std::move(shape);
+  t.dtype_ = dtype;
+  t.numel_ = shape_numel(t.shape_);
+  const std::size_t need = (t.nbytes() + 63) / 64 * 64;
+  check(storage != nullptr && reinterpret_cast<std::uintptr_t>(storage.get()) % 64 == 0 && capacity >= need,
+        "tensor: wrap: memory at ", static_cast<const void*>(storage.get()), " of ", capacity,
+        " bytes is not 64-byte aligned with ", need, " bytes (", shape_str(t.shape_), " ", dtype_name(dtype), ")");
+  t.storage_ = std::move(storage);
+  return t;
+}
+
 int64_t Tensor::dim(int i) const {
   int r = rank();
   int j = i < 0 ? i + r : i;

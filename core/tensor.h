@@ -49,6 +49,11 @@ class Tensor {
   static Tensor empty(Shape shape, DType dtype);
   template <typename T>
   static Tensor from(Shape shape, const std::vector<T>& values);
+  // A tensor over memory another owner holds (a NumPy array's: the Python module), released by
+  // `storage`'s deleter. Kernels load 64 bytes at a time and may read up to the 64-byte round-up
+  // of an allocation: the memory must be 64-byte aligned and hold nbytes() rounded up to 64
+  // (`capacity`), else this throws (the caller copies instead).
+  static Tensor wrap(Shape shape, DType dtype, std::shared_ptr<unsigned char> storage, std::size_t capacity);
 
   const Shape& shape() const { return shape_; }
   int64_t dim(int i) const;  // negative i counts from the end

@@ -8,6 +8,7 @@
 #include "core/error.h"
 #include "driftlab/model.h"
 #include "engine/io/npy.h"
+#include "engine/data/transform.h"
 #include "engine/train/nonfinite.h"
 #include "train/run.h"
 
@@ -42,24 +43,31 @@ SavedModel open_for_prediction(const PredictRequest& r, Device* device) {
 
 }  // namespace
 
+Tensor predict_inputs(SavedModel& m, const Tensor& input, const std::string& what, Device device, int64_t max_batch) {
+  const Model& model = m.model();
+  check(input.dtype() == DType::f32 || input.dtype() == DType::f64, "predict: ", what, " holds ",
+        dtype_name(input.dtype()), "; the model takes float32 or float64 inputs");
+  check(input.rank() >= 1 && input.dim(0) >= 1, "predict: ", what, " has shape ", shape_str(input.shape()),
+        ": no inputs to predict");
+  if (const int64_t bad = first_nonfinite(input); bad >= 0)
+    fail("predict: ", what, " holds ", nonfinite_str(input, bad), " at index ", bad,
+         " (flat, C order); the inputs must be finite");
+  Shape want{input.rank() ? input.dim(0) : 0};
+  want.insert(want.end(), model.input_shape.begin(), model.input_shape.end());
+  check(input.shape() == want, "predict: ", what, " has shape ", shape_str(input.shape()), ", model ", model.name,
+        " takes ", shape_str(want));
+  Tensor x = input;
+  if (!input_norm_from_metadata(m.loaded.metadata).identity()) {  // standardised in a copy: input is not written
+    x = input.clone();
+    normalise_for(m.loaded, x);
+  }
+  return open_runner(m.model(), device)->logits(x, max_batch);
+}
+
 Tensor predict_logits(const PredictRequest& r) {
   Device device;
   SavedModel m = open_for_prediction(r, &device);
-  const Model& model = m.model();
-  Tensor x = read_npy(r.input);
-  check(x.dtype() == DType::f32 || x.dtype() == DType::f64, "predict: ", r.input, " holds ", dtype_name(x.dtype()),
-        "; the model takes float32 or float64 inputs");
-  check(x.rank() >= 1 && x.dim(0) >= 1, "predict: ", r.input, " has shape ", shape_str(x.shape()),
-        ": no inputs to predict");
-  if (const int64_t bad = first_nonfinite(x); bad >= 0)
-    fail("predict: ", r.input, " holds ", nonfinite_str(x, bad), " at index ", bad,
-         " (flat, C order); the inputs must be finite");
-  Shape want{x.rank() ? x.dim(0) : 0};
-  want.insert(want.end(), model.input_shape.begin(), model.input_shape.end());
-  check(x.shape() == want, "predict: ", r.input, " has shape ", shape_str(x.shape()), ", model ", model.name,
-        " takes ", shape_str(want));
-  normalise_for(m.loaded, x);
-  return open_runner(m.model(), device)->logits(x, r.max_batch);
+  return predict_inputs(m, read_npy(r.input), r.input, device, r.max_batch);
 }
 
 PredictTiming time_predictions(const PredictRequest& r, DatasetLoader& loader, const PredictTimingHooks& hooks) {

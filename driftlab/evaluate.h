@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "driftlab/model.h"
 #include "engine/data/datasets.h"
 #include "engine/train/runner.h"
 
@@ -37,6 +38,11 @@ struct PredictRequest {
 // The logits of r.input's inputs (standardised as the model's training data was). Throws naming
 // the file when it holds no inputs, another dtype, a non-finite value or another shape.
 Tensor predict_logits(const PredictRequest& r);
+// The logits of `x` (N, the model's input shape), float32 or float64, standardised as the model's
+// training data was (in a copy: x is never written). The checks and errors of predict_logits,
+// naming `what` (a file, or an argument: the Python module's "x").
+Tensor predict_inputs(SavedModel& m, const Tensor& x, const std::string& what, Device device = Device::cpu,
+                      int64_t max_batch = 0);
 
 struct PredictTimingRow {
   int64_t inputs = 0;

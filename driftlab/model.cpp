@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "models/models.h"
 #include "quant/model_io.h"
 #include "train/run.h"
 
@@ -11,6 +12,25 @@ bool SavedModel::int8() const { return quant::is_quantized(loaded); }
 InputNorm SavedModel::norm() const { return input_norm_from_metadata(loaded.metadata); }
 
 SavedModel open_model(const std::string& path) { return {path, quant::load_any_model(path)}; }
+
+SavedModel zoo_model(const std::string& name, const std::string& policy, uint64_t seed) {
+  SavedModel m;
+  m.loaded.model = build_model(name, Policy::parse(policy), seed);
+  m.loaded.metadata = nlohmann::json::object();
+  return m;
+}
+
+void save_model_file(SavedModel& m, const std::string& path) {
+  nlohmann::json meta = m.loaded.metadata.is_object() ? m.loaded.metadata : nlohmann::json::object();
+  if (m.int8()) {
+    const nlohmann::json q = meta.at("quantized");
+    meta.erase("quantized");
+    quant::save_quantized_model(path, m.model(), meta, q);
+  } else {
+    save_model(path, m.model(), meta);
+  }
+  m.path = path;
+}
 
 void check_data_fits(const LoadedModel& lm, const std::string& weights, const Dataset& data) {
   const Shape& s = data.images.shape();

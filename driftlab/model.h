@@ -28,6 +28,10 @@ struct SavedModel {
 
 // Reads a .dlm, fp32 or int8 (quant/model_io.h); errors name the file and the offset.
 SavedModel open_model(const std::string& path);
+// A zoo model (models/models.h model_table) under `policy`, initialised from `seed`; no file yet.
+SavedModel zoo_model(const std::string& name, const std::string& policy, uint64_t seed);
+// Writes m to `path` with its metadata (an int8 model as driftlab quantize writes one); m.path becomes path.
+void save_model_file(SavedModel& m, const std::string& path);
 
 // A split of the model's data (the model file's data settings where `spec` leaves them open),
 // checked to fit the model's input shape (the error names the file).

@@ -1,0 +1,529 @@
+// The Python module (import driftlab): the library face (driftlab/*.h) bound with pybind11, NumPy in
+// and out. docs/PYTHON.md shows it by example; python/driftlab/__init__.pyi types it.
+//
+// Arrays: an input array is read in place when it is C-contiguous, of a float dtype the call takes,
+// 64-byte aligned and a multiple of 64 bytes long (the kernels load 64 bytes at a time:
+// core/tensor.h Tensor::wrap); otherwise it is copied once. Outputs (logits, gradients, weights)
+// are NumPy arrays over driftlab's own memory, kept alive by the array (no copy). Long calls
+// (train, evaluate, quantize, predict) release the GIL; train stops at Ctrl-C between two steps,
+// keeping its checkpoint as the CLI does, and raises KeyboardInterrupt.
+//
+// Errors: driftlab's own (a file and offset, a knob, an op) become driftlab.Error with the same
+// message; a bad argument (not an array, a wrong dtype, shape or type) raises TypeError or
+// ValueError naming the argument.
+#include <pybind11/functional.h>
+#include <pybind11/numpy.h>
+#include <pybind11/pybind11.h>
+#include <pybind11/stl.h>
+
+#include <cstring>
+#include <memory>
+#include <optional>
+#include <string>
+
+#include "core/error.h"
+#include "driftlab/evaluate.h"
+#include "driftlab/model.h"
+#include "driftlab/policy.h"
+#include "driftlab/quantize.h"
+#include "driftlab/train.h"
+
+namespace py = pybind11;
+using namespace driftlab;
+
+namespace {
+
+// ---- arrays ----
+
+py::dtype np_dtype(DType d) {
+  switch (d) {
+    case DType::f32: return py::dtype::of<float>();
+    case DType::f64: return py::dtype::of<double>();
+    case DType::i8: return py::dtype::of<int8_t>();
+    case DType::u8: return py::dtype::of<uint8_t>();
+    case DType::i32: return py::dtype::of<int32_t>();
+    case DType::i64: return py::dtype::of<int64_t>();
+  }
+  throw py::value_error("driftlab: unknown dtype");
+}
+
+// A NumPy array over t's memory (no copy), which keeps the memory alive.
+py::array to_numpy(const Tensor& t) {
+  check(t.channel_block() == 0, "python: a channel-blocked tensor has no NumPy view");
+  auto* keep = new Tensor(t);
+  py::capsule owner(keep, [](void* p) { delete static_cast<Tensor*>(p); });
+  std::vector<py::ssize_t> shape(t.shape().begin(), t.shape().end()), strides(shape.size());
+  py::ssize_t s = static_cast<py::ssize_t>(dtype_size(t.dtype()));
+  for (std::size_t i = shape.size(); i-- > 0;) {
+    strides[i] = s;
+    s *= shape[i];
+  }
+  return py::array(np_dtype(t.dtype()), shape, strides, const_cast<void*>(keep->raw()), owner);
+}
+
+bool is_float_array(const py::array& a) {
+  return a.dtype().is(py::dtype::of<float>()) || a.dtype().is(py::dtype::of<double>());
+}
+
+// `obj` as a float tensor: read in place where it can be (see the file's comment), else copied.
+Tensor float_input(const py::handle& obj, const char* arg) {
+  if (!py::isinstance<py::array>(obj))
+    throw py::type_error(std::string(arg) + ": a NumPy array of float32 or float64 is needed, got " +
+                         std::string(py::str(py::type::of(obj).attr("__name__"))));
+  py::array a = py::reinterpret_borrow<py::array>(obj);
+  if (!is_float_array(a))
+    throw py::type_error(std::string(arg) + ": dtype " + std::string(py::str(a.dtype())) +
+                         "; float32 or float64 is needed");
+  const DType dt = a.dtype().is(py::dtype::of<float>()) ? DType::f32 : DType::f64;
+  Shape shape(a.shape(), a.shape() + a.ndim());
+  const std::size_t bytes = static_cast<std::size_t>(a.nbytes());
+  const bool contiguous = (a.flags() & py::array::c_style) != 0;
+  if (contiguous && bytes > 0 && bytes % 64 == 0 && reinterpret_cast<std::uintptr_t>(a.data()) % 64 == 0) {
+    auto* ref = new py::object(a);  // the array lives as long as the tensor (released under the GIL)
+    std::shared_ptr<unsigned char> mem(static_cast<unsigned char*>(const_cast<void*>(a.data())),
+                                       [ref](unsigned char*) {
+                                         py::gil_scoped_acquire gil;
+                                         delete ref;
+                                       });
+    return Tensor::wrap(shape, dt, std::move(mem), bytes);
+  }
+  Tensor t = Tensor::empty(shape, dt);
+  if (contiguous) {
+    std::memcpy(t.raw(), a.data(), bytes);
+  } else {  // NumPy lays it out in C order
+    py::array c = py::array::ensure(a, py::array::c_style);
+    std::memcpy(t.raw(), c.data(), bytes);
+  }
+  return t;
+}
+
+std::vector<int32_t> labels_input(const py::handle& obj, const char* arg, int64_t n, int64_t classes) {
+  py::array a;
+  try {
+    a = py::array_t<int64_t, py::array::c_style | py::array::forcecast>::ensure(obj);
+  } catch (const py::error_already_set&) {
+  }
+  if (!a || !py::isinstance<py::array>(obj) || a.ndim() != 1)
+    throw py::type_error(std::string(arg) + ": a 1-D NumPy array of integer labels is needed");
+  py::array orig = py::reinterpret_borrow<py::array>(obj);
+  if (orig.dtype().kind() != 'i' && orig.dtype().kind() != 'u')
+    throw py::type_error(std::string(arg) + ": dtype " + std::string(py::str(orig.dtype())) + "; integer labels are needed");
+  if (a.shape(0) != n)
+    throw py::value_error(std::string(arg) + ": " + std::to_string(a.shape(0)) + " labels for " + std::to_string(n) +
+                          " inputs");
+  std::vector<int32_t> out;
+  const int64_t* d = static_cast<const int64_t*>(a.data());
+  for (int64_t i = 0; i < n; ++i) {
+    if (d[i] < 0 || d[i] >= classes)
+      throw py::value_error(std::string(arg) + "[" + std::to_string(i) + "] = " + std::to_string(d[i]) +
+                            " is outside 0.." + std::to_string(classes - 1));
+    out.push_back(static_cast<int32_t>(d[i]));
+  }
+  return out;
+}
+
+py::dict eval_dict(const EvalResult& e) {
+  py::dict d;
+  d["loss"] = e.loss;
+  d["accuracy"] = e.accuracy;
+  d["n"] = e.n;
+  return d;
+}
+
+py::dict epoch_dict(const EpochStats& e) {
+  py::dict d;
+  d["epoch"] = e.epoch;
+  d["train_loss"] = e.train_loss;
+  d["train_acc"] = e.train_acc;
+  d["val_loss"] = e.val_loss;
+  d["val_acc"] = e.val_acc;
+  d["lr"] = e.lr;
+  d["seconds"] = e.seconds;
+  d["images_per_s"] = e.images_per_s;
+  d["skipped_steps"] = e.skipped_steps;
+  if (!e.step_losses.empty()) d["step_losses"] = e.step_losses;
+  return d;
+}
+
+DataSpec data_spec(const std::string& dataset, const std::string& data_dir, int64_t limit) {
+  DataSpec s;
+  if (!dataset.empty()) s.dataset = dataset;
+  s.data_dir = data_dir;
+  if (limit < 0) throw py::value_error("limit: " + std::to_string(limit) + " must be >= 0");
+  s.limit = limit;
+  return s;
+}
+
+// ---- models ----
+
+// A model in Python: a model file's content (fp32 or int8) with its metadata, or a zoo model built here.
+struct PyModel {
+  SavedModel m;
+};
+
+PyModel load_model_py(const std::string& path) {
+  py::gil_scoped_release nogil;
+  return {open_model(path)};
+}
+
+PyModel zoo_model_py(const std::string& name, const std::string& policy, uint64_t seed) {
+  return {zoo_model(name, policy, seed)};
+}
+
+void save_py(PyModel& p, const std::string& path) {
+  py::gil_scoped_release nogil;
+  save_model_file(p.m, path);
+}
+
+py::array predict_py(PyModel& p, const py::handle& x) {
+  Tensor in = float_input(x, "x");
+  Tensor y;
+  {
+    py::gil_scoped_release nogil;
+    y = predict_inputs(p.m, in, "x");
+  }
+  return to_numpy(y);
+}
+
+py::tuple gradient_py(PyModel& p, const py::handle& x, const py::handle& labels, bool train) {
+  Tensor in = float_input(x, "x");
+  Model& model = p.m.model();
+  Shape want{in.rank() ? in.dim(0) : 0};
+  want.insert(want.end(), model.input_shape.begin(), model.input_shape.end());
+  if (in.shape() != want)
+    throw py::value_error("x: shape " + shape_str(in.shape()) + ", model " + model.name + " takes " + shape_str(want));
+  check(!p.m.int8(), "input_gradient: an int8 model has no gradient (take the fp32 model's, or quantize's straight-through mirror)");
+  const std::vector<int32_t> y = labels_input(labels, "labels", in.dim(0), model.num_classes);
+  InputGradient g;
+  {
+    py::gil_scoped_release nogil;
+    if (in.dtype() != model.dtype()) in = in.to(model.dtype());
+    g = open_runner(model, Device::cpu)->input_gradient(in, y, train ? Semantics::train : Semantics::inference);
+  }
+  return py::make_tuple(g.loss, to_numpy(g.logits), to_numpy(g.dx));
+}
+
+// name -> array over the parameter's memory (writing into it changes the model).
+py::dict weights_py(PyModel& p, bool buffers) {
+  py::dict d;
+  auto params = p.m.model().net->named_params();
+  if (buffers)
+    for (auto& nb : p.m.model().net->named_buffers()) params.push_back(nb);
+  for (auto& [name, prm] : params) d[py::str(name)] = to_numpy(prm->value);
+  return d;
+}
+
+void set_weights_py(PyModel& p, const py::dict& w) {
+  auto params = p.m.model().net->named_params();
+  for (auto& nb : p.m.model().net->named_buffers()) params.push_back(nb);
+  for (auto item : w) {
+    const std::string key = py::str(item.first);
+    Param* target = nullptr;
+    for (auto& [name, prm] : params)
+      if (name == key) target = prm;
+    if (!target) throw py::key_error("weights: '" + key + "' is no parameter or buffer of " + p.m.model().name);
+    py::array a = py::array::ensure(item.second);
+    if (!a) throw py::type_error("weights['" + key + "']: a NumPy array is needed");
+    Tensor& v = target->value;
+    Shape shape(a.shape(), a.shape() + a.ndim());
+    if (shape != v.shape())
+      throw py::value_error("weights['" + key + "']: shape " + shape_str(shape) + ", the model's " + shape_str(v.shape()));
+    if (!a.dtype().is(np_dtype(v.dtype())))
+      throw py::type_error("weights['" + key + "']: dtype " + std::string(py::str(a.dtype())) + ", the model's " +
+                           dtype_name(v.dtype()));
+    py::array c = py::array::ensure(a, py::array::c_style);
+    std::memcpy(v.raw(), c.data(), v.nbytes());
+  }
+}
+
+// ---- train ----
+
+// Ctrl-C during a long call, and an exception in a callback: the stop hook asks Python (under the
+// GIL) whether a signal came; a callback's exception (a KeyboardInterrupt raised inside it too) is
+// kept and stops the run at the next step, to be raised after it.
+struct Interrupt {
+  bool hit = false;                          // read and written under the GIL
+  std::optional<py::error_already_set> error;  // a callback's
+  bool check() {
+    py::gil_scoped_acquire gil;
+    if (!hit && PyErr_CheckSignals() != 0) {
+      PyErr_Clear();  // raised again as KeyboardInterrupt after the call, with the run's state kept
+      hit = true;
+    }
+    return hit || error.has_value();
+  }
+  // Runs a callback under the GIL, keeping what it raises.
+  template <typename F>
+  void call(F&& f) {
+    py::gil_scoped_acquire gil;
+    if (error) return;
+    try {
+      f();
+    } catch (py::error_already_set& e) {
+      if (e.matches(PyExc_KeyboardInterrupt))
+        hit = true;
+      else
+        error = std::move(e);
+    }
+  }
+};
+
+py::dict train_result(const TrainRunResult& r) {
+  py::dict d;
+  d["policy"] = r.policy;
+  py::list epochs;
+  for (const EpochStats& e : r.epochs) epochs.append(epoch_dict(e));
+  d["epochs"] = epochs;
+  d["test"] = eval_dict(r.test);
+  d["model_path"] = r.model_path;
+  d["model_bytes"] = r.model_bytes;
+  d["interrupted"] = r.interrupted;
+  d["checkpoint_path"] = r.checkpoint_path;
+  return d;
+}
+
+TrainRunHooks hooks_for(Interrupt& stop, const py::object& on_epoch, const py::object& on_step) {
+  TrainRunHooks h;
+  h.stop_requested = [&stop] { return stop.check(); };
+  if (!on_epoch.is_none())
+    h.on_epoch = [&stop, on_epoch](const EpochStats& e) { stop.call([&] { on_epoch(epoch_dict(e)); }); };
+  if (!on_step.is_none())
+    h.progress = [&stop, on_step](const Progress& p) {
+      stop.call([&] {
+        py::dict d;
+        d["epoch"] = p.epoch;
+        d["epochs"] = p.epochs;
+        d["batch"] = p.batch;
+        d["batches"] = p.batches;
+        d["loss"] = p.loss;
+        d["images_per_s"] = p.images_per_s;
+        on_step(d);
+      });
+    };
+  return h;
+}
+
+py::dict finish(const TrainRunResult& r, Interrupt& stop) {
+  if (stop.error) {  // a callback's own exception, as it was raised
+    stop.error->restore();
+    throw py::error_already_set();
+  }
+  if (stop.hit) {
+    const std::string why = r.checkpoint_path.empty()
+                                ? "driftlab.train: interrupted (no out folder: nothing kept)"
+                                : "driftlab.train: interrupted; its checkpoint is " + r.checkpoint_path +
+                                      " (driftlab.resume goes on from it)";
+    PyErr_SetString(PyExc_KeyboardInterrupt, why.c_str());
+    throw py::error_already_set();
+  }
+  return train_result(r);
+}
+
+py::dict train_py(const std::string& model, const std::string& policy, const std::string& dataset,
+                  const std::string& data_dir, int64_t limit, int epochs, int64_t batch, const std::string& optimizer,
+                  double lr, std::optional<double> momentum, const std::string& schedule, uint64_t seed,
+                  bool normalize, bool step_loss, const std::string& out, const std::string& init,
+                  int64_t checkpoint_every, const py::object& on_epoch, const py::object& on_step) {
+  TrainRequest r;
+  r.model = model;
+  r.policy = policy;
+  r.data = data_spec(dataset, data_dir, limit);
+  r.epochs = epochs;
+  r.batch = batch;
+  r.optimizer = optimizer;
+  r.lr = lr;
+  r.momentum = momentum;
+  r.schedule = schedule;
+  r.seed = seed;
+  r.normalize = normalize;
+  r.step_loss = step_loss;
+  r.out = out;
+  r.init = init;
+  r.checkpoint_every = checkpoint_every;
+  Interrupt stop;
+  TrainRunHooks h = hooks_for(stop, on_epoch, on_step);
+  TrainRunResult res;
+  {
+    py::gil_scoped_release nogil;
+    DatasetLoader loader;
+    res = train(r, loader, h);
+  }
+  return finish(res, stop);
+}
+
+py::dict resume_py(const std::string& run_dir, const py::object& on_epoch, const py::object& on_step) {
+  Interrupt stop;
+  TrainRunHooks h = hooks_for(stop, on_epoch, on_step);
+  TrainRunResult res;
+  {
+    py::gil_scoped_release nogil;
+    DatasetLoader loader;
+    res = resume(read_run_checkpoint(run_dir), run_dir, loader, h);
+  }
+  return finish(res, stop);
+}
+
+py::dict evaluate_py(const std::string& weights, const std::string& dataset, const std::string& data_dir,
+                     int64_t limit, int64_t batch) {
+  EvalRequest r;
+  r.weights = weights;
+  r.data = data_spec(dataset, data_dir, limit);
+  r.batch = batch;
+  Evaluation e;
+  {
+    py::gil_scoped_release nogil;
+    DatasetLoader loader;
+    e = evaluate(r, loader);
+  }
+  py::dict d = eval_dict(e.test);
+  d["model"] = e.model;
+  d["policy"] = e.policy;
+  return d;
+}
+
+py::dict quantize_py(const std::string& weights, const std::string& out, const std::string& scheme,
+                     const std::string& knobs, const std::string& observer, const std::string& mode, int64_t calib,
+                     int64_t calib_batch, const std::string& dataset, const std::string& data_dir, int64_t limit) {
+  QuantizeRequest r;
+  r.weights = weights;
+  r.out = out;
+  r.scheme = scheme;
+  r.knobs = knobs;
+  r.observer = observer;
+  r.mode = mode;
+  r.calib = calib;
+  r.calib_batch = calib_batch;
+  r.data = data_spec(dataset, data_dir, limit);
+  QuantizeResult q;
+  {
+    py::gil_scoped_release nogil;
+    DatasetLoader loader;
+    q = quantize(r, loader);
+  }
+  py::dict d;
+  d["model"] = q.model;
+  d["policy"] = q.policy;
+  d["dynamic"] = q.dynamic;
+  d["calibration"] = q.calibration;
+  d["calibration_samples"] = q.calibration_samples;
+  py::list points;
+  for (const auto& pt : q.int8.points) {
+    py::dict p;
+    p["name"] = pt.name;
+    p["min"] = pt.range.min;
+    p["max"] = pt.range.max;
+    p["scale"] = pt.q.scale;
+    p["zero_point"] = pt.q.zero_point;
+    points.append(p);
+  }
+  d["points"] = points;
+  return d;
+}
+
+py::dict knobs_of(const Policy& p) {
+  py::dict d;
+  for (const KnobInfo& k : knob_table()) d[py::str(k.name)] = p.get(k.name);
+  return d;
+}
+
+}  // namespace
+
+PYBIND11_MODULE(_driftlab, m) {
+  m.doc() = "driftlab: every framework convention a named knob (the C++ library face, bound with pybind11)";
+  static py::exception<Error> error(m, "Error", PyExc_RuntimeError);
+  error.doc() = "A driftlab error: the message names the file and offset, the knob, the op or the option.";
+  py::register_exception_translator([](std::exception_ptr p) {
+    try {
+      if (p) std::rethrow_exception(p);
+    } catch (const Error& e) {
+      PyErr_SetString(error.ptr(), e.what());
+    }
+  });
+
+  py::class_<Policy>(m, "Policy", "A set of framework conventions: a preset (tensorflow, theano, torch) and knob overrides.")
+      .def(py::init([](const std::string& s) { return Policy::parse(s); }), py::arg("spec") = "torch",
+           "Parses 'preset,knob=value,...' (an unknown knob or value raises driftlab.Error naming it).")
+      .def_static("parse", &Policy::parse, py::arg("spec"))
+      .def_static("tensorflow", &Policy::tensorflow)
+      .def_static("theano", &Policy::theano)
+      .def_static("torch", &Policy::torch)
+      .def("__str__", &Policy::to_string)
+      .def("__repr__", [](const Policy& p) { return "driftlab.Policy('" + p.to_string() + "')"; })
+      .def("__eq__", [](const Policy& a, const Policy& b) { return a.to_full_string() == b.to_full_string(); })
+      .def("get", &Policy::get, py::arg("knob"), "A knob's value as its string.")
+      .def("knobs", &knobs_of, "Every knob and its value, as a dict of strings.")
+      .def(
+          "diff",
+          [](const Policy& a, const Policy& b) {
+            py::list out;
+            for (const KnobDiff& d : diff(a, b)) out.append(py::make_tuple(d.knob, d.a, d.b));
+            return out;
+          },
+          py::arg("other"), "The knobs where the two differ: [(knob, this value, other's value)].");
+
+  m.def(
+      "knob_table",
+      [] {
+        py::list out;
+        for (const KnobInfo& k : knob_table()) {
+          py::dict d;
+          d["name"] = k.name;
+          d["group"] = k.group;
+          d["values"] = k.values;
+          d["what"] = k.what;
+          d["tensorflow"] = k.tensorflow;
+          d["theano"] = k.theano;
+          d["torch"] = k.torch;
+          d["source"] = k.source;
+          out.append(d);
+        }
+        return out;
+      },
+      "Every knob: its group, values, what it changes, the behaviour each preset copies and where the framework defines it.");
+
+  py::class_<PyModel>(m, "Model", "A model: a model file's content (fp32 or int8) or a zoo model built here.")
+      .def_static("load", &load_model_py, py::arg("path"), "Reads a .dlm (fp32 or int8; errors name the file and offset).")
+      .def_static("zoo", &zoo_model_py, py::arg("name"), py::arg("policy") = "torch", py::arg("seed") = 1,
+                  "A zoo model (lenet1, lenet5, resnet20, ...) initialised under the policy's initialisers.")
+      .def("save", &save_py, py::arg("path"), "Writes the model file (int8 models as quantize writes them).")
+      .def_property_readonly("name", [](PyModel& p) { return p.m.model().name; })
+      .def_property_readonly("policy", [](PyModel& p) { return p.m.model().policy.to_string(); })
+      .def_property_readonly("input_shape", [](PyModel& p) { return p.m.model().input_shape; })
+      .def_property_readonly("num_classes", [](PyModel& p) { return p.m.model().num_classes; })
+      .def_property_readonly("int8", [](PyModel& p) { return p.m.int8(); })
+      .def_property_readonly("path", [](PyModel& p) { return p.m.path; })
+      .def("predict", &predict_py, py::arg("x"),
+           "Logits (N, classes) of x (N, input shape), float32 or float64, inference semantics; x is read in place "
+           "when C-contiguous, 64-byte aligned and a multiple of 64 bytes long, else copied; never written.")
+      .def("input_gradient", &gradient_py, py::arg("x"), py::arg("labels"), py::arg("train") = false,
+           "(loss, logits, dL/dx) under the policy's loss; train=True: training semantics (BatchNorm batch "
+           "statistics, dropout). fp32 models only.")
+      .def("weights", &weights_py, py::arg("buffers") = false,
+           "name -> NumPy array over the parameter's own memory (no copy: writing into it changes the model); "
+           "buffers=True adds BatchNorm statistics and int8 buffers.")
+      .def("set_weights", &set_weights_py, py::arg("weights"),
+           "Copies arrays into the named parameters (shape and dtype must match; errors name the key).");
+
+  m.def("train", &train_py, py::arg("model") = "lenet5", py::arg("policy") = "torch", py::arg("dataset") = "fashion-mnist",
+        py::arg("data_dir") = "", py::arg("limit") = 0, py::arg("epochs") = 1, py::arg("batch") = 128,
+        py::arg("optimizer") = "sgd", py::arg("lr") = 0.01, py::arg("momentum") = py::none(), py::arg("schedule") = "",
+        py::arg("seed") = 1, py::arg("normalize") = false, py::arg("step_loss") = false, py::arg("out") = "",
+        py::arg("init") = "", py::arg("checkpoint_every") = 0, py::arg("on_epoch") = py::none(),
+        py::arg("on_step") = py::none(),
+        "Trains as `driftlab train` does; returns {'policy', 'epochs': [per-epoch dicts], 'test', 'model_path', ...}. "
+        "on_epoch(dict) after each epoch, on_step(dict) after each step. Ctrl-C stops between two steps "
+        "(KeyboardInterrupt; with out=, the checkpoint is kept for resume).");
+  m.def("resume", &resume_py, py::arg("run_dir"), py::arg("on_epoch") = py::none(), py::arg("on_step") = py::none(),
+        "Goes on with the run in run_dir from its checkpoint; the files are the uninterrupted run's.");
+  m.def("evaluate", &evaluate_py, py::arg("weights"), py::arg("dataset") = "", py::arg("data_dir") = "",
+        py::arg("limit") = 0, py::arg("batch") = 1000, "The test split's {'loss', 'accuracy', 'n', 'model', 'policy'}.");
+  m.def("quantize", &quantize_py, py::arg("weights"), py::arg("out"), py::arg("scheme") = "torch_qnnpack",
+        py::arg("knobs") = "", py::arg("observer") = "", py::arg("mode") = "auto", py::arg("calib") = 1000,
+        py::arg("calib_batch") = 32, py::arg("dataset") = "", py::arg("data_dir") = "", py::arg("limit") = 0,
+        "int8 post-training quantization of a model file into `out` under a toolchain's scheme; returns the points "
+        "(name, observed range, scale, zero point).");
+  m.def(
+      "_input_address",
+      [](const py::handle& x) { return reinterpret_cast<std::uintptr_t>(float_input(x, "x").raw()); }, py::arg("x"),
+      "(tests) the address driftlab reads x from: x's own memory when read in place.");
+}

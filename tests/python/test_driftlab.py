@@ -1,0 +1,244 @@
+"""The Python module (python/driftlab_module.cpp) against the command line and itself: every bound
+call, errors translated with their messages, arrays crossing without copies, the GIL released
+during training, Ctrl-C keeping a checkpoint that resume finishes bit for bit.
+
+Run by ctest (entry `python`): PYTHONPATH=build/python, DRIFTLAB_CLI the driftlab binary.
+"""
+import os
+import signal
+import subprocess
+import threading
+import time
+
+import numpy as np
+import pytest
+
+import driftlab
+
+CLI = os.environ.get("DRIFTLAB_CLI", "build/driftlab")
+
+
+def cli(*args):
+    r = subprocess.run([CLI, *args], capture_output=True, text=True)
+    assert r.returncode == 0, r.stdout + r.stderr
+    return r.stdout
+
+
+def aligned(shape, dtype=np.float32, seed=0, lo=0.0, hi=1.0):
+    """A C-contiguous array whose data is 64-byte aligned (what driftlab reads in place)."""
+    n = int(np.prod(shape)) * np.dtype(dtype).itemsize
+    raw = np.empty(n + 64, dtype=np.uint8)
+    off = (-raw.ctypes.data) % 64
+    a = raw[off:off + n].view(dtype).reshape(shape)
+    a[...] = np.random.default_rng(seed).uniform(lo, hi, size=shape)
+    return a
+
+
+# ---- Policy ----
+
+def test_policy_parses_prints_back_and_diffs():
+    tf = driftlab.Policy("tensorflow")
+    torch = driftlab.Policy.torch()
+    assert str(torch) == "torch"
+    assert driftlab.Policy(str(driftlab.Policy("torch,conv_same_pad=after"))) == driftlab.Policy("torch,conv_same_pad=after")
+    knobs = [d[0] for d in tf.diff(torch)]
+    assert "conv_same_pad" in knobs and "flatten_order" in knobs
+    assert tf.get("flatten_order") == "hwc" and torch.get("flatten_order") == "chw"
+    table = driftlab.knob_table()
+    assert set(torch.knobs()) == {k["name"] for k in table}
+    assert all(k["what"] and k["torch"] for k in table)
+
+
+def test_unknown_knob_raises_driftlab_error_naming_it():
+    with pytest.raises(driftlab.Error, match="no_such_knob"):
+        driftlab.Policy("torch,no_such_knob=1")
+    with pytest.raises(driftlab.Error, match="conv_same_pad"):
+        driftlab.Policy("torch,conv_same_pad=sideways")
+
+
+# ---- models, arrays ----
+
+@pytest.fixture(scope="module")
+def lenet5(tmp_path_factory):
+    d = tmp_path_factory.mktemp("lenet5")
+    m = driftlab.Model.zoo("lenet5", "torch", 3)
+    m.save(str(d / "m.dlm"))
+    return m, d
+
+
+def test_predict_equals_the_command_lines_bytes(lenet5):
+    m, d = lenet5
+    assert (m.name, m.input_shape, m.num_classes, m.int8) == ("lenet5", [1, 28, 28], 10, False)
+    x = aligned((16, 1, 28, 28), seed=1)
+    np.save(d / "x.npy", x)
+    cli("predict", "--weights", str(d / "m.dlm"), "--input", str(d / "x.npy"), "--output", str(d / "y.npy"))
+    y = m.predict(x)
+    assert y.dtype == np.float32 and y.shape == (16, 10)
+    assert np.array_equal(y, np.load(d / "y.npy"))
+    # a loaded model gives the same bits; float64 input too (converted as the CLI converts)
+    assert np.array_equal(driftlab.Model.load(str(d / "m.dlm")).predict(x), y)
+    np.save(d / "x64.npy", x.astype(np.float64))
+    cli("predict", "--weights", str(d / "m.dlm"), "--input", str(d / "x64.npy"), "--output", str(d / "y64.npy"))
+    assert np.array_equal(m.predict(x.astype(np.float64)), np.load(d / "y64.npy"))
+
+
+def test_inputs_are_read_in_place_when_aligned_and_copied_otherwise():
+    x = aligned((4, 1, 28, 28))  # 12,544 bytes: a multiple of 64
+    assert driftlab._input_address(x) == x.ctypes.data
+    unaligned = np.frombuffer(np.zeros(x.nbytes + 4, np.uint8)[4:].tobytes(), np.float32).reshape(x.shape)
+    if unaligned.ctypes.data % 64:
+        assert driftlab._input_address(unaligned) != unaligned.ctypes.data
+    strided = np.asfortranarray(x)  # not C-contiguous: copied (in C order)
+    assert driftlab._input_address(strided) != strided.ctypes.data
+    m = driftlab.Model.zoo("lenet1")
+    assert np.array_equal(m.predict(strided), m.predict(x))
+    before = x.copy()
+    m.predict(x)
+    assert np.array_equal(x, before)  # never written
+
+
+def test_weights_are_views_of_the_models_memory(lenet5):
+    m = driftlab.Model.zoo("lenet5", "torch", 3)
+    w1, w2 = m.weights(), m.weights()
+    name = next(iter(w1))
+    assert w1[name].ctypes.data == w2[name].ctypes.data  # the same memory, no copy
+    x = aligned((2, 1, 28, 28), seed=4)
+    y0 = m.predict(x)
+    last = [k for k in w1 if k.endswith("bias")][-1]
+    w1[last][0] += 1.0  # writing into the view changes the model
+    assert np.allclose(m.predict(x)[:, 0] - y0[:, 0], 1.0, atol=1e-5)
+    m.set_weights({last: np.zeros_like(w1[last])})
+    assert np.all(m.weights()[last] == 0)
+    with pytest.raises(KeyError, match="nope"):
+        m.set_weights({"nope": np.zeros(3, np.float32)})
+    with pytest.raises(ValueError, match=last.replace(".", r"\.")):
+        m.set_weights({last: np.zeros(3, np.float32)})
+    with pytest.raises(TypeError, match="float64"):
+        m.set_weights({last: np.zeros_like(w1[last], dtype=np.float64)})
+
+
+def test_input_gradient_is_the_losss_derivative():
+    # float64 model: a central difference pins each coordinate of dL/dx to ~1e-9
+    m = driftlab.Model.zoo("lenet1", "torch,dtype=float64", 5)
+    x = aligned((3, 1, 28, 28), dtype=np.float64, seed=6)
+    labels = np.array([1, 4, 7])
+    loss, logits, dx = m.input_gradient(x, labels)
+    assert dx.shape == x.shape and logits.shape == (3, 10)
+    rng = np.random.default_rng(7)
+    for _ in range(8):
+        i = tuple(rng.integers(0, s) for s in x.shape)
+        h = 1e-5
+        xp, xm = x.copy(), x.copy()
+        xp[i] += h
+        xm[i] -= h
+        num = (m.input_gradient(xp, labels)[0] - m.input_gradient(xm, labels)[0]) / (2 * h)
+        assert abs(num - dx[i]) <= 1e-6 * max(1.0, abs(num)), (i, num, dx[i])  # O(h^2) and rounding
+    with pytest.raises(ValueError, match="labels"):
+        m.input_gradient(x, np.array([1, 2]))
+    with pytest.raises(ValueError, match=r"labels\[0\] = 10"):
+        m.input_gradient(x, np.array([10, 2, 3]))
+
+
+# ---- bad input: an exception naming the argument, never a crash ----
+
+def test_bad_inputs_raise_naming_the_argument():
+    m = driftlab.Model.zoo("lenet1")
+    with pytest.raises(TypeError, match="x: dtype int64"):
+        m.predict(np.zeros((2, 1, 28, 28), dtype=np.int64))
+    with pytest.raises(TypeError, match="x: a NumPy array"):
+        m.predict([[0.0] * 784])
+    with pytest.raises(driftlab.Error, match=r"predict: x has shape \[2,28,28\], model lenet1 takes \[2,1,28,28\]"):
+        m.predict(np.zeros((2, 28, 28), np.float32))
+    bad = np.zeros((2, 1, 28, 28), np.float32)
+    bad[1, 0, 3, 4] = np.nan
+    with pytest.raises(driftlab.Error, match="predict: x holds nan at index"):
+        m.predict(bad)
+    with pytest.raises(driftlab.Error, match="/nonexistent/model.dlm"):
+        driftlab.Model.load("/nonexistent/model.dlm")
+    with pytest.raises(driftlab.Error, match="unknown model 'lenet7'"):
+        driftlab.Model.zoo("lenet7")
+    with pytest.raises(ValueError, match="limit"):
+        driftlab.train(limit=-1)
+
+
+# ---- train, evaluate, quantize: the CLI's results ----
+
+def test_train_writes_the_command_lines_model_bytes(tmp_path):
+    seen = []
+    steps = []
+    r = driftlab.train(model="lenet1", limit=300, epochs=2, batch=64, lr=0.05, out=str(tmp_path / "py"),
+                       on_epoch=seen.append, on_step=steps.append)
+    cli("train", "--model", "lenet1", "--limit", "300", "--epochs", "2", "--batch", "64", "--lr", "0.05",
+        "--out", str(tmp_path / "cli"))
+    assert (tmp_path / "py" / "model.dlm").read_bytes() == (tmp_path / "cli" / "model.dlm").read_bytes()
+    assert [e["epoch"] for e in seen] == [1, 2] and [e["epoch"] for e in r["epochs"]] == [1, 2]
+    assert len(steps) == 2 * 5  # 300 images, batch 64: 5 steps an epoch
+    assert r["test"]["n"] == 300 and 0 <= r["test"]["accuracy"] <= 1
+    e = driftlab.evaluate(r["model_path"], limit=300)
+    assert e["accuracy"] == r["test"]["accuracy"] and e["model"] == "lenet1"
+
+
+def test_quantize_and_the_int8_model(tmp_path):
+    r = driftlab.train(model="lenet1", limit=300, epochs=1, out=str(tmp_path / "run"))
+    q = driftlab.quantize(r["model_path"], str(tmp_path / "q.dlm"), scheme="tflite", calib=100, limit=300)
+    assert q["points"][0]["name"] == "input" and all(p["scale"] > 0 for p in q["points"])
+    cli("quantize", "--weights", r["model_path"], "--scheme", "tflite", "--calib", "100", "--limit", "300",
+        "--out", str(tmp_path / "q-cli.dlm"))
+    assert (tmp_path / "q.dlm").read_bytes() == (tmp_path / "q-cli.dlm").read_bytes()
+    m = driftlab.Model.load(str(tmp_path / "q.dlm"))
+    assert m.int8
+    x = aligned((8, 1, 28, 28), seed=9)
+    y = m.predict(x)
+    m.save(str(tmp_path / "q2.dlm"))
+    assert np.array_equal(driftlab.Model.load(str(tmp_path / "q2.dlm")).predict(x), y)
+    with pytest.raises(driftlab.Error, match="int8 model has no gradient"):
+        m.input_gradient(x, np.zeros(8, np.int64))
+
+
+# ---- the GIL and Ctrl-C ----
+
+def test_the_gil_is_released_during_training():
+    ticks = [0]
+    done = threading.Event()
+
+    def count():
+        while not done.is_set():
+            ticks[0] += 1
+            time.sleep(0.001)
+
+    t = threading.Thread(target=count)
+    t.start()
+    start = time.time()
+    driftlab.train(model="lenet5", limit=2000, epochs=1)
+    took = time.time() - start
+    done.set()
+    t.join()
+    # a thread that needs the GIL ran all along: about one tick a millisecond (at least a tenth of that)
+    assert ticks[0] >= took * 100, (ticks[0], took)
+
+
+def test_ctrl_c_keeps_the_checkpoint_and_resume_finishes_the_run(tmp_path):
+    args = dict(model="lenet5", limit=3000, epochs=3, batch=64, lr=0.05, checkpoint_every=10)
+    steps = [0]
+
+    def on_step(p):
+        steps[0] += 1
+        if steps[0] == 30:  # the SIGINT a Ctrl-C sends, mid-run
+            os.kill(os.getpid(), signal.SIGINT)
+
+    with pytest.raises(KeyboardInterrupt, match="checkpoint"):
+        driftlab.train(out=str(tmp_path / "cut"), on_step=on_step, **args)
+    assert (tmp_path / "cut" / "checkpoint.dlc").exists() and not (tmp_path / "cut" / "model.dlm").exists()
+    r = driftlab.resume(str(tmp_path / "cut"))
+    assert [e["epoch"] for e in r["epochs"]] == [1, 2, 3]
+    driftlab.train(out=str(tmp_path / "whole"), **args)
+    assert (tmp_path / "cut" / "model.dlm").read_bytes() == (tmp_path / "whole" / "model.dlm").read_bytes()
+
+
+def test_a_callbacks_exception_stops_the_run_and_is_raised_as_it_was(tmp_path):
+    def on_epoch(e):
+        raise ValueError("stop after epoch %d" % e["epoch"])
+
+    with pytest.raises(ValueError, match="stop after epoch 1"):
+        driftlab.train(model="lenet1", limit=300, epochs=3, out=str(tmp_path / "run"), on_epoch=on_epoch)
+    assert not (tmp_path / "run" / "model.dlm").exists()
