@@ -35,7 +35,7 @@ SUBSET_READERS='Idx.*:Npy.*:Cifar.*:Imdb.*:Datasets.*:ModelFile.*:WeightsNpy.*:C
 SUBSET_LARGE_ROWS='*b128*:*b64*:*vgg16*:*splitk_conv_dw_like*:*resnet20_s2*:*resnet20_s3*:*resnet_stage1*'\
 ':*resnet20_stage3*:*resnet20_downsample*'
 # whole int8 models through the kernels above (what they add is the layers' wiring: the full run)
-SUBSET_MODELS='Cases/GradCheckModel.*:QuantPtq.*:QuantFastModel.*:QuantDynamicModel.*'\
+SUBSET_MODELS='Cases/GradCheckModel.*:QuantPtq.*:QuantGraph.*:QuantFastModel.*:QuantDynamicModel.*'\
 ':QuantDynamicFast.LstmAndGruClassifiersGiveTheReferenceLogits'
 SUBSET_FILTER="$SUBSET_KERNELS:$SUBSET_READERS:-$SUBSET_LARGE_ROWS:$SUBSET_MODELS"
 

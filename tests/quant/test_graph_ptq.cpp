@@ -1,6 +1,7 @@
-// Static int8 quantization of graph models (quant/graph_ptq.h): grouped qconv2d against its groups
-// convolved apart; the zoo's LeNet-5 and ResNet-18-free ResNet-20 exported to ONNX and imported as
-// graphs quantize to the zoo's own int8 bits under every scheme (the zoo's int8 is PyTorch's and
+// Static int8 quantization of graph models (quant/graph_ptq.h; the grouped qconv2d kernel:
+// tests/ops/test_quant_kernels.cpp QuantConv.GroupedIsItsGroupsConvolvedApart): the zoo's LeNet-1,
+// LeNet-5 and VGG-16 exported to ONNX and imported as graphs quantize to the zoo's own int8 bits
+// under every scheme (the zoo's int8 is PyTorch's and
 // ONNX Runtime's bit for bit: tests/oracles); int8 graphs round-trip through the model file;
 // nodes with no int8 form are refused by name. PyTorch's quantizable torchvision models:
 // tests/oracles/test_quant_graph_oracle_torch.cpp.
@@ -13,10 +14,8 @@
 #include "convert/onnx_export.h"
 #include "convert/onnx_graph_import.h"
 #include "core/error.h"
-#include "core/ops/qconv2d.h"
 #include "engine/layers/graph_layer.h"
 #include "engine/layers/visit.h"
-#include "kernels/cpu/ref/ref.h"
 #include "models/graph.h"
 #include "models/model_file.h"
 #include "models/models.h"
@@ -34,71 +33,6 @@ Tensor logits(Model& m, const Tensor& x) {
   ExecContext exec;
   RunContext ctx = RunContext::inference(exec);
   return m.forward(ctx, x);
-}
-
-// Channels [c0, c0 + c) of x (N,C,H,W), or rows [c0, c0 + c) of w (K,...).
-template <typename T>
-Tensor channels(const Tensor& x, int64_t axis, int64_t c0, int64_t c) {
-  Shape s = x.shape();
-  const int64_t outer = axis == 1 ? s[0] : 1, inner = x.numel() / (outer * s[static_cast<std::size_t>(axis)]);
-  const int64_t total = s[static_cast<std::size_t>(axis)];
-  s[static_cast<std::size_t>(axis)] = c;
-  Tensor y(s, x.dtype());
-  for (int64_t o = 0; o < outer; ++o)
-    std::copy_n(x.data<T>() + (o * total + c0) * inner, c * inner, y.data<T>() + o * c * inner);
-  return y;
-}
-
-// Integers in [lo, hi] of dtype T, drawn from a seed.
-template <typename T>
-Tensor ints(const Shape& shape, DType dtype, uint64_t seed, double lo, double hi) {
-  const Tensor f = random_tensor(shape, DType::f32, seed, lo, hi);
-  Tensor t(shape, dtype);
-  for (int64_t i = 0; i < f.numel(); ++i) t.data<T>()[i] = static_cast<T>(std::lround(f.data<float>()[i]));
-  return t;
-}
-
-// A grouped convolution is its groups convolved apart: the reference kernel's grouped loops give,
-// for each group, the bytes of a one-group call on that group's input channels and weight rows
-// (which the one-group kernels are tested on: tests/ops/test_quant_kernels.cpp), under the exact
-// dot and oneDNN's int16 channel pairs, depthwise and 2 and 3 groups, strided, padded, dilated.
-TEST(QuantGraph, GroupedQconvIsItsGroupsConvolvedApart) {
-  struct Case {
-    int64_t c, k, groups, stride, pad, dil;
-  };
-  for (const Case& t : {Case{6, 4, 2, 1, 1, 1}, Case{5, 5, 5, 2, 1, 1}, Case{8, 8, 8, 1, 2, 2}, Case{6, 9, 3, 2, 0, 1}})
-    for (DotRule dot : {DotRule::exact, DotRule::int16_pairs_channels}) {
-      QConv2dParams p;
-      p.g.n = 2, p.g.c = t.c, p.g.h = 7, p.g.w = 6, p.g.k = t.k, p.g.r = p.g.s = 3, p.g.groups = t.groups;
-      p.g.stride_h = p.g.stride_w = t.stride;
-      p.g.pad_t = p.g.pad_b = p.g.pad_l = p.g.pad_r = t.pad;
-      p.g.dil_h = p.g.dil_w = t.dil;
-      p.x_dtype = p.y_dtype = DType::u8;
-      p.x_zero_point = 7;
-      p.has_bias = true;
-      p.dot = dot;
-      p.rq.rule = RequantRule::float_multiply;
-      p.rq.round = RoundRule::half_even;
-      p.rq.zero_point = 120, p.rq.lo = 0, p.rq.hi = 255;
-      p.rq.channels = {RequantChannel{{}, 0.013f, 0.f}};
-      const Tensor x = ints<uint8_t>(p.g.x_shape(), DType::u8, 1, 0, 255);
-      const Tensor w = ints<int8_t>(p.g.w_shape(), DType::i8, 2, -127, 127);
-      const Tensor b = ints<int32_t>({t.k}, DType::i32, 3, -900, 900);
-      Tensor y(p.g.y_shape(), DType::u8);
-      qconv2d_forward_ref(p, x, w, &b, y);
-      const int64_t cpg = t.c / t.groups, kpg = t.k / t.groups;
-      for (int64_t gi = 0; gi < t.groups; ++gi) {
-        QConv2dParams q = p;
-        q.g.c = cpg, q.g.k = kpg, q.g.groups = 1;
-        const Tensor xg = channels<uint8_t>(x, 1, gi * cpg, cpg);
-        const Tensor wg = channels<int8_t>(w, 0, gi * kpg, kpg);
-        const Tensor bg = channels<int32_t>(b, 0, gi * kpg, kpg);
-        Tensor yg(q.g.y_shape(), DType::u8);
-        qconv2d_forward_ref(q, xg, wg, &bg, yg);
-        EXPECT_TRUE(bitwise_equal(yg, channels<uint8_t>(y, 1, gi * kpg, kpg)))
-            << "groups " << t.groups << " group " << gi << " dot " << static_cast<int>(dot);
-      }
-    }
 }
 
 // The zoo model exported to ONNX by driftlab and imported back as a graph (convert/onnx_export.h,
