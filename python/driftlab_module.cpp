@@ -16,17 +16,20 @@
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
 
+#include <algorithm>
 #include <cstring>
 #include <memory>
 #include <optional>
 #include <string>
 
 #include "core/error.h"
+#include "driftlab/drift.h"
 #include "driftlab/evaluate.h"
 #include "driftlab/model.h"
 #include "driftlab/policy.h"
 #include "driftlab/quantize.h"
 #include "driftlab/train.h"
+#include "report/drift.h"
 
 namespace py = pybind11;
 using namespace driftlab;
@@ -420,6 +423,70 @@ py::dict quantize_py(const std::string& weights, const std::string& out, const s
   return d;
 }
 
+// A dataset split as NumPy arrays: (images float32 (N, ...), labels int32 (N,)).
+py::tuple dataset_py(const std::string& name, const std::string& split, int64_t limit, const std::string& data_dir) {
+  if (split != "train" && split != "test") throw py::value_error("split: '" + split + "' (train or test)");
+  const DataSpec spec = data_spec(name, data_dir, limit);
+  Dataset d;
+  {
+    py::gil_scoped_release nogil;
+    DatasetLoader loader;
+    d = loader.load(spec, split == "train" ? Split::train : Split::test);
+  }
+  Tensor labels = Tensor::empty({static_cast<int64_t>(d.labels.size())}, DType::i32);
+  std::copy(d.labels.begin(), d.labels.end(), labels.data<int32_t>());
+  return py::make_tuple(to_numpy(d.images), to_numpy(labels));
+}
+
+// The JSON `driftlab drift --json` and `driftlab attribute --json` write, as Python objects.
+py::object from_json(const std::string& text) { return py::module_::import("json").attr("loads")(text); }
+
+py::object drift_py(const std::string& weights, const std::string& policies, bool convert, double tolerance,
+                    int64_t localise_batch, int64_t quantize, int64_t calib_batch, const std::string& dataset,
+                    const std::string& data_dir, int64_t limit) {
+  DriftRequest r;
+  r.weights = weights;
+  r.policies = policies;
+  r.convert = convert;
+  r.tolerance = tolerance;
+  r.localise_batch = localise_batch;
+  r.quantize = quantize;
+  r.calib_batch = calib_batch;
+  r.data = data_spec(dataset, data_dir, limit);
+  std::string text;
+  {
+    py::gil_scoped_release nogil;
+    DatasetLoader loader;
+    text = report::drift_json(drift(r, loader));
+  }
+  return from_json(text);
+}
+
+py::object attribute_py(const std::string& weights, const std::string& from, const std::string& to, bool convert,
+                        int train_epochs, int64_t batch, double lr, double momentum, uint64_t seed, int64_t quantize,
+                        int64_t calib_batch, const std::string& dataset, const std::string& data_dir, int64_t limit) {
+  AttributeRequest r;
+  r.weights = weights;
+  r.from = from;
+  r.to = to;
+  r.convert = convert;
+  r.train = train_epochs;
+  r.batch = batch;
+  r.lr = lr;
+  r.momentum = momentum;
+  r.seed = seed;
+  r.quantize = quantize;
+  r.calib_batch = calib_batch;
+  r.data = data_spec(dataset, data_dir, limit);
+  std::string text;
+  {
+    py::gil_scoped_release nogil;
+    DatasetLoader loader;
+    text = report::attribute_json(attribute(r, loader));
+  }
+  return from_json(text);
+}
+
 py::dict knobs_of(const Policy& p) {
   py::dict d;
   for (const KnobInfo& k : knob_table()) d[py::str(k.name)] = p.get(k.name);
@@ -522,6 +589,21 @@ PYBIND11_MODULE(_driftlab, m) {
         py::arg("calib_batch") = 32, py::arg("dataset") = "", py::arg("data_dir") = "", py::arg("limit") = 0,
         "int8 post-training quantization of a model file into `out` under a toolchain's scheme; returns the points "
         "(name, observed range, scale, zero point).");
+  m.def("dataset", &dataset_py, py::arg("name") = "fashion-mnist", py::arg("split") = "test", py::arg("limit") = 0,
+        py::arg("data_dir") = "",
+        "A split as the engine reads it: (images float32 (N, ...) in [0, 1], labels int32 (N,)); limit: the first N.");
+  m.def("drift", &drift_py, py::arg("weights"), py::arg("policies") = "tensorflow,theano,torch",
+        py::arg("convert") = true, py::arg("tolerance") = 1e-5, py::arg("localise_batch") = 100,
+        py::arg("quantize") = 0, py::arg("calib_batch") = 32, py::arg("dataset") = "", py::arg("data_dir") = "",
+        py::arg("limit") = 0,
+        "The same weights under several policies, as `driftlab drift --json` writes it (a dict): each policy's "
+        "accuracy, every pair's output errors and the first layer where they part.");
+  m.def("attribute", &attribute_py, py::arg("weights"), py::arg("from_policy") = "tensorflow",
+        py::arg("to_policy") = "torch", py::arg("convert") = true, py::arg("train") = 0, py::arg("batch") = 128,
+        py::arg("lr") = 0.01, py::arg("momentum") = 0.9, py::arg("seed") = 1, py::arg("quantize") = 0,
+        py::arg("calib_batch") = 32, py::arg("dataset") = "", py::arg("data_dir") = "", py::arg("limit") = 0,
+        "Which knob explains the difference between two policies, as `driftlab attribute --json` writes it (a dict): "
+        "each knob flipped alone, and the path from one policy to the other with each step's share.");
   m.def(
       "_input_address",
       [](const py::handle& x) { return reinterpret_cast<std::uintptr_t>(float_input(x, "x").raw()); }, py::arg("x"),

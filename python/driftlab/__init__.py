@@ -10,6 +10,9 @@ from ._driftlab import (  # noqa: F401
     Error,
     Model,
     Policy,
+    attribute,
+    dataset,
+    drift,
     evaluate,
     knob_table,
     quantize,
@@ -18,4 +21,4 @@ from ._driftlab import (  # noqa: F401
 )
 from ._driftlab import _input_address  # noqa: F401  (tests: where driftlab reads an array from)
 
-__all__ = ["Error", "Model", "Policy", "evaluate", "knob_table", "quantize", "resume", "train"]
+__all__ = ["Error", "Model", "Policy", "attribute", "dataset", "drift", "evaluate", "knob_table", "quantize", "resume", "train"]

@@ -242,3 +242,29 @@ def test_a_callbacks_exception_stops_the_run_and_is_raised_as_it_was(tmp_path):
     with pytest.raises(ValueError, match="stop after epoch 1"):
         driftlab.train(model="lenet1", limit=300, epochs=3, out=str(tmp_path / "run"), on_epoch=on_epoch)
     assert not (tmp_path / "run" / "model.dlm").exists()
+
+
+def test_drift_and_attribute_are_the_command_lines_json(tmp_path):
+    import json
+    r = driftlab.train(model="lenet1", limit=300, epochs=1, out=str(tmp_path / "run"))
+    w = r["model_path"]
+    d = driftlab.drift(w, limit=200)
+    cli("drift", "--weights", w, "--limit", "200", "--json", str(tmp_path / "d.json"))
+    assert d == json.loads((tmp_path / "d.json").read_text())
+    assert [p["policy"] for p in d["accuracy"]][:1] == ["tensorflow"]
+    a = driftlab.attribute(w, from_policy="tensorflow", to_policy="torch", limit=200)
+    cli("attribute", "--weights", w, "--from", "tensorflow", "--to", "torch", "--limit", "200",
+        "--json", str(tmp_path / "a.json"))
+    assert a == json.loads((tmp_path / "a.json").read_text())
+    with pytest.raises(driftlab.Error, match="nope"):
+        driftlab.attribute(w, to_policy="torch,nope=1", limit=10)
+
+
+def test_dataset_gives_the_engines_images_and_labels():
+    x, y = driftlab.dataset("fashion-mnist", "test", limit=100)
+    assert x.shape == (100, 1, 28, 28) and x.dtype == np.float32 and y.shape == (100,) and y.dtype == np.int32
+    assert 0 <= x.min() and x.max() <= 1 and set(np.unique(y)) <= set(range(10))
+    with pytest.raises(ValueError, match="split"):
+        driftlab.dataset(split="validation")
+    with pytest.raises(driftlab.Error, match="/nonexistent"):
+        driftlab.dataset("mnist", data_dir="/nonexistent")
