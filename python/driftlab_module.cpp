@@ -23,13 +23,19 @@
 #include <string>
 
 #include "core/error.h"
+#include "driftlab/attack.h"
 #include "driftlab/drift.h"
 #include "driftlab/evaluate.h"
 #include "driftlab/model.h"
 #include "driftlab/policy.h"
 #include "driftlab/quantize.h"
 #include "driftlab/train.h"
+#include "engine/build_info.h"
+#include "report/attack.h"
 #include "report/drift.h"
+#include "study/report.h"
+#include "study/run.h"
+#include "study/spec.h"
 
 namespace py = pybind11;
 using namespace driftlab;
@@ -423,6 +429,177 @@ py::dict quantize_py(const std::string& weights, const std::string& out, const s
   return d;
 }
 
+// One attack (driftlab attack): settings as the command's flags without "--" ("eps", "steps",
+// "convention", "uint8", ...), each given one marked given (a convention fills the others). Writes
+// the command's files into `out` (result.json among them) and returns the adversarial examples.
+py::array attack_py(const std::string& weights, const py::dict& settings, const std::string& input,
+                    const std::string& labels, const std::vector<std::string>& judges, const std::string& dataset,
+                    const std::string& data_dir, int64_t limit, const std::string& device, const std::string& out,
+                    bool png) {
+  AttackRequest r;
+  r.weights = weights;
+  r.input = input;
+  r.labels = labels;
+  r.judges = judges;
+  r.data = data_spec(dataset, data_dir, limit);
+  r.device = device;
+  AttackSettings& a = r.settings;
+  for (auto item : settings) {
+    const std::string key = py::str(item.first);
+    const py::handle v = item.second;
+    auto real = [&](double& f) { f = v.cast<double>(); };
+    auto integer = [&](auto& f) { f = v.cast<std::remove_reference_t<decltype(f)>>(); };
+    auto text = [&](std::string& f) { f = v.cast<std::string>(); };
+    auto flag = [&](bool& f) { f = v.cast<bool>(); };
+    try {
+      if (key == "attack") text(a.attack);
+      else if (key == "eps") real(a.eps);
+      else if (key == "step") real(a.step);
+      else if (key == "lo") real(a.lo);
+      else if (key == "hi") real(a.hi);
+      else if (key == "max_epsilon") real(a.max_epsilon);
+      else if (key == "steps") integer(a.steps);
+      else if (key == "iterations") integer(a.iterations);
+      else if (key == "max_directions") integer(a.max_directions);
+      else if (key == "epsilons") integer(a.epsilons);
+      else if (key == "max_pixels") integer(a.max_pixels);
+      else if (key == "seed") integer(a.seed);
+      else if (key == "batch") integer(a.batch);
+      else if (key == "eps_units") text(a.eps_units);
+      else if (key == "labels_from") text(a.labels_from);
+      else if (key == "convention") text(a.convention);
+      else if (key == "eps_schedule") text(a.eps_schedule);
+      else if (key == "step_units") text(a.step_units);
+      else if (key == "success") text(a.success);
+      else if (key == "uint8") text(a.eight_bit);
+      else if (key == "boundary_rules") text(a.boundary_rules);
+      else if (key == "projection") text(a.projection);
+      else if (key == "random_start") flag(a.random_start);
+      else if (key == "early_stop") flag(a.early_stop);
+      else if (key == "transposed_index") flag(a.transposed_index);
+      else throw py::type_error("attack: unknown setting '" + key + "'");
+    } catch (const py::cast_error&) {
+      throw py::type_error("attack: setting '" + key + "' has the wrong type (" +
+                           std::string(py::str(py::type::of(v).attr("__name__"))) + ")");
+    }
+    std::string given = "--" + key;
+    std::replace(given.begin(), given.end(), '_', '-');
+    a.given.insert(given);
+  }
+  AttackOutcome o;
+  {
+    py::gil_scoped_release nogil;
+    o = run_attack(r);
+    report::write_attack(out, o, png);
+  }
+  return to_numpy(o.adversarial);
+}
+
+// JSON text as Python objects (the files the CLI writes: --json, cell.json).
+py::object from_json(const std::string& text) { return py::module_::import("json").attr("loads")(text); }
+
+// ---- studies (study/: the runner `driftlab study` drives) ----
+
+study::Plan plan_of(const std::string& spec, bool any_build) {
+  return study::plan(study::read_spec(spec), any_build ? "any" : build_commit());
+}
+
+py::list study_plan_py(const std::string& spec, bool any_build) {
+  const study::Plan p = plan_of(spec, any_build);
+  py::list out;
+  for (const study::Cell& c : p.cells) out.append(from_json(study::cell_json(p, c).dump()));
+  return out;
+}
+
+py::dict study_run_py(const std::string& spec, const std::string& out, int jobs, bool any_build,
+                      const std::vector<std::string>& reuse, const py::object& on_progress) {
+  const study::Plan p = plan_of(spec, any_build);
+  study::StudyRunOptions o;
+  o.out = out;
+  o.jobs = jobs;
+  o.reuse = reuse;
+  Interrupt stop;
+  o.stop = [&stop] { return stop.check(); };
+  if (!on_progress.is_none())
+    o.progress = [&stop, on_progress](const study::StudyProgress& g) {
+      stop.call([&] {
+        py::dict d;
+        d["total"] = g.total;
+        d["reused"] = g.reused;
+        d["done"] = g.done;
+        d["running"] = g.running;
+        d["failed"] = g.failed;
+        d["blocked"] = g.blocked;
+        d["eta_s"] = g.eta_s;
+        d["event"] = g.event;
+        on_progress(d);
+      });
+    };
+  study::StudyRunResult r;
+  {
+    py::gil_scoped_release nogil;
+    r = study::run_study(p, o);
+  }
+  if (stop.error) {
+    stop.error->restore();
+    throw py::error_already_set();
+  }
+  if (stop.hit) {
+    PyErr_SetString(PyExc_KeyboardInterrupt, ("driftlab.study_run: stopped; run it again to finish " + out).c_str());
+    throw py::error_already_set();
+  }
+  py::dict d;
+  d["total"] = r.total;
+  d["reused"] = r.reused;
+  d["adopted"] = r.adopted;
+  d["ran"] = r.ran;
+  d["resumed"] = r.resumed;
+  d["failed"] = r.failed;
+  d["blocked"] = r.blocked;
+  d["failures"] = r.failures;
+  return d;
+}
+
+py::list study_status_py(const std::string& dir) {
+  py::list out;
+  for (const study::CellState& c : study::study_status(dir)) {
+    py::dict d;
+    d["hash"] = c.hash;
+    d["step"] = c.step;
+    d["state"] = c.state;
+    d["detail"] = c.detail;
+    out.append(d);
+  }
+  return out;
+}
+
+// Each step's table as `driftlab study report` groups it: rows of settings with mean, sd and n of
+// every measure over the seeds.
+py::list study_tables_py(const std::string& dir) {
+  py::list out;
+  for (const study::ReportTable& t : study::study_tables(dir)) {
+    py::dict d;
+    d["step"] = t.step;
+    d["kind"] = t.kind;
+    d["keys"] = t.keys;
+    d["measures"] = t.measures;
+    d["cells"] = t.cells;
+    d["missing"] = t.missing;
+    py::list rows;
+    for (const study::ReportRow& r : t.rows) {
+      py::dict row;
+      for (std::size_t k = 0; k < t.keys.size(); ++k) row[py::str(t.keys[k])] = r.values[k];
+      for (const study::Stat& s : r.stats)
+        if (s.n > 0) row[py::str(s.measure)] = py::dict(py::arg("mean") = s.mean, py::arg("sd") = s.sd, py::arg("n") = s.n);
+      row["seeds"] = r.seeds;
+      rows.append(row);
+    }
+    d["rows"] = rows;
+    out.append(d);
+  }
+  return out;
+}
+
 // A dataset split as NumPy arrays: (images float32 (N, ...), labels int32 (N,)).
 py::tuple dataset_py(const std::string& name, const std::string& split, int64_t limit, const std::string& data_dir) {
   if (split != "train" && split != "test") throw py::value_error("split: '" + split + "' (train or test)");
@@ -437,9 +614,6 @@ py::tuple dataset_py(const std::string& name, const std::string& split, int64_t 
   std::copy(d.labels.begin(), d.labels.end(), labels.data<int32_t>());
   return py::make_tuple(to_numpy(d.images), to_numpy(labels));
 }
-
-// The JSON `driftlab drift --json` and `driftlab attribute --json` write, as Python objects.
-py::object from_json(const std::string& text) { return py::module_::import("json").attr("loads")(text); }
 
 py::object drift_py(const std::string& weights, const std::string& policies, bool convert, double tolerance,
                     int64_t localise_batch, int64_t quantize, int64_t calib_batch, const std::string& dataset,
@@ -592,6 +766,19 @@ PYBIND11_MODULE(_driftlab, m) {
   m.def("dataset", &dataset_py, py::arg("name") = "fashion-mnist", py::arg("split") = "test", py::arg("limit") = 0,
         py::arg("data_dir") = "",
         "A split as the engine reads it: (images float32 (N, ...) in [0, 1], labels int32 (N,)); limit: the first N.");
+  m.def("_attack", &attack_py, py::arg("weights"), py::arg("settings"), py::arg("input") = "", py::arg("labels") = "",
+        py::arg("judges") = std::vector<std::string>{}, py::arg("dataset") = "", py::arg("data_dir") = "",
+        py::arg("limit") = 0, py::arg("device") = "cpu", py::arg("out") = "", py::arg("png") = false);
+  m.def("study_plan", &study_plan_py, py::arg("spec"), py::arg("any_build") = false,
+        "A study spec's cells (each as its cell.json: hash, step, kind, parameters, inputs), as `driftlab study plan` "
+        "lists them; a bad spec raises driftlab.Error naming the file and line.");
+  m.def("study_run", &study_run_py, py::arg("spec"), py::arg("out"), py::arg("jobs") = 1, py::arg("any_build") = false,
+        py::arg("reuse") = std::vector<std::string>{}, py::arg("on_progress") = py::none(),
+        "Runs a study's cells into `out` as `driftlab study run` does (cells already done are kept); "
+        "on_progress(dict) after each event; Ctrl-C stops it (run it again to finish). Returns the counts.");
+  m.def("study_status", &study_status_py, py::arg("dir"), "Where each cell stands: done, failed, partial, missing.");
+  m.def("study_tables", &study_tables_py, py::arg("dir"),
+        "Each step's table as `driftlab study report` groups it: settings, then mean/sd/n of each measure over seeds.");
   m.def("drift", &drift_py, py::arg("weights"), py::arg("policies") = "tensorflow,theano,torch",
         py::arg("convert") = true, py::arg("tolerance") = 1e-5, py::arg("localise_batch") = 100,
         py::arg("quantize") = 0, py::arg("calib_batch") = 32, py::arg("dataset") = "", py::arg("data_dir") = "",

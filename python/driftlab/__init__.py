@@ -6,6 +6,7 @@ driftlab's own memory. driftlab's errors raise driftlab.Error with the message t
 prints (the file and offset, the knob, the op); a bad argument raises TypeError or ValueError
 naming it.
 """
+from . import _driftlab
 from ._driftlab import (  # noqa: F401
     Error,
     Model,
@@ -17,8 +18,53 @@ from ._driftlab import (  # noqa: F401
     knob_table,
     quantize,
     resume,
+    study_plan,
+    study_run,
+    study_status,
+    study_tables,
     train,
 )
 from ._driftlab import _input_address  # noqa: F401  (tests: where driftlab reads an array from)
 
-__all__ = ["Error", "Model", "Policy", "attribute", "dataset", "drift", "evaluate", "knob_table", "quantize", "resume", "train"]
+import json as _json
+import os as _os
+import shutil as _shutil
+import tempfile as _tempfile
+
+
+def attack(weights, attack="fgsm", x=None, labels=None, judges=(), out=None, png=False, dataset="", data_dir="",
+           limit=0, device="cpu", **settings):
+    """One adversarial attack on a model file, as `driftlab attack` runs it.
+
+    attack: fgsm | bim | pgd | boundary | single-pixel. x, labels: NumPy arrays to attack (the model's
+    input shape; integer labels), else the test split of `dataset` (the model file's by default).
+    judges: model files that judge the examples too (transfer: crafted on fp32, judged on int8).
+    settings: the command's flags without "--", e.g. eps=0.05, steps=10, convention="foolbox2",
+    uint8="round" (the 8-bit round trip), seed=1; a convention fills the settings not given.
+    out: the folder for the command's files (result.json, samples.csv, adversarial.npy, png/ with
+    png=True); none given: a temporary folder, removed.
+
+    Returns (result, adversarial): result.json's content as a dict, and the examples (N, ...).
+    """
+    tmp = _tempfile.mkdtemp(prefix="driftlab_attack_")
+    try:
+        inp = lab = ""
+        if x is not None:
+            import numpy as _np
+            inp = _os.path.join(tmp, "x.npy")
+            _np.save(inp, _np.ascontiguousarray(x))
+            if labels is not None:
+                lab = _os.path.join(tmp, "labels.npy")
+                _np.save(lab, _np.asarray(labels))
+        elif labels is not None:
+            raise ValueError("labels: given without x")
+        folder = out if out is not None else _os.path.join(tmp, "out")
+        adv = _driftlab._attack(weights, dict(settings, attack=attack), inp, lab, list(judges), dataset, data_dir,
+                                limit, device, folder, png)
+        with open(_os.path.join(folder, "result.json")) as f:
+            return _json.load(f), adv
+    finally:
+        _shutil.rmtree(tmp, ignore_errors=True)
+
+__all__ = ["Error", "Model", "Policy", "attack", "attribute", "dataset", "drift", "evaluate", "knob_table", "quantize", "resume", "study_plan", "study_run",
+           "study_status", "study_tables", "train"]

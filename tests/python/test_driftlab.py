@@ -268,3 +268,67 @@ def test_dataset_gives_the_engines_images_and_labels():
         driftlab.dataset(split="validation")
     with pytest.raises(driftlab.Error, match="/nonexistent"):
         driftlab.dataset("mnist", data_dir="/nonexistent")
+
+
+def test_attack_writes_the_command_lines_files_and_judges_on_int8(tmp_path):
+    import json
+    r = driftlab.train(model="lenet1", limit=300, epochs=1, out=str(tmp_path / "run"))
+    w = r["model_path"]
+    driftlab.quantize(w, str(tmp_path / "q.dlm"), scheme="tflite", calib=100, limit=300)
+    res, adv = driftlab.attack(w, "bim", eps=0.1, steps=5, uint8="round", judges=[str(tmp_path / "q.dlm")],
+                               limit=100, out=str(tmp_path / "py"))
+    cli("attack", "--weights", w, "--attack", "bim", "--eps", "0.1", "--steps", "5", "--uint8", "round",
+        "--judge", str(tmp_path / "q.dlm"), "--limit", "100", "--out", str(tmp_path / "cli"))
+    assert (tmp_path / "py" / "samples.csv").read_bytes() == (tmp_path / "cli" / "samples.csv").read_bytes()
+    assert np.array_equal(adv, np.load(tmp_path / "cli" / "adversarial.npy"))
+    theirs = json.loads((tmp_path / "cli" / "result.json").read_text())
+    assert res["over_all"] == theirs["over_all"] and res["transfer"] == theirs["transfer"]
+    assert len(res["transfer"]) == 1 and res["transfer"][0]["int8"]
+    # arrays in: the first 20 test images and their labels give the same examples as limit=20
+    x, y = driftlab.dataset(limit=20)
+    _, adv20 = driftlab.attack(w, "fgsm", x=x, labels=y, eps=0.1)
+    _, adv20d = driftlab.attack(w, "fgsm", eps=0.1, limit=20)
+    assert np.array_equal(adv20, adv20d)
+    with pytest.raises(TypeError, match="unknown setting 'epsilon'"):
+        driftlab.attack(w, "fgsm", epsilon=0.1, limit=5)
+    with pytest.raises(driftlab.Error, match="convention"):
+        driftlab.attack(w, "fgsm", convention="cleverhans", limit=5)
+
+
+SPEC = """study: py-small
+defaults: {limit: 300}
+steps:
+  train:
+    do: train
+    grid: {policy: [tensorflow, torch], seed: [1, 2]}
+    set: {model: lenet1, epochs: 1, batch: 64}
+  int8:
+    do: quantize
+    needs: train
+    set: {scheme: tflite, calib: 100}
+"""
+
+
+def test_a_study_planned_run_and_reported_as_the_command_line_does(tmp_path):
+    (tmp_path / "s.yaml").write_text(SPEC)
+    # any_build: the hashes leave the build out (this module and the driftlab binary may be built at
+    # different commits)
+    cells = driftlab.study_plan(str(tmp_path / "s.yaml"), any_build=True)
+    assert len(cells) == 8 and {c["step"] for c in cells} == {"train", "int8"}
+    events = []
+    r = driftlab.study_run(str(tmp_path / "s.yaml"), str(tmp_path / "py"), any_build=True, on_progress=events.append)
+    assert (r["total"], r["ran"], r["failed"]) == (8, 8, 0) and events
+    cli("study", "run", str(tmp_path / "s.yaml"), "--out", str(tmp_path / "cli"), "--any-build", "--quiet")
+    for c in cells:  # every cell's results, byte for byte
+        mine = (tmp_path / "py" / "cells" / c["hash"] / "results.json").read_bytes()
+        assert mine == (tmp_path / "cli" / "cells" / c["hash"] / "results.json").read_bytes(), c["hash"]
+    assert all(s["state"] == "done" for s in driftlab.study_status(str(tmp_path / "py")))
+    tables = {t["step"]: t for t in driftlab.study_tables(str(tmp_path / "py"))}
+    train_rows = tables["train"]["rows"]
+    assert [row["policy"] for row in train_rows] == ["tensorflow", "torch"]
+    assert all(row["test accuracy"]["n"] == 2 for row in train_rows)
+    again = driftlab.study_run(str(tmp_path / "s.yaml"), str(tmp_path / "py"), any_build=True)
+    assert (again["reused"], again["ran"]) == (8, 0)
+    (tmp_path / "bad.yaml").write_text(SPEC.replace("lenet1", "lenet7"))
+    with pytest.raises(driftlab.Error, match="bad.yaml:7"):
+        driftlab.study_plan(str(tmp_path / "bad.yaml"))
