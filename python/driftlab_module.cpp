@@ -24,6 +24,7 @@
 
 #include "core/error.h"
 #include "driftlab/attack.h"
+#include "driftlab/convert.h"
 #include "driftlab/drift.h"
 #include "driftlab/evaluate.h"
 #include "driftlab/model.h"
@@ -600,6 +601,56 @@ py::list study_tables_py(const std::string& dir) {
   return out;
 }
 
+// ---- export, import ----
+
+py::dict export_py(const std::string& weights, const std::string& out, const std::string& format, int64_t opset,
+                   const std::string& quant_form) {
+  ModelExportRequest r;
+  r.weights = weights;
+  r.out = out;
+  r.format = format;
+  r.onnx.opset = opset;
+  r.onnx.quant_form = quant_form;
+  ModelExportResult e;
+  {
+    py::gil_scoped_release nogil;
+    e = export_model(r);
+  }
+  py::dict d;
+  d["model"] = e.model;
+  d["policy"] = e.policy;
+  d["int8"] = e.int8;
+  d["lines"] = e.lines;
+  d["notes"] = e.notes;
+  d["bytes"] = e.bytes;
+  d["num_nodes"] = e.num_nodes;
+  d["num_initializers"] = e.num_initializers;
+  return d;
+}
+
+py::dict import_py(const std::string& file, const std::string& out, const std::string& format, const std::string& as,
+                   const std::string& policy) {
+  OnnxImportRequest r;
+  r.file = file;
+  r.out = out;
+  r.format = format;
+  r.as = as;
+  r.policy = policy;
+  OnnxImportResult i;
+  {
+    py::gil_scoped_release nogil;
+    i = import_onnx_model(r);
+  }
+  py::dict d;
+  d["producer"] = i.producer;
+  d["opset"] = i.opset;
+  d["model"] = i.model;
+  d["mapping"] = i.mapping;
+  d["zoo_mismatch"] = i.zoo_mismatch;
+  d["converted"] = i.converted;
+  return d;
+}
+
 // A dataset split as NumPy arrays: (images float32 (N, ...), labels int32 (N,)).
 py::tuple dataset_py(const std::string& name, const std::string& split, int64_t limit, const std::string& data_dir) {
   if (split != "train" && split != "test") throw py::value_error("split: '" + split + "' (train or test)");
@@ -769,6 +820,14 @@ PYBIND11_MODULE(_driftlab, m) {
   m.def("_attack", &attack_py, py::arg("weights"), py::arg("settings"), py::arg("input") = "", py::arg("labels") = "",
         py::arg("judges") = std::vector<std::string>{}, py::arg("dataset") = "", py::arg("data_dir") = "",
         py::arg("limit") = 0, py::arg("device") = "cpu", py::arg("out") = "", py::arg("png") = false);
+  m.def("export", &export_py, py::arg("weights"), py::arg("out"), py::arg("format") = "onnx", py::arg("opset") = 13,
+        py::arg("quant_form") = "qdq",
+        "Writes a model file as ONNX (fp32 or int8: qdq or qop) or as a TF.js layers model (format='tfjs': `out` is "
+        "the folder), as `driftlab export` does; returns what each layer became.");
+  m.def("import_model", &import_py, py::arg("file"), py::arg("out"), py::arg("format") = "auto", py::arg("as_") = "auto",
+        py::arg("policy") = "",
+        "Imports an ONNX file or a Keras / TF.js model.json into a model file (the zoo where it maps, else a graph "
+        "model), as `driftlab import` does; returns the node-by-node mapping.");
   m.def("study_plan", &study_plan_py, py::arg("spec"), py::arg("any_build") = false,
         "A study spec's cells (each as its cell.json: hash, step, kind, parameters, inputs), as `driftlab study plan` "
         "lists them; a bad spec raises driftlab.Error naming the file and line.");

@@ -15,6 +15,8 @@ from ._driftlab import (  # noqa: F401
     dataset,
     drift,
     evaluate,
+    export,
+    import_model,
     knob_table,
     quantize,
     resume,
@@ -66,5 +68,5 @@ def attack(weights, attack="fgsm", x=None, labels=None, judges=(), out=None, png
     finally:
         _shutil.rmtree(tmp, ignore_errors=True)
 
-__all__ = ["Error", "Model", "Policy", "attack", "attribute", "dataset", "drift", "evaluate", "knob_table", "quantize", "resume", "study_plan", "study_run",
+__all__ = ["Error", "Model", "Policy", "attack", "attribute", "dataset", "drift", "evaluate", "export", "import_model", "knob_table", "quantize", "resume", "study_plan", "study_run",
            "study_status", "study_tables", "train"]

@@ -332,3 +332,24 @@ def test_a_study_planned_run_and_reported_as_the_command_line_does(tmp_path):
     (tmp_path / "bad.yaml").write_text(SPEC.replace("lenet1", "lenet7"))
     with pytest.raises(driftlab.Error, match="bad.yaml:7"):
         driftlab.study_plan(str(tmp_path / "bad.yaml"))
+
+
+def test_export_and_import_round_trip_as_the_command_line_does(tmp_path):
+    m = driftlab.Model.zoo("lenet5", "torch", 3)
+    m.save(str(tmp_path / "m.dlm"))
+    e = driftlab.export(str(tmp_path / "m.dlm"), str(tmp_path / "py.onnx"))
+    cli("export", "--weights", str(tmp_path / "m.dlm"), "--format", "onnx", "--out", str(tmp_path / "cli.onnx"))
+    import onnx
+    a, b = onnx.load(str(tmp_path / "py.onnx")), onnx.load(str(tmp_path / "cli.onnx"))
+    a.producer_version = b.producer_version = ""  # the build's commit (the module and binary may differ)
+    assert a.SerializeToString() == b.SerializeToString()
+    assert e["model"] == "lenet5" and e["num_nodes"] > 0
+    i = driftlab.import_model(str(tmp_path / "py.onnx"), str(tmp_path / "back.dlm"))
+    assert i["model"] == "lenet5" and i["mapping"]
+    x = aligned((4, 1, 28, 28), seed=11)
+    assert np.array_equal(driftlab.Model.load(str(tmp_path / "back.dlm")).predict(x), m.predict(x))
+    g = driftlab.import_model(str(tmp_path / "py.onnx"), str(tmp_path / "graph.dlm"), as_="graph")
+    assert g["model"] == "graph"
+    assert np.allclose(driftlab.Model.load(str(tmp_path / "graph.dlm")).predict(x), m.predict(x), atol=1e-5)
+    with pytest.raises(driftlab.Error, match="format"):
+        driftlab.export(str(tmp_path / "m.dlm"), str(tmp_path / "x"), format="coreml")
