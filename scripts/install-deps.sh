@@ -7,8 +7,8 @@
 # backend node tests), torchvision (outside models for the graph importer: MobileNetV2, ResNet-50),
 # headless Chromium (the browser column of docs/CONVERSION.md: an exported TF.js model run in a
 # real browser), SciPy (the attack statistics' oracle), matplotlib (driftlab robustness's
-# chart), pybind11 with Python's headers, pytest and jupyter's nbconvert with the Python kernel (the
-# Python module, docs/PYTHON.md, its tests and its notebook), and clang with its runtime
+# chart), pybind11 with Python's headers, pytest, jupyter's nbconvert with the Python kernel, pip and
+# setuptools (the Python module, docs/PYTHON.md: its tests, its notebook, pip install .), and clang with its runtime
 # libraries (libFuzzer for scripts/fuzz.sh, and LLVM's OpenMP, which the fuzz build's
 # find_package(OpenMP) needs under clang). ocl-icd-opencl-dev is
 # libdnnl-dev's recommended package, which --no-install-recommends skips: Debian's oneDNN is built
@@ -24,7 +24,7 @@ demo=0
 pkgs=(build-essential cmake libeigen3-dev libdnnl-dev zlib1g-dev ocl-icd-opencl-dev libcli11-dev nlohmann-json3-dev
       libyaml-cpp-dev libsqlite3-dev libgtest-dev libgmock-dev libbenchmark-dev dataset-fashion-mnist libonnx-dev libprotobuf-dev chromium
       python3-numpy python3-torch python3-torchvision libopenblas0-openmp python3-onnx python3-scipy python3-matplotlib clang libclang-rt-14-dev
-      libomp-14-dev pybind11-dev python3-dev python3-pytest jupyter-nbconvert python3-ipykernel)
+      libomp-14-dev pybind11-dev python3-dev python3-pytest jupyter-nbconvert python3-ipykernel python3-pip python3-setuptools)
 if ((demo)); then
   pkgs=(build-essential cmake libeigen3-dev libdnnl-dev zlib1g-dev ocl-icd-opencl-dev libcli11-dev nlohmann-json3-dev
         libyaml-cpp-dev libsqlite3-dev dataset-fashion-mnist libonnx-dev libprotobuf-dev)
