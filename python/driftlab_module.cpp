@@ -30,10 +30,12 @@
 #include "driftlab/model.h"
 #include "driftlab/policy.h"
 #include "driftlab/quantize.h"
+#include "driftlab/robustness.h"
 #include "driftlab/train.h"
 #include "engine/build_info.h"
 #include "report/attack.h"
 #include "report/drift.h"
+#include "report/robustness.h"
 #include "study/report.h"
 #include "study/run.h"
 #include "study/spec.h"
@@ -430,21 +432,9 @@ py::dict quantize_py(const std::string& weights, const std::string& out, const s
   return d;
 }
 
-// One attack (driftlab attack): settings as the command's flags without "--" ("eps", "steps",
-// "convention", "uint8", ...), each given one marked given (a convention fills the others). Writes
-// the command's files into `out` (result.json among them) and returns the adversarial examples.
-py::array attack_py(const std::string& weights, const py::dict& settings, const std::string& input,
-                    const std::string& labels, const std::vector<std::string>& judges, const std::string& dataset,
-                    const std::string& data_dir, int64_t limit, const std::string& device, const std::string& out,
-                    bool png) {
-  AttackRequest r;
-  r.weights = weights;
-  r.input = input;
-  r.labels = labels;
-  r.judges = judges;
-  r.data = data_spec(dataset, data_dir, limit);
-  r.device = device;
-  AttackSettings& a = r.settings;
+// Attack settings given as the command's flags without "--" ("eps", "steps", "convention", "uint8",
+// ...), each given one marked given (a convention fills the others); `who` starts the errors.
+void read_settings(const py::dict& settings, AttackSettings& a, const std::string& who) {
   for (auto item : settings) {
     const std::string key = py::str(item.first);
     const py::handle v = item.second;
@@ -478,15 +468,32 @@ py::array attack_py(const std::string& weights, const py::dict& settings, const 
       else if (key == "random_start") flag(a.random_start);
       else if (key == "early_stop") flag(a.early_stop);
       else if (key == "transposed_index") flag(a.transposed_index);
-      else throw py::type_error("attack: unknown setting '" + key + "'");
+      else throw py::type_error(who + ": unknown setting '" + key + "'");
     } catch (const py::cast_error&) {
-      throw py::type_error("attack: setting '" + key + "' has the wrong type (" +
+      throw py::type_error(who + ": setting '" + key + "' has the wrong type (" +
                            std::string(py::str(py::type::of(v).attr("__name__"))) + ")");
     }
     std::string given = "--" + key;
     std::replace(given.begin(), given.end(), '_', '-');
     a.given.insert(given);
   }
+}
+
+// One attack (driftlab attack): settings as the command's flags without "--" ("eps", "steps",
+// "convention", "uint8", ...), each given one marked given (a convention fills the others). Writes
+// the command's files into `out` (result.json among them) and returns the adversarial examples.
+py::array attack_py(const std::string& weights, const py::dict& settings, const std::string& input,
+                    const std::string& labels, const std::vector<std::string>& judges, const std::string& dataset,
+                    const std::string& data_dir, int64_t limit, const std::string& device, const std::string& out,
+                    bool png) {
+  AttackRequest r;
+  r.weights = weights;
+  r.input = input;
+  r.labels = labels;
+  r.judges = judges;
+  r.data = data_spec(dataset, data_dir, limit);
+  r.device = device;
+  read_settings(settings, r.settings, "attack");
   AttackOutcome o;
   {
     py::gil_scoped_release nogil;
@@ -599,6 +606,29 @@ py::list study_tables_py(const std::string& dir) {
     out.append(d);
   }
   return out;
+}
+
+// Models under attacks (driftlab robustness): models {name: file} in order (the first the
+// baseline), crafts {name: source} (transfer), the attacks and their settings. Writes the command's
+// files into `out` (robustness.json, robustness.csv, table.md) and returns robustness.json's text.
+std::string robustness_py(const std::vector<std::pair<std::string, std::string>>& models,
+                          const std::vector<std::pair<std::string, std::string>>& crafts, const std::string& attacks,
+                          int repeats, int64_t samples, const py::dict& settings, const std::string& dataset,
+                          const std::string& data_dir, int64_t limit, const std::string& device, const std::string& out) {
+  RobustnessRequest r;
+  for (const auto& [name, file] : models) r.models.push_back(name + "=" + file);
+  for (const auto& [name, source] : crafts) r.crafts.push_back(name + "=" + source);
+  r.attacks = attacks;
+  r.repeats = repeats;
+  r.samples = samples;
+  read_settings(settings, r.settings, "robustness");
+  r.data = data_spec(dataset, data_dir, limit);
+  r.device = device;
+  {
+    py::gil_scoped_release nogil;
+    report::write_robustness(out, run_robustness(r));
+  }
+  return out + "/robustness.json";
 }
 
 // ---- export, import ----
@@ -838,6 +868,9 @@ PYBIND11_MODULE(_driftlab, m) {
   m.def("study_status", &study_status_py, py::arg("dir"), "Where each cell stands: done, failed, partial, missing.");
   m.def("study_tables", &study_tables_py, py::arg("dir"),
         "Each step's table as `driftlab study report` groups it: settings, then mean/sd/n of each measure over seeds.");
+  m.def("_robustness", &robustness_py, py::arg("models"), py::arg("crafts"), py::arg("attacks"), py::arg("repeats"),
+        py::arg("samples"), py::arg("settings"), py::arg("dataset"), py::arg("data_dir"), py::arg("limit"),
+        py::arg("device"), py::arg("out"));
   m.def("drift", &drift_py, py::arg("weights"), py::arg("policies") = "tensorflow,theano,torch",
         py::arg("convert") = true, py::arg("tolerance") = 1e-5, py::arg("localise_batch") = 100,
         py::arg("quantize") = 0, py::arg("calib_batch") = 32, py::arg("dataset") = "", py::arg("data_dir") = "",

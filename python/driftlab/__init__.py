@@ -68,5 +68,31 @@ def attack(weights, attack="fgsm", x=None, labels=None, judges=(), out=None, png
     finally:
         _shutil.rmtree(tmp, ignore_errors=True)
 
-__all__ = ["Error", "Model", "Policy", "attack", "attribute", "dataset", "drift", "evaluate", "export", "import_model", "knob_table", "quantize", "resume", "study_plan", "study_run",
+__all__ = ["Error", "Model", "Policy", "attack", "attribute", "dataset", "drift", "evaluate", "export", "import_model", "knob_table", "quantize", "resume", "robustness", "study_plan", "study_run",
            "study_status", "study_tables", "train"]
+
+
+
+def robustness(models, attacks="fgsm,boundary", crafts=None, repeats=1, samples=0, out=None, dataset="",
+               data_dir="", limit=0, device="cpu", **settings):
+    """Models under attacks, as `driftlab robustness` runs it, over the inputs every model gets right.
+
+    models: {name: model file} in order (a dict, or (name, file) pairs); the first is the baseline
+    of the Wilcoxon/A12 comparisons. crafts: {name: source name}: that model's white-box examples
+    are crafted on the source (transfer; without it an int8 model is attacked through its
+    straight-through mirror). attacks: "fgsm,bim,pgd,boundary,single-pixel" (comma-separated).
+    repeats: runs per attack (seeds seed, seed + 1, ...). settings: the command's flags without
+    "--" (eps=..., convention=...). out: the folder for robustness.json, robustness.csv and
+    table.md (none: a temporary folder, removed). Returns robustness.json's content as a dict.
+    """
+    pairs = list(models.items()) if isinstance(models, dict) else [tuple(m) for m in models]
+    craft_pairs = list((crafts or {}).items())
+    tmp = _tempfile.mkdtemp(prefix="driftlab_robustness_")
+    try:
+        folder = out if out is not None else tmp
+        path = _driftlab._robustness(pairs, craft_pairs, attacks, repeats, samples, dict(settings), dataset,
+                                     data_dir, limit, device, folder)
+        with open(path) as f:
+            return _json.load(f)
+    finally:
+        _shutil.rmtree(tmp, ignore_errors=True)

@@ -353,3 +353,21 @@ def test_export_and_import_round_trip_as_the_command_line_does(tmp_path):
     assert np.allclose(driftlab.Model.load(str(tmp_path / "graph.dlm")).predict(x), m.predict(x), atol=1e-5)
     with pytest.raises(driftlab.Error, match="format"):
         driftlab.export(str(tmp_path / "m.dlm"), str(tmp_path / "x"), format="coreml")
+
+
+def test_robustness_is_the_command_lines_json(tmp_path):
+    import json
+    r = driftlab.train(model="lenet1", limit=300, epochs=1, out=str(tmp_path / "run"))
+    w = r["model_path"]
+    driftlab.quantize(w, str(tmp_path / "q.dlm"), scheme="tflite", calib=100, limit=300)
+    models = {"fp32": w, "int8": str(tmp_path / "q.dlm")}
+    mine = driftlab.robustness(models, attacks="fgsm,bim", crafts={"int8": "fp32"}, repeats=2, eps=0.1, limit=100,
+                               out=str(tmp_path / "py"))
+    cli("robustness", "--model", "fp32=" + w, "--model", "int8=" + str(tmp_path / "q.dlm"), "--craft", "int8=fp32",
+        "--attacks", "fgsm,bim", "--repeats", "2", "--eps", "0.1", "--limit", "100", "--out", str(tmp_path / "cli"))
+    assert (tmp_path / "py" / "robustness.csv").read_bytes() == (tmp_path / "cli" / "robustness.csv").read_bytes()
+    theirs = json.loads((tmp_path / "cli" / "robustness.json").read_text())
+    theirs.pop("commit", None), mine.pop("commit", None)
+    assert mine == theirs
+    with pytest.raises(TypeError, match="robustness: unknown setting 'epsilon'"):
+        driftlab.robustness(models, epsilon=0.1, limit=10)
