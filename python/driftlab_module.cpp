@@ -17,6 +17,7 @@
 #include <pybind11/stl.h>
 
 #include <algorithm>
+#include <cstdlib>
 #include <cstring>
 #include <memory>
 #include <optional>
@@ -34,6 +35,7 @@
 #include "driftlab/train.h"
 #include "engine/build_info.h"
 #include "report/attack.h"
+#include "report/convert.h"
 #include "report/drift.h"
 #include "report/robustness.h"
 #include "study/report.h"
@@ -508,6 +510,15 @@ py::object from_json(const std::string& text) { return py::module_::import("json
 
 // ---- studies (study/: the runner `driftlab study` drives) ----
 
+// Where ONNX Runtime (onnxruntime-node, tests/oracles/ort) is: DRIFTLAB_ORT_DIR, else the
+// source tree's, as the command finds it (cli/common.cpp ort_dir).
+std::string ort_dir() {
+  const char* e = std::getenv("DRIFTLAB_ORT_DIR");
+  if (e && *e) return e;
+  return std::string(DRIFTLAB_SOURCE_DIR) + "/tests/oracles/ort";
+}
+
+
 study::Plan plan_of(const std::string& spec, bool any_build) {
   return study::plan(study::read_spec(spec), any_build ? "any" : build_commit());
 }
@@ -522,6 +533,7 @@ py::list study_plan_py(const std::string& spec, bool any_build) {
 py::dict study_run_py(const std::string& spec, const std::string& out, int jobs, bool any_build,
                       const std::vector<std::string>& reuse, const py::object& on_progress) {
   const study::Plan p = plan_of(spec, any_build);
+  ::setenv("DRIFTLAB_ORT_DIR", ort_dir().c_str(), /*overwrite=*/0);  // convert cells run ONNX Runtime from there
   study::StudyRunOptions o;
   o.out = out;
   o.jobs = jobs;
@@ -629,6 +641,30 @@ std::string robustness_py(const std::vector<std::pair<std::string, std::string>>
     report::write_robustness(out, run_robustness(r));
   }
   return out + "/robustness.json";
+}
+
+// The conversion measurement (driftlab convert --to onnx): driftlab against ONNX Runtime on the test
+// split; writes the command's files into `out` and returns convert.json's text.
+std::string convert_py(const std::string& weights, const std::string& out, int64_t opset, const std::string& quant_form,
+                       int64_t repeats, const std::string& adversarial, const std::string& dataset,
+                       const std::string& data_dir, int64_t limit) {
+  ConversionRequest r;
+  r.weights = weights;
+  r.out = out;
+  r.onnx.opset = opset;
+  r.onnx.quant_form = quant_form;
+  r.repeats = repeats;
+  r.adversarial = adversarial;
+  r.ort_dir = ort_dir();
+  r.data = data_spec(dataset, data_dir, limit);
+  ConversionResult c;
+  {
+    py::gil_scoped_release nogil;
+    DatasetLoader loader;
+    c = measure_conversion(r, loader);
+    report::write_conversion_files(out, c);
+  }
+  return report::conversion_json(c);
 }
 
 // ---- export, import ----
@@ -850,6 +886,17 @@ PYBIND11_MODULE(_driftlab, m) {
   m.def("_attack", &attack_py, py::arg("weights"), py::arg("settings"), py::arg("input") = "", py::arg("labels") = "",
         py::arg("judges") = std::vector<std::string>{}, py::arg("dataset") = "", py::arg("data_dir") = "",
         py::arg("limit") = 0, py::arg("device") = "cpu", py::arg("out") = "", py::arg("png") = false);
+  m.def("convert", [](const std::string& weights, const std::string& out, int64_t opset, const std::string& quant_form,
+                       int64_t repeats, const std::string& adversarial, const std::string& dataset,
+                       const std::string& data_dir, int64_t limit) {
+          return from_json(convert_py(weights, out, opset, quant_form, repeats, adversarial, dataset, data_dir, limit));
+        },
+        py::arg("weights"), py::arg("out"), py::arg("opset") = 13, py::arg("quant_form") = "qdq", py::arg("repeats") = 3,
+        py::arg("adversarial") = "", py::arg("dataset") = "", py::arg("data_dir") = "", py::arg("limit") = 0,
+        "The conversion measurement of `driftlab convert --to onnx`: the model exported, run by ONNX Runtime "
+        "(onnxruntime-node: DRIFTLAB_ORT_DIR, else the source tree's tests/oracles/ort) and by driftlab on the test "
+        "split; accuracy, output errors, times and sizes on both sides (and an attack folder's examples judged by "
+        "both). Writes model.onnx, convert.json and convert.csv into `out`; returns convert.json as a dict.");
   m.def("export", &export_py, py::arg("weights"), py::arg("out"), py::arg("format") = "onnx", py::arg("opset") = 13,
         py::arg("quant_form") = "qdq",
         "Writes a model file as ONNX (fp32 or int8: qdq or qop) or as a TF.js layers model (format='tfjs': `out` is "

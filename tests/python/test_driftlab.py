@@ -371,3 +371,21 @@ def test_robustness_is_the_command_lines_json(tmp_path):
     assert mine == theirs
     with pytest.raises(TypeError, match="robustness: unknown setting 'epsilon'"):
         driftlab.robustness(models, epsilon=0.1, limit=10)
+
+
+def test_convert_measures_onnx_runtime_as_the_command_line_does(tmp_path):
+    import json
+    ort = os.environ.get("DRIFTLAB_ORT_DIR") or os.path.join(os.path.dirname(__file__), "..", "oracles", "ort")
+    if not os.path.isdir(os.path.join(ort, "node_modules", "onnxruntime-node")):
+        if os.environ.get("DRIFTLAB_REQUIRE_ORACLES", "") not in ("", "0"):
+            pytest.fail("onnxruntime-node is not installed in " + ort)
+        pytest.skip("onnxruntime-node is not installed in " + ort + " (npm install there)")
+    m = driftlab.Model.zoo("lenet1", "torch", 3)
+    m.save(str(tmp_path / "m.dlm"))
+    c = driftlab.convert(str(tmp_path / "m.dlm"), str(tmp_path / "py"), repeats=1, limit=200)
+    cli("convert", "--weights", str(tmp_path / "m.dlm"), "--to", "onnx", "--repeats", "1", "--limit", "200",
+        "--out", str(tmp_path / "cli"))
+    theirs = json.loads((tmp_path / "cli" / "convert.json").read_text())
+    for k in ("accuracy_before", "accuracy_after", "max_abs", "misclassification", "logits_max_abs", "n"):
+        assert c[k] == theirs[k], k  # the same inputs, model and runtime: the same numbers (times aside)
+    assert c["n"] == 200 and c["misclassification"] == 0
