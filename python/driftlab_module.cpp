@@ -801,11 +801,11 @@ PYBIND11_MODULE(_driftlab, m) {
   py::class_<Policy>(m, "Policy", "A set of framework conventions: a preset (tensorflow, theano, torch) and knob overrides.")
       .def(py::init([](const std::string& s) { return Policy::parse(s); }), py::arg("spec") = "torch",
            "Parses 'preset,knob=value,...' (an unknown knob or value raises driftlab.Error naming it).")
-      .def_static("parse", &Policy::parse, py::arg("spec"))
-      .def_static("tensorflow", &Policy::tensorflow)
-      .def_static("theano", &Policy::theano)
-      .def_static("torch", &Policy::torch)
-      .def("__str__", &Policy::to_string)
+      .def_static("parse", &Policy::parse, py::arg("spec"), "The Policy of 'preset,knob=value,...' (as Policy(spec)).")
+      .def_static("tensorflow", &Policy::tensorflow, "The tensorflow preset: TensorFlow/Keras conventions.")
+      .def_static("theano", &Policy::theano, "The theano preset: Theano/Lasagne conventions.")
+      .def_static("torch", &Policy::torch, "The torch preset: PyTorch conventions.")
+      .def("__str__", &Policy::to_string, "The canonical string: the preset, then every knob that differs from it.")
       .def("__repr__", [](const Policy& p) { return "driftlab.Policy('" + p.to_string() + "')"; })
       .def("__eq__", [](const Policy& a, const Policy& b) { return a.to_full_string() == b.to_full_string(); })
       .def("get", &Policy::get, py::arg("knob"), "A knob's value as its string.")
@@ -844,12 +844,12 @@ PYBIND11_MODULE(_driftlab, m) {
       .def_static("zoo", &zoo_model_py, py::arg("name"), py::arg("policy") = "torch", py::arg("seed") = 1,
                   "A zoo model (lenet1, lenet5, resnet20, ...) initialised under the policy's initialisers.")
       .def("save", &save_py, py::arg("path"), "Writes the model file (int8 models as quantize writes them).")
-      .def_property_readonly("name", [](PyModel& p) { return p.m.model().name; })
-      .def_property_readonly("policy", [](PyModel& p) { return p.m.model().policy.to_string(); })
-      .def_property_readonly("input_shape", [](PyModel& p) { return p.m.model().input_shape; })
-      .def_property_readonly("num_classes", [](PyModel& p) { return p.m.model().num_classes; })
-      .def_property_readonly("int8", [](PyModel& p) { return p.m.int8(); })
-      .def_property_readonly("path", [](PyModel& p) { return p.m.path; })
+      .def_property_readonly("name", [](PyModel& p) { return p.m.model().name; }, "The model's name (lenet5, graph, ...).")
+      .def_property_readonly("policy", [](PyModel& p) { return p.m.model().policy.to_string(); }, "Its Policy string.")
+      .def_property_readonly("input_shape", [](PyModel& p) { return p.m.model().input_shape; }, "The per-sample input shape.")
+      .def_property_readonly("num_classes", [](PyModel& p) { return p.m.model().num_classes; }, "The number of logits.")
+      .def_property_readonly("int8", [](PyModel& p) { return p.m.int8(); }, "True for a quantized model.")
+      .def_property_readonly("path", [](PyModel& p) { return p.m.path; }, "The file it was read from or last saved to ('' for a zoo model not saved).")
       .def("predict", &predict_py, py::arg("x"),
            "Logits (N, classes) of x (N, input shape), float32 or float64, inference semantics; x is read in place "
            "when C-contiguous, 64-byte aligned and a multiple of 64 bytes long, else copied; never written.")
@@ -885,7 +885,8 @@ PYBIND11_MODULE(_driftlab, m) {
         "A split as the engine reads it: (images float32 (N, ...) in [0, 1], labels int32 (N,)); limit: the first N.");
   m.def("_attack", &attack_py, py::arg("weights"), py::arg("settings"), py::arg("input") = "", py::arg("labels") = "",
         py::arg("judges") = std::vector<std::string>{}, py::arg("dataset") = "", py::arg("data_dir") = "",
-        py::arg("limit") = 0, py::arg("device") = "cpu", py::arg("out") = "", py::arg("png") = false);
+        py::arg("limit") = 0, py::arg("device") = "cpu", py::arg("out") = "", py::arg("png") = false,
+        "(driftlab.attack calls this) one attack; writes the command's files into out, returns the examples.");
   m.def("convert", [](const std::string& weights, const std::string& out, int64_t opset, const std::string& quant_form,
                        int64_t repeats, const std::string& adversarial, const std::string& dataset,
                        const std::string& data_dir, int64_t limit) {
@@ -917,7 +918,7 @@ PYBIND11_MODULE(_driftlab, m) {
         "Each step's table as `driftlab study report` groups it: settings, then mean/sd/n of each measure over seeds.");
   m.def("_robustness", &robustness_py, py::arg("models"), py::arg("crafts"), py::arg("attacks"), py::arg("repeats"),
         py::arg("samples"), py::arg("settings"), py::arg("dataset"), py::arg("data_dir"), py::arg("limit"),
-        py::arg("device"), py::arg("out"));
+        py::arg("device"), py::arg("out"), "(driftlab.robustness calls this) writes the command's files into out.");
   m.def("drift", &drift_py, py::arg("weights"), py::arg("policies") = "tensorflow,theano,torch",
         py::arg("convert") = true, py::arg("tolerance") = 1e-5, py::arg("localise_batch") = 100,
         py::arg("quantize") = 0, py::arg("calib_batch") = 32, py::arg("dataset") = "", py::arg("data_dir") = "",

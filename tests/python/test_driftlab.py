@@ -389,3 +389,16 @@ def test_convert_measures_onnx_runtime_as_the_command_line_does(tmp_path):
     for k in ("accuracy_before", "accuracy_after", "max_abs", "misclassification", "logits_max_abs", "n"):
         assert c[k] == theirs[k], k  # the same inputs, model and runtime: the same numbers (times aside)
     assert c["n"] == 200 and c["misclassification"] == 0
+
+
+def test_every_public_name_has_a_docstring_and_a_stub():
+    import inspect
+    stubs = open(os.path.join(os.path.dirname(driftlab.__file__), "__init__.pyi")).read()
+    for name in driftlab.__all__:
+        obj = getattr(driftlab, name)
+        assert (obj.__doc__ or "").strip(), name
+        assert ("def %s(" % name) in stubs or ("class %s" % name) in stubs, name
+        if inspect.isclass(obj):
+            for k, v in vars(obj).items():
+                if not k.startswith("_"):
+                    assert (getattr(v, "__doc__", "") or "").strip(), name + "." + k
