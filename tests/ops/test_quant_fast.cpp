@@ -145,6 +145,62 @@ TEST(QConvFast, TiesRoundAsTheReference) {
       }
 }
 
+// Depthwise convolutions (MobileNet's: groups = C = K) take the fast kernel's own loops: the
+// reference's bytes under every dtype, rule, granularity, bias and clamp, exact sums and oneDNN's
+// channel pairs; ONNX Runtime's pairs and other groupings stay with the reference.
+TEST(QConvFast, DepthwiseEqualsReferenceByteForByte) {
+  const QConv2dKernel& ref = registry().qconv2d.reference();
+  const QConv2dKernel& fast = registry().qconv2d.at(KernelBackend::fast);
+  const QConvCase cases[] = {{"dw3x3", 2, 8, 9, 7, 8, 3, 3, 1, 1, 1, 1, 1, 1, 1},
+                             {"dw3x3_s2_asym", 3, 5, 11, 10, 5, 3, 3, 2, 2, 1, 1, 0, 2, 1},
+                             {"dw5x5_dil2", 1, 6, 13, 12, 6, 5, 5, 1, 1, 2, 4, 4, 4, 4},
+                             {"dw3x3_s2_one", 1, 32, 4, 4, 32, 3, 3, 2, 1, 1, 1, 1, 1, 1}};
+  const RequantRule rules[] = {RequantRule::fixed_point_double_rounding, RequantRule::fixed_point_single_rounding,
+                               RequantRule::float_multiply, RequantRule::float_multiply_add_zp};
+  uint64_t seed = 900;
+  int64_t compared = 0;
+  for (const QConvCase& cs : cases)
+    for (DType xt : {DType::u8, DType::i8})
+      for (DotRule dot : {DotRule::exact, DotRule::int16_pairs_channels})
+        for (RequantRule rule : rules)
+          for (bool per_channel : {false, true})
+            for (bool has_bias : {false, true})
+              for (bool relu : {false, true}) {
+                if (dot == DotRule::int16_pairs_channels && xt != DType::u8) continue;  // uint8 only
+                ++seed;
+                QConv2dParams p;
+                p.g = geometry_of(cs);
+                p.g.groups = cs.c;
+                const Conv2dParams& g = p.g;
+                p.x_dtype = p.y_dtype = xt;
+                p.dot = dot;
+                p.x_zero_point = xt == DType::i8 ? (seed % 2 ? -5 : 100) : (seed % 2 ? 3 : 250);
+                p.has_bias = has_bias;
+                p.rq = make_requant(rule, RoundRule::half_even, per_channel, g.k, 3.0 * 128.0 * 90.0, xt, relu, seed);
+                const Tensor x = random_int(g.x_shape(), xt, seed, type_min(xt), type_max(xt));
+                const Tensor w = random_int(g.w_shape(), DType::i8, seed + 7, -128, 127);
+                const Tensor b = random_int({g.k}, DType::i32, seed + 9, -40000, 40000);
+                Tensor y_ref(g.y_shape(), xt), y_fast(g.y_shape(), xt);
+                ASSERT_TRUE(fast.supports(p, xt)) << cs.name;
+                ref.forward(p, x, w, has_bias ? &b : nullptr, y_ref);
+                fast.forward(p, x, w, has_bias ? &b : nullptr, y_fast);
+                ASSERT_TRUE(bitwise_equal(y_fast, y_ref)) << cs.name << " x " << dtype_name(xt) << " rule "
+                                                          << static_cast<int>(rule) << (per_channel ? " per-channel" : "")
+                                                          << (has_bias ? " bias" : "") << (relu ? " relu" : "");
+                compared += y_ref.numel();
+              }
+  std::cout << "depthwise: " << compared << " outputs compared, all equal\n";
+  QConv2dParams p;
+  p.g = geometry_of(cases[0]);
+  p.g.groups = cases[0].c;
+  p.x_dtype = p.y_dtype = DType::u8;
+  p.dot = DotRule::int16_pairs_hwc;
+  EXPECT_FALSE(fast.supports(p, DType::u8));  // ONNX Runtime's pairs span taps: the reference
+  p.dot = DotRule::exact;
+  p.g.groups = 2;  // two channels a group: not depthwise
+  EXPECT_FALSE(fast.supports(p, DType::u8));
+}
+
 TEST(QDenseFast, EqualsReferenceByteForByte) {
   const QDenseKernel& ref = registry().qdense.reference();
   const QDenseKernel& fast = registry().qdense.at(KernelBackend::fast);

@@ -147,8 +147,15 @@ inline void copy_flip(const uint8_t* __restrict src, int64_t n, uint8_t flip, ui
 
 bool has_padding(const Conv2dParams& g) { return g.pad_t || g.pad_b || g.pad_l || g.pad_r; }
 
+// Depthwise: groups = C = K, one input channel per output channel.
+bool is_depthwise(const Conv2dParams& g) { return g.groups > 1 && g.groups == g.c && g.k == g.c; }
+
 bool qconv2d_supports(const QConv2dParams& p, DType dt) {
-  if (dt != p.x_dtype || !is_q8(p.x_dtype) || !is_q8(p.y_dtype) || p.g.flip || p.g.groups != 1) return false;
+  if (dt != p.x_dtype || !is_q8(p.x_dtype) || !is_q8(p.y_dtype) || p.g.flip) return false;
+  // Depthwise convolutions (qconv_depthwise): exact sums, and oneDNN's channel pairs, which with one
+  // channel a group pair each product with nothing (|x w| <= 255 * 128 fits int16: the exact sum).
+  // ONNX Runtime's (kh, kw, c) pairs span taps there and can saturate: the reference keeps them.
+  if (p.g.groups != 1) return is_depthwise(p.g) && p.dot != DotRule::int16_pairs_hwc;
   // int16 pairs: oneDNN's channels (2j, 2j+1) of one tap are the quad's (c0,c1), (c2,c3); with an
   // odd C the last channel pairs with a channel the quad fills with weight 0 ("pairs with
   // nothing", as oneDNN's). With C even ORT's adjacent (kh, kw, c) terms are the same pairs; an odd
@@ -502,6 +509,42 @@ void qconv_im2col_pairs(const QConv2dParams& p, const TX* x, const int8_t* w, co
   }
 }
 
+// A depthwise convolution (MobileNet's): each (image, channel) plane with its own R x S taps, the
+// planes in parallel. Each output is the reference's int32 sum (integers: the same in any order) plus
+// the bias, requantized by the shared requantize_one: the reference's bytes.
+template <typename TX, typename TY>
+void qconv_depthwise(const QConv2dParams& p, const TX* x, const int8_t* w, const int32_t* bias, TY* y) {
+  const Conv2dParams& g = p.g;
+  const int64_t C = g.c, H = g.h, W = g.w, P = g.out_h(), Q = g.out_w(), R = g.r, S = g.s;
+  const int64_t sh = g.stride_h, sw = g.stride_w, dh = g.dil_h, dw = g.dil_w, pt = g.pad_t, pl = g.pad_l;
+  const int32_t zp = p.x_zero_point;
+#pragma omp parallel for schedule(static)
+  for (int64_t nc = 0; nc < g.n * C; ++nc) {
+    const int64_t c = nc % C;
+    const TX* xp = x + nc * H * W;
+    const int8_t* wp = w + c * R * S;
+    TY* yp = y + nc * P * Q;
+    const RequantChannel& rc = p.rq.channel(c);
+    const int32_t b = bias ? bias[c] : 0;
+    for (int64_t oh = 0; oh < P; ++oh)
+      for (int64_t ow = 0; ow < Q; ++ow) {
+        int32_t acc = 0;
+        for (int64_t r = 0; r < R; ++r) {
+          const int64_t ih = oh * sh - pt + r * dh;
+          if (ih < 0 || ih >= H) continue;  // padding: x_zp - x_zp = 0
+          const TX* row = xp + ih * W;
+          const int8_t* wr = wp + r * S;
+          for (int64_t t = 0; t < S; ++t) {
+            const int64_t iw = ow * sw - pl + t * dw;
+            if (iw >= 0 && iw < W) acc += (static_cast<int32_t>(row[iw]) - zp) * static_cast<int32_t>(wr[t]);
+          }
+        }
+        yp[oh * Q + ow] =
+            static_cast<TY>(requantize_one(acc + b, rc, p.rq.rule, p.rq.round, p.rq.zero_point, p.rq.lo, p.rq.hi));
+      }
+  }
+}
+
 using quant_loops::dispatch_xy;
 
 // x:(N,C,H,W) w:(K,C,R,S) int8, bias:(K) int32, y:(N,K,P,Q)
@@ -514,7 +557,9 @@ void qconv2d_forward_fast(const QConv2dParams& p, const Tensor& x, const Tensor&
     using TX = decltype(xt);
     using TY = decltype(yt);
     const int32_t* b = bias ? bias->data<int32_t>() : nullptr;
-    if (p.dot == DotRule::int16_pairs_hwc && p.g.c % 2 == 1)
+    if (p.g.groups != 1)
+      qconv_depthwise(p, x.data<TX>(), w.data<int8_t>(), b, y.data<TY>());
+    else if (p.dot == DotRule::int16_pairs_hwc && p.g.c % 2 == 1)
       qconv_im2col_pairs(p, x.data<TX>(), w.data<int8_t>(), b, y.data<TY>());
     else
       qconv_fast(p, x.data<TX>(), w.data<int8_t>(), b, y.data<TY>());
@@ -526,7 +571,7 @@ void qconv2d_forward_fast(const QConv2dParams& p, const Tensor& x, const Tensor&
 void register_qconv2d_fast(KernelRegistry& reg) {
   reg.qconv2d.at(KernelBackend::fast) = {
       "fast",
-      "int8/uint8 in and out, any geometry of one group (grouped: the reference); padding only where the zero point (+128 for int8) is a byte; "
+      "int8/uint8 in and out, any geometry of one group, and depthwise (other groupings: the reference); padding only where the zero point (+128 for int8) is a byte; "
       "exact sums only (DotRule::exact); AVX-512 VNNI where the CPU has it",
       qconv2d_supports, qconv2d_forward_fast};
 }
