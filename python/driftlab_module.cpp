@@ -33,6 +33,7 @@
 #include "driftlab/quantize.h"
 #include "driftlab/robustness.h"
 #include "driftlab/train.h"
+#include "driftlab/weights.h"
 #include "engine/build_info.h"
 #include "report/attack.h"
 #include "report/convert.h"
@@ -667,6 +668,31 @@ std::string convert_py(const std::string& weights, const std::string& out, int64
   return report::conversion_json(c);
 }
 
+// ---- weights as .npy files in a framework's layout (driftlab weights export / import) ----
+
+std::vector<std::string> weights_export_py(const std::string& weights, const std::string& out, bool driftlab_layout) {
+  WeightsExportRequest r;
+  r.weights = weights;
+  r.out = out;
+  r.driftlab_layout = driftlab_layout;
+  std::vector<std::string> paths;
+  py::gil_scoped_release nogil;
+  for (const NpyFile& f : export_weights(r)) paths.push_back(f.path);
+  return paths;
+}
+
+void weights_import_py(const std::string& model, const std::string& from, const std::string& out,
+                       const std::string& policy, bool driftlab_layout) {
+  WeightsImportRequest r;
+  r.model = model;
+  r.from = from;
+  r.out = out;
+  r.policy = policy;
+  r.driftlab_layout = driftlab_layout;
+  py::gil_scoped_release nogil;
+  import_weights(r);
+}
+
 // ---- export, import ----
 
 py::dict export_py(const std::string& weights, const std::string& out, const std::string& format, int64_t opset,
@@ -898,6 +924,13 @@ PYBIND11_MODULE(_driftlab, m) {
         "(onnxruntime-node: DRIFTLAB_ORT_DIR, else the source tree's tests/oracles/ort) and by driftlab on the test "
         "split; accuracy, output errors, times and sizes on both sides (and an attack folder's examples judged by "
         "both). Writes model.onnx, convert.json and convert.csv into `out`; returns convert.json as a dict.");
+  m.def("_weights_export", &weights_export_py, py::arg("weights"), py::arg("out"), py::arg("driftlab_layout") = false,
+        "(driftlab.framework_weights calls this) writes OUT/<name>.npy per parameter; returns the paths.");
+  m.def("weights_import", &weights_import_py, py::arg("model"), py::arg("from_dir"), py::arg("out"),
+        py::arg("policy") = "torch", py::arg("driftlab_layout") = false,
+        "Builds a zoo model under `policy` from a folder of <name>.npy files in that policy's framework layout (as "
+        "framework_weights or `driftlab weights export` writes them) and writes the model file `out`, as `driftlab "
+        "weights import` does; a NaN, an infinity or a value beyond the dtype is refused naming the file.");
   m.def("export", &export_py, py::arg("weights"), py::arg("out"), py::arg("format") = "onnx", py::arg("opset") = 13,
         py::arg("quant_form") = "qdq",
         "Writes a model file as ONNX (fp32 or int8: qdq or qop) or as a TF.js layers model (format='tfjs': `out` is "

@@ -26,6 +26,7 @@ from ._driftlab import (  # noqa: F401
     study_status,
     study_tables,
     train,
+    weights_import,
 )
 from ._driftlab import _input_address  # noqa: F401  (tests: where driftlab reads an array from)
 
@@ -70,7 +71,8 @@ def attack(weights, attack="fgsm", x=None, labels=None, judges=(), out=None, png
         _shutil.rmtree(tmp, ignore_errors=True)
 
 __all__ = ["Error", "Model", "Policy", "attack", "attribute", "convert", "dataset", "drift", "evaluate", "export", "import_model", "knob_table", "quantize", "resume", "robustness", "study_plan", "study_run",
-           "study_status", "study_tables", "train"]
+           "study_status", "study_tables", "train", "framework_weights",
+           "weights_import"]
 
 
 
@@ -95,5 +97,22 @@ def robustness(models, attacks="fgsm,boundary", crafts=None, repeats=1, samples=
                                      data_dir, limit, device, folder)
         with open(path) as f:
             return _json.load(f)
+    finally:
+        _shutil.rmtree(tmp, ignore_errors=True)
+
+
+
+def framework_weights(weights, driftlab_layout=False):
+    """A model file's parameters as {name: array} in its policy's framework layout (TensorFlow's HWIO
+    kernels and (in, out) dense matrices under the tensorflow preset, PyTorch's OIHW and (out, in)
+    under torch), as `driftlab weights export` writes them; driftlab_layout=True: driftlab's own.
+    The arrays are copies (Model.weights() gives views of driftlab's own layout)."""
+    import numpy as _np
+    tmp = _tempfile.mkdtemp(prefix="driftlab_weights_")
+    try:
+        out = {}
+        for path in _driftlab._weights_export(weights, tmp, driftlab_layout):
+            out[_os.path.basename(path)[:-len(".npy")]] = _np.load(path)
+        return out
     finally:
         _shutil.rmtree(tmp, ignore_errors=True)

@@ -402,3 +402,24 @@ def test_every_public_name_has_a_docstring_and_a_stub():
             for k, v in vars(obj).items():
                 if not k.startswith("_"):
                     assert (getattr(v, "__doc__", "") or "").strip(), name + "." + k
+
+
+def test_framework_weights_in_keras_layout_and_back(tmp_path):
+    m = driftlab.Model.zoo("lenet5", "tensorflow", 3)
+    m.save(str(tmp_path / "m.dlm"))
+    w = driftlab.framework_weights(str(tmp_path / "m.dlm"))
+    own = driftlab.framework_weights(str(tmp_path / "m.dlm"), driftlab_layout=True)
+    conv = [k for k in w if w[k].ndim == 4][0]
+    # Keras's HWIO against driftlab's OIHW: the same numbers, transposed
+    assert np.array_equal(w[conv], own[conv].transpose(2, 3, 1, 0))
+    cli("weights", "export", "--weights", str(tmp_path / "m.dlm"), "--out", str(tmp_path / "cli"))
+    for k, v in w.items():
+        assert np.array_equal(v, np.load(tmp_path / "cli" / (k + ".npy"))), k
+    for k, v in w.items():  # back from the Keras-layout arrays (a folder of .npy)
+        np.save(tmp_path / "cli" / (k + ".npy"), v)
+    driftlab.weights_import("lenet5", str(tmp_path / "cli"), str(tmp_path / "back.dlm"), policy="tensorflow")
+    x = aligned((2, 1, 28, 28), seed=12)
+    assert np.array_equal(driftlab.Model.load(str(tmp_path / "back.dlm")).predict(x), m.predict(x))
+    np.save(tmp_path / "cli" / (conv + ".npy"), np.full_like(w[conv], np.nan))
+    with pytest.raises(driftlab.Error, match=conv):
+        driftlab.weights_import("lenet5", str(tmp_path / "cli"), str(tmp_path / "bad.dlm"), policy="tensorflow")
