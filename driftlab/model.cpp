@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "models/graph.h"
 #include "models/models.h"
 #include "quant/model_io.h"
 #include "train/run.h"
@@ -16,6 +17,15 @@ SavedModel open_model(const std::string& path) { return {path, quant::load_any_m
 SavedModel zoo_model(const std::string& name, const std::string& policy, uint64_t seed) {
   SavedModel m;
   m.loaded.model = build_model(name, Policy::parse(policy), seed);
+  m.loaded.metadata = nlohmann::json::object();
+  return m;
+}
+
+SavedModel graph_model_from_spec(const std::string& spec, const std::string& policy, uint64_t seed) {
+  ModelArgs a;
+  a.graph = spec;
+  SavedModel m;
+  m.loaded.model = build_model(kGraphModelName, Policy::parse(policy), seed, a);
   m.loaded.metadata = nlohmann::json::object();
   return m;
 }

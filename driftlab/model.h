@@ -30,6 +30,8 @@ struct SavedModel {
 SavedModel open_model(const std::string& path);
 // A zoo model (models/models.h model_table) under `policy`, initialised from `seed`; no file yet.
 SavedModel zoo_model(const std::string& name, const std::string& policy, uint64_t seed);
+// A graph model (models/graph.h) from its spec's JSON text under `policy`, initialised from `seed`.
+SavedModel graph_model_from_spec(const std::string& spec, const std::string& policy, uint64_t seed);
 // Writes m to `path` with its metadata (an int8 model as driftlab quantize writes one); m.path becomes path.
 void save_model_file(SavedModel& m, const std::string& path);
 

@@ -869,6 +869,16 @@ PYBIND11_MODULE(_driftlab, m) {
       .def_static("load", &load_model_py, py::arg("path"), "Reads a .dlm (fp32 or int8; errors name the file and offset).")
       .def_static("zoo", &zoo_model_py, py::arg("name"), py::arg("policy") = "torch", py::arg("seed") = 1,
                   "A zoo model (lenet1, lenet5, resnet20, ...) initialised under the policy's initialisers.")
+      .def_static(
+          "graph",
+          [](const py::object& spec, const std::string& policy, uint64_t seed) {
+            const std::string text = py::isinstance<py::str>(spec) ? spec.cast<std::string>()
+                                                                   : py::module_::import("json").attr("dumps")(spec).cast<std::string>();
+            return PyModel{graph_model_from_spec(text, policy, seed)};
+          },
+          py::arg("spec"), py::arg("policy") = "torch", py::arg("seed") = 1,
+          "A graph model from its spec (a dict, or its JSON text: docs/GRAPH_MODELS.md) under the policy, weights "
+          "from the policy's initialisers; errors name the node.")
       .def("save", &save_py, py::arg("path"), "Writes the model file (int8 models as quantize writes them).")
       .def_property_readonly("name", [](PyModel& p) { return p.m.model().name; }, "The model's name (lenet5, graph, ...).")
       .def_property_readonly("policy", [](PyModel& p) { return p.m.model().policy.to_string(); }, "Its Policy string.")

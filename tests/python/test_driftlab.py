@@ -423,3 +423,34 @@ def test_framework_weights_in_keras_layout_and_back(tmp_path):
     np.save(tmp_path / "cli" / (conv + ".npy"), np.full_like(w[conv], np.nan))
     with pytest.raises(driftlab.Error, match=conv):
         driftlab.weights_import("lenet5", str(tmp_path / "cli"), str(tmp_path / "bad.dlm"), policy="tensorflow")
+
+
+BLOCK = {"input": "x", "input_shape": [1, 28, 28], "num_classes": 10, "output": "y", "nodes": [
+    {"name": "c1", "op": "conv2d", "inputs": ["x"], "output": "c1", "out_channels": 4, "kernel": [3, 3],
+     "stride": [2, 2], "padding": "same"},
+    {"name": "b1", "op": "batchnorm", "inputs": ["c1"], "output": "b1"},
+    {"name": "r1", "op": "relu", "inputs": ["b1"], "output": "r1"},
+    {"name": "dw", "op": "conv2d", "inputs": ["r1"], "output": "dw", "out_channels": 4, "kernel": [3, 3], "groups": 4,
+     "pads": [1, 1, 1, 1]},
+    {"name": "sum", "op": "add", "inputs": ["r1", "dw"], "output": "sum"},
+    {"name": "gap", "op": "global_avg_pool", "inputs": ["sum"], "output": "g"},
+    {"name": "fl", "op": "flatten", "inputs": ["g"], "output": "f"},
+    {"name": "fc", "op": "dense", "inputs": ["f"], "output": "y", "units": 10}]}
+
+
+def test_a_graph_model_from_a_spec_trains_and_quantizes(tmp_path):
+    import json
+    m = driftlab.Model.graph(BLOCK, "tensorflow", 5)
+    assert (m.name, m.input_shape, m.num_classes) == ("graph", [1, 28, 28], 10)
+    x = aligned((4, 1, 28, 28), seed=13)
+    assert np.array_equal(driftlab.Model.graph(json.dumps(BLOCK), "tensorflow", 5).predict(x), m.predict(x))
+    m.save(str(tmp_path / "g.dlm"))
+    r = driftlab.train(model="graph", init=str(tmp_path / "g.dlm"), policy="tensorflow", limit=300, epochs=1,
+                       out=str(tmp_path / "run"))
+    q = driftlab.quantize(r["model_path"], str(tmp_path / "q.dlm"), scheme="torch_qnnpack", calib=100, limit=300)
+    assert [p["name"] for p in q["points"]] == ["input", "0.graph.r1", "0.graph.dw", "0.graph.sum", "0.graph.fc"]
+    assert driftlab.Model.load(str(tmp_path / "q.dlm")).predict(x).shape == (4, 10)
+    bad = json.loads(json.dumps(BLOCK))
+    bad["nodes"][4]["inputs"] = ["r1", "nowhere"]
+    with pytest.raises(driftlab.Error, match="sum"):
+        driftlab.Model.graph(bad)
