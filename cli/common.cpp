@@ -12,6 +12,7 @@
 #include <iostream>
 #include <sstream>
 
+#include "driftlab/convert.h"
 #include "engine/data/datasets.h"
 #include "engine/data/idx.h"
 
@@ -109,11 +110,7 @@ std::string sci(double v) {
   return os.str();
 }
 
-std::string ort_dir() {
-  const char* e = std::getenv("DRIFTLAB_ORT_DIR");
-  if (e && *e) return e;
-  return std::string(DRIFTLAB_SOURCE_DIR) + "/tests/oracles/ort";
-}
+std::string ort_dir() { return ort_dir_or(std::string(DRIFTLAB_SOURCE_DIR) + "/tests/oracles/ort"); }
 
 }  // namespace cli
 }  // namespace driftlab

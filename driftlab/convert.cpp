@@ -13,6 +13,7 @@
 #include <chrono>
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <map>
@@ -496,6 +497,11 @@ ConversionRobustness conversion_robustness(const std::vector<std::string>& dirs)
     t.rows.push_back(std::move(row));
   }
   return t;
+}
+
+std::string ort_dir_or(const std::string& fallback) {
+  const char* e = std::getenv("DRIFTLAB_ORT_DIR");
+  return e && *e ? std::string(e) : fallback;
 }
 
 }  // namespace driftlab

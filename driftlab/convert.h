@@ -120,6 +120,10 @@ struct OrtLocaliseResult {
 
 OrtLocaliseResult localise_against_ort(const OrtLocaliseRequest& request);
 
+// Where ONNX Runtime's runner is (ort_run.js beside its onnxruntime-node): DRIFTLAB_ORT_DIR when set,
+// else `fallback` (the caller's source tree's tests/oracles/ort: the command's, the Python module's).
+std::string ort_dir_or(const std::string& fallback);
+
 // ---- the conversion measurements: driftlab (before) against ONNX Runtime (after) ----
 
 struct ConversionRequest {

@@ -318,19 +318,22 @@ TrainRunHooks hooks_for(Interrupt& stop, const py::object& on_epoch, const py::o
   return h;
 }
 
-py::dict finish(const TrainRunResult& r, Interrupt& stop) {
-  if (stop.error) {  // a callback's own exception, as it was raised
+// After a long call: a callback's exception raised as it was, else Ctrl-C as KeyboardInterrupt(why).
+void raise_if_stopped(Interrupt& stop, const std::string& why) {
+  if (stop.error) {
     stop.error->restore();
     throw py::error_already_set();
   }
   if (stop.hit) {
-    const std::string why = r.checkpoint_path.empty()
-                                ? "driftlab.train: interrupted (no out folder: nothing kept)"
-                                : "driftlab.train: interrupted; its checkpoint is " + r.checkpoint_path +
-                                      " (driftlab.resume goes on from it)";
     PyErr_SetString(PyExc_KeyboardInterrupt, why.c_str());
     throw py::error_already_set();
   }
+}
+
+py::dict finish(const TrainRunResult& r, Interrupt& stop) {
+  raise_if_stopped(stop, r.checkpoint_path.empty() ? "driftlab.train: interrupted (no out folder: nothing kept)"
+                                                   : "driftlab.train: interrupted; its checkpoint is " +
+                                                         r.checkpoint_path + " (driftlab.resume goes on from it)");
   return train_result(r);
 }
 
@@ -511,13 +514,8 @@ py::object from_json(const std::string& text) { return py::module_::import("json
 
 // ---- studies (study/: the runner `driftlab study` drives) ----
 
-// Where ONNX Runtime (onnxruntime-node, tests/oracles/ort) is: DRIFTLAB_ORT_DIR, else the
-// source tree's, as the command finds it (cli/common.cpp ort_dir).
-std::string ort_dir() {
-  const char* e = std::getenv("DRIFTLAB_ORT_DIR");
-  if (e && *e) return e;
-  return std::string(DRIFTLAB_SOURCE_DIR) + "/tests/oracles/ort";
-}
+// Where ONNX Runtime is, as the command finds it: DRIFTLAB_ORT_DIR, else the source tree's.
+std::string ort_dir() { return ort_dir_or(std::string(DRIFTLAB_SOURCE_DIR) + "/tests/oracles/ort"); }
 
 
 study::Plan plan_of(const std::string& spec, bool any_build) {
@@ -561,14 +559,7 @@ py::dict study_run_py(const std::string& spec, const std::string& out, int jobs,
     py::gil_scoped_release nogil;
     r = study::run_study(p, o);
   }
-  if (stop.error) {
-    stop.error->restore();
-    throw py::error_already_set();
-  }
-  if (stop.hit) {
-    PyErr_SetString(PyExc_KeyboardInterrupt, ("driftlab.study_run: stopped; run it again to finish " + out).c_str());
-    throw py::error_already_set();
-  }
+  raise_if_stopped(stop, "driftlab.study_run: stopped; run it again to finish " + out);
   py::dict d;
   d["total"] = r.total;
   d["reused"] = r.reused;

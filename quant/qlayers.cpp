@@ -28,6 +28,31 @@ std::string qdesc(float scale, int32_t zp) {
   return os.str();
 }
 
+// The resolved params of the scheme's add of a and b into out (a fused ReLU: the clamp from out's
+// zero point); QAddLayer's and QResidualLayer's.
+QAddParams qadd_params(const QuantScheme& s, const ActQParams& a, const ActQParams& b, const ActQParams& out, bool relu) {
+  QAddParams p;
+  p.rule = s.add_rule;
+  p.a_scale = a.scale, p.a_zero_point = a.zero_point;
+  p.b_scale = b.scale, p.b_zero_point = b.zero_point;
+  p.y_scale = out.scale, p.y_zero_point = out.zero_point;
+  p.dtype = s.act_dtype;
+  p.offset = s.add_offset;
+  p.lo = relu ? std::max(s.act_type_min, out.zero_point) : s.act_type_min;
+  p.hi = s.act_type_max;
+  p.resolve();
+  return p;
+}
+
+// a + b by the registry's qadd kernel under p; a (N,C,H,W) value's elements at their channels-last
+// positions (onednn's scalar tail, core/ops/qadd.h).
+Tensor run_qadd(RunContext& ctx, KernelBackend backend, QAddParams p, const Tensor& a, const Tensor& b) {
+  if (a.rank() == 4) p.n = a.dim(0), p.c = a.dim(1), p.h = a.dim(2), p.w = a.dim(3);
+  Tensor out = Tensor::empty(a.shape(), a.dtype());
+  ctx.exec.pick(ctx.exec.kernels.qadd, backend, p, a.dtype()).forward(p, a, b, out);
+  return out;
+}
+
 }  // namespace
 
 Tensor QuantLayerBase::backward(RunContext&, const Tensor&) {
@@ -362,16 +387,7 @@ void QAddLayer::refresh() {
   check_zero_point("qadd", "a", spec_.a.zero_point, scheme_.act_dtype);
   check_zero_point("qadd", "b", spec_.b.zero_point, scheme_.act_dtype);
   check_zero_point("qadd", "output", spec_.out.zero_point, scheme_.act_dtype);
-  p_ = QAddParams{};
-  p_.rule = scheme_.add_rule;
-  p_.a_scale = spec_.a.scale, p_.a_zero_point = spec_.a.zero_point;
-  p_.b_scale = spec_.b.scale, p_.b_zero_point = spec_.b.zero_point;
-  p_.y_scale = spec_.out.scale, p_.y_zero_point = spec_.out.zero_point;
-  p_.dtype = scheme_.act_dtype;
-  p_.offset = scheme_.add_offset;
-  p_.lo = spec_.relu ? std::max(scheme_.act_type_min, spec_.out.zero_point) : scheme_.act_type_min;
-  p_.hi = scheme_.act_type_max;
-  p_.resolve();
+  p_ = qadd_params(scheme_, spec_.a, spec_.b, spec_.out, spec_.relu);
 }
 
 std::string QAddLayer::describe() const {
@@ -398,11 +414,7 @@ Tensor QAddLayer::forward_all(RunContext& ctx, const std::vector<const Tensor*>&
   check_input("qadd", a, shape_);
   check(b.shape() == a.shape() && b.dtype() == a.dtype(), "qadd: inputs ", shape_str(a.shape()), " ",
         dtype_name(a.dtype()), " and ", shape_str(b.shape()), " ", dtype_name(b.dtype()));
-  QAddParams p = p_;
-  if (a.rank() == 4) p.n = a.dim(0), p.c = a.dim(1), p.h = a.dim(2), p.w = a.dim(3);  // channels-last positions (onednn's tail)
-  Tensor out = Tensor::empty(a.shape(), a.dtype());
-  ctx.exec.pick(ctx.exec.kernels.qadd, backend_, p, a.dtype()).forward(p, a, b, out);
-  return out;
+  return run_qadd(ctx, backend_, p_, a, b);
 }
 
 QResidualLayer::QResidualLayer(std::unique_ptr<Sequential> main, const QuantScheme& s, const QResidualSpec& spec,
@@ -425,15 +437,7 @@ void QResidualLayer::refresh() {
   spec_.main_out = {buf("main_scale").data<float>()[0], buf("main_zero_point").data<int32_t>()[0]};
   spec_.shortcut_in = {buf("shortcut_scale").data<float>()[0], buf("shortcut_zero_point").data<int32_t>()[0]};
   spec_.out = {buf("out_scale").data<float>()[0], buf("out_zero_point").data<int32_t>()[0]};
-  p_.rule = scheme_.add_rule;
-  p_.a_scale = spec_.main_out.scale, p_.a_zero_point = spec_.main_out.zero_point;
-  p_.b_scale = spec_.shortcut_in.scale, p_.b_zero_point = spec_.shortcut_in.zero_point;
-  p_.y_scale = spec_.out.scale, p_.y_zero_point = spec_.out.zero_point;
-  p_.dtype = scheme_.act_dtype;
-  p_.offset = scheme_.add_offset;
-  p_.lo = spec_.relu ? std::max(scheme_.act_type_min, spec_.out.zero_point) : scheme_.act_type_min;
-  p_.hi = scheme_.act_type_max;
-  p_.resolve();
+  p_ = qadd_params(scheme_, spec_.main_out, spec_.shortcut_in, spec_.out, spec_.relu);
 }
 
 std::string QResidualLayer::describe() const {
@@ -499,11 +503,7 @@ Tensor QResidualLayer::add(RunContext& ctx, const Tensor& x, const Tensor& y) {
       fill(int8_t{});
   }
   check(s.shape() == y.shape(), "qresidual: shortcut ", shape_str(s.shape()), " vs main ", shape_str(y.shape()));
-  QAddParams p = p_;
-  p.n = y.dim(0), p.c = y.dim(1), p.h = y.dim(2), p.w = y.dim(3);  // channels-last positions (onednn's tail)
-  Tensor out = Tensor::empty(y.shape(), y.dtype());
-  ctx.exec.pick(ctx.exec.kernels.qadd, backend_, p, y.dtype()).forward(p, y, s, out);
-  return out;
+  return run_qadd(ctx, backend_, p_, y, s);
 }
 
 }  // namespace quant

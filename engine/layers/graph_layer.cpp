@@ -156,11 +156,8 @@ int GraphLayer::add_reshape(const std::string& node, int input, const Shape& per
   return output_;
 }
 
-int GraphLayer::add_multi(const std::string& node, std::unique_ptr<Layer> layer, const std::vector<int>& inputs,
-                          const std::string& out) {
-  auto* m = dynamic_cast<MultiInputLayer*>(layer.get());
-  check(m != nullptr, "graph: node '", node, "' (", layer->kind(), ") is a one-input layer, given ", inputs.size(),
-        " inputs");
+int GraphLayer::add_multi_node(const std::string& node, std::unique_ptr<Layer> layer, MultiInputLayer* m,
+                               const std::vector<int>& inputs, const std::string& out) {
   std::vector<Shape> shapes;
   for (int v : inputs) {
     check_input_value(node, v);

@@ -76,9 +76,13 @@ class GraphLayer : public Layer {
   int add_binary(const std::string& node, BinaryOp op, int a, int b, const std::string& output_name);
   int add_concat(const std::string& node, const std::vector<int>& inputs, int axis, const std::string& output_name);
   int add_reshape(const std::string& node, int input, const Shape& per_sample, const std::string& output_name);
-  // `layer` must also be a MultiInputLayer (else the error names the node and the layer's kind).
-  int add_multi(const std::string& node, std::unique_ptr<Layer> layer, const std::vector<int>& inputs,
-                const std::string& output_name);
+  // A layer over several values: L derives from Layer and from MultiInputLayer.
+  template <class L>
+  int add_multi(const std::string& node, std::unique_ptr<L> layer, const std::vector<int>& inputs,
+                const std::string& output_name) {
+    MultiInputLayer* multi = layer.get();
+    return add_multi_node(node, std::unique_ptr<Layer>(std::move(layer)), multi, inputs, output_name);
+  }
   // The value the graph returns (default: the last node's).
   void set_output(int value);
 
@@ -102,6 +106,8 @@ class GraphLayer : public Layer {
     Param param;               // a constant: its value, saved as a buffer
   };
   int new_value(const std::string& node, const std::string& name, Shape shape);
+  int add_multi_node(const std::string& node, std::unique_ptr<Layer> layer, MultiInputLayer* multi,
+                     const std::vector<int>& inputs, const std::string& output_name);
   void check_input_value(const std::string& node, int v) const;
   // The batched tensor of a value during a pass (constants as they are).
   const Tensor& value_at(const std::vector<Tensor>& vals, int v) const;

@@ -13,6 +13,7 @@
 
 #include "engine/random.h"
 #include "kernels/cpu/ref/ref.h"
+#include "tests/cases/quant_cases.h"
 #include "tests/test_util.h"
 
 namespace driftlab {
@@ -258,15 +259,6 @@ Tensor channels(const Tensor& x, int64_t axis, int64_t c0, int64_t c) {
   return y;
 }
 
-// Integers in [lo, hi] of dtype T, drawn from a seed.
-template <typename T>
-Tensor ints(const Shape& shape, DType dtype, uint64_t seed, double lo, double hi) {
-  const Tensor f = random_tensor(shape, DType::f32, seed, lo, hi);
-  Tensor t(shape, dtype);
-  for (int64_t i = 0; i < f.numel(); ++i) t.data<T>()[i] = static_cast<T>(std::lround(f.data<float>()[i]));
-  return t;
-}
-
 // A grouped convolution is its groups convolved apart (the int8 graphs' depthwise convs, quant/graph_ptq.h): the reference kernel's grouped loops give,
 // for each group, the bytes of a one-group call on that group's input channels and weight rows
 // (which the one-group kernels are tested on: tests/ops/test_quant_kernels.cpp), under the exact
@@ -290,9 +282,9 @@ TEST(QuantConv, GroupedIsItsGroupsConvolvedApart) {
       p.rq.round = RoundRule::half_even;
       p.rq.zero_point = 120, p.rq.lo = 0, p.rq.hi = 255;
       p.rq.channels = {RequantChannel{{}, 0.013f, 0.f}};
-      const Tensor x = ints<uint8_t>(p.g.x_shape(), DType::u8, 1, 0, 255);
-      const Tensor w = ints<int8_t>(p.g.w_shape(), DType::i8, 2, -127, 127);
-      const Tensor b = ints<int32_t>({t.k}, DType::i32, 3, -900, 900);
+      const Tensor x = random_int(p.g.x_shape(), DType::u8, 1, 0, 255);
+      const Tensor w = random_int(p.g.w_shape(), DType::i8, 2, -127, 127);
+      const Tensor b = random_int({t.k}, DType::i32, 3, -900, 900);
       Tensor y(p.g.y_shape(), DType::u8);
       qconv2d_forward_ref(p, x, w, &b, y);
       const int64_t cpg = t.c / t.groups, kpg = t.k / t.groups;

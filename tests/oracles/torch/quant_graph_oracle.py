@@ -38,17 +38,13 @@ import torchvision
 from torch.ao.quantization import convert, get_default_qconfig, prepare
 import torch.nn.quantized as nnq
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from torchvision_models import randomise_batchnorm  # noqa: E402
+
 
 def build(name):
     torch.manual_seed(0)
-    m = getattr(torchvision.models.quantization, name)(weights=None, quantize=False, num_classes=10)
-    with torch.no_grad():
-        for mod in m.modules():
-            if isinstance(mod, torch.nn.BatchNorm2d):
-                mod.running_mean.normal_(0.0, 0.1)
-                mod.running_var.uniform_(0.5, 1.5)
-                mod.weight.uniform_(0.5, 1.5)
-                mod.bias.normal_(0.0, 0.1)
+    m = randomise_batchnorm(getattr(torchvision.models.quantization, name)(weights=None, quantize=False, num_classes=10))
     for parent in list(m.modules()):
         for child_name, child in list(parent.named_children()):
             if isinstance(child, torch.nn.Dropout):

@@ -30,9 +30,8 @@ import torch
 import torchvision
 
 
-def build(name):
-    torch.manual_seed(0)
-    m = getattr(torchvision.models, name)(weights=None)
+def randomise_batchnorm(m):
+    """Non-trivial BatchNorm state (the defaults 0 and 1 would leave the normalisation untested)."""
     with torch.no_grad():
         for mod in m.modules():
             if isinstance(mod, torch.nn.BatchNorm2d):
@@ -41,6 +40,11 @@ def build(name):
                 mod.weight.uniform_(0.5, 1.5)
                 mod.bias.normal_(0.0, 0.1)
     return m
+
+
+def build(name):
+    torch.manual_seed(0)
+    return randomise_batchnorm(getattr(torchvision.models, name)(weights=None))
 
 
 def train(out, batch, specs):
