@@ -30,6 +30,7 @@
 #include "study/files.h"
 #include "study/kinds.h"
 #include "study/report.h"
+#include "study/report_files.h"
 #include "study/run.h"
 #include "study/slurm.h"
 #include "study/spec.h"
@@ -177,79 +178,23 @@ void study_status(const std::string& dir) {
   for (const study::CellState& s : failed) std::cout << "  " << s.state << " " << s.hash << " " << s.step << ": " << s.detail << "\n";
 }
 
-// study report --explain: each gap beyond the seeds' spread between two plain presets gets its
-// explanation study (study explain's spec for that train step and model) run into
-// DIR/explain/<step>-<model>-<a>-<b>/, taking the study's own cells from DIR (--reuse), and
-// reported there; the sentences join the study's report.
-std::vector<study::GapExplanation> run_explanations(const std::string& dir, const std::vector<study::ReportTable>& t,
-                                                    int jobs, bool figures);
-void study_report(const std::string& dir, std::string out, bool figures, bool explain = false, int jobs = 1);
-
-std::vector<study::GapExplanation> run_explanations(const std::string& dir, const std::vector<study::ReportTable>& t,
-                                                    int jobs, bool figures) {
-  const nlohmann::json sj = study::read_json_if_any(dir + "/study.json");
-  check(!sj.is_null(), dir, "/study.json: cannot read the study (run it first)");
-  check(sj.is_object() && sj.contains("spec") && sj["spec"].is_string() && sj.contains("build") &&
-            sj["build"].is_string(),
-        dir, "/study.json: names no spec or build");
-  const std::string spec_path = sj["spec"].get<std::string>(), build = sj["build"].get<std::string>();
-  check(std::filesystem::exists(spec_path), "study report --explain: the study's spec ", spec_path,
-        " (from ", dir, "/study.json) is not there: run the report from the folder the study was run from");
-  const study::Spec spec = study::read_spec(spec_path);
-  std::vector<study::GapExplanation> out;
-  for (const study::GapToExplain& g : study::gaps_to_explain(study::read_plan(dir), t)) {
-    std::string slug = g.step + "-" + g.model + "-" + g.a + "-" + g.b;
-    for (char& c : slug)
-      if (!std::isalnum(static_cast<unsigned char>(c)) && c != '-' && c != '_') c = '_';
-    const std::string sub = dir + "/explain/" + slug;
-    std::filesystem::create_directories(sub);
-    const std::string yaml = study::explain_spec(spec, g.step, g.a, g.b, {}, g.model);
-    write_file_atomic(sub + "/spec.yaml", yaml);
-    const study::Plan p = study::plan(study::parse_spec(yaml, sub + "/spec.yaml"), build);
-    std::cerr << "explain: " << g.step << " " << g.model << ", " << g.a << " against " << g.b << ": " << p.cells.size()
-              << " cells in " << sub << "\n";
-    study::StudyRunOptions o;
-    o.out = sub;
-    o.jobs = jobs;
-    o.reuse = {dir};
-    o.stop = [] { return StopSignals::caught() != 0; };
-    study::StudyRunResult r;
-    {
-      const StopSignals signals(/*restart=*/false, /*second_kills=*/false);
-      r = study::run_study(p, o);
-    }
-    check(!r.stopped, "study report --explain: stopped by a signal (run it again to finish ", sub, ")");
-    check(r.failed == 0 && r.blocked == 0, "study report --explain: ", r.failed, " cells of ", sub,
-          " failed (`driftlab study status ", sub, "`)");
-    study_report(sub, sub, figures);
-    const std::vector<study::GapExplanation> e = study::explain_shares(study::study_tables(sub));
-    out.insert(out.end(), e.begin(), e.end());
+// study report: the library's report folder (study/report_files.h), its tables printed; SIGINT /
+// SIGTERM stop the explanation studies at their cells' next checkpoint.
+void study_report(const std::string& dir, const std::string& out, bool figures, bool explain, int jobs) {
+  study::ReportOptions o;
+  o.out = out;
+  o.figures = figures;
+  o.explain = explain;
+  o.jobs = jobs;
+  o.stop = [] { return StopSignals::caught() != 0; };
+  o.note = [](const std::string& line) { std::cerr << line << "\n"; };
+  study::ReportFiles f;
+  {
+    const StopSignals signals(/*restart=*/false, /*second_kills=*/false);
+    f = study::write_report(dir, o);
   }
-  return out;
-}
-
-void study_report(const std::string& dir, std::string out, bool figures, bool explain, int jobs) {
-  if (out.empty()) out = dir + "/report";
-  const std::vector<study::ReportTable> t = study::study_tables(dir);
-  std::filesystem::create_directories(out);
-  std::vector<study::Comparison> cmp = study::study_comparisons(t);
-  const std::vector<study::Comparison> judged = study::judge_comparisons(t);
-  std::vector<study::GapExplanation> shares = study::explain_shares(t);
-  if (explain) {
-    const std::vector<study::GapExplanation> run = run_explanations(dir, t, jobs, figures);
-    shares.insert(shares.end(), run.begin(), run.end());
-  }
-  const std::string explained = study::explain_markdown(shares);
-  const std::string md = study::tables_markdown(t) + study::batch_tables_markdown(t) + study::comparisons_markdown(cmp) +
-                         study::comparisons_markdown(judged) + explained;
-  cmp.insert(cmp.end(), judged.begin(), judged.end());
-  write_file_atomic(out + "/tables.md", md);
-  write_file_atomic(out + "/tables.csv", study::tables_csv(t));
-  write_file_atomic(out + "/tables.json", study::tables_json(t));
-  const std::vector<std::string> figs = figures ? study::write_study_figures(dir, t, out, shares) : std::vector<std::string>{};
-  write_file_atomic(out + "/index.html", study::study_html(dir, t, figs, cmp, explained));
-  std::cout << md << "written: " << out << "/index.html, tables.md, tables.csv, tables.json";
-  for (const std::string& f : figs) std::cout << ", " << f << " (and .png)";
+  std::cout << f.markdown << "written: " << f.out << "/index.html, tables.md, tables.csv, tables.json";
+  for (const std::string& fig : f.figures) std::cout << ", " << fig << " (and .png)";
   std::cout << "\n";
 }
 

@@ -64,11 +64,15 @@ double ms_since(std::chrono::steady_clock::time_point t0) {
   return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
 }
 
-// The label column of a `driftlab attack` samples.csv (index,label,...).
-// samples.csv's labels: each a class index of the model (0..classes-1), named by line otherwise.
 std::vector<int32_t> attack_labels(const std::string& csv, int64_t classes) {
   std::ifstream f(csv);
   check(static_cast<bool>(f), "convert: cannot open ", csv, " (a `driftlab attack --out DIR` folder has one)");
+  return read_attack_labels(f, csv, classes);
+}
+
+}  // namespace
+
+std::vector<int32_t> read_attack_labels(std::istream& f, const std::string& csv, int64_t classes) {
   std::string line;
   std::getline(f, line);
   check(line.rfind("index,label,", 0) == 0, "convert: ", csv, " does not start with 'index,label,': ", line);
@@ -86,6 +90,8 @@ std::vector<int32_t> attack_labels(const std::string& csv, int64_t classes) {
   }
   return labels;
 }
+
+namespace {
 
 // The files a conversion writes into its folder, removed again when it fails part way (a refused
 // conversion leaves nothing of its own behind).
@@ -460,7 +466,11 @@ ConversionRobustness conversion_robustness(const std::vector<std::string>& dirs)
     const nlohmann::json& a = j["adversarial"];
     check(a.is_object(), "convert-report: ", file, ": \"adversarial\" is not an object");
     const std::string from = field(a, "from", file, false).get<std::string>();
-    for (const char* k : {"success_before", "success_after", "variation"}) field(a, k, file, true);
+    for (const char* k : {"success_before", "success_after", "variation"}) {
+      const double v = field(a, k, file, true).get<double>();
+      check(v >= 0 && v <= 1, "convert-report: ", file, ": \"adversarial\".\"", k, "\" = ", v,
+            " is not a rate (0..1)");
+    }
     for (const char* k : {"weights", "conversion", "model"}) field(j, k, file, false);
     const nlohmann::json r = read_json_file(from + "/result.json", "the attack's result");
     std::string attack = r.is_object() && r.contains("attack") && r["attack"].is_string() ? r["attack"].get<std::string>() : "";

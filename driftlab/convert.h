@@ -10,6 +10,7 @@
 #pragma once
 #include <cstdint>
 #include <functional>
+#include <iosfwd>
 #include <optional>
 #include <string>
 #include <vector>
@@ -199,5 +200,10 @@ struct ConversionRobustness {
 };
 
 ConversionRobustness conversion_robustness(const std::vector<std::string>& dirs);
+
+// The label column of a `driftlab attack` samples.csv (index,label,...), read from `in` (`csv`
+// names it in errors): each label a class index of the model (0..classes-1), else an error naming
+// the line.
+std::vector<int32_t> read_attack_labels(std::istream& in, const std::string& csv, int64_t classes);
 
 }  // namespace driftlab

@@ -24,6 +24,7 @@
 #include <string>
 
 #include "core/error.h"
+#include "core/stop.h"
 #include "driftlab/attack.h"
 #include "driftlab/convert.h"
 #include "driftlab/drift.h"
@@ -40,6 +41,7 @@
 #include "report/drift.h"
 #include "report/robustness.h"
 #include "study/report.h"
+#include "study/report_files.h"
 #include "study/run.h"
 #include "study/spec.h"
 
@@ -169,6 +171,57 @@ DataSpec data_spec(const std::string& dataset, const std::string& data_dir, int6
   return s;
 }
 
+// ---- Ctrl-C ----
+
+// Ctrl-C during a long call, and an exception in a callback: the stop hook asks Python (under the
+// GIL) whether a signal came; a callback's exception (a KeyboardInterrupt raised inside it too) is
+// kept and stops the run at the next step, to be raised after it.
+struct Interrupt {
+  bool hit = false;                          // read and written under the GIL
+  std::optional<py::error_already_set> error;  // a callback's
+  bool check() {
+    py::gil_scoped_acquire gil;
+    if (!hit && PyErr_CheckSignals() != 0) {
+      PyErr_Clear();  // raised again as KeyboardInterrupt after the call, with the run's state kept
+      hit = true;
+    }
+    return hit || error.has_value();
+  }
+  // Runs a callback under the GIL, keeping what it raises.
+  template <typename F>
+  void call(F&& f) {
+    py::gil_scoped_acquire gil;
+    if (error) return;
+    try {
+      f();
+    } catch (py::error_already_set& e) {
+      if (e.matches(PyExc_KeyboardInterrupt))
+        hit = true;
+      else
+        error = std::move(e);
+    }
+  }
+};
+
+// A long call without the GIL that Ctrl-C ends: the library polls the thread's StopScope
+// (core/stop.h) before every kernel, and the scope asks Python whether a signal came; the call leaves by
+// StopRequested before it writes its files (a convert's files written so far are removed as on any
+// error), and KeyboardInterrupt("driftlab.NAME: interrupted ...") is raised. Training and studies
+// stop at a checkpoint instead (hooks_for, study_run_py).
+template <typename F>
+auto interruptible(const char* name, F&& f) -> decltype(f()) {
+  Interrupt stop;
+  try {
+    const StopScope scope([&stop] { return stop.check(); });
+    py::gil_scoped_release nogil;
+    return f();
+  } catch (const StopRequested& s) {
+    const std::string why = std::string("driftlab.") + name + ": interrupted (at " + s.where + "); nothing written";
+    PyErr_SetString(PyExc_KeyboardInterrupt, why.c_str());
+    throw py::error_already_set();
+  }
+}
+
 // ---- models ----
 
 // A model in Python: a model file's content (fp32 or int8) with its metadata, or a zoo model built here.
@@ -192,12 +245,7 @@ void save_py(PyModel& p, const std::string& path) {
 
 py::array predict_py(PyModel& p, const py::handle& x) {
   Tensor in = float_input(x, "x");
-  Tensor y;
-  {
-    py::gil_scoped_release nogil;
-    y = predict_inputs(p.m, in, "x");
-  }
-  return to_numpy(y);
+  return to_numpy(interruptible("predict", [&] { return predict_inputs(p.m, in, "x"); }));
 }
 
 py::tuple gradient_py(PyModel& p, const py::handle& x, const py::handle& labels, bool train) {
@@ -209,12 +257,10 @@ py::tuple gradient_py(PyModel& p, const py::handle& x, const py::handle& labels,
     throw py::value_error("x: shape " + shape_str(in.shape()) + ", model " + model.name + " takes " + shape_str(want));
   check(!p.m.int8(), "input_gradient: an int8 model has no gradient (take the fp32 model's, or quantize's straight-through mirror)");
   const std::vector<int32_t> y = labels_input(labels, "labels", in.dim(0), model.num_classes);
-  InputGradient g;
-  {
-    py::gil_scoped_release nogil;
+  const InputGradient g = interruptible("input_gradient", [&] {
     if (in.dtype() != model.dtype()) in = in.to(model.dtype());
-    g = open_runner(model, Device::cpu)->input_gradient(in, y, train ? Semantics::train : Semantics::inference);
-  }
+    return open_runner(model, Device::cpu)->input_gradient(in, y, train ? Semantics::train : Semantics::inference);
+  });
   return py::make_tuple(g.loss, to_numpy(g.logits), to_numpy(g.dx));
 }
 
@@ -252,36 +298,6 @@ void set_weights_py(PyModel& p, const py::dict& w) {
 }
 
 // ---- train ----
-
-// Ctrl-C during a long call, and an exception in a callback: the stop hook asks Python (under the
-// GIL) whether a signal came; a callback's exception (a KeyboardInterrupt raised inside it too) is
-// kept and stops the run at the next step, to be raised after it.
-struct Interrupt {
-  bool hit = false;                          // read and written under the GIL
-  std::optional<py::error_already_set> error;  // a callback's
-  bool check() {
-    py::gil_scoped_acquire gil;
-    if (!hit && PyErr_CheckSignals() != 0) {
-      PyErr_Clear();  // raised again as KeyboardInterrupt after the call, with the run's state kept
-      hit = true;
-    }
-    return hit || error.has_value();
-  }
-  // Runs a callback under the GIL, keeping what it raises.
-  template <typename F>
-  void call(F&& f) {
-    py::gil_scoped_acquire gil;
-    if (error) return;
-    try {
-      f();
-    } catch (py::error_already_set& e) {
-      if (e.matches(PyExc_KeyboardInterrupt))
-        hit = true;
-      else
-        error = std::move(e);
-    }
-  }
-};
 
 py::dict train_result(const TrainRunResult& r) {
   py::dict d;
@@ -387,12 +403,10 @@ py::dict evaluate_py(const std::string& weights, const std::string& dataset, con
   r.weights = weights;
   r.data = data_spec(dataset, data_dir, limit);
   r.batch = batch;
-  Evaluation e;
-  {
-    py::gil_scoped_release nogil;
+  const Evaluation e = interruptible("evaluate", [&] {
     DatasetLoader loader;
-    e = evaluate(r, loader);
-  }
+    return evaluate(r, loader);
+  });
   py::dict d = eval_dict(e.test);
   d["model"] = e.model;
   d["policy"] = e.policy;
@@ -412,12 +426,10 @@ py::dict quantize_py(const std::string& weights, const std::string& out, const s
   r.calib = calib;
   r.calib_batch = calib_batch;
   r.data = data_spec(dataset, data_dir, limit);
-  QuantizeResult q;
-  {
-    py::gil_scoped_release nogil;
+  const QuantizeResult q = interruptible("quantize", [&] {
     DatasetLoader loader;
-    q = quantize(r, loader);
-  }
+    return quantize(r, loader);
+  });
   py::dict d;
   d["model"] = q.model;
   d["policy"] = q.policy;
@@ -500,12 +512,11 @@ py::array attack_py(const std::string& weights, const py::dict& settings, const 
   r.data = data_spec(dataset, data_dir, limit);
   r.device = device;
   read_settings(settings, r.settings, "attack");
-  AttackOutcome o;
-  {
-    py::gil_scoped_release nogil;
-    o = run_attack(r);
-    report::write_attack(out, o, png);
-  }
+  const AttackOutcome o = interruptible("attack", [&] {
+    AttackOutcome a = run_attack(r);
+    report::write_attack(out, a, png);
+    return a;
+  });
   return to_numpy(o.adversarial);
 }
 
@@ -612,6 +623,33 @@ py::list study_tables_py(const std::string& dir) {
   return out;
 }
 
+// The report folder (driftlab study report): tables, figures, index.html; with explain, the gaps'
+// explanation studies run first (Ctrl-C stops them at a checkpoint: run it again to finish).
+py::dict study_report_py(const std::string& dir, const std::string& out, bool figures, bool explain, int jobs) {
+  study::ReportOptions o;
+  o.out = out;
+  o.figures = figures;
+  o.explain = explain;
+  o.jobs = jobs;
+  Interrupt stop;
+  o.stop = [&stop] { return stop.check(); };
+  study::ReportFiles f;
+  try {
+    py::gil_scoped_release nogil;
+    f = study::write_report(dir, o);
+  } catch (const Error&) {
+    raise_if_stopped(stop, "driftlab.study_report: stopped; run it again to finish the explanation studies in " + dir +
+                               "/explain");
+    throw;
+  }
+  py::dict d;
+  d["out"] = f.out;
+  d["markdown"] = f.markdown;
+  d["figures"] = f.figures;
+  d["files"] = f.files;
+  return d;
+}
+
 // Models under attacks (driftlab robustness): models {name: file} in order (the first the
 // baseline), crafts {name: source} (transfer), the attacks and their settings. Writes the command's
 // files into `out` (robustness.json, robustness.csv, table.md) and returns robustness.json's text.
@@ -628,10 +666,7 @@ std::string robustness_py(const std::vector<std::pair<std::string, std::string>>
   read_settings(settings, r.settings, "robustness");
   r.data = data_spec(dataset, data_dir, limit);
   r.device = device;
-  {
-    py::gil_scoped_release nogil;
-    report::write_robustness(out, run_robustness(r));
-  }
+  interruptible("robustness", [&] { report::write_robustness(out, run_robustness(r)); });
   return out + "/robustness.json";
 }
 
@@ -649,13 +684,12 @@ std::string convert_py(const std::string& weights, const std::string& out, int64
   r.adversarial = adversarial;
   r.ort_dir = ort_dir();
   r.data = data_spec(dataset, data_dir, limit);
-  ConversionResult c;
-  {
-    py::gil_scoped_release nogil;
+  const ConversionResult c = interruptible("convert", [&] {
     DatasetLoader loader;
-    c = measure_conversion(r, loader);
-    report::write_conversion_files(out, c);
-  }
+    ConversionResult m = measure_conversion(r, loader);
+    report::write_conversion_files(out, m);
+    return m;
+  });
   return report::conversion_json(c);
 }
 
@@ -761,12 +795,10 @@ py::object drift_py(const std::string& weights, const std::string& policies, boo
   r.quantize = quantize;
   r.calib_batch = calib_batch;
   r.data = data_spec(dataset, data_dir, limit);
-  std::string text;
-  {
-    py::gil_scoped_release nogil;
+  const std::string text = interruptible("drift", [&] {
     DatasetLoader loader;
-    text = report::drift_json(drift(r, loader));
-  }
+    return report::drift_json(drift(r, loader));
+  });
   return from_json(text);
 }
 
@@ -786,12 +818,10 @@ py::object attribute_py(const std::string& weights, const std::string& from, con
   r.quantize = quantize;
   r.calib_batch = calib_batch;
   r.data = data_spec(dataset, data_dir, limit);
-  std::string text;
-  {
-    py::gil_scoped_release nogil;
+  const std::string text = interruptible("attribute", [&] {
     DatasetLoader loader;
-    text = report::attribute_json(attribute(r, loader));
-  }
+    return report::attribute_json(attribute(r, loader));
+  });
   return from_json(text);
 }
 
@@ -950,6 +980,11 @@ PYBIND11_MODULE(_driftlab, m) {
   m.def("study_status", &study_status_py, py::arg("dir"), "Where each cell stands: done, failed, partial, missing.");
   m.def("study_tables", &study_tables_py, py::arg("dir"),
         "Each step's table as `driftlab study report` groups it: settings, then mean/sd/n of each measure over seeds.");
+  m.def("study_report", &study_report_py, py::arg("dir"), py::arg("out") = "", py::arg("figures") = true,
+        py::arg("explain") = false, py::arg("jobs") = 1,
+        "Writes a study's report as `driftlab study report` does (out: default DIR/report): tables.md/.csv/.json, "
+        "the figures (SVG and PNG, figures=False: none) and index.html; explain=True first runs each gap's "
+        "explanation study (one knob flipped at a time) into DIR/explain/. Returns {out, markdown, figures, files}.");
   m.def("_robustness", &robustness_py, py::arg("models"), py::arg("crafts"), py::arg("attacks"), py::arg("repeats"),
         py::arg("samples"), py::arg("settings"), py::arg("dataset"), py::arg("data_dir"), py::arg("limit"),
         py::arg("device"), py::arg("out"), "(driftlab.robustness calls this) writes the command's files into out.");

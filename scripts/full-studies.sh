@@ -9,6 +9,7 @@
 #   scripts/full-studies.sh                      # all three, in that order
 #   STUDIES="s3 s2" scripts/full-studies.sh      # some of them
 #   scripts/full-studies.sh publish              # copy each finished study to docs/studies/S1..S3 and report there
+#   scripts/full-studies.sh archive              # keep the cells done or under way in studies/archive (git)
 #
 # Environment: DRIFTLAB (the binary, default build/driftlab), RUNS (default runs), JOBS (cells at
 # once, default 2), EXECUTOR (local | slurm), STUDIES (default "s1 s3 s2").
@@ -23,6 +24,43 @@ STUDIES=${STUDIES:-"s1 s3 s2"}
 spec_of() { case "$1" in s1) echo studies/s1.yaml ;; s2) echo studies/s2-robustness.yaml ;; s3) echo studies/s3-conversion.yaml ;; *) echo "unknown study $1" >&2; exit 2 ;; esac; }
 dir_of() { case "$1" in s1) echo "$RUNS/s1-full" ;; s2) echo "$RUNS/s2" ;; s3) echo "$RUNS/s3" ;; esac; }
 doc_of() { case "$1" in s1) echo docs/studies/S1 ;; s2) echo docs/studies/S2 ;; s3) echo docs/studies/S3 ;; esac; }
+
+# Between sessions: a machine's runs/ does not outlive it (a new checkout has none), so the cells
+# finished or under way are kept in git under studies/archive/<study>/cells/<hash>/ ("archive":
+# done cells without their checkpoints, cells under way with them; an attack cell's examples too),
+# and put back into runs/ before a run ("restore", which the run below does first).
+ARCHIVE=${ARCHIVE:-studies/archive}
+if [ "${1:-}" = archive ] || [ "${1:-}" = restore ]; then
+  for s in $STUDIES; do
+    run=$(dir_of "$s") kept="$ARCHIVE/$(basename "$(dir_of "$s")")"
+    if [ "$1" = archive ]; then src="$run/cells" dst="$kept/cells"; else src="$kept/cells" dst="$run/cells"; fi
+    [ -d "$src" ] || continue
+    /usr/bin/python3 - "$1" "$src" "$dst" <<'PY'
+import os, shutil, sys
+what, src, dst = sys.argv[1:]
+copied = size = 0
+for h in sorted(os.listdir(src)):
+    s, d = os.path.join(src, h), os.path.join(dst, h)
+    if h.startswith(".") or not os.path.isdir(s):
+        continue
+    done = os.path.exists(os.path.join(s, "results.json"))
+    if os.path.exists(os.path.join(d, "results.json")):
+        continue  # kept already (archive) or finished here (restore)
+    if what == "restore" and os.path.exists(d):
+        continue  # under way here: its own checkpoint is newer
+    tmp = d + ".tmp"
+    shutil.rmtree(tmp, ignore_errors=True)
+    ignore = shutil.ignore_patterns("checkpoint.dlc*", "*.tmp") if done and what == "archive" else None
+    shutil.copytree(s, tmp, ignore=ignore)
+    shutil.rmtree(d, ignore_errors=True)
+    os.rename(tmp, d)
+    copied += 1
+    size += sum(os.path.getsize(os.path.join(r, f)) for r, _, fs in os.walk(d) for f in fs)
+print("%s: %d cells %s %s (%.1f MB)" % (src, copied, "into" if what == "archive" else "back into", dst, size / 1e6))
+PY
+  done
+  exit 0
+fi
 
 if [ "${1:-}" = publish ]; then
   for s in $STUDIES; do
@@ -49,6 +87,7 @@ PY
   exit 0
 fi
 
+STUDIES="$STUDIES" ARCHIVE="$ARCHIVE" RUNS="$RUNS" bash "$0" restore
 for s in $STUDIES; do
   reuse=()
   for o in s1 s2 s3; do

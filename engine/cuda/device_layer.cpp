@@ -1,5 +1,6 @@
 #include "engine/cuda/device_layer.h"
 
+#include "core/stop.h"
 #include "kernels/cuda/ops.h"
 
 namespace driftlab {
@@ -35,6 +36,7 @@ DeviceValue writable(CudaContext& ctx, const DeviceValue& y) {
 DeviceValue DeviceSequential::forward(DeviceRunContext& run, const DeviceValue& x) {
   DeviceValue h = x;
   for (Entry& e : layers_) {
+    poll_stop("cuda forward");  // a host check: the layers' kernels are queued, not waited for
     if (e.layer->container()) {
       h = e.layer->forward(run, h);
       continue;
@@ -53,6 +55,7 @@ DeviceValue DeviceSequential::backward(DeviceRunContext& run, const DeviceValue&
   DeviceValue g = dy;
   for (std::size_t i = layers_.size(); i-- > 0;) {
     Entry& e = layers_[i];
+    poll_stop("cuda backward");
     run.need_dx = i > 0 || run.input_grad;
     if (e.layer->container()) {
       g = e.layer->backward(run, g);

@@ -4,7 +4,13 @@
 
 #include <omp.h>
 
+#include "core/stop.h"
+
 namespace driftlab {
+
+void poll_stop_before_kernel(const char* op) {
+  if (!omp_in_parallel()) poll_stop(op);
+}
 
 int default_threads() { return omp_get_max_threads(); }
 

@@ -62,6 +62,11 @@ void warm_up_gemms(const KernelRegistry&);
 // OpenMP's current thread count (omp_get_max_threads: OMP_NUM_THREADS or the CLI's --threads).
 int default_threads();
 
+// core/stop.h's poll between two kernels: every layer's forward and backward picks its kernels
+// here, so a StopScope on the calling thread ends any long call within one kernel. Not inside an
+// OpenMP parallel region (an exception must not leave one).
+void poll_stop_before_kernel(const char* op);
+
 // What a layer's kernels run with: the registry and the thread count (no global state).
 struct ExecContext {
   KernelRegistry kernels = make_cpu_registry();
@@ -78,6 +83,7 @@ struct ExecContext {
   // The kernel of `table` for backend `want` (see OpTable::select), recorded in `trace`.
   template <typename Kernel, typename Params>
   const Kernel& pick(const OpTable<Kernel>& table, KernelBackend want, const Params& p, DType dt) const {
+    poll_stop_before_kernel(table.op);
     const Kernel& k = table.select(want, p, dt);
     if (trace) trace->push_back({table.op, k.name, want});
     return k;

@@ -114,6 +114,11 @@ std::vector<Row> catalogue() {
        convert_json(R"({"adversarial": {"from": "a", "success_before": 1, "success_after": 1, "variation": 0},
                         "conversion": "onnx", "weights": 3, "model": "m"})"),
        "convert-report {d}/conv", 1, "convert-report", {"\"weights\" is not a string"}},
+      // a rate outside 0..1 (was read as given: 1e308 and -1e308 in two rows make R's min-max scaling inf/inf = NaN)
+      {"convertreport_rate_not_a_rate",
+       convert_json(R"({"adversarial": {"from": "a", "success_before": 1, "success_after": 1, "variation": 1e308},
+                        "conversion": "onnx", "weights": "w", "model": "m"})"),
+       "convert-report {d}/conv", 1, "convert-report", {"\"variation\" = 1e\\+308 is not a rate \\(0\\.\\.1\\)"}},
       // ---- attack and robustness ----
       {"attack_label_beyond_the_classes", attack_inputs(50.0f), kAttackInput + " --attack single-pixel", 1, "attack",
        {"\\{d\\}/y\\.npy element 1 is 50", "lenet1 \\(0\\.\\.9\\)"}, {"a"}},

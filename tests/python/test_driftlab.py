@@ -235,6 +235,53 @@ def test_ctrl_c_keeps_the_checkpoint_and_resume_finishes_the_run(tmp_path):
     assert (tmp_path / "cut" / "model.dlm").read_bytes() == (tmp_path / "whole" / "model.dlm").read_bytes()
 
 
+@pytest.fixture(scope="module")
+def vgg16_file(tmp_path_factory):
+    """A VGG-16 (CIFAR-shaped) model file: seconds of work per call on 2,000 inputs."""
+    path = tmp_path_factory.mktemp("vgg") / "vgg16.dlm"
+    driftlab.Model.zoo("vgg16", "torch", 1).save(str(path))
+    return str(path)
+
+
+CIFAR = "synthetic-cifar10"
+PREPARED = {}
+
+# Each long call (but train and study_run, above) with what it would write: calls of many seconds
+# (VGG-16 on 2,000 inputs, Boundary for 100,000 iterations), a SIGINT 0.3 s in.
+LONG_CALLS = {
+    "predict": lambda f, out: PREPARED["model"].predict(PREPARED["x"]),
+    "evaluate": lambda f, out: driftlab.evaluate(f, dataset=CIFAR, limit=2000),
+    "quantize": lambda f, out: driftlab.quantize(f, os.path.join(out, "int8.dlm"), calib=2000, calib_batch=2000,
+                                                 dataset=CIFAR),
+    "drift": lambda f, out: driftlab.drift(f, dataset=CIFAR, limit=2000),
+    "attribute": lambda f, out: driftlab.attribute(f, "torch", "tensorflow", dataset=CIFAR, limit=2000),
+    "attack": lambda f, out: driftlab.attack(f, "boundary", iterations=100000, dataset=CIFAR, limit=500, out=out),
+    "robustness": lambda f, out: driftlab.robustness({"a": f, "b": f}, attacks="boundary", iterations=100000,
+                                                     samples=500, dataset=CIFAR, out=out),
+}
+
+
+@pytest.mark.parametrize("call", sorted(LONG_CALLS))
+def test_ctrl_c_ends_a_long_call_before_it_writes_anything(call, vgg16_file, tmp_path):
+    out = tmp_path / "out"
+    out.mkdir()
+    if call == "predict":  # made before the clock starts (drawing the inputs takes a while)
+        PREPARED.update(model=driftlab.Model.load(vgg16_file), x=aligned((2000, 3, 32, 32)))
+    timer = threading.Timer(0.3, lambda: os.kill(os.getpid(), signal.SIGINT))
+    start = time.time()
+    timer.start()
+    # the call's own message (a signal Python saw only after the call returned would raise a bare
+    # KeyboardInterrupt), naming the kernel it stopped before
+    with pytest.raises(KeyboardInterrupt, match=r"driftlab\.%s: interrupted \(at \w+\); nothing written" % call):
+        LONG_CALLS[call](vgg16_file, str(out))
+    took = time.time() - start
+    timer.join()
+    assert list(out.iterdir()) == [], call
+    # the module goes on: the same call's kind of work, small
+    assert driftlab.Model.load(vgg16_file).predict(aligned((2, 3, 32, 32))).shape == (2, 10)
+    print("%s: interrupted after %.2f s" % (call, took))
+
+
 def test_a_callbacks_exception_stops_the_run_and_is_raised_as_it_was(tmp_path):
     def on_epoch(e):
         raise ValueError("stop after epoch %d" % e["epoch"])
@@ -329,6 +376,15 @@ def test_a_study_planned_run_and_reported_as_the_command_line_does(tmp_path):
     assert all(row["test accuracy"]["n"] == 2 for row in train_rows)
     again = driftlab.study_run(str(tmp_path / "s.yaml"), str(tmp_path / "py"), any_build=True)
     assert (again["reused"], again["ran"]) == (8, 0)
+    # the report: the command's files on the same study, byte for byte (the two runs' tables differ
+    # in their seconds per epoch)
+    rep = driftlab.study_report(str(tmp_path / "py"), figures=False)
+    assert rep["out"] == str(tmp_path / "py" / "report") and rep["figures"] == []
+    assert [os.path.basename(f) for f in rep["files"]] == ["tables.md", "tables.csv", "tables.json", "index.html"]
+    cli("study", "report", str(tmp_path / "py"), "--out", str(tmp_path / "cli-report"), "--no-figures")
+    for f in ("tables.md", "tables.csv", "tables.json", "index.html"):
+        assert (tmp_path / "py" / "report" / f).read_bytes() == (tmp_path / "cli-report" / f).read_bytes(), f
+    assert rep["markdown"] == (tmp_path / "py" / "report" / "tables.md").read_text()
     (tmp_path / "bad.yaml").write_text(SPEC.replace("lenet1", "lenet7"))
     with pytest.raises(driftlab.Error, match="bad.yaml:7"):
         driftlab.study_plan(str(tmp_path / "bad.yaml"))
