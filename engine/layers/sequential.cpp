@@ -115,11 +115,19 @@ Tensor Sequential::forward(RunContext& ctx, const Tensor& x) {
   out_blocks_.assign(n, 0);
   Tensor h = x;
   for (std::size_t i = 0; i < n;) {
-    if (Block* b = block_at(i); b && forward_block(ctx, *b, h)) {
-      i += 3;
-      continue;
+    if (Block* b = block_at(i)) {
+      const Tensor in = h;
+      if (forward_block(ctx, *b, h)) {
+        if (ctx.exec.layer_inputs) {
+          ctx.exec.layer_inputs(i, in);
+          if (b->z.defined()) ctx.exec.layer_inputs(i + 1, b->z);
+        }
+        i += 3;
+        continue;
+      }
     }
     if (h.channel_block() != 0 && takes[i] != kAnyBlock && takes[i] != h.channel_block()) h = to_plain(h);
+    if (ctx.exec.layer_inputs) ctx.exec.layer_inputs(i, h);
     ctx.out_block = wants[i + 1];
     h = layers_[i]->forward(ctx, h);
     out_blocks_[i] = h.channel_block();

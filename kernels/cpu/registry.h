@@ -9,6 +9,7 @@
 // make_cpu_registry(); 4) a fast-vs-reference test in tests/ops/ and the kernel's row in
 // tests/test_registry.cpp.
 #pragma once
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -75,6 +76,11 @@ struct ExecContext {
   int threads = default_threads();
   // When set, every kernel selection is appended here (tests: which kernel ran for which op).
   std::vector<KernelChoice>* trace = nullptr;
+  // When set, Sequential calls it on every forward pass with each of its layers' index and input
+  // as that layer receives it (maybe channel-blocked); a fused conv block gives the convolution's
+  // input and, when the pass is recorded, its activation's input z (tests: the ReLU decisions a
+  // training step took, tests/oracles/test_torch_oracle.cpp).
+  std::function<void(std::size_t layer, const Tensor& input)> layer_inputs;
   // Whether Sequential may keep activations channel-blocked between the layers that take them
   // (engine/layers/layout.h; the convolutions compute the same bits either way, BatchNorm sums in
   // another order). false: every layer sees plain tensors (the comparison the tests make).
