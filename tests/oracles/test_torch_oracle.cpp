@@ -700,10 +700,11 @@ const CaseDir& lenet_run() {
   return run;
 }
 
-// A ReLU decision two runs of the same model take differently on one step's batch: the unit's
-// pre-activation in each (a float32 run and a float64 run from the same weights), and the float64
-// one's size relative to the largest of that layer on that batch.
-struct ReluFlip {
+// A ReLU or max-pool decision two runs of the same model take differently on one step's batch (a
+// float32 run and a float64 run from the same weights): for a ReLU the unit's pre-activation in
+// each, for a max pool the gap between the two winners in each; and the float64 value's size
+// relative to the largest input of that layer on that batch.
+struct DecisionFlip {
   int step;
   std::size_t layer;  // the ReLU layer's index
   int64_t index;      // the element of its input (N, ...)
@@ -716,11 +717,23 @@ struct ReluFlip {
 // (lenet5 / nesterov, step 13, dense 7's unit 69 on one sample).
 constexpr double kTieMargin = 1e-6;
 
-// The ReLU decisions of one training step that the float32 run takes otherwise than the float64
-// one: the inputs of `net`'s ReLU layers as each run's step computed them (ExecContext::
-// layer_inputs, the fused conv blocks' z included), compared element by element.
-void append_relu_flips(Sequential& net, const std::map<std::size_t, Tensor>& z32s,
-                       const std::map<std::size_t, Tensor>& z64s, int step, std::vector<ReluFlip>* flips) {
+// The ReLU and max-pool decisions of one training step that the float32 run takes otherwise than
+// the float64 one: the inputs of `net`'s ReLU and max-pool layers as each run's step computed them
+// (ExecContext::layer_inputs, the fused conv blocks' z included), compared element by element and
+// window by window.
+// A max pool's input as a step computed it: tapped, or (inside a fused conv block, which never
+// materialises it) the ReLU of the block's tapped pre-activation.
+Tensor pool_input(Sequential& net, const std::map<std::size_t, Tensor>& in, std::size_t layer) {
+  if (auto it = in.find(layer); it != in.end()) return it->second;
+  auto z = in.find(layer - 1);
+  if (layer == 0 || z == in.end() || net.layer(layer - 1).kind() != "relu") return Tensor();
+  Tensor a = z->second.clone();
+  for (int64_t i = 0; i < a.numel(); ++i) a.data<double>()[i] = std::max(0.0, a.data<double>()[i]);
+  return a;
+}
+
+void append_decision_flips(Sequential& net, const std::map<std::size_t, Tensor>& z32s,
+                       const std::map<std::size_t, Tensor>& z64s, int step, std::vector<DecisionFlip>* flips) {
   for (const auto& [layer, z32] : z32s) {
     if (net.layer(layer).kind() != "relu") continue;
     const Tensor& z64 = z64s.at(layer);
@@ -728,6 +741,34 @@ void append_relu_flips(Sequential& net, const std::map<std::size_t, Tensor>& z32
     for (int64_t i = 0; i < z32.numel(); ++i)
       if ((z32.at(i) > 0) != (z64.at(i) > 0))
         flips->push_back({step, layer, i, z32.at(i), z64.at(i), scale > 0 ? std::fabs(z64.at(i)) / scale : 0.0});
+  }
+  // Max pooling's decisions: each window's winner (the first largest). A differing winner is
+  // recorded with the two candidates' gap in each run; its margin is the float64 gap relative to
+  // the layer's largest input.
+  for (std::size_t layer = 0; layer < net.size(); ++layer) {
+    if (net.layer(layer).kind() != "maxpool2d") continue;
+    const Tensor a = pool_input(net, z32s, layer), b = pool_input(net, z64s, layer);
+    if (!a.defined() || !b.defined()) continue;
+    Pool2dParams p = static_cast<Pool2dLayer&>(net.layer(layer)).op_params();
+    p.n = a.dim(0), p.c = a.dim(1), p.h = a.dim(2), p.w = a.dim(3);
+    const double scale = max_abs(b);
+    for (int64_t nc = 0; nc < p.n * p.c; ++nc)
+      for (int64_t oy = 0; oy < p.out_h(); ++oy)
+        for (int64_t ox = 0; ox < p.out_w(); ++ox) {
+          int64_t wa = -1, wb = -1;
+          for (int64_t ky = 0; ky < p.kh; ++ky)
+            for (int64_t kx = 0; kx < p.kw; ++kx) {
+              const int64_t y = oy * p.stride_h - p.pad_t + ky, x = ox * p.stride_w - p.pad_l + kx;
+              if (y < 0 || y >= p.h || x < 0 || x >= p.w) continue;
+              const int64_t i = (nc * p.h + y) * p.w + x;
+              if (wa < 0 || a.at(i) > a.at(wa)) wa = i;
+              if (wb < 0 || b.at(i) > b.at(wb)) wb = i;
+            }
+          if (wa == wb) continue;
+          const double gap64 = b.at(wb) - b.at(wa);
+          flips->push_back({step, layer, (nc * p.out_h() + oy) * p.out_w() + ox, a.at(wa) - a.at(wb), gap64,
+                            scale > 0 ? gap64 / scale : 0.0});
+        }
   }
 }
 
@@ -823,7 +864,7 @@ class TorchOracleLeNet : public ::testing::TestWithParam<ModelCase> {};
 // PyTorch's two runs are apart.
 //
 // Where the float32 run is farther than that from every PyTorch run, decisions are compared as
-// decisions: the deviation is explained only by a ReLU decision that driftlab's float32 step
+// decisions: the deviation is explained only by a ReLU or max-pool decision that driftlab's float32 step
 // takes otherwise than its float64 step (which equals PyTorch's float64 run to 1e-10) where the
 // float64 pre-activation is a tie within float32 rounding (kTieMargin), and up to that step the
 // trajectory must be PyTorch's (its losses within 1e-4). After it the two driftlab runs have
@@ -855,11 +896,11 @@ void check_trajectory(const CaseDir& run, const std::string& t, const std::strin
     r.trainer = std::make_unique<CpuRunner>(r.m, cfg, r.exec);
   }
   const Tensor xs = run.in(t, "xs"), ls = run.in(t, "labels");
-  std::vector<ReluFlip> flips;  // the ReLU decisions driftlab's float32 run takes otherwise than its float64 run
+  std::vector<DecisionFlip> flips;  // the ReLU and max-pool decisions driftlab's float32 run takes otherwise than its float64 run
   for (int k = 0; k < kSteps; ++k) {
     const Tensor x = slice0(xs, k);
     for (Run& r : runs) r.losses.push_back(r.trainer->train_step(x, labels_of(slice0(ls, k))));
-    append_relu_flips(*runs[0].m.net, runs[0].inputs, runs[1].inputs, k, &flips);
+    append_decision_flips(*runs[0].m.net, runs[0].inputs, runs[1].inputs, k, &flips);
   }
   for (const bool f64 : {false, true}) {
     Run& r = runs[f64];
@@ -882,16 +923,16 @@ void check_trajectory(const CaseDir& run, const std::string& t, const std::strin
       continue;
     }
     ASSERT_FALSE(flips.empty()) << qty << ": beyond rounding of PyTorch's nearest run (" << prefix
-                                << ") with every ReLU decision the float64 run's";
+                                << ") with every ReLU and max-pool decision the float64 run's";
     const int first = flips.front().step;
-    for (const ReluFlip& f : flips) {
+    for (const DecisionFlip& f : flips) {
       if (f.step != first) break;
       EXPECT_LT(f.margin, kTieMargin) << "step " << f.step + 1 << ", layer " << f.layer << " [" << f.index
                                       << "]: float32 z = " << f.z32 << ", float64 z = " << f.z64 << " is no tie ("
                                       << f.margin << " of the layer's largest)";
       std::ostringstream z;
-      z << std::setprecision(3) << "f32 z " << f.z32 << ", f64 z " << f.z64;
-      table.note("ReLU flip: step " + std::to_string(f.step + 1) + ", layer " + std::to_string(f.layer) + " [" +
+      z << std::setprecision(3) << "f32 " << f.z32 << ", f64 " << f.z64;
+      table.note(r.m.net->layer(f.layer).kind() + " flip: step " + std::to_string(f.step + 1) + ", layer " + std::to_string(f.layer) + " [" +
                      std::to_string(f.index) + "]",
                  qty + " (" + z.str() + "): |z64|, / max|z64|", std::fabs(f.z64), f.margin);
     }
