@@ -4,9 +4,9 @@
 // the library polls it (poll_stop) before every CPU kernel a layer picks (kernels/cpu/registry.h
 // ExecContext::pick: every forward, backward and optimiser step, whoever loops over the layers)
 // and before every CUDA layer, and the first poll that finds the check true throws StopRequested
-// out of the call. Training and studies have
-// their own stop (train/run.h TrainRunHooks::stop_requested, study::StudyRunOptions::stop), which
-// ends them at a checkpoint instead.
+// out of the call. Training and studies have their own stop (train/run.h
+// TrainRunHooks::stop_requested, study::StudyRunOptions::stop), which ends them at a checkpoint
+// instead.
 //
 // StopRequested is no std::exception, so that no handler that turns a failure into a message (a
 // study's failed cell, a measurement's "n/a" row) takes an interrupt for one; it leaves the call

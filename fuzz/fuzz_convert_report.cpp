@@ -7,7 +7,6 @@
 // min-max scaled to [0, 1]).
 #include <unistd.h>
 
-#include <cmath>
 #include <filesystem>
 #include <fstream>
 

@@ -4,9 +4,10 @@
 // Arrays: an input array is read in place when it is C-contiguous, of a float dtype the call takes,
 // 64-byte aligned and a multiple of 64 bytes long (the kernels load 64 bytes at a time:
 // core/tensor.h Tensor::wrap); otherwise it is copied once. Outputs (logits, gradients, weights)
-// are NumPy arrays over driftlab's own memory, kept alive by the array (no copy). Long calls
-// (train, evaluate, quantize, predict) release the GIL; train stops at Ctrl-C between two steps,
-// keeping its checkpoint as the CLI does, and raises KeyboardInterrupt.
+// are NumPy arrays over driftlab's own memory, kept alive by the array (no copy). Every call that
+// computes releases the GIL; Ctrl-C stops train and the study calls at a checkpoint, and every
+// other long call before it writes anything (python/module_common.h), raising KeyboardInterrupt.
+// The study calls are in python/study_module.cpp.
 //
 // Errors: driftlab's own (a file and offset, a knob, an op) become driftlab.Error with the same
 // message; a bad argument (not an array, a wrong dtype, shape or type) raises TypeError or
@@ -24,7 +25,6 @@
 #include <string>
 
 #include "core/error.h"
-#include "core/stop.h"
 #include "driftlab/attack.h"
 #include "driftlab/convert.h"
 #include "driftlab/drift.h"
@@ -40,13 +40,11 @@
 #include "report/convert.h"
 #include "report/drift.h"
 #include "report/robustness.h"
-#include "study/report.h"
-#include "study/report_files.h"
-#include "study/run.h"
-#include "study/spec.h"
+#include "python/module_common.h"
 
 namespace py = pybind11;
 using namespace driftlab;
+using namespace driftlab::pymodule;
 
 namespace {
 
@@ -171,57 +169,6 @@ DataSpec data_spec(const std::string& dataset, const std::string& data_dir, int6
   return s;
 }
 
-// ---- Ctrl-C ----
-
-// Ctrl-C during a long call, and an exception in a callback: the stop hook asks Python (under the
-// GIL) whether a signal came; a callback's exception (a KeyboardInterrupt raised inside it too) is
-// kept and stops the run at the next step, to be raised after it.
-struct Interrupt {
-  bool hit = false;                          // read and written under the GIL
-  std::optional<py::error_already_set> error;  // a callback's
-  bool check() {
-    py::gil_scoped_acquire gil;
-    if (!hit && PyErr_CheckSignals() != 0) {
-      PyErr_Clear();  // raised again as KeyboardInterrupt after the call, with the run's state kept
-      hit = true;
-    }
-    return hit || error.has_value();
-  }
-  // Runs a callback under the GIL, keeping what it raises.
-  template <typename F>
-  void call(F&& f) {
-    py::gil_scoped_acquire gil;
-    if (error) return;
-    try {
-      f();
-    } catch (py::error_already_set& e) {
-      if (e.matches(PyExc_KeyboardInterrupt))
-        hit = true;
-      else
-        error = std::move(e);
-    }
-  }
-};
-
-// A long call without the GIL that Ctrl-C ends: the library polls the thread's StopScope
-// (core/stop.h) before every kernel, and the scope asks Python whether a signal came; the call leaves by
-// StopRequested before it writes its files (a convert's files written so far are removed as on any
-// error), and KeyboardInterrupt("driftlab.NAME: interrupted ...") is raised. Training and studies
-// stop at a checkpoint instead (hooks_for, study_run_py).
-template <typename F>
-auto interruptible(const char* name, F&& f) -> decltype(f()) {
-  Interrupt stop;
-  try {
-    const StopScope scope([&stop] { return stop.check(); });
-    py::gil_scoped_release nogil;
-    return f();
-  } catch (const StopRequested& s) {
-    const std::string why = std::string("driftlab.") + name + ": interrupted (at " + s.where + "); nothing written";
-    PyErr_SetString(PyExc_KeyboardInterrupt, why.c_str());
-    throw py::error_already_set();
-  }
-}
-
 // ---- models ----
 
 // A model in Python: a model file's content (fp32 or int8) with its metadata, or a zoo model built here.
@@ -332,18 +279,6 @@ TrainRunHooks hooks_for(Interrupt& stop, const py::object& on_epoch, const py::o
       });
     };
   return h;
-}
-
-// After a long call: a callback's exception raised as it was, else Ctrl-C as KeyboardInterrupt(why).
-void raise_if_stopped(Interrupt& stop, const std::string& why) {
-  if (stop.error) {
-    stop.error->restore();
-    throw py::error_already_set();
-  }
-  if (stop.hit) {
-    PyErr_SetString(PyExc_KeyboardInterrupt, why.c_str());
-    throw py::error_already_set();
-  }
 }
 
 py::dict finish(const TrainRunResult& r, Interrupt& stop) {
@@ -518,136 +453,6 @@ py::array attack_py(const std::string& weights, const py::dict& settings, const 
     return a;
   });
   return to_numpy(o.adversarial);
-}
-
-// JSON text as Python objects (the files the CLI writes: --json, cell.json).
-py::object from_json(const std::string& text) { return py::module_::import("json").attr("loads")(text); }
-
-// ---- studies (study/: the runner `driftlab study` drives) ----
-
-// Where ONNX Runtime is, as the command finds it: DRIFTLAB_ORT_DIR, else the source tree's.
-std::string ort_dir() { return ort_dir_or(std::string(DRIFTLAB_SOURCE_DIR) + "/tests/oracles/ort"); }
-
-
-study::Plan plan_of(const std::string& spec, bool any_build) {
-  return study::plan(study::read_spec(spec), any_build ? "any" : build_commit());
-}
-
-py::list study_plan_py(const std::string& spec, bool any_build) {
-  const study::Plan p = plan_of(spec, any_build);
-  py::list out;
-  for (const study::Cell& c : p.cells) out.append(from_json(study::cell_json(p, c).dump()));
-  return out;
-}
-
-py::dict study_run_py(const std::string& spec, const std::string& out, int jobs, bool any_build,
-                      const std::vector<std::string>& reuse, const py::object& on_progress) {
-  const study::Plan p = plan_of(spec, any_build);
-  ::setenv("DRIFTLAB_ORT_DIR", ort_dir().c_str(), /*overwrite=*/0);  // convert cells run ONNX Runtime from there
-  study::StudyRunOptions o;
-  o.out = out;
-  o.jobs = jobs;
-  o.reuse = reuse;
-  Interrupt stop;
-  o.stop = [&stop] { return stop.check(); };
-  if (!on_progress.is_none())
-    o.progress = [&stop, on_progress](const study::StudyProgress& g) {
-      stop.call([&] {
-        py::dict d;
-        d["total"] = g.total;
-        d["reused"] = g.reused;
-        d["done"] = g.done;
-        d["running"] = g.running;
-        d["failed"] = g.failed;
-        d["blocked"] = g.blocked;
-        d["eta_s"] = g.eta_s;
-        d["event"] = g.event;
-        on_progress(d);
-      });
-    };
-  study::StudyRunResult r;
-  {
-    py::gil_scoped_release nogil;
-    r = study::run_study(p, o);
-  }
-  raise_if_stopped(stop, "driftlab.study_run: stopped; run it again to finish " + out);
-  py::dict d;
-  d["total"] = r.total;
-  d["reused"] = r.reused;
-  d["adopted"] = r.adopted;
-  d["ran"] = r.ran;
-  d["resumed"] = r.resumed;
-  d["failed"] = r.failed;
-  d["blocked"] = r.blocked;
-  d["failures"] = r.failures;
-  return d;
-}
-
-py::list study_status_py(const std::string& dir) {
-  py::list out;
-  for (const study::CellState& c : study::study_status(dir)) {
-    py::dict d;
-    d["hash"] = c.hash;
-    d["step"] = c.step;
-    d["state"] = c.state;
-    d["detail"] = c.detail;
-    out.append(d);
-  }
-  return out;
-}
-
-// Each step's table as `driftlab study report` groups it: rows of settings with mean, sd and n of
-// every measure over the seeds.
-py::list study_tables_py(const std::string& dir) {
-  py::list out;
-  for (const study::ReportTable& t : study::study_tables(dir)) {
-    py::dict d;
-    d["step"] = t.step;
-    d["kind"] = t.kind;
-    d["keys"] = t.keys;
-    d["measures"] = t.measures;
-    d["cells"] = t.cells;
-    d["missing"] = t.missing;
-    py::list rows;
-    for (const study::ReportRow& r : t.rows) {
-      py::dict row;
-      for (std::size_t k = 0; k < t.keys.size(); ++k) row[py::str(t.keys[k])] = r.values[k];
-      for (const study::Stat& s : r.stats)
-        if (s.n > 0) row[py::str(s.measure)] = py::dict(py::arg("mean") = s.mean, py::arg("sd") = s.sd, py::arg("n") = s.n);
-      row["seeds"] = r.seeds;
-      rows.append(row);
-    }
-    d["rows"] = rows;
-    out.append(d);
-  }
-  return out;
-}
-
-// The report folder (driftlab study report): tables, figures, index.html; with explain, the gaps'
-// explanation studies run first (Ctrl-C stops them at a checkpoint: run it again to finish).
-py::dict study_report_py(const std::string& dir, const std::string& out, bool figures, bool explain, int jobs) {
-  study::ReportOptions o;
-  o.out = out;
-  o.figures = figures;
-  o.explain = explain;
-  o.jobs = jobs;
-  Interrupt stop;
-  o.stop = [&stop] { return stop.check(); };
-  study::ReportFiles f;
-  try {
-    py::gil_scoped_release nogil;
-    f = study::write_report(dir, o);
-  } catch (const Error&) {
-    raise_if_stopped(stop, "driftlab.study_report: stopped; run it again to finish the explanation studies in " + dir +
-                               "/explain");
-    throw;
-  }
-  py::dict d;
-  d["out"] = f.out;
-  d["markdown"] = f.markdown;
-  d["figures"] = f.figures;
-  d["files"] = f.files;
-  return d;
 }
 
 // Models under attacks (driftlab robustness): models {name: file} in order (the first the
@@ -970,21 +775,7 @@ PYBIND11_MODULE(_driftlab, m) {
         py::arg("policy") = "",
         "Imports an ONNX file or a Keras / TF.js model.json into a model file (the zoo where it maps, else a graph "
         "model), as `driftlab import` does; returns the node-by-node mapping.");
-  m.def("study_plan", &study_plan_py, py::arg("spec"), py::arg("any_build") = false,
-        "A study spec's cells (each as its cell.json: hash, step, kind, parameters, inputs), as `driftlab study plan` "
-        "lists them; a bad spec raises driftlab.Error naming the file and line.");
-  m.def("study_run", &study_run_py, py::arg("spec"), py::arg("out"), py::arg("jobs") = 1, py::arg("any_build") = false,
-        py::arg("reuse") = std::vector<std::string>{}, py::arg("on_progress") = py::none(),
-        "Runs a study's cells into `out` as `driftlab study run` does (cells already done are kept); "
-        "on_progress(dict) after each event; Ctrl-C stops it (run it again to finish). Returns the counts.");
-  m.def("study_status", &study_status_py, py::arg("dir"), "Where each cell stands: done, failed, partial, missing.");
-  m.def("study_tables", &study_tables_py, py::arg("dir"),
-        "Each step's table as `driftlab study report` groups it: settings, then mean/sd/n of each measure over seeds.");
-  m.def("study_report", &study_report_py, py::arg("dir"), py::arg("out") = "", py::arg("figures") = true,
-        py::arg("explain") = false, py::arg("jobs") = 1,
-        "Writes a study's report as `driftlab study report` does (out: default DIR/report): tables.md/.csv/.json, "
-        "the figures (SVG and PNG, figures=False: none) and index.html; explain=True first runs each gap's "
-        "explanation study (one knob flipped at a time) into DIR/explain/. Returns {out, markdown, figures, files}.");
+  bind_study(m);
   m.def("_robustness", &robustness_py, py::arg("models"), py::arg("crafts"), py::arg("attacks"), py::arg("repeats"),
         py::arg("samples"), py::arg("settings"), py::arg("dataset"), py::arg("data_dir"), py::arg("limit"),
         py::arg("device"), py::arg("out"), "(driftlab.robustness calls this) writes the command's files into out.");

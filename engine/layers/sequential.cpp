@@ -116,7 +116,7 @@ Tensor Sequential::forward(RunContext& ctx, const Tensor& x) {
   Tensor h = x;
   for (std::size_t i = 0; i < n;) {
     if (Block* b = block_at(i)) {
-      const Tensor in = h;
+      const Tensor in = ctx.exec.layer_inputs ? h : Tensor();  // kept only for the tap
       if (forward_block(ctx, *b, h)) {
         if (ctx.exec.layer_inputs) {
           ctx.exec.layer_inputs(i, in);
