@@ -43,8 +43,24 @@ pack() {
   done
   # Fashion-MNIST (Debian's dataset-fashion-mnist, 30 MB of .gz) for the LSTM/GRU epochs: the
   # lent machine has no apt.
+  # DRIFTLAB_PACK_TRAIN_IMAGES=N: only the first N training images and labels (IDX counts
+  # rewritten), for a run whose carry would pass 64 MiB with the 26 MB training set (the CLI device
+  # test reads 64 of them; the epoch steps need them all).
+  local fm=/usr/share/datasets/fashion-mnist
   mkdir -p "$stage/driftlab-gpu/data/fashion-mnist"
-  cp /usr/share/datasets/fashion-mnist/*.gz "$stage/driftlab-gpu/data/fashion-mnist/"
+  cp "$fm"/*.gz "$stage/driftlab-gpu/data/fashion-mnist/"
+  if [ -n "${DRIFTLAB_PACK_TRAIN_IMAGES:-}" ]; then
+    python3 - "$fm" "$stage/driftlab-gpu/data/fashion-mnist" "$DRIFTLAB_PACK_TRAIN_IMAGES" <<'PY'
+import gzip, struct, sys
+src, dst, n = sys.argv[1], sys.argv[2], int(sys.argv[3])
+for name, item in (("train-images-idx3-ubyte.gz", 28 * 28), ("train-labels-idx1-ubyte.gz", 1)):
+    raw = gzip.open(f"{src}/{name}").read()
+    head = 16 if item > 1 else 8
+    out = raw[:4] + struct.pack(">I", n) + raw[8:head] + raw[head:head + n * item]
+    with gzip.open(f"{dst}/{name}", "wb") as f:
+        f.write(out)
+PY
+  fi
   git rev-parse HEAD > "$stage/driftlab-gpu/commit.txt"
   git status --short > "$stage/driftlab-gpu/worktree-status.txt"
   mkdir -p "$PACK"
@@ -154,6 +170,10 @@ remote() {
     rc=1
   fi
   [ -e "$OUT/cuda_tests.txt" ] && tail -5 "$OUT/cuda_tests.txt"
+  # PyTorch's reduced-precision math on this GPU (TF32 operand rounding in cuBLAS and cuDNN, autocast
+  # outputs and op lists, GradScaler's scale trajectory), kept as fixtures for the CPU emulation
+  # (bench/peers/reduced_precision_capture.py): one .npz, its log in env.txt.
+  step rp_capture 90 "$OUT/env.txt" python3 bench/peers/reduced_precision_capture.py "$OUT/rp_capture.npz"
   # DRIFTLAB_BM_FILTER / DRIFTLAB_TORCH_PARTS: a rerun of some benchmarks only (e.g. 'CudaAttack' and
   # 'attacks'; default: all of both).
   step bm_cuda 200 "$OUT/bm_cuda.txt" "$base/bin/bm_cuda" --benchmark_out="$OUT/bm_cuda.json" \
