@@ -237,9 +237,14 @@ Tensor GraphLayer::run(RunContext& ctx, const Tensor& x, std::vector<Tensor>* al
     GraphNode& node = nodes_[i];
     Tensor y;
     switch (node.op) {
-      case GraphOp::layer:
-        y = node.layer->forward(ctx, value_at(vals, node.inputs[0]));
+      case GraphOp::layer: {
+        Tensor in = value_at(vals, node.inputs[0]);
+        if (ctx.exec.replace_layer_input)  // by node index; for this layer alone (earlier nodes keep theirs)
+          if (Tensor r = ctx.exec.replace_layer_input(i, in); r.defined()) in = r;
+        if (ctx.exec.layer_inputs) ctx.exec.layer_inputs(i, in);
+        y = node.layer->forward(ctx, in);
         break;
+      }
       case GraphOp::add:
       case GraphOp::sub:
       case GraphOp::mul: {

@@ -127,6 +127,8 @@ Tensor Sequential::forward(RunContext& ctx, const Tensor& x) {
       }
     }
     if (h.channel_block() != 0 && takes[i] != kAnyBlock && takes[i] != h.channel_block()) h = to_plain(h);
+    if (ctx.exec.replace_layer_input)
+      if (Tensor r = ctx.exec.replace_layer_input(i, h); r.defined()) h = r;
     if (ctx.exec.layer_inputs) ctx.exec.layer_inputs(i, h);
     ctx.out_block = wants[i + 1];
     h = layers_[i]->forward(ctx, h);

@@ -78,9 +78,16 @@ struct ExecContext {
   std::vector<KernelChoice>* trace = nullptr;
   // When set, Sequential calls it on every forward pass with each of its layers' index and input
   // as that layer receives it (maybe channel-blocked); a fused conv block gives the convolution's
-  // input and, when the pass is recorded, its activation's input z (tests: the ReLU decisions a
-  // training step took, tests/oracles/test_torch_oracle.cpp).
+  // input and, when the pass is recorded, its activation's input z; a graph layer (GraphLayer)
+  // gives each of its layer nodes' input by node index (tests: the ReLU, ReLU6 and max-pool
+  // decisions a training step took, tests/oracles/test_torch_oracle.cpp, test_graph_oracle_torch.cpp).
   std::function<void(std::size_t layer, const Tensor& input)> layer_inputs;
+  // When set, called before each unfused Sequential layer and each graph layer node (indices as
+  // above) runs: a defined result replaces that layer's input for that layer alone (the tensor it
+  // was given, which earlier layers may keep for their backward, is left as it is). Tests: a
+  // float64 run made to take a float32 run's decision at a tie, so that the two steps compare
+  // like with like (tests/oracles/test_graph_oracle_torch.cpp).
+  std::function<Tensor(std::size_t layer, const Tensor& input)> replace_layer_input;
   // Whether Sequential may keep activations channel-blocked between the layers that take them
   // (engine/layers/layout.h; the convolutions compute the same bits either way, BatchNorm sums in
   // another order). false: every layer sees plain tensors (the comparison the tests make).
