@@ -16,6 +16,8 @@
 #include "engine/layers/activation_layer.h"
 #include "engine/layers/batchnorm_layer.h"
 #include "engine/layers/conv2d_layer.h"
+#include "engine/layers/dense_layer.h"
+#include "engine/layers/math_mode.h"
 #include "engine/layers/embedding_layer.h"
 #include "engine/layers/flatten_layer.h"
 #include "engine/layers/gru_layer.h"
@@ -215,6 +217,61 @@ std::string ex_acc_order() {
     os << "  " << p.get("acc_order") << " = " << ordered_sum(terms, 3, o);
   }
   os << "\n  (ascending: (1+1e8)-1e8 = 0 because 1e8+1 rounds to 1e8; descending: (-1e8+1e8)+1 = 1)\n";
+  return os.str();
+}
+
+// The math modes: one output of 256 float32 products (x_i = sin(i + 1), w_i = cos(i) / 8, no
+// bias), a dense unit for math_matmul and tf32_rounding, a 4x4 convolution over 16 channels for
+// math_conv, under each value against the float64 sum; for tf32_rounding also the three rules on
+// operands at a tie.
+std::string ex_math(const std::string& knob) {
+  std::ostringstream os;
+  os << std::setprecision(9);
+  const bool conv = knob == "math_conv";
+  auto output = [conv](const std::string& spec) {
+    const Policy p = Policy::parse(spec);
+    Rng rng(p.rng_engine, 1);
+    std::unique_ptr<Layer> l;
+    Tensor x;
+    if (conv) {
+      Conv2dSpec cs;
+      cs.out_channels = 1;
+      cs.kernel_h = cs.kernel_w = 4;
+      cs.bias = false;
+      l = std::make_unique<Conv2dLayer>(cs, Shape{16, 4, 4}, p, rng);
+      x = Tensor({1, 16, 4, 4}, DType::f32);
+    } else {
+      l = std::make_unique<DenseLayer>(1, Shape{256}, p, rng, false);
+      x = Tensor({1, 256}, DType::f32);
+    }
+    Tensor& w = l->params()[0]->value;  // 256 values either way, in the order of x's
+    for (int i = 0; i < 256; ++i) {
+      x.data<float>()[i] = static_cast<float>(std::sin(i + 1.0));
+      w.data<float>()[i] = static_cast<float>(std::cos(static_cast<double>(i)) / 8);
+    }
+    ExecContext exec;
+    RunContext ctx = RunContext::inference(exec);
+    return static_cast<double>(l->forward(ctx, x).data<float>()[0]);
+  };
+  double exact = 0;
+  for (int i = 0; i < 256; ++i)
+    exact += static_cast<double>(static_cast<float>(std::sin(i + 1.0))) *
+             static_cast<double>(static_cast<float>(std::cos(static_cast<double>(i)) / 8));
+  os << "  " << (conv ? "one convolution output (16 channels, 4x4)" : "one dense unit") << ", 256 float32 products;"
+     << " float64 sum " << exact << "\n";
+  std::vector<std::string> specs;
+  if (knob == "tf32_rounding") {
+    for (const float v : {1.0f + std::ldexp(1.0f, -11), 1.0f + 3 * std::ldexp(1.0f, -11), 1.0f + std::ldexp(1.0f, -12)})
+      os << "  operand " << v << " -> nearest_even " << round_to_tf32(v) << ", nearest_away "
+         << round_to_tf32(v, Rounding::nearest_away) << ", truncate " << round_to_tf32(v, Rounding::truncate) << "\n";
+    for (const std::string& v : knob_info(knob).values) specs.push_back("torch,math_matmul=tf32,tf32_rounding=" + v);
+  } else {
+    for (const std::string& v : knob_info(knob).values) specs.push_back("torch," + knob + "=" + v);
+  }
+  for (const std::string& spec : specs) {
+    const double y = output(spec);
+    os << "  " << spec << " -> " << y << " (error " << y - exact << ")\n";
+  }
   return os.str();
 }
 

@@ -857,6 +857,26 @@ const std::vector<KnobRow>& rows() {
         {"dtype", "numerics", {"float32", "float64"}, "floating-point type of weights and activations",
          "float32 (floatx)", "float32 (Keras casts; raw Theano floatX defaults to float64)", "float32",
          "keras/backend/common.py@2.2.4 _FLOATX; theano/configdefaults.py floatX"}));
+    r.push_back(enum_knob(&Policy::math_conv,
+        {"math_conv", "numerics", {"float32", "tf32", "bfloat16", "float16"},
+         "math mode of float32 convolutions, forward and both gradients: operands rounded to TF32 "
+         "(result float32), or operands and result rounded to bfloat16 / float16 (an autocast op), "
+         "float32 accumulation; emulated on the CPU",
+         "float32 (on the CPU; TF >= 2.4 on an Ampere+ GPU: tf32)", "float32",
+         "float32 (on the CPU; on a GPU cudnn.allow_tf32 = True lets cuDNN pick TF32 kernels: tf32_conv)",
+         "tensorflow/python/framework/config.py@2.4 enable_tensor_float_32_execution; "
+         "torch/backends/cudnn/__init__.py allow_tf32; torch/amp/autocast_mode.py"}));
+    r.push_back(enum_knob(&Policy::math_matmul,
+        {"math_matmul", "numerics", {"float32", "tf32", "bfloat16", "float16"},
+         "math mode of float32 dense layers (their matmuls), forward and both gradients, as math_conv",
+         "float32 (on the CPU; TF >= 2.4 on an Ampere+ GPU: tf32)", "float32",
+         "float32 (torch.backends.cuda.matmul.allow_tf32 = False since 1.12)",
+         "tensorflow/python/framework/config.py@2.4; torch/backends/cuda/__init__.py; torch/amp/autocast_mode.py"}));
+    r.push_back(enum_knob(&Policy::tf32_rounding,
+        {"tf32_rounding", "numerics", {"nearest_even", "nearest_away", "truncate"},
+         "how math_conv / math_matmul = tf32 round an operand to TF32's 10 mantissa bits",
+         "nearest_even (cuBLAS, measured on an H200)", "nearest_even", "nearest_even (cuBLAS, measured on an H200)",
+         "docs/REDUCED_PRECISION.md (cuBLAS: nearest_even; cuDNN: per kernel); PTX ISA cvt.rna.tf32.f32"}));
     r.push_back(enum_knob(&Policy::cuda_kernels,
         {"cuda_kernels", "cuda", {"own", "vendor"},
          "--device cuda: driftlab's own CUDA kernels, or cuBLAS gemm + cuDNN conv/pool/BatchNorm/softmax",

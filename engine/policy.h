@@ -18,6 +18,7 @@
 #include "core/ops/common.h"
 #include "core/ops/pool2d.h"
 #include "core/ops/quantize.h"
+#include "core/ops/reduced_precision.h"
 #include "core/ops/requant.h"
 #include "core/ops/sgd.h"
 #include "core/ops/softmax_xent.h"
@@ -239,6 +240,11 @@ struct Policy {
   KernelBackend quant_backend = KernelBackend::fast;    // int8 conv/dense/pool/quantize: reference | fast | onednn
   SumOrder acc_order = SumOrder::ascending;               // reference kernels only
   FloatType dtype = FloatType::float32;
+  // Reduced-precision math of float32 convolutions and dense layers, emulated on the CPU
+  // (engine/layers/math_mode.h): every CPU preset computes in float32.
+  MathMode math_conv = MathMode::float32;    // float32 | tf32 | bfloat16 | float16
+  MathMode math_matmul = MathMode::float32;  // dense layers' matmuls, the same values
+  Rounding tf32_rounding = Rounding::nearest_even;  // how an operand becomes TF32 (cuBLAS: nearest_even)
   // --- CUDA (--device cuda) ---
   CudaKernels cuda_kernels = CudaKernels::vendor;   // frameworks call cuBLAS/cuDNN
   bool tf32_matmul = false;                         // torch.backends.cuda.matmul.allow_tf32 (False since 1.12)

@@ -11,6 +11,7 @@
 #include "engine/layers/embedding_layer.h"
 #include "engine/layers/flatten_layer.h"
 #include "engine/layers/global_avg_pool_layer.h"
+#include "engine/layers/math_mode.h"
 #include "engine/layers/pool_layer.h"
 #include "engine/layers/residual_layer.h"
 #include "engine/layers/rnn_layer.h"
@@ -101,6 +102,11 @@ void check_device_supported(Model& model) {
 }
 
 cuda::CudaExecParams resolve_cuda_exec(const Policy& policy) {
+  for (const auto& [knob, mode] : {std::pair<const char*, MathMode>{"math_conv", policy.math_conv},
+                                   std::pair<const char*, MathMode>{"math_matmul", policy.math_matmul}})
+    check(mode == MathMode::float32, "cuda: ", knob, "=", math_mode_name(mode),
+          " is emulated on the CPU only (--device cpu); on --device cuda, tf32_conv / tf32_matmul let cuDNN and "
+          "cuBLAS choose TF32 kernels, and float16 / bfloat16 are not built for the device yet");
   cuda::CudaExecParams p;
   const cuda::CudaBackend b =
       policy.cuda_kernels == CudaKernels::vendor ? cuda::CudaBackend::vendor : cuda::CudaBackend::own;

@@ -76,7 +76,8 @@ Conv2dParams resolve_conv2d(const Policy& policy, const Shape& in, const Conv2dS
 }
 
 Conv2dLayer::Conv2dLayer(const Conv2dSpec& spec, const Shape& in, const Policy& policy, Rng& rng)
-    : p_(resolve_conv2d(policy, in, spec)), backend_(policy.conv_backend), block_backend_(policy.conv_block_backend), has_bias_(spec.bias) {
+    : p_(resolve_conv2d(policy, in, spec)), backend_(policy.conv_backend), block_backend_(policy.conv_block_backend), has_bias_(spec.bias),
+      math_(conv_math(policy)) {
   DType dt = policy.dtype == FloatType::float64 ? DType::f64 : DType::f32;
   weight_ = {"weight", Tensor(p_.w_shape(), dt), Tensor(p_.w_shape(), dt), false};
   // fan_in is what one output reads (C/G channels), fan_out K*R*S, as torch's
@@ -97,6 +98,7 @@ std::string Conv2dLayer::describe() const {
   os << " pad t/b/l/r " << p_.pad_t
      << "/" << p_.pad_b << "/" << p_.pad_l << "/" << p_.pad_r << (p_.flip ? " flipped" : "") << " ["
      << (block_note_.empty() ? backend_name(backend_) : block_note_) << "]";
+  if (math_.active()) os << " math " << math_.str();
   return os.str();
 }
 
@@ -118,11 +120,16 @@ Tensor Conv2dLayer::forward(RunContext& ctx, const Tensor& x) {
   kept_.reset();
   // A training step's forward keeps, where the kernel offers it, what its weight gradient would
   // redo (oneDNN: x in the primitive's layout: one activation reorder per layer and step saved).
+  // A reduced math mode: the kernel takes rounded operands (the bias in the storage format only)
+  // and its result, bias added, is rounded.
+  const Tensor xo = math_operand(x, math_), wo = math_operand(weight_.value, math_);
+  const Tensor bo = has_bias_ ? math_bias(bias_.value, math_) : Tensor();
   if (ctx.record && ctx.param_grads && k.forward_keep)
-    k.forward_keep(p_, x, weight_.value, has_bias_ ? &bias_.value : nullptr, y, &kept_);
+    k.forward_keep(p_, xo, wo, has_bias_ ? &bo : nullptr, y, &kept_);
   else
-    k.forward(p_, x, weight_.value, has_bias_ ? &bias_.value : nullptr, y);
-  x_ = ctx.record ? x : Tensor();
+    k.forward(p_, xo, wo, has_bias_ ? &bo : nullptr, y);
+  math_result(y, math_);
+  x_ = ctx.record ? xo : Tensor();
   return y;
 }
 
@@ -133,12 +140,27 @@ Tensor Conv2dLayer::backward(RunContext& ctx, const Tensor& dy) {
   Tensor dx;  // left undefined when nobody needs it (the first layer while training); x's layout
   if (ctx.need_dx) dx = Tensor::empty(p_.x_shape(), dy.dtype()).with_block(x_.channel_block());
   Tensor* db = ctx.param_grads && has_bias_ ? &bias_.grad : nullptr;
+  // x_ is the forward's operand (already rounded in a reduced math mode); dy and w are rounded
+  // here, and each gradient is rounded as the op's result: the weight gradients of this call are
+  // computed apart (the kernels add into dw and db), rounded, then added.
+  const Tensor dyo = math_operand(dy, math_), wo = math_operand(weight_.value, math_);
+  Tensor* dw = ctx.param_grads ? &weight_.grad : nullptr;
+  Tensor dw_call, db_call;
+  if (math_.active() && dw) {
+    dw_call = Tensor(weight_.grad.shape(), weight_.grad.dtype());
+    dw = &dw_call;
+    if (db) db_call = Tensor(bias_.grad.shape(), bias_.grad.dtype()), db = &db_call;
+  }
   if (k.backward_both) {  // dy reordered once for both gradients, the forward's keep for x
-    k.backward_both(p_, x_, dy, weight_.value, ctx.need_dx ? &dx : nullptr, ctx.param_grads ? &weight_.grad : nullptr,
-                    db, kept_);
+    k.backward_both(p_, x_, dyo, wo, ctx.need_dx ? &dx : nullptr, dw, db, kept_);
   } else {
-    if (ctx.need_dx) k.backward_data(p_, dy, weight_.value, dx);
-    if (ctx.param_grads) k.backward_weight(p_, x_, dy, weight_.grad, db);
+    if (ctx.need_dx) k.backward_data(p_, dyo, wo, dx);
+    if (dw) k.backward_weight(p_, x_, dyo, *dw, db);
+  }
+  if (math_.active()) {
+    if (ctx.need_dx) math_result(dx, math_);
+    math_add_result(weight_.grad, dw_call, math_);
+    math_add_result(bias_.grad, db_call, math_);
   }
   kept_.reset();
   return dx;

@@ -3,6 +3,7 @@
 #pragma once
 #include <memory>
 #include "engine/layers/layer.h"
+#include "engine/layers/math_mode.h"
 #include "core/ops/conv2d.h"
 #include "engine/policy.h"
 
@@ -52,11 +53,14 @@ class Conv2dLayer : public Layer {
   Param& weight() { return weight_; }
   Param& bias() { return bias_; }
   void set_block_note(std::string note) { block_note_ = std::move(note); }
+  // The Policy's math_conv (engine/layers/math_mode.h); a reduced mode runs unfused.
+  const MathSpec& math() const { return math_; }
 
  private:
   Conv2dParams p_;  // n is set per call
   KernelBackend backend_, block_backend_;
   bool has_bias_;
+  MathSpec math_;
   std::string block_note_;
   Param weight_, bias_;
   Tensor x_;  // forward input, kept for backward

@@ -12,7 +12,8 @@ DenseLayer::DenseLayer(int64_t units, const Shape& in, const Policy& policy, Rng
       out_(units),
       backend_(policy.gemm_backend),
       order_(policy.acc_order),
-      has_bias_(bias) {
+      has_bias_(bias),
+      math_(matmul_math(policy)) {
   check(in.size() == 1, "dense: input must be (features,), got ", shape_str(in), " (add a flatten layer)");
   check(units >= 1, "dense: units=", units, " must be >= 1");
   DType dt = policy.dtype == FloatType::float64 ? DType::f64 : DType::f32;
@@ -27,6 +28,7 @@ DenseLayer::DenseLayer(int64_t units, const Shape& in, const Policy& policy, Rng
 std::string DenseLayer::describe() const {
   std::ostringstream os;
   os << "dense " << in_ << "->" << out_ << " [" << backend_name(backend_) << "]";
+  if (math_.active()) os << " math " << math_.str();
   return os.str();
 }
 
@@ -41,17 +43,22 @@ Tensor DenseLayer::forward(RunContext& ctx, const Tensor& x) {
   p.trans_b = true;
   p.sum_order = order_;
   const GemmKernel& g = ctx.exec.pick(ctx.exec.kernels.gemm, backend_, p, x.dtype());
+  // A reduced math mode (engine/layers/math_mode.h): rounded operands, the bias in the storage
+  // format only, the result (bias added) rounded.
+  const Tensor xo = math_operand(x, math_), wo = math_operand(weight_.value, math_);
+  const Tensor bo = has_bias_ ? math_bias(bias_.value, math_) : Tensor();
   dispatch_dtype(x.dtype(), [&](auto tag) {
     using T = decltype(tag);
-    run_gemm<T>(g, p, x.data<T>(), weight_.value.data<T>(), y.data<T>());
+    run_gemm<T>(g, p, xo.data<T>(), wo.data<T>(), y.data<T>());
     if (has_bias_) {
       T* yd = y.data<T>();
-      const T* b = bias_.value.data<T>();
+      const T* b = bo.data<T>();
       for (int64_t i = 0; i < n; ++i)
         for (int64_t j = 0; j < out_; ++j) yd[i * out_ + j] += b[j];
     }
   });
-  x_ = ctx.record ? x : Tensor();
+  math_result(y, math_);
+  x_ = ctx.record ? xo : Tensor();
   return y;
 }
 
@@ -74,14 +81,24 @@ Tensor DenseLayer::backward(RunContext& ctx, const Tensor& dy) {
   pw.sum_order = order_;
   const GemmKernel& gd = ctx.exec.pick(ctx.exec.kernels.gemm, backend_, pd, dy.dtype());
   const GemmKernel& gw = ctx.exec.pick(ctx.exec.kernels.gemm, backend_, pw, dy.dtype());
+  // A reduced math mode: dy and W rounded as operands (x_ is the forward's rounded operand); this
+  // call's weight gradients computed apart, rounded as results, then added.
+  const Tensor dyo = math_operand(dy, math_), wo = math_operand(weight_.value, math_);
+  Tensor dw_call, db_call;
+  if (math_.active() && ctx.param_grads) {
+    dw_call = Tensor(weight_.grad.shape(), weight_.grad.dtype());
+    if (has_bias_) db_call = Tensor(bias_.grad.shape(), bias_.grad.dtype());
+  }
+  Tensor& dw = dw_call.defined() ? dw_call : weight_.grad;
+  Tensor& dbt = db_call.defined() ? db_call : bias_.grad;
   dispatch_dtype(dy.dtype(), [&](auto tag) {
     using T = decltype(tag);
-    run_gemm<T>(gd, pd, dy.data<T>(), weight_.value.data<T>(), dx.data<T>());
+    run_gemm<T>(gd, pd, dyo.data<T>(), wo.data<T>(), dx.data<T>());
     if (!ctx.param_grads) return;
-    run_gemm<T>(gw, pw, dy.data<T>(), x_.data<T>(), weight_.grad.data<T>());
+    run_gemm<T>(gw, pw, dyo.data<T>(), x_.data<T>(), dw.data<T>());
     if (has_bias_) {
-      const T* d = dy.data<T>();
-      T* db = bias_.grad.data<T>();
+      const T* d = dyo.data<T>();
+      T* db = dbt.data<T>();
       std::vector<T> col(static_cast<std::size_t>(n));
       for (int64_t j = 0; j < out_; ++j) {
         for (int64_t i = 0; i < n; ++i) col[i] = d[i * out_ + j];
@@ -89,6 +106,9 @@ Tensor DenseLayer::backward(RunContext& ctx, const Tensor& dy) {
       }
     }
   });
+  math_result(dx, math_);
+  math_add_result(weight_.grad, dw_call, math_);
+  math_add_result(bias_.grad, db_call, math_);
   return dx;
 }
 

@@ -2,6 +2,7 @@
 // reference summation order come from the Policy; weight draw order from weight_layout.
 #pragma once
 #include "engine/layers/layer.h"
+#include "engine/layers/math_mode.h"
 #include "engine/policy.h"
 
 namespace driftlab {
@@ -22,6 +23,7 @@ class DenseLayer : public Layer {
   KernelBackend backend_;
   SumOrder order_;
   bool has_bias_;
+  MathSpec math_;  // the Policy's math_matmul
   Param weight_, bias_;
   Tensor x_;
 };

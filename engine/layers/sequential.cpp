@@ -38,7 +38,7 @@ Layer& Sequential::add(std::unique_ptr<Layer> layer) {
     b.act = layer_as<ActivationLayer>(*layers_[b.first + 1]);
     b.pool = layer_as<Pool2dLayer>(*layers_[b.first + 2]);
     if (b.conv && b.act && b.pool && b.pool->pool_kind() == PoolKind::max &&
-        b.conv->block_backend() != KernelBackend::reference) {
+        b.conv->block_backend() != KernelBackend::reference && !b.conv->math().active()) {
       blocks_.push_back(b);
       note_block(blocks_.back());
     }

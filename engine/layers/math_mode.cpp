@@ -1,0 +1,79 @@
+#include "engine/layers/math_mode.h"
+
+#include "core/error.h"
+
+namespace driftlab {
+
+const char* math_mode_name(MathMode m) {
+  switch (m) {
+    case MathMode::float32: return "float32";
+    case MathMode::tf32: return "tf32";
+    case MathMode::bfloat16: return "bfloat16";
+    case MathMode::float16: return "float16";
+  }
+  return "?";
+}
+
+const char* rounding_name(Rounding r) {
+  switch (r) {
+    case Rounding::nearest_even: return "nearest_even";
+    case Rounding::nearest_away: return "nearest_away";
+    case Rounding::truncate: return "truncate";
+  }
+  return "?";
+}
+
+std::string MathSpec::str() const {
+  std::string s = math_mode_name(mode);
+  if (mode == MathMode::tf32) s += std::string(" (") + rounding_name(tf32_rule) + ")";
+  return s;
+}
+
+namespace {
+MathSpec resolve(const Policy& policy, MathMode mode, const char* knob) {
+  check(mode == MathMode::float32 || policy.dtype == FloatType::float32, knob, "=", math_mode_name(mode),
+        " rounds float32 operands: it needs dtype=float32 (the policy has dtype=float64)");
+  return {mode, policy.tf32_rounding};
+}
+}  // namespace
+
+MathSpec conv_math(const Policy& policy) { return resolve(policy, policy.math_conv, "math_conv"); }
+MathSpec matmul_math(const Policy& policy) { return resolve(policy, policy.math_matmul, "math_matmul"); }
+
+namespace {
+float* elements(Tensor& t) { return t.channel_block() ? t.blocked_data<float>() : t.data<float>(); }
+}  // namespace
+
+Tensor math_operand(const Tensor& t, const MathSpec& m) {
+  if (!m.active()) return t;
+  check(t.dtype() == DType::f32, "math mode ", m.str(), ": a float32 tensor is needed, got ", dtype_name(t.dtype()));
+  Tensor r = t.clone();
+  float* d = elements(r);
+  for (int64_t i = 0; i < r.numel(); ++i) d[i] = round_operand(d[i], m.mode, m.tf32_rule);
+  return r;
+}
+
+Tensor math_bias(const Tensor& t, const MathSpec& m) {
+  if (m.mode != MathMode::bfloat16 && m.mode != MathMode::float16) return t;
+  Tensor r = t.clone();
+  math_result(r, m);
+  return r;
+}
+
+void math_result(Tensor& t, const MathSpec& m) {
+  if (m.mode != MathMode::bfloat16 && m.mode != MathMode::float16) return;
+  check(t.dtype() == DType::f32, "math mode ", m.str(), ": a float32 tensor is needed, got ", dtype_name(t.dtype()));
+  float* d = elements(t);
+  for (int64_t i = 0; i < t.numel(); ++i) d[i] = round_result(d[i], m.mode);
+}
+
+void math_add_result(Tensor& acc, Tensor& call, const MathSpec& m) {
+  if (!call.defined()) return;
+  math_result(call, m);
+  check_shape("math mode", "gradient", call, acc.shape());
+  float* a = acc.data<float>();
+  const float* c = call.data<float>();
+  for (int64_t i = 0; i < acc.numel(); ++i) a[i] += c[i];
+}
+
+}  // namespace driftlab

@@ -1,0 +1,42 @@
+// A layer's math mode (core/ops/reduced_precision.h) resolved from the Policy, and its
+// application around whatever kernel runs the op: the operands a kernel receives are rounded
+// copies, its result is rounded in place, so that every backend (reference, Eigen, oneDNN)
+// computes the mode with its own float32 accumulation. The convolution and dense layers apply it
+// to their forward and to both gradients (an autocast op's gradients come out in its format too).
+#pragma once
+
+#include <string>
+
+#include "core/ops/reduced_precision.h"
+#include "core/tensor.h"
+#include "engine/policy.h"
+
+namespace driftlab {
+
+struct MathSpec {
+  MathMode mode = MathMode::float32;
+  Rounding tf32_rule = Rounding::nearest_even;
+  bool active() const { return mode != MathMode::float32; }
+  std::string str() const;  // "tf32 (nearest_even)", "bfloat16", ...
+};
+
+const char* math_mode_name(MathMode m);
+const char* rounding_name(Rounding r);
+
+// The Policy's mode for convolutions (math_conv) or dense layers (math_matmul); refuses a
+// reduced mode under dtype=float64 by knob name (the modes are float32 formats).
+MathSpec conv_math(const Policy& policy);
+MathSpec matmul_math(const Policy& policy);
+
+// t itself when the mode is float32, else a copy with every element rounded as an operand.
+Tensor math_operand(const Tensor& t, const MathSpec& m);
+// A bias operand: t itself for float32 and tf32 (the bias is added in float32, after the tensor
+// cores), a copy rounded to the format for float16 / bfloat16 (autocast casts it with the others).
+Tensor math_bias(const Tensor& t, const MathSpec& m);
+// Rounds t's elements in place as the op's result (float16 / bfloat16; float32 and tf32 keep it).
+void math_result(Tensor& t, const MathSpec& m);
+// acc += the result `call` rounded (nothing when `call` is undefined): a gradient computed apart
+// and added to what earlier calls accumulated.
+void math_add_result(Tensor& acc, Tensor& call, const MathSpec& m);
+
+}  // namespace driftlab
