@@ -11,6 +11,7 @@
 #include "quant/ptq.h"
 #include "quant/report.h"
 #include "engine/layers/flatten_layer.h"
+#include "engine/layers/math_mode.h"
 
 namespace driftlab {
 
@@ -92,6 +93,7 @@ std::vector<std::pair<std::string, Tensor>> labelled_outputs(Model& model, ExecC
       continue;
     }
     h = l.forward(ctx, h);
+    round_to_format(h, model.net->output_format(i));  // as Sequential::forward (autocast)
     auto* f = layer_as<FlattenLayer>(l);
     outs.emplace_back(l.describe(), f ? f->to_chw_order(h) : h);
   }

@@ -113,6 +113,7 @@ std::string explain_knob(const std::string& knob) {
       {"math_conv", [] { return ex_math("math_conv"); }},
       {"math_matmul", [] { return ex_math("math_matmul"); }},
       {"tf32_rounding", [] { return ex_math("tf32_rounding"); }},
+      {"autocast", ex_autocast},
       {"cuda_kernels", [] { return ex_cuda("cuda_kernels"); }},
       {"tf32_matmul", [] { return ex_cuda("tf32_matmul"); }},
       {"tf32_conv", [] { return ex_cuda("tf32_conv"); }},

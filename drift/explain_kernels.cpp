@@ -275,6 +275,45 @@ std::string ex_math(const std::string& knob) {
   return os.str();
 }
 
+// Autocast: ResNet-20 (seed 1, inference) on one image (x = sin(i) / 2) under each value: the
+// format every layer's output is held in (what autocast's op lists decide), and the logits
+// against autocast=off.
+std::string ex_autocast() {
+  std::ostringstream os;
+  os << std::setprecision(6);
+  std::vector<double> base;
+  for (const std::string& v : knob_info("autocast").values) {
+    Model m = build_model("resnet20", Policy::parse("torch,autocast=" + v), 1);
+    Tensor x({1, 3, 32, 32}, DType::f32);
+    for (int64_t i = 0; i < x.numel(); ++i) x.data<float>()[i] = static_cast<float>(std::sin(static_cast<double>(i)) / 2);
+    ExecContext exec;
+    RunContext ctx = RunContext::inference(exec);
+    const Tensor y = m.forward(ctx, x);
+    std::map<std::string, std::string> formats;  // kind -> the formats its outputs are in
+    for (std::size_t i = 0; i < m.net->size(); ++i) {
+      std::string& f = formats[m.net->layer(i).kind()];
+      const std::string name = math_mode_name(m.net->output_format(i));
+      if (f.find(name) == std::string::npos) f += (f.empty() ? "" : "/") + name;
+    }
+    os << "  torch,autocast=" << v << ": layer outputs in";
+    for (const auto& [kind, f] : formats) os << " " << kind << " " << f << ";";
+    double worst = 0, top = 0;
+    for (int64_t j = 0; j < y.numel(); ++j) {
+      if (base.empty()) top = std::max(top, std::abs(static_cast<double>(y.data<float>()[j])));
+      else worst = std::max(worst, std::abs(y.data<float>()[j] - base[static_cast<std::size_t>(j)]));
+    }
+    if (base.empty()) {
+      for (int64_t j = 0; j < y.numel(); ++j) base.push_back(y.data<float>()[j]);
+      os << " logits up to " << top << "\n";
+    } else {
+      os << " logits differ from off by up to " << worst << "\n";
+    }
+  }
+  os << "  (the residual blocks' inner layers follow their block: conv2d and dense give the format, the rest keep"
+     << " their input's)\n";
+  return os.str();
+}
+
 // The CUDA knobs change which GPU library mode runs; without a device the example shows the
 // exec params each value resolves to (what `--device cuda` would run), and the device status.
 std::string ex_cuda(const std::string& knob) {

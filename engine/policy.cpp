@@ -652,6 +652,15 @@ const std::vector<KnobRow>& rows() {
          "how math_conv / math_matmul = tf32 round an operand to TF32's 10 mantissa bits",
          "nearest_even (cuBLAS, measured on an H200)", "nearest_even", "nearest_even (cuBLAS, measured on an H200)",
          "docs/REDUCED_PRECISION.md (cuBLAS: nearest_even; cuDNN: per kernel); PTX ISA cvt.rna.tf32.f32"}));
+    r.push_back(enum_knob(&Policy::autocast,
+        {"autocast", "numerics", {"off", "bfloat16", "float16"},
+         "mixed precision as torch.autocast runs it, emulated on the CPU: convolutions and dense layers "
+         "(its lower-precision list) take operands and give results in the format; the other layers run "
+         "in their input's format (a result rounded to it, and every gradient of a tensor held in it); "
+         "the loss in float32",
+         "off (Keras mixed_float16 / mixed_bfloat16 policies: not built)", "off",
+         "off (torch.autocast(device_type='cpu') defaults to bfloat16, 'cuda' to float16)",
+         "aten/src/ATen/autocast_mode.cpp@v1.13.0 (lower_precision_fp and fp32 lists); torch/amp/autocast_mode.py"}));
     r.push_back(enum_knob(&Policy::cuda_kernels,
         {"cuda_kernels", "cuda", {"own", "vendor"},
          "--device cuda: driftlab's own CUDA kernels, or cuBLAS gemm + cuDNN conv/pool/BatchNorm/softmax",

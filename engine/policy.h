@@ -130,6 +130,7 @@ enum class QuantDynOutput { scale_then_bias, prescaled_bias };
 enum class QuantDynInputProj { whole_sequence, per_step };
 
 // CUDA execution (resolved into cuda::CudaExecParams by engine/cuda/device_net.cpp).
+enum class Autocast { off, bfloat16, float16 };  // torch.autocast's op classes in a 16-bit format
 enum class CudaKernels { own, vendor };          // driftlab's CUDA kernels | cuBLAS + cuDNN
 enum class AlgoSearch { heuristic, exhaustive };  // cuDNN algorithm choice
 // cuDNN's RNN algorithm: always CUDNN_RNN_ALGO_STANDARD (TensorFlow), or PyTorch's get_algo rule
@@ -245,6 +246,9 @@ struct Policy {
   MathMode math_conv = MathMode::float32;    // float32 | tf32 | bfloat16 | float16
   MathMode math_matmul = MathMode::float32;  // dense layers' matmuls, the same values
   Rounding tf32_rounding = Rounding::nearest_even;  // how an operand becomes TF32 (cuBLAS: nearest_even)
+  // Autocast emulated on the CPU (engine/layers/math_mode.h): convolutions and dense layers in the
+  // format, the other layers in their input's format, the loss in float32. Every preset: off.
+  Autocast autocast = Autocast::off;
   // --- CUDA (--device cuda) ---
   CudaKernels cuda_kernels = CudaKernels::vendor;   // frameworks call cuBLAS/cuDNN
   bool tf32_matmul = false;                         // torch.backends.cuda.matmul.allow_tf32 (False since 1.12)

@@ -107,6 +107,8 @@ cuda::CudaExecParams resolve_cuda_exec(const Policy& policy) {
     check(mode == MathMode::float32, "cuda: ", knob, "=", math_mode_name(mode),
           " is emulated on the CPU only (--device cpu); on --device cuda, tf32_conv / tf32_matmul let cuDNN and "
           "cuBLAS choose TF32 kernels, and float16 / bfloat16 are not built for the device yet");
+  check(policy.autocast == Autocast::off, "cuda: autocast=", policy.get("autocast"),
+        " is emulated on the CPU only (--device cpu); the device's float16 / bfloat16 kernels are not built yet");
   cuda::CudaExecParams p;
   const cuda::CudaBackend b =
       policy.cuda_kernels == CudaKernels::vendor ? cuda::CudaBackend::vendor : cuda::CudaBackend::own;

@@ -42,6 +42,8 @@ class Conv2dLayer : public Layer {
   // Its kernel's channel block (Conv2dKernel::channel_block) where the input channels fill whole
   // blocks; the output is blocked the same way where RunContext::out_block asks for that block.
   int input_block(const ExecContext& exec, DType dt) const override;
+  // Under autocast its result is in the autocast format whatever its input's (math_mode.h).
+  MathMode set_input_format(MathMode) override { return math_.autocast ? math_.mode : MathMode::float32; }
   const Conv2dParams& op_params() const { return p_; }
   // The channel block the selected kernel computes in, 0 where it has none.
   static int kernel_block(const Conv2dKernel& k) { return k.channel_block ? k.channel_block() : 0; }

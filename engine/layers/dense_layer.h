@@ -17,6 +17,8 @@ class DenseLayer : public Layer {
   Tensor forward(RunContext& ctx, const Tensor& x) override;
   Tensor backward(RunContext& ctx, const Tensor& dy) override;
   std::vector<Param*> params() override;
+  // Under autocast its result is in the autocast format whatever its input's (math_mode.h).
+  MathMode set_input_format(MathMode) override { return math_.autocast ? math_.mode : MathMode::float32; }
 
  private:
   int64_t in_, out_;

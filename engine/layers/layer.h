@@ -15,6 +15,7 @@
 #include <type_traits>
 #include <vector>
 
+#include "core/ops/reduced_precision.h"
 #include "core/tensor.h"
 #include "engine/layers/layout.h"
 #include "engine/layers/visit.h"
@@ -99,6 +100,11 @@ class Layer {
   // gradients in the input's layout). backward() then receives dy in its output's layout and
   // returns dx in its input's. Asked by Sequential, which converts where a layer takes neither.
   virtual int input_block(const ExecContext&, DType) const { return 0; }
+  // Autocast (engine/layers/math_mode.h): the format its output is held in, given its input's.
+  // The default is the input's (a layer off autocast's lists runs in its input's format);
+  // convolutions and dense layers give their autocast format; containers pass `in` to their paths
+  // and keep what they need. Called by the container when the layer is added.
+  virtual MathMode set_input_format(MathMode in) { return in; }
   // State that is saved with the model but not trained (BatchNorm running statistics).
   virtual std::vector<Param*> buffers() { return {}; }
   // Parameters (buffers when `buffers` is set) named "<prefix>.<kind>.<name>"; containers

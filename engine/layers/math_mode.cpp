@@ -26,6 +26,7 @@ const char* rounding_name(Rounding r) {
 std::string MathSpec::str() const {
   std::string s = math_mode_name(mode);
   if (mode == MathMode::tf32) s += std::string(" (") + rounding_name(tf32_rule) + ")";
+  if (autocast) s += " (autocast)";
   return s;
 }
 
@@ -35,10 +36,41 @@ MathSpec resolve(const Policy& policy, MathMode mode, const char* knob) {
         " rounds float32 operands: it needs dtype=float32 (the policy has dtype=float64)");
   return {mode, policy.tf32_rounding};
 }
+
+MathSpec autocast_op(const Policy& policy, MathMode mode, const char* knob) {
+  const MathMode f = autocast_format(policy);
+  if (f == MathMode::float32) return resolve(policy, mode, knob);
+  check(mode == MathMode::float32, knob, "=", math_mode_name(mode), " and autocast=", math_mode_name(f),
+        " both choose the layer's format: autocast runs convolutions and dense layers in ", math_mode_name(f),
+        "; leave ", knob, " at float32");
+  MathSpec m = resolve(policy, f, "autocast");
+  m.autocast = true;
+  return m;
+}
 }  // namespace
 
-MathSpec conv_math(const Policy& policy) { return resolve(policy, policy.math_conv, "math_conv"); }
-MathSpec matmul_math(const Policy& policy) { return resolve(policy, policy.math_matmul, "math_matmul"); }
+MathMode autocast_format(const Policy& policy) {
+  switch (policy.autocast) {
+    case Autocast::off: return MathMode::float32;
+    case Autocast::bfloat16: return MathMode::bfloat16;
+    case Autocast::float16: return MathMode::float16;
+  }
+  return MathMode::float32;
+}
+
+MathSpec conv_math(const Policy& policy) { return autocast_op(policy, policy.math_conv, "math_conv"); }
+MathSpec matmul_math(const Policy& policy) { return autocast_op(policy, policy.math_matmul, "math_matmul"); }
+
+void round_to_format(Tensor& t, MathMode f) {
+  if (reduced_format(f)) math_result(t, MathSpec{f});
+}
+
+Tensor rounded_to(const Tensor& t, MathMode f) {
+  if (!reduced_format(f)) return t;
+  Tensor r = t.clone();
+  round_to_format(r, f);
+  return r;
+}
 
 namespace {
 float* elements(Tensor& t) { return t.channel_block() ? t.blocked_data<float>() : t.data<float>(); }

@@ -3,6 +3,14 @@
 // copies, its result is rounded in place, so that every backend (reference, Eigen, oneDNN)
 // computes the mode with its own float32 accumulation. The convolution and dense layers apply it
 // to their forward and to both gradients (an autocast op's gradients come out in its format too).
+//
+// Autocast (the `autocast` knob) makes a format flow through the network, as torch.autocast
+// does: a convolution or dense layer (autocast's lower-precision list) gives its result in the
+// format; every other layer runs in its input's format, so its result is rounded to it (a float32
+// computation on values of the format, rounded once: PyTorch's CPU kernels for bfloat16 compute
+// in float32); a tensor held in the format has its gradient rounded to it in the backward. Each
+// layer says which format its output is held in, given its input's (Layer::set_input_format);
+// Sequential and ResidualLayer round the results and the gradients where the format is reduced.
 #pragma once
 
 #include <string>
@@ -16,6 +24,7 @@ namespace driftlab {
 struct MathSpec {
   MathMode mode = MathMode::float32;
   Rounding tf32_rule = Rounding::nearest_even;
+  bool autocast = false;  // the result stays in the format for the layers after (the autocast knob)
   bool active() const { return mode != MathMode::float32; }
   std::string str() const;  // "tf32 (nearest_even)", "bfloat16", ...
 };
@@ -27,6 +36,14 @@ const char* rounding_name(Rounding r);
 // reduced mode under dtype=float64 by knob name (the modes are float32 formats).
 MathSpec conv_math(const Policy& policy);
 MathSpec matmul_math(const Policy& policy);
+
+// The format autocast holds tensors in (bfloat16 / float16), float32 when autocast is off.
+MathMode autocast_format(const Policy& policy);
+// Whether a tensor held in format f is rounded (bfloat16, float16).
+inline bool reduced_format(MathMode f) { return f == MathMode::bfloat16 || f == MathMode::float16; }
+// Rounds t's elements in place to format f (nothing for float32); rounded_to: a rounded copy.
+void round_to_format(Tensor& t, MathMode f);
+Tensor rounded_to(const Tensor& t, MathMode f);
 
 // t itself when the mode is float32, else a copy with every element rounded as an operand.
 Tensor math_operand(const Tensor& t, const MathSpec& m);

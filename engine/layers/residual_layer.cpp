@@ -6,6 +6,7 @@
 #include "engine/layers/batchnorm_layer.h"
 #include "engine/layers/conv2d_layer.h"
 #include "engine/layers/layout.h"
+#include "engine/layers/math_mode.h"
 
 namespace driftlab {
 
@@ -79,6 +80,13 @@ int ResidualLayer::input_block(const ExecContext& exec, DType dt) const {
   return b == kAnyBlock || b == a ? a : 0;
 }
 
+MathMode ResidualLayer::set_input_format(MathMode in) {
+  const MathMode main = main_->set_input_format(in);
+  const MathMode shortcut = proj_ ? proj_->set_input_format(in) : in;
+  out_format_ = main == shortcut ? main : MathMode::float32;
+  return out_format_;
+}
+
 // The main path's output y and the shortcut's term are added in y's layout (elementwise, labelled
 // plain); x keeps its own (option A maps each element).
 Tensor ResidualLayer::forward(RunContext& ctx, const Tensor& x) {
@@ -98,6 +106,7 @@ Tensor ResidualLayer::forward(RunContext& ctx, const Tensor& x) {
       for_each_option_a_pair(x.dim(0), x.channel_block(), yb, [&](int64_t out, int64_t in) { yd[out] += xd[in]; });
     }
   });
+  round_to_format(y, out_format_);  // autocast: the sum in the paths' 16-bit format
   x_block_ = x.channel_block();
   y_block_ = yb;
   return y;

@@ -26,6 +26,10 @@ class ResidualLayer : public Layer {
   Tensor backward(RunContext& ctx, const Tensor& dy) override;
   // What both paths take (the main path's first convolution's block, in ResNets).
   int input_block(const ExecContext& exec, DType dt) const override;
+  // Autocast: both paths get the block's input format; the sum is in the paths' common format
+  // (a 16-bit one when both are, as PyTorch's add keeps it; float32 otherwise: type promotion),
+  // rounded to it in the forward.
+  MathMode set_input_format(MathMode in) override;
   std::vector<Param*> params() override;
   std::vector<Param*> buffers() override;
   void collect(const std::string& prefix, bool buffers, std::vector<std::pair<std::string, Param*>>& out) override;
@@ -47,6 +51,7 @@ class ResidualLayer : public Layer {
   Shortcut shortcut_;
   Shape in_, out_;
   int64_t stride_ = 1, pad_before_ = 0;
+  MathMode out_format_ = MathMode::float32;
   int x_block_ = 0, y_block_ = 0;  // the last forward's input and output channel blocks
 };
 

@@ -93,6 +93,9 @@ RnnLayer::RnnLayer(RnnCell cell, const RnnSpec& spec, const Shape& in, const Pol
       backend_(policy.rnn_backend),
       mask_mode_(policy.rnn_mask) {
   const char* name = rnn_cell_name(cell);
+  check(policy.autocast == Autocast::off, name, ": autocast=", policy.get("autocast"),
+        " is not emulated for recurrent layers yet (autocast's lists hold the fused LSTM / GRU cells): "
+        "leave autocast=off");
   check(in.size() == 2, name, ": input must be (steps, features) per sample, got ", shape_str(in));
   check(in[0] >= 1 && in[1] >= 1, name, ": input ", shape_str(in), " has an empty axis");
   check(spec.units >= 1, name, ": units=", spec.units, " must be >= 1");

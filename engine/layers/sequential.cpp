@@ -6,6 +6,7 @@
 #include "engine/layers/activation_layer.h"
 #include "engine/layers/conv2d_layer.h"
 #include "engine/layers/layout.h"
+#include "engine/layers/math_mode.h"
 #include "engine/layers/pool_layer.h"
 
 namespace driftlab {
@@ -30,6 +31,7 @@ ConvBlockParams block_params(const Conv2dLayer& conv, const ActivationLayer& act
 
 Layer& Sequential::add(std::unique_ptr<Layer> layer) {
   out_ = layer->output_shape();
+  formats_.push_back(layer->set_input_format(formats_.empty() ? in_format_ : formats_.back()));
   layers_.push_back(std::move(layer));
   if (layers_.size() >= 3) {  // the last three appended: a conv -> activation -> max-pool run?
     Block b;
@@ -94,6 +96,13 @@ bool Sequential::forward_block(RunContext& ctx, Block& blk, Tensor& h) {
   return true;
 }
 
+MathMode Sequential::set_input_format(MathMode in) {
+  in_format_ = in;
+  MathMode f = in;
+  for (std::size_t i = 0; i < layers_.size(); ++i) f = formats_[i] = layers_[i]->set_input_format(f);
+  return f;
+}
+
 int Sequential::input_block(const ExecContext& exec, DType dt) const {
   for (const auto& l : layers_)
     if (int b = l->input_block(exec, dt); b != kAnyBlock) return b;
@@ -132,6 +141,7 @@ Tensor Sequential::forward(RunContext& ctx, const Tensor& x) {
     if (ctx.exec.layer_inputs) ctx.exec.layer_inputs(i, h);
     ctx.out_block = wants[i + 1];
     h = layers_[i]->forward(ctx, h);
+    round_to_format(h, formats_[i]);  // autocast: a result in a 16-bit format (nothing when off)
     out_blocks_[i] = h.channel_block();
     ++i;
   }
@@ -162,6 +172,7 @@ Tensor Sequential::backward(RunContext& ctx, const Tensor& dy) {
       continue;
     }
     ctx.need_dx = i > 0 || ctx.input_grad;
+    if (g.defined()) g = rounded_to(g, formats_[i]);  // autocast: the gradient of a 16-bit tensor
     g = layers_[i]->backward(ctx, g);
   }
   ctx.need_dx = true;

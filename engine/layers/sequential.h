@@ -17,6 +17,11 @@
 // one on their own kernels, as with conv_block_backend=reference. The conv layer's describe()
 // says which (set when the block is appended). Parameters, buffers and names are the layers'
 // either way: the model file does not know about blocks.
+//
+// Autocast (engine/layers/math_mode.h): each layer's output format is found when it is added
+// (Layer::set_input_format, from the format of its input); forward rounds a layer's result where
+// that format is reduced, backward rounds the gradient of such an output before the layer's
+// backward. Off (every format float32), nothing is rounded.
 #pragma once
 #include <memory>
 #include <vector>
@@ -46,6 +51,11 @@ class Sequential {
   void zero_grad();
   // The channel block its first layer that does not take any layout takes (kAnyBlock where all do).
   int input_block(const ExecContext& exec, DType dt) const;
+  // Autocast: the format of the network's input (float32 at the top; a residual path gets its
+  // block's input's), which sets every layer's output format again; returns the last one's.
+  MathMode set_input_format(MathMode in);
+  // The format layer i's output is held in (float32 where autocast is off).
+  MathMode output_format(std::size_t i) const { return formats_.at(i); }
 
   std::size_t size() const { return layers_.size(); }
   Layer& layer(std::size_t i) { return *layers_.at(i); }
@@ -71,6 +81,8 @@ class Sequential {
   Shape input_, out_;
   std::vector<std::unique_ptr<Layer>> layers_;
   std::vector<Block> blocks_;
+  MathMode in_format_ = MathMode::float32;
+  std::vector<MathMode> formats_;  // each layer's output format (autocast)
   // The last forward's layouts: its input's, each layer's output's, and its own output's.
   int in_block_ = 0, final_block_ = 0;
   std::vector<int> out_blocks_;

@@ -1,5 +1,7 @@
 #include "engine/train/nonfinite.h"
 
+#include "engine/layers/math_mode.h"
+
 #include <cmath>
 #include <sstream>
 
@@ -42,6 +44,7 @@ std::string locate_nonfinite_forward(const Model& model, ExecContext& exec, cons
   Sequential& net = *model.net;
   for (std::size_t l = 0; l < net.size(); ++l) {
     h = net.layer(l).forward(ctx, h);
+    round_to_format(h, net.output_format(l));  // as Sequential::forward: autocast's float16 overflows here
     const int64_t i = first_nonfinite(h);
     if (i < 0) continue;
     std::ostringstream os;

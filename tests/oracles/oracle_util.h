@@ -227,6 +227,13 @@ class CaseDir {
   Tensor out(const std::string& case_name, const std::string& key) const {
     return read_npy((dir_ / "out" / (case_name + "." + key + ".npy")).string());
   }
+  // A text result, out/<case>.<key>.txt (dtype names and the like); "" where the script wrote none.
+  std::string text_out(const std::string& case_name, const std::string& key) const {
+    std::ifstream f(dir_ / "out" / (case_name + "." + key + ".txt"));
+    std::stringstream ss;
+    ss << f.rdbuf();
+    return ss.str();
+  }
   bool has_out(const std::string& case_name, const std::string& key) const {
     return fs::exists(dir_ / "out" / (case_name + "." + key + ".npy"));
   }

@@ -1,0 +1,209 @@
+// The autocast knob (engine/layers/math_mode.h): which format each layer's output is held in, and
+// that a network under autocast computes exactly what its float32 layers compute when every
+// 16-bit tensor is rounded: the inputs and weights of convolutions and dense layers, the result of
+// every layer whose output is held in the format, and in the backward every gradient of such a
+// tensor and the parameter gradients of the autocast ops. The references here run the float32
+// layers one by one with those roundings written out (no autocast), so the tests check the
+// mechanism bit for bit; PyTorch's own autocast is the oracle in tests/oracles/test_autocast_oracle_torch.cpp.
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "core/ops/reduced_precision.h"
+#include "engine/cuda/device_net.h"
+#include "engine/layers/activation_layer.h"
+#include "engine/layers/batchnorm_layer.h"
+#include "engine/layers/conv2d_layer.h"
+#include "engine/layers/dense_layer.h"
+#include "engine/layers/flatten_layer.h"
+#include "engine/layers/math_mode.h"
+#include "engine/layers/pool_layer.h"
+#include "engine/layers/residual_layer.h"
+#include "engine/random.h"
+#include "models/models.h"
+#include "tests/test_util.h"
+
+namespace driftlab {
+namespace {
+
+// ReLU -> conv 3x3 -> BatchNorm -> ReLU -> max-pool -> flatten -> dense 5 on 2x6x6 inputs: one
+// layer before the first autocast op, BatchNorm and pooling after it.
+std::unique_ptr<Sequential> small_net(const Policy& p, uint64_t seed) {
+  Rng rng(p.rng_engine, seed);
+  auto net = std::make_unique<Sequential>(Shape{2, 6, 6});
+  net->add(std::make_unique<ActivationLayer>(ActKind::relu, net->current_shape(), p));
+  Conv2dSpec cs;
+  cs.out_channels = 4;
+  cs.kernel_h = cs.kernel_w = 3;
+  net->add(std::make_unique<Conv2dLayer>(cs, net->current_shape(), p, rng));
+  net->add(std::make_unique<BatchNormLayer>(net->current_shape(), p));
+  net->add(std::make_unique<ActivationLayer>(ActKind::relu, net->current_shape(), p));
+  net->add(std::make_unique<Pool2dLayer>(Pool2dSpec{}, net->current_shape(), p));
+  net->add(std::make_unique<FlattenLayer>(net->current_shape(), p));
+  net->add(std::make_unique<DenseLayer>(5, net->current_shape(), p, rng));
+  return net;
+}
+
+std::vector<std::string> formats_of(Sequential& net) {
+  std::vector<std::string> out;
+  for (std::size_t i = 0; i < net.size(); ++i) out.push_back(math_mode_name(net.output_format(i)));
+  return out;
+}
+
+TEST(Autocast, FormatsFollowTorchAutocastsOpLists) {
+  using testing::Each;
+  using testing::ElementsAre;
+  EXPECT_THAT(formats_of(*small_net(Policy::parse("torch,autocast=bfloat16"), 1)),
+              ElementsAre("float32", "bfloat16", "bfloat16", "bfloat16", "bfloat16", "bfloat16", "bfloat16"));
+  EXPECT_THAT(formats_of(*small_net(Policy::parse("torch,autocast=float16"), 1)),
+              ElementsAre("float32", "float16", "float16", "float16", "float16", "float16", "float16"));
+  EXPECT_THAT(formats_of(*small_net(Policy::torch(), 1)), Each("float32"));
+  for (const char* arch : {"lenet5", "resnet20"}) {
+    Model m = build_model(arch, Policy::parse("torch,autocast=bfloat16"), 1);
+    EXPECT_THAT(formats_of(*m.net), Each("bfloat16")) << arch;  // each begins with a convolution
+    EXPECT_THAT(formats_of(*build_model(arch, Policy::torch(), 1).net), Each("float32")) << arch;
+  }
+  // A residual block's paths take its input's format: after a convolution, bfloat16 inside and
+  // out; as the first layer, the identity shortcut brings the float32 input, and bfloat16 + float32
+  // is float32 (type promotion), while the main path inside is bfloat16 from its first convolution.
+  const Policy p = Policy::parse("torch,autocast=bfloat16");
+  Rng rng(p.rng_engine, 2);
+  auto main = std::make_unique<Sequential>(Shape{4, 5, 5});
+  Conv2dSpec cs;
+  cs.out_channels = 4;
+  cs.kernel_h = cs.kernel_w = 3;
+  cs.pad = PadMode::same;
+  main->add(std::make_unique<Conv2dLayer>(cs, main->current_shape(), p, rng));
+  main->add(std::make_unique<BatchNormLayer>(main->current_shape(), p));
+  Sequential* inner = main.get();
+  Sequential first(Shape{4, 5, 5});
+  first.add(std::make_unique<ResidualLayer>(std::move(main), Shortcut::identity, p, rng));
+  EXPECT_THAT(formats_of(first), ElementsAre("float32"));
+  EXPECT_THAT(formats_of(*inner), ElementsAre("bfloat16", "bfloat16"));
+}
+
+// Rounds every element to bfloat16 (values already in the format stay).
+Tensor bf16(const Tensor& t) {
+  Tensor r = t.clone();
+  for (int64_t j = 0; j < r.numel(); ++j) r.data<float>()[j] = round_to_bf16(r.data<float>()[j]);
+  return r;
+}
+
+// The float32 twin of an autocast network: the same parameters (the same seed), those of conv2d
+// and dense layers rounded to bfloat16, which is what autocast's operand cast gives them.
+void round_autocast_params(Sequential& net) {
+  for (std::size_t i = 0; i < net.size(); ++i)
+    if (net.layer(i).kind() == "conv2d" || net.layer(i).kind() == "dense")
+      for (Param* p : net.layer(i).params()) p->value = bf16(p->value);
+}
+
+// Forward and backward of `net` layer by layer with the roundings written out: an autocast op's
+// input rounded (its operand), every layer's input rounded where the previous output is 16-bit
+// (`reduced`), and in the backward each incoming
+// gradient of a 16-bit output rounded, conv2d / dense input and parameter gradients rounded.
+struct ByHand {
+  Tensor out, dx;
+};
+ByHand by_hand(Sequential& net, const std::vector<bool>& reduced, const Tensor& x, const Tensor& dy, Semantics s) {
+  ExecContext exec;
+  exec.channel_blocks = false;
+  RunContext ctx = RunContext::recorded(exec, s);
+  const std::size_t n = net.size();
+  auto autocast_op = [&](std::size_t i) { return net.layer(i).kind() == "conv2d" || net.layer(i).kind() == "dense"; };
+  Tensor h = x;
+  for (std::size_t i = 0; i < n; ++i) {
+    if (autocast_op(i) || (i > 0 && reduced[i - 1])) h = bf16(h);
+    h = net.layer(i).forward(ctx, h);
+  }
+  ByHand r;
+  r.out = reduced[n - 1] ? bf16(h) : h;
+  Tensor g = dy;
+  for (std::size_t i = n; i-- > 0;) {
+    if (reduced[i]) g = bf16(g);
+    ctx.need_dx = true;
+    g = net.layer(i).backward(ctx, g);
+    if (autocast_op(i)) {
+      g = bf16(g);
+      for (Param* p : net.layer(i).params()) p->grad = bf16(p->grad);
+    }
+  }
+  r.dx = g;
+  return r;
+}
+
+void expect_bits(const Tensor& got, const Tensor& want, const std::string& what) {
+  ASSERT_EQ(got.shape(), want.shape()) << what;
+  int64_t differ = 0;
+  for (int64_t j = 0; j < got.numel(); ++j) differ += got.data<float>()[j] != want.data<float>()[j];
+  EXPECT_EQ(differ, 0) << what << ": " << differ << " of " << got.numel() << " elements differ";
+}
+
+void check_against_by_hand(Sequential& ac, Sequential& twin, const Tensor& x, Semantics s, const std::string& what) {
+  std::vector<bool> reduced;
+  for (std::size_t i = 0; i < ac.size(); ++i) reduced.push_back(ac.output_format(i) == MathMode::bfloat16);
+  ExecContext exec;
+  exec.channel_blocks = false;
+  RunContext ctx = RunContext::recorded(exec, s);
+  const Tensor y = ac.forward(ctx, x);
+  const Tensor dy = random_tensor(y.shape(), DType::f32, 7);
+  ac.zero_grad();
+  const Tensor dx = ac.backward(ctx, dy);
+  twin.zero_grad();
+  const ByHand want = by_hand(twin, reduced, x, dy, s);
+  expect_bits(y, want.out, what + ": output");
+  expect_bits(dx, want.dx, what + ": dL/dx");
+  const auto a = ac.named_params(), b = twin.named_params();
+  ASSERT_EQ(a.size(), b.size());
+  for (std::size_t i = 0; i < a.size(); ++i) expect_bits(a[i].second->grad, b[i].second->grad, what + ": " + a[i].first);
+}
+
+TEST(Autocast, ForwardAndBackwardAreTheFloat32LayersWithEvery16BitTensorRounded) {
+  const Tensor x = random_tensor({3, 2, 6, 6}, DType::f32, 5);
+  for (Semantics s : {Semantics::train, Semantics::inference}) {
+    auto ac = small_net(Policy::parse("torch,autocast=bfloat16"), 3);
+    auto twin = small_net(Policy::torch(), 3);
+    round_autocast_params(*twin);
+    check_against_by_hand(*ac, *twin, x, s, std::string("small net, ") + semantics_name(s));
+  }
+  Model ac = build_model("lenet5", Policy::parse("torch,autocast=bfloat16"), 4);
+  Model twin = build_model("lenet5", Policy::torch(), 4);
+  round_autocast_params(*twin.net);
+  check_against_by_hand(*ac.net, *twin.net, random_tensor({4, 1, 28, 28}, DType::f32, 6, 0.0, 1.0), Semantics::train,
+                        "lenet5");
+}
+
+// The same network without autocast differs: the test above cannot pass by rounding nothing.
+TEST(Autocast, ChangesTheResult) {
+  const Tensor x = random_tensor({3, 2, 6, 6}, DType::f32, 5);
+  ExecContext exec;
+  RunContext ctx = RunContext::inference(exec);
+  const Tensor a = small_net(Policy::parse("torch,autocast=bfloat16"), 3)->forward(ctx, x);
+  const Tensor b = small_net(Policy::torch(), 3)->forward(ctx, x);
+  int64_t differ = 0;
+  for (int64_t j = 0; j < a.numel(); ++j) differ += a.data<float>()[j] != b.data<float>()[j];
+  EXPECT_GT(differ, a.numel() / 2);
+}
+
+TEST(Autocast, RefusedByNameWhereNotEmulated) {
+  using testing::HasSubstr;
+  EXPECT_THAT(error_of([] { build_model("lenet5", Policy::parse("torch,autocast=bfloat16,math_conv=tf32"), 1); }),
+              HasSubstr("math_conv=tf32 and autocast=bfloat16 both choose the layer's format"));
+  EXPECT_THAT(error_of([] { build_model("lenet5", Policy::parse("torch,autocast=float16,dtype=float64"), 1); }),
+              HasSubstr("autocast=float16 rounds float32 operands: it needs dtype=float32"));
+  EXPECT_THAT(error_of([] { build_model("lstm", Policy::parse("torch,autocast=bfloat16"), 1); }),
+              HasSubstr("lstm: autocast=bfloat16 is not emulated for recurrent layers yet"));
+  const std::string graph = R"({"input": "x", "input_shape": [4], "nodes": [{"op": "dense", "input": "x", "units": 2}]})";
+  ModelArgs args;
+  args.graph = graph;
+  EXPECT_THAT(error_of([&] { build_model("graph", Policy::parse("torch,autocast=bfloat16"), 1, args); }),
+              HasSubstr("autocast=bfloat16 is emulated for zoo models (Sequential and residual blocks), not yet for graphs"));
+  EXPECT_THAT(error_of([] { resolve_cuda_exec(Policy::parse("torch,autocast=float16")); }),
+              HasSubstr("cuda: autocast=float16 is emulated on the CPU only"));
+  EXPECT_THAT(error_of([] { Policy::parse("torch,autocast=fp8"); }), HasSubstr("knob 'autocast' has no value 'fp8'"));
+}
+
+}  // namespace
+}  // namespace driftlab

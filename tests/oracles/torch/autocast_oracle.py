@@ -1,0 +1,95 @@
+#!/usr/bin/env python3
+"""PyTorch side of the autocast oracle (tests/oracles/test_autocast_oracle_torch.cpp): driftlab's
+zoo architectures (the definitions of oracle.py) under torch.autocast(device_type='cpu',
+dtype=torch.bfloat16), PyTorch 1.13's CPU mixed precision.
+
+Usage: /usr/bin/python3 autocast_oracle.py CASE_DIR [K/N]   (the protocol of oracle.py)
+
+Kinds:
+  autocast_layers: a Sequential architecture in eval() mode, layer by layer: each layer's input
+    and output (as float32 values: a bfloat16 tensor's values are float32 numbers) and, in
+    out/<name>.dtypes.txt, each layer's output dtype, one per line.
+  autocast_step: the logits (and their dtype in out/<name>.logits_dtype.txt), F.cross_entropy and
+    the gradients of the input and of every parameter, the forward and the loss under autocast and
+    the backward after it (as torch.autocast's documentation asks), first in eval() mode, then in
+    train() mode (prefix 'train.').
+  autocast_ops: the ops ResNet-20 adds to LeNet-5's, each on bfloat16 inputs (x, y: values of
+    the format) under autocast: F.batch_norm with running statistics (bn_eval) and with the batch's
+    (bn_train, and the running statistics after it, momentum 0.1) and x.mean((2, 3)) (mean,
+    ResNet-20's global average pooling).
+Parameters come as p<i> and BatchNorm running statistics as s<j> (oracle.model_with_state).
+"""
+import os
+import sys
+
+import torch
+import torch.nn.functional as F
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from oracle import model_with_state, run_cases  # noqa: E402
+
+
+def dtype_name(t):
+    return str(t.dtype).replace('torch.', '')
+
+
+def write_text(case, key, text):
+    with open(os.path.join(case.folder, 'out', '%s.%s.txt' % (case.name, key)), 'w') as f:
+        f.write(text)
+
+
+def run_autocast_layers(c, case):
+    model, _ = model_with_state(c, case)
+    model.eval()
+    h = case.get('x')
+    dtypes = []
+    with torch.no_grad(), torch.autocast(device_type='cpu', dtype=torch.bfloat16):
+        for i, m in enumerate(model):
+            case.put('in%d' % i, h.float())
+            h = m(h)
+            dtypes.append(dtype_name(h))
+            case.put('out%d' % i, h.float())
+    write_text(case, 'dtypes', '\n'.join(dtypes) + '\n')
+
+
+def run_autocast_step(c, case):
+    model, _ = model_with_state(c, case)
+    labels = case.get('labels', torch.int64)
+    params = list(model.parameters())
+    for prefix, train_mode in (('', False), ('train.', True)):
+        model.train(train_mode)
+        model.zero_grad()
+        x = case.get('x').requires_grad_(True)
+        with torch.autocast(device_type='cpu', dtype=torch.bfloat16):
+            logits = model(x)
+            loss = F.cross_entropy(logits, labels)
+        loss.backward()
+        write_text(case, prefix + 'logits_dtype', dtype_name(logits) + '\n')
+        case.put(prefix + 'logits', logits.float())
+        case.put(prefix + 'loss', float(loss.item()))
+        case.put(prefix + 'dx', x.grad)
+        for i, p in enumerate(params):
+            case.put(prefix + 'g%d' % i, p.grad)
+
+
+def run_autocast_ops(c, case):
+    x = case.get('x').bfloat16()
+    gamma, beta = case.get('gamma'), case.get('beta')
+    mean, var = case.get('mean'), case.get('var')
+    with torch.no_grad(), torch.autocast(device_type='cpu', dtype=torch.bfloat16):
+        outs = {'bn_eval': F.batch_norm(x, mean, var, gamma, beta, False, 0.1, 1e-5),
+                'bn_train': F.batch_norm(x, mean, var, gamma, beta, True, 0.1, 1e-5),
+                'mean': x.mean((2, 3))}
+    dtypes = []
+    for k, v in outs.items():
+        case.put(k, v.float())
+        dtypes.append('%s %s' % (k, dtype_name(v)))
+    case.put('mean_after', mean)
+    case.put('var_after', var)
+    write_text(case, 'dtypes', '\n'.join(dtypes) + '\n')
+
+
+KINDS = {'autocast_layers': run_autocast_layers, 'autocast_step': run_autocast_step, 'autocast_ops': run_autocast_ops}
+
+if __name__ == '__main__':
+    sys.exit(run_cases(sys.argv, KINDS))
