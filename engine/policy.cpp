@@ -661,6 +661,24 @@ const std::vector<KnobRow>& rows() {
          "off (Keras mixed_float16 / mixed_bfloat16 policies: not built)", "off",
          "off (torch.autocast(device_type='cpu') defaults to bfloat16, 'cuda' to float16)",
          "aten/src/ATen/autocast_mode.cpp@v1.13.0 (lower_precision_fp and fp32 lists); torch/amp/autocast_mode.py"}));
+    r.push_back(enum_knob(&Policy::loss_scale,
+        {"loss_scale", "numerics", {"none", "dynamic"},
+         "loss scaling in training: none, or the dynamic rule (the loss gradient times the scale, the "
+         "gradients divided by it before the optimizer; a step with an inf/NaN gradient is skipped and the "
+         "scale halved; after loss_scale_growth_interval finite steps it doubles)",
+         "none (Keras LossScaleOptimizer, dynamic: the same rule, initial scale 2^15)", "none",
+         "none (torch.cuda.amp.GradScaler: the dynamic rule, init_scale 2^16)",
+         "torch/cuda/amp/grad_scaler.py@v1.13.0; aten/src/ATen/native/cuda/AmpKernels.cu; "
+         "keras/mixed_precision/loss_scale_optimizer.py"}));
+    r.push_back({{"loss_scale_init", "numerics", {}, "the dynamic loss scale's initial value",
+                  "32768 (LossScaleOptimizer initial_scale)", "32768", "65536 (GradScaler init_scale)",
+                  "torch/cuda/amp/grad_scaler.py@v1.13.0; keras/mixed_precision/loss_scale_optimizer.py"},
+                 double_accessor(&Policy::loss_scale_init, "loss_scale_init", 1e-30, 3.4e38)});
+    r.push_back({{"loss_scale_growth_interval", "numerics", {},
+                  "finite steps in a row after which the dynamic loss scale doubles (a whole number >= 1)",
+                  "2000 (dynamic_growth_steps)", "2000", "2000 (growth_interval)",
+                  "torch/cuda/amp/grad_scaler.py@v1.13.0; keras/mixed_precision/loss_scale_optimizer.py"},
+                 double_accessor(&Policy::loss_scale_growth_interval, "loss_scale_growth_interval", 0.0, 1e12)});
     r.push_back(enum_knob(&Policy::cuda_kernels,
         {"cuda_kernels", "cuda", {"own", "vendor"},
          "--device cuda: driftlab's own CUDA kernels, or cuBLAS gemm + cuDNN conv/pool/BatchNorm/softmax",

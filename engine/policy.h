@@ -130,7 +130,8 @@ enum class QuantDynOutput { scale_then_bias, prescaled_bias };
 enum class QuantDynInputProj { whole_sequence, per_step };
 
 // CUDA execution (resolved into cuda::CudaExecParams by engine/cuda/device_net.cpp).
-enum class Autocast { off, bfloat16, float16 };  // torch.autocast's op classes in a 16-bit format
+enum class Autocast { off, bfloat16, float16 };
+enum class LossScale { none, dynamic };  // GradScaler / LossScaleOptimizer's dynamic rule  // torch.autocast's op classes in a 16-bit format
 enum class CudaKernels { own, vendor };          // driftlab's CUDA kernels | cuBLAS + cuDNN
 enum class AlgoSearch { heuristic, exhaustive };  // cuDNN algorithm choice
 // cuDNN's RNN algorithm: always CUDNN_RNN_ALGO_STANDARD (TensorFlow), or PyTorch's get_algo rule
@@ -249,6 +250,12 @@ struct Policy {
   // Autocast emulated on the CPU (engine/layers/math_mode.h): convolutions and dense layers in the
   // format, the other layers in their input's format, the loss in float32. Every preset: off.
   Autocast autocast = Autocast::off;
+  // Loss scaling of mixed-precision training (core/ops/loss_scale.h; the CPU runner): the loss
+  // gradient times the scale, the parameter gradients divided by it, a step with an inf or NaN
+  // gradient skipped and the scale backed off. Every preset: none.
+  LossScale loss_scale = LossScale::none;
+  double loss_scale_init = 65536;            // GradScaler's init_scale 2^16 (Keras: 2^15)
+  double loss_scale_growth_interval = 2000;  // finite steps before the scale doubles (both)
   // --- CUDA (--device cuda) ---
   CudaKernels cuda_kernels = CudaKernels::vendor;   // frameworks call cuBLAS/cuDNN
   bool tf32_matmul = false;                         // torch.backends.cuda.matmul.allow_tf32 (False since 1.12)

@@ -22,6 +22,7 @@ Policy Policy::tensorflow() {
   p.init_weight = WeightInit::glorot_uniform;
   p.init_bias = BiasInit::zeros;
   p.embedding_init = EmbeddingInit::uniform_0p05;
+  p.loss_scale_init = 32768;  // Keras LossScaleOptimizer's initial_scale (used only with loss_scale=dynamic)
   p.model_conv_padding = ModelConvPadding::same;
   p.relu_grad_at_zero = 0.0;
   p.relu_grad_at_nan = ReluNanGrad::nan;

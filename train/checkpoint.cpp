@@ -230,6 +230,7 @@ std::string checkpoint_bytes(const Checkpoint& c) {
         {"schedule",
          {{"lr", dbl(s.schedule.lr)}, {"epochs", s.schedule.epochs}, {"steps", s.schedule.steps},
           {"best", dbl(s.schedule.best)}, {"bad", s.schedule.bad}, {"cooldown", s.schedule.cooldown}}},
+        {"loss_scale", {{"scale", dbl(s.loss_scale)}, {"finite_steps", s.loss_scale_finite_steps}}},
         {"optim", {{"steps", s.optim.steps}, {"power1", dbl(s.optim.power1)}, {"power2", dbl(s.optim.power2)},
                    {"slots", s.optim.slot0.size()}}},
         {"progress",
@@ -278,6 +279,11 @@ Checkpoint read_checkpoint(std::istream& in, const std::string& path) {
   s.schedule.best = r.number(sc, "best", "state.schedule.");
   s.schedule.bad = r.integer(sc, "bad", "state.schedule.");
   s.schedule.cooldown = r.integer(sc, "cooldown", "state.schedule.");
+  if (st.is_object() && st.contains("loss_scale")) {  // absent in checkpoints written before loss scaling
+    const json& ls = r.at(st, "loss_scale", "state.");
+    s.loss_scale = r.number(ls, "scale", "state.loss_scale.");
+    s.loss_scale_finite_steps = r.integer(ls, "finite_steps", "state.loss_scale.");
+  }
   const json& op = r.at(st, "optim", "state.");
   s.optim.steps = r.integer(op, "steps", "state.optim.");
   s.optim.power1 = r.number(op, "power1", "state.optim.");

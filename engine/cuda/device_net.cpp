@@ -107,6 +107,8 @@ cuda::CudaExecParams resolve_cuda_exec(const Policy& policy) {
     check(mode == MathMode::float32, "cuda: ", knob, "=", math_mode_name(mode),
           " is emulated on the CPU only (--device cpu); on --device cuda, tf32_conv / tf32_matmul let cuDNN and "
           "cuBLAS choose TF32 kernels, and float16 / bfloat16 are not built for the device yet");
+  check(policy.loss_scale == LossScale::none, "cuda: loss_scale=", policy.get("loss_scale"),
+        " is built in the CPU runner only (--device cpu)");
   check(policy.autocast == Autocast::off, "cuda: autocast=", policy.get("autocast"),
         " is emulated on the CPU only (--device cpu); the device's float16 / bfloat16 kernels are not built yet");
   cuda::CudaExecParams p;

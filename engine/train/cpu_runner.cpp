@@ -65,6 +65,26 @@ InputGradient CpuRunner::input_gradient(const Tensor& x, const std::vector<int32
   return g;
 }
 
+// t's elements times f, in t's own type.
+void CpuRunner::scale_elements(Tensor& t, double f) {
+  dispatch_dtype(t.dtype(), [&](auto tag) {
+    using T = decltype(tag);
+    T* d = t.channel_block() ? t.blocked_data<T>() : t.data<T>();
+    const T m = static_cast<T>(f);
+    for (int64_t i = 0; i < t.numel(); ++i) d[i] *= m;
+  });
+}
+
+// A step whose scaled gradients (or loss) overflowed: no optimizer step, the scale backed off; the
+// step counts and the rate schedule moves (a loop calling scheduler.step() every iteration).
+double CpuRunner::overflow_step(double loss) {
+  scaler_.update(true);
+  overflowed_ = true;
+  lr_schedule_.after_step();
+  ++step_index_;
+  return loss;
+}
+
 double CpuRunner::train_step(const Tensor& x, const std::vector<int32_t>& labels, int64_t* correct) {
   last_skip_.clear();
   RunContext ctx = RunContext::training(exec_, &dropout_rng_);
@@ -83,6 +103,9 @@ double CpuRunner::train_step(const Tensor& x, const std::vector<int32_t>& labels
   Tensor logits = model_.forward(ctx, x);
   const SoftmaxXentKernel& k = exec_.pick(exec_.kernels.softmax_xent, loss_backend_, loss_, logits.dtype());
   double loss = k.forward(loss_, logits, labels) + opt_.penalty(params);
+  if (correct) *correct = count_correct(logits, labels);
+  overflowed_ = false;
+  if (scaling_ && !std::isfinite(loss)) return overflow_step(loss);  // its gradients would be too
   if (!std::isfinite(loss)) {
     std::ostringstream what;
     what << "loss is " << loss;
@@ -91,7 +114,20 @@ double CpuRunner::train_step(const Tensor& x, const std::vector<int32_t>& labels
   }
   Tensor dz(logits.shape(), logits.dtype());
   k.backward(loss_, logits, labels, dz);
+  if (scaling_) scale_elements(dz, scaler_.scale);  // a power of two: exact (inf where it overflows)
   model_.net->backward(ctx, dz);
+  if (scaling_) {
+    // GradScaler's unscale_: every gradient times the scale's float32 reciprocal, the step taken
+    // only when all are finite.
+    const float inv = static_cast<float>(1.0 / static_cast<double>(scaler_.scale));
+    bool found_nonfinite = false;
+    for (auto& np : params) {
+      scale_elements(np.second->grad, inv);
+      found_nonfinite = found_nonfinite || first_nonfinite(np.second->grad) >= 0;
+    }
+    if (found_nonfinite) return overflow_step(loss);
+    scaler_.update(false);
+  }
   std::string bad = first_nonfinite_grad(*model_.net);
   if (!bad.empty()) {
     restore();
@@ -99,7 +135,6 @@ double CpuRunner::train_step(const Tensor& x, const std::vector<int32_t>& labels
   }
   opt_.step(exec_, params, lr_schedule_.lr());
   lr_schedule_.after_step();
-  if (correct) *correct = count_correct(logits, labels);
   ++step_index_;
   return loss;
 }

@@ -22,6 +22,8 @@ class CpuRunner : public Runner {
   Optimizer& optimizer() { return opt_; }
 
  private:
+  static void scale_elements(Tensor& t, double f);
+  double overflow_step(double loss);
   Optimizer opt_;
 };
 

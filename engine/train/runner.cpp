@@ -73,6 +73,17 @@ Runner::Runner(Model& model, const TrainConfig& config)
       lr_schedule_(config.schedule, config.optim.lr, model.policy),
       shuffle_rng_(static_cast<uint32_t>(config.seed & 0xffffffffu)),
       dropout_rng_(model.policy.rng_engine, config.seed + 1) {
+  const Policy& pol = model.policy;
+  if (pol.loss_scale == LossScale::dynamic) {
+    check(std::isfinite(static_cast<float>(pol.loss_scale_init)), "loss_scale_init=", pol.get("loss_scale_init"),
+          " is not a finite float32 (the scale is held in float32)");
+    check(std::floor(pol.loss_scale_growth_interval) == pol.loss_scale_growth_interval &&
+              pol.loss_scale_growth_interval >= 1,
+          "loss_scale_growth_interval=", pol.get("loss_scale_growth_interval"), " must be a whole number of steps >= 1");
+    scaling_ = true;
+    scaler_.scale = static_cast<float>(pol.loss_scale_init);
+    scaler_.growth_interval = static_cast<int64_t>(pol.loss_scale_growth_interval);
+  }
   check(config.batch >= 1, "train: batch=", config.batch, " must be >= 1");
   check(config.epochs >= 0, "train: epochs=", config.epochs, " must be >= 0");
   check_optim_config(config.optim);
@@ -182,6 +193,10 @@ TrainState Runner::train_state() {
   s.schedule = lr_schedule_.state();
   s.optim = optimizer_state();
   s.progress = progress_;
+  if (scaling_) {
+    s.loss_scale = scaler_.scale;
+    s.loss_scale_finite_steps = scaler_.finite_steps;
+  }
   return s;
 }
 
@@ -192,6 +207,9 @@ void Runner::set_train_state(const TrainState& s) {
   mt19937_from_text(shuffle, s.shuffle_rng, "train state: shuffle stream");
   Rng dropout = dropout_rng_;
   dropout.set_state(s.dropout_rng);
+  check(!scaling_ || (s.loss_scale > 0 && s.loss_scale_finite_steps >= 0),
+        "train state: loss_scale=dynamic needs the scale and its count of finite steps (got ", s.loss_scale, ", ",
+        s.loss_scale_finite_steps, ")");
   set_optimizer_state(s.optim);  // checks every tensor against the model before anything below changes
   shuffle_rng_ = shuffle;
   dropout_rng_ = dropout;
@@ -199,6 +217,10 @@ void Runner::set_train_state(const TrainState& s) {
   epoch_ = s.epoch;
   step_index_ = s.step_index;
   progress_ = s.progress;
+  if (scaling_) {
+    scaler_.scale = static_cast<float>(s.loss_scale);
+    scaler_.finite_steps = s.loss_scale_finite_steps;
+  }
 }
 
 EvalResult Runner::evaluate(const Dataset& data, int64_t batch) {

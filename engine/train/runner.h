@@ -23,6 +23,7 @@
 
 #include "engine/data/dataset.h"
 #include "engine/model.h"
+#include "core/ops/loss_scale.h"
 #include "core/ops/softmax_xent.h"
 #include "engine/random.h"
 #include "engine/train/nonfinite.h"
@@ -83,6 +84,9 @@ struct TrainState {
   ScheduleState schedule;
   OptimState optim;
   EpochProgress progress;
+  // The dynamic loss scale (Policy::loss_scale) and its count of finite steps; 0 and 0 without.
+  double loss_scale = 0;
+  int64_t loss_scale_finite_steps = 0;
 };
 
 struct Progress {
@@ -189,6 +193,11 @@ class Runner {
   // Whether the last train_step skipped its batch, and what its check found.
   bool last_step_skipped() const { return !last_skip_.empty(); }
   const std::string& last_skip() const { return last_skip_; }
+  // Loss scaling (Policy::loss_scale=dynamic): the scale the next step multiplies the loss
+  // gradient by (0 without), and whether the last step was skipped for an inf or NaN gradient
+  // (such a step counts and returns its loss: the scale backed off).
+  double loss_scale() const { return scaling_ ? scaler_.scale : 0.0; }
+  bool last_step_overflowed() const { return overflowed_; }
 
   // One epoch over `train`: the Policy's shuffle from the run seed's stream, batches of
   // config().batch (the last partial batch kept), a step each; `val` (may be null) evaluated after.
@@ -232,6 +241,9 @@ class Runner {
   int64_t step_index_ = 0;
   EpochProgress progress_;
   std::string last_skip_;  // "" when the last step was taken
+  bool scaling_ = false;   // Policy::loss_scale = dynamic
+  DynamicLossScale scaler_;
+  bool overflowed_ = false;
 };
 
 // A Runner for `model` on `device` (cuda: device 0 with the Policy's cuda knobs; refused with

@@ -16,7 +16,7 @@
 // - PyTorch's bfloat16 convolutions are float32 sums only where it runs them in oneDNN, which it
 //   does on CPUs with AVX-512 BW, VL and DQ (aten/src/ATen/native/ConvUtils.h, use_mkldnn:
 //   mkldnn_bf16_device_check); elsewhere (AMD Zen 3, for one) its fallback convolution is not
-//   float32-accumulated (measured with oneDNN turned off: 2.8% error; docs/REDUCED_PRECISION.md),
+//   float32-accumulated (measured with oneDNN turned off: 4.3% error; docs/REDUCED_PRECISION.md),
 //   so there the convolution layers are printed, not asserted.
 // - Whole models (logits, loss, dL/dx, every parameter gradient; eval and train semantics): a tie
 //   decided the other way changes one element by one bfloat16 step, and the layers after carry
