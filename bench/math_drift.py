@@ -2,7 +2,7 @@
 """How far each math mode moves a training run: LeNet-5 (Fashion-MNIST, batch 64) and ResNet-20
 (synthetic CIFAR-shaped data, batch 128) trained 1 and 100 SGD steps from the same initial weights
 and batches under the torch preset with math_conv = math_matmul = float32 | tf32 | bfloat16 |
-float16, and, for scale, float32 with another summation order (conv_backend=gemm_backend=eigen,
+float16, under autocast (bfloat16, float16, float16 with the dynamic loss scale), and, for scale, float32 with another summation order (conv_backend=gemm_backend=eigen,
 conv_block_backend=reference: the same arithmetic in Eigen's order instead of oneDNN's). Against the float32 run:
 the worst weight tensor's difference per its size (sizes floored at 1% of the model's largest
 weight: BatchNorm's beta is one step's update after one step), the logits on 1,000 test inputs
@@ -10,6 +10,7 @@ weight: BatchNorm's beta is one step's update after one step), the logits on 1,0
 its own mode.
 
 Usage: PYTHONPATH=build/python /usr/bin/python3 bench/math_drift.py [--out DIR] [--steps 1,100]
+       [--models lenet5,resnet20] [--modes 'tf32;autocast bfloat16']
 Prints a markdown table (docs/REDUCED_PRECISION.md holds one run's).
 """
 import argparse
@@ -25,7 +26,10 @@ MODES = [("float32", "torch"),
          ("tf32", "torch,math_conv=tf32,math_matmul=tf32"),
          ("tf32 (ties away)", "torch,math_conv=tf32,math_matmul=tf32,tf32_rounding=nearest_away"),
          ("bfloat16", "torch,math_conv=bfloat16,math_matmul=bfloat16"),
-         ("float16", "torch,math_conv=float16,math_matmul=float16")]
+         ("float16", "torch,math_conv=float16,math_matmul=float16"),
+         ("autocast bfloat16", "torch,autocast=bfloat16"),
+         ("autocast float16", "torch,autocast=float16"),
+         ("autocast float16, dynamic loss scale", "torch,autocast=float16,loss_scale=dynamic")]
 MODELS = [("lenet5", "fashion-mnist", 64), ("resnet20", "synthetic-cifar10", 128)]
 
 
@@ -34,6 +38,7 @@ def main():
     ap.add_argument("--out", default="")
     ap.add_argument("--steps", default="1,100")
     ap.add_argument("--models", default="lenet5,resnet20")
+    ap.add_argument("--modes", default="", help="the modes to run, by name, ';'-separated (float32 always runs)")
     a = ap.parse_args()
     out = a.out or tempfile.mkdtemp(prefix="math_drift_")
     print("| model | steps | mode | worst weight tensor (diff / its size, floored) | logits (diff / largest) | predictions differing of 1,000 |")
@@ -44,14 +49,16 @@ def main():
         x, _ = driftlab.dataset(data, split="test", limit=1000)
         for steps in [int(s) for s in a.steps.split(",")]:
             runs = {}
-            for name, policy in MODES:
+            wanted = [m for m in a.modes.split(";") if m]
+            modes = [(n, p) for n, p in MODES if n == "float32" or not wanted or n in wanted]
+            for name, policy in modes:
                 d = os.path.join(out, "%s_%d_%s" % (model, steps, name.replace(" ", "_").replace(",", "").replace("(", "").replace(")", "")))
                 driftlab.train(model=model, policy=policy, dataset=data, limit=steps * batch, epochs=1, batch=batch,
                                seed=1, out=d)
                 m = driftlab.Model.load(os.path.join(d, "model.dlm"))
                 runs[name] = (m.weights(), m.predict(x))
             w0, y0 = runs["float32"]
-            for name, _ in MODES[1:]:
+            for name, _ in modes[1:]:
                 w, y = runs[name]
                 worst, at = 0.0, ""
                 floor = 0.01 * max(float(np.abs(v).max()) for v in w0.values())

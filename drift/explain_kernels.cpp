@@ -26,6 +26,8 @@
 #include "engine/layers/residual_layer.h"
 #include "engine/layers/init.h"
 #include "core/ops/activation.h"
+#include "core/ops/loss_scale.h"
+#include "core/ops/reduced_precision.h"
 #include "core/ops/pool2d.h"
 #include "core/ops/softmax_xent.h"
 #include "engine/random.h"
@@ -311,6 +313,46 @@ std::string ex_autocast() {
   }
   os << "  (the residual blocks' inner layers follow their block: conv2d and dense give the format, the rest keep"
      << " their input's)\n";
+  return os.str();
+}
+
+// Loss scaling: why a float16 gradient needs it (a small gradient flushed to zero, the same one
+// scaled, held, and unscaled back), then the dynamic rule's scale over a run whose steps overflow
+// as given, under each value of the knob (the others at the torch preset's).
+std::string ex_loss_scale(const std::string& knob) {
+  std::ostringstream os;
+  os << std::setprecision(6);
+  const double g = 2e-8;
+  const float scale = 65536.0f;
+  os << "  a float16 gradient of " << g << ": held as " << round_to_fp16(static_cast<float>(g)) << "; scaled by "
+     << scale << " it is held as " << round_to_fp16(static_cast<float>(g) * scale) << ", unscaled "
+     << round_to_fp16(static_cast<float>(g) * scale) / scale << "\n";
+  const std::vector<int> overflow = {1, 1, 0, 0, 0, 0, 0, 1, 0, 0, 0, 0, 0};
+  os << "  steps overflowing:";
+  for (int f : overflow) os << " " << (f ? "x" : ".");
+  os << "\n";
+  std::vector<std::string> specs;
+  if (knob == "loss_scale") specs = {"torch", "torch,loss_scale=dynamic"};
+  if (knob == "loss_scale_init") specs = {"torch,loss_scale=dynamic", "tensorflow,loss_scale=dynamic"};
+  if (knob == "loss_scale_growth_interval")
+    specs = {"torch,loss_scale=dynamic", "torch,loss_scale=dynamic,loss_scale_growth_interval=4"};
+  for (const std::string& spec : specs) {
+    const Policy p = Policy::parse(spec);
+    os << "  " << spec << ":";
+    if (p.loss_scale == LossScale::none) {
+      os << " every step taken, the gradient as computed (the small one above: 0)\n";
+      continue;
+    }
+    DynamicLossScale s;
+    s.scale = static_cast<float>(p.loss_scale_init);
+    s.growth_interval = static_cast<int64_t>(p.loss_scale_growth_interval);
+    os << " scale before each step";
+    for (int f : overflow) {
+      os << " " << s.scale;
+      s.update(f != 0);
+    }
+    os << "\n";
+  }
   return os.str();
 }
 

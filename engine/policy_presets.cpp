@@ -225,10 +225,28 @@ void use_reference_kernels(Policy& p) {
     p.*f = KernelBackend::reference;
 }
 
+// The GPU variants: a framework's defaults on an Ampere-or-later GPU, as knob values over its CPU
+// preset (the preset stays the framework's: `torch_gpu` prints as `torch,math_conv=tf32`).
+// PyTorch (>= 1.12): cudnn.allow_tf32 = True, cuda.matmul.allow_tf32 = False; TensorFlow (>= 2.4):
+// TF32 for both (enable_tensor_float_32_execution). On the CPU the tf32 math modes round every
+// operand (docs/REDUCED_PRECISION.md: cuDNN applies TF32 only in the kernels it picks for a shape).
 Policy Policy::preset_named(const std::string& name) {
   if (name == "torch") return torch();
   if (name == "tensorflow") return tensorflow();
   if (name == "theano") return theano();
-  fail("policy: unknown preset '", name, "' (allowed: tensorflow, theano, torch)");
+  if (name == "torch_gpu") {
+    Policy p = torch();
+    p.math_conv = MathMode::tf32;
+    p.tf32_conv = true;
+    return p;
+  }
+  if (name == "tensorflow_gpu") {
+    Policy p = tensorflow();
+    p.math_conv = p.math_matmul = MathMode::tf32;
+    p.tf32_conv = p.tf32_matmul = true;
+    return p;
+  }
+  fail("policy: unknown preset '", name,
+       "' (allowed: tensorflow, theano, torch; GPU defaults: tensorflow_gpu, torch_gpu)");
 }
 }  // namespace driftlab

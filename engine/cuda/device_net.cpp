@@ -102,11 +102,21 @@ void check_device_supported(Model& model) {
 }
 
 cuda::CudaExecParams resolve_cuda_exec(const Policy& policy) {
-  for (const auto& [knob, mode] : {std::pair<const char*, MathMode>{"math_conv", policy.math_conv},
-                                   std::pair<const char*, MathMode>{"math_matmul", policy.math_matmul}})
-    check(mode == MathMode::float32, "cuda: ", knob, "=", math_mode_name(mode),
-          " is emulated on the CPU only (--device cpu); on --device cuda, tf32_conv / tf32_matmul let cuDNN and "
-          "cuBLAS choose TF32 kernels, and float16 / bfloat16 are not built for the device yet");
+  // On the device a tf32 math mode is the libraries' TF32 mode: it needs the tf32_* knob that turns
+  // that on (the GPU variants set both); float16 / bfloat16 have no device path yet.
+  struct Mode {
+    const char* knob;
+    MathMode mode;
+    const char* device_knob;
+    bool device_tf32;
+  };
+  for (const Mode& m : {Mode{"math_conv", policy.math_conv, "tf32_conv", policy.tf32_conv},
+                        Mode{"math_matmul", policy.math_matmul, "tf32_matmul", policy.tf32_matmul}}) {
+    check(m.mode == MathMode::float32 || m.mode == MathMode::tf32, "cuda: ", m.knob, "=", math_mode_name(m.mode),
+          " is emulated on the CPU only (--device cpu); float16 / bfloat16 are not built for the device yet");
+    check(m.mode != MathMode::tf32 || m.device_tf32, "cuda: ", m.knob, "=tf32 needs ", m.device_knob,
+          "=true on the device (it lets the library choose TF32 kernels); ", m.knob, "=tf32 alone is the CPU emulation");
+  }
   check(policy.loss_scale == LossScale::none, "cuda: loss_scale=", policy.get("loss_scale"),
         " is built in the CPU runner only (--device cpu)");
   check(policy.autocast == Autocast::off, "cuda: autocast=", policy.get("autocast"),

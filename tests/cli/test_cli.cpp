@@ -5,6 +5,9 @@
 #include <sys/wait.h>
 #include <zlib.h>
 
+#include <nlohmann/json.hpp>
+
+#include <algorithm>
 #include <array>
 #include <cstdio>
 #include <filesystem>
@@ -258,6 +261,28 @@ TEST(Cli, DriftAttributeExplain) {
   ASSERT_EQ(at.code, 0) << at.out;
   EXPECT_NE(at.out.find("changes nothing on this model"), std::string::npos) << at.out;
   EXPECT_NE(read_all(d / "attr.json").find("\"path\""), std::string::npos);
+  // The GPU variants differ in every framework knob and in math_matmul (TensorFlow's TF32 matmuls,
+  // PyTorch's float32 ones): the math mode is what moves the outputs. TF32 rounds each operand to
+  // 2^-11 of itself, a kernel's summation order each sum to ~2^-24: 100x apart at least (measured:
+  // 1.4e-6 against 1.2e-9, conv_backend).
+  CliRun gpu = run_driftlab("attribute --weights " + w + " --from torch_gpu --to tensorflow_gpu --limit 200 --json " +
+                            (d / "gpu.json").string());
+  ASSERT_EQ(gpu.code, 0) << gpu.out;
+  const nlohmann::json g = nlohmann::json::parse(read_all(d / "gpu.json"));
+  std::string top;
+  double top_d = -1, second = 0;
+  for (const auto& k : g.at("single")) {
+    const double m = k.at("vs_from").at("mean_abs").get<double>();
+    if (m > top_d) {
+      second = std::max(second, top_d);
+      top_d = m;
+      top = k.at("knob").get<std::string>();
+    } else {
+      second = std::max(second, m);
+    }
+  }
+  EXPECT_EQ(top, "math_matmul") << gpu.out;
+  EXPECT_GT(top_d, 100 * second) << gpu.out;
   CliRun ex = run_driftlab("explain conv_same_pad");
   EXPECT_EQ(ex.code, 0);
   EXPECT_NE(ex.out.find("pads top/bottom/left/right 0/1/0/1"), std::string::npos) << ex.out;

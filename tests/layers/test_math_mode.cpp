@@ -306,4 +306,25 @@ TEST(MathMode, RefusedWhereItDoesNotApplyAndUnfusedWhereItDoes) {
   }
 }
 
+// The GPU variants: each framework's defaults on an Ampere-or-later GPU over its CPU preset (whose
+// numbers they leave alone): PyTorch TF32 for convolutions only, TensorFlow for both; on the
+// device a tf32 math mode is the libraries' TF32, which needs its tf32_* knob.
+TEST(MathMode, GpuVariantsAreTheFrameworksGpuDefaults) {
+  EXPECT_EQ(Policy::parse("torch_gpu").to_string(), "torch,math_conv=tf32");
+  EXPECT_EQ(Policy::parse("tensorflow_gpu").to_string(),
+            "tensorflow,math_conv=tf32,math_matmul=tf32,tf32_matmul=true,tf32_conv=true");
+  EXPECT_EQ(Policy::parse("torch_gpu,math_matmul=tf32").to_string(), "torch,math_conv=tf32,math_matmul=tf32");
+  EXPECT_EQ(Policy::torch().math_conv, MathMode::float32);
+  EXPECT_EQ(Policy::tensorflow().math_matmul, MathMode::float32);
+  const cuda::CudaExecParams t = resolve_cuda_exec(Policy::parse("torch_gpu"));
+  EXPECT_TRUE(t.tf32_conv);
+  EXPECT_FALSE(t.tf32_matmul);
+  const cuda::CudaExecParams k = resolve_cuda_exec(Policy::parse("tensorflow_gpu"));
+  EXPECT_TRUE(k.tf32_conv && k.tf32_matmul);
+  EXPECT_THAT(error_of([] { resolve_cuda_exec(Policy::parse("torch,math_matmul=tf32")); }),
+              testing::HasSubstr("cuda: math_matmul=tf32 needs tf32_matmul=true on the device"));
+  EXPECT_THAT(error_of([] { Policy::parse("pytorch_gpu"); }),
+              testing::HasSubstr("(allowed: tensorflow, theano, torch; GPU defaults: tensorflow_gpu, torch_gpu)"));
+}
+
 }  // namespace
