@@ -39,12 +39,14 @@ namespace cuda {
                                          cudaGetErrorString(dl_err_));                                 \
   } while (0)
 
-// In files that include <cublas_v2.h> / <cudnn.h> (the string functions come from them).
+// In files that include kernels/cuda/cublas/cublas_api.h (cuBLAS is opened on first use) /
+// <cudnn.h> (the string functions come from them).
 #define DL_CUBLAS_CHECK(call)                                                                          \
   do {                                                                                                 \
     cublasStatus_t dl_st_ = (call);                                                                    \
     if (dl_st_ != CUBLAS_STATUS_SUCCESS)                                                               \
-      ::driftlab::cuda::throw_call_error("cublas", #call, __FILE__, __LINE__, cublasGetStatusString(dl_st_)); \
+      ::driftlab::cuda::throw_call_error("cublas", #call, __FILE__, __LINE__,                          \
+                                         ::driftlab::cuda::cublas_api().status_string(dl_st_));        \
   } while (0)
 
 #define DL_CUDNN_CHECK(call)                                                                           \

@@ -1,6 +1,5 @@
 // CUDA runtime pieces (see runtime.h): caching allocator, exec context, device tensors,
 // copies. Every runtime/library call is checked (kernels/cuda/check.h).
-#include <cublas_v2.h>
 #include <cuda_runtime.h>
 #include <cudnn.h>
 
@@ -8,6 +7,7 @@
 #include <sstream>
 
 #include "kernels/cuda/check.h"
+#include "kernels/cuda/cublas/cublas_api.h"
 #include "kernels/cuda/runtime.h"
 
 namespace driftlab {
@@ -122,7 +122,7 @@ CudaContext::CudaContext(const CudaExecParams& params, int device)
 CudaContext::~CudaContext() {
   if (stream_) cudaStreamSynchronize(as_stream(stream_));
   if (workspace_) alloc_->release(workspace_);
-  if (cublas_) cublasDestroy(static_cast<cublasHandle_t>(cublas_));
+  if (cublas_) cublas_api().destroy(static_cast<cublasHandle_t>(cublas_));
   if (cudnn_) cudnnDestroy(static_cast<cudnnHandle_t>(cudnn_));
   if (stream_) cudaStreamDestroy(as_stream(stream_));
 }
@@ -137,9 +137,9 @@ void CudaContext::set_params(const CudaExecParams& p) {
 void* CudaContext::cublas() {
   if (!cublas_) {
     cublasHandle_t h = nullptr;
-    DL_CUBLAS_CHECK(cublasCreate(&h));
+    DL_CUBLAS_CHECK(cublas_api().create(&h));
     cublas_ = h;
-    DL_CUBLAS_CHECK(cublasSetStream(h, as_stream(stream_)));
+    DL_CUBLAS_CHECK(cublas_api().set_stream(h, as_stream(stream_)));
   }
   return cublas_;
 }
