@@ -311,8 +311,8 @@ std::string ex_autocast() {
       os << " logits differ from off by up to " << worst << "\n";
     }
   }
-  os << "  (the residual blocks' inner layers follow their block: conv2d and dense give the format, the rest keep"
-     << " their input's)\n";
+  os << "  (inside the residual blocks the same rule: conv2d and dense give the format, every other layer"
+     << " keeps its input's)\n";
   return os.str();
 }
 

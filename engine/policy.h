@@ -130,8 +130,8 @@ enum class QuantDynOutput { scale_then_bias, prescaled_bias };
 enum class QuantDynInputProj { whole_sequence, per_step };
 
 // CUDA execution (resolved into cuda::CudaExecParams by engine/cuda/device_net.cpp).
-enum class Autocast { off, bfloat16, float16 };
-enum class LossScale { none, dynamic };  // GradScaler / LossScaleOptimizer's dynamic rule  // torch.autocast's op classes in a 16-bit format
+enum class Autocast { off, bfloat16, float16 };  // torch.autocast's op classes in a 16-bit format
+enum class LossScale { none, dynamic };          // GradScaler / LossScaleOptimizer's dynamic rule
 enum class CudaKernels { own, vendor };          // driftlab's CUDA kernels | cuBLAS + cuDNN
 enum class AlgoSearch { heuristic, exhaustive };  // cuDNN algorithm choice
 // cuDNN's RNN algorithm: always CUDNN_RNN_ALGO_STANDARD (TensorFlow), or PyTorch's get_algo rule

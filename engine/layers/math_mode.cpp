@@ -85,15 +85,10 @@ Tensor math_operand(const Tensor& t, const MathSpec& m) {
   return r;
 }
 
-Tensor math_bias(const Tensor& t, const MathSpec& m) {
-  if (m.mode != MathMode::bfloat16 && m.mode != MathMode::float16) return t;
-  Tensor r = t.clone();
-  math_result(r, m);
-  return r;
-}
+Tensor math_bias(const Tensor& t, const MathSpec& m) { return rounded_to(t, m.mode); }
 
 void math_result(Tensor& t, const MathSpec& m) {
-  if (m.mode != MathMode::bfloat16 && m.mode != MathMode::float16) return;
+  if (!reduced_format(m.mode)) return;
   check(t.dtype() == DType::f32, "math mode ", m.str(), ": a float32 tensor is needed, got ", dtype_name(t.dtype()));
   float* d = elements(t);
   for (int64_t i = 0; i < t.numel(); ++i) d[i] = round_result(d[i], m.mode);

@@ -17,7 +17,8 @@ void* open_library() {
   // its headers against (DRIFTLAB_CUBLAS_PATH, CMakeLists.txt).
   const std::string soname = "libcublas.so." DRIFTLAB_CUBLAS_MAJOR;
   if (void* h = dlopen(soname.c_str(), RTLD_NOW | RTLD_LOCAL)) return h;
-  const std::string first = dlerror() ? std::string(dlerror()) : std::string();
+  const char* why = dlerror();  // dlerror() clears the error it returns: read it once
+  const std::string first = why ? why : "";
   if (void* h = dlopen(DRIFTLAB_CUBLAS_PATH, RTLD_NOW | RTLD_LOCAL)) return h;
   const char* second = dlerror();
   fail("cuda: cannot open cuBLAS: ", soname, " (", first, "), ", DRIFTLAB_CUBLAS_PATH, " (", second ? second : "",
