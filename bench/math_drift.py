@@ -29,7 +29,9 @@ MODES = [("float32", "torch"),
          ("float16", "torch,math_conv=float16,math_matmul=float16"),
          ("autocast bfloat16", "torch,autocast=bfloat16"),
          ("autocast float16", "torch,autocast=float16"),
-         ("autocast float16, dynamic loss scale", "torch,autocast=float16,loss_scale=dynamic")]
+         ("autocast float16, dynamic loss scale", "torch,autocast=float16,loss_scale=dynamic"),
+         ("autocast float16, bias rounded twice",
+          "torch,autocast=float16,conv_bias_rounding=twice,matmul_bias_rounding=twice")]
 MODELS = [("lenet5", "fashion-mnist", 64), ("resnet20", "synthetic-cifar10", 128)]
 
 

@@ -88,6 +88,9 @@ TrainRunHooks train_hooks(ProgressBar& bar) {
     std::cerr << "epoch " << st.epoch << ": train loss " << fmt(st.train_loss, 4) << " acc " << fmt(st.train_acc, 4)
               << " | val loss " << fmt(st.val_loss, 4) << " acc " << fmt(st.val_acc, 4) << " | "
               << fmt(st.seconds, 2) << " s (" << fmt(st.images_per_s, 0) << " img/s)\n";
+    if (st.overflow_steps > 0)
+      std::cerr << "epoch " << st.epoch << ": loss scaling skipped " << st.overflow_steps
+                << " overflowing step(s); scale now " << st.loss_scale << "\n";
     if (st.skipped_steps > 0)
       std::cerr << "epoch " << st.epoch << ": skipped " << st.skipped_steps << " non-finite step(s); first: "
                 << st.first_skip << "\n";

@@ -11,6 +11,7 @@
 #include "quant/ptq.h"
 #include "quant/report.h"
 #include "engine/layers/flatten_layer.h"
+#include "engine/knob_gates.h"
 #include "engine/layers/math_mode.h"
 
 namespace driftlab {
@@ -282,6 +283,10 @@ Attribution attribute(const Model& weights, const Policy& from, const Policy& to
   a.from_accuracy = of.accuracy;
   a.to_accuracy = ot.accuracy;
   auto knobs = diff(from, to);
+  // A knob inert under both policies (engine/knob_gates.h) changes nothing by construction.
+  knobs.erase(std::remove_if(knobs.begin(), knobs.end(),
+                             [&](const KnobDiff& k) { return knob_inert(k.knob, from) && knob_inert(k.knob, to); }),
+              knobs.end());
   if (opt.calib)  // quant_scheme only labels the group: its knobs are flipped one by one instead
     knobs.erase(std::remove_if(knobs.begin(), knobs.end(), [](const KnobDiff& k) { return k.knob == "quant_scheme"; }),
                 knobs.end());

@@ -222,6 +222,32 @@ std::string ex_acc_order() {
   return os.str();
 }
 
+// One output unit under policy p: a convolution over c channels with a k x k kernel on a k x k
+// input, or a dense unit of the same c*k*k inputs (one product per input either way), seed 1;
+// and its (zero) input of one sample.
+namespace {
+struct OneUnit {
+  std::unique_ptr<Layer> layer;
+  Tensor x;
+};
+OneUnit one_unit(const Policy& p, bool conv, int64_t c, int64_t k, bool bias) {
+  Rng rng(p.rng_engine, 1);
+  OneUnit u;
+  if (conv) {
+    Conv2dSpec cs;
+    cs.out_channels = 1;
+    cs.kernel_h = cs.kernel_w = k;
+    cs.bias = bias;
+    u.layer = std::make_unique<Conv2dLayer>(cs, Shape{c, k, k}, p, rng);
+    u.x = Tensor({1, c, k, k}, DType::f32);
+  } else {
+    u.layer = std::make_unique<DenseLayer>(1, Shape{c * k * k}, p, rng, bias);
+    u.x = Tensor({1, c * k * k}, DType::f32);
+  }
+  return u;
+}
+}  // namespace
+
 // The math modes: one output of 256 float32 products (x_i = sin(i + 1), w_i = cos(i) / 8, no
 // bias), a dense unit for math_matmul and tf32_rounding, a 4x4 convolution over 16 channels for
 // math_conv, under each value against the float64 sum; for tf32_rounding also the three rules on
@@ -231,21 +257,9 @@ std::string ex_math(const std::string& knob) {
   os << std::setprecision(9);
   const bool conv = knob == "math_conv";
   auto output = [conv](const std::string& spec) {
-    const Policy p = Policy::parse(spec);
-    Rng rng(p.rng_engine, 1);
-    std::unique_ptr<Layer> l;
-    Tensor x;
-    if (conv) {
-      Conv2dSpec cs;
-      cs.out_channels = 1;
-      cs.kernel_h = cs.kernel_w = 4;
-      cs.bias = false;
-      l = std::make_unique<Conv2dLayer>(cs, Shape{16, 4, 4}, p, rng);
-      x = Tensor({1, 16, 4, 4}, DType::f32);
-    } else {
-      l = std::make_unique<DenseLayer>(1, Shape{256}, p, rng, false);
-      x = Tensor({1, 256}, DType::f32);
-    }
+    OneUnit u = one_unit(Policy::parse(spec), conv, 16, 4, false);
+    std::unique_ptr<Layer>& l = u.layer;
+    Tensor& x = u.x;
     Tensor& w = l->params()[0]->value;  // 256 values either way, in the order of x's
     for (int i = 0; i < 256; ++i) {
       x.data<float>()[i] = static_cast<float>(std::sin(i + 1.0));
@@ -273,6 +287,52 @@ std::string ex_math(const std::string& knob) {
   for (const std::string& spec : specs) {
     const double y = output(spec);
     os << "  " << spec << " -> " << y << " (error " << y - exact << ")\n";
+  }
+  return os.str();
+}
+
+// math_rnn: an LSTM (16 features, 32 units, seed 1) over 8 steps of x = sin(i) / 2: its last state
+// under float32 and tf32 against the same layer (the float32 weights) computed in float64.
+std::string ex_math_rnn() {
+  std::ostringstream os;
+  os << std::setprecision(9);
+  const Policy p32 = Policy::torch();
+  Rng rng(p32.rng_engine, 1);
+  RnnSpec s;
+  s.units = 32;
+  LstmLayer weights(s, Shape{8, 16}, p32, rng);
+  auto last_state = [&](const std::string& spec) {
+    const Policy p = Policy::parse(spec);
+    Rng unused(p.rng_engine, 1);
+    LstmLayer l(s, Shape{8, 16}, p, unused);
+    const DType dt = p.dtype == FloatType::float64 ? DType::f64 : DType::f32;
+    auto dst = l.params();
+    auto src = weights.params();
+    for (std::size_t i = 0; i < dst.size(); ++i)
+      for (int64_t j = 0; j < dst[i]->value.numel(); ++j) {
+        if (dt == DType::f64) dst[i]->value.data<double>()[j] = src[i]->value.data<float>()[j];
+        else dst[i]->value.data<float>()[j] = src[i]->value.data<float>()[j];
+      }
+    Tensor x({1, 8, 16}, dt);
+    for (int64_t i = 0; i < x.numel(); ++i) {
+      const float v = static_cast<float>(std::sin(i) / 2);
+      if (dt == DType::f64) x.data<double>()[i] = v;
+      else x.data<float>()[i] = v;
+    }
+    ExecContext exec;
+    RunContext ctx = RunContext::inference(exec);
+    const Tensor h = l.forward(ctx, x);
+    std::vector<double> v;
+    for (int64_t j = 0; j < h.numel(); ++j) v.push_back(h.at(j));
+    return v;
+  };
+  const std::vector<double> ref = last_state("torch,dtype=float64");
+  os << "  an LSTM of 32 units over 8 steps; its last state's largest difference from float64:\n";
+  for (const std::string& v : knob_info("math_rnn").values) {
+    const std::vector<double> h = last_state("torch,math_rnn=" + v);
+    double worst = 0;
+    for (std::size_t j = 0; j < h.size(); ++j) worst = std::max(worst, std::abs(h[j] - ref[j]));
+    os << "  torch,math_rnn=" << v << " -> " << worst << "\n";
   }
   return os.str();
 }
@@ -327,12 +387,17 @@ std::string ex_loss_scale(const std::string& knob) {
   os << "  a float16 gradient of " << g << ": held as " << round_to_fp16(static_cast<float>(g)) << "; scaled by "
      << scale << " it is held as " << round_to_fp16(static_cast<float>(g) * scale) << ", unscaled "
      << round_to_fp16(static_cast<float>(g) * scale) / scale << "\n";
-  const std::vector<int> overflow = {1, 1, 0, 0, 0, 0, 0, 1, 0, 0, 0, 0, 0};
+  std::vector<int> overflow = {1, 1, 0, 0, 0, 0, 0, 1, 0, 0, 0, 0, 0};
+  if (knob == "loss_scale_min") overflow = {1, 1, 1, 1, 0, 0, 0};
   os << "  steps overflowing:";
   for (int f : overflow) os << " " << (f ? "x" : ".");
   os << "\n";
   std::vector<std::string> specs;
-  if (knob == "loss_scale") specs = {"torch", "torch,loss_scale=dynamic"};
+  if (knob == "loss_scale") specs = {"torch", "torch,loss_scale=static", "torch,loss_scale=dynamic"};
+  if (knob == "loss_scale_min")
+    specs = {"torch,loss_scale=dynamic,loss_scale_init=4", "torch,loss_scale=dynamic,loss_scale_init=4,loss_scale_min=1"};
+  if (knob == "loss_scale_skipped_step")
+    specs = {"torch,loss_scale=dynamic", "torch,loss_scale=dynamic,loss_scale_skipped_step=counted"};
   if (knob == "loss_scale_init") specs = {"torch,loss_scale=dynamic", "tensorflow,loss_scale=dynamic"};
   if (knob == "loss_scale_growth_interval")
     specs = {"torch,loss_scale=dynamic", "torch,loss_scale=dynamic,loss_scale_growth_interval=4"};
@@ -343,15 +408,51 @@ std::string ex_loss_scale(const std::string& knob) {
       os << " every step taken, the gradient as computed (the small one above: 0)\n";
       continue;
     }
+    if (p.loss_scale == LossScale::fixed) {
+      os << " the scale stays " << p.loss_scale_init << "; every step taken (an overflow is a non-finite step:"
+         << " --on-nonfinite)\n";
+      continue;
+    }
     DynamicLossScale s;
     s.scale = static_cast<float>(p.loss_scale_init);
+    s.min_scale = static_cast<float>(p.loss_scale_min);
     s.growth_interval = static_cast<int64_t>(p.loss_scale_growth_interval);
+    std::ostringstream adam_t;
+    int64_t taken = 0, counted = 0;
     os << " scale before each step";
     for (int f : overflow) {
       os << " " << s.scale;
-      s.update(f != 0);
+      if (s.update(f != 0)) adam_t << " " << ++taken + counted;
+      else if (p.loss_scale_skipped_step == SkippedStep::counted) ++counted;
     }
     os << "\n";
+    if (knob == "loss_scale_skipped_step") os << "    Adam's t at each step taken:" << adam_t.str() << "\n";
+  }
+  return os.str();
+}
+
+// Bias rounding: one float16 dense unit whose product is 1 + 0.4 * 2^-10 (inputs 1 and 0.0004,
+// weights 1) and whose bias is 2^-12, under each value: once rounds 1 + 0.65 * 2^-10 up, twice
+// rounds the product down to 1 first and 1 + 2^-12 down again.
+std::string ex_bias_rounding(const std::string& knob) {
+  std::ostringstream os;
+  os << std::setprecision(9);
+  const bool conv = knob == "conv_bias_rounding";
+  os << "  one " << (conv ? "1x1 convolution output" : "dense unit")
+     << " under autocast=float16 (float16 step at 1: 2^-10 = 0.0009765625): inputs 1 and 0.0004,"
+     << " weights 1, bias 2^-12\n";
+  for (const std::string& v : knob_info(knob).values) {
+    OneUnit u = one_unit(Policy::parse("torch,autocast=float16," + knob + "=" + v), conv, 2, 1, true);
+    std::unique_ptr<Layer>& l = u.layer;
+    Tensor& x = u.x;
+    x.data<float>()[0] = 1.0f;
+    x.data<float>()[1] = 0.0004f;
+    l->params()[0]->value.data<float>()[0] = l->params()[0]->value.data<float>()[1] = 1.0f;
+    l->params()[1]->value.data<float>()[0] = std::ldexp(1.0f, -12);
+    ExecContext exec;
+    RunContext ctx = RunContext::inference(exec);
+    const float y = l->forward(ctx, x).data<float>()[0];
+    os << "  torch,autocast=float16," << knob << "=" << v << " -> " << y << "\n";
   }
   return os.str();
 }

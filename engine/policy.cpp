@@ -647,11 +647,37 @@ const std::vector<KnobRow>& rows() {
          "float32 (on the CPU; TF >= 2.4 on an Ampere+ GPU: tf32)", "float32",
          "float32 (torch.backends.cuda.matmul.allow_tf32 = False since 1.12)",
          "tensorflow/python/framework/config.py@2.4; torch/backends/cuda/__init__.py; torch/amp/autocast_mode.py"}));
+    r.push_back(enum_knob(&Policy::math_rnn,
+        {"math_rnn", "numerics", {"float32", "tf32"},
+         "math mode of the LSTM / GRU gate products (the GEMMs of x W_ih^T and h W_hh^T per step, and of "
+         "their gradients): operands rounded to TF32, float32 accumulation, the cell's elementwise math "
+         "float32; emulated on the CPU by the reference rnn kernel (bfloat16 / float16: not built)",
+         "float32 (on the CPU; TF >= 2.4 on an Ampere+ GPU: tf32, cuDNN's RNN with tensor-op math)", "float32",
+         "float32 (on the CPU; on a GPU cudnn.allow_tf32 = True lets cuDNN's RNN use TF32: tf32_conv)",
+         "aten/src/ATen/native/cudnn/RNN.cpp (RNNDescriptorParams::descriptor passes allowTF32CuDNN); "
+         "aten/src/ATen/cudnn/Descriptors.h (RNNDescriptor::set math type); "
+         "tensorflow/stream_executor/cuda/cuda_dnn.cc (IsTensorMathEnabled: float needs TF32 enabled)"}));
     r.push_back(enum_knob(&Policy::tf32_rounding,
         {"tf32_rounding", "numerics", {"nearest_even", "nearest_away", "truncate"},
          "how math_conv / math_matmul = tf32 round an operand to TF32's 10 mantissa bits",
          "nearest_even (cuBLAS, measured on an H200)", "nearest_even", "nearest_even (cuBLAS, measured on an H200)",
          "docs/REDUCED_PRECISION.md (cuBLAS: nearest_even; cuDNN: per kernel); PTX ISA cvt.rna.tf32.f32"}));
+    r.push_back(enum_knob(&Policy::conv_bias_rounding,
+        {"conv_bias_rounding", "numerics", {"once", "twice"},
+         "under a bfloat16 / float16 convolution (math_conv or autocast): once = the bias added to the "
+         "float32 accumulator and the sum rounded to the format once; twice = the convolution's result "
+         "rounded, then the (rounded) bias added and the sum rounded again",
+         "twice (tf.nn.bias_add on the float16 convolution under a mixed policy)", "twice (as tensorflow)",
+         "once (on the CPU: oneDNN adds the bias in the primitive; on CUDA cuDNN's result then "
+         "output.add_(bias): twice, the torch_gpu variant)",
+         "aten/src/ATen/native/Convolution.cpp@v1.13.0 (_convolution: ConvBackend::Cudnn then output.add_); "
+         "keras/layers/convolutional.py Conv.call (tf.nn.bias_add)"}));
+    r.push_back(enum_knob(&Policy::matmul_bias_rounding,
+        {"matmul_bias_rounding", "numerics", {"once", "twice"},
+         "under a bfloat16 / float16 dense layer (math_matmul or autocast): as conv_bias_rounding",
+         "twice (tf.matmul then tf.nn.bias_add, both float16 under a mixed policy)", "twice (as tensorflow)",
+         "once (F.linear is addmm: the bias enters the GEMM's float32 sum, CPU and cuBLAS)",
+         "aten/src/ATen/native/Linear.cpp@v1.13.0 (addmm); keras/layers/core/dense.py Dense.call"}));
     r.push_back(enum_knob(&Policy::autocast,
         {"autocast", "numerics", {"off", "bfloat16", "float16"},
          "mixed precision as torch.autocast runs it, emulated on the CPU: convolutions and dense layers "
@@ -662,12 +688,15 @@ const std::vector<KnobRow>& rows() {
          "off (torch.autocast(device_type='cpu') defaults to bfloat16, 'cuda' to float16)",
          "aten/src/ATen/autocast_mode.cpp@v1.13.0 (lower_precision_fp and fp32 lists); torch/amp/autocast_mode.py"}));
     r.push_back(enum_knob(&Policy::loss_scale,
-        {"loss_scale", "numerics", {"none", "dynamic"},
-         "loss scaling in training: none, or the dynamic rule (the loss gradient times the scale, the "
-         "gradients divided by it before the optimizer; a step with an inf/NaN gradient is skipped and the "
-         "scale halved; after loss_scale_growth_interval finite steps it doubles)",
-         "none (Keras LossScaleOptimizer, dynamic: the same rule, initial scale 2^15)", "none",
-         "none (torch.cuda.amp.GradScaler: the dynamic rule, init_scale 2^16)",
+        {"loss_scale", "numerics", {"none", "static", "dynamic"},
+         "loss scaling in training: none; static (the loss gradient times loss_scale_init, the gradients "
+         "divided by it before the optimizer, nothing skipped); or the dynamic rule (as static, but a step "
+         "with an inf/NaN gradient is skipped and the scale halved, down to loss_scale_min; after "
+         "loss_scale_growth_interval finite steps it doubles)",
+         "none (Keras LossScaleOptimizer: dynamic=True the dynamic rule, initial scale 2^15; "
+         "dynamic=False static)", "none",
+         "none (torch.cuda.amp.GradScaler: the dynamic rule, init_scale 2^16; static: the loss multiplied "
+         "by hand)",
          "torch/cuda/amp/grad_scaler.py@v1.13.0; aten/src/ATen/native/cuda/AmpKernels.cu; "
          "keras/mixed_precision/loss_scale_optimizer.py"}));
     r.push_back({{"loss_scale_init", "numerics", {}, "the dynamic loss scale's initial value",
@@ -679,6 +708,22 @@ const std::vector<KnobRow>& rows() {
                   "2000 (dynamic_growth_steps)", "2000", "2000 (growth_interval)",
                   "torch/cuda/amp/grad_scaler.py@v1.13.0; keras/mixed_precision/loss_scale_optimizer.py"},
                  double_accessor(&Policy::loss_scale_growth_interval, "loss_scale_growth_interval", 0.0, 1e12)});
+    r.push_back({{"loss_scale_min", "numerics", {},
+                  "the floor of the dynamic loss scale's backoff (0: none)",
+                  "1 (tf.maximum(current_loss_scale / multiplier, 1))", "1 (as tensorflow)",
+                  "0 (GradScaler multiplies by backoff_factor with no floor)",
+                  "keras/mixed_precision/loss_scale_optimizer.py _DynamicLossScaleState.update; "
+                  "aten/src/ATen/native/cuda/AmpKernels.cu"},
+                 double_accessor(&Policy::loss_scale_min, "loss_scale_min", 0.0, 3.4e38)});
+    r.push_back(enum_knob(&Policy::loss_scale_skipped_step,
+        {"loss_scale_skipped_step", "numerics", {"idle", "counted"},
+         "what a step the dynamic loss scale skips does to the optimizer: idle (its step count stays: "
+         "Adam's bias correction does not move) or counted (the step count advances, the moments stay); "
+         "the rate schedule moves either way",
+         "counted (do_not_apply_fn: optimizer.iterations.assign_add(1))", "counted (as tensorflow)",
+         "idle (GradScaler.step does not call optimizer.step(); scheduler.step() is the loop's)",
+         "keras/mixed_precision/loss_scale_optimizer.py _apply_gradients_cross_replica; "
+         "torch/cuda/amp/grad_scaler.py@v1.13.0 step"}));
     r.push_back(enum_knob(&Policy::cuda_kernels,
         {"cuda_kernels", "cuda", {"own", "vendor"},
          "--device cuda: driftlab's own CUDA kernels, or cuBLAS gemm + cuDNN conv/pool/BatchNorm/softmax",

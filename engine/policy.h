@@ -131,7 +131,9 @@ enum class QuantDynInputProj { whole_sequence, per_step };
 
 // CUDA execution (resolved into cuda::CudaExecParams by engine/cuda/device_net.cpp).
 enum class Autocast { off, bfloat16, float16 };  // torch.autocast's op classes in a 16-bit format
-enum class LossScale { none, dynamic };          // GradScaler / LossScaleOptimizer's dynamic rule
+enum class LossScale { none, fixed, dynamic };   // knob values none | static | dynamic (GradScaler / LossScaleOptimizer)
+enum class SkippedStep { idle, counted };        // a skipped step: optimizer untouched | its step count advances (Keras)
+enum class BiasRounding { once, twice };         // a 16-bit op's bias: added before the result's rounding | after it
 enum class CudaKernels { own, vendor };          // driftlab's CUDA kernels | cuBLAS + cuDNN
 enum class AlgoSearch { heuristic, exhaustive };  // cuDNN algorithm choice
 // cuDNN's RNN algorithm: always CUDNN_RNN_ALGO_STANDARD (TensorFlow), or PyTorch's get_algo rule
@@ -246,16 +248,25 @@ struct Policy {
   // (engine/layers/math_mode.h): every CPU preset computes in float32.
   MathMode math_conv = MathMode::float32;    // float32 | tf32 | bfloat16 | float16
   MathMode math_matmul = MathMode::float32;  // dense layers' matmuls, the same values
+  MathMode math_rnn = MathMode::float32;     // LSTM / GRU gate products: float32 | tf32
   Rounding tf32_rounding = Rounding::nearest_even;  // how an operand becomes TF32 (cuBLAS: nearest_even)
+  // Under a bfloat16 / float16 mode, where the bias enters: once (added to the float32 accumulator,
+  // the sum rounded once: oneDNN's conv and linear with bias, cuBLAS addmm) or twice (the product
+  // rounded, then the bias added in the format: PyTorch's cuDNN conv then add_, Keras's bias_add).
+  BiasRounding conv_bias_rounding = BiasRounding::once;
+  BiasRounding matmul_bias_rounding = BiasRounding::once;
   // Autocast emulated on the CPU (engine/layers/math_mode.h): convolutions and dense layers in the
   // format, the other layers in their input's format, the loss in float32. Every preset: off.
   Autocast autocast = Autocast::off;
   // Loss scaling of mixed-precision training (core/ops/loss_scale.h; the CPU runner): the loss
   // gradient times the scale, the parameter gradients divided by it, a step with an inf or NaN
-  // gradient skipped and the scale backed off. Every preset: none.
+  // gradient skipped and the scale backed off (dynamic; static: a fixed scale, nothing skipped).
+  // Every preset: none.
   LossScale loss_scale = LossScale::none;
   double loss_scale_init = 65536;            // GradScaler's init_scale 2^16 (Keras: 2^15)
   double loss_scale_growth_interval = 2000;  // finite steps before the scale doubles (both)
+  double loss_scale_min = 0;                 // the backoff's floor (GradScaler: none; Keras: 1)
+  SkippedStep loss_scale_skipped_step = SkippedStep::idle;  // GradScaler: idle; Keras: counted
   // --- CUDA (--device cuda) ---
   CudaKernels cuda_kernels = CudaKernels::vendor;   // frameworks call cuBLAS/cuDNN
   bool tf32_matmul = false;                         // torch.backends.cuda.matmul.allow_tf32 (False since 1.12)

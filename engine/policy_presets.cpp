@@ -22,7 +22,13 @@ Policy Policy::tensorflow() {
   p.init_weight = WeightInit::glorot_uniform;
   p.init_bias = BiasInit::zeros;
   p.embedding_init = EmbeddingInit::uniform_0p05;
-  p.loss_scale_init = 32768;  // Keras LossScaleOptimizer's initial_scale (used only with loss_scale=dynamic)
+  // Keras's LossScaleOptimizer (used only with loss_scale=dynamic): initial_scale, the backoff's
+  // floor of 1, a skipped step counted in the optimizer's iterations.
+  p.loss_scale_init = 32768;
+  p.loss_scale_min = 1;
+  p.loss_scale_skipped_step = SkippedStep::counted;
+  // A mixed policy's Conv2D and Dense add the bias with tf.nn.bias_add after the float16 op.
+  p.conv_bias_rounding = p.matmul_bias_rounding = BiasRounding::twice;
   p.model_conv_padding = ModelConvPadding::same;
   p.relu_grad_at_zero = 0.0;
   p.relu_grad_at_nan = ReluNanGrad::nan;
@@ -236,13 +242,14 @@ Policy Policy::preset_named(const std::string& name) {
   if (name == "theano") return theano();
   if (name == "torch_gpu") {
     Policy p = torch();
-    p.math_conv = MathMode::tf32;
+    p.math_conv = p.math_rnn = MathMode::tf32;  // cudnn.allow_tf32 covers cuDNN's RNN too
     p.tf32_conv = true;
+    p.conv_bias_rounding = BiasRounding::twice;  // cuDNN's convolution, then output.add_(bias)
     return p;
   }
   if (name == "tensorflow_gpu") {
     Policy p = tensorflow();
-    p.math_conv = p.math_matmul = MathMode::tf32;
+    p.math_conv = p.math_matmul = p.math_rnn = MathMode::tf32;
     p.tf32_conv = p.tf32_matmul = true;
     return p;
   }

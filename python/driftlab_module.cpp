@@ -156,6 +156,8 @@ py::dict epoch_dict(const EpochStats& e) {
   d["seconds"] = e.seconds;
   d["images_per_s"] = e.images_per_s;
   d["skipped_steps"] = e.skipped_steps;
+  d["overflow_steps"] = e.overflow_steps;
+  d["loss_scale"] = e.loss_scale;
   if (!e.step_losses.empty()) d["step_losses"] = e.step_losses;
   return d;
 }

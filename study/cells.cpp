@@ -109,6 +109,8 @@ CellOutput train_cell(const Plan& p, const Cell& c, const std::string& dir, Data
     ej["val_acc"] = e.val_acc;
     ej["lr"] = e.lr;
     ej["skipped_steps"] = e.skipped_steps;
+    ej["overflow_steps"] = e.overflow_steps;
+    ej["loss_scale"] = e.loss_scale;
     if (!e.step_losses.empty()) ej["step_losses"] = e.step_losses;
     epochs.push_back(ej);
     times.push_back({{"epoch", e.epoch}, {"seconds", e.seconds}, {"images_per_s", e.images_per_s}});

@@ -7,6 +7,7 @@
 #include <sstream>
 
 #include "core/error.h"
+#include "engine/knob_gates.h"
 #include "engine/policy.h"
 #include "models/models.h"
 #include "study/kinds.h"
@@ -59,8 +60,9 @@ std::vector<std::string> relevant_knobs(const std::string& model, const std::str
     const std::string& k = d.knob;
     const std::string& group = knob_info(k).group;
     if (group == "quant") continue;                         // int8 knobs act on quantization, not training
+    if (knob_inert(k, pa) && knob_inert(k, pb)) continue;   // its mechanism is off on both sides
     if (group == "cuda" && device != "cuda") continue;
-    const bool rnn_knob = group == "recurrent" || starts(k, "hard_sigmoid") || starts(k, "rnn_") ||
+    const bool rnn_knob = group == "recurrent" || k == "math_rnn" || starts(k, "hard_sigmoid") || starts(k, "rnn_") ||
                           starts(k, "lstm_") || starts(k, "gru_");
     if (rnn_knob && !recurrent) continue;
     if (group == "batchnorm" && !has_bn) continue;

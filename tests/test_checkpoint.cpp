@@ -35,6 +35,8 @@ void expect_same_stats(const EpochStats& a, const EpochStats& b) {
     EXPECT_TRUE(same_bits(x, y)) << x << " vs " << y;
   EXPECT_EQ(a.skipped_steps, b.skipped_steps);
   EXPECT_EQ(a.first_skip, b.first_skip);
+  EXPECT_EQ(a.overflow_steps, b.overflow_steps);
+  EXPECT_TRUE(same_bits(a.loss_scale, b.loss_scale));
   ASSERT_EQ(a.step_losses.size(), b.step_losses.size());
   for (std::size_t i = 0; i < a.step_losses.size(); ++i) EXPECT_TRUE(same_bits(a.step_losses[i], b.step_losses[i]));
   EXPECT_EQ(a.order_hash, b.order_hash);
@@ -93,6 +95,7 @@ Checkpoint sample_checkpoint() {
   c.state.dropout_rng = r.state();
   c.state.schedule = {0.0625, 2, 41, std::numeric_limits<double>::infinity(), 3, 1};
   c.state.optim.steps = 40;
+  c.state.optim.skipped = 3;
   c.state.optim.power1 = std::pow(0.85, 40);
   c.state.optim.power2 = -0.0;
   c.state.optim.slot0 = {counting({2, 1, 3, 3}, DType::f32, 0.5), counting({2}, DType::f64, -2)};
@@ -108,6 +111,8 @@ Checkpoint sample_checkpoint() {
   p.stats.epoch = 3;
   p.stats.skipped_steps = 1;
   p.stats.first_skip = "loss is nan";
+  p.stats.overflow_steps = 2;
+  p.stats.loss_scale = 16384;
   p.stats.lr = 0.0625;
   p.stats.step_losses = {std::numeric_limits<double>::quiet_NaN(), 2.5};
   p.stats.order_hash = ~uint64_t{0};
@@ -162,6 +167,7 @@ TEST(Checkpoint, RoundTripKeepsEveryField) {
   EXPECT_EQ(s.schedule.bad, t.schedule.bad);
   EXPECT_EQ(s.schedule.cooldown, t.schedule.cooldown);
   EXPECT_EQ(s.optim.steps, t.optim.steps);
+  EXPECT_EQ(s.optim.skipped, t.optim.skipped);
   EXPECT_TRUE(same_bits(s.optim.power1, t.optim.power1));
   EXPECT_TRUE(same_bits(s.optim.power2, -0.0));
   ASSERT_EQ(s.optim.slot0.size(), 2u);

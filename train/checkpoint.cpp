@@ -79,7 +79,8 @@ json epoch_stats_json(const EpochStats& e) {
   return {{"epoch", e.epoch},          {"train_loss", dbl(e.train_loss)}, {"train_acc", dbl(e.train_acc)},
           {"val_loss", dbl(e.val_loss)}, {"val_acc", dbl(e.val_acc)},     {"seconds", dbl(e.seconds)},
           {"images_per_s", dbl(e.images_per_s)}, {"skipped_steps", e.skipped_steps},
-          {"first_skip", e.first_skip}, {"lr", dbl(e.lr)}, {"step_losses", losses}, {"order_hash", e.order_hash}};
+          {"first_skip", e.first_skip}, {"overflow_steps", e.overflow_steps}, {"loss_scale", dbl(e.loss_scale)},
+          {"lr", dbl(e.lr)}, {"step_losses", losses}, {"order_hash", e.order_hash}};
 }
 
 EpochStats epoch_stats_from(const Reader& r, const json& j, const std::string& w) {
@@ -93,6 +94,10 @@ EpochStats epoch_stats_from(const Reader& r, const json& j, const std::string& w
   e.images_per_s = r.number(j, "images_per_s", w);
   e.skipped_steps = r.integer(j, "skipped_steps", w);
   e.first_skip = r.string(j, "first_skip", w);
+  if (j.is_object() && j.contains("overflow_steps")) {  // absent in checkpoints written before loss scaling's counts
+    e.overflow_steps = r.integer(j, "overflow_steps", w);
+    e.loss_scale = r.number(j, "loss_scale", w);
+  }
   e.lr = r.number(j, "lr", w);
   const json& losses = r.array(j, "step_losses", w);
   for (std::size_t i = 0; i < losses.size(); ++i)
@@ -231,7 +236,7 @@ std::string checkpoint_bytes(const Checkpoint& c) {
          {{"lr", dbl(s.schedule.lr)}, {"epochs", s.schedule.epochs}, {"steps", s.schedule.steps},
           {"best", dbl(s.schedule.best)}, {"bad", s.schedule.bad}, {"cooldown", s.schedule.cooldown}}},
         {"loss_scale", {{"scale", dbl(s.loss_scale)}, {"finite_steps", s.loss_scale_finite_steps}}},
-        {"optim", {{"steps", s.optim.steps}, {"power1", dbl(s.optim.power1)}, {"power2", dbl(s.optim.power2)},
+        {"optim", {{"steps", s.optim.steps}, {"skipped", s.optim.skipped}, {"power1", dbl(s.optim.power1)}, {"power2", dbl(s.optim.power2)},
                    {"slots", s.optim.slot0.size()}}},
         {"progress",
          {{"active", p.active}, {"next_batch", p.next_batch}, {"loss_sum", dbl(p.loss_sum)},
@@ -286,6 +291,8 @@ Checkpoint read_checkpoint(std::istream& in, const std::string& path) {
   }
   const json& op = r.at(st, "optim", "state.");
   s.optim.steps = r.integer(op, "steps", "state.optim.");
+  if (op.is_object() && op.contains("skipped"))  // absent in checkpoints written before counted skipped steps
+    s.optim.skipped = r.integer(op, "skipped", "state.optim.");
   s.optim.power1 = r.number(op, "power1", "state.optim.");
   s.optim.power2 = r.number(op, "power2", "state.optim.");
   const int64_t slots = r.integer(op, "slots", "state.optim.");

@@ -29,7 +29,8 @@ namespace {
 json epoch_json(const EpochStats& e) {
   return {{"epoch", e.epoch},           {"train_loss", e.train_loss}, {"train_acc", e.train_acc},
           {"val_loss", e.val_loss},     {"val_acc", e.val_acc},       {"seconds", e.seconds},
-          {"images_per_s", e.images_per_s}, {"skipped_steps", e.skipped_steps}, {"lr", e.lr}};
+          {"images_per_s", e.images_per_s}, {"skipped_steps", e.skipped_steps}, {"lr", e.lr},
+          {"overflow_steps", e.overflow_steps}, {"loss_scale", e.loss_scale}};
 }
 
 }  // namespace
@@ -299,12 +300,14 @@ TrainRunResult train_from(const TrainRunSpec& spec, DatasetLoader& loader, const
                 {"stamp", run_stamp(spec.policy, spec.model, spec.data.dataset, spec.train.seed, spec.device)}};
   json eps = json::array();
   std::ostringstream csv;
-  csv << "model,policy,seed,device,epoch,train_loss,train_acc,val_loss,val_acc,seconds,images_per_s\n";
+  csv << "model,policy,seed,device,epoch,train_loss,train_acc,val_loss,val_acc,seconds,images_per_s,"
+         "skipped_steps,overflow_steps,loss_scale\n";
   for (const auto& st : out.epochs) {
     eps.push_back(epoch_json(st));
     csv << spec.model << ",\"" << out.policy << "\"," << spec.train.seed << "," << device << "," << st.epoch << ","
         << std::setprecision(9) << st.train_loss << "," << st.train_acc << "," << st.val_loss << "," << st.val_acc
-        << "," << st.seconds << "," << st.images_per_s << "\n";
+        << "," << st.seconds << "," << st.images_per_s << "," << st.skipped_steps << "," << st.overflow_steps << ","
+        << st.loss_scale << "\n";
   }
   out.report["epochs"] = eps;
   out.report["data_order"] = data_order_json(spec, out.epochs);

@@ -9,10 +9,13 @@
 // the count grows, and when it reaches growth_interval the scale is multiplied by growth_factor
 // (kept only if the product is finite) and the count restarts. Defaults: init_scale 2^16, growth
 // 2, backoff 0.5, interval 2000.
-// Keras's LossScaleOptimizer (dynamic): the same rule with initial_scale 2^15, multiplier 2 and
-// dynamic_growth_steps 2000.
+// Keras's LossScaleOptimizer (keras/mixed_precision/loss_scale_optimizer.py,
+// _DynamicLossScaleState.update): the same rule with initial_scale 2^15, multiplier 2 and
+// dynamic_growth_steps 2000, except that the backoff stops at 1 (tf.maximum(scale / 2, 1)):
+// min_scale 1 (GradScaler: 0, no floor).
 #pragma once
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 
@@ -23,12 +26,13 @@ struct DynamicLossScale {
   float growth_factor = 2.0f;
   float backoff_factor = 0.5f;
   int64_t growth_interval = 2000;
-  int64_t finite_steps = 0;  // PyTorch's growth_tracker
+  float min_scale = 0.0f;    // the backoff's floor
+  int64_t finite_steps = 0;  // PyTorch's growth_tracker, Keras's counter
 
   // After a step's gradients were checked: whether the optimizer step is taken (false: skipped).
   bool update(bool found_nonfinite) {
     if (found_nonfinite) {
-      scale *= backoff_factor;
+      scale = std::max(scale * backoff_factor, min_scale);
       finite_steps = 0;
       return false;
     }

@@ -14,6 +14,9 @@ void check_rnn_params(const RnnParams& p) {
   if (p.gate_act.kind != ActKind::sigmoid && p.gate_act.kind != ActKind::hard_sigmoid)
     fail(op, ": gate activation ", act_name(p.gate_act.kind), " is not sigmoid or hard_sigmoid");
   if (p.peepholes && p.cell != RnnCell::lstm) fail(op, ": peepholes are an LSTM connection");
+  if (p.math != MathMode::float32 && p.math != MathMode::tf32)
+    fail(op, ": math mode ", p.math == MathMode::bfloat16 ? "bfloat16" : "float16",
+         " is not built for recurrent layers (float32 or tf32)");
 }
 
 int64_t rnn_workspace_size(const RnnParams& p) {

@@ -30,6 +30,7 @@
 #include "core/ops/activation.h"
 #include "core/ops/common.h"
 #include "core/ops/gemm.h"
+#include "core/ops/reduced_precision.h"
 
 namespace driftlab {
 
@@ -51,6 +52,14 @@ struct RnnParams {
   // state, whose other states reach the loss only through the recurrence (no (N,T,H) of zeros).
   bool dh_last_step = false;
   SumOrder sum_order = SumOrder::ascending;  // reference kernels only
+  // The math mode of the gate products (float32 or tf32): under tf32 every operand of a product
+  // that a GEMM forms is rounded to TF32 by tf32_rule, float32 accumulation: in the forward x,
+  // W_ih, h_{t-1} (the GRU's r*h_{t-1}) and W_hh; in the backward the gate gradients, the weights,
+  // x and h_{t-1} (r*h_{t-1}) of dx, dh_{t-1}, dW_ih and dW_hh. Bias sums, the cell's elementwise
+  // math and the peepholes stay float32 (cuDNN's RNN runs its GEMMs on tensor cores, the rest in
+  // its own kernels). Kernels that do not say they support it are not picked.
+  MathMode math = MathMode::float32;
+  Rounding tf32_rule = Rounding::nearest_even;
 };
 
 // Throws naming the field when a size is < 1 or the gate activation is not sigmoid/hard_sigmoid.

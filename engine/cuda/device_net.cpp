@@ -111,7 +111,8 @@ cuda::CudaExecParams resolve_cuda_exec(const Policy& policy) {
     bool device_tf32;
   };
   for (const Mode& m : {Mode{"math_conv", policy.math_conv, "tf32_conv", policy.tf32_conv},
-                        Mode{"math_matmul", policy.math_matmul, "tf32_matmul", policy.tf32_matmul}}) {
+                        Mode{"math_matmul", policy.math_matmul, "tf32_matmul", policy.tf32_matmul},
+                        Mode{"math_rnn", policy.math_rnn, "tf32_conv", policy.tf32_conv}}) {
     check(m.mode == MathMode::float32 || m.mode == MathMode::tf32, "cuda: ", m.knob, "=", math_mode_name(m.mode),
           " is emulated on the CPU only (--device cpu); float16 / bfloat16 are not built for the device yet");
     check(m.mode != MathMode::tf32 || m.device_tf32, "cuda: ", m.knob, "=tf32 needs ", m.device_knob,

@@ -121,13 +121,20 @@ Tensor Conv2dLayer::forward(RunContext& ctx, const Tensor& x) {
   // A training step's forward keeps, where the kernel offers it, what its weight gradient would
   // redo (oneDNN: x in the primitive's layout: one activation reorder per layer and step saved).
   // A reduced math mode: the kernel takes rounded operands (the bias in the storage format only)
-  // and its result, bias added, is rounded.
+  // and its result, bias added, is rounded; under bias rounding `twice` the kernel runs without
+  // the bias, its result is rounded, then the bias added and the sum rounded again.
   const Tensor xo = math_operand(x, math_), wo = math_operand(weight_.value, math_);
   const Tensor bo = has_bias_ ? math_bias(bias_.value, math_) : Tensor();
+  const bool bias_after = has_bias_ && math_.bias_after_result();
+  const Tensor* kb_bias = has_bias_ && !bias_after ? &bo : nullptr;
   if (ctx.record && ctx.param_grads && k.forward_keep)
-    k.forward_keep(p_, xo, wo, has_bias_ ? &bo : nullptr, y, &kept_);
+    k.forward_keep(p_, xo, wo, kb_bias, y, &kept_);
   else
-    k.forward(p_, xo, wo, has_bias_ ? &bo : nullptr, y);
+    k.forward(p_, xo, wo, kb_bias, y);
+  if (bias_after) {
+    math_result(y, math_);
+    add_channel_bias(y, bo);
+  }
   math_result(y, math_);
   x_ = ctx.record ? xo : Tensor();
   return y;

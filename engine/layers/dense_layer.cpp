@@ -44,12 +44,14 @@ Tensor DenseLayer::forward(RunContext& ctx, const Tensor& x) {
   p.sum_order = order_;
   const GemmKernel& g = ctx.exec.pick(ctx.exec.kernels.gemm, backend_, p, x.dtype());
   // A reduced math mode (engine/layers/math_mode.h): rounded operands, the bias in the storage
-  // format only, the result (bias added) rounded.
+  // format only, the result (bias added) rounded; under bias rounding `twice` the product is
+  // rounded before the bias is added.
   const Tensor xo = math_operand(x, math_), wo = math_operand(weight_.value, math_);
   const Tensor bo = has_bias_ ? math_bias(bias_.value, math_) : Tensor();
   dispatch_dtype(x.dtype(), [&](auto tag) {
     using T = decltype(tag);
     run_gemm<T>(g, p, xo.data<T>(), wo.data<T>(), y.data<T>());
+    if (has_bias_ && math_.bias_after_result()) math_result(y, math_);
     if (has_bias_) {
       T* yd = y.data<T>();
       const T* b = bo.data<T>();

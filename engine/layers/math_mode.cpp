@@ -1,6 +1,7 @@
 #include "engine/layers/math_mode.h"
 
 #include "core/error.h"
+#include "kernels/cpu/fast/round_fast.h"
 
 namespace driftlab {
 
@@ -27,6 +28,7 @@ std::string MathSpec::str() const {
   std::string s = math_mode_name(mode);
   if (mode == MathMode::tf32) s += std::string(" (") + rounding_name(tf32_rule) + ")";
   if (autocast) s += " (autocast)";
+  if (bias_after_result()) s += " (bias after rounding)";
   return s;
 }
 
@@ -58,8 +60,16 @@ MathMode autocast_format(const Policy& policy) {
   return MathMode::float32;
 }
 
-MathSpec conv_math(const Policy& policy) { return autocast_op(policy, policy.math_conv, "math_conv"); }
-MathSpec matmul_math(const Policy& policy) { return autocast_op(policy, policy.math_matmul, "math_matmul"); }
+MathSpec conv_math(const Policy& policy) {
+  MathSpec m = autocast_op(policy, policy.math_conv, "math_conv");
+  m.bias_twice = policy.conv_bias_rounding == BiasRounding::twice;
+  return m;
+}
+MathSpec matmul_math(const Policy& policy) {
+  MathSpec m = autocast_op(policy, policy.math_matmul, "math_matmul");
+  m.bias_twice = policy.matmul_bias_rounding == BiasRounding::twice;
+  return m;
+}
 
 void round_to_format(Tensor& t, MathMode f) {
   if (reduced_format(f)) math_result(t, MathSpec{f});
@@ -74,14 +84,20 @@ Tensor rounded_to(const Tensor& t, MathMode f) {
 
 namespace {
 float* elements(Tensor& t) { return t.channel_block() ? t.blocked_data<float>() : t.data<float>(); }
+
+// The vector rounding (kernels/cpu/fast/round_fast.h: bit for bit the scalar functions).
+void round_elements(Tensor& t, MathMode m, Rounding tf32_rule) {
+  const RoundFormat f = m == MathMode::tf32 ? RoundFormat::tf32 : m == MathMode::bfloat16 ? RoundFormat::bf16
+                                                                                          : RoundFormat::fp16;
+  round_floats(elements(t), t.numel(), f, m == MathMode::tf32 ? tf32_rule : Rounding::nearest_even);
+}
 }  // namespace
 
 Tensor math_operand(const Tensor& t, const MathSpec& m) {
   if (!m.active()) return t;
   check(t.dtype() == DType::f32, "math mode ", m.str(), ": a float32 tensor is needed, got ", dtype_name(t.dtype()));
   Tensor r = t.clone();
-  float* d = elements(r);
-  for (int64_t i = 0; i < r.numel(); ++i) d[i] = round_operand(d[i], m.mode, m.tf32_rule);
+  round_elements(r, m.mode, m.tf32_rule);
   return r;
 }
 
@@ -90,8 +106,31 @@ Tensor math_bias(const Tensor& t, const MathSpec& m) { return rounded_to(t, m.mo
 void math_result(Tensor& t, const MathSpec& m) {
   if (!reduced_format(m.mode)) return;
   check(t.dtype() == DType::f32, "math mode ", m.str(), ": a float32 tensor is needed, got ", dtype_name(t.dtype()));
-  float* d = elements(t);
-  for (int64_t i = 0; i < t.numel(); ++i) d[i] = round_result(d[i], m.mode);
+  round_elements(t, m.mode, m.tf32_rule);
+}
+
+void add_channel_bias(Tensor& y, const Tensor& bias) {
+  check(y.dtype() == DType::f32 && y.rank() == 4 && bias.numel() == y.dim(1), "add_channel_bias: a float32 (N,C,H,W) "
+        "tensor and C biases are needed, got ", shape_str(y.shape()), " and ", bias.numel());
+  const int64_t n = y.dim(0), c = y.dim(1), hw = y.dim(2) * y.dim(3);
+  const int b = y.channel_block();
+  const float* bd = bias.data<float>();
+  float* d = elements(y);
+  if (b == 0) {
+    for (int64_t i = 0; i < n; ++i)
+      for (int64_t ch = 0; ch < c; ++ch) {
+        float* row = d + (i * c + ch) * hw;
+        for (int64_t j = 0; j < hw; ++j) row[j] += bd[ch];
+      }
+    return;
+  }
+  // (N, C/b, H, W, b): element (i, cb, pixel, lane) is channel cb*b + lane.
+  for (int64_t i = 0; i < n; ++i)
+    for (int64_t cb = 0; cb < c / b; ++cb) {
+      float* blk = d + (i * (c / b) + cb) * hw * b;
+      for (int64_t j = 0; j < hw; ++j)
+        for (int lane = 0; lane < b; ++lane) blk[j * b + lane] += bd[cb * b + lane];
+    }
 }
 
 void math_add_result(Tensor& acc, Tensor& call, const MathSpec& m) {

@@ -25,7 +25,12 @@ struct MathSpec {
   MathMode mode = MathMode::float32;
   Rounding tf32_rule = Rounding::nearest_even;
   bool autocast = false;  // the result stays in the format for the layers after (the autocast knob)
+  // bfloat16 / float16: the bias added after the product's result is rounded, the sum rounded
+  // again (conv_bias_rounding / matmul_bias_rounding = twice); else in the float32 sum, once.
+  bool bias_twice = false;
   bool active() const { return mode != MathMode::float32; }
+  bool bias_after_result() const { return bias_twice && reduced_format_mode(); }
+  bool reduced_format_mode() const { return mode == MathMode::bfloat16 || mode == MathMode::float16; }
   std::string str() const;  // "tf32 (nearest_even)", "bfloat16", ...
 };
 
@@ -52,6 +57,8 @@ Tensor math_operand(const Tensor& t, const MathSpec& m);
 Tensor math_bias(const Tensor& t, const MathSpec& m);
 // Rounds t's elements in place as the op's result (float16 / bfloat16; float32 and tf32 keep it).
 void math_result(Tensor& t, const MathSpec& m);
+// y (N,C,H,W, plain or channel-blocked) += bias[c] on every element of channel c (float32).
+void add_channel_bias(Tensor& y, const Tensor& bias);
 // acc += the result `call` rounded (nothing when `call` is undefined): a gradient computed apart
 // and added to what earlier calls accumulated.
 void math_add_result(Tensor& acc, Tensor& call, const MathSpec& m);

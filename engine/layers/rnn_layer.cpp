@@ -81,6 +81,8 @@ RnnParams resolve_rnn(const Policy& policy, RnnCell cell, int64_t input, int64_t
   p.gru_z_keeps_old = policy.gru_update_convention == GruUpdate::z_keeps_old;
   p.peepholes = cell == RnnCell::lstm && policy.lstm_peepholes == LstmPeepholes::lasagne;
   p.sum_order = policy.acc_order;
+  p.math = policy.math_rnn;
+  p.tf32_rule = policy.tf32_rounding;
   return p;
 }
 
@@ -96,6 +98,8 @@ RnnLayer::RnnLayer(RnnCell cell, const RnnSpec& spec, const Shape& in, const Pol
   check(policy.autocast == Autocast::off, name, ": autocast=", policy.get("autocast"),
         " is not emulated for recurrent layers yet (autocast's lists hold the fused LSTM / GRU cells): "
         "leave autocast=off");
+  check(policy.math_rnn == MathMode::float32 || policy.dtype == FloatType::float32, name, ": math_rnn=",
+        policy.get("math_rnn"), " rounds float32 operands: it needs dtype=float32 (the policy has dtype=float64)");
   check(in.size() == 2, name, ": input must be (steps, features) per sample, got ", shape_str(in));
   check(in[0] >= 1 && in[1] >= 1, name, ": input ", shape_str(in), " has an empty axis");
   check(spec.units >= 1, name, ": units=", spec.units, " must be >= 1");

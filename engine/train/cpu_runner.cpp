@@ -76,10 +76,13 @@ void CpuRunner::scale_elements(Tensor& t, double f) {
 }
 
 // A step whose scaled gradients (or loss) overflowed: no optimizer step, the scale backed off; the
-// step counts and the rate schedule moves (a loop calling scheduler.step() every iteration).
+// step counts and the rate schedule moves (a loop calling scheduler.step() every iteration; Keras's
+// schedules read optimizer.iterations, which the skip increments), and under
+// loss_scale_skipped_step=counted so does the optimizer's step count.
 double CpuRunner::overflow_step(double loss) {
   scaler_.update(true);
   overflowed_ = true;
+  if (count_skipped_) opt_.count_skipped();
   lr_schedule_.after_step();
   ++step_index_;
   return loss;
@@ -105,7 +108,7 @@ double CpuRunner::train_step(const Tensor& x, const std::vector<int32_t>& labels
   double loss = k.forward(loss_, logits, labels) + opt_.penalty(params);
   if (correct) *correct = count_correct(logits, labels);
   overflowed_ = false;
-  if (scaling_ && !std::isfinite(loss)) return overflow_step(loss);  // its gradients would be too
+  if (dynamic_ && !std::isfinite(loss)) return overflow_step(loss);  // its gradients would be too
   if (!std::isfinite(loss)) {
     std::ostringstream what;
     what << "loss is " << loss;
@@ -114,19 +117,21 @@ double CpuRunner::train_step(const Tensor& x, const std::vector<int32_t>& labels
   }
   Tensor dz(logits.shape(), logits.dtype());
   k.backward(loss_, logits, labels, dz);
-  if (scaling_) scale_elements(dz, scaler_.scale);  // a power of two: exact (inf where it overflows)
+  // A power-of-two scale multiplies exactly (inf where it overflows); another static scale rounds.
+  if (scaling_) scale_elements(dz, scaler_.scale);
   model_.net->backward(ctx, dz);
   if (scaling_) {
-    // GradScaler's unscale_: every gradient times the scale's float32 reciprocal, the step taken
-    // only when all are finite.
+    // GradScaler's unscale_ (Keras's get_unscaled_gradients): every gradient times the scale's
+    // float32 reciprocal; under the dynamic rule the step is taken only when all are finite (a
+    // static scale leaves a non-finite gradient to --on-nonfinite, as any other).
     const float inv = static_cast<float>(1.0 / static_cast<double>(scaler_.scale));
     bool found_nonfinite = false;
     for (auto& np : params) {
       scale_elements(np.second->grad, inv);
-      found_nonfinite = found_nonfinite || first_nonfinite(np.second->grad) >= 0;
+      found_nonfinite = found_nonfinite || (dynamic_ && first_nonfinite(np.second->grad) >= 0);
     }
     if (found_nonfinite) return overflow_step(loss);
-    scaler_.update(false);
+    if (dynamic_) scaler_.update(false);
   }
   std::string bad = first_nonfinite_grad(*model_.net);
   if (!bad.empty()) {

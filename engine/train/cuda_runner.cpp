@@ -56,6 +56,7 @@ void CudaRunner::init_state() {
 OptimState CudaRunner::optimizer_state() {
   OptimState s;
   s.steps = sched_.steps();
+  s.skipped = sched_.skipped();
   s.power1 = sched_.power1();
   s.power2 = sched_.power2();
   if (s.steps == 0) return s;
@@ -83,7 +84,7 @@ void CudaRunner::set_optimizer_state(const OptimState& s) {
   } else {
     init_state();
   }
-  sched_.restore(s.steps, s.power1, s.power2);
+  sched_.restore(s.steps, s.skipped, s.power1, s.power2);
 }
 
 std::string CudaRunner::describe() const {

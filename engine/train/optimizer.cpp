@@ -76,9 +76,21 @@ OptimSchedule::OptimSchedule(const OptimConfig& config, const OptimRule& rule) :
         " must be in [0,1)");
 }
 
-void OptimSchedule::restore(int64_t steps, double power1, double power2) {
-  check(steps >= 0, "optimizer state: steps=", steps, " must be >= 0");
-  steps_ = steps, power1_ = power1, power2_ = power2;
+void OptimSchedule::restore(int64_t steps, int64_t skipped, double power1, double power2) {
+  check(steps >= 0 && skipped >= 0, "optimizer state: steps=", steps, ", skipped=", skipped, " must be >= 0");
+  steps_ = steps, skipped_ = skipped, power1_ = power1, power2_ = power2;
+}
+
+// The running product: beta at step 1, times beta (in float32) after every step.
+void OptimSchedule::advance_powers(int64_t t) {
+  if (cfg_.kind != OptimizerKind::adam || rule_.beta_power != BetaPower::product_float32) return;
+  power1_ = t == 1 ? double(float(cfg_.beta1)) : double(float(power1_) * float(cfg_.beta1));
+  power2_ = t == 1 ? double(float(cfg_.beta2)) : double(float(power2_) * float(cfg_.beta2));
+}
+
+void OptimSchedule::count_skipped() {
+  advance_powers(steps_ + skipped_ + 1);
+  ++skipped_;
 }
 
 double OptimSchedule::slot0_init() const { return cfg_.kind == OptimizerKind::rmsprop ? rule_.rmsprop_init : 0.0; }
@@ -157,13 +169,9 @@ OptimStep OptimSchedule::next(double lr) {
   OptimConfig c = cfg_;
   c.lr = lr;
   s.sgd = sgd_step_params(c, rule_, false, steps_ == 0);
-  const int64_t t = steps_ + 1;
+  const int64_t t = steps_ + skipped_ + 1;
+  advance_powers(t);
   if (cfg_.kind == OptimizerKind::adam) {
-    // The running product: beta at step 1, times beta (in float32) after every step.
-    if (rule_.beta_power == BetaPower::product_float32) {
-      power1_ = t == 1 ? double(float(cfg_.beta1)) : double(float(power1_) * float(cfg_.beta1));
-      power2_ = t == 1 ? double(float(cfg_.beta2)) : double(float(power2_) * float(cfg_.beta2));
-    }
     const double p1 = beta_power(rule_.beta_power, cfg_.beta1, t, power1_);
     const double p2 = beta_power(rule_.beta_power, cfg_.beta2, t, power2_);
     AdamStepParams& a = s.adam;
@@ -242,6 +250,7 @@ double Optimizer::penalty(const std::vector<std::pair<std::string, Param*>>& par
 OptimState Optimizer::state() const {
   OptimState s;
   s.steps = sched_.steps();
+  s.skipped = sched_.skipped();
   s.power1 = sched_.power1();
   s.power2 = sched_.power2();
   for (const Tensor& t : slot0_) s.slot0.push_back(t.clone());
@@ -266,7 +275,7 @@ void Optimizer::set_state(const OptimState& s, const std::vector<std::pair<std::
     a.push_back(s.slot0[i].clone());
     b.push_back(two ? s.slot1[i].clone() : Tensor());
   }
-  sched_.restore(s.steps, s.power1, s.power2);
+  sched_.restore(s.steps, s.skipped, s.power1, s.power2);
   slot0_ = std::move(a);
   slot1_ = std::move(b);
 }

@@ -73,6 +73,7 @@ struct OptimStep {
 // and momentum. Empty before the first step.
 struct OptimState {
   int64_t steps = 0;                 // steps taken
+  int64_t skipped = 0;               // skipped steps counted in the step count (loss_scale_skipped_step=counted)
   double power1 = 1, power2 = 1;     // running beta1^t, beta2^t (adam_beta_power=product_float32)
   std::vector<Tensor> slot0, slot1;
 };
@@ -84,12 +85,16 @@ class OptimSchedule {
   OptimSchedule(const OptimConfig& config, const OptimRule& rule);
   // The parameters of the next step at rate lr (advances the counters).
   OptimStep next(double lr);
+  // A step not taken that still counts (Keras's LossScaleOptimizer skipping a step increments
+  // optimizer.iterations): the step count t, and the running beta powers, advance; nothing else.
+  void count_skipped();
   const OptimConfig& config() const { return cfg_; }
   const OptimRule& rule() const { return rule_; }
   int64_t steps() const { return steps_; }
+  int64_t skipped() const { return skipped_; }
   double power1() const { return power1_; }
   double power2() const { return power2_; }
-  void restore(int64_t steps, double power1, double power2);
+  void restore(int64_t steps, int64_t skipped, double power1, double power2);
   // The value RMSprop's mean square starts at (rmsprop_ms_init), 0 for the other slots.
   double slot0_init() const;
   // The l2_loss mode's penalty factor D (0 when weight decay does not enter the loss).
@@ -98,8 +103,10 @@ class OptimSchedule {
  private:
   OptimConfig cfg_;
   OptimRule rule_;
-  int64_t steps_ = 0;
+  int64_t steps_ = 0;    // steps taken
+  int64_t skipped_ = 0;  // steps skipped but counted: Adam's t is steps_ + skipped_ + 1
   double power1_ = 1, power2_ = 1;
+  void advance_powers(int64_t t);
 };
 
 class Optimizer {
@@ -108,6 +115,8 @@ class Optimizer {
   // One step at the config's lr (or at `lr` when given: the schedule's rate of this step).
   void step(const ExecContext& exec, const std::vector<std::pair<std::string, Param*>>& params);
   void step(const ExecContext& exec, const std::vector<std::pair<std::string, Param*>>& params, double lr);
+  // A skipped step that counts (OptimSchedule::count_skipped).
+  void count_skipped() { sched_.count_skipped(); }
   // The l2_loss mode's penalty D*sum(p^2), to add to the reported loss (0 otherwise).
   double penalty(const std::vector<std::pair<std::string, Param*>>& params) const;
   const OptimConfig& config() const { return sched_.config(); }

@@ -74,14 +74,19 @@ Runner::Runner(Model& model, const TrainConfig& config)
       shuffle_rng_(static_cast<uint32_t>(config.seed & 0xffffffffu)),
       dropout_rng_(model.policy.rng_engine, config.seed + 1) {
   const Policy& pol = model.policy;
-  if (pol.loss_scale == LossScale::dynamic) {
+  if (pol.loss_scale != LossScale::none) {
     check(std::isfinite(static_cast<float>(pol.loss_scale_init)), "loss_scale_init=", pol.get("loss_scale_init"),
+          " is not a finite float32 (the scale is held in float32)");
+    check(std::isfinite(static_cast<float>(pol.loss_scale_min)), "loss_scale_min=", pol.get("loss_scale_min"),
           " is not a finite float32 (the scale is held in float32)");
     check(std::floor(pol.loss_scale_growth_interval) == pol.loss_scale_growth_interval &&
               pol.loss_scale_growth_interval >= 1,
           "loss_scale_growth_interval=", pol.get("loss_scale_growth_interval"), " must be a whole number of steps >= 1");
     scaling_ = true;
+    dynamic_ = pol.loss_scale == LossScale::dynamic;
+    count_skipped_ = pol.loss_scale_skipped_step == SkippedStep::counted;
     scaler_.scale = static_cast<float>(pol.loss_scale_init);
+    scaler_.min_scale = static_cast<float>(pol.loss_scale_min);
     scaler_.growth_interval = static_cast<int64_t>(pol.loss_scale_growth_interval);
   }
   check(config.batch >= 1, "train: batch=", config.batch, " must be >= 1");
@@ -141,6 +146,7 @@ bool Runner::run_epoch(const Dataset& train, const Dataset* val, const ProgressF
     st.lr = lr_schedule_.lr();
     double loss = train_step(x, y, &correct);
     if (cfg_.step_losses) st.step_losses.push_back(loss);
+    if (last_step_overflowed()) ++st.overflow_steps;
     if (last_step_skipped()) {  // no step taken: out of the epoch's loss and accuracy
       if (st.skipped_steps++ == 0) st.first_skip = last_skip_;
       p.skipped_samples += cnt;
@@ -163,6 +169,7 @@ bool Runner::run_epoch(const Dataset& train, const Dataset* val, const ProgressF
     }
   }
   synchronize();  // the epoch's time includes the last step's device work
+  st.loss_scale = loss_scale();
   st.seconds = std::chrono::duration<double>(clock::now() - t0).count();
   st.images_per_s = static_cast<double>(n) / st.seconds;
   // Averages over the batches stepped on (NaN when every batch was skipped).

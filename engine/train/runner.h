@@ -57,6 +57,8 @@ struct EpochStats {
   double images_per_s = 0;
   int64_t skipped_steps = 0;             // --on-nonfinite skip-batch: steps not taken (not in the averages)
   std::string first_skip;                // what the first skipped step's check found
+  int64_t overflow_steps = 0;            // steps the dynamic loss scale skipped (in the averages: a loss was had)
+  double loss_scale = 0;                 // the loss scale after the epoch's last step (0: no loss scaling)
   double lr = 0;                         // the rate of the epoch's last step
   std::vector<double> step_losses;       // TrainConfig::step_losses: each step's loss (NaN: skipped)
   uint64_t order_hash = 0;               // FNV-1a 64 of the epoch's sample order (engine/random.h)
@@ -193,9 +195,9 @@ class Runner {
   // Whether the last train_step skipped its batch, and what its check found.
   bool last_step_skipped() const { return !last_skip_.empty(); }
   const std::string& last_skip() const { return last_skip_; }
-  // Loss scaling (Policy::loss_scale=dynamic): the scale the next step multiplies the loss
-  // gradient by (0 without), and whether the last step was skipped for an inf or NaN gradient
-  // (such a step counts and returns its loss: the scale backed off).
+  // Loss scaling (Policy::loss_scale static or dynamic): the scale the next step multiplies the
+  // loss gradient by (0 without), and whether the last step was skipped by the dynamic rule for an
+  // inf or NaN gradient (such a step counts and returns its loss: the scale backed off).
   double loss_scale() const { return scaling_ ? scaler_.scale : 0.0; }
   bool last_step_overflowed() const { return overflowed_; }
 
@@ -241,7 +243,9 @@ class Runner {
   int64_t step_index_ = 0;
   EpochProgress progress_;
   std::string last_skip_;  // "" when the last step was taken
-  bool scaling_ = false;   // Policy::loss_scale = dynamic
+  bool scaling_ = false;   // Policy::loss_scale = static or dynamic
+  bool dynamic_ = false;   // Policy::loss_scale = dynamic: overflowing steps skipped, the scale moves
+  bool count_skipped_ = false;  // loss_scale_skipped_step = counted
   DynamicLossScale scaler_;
   bool overflowed_ = false;
 };

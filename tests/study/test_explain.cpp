@@ -35,6 +35,16 @@ TEST(StudyExplain, KnobsThatCannotActOnTheTrainingAreLeftOut) {
     EXPECT_EQ(k.rfind("weight_decay", 0), std::string::npos) << k;  // no decay asked
     EXPECT_EQ(k.find("nan"), std::string::npos) << k;
   }
+  // Knobs whose mechanism is off under both presets (engine/knob_gates.h): the loss-scale settings
+  // without loss scaling, the 16-bit bias rounding in float32; they come in where it is on.
+  for (const char* k : {"loss_scale_init", "loss_scale_min", "loss_scale_skipped_step", "conv_bias_rounding",
+                        "matmul_bias_rounding"})
+    EXPECT_FALSE(contains(lenet, k)) << k;
+  const std::vector<std::string> mixed = study::relevant_knobs(
+      "lenet5", "torch,autocast=float16,loss_scale=dynamic", "tensorflow,autocast=float16,loss_scale=dynamic", sgd);
+  for (const char* k : {"loss_scale_init", "loss_scale_min", "loss_scale_skipped_step", "conv_bias_rounding",
+                        "matmul_bias_rounding"})
+    EXPECT_TRUE(contains(mixed, k)) << k;
   // ResNet-20 has BatchNorm: its knobs that differ come in; under Adam, Adam's knobs and not sgd_form.
   const std::map<std::string, std::string> adam = {{"optimizer", "adam"}, {"device", "cpu"}, {"weight_decay", "0"}};
   const std::vector<std::string> resnet = study::relevant_knobs("resnet20", "torch", "tensorflow", adam);

@@ -15,11 +15,19 @@
 namespace driftlab {
 namespace {
 
+// A GEMM operand under the params' math mode (tf32: rounded; float32: as it is). A tf32 mode
+// runs on float32 only (the layer refuses it under dtype=float64).
 template <typename T>
-T dot(const T* a, const T* b, int64_t n, std::vector<T>& terms, SumOrder order) {
+T op(const RnnParams& p, T v) {
+  if (p.math == MathMode::float32) return v;
+  return static_cast<T>(round_operand(static_cast<float>(v), p.math, p.tf32_rule));
+}
+
+template <typename T>
+T dot(const RnnParams& p, const T* a, const T* b, int64_t n, std::vector<T>& terms) {
   terms.resize(static_cast<std::size_t>(n));
-  for (int64_t i = 0; i < n; ++i) terms[static_cast<std::size_t>(i)] = a[i] * b[i];
-  return ordered_sum(terms.data(), n, order);
+  for (int64_t i = 0; i < n; ++i) terms[static_cast<std::size_t>(i)] = op(p, a[i]) * op(p, b[i]);
+  return ordered_sum(terms.data(), n, p.sum_order);
 }
 
 }  // namespace
@@ -55,9 +63,9 @@ void rnn_forward_ref(const RnnParams& p, const RnnExec&, const T* x, const uint8
         }
         continue;
       }
-      auto a_in = [&](int64_t g) { return dot(xt, w_ih + g * F, F, terms, p.sum_order) + b_ih[g]; };
+      auto a_in = [&](int64_t g) { return dot(p, xt, w_ih + g * F, F, terms) + b_ih[g]; };
       auto a_rec = [&](int64_t g, const T* hin) {
-        const T d = dot(hin, w_hh + g * H, H, terms, p.sum_order);
+        const T d = dot(p, hin, w_hh + g * H, H, terms);
         return b_hh ? d + b_hh[g] : d;
       };
       if (p.cell == RnnCell::lstm) {
@@ -177,7 +185,7 @@ void rnn_backward_ref(const RnnParams& p, const RnnExec&, const T* x, const uint
         }
         if (!p.gru_reset_after)
           for (int64_t k = 0; k < H; ++k) {  // d(r*h)[k] = sum_j dan[j] w_hn[j,k]
-            for (int64_t j = 0; j < H; ++j) terms[j] = gr[2 * H + j] * w_hh[(2 * H + j) * H + k];
+            for (int64_t j = 0; j < H; ++j) terms[j] = op(p, gr[2 * H + j]) * op(p, w_hh[(2 * H + j) * H + k]);
             drh[k] = ordered_sum(terms.data(), H, p.sum_order);
             dr[k] = drh[k] * hp[k];
             dhp[k] += drh[k] * r[k];
@@ -188,7 +196,7 @@ void rnn_backward_ref(const RnnParams& p, const RnnExec&, const T* x, const uint
       // dh_{t-1} = direct paths + sum over the gate rows multiplying h_{t-1} of dgrec * W_hh.
       const int64_t mm_rows = gru_before ? 2 * H : GH;
       for (int64_t k = 0; k < H; ++k) {
-        for (int64_t g = 0; g < mm_rows; ++g) terms[g] = gr[g] * w_hh[g * H + k];
+        for (int64_t g = 0; g < mm_rows; ++g) terms[g] = op(p, gr[g]) * op(p, w_hh[g * H + k]);
         dhn[k] = dhp[k] + ordered_sum(terms.data(), mm_rows, p.sum_order);
       }
     }
@@ -196,7 +204,7 @@ void rnn_backward_ref(const RnnParams& p, const RnnExec&, const T* x, const uint
   std::vector<T> col(static_cast<std::size_t>(NS));
   for (int64_t g = 0; g < GH; ++g) {
     for (int64_t f = 0; f < F; ++f) {
-      for (int64_t i = 0; i < NS; ++i) col[i] = dgin[i * GH + g] * x[i * F + f];
+      for (int64_t i = 0; i < NS; ++i) col[i] = op(p, dgin[i * GH + g]) * op(p, x[i * F + f]);
       dw_ih[g * F + f] += ordered_sum(col.data(), NS, p.sum_order);
     }
     for (int64_t i = 0; i < NS; ++i) col[i] = dgin[i * GH + g];
@@ -206,7 +214,7 @@ void rnn_backward_ref(const RnnParams& p, const RnnExec&, const T* x, const uint
       for (int64_t i = 0; i < NS; ++i) {
         const int64_t t = i % S;
         const T hv = t > 0 ? h_seq[(i - 1) * H + k] : T(0);
-        col[i] = dgrec[i * GH + g] * (reset_input ? act[i * GH + k] * hv : hv);
+        col[i] = op(p, dgrec[i * GH + g]) * op(p, reset_input ? act[i * GH + k] * hv : hv);
       }
       dw_hh[g * H + k] += ordered_sum(col.data(), NS, p.sum_order);
     }
@@ -228,7 +236,7 @@ void rnn_backward_ref(const RnnParams& p, const RnnExec&, const T* x, const uint
   if (dx)
     for (int64_t i = 0; i < NS; ++i)
       for (int64_t f = 0; f < F; ++f) {
-        for (int64_t g = 0; g < GH; ++g) terms[g] = dgin[i * GH + g] * w_ih[g * F + f];
+        for (int64_t g = 0; g < GH; ++g) terms[g] = op(p, dgin[i * GH + g]) * op(p, w_ih[g * F + f]);
         dx[i * F + f] = ordered_sum(terms.data(), GH, p.sum_order);
       }
 }
@@ -245,7 +253,7 @@ DL_INSTANTIATE(double)
 void register_rnn_ref(KernelRegistry& reg) {
   RnnKernel k;
   k.name = "reference";
-  k.supports_doc = "every params field, float32 and float64";
+  k.supports_doc = "every params field, float32 and float64 (math tf32: float32)";
   k.supports = [](const RnnParams&, DType) { return true; };
   k.forward_f32 = rnn_forward_ref<float>;
   k.forward_f64 = rnn_forward_ref<double>;
