@@ -96,11 +96,12 @@ for st in data["steps"]:
     for metric, name, axis in METRICS:
         cols = min(3, len(panels))
         rows = (len(panels) + cols - 1) // cols
-        width = max(7.0, 4.4 * cols)
         # The legend below the panels: as many columns as its longest label lets fit, as many rows
-        # as it needs, and the figure taller by that much (never over the data, never cut).
+        # as it needs, and the figure taller by that much (never over the data, never cut: wider
+        # than the panels need when one label is longer than they are wide).
         names = ["%s=%s" % (line_key, lv) if line_key else st["step"] for lv in lines]
         longest = max(len(n) for n in names)
+        width = max(7.0, 4.4 * cols, 0.085 * longest + 0.95)
         ncol = max(1, min(len(names), int((width - 0.4) / (0.085 * longest + 0.55))))
         legend_rows = (len(names) + ncol - 1) // ncol
         legend_in = 0.25 * legend_rows + 0.1
