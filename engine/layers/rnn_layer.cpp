@@ -96,8 +96,9 @@ RnnLayer::RnnLayer(RnnCell cell, const RnnSpec& spec, const Shape& in, const Pol
       mask_mode_(policy.rnn_mask) {
   const char* name = rnn_cell_name(cell);
   check(policy.autocast == Autocast::off, name, ": autocast=", policy.get("autocast"),
-        " is not emulated for recurrent layers yet (autocast's lists hold the fused LSTM / GRU cells): "
-        "leave autocast=off");
+        " is not emulated for recurrent layers yet (PyTorch runs their gate products, gate sums and "
+        "activations in the format and the cell state in float32: docs/REDUCED_PRECISION.md, \"Recurrent "
+        "layers under autocast\"): leave autocast=off");
   check(policy.math_rnn == MathMode::float32 || policy.dtype == FloatType::float32, name, ": math_rnn=",
         policy.get("math_rnn"), " rounds float32 operands: it needs dtype=float32 (the policy has dtype=float64)");
   check(in.size() == 2, name, ": input must be (steps, features) per sample, got ", shape_str(in));
