@@ -196,8 +196,6 @@ void gru_before_forward_rows(const RnnParams& p, const Dims& d, int64_t n0, int6
   }
 }
 
-}  // namespace
-
 void rnn_forward_fast(const RnnParams& p, const RnnExec& ex, const float* x, const uint8_t* mask,
                       const RnnWeights<float>& w, float* h_seq, float* ws) {
   check_rnn_params(p);
@@ -244,6 +242,7 @@ void rnn_forward_fast(const RnnParams& p, const RnnExec& ex, const float* x, con
   }
 }
 
+}  // namespace
 }  // namespace rnn_fast
 
 void register_rnn_fast(KernelRegistry& reg) {
@@ -252,7 +251,7 @@ void register_rnn_fast(KernelRegistry& reg) {
   k.supports_doc = "every params field but a tf32 math mode, float32";
   k.supports = [](const RnnParams& p, DType dt) { return dt == DType::f32 && p.math == MathMode::float32; };
   k.forward_f32 = rnn_fast::rnn_forward_fast;
-  k.backward_f32 = rnn_fast::rnn_backward_fast;
+  rnn_fast::register_rnn_fast_backward(k);
   reg.rnn.at(KernelBackend::fast) = k;
 }
 

@@ -250,8 +250,6 @@ void dx_step(const Dims& d, int64_t n0, int64_t n1, int64_t t, const float* g, i
     });
 }
 
-}  // namespace
-
 void rnn_backward_fast(const RnnParams& p, const RnnExec& ex, const float* x, const uint8_t* mask,
                        const RnnWeights<float>& w, const float* h_seq, const float* ws, const float* dh_seq,
                        float* dx, const RnnGrads<float>& gr) {
@@ -405,6 +403,10 @@ void rnn_backward_fast(const RnnParams& p, const RnnExec& ex, const float* x, co
       }
 }
 
+
+}  // namespace
+
+void register_rnn_fast_backward(RnnKernel& k) { k.backward_f32 = rnn_backward_fast; }
 
 }  // namespace rnn_fast
 }  // namespace driftlab

@@ -373,12 +373,9 @@ struct Dims {
   int64_t wrow(int64_t n, int64_t t) const { return t * wt + n; }
 };
 
-// The two kernels (rnn_fast.cpp: the forward and the registration; rnn_fast_backward.cpp).
-void rnn_forward_fast(const RnnParams& p, const RnnExec& ex, const float* x, const uint8_t* mask,
-                      const RnnWeights<float>& w, float* h_seq, float* ws);
-void rnn_backward_fast(const RnnParams& p, const RnnExec& ex, const float* x, const uint8_t* mask,
-                       const RnnWeights<float>& w, const float* h_seq, const float* ws, const float* dh_seq, float* dx,
-                       const RnnGrads<float>& gr);
+// The kernels are reachable through the registry only (tests/test_registry.cpp): rnn_fast.cpp
+// registers the pair, its forward and, through this, the backward of rnn_fast_backward.cpp.
+void register_rnn_fast_backward(RnnKernel& k);
 
 }  // namespace rnn_fast
 }  // namespace driftlab
