@@ -121,6 +121,40 @@ TEST(CliResume, KilledMidEpochResumesByteIdentical) {
   EXPECT_EQ(read_all(run2 / "model.dlm"), ref);
 }
 
+// Loss scaling's state is training state: a float16 run under Keras's LossScaleOptimizer rule
+// (tensorflow preset: a skipped step counts in Adam's step count, the scale's floor 1) whose
+// initial scale of 2^40 overflows the float16 gradients for its first steps, killed mid-epoch and
+// resumed from the checkpoint of step 20, must end byte-identical to the uninterrupted run: the
+// scale, its count of finite steps and the optimizer's count of skipped steps come back from the
+// checkpoint (without any of them the resumed steps would differ).
+TEST(CliResume, LossScalingKilledMidEpochResumesByteIdentical) {
+  REQUIRE_FASHION_MNIST();
+  const fs::path d = fresh_dir("resume_loss_scale");
+  const std::string run_args =
+      kRun + " --policy tensorflow,autocast=float16,loss_scale=dynamic,loss_scale_init=1099511627776,"
+             "loss_scale_growth_interval=4";
+  CliRun a = run_driftlab(run_args + " --out " + (d / "ref").string());
+  ASSERT_EQ(a.code, 0) << a.out;
+  const std::string ref = read_all(d / "ref" / "model.dlm");
+  ASSERT_GT(ref.size(), 100000u);
+  const json mr = json::parse(read_all(d / "ref" / "metrics.json"));
+  int64_t overflows = 0;
+  for (const json& e : mr["epochs"]) overflows += e["overflow_steps"].get<int64_t>();
+  EXPECT_GT(overflows, 10) << "the run must skip steps, or the state under test is trivial";
+  const fs::path run = d / "run";
+  ASSERT_EQ(run_with_kill("step:23", run_args + " --checkpoint-every 5 --out " + run.string()).code, 128 + SIGKILL);
+  const driftlab::Checkpoint c = driftlab::read_checkpoint((run / "checkpoint.dlc").string());
+  EXPECT_EQ(c.state.step_index, 20);
+  EXPECT_GT(c.state.optim.skipped, 0) << "skipped steps counted in the optimizer's step count";
+  EXPECT_LT(c.state.loss_scale, 1099511627776.0) << "the scale has backed off";
+  EXPECT_EQ(resume_until_done(run, {}), 0);
+  EXPECT_EQ(read_all(run / "model.dlm"), ref) << "model.dlm differs from the uninterrupted run's";
+  const json m = json::parse(read_all(run / "metrics.json"));
+  for (int e = 0; e < 3; ++e)
+    for (const char* f : {"train_loss", "overflow_steps", "loss_scale"})
+      EXPECT_EQ(m["epochs"][e][f], mr["epochs"][e][f]) << "epoch " << e + 1 << " " << f;
+}
+
 TEST(CliResume, KilledRightAfterCheckpointAndRepeatedlyResumesByteIdentical) {
   REQUIRE_FASHION_MNIST();
   const fs::path d = fresh_dir("resume_repeat");
