@@ -1,12 +1,14 @@
 #!/usr/bin/env python3
 """What PyTorch's CPU autocast does inside nn.LSTM and nn.GRU (bfloat16): their outputs are float32,
-but the layers' own ops run under autocast's lists. Written out here op by op, as a trace of the
-dispatched ATen ops showed them (torch.utils._python_dispatch.TorchDispatchMode), and checked bit
-for bit against the real layers on random inputs. It is the specification an emulation of autocast
-for recurrent layers must meet (docs/REDUCED_PRECISION.md, "Recurrent layers under autocast").
+but the layers' own ops run under autocast's lists. Written out here op by op, forward and
+backward, as a trace of the dispatched ATen ops showed them (torch.utils._python_dispatch
+.TorchDispatchMode), and checked bit for bit against the real layers and autograd on random inputs.
+It is the specification an emulation of autocast for recurrent layers must meet
+(docs/REDUCED_PRECISION.md, "Recurrent layers under autocast").
 
 Usage: /usr/bin/python3 bench/peers/rnn_autocast_probe.py   (PyTorch 1.13 from Debian; no GPU)
-Prints, per cell and seed, how many outputs the written-out ops give bit for bit.
+Prints, per cell and seed, how many outputs and gradient elements the written-out ops give bit for
+bit.
 """
 import torch
 
@@ -84,5 +86,114 @@ def main():
                           y.numel(), float((y - ym).abs().max()), int((y == other).sum()), y.numel()))
 
 
+def R(t):
+    return t.to(BF)
+
+
+def lstm_backward_by_hand(x, dy, w_ih, w_hh, b_ih, b_hh):
+    """The gradients of sum(y * dy) for a (T, N, F) contiguous sequence: dx, dW_ih, dW_hh, db_ih, db_hh."""
+    T, N, F = x.shape
+    H = w_hh.shape[1]
+    xb = R(x).reshape(-1, F)
+    xs = torch.addmm(b_ih, xb, w_ih.t()).reshape(T, N, 4 * H)
+    h = torch.zeros(N, H)
+    c = torch.zeros(N, H)
+    saved = []
+    for t in range(T):  # the forward of lstm_by_hand, keeping what the backward reads
+        hb = R(h)
+        gates = torch.addmm(b_hh, hb, w_hh.t()).add_(xs[t])
+        i, f, g, o = [q.clone() for q in gates.chunk(4, 1)]
+        i, f, g, o = i.sigmoid(), f.sigmoid(), g.tanh(), o.sigmoid()
+        c_prev, c = c, (f * c).add_(i * g)
+        tc = c.tanh()
+        h = o * tc
+        saved.append((hb, i, f, g, o, c_prev, tc))
+    dw_hh = db_hh = None
+    dh_next = torch.zeros(N, H)
+    dc_next = torch.zeros(N, H)
+    dgates_all = [None] * T
+    for t in reversed(range(T)):
+        hb, i, f, g, o, c_prev, tc = saved[t]
+        dh = dy[t] + dh_next                      # float32
+        dc = (dh * o) * (1 - tc * tc)             # tanh_backward in float32
+        if t < T - 1:
+            dc = dc + dc_next
+        d_o = R(dh * tc)                          # a gradient takes its tensor's dtype
+        d_ig = R(dc)                              # i*g is bfloat16
+        d_i, d_g = d_ig * g, d_ig * i             # bfloat16 products
+        dc_next = dc * f                          # float32
+        d_f = R(dc * c_prev)
+        dgates = torch.cat([torch.ops.aten.sigmoid_backward(d_i, i), torch.ops.aten.sigmoid_backward(d_f, f),
+                            torch.ops.aten.tanh_backward(d_g, g), torch.ops.aten.sigmoid_backward(d_o, o)], 1)
+        dgates_all[t] = dgates
+        dh_next = torch.mm(dgates, w_hh).float()  # through the cast of h: a bfloat16 product, then float32
+        dw, db = torch.mm(dgates.t(), hb), dgates.sum(0)
+        # The weight was cast once (autocast's cache): its gradient accumulates in bfloat16.
+        dw_hh = dw if dw_hh is None else dw_hh + dw
+        db_hh = db if db_hh is None else db_hh + db
+    dg = torch.stack(dgates_all, 0).reshape(T * N, 4 * H)
+    return (torch.mm(dg, w_ih).float().reshape(T, N, F), torch.mm(dg.t(), xb).float(), dw_hh.float(),
+            dg.sum(0).float(), db_hh.float())
+
+
+def gru_backward_by_hand(x, dy, w_ih, w_hh, b_ih, b_hh):
+    T, N, F = x.shape
+    H = w_hh.shape[1]
+    xb = R(x).reshape(-1, F)
+    xs = torch.addmm(b_ih, xb, w_ih.t()).reshape(T, N, 3 * H)
+    h = torch.zeros(N, H)
+    saved = []
+    for t in range(T):
+        hb = R(h)
+        xr, xz, xn = xs[t].chunk(3, 1)
+        hr, hz, hn = torch.addmm(b_hh, hb, w_hh.t()).chunk(3, 1)
+        r, z = hr.add(xr).sigmoid(), hz.add(xz).sigmoid()
+        n = xn.add(hn.mul(r)).tanh()
+        h_prev, h = h, (h - n).mul(z).add(n)
+        saved.append((hb, h_prev, r, z, n, hn))
+    dw_hh = db_hh = None
+    dh_next = torch.zeros(N, H)
+    dgx_all = [None] * T
+    for t in reversed(range(T)):
+        hb, h_prev, r, z, n, hn = saved[t]
+        dh = dy[t] + dh_next
+        d_hmn = dh * z                            # d(h - n), float32
+        dz = R(dh * (h_prev - n))
+        dn = R(dh) + R(-d_hmn)                    # n's two uses, each gradient cast, summed in bfloat16
+        da_n = torch.ops.aten.tanh_backward(dn, n)
+        da_r = torch.ops.aten.sigmoid_backward(da_n * hn, r)
+        da_z = torch.ops.aten.sigmoid_backward(dz, z)
+        dgh = torch.cat([da_r, da_z, da_n * r], 1)
+        dgx_all[t] = torch.cat([da_r, da_z, da_n], 1)
+        dh_next = d_hmn + torch.mm(dgh, w_hh).float()
+        dw, db = torch.mm(dgh.t(), hb), dgh.sum(0)
+        dw_hh = dw if dw_hh is None else dw_hh + dw
+        db_hh = db if db_hh is None else db_hh + db
+    dg = torch.stack(dgx_all, 0).reshape(T * N, 3 * H)
+    return (torch.mm(dg, w_ih).float().reshape(T, N, F), torch.mm(dg.t(), xb).float(), dw_hh.float(),
+            dg.sum(0).float(), db_hh.float())
+
+
+def check_backward():
+    for cell, mod, by_hand in (("lstm", torch.nn.LSTM, lstm_backward_by_hand), ("gru", torch.nn.GRU, gru_backward_by_hand)):
+        for seed in (0, 1, 2):
+            torch.manual_seed(seed)
+            layer = mod(28, 32)
+            x = torch.randn(7, 5, 28, requires_grad=True)
+            dy = torch.randn(7, 5, 32)
+            with torch.autocast("cpu", dtype=BF):
+                y, _ = layer(x)
+            (y * dy).sum().backward()
+            with torch.no_grad():
+                ws = [R(t.detach()) for t in (layer.weight_ih_l0, layer.weight_hh_l0, layer.bias_ih_l0, layer.bias_hh_l0)]
+                mine = by_hand(x.detach(), dy, *ws)
+            refs = (x.grad, layer.weight_ih_l0.grad, layer.weight_hh_l0.grad, layer.bias_ih_l0.grad,
+                    layer.bias_hh_l0.grad)
+            names = ("dx", "dW_ih", "dW_hh", "db_ih", "db_hh")
+            print("%s backward seed %d: %s" % (cell, seed, ", ".join(
+                "%s %d of %d" % (nm, int((m == r).sum()), r.numel()) for nm, m, r in zip(names, mine, refs))))
+
+
 if __name__ == "__main__":
     main()
+    check_backward()
