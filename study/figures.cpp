@@ -164,8 +164,10 @@ for st in data["steps"]:
             panels.append(pv)
     cols = min(3, len(panels))
     rows = (len(panels) + cols - 1) // cols
-    width = max(7.0, 4.4 * cols)
     pairs = [(plain[0], b) for b in plain[1:]]
+    # Two legend columns of "seeds' spread of A - B" labels: the figure as wide as they need.
+    longest = max(len("seeds' spread of %s - %s" % pr) for pr in pairs)
+    width = max(7.0, 4.4 * cols, 2 * (0.085 * longest + 0.55) + 0.4)
     legend_in = 0.25 * len(pairs) + 0.1
     height = 3.3 * rows + 1.6 + legend_in
     fig, axes = plt.subplots(rows, cols, figsize=(width, height), squeeze=False, sharey=True)
@@ -313,8 +315,10 @@ for t in json.load(open(sys.argv[3])):
             lines.append(lv)
     names = ["%s=%s" % (line_key, lv) if line_key else t["step"] for lv in lines]
     longest_tick = max(len("%s=%s" % (short[k], v)) for gv in groups for k, v in zip(group_keys, gv)) if group_keys else 0
-    width = max(7.0, 0.45 * len(groups) * len(lines) + 2.5, len(groups) * (0.075 * longest_tick + 0.3) + 1.5)
     longest = max(len(n) for n in names)
+    # As wide as the bars, their tick labels and the longest legend label need (never cut).
+    width = max(7.0, 0.45 * len(groups) * len(lines) + 2.5, len(groups) * (0.075 * longest_tick + 0.3) + 1.5,
+                0.085 * longest + 0.95)
     ncol = max(1, min(len(names), int((width - 0.4) / (0.085 * longest + 0.55))))
     legend_in = 0.25 * ((len(names) + ncol - 1) // ncol) + 0.1
     label_lines = max(1, len(group_keys))
