@@ -308,20 +308,12 @@ std::string ex_math_rnn() {
     const DType dt = p.dtype == FloatType::float64 ? DType::f64 : DType::f32;
     auto dst = l.params();
     auto src = weights.params();
-    for (std::size_t i = 0; i < dst.size(); ++i)
-      for (int64_t j = 0; j < dst[i]->value.numel(); ++j) {
-        if (dt == DType::f64) dst[i]->value.data<double>()[j] = src[i]->value.data<float>()[j];
-        else dst[i]->value.data<float>()[j] = src[i]->value.data<float>()[j];
-      }
-    Tensor x({1, 8, 16}, dt);
-    for (int64_t i = 0; i < x.numel(); ++i) {
-      const float v = static_cast<float>(std::sin(i) / 2);
-      if (dt == DType::f64) x.data<double>()[i] = v;
-      else x.data<float>()[i] = v;
-    }
+    for (std::size_t i = 0; i < dst.size(); ++i) dst[i]->value = src[i]->value.to(dt);
+    Tensor x({1, 8, 16}, DType::f32);
+    for (int64_t i = 0; i < x.numel(); ++i) x.data<float>()[i] = static_cast<float>(std::sin(i) / 2);
     ExecContext exec;
     RunContext ctx = RunContext::inference(exec);
-    const Tensor h = l.forward(ctx, x);
+    const Tensor h = l.forward(ctx, x.to(dt));
     std::vector<double> v;
     for (int64_t j = 0; j < h.numel(); ++j) v.push_back(h.at(j));
     return v;
@@ -413,10 +405,7 @@ std::string ex_loss_scale(const std::string& knob) {
          << " --on-nonfinite)\n";
       continue;
     }
-    DynamicLossScale s;
-    s.scale = static_cast<float>(p.loss_scale_init);
-    s.min_scale = static_cast<float>(p.loss_scale_min);
-    s.growth_interval = static_cast<int64_t>(p.loss_scale_growth_interval);
+    DynamicLossScale s = loss_scale_rule(p);
     std::ostringstream adam_t;
     int64_t taken = 0, counted = 0;
     os << " scale before each step";

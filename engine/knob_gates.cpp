@@ -1,25 +1,18 @@
 #include "engine/knob_gates.h"
 
+#include "engine/layers/math_mode.h"
+
 namespace driftlab {
 
-namespace {
-bool sixteen_bit(MathMode m) { return m == MathMode::bfloat16 || m == MathMode::float16; }
-}  // namespace
-
-std::string inert_reason(const std::string& knob, const Policy& p) {
-  if (knob == "loss_scale_init" && p.loss_scale == LossScale::none) return "loss_scale=none";
-  if ((knob == "loss_scale_growth_interval" || knob == "loss_scale_min" || knob == "loss_scale_skipped_step") &&
-      p.loss_scale != LossScale::dynamic)
-    return "loss_scale=" + p.get("loss_scale") + " (the dynamic rule's setting)";
-  if (knob == "conv_bias_rounding" && p.autocast == Autocast::off && !sixteen_bit(p.math_conv))
-    return "no bfloat16 / float16 convolution (autocast=off, math_conv=" + p.get("math_conv") + ")";
-  if (knob == "matmul_bias_rounding" && p.autocast == Autocast::off && !sixteen_bit(p.math_matmul))
-    return "no bfloat16 / float16 dense layer (autocast=off, math_matmul=" + p.get("math_matmul") + ")";
-  if (knob == "tf32_rounding" && p.math_conv != MathMode::tf32 && p.math_matmul != MathMode::tf32 &&
-      p.math_rnn != MathMode::tf32)
-    return "no tf32 math mode (math_conv=" + p.get("math_conv") + ", math_matmul=" + p.get("math_matmul") +
-           ", math_rnn=" + p.get("math_rnn") + ")";
-  return "";
+bool knob_inert(const std::string& knob, const Policy& p) {
+  if (knob == "loss_scale_init") return p.loss_scale == LossScale::none;
+  if (knob == "loss_scale_growth_interval" || knob == "loss_scale_min" || knob == "loss_scale_skipped_step")
+    return p.loss_scale != LossScale::dynamic;  // the dynamic rule's settings
+  if (knob == "conv_bias_rounding") return p.autocast == Autocast::off && !reduced_format(p.math_conv);
+  if (knob == "matmul_bias_rounding") return p.autocast == Autocast::off && !reduced_format(p.math_matmul);
+  if (knob == "tf32_rounding")
+    return p.math_conv != MathMode::tf32 && p.math_matmul != MathMode::tf32 && p.math_rnn != MathMode::tf32;
+  return false;
 }
 
 }  // namespace driftlab

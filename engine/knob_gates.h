@@ -11,8 +11,7 @@
 
 namespace driftlab {
 
-// Whether `knob` is inert under `p`, and why (the gate, for a reader): "" when it can act.
-std::string inert_reason(const std::string& knob, const Policy& p);
-inline bool knob_inert(const std::string& knob, const Policy& p) { return !inert_reason(knob, p).empty(); }
+// Whether `knob` is inert under `p` (its gate is off).
+bool knob_inert(const std::string& knob, const Policy& p);
 
 }  // namespace driftlab

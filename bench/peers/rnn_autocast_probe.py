@@ -26,7 +26,8 @@ def input_projection(x, w_ih, b_ih, contiguous):
     return torch.mm(x.reshape(-1, F).to(BF), w_ih.t()).reshape(T, N, -1) + b_ih
 
 
-def lstm_by_hand(x, contiguous, w_ih, w_hh, b_ih, b_hh):
+def lstm_by_hand(x, contiguous, w_ih, w_hh, b_ih, b_hh, saved=None):
+    # saved: a list to append each step's (h cast, i, f, g, o, c_{t-1}, tanh c_t) to, for the backward.
     T, N, _ = x.shape
     H = w_hh.shape[1]
     xs = input_projection(x, w_ih, b_ih, contiguous)
@@ -34,29 +35,37 @@ def lstm_by_hand(x, contiguous, w_ih, w_hh, b_ih, b_hh):
     c = torch.zeros(N, H)
     outs = []
     for t in range(T):
-        gates = torch.addmm(b_hh, h.to(BF), w_hh.t()).add_(xs[t])  # addmm: the bias inside; then bf16 add
+        hb = h.to(BF)
+        gates = torch.addmm(b_hh, hb, w_hh.t()).add_(xs[t])  # addmm: the bias inside; then bf16 add
         i, f, g, o = gates.chunk(4, 1)
         i, f, g, o = i.sigmoid(), f.sigmoid(), g.tanh(), o.sigmoid()  # bfloat16 results
-        c = (f * c).add_(i * g)  # f*c: float32 (bf16 x f32); i*g: bfloat16; the sum float32
-        h = o * c.tanh()  # float32
+        c_prev, c = c, (f * c).add_(i * g)  # f*c: float32 (bf16 x f32); i*g: bfloat16; the sum float32
+        tc = c.tanh()
+        h = o * tc  # float32
         outs.append(h)
+        if saved is not None:
+            saved.append((hb, i, f, g, o, c_prev, tc))
     return torch.stack(outs, 0)
 
 
-def gru_by_hand(x, contiguous, w_ih, w_hh, b_ih, b_hh):
+def gru_by_hand(x, contiguous, w_ih, w_hh, b_ih, b_hh, saved=None):
+    # saved: a list to append each step's (h cast, h_{t-1}, r, z, n, h W_hn + b_hn) to, for the backward.
     T, N, _ = x.shape
     H = w_hh.shape[1]
     xs = input_projection(x, w_ih, b_ih, contiguous)
     h = torch.zeros(N, H)
     outs = []
     for t in range(T):
+        hb = h.to(BF)
         xr, xz, xn = xs[t].chunk(3, 1)
-        hr, hz, hn = torch.addmm(b_hh, h.to(BF), w_hh.t()).chunk(3, 1)
+        hr, hz, hn = torch.addmm(b_hh, hb, w_hh.t()).chunk(3, 1)
         r = hr.add(xr).sigmoid()  # bfloat16
         z = hz.add(xz).sigmoid()
         n = xn.add(hn.mul(r)).tanh()  # r * (h W_hn + b_hn): bfloat16, then + the input part
-        h = (h - n).mul_(z).add_(n)  # float32
+        h_prev, h = h, (h - n).mul_(z).add_(n)  # float32
         outs.append(h)
+        if saved is not None:
+            saved.append((hb, h_prev, r, z, n, hn))
     return torch.stack(outs, 0)
 
 
@@ -95,19 +104,8 @@ def lstm_backward_by_hand(x, dy, w_ih, w_hh, b_ih, b_hh):
     T, N, F = x.shape
     H = w_hh.shape[1]
     xb = R(x).reshape(-1, F)
-    xs = torch.addmm(b_ih, xb, w_ih.t()).reshape(T, N, 4 * H)
-    h = torch.zeros(N, H)
-    c = torch.zeros(N, H)
     saved = []
-    for t in range(T):  # the forward of lstm_by_hand, keeping what the backward reads
-        hb = R(h)
-        gates = torch.addmm(b_hh, hb, w_hh.t()).add_(xs[t])
-        i, f, g, o = [q.clone() for q in gates.chunk(4, 1)]
-        i, f, g, o = i.sigmoid(), f.sigmoid(), g.tanh(), o.sigmoid()
-        c_prev, c = c, (f * c).add_(i * g)
-        tc = c.tanh()
-        h = o * tc
-        saved.append((hb, i, f, g, o, c_prev, tc))
+    lstm_by_hand(x, True, w_ih, w_hh, b_ih, b_hh, saved)
     dw_hh = db_hh = None
     dh_next = torch.zeros(N, H)
     dc_next = torch.zeros(N, H)
@@ -140,17 +138,8 @@ def gru_backward_by_hand(x, dy, w_ih, w_hh, b_ih, b_hh):
     T, N, F = x.shape
     H = w_hh.shape[1]
     xb = R(x).reshape(-1, F)
-    xs = torch.addmm(b_ih, xb, w_ih.t()).reshape(T, N, 3 * H)
-    h = torch.zeros(N, H)
     saved = []
-    for t in range(T):
-        hb = R(h)
-        xr, xz, xn = xs[t].chunk(3, 1)
-        hr, hz, hn = torch.addmm(b_hh, hb, w_hh.t()).chunk(3, 1)
-        r, z = hr.add(xr).sigmoid(), hz.add(xz).sigmoid()
-        n = xn.add(hn.mul(r)).tanh()
-        h_prev, h = h, (h - n).mul(z).add(n)
-        saved.append((hb, h_prev, r, z, n, hn))
+    gru_by_hand(x, True, w_ih, w_hh, b_ih, b_hh, saved)
     dw_hh = db_hh = None
     dh_next = torch.zeros(N, H)
     dgx_all = [None] * T

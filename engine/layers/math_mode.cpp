@@ -1,6 +1,7 @@
 #include "engine/layers/math_mode.h"
 
 #include "core/error.h"
+#include "engine/layers/layout.h"
 #include "kernels/cpu/fast/round_fast.h"
 
 namespace driftlab {
@@ -113,24 +114,11 @@ void add_channel_bias(Tensor& y, const Tensor& bias) {
   check(y.dtype() == DType::f32 && y.rank() == 4 && bias.numel() == y.dim(1), "add_channel_bias: a float32 (N,C,H,W) "
         "tensor and C biases are needed, got ", shape_str(y.shape()), " and ", bias.numel());
   const int64_t n = y.dim(0), c = y.dim(1), hw = y.dim(2) * y.dim(3);
-  const int b = y.channel_block();
   const float* bd = bias.data<float>();
   float* d = elements(y);
-  if (b == 0) {
-    for (int64_t i = 0; i < n; ++i)
-      for (int64_t ch = 0; ch < c; ++ch) {
-        float* row = d + (i * c + ch) * hw;
-        for (int64_t j = 0; j < hw; ++j) row[j] += bd[ch];
-      }
-    return;
-  }
-  // (N, C/b, H, W, b): element (i, cb, pixel, lane) is channel cb*b + lane.
   for (int64_t i = 0; i < n; ++i)
-    for (int64_t cb = 0; cb < c / b; ++cb) {
-      float* blk = d + (i * (c / b) + cb) * hw * b;
-      for (int64_t j = 0; j < hw; ++j)
-        for (int lane = 0; lane < b; ++lane) blk[j * b + lane] += bd[cb * b + lane];
-    }
+    for (int64_t ch = 0; ch < c; ++ch)
+      for (int64_t s = 0; s < hw; ++s) d[blocked_offset(i, ch, s, c, hw, y.channel_block())] += bd[ch];
 }
 
 void math_add_result(Tensor& acc, Tensor& call, const MathSpec& m) {

@@ -21,6 +21,9 @@
 
 namespace driftlab {
 
+// Whether a tensor held in format f is rounded (bfloat16, float16).
+inline bool reduced_format(MathMode f) { return f == MathMode::bfloat16 || f == MathMode::float16; }
+
 struct MathSpec {
   MathMode mode = MathMode::float32;
   Rounding tf32_rule = Rounding::nearest_even;
@@ -29,8 +32,7 @@ struct MathSpec {
   // again (conv_bias_rounding / matmul_bias_rounding = twice); else in the float32 sum, once.
   bool bias_twice = false;
   bool active() const { return mode != MathMode::float32; }
-  bool bias_after_result() const { return bias_twice && reduced_format_mode(); }
-  bool reduced_format_mode() const { return mode == MathMode::bfloat16 || mode == MathMode::float16; }
+  bool bias_after_result() const { return bias_twice && reduced_format(mode); }
   std::string str() const;  // "tf32 (nearest_even)", "bfloat16", ...
 };
 
@@ -44,8 +46,6 @@ MathSpec matmul_math(const Policy& policy);
 
 // The format autocast holds tensors in (bfloat16 / float16), float32 when autocast is off.
 MathMode autocast_format(const Policy& policy);
-// Whether a tensor held in format f is rounded (bfloat16, float16).
-inline bool reduced_format(MathMode f) { return f == MathMode::bfloat16 || f == MathMode::float16; }
 // Rounds t's elements in place to format f (nothing for float32); rounded_to: a rounded copy.
 void round_to_format(Tensor& t, MathMode f);
 Tensor rounded_to(const Tensor& t, MathMode f);

@@ -64,6 +64,21 @@ int64_t count_correct(const Tensor& logits, const std::vector<int32_t>& labels) 
   return c;
 }
 
+DynamicLossScale loss_scale_rule(const Policy& pol) {
+  check(std::isfinite(static_cast<float>(pol.loss_scale_init)), "loss_scale_init=", pol.get("loss_scale_init"),
+        " is not a finite float32 (the scale is held in float32)");
+  check(std::isfinite(static_cast<float>(pol.loss_scale_min)), "loss_scale_min=", pol.get("loss_scale_min"),
+        " is not a finite float32 (the scale is held in float32)");
+  check(std::floor(pol.loss_scale_growth_interval) == pol.loss_scale_growth_interval &&
+            pol.loss_scale_growth_interval >= 1,
+        "loss_scale_growth_interval=", pol.get("loss_scale_growth_interval"), " must be a whole number of steps >= 1");
+  DynamicLossScale s;
+  s.scale = static_cast<float>(pol.loss_scale_init);
+  s.min_scale = static_cast<float>(pol.loss_scale_min);
+  s.growth_interval = static_cast<int64_t>(pol.loss_scale_growth_interval);
+  return s;
+}
+
 Runner::Runner(Model& model, const TrainConfig& config)
     : model_(model),
       cfg_(config),
@@ -75,19 +90,10 @@ Runner::Runner(Model& model, const TrainConfig& config)
       dropout_rng_(model.policy.rng_engine, config.seed + 1) {
   const Policy& pol = model.policy;
   if (pol.loss_scale != LossScale::none) {
-    check(std::isfinite(static_cast<float>(pol.loss_scale_init)), "loss_scale_init=", pol.get("loss_scale_init"),
-          " is not a finite float32 (the scale is held in float32)");
-    check(std::isfinite(static_cast<float>(pol.loss_scale_min)), "loss_scale_min=", pol.get("loss_scale_min"),
-          " is not a finite float32 (the scale is held in float32)");
-    check(std::floor(pol.loss_scale_growth_interval) == pol.loss_scale_growth_interval &&
-              pol.loss_scale_growth_interval >= 1,
-          "loss_scale_growth_interval=", pol.get("loss_scale_growth_interval"), " must be a whole number of steps >= 1");
+    scaler_ = loss_scale_rule(pol);
     scaling_ = true;
     dynamic_ = pol.loss_scale == LossScale::dynamic;
     count_skipped_ = pol.loss_scale_skipped_step == SkippedStep::counted;
-    scaler_.scale = static_cast<float>(pol.loss_scale_init);
-    scaler_.min_scale = static_cast<float>(pol.loss_scale_min);
-    scaler_.growth_interval = static_cast<int64_t>(pol.loss_scale_growth_interval);
   }
   check(config.batch >= 1, "train: batch=", config.batch, " must be >= 1");
   check(config.epochs >= 0, "train: epochs=", config.epochs, " must be >= 0");

@@ -141,6 +141,10 @@ struct LinfStepsResult {
   Tensor last_logits;                        // LinfSteps::judge: a forward pass at the last iterate
 };
 
+// The Policy's loss-scale rule (loss_scale_init, _min, _growth_interval; core/ops/loss_scale.h),
+// each setting checked (a finite float32 scale and floor, a whole interval >= 1), naming the knob.
+DynamicLossScale loss_scale_rule(const Policy& policy);
+
 class Runner {
  public:
   virtual ~Runner() = default;

@@ -125,13 +125,19 @@ bool round_path_available(RoundPath p) {
   return false;
 }
 
-void round_floats_on(RoundPath p, float* d, int64_t n, RoundFormat f, Rounding rule) {
-  check(round_path_available(p), "round_floats: this CPU has no ", round_path_name(p), " path");
+namespace {
+void run_path(RoundPath p, float* d, int64_t n, RoundFormat f, Rounding rule) {
   switch (p) {
     case RoundPath::scalar: round_floats_reference(d, n, f, rule); return;
     case RoundPath::avx2: round_avx2(d, n, f, rule); return;
     case RoundPath::avx512: round_avx512(d, n, f, rule); return;
   }
+}
+}  // namespace
+
+void round_floats_on(RoundPath p, float* d, int64_t n, RoundFormat f, Rounding rule) {
+  check(round_path_available(p), "round_floats: this CPU has no ", round_path_name(p), " path");
+  run_path(p, d, n, f, rule);
 }
 
 RoundPath best_round_path() {
@@ -141,6 +147,7 @@ RoundPath best_round_path() {
   return best;
 }
 
-void round_floats(float* d, int64_t n, RoundFormat f, Rounding rule) { round_floats_on(best_round_path(), d, n, f, rule); }
+// The path found once (best_round_path): no CPUID per call.
+void round_floats(float* d, int64_t n, RoundFormat f, Rounding rule) { run_path(best_round_path(), d, n, f, rule); }
 
 }  // namespace driftlab
