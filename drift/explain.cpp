@@ -115,6 +115,8 @@ std::string explain_knob(const std::string& knob) {
       {"tf32_rounding", [] { return ex_math("tf32_rounding"); }},
       {"math_rnn", ex_math_rnn},
       {"autocast", ex_autocast},
+      {"rnn_autocast_rule", [] { return ex_rnn_autocast("rnn_autocast_rule"); }},
+      {"rnn_input_bias_rounding", [] { return ex_rnn_autocast("rnn_input_bias_rounding"); }},
       {"loss_scale", [] { return ex_loss_scale("loss_scale"); }},
       {"loss_scale_init", [] { return ex_loss_scale("loss_scale_init"); }},
       {"loss_scale_growth_interval", [] { return ex_loss_scale("loss_scale_growth_interval"); }},

@@ -52,6 +52,7 @@ std::string ex_cuda(const std::string& knob);
 std::string ex_math(const std::string& knob);
 std::string ex_autocast();
 std::string ex_math_rnn();
+std::string ex_rnn_autocast(const std::string& knob);
 std::string ex_loss_scale(const std::string& knob);
 std::string ex_bias_rounding(const std::string& knob);
 std::string ex_quant(const std::string& knob);

@@ -293,7 +293,10 @@ std::string ex_math(const std::string& knob) {
 
 // math_rnn: an LSTM (16 features, 32 units, seed 1) over 8 steps of x = sin(i) / 2: its last state
 // under float32 and tf32 against the same layer (the float32 weights) computed in float64.
-std::string ex_math_rnn() {
+namespace {
+// An LSTM of 32 units over 8 steps (weights seed 1, x = sin(i) / 2) under each spec: its last
+// state's largest difference from the float64 layer's, or the refusal a spec meets.
+std::string rnn_last_state_sweep(const std::vector<std::string>& specs) {
   std::ostringstream os;
   os << std::setprecision(9);
   const Policy p32 = Policy::torch();
@@ -320,13 +323,31 @@ std::string ex_math_rnn() {
   };
   const std::vector<double> ref = last_state("torch,dtype=float64");
   os << "  an LSTM of 32 units over 8 steps; its last state's largest difference from float64:\n";
-  for (const std::string& v : knob_info("math_rnn").values) {
-    const std::vector<double> h = last_state("torch,math_rnn=" + v);
-    double worst = 0;
-    for (std::size_t j = 0; j < h.size(); ++j) worst = std::max(worst, std::abs(h[j] - ref[j]));
-    os << "  torch,math_rnn=" << v << " -> " << worst << "\n";
+  for (const std::string& spec : specs) {
+    try {
+      const std::vector<double> h = last_state(spec);
+      double worst = 0;
+      for (std::size_t j = 0; j < h.size(); ++j) worst = std::max(worst, std::abs(h[j] - ref[j]));
+      os << "  " << spec << " -> " << worst << "\n";
+    } catch (const Error& e) {
+      os << "  " << spec << " -> refused: " << e.what() << "\n";
+    }
   }
   return os.str();
+}
+}  // namespace
+
+std::string ex_math_rnn() {
+  std::vector<std::string> specs;
+  for (const std::string& v : knob_info("math_rnn").values) specs.push_back("torch,math_rnn=" + v);
+  return rnn_last_state_sweep(specs);
+}
+
+// rnn_autocast_rule, rnn_input_bias_rounding: the same LSTM under autocast=bfloat16 with each value.
+std::string ex_rnn_autocast(const std::string& knob) {
+  std::vector<std::string> specs{"torch"};
+  for (const std::string& v : knob_info(knob).values) specs.push_back("torch,autocast=bfloat16," + knob + "=" + v);
+  return rnn_last_state_sweep(specs);
 }
 
 // Autocast: ResNet-20 (seed 1, inference) on one image (x = sin(i) / 2) under each value: the

@@ -687,6 +687,31 @@ const std::vector<KnobRow>& rows() {
          "off (Keras mixed_float16 / mixed_bfloat16 policies: not built)", "off",
          "off (torch.autocast(device_type='cpu') defaults to bfloat16, 'cuda' to float16)",
          "aten/src/ATen/autocast_mode.cpp@v1.13.0 (lower_precision_fp and fp32 lists); torch/amp/autocast_mode.py"}));
+    r.push_back(enum_knob(&Policy::rnn_autocast_rule,
+        {"rnn_autocast_rule", "numerics", {"ops", "layer"},
+         "an LSTM / GRU under autocast: ops = the layer's own ops under autocast's lists (its gate "
+         "products addmm in the format, the gate sums and activations in the format, the cell state, the "
+         "new state and the output float32; each gradient in its tensor's dtype, the recurrent weight "
+         "gradients summed over the steps in the format); layer = the whole layer one op in the format, "
+         "its states too (not built: refused under autocast)",
+         "layer (a mixed policy's LSTM / GRU computes in its compute dtype, states included)",
+         "layer (as tensorflow)",
+         "ops (CPU autocast inside nn.LSTM / nn.GRU; on CUDA _cudnn_rnn is one lower-precision op: layer, "
+         "the torch_gpu variant)",
+         "bench/peers/rnn_autocast_probe.py (PyTorch 1.13's CPU autocast written op by op, bit for bit); "
+         "aten/src/ATen/autocast_mode.cpp@v1.13.0 (_cudnn_rnn in the CUDA lower_precision_fp list); "
+         "keras/layers/recurrent.py (the cell's compute dtype)"}));
+    r.push_back(enum_knob(&Policy::rnn_input_bias_rounding,
+        {"rnn_input_bias_rounding", "numerics", {"once", "twice"},
+         "under rnn_autocast_rule=ops, where the input projection x W_ih^T (over the whole sequence) adds "
+         "b_ih: once inside the product's float32 sum (a contiguous time-major input: at::linear folds it "
+         "into one addmm), twice = the product rounded, then b_ih added in the format (batch_first=True "
+         "hands linear a transposed view: matmul, then add). The recurrent product's bias is always inside",
+         "twice (inert: rnn_autocast_rule=layer)", "twice (inert: rnn_autocast_rule=layer)",
+         "twice (nn.LSTM / nn.GRU with batch_first=True, as driftlab's torch-side models; once for "
+         "batch_first=False)",
+         "aten/src/ATen/native/Linear.cpp@v1.13.0 (linear: addmm for a contiguous 3-D input, else matmul "
+         "then add_); bench/peers/rnn_autocast_probe.py"}));
     r.push_back(enum_knob(&Policy::loss_scale,
         {"loss_scale", "numerics", {"none", "static", "dynamic"},
          "loss scaling in training: none; static (the loss gradient times loss_scale_init, the gradients "

@@ -134,6 +134,9 @@ enum class Autocast { off, bfloat16, float16 };  // torch.autocast's op classes 
 enum class LossScale { none, fixed, dynamic };   // knob values none | static | dynamic (GradScaler / LossScaleOptimizer)
 enum class SkippedStep { idle, counted };        // a skipped step: optimizer untouched | its step count advances (Keras)
 enum class BiasRounding { once, twice };         // a 16-bit op's bias: added before the result's rounding | after it
+// A recurrent layer under autocast: its own ops under the lists, the state float32 (PyTorch on the
+// CPU) | the whole layer one op in the format, states included (cuDNN's RNN, Keras: not built).
+enum class RnnAutocastRule { ops, layer };
 enum class CudaKernels { own, vendor };          // driftlab's CUDA kernels | cuBLAS + cuDNN
 enum class AlgoSearch { heuristic, exhaustive };  // cuDNN algorithm choice
 // cuDNN's RNN algorithm: always CUDNN_RNN_ALGO_STANDARD (TensorFlow), or PyTorch's get_algo rule
@@ -258,6 +261,13 @@ struct Policy {
   // Autocast emulated on the CPU (engine/layers/math_mode.h): convolutions and dense layers in the
   // format, the other layers in their input's format, the loss in float32. Every preset: off.
   Autocast autocast = Autocast::off;
+  // A recurrent layer under autocast (core/ops/rnn.h, RnnParams::autocast): `ops` = PyTorch's CPU
+  // autocast inside nn.LSTM / nn.GRU (gate products, sums and activations in the format, the cell
+  // state and output float32); `layer` = the whole layer in the format (refused: not built). The
+  // input projection's bias under `ops`: once inside the product's sum (a time-major input, one
+  // addmm) or twice (batch_first=True: matmul, then a bfloat16 add), rnn_input_bias_rounding.
+  RnnAutocastRule rnn_autocast_rule = RnnAutocastRule::ops;
+  BiasRounding rnn_input_bias_rounding = BiasRounding::twice;
   // Loss scaling of mixed-precision training (core/ops/loss_scale.h; the CPU runner): the loss
   // gradient times the scale, the parameter gradients divided by it, a step with an inf or NaN
   // gradient skipped and the scale backed off (dynamic; static: a fixed scale, nothing skipped).

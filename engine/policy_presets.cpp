@@ -29,6 +29,8 @@ Policy Policy::tensorflow() {
   p.loss_scale_skipped_step = SkippedStep::counted;
   // A mixed policy's Conv2D and Dense add the bias with tf.nn.bias_add after the float16 op.
   p.conv_bias_rounding = p.matmul_bias_rounding = BiasRounding::twice;
+  // A mixed policy's LSTM / GRU cell computes in the compute dtype, its states included.
+  p.rnn_autocast_rule = RnnAutocastRule::layer;
   p.model_conv_padding = ModelConvPadding::same;
   p.relu_grad_at_zero = 0.0;
   p.relu_grad_at_nan = ReluNanGrad::nan;
@@ -245,6 +247,7 @@ Policy Policy::preset_named(const std::string& name) {
     p.math_conv = p.math_rnn = MathMode::tf32;  // cudnn.allow_tf32 covers cuDNN's RNN too
     p.tf32_conv = true;
     p.conv_bias_rounding = BiasRounding::twice;  // cuDNN's convolution, then output.add_(bias)
+    p.rnn_autocast_rule = RnnAutocastRule::layer;  // CUDA autocast: _cudnn_rnn is one lower-precision op
     return p;
   }
   if (name == "tensorflow_gpu") {

@@ -8,7 +8,7 @@ It is the specification an emulation of autocast for recurrent layers must meet
 
 Usage: /usr/bin/python3 bench/peers/rnn_autocast_probe.py   (PyTorch 1.13 from Debian; no GPU)
 Prints, per cell and seed, how many outputs and gradient elements the written-out ops give bit for
-bit.
+bit; then which bfloat16 GEMMs PyTorch sums in float32 on this CPU (gemm_accumulation).
 """
 import torch
 
@@ -27,7 +27,7 @@ def input_projection(x, w_ih, b_ih, contiguous):
 
 
 def lstm_by_hand(x, contiguous, w_ih, w_hh, b_ih, b_hh, saved=None):
-    # saved: a list to append each step's (h cast, i, f, g, o, c_{t-1}, tanh c_t) to, for the backward.
+    # saved: a list to append each step's values to (a dict: the backward's and the oracle test's).
     T, N, _ = x.shape
     H = w_hh.shape[1]
     xs = input_projection(x, w_ih, b_ih, contiguous)
@@ -36,7 +36,8 @@ def lstm_by_hand(x, contiguous, w_ih, w_hh, b_ih, b_hh, saved=None):
     outs = []
     for t in range(T):
         hb = h.to(BF)
-        gates = torch.addmm(b_hh, hb, w_hh.t()).add_(xs[t])  # addmm: the bias inside; then bf16 add
+        hr = torch.addmm(b_hh, hb, w_hh.t())  # the bias inside the sum
+        gates = hr.clone().add_(xs[t])  # then a bfloat16 add
         i, f, g, o = gates.chunk(4, 1)
         i, f, g, o = i.sigmoid(), f.sigmoid(), g.tanh(), o.sigmoid()  # bfloat16 results
         c_prev, c = c, (f * c).add_(i * g)  # f*c: float32 (bf16 x f32); i*g: bfloat16; the sum float32
@@ -44,12 +45,13 @@ def lstm_by_hand(x, contiguous, w_ih, w_hh, b_ih, b_hh, saved=None):
         h = o * tc  # float32
         outs.append(h)
         if saved is not None:
-            saved.append((hb, i, f, g, o, c_prev, tc))
+            saved.append(dict(hb=hb, i=i, f=f, g=g, o=o, c_prev=c_prev, tc=tc, xs=xs[t], hr=hr, a=gates,
+                              act=torch.cat([i, f, g, o], 1), c=c, h=h))
     return torch.stack(outs, 0)
 
 
 def gru_by_hand(x, contiguous, w_ih, w_hh, b_ih, b_hh, saved=None):
-    # saved: a list to append each step's (h cast, h_{t-1}, r, z, n, h W_hn + b_hn) to, for the backward.
+    # saved: a list to append each step's values to (a dict: the backward's and the oracle test's).
     T, N, _ = x.shape
     H = w_hh.shape[1]
     xs = input_projection(x, w_ih, b_ih, contiguous)
@@ -58,14 +60,18 @@ def gru_by_hand(x, contiguous, w_ih, w_hh, b_ih, b_hh, saved=None):
     for t in range(T):
         hb = h.to(BF)
         xr, xz, xn = xs[t].chunk(3, 1)
-        hr, hz, hn = torch.addmm(b_hh, hb, w_hh.t()).chunk(3, 1)
-        r = hr.add(xr).sigmoid()  # bfloat16
-        z = hz.add(xz).sigmoid()
-        n = xn.add(hn.mul(r)).tanh()  # r * (h W_hn + b_hn): bfloat16, then + the input part
+        rec = torch.addmm(b_hh, hb, w_hh.t())
+        hr, hz, hn = rec.chunk(3, 1)
+        a_r, a_z = hr.add(xr), hz.add(xz)
+        r = a_r.sigmoid()  # bfloat16
+        z = a_z.sigmoid()
+        a_n = xn.add(hn.mul(r))  # r * (h W_hn + b_hn): bfloat16, then + the input part
+        n = a_n.tanh()
         h_prev, h = h, (h - n).mul_(z).add_(n)  # float32
         outs.append(h)
         if saved is not None:
-            saved.append((hb, h_prev, r, z, n, hn))
+            saved.append(dict(hb=hb, h_prev=h_prev, r=r, z=z, n=n, hn=hn, xs=xs[t], hr=rec,
+                              a=torch.cat([a_r, a_z, a_n], 1), act=torch.cat([r, z, n], 1), h=h))
     return torch.stack(outs, 0)
 
 
@@ -111,7 +117,8 @@ def lstm_backward_by_hand(x, dy, w_ih, w_hh, b_ih, b_hh):
     dc_next = torch.zeros(N, H)
     dgates_all = [None] * T
     for t in reversed(range(T)):
-        hb, i, f, g, o, c_prev, tc = saved[t]
+        s = saved[t]
+        hb, i, f, g, o, c_prev, tc = s['hb'], s['i'], s['f'], s['g'], s['o'], s['c_prev'], s['tc']
         dh = dy[t] + dh_next                      # float32
         dc = (dh * o) * (1 - tc * tc)             # tanh_backward in float32
         if t < T - 1:
@@ -144,7 +151,8 @@ def gru_backward_by_hand(x, dy, w_ih, w_hh, b_ih, b_hh):
     dh_next = torch.zeros(N, H)
     dgx_all = [None] * T
     for t in reversed(range(T)):
-        hb, h_prev, r, z, n, hn = saved[t]
+        s = saved[t]
+        hb, h_prev, r, z, n, hn = s['hb'], s['h_prev'], s['r'], s['z'], s['n'], s['hn']
         dh = dy[t] + dh_next
         d_hmn = dh * z                            # d(h - n), float32
         dz = R(dh * (h_prev - n))
@@ -183,6 +191,23 @@ def check_backward():
                 "%s %d of %d" % (nm, int((m == r).sum()), r.numel()) for nm, m, r in zip(names, mine, refs))))
 
 
+def gemm_accumulation():
+    """Where PyTorch's CPU bfloat16 GEMM sums in float32: k ones times k ones is k in float32 but stops
+    at 256 in bfloat16 (256 + 1 rounds back to 256). Shapes of both sides of the 4096 m*k*n line, in
+    the forward's form (x W^T) and the backward's (a plain product, a^T b), with oneDNN on and off."""
+    ones = lambda *s: torch.ones(*s, dtype=BF)
+    for mkldnn in (True, False):
+        with torch.backends.mkldnn.flags(enabled=mkldnn):
+            for m, k, n in ((1, 1024, 1), (4, 1024, 1), (4, 1025, 1), (16, 1024, 16)):
+                xw = torch.mm(ones(m, k), ones(n, k).t())[0, 0].item()
+                plain = torch.mm(ones(m, k), ones(k, n))[0, 0].item()
+                atb = torch.mm(ones(k, m).t(), ones(k, n))[0, 0].item()
+                f32 = torch.tensor(float(k)).to(BF).item()
+                print("oneDNN %s, m*k*n %6d (k %d): x W^T %g, plain %g, a^T b %g  (a float32 sum, rounded: %g)" % (
+                    "on " if mkldnn else "off", m * k * n, k, xw, plain, atb, f32))
+
+
 if __name__ == "__main__":
     main()
     check_backward()
+    gemm_accumulation()

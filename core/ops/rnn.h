@@ -60,6 +60,24 @@ struct RnnParams {
   // its own kernels). Kernels that do not say they support it are not picked.
   MathMode math = MathMode::float32;
   Rounding tf32_rule = Rounding::nearest_even;
+  // Autocast as PyTorch runs it on the CPU inside nn.LSTM / nn.GRU (bfloat16 or float16; float32 =
+  // off; R() = rounding to it; bench/peers/rnn_autocast_probe.py checks these rounding points bit for
+  // bit against PyTorch 1.13). Forward, per step: the input projection xi = R(R(x) R(W_ih)^T + R(b_ih))
+  // (float32 sum, one rounding), or with input_bias_twice R(R(R(x) R(W_ih)^T) + R(b_ih)); the
+  // recurrent product hr = R(R(h_{t-1}) R(W_hh)^T + R(b_hh)). LSTM: a = R(hr + xi), the gates R(act(a)),
+  // c = (f*c_{t-1} + R(i*g)) and h = o*tanh(c) in float32. GRU: r, z = R(sr(R(hr + xi))),
+  // n = R(tanh(R(xi_n + R(hr_n * r)))), h = ((h_{t-1} - n)*z) + n in float32 (z keeps the old state).
+  // Backward: each gradient in its tensor's dtype (the gate gradients rounded, sigmoid_backward
+  // R(dy (1 - y) y), tanh_backward R(dy (1 - y^2))); dh_{t-1} through R(h) is R(dgates W_hh) (+ the GRU's
+  // float32 direct path); dW_hh and db_hh are each step's rounded product, accumulated over the steps
+  // (last to first) in the format; dx, dW_ih, db_ih one rounded product or sum over all steps.
+  // Needs PyTorch's cell: sigmoid gates, two biases, reset_after, z_keeps_old, no peepholes, no
+  // mask, float32 (check_rnn_params refuses the rest).
+  MathMode autocast = MathMode::float32;
+  bool input_bias_twice = false;
+  // The forward starts from RnnWeights::h0 / c0 instead of zeros (the reference kernel only:
+  // others decline it): one step computed from a given state, as the oracle test does.
+  bool initial_state = false;
 };
 
 // Throws naming the field when a size is < 1 or the gate activation is not sigmoid/hard_sigmoid.
@@ -73,6 +91,9 @@ void check_rnn_params(const RnnParams& p);
 //   act (N,T,G*H): the activated gates
 //   aux (N,T,H):   LSTM: the cell state c_t;  GRU: the recurrent part of n before the reset
 //                  (h W_hn^T + b_hn) for reset_after, (r*h) W_hn^T + b_hn for reset before
+// Under autocast (the reference kernel's rows, every value but c_t in the format) two more follow:
+//   xin (N,T,G*H): the input projection xi;  rec (N,T,G*H): the recurrent product hr
+// and pre holds the rounded gate sums (GRU n: its rounded tanh argument).
 int64_t rnn_workspace_size(const RnnParams& p);
 
 // The gate activation and its derivative, shared by every rnn kernel (the CPU reference and
@@ -109,6 +130,8 @@ struct RnnExec {
 template <typename T>
 struct RnnWeights {
   const T *w_ih = nullptr, *w_hh = nullptr, *b_ih = nullptr, *b_hh = nullptr, *w_peep = nullptr;
+  // The state before step 0, (N,H) each, read only under RnnParams::initial_state (c0: LSTM).
+  const T *h0 = nullptr, *c0 = nullptr;
 };
 template <typename T>
 struct RnnGrads {

@@ -6,6 +6,7 @@
 
 #include "core/eigen.h"
 #include "engine/layers/activation_layer.h"
+#include "engine/layers/math_mode.h"
 #include "engine/layers/weight_layout.h"
 #include "engine/random.h"
 
@@ -83,8 +84,33 @@ RnnParams resolve_rnn(const Policy& policy, RnnCell cell, int64_t input, int64_t
   p.sum_order = policy.acc_order;
   p.math = policy.math_rnn;
   p.tf32_rule = policy.tf32_rounding;
+  p.autocast = autocast_format(policy);
+  p.input_bias_twice = policy.rnn_input_bias_rounding == BiasRounding::twice;
   return p;
 }
+
+namespace {
+// Autocast on a recurrent layer: PyTorch's CPU rule (rnn_autocast_rule=ops) on PyTorch's cell, in
+// float32; each other choice refused naming its knob.
+void check_rnn_autocast(const Policy& policy, const RnnParams& p) {
+  if (policy.autocast == Autocast::off) return;
+  const char* name = rnn_cell_name(p.cell);
+  const std::string head = std::string(name) + ": autocast=" + policy.get("autocast") + " with ";
+  check(policy.rnn_autocast_rule == RnnAutocastRule::ops, head, "rnn_autocast_rule=layer (the whole layer in the "
+        "format, its states too: cuDNN's RNN under CUDA autocast, Keras's mixed policies) is not built; "
+        "rnn_autocast_rule=ops is PyTorch's CPU autocast (docs/REDUCED_PRECISION.md, \"Recurrent layers under autocast\")");
+  const char* knob = p.gate_act.kind != ActKind::sigmoid ? "rnn_recurrent_activation=hard_sigmoid"
+                     : !p.two_biases                     ? "rnn_num_bias=1"
+                     : p.peepholes                       ? "lstm_peepholes=lasagne"
+                     : p.cell == RnnCell::gru && !p.gru_reset_after ? "gru_reset_after=before"
+                     : p.cell == RnnCell::gru && !p.gru_z_keeps_old ? "gru_update_convention=z_takes_new"
+                     : p.math != MathMode::float32                  ? "math_rnn=tf32"
+                     : policy.dtype != FloatType::float32           ? "dtype=float64"
+                                                                    : nullptr;
+  check(knob == nullptr, head, knob, ": rnn_autocast_rule=ops emulates PyTorch's cell (sigmoid gates, two biases, "
+        "GRU reset after, z keeping the old state, no peepholes) in float32 only");
+}
+}  // namespace
 
 RnnLayer::RnnLayer(RnnCell cell, const RnnSpec& spec, const Shape& in, const Policy& policy, Rng& rng)
     : p_(resolve_rnn(policy, cell, in.size() == 2 ? in[1] : -1, spec.units)),
@@ -95,10 +121,7 @@ RnnLayer::RnnLayer(RnnCell cell, const RnnSpec& spec, const Shape& in, const Pol
       backend_(policy.rnn_backend),
       mask_mode_(policy.rnn_mask) {
   const char* name = rnn_cell_name(cell);
-  check(policy.autocast == Autocast::off, name, ": autocast=", policy.get("autocast"),
-        " is not emulated for recurrent layers yet (PyTorch runs their gate products, gate sums and "
-        "activations in the format and the cell state in float32: docs/REDUCED_PRECISION.md, \"Recurrent "
-        "layers under autocast\"): leave autocast=off");
+  check_rnn_autocast(policy, p_);
   check(policy.math_rnn == MathMode::float32 || policy.dtype == FloatType::float32, name, ": math_rnn=",
         policy.get("math_rnn"), " rounds float32 operands: it needs dtype=float32 (the policy has dtype=float64)");
   check(in.size() == 2, name, ": input must be (steps, features) per sample, got ", shape_str(in));
@@ -204,6 +227,9 @@ Tensor RnnLayer::forward(RunContext& ctx, const Tensor& x) {
     if (!return_sequences_) ctx.step_mask = StepMask{};  // the last step carries no per-step mask
   }
   const uint8_t* mk = mask.empty() ? nullptr : mask.data();
+  check(mk == nullptr || p.autocast == MathMode::float32, name, ": autocast with a padding mask (rnn_mask=",
+        mask_mode_ == RnnMask::carry ? "carry" : "zero", ") is not emulated: PyTorch's packed sequences under "
+        "autocast were not traced; set rnn_mask=none or autocast=off");
   Tensor h_seq = Tensor::empty({N, steps_, H}, x.dtype());
   // The workspace is kept for the backward only; inference runs without one. The previous
   // step's is freed first, so that the allocator hands its memory back (a fresh 16 MB costs a

@@ -55,6 +55,9 @@ class RnnLayer : public Layer {
   Shape output_shape() const override;
   Tensor forward(RunContext& ctx, const Tensor& x) override;
   Tensor backward(RunContext& ctx, const Tensor& dy) override;
+  // Under autocast the layer's output is float32 (its new states are float32 sums), whatever its
+  // input's format (it rounds its operands itself).
+  MathMode set_input_format(MathMode) override { return MathMode::float32; }
   std::vector<Param*> params() override;
 
   RnnCell cell() const { return p_.cell; }

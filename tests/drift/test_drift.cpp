@@ -153,11 +153,12 @@ TEST(DriftAttribute, InferenceOnlyKnobsAndPathShares) {
   AttributeOptions opt;
   opt.batch = 64;
   Attribution a = attribute(src, Policy::tensorflow(), Policy::torch(), test, nullptr, exec, opt);
-  // Every knob that differs is flipped but five whose mechanism is off under both presets
+  // Every knob that differs is flipped but six whose mechanism is off under both presets
   // (engine/knob_gates.h): the loss-scale settings without loss scaling, the 16-bit ops' bias
-  // rounding in float32. Flipping them could only measure zero.
+  // rounding in float32, the recurrent layers' autocast rule without autocast. Flipping them could
+  // only measure zero.
   const std::vector<std::string> inert = {"loss_scale_init", "loss_scale_min", "loss_scale_skipped_step",
-                                          "conv_bias_rounding", "matmul_bias_rounding"};
+                                          "conv_bias_rounding", "matmul_bias_rounding", "rnn_autocast_rule"};
   ASSERT_EQ(a.single.size(), diff(Policy::tensorflow(), Policy::torch()).size() - inert.size());
   for (const auto& e : a.single)
     EXPECT_EQ(std::find(inert.begin(), inert.end(), e.knob), inert.end()) << e.knob << " is inert: left out";

@@ -308,13 +308,15 @@ TEST(MathMode, RefusedWhereItDoesNotApplyAndUnfusedWhereItDoes) {
 
 // The GPU variants: each framework's defaults on an Ampere-or-later GPU over its CPU preset (whose
 // numbers they leave alone): PyTorch TF32 for convolutions only, TensorFlow for both; on the
-// device a tf32 math mode is the libraries' TF32, which needs its tf32_* knob.
+// device a tf32 math mode is the libraries' TF32, which needs its tf32_* knob; PyTorch's CUDA
+// autocast runs cuDNN's RNN as one op (rnn_autocast_rule=layer, as the tensorflow preset already is).
 TEST(MathMode, GpuVariantsAreTheFrameworksGpuDefaults) {
-  EXPECT_EQ(Policy::parse("torch_gpu").to_string(), "torch,math_conv=tf32,math_rnn=tf32,conv_bias_rounding=twice");
+  EXPECT_EQ(Policy::parse("torch_gpu").to_string(),
+            "torch,math_conv=tf32,math_rnn=tf32,conv_bias_rounding=twice,rnn_autocast_rule=layer");
   EXPECT_EQ(Policy::parse("tensorflow_gpu").to_string(),
             "tensorflow,math_conv=tf32,math_matmul=tf32,math_rnn=tf32,tf32_matmul=true,tf32_conv=true");
   EXPECT_EQ(Policy::parse("torch_gpu,math_matmul=tf32").to_string(),
-            "torch,math_conv=tf32,math_matmul=tf32,math_rnn=tf32,conv_bias_rounding=twice");
+            "torch,math_conv=tf32,math_matmul=tf32,math_rnn=tf32,conv_bias_rounding=twice,rnn_autocast_rule=layer");
   EXPECT_EQ(Policy::torch().math_conv, MathMode::float32);
   EXPECT_EQ(Policy::tensorflow().math_matmul, MathMode::float32);
   const cuda::CudaExecParams t = resolve_cuda_exec(Policy::parse("torch_gpu"));

@@ -248,8 +248,10 @@ void rnn_forward_fast(const RnnParams& p, const RnnExec& ex, const float* x, con
 void register_rnn_fast(KernelRegistry& reg) {
   RnnKernel k;
   k.name = "fast";  // register-tiled products and the cell math fused; calls no GEMM
-  k.supports_doc = "every params field but a tf32 math mode, float32";
-  k.supports = [](const RnnParams& p, DType dt) { return dt == DType::f32 && p.math == MathMode::float32; };
+  k.supports_doc = "every params field but a tf32 math mode, autocast and an initial state, float32";
+  k.supports = [](const RnnParams& p, DType dt) {
+    return dt == DType::f32 && p.math == MathMode::float32 && p.autocast == MathMode::float32 && !p.initial_state;
+  };
   k.forward_f32 = rnn_fast::rnn_forward_fast;
   rnn_fast::register_rnn_fast_backward(k);
   reg.rnn.at(KernelBackend::fast) = k;

@@ -92,6 +92,13 @@ void rnn_forward_ref(const RnnParams&, const RnnExec&, const T* x, const uint8_t
 template <typename T>
 void rnn_backward_ref(const RnnParams&, const RnnExec&, const T* x, const uint8_t* mask, const RnnWeights<T>& w,
                       const T* h_seq, const T* ws, const T* dh_seq, T* dx, const RnnGrads<T>& g);
+// Their autocast rounding points (rnn_ref_autocast.cpp; RnnParams::autocast), float32 only: the
+// reference kernel's entry points call these when params.autocast is a 16-bit format.
+void rnn_forward_autocast(const RnnParams&, const float* x, const uint8_t* mask, const RnnWeights<float>& w,
+                          float* h_seq, float* ws);
+void rnn_backward_autocast(const RnnParams&, const float* x, const uint8_t* mask, const RnnWeights<float>& w,
+                           const float* h_seq, const float* ws, const float* dh_seq, float* dx,
+                           const RnnGrads<float>& g);
 
 // SGD step (sgd_ref.cpp): p, grad, state of one parameter tensor
 void sgd_step_ref(const SgdStepParams&, Tensor& p, const Tensor& grad, Tensor& state);

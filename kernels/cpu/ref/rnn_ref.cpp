@@ -6,11 +6,13 @@
 // gate gradients. Forward writes h_seq and ws (=); backward writes dx (=) and adds into
 // dw_ih, dw_hh, db_ih, db_hh (+=).
 #include <cmath>
+#include <type_traits>
 #include <vector>
 
 #include "core/error.h"
-#include "kernels/cpu/registry.h"
 #include "core/ops/rnn.h"
+#include "kernels/cpu/ref/ref.h"
+#include "kernels/cpu/registry.h"
 
 namespace driftlab {
 namespace {
@@ -37,6 +39,12 @@ void rnn_forward_ref(const RnnParams& p, const RnnExec&, const T* x, const uint8
                      T* h_seq, T* ws) {
   const T *w_ih = w.w_ih, *w_hh = w.w_hh, *b_ih = w.b_ih, *b_hh = w.b_hh, *w_peep = w.w_peep;
   check_rnn_params(p);
+  if (p.autocast != MathMode::float32) {
+    if constexpr (std::is_same_v<T, float>) return rnn_forward_autocast(p, x, mask, w, h_seq, ws);
+    fail(rnn_cell_name(p.cell), ": autocast needs float32 (the layer refuses dtype=float64)");
+  }
+  check(!p.initial_state || (w.h0 && (p.cell == RnnCell::gru || w.c0)), rnn_cell_name(p.cell),
+        ": initial_state without h0/c0");
   const int64_t N = p.batch, S = p.steps, F = p.input, H = p.hidden, G = rnn_gates(p.cell), GH = G * H;
   std::vector<T> own(ws ? 0 : static_cast<std::size_t>(rnn_workspace_size(p)));  // inference: no caller workspace
   if (!ws) ws = own.data();
@@ -49,13 +57,15 @@ void rnn_forward_ref(const RnnParams& p, const RnnExec&, const T* x, const uint8
     for (int64_t n = 0; n < N; ++n) {
       const int64_t row = n * S + t;
       const T* xt = x + row * F;
-      const T* hp = t > 0 ? h_seq + (row - 1) * H : zeros.data();
+      const T* h0 = p.initial_state ? w.h0 + n * H : zeros.data();
+      const T* c0 = p.initial_state && p.cell == RnnCell::lstm ? w.c0 + n * H : zeros.data();
+      const T* hp = t > 0 ? h_seq + (row - 1) * H : h0;
       T* a = pre + row * GH;
       T* y = act + row * GH;
       T* h = h_seq + row * H;
       T* ax = aux + row * H;
       if (mask && !mask[row]) {  // padding: h (and the LSTM's c) carry over from t-1
-        const T* cp = p.cell == RnnCell::lstm && t > 0 ? aux + (row - 1) * H : zeros.data();
+        const T* cp = p.cell == RnnCell::lstm && t > 0 ? aux + (row - 1) * H : c0;
         for (int64_t g = 0; g < GH; ++g) a[g] = y[g] = T(0);
         for (int64_t j = 0; j < H; ++j) {
           h[j] = hp[j];
@@ -69,7 +79,7 @@ void rnn_forward_ref(const RnnParams& p, const RnnExec&, const T* x, const uint8
         return b_hh ? d + b_hh[g] : d;
       };
       if (p.cell == RnnCell::lstm) {
-        const T* cp = t > 0 ? aux + (row - 1) * H : zeros.data();
+        const T* cp = t > 0 ? aux + (row - 1) * H : c0;
         for (int64_t g = 0; g < GH; ++g) {
           a[g] = a_in(g) + a_rec(g, hp);
           if (p.peepholes && g < 2 * H) a[g] += w_peep[g] * cp[g % H];  // i, f see c_{t-1}
@@ -116,6 +126,11 @@ void rnn_backward_ref(const RnnParams& p, const RnnExec&, const T* x, const uint
   const T *w_ih = w.w_ih, *w_hh = w.w_hh, *w_peep = w.w_peep;
   T *dw_ih = gr_out.dw_ih, *dw_hh = gr_out.dw_hh, *db_ih = gr_out.db_ih, *db_hh = gr_out.db_hh;
   check_rnn_params(p);
+  if (p.autocast != MathMode::float32) {
+    if constexpr (std::is_same_v<T, float>) return rnn_backward_autocast(p, x, mask, w, h_seq, ws, dh_seq, dx, gr_out);
+    fail(rnn_cell_name(p.cell), ": autocast needs float32 (the layer refuses dtype=float64)");
+  }
+  check(!p.initial_state, rnn_cell_name(p.cell), ": the backward from a given initial state is not built");
   check(ws != nullptr, rnn_cell_name(p.cell), " backward: no workspace (the forward ran without one)");
   const int64_t N = p.batch, S = p.steps, F = p.input, H = p.hidden, G = rnn_gates(p.cell), GH = G * H;
   const int64_t NS = N * S;
@@ -253,7 +268,7 @@ DL_INSTANTIATE(double)
 void register_rnn_ref(KernelRegistry& reg) {
   RnnKernel k;
   k.name = "reference";
-  k.supports_doc = "every params field, float32 and float64 (math tf32: float32)";
+  k.supports_doc = "every params field, float32 and float64 (math tf32 and autocast: float32)";
   k.supports = [](const RnnParams&, DType) { return true; };
   k.forward_f32 = rnn_forward_ref<float>;
   k.forward_f64 = rnn_forward_ref<double>;

@@ -17,6 +17,13 @@ Kinds:
     the format) under autocast: F.batch_norm with running statistics (bn_eval) and with the batch's
     (bn_train, and the running statistics after it, momentum 0.1) and x.mean((2, 3)) (mean,
     ResNet-20's global average pooling).
+  rnn_autocast: one nn.LSTM / nn.GRU (c['cell'], input x given (N,T,F), called with
+    c['batch_first'] or on the time-major copy) with weights w_ih, w_hh, b_ih, b_hh under
+    autocast: its output y (N,T,H), the gradients of sum(y * dy) (dx (N,T,F), g.w_ih, g.w_hh, g.b_ih,
+    g.b_hh), and each step's values from bench/peers/rnn_autocast_probe.py's op-by-op form (which
+    must give y bit for bit, or the case fails), batch-major (N,T,...): xs (the input projection), hr
+    (the recurrent addmm), a (the rounded gate sums; GRU n: its argument), act (the gates), c (LSTM:
+    the cell state) and h.
 Parameters come as p<i> and BatchNorm running statistics as s<j> (oracle.model_with_state).
 """
 import os
@@ -25,8 +32,11 @@ import sys
 import torch
 import torch.nn.functional as F
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+sys.path.insert(0, os.path.join(HERE, '..', '..', '..', 'bench', 'peers'))
 from oracle import model_with_state, run_cases  # noqa: E402
+import rnn_autocast_probe as probe  # noqa: E402
 
 
 def dtype_name(t):
@@ -89,7 +99,38 @@ def run_autocast_ops(c, case):
     write_text(case, 'dtypes', '\n'.join(dtypes) + '\n')
 
 
-KINDS = {'autocast_layers': run_autocast_layers, 'autocast_step': run_autocast_step, 'autocast_ops': run_autocast_ops}
+def run_rnn_autocast(c, case):
+    cell = {'lstm': torch.nn.LSTM, 'gru': torch.nn.GRU}[c['cell']]
+    by_hand = probe.lstm_by_hand if c['cell'] == 'lstm' else probe.gru_by_hand
+    bf = bool(c['batch_first'])
+    x = case.get('x')  # (N, T, F)
+    dy = case.get('dy')
+    names = ('w_ih', 'w_hh', 'b_ih', 'b_hh')
+    layer = cell(x.shape[2], case.get('w_hh').shape[1], batch_first=bf)
+    with torch.no_grad():
+        for k, attr in zip(names, ('weight_ih_l0', 'weight_hh_l0', 'bias_ih_l0', 'bias_hh_l0')):
+            getattr(layer, attr).copy_(case.get(k))
+    xin = (x if bf else x.transpose(0, 1).contiguous()).requires_grad_(True)
+    with torch.autocast('cpu', dtype=torch.bfloat16):
+        out, _ = layer(xin)
+    y = out if bf else out.transpose(0, 1)
+    (y * dy).sum().backward()
+    case.put('y', y.float())
+    case.put('dx', xin.grad if bf else xin.grad.transpose(0, 1))
+    for k, attr in zip(names, ('weight_ih_l0', 'weight_hh_l0', 'bias_ih_l0', 'bias_hh_l0')):
+        case.put('g.' + k, getattr(layer, attr).grad)
+    saved = []
+    with torch.no_grad():
+        ws = [case.get(k).to(torch.bfloat16) for k in names]
+        mine = by_hand(x.transpose(0, 1), not bf, *ws, saved=saved)
+    if not torch.equal(mine.transpose(0, 1), y.detach()):
+        raise RuntimeError('the op-by-op form does not give nn.%s\'s output bit for bit' % cell.__name__)
+    for key in ('xs', 'hr', 'a', 'act', 'c', 'h'):
+        if key in saved[0]:
+            case.put(key, torch.stack([s[key].float() for s in saved], 1))  # (N, T, ...)
+
+
+KINDS = {'rnn_autocast': run_rnn_autocast, 'autocast_layers': run_autocast_layers, 'autocast_step': run_autocast_step, 'autocast_ops': run_autocast_ops}
 
 if __name__ == '__main__':
     sys.exit(run_cases(sys.argv, KINDS))
