@@ -1,6 +1,7 @@
 #include "core/ops/rnn.h"
 
 #include "core/error.h"
+#include "core/ops/rnn_autocast.h"
 
 namespace driftlab {
 
@@ -18,16 +19,31 @@ void check_rnn_params(const RnnParams& p) {
     fail(op, ": math mode ", p.math == MathMode::bfloat16 ? "bfloat16" : "float16",
          " is not built for recurrent layers (float32 or tf32)");
   if (p.autocast == MathMode::tf32) fail(op, ": autocast format tf32 (bfloat16, float16 or float32 = off)");
-  if (p.autocast != MathMode::float32) {
-    const char* what = p.gate_act.kind != ActKind::sigmoid ? "hard sigmoid gates"
-                       : !p.two_biases                     ? "one bias"
-                       : p.peepholes                       ? "peepholes"
-                       : p.cell == RnnCell::gru && !p.gru_reset_after ? "the reset applied before the product"
-                       : p.cell == RnnCell::gru && !p.gru_z_keeps_old ? "z taking the new state"
-                       : p.math != MathMode::float32                  ? "a tf32 math mode"
-                                                                      : nullptr;
-    if (what) fail(op, ": autocast emulates PyTorch's cell only; this one has ", what);
+  if (p.autocast != MathMode::float32 && rnn_autocast_gap(p) != RnnAutocastGap::none)
+    fail(op, ": autocast emulates PyTorch's cell only; this one has ", rnn_autocast_gap_name(rnn_autocast_gap(p)));
+}
+
+RnnAutocastGap rnn_autocast_gap(const RnnParams& p) {
+  if (p.gate_act.kind != ActKind::sigmoid) return RnnAutocastGap::hard_sigmoid;
+  if (!p.two_biases) return RnnAutocastGap::one_bias;
+  if (p.peepholes) return RnnAutocastGap::peepholes;
+  if (p.cell == RnnCell::gru && !p.gru_reset_after) return RnnAutocastGap::reset_before;
+  if (p.cell == RnnCell::gru && !p.gru_z_keeps_old) return RnnAutocastGap::z_takes_new;
+  if (p.math != MathMode::float32) return RnnAutocastGap::tf32;
+  return RnnAutocastGap::none;
+}
+
+const char* rnn_autocast_gap_name(RnnAutocastGap g) {
+  switch (g) {
+    case RnnAutocastGap::none: return "nothing PyTorch's cell lacks";
+    case RnnAutocastGap::hard_sigmoid: return "hard sigmoid gates";
+    case RnnAutocastGap::one_bias: return "one bias";
+    case RnnAutocastGap::peepholes: return "peepholes";
+    case RnnAutocastGap::reset_before: return "the reset applied before the product";
+    case RnnAutocastGap::z_takes_new: return "z taking the new state";
+    case RnnAutocastGap::tf32: return "a tf32 math mode";
   }
+  return "?";
 }
 
 int64_t rnn_workspace_size(const RnnParams& p) {

@@ -5,6 +5,7 @@
 #include <type_traits>
 
 #include "core/eigen.h"
+#include "core/ops/rnn_autocast.h"
 #include "engine/layers/activation_layer.h"
 #include "engine/layers/math_mode.h"
 #include "engine/layers/weight_layout.h"
@@ -99,14 +100,16 @@ void check_rnn_autocast(const Policy& policy, const RnnParams& p) {
   check(policy.rnn_autocast_rule == RnnAutocastRule::ops, head, "rnn_autocast_rule=layer (the whole layer in the "
         "format, its states too: cuDNN's RNN under CUDA autocast, Keras's mixed policies) is not built; "
         "rnn_autocast_rule=ops is PyTorch's CPU autocast (docs/REDUCED_PRECISION.md, \"Recurrent layers under autocast\")");
-  const char* knob = p.gate_act.kind != ActKind::sigmoid ? "rnn_recurrent_activation=hard_sigmoid"
-                     : !p.two_biases                     ? "rnn_num_bias=1"
-                     : p.peepholes                       ? "lstm_peepholes=lasagne"
-                     : p.cell == RnnCell::gru && !p.gru_reset_after ? "gru_reset_after=before"
-                     : p.cell == RnnCell::gru && !p.gru_z_keeps_old ? "gru_update_convention=z_takes_new"
-                     : p.math != MathMode::float32                  ? "math_rnn=tf32"
-                     : policy.dtype != FloatType::float32           ? "dtype=float64"
-                                                                    : nullptr;
+  const char* knob = nullptr;
+  switch (rnn_autocast_gap(p)) {
+    case RnnAutocastGap::none: knob = policy.dtype != FloatType::float32 ? "dtype=float64" : nullptr; break;
+    case RnnAutocastGap::hard_sigmoid: knob = "rnn_recurrent_activation=hard_sigmoid"; break;
+    case RnnAutocastGap::one_bias: knob = "rnn_num_bias=1"; break;
+    case RnnAutocastGap::peepholes: knob = "lstm_peepholes=lasagne"; break;
+    case RnnAutocastGap::reset_before: knob = "gru_reset_after=before"; break;
+    case RnnAutocastGap::z_takes_new: knob = "gru_update_convention=z_takes_new"; break;
+    case RnnAutocastGap::tf32: knob = "math_rnn=tf32"; break;
+  }
   check(knob == nullptr, head, knob, ": rnn_autocast_rule=ops emulates PyTorch's cell (sigmoid gates, two biases, "
         "GRU reset after, z keeping the old state, no peepholes) in float32 only");
 }

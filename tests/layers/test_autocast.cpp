@@ -193,8 +193,9 @@ TEST(Autocast, RefusedByNameWhereNotEmulated) {
               HasSubstr("math_conv=tf32 and autocast=bfloat16 both choose the layer's format"));
   EXPECT_THAT(error_of([] { build_model("lenet5", Policy::parse("torch,autocast=float16,dtype=float64"), 1); }),
               HasSubstr("autocast=float16 rounds float32 operands: it needs dtype=float32"));
-  EXPECT_THAT(error_of([] { build_model("lstm", Policy::parse("torch,autocast=bfloat16"), 1); }),
-              HasSubstr("lstm: autocast=bfloat16 is not emulated for recurrent layers yet"));
+  // Recurrent layers: PyTorch's CPU rule is emulated (RnnAutocast.*), the whole-layer rule is not.
+  EXPECT_THAT(error_of([] { build_model("lstm", Policy::parse("torch,autocast=bfloat16,rnn_autocast_rule=layer"), 1); }),
+              HasSubstr("lstm: autocast=bfloat16 with rnn_autocast_rule=layer (the whole layer in the format"));
   const std::string graph = R"({"input": "x", "input_shape": [4], "nodes": [{"op": "dense", "input": "x", "units": 2}]})";
   ModelArgs args;
   args.graph = graph;

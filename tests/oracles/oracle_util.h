@@ -341,6 +341,13 @@ inline double rel_error(const Tensor& a, const Tensor& r) {
   return m > 0 ? e / m : e;
 }
 
+// How many elements of a equal r's (bit for bit, as values).
+inline int64_t equal_elements(const Tensor& a, const Tensor& r) {
+  int64_t e = 0;
+  for (int64_t j = 0; j < r.numel() && j < a.numel(); ++j) e += a.at(j) == r.at(j);
+  return e;
+}
+
 // Another runtime's logits (N,K) against driftlab's on the same inputs: rel_error (max |d| over
 // max |logit|) and the inputs whose predicted class differs (predictions(): the first largest
 // logit on both sides). A shape mismatch fails the test.

@@ -351,22 +351,6 @@ Step step_of(Model& m, const Tensor& x, const std::vector<int32_t>& labels, Sema
   return r;
 }
 
-// max |a - t| over max |t|: a tensor's distance from PyTorch's, in units of its largest element.
-double rel_max(const Tensor& a, const Tensor& t) {
-  double d = 0, top = 0;
-  for (int64_t j = 0; j < t.numel(); ++j) {
-    d = std::max(d, std::abs(a.at(j) - t.at(j)));
-    top = std::max(top, std::abs(t.at(j)));
-  }
-  return top > 0 ? d / top : d;
-}
-
-int64_t equal_elements(const Tensor& a, const Tensor& t) {
-  int64_t e = 0;
-  for (int64_t j = 0; j < t.numel(); ++j) e += a.at(j) == t.at(j);
-  return e;
-}
-
 TEST(TorchAutocast, LeNet5AndResNet20WholeModelsAsCpuBfloat16Autocast) {
   ORACLE_GROUP(run, autocast_run);
   for (const char* arch : {"lenet5", "resnet20"}) {
@@ -392,14 +376,14 @@ TEST(TorchAutocast, LeNet5AndResNet20WholeModelsAsCpuBfloat16Autocast) {
       // The logits' bits: a float32 logit is a bfloat16 value by chance only (2^-16), autocast's are
       // PyTorch's where no tie on the way was decided the other way.
       const Tensor tl = run.out(n, p + "logits");
-      EXPECT_GT(equal_elements(a.logits, tl), equal_elements(f.logits, tl)) << arch << ", " << semantics_name(s);
-      EXPECT_GT(equal_elements(a.logits, tl), 0) << arch << ", " << semantics_name(s);
+      EXPECT_GT(oracle::equal_elements(a.logits, tl), oracle::equal_elements(f.logits, tl)) << arch << ", " << semantics_name(s);
+      EXPECT_GT(oracle::equal_elements(a.logits, tl), 0) << arch << ", " << semantics_name(s);
       for (std::size_t r = 0; r < rows.size(); ++r) {
         const std::string key = r == 0 ? "logits" : r == 1 ? "dx" : "g" + std::to_string(r - 2);
         const Tensor t = run.out(n, p + key);
-        const double ea = rel_max(*rows[r].second.first, t), ef = rel_max(*rows[r].second.second, t);
+        const double ea = oracle::rel_error(*rows[r].second.first, t), ef = oracle::rel_error(*rows[r].second.second, t);
         std::cout << "  " << std::left << std::setw(36) << rows[r].first << std::right << std::setw(10) << ea
-                  << std::setw(11) << ef << std::setw(9) << equal_elements(*rows[r].second.first, t) << "/" << t.numel()
+                  << std::setw(11) << ef << std::setw(9) << oracle::equal_elements(*rows[r].second.first, t) << "/" << t.numel()
                   << "\n";
       }
     }

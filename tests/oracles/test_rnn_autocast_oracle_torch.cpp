@@ -287,22 +287,6 @@ TEST(TorchRnnAutocast, EachStepGivenPyTorchsStateAsCpuBfloat16Autocast) {
   }
 }
 
-// max |a - t| over max |t|.
-double rel_max(const Tensor& a, const Tensor& t) {
-  double d = 0, top = 0;
-  for (int64_t j = 0; j < t.numel(); ++j) {
-    d = std::max(d, std::abs(a.at(j) - t.at(j)));
-    top = std::max(top, std::abs(t.at(j)));
-  }
-  return top > 0 ? d / top : d;
-}
-
-int64_t equal_elements(const Tensor& a, const Tensor& t) {
-  int64_t e = 0;
-  for (int64_t j = 0; j < t.numel(); ++j) e += a.at(j) == t.at(j);
-  return e;
-}
-
 struct LayerRun {
   Tensor y, dx;
   std::vector<Tensor> grads;  // w_ih, w_hh, b_ih, b_hh
@@ -346,8 +330,8 @@ TEST(TorchRnnAutocast, WholeSequencesAndGradientsAsCpuBfloat16Autocast) {
       const Tensor& tf = k == 0 ? f.y : k == 1 ? f.dx : f.grads[k - 2];
       const Tensor t = run.out(c.name, keys[k]);
       ASSERT_EQ(ta.numel(), t.numel()) << c.name << " " << keys[k];
-      const double ea = rel_max(ta, t), ef = rel_max(tf, t);
-      const int64_t qa = equal_elements(ta, t), qf = equal_elements(tf, t);
+      const double ea = oracle::rel_error(ta, t), ef = oracle::rel_error(tf, t);
+      const int64_t qa = oracle::equal_elements(ta, t), qf = oracle::equal_elements(tf, t);
       if (k == 0 || grads_asserted) {
         EXPECT_LT(ea, ef) << c.name << " " << keys[k] << ": the float32 layer is as close to PyTorch's autocast";
         EXPECT_GT(qa, qf) << c.name << " " << keys[k];
