@@ -5,6 +5,9 @@
 //                        as the core actually clocks under this load. The chains: 10 accumulators,
 //                        enough to cover an FMA latency of 4-5 cycles on 2 ports, and few enough
 //                        for AVX2's 16 registers with the two operands (AVX-512: 16 of 32).
+//   fma_peak_ymm/...     (AVX-512 builds) the same chains on 256-bit registers: on Intel, AVX-512
+//                        code runs under a lower frequency licence, so a kernel of AVX2 FMAs may
+//                        clock higher; the limit is the larger of the two.
 //   l1_gemm/threads:T    oneDNN sgemm 48x48x48 per thread on operands that stay in L1 (27 KB),
 //                        repeated: the limit a real multiply reaches with loads, stores and its
 //                        packing, without memory traffic.
@@ -57,6 +60,39 @@ float fma_chains(float seed) {
 #error "bm_peak needs AVX2 with FMA or AVX-512F (build with -march=native)"
 #endif
 
+#if defined(__AVX512F__)
+// The same chains on 256-bit registers (AVX2 FMAs) in an AVX-512 build: an Intel core may clock
+// higher under them (its AVX-512 frequency licence does not apply), so the machine's limit is the
+// larger of lanes x clock under either width. On AMD (one clock for both) this gives half.
+float fma_chains_ymm(float seed) {
+  __m256 acc[kChains];
+  for (int i = 0; i < kChains; ++i) acc[i] = _mm256_set1_ps(seed + static_cast<float>(i));
+  const __m256 b = _mm256_set1_ps(0.999999f), c = _mm256_set1_ps(1e-7f);
+  for (int64_t s = 0; s < kSteps; ++s)
+    for (int i = 0; i < kChains; ++i) acc[i] = _mm256_fmadd_ps(acc[i], b, c);
+  __m256 sum = acc[0];
+  for (int i = 1; i < kChains; ++i) sum = _mm256_add_ps(sum, acc[i]);
+  float out[8];
+  _mm256_storeu_ps(out, sum);
+  float r = 0;
+  for (float v : out) r += v;
+  return r;
+}
+
+void fma_peak_ymm(benchmark::State& state) {
+  const int threads = static_cast<int>(state.range(0));
+  std::vector<float> sink(static_cast<std::size_t>(threads));
+  for (auto _ : state) {
+#pragma omp parallel num_threads(threads)
+    sink[static_cast<std::size_t>(omp_get_thread_num())] = fma_chains_ymm(static_cast<float>(omp_get_thread_num()));
+    benchmark::DoNotOptimize(sink.data());
+  }
+  const double flops = 2.0 * 8 * kChains * static_cast<double>(kSteps) * threads;
+  state.counters["FLOP/s"] = benchmark::Counter(flops, benchmark::Counter::kIsIterationInvariantRate);
+  state.counters["lanes"] = 8;
+}
+#endif
+
 void fma_peak(benchmark::State& state) {
   const int threads = static_cast<int>(state.range(0));
   std::vector<float> sink(static_cast<std::size_t>(threads));
@@ -103,6 +139,9 @@ void threads_args(benchmark::internal::Benchmark* b) {
 }
 
 BENCHMARK(fma_peak)->Apply(threads_args);
+#if defined(__AVX512F__)
+BENCHMARK(fma_peak_ymm)->Apply(threads_args);
+#endif
 BENCHMARK(l1_gemm)->Apply(threads_args);
 
 }  // namespace
