@@ -191,6 +191,26 @@ void compare_cmd(const TrainOptions& o, const std::string& policies) {
               << std::setw(10) << fmt(row.train_acc, 4) << std::setw(10) << fmt(row.test_loss, 4) << std::setw(10)
               << fmt(row.test_acc, 4) << std::setw(12) << fmt(row.seconds_per_epoch, 2) << std::setw(12)
               << row.model_bytes << "\n";
+  // The kernels that differ between the runs: a policy's s/epoch is theirs, not its framework's.
+  if (o.dev.parsed() != Device::cuda && !c.rows.empty()) {
+    std::vector<std::vector<std::pair<std::string, std::string>>> ks;
+    for (const CompareRow& row : c.rows) ks.push_back(report::cpu_kernels(row.policy));
+    std::vector<std::size_t> differ;
+    for (std::size_t i = 0; i < ks[0].size(); ++i)
+      for (const auto& k : ks)
+        if (k[i].second != ks[0][i].second) {
+          differ.push_back(i);
+          break;
+        }
+    if (!differ.empty()) {
+      std::cout << "CPU kernels that differ between the runs (s/epoch is their time, not the framework's):\n";
+      for (std::size_t r = 0; r < c.rows.size(); ++r) {
+        std::cout << "  " << std::left << std::setw(32) << c.rows[r].policy << std::right;
+        for (std::size_t i : differ) std::cout << " " << ks[r][i].first << "=" << ks[r][i].second;
+        std::cout << "\n";
+      }
+    }
+  }
   report::write_compare(c);
 }
 
