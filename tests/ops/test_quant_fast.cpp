@@ -376,13 +376,14 @@ TEST(QuantizeFast, EqualsReferenceByteForByteAtTiesAndNonFinite) {
   EXPECT_FALSE(fast.supports(per_channel, DType::f32));  // weights only, once: the reference does them
 }
 
-// qadd under both rules: channels-last (N,C,H,W) layouts whose numel % 64 leaves a tail of every
+// qadd under the three rules the fast kernel takes (ONNX Runtime's ratio rule with and without its
+// offset of 128 on int8): channels-last (N,C,H,W) layouts whose numel % 64 leaves a tail of every
 // size class (0, 41, 60, ...), a flat layout, more than one OpenMP chunk (4096) with a tail, batch
 // 1 and odd batches, odd channel counts; int8 and uint8 with zero points at both ends; with and
 // without the fused ReLU clamp; scales whose sums hit exact ties (0.5 and 0.25 of the output scale:
 // round-half-even in the float rule, qnnpack's ties-away shift in the fixed one) and scales that
 // saturate at both ends; 1 and 3 threads; the output aliasing an input.
-TEST(QAddFast, EqualsReferenceByteForByteUnderBothRules) {
+TEST(QAddFast, EqualsReferenceByteForByteUnderEveryRuleItTakes) {
   struct Layout {
     int64_t n, c, h, w;  // n = 0: flat order, `c` elements
   };
@@ -399,7 +400,7 @@ TEST(QAddFast, EqualsReferenceByteForByteUnderBothRules) {
   const int saved = omp_get_max_threads();
   uint64_t seed = 1200;
   for (const Layout& l : layouts)
-    for (QAddRule rule : {QAddRule::fixed_point_shift, QAddRule::float_fma_tail64})
+    for (QAddRule rule : {QAddRule::fixed_point_shift, QAddRule::float_fma_tail64, QAddRule::float_ratio_fma})
       for (DType t : {DType::u8, DType::i8})
         for (const Scales& sc : scales)
           for (bool relu : {false, true}) {
@@ -413,6 +414,8 @@ TEST(QAddFast, EqualsReferenceByteForByteUnderBothRules) {
             p.lo = relu ? std::max(type_min(t), p.y_zero_point) : type_min(t);
             p.hi = type_max(t);
             p.n = l.n, p.c = l.n ? l.c : 0, p.h = l.h, p.w = l.w;
+            // ONNX Runtime's uint8 run of an int8 graph shifts every value by 128 (QAddParams::offset)
+            p.offset = rule == QAddRule::float_ratio_fma && t == DType::i8 && seed % 4 < 2 ? 128 : 0;
             const Shape shape = l.n ? Shape{l.n, l.c, l.h, l.w} : Shape{l.c};
             const Tensor a = random_int(shape, t, seed, type_min(t), type_max(t));
             const Tensor b = random_int(shape, t, seed + 1, type_min(t), type_max(t));
@@ -563,14 +566,15 @@ TEST(QuantFastModel, Lenet5LogitsEqualReferenceUnderEveryScheme) {
   }
 }
 
-// ResNet-20 quantized under both PyTorch schemes (BatchNorm folded, residual adds, global average
-// pooling), with non-trivial BatchNorm state: every layer runs on a fast kernel and the logits equal
-// the reference kernels' bit for bit, on 3 images (an odd batch).
-TEST(QuantFastModel, Resnet20LogitsEqualReferenceUnderBothTorchSchemes) {
+// ResNet-20 quantized under both PyTorch schemes and ONNX Runtime's (BatchNorm folded, residual adds
+// under each scheme's add rule, global average pooling), with non-trivial BatchNorm state: every
+// layer runs on a fast kernel and the logits equal the reference kernels' bit for bit, on 3 images
+// (an odd batch).
+TEST(QuantFastModel, Resnet20LogitsEqualReferenceUnderTorchAndOrtSchemes) {
   Model m = oracle::model_with_random_state("resnet20", Policy::torch(), 7);
   const Tensor calib = random_tensor({16, 3, 32, 32}, DType::f32, 21, -1.0, 1.0);
   const Tensor x = random_tensor({3, 3, 32, 32}, DType::f32, 22, -1.0, 1.0);
-  for (const char* scheme : {"torch_qnnpack", "torch_onednn"}) {
+  for (const char* scheme : {"torch_qnnpack", "torch_onednn", "ort"}) {
     const std::string base = std::string("torch,quant_scheme=") + scheme;
     quant::PtqResult fast = quant::quantize_model(m, Policy::parse(base), calib);
     quant::PtqResult ref = quant::quantize_model(m, Policy::parse(base + ",quant_backend=reference"), calib);

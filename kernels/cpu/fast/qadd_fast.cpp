@@ -44,14 +44,16 @@ using quant_loops::kChunk;
 // whole tensor then run with the body's formula, and the tail written over it.
 
 bool qadd_supports(const QAddParams& p, DType dt) {
-  return dt == p.dtype && is_q8(p.dtype) && p.rule != QAddRule::float_ratio_fma &&
-         p.rule != QAddRule::tflite_fixed_point;  // those two: the reference
+  return dt == p.dtype && is_q8(p.dtype) && p.rule != QAddRule::tflite_fixed_point;  // that one: the reference
 }
 
 // The resolved numbers of one add, loop-invariant locals (stores through T* may alias a struct).
 struct QAddConsts {
   float a_scale, b_scale, a_off, b_off, inv_y;  // a_off = a_scale * float(-za): the fma's addend
   int32_t za, zb, zy, lo, hi, a_mult, b_mult, shift, mask, half_mask;
+  // float_ratio_fma: the ratios and the fixed term, the offset and the shifted type's range
+  float a_ratio, b_ratio, fixed;
+  int32_t off, tlo, thi;
 };
 
 QAddConsts qadd_consts(const QAddParams& p) {
@@ -64,12 +66,23 @@ QAddConsts qadd_consts(const QAddParams& p) {
   k.a_mult = p.a_mult, k.b_mult = p.b_mult, k.shift = p.shift;
   k.mask = p.rule == QAddRule::fixed_point_shift ? static_cast<int32_t>((int64_t{1} << p.shift) - 1) : 0;
   k.half_mask = k.mask >> 1;
+  k.a_ratio = p.a_ratio, k.b_ratio = p.b_ratio, k.fixed = p.fixed, k.off = p.offset;
+  k.tlo = (p.dtype == DType::u8 ? 0 : -128) + p.offset;
+  k.thi = (p.dtype == DType::u8 ? 255 : 127) + p.offset;
   return k;
 }
 
 // One element: `body` picks the float rule's vectorised-body formula (fma) or its scalar tail's.
 template <QAddRule R, bool Body, typename T>
 inline T qadd_one(T a, T b, const QAddConsts& k) {
+  if (R == QAddRule::float_ratio_fma) {  // the reference's formula (core/ops/qadd.h): b's fma, then a's
+    const float t = std::fma(static_cast<float>(static_cast<int32_t>(b) + k.off), k.b_ratio, k.fixed);
+    const float r = std::fma(static_cast<float>(static_cast<int32_t>(a) + k.off), k.a_ratio, t);
+    const bool fits = r >= -2147483648.0f && r < 2147483648.0f;
+    int64_t w = fits ? static_cast<int64_t>(round_with(r, RoundRule::half_even)) : int64_t{INT32_MIN};
+    w = (w < k.tlo ? k.tlo : (w > k.thi ? k.thi : w)) - k.off;
+    return static_cast<T>(w < k.lo ? k.lo : (w > k.hi ? k.hi : w));
+  }
   const int32_t qa = static_cast<int32_t>(a) - k.za, qb = static_cast<int32_t>(b) - k.zb;
   int32_t v;
   if (R == QAddRule::fixed_point_shift) {
@@ -121,11 +134,24 @@ void qadd_run_avx512(const T* a, const T* b, int64_t n, const QAddConsts& k, T* 
   const __m512i am = _mm512_set1_epi32(k.a_mult), bm = _mm512_set1_epi32(k.b_mult), mask = _mm512_set1_epi32(k.mask);
   const __m512i half = _mm512_set1_epi32(k.half_mask);
   const __m128i shift = _mm_cvtsi32_si128(k.shift);
+  const __m512i off = _mm512_set1_epi32(k.off), tlo = _mm512_set1_epi32(k.tlo), thi = _mm512_set1_epi32(k.thi);
+  const __m512 ar = _mm512_set1_ps(k.a_ratio), br = _mm512_set1_ps(k.b_ratio), fixed = _mm512_set1_ps(k.fixed);
   auto widen = [](__m128i v) { return kSigned ? _mm512_cvtepi8_epi32(v) : _mm512_cvtepu8_epi32(v); };
   for (int64_t i = 0; i < n; i += 16) {
     const __mmask16 m = n - i >= 16 ? static_cast<__mmask16>(0xFFFF) : static_cast<__mmask16>((1u << (n - i)) - 1);
     const __m512i ia = widen(_mm_maskz_loadu_epi8(m, a + i)), ib = widen(_mm_maskz_loadu_epi8(m, b + i));
     __m512i v;
+    if (R == QAddRule::float_ratio_fma) {
+      // b's fma, then a's; the conversion rounds half to even by its immediate, and gives INT32_MIN
+      // (the "integer indefinite") out of range, as the reference's cvtps2dq model does
+      const __m512 t = _mm512_fmadd_ps(_mm512_cvtepi32_ps(_mm512_add_epi32(ib, off)), br, fixed);
+      const __m512 r = _mm512_fmadd_ps(_mm512_cvtepi32_ps(_mm512_add_epi32(ia, off)), ar, t);
+      v = _mm512_cvt_roundps_epi32(r, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+      v = _mm512_sub_epi32(_mm512_min_epi32(_mm512_max_epi32(v, tlo), thi), off);
+      v = _mm512_min_epi32(_mm512_max_epi32(v, lo), hi);
+      _mm_mask_storeu_epi8(y + i, m, _mm512_cvtepi32_epi8(v));
+      continue;
+    }
     if (R == QAddRule::fixed_point_shift) {
       const __m512i acc = _mm512_add_epi32(_mm512_mullo_epi32(am, _mm512_sub_epi32(ia, za)),
                                            _mm512_mullo_epi32(bm, _mm512_sub_epi32(ib, zb)));
@@ -189,8 +215,8 @@ void qadd_fast_t(const QAddParams& p, const T* a, const T* b, int64_t numel, T* 
 void qadd_forward_fast(const QAddParams& p0, const Tensor& a, const Tensor& b, Tensor& y) {
   QAddParams p = p0;
   p.resolve();
-  check(p.rule != QAddRule::float_ratio_fma && p.rule != QAddRule::tflite_fixed_point, "qadd fast: rule ",
-        qadd_rule_name(p.rule), " is the reference kernel's only");
+  check(p.rule != QAddRule::tflite_fixed_point, "qadd fast: rule ", qadd_rule_name(p.rule),
+        " is the reference kernel's only");
   if (!(a.shape() == b.shape() && y.shape() == a.shape()))  // (check() would format the shapes on every call)
     fail("qadd: shapes ", shape_str(a.shape()), ", ", shape_str(b.shape()), " -> ", shape_str(y.shape()),
          " must agree");
@@ -204,6 +230,8 @@ void qadd_forward_fast(const QAddParams& p0, const Tensor& a, const Tensor& b, T
     using T = decltype(tag);
     if (p.rule == QAddRule::fixed_point_shift)
       qadd_fast_t<QAddRule::fixed_point_shift>(p, a.data<T>(), b.data<T>(), numel, y.data<T>());
+    else if (p.rule == QAddRule::float_ratio_fma)
+      qadd_fast_t<QAddRule::float_ratio_fma>(p, a.data<T>(), b.data<T>(), numel, y.data<T>());
     else
       qadd_fast_t<QAddRule::float_fma_tail64>(p, a.data<T>(), b.data<T>(), numel, y.data<T>());
   };
@@ -216,7 +244,7 @@ void qadd_forward_fast(const QAddParams& p0, const Tensor& a, const Tensor& b, T
 }  // namespace
 
 void register_qadd_fast(KernelRegistry& reg) {
-  reg.qadd.at(KernelBackend::fast) = {"fast", "int8 and uint8, both QAddRule values, any layout", qadd_supports,
+  reg.qadd.at(KernelBackend::fast) = {"fast", "int8 and uint8, every QAddRule but tflite_fixed_point, any layout", qadd_supports,
                                       qadd_forward_fast};
 }
 
