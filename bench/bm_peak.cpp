@@ -28,6 +28,27 @@ namespace {
 constexpr int kChains = 10;
 constexpr int64_t kSteps = 1 << 20;  // FMAs per chain per call
 
+// The chains on 256-bit registers (AVX2 FMAs): the limit of an AVX2 build, and in an AVX-512 build
+// a second measurement (fma_peak_ymm): an Intel core may clock higher under them (its AVX-512
+// frequency licence does not apply), so the machine's limit is the larger of lanes x clock under
+// either width. On AMD (one clock for both) they give half.
+#if defined(__AVX2__) && defined(__FMA__)
+float fma_chains_256(float seed) {
+  __m256 acc[kChains];
+  for (int i = 0; i < kChains; ++i) acc[i] = _mm256_set1_ps(seed + static_cast<float>(i));
+  const __m256 b = _mm256_set1_ps(0.999999f), c = _mm256_set1_ps(1e-7f);
+  for (int64_t s = 0; s < kSteps; ++s)
+    for (int i = 0; i < kChains; ++i) acc[i] = _mm256_fmadd_ps(acc[i], b, c);
+  __m256 sum = acc[0];
+  for (int i = 1; i < kChains; ++i) sum = _mm256_add_ps(sum, acc[i]);
+  float out[8];
+  _mm256_storeu_ps(out, sum);
+  float r = 0;
+  for (float v : out) r += v;
+  return r;
+}
+#endif
+
 #if defined(__AVX512F__)
 constexpr int kLanes = 16;
 float fma_chains(float seed) {
@@ -42,69 +63,29 @@ float fma_chains(float seed) {
 }
 #elif defined(__AVX2__) && defined(__FMA__)
 constexpr int kLanes = 8;
-float fma_chains(float seed) {
-  __m256 acc[kChains];
-  for (int i = 0; i < kChains; ++i) acc[i] = _mm256_set1_ps(seed + static_cast<float>(i));
-  const __m256 b = _mm256_set1_ps(0.999999f), c = _mm256_set1_ps(1e-7f);
-  for (int64_t s = 0; s < kSteps; ++s)
-    for (int i = 0; i < kChains; ++i) acc[i] = _mm256_fmadd_ps(acc[i], b, c);
-  __m256 sum = acc[0];
-  for (int i = 1; i < kChains; ++i) sum = _mm256_add_ps(sum, acc[i]);
-  float out[8];
-  _mm256_storeu_ps(out, sum);
-  float r = 0;
-  for (float v : out) r += v;
-  return r;
-}
+float fma_chains(float seed) { return fma_chains_256(seed); }
 #else
 #error "bm_peak needs AVX2 with FMA or AVX-512F (build with -march=native)"
 #endif
 
+template <float (*Chains)(float), int Lanes>
+void fma_peak_of(benchmark::State& state) {
+  const int threads = static_cast<int>(state.range(0));
+  std::vector<float> sink(static_cast<std::size_t>(threads));
+  for (auto _ : state) {
+#pragma omp parallel num_threads(threads)
+    sink[static_cast<std::size_t>(omp_get_thread_num())] = Chains(static_cast<float>(omp_get_thread_num()));
+    benchmark::DoNotOptimize(sink.data());
+  }
+  const double flops = 2.0 * Lanes * kChains * static_cast<double>(kSteps) * threads;
+  state.counters["FLOP/s"] = benchmark::Counter(flops, benchmark::Counter::kIsIterationInvariantRate);
+  state.counters["lanes"] = Lanes;
+}
+
+void fma_peak(benchmark::State& state) { fma_peak_of<fma_chains, kLanes>(state); }
 #if defined(__AVX512F__)
-// The same chains on 256-bit registers (AVX2 FMAs) in an AVX-512 build: an Intel core may clock
-// higher under them (its AVX-512 frequency licence does not apply), so the machine's limit is the
-// larger of lanes x clock under either width. On AMD (one clock for both) this gives half.
-float fma_chains_ymm(float seed) {
-  __m256 acc[kChains];
-  for (int i = 0; i < kChains; ++i) acc[i] = _mm256_set1_ps(seed + static_cast<float>(i));
-  const __m256 b = _mm256_set1_ps(0.999999f), c = _mm256_set1_ps(1e-7f);
-  for (int64_t s = 0; s < kSteps; ++s)
-    for (int i = 0; i < kChains; ++i) acc[i] = _mm256_fmadd_ps(acc[i], b, c);
-  __m256 sum = acc[0];
-  for (int i = 1; i < kChains; ++i) sum = _mm256_add_ps(sum, acc[i]);
-  float out[8];
-  _mm256_storeu_ps(out, sum);
-  float r = 0;
-  for (float v : out) r += v;
-  return r;
-}
-
-void fma_peak_ymm(benchmark::State& state) {
-  const int threads = static_cast<int>(state.range(0));
-  std::vector<float> sink(static_cast<std::size_t>(threads));
-  for (auto _ : state) {
-#pragma omp parallel num_threads(threads)
-    sink[static_cast<std::size_t>(omp_get_thread_num())] = fma_chains_ymm(static_cast<float>(omp_get_thread_num()));
-    benchmark::DoNotOptimize(sink.data());
-  }
-  const double flops = 2.0 * 8 * kChains * static_cast<double>(kSteps) * threads;
-  state.counters["FLOP/s"] = benchmark::Counter(flops, benchmark::Counter::kIsIterationInvariantRate);
-  state.counters["lanes"] = 8;
-}
+void fma_peak_ymm(benchmark::State& state) { fma_peak_of<fma_chains_256, 8>(state); }
 #endif
-
-void fma_peak(benchmark::State& state) {
-  const int threads = static_cast<int>(state.range(0));
-  std::vector<float> sink(static_cast<std::size_t>(threads));
-  for (auto _ : state) {
-#pragma omp parallel num_threads(threads)
-    sink[static_cast<std::size_t>(omp_get_thread_num())] = fma_chains(static_cast<float>(omp_get_thread_num()));
-    benchmark::DoNotOptimize(sink.data());
-  }
-  const double flops = 2.0 * kLanes * kChains * static_cast<double>(kSteps) * threads;
-  state.counters["FLOP/s"] = benchmark::Counter(flops, benchmark::Counter::kIsIterationInvariantRate);
-  state.counters["lanes"] = kLanes;
-}
 
 void l1_gemm(benchmark::State& state) {
   const int threads = static_cast<int>(state.range(0));
