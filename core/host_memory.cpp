@@ -2,6 +2,7 @@
 
 #include <sys/mman.h>
 
+#include <atomic>
 #include <cstdlib>
 #include <mutex>
 #include <unordered_map>
@@ -36,6 +37,20 @@ struct Cache {
   std::size_t cached = 0;
   uint64_t hits = 0, misses = 0;
 };
+
+// The storage in use and its high-water mark (lock-free: small blocks never take the cache's lock).
+std::atomic<std::size_t> g_in_use{0}, g_peak{0};
+
+void note_allocated(std::size_t n) {
+  const std::size_t now = g_in_use.fetch_add(n, std::memory_order_relaxed) + n;
+  std::size_t peak = g_peak.load(std::memory_order_relaxed);
+  while (now > peak && !g_peak.compare_exchange_weak(peak, now, std::memory_order_relaxed)) {
+  }
+}
+
+void note_released(std::size_t n) { g_in_use.fetch_sub(n, std::memory_order_relaxed); }
+
+std::size_t small_bytes(std::size_t bytes) { return (bytes + 63) / 64 * 64; }
 
 Cache& cache() {
   static Cache* c = new Cache;  // never destroyed: tensors freed during exit still find it
@@ -78,9 +93,10 @@ std::size_t size_class(std::size_t bytes) {
   return (bytes + step - 1) / step * step;
 }
 
-void* allocate(std::size_t bytes) {
+namespace {
+void* allocate_block(std::size_t bytes) {
   const std::size_t cls = size_class(bytes);
-  if (!DRIFTLAB_HOST_CACHE || cls < kSmall) return std::aligned_alloc(64, (bytes + 63) / 64 * 64);
+  if (!DRIFTLAB_HOST_CACHE || cls < kSmall) return std::aligned_alloc(64, small_bytes(bytes));
   Cache& c = cache();
   {
     std::lock_guard<std::mutex> lock(c.mu);
@@ -99,8 +115,22 @@ void* allocate(std::size_t bytes) {
   return map_block(cls);
 }
 
+// What a block of `bytes` counts in the statistics: its size class, or a small block's rounding.
+std::size_t counted(std::size_t bytes) {
+  const std::size_t cls = size_class(bytes);
+  return !DRIFTLAB_HOST_CACHE || cls < kSmall ? small_bytes(bytes) : cls;
+}
+}  // namespace
+
+void* allocate(std::size_t bytes) {
+  void* p = allocate_block(bytes);
+  if (p) note_allocated(counted(bytes));
+  return p;
+}
+
 void release(void* p, std::size_t bytes) {
   if (!p) return;
+  note_released(counted(bytes));
   const std::size_t cls = size_class(bytes);
   if (!DRIFTLAB_HOST_CACHE || cls < kSmall) {
     std::free(p);
@@ -138,8 +168,12 @@ Stats stats() {
   s.hits = c.hits;
   s.misses = c.misses;
   s.caching = DRIFTLAB_HOST_CACHE != 0;
+  s.in_use_bytes = g_in_use.load(std::memory_order_relaxed);
+  s.peak_bytes = g_peak.load(std::memory_order_relaxed);
   return s;
 }
+
+void reset_peak() { g_peak.store(g_in_use.load(std::memory_order_relaxed), std::memory_order_relaxed); }
 
 }  // namespace host_memory
 }  // namespace driftlab

@@ -35,8 +35,15 @@ struct Stats {
   uint64_t hits = 0;             // requests served from a free list
   uint64_t misses = 0;           // requests of a cached size class that needed new memory
   bool caching = false;          // false in sanitizer builds
+  // Tensor storage handed out and not yet released (each block counted at its size class, a small
+  // one at its 64-byte rounding), and the most there was at once since the start or reset_peak():
+  // the engine's own memory high-water mark, beside the process's RSS.
+  std::size_t in_use_bytes = 0;
+  std::size_t peak_bytes = 0;
 };
 Stats stats();
+// Starts a new high-water mark at what is in use now.
+void reset_peak();
 
 // The size class a request of `bytes` is served from: the request itself below 64 KiB (not
 // cached: malloc), rounded up to 64 KiB below 2 MiB, to 2 MiB above.

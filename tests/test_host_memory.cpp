@@ -28,6 +28,33 @@ TEST(HostMemory, SizeClasses) {
   EXPECT_EQ(host_memory::size_class(8 * MiB + 4096), 10 * MiB);
 }
 
+// The high-water mark: each block counts at its size class (a small one at its 64-byte rounding)
+// while it is out, the peak keeps the most out at once, and a cached block handed out again counts
+// again. Other threads of this test binary allocate nothing meanwhile (one test at a time).
+TEST(HostMemory, InUseAndPeakFollowTheBlocksHandedOut) {
+  host_memory::reset_peak();
+  const host_memory::Stats s0 = host_memory::stats();
+  EXPECT_EQ(s0.peak_bytes, s0.in_use_bytes);
+  void* a = host_memory::allocate(3 * MiB);  // class 4 MiB
+  void* b = host_memory::allocate(100);      // small: 128 bytes
+  ASSERT_NE(a, nullptr);
+  ASSERT_NE(b, nullptr);
+  const host_memory::Stats s1 = host_memory::stats();
+  EXPECT_EQ(s1.in_use_bytes, s0.in_use_bytes + 4 * MiB + 128);
+  EXPECT_EQ(s1.peak_bytes, s1.in_use_bytes);
+  host_memory::release(a, 3 * MiB);
+  const host_memory::Stats s2 = host_memory::stats();
+  EXPECT_EQ(s2.in_use_bytes, s0.in_use_bytes + 128);
+  EXPECT_EQ(s2.peak_bytes, s1.peak_bytes) << "the peak stays when a block comes back";
+  void* c = host_memory::allocate(3 * MiB + 1);  // the same class, from the cache
+  EXPECT_EQ(host_memory::stats().in_use_bytes, s0.in_use_bytes + 4 * MiB + 128);
+  host_memory::release(c, 3 * MiB + 1);
+  host_memory::release(b, 100);
+  EXPECT_EQ(host_memory::stats().in_use_bytes, s0.in_use_bytes);
+  host_memory::reset_peak();
+  EXPECT_EQ(host_memory::stats().peak_bytes, s0.in_use_bytes);
+}
+
 TEST(HostMemory, BlocksAreAlignedAndUsable) {
   for (std::size_t bytes : {std::size_t{64}, 1000 * std::size_t{64}, 64 * KiB, 300 * KiB, 2 * MiB, 5 * MiB + 64}) {
     void* p = host_memory::allocate(bytes);
