@@ -7,7 +7,6 @@
 #include <iostream>
 #include <memory>
 
-#include "core/host_memory.h"
 #include "driftlab/evaluate.h"
 #include "engine/io/npy.h"
 
@@ -59,9 +58,7 @@ void predict_cmd(const PredictRequest& r, const std::string& output, int threads
     std::cout << "\n";
   };
   time_predictions(r, *d.loader, hooks);
-  std::cout.flush();
-  std::cerr << "tensor memory: peak " << fmt(static_cast<double>(host_memory::stats().peak_bytes) / (1 << 20), 1)
-            << " MB held by driftlab's tensors (the process's RSS adds the program and its libraries)\n";
+  print_tensor_memory_peak();
 }
 
 }  // namespace

@@ -14,7 +14,6 @@
 #include <iostream>
 #include <memory>
 
-#include "core/host_memory.h"
 #include "driftlab/train.h"
 #include "report/compare.h"
 
@@ -120,9 +119,7 @@ void finish_train(const TrainRunResult& r, const std::string& model, uint64_t se
   if (!r.model_path.empty())
     std::cerr << "wrote " << r.model_path << " (" << r.model_bytes << " bytes), metrics.json, metrics.csv"
               << (r.checkpoint_path.empty() ? "" : ", checkpoint.dlc") << "\n";
-  std::cout.flush();
-  std::cerr << "tensor memory: peak " << fmt(static_cast<double>(host_memory::stats().peak_bytes) / (1 << 20), 1)
-            << " MB held by driftlab's tensors (the process's RSS adds the program and its libraries)\n";
+  print_tensor_memory_peak();
   std::cout << "test accuracy " << fmt(r.test.accuracy, 4) << " loss " << fmt(r.test.loss, 4) << " (" << model
             << ", " << r.policy << ", seed " << seed << ", " << device_name(device) << ")\n";
 }

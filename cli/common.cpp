@@ -12,6 +12,7 @@
 #include <iostream>
 #include <sstream>
 
+#include "core/host_memory.h"
 #include "driftlab/convert.h"
 #include "engine/data/datasets.h"
 #include "engine/data/idx.h"
@@ -108,6 +109,12 @@ std::string sci(double v) {
   std::ostringstream os;
   os << std::scientific << std::setprecision(2) << v;
   return os.str();
+}
+
+void print_tensor_memory_peak() {
+  std::cout.flush();
+  std::cerr << "tensor memory: peak " << fmt(static_cast<double>(host_memory::stats().peak_bytes) / (1 << 20), 1)
+            << " MB held by driftlab's tensors (the process's RSS adds the program and its libraries)\n";
 }
 
 std::string ort_dir() { return ort_dir_or(std::string(DRIFTLAB_SOURCE_DIR) + "/tests/oracles/ort"); }

@@ -76,6 +76,10 @@ std::string fmt(double v, int prec);
 std::string pct(double v);
 std::string sci(double v);
 
+// The high-water mark of driftlab's tensor storage over the command (core/host_memory.h), as one
+// line on stderr after stdout is flushed: "tensor memory: peak X MB ..." (bench/compare reads it).
+void print_tensor_memory_peak();
+
 // A progress bar on stderr: redrawn in place on a terminal, a line per ~10% otherwise.
 class ProgressBar {
  public:

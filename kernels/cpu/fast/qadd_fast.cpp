@@ -16,6 +16,7 @@
 #endif
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <type_traits>
 #include <utility>
 #include <vector>
@@ -51,9 +52,9 @@ bool qadd_supports(const QAddParams& p, DType dt) {
 struct QAddConsts {
   float a_scale, b_scale, a_off, b_off, inv_y;  // a_off = a_scale * float(-za): the fma's addend
   int32_t za, zb, zy, lo, hi, a_mult, b_mult, shift, mask, half_mask;
-  // float_ratio_fma: the ratios and the fixed term, the offset and the shifted type's range
+  // float_ratio_fma: the ratios, the fixed term and the offset
   float a_ratio, b_ratio, fixed;
-  int32_t off, tlo, thi;
+  int32_t off;
 };
 
 QAddConsts qadd_consts(const QAddParams& p) {
@@ -67,8 +68,6 @@ QAddConsts qadd_consts(const QAddParams& p) {
   k.mask = p.rule == QAddRule::fixed_point_shift ? static_cast<int32_t>((int64_t{1} << p.shift) - 1) : 0;
   k.half_mask = k.mask >> 1;
   k.a_ratio = p.a_ratio, k.b_ratio = p.b_ratio, k.fixed = p.fixed, k.off = p.offset;
-  k.tlo = (p.dtype == DType::u8 ? 0 : -128) + p.offset;
-  k.thi = (p.dtype == DType::u8 ? 255 : 127) + p.offset;
   return k;
 }
 
@@ -80,7 +79,9 @@ inline T qadd_one(T a, T b, const QAddConsts& k) {
     const float r = std::fma(static_cast<float>(static_cast<int32_t>(a) + k.off), k.a_ratio, t);
     const bool fits = r >= -2147483648.0f && r < 2147483648.0f;
     int64_t w = fits ? static_cast<int64_t>(round_with(r, RoundRule::half_even)) : int64_t{INT32_MIN};
-    w = (w < k.tlo ? k.tlo : (w > k.thi ? k.thi : w)) - k.off;
+    const int64_t tlo = int64_t{std::numeric_limits<T>::min()} + k.off;  // the shifted type's range
+    const int64_t thi = int64_t{std::numeric_limits<T>::max()} + k.off;
+    w = (w < tlo ? tlo : (w > thi ? thi : w)) - k.off;
     return static_cast<T>(w < k.lo ? k.lo : (w > k.hi ? k.hi : w));
   }
   const int32_t qa = static_cast<int32_t>(a) - k.za, qb = static_cast<int32_t>(b) - k.zb;
@@ -134,7 +135,9 @@ void qadd_run_avx512(const T* a, const T* b, int64_t n, const QAddConsts& k, T* 
   const __m512i am = _mm512_set1_epi32(k.a_mult), bm = _mm512_set1_epi32(k.b_mult), mask = _mm512_set1_epi32(k.mask);
   const __m512i half = _mm512_set1_epi32(k.half_mask);
   const __m128i shift = _mm_cvtsi32_si128(k.shift);
-  const __m512i off = _mm512_set1_epi32(k.off), tlo = _mm512_set1_epi32(k.tlo), thi = _mm512_set1_epi32(k.thi);
+  const __m512i off = _mm512_set1_epi32(k.off);
+  const __m512i tlo = _mm512_set1_epi32(std::numeric_limits<T>::min() + k.off);  // the shifted type's range
+  const __m512i thi = _mm512_set1_epi32(std::numeric_limits<T>::max() + k.off);
   const __m512 ar = _mm512_set1_ps(k.a_ratio), br = _mm512_set1_ps(k.b_ratio), fixed = _mm512_set1_ps(k.fixed);
   auto widen = [](__m128i v) { return kSigned ? _mm512_cvtepi8_epi32(v) : _mm512_cvtepu8_epi32(v); };
   for (int64_t i = 0; i < n; i += 16) {
@@ -244,8 +247,8 @@ void qadd_forward_fast(const QAddParams& p0, const Tensor& a, const Tensor& b, T
 }  // namespace
 
 void register_qadd_fast(KernelRegistry& reg) {
-  reg.qadd.at(KernelBackend::fast) = {"fast", "int8 and uint8, every QAddRule but tflite_fixed_point, any layout", qadd_supports,
-                                      qadd_forward_fast};
+  reg.qadd.at(KernelBackend::fast) = {"fast", "int8 and uint8, every QAddRule but tflite_fixed_point, any layout",
+                                      qadd_supports, qadd_forward_fast};
 }
 
 }  // namespace driftlab
