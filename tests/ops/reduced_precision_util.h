@@ -1,10 +1,13 @@
 // What the reduced-precision tests share: Higham's float32 accumulation bound, half a step of a
-// result format, and the path of an NVIDIA H200 capture (tests/data/h200_reduced_precision).
+// result format, bfloat16 neighbours, and the path of an NVIDIA H200 capture
+// (tests/data/h200_reduced_precision).
 #pragma once
 
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <cstdlib>
+#include <cstring>
 #include <string>
 
 namespace driftlab {
@@ -25,6 +28,19 @@ inline double half_step(double v, int mbits) {
   int e = 0;
   std::frexp(v, &e);
   return std::ldexp(0.5, std::max(e - 1, mbits == 10 ? -14 : -126) - mbits);
+}
+
+// The 16 bits a bfloat16 value keeps (v a bfloat16 value held in a double).
+inline uint16_t bf16_bits(double v) {
+  const float f = static_cast<float>(v);
+  uint32_t b;
+  std::memcpy(&b, &f, 4);
+  return static_cast<uint16_t>(b >> 16);
+}
+
+// Two bfloat16 values one step apart (same sign): what a tie decided two ways gives.
+inline bool bf16_neighbours(double a, double b) {
+  return std::signbit(a) == std::signbit(b) && std::abs(bf16_bits(a) - bf16_bits(b)) == 1;
 }
 
 inline std::string capture(const std::string& name) {

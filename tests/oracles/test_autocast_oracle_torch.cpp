@@ -26,7 +26,6 @@
 
 #include <cmath>
 #include <cstdint>
-#include <cstring>
 #include <iomanip>
 #include <iostream>
 #include <sstream>
@@ -134,13 +133,6 @@ bool oneDnnRunsTorchsBf16Convolutions() {
   return __builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512dq");
 }
 
-uint16_t bf16_bits(double v) {
-  const float f = static_cast<float>(v);
-  uint32_t b;
-  std::memcpy(&b, &f, 4);
-  return static_cast<uint16_t>(b >> 16);
-}
-
 std::vector<std::string> lines_of(const std::string& text) {
   std::vector<std::string> out;
   std::istringstream is(text);
@@ -197,7 +189,7 @@ TEST(TorchAutocast, LeNet5EachLayersDtypeAndValueAsCpuBfloat16Autocast) {
         ++equal;
         continue;
       }
-      const bool neighbours = std::signbit(ov) == std::signbit(tv) && std::abs(bf16_bits(ov) - bf16_bits(tv)) == 1;
+      const bool neighbours = rp_test::bf16_neighbours(ov, tv);
       const double mid = (ov + tv) / 2;
       const double bound = rp_test::sum_bound_gamma(fan_in) * ab[i].at(j) + fan_in * std::ldexp(1.0, -126);
       const bool tie = summed && neighbours && std::abs(ex[i].at(j) - mid) <= bound;
@@ -227,7 +219,7 @@ int64_t expect_equal_but_ties(const Tensor& own, const Tensor& torch, const std:
   for (int64_t j = 0; j < torch.numel() && j < own.numel(); ++j) {
     const double o = own.at(j), t = torch.at(j);
     if (o == t) continue;
-    const bool neighbours = std::signbit(o) == std::signbit(t) && std::abs(bf16_bits(o) - bf16_bits(t)) == 1;
+    const bool neighbours = rp_test::bf16_neighbours(o, t);
     const bool tie = neighbours && std::abs(exact(j) - (o + t) / 2) <= band(j);
     ties += tie;
     EXPECT_TRUE(tie) << what << " element " << j << ": driftlab " << o << ", PyTorch " << t << ", exact " << exact(j);

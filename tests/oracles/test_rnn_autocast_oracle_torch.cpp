@@ -32,7 +32,6 @@
 
 #include <cmath>
 #include <cstdint>
-#include <cstring>
 #include <iomanip>
 #include <iostream>
 #include <memory>
@@ -96,29 +95,13 @@ const CaseDir& rnn_autocast_run() {
 
 double bf(double v) { return round_to_bf16(static_cast<float>(v)); }
 
-uint16_t bf16_bits(double v) {
-  const float f = static_cast<float>(v);
-  uint32_t b;
-  std::memcpy(&b, &f, 4);
-  return static_cast<uint16_t>(b >> 16);
-}
-
-bool neighbours(double a, double b) {
-  return std::signbit(a) == std::signbit(b) && std::abs(bf16_bits(a) - bf16_bits(b)) == 1;
-}
-
 // The two bfloat16 values around v (equal when v is one).
 std::pair<double, double> bracket(double v) {
   const double r = bf(v);
   if (r == v) return {r, r};
-  const float f = static_cast<float>(r);
-  uint32_t b;
-  std::memcpy(&b, &f, 4);
-  const bool r_above = std::abs(r) > std::abs(v);
-  const uint32_t other_bits = r_above ? b - 0x10000u : b + 0x10000u;
-  float o;
-  std::memcpy(&o, &other_bits, 4);
-  return {std::min(r, static_cast<double>(o)), std::max(r, static_cast<double>(o))};
+  const uint32_t bits = float_bits(static_cast<float>(r));
+  const double other = bits_float(std::abs(r) > std::abs(v) ? bits - 0x10000u : bits + 0x10000u);  // one step in
+  return {std::min(r, other), std::max(r, other)};
 }
 
 // One step's comparison: how many values were compared, how many differed as ties, and the
@@ -205,7 +188,7 @@ StepCheck check_steps(const CaseDir& run, const RnnCase& c, bool input_bias_twic
                   ((a1 == o_in && a2 == t_in) || (a1 == t_in && a2 == o_in));
           } else {
             const double bound = rp_test::sum_bound_gamma(kF + 1) * (abs_in + std::abs(bi)) + kF * tiny;
-            tie = neighbours(o_in, t_in) && std::abs(ex_in + bi - (o_in + t_in) / 2) <= bound;
+            tie = rp_test::bf16_neighbours(o_in, t_in) && std::abs(ex_in + bi - (o_in + t_in) / 2) <= bound;
           }
           if (tie) ++sc.ties; else sc.bad("input projection", t, b, g, o_in, t_in, ex_in);
           taint[g] = true;
@@ -213,7 +196,7 @@ StepCheck check_steps(const CaseDir& run, const RnnCase& c, bool input_bias_twic
         const double o_rec = rec[b * GH + g], t_rec = t_hr.at(trow * GH + g);
         if (o_rec != t_rec) {
           const double bound = rp_test::sum_bound_gamma(kH + 1) * abs_rec + kH * tiny;
-          const bool tie = neighbours(o_rec, t_rec) && std::abs(ex_rec - (o_rec + t_rec) / 2) <= bound;
+          const bool tie = rp_test::bf16_neighbours(o_rec, t_rec) && std::abs(ex_rec - (o_rec + t_rec) / 2) <= bound;
           if (tie) ++sc.ties; else sc.bad("recurrent product", t, b, g, o_rec, t_rec, ex_rec);
           taint[g] = true;
         }
@@ -233,7 +216,7 @@ StepCheck check_steps(const CaseDir& run, const RnnCase& c, bool input_bias_twic
         const double o_y = act[b * GH + g], t_y = t_act.at(trow * GH + g);
         if (o_y != t_y) {
           // Each library's float32 sigmoid / tanh is within a few ulps (glibc, Sleef u10): 8 ulps.
-          const bool tie = neighbours(o_y, t_y) && std::abs(ex - (o_y + t_y) / 2) <= 8 * u * std::abs(ex);
+          const bool tie = rp_test::bf16_neighbours(o_y, t_y) && std::abs(ex - (o_y + t_y) / 2) <= 8 * u * std::abs(ex);
           if (tie) ++sc.ties; else sc.bad("gate activation", t, b, g, o_y, t_y, ex);
           taint[g] = true;
         }
