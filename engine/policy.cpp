@@ -575,12 +575,17 @@ const std::vector<KnobRow>& rows() {
     const std::vector<std::string> kOwnBackends = {"reference", "fast"};
     r.push_back(backend_knob(&Policy::conv_backend,
         {"conv_backend", "numerics", kLibBackends, "CPU kernel for convolution (forward and both backward passes)",
-         "eigen: Eigen contraction", "eigen: CorrMM im2col+GEMM", "onednn (mkldnn convolution)",
-         "tensorflow/core/kernels/conv_ops.cc; theano/tensor/nnet/corr.py; aten/src/ATen/native/mkldnn/Conv.cpp"}));
+         "onednn (TF's CPU conv is an Eigen contraction over (kernel column, row, channel) with MKL-DNN's sgemm as "
+         "its block kernel: no kernel here has its order; eigen is not closer)",
+         "onednn (CorrMM is im2col + the linked BLAS's sgemm: no kernel here has its order)",
+         "onednn (mkldnn convolution)",
+         "tensorflow/core/kernels/conv_ops.cc, eigen_spatial_convolutions.h, eigen_contraction_kernel.h; "
+         "theano/tensor/nnet/corr.py; aten/src/ATen/native/mkldnn/Conv.cpp"}));
     r.push_back(backend_knob(&Policy::gemm_backend,
         {"gemm_backend", "numerics", kLibBackends,
          "CPU kernel for the matrix products of dense layers (LSTM/GRU products belong to their own kernel: rnn_backend)",
-         "eigen: Eigen tensor contraction", "eigen (BLAS gemm)", "onednn: dnnl_sgemm (PyTorch: MKL/OpenBLAS sgemm)",
+         "onednn (TF's MatMul is an Eigen contraction with MKL-DNN's sgemm as its block kernel)",
+         "onednn (Theano's dot: the linked BLAS's sgemm)", "onednn: dnnl_sgemm (PyTorch: MKL/OpenBLAS sgemm)",
          "tensorflow/core/kernels/matmul_op_impl.h; aten/src/ATen/native/LinearAlgebra.cpp"}));
     // driftlab's own CPU kernels: each framework runs its own vectorised kernels for these ops;
     // what the knob changes is the summation order (rnn, batchnorm) or only the speed (the rest:
@@ -592,7 +597,7 @@ const std::vector<KnobRow>& rows() {
          "layers on their own kernels (conv_backend, act_backend, pool_backend); fast runs them as one op per image "
          "where kernels/cpu/fast/conv_block_fast.cpp supports the block (float32, stride 1, small channel counts; describe() "
          "says which blocks run fused), with other convolution sums than conv_backend's",
-         "reference (conv_backend's kernel)", "reference (conv_backend's kernel)", "fast", kOwn}));
+         "fast", "fast", "fast", kOwn}));
     r.push_back(backend_knob(&Policy::rnn_backend,
         {"rnn_backend", "numerics", kOwnBackends,
          "CPU kernel for LSTM/GRU layers: reference loops, or the fast kernel (tiled products with the cell math "

@@ -73,11 +73,14 @@ Policy Policy::tensorflow() {
   p.optim_fma = OptimFma::none;
   p.rng_engine = RngEngine::philox_u23;
   p.shuffle = ShuffleAlgo::backward_rejection;
-  p.conv_backend = KernelBackend::eigen;
-  p.gemm_backend = KernelBackend::eigen;
-  // The Keras presets keep their convolutions on conv_backend's kernel (Eigen's order, as TF's
-  // and Theano's CPU kernels); conv_block_backend=fast is theirs to choose for speed.
-  p.conv_block_backend = KernelBackend::reference;
+  // Kernels: the torch preset's (conv_backend=onednn, gemm_backend=onednn, conv_block_backend=fast).
+  // No kernel here sums as TF's or Theano's CPU convolution does: TF's is an Eigen contraction over
+  // implicit patches whose index runs kernel column, row, then channel innermost
+  // (tensorflow/core/kernels/eigen_spatial_convolutions.h packStandardPatches), with MKL-DNN's sgemm
+  // as the block kernel in x86 builds by default since 2019 (eigen_contraction_kernel.h,
+  // --define tensorflow_mkldnn_contraction_kernel); Theano's CorrMM is im2col + the BLAS it was linked with.
+  // conv_backend=eigen (im2col over channel, row, column + Eigen's gebp) is no closer, and against
+  // the oracle that runs here (TF.js) both stay inside the same rounding band (docs/POLICIES.md).
   // A Keras model's int8 form is TFLite's (as in the studies of Guo et al. and Abyane & Hemmati,
   // docs/GLOSSARY.md). Theano has no int8 toolchain: the theano preset inherits this too (a
   // Keras-on-Theano model would be converted the same way).

@@ -792,11 +792,14 @@ TEST(Knob_conv_gemm_backend, ModelOutputsMatchReference) {
   for (const char* preset : {"torch", "tensorflow"}) {
     ExecContext exec;
     RunContext ctx = RunContext::inference(exec);
-    Model ref = build_model("lenet5", Policy::parse(std::string(preset) + ",conv_backend=reference,gemm_backend=reference"), 5);
+    // The blocks unfused (conv_block_backend=reference): a fused block would run its own
+    // convolution whatever conv_backend says.
+    const std::string unfused = std::string(preset) + ",conv_block_backend=reference";
+    Model ref = build_model("lenet5", Policy::parse(unfused + ",conv_backend=reference,gemm_backend=reference"), 5);
     const Tensor want = ref.forward(ctx, x);
     for (const char* cb : {"reference", "eigen", "onednn"})
       for (const char* gb : {"reference", "eigen", "onednn"}) {
-        const std::string spec = std::string(preset) + ",conv_backend=" + cb + ",gemm_backend=" + gb;
+        const std::string spec = unfused + ",conv_backend=" + cb + ",gemm_backend=" + gb;
         Model m = build_model("lenet5", Policy::parse(spec), 5);
         const Tensor got = m.forward(ctx, x);
         // Only the float32 summation order differs: dot products of <= 256 terms ~O(0.1..1)

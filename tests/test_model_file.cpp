@@ -22,6 +22,7 @@
 #include "engine/train/cpu_runner.h"
 #include "models/model_file.h"
 #include "models/models.h"
+#include "models/reparam.h"
 #include "tests/scratch_util.h"
 #include "tests/test_util.h"
 
@@ -74,10 +75,14 @@ TEST(ModelFile, Version1FromTheLastVersion1WriterLoadsAndPredictsTheSameBits) {
   EXPECT_EQ(lm.model.policy.to_string(), "tensorflow");
   const Tensor x = read_npy(fixture("input.npy")), want = read_npy(fixture("logits_v1.npy"));
   ThreadCountGuard one(1);  // the fixture's logits were computed with --threads 1
-  CpuRunner runner(lm.model);
+  // ... and with the kernels the tensorflow preset selected then (Eigen's, the blocks unfused;
+  // since 2026-11-30 it runs oneDNN's and the fused blocks): the weights as read, under those.
+  Model as_then = rebuild_under(
+      lm.model, Policy::parse("tensorflow,conv_backend=eigen,gemm_backend=eigen,conv_block_backend=reference"), false);
+  CpuRunner runner(as_then);
   const Tensor got = runner.logits(x);
-  // The fixture was computed on an AVX-512 machine, and the tensorflow preset's Eigen GEMM sums
-  // each dot product in blocks of its SIMD width: on such a CPU the logits must be the same bits.
+  // The fixture was computed on an AVX-512 machine, and Eigen's GEMM sums each dot product in
+  // blocks of its SIMD width: on such a CPU the logits must be the same bits.
   // On a narrower CPU (AVX2: 8 lanes, not 16) the same weights give another summation order, an
   // ulp-level difference; a weight the v1 reader misplaced or misread would move a logit by O(1),
   // so there the check is 1e-5 of the largest logit (seen on Zen 3: 3e-7).
