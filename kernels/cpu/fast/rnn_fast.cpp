@@ -172,28 +172,46 @@ void gru_before_forward_rows(const RnnParams& p, const Dims& d, int64_t n0, int6
         }
       });
     }
-    for (int64_t u = 0; u < d.UB; ++u) {
-      const int m = d.lanes(u);
-      const v16 bhn = ld(pbn + u * kL);
+    // kNB unit blocks per tile: one broadcast of r*h feeds kNB accumulators (one block per tile
+    // left the pass bound by its loads: reset-before GRU inference ran ~19% slower than
+    // reset-after's). Each output's sum over k is the same either way (madd_core).
+    for (int64_t q = 0; q * kNB < d.UB; ++q) {
       for_row_blocks(n0, n1, [&](auto mr, int64_t n) {
         constexpr int MR = decltype(mr)::value;
         v16 acc[kMR][kNB];
-        tile_madd<MR, 1, 0, true>(acc, rh + n * H, H, H, pn + u * H * kL);
+        tile_madd<MR, kNB, 0, true>(acc, rh + n * H, H, H, pn + q * H * kNB * kL);
+        for (int j = 0; j < kNB && q * kNB + j < d.UB; ++j) {
+          const int64_t u = q * kNB + j;
+          const int m = d.lanes(u);
+          const v16 bhn = ld(pbn + u * kL);
 #pragma GCC unroll 1
-        for (int r = 0; r < MR; ++r) {
-          const RowAt w(d, h_seq, n + r, t, u);
-          if (mask && !mask[w.row]) continue;
-          const v16 rn = acc[r][0] + bhn;
-          const v16 an = ldn(w.a + 2 * H, m) + rn;
-          const v16 nv = vtanh(an);
-          stn(w.a + 2 * H, an, m);
-          stn(w.y + 2 * H, nv, m);
-          stn(w.ax, rn, m);
-          stn(w.h, gru_state<kKeepsOld>(ldn(w.y + H, m), nv, w.hprev(d, t, m)), m);
+          for (int r = 0; r < MR; ++r) {
+            const RowAt w(d, h_seq, n + r, t, u);
+            if (mask && !mask[w.row]) continue;
+            const v16 rn = acc[r][j] + bhn;
+            const v16 an = ldn(w.a + 2 * H, m) + rn;
+            const v16 nv = vtanh(an);
+            stn(w.a + 2 * H, an, m);
+            stn(w.y + 2 * H, nv, m);
+            stn(w.ax, rn, m);
+            stn(w.h, gru_state<kKeepsOld>(ldn(w.y + H, m), nv, w.hprev(d, t, m)), m);
+          }
         }
       });
     }
   }
+}
+
+// Gate g's rows of w (K columns each) in panels of kNB unit blocks for the reset-before GRU's
+// second pass: panel q holds K x (kNB*16), column c being row g*H + q*kNB*16 + c of w (zero past H).
+std::vector<float> pack_gate_block_panels(const float* w, int64_t K, int64_t H, int64_t g) {
+  const int64_t W = kNB * kL, Q = (H + W - 1) / W;
+  std::vector<float> p(static_cast<std::size_t>(Q * K * W), 0.0f);
+  for (int64_t q = 0; q < Q; ++q)
+    for (int64_t k = 0; k < K; ++k)
+      for (int64_t c = 0; c < W && q * W + c < H; ++c)
+        p[static_cast<std::size_t>((q * K + k) * W + c)] = w[(g * H + q * W + c) * K + k];
+  return p;
 }
 
 void rnn_forward_fast(const RnnParams& p, const RnnExec& ex, const float* x, const uint8_t* mask,
@@ -228,7 +246,7 @@ void rnn_forward_fast(const RnnParams& p, const RnnExec& ex, const float* x, con
   } else {
     const std::vector<float> px = pack_gate_panels(w_ih, F, H, {2, 0, 1});
     const std::vector<float> ph = pack_gate_panels(w_hh, H, H, {0, 1});
-    const std::vector<float> pn = pack_gate_panels(w_hh, H, H, {2});
+    const std::vector<float> pn = pack_gate_block_panels(w_hh, H, H, 2);
     const std::vector<float> pb = pack_bias(b_ih, b_hh, H, {{2, 1}, {0, 3}, {1, 3}});
     const std::vector<float> pbn = pack_bias(b_ih, b_hh, H, {{2, 2}});
     std::vector<float> rh(static_cast<std::size_t>(d.N * H));
