@@ -15,6 +15,7 @@ void register_commands(CLI::App& app) {
   register_attack(app);
   register_robustness(app);
   register_explain(app);
+  register_case(app);
   register_device(app);
   register_study(app);
 }

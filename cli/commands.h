@@ -24,6 +24,7 @@ void register_robustness(CLI::App& app);  // robustness (cmd_robustness.cpp)
 void register_explain(CLI::App& app);     // explain (cmd_policy.cpp)
 void register_device(CLI::App& app);      // device (cmd_device.cpp)
 void register_study(CLI::App& app);       // study plan / kinds (cmd_study.cpp)
+void register_case(CLI::App& app);        // case list / run (cmd_case.cpp)
 
 // Thrown by a command that ends with a status of its own (train interrupted by SIGINT: 130,
 // SIGTERM: 143) after printing what happened; main returns the code.

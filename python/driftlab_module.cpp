@@ -26,6 +26,7 @@
 
 #include "core/error.h"
 #include "driftlab/attack.h"
+#include "driftlab/casebook.h"
 #include "driftlab/convert.h"
 #include "driftlab/drift.h"
 #include "driftlab/evaluate.h"
@@ -793,6 +794,33 @@ PYBIND11_MODULE(_driftlab, m) {
         py::arg("calib_batch") = 32, py::arg("dataset") = "", py::arg("data_dir") = "", py::arg("limit") = 0,
         "Which knob explains the difference between two policies, as `driftlab attribute --json` writes it (a dict): "
         "each knob flipped alone, and the path from one policy to the other with each step's share.");
+  m.def(
+      "case_list",
+      [] {
+        py::list out;
+        for (const CaseInfo& c : casebook()) {
+          py::dict d;
+          d["name"] = c.name, d["area"] = c.area, d["thread"] = c.thread, d["quote"] = c.quote;
+          d["setting"] = c.setting, d["knobs"] = c.knobs, d["measure"] = c.measure, d["fix"] = c.fix;
+          d["present_above"] = c.present_above, d["gone_at_most"] = c.gone_at_most;
+          out.append(d);
+        }
+        return out;
+      },
+      "The casebook (docs/casebook/): each publicly reported discrepancy as a dict (name, area, thread, quote, setting, "
+      "knobs, measure, present_above, gone_at_most, fix), as `driftlab case list` prints them.");
+  m.def(
+      "case_run",
+      [](const std::string& name) {
+        const CaseRun r = run_case(name);
+        py::dict d;
+        d["name"] = name, d["reporter"] = r.result.reporter, d["flipped"] = r.result.flipped;
+        d["present"] = r.present, d["gone"] = r.gone, d["reproduced"] = r.reproduced(), d["report"] = case_report(r);
+        return d;
+      },
+      py::arg("name"),
+      "Runs one case: the measure under the reporter's setting and with the knob(s) flipped, whether the symptom is "
+      "present and gone, and the printed report (`driftlab case run NAME`). Raises driftlab.Error naming an unknown case.");
   m.def(
       "_input_address",
       [](const py::handle& x) { return reinterpret_cast<std::uintptr_t>(float_input(x, "x").raw()); }, py::arg("x"),

@@ -12,6 +12,8 @@ from ._driftlab import (  # noqa: F401
     Model,
     Policy,
     attribute,
+    case_list,
+    case_run,
     convert,
     dataset,
     drift,
@@ -71,7 +73,7 @@ def attack(weights, attack="fgsm", x=None, labels=None, judges=(), out=None, png
     finally:
         _shutil.rmtree(tmp, ignore_errors=True)
 
-__all__ = ["Error", "Model", "Policy", "attack", "attribute", "convert", "dataset", "drift", "evaluate", "export", "import_model", "knob_table", "quantize", "resume", "robustness", "study_plan", "study_report", "study_run",
+__all__ = ["Error", "Model", "Policy", "attack", "attribute", "case_list", "case_run", "convert", "dataset", "drift", "evaluate", "export", "import_model", "knob_table", "quantize", "resume", "robustness", "study_plan", "study_report", "study_run",
            "study_status", "study_tables", "train", "framework_weights",
            "weights_import"]
 

@@ -49,6 +49,18 @@ def test_policy_parses_prints_back_and_diffs():
     assert all(k["what"] and k["torch"] for k in table)
 
 
+def test_casebook_from_python():
+    cases = driftlab.case_list()
+    names = [c["name"] for c in cases]
+    assert "tflite-double-rounding" in names and all(c["thread"] and c["knobs"] for c in cases)
+    r = driftlab.case_run("tflite-double-rounding")
+    # tensorflow/tensorflow#25087: two roundings give 12 where the float product rounds to 11
+    assert r["reporter"] == 1 and r["flipped"] == 0 and r["reproduced"]
+    assert "12" in r["report"] and "11" in r["report"]
+    with pytest.raises(driftlab.Error, match="unknown case 'nope'"):
+        driftlab.case_run("nope")
+
+
 def test_unknown_knob_raises_driftlab_error_naming_it():
     with pytest.raises(driftlab.Error, match="no_such_knob"):
         driftlab.Policy("torch,no_such_knob=1")

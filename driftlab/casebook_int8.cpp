@@ -1,0 +1,162 @@
+// The casebook's int8 cases (driftlab/casebook.h; pages in docs/casebook/).
+#include <cmath>
+#include <cstring>
+#include <iomanip>
+#include <sstream>
+
+#include "core/ops/qadd.h"
+#include "core/ops/qconv2d.h"
+#include "core/ops/requant.h"
+#include "driftlab/casebook.h"
+#include "kernels/cpu/ref/ref.h"
+
+namespace driftlab {
+namespace {
+
+float float_of_bits(uint32_t b) {
+  float f;
+  std::memcpy(&f, &b, 4);
+  return f;
+}
+
+// pytorch/pytorch#37343: qnnpack's quantized add against fbgemm's (ATen's x86 qadd) on one element.
+CaseResult qnnpack_qadd() {
+  // The thread's scales, given as float32 bytes (struct.unpack('f', ...)): a b'\xf1$&=', b b'.\xe5\xb5=', c b'L\xed\xb8='.
+  auto params = [](QAddRule rule) {
+    QAddParams p;
+    p.rule = rule;
+    p.a_scale = float_of_bits(0x3d2624f1u);
+    p.b_scale = float_of_bits(0x3db5e52eu);
+    p.y_scale = float_of_bits(0x3db8ed4cu);
+    p.a_zero_point = 112;
+    p.b_zero_point = 126;
+    p.y_zero_point = 124;
+    p.resolve();
+    return p;
+  };
+  const QAddParams qnn = params(QAddRule::fixed_point_shift), fb = params(QAddRule::float_fma_tail64);
+  auto add = [](const QAddParams& p, int32_t a, int32_t b) { return qadd_one(p, a, b, 0, 0, 0, 255); };
+  const int32_t yq = add(qnn, 158, 136), yf = add(fb, 158, 136), yq2 = add(fb, 158, 136);
+  // every pair of stored values under the same scales: how often the two rules part
+  int64_t differ = 0;
+  for (int32_t a = 0; a < 256; ++a)
+    for (int32_t b = 0; b < 256; ++b) differ += add(qnn, a, b) != add(fb, a, b);
+  const double exact = ((158 - 112) * double(qnn.a_scale) + (136 - 126) * double(qnn.b_scale)) / double(qnn.y_scale);
+  CaseResult r;
+  r.reporter = std::abs(yq - yf);
+  r.flipped = std::abs(yq2 - yf);
+  std::ostringstream os;
+  os << std::setprecision(10) << "  one quantized add, quint8: a = 158 (scale " << qnn.a_scale << ", zp 112), b = 136 (scale "
+     << qnn.b_scale << ", zp 126), output scale " << qnn.y_scale << ", zp 124\n"
+     << "  the real sum in output steps: " << exact << " (just under a tie)\n"
+     << "  qnnpack (22-bit fixed-point ratios, ties away from zero): " << yq << "; fbgemm (float, ties to even): " << yf << "\n"
+     << "  over all 65,536 pairs of stored values with these scales the two engines part on " << differ << "\n";
+  r.text = os.str();
+  return r;
+}
+
+// pytorch/pytorch#44939: fbgemm's u8 x s8 products summed in int16 pairs (VPMADDUBSW) saturate.
+CaseResult fbgemm_saturation() {
+  // The reporter's quantized input (scale 0.13133743405342102, zp 1) and a kernel with his pair:
+  // 71 at tap (1,1), 107 at tap (1,2); the other taps small. Weight scale and output scale ours.
+  const Tensor x = Tensor::from<uint8_t>({1, 1, 3, 3}, {42, 93, 209, 96, 211, 171, 200, 174, 38});
+  const Tensor w = Tensor::from<int8_t>({1, 1, 3, 3}, {-3, -2, -1, 4, 71, 107, 2, -5, 1});
+  auto conv = [&](DotRule dot, const Tensor& in) {
+    QConv2dParams p;
+    p.g.n = 1, p.g.c = 1, p.g.h = 3, p.g.w = 3, p.g.k = 1, p.g.r = 3, p.g.s = 3;
+    p.x_dtype = p.y_dtype = DType::u8;
+    p.x_zero_point = 1;
+    p.dot = dot;
+    p.rq.rule = RequantRule::float_multiply;
+    p.rq.zero_point = 0;
+    p.rq.lo = 0, p.rq.hi = 255;
+    RequantChannel ch;
+    ch.scale = static_cast<float>(0.13133743405342102 * 0.005 / 0.1);  // s_x * s_w / s_y
+    p.rq.channels = {ch};
+    Tensor y({1, 1, 1, 1}, DType::u8);
+    qconv2d_forward_ref(p, in, w, nullptr, y);
+    return static_cast<int32_t>(y.at(0));
+  };
+  const int32_t qnnpack = conv(DotRule::exact, x), fbgemm = conv(DotRule::int16_pairs_hwc, x);
+  // reduce_range (the maintainer's workaround): activations calibrated to [0, 127], halving the stored values
+  Tensor half({1, 1, 3, 3}, DType::u8);
+  for (int64_t i = 0; i < 9; ++i) half.data<uint8_t>()[i] = static_cast<uint8_t>(x.data<uint8_t>()[i] / 2);
+  const int32_t rq = conv(DotRule::exact, half), rf = conv(DotRule::int16_pairs_hwc, half);
+  CaseResult r;
+  r.reporter = std::abs(fbgemm - qnnpack);
+  r.flipped = std::abs(conv(DotRule::exact, x) - qnnpack);
+  std::ostringstream os;
+  os << "  one quantized 3x3 convolution, uint8 input [[42,93,209],[96,211,171],[200,174,38]] (zp 1), int8 weights with 71 and 107\n"
+     << "  at the taps of 211 and 171; M = s_x * s_w / s_y = 0.1313 * 0.005 / 0.1 (the weight and output scales ours)\n"
+     << "  VPMADDUBSW adds 211*71 + 171*107 = 33278 into an int16: saturated to 32767, the accumulator loses 511\n"
+     << "  output: qnnpack (exact int32 sum) " << qnnpack << ", fbgemm (int16 pairs) " << fbgemm << "\n"
+     << "  with reduce_range (stored values <= 127, the maintainer's workaround) the pair fits: " << rq << " and " << rf << "\n";
+  r.text = os.str();
+  return r;
+}
+
+// tensorflow/tensorflow#25087: TFLite's two roundings against TensorFlow's float multiply.
+CaseResult tflite_double_rounding() {
+  const FixedPointMultiplier m{1583594044, -9};  // the thread's quantized_multiplier and shift
+  const int32_t x = 7984;
+  const double real = double(m.m0) * std::ldexp(1.0, m.shift - 31);
+  const int32_t two = mbqm_double_rounding(x, m), one = mbqm_single_rounding(x, m);
+  const auto flt = static_cast<int32_t>(std::lround(x * real));
+  // every accumulator in [-2^20, 2^20] under this multiplier: how often double rounding leaves the float result
+  int64_t differ = 0, differ_single = 0, n = 0;
+  for (int32_t a = -(1 << 20); a <= (1 << 20); ++a, ++n) {
+    const double f = std::round(a * real);
+    differ += mbqm_double_rounding(a, m) != f;
+    differ_single += mbqm_single_rounding(a, m) != f;
+  }
+  CaseResult r;
+  r.reporter = std::abs(two - flt);
+  r.flipped = std::abs(one - flt);
+  std::ostringstream os;
+  os << std::setprecision(12) << "  MultiplyByQuantizedMultiplier(7984, 1583594044, shift -9): the multiplier " << real << "\n"
+     << "  TensorFlow's float: round(7984 * M) = round(" << x * real << ") = " << flt << "\n"
+     << "  TFLite, two roundings (gemmlowp: SaturatingRoundingDoublingHighMul, then RoundingDivideByPOT): " << two << "\n"
+     << "  one rounding (TFLite built with TFLITE_SINGLE_ROUNDING, tensorflow/tensorflow#50290): " << one << "\n"
+     << "  over the " << n << " accumulators in [-2^20, 2^20]: double rounding leaves the float result on " << differ
+     << ", single rounding on " << differ_single << "\n";
+  r.text = os.str();
+  return r;
+}
+
+}  // namespace
+
+namespace casebook_detail {
+
+std::vector<CaseInfo> int8_cases() {
+  std::vector<CaseInfo> v;
+  v.push_back({"qnnpack-qadd-rounding", "int8", "pytorch/pytorch#37343",
+               "qadd two qint8 tensor with qnnpack backend gives the wrong result in some condition.",
+               "torch.ops.quantized.add under torch.backends.quantized.engine = 'qnnpack' vs 'fbgemm', one element, the "
+               "thread's scales and zero points",
+               "quant_add: fixed_point_shift (qnnpack) -> float_fma_tail64 (fbgemm's ATen qadd)",
+               "|y_qnnpack - y_fbgemm| in output steps", 0.5, 0.0,
+               "none within PyTorch (each engine has its own add); compare int8 outputs across engines with a tolerance of one "
+               "step, or run both sides on one engine",
+               qnnpack_qadd});
+  v.push_back({"fbgemm-int16-saturation", "int8", "pytorch/pytorch#44939",
+               "Running quantized convolution with FBGEMM and QNNPACK yield different results.",
+               "a quantized convolution on fbgemm (x86 without VNNI: u8 x s8 products added in int16 pairs) vs qnnpack (an "
+               "exact int32 sum), full-range uint8 activations",
+               "quant_u8s8_dot: int16_pairs_hwc -> exact",
+               "|y_fbgemm - y_qnnpack| in output steps", 0.5, 0.0,
+               "calibrate activations with reduce_range=True (fbgemm's default qconfig) so that a pair fits int16, or run on a "
+               "CPU with VNNI",
+               fbgemm_saturation});
+  v.push_back({"tflite-double-rounding", "int8", "tensorflow/tensorflow#25087",
+               "the two roundings in it will cause different result from floating point arithmetic",
+               "TFLite's MultiplyByQuantizedMultiplier with gemmlowp's two roundings against TensorFlow's float "
+               "round(acc * M), the thread's multiplier and accumulator",
+               "quant_requant: fixed_point_double_rounding -> fixed_point_single_rounding",
+               "|y_tflite - y_float| in output steps", 0.5, 0.0,
+               "build TFLite with TFLITE_SINGLE_ROUNDING=1, or compare int8 outputs with a one-step tolerance",
+               tflite_double_rounding});
+  return v;
+}
+
+}  // namespace casebook_detail
+}  // namespace driftlab

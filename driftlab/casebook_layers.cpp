@@ -1,0 +1,251 @@
+// The casebook's layer and training cases (driftlab/casebook.h; pages in docs/casebook/).
+#include <algorithm>
+#include <cmath>
+#include <iomanip>
+#include <sstream>
+
+#include "core/ops/softmax_xent.h"
+#include "driftlab/casebook.h"
+#include "engine/layers/batchnorm_layer.h"
+#include "engine/layers/conv2d_layer.h"
+#include "engine/layers/dense_layer.h"
+#include "engine/layers/rnn_layer.h"
+#include "engine/policy.h"
+#include "engine/random.h"
+#include "engine/train/runner.h"
+#include "kernels/cpu/ref/ref.h"
+
+namespace driftlab {
+namespace {
+
+// max|a - b| / max|b|
+double rel_max_diff(const Tensor& a, const Tensor& b) {
+  double d = 0, m = 0;
+  for (int64_t i = 0; i < b.numel(); ++i) {
+    d = std::max(d, std::fabs(a.at(i) - b.at(i)));
+    m = std::max(m, std::fabs(b.at(i)));
+  }
+  return m > 0 ? d / m : d;
+}
+
+Tensor uniform(const Shape& s, uint64_t seed, double lo, double hi) {
+  Rng rng(RngEngine::mt19937_u24, seed);
+  Tensor t(s, DType::f32);
+  for (int64_t i = 0; i < t.numel(); ++i) t.data<float>()[i] = static_cast<float>(lo + (hi - lo) * rng.uniform_f64());
+  return t;
+}
+
+Tensor forward(Layer& l, const Tensor& x) {
+  ExecContext exec;
+  RunContext ctx = RunContext::inference(exec);
+  return l.forward(ctx, x);
+}
+
+// Copies a's parameters into b (the same kind of layer, the same shapes).
+void copy_params(Layer& from, Layer& to) {
+  auto a = from.params(), b = to.params();
+  check(a.size() == b.size(), "case: layers of different kinds");
+  for (std::size_t i = 0; i < a.size(); ++i) b[i]->value = a[i]->value.clone();
+}
+
+// keras-team/keras#19291: a PyTorch Conv2d(k=3, s=2, padding=1) ported to Keras Conv2D(padding='same').
+CaseResult conv_same_stride2() {
+  Conv2dSpec spec;
+  spec.out_channels = 8;
+  spec.kernel_h = spec.kernel_w = 3;
+  spec.stride = 2;
+  spec.pad = PadMode::same;
+  spec.bias = false;
+  const Shape in{3, 16, 16};  // an even input, as the reporter's 128x128 stem
+  const Tensor x = uniform({1, 3, 16, 16}, 1, -1, 1);
+  auto layer = [&](const std::string& policy) {
+    Rng rng(RngEngine::mt19937_u24, 7);
+    return std::make_unique<Conv2dLayer>(spec, in, Policy::parse(policy), rng);
+  };
+  auto torch = layer("torch"), keras = layer("tensorflow"), fixed = layer("torch,conv_same_pad=after");
+  copy_params(*torch, *keras);
+  copy_params(*torch, *fixed);
+  const Tensor yt = forward(*torch, x), yk = forward(*keras, x), yf = forward(*fixed, x);
+  const Conv2dParams pt = resolve_conv2d(Policy::torch(), in, spec), pk = resolve_conv2d(Policy::tensorflow(), in, spec);
+  int64_t differ = 0;
+  for (int64_t i = 0; i < yt.numel(); ++i) differ += yt.at(i) != yk.at(i);
+  CaseResult r;
+  r.reporter = rel_max_diff(yt, yk);
+  r.flipped = rel_max_diff(yf, yk);
+  std::ostringstream os;
+  os << "  one Conv2D, 3 -> 8 channels, 3x3, stride 2, on a 16x16 input (even, as the reporter's 128x128), the same weights\n"
+     << "  pads top/bottom/left/right: PyTorch padding=1 " << pt.pad_t << "/" << pt.pad_b << "/" << pt.pad_l << "/" << pt.pad_r
+     << ", Keras 'same' " << pk.pad_t << "/" << pk.pad_b << "/" << pk.pad_l << "/" << pk.pad_r << "\n"
+     << "  outputs that differ: " << differ << " of " << yt.numel()
+     << " (every window moves by one pixel, not only the border the reporter saw)\n";
+  r.text = os.str();
+  return r;
+}
+
+// keras-team/keras#7563: Keras's categorical_crossentropy on probabilities against the logits form.
+CaseResult ce_clip() {
+  const Tensor z = Tensor::from<float>({2, 3}, {300, 100, 100, -100, 200, 500});  // the thread's logits
+  const std::vector<int32_t> labels{0, 1};                                       // its one-hot Y
+  auto loss = [&](const std::string& policy, Tensor* dz) {
+    const SoftmaxXentParams p = resolve_loss(Policy::parse(policy));
+    if (dz) softmax_xent_backward_ref(p, z, labels, *dz);
+    return softmax_xent_forward_ref(p, z, labels);
+  };
+  Tensor gk({2, 3}, DType::f32), gt({2, 3}, DType::f32);
+  const double keras = loss("tensorflow", &gk), logits = loss("torch", &gt);
+  const double fixed = loss("tensorflow,ce_formulation=log_softmax", nullptr);
+  CaseResult r;
+  r.reporter = std::fabs(keras - logits);
+  r.flipped = std::fabs(fixed - logits);
+  std::ostringstream os;
+  os << std::setprecision(10) << "  logits [[300,100,100],[-100,200,500]], labels [0, 1], mean over the batch\n"
+     << "  Keras categorical_crossentropy (softmax, clip to [1e-7, 1-1e-7], -log): " << keras
+     << "   (the thread: 8.05904786964)\n"
+     << "  softmax_cross_entropy_with_logits / PyTorch CrossEntropyLoss:           " << logits << "   (the thread: 150.0)\n"
+     << std::setprecision(4) << "  dL/dz of sample 2 (its label's probability is clipped): Keras [" << gk.at(3) << ", " << gk.at(4)
+     << ", " << gk.at(5) << "], logits form [" << gt.at(3) << ", " << gt.at(4) << ", " << gt.at(5) << "]\n";
+  r.text = os.str();
+  return r;
+}
+
+// pytorch/pytorch#58434 (numbers of the kind in pytorch/pytorch#66212): float32 matmul in TF32.
+CaseResult tf32_matmul() {
+  const Tensor x = uniform({1, 1000}, 3, -1, 1);
+  auto layer = [&](const std::string& policy) {
+    Rng rng(RngEngine::mt19937_u24, 5);
+    return std::make_unique<DenseLayer>(50, Shape{1000}, Policy::parse(policy), rng, false);
+  };
+  auto f32 = layer("torch"), tf32 = layer("torch,math_matmul=tf32");
+  copy_params(*f32, *tf32);
+  const Tensor& w = f32->params()[0]->value;
+  std::vector<double> exact(50, 0.0);
+  for (int64_t o = 0; o < 50; ++o)
+    for (int64_t i = 0; i < 1000; ++i) exact[o] += double(w.at(o * 1000 + i)) * double(x.at(i));
+  auto rel = [&](const Tensor& y) {
+    double num = 0, den = 0;
+    for (int64_t o = 0; o < 50; ++o) {
+      num += (y.at(o) - exact[o]) * (y.at(o) - exact[o]);
+      den += exact[o] * exact[o];
+    }
+    return std::sqrt(num / den);
+  };
+  CaseResult r;
+  r.reporter = rel(forward(*tf32, x));
+  r.flipped = rel(forward(*f32, x));
+  std::ostringstream os;
+  os << std::setprecision(3) << "  A @ x with A 50x1000 (a dense layer's weights), x of 1000 values, against the float64 product:\n"
+     << "  relative error ||y - y64|| / ||y64||: TF32 operands (an Ampere GPU, allow_tf32 on) " << r.reporter
+     << ", float32 " << r.flipped << "\n"
+     << "  (pytorch/pytorch#66212 measured ~3e-4 on an RTX 3090 and ~1e-7 with allow_tf32 = False)\n";
+  r.text = os.str();
+  return r;
+}
+
+// huggingface/transformers#19454: PyTorch's BatchNorm momentum (0.1) typed into Keras's momentum.
+CaseResult bn_momentum() {
+  const Shape in{4, 6, 6};
+  auto layer = [&](const std::string& policy) { return std::make_unique<BatchNormLayer>(in, Policy::parse(policy)); };
+  auto ported = layer("torch,bn_momentum=0.1,bn_eps=0.001"), torch = layer("torch"),
+       fixed = layer("torch,bn_momentum=0.9,bn_eps=1e-5");
+  ExecContext exec;
+  Rng rng(RngEngine::mt19937_u24, 11);
+  // Ten training steps on batches whose mean and spread drift, as a training run's activations do.
+  for (int s = 0; s < 10; ++s) {
+    const Tensor x = uniform({8, 4, 6, 6}, 100 + s, -1 + 0.3 * s, 1 + 0.5 * s);
+    for (auto* l : {ported.get(), torch.get(), fixed.get()}) {
+      RunContext ctx = RunContext::training(exec, &rng);
+      l->forward(ctx, x);
+    }
+  }
+  const Tensor x = uniform({8, 4, 6, 6}, 999, -2, 4);
+  const Tensor yt = forward(*torch, x);
+  CaseResult r;
+  r.reporter = rel_max_diff(forward(*ported, x), yt);
+  r.flipped = rel_max_diff(forward(*fixed, x), yt);
+  std::ostringstream os;
+  os << std::setprecision(3) << "  one BatchNorm2d (4 channels), 10 training steps on drifting batches, then inference on one batch\n"
+     << "  PyTorch BatchNorm2d(momentum=0.1, eps=1e-5) keeps 0.9 of its running statistics per step; the port\n"
+     << "  BatchNormalization(momentum=0.1, epsilon=1e-3) keeps 0.1 of them: max|y_port - y_torch| / max|y_torch| "
+     << r.reporter << "\n";
+  r.text = os.str();
+  return r;
+}
+
+// keras-team/keras#9112: a GRU trained with CuDNN's convention (reset after) run by Keras's GRU (reset before).
+CaseResult gru_reset_after() {
+  RnnSpec spec;
+  spec.units = 16;
+  const Shape in{6, 8};  // 6 steps of 8 features
+  const Tensor x = uniform({4, 6, 8}, 13, -1, 1);
+  auto layer = [&](const std::string& policy) {
+    Rng rng(RngEngine::mt19937_u24, 17);
+    return std::make_unique<RnnLayer>(RnnCell::gru, spec, in, Policy::parse(policy), rng);
+  };
+  auto cudnn = layer("torch"), keras = layer("torch,gru_reset_after=before"), fixed = layer("torch");
+  copy_params(*cudnn, *keras);
+  copy_params(*cudnn, *fixed);
+  const Tensor yc = forward(*cudnn, x);
+  CaseResult r;
+  r.reporter = rel_max_diff(forward(*keras, x), yc);
+  r.flipped = rel_max_diff(forward(*fixed, x), yc);
+  std::ostringstream os;
+  os << std::setprecision(3) << "  one GRU (8 features, 16 units, 6 steps, batch 4), the same weights and both biases\n"
+     << "  CuDNN / PyTorch: n = tanh(W_in x + b_in + r * (W_hn h + b_hn)); Keras's GRU (reset_after=False): n = tanh(W_in x + b_in + W_hn (r * h) + b_hn)\n"
+     << "  last state, max|h_keras - h_cudnn| / max|h_cudnn|: " << r.reporter << "\n";
+  r.text = os.str();
+  return r;
+}
+
+}  // namespace
+
+namespace casebook_detail {
+
+std::vector<CaseInfo> layer_cases() {
+  std::vector<CaseInfo> v;
+  v.push_back({"keras-same-padding-stride2", "layers", "keras-team/keras#19291",
+               "I found certain issues with the value mismatch of the padded element of both of the models.",
+               "a PyTorch Conv2d(3, 64, 3, stride=2, padding=1) ported to Keras Conv2D(64, 3, strides=2, padding='same'): "
+               "torch preset vs tensorflow preset, the same weights",
+               "conv_same_pad: half_strided (PyTorch's padding=1 on every side) -> after (TF's 'same': the odd pad bottom/right)",
+               "max|y_pytorch - y_keras| / max|y_keras| of the convolution", 1e-2, 1e-6,
+               "pad explicitly: in PyTorch padding=0 and F.pad(x, (0, 1, 0, 1)); in Keras ZeroPadding2D(1) then padding='valid'",
+               conv_same_stride2});
+  v.push_back({"keras-crossentropy-clip", "training", "keras-team/keras#7563",
+               "when labels or pred values are large, the results of  categorical_crossentropy is different to the results of  "
+               "tf.nn.softmax_cross_entropy_with_logits",
+               "Keras categorical_crossentropy on softmax outputs (tensorflow preset) vs the loss on logits (torch preset, "
+               "PyTorch's CrossEntropyLoss)",
+               "ce_formulation: softmax_clip (probabilities clipped to [1e-7, 1-1e-7]) -> log_softmax",
+               "|loss_keras - loss_logits| on the thread's logits", 1.0, 1e-6,
+               "give the loss logits: Keras CategoricalCrossentropy(from_logits=True) without a final softmax (PyTorch's "
+               "CrossEntropyLoss already takes logits)",
+               ce_clip});
+  v.push_back({"tf32-matmul-ampere", "layers", "pytorch/pytorch#58434",
+               "The results from the last 3 were the same, whereas that from RTX 3090 were totally different.",
+               "float32 matrix products on an Ampere GPU with torch.backends.cuda.matmul.allow_tf32 = True (PyTorch 1.7-1.11's "
+               "default; TensorFlow >= 2.4's) against the same product on other GPUs and the CPU",
+               "math_matmul: tf32 -> float32",
+               "relative error of A @ x (A 50x1000) against float64", 1e-4, 1e-6,
+               "torch.backends.cuda.matmul.allow_tf32 = False (tf.config.experimental.enable_tensor_float_32_execution(False))",
+               tf32_matmul});
+  v.push_back({"bn-momentum-port", "training", "huggingface/transformers#19454",
+               "The momentum value for PyTorch and TensorFlow batch normalization layers is not equivalent",
+               "a PyTorch BatchNorm2d(momentum=0.1, eps=1e-5) ported to Keras BatchNormalization(momentum=0.1, epsilon=1e-3): "
+               "Keras's momentum is the fraction kept, PyTorch's the fraction taken from the batch",
+               "bn_momentum: 0.1 -> 0.9 and bn_eps: 0.001 -> 1e-5 (the ported layer given PyTorch's meaning)",
+               "max|y_port - y_pytorch| / max|y_pytorch| at inference after 10 training steps", 1e-2, 1e-6,
+               "Keras momentum = 1 - PyTorch momentum, and the same epsilon (the fix merged in transformers#19454)", bn_momentum});
+  v.push_back({"gru-reset-after-cudnn", "layers", "keras-team/keras#9112",
+               "Since GRU in CuDNN is based on a slightly different convention we can't directly load its weights in a similar way.",
+               "GRU weights trained under CuDNN's convention (PyTorch's, Keras CuDNNGRU: the reset gate after the recurrent "
+               "product) run by Keras 2.1's GRU (the reset gate before it)",
+               "gru_reset_after: before -> after",
+               "max|h_keras - h_cudnn| / max|h_cudnn| of the last state", 1e-2, 1e-6,
+               "Keras >= 2.1.3: GRU(reset_after=True, recurrent_activation='sigmoid') loads CuDNN / PyTorch GRU weights "
+               "(both biases kept)",
+               gru_reset_after});
+  return v;
+}
+
+}  // namespace casebook_detail
+}  // namespace driftlab
