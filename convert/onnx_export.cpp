@@ -106,7 +106,10 @@ std::string emit_activation(Ctx& c, const ActivationParams& a, const std::string
       attr_float(n, "alpha", static_cast<float>(a.hs_slope));
       attr_float(n, "beta", static_cast<float>(a.hs_offset));
       c.report.nodes.push_back(name + ": HardSigmoid alpha " + std::to_string(a.hs_slope) + " beta " +
-                               std::to_string(a.hs_offset));
+                               std::to_string(a.hs_offset) +
+                               (a.hs_divide ? " (driftlab computes clip(x + 3, 0, 6) / 6 as PyTorch does; "
+                                              "HardSigmoid is alpha*x + beta: last-bit differences)"
+                                            : ""));
       return y;
     }
     case ActKind::clip: {  // opset 11+: the bounds are inputs

@@ -178,7 +178,7 @@ const std::vector<KnobRow>& rows() {
     r.push_back(enum_knob(&Policy::hard_sigmoid_kind,
         {"hard_sigmoid_kind", "layers", {"linear_0p2", "relu6_div6"}, "hard sigmoid formula",
          "linear_0p2: clip(0.2x+0.5,0,1)", "linear_0p2: T.nnet.hard_sigmoid",
-         "relu6_div6: nn.Hardsigmoid clip(x/6+0.5,0,1)",
+         "relu6_div6: nn.Hardsigmoid min(max(x+3,0),6)/6 (shift, clamp, divide)",
          kK + " hard_sigmoid; theano/tensor/nnet/sigm.py; torch/nn/modules/activation.py"}));
     r.push_back(enum_knob(&Policy::hard_sigmoid_grad_edges,
         {"hard_sigmoid_grad_edges", "layers", {"inclusive", "exclusive"},

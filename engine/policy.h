@@ -37,7 +37,7 @@ enum class FlattenOrder { chw, hwc };       // NCHW view(N,-1) vs Keras channels
 enum class WeightLayout { oihw, hwio };     // torch OIHW / (out,in) vs Keras HWIO / (in,out)
 enum class WeightInit { glorot_uniform, kaiming_uniform_sqrt5 };
 enum class BiasInit { zeros, uniform_fan_in };
-enum class HardSigmoidKind { linear_0p2, relu6_div6 };  // clip(0.2x+.5) vs clip(x/6+.5)
+enum class HardSigmoidKind { linear_0p2, relu6_div6 };  // clip(0.2x+.5) vs min(max(x+3,0),6)/6
 enum class GradEdges { inclusive, exclusive };
 enum class LossReduction { mean, sum };
 enum class RngEngine { mt19937_u24, philox_u23, mrg31k3p };

@@ -8,6 +8,9 @@
 // by hand in a comment; 2) report(...) the size of the effect where it has one.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <cstring>
+
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
@@ -468,13 +471,35 @@ TEST(Knob_hard_sigmoid_kind, Values) {
   const std::vector<float> xs = {-3, -2.5f, 0, 1, 2.5f, 3};
   Tensor y02, y6;
   act_grad(ActKind::hard_sigmoid, "tensorflow", xs, &y02);  // clip(0.2x + 0.5, 0, 1)
-  act_grad(ActKind::hard_sigmoid, "torch", xs, &y6);        // clip(x/6 + 0.5, 0, 1)
+  act_grad(ActKind::hard_sigmoid, "torch", xs, &y6);        // min(max(x + 3, 0), 6) / 6
   // slope and offset rounded to float and one multiply-add: within a few float32 ulps of 1 (1.2e-7).
   const double tol = 1e-6;
   EXPECT_TRUE(all_close(y02, Tensor::from<double>({1, 6}, {0, 0, 0.5, 0.7, 1, 1}), tol, 0));
   EXPECT_TRUE(
       all_close(y6, Tensor::from<double>({1, 6}, {0, 0.5 - 2.5 / 6, 0.5, 0.5 + 1.0 / 6, 0.5 + 2.5 / 6, 1}), tol, 0));
   report("hard_sigmoid_kind_at_1_linear0p2_minus_relu6", 0.7 - (0.5 + 1.0 / 6));
+}
+
+// relu6_div6 is computed as ATen's hardsigmoid kernel computes it (aten/src/ATen/native/cpu/
+// Activation.cpp: min(max(x + 3, 0), 6) / 6), bit for bit; the algebraically equal x/6 + 0.5 is
+// not the same float on many inputs (the negative control: the form matters).
+TEST(Knob_hard_sigmoid_kind, Relu6Div6ShiftsClampsAndDividesAsPyTorch) {
+  const Tensor x = random_tensor({1, 20000}, DType::f32, 77, -5.0, 5.0);
+  ActivationLayer layer(ActKind::hard_sigmoid, Shape{20000}, Policy::torch());
+  ExecContext exec;
+  RunContext ctx = RunContext::inference(exec);
+  const Tensor y = layer.forward(ctx, x);
+  int64_t mismatched = 0, other_form_differs = 0;
+  for (int64_t i = 0; i < x.numel(); ++i) {
+    const float xi = x.data<float>()[i], yi = y.data<float>()[i];
+    const float want = std::min(std::max(xi + 3.0f, 0.0f), 6.0f) / 6.0f;
+    const float linear = std::min(std::max(xi * (1.0f / 6.0f) + 0.5f, 0.0f), 1.0f);
+    mismatched += std::memcmp(&yi, &want, 4) != 0;
+    other_form_differs += linear != want;
+  }
+  EXPECT_EQ(mismatched, 0);
+  EXPECT_GT(other_form_differs, 1000) << "x/6 + 0.5 should part from the divide form on many inputs";
+  report("hard_sigmoid_relu6_div6_linear_form_differs_of_20000", static_cast<double>(other_form_differs));
 }
 
 TEST(Knob_hard_sigmoid_grad_edges, InclusiveVsExclusive) {

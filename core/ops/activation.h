@@ -2,8 +2,10 @@
 //   relu:         y = max(x,0), NaN for NaN;  dy/dx = 1 (x>0), relu_grad_at_zero (x==0), 0 (x<0),
 //                 and at NaN either dy passed through or NaN (relu_nan_grad)
 //   tanh, sigmoid: y = tanh(x), 1/(1+exp(-x)); gradients from y
-//   hard_sigmoid: y = clip(slope*x + offset, 0, 1); dy/dx = slope inside the linear
-//                 region, including its end points when grad_edges_inclusive.
+//   hard_sigmoid: y = clip(slope*x + offset, 0, 1), or with hs_divide the same function as
+//                 PyTorch's Hardsigmoid and Keras 3 compute it, clip(x + offset/slope, 0, 1/slope)
+//                 / (1/slope); dy/dx = slope inside the linear region, including its end points
+//                 when grad_edges_inclusive.
 //   clip:         y = min(max(x, lo), hi) (ReLU6: lo 0, hi 6; ONNX Clip), NaN for NaN;
 //                 dy/dx = 1 for lo < x < hi, and at x = lo or hi when clip_grad_edges_inclusive.
 // forward writes y (=), backward writes dx (=). One kernel serves both float and double.
@@ -26,6 +28,11 @@ struct ActivationParams {
   double relu_grad_at_zero = 0.0;
   double hs_slope = 0.2, hs_offset = 0.5;
   bool hs_grad_edges_inclusive = true;
+  // PyTorch's hardsigmoid (min(max(x + 3, 0), 6) / 6) and Keras 3's relu6(x + 3) / 6 shift, clamp
+  // and divide: mathematically slope*x + offset with slope 1/6, but other floats (x/6 + 0.5 differs
+  // from it in the last bit on about a third of N(0, 9) inputs). ONNX's HardSigmoid and Keras 2
+  // compute alpha*x + beta: false.
+  bool hs_divide = false;
   ReluNanGrad relu_nan_grad = ReluNanGrad::dy;  // last: positional initialisers predate it
   double clip_min = 0.0, clip_max = 6.0;
   // torch's nn.ReLU6/Hardtanh backward passes the gradient only strictly inside (lo, hi)
@@ -71,6 +78,20 @@ DL_HOST_DEVICE inline T hard_sigmoid_value(T x, T slope, T offset) {
   const T v = slope * x + offset;
   return v < T(0) ? T(0) : (v > T(1) ? T(1) : v);
 }
+// hs_divide's form: (x + shift) clamped to [0, range], divided by range (shift = offset/slope,
+// range = 1/slope: 3 and 6 for PyTorch's hardsigmoid, aten/src/ATen/native/cpu/Activation.cpp).
+template <typename T>
+DL_HOST_DEVICE inline T hard_sigmoid_divide_value(T x, T shift, T range) {
+  const T v = x + shift;
+  return (v < T(0) ? T(0) : (v > range ? range : v)) / range;
+}
+// Either form, as p says (the RNN gates and the activation kernels call this).
+template <typename T>
+DL_HOST_DEVICE inline T hard_sigmoid_of(const ActivationParams& p, T x) {
+  if (p.hs_divide)
+    return hard_sigmoid_divide_value(x, static_cast<T>(p.hs_offset / p.hs_slope), static_cast<T>(1.0 / p.hs_slope));
+  return hard_sigmoid_value(x, static_cast<T>(p.hs_slope), static_cast<T>(p.hs_offset));
+}
 // The linear region is slope*x+offset in [0,1]; its end points are where the framework's clip
 // gradient either still passes (inclusive) or is already zero (exclusive).
 // Inclusive (TF/Keras, Theano): their clip's gradient tests the clipped value v = slope*x +
@@ -110,7 +131,7 @@ DL_HOST_DEVICE inline T activation_value(const ActivationParams& p, T x) {
     case ActKind::clip: return clip_value(x, static_cast<T>(p.clip_min), static_cast<T>(p.clip_max));
     case ActKind::hard_sigmoid: break;
   }
-  return hard_sigmoid_value(x, static_cast<T>(p.hs_slope), static_cast<T>(p.hs_offset));
+  return hard_sigmoid_of(p, x);
 }
 template <typename T>
 DL_HOST_DEVICE inline T activation_grad(const ActivationParams& p, T x, T y, T dy) {

@@ -104,8 +104,7 @@ int64_t rnn_workspace_size(const RnnParams& p);
 template <typename T>
 DL_HOST_DEVICE inline T rnn_gate(const ActivationParams& g, T a) {
   if (g.kind == ActKind::sigmoid) return T(1) / (T(1) + std::exp(-a));
-  const T v = static_cast<T>(g.hs_slope) * a + static_cast<T>(g.hs_offset);
-  return v < T(0) ? T(0) : (v > T(1) ? T(1) : v);
+  return hard_sigmoid_of(g, a);
 }
 template <typename T>
 DL_HOST_DEVICE inline T rnn_gate_grad(const ActivationParams& g, T a, T y) {

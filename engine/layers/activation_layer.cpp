@@ -13,9 +13,10 @@ ActivationParams resolve_activation(const Policy& policy, ActKind kind) {
   if (policy.hard_sigmoid_kind == HardSigmoidKind::linear_0p2) {
     p.hs_slope = 0.2;
     p.hs_offset = 0.5;
-  } else {
+  } else {  // relu6(x + 3) / 6, computed as PyTorch does (shift, clamp, divide)
     p.hs_slope = 1.0 / 6.0;
     p.hs_offset = 0.5;
+    p.hs_divide = true;
   }
   p.hs_grad_edges_inclusive = policy.hard_sigmoid_grad_edges == GradEdges::inclusive;
   return p;
@@ -39,6 +40,7 @@ std::unique_ptr<ActivationLayer> ActivationLayer::hard_sigmoid(double slope, dou
   auto l = std::make_unique<ActivationLayer>(ActKind::hard_sigmoid, in, policy);
   l->p_.hs_slope = slope;
   l->p_.hs_offset = offset;
+  l->p_.hs_divide = false;  // an imported alpha*x + beta (ONNX HardSigmoid, Keras 2) is computed so
   return l;
 }
 

@@ -23,6 +23,10 @@ void forward(const ActivationParams& p, const T* x, T* y, int64_t n) {
     case ActKind::tanh: return for_each<Parallel>(n, [&](int64_t i) { y[i] = tanh_value(x[i]); });
     case ActKind::sigmoid: return for_each<Parallel>(n, [&](int64_t i) { y[i] = sigmoid_value(x[i]); });
     case ActKind::hard_sigmoid:
+      if (p.hs_divide) {
+        const T shift = static_cast<T>(p.hs_offset / p.hs_slope), range = static_cast<T>(1.0 / p.hs_slope);
+        return for_each<Parallel>(n, [&](int64_t i) { y[i] = hard_sigmoid_divide_value(x[i], shift, range); });
+      }
       return for_each<Parallel>(n, [&](int64_t i) { y[i] = hard_sigmoid_value(x[i], slope, offset); });
     case ActKind::clip: {
       const T lo = static_cast<T>(p.clip_min), hi = static_cast<T>(p.clip_max);
