@@ -19,6 +19,26 @@ float float_of_bits(uint32_t b) {
   return f;
 }
 
+// One output of an int8 convolution whose kernel covers the whole uint8 input x (N=1, K=1): the
+// u8 x s8 sum under `dot`, requantized as float(acc) * scale + zp (qnnpack's and MLAS's form).
+int32_t one_qconv_output(const Tensor& x, const Tensor& w, int32_t x_zp, DotRule dot, float scale, int32_t zp) {
+  QConv2dParams p;
+  p.g.n = 1, p.g.c = x.shape()[1], p.g.h = x.shape()[2], p.g.w = x.shape()[3];
+  p.g.k = 1, p.g.r = p.g.h, p.g.s = p.g.w;
+  p.x_dtype = p.y_dtype = DType::u8;
+  p.x_zero_point = x_zp;
+  p.dot = dot;
+  p.rq.rule = RequantRule::float_multiply;
+  p.rq.zero_point = zp;
+  p.rq.lo = 0, p.rq.hi = 255;
+  RequantChannel ch;
+  ch.scale = scale;
+  p.rq.channels = {ch};
+  Tensor y({1, 1, 1, 1}, DType::u8);
+  qconv2d_forward_ref(p, x, w, nullptr, y);
+  return static_cast<int32_t>(y.at(0));
+}
+
 // pytorch/pytorch#37343: qnnpack's quantized add against fbgemm's (ATen's x86 qadd) on one element.
 CaseResult qnnpack_qadd() {
   // The thread's scales, given as float32 bytes (struct.unpack('f', ...)): a b'\xf1$&=', b b'.\xe5\xb5=', c b'L\xed\xb8='.
@@ -61,22 +81,8 @@ CaseResult fbgemm_saturation() {
   // 71 at tap (1,1), 107 at tap (1,2); the other taps small. Weight scale and output scale ours.
   const Tensor x = Tensor::from<uint8_t>({1, 1, 3, 3}, {42, 93, 209, 96, 211, 171, 200, 174, 38});
   const Tensor w = Tensor::from<int8_t>({1, 1, 3, 3}, {-3, -2, -1, 4, 71, 107, 2, -5, 1});
-  auto conv = [&](DotRule dot, const Tensor& in) {
-    QConv2dParams p;
-    p.g.n = 1, p.g.c = 1, p.g.h = 3, p.g.w = 3, p.g.k = 1, p.g.r = 3, p.g.s = 3;
-    p.x_dtype = p.y_dtype = DType::u8;
-    p.x_zero_point = 1;
-    p.dot = dot;
-    p.rq.rule = RequantRule::float_multiply;
-    p.rq.zero_point = 0;
-    p.rq.lo = 0, p.rq.hi = 255;
-    RequantChannel ch;
-    ch.scale = static_cast<float>(0.13133743405342102 * 0.005 / 0.1);  // s_x * s_w / s_y
-    p.rq.channels = {ch};
-    Tensor y({1, 1, 1, 1}, DType::u8);
-    qconv2d_forward_ref(p, in, w, nullptr, y);
-    return static_cast<int32_t>(y.at(0));
-  };
+  const float m = static_cast<float>(0.13133743405342102 * 0.005 / 0.1);  // s_x * s_w / s_y
+  auto conv = [&](DotRule dot, const Tensor& in) { return one_qconv_output(in, w, 1, dot, m, 0); };
   const int32_t qnnpack = conv(DotRule::exact, x), fbgemm = conv(DotRule::int16_pairs_hwc, x);
   // reduce_range (the maintainer's workaround): activations calibrated to [0, 127], halving the stored values
   Tensor half({1, 1, 3, 3}, DType::u8);
@@ -123,6 +129,26 @@ CaseResult tflite_double_rounding() {
   return r;
 }
 
+// microsoft/onnxruntime#16105: ONNX Runtime's u8 x s8 QGemm on an AVX2 CPU without VNNI.
+CaseResult ort_qgemm_avx2() {
+  // A later commenter's QGemm: x = [210, 198, 234], w = [-81, -80, 127], every zero point 0; here
+  // as a 1x1 convolution over 3 channels (the same im2col row), output scale ours.
+  const Tensor x = Tensor::from<uint8_t>({1, 3, 1, 1}, {210, 198, 234});
+  const Tensor w = Tensor::from<int8_t>({1, 3, 1, 1}, {-81, -80, 127});
+  auto qgemm = [&](DotRule dot) { return one_qconv_output(x, w, 0, dot, 0.02f, 128); };
+  const int32_t avx2 = qgemm(DotRule::int16_pairs_hwc), vnni = qgemm(DotRule::exact);
+  CaseResult r;
+  r.reporter = std::abs(avx2 - vnni);
+  r.flipped = std::abs(qgemm(DotRule::exact) - vnni);
+  std::ostringstream os;
+  os << "  a u8 x s8 product of 3 terms: x [210, 198, 234], w [-81, -80, 127], zero points 0, output scale 1/50, zp 128\n"
+     << "  exact sum: 210*-81 + 198*-80 + 234*127 = -3132; on AVX2 the first pair, -32850, saturates to -32768: -3050\n"
+     << "  output: AVX-512 VNNI / exact " << vnni << ", AVX2 (int16 pairs) " << avx2
+     << "   (the reporter's own model: expected 103, got 92)\n";
+  r.text = os.str();
+  return r;
+}
+
 }  // namespace
 
 namespace casebook_detail {
@@ -155,6 +181,15 @@ std::vector<CaseInfo> int8_cases() {
                "|y_tflite - y_float| in output steps", 0.5, 0.0,
                "build TFLite with TFLITE_SINGLE_ROUNDING=1, or compare int8 outputs with a one-step tolerance",
                tflite_double_rounding});
+  v.push_back({"ort-qgemm-avx2-saturation", "int8", "microsoft/onnxruntime#16105",
+               "In the example code below, the expected output is 103 but got 92.",
+               "a QLinearConv / QGemm with uint8 activations and int8 weights run by ONNX Runtime on an AMD CPU with AVX2 "
+               "(no VNNI) against an Intel CPU with AVX-512 VNNI",
+               "quant_u8s8_dot: int16_pairs_hwc (MLAS on AVX2) -> exact (VNNI)",
+               "|y_avx2 - y_vnni| in output steps", 0.5, 0.0,
+               "quantize weights to 7 bits (reduce_range) or activations as uint8 with U8U8 "
+               "(session option session.x64quantprecision), or run on a CPU with VNNI",
+               ort_qgemm_avx2});
   return v;
 }
 

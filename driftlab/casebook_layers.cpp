@@ -4,11 +4,14 @@
 #include <iomanip>
 #include <sstream>
 
+#include "core/ops/pool2d.h"
 #include "core/ops/softmax_xent.h"
 #include "driftlab/casebook.h"
+#include "engine/layers/activation_layer.h"
 #include "engine/layers/batchnorm_layer.h"
 #include "engine/layers/conv2d_layer.h"
 #include "engine/layers/dense_layer.h"
+#include "engine/layers/flatten_layer.h"
 #include "engine/layers/rnn_layer.h"
 #include "engine/policy.h"
 #include "engine/random.h"
@@ -196,6 +199,85 @@ CaseResult gru_reset_after() {
   return r;
 }
 
+// tensorflow/tensorflow#65381: Keras 3's hard_sigmoid is relu6(x + 3) / 6, Keras 2's clip(0.2 x + 0.5).
+CaseResult keras3_hard_sigmoid() {
+  std::vector<float> v;
+  for (int i = -40; i < 40; ++i) v.push_back(static_cast<float>(i) / 10);  // the reporter's x / 10, x in -40..39
+  const Tensor x = Tensor::from<float>({1, static_cast<int64_t>(v.size())}, v);
+  auto run = [&](const std::string& policy) {
+    ActivationLayer l(ActKind::hard_sigmoid, Shape{static_cast<int64_t>(v.size())}, Policy::parse(policy));
+    return forward(l, x);
+  };
+  const Tensor k2 = run("tensorflow"), k3 = run("tensorflow,hard_sigmoid_kind=relu6_div6");
+  double gap = 0, at = 0;
+  for (int64_t i = 0; i < x.numel(); ++i)
+    if (std::fabs(k3.at(i) - k2.at(i)) > gap) gap = std::fabs(k3.at(i) - k2.at(i)), at = x.at(i);
+  CaseResult r;
+  r.reporter = gap;
+  r.flipped = rel_max_diff(run("tensorflow,hard_sigmoid_kind=relu6_div6"), k3);
+  std::ostringstream os;
+  os << std::setprecision(8) << "  hard_sigmoid(x / 10) for x in -40..39, as the reporter ran it\n"
+     << "  at -2.5: Keras 2 (clip(0.2x + 0.5)) " << k2.at(15) << ", Keras 3 (relu6(x + 3) / 6) " << k3.at(15)
+     << "   (the thread: 0.083333336)\n"
+     << "  at -1.0: " << k2.at(30) << " and " << k3.at(30) << "; the largest gap " << gap << " at x = " << at << "\n";
+  r.text = os.str();
+  return r;
+}
+
+// tensorflow/tensorflow#4886: max pooling's gradient at ties, TensorFlow (one input) vs Theano (every tied input).
+CaseResult maxpool_ties() {
+  const Tensor x = Tensor::from<float>({1, 1, 2, 2}, {1, 2, 2, 2});  // the thread's window
+  const Tensor dy = Tensor::from<float>({1, 1, 1, 1}, {1});
+  auto grad = [&](const std::string& policy) {
+    Pool2dParams p;
+    p.h = p.w = 2;
+    p.ties = Policy::parse(policy).maxpool_grad_ties;
+    Tensor dx({1, 1, 2, 2}, DType::f32);
+    maxpool2d_backward_ref(p, x, dy, dx);
+    return dx;
+  };
+  const Tensor tf = grad("tensorflow"), th = grad("theano"), fixed = grad("theano,maxpool_grad_ties=first");
+  auto sum_abs_diff = [](const Tensor& a, const Tensor& b) {
+    double s = 0;
+    for (int64_t i = 0; i < a.numel(); ++i) s += std::fabs(a.at(i) - b.at(i));
+    return s;
+  };
+  CaseResult r;
+  r.reporter = sum_abs_diff(th, tf);
+  r.flipped = sum_abs_diff(fixed, tf);
+  std::ostringstream os;
+  os << "  one 2x2 max pool over [1, 2, 2, 2] (three inputs tie at the max), upstream gradient 1\n"
+     << "  dL/dx TensorFlow [" << tf.at(0) << ", " << tf.at(1) << ", " << tf.at(2) << ", " << tf.at(3) << "], Theano ["
+     << th.at(0) << ", " << th.at(1) << ", " << th.at(2) << ", " << th.at(3) << "]   (the thread: [0,1,0,0] and [0,1,1,1])\n";
+  r.text = os.str();
+  return r;
+}
+
+// tensorflow/tfjs#2205: a channels-first Keras model's Flatten -> Dense run in TF.js, whose Flatten
+// then ignored the data format (Keras permutes to channels-last before flattening).
+CaseResult flatten_order_tfjs() {
+  const Shape map{4, 3, 3};  // (C, H, W) feature map before the Flatten
+  const Tensor x = uniform({1, 4, 3, 3}, 23, -1, 1);
+  auto net = [&](const std::string& policy) {
+    Rng rng(RngEngine::mt19937_u24, 29);
+    const Policy p = Policy::parse(policy);
+    FlattenLayer f(map, p);
+    DenseLayer d(1, Shape{36}, p, rng, false);
+    return forward(d, forward(f, x));
+  };
+  const Tensor keras = net("tensorflow"), tfjs = net("tensorflow,flatten_order=chw");
+  CaseResult r;
+  r.reporter = rel_max_diff(tfjs, keras);
+  r.flipped = rel_max_diff(net("tensorflow,flatten_order=hwc"), keras);
+  std::ostringstream os;
+  os << std::setprecision(7) << "  Flatten of a 4x3x3 feature map, then Dense(1), the same weights\n"
+     << "  Keras (Flatten permutes to channels-last first): " << keras.at(0) << "; TF.js before tfjs#2346 (flattened as stored, "
+     << "channels first, as PyTorch's view): " << tfjs.at(0) << "\n"
+     << "  (the thread: Keras 1.3110151, TF.js -1.028530240058899)\n";
+  r.text = os.str();
+  return r;
+}
+
 }  // namespace
 
 namespace casebook_detail {
@@ -244,6 +326,34 @@ std::vector<CaseInfo> layer_cases() {
                "Keras >= 2.1.3: GRU(reset_after=True, recurrent_activation='sigmoid') loads CuDNN / PyTorch GRU weights "
                "(both biases kept)",
                gru_reset_after});
+  v.push_back({"keras3-hard-sigmoid", "layers", "tensorflow/tensorflow#65381",
+               "In reality, it's not `-2.5` and `2.5`, but `-3.0` and `3.0` instead.",
+               "tf.keras.activations.hard_sigmoid in TensorFlow 2.16 (Keras 3: relu6(x + 3) / 6, as PyTorch's Hardsigmoid) "
+               "against the formula Keras 2 computed and its documentation still gave (clip(0.2 x + 0.5, 0, 1))",
+               "hard_sigmoid_kind: linear_0p2 (Keras 2) -> relu6_div6 (Keras 3, PyTorch)",
+               "largest |hard_sigmoid_keras2(x) - hard_sigmoid_keras3(x)| over the reporter's inputs", 1e-2, 0.0,
+               "a model saved with Keras 2's hard_sigmoid (e.g. an LSTM's recurrent activation) needs clip(0.2x + 0.5) "
+               "written out as its activation under Keras 3 or PyTorch",
+               keras3_hard_sigmoid});
+  v.push_back({"maxpool-gradient-ties", "training", "tensorflow/tensorflow#4886",
+               "Although as subgradient they all seem to make sense, but is there a reason to justify the difference of "
+               "reduce_max and max_pool?",
+               "the gradient of a 2x2 max pool whose window holds a tie, TensorFlow's max_pool (and PyTorch's) against Theano's",
+               "maxpool_grad_ties: all (Theano: every tied input) -> first (TensorFlow, PyTorch: the first in row-major order)",
+               "sum |dL/dx_theano - dL/dx_tensorflow| over the window", 0.5, 0.0,
+               "none needed for training (both are subgradients); a port that compares gradients must expect the tie rule "
+               "to differ, or break ties in the data",
+               maxpool_ties});
+  v.push_back({"flatten-order-tfjs", "conversion", "tensorflow/tfjs#2205",
+               "I tried a fixed input tensor by [1,1,18,5] into python and JS script to make a prediction, But I got diffent "
+               "results",
+               "a channels-first Keras 2.2.4 model converted with tensorflowjs_converter and run in TF.js 1.1, whose Flatten "
+               "flattened the stored channels-first map where Keras permutes it to channels-last first",
+               "flatten_order: chw (TF.js before the fix, PyTorch's view) -> hwc (Keras)",
+               "|y_tfjs - y_keras| / |y_keras| of the Dense after the Flatten", 1e-2, 0.0,
+               "TF.js >= the fix (tfjs#2346); porting to PyTorch, permute the Dense's input columns "
+               "(keras.utils.conv_utils.convert_dense_weights_data_format) or permute before flattening",
+               flatten_order_tfjs});
   return v;
 }
 
