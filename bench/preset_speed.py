@@ -8,10 +8,11 @@ preset's work in turn) and keeps the fastest of --rounds runs per preset and row
 says what the preset's kernels cost. Rows: LeNet-1/5 one training epoch on the 60,000
 Fashion-MNIST images at B-32/64/128 (SGD lr 0.01, momentum 0.9), their prediction of 1,000 / 10,000
 test images in one batch, the LSTM/GRU classifiers' epoch of 12,800 seq-fashion-mnist sequences at
-B-128 and their prediction of 128 / 1,000 sequences.
+B-128 and their prediction of 128 / 1,000 sequences; with --rows cifar, ResNet-20 and VGG-16 on
+1,280 synthetic CIFAR-shaped images at B-128 and their prediction of 1,000.
 
   bench/preset_speed.py [--build build] [--threads 2] [--rounds 5] [--presets torch,tensorflow,theano]
-                        [--rows lenet,rnn] [--markdown out.md]
+                        [--rows lenet,rnn,cifar] [--markdown out.md]
 
 Prints a markdown table: per row the torch preset's best time and each other preset's best time
 as a ratio to it, and the largest ratio; the header records the date, CPU and commit.
@@ -83,6 +84,11 @@ def main():
                 rows.append(('%s train B-%d' % (m, b), train_row(m, b, lenet)))
             for n in (1000, 10000):
                 rows.append(('%s predict %d' % (m, n), predict_row(m, n, 'fashion-mnist')))
+    if 'cifar' in parts:
+        cifar = ['--dataset', 'synthetic-cifar10', '--limit', '1280', '--lr', '0.01', '--momentum', '0.9']
+        for m in ('resnet20', 'vgg16'):
+            rows.append(('%s train B-128' % m, train_row(m, 128, cifar)))
+            rows.append(('%s predict 1000' % m, predict_row(m, 1000, 'synthetic-cifar10')))
     if 'rnn' in parts:
         for m in ('lstm', 'gru'):
             rows.append(('%s train B-128' % m, train_row(m, 128, rnn)))
@@ -95,7 +101,8 @@ def main():
             if (m, p) in models:
                 continue
             out = os.path.join(tmp, '%s-%s' % (m, p))
-            ds = ['--dataset', 'seq-fashion-mnist'] if m in ('lstm', 'gru') else []
+            ds = (['--dataset', 'seq-fashion-mnist'] if m in ('lstm', 'gru') else
+                  ['--dataset', 'synthetic-cifar10'] if m in ('resnet20', 'vgg16') else [])
             run([dl, 'train', '--model', m, '--policy', p, '--limit', '256', '--batch', '128', '--out', out] + common + ds)
             models[(m, p)] = os.path.join(out, 'model.dlm')
     best = {}

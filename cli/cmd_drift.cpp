@@ -112,12 +112,12 @@ void attribute_cmd(const AttributeCliOptions& o) {
             << sci(a.total.mean_abs) << ", max|d| " << sci(a.total.max_abs) << ", misclassification "
             << pct(a.total.misclassification) << "\n";
   std::cout << "\neach knob flipped alone (from -> to), against the `from` policy:\n";
-  std::cout << std::left << std::setw(24) << "knob" << std::setw(42) << "from -> to" << std::right << std::setw(11)
+  std::cout << std::left << std::setw(25) << "knob" << std::setw(42) << "from -> to" << std::right << std::setw(11)
             << "mean|d|" << std::setw(11) << "max|d|" << std::setw(10) << "misclass" << std::setw(10) << "accuracy";
   if (a.trained) std::cout << std::setw(12) << "train loss" << std::setw(12) << "|dW|";
   std::cout << "\n";
   for (const auto& e : a.single) {
-    std::cout << std::left << std::setw(24) << e.knob << std::setw(42) << (e.from_value + " -> " + e.to_value)
+    std::cout << std::left << std::setw(25) << e.knob << std::setw(42) << (e.from_value + " -> " + e.to_value)
               << std::right << std::setw(11) << sci(e.vs_from.mean_abs) << std::setw(11) << sci(e.vs_from.max_abs)
               << std::setw(10) << pct(e.vs_from.misclassification) << std::setw(10) << pct(e.accuracy);
     if (a.trained) std::cout << std::setw(12) << fmt(e.train_loss, 4) << std::setw(12) << sci(e.weight_distance);
