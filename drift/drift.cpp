@@ -101,6 +101,16 @@ std::vector<std::pair<std::string, Tensor>> labelled_outputs(Model& model, ExecC
   return outs;
 }
 
+MaxDiff max_diff(const Tensor& a, const Tensor& b) {
+  check(a.numel() == b.numel(), "max_diff: ", a.numel(), " elements against ", b.numel());
+  double max_abs = 0, scale = 0;
+  for (int64_t j = 0; j < a.numel(); ++j) {
+    max_abs = std::max(max_abs, std::abs(a.at(j) - b.at(j)));
+    scale = std::max(scale, std::abs(b.at(j)));
+  }
+  return {max_abs, scale > 0 ? max_abs / scale : max_abs};
+}
+
 Localisation localise(Model& a, Model& b, ExecContext& exec, const Tensor& x, double tolerance) {
   const auto oa = labelled_outputs(a, exec, x), ob = labelled_outputs(b, exec, x);
   check(oa.size() == ob.size(), "localise: ", oa.size(), " outputs under the first policy, ", ob.size(),
@@ -108,14 +118,9 @@ Localisation localise(Model& a, Model& b, ExecContext& exec, const Tensor& x, do
   Localisation loc;
   loc.tolerance = tolerance;
   for (std::size_t i = 0; i < oa.size(); ++i) {
-    double max_abs = 0, scale = 0;
-    for (int64_t j = 0; j < oa[i].second.numel(); ++j) {
-      max_abs = std::max(max_abs, std::abs(oa[i].second.at(j) - ob[i].second.at(j)));
-      scale = std::max(scale, std::abs(ob[i].second.at(j)));
-    }
-    double rel = scale > 0 ? max_abs / scale : max_abs;
-    loc.layers.push_back({i, oa[i].first, max_abs, rel});
-    if (loc.first_divergent < 0 && rel > tolerance) loc.first_divergent = static_cast<int>(i);
+    const MaxDiff d = max_diff(oa[i].second, ob[i].second);
+    loc.layers.push_back({i, oa[i].first, d.abs, d.rel});
+    if (loc.first_divergent < 0 && d.rel > tolerance) loc.first_divergent = static_cast<int>(i);
   }
   return loc;
 }
@@ -141,14 +146,9 @@ Localisation localise_points(const std::vector<Tensor>& a, const std::vector<Ten
   Localisation loc;
   loc.tolerance = tolerance;
   for (std::size_t i = 0; i < a.size() && i < b.size(); ++i) {
-    double max_abs = 0, scale = 0;
-    for (int64_t j = 0; j < a[i].numel(); ++j) {
-      max_abs = std::max(max_abs, std::abs(a[i].at(j) - b[i].at(j)));
-      scale = std::max(scale, std::abs(b[i].at(j)));
-    }
-    const double rel = scale > 0 ? max_abs / scale : max_abs;
-    loc.layers.push_back({i, "point " + names[i].name, max_abs, rel});
-    if (loc.first_divergent < 0 && rel > tolerance) loc.first_divergent = static_cast<int>(i);
+    const MaxDiff d = max_diff(a[i], b[i]);
+    loc.layers.push_back({i, "point " + names[i].name, d.abs, d.rel});
+    if (loc.first_divergent < 0 && d.rel > tolerance) loc.first_divergent = static_cast<int>(i);
   }
   return loc;
 }

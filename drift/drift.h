@@ -40,6 +40,13 @@ double accuracy_of(const Tensor& probs, const std::vector<int32_t>& labels);
 // opens the model layer by layer, below the model face.
 std::vector<std::pair<std::string, Tensor>> labelled_outputs(Model& model, ExecContext& exec, const Tensor& x);
 
+// max |a - b| and max |a - b| / max |b| over two tensors of one size (the relative one equals the
+// absolute one where b is all zero): how localisation and the casebook measure two outputs apart.
+struct MaxDiff {
+  double abs = 0, rel = 0;
+};
+MaxDiff max_diff(const Tensor& a, const Tensor& b);
+
 struct LayerDrift {
   std::size_t index;
   std::string layer;  // kind and resolved description under policy a
