@@ -67,9 +67,9 @@ def _knob_flip(base, knob, other):
 
 # ---- lesson 1: padding and layouts -----------------------------------------------------------
 
-def _conv_graph(stride, padding=None, pads=None, hw=6, out_channels=1, dense=0):
+def _conv_graph(stride, padding=None, pads=None, hw=6, out_channels=1, dense=0, kernel=3):
     conv = {"op": "conv2d", "name": "conv", "inputs": ["x"], "output": "c", "out_channels": out_channels,
-            "kernel": [3, 3], "stride": [stride, stride], "bias": False}
+            "kernel": [kernel, kernel], "stride": [stride, stride], "bias": False}
     if pads is not None:
         conv["pads"] = list(pads)
     else:
@@ -77,9 +77,9 @@ def _conv_graph(stride, padding=None, pads=None, hw=6, out_channels=1, dense=0):
     nodes = [conv, {"op": "flatten", "name": "flat", "inputs": ["c"], "output": "f" if dense else "y"}]
     if dense:
         nodes.append({"op": "dense", "name": "fc", "inputs": ["f"], "output": "y", "units": dense, "bias": False})
-    o = (hw - 3) // stride + 1 if padding == "valid" else (hw + stride - 1) // stride
-    if pads is not None:
-        o = (hw + pads[0] + pads[1] - 3) // stride + 1
+    o = (hw - kernel) // stride + 1 if padding == "valid" else (hw + stride - 1) // stride
+    if pads is not None:  # [top, bottom, left, right]
+        o = (hw + pads[0] + pads[1] - kernel) // stride + 1
     return {"input": "x", "input_shape": [1, hw, hw], "num_classes": dense or out_channels * o * o, "output": "y",
             "nodes": nodes}
 
@@ -118,12 +118,12 @@ def _padding_1(answer):
 
 
 def _padding_2(answer):
-    # the experiment: which explicit (top, bottom) split reproduces TensorFlow's 'same' output?
-    out = -(-6 // 2)  # 'same': ceil(6 / stride) outputs
-    total = max((out - 1) * 2 + 3 - 6, 0)  # the rows those outputs need beyond the input's 6: 1
-    tf = _run_graph(_conv_graph(2, "same"), "tensorflow")
+    # the experiment: which explicit (top, bottom) split reproduces TensorFlow's 'same' output of a
+    # 4x4 kernel at stride 1 on 6x6 (6 outputs: 6 - 1 + 4 - 6 = 3 rows of zeros in all)?
+    total = 3
+    tf = _run_graph(_conv_graph(1, "same", kernel=4), "tensorflow")
     tops = [t for t in range(total + 1)
-            if _same_outputs(_run_graph(_conv_graph(2, pads=[t, total - t, t, total - t]), "tensorflow"), tf)]
+            if _same_outputs(_run_graph(_conv_graph(1, pads=[t, total - t, t, total - t], kernel=4), "tensorflow"), tf)]
     if len(tops) != 1:
         return _verdict(False, "the experiment found %d explicit paddings matching (expected one)" % len(tops))
     try:
@@ -402,7 +402,8 @@ _EXERCISES = {
                      "(padding=1) give different outputs from the same kernel. Which knob, set to the torch "
                      "preset's value inside the tensorflow preset, makes the two agree?"),
     ("padding", 2): ("number", _padding_2,
-                     "How many rows of zeros does TensorFlow add above the 6x6 input in that convolution?"),
+                     "A Keras Conv2D(4x4, strides=1, padding='same') on a 6x6 input needs 3 rows of zeros in "
+                     "all. How many does TensorFlow put above the input?"),
     ("padding", 3): ("knob", _padding_3,
                      "A 3x3 'valid' convolution gives other outputs under the theano preset than under tensorflow "
                      "from the same weights. Which knob, set to tensorflow's value inside theano, explains it?"),

@@ -14,7 +14,8 @@ import driftlab.course as course
 ANSWERS = {
     # TF pads a stride-2 'same' 3x3 conv of an even input 0 above, 1 below; PyTorch's port pads 1/1
     ("padding", 1): (["conv_same_pad"], ["model_conv_padding", "weight_layout", "conv_kernel_flip", "nonsense"]),
-    ("padding", 2): ([0], [1, 2]),
+    # TF: pad_top = total // 2, the odd row below (tensorflow/core/framework/kernel_shape_util.cc)
+    ("padding", 2): ([1], [0, 2, 3]),
     ("padding", 3): (["conv_kernel_flip"], ["conv_same_pad", "weight_layout"]),
     ("padding", 4): (["flatten_order"], ["weight_layout", "conv_same_pad"]),
     # glorot_uniform: sqrt(6 / (fan_in + fan_out)), fan_in = 1*5*5, fan_out = 6*5*5
