@@ -40,6 +40,14 @@ const char* success_rule_name(SuccessRule r) {
   return r == SuccessRule::differs_from_label ? "label" : "clean-prediction";
 }
 
+RestartSelect parse_restart_select(const std::string& s) {
+  if (s == "per-sample") return RestartSelect::per_sample;
+  if (s == "per-run") return RestartSelect::per_run;
+  fail("attack: --restart-select '", s, "' (per-sample: each sample's successful restart, ART >= 1.5; per-run: the run "
+       "with the most successes, ART <= 1.4)");
+}
+const char* restart_select_name(RestartSelect r) { return r == RestartSelect::per_sample ? "per-sample" : "per-run"; }
+
 Projection parse_projection(const std::string& s) {
   if (s == "clip-delta") return Projection::clip_delta;
   if (s == "max-min") return Projection::max_min;
@@ -75,6 +83,10 @@ void GradientAttackSpec::validate() const {
           "perturbation (projection clip-delta, not ", projection_name(projection), ")");
   }
   check(batch >= 1, "attack: batch ", batch, " must be >= 1");
+  check(restarts >= 1 && restarts <= 10000, "attack: restarts ", restarts, " must be in [1, 10000]");
+  check(restarts == 1 || (kind == AttackKind::pgd && random_start && schedule == EpsSchedule::single),
+        "attack: restarts are PGD's with a random start (--random-start; each restart starts from its own point "
+        "of the eps-ball) at one eps");
 }
 
 namespace {
@@ -420,9 +432,53 @@ void norms(const T* x, const T* xa, int64_t per, double* l0, double* l2, double*
 
 }  // namespace
 
+namespace {
+
+// PGD with restarts (gradient.h): each restart the single run from seed + k, then one example per
+// sample by spec.restart_select.
+AttackResult run_restarts(Runner& runner, const Tensor& x, const std::vector<int32_t>& labels,
+                          const GradientAttackSpec& spec) {
+  GradientAttackSpec one = spec;
+  one.restarts = 1;
+  const int64_t n = x.dim(0), row = (x.numel() / std::max<int64_t>(n, 1)) * static_cast<int64_t>(dtype_size(x.dtype()));
+  AttackResult best;
+  int64_t best_successes = 0, calls = 0;
+  for (int k = 0; k < spec.restarts; ++k) {
+    one.seed = spec.seed + static_cast<uint64_t>(k);
+    AttackResult rk = run_gradient_attack(runner, x, labels, one);
+    calls += rk.gradient_calls;
+    const int64_t successes = std::count(rk.success.begin(), rk.success.end(), uint8_t{1});
+    if (k == 0) {
+      best = std::move(rk);
+      best.restart.assign(static_cast<std::size_t>(n), 0);
+      best_successes = successes;
+    } else if (spec.restart_select == RestartSelect::per_run) {
+      if (successes > best_successes) {  // the whole run (its first step's zero gradients too)
+        best = std::move(rk);
+        best.restart.assign(static_cast<std::size_t>(n), k);
+        best_successes = successes;
+      }
+    } else {
+      for (int64_t s = 0; s < n; ++s)
+        if (rk.success[s]) {
+          std::memcpy(static_cast<char*>(best.x_adv.raw()) + s * row, static_cast<const char*>(rk.x_adv.raw()) + s * row,
+                      static_cast<std::size_t>(row));
+          best.adv_pred[s] = rk.adv_pred[s];
+          best.restart[s] = k;
+        }
+    }
+  }
+  best.gradient_calls = calls;
+  finish_result(x, labels, best, spec.success);
+  return best;
+}
+
+}  // namespace
+
 AttackResult run_gradient_attack(Runner& runner, const Tensor& x, const std::vector<int32_t>& labels,
                                  const GradientAttackSpec& spec) {
   spec.validate();
+  if (spec.restarts > 1) return run_restarts(runner, x, labels, spec);
   check(x.rank() >= 2, "attack: input must be (N, ...), got ", shape_str(x.shape()));
   check(x.dtype() == DType::f32 || x.dtype() == DType::f64, "attack: input must be float32 or float64, got ",
         dtype_name(x.dtype()));

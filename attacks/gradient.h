@@ -43,6 +43,19 @@
 //
 // Success (SuccessRule): the adversarial prediction differs from the label (Foolbox, torchattacks),
 // or from the clean prediction (ART's compute_success_array).
+//
+// PGD's random restarts (ART's num_random_init; Madry et al.'s restarts): the attack `restarts`
+// times, restart k from seed + k (restart 0 is the single run of the same spec), and one example
+// per sample kept, by RestartSelect:
+//   per_sample (ART >= 1.5: after each restart, per batch, compute_success_array and
+//     `adv_x[...][attack_success] = batch[attack_success]`, art/attacks/evasion/
+//     projected_gradient_descent/projected_gradient_descent_*.py; the worst case per sample):
+//     restart 0's example, replaced by a later restart's wherever that restart succeeds (the
+//     last successful restart's example is returned);
+//   per_run (ART <= 1.4, Trusted-AI/adversarial-robustness-toolbox#714, changed by #765): the
+//     whole run with the highest success rate over all inputs (`rate > rate_best`: the first of
+//     equal runs), which can report a sample robust that another restart fooled.
+// Success is the spec's SuccessRule in both.
 #pragma once
 #include <cstdint>
 #include <string>
@@ -71,6 +84,9 @@ enum class SuccessRule { differs_from_label, differs_from_clean_prediction };
 enum class Projection { clip_delta, max_min };
 Projection parse_projection(const std::string& s);        // "clip-delta" | "max-min"
 const char* projection_name(Projection p);
+enum class RestartSelect { per_sample, per_run };
+RestartSelect parse_restart_select(const std::string& s);  // "per-sample" | "per-run"
+const char* restart_select_name(RestartSelect r);
 SuccessRule parse_success_rule(const std::string& s);     // "label" | "clean-prediction"
 const char* success_rule_name(SuccessRule r);
 
@@ -91,6 +107,8 @@ struct GradientAttackSpec {
                                // Guo et al.: 0.1, docs/GLOSSARY.md)
   SuccessRule success = SuccessRule::differs_from_label;
   Projection projection = Projection::clip_delta;  // BIM / PGD (FGSM's one step is the same under both)
+  int restarts = 1;         // PGD with random_start: runs from seeds seed, seed + 1, ...
+  RestartSelect restart_select = RestartSelect::per_sample;
   uint64_t seed = 1;        // PGD's random start
   int64_t batch = 128;      // samples per gradient call
   void validate() const;    // throws naming the field
@@ -106,6 +124,7 @@ struct AttackResult {
   int64_t gradient_calls = 0;            // Runner::input_gradient calls (batches x steps)
   std::vector<int64_t> queries;          // decision-based attacks and the sweep: model predictions per sample
   std::vector<double> eps_found;         // the sweep: the smallest successful eps (spec units), NaN where none
+  std::vector<int32_t> restart;          // restarts > 1: the restart whose example each sample returns
 };
 
 // r.l0, r.l2, r.linf of r.x_adv - x per sample (double), and r.success: adv_pred != labels, or

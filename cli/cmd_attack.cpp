@@ -85,6 +85,10 @@ void register_attack(CLI::App& app) {
   ak->add_option("--step", as.step, "bim/pgd step size (--eps-units)")->check(kFiniteNonNegative)->capture_default_str();
   ak->add_option("--steps", as.steps, "bim/pgd iterations")->capture_default_str();
   ak->add_flag("--random-start", as.random_start, "pgd: start from a uniform point of the eps-ball (--seed)");
+  ak->add_option("--restarts", as.restarts, "pgd with --random-start: runs from seeds --seed, --seed + 1, ... (ART's "
+                 "num_random_init)")->capture_default_str();
+  ak->add_option("--restart-select", as.restart_select, "pgd --restarts: per-sample (each sample's successful restart: "
+                 "ART >= 1.5) | per-run (the run with the most successes: ART <= 1.4)")->capture_default_str();
   ak->add_flag("--early-stop", as.early_stop, "bim/pgd: a sample stops once misclassified (Foolbox 2's return_early)");
   ak->add_option("--projection", as.projection, "bim/pgd: clip-delta (x0 + clamp(x - x0, -eps, eps), then the "
                  "bounds) | max-min (torchattacks' BIM)")->capture_default_str();

@@ -73,6 +73,10 @@ void register_robustness(CLI::App& app) {
   rb->add_option("--step", as.step, "bim/pgd step")->check(kFiniteNonNegative)->capture_default_str();
   rb->add_option("--steps", as.steps, "bim/pgd iterations")->capture_default_str();
   rb->add_flag("--random-start", as.random_start, "pgd: uniform start in the ball");
+  rb->add_option("--restarts", as.restarts, "pgd with --random-start: runs from seeds --seed, --seed + 1, ...")
+      ->capture_default_str();
+  rb->add_option("--restart-select", as.restart_select, "pgd --restarts: per-sample | per-run (ART <= 1.4)")
+      ->capture_default_str();
   rb->add_flag("--early-stop", as.early_stop, "bim/pgd: stop a sample once misclassified");
   rb->add_option("--projection", as.projection, "bim/pgd: clip-delta | max-min (torchattacks' BIM)")
       ->capture_default_str();

@@ -80,6 +80,7 @@ attacks::GradientAttackSpec gradient_spec(AttackSettings& o, attacks::AttackKind
   spec.kind = kind;
   spec.eps = o.eps, spec.step = o.step, spec.steps = o.steps;
   spec.random_start = o.random_start, spec.early_stop = o.early_stop;
+  spec.restarts = o.restarts, spec.restart_select = attacks::parse_restart_select(o.restart_select);
   spec.seed = o.seed, spec.batch = o.batch;
   check(o.eps_units == "absolute" || o.eps_units == "fraction", "attack: --eps-units '", o.eps_units,
         "' (absolute: input units; fraction: of hi - lo, Foolbox 2's)");

@@ -35,6 +35,8 @@ struct AttackSettings {
   double eps = 0.1, step = 0.01, lo = NAN, hi = NAN, max_epsilon = 1.0;  // lo, hi NaN: [0, 1] normalised
   int steps = 10, iterations = 5000, max_directions = 25, epsilons = 1000;
   int64_t max_pixels = 1000;
+  std::string restart_select = "per-sample";  // per-sample | per-run (pgd with --restarts)
+  int restarts = 1;
   bool random_start = false, early_stop = false, transposed_index = false;
   uint64_t seed = 1;
   int64_t batch = 128;

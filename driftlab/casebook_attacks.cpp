@@ -80,6 +80,57 @@ CaseResult foolbox_probabilities() {
   return r;
 }
 
+// Trusted-AI/adversarial-robustness-toolbox#714: PGD's random restarts kept the best whole run.
+CaseResult art_pgd_restarts() {
+  const int64_t n = 200;
+  const int restarts = 10;
+  Rng rng(RngEngine::mt19937_u24, 31);
+  Tensor x({n, 1, 28, 28}, DType::f32);
+  for (int64_t i = 0; i < x.numel(); ++i) x.data<float>()[i] = rng.uniform_f32();
+  Model m = build_model("lenet5", Policy::torch(), 3);
+  CpuRunner runner(m);
+  // ART's conventions (labels from the model's predictions, success = the prediction changed), a
+  // small L-inf ball so that the restarts' random starts decide which inputs fall
+  GradientAttackSpec spec;
+  spec.kind = AttackKind::pgd;
+  spec.eps = 0.1, spec.step = 0.04, spec.steps = 3;
+  spec.random_start = true;
+  spec.labels = LabelSource::clean_prediction;
+  spec.success = SuccessRule::differs_from_clean_prediction;
+  spec.seed = 5;
+  const std::vector<int32_t> unused(static_cast<std::size_t>(n), 0);  // labels come from the predictions
+  // every restart on its own (restarts = 1 from seed + k): which inputs some restart fools
+  std::vector<uint8_t> fooled(static_cast<std::size_t>(n), 0);
+  std::ostringstream per;
+  for (int k = 0; k < restarts; ++k) {
+    GradientAttackSpec one = spec;
+    one.seed = spec.seed + static_cast<uint64_t>(k);
+    const AttackResult rk = run_gradient_attack(runner, x, unused, one);
+    int64_t c = 0;
+    for (int64_t s = 0; s < n; ++s) fooled[s] = fooled[s] || rk.success[s], c += rk.success[s];
+    per << (k ? ", " : "") << c;
+  }
+  const int64_t any = std::count(fooled.begin(), fooled.end(), uint8_t{1});
+  auto with = [&](RestartSelect sel) {
+    GradientAttackSpec s = spec;
+    s.restarts = restarts, s.restart_select = sel;
+    return summarize(run_gradient_attack(runner, x, unused, s));
+  };
+  const AttackSummary run = with(RestartSelect::per_run), sample = with(RestartSelect::per_sample);
+  CaseResult r;
+  r.reporter = double(any - run.successes) / double(n);
+  r.flipped = double(any - sample.successes) / double(n);
+  std::ostringstream os;
+  os << std::setprecision(3) << "  LeNet-5 (untrained, seed 3), " << n << " inputs, L-inf PGD eps 0.1 (3 steps of 0.04) with a "
+     << "random start, ART's labels and success rule, " << restarts << " restarts\n"
+     << "  each restart alone fools " << per.str() << " inputs; some restart fools " << any << "\n"
+     << "  robust accuracy reported: keeping the best whole run (ART <= 1.4) " << 100 * (1 - run.success_rate)
+     << "%, each input's successful restart (ART >= 1.5) " << 100 * (1 - sample.success_rate) << "%\n"
+     << "  (the thread's illustration: two restarts each fooling half of 10 inputs, the other half: 50% against 0%)\n";
+  r.text = os.str();
+  return r;
+}
+
 }  // namespace
 
 namespace casebook_detail {
@@ -95,6 +146,15 @@ std::vector<CaseInfo> attack_cases() {
                "attack the logits: Foolbox >= 0.14 takes the softmax's input; elsewhere build the model without its final "
                "softmax for the attack",
                foolbox_probabilities});
+  v.push_back({"art-pgd-restarts", "attacks", "Trusted-AI/adversarial-robustness-toolbox#714",
+               "However, this can give overly optimistic scores of model performance.",
+               "ART <= 1.4's ProjectedGradientDescent(num_random_init=10): every restart runs over all inputs, and the "
+               "restart with the highest success rate is returned whole",
+               "--restart-select: per-run (ART <= 1.4) -> per-sample (ART >= 1.5, Madry et al.'s worst case per input)",
+               "share of the inputs reported robust that some restart fooled (each restart rerun alone here)", 0.0,
+               0.0, "ART >= 1.5 (the fix, #765); with an older ART, run the restarts yourself and keep each input's "
+               "adversarial example",
+               art_pgd_restarts});
   return v;
 }
 

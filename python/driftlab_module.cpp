@@ -422,6 +422,8 @@ void read_settings(const py::dict& settings, AttackSettings& a, const std::strin
       else if (key == "boundary_rules") text(a.boundary_rules);
       else if (key == "projection") text(a.projection);
       else if (key == "random_start") flag(a.random_start);
+      else if (key == "restarts") integer(a.restarts);
+      else if (key == "restart_select") text(a.restart_select);
       else if (key == "early_stop") flag(a.early_stop);
       else if (key == "transposed_index") flag(a.transposed_index);
       else throw py::type_error(who + ": unknown setting '" + key + "'");

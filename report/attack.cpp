@@ -55,6 +55,7 @@ json result_json(const AttackOutcome& o) {
          {"step_units", s.step_units},
          {"steps", spec.kind == attacks::AttackKind::fgsm ? 1 : spec.steps},
          {"random_start", spec.random_start},
+         {"restarts", spec.restarts},
          {"projection", attacks::projection_name(spec.projection)},
          {"early_stop", spec.early_stop},
          {"labels_from", s.labels_from},
@@ -76,10 +77,11 @@ json result_json(const AttackOutcome& o) {
     j.erase("eps");
     j["mean_eps_found"] = o.mean_eps_found;
   }
+  if (spec.restarts > 1) j["restart_select"] = attacks::restart_select_name(spec.restart_select);
   if (o.eight_bit != attacks::EightBit::off) j["successes_before_uint8"] = o.successes_before_8bit;
   if (o.decision) {  // no gradient, no eps-ball: the decision-based attacks' own settings
     j["gradient_calls"] = 0;
-    for (const char* k : {"eps", "eps_units", "eps_schedule", "step", "step_units", "steps", "random_start",
+    for (const char* k : {"eps", "eps_units", "eps_schedule", "step", "step_units", "steps", "random_start", "restarts",
                           "early_stop", "labels_from", "convention", "projection"})
       j.erase(k);
   }

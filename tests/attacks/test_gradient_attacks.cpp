@@ -5,6 +5,7 @@
 // The oracle against PyTorch autograd is tests/oracles/test_attack_oracle_torch.cpp.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <iostream>
@@ -411,6 +412,85 @@ TEST(GradientAttack, SummaryCountsSuccessesAndMedians) {
   EXPECT_EQ(t.samples, 3);
   EXPECT_EQ(t.successes, 2);
   EXPECT_DOUBLE_EQ(t.median_l2, 2.5);
+}
+
+
+// PGD's restarts (gradient.h): each restart is the single run from seed + k (recomputed here with
+// restarts = 1), and the example kept follows the rule: per-sample, the last restart that fooled
+// the sample (else restart 0's); per-run, the whole run with the most successes (the first of equals).
+TEST(GradientAttack, RestartsKeepEachSamplesSuccessfulRestartOrTheBestWholeRun) {
+  Model m = build_model("lenet5", Policy::torch(), 3);
+  CpuRunner runner(m);
+  const int64_t n = 40;
+  const Tensor x = random_tensor({n, 1, 28, 28}, DType::f32, 9, 0.0, 1.0);
+  const std::vector<int32_t> y = predictions(runner.logits(x));  // move each input off its class
+  GradientAttackSpec spec;
+  spec.kind = AttackKind::pgd;
+  spec.eps = 0.1, spec.step = 0.04, spec.steps = 3;
+  spec.random_start = true;
+  spec.seed = 11;
+  spec.batch = 16;
+  const int restarts = 4;
+  std::vector<attacks::AttackResult> runs;
+  int64_t calls = 0;
+  std::vector<int64_t> fooled(restarts, 0);
+  int64_t fooled_by_any = 0;
+  for (int k = 0; k < restarts; ++k) {
+    GradientAttackSpec one = spec;
+    one.seed = spec.seed + static_cast<uint64_t>(k);
+    runs.push_back(attacks::run_gradient_attack(runner, x, y, one));
+    calls += runs.back().gradient_calls;
+    for (int64_t s = 0; s < n; ++s) fooled[k] += runs.back().success[s];
+  }
+  for (int64_t s = 0; s < n; ++s) {
+    bool any = false;
+    for (int k = 0; k < restarts; ++k) any = any || runs[k].success[s];
+    fooled_by_any += any;
+  }
+  const int best = static_cast<int>(std::max_element(fooled.begin(), fooled.end()) - fooled.begin());
+  // the data must tell the two rules apart: some sample fooled only outside the best run
+  ASSERT_GT(fooled_by_any, fooled[best]) << "the restarts fool the same samples; pick another eps";
+  ASSERT_GT(fooled[best], 0);
+  const std::size_t row = static_cast<std::size_t>(x.numel() / n) * sizeof(float);
+  spec.restarts = restarts;
+
+  spec.restart_select = attacks::RestartSelect::per_sample;
+  const attacks::AttackResult ps = attacks::run_gradient_attack(runner, x, y, spec);
+  EXPECT_EQ(ps.gradient_calls, calls);
+  int64_t ps_fooled = 0;
+  for (int64_t s = 0; s < n; ++s) {
+    int kept = 0;
+    for (int k = 1; k < restarts; ++k)
+      if (runs[k].success[s]) kept = k;
+    EXPECT_EQ(ps.restart[s], kept) << s;
+    const int64_t at = s * (x.numel() / n);
+    EXPECT_EQ(std::memcmp(ps.x_adv.data<float>() + at, runs[kept].x_adv.data<float>() + at, row), 0) << s;
+    EXPECT_EQ(ps.success[s], runs[kept].success[s]) << s;
+    ps_fooled += ps.success[s];
+  }
+  EXPECT_EQ(ps_fooled, fooled_by_any);
+
+  spec.restart_select = attacks::RestartSelect::per_run;
+  const attacks::AttackResult pr = attacks::run_gradient_attack(runner, x, y, spec);
+  EXPECT_EQ(std::memcmp(pr.x_adv.raw(), runs[best].x_adv.raw(), pr.x_adv.nbytes()), 0);
+  EXPECT_EQ(pr.success, runs[best].success);
+  EXPECT_EQ(pr.restart, std::vector<int32_t>(static_cast<std::size_t>(n), best));
+  EXPECT_EQ(pr.gradient_calls, calls);
+
+  // restarts need the random start (from x each restart would repeat restart 0), and a sane count
+  auto refused = [&](const std::string& what) {
+    try {
+      attacks::run_gradient_attack(runner, x, y, spec);
+      ADD_FAILURE() << "not refused: " << what;
+    } catch (const Error& e) {
+      EXPECT_NE(std::string(e.what()).find(what), std::string::npos) << e.what();
+    }
+  };
+  spec.random_start = false;
+  refused("--random-start");
+  spec.random_start = true, spec.restarts = 0;
+  refused("restarts 0");
+  EXPECT_THROW(attacks::parse_restart_select("best"), Error);
 }
 
 }  // namespace

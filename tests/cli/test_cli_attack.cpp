@@ -84,6 +84,26 @@ TEST(CliAttack, FgsmAndPgdOnTheTestSplitAndOnGivenInputs) {
   const json pj = json::parse(pf);
   EXPECT_EQ(pj["gradient_calls"], 3);
   EXPECT_EQ(pj["random_start"], true);
+  EXPECT_EQ(pj["restarts"], 1);
+  EXPECT_FALSE(pj.contains("restart_select"));
+  // with restarts: three runs' gradient calls, the rule named; a restart without the random start refused
+  r = run_driftlab("attack --weights " + w + " --attack pgd --eps 0.05 --step 0.02 --steps 3 --random-start --seed 4 " +
+                   "--restarts 3 --restart-select per-run --input " + (d / "x.npy").string() + " --labels " +
+                   (d / "y.npy").string() + " --out " + (d / "pgd3").string() + data);
+  ASSERT_EQ(r.code, 0) << r.out;
+  std::ifstream pf3(d / "pgd3" / "result.json");
+  const json pj3 = json::parse(pf3);
+  EXPECT_EQ(pj3["gradient_calls"], 9);
+  EXPECT_EQ(pj3["restarts"], 3);
+  EXPECT_EQ(pj3["restart_select"], "per-run");
+  r = run_driftlab("attack --weights " + w + " --attack pgd --restarts 3 --limit 2 --out " + (d / "pgd4").string() + data);
+  EXPECT_NE(r.code, 0);
+  EXPECT_NE(r.out.find("--random-start"), std::string::npos) << r.out;
+  EXPECT_FALSE(fs::exists(d / "pgd4" / "result.json"));
+  r = run_driftlab("attack --weights " + w + " --attack pgd --random-start --restarts 2 --restart-select best --limit 2 "
+                   "--out " + (d / "pgd5").string() + data);
+  EXPECT_NE(r.code, 0);
+  EXPECT_NE(r.out.find("--restart-select 'best'"), std::string::npos) << r.out;
 
   // the decision-based attacks: queries per sample, the examples in bounds
   r = run_driftlab("attack --weights " + w + " --attack single-pixel --max-pixels 40 --limit 6 --out " +

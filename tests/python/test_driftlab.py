@@ -352,6 +352,13 @@ def test_attack_writes_the_command_lines_files_and_judges_on_int8(tmp_path):
         driftlab.attack(w, "fgsm", epsilon=0.1, limit=5)
     with pytest.raises(driftlab.Error, match="convention"):
         driftlab.attack(w, "fgsm", convention="cleverhans", limit=5)
+    # PGD's restarts as the command's --restarts / --restart-select: the same examples
+    res, adv = driftlab.attack(w, "pgd", x=x, labels=y, eps=0.1, steps=3, random_start=True, restarts=3,
+                               restart_select="per-run", out=str(tmp_path / "pyr"))
+    cli("attack", "--weights", w, "--attack", "pgd", "--eps", "0.1", "--steps", "3", "--random-start", "--restarts", "3",
+        "--restart-select", "per-run", "--limit", "20", "--out", str(tmp_path / "clir"))
+    assert np.array_equal(adv, np.load(tmp_path / "clir" / "adversarial.npy"))
+    assert res["restarts"] == 3 and res["restart_select"] == "per-run"
 
 
 SPEC = """study: py-small
