@@ -51,6 +51,14 @@ def _work():
     return _WORK
 
 
+def _lenet5_file():
+    """The untrained LeNet-5 of the exercises (zoo, torch preset, seed 7), saved once."""
+    path = os.path.join(_work(), "lenet5-seed7.dlm")
+    if not os.path.exists(path):
+        Model.zoo("lenet5", "torch", seed=7).save(path)
+    return path
+
+
 def _knob_flip(base, knob, other):
     """'base,knob=<other's value>', or a Verdict saying why the answer is not a knob to flip."""
     if not isinstance(knob, str) or not knob:
@@ -190,9 +198,7 @@ def _init_3(answer):
     flip = _knob_flip("torch", answer, "tensorflow")
     if isinstance(flip, Verdict):
         return flip
-    init = os.path.join(_work(), "lenet5-init.dlm")
-    if not os.path.exists(init):
-        Model.zoo("lenet5", "torch", seed=7).save(init)
+    init = _lenet5_file()
     a, b = _step_losses("torch", init), _step_losses(flip, init)
     batches_moved = float(np.max(np.abs(a - b))) > 1e-4  # a batch of other images: its loss moves by far more
     # the same 512 images over the epoch: the mean of equal-sized batches' losses stays (to rounding)
@@ -268,9 +274,7 @@ def _losses_4(answer):
     flip = _knob_flip("torch", answer, "tensorflow")
     if isinstance(flip, Verdict):
         return flip
-    init = os.path.join(_work(), "lenet5-init.dlm")
-    if not os.path.exists(init):
-        Model.zoo("lenet5", "torch", seed=7).save(init)
+    init = _lenet5_file()
     a, b = _epoch_losses("torch", init), _epoch_losses(flip, init)
     # the first epoch's rate is constant: two formulas equal in exact arithmetic part by rounding
     # only (knobs that change rounding alone move the losses by < 1e-7 here, measured); after the
@@ -284,10 +288,7 @@ def _losses_4(answer):
 # ---- lesson 4: int8 schemes ------------------------------------------------------------------
 
 def _input_point(scheme, knobs=""):
-    w = os.path.join(_work(), "lenet5-int8-base.dlm")
-    if not os.path.exists(w):
-        Model.zoo("lenet5", "torch", seed=7).save(w)
-    q = quantize(w, os.path.join(_work(), "q.dlm"), scheme=scheme, knobs=knobs, calib=64)
+    q = quantize(_lenet5_file(), os.path.join(_work(), "q.dlm"), scheme=scheme, knobs=knobs, calib=64)
     return [p for p in q["points"] if p["name"] == "input"][0]
 
 
@@ -342,15 +343,8 @@ def _int8_4(answer):
 
 # ---- lesson 5: attack conventions and 8-bit inputs -------------------------------------------
 
-def _untrained():
-    w = os.path.join(_work(), "lenet5-attack.dlm")
-    if not os.path.exists(w):
-        Model.zoo("lenet5", "torch", seed=7).save(w)
-    return w
-
-
 def _attacks_1(answer):
-    w = _untrained()
+    w = _lenet5_file()
     x, y = dataset("fashion-mnist", "test", limit=100)
     half = 0.5 / 255  # round((k/255 + eps) * 255) = k while eps * 255 < 1/2
     below = attack(w, "fgsm", x=x, labels=y, eps=half * 0.999, uint8="round")[0]["over_all"]["mean_l0"]
@@ -368,7 +362,7 @@ def _attacks_1(answer):
 
 
 def _attacks_2(answer):
-    w = _untrained()
+    w = _lenet5_file()
     x, y = dataset("fashion-mnist", "test", limit=200)
     wrong = float(np.mean(Model.load(w).predict(x).argmax(axis=1) != y))
     measured = attack(w, "fgsm", x=x, labels=y, eps=0.0)[0]["over_all"]["success_rate"]
@@ -387,7 +381,7 @@ _ART = {"success": "clean-prediction", "labels_from": "prediction", "eps_units":
 
 
 def _attacks_3(answer):
-    w = _untrained()
+    w = _lenet5_file()
     x, y = dataset("fashion-mnist", "test", limit=200)
     if not isinstance(answer, str) or answer.strip() not in _ART:
         return _verdict(False, "the answer is one of attack()'s settings: %s" % ", ".join(sorted(_ART)))
