@@ -25,6 +25,7 @@
 #include "engine/layers/init.h"
 #include "core/ops/activation.h"
 #include "core/ops/pool2d.h"
+#include "core/ops/qadd.h"
 #include "core/ops/softmax_xent.h"
 #include "engine/random.h"
 #include "engine/train/optimizer.h"
@@ -34,23 +35,31 @@
 #include "models/models.h"
 #include "quant/dynamic.h"
 #include "quant/ptq.h"
+#include "quant/scheme.h"
 
 namespace driftlab {
 namespace explain {
 
-// int8 knobs: LeNet-1 (torch preset, seed 1, random weights) calibrated on 32 random images in
-// [0, 1) and quantized under each value of the knob on the torch preset's toolchain (torch_qnnpack;
-// quant_scheme: each toolchain); for 16 test images: the input and first-conv scale/zero point, the
+// int8 knobs: LeNet-1 (torch preset, seed 1, random weights; ResNet-20 for the residual add's and
+// the average pool's knobs) calibrated on 32 (8) random images in [0, 1) and quantized under each
+// value of the knob on the torch preset's toolchain (torch_qnnpack;
+// quant_scheme: each toolchain); for 16 (4) test images: the input and first-conv scale/zero point, the
 // integer logits' count that differ from the first value's, and image 0's first dequantized logits.
 std::string ex_quant(const std::string& knob) {
   std::ostringstream os;
-  Model m = build_model("lenet1", Policy::torch(), 1);
+  // The residual add's and the average pool's rules act only where a model has them: LeNet-1 has
+  // neither (its example showed every value giving the same logits), ResNet-20 both.
+  const bool resnet = knob == "quant_add" || knob == "quant_avg_pool";
+  Model m = build_model(resnet ? "resnet20" : "lenet1", Policy::torch(), 1);
   Rng rng(RngEngine::mt19937_u24, 17);
-  Tensor calib({32, 1, 28, 28}, DType::f32), x({16, 1, 28, 28}, DType::f32);
+  const Shape image = resnet ? Shape{3, 32, 32} : Shape{1, 28, 28};
+  const int64_t n_calib = resnet ? 8 : 32, n_test = resnet ? 4 : 16;
+  Tensor calib({n_calib, image[0], image[1], image[2]}, DType::f32), x({n_test, image[0], image[1], image[2]}, DType::f32);
   for (Tensor* t : {&calib, &x})
     for (int64_t i = 0; i < t->numel(); ++i) t->data<float>()[i] = rng.uniform_f32();
-  os << "  LeNet-1 (random weights), calibrated on 32 random images, 16 test images; torch preset (torch_qnnpack)"
-     << (knob == "quant_scheme" ? "" : " with " + knob + " set") << ":\n";
+  os << "  " << (resnet ? "ResNet-20" : "LeNet-1") << " (random weights), calibrated on " << n_calib << " random images, "
+     << n_test << " test images; torch preset (torch_qnnpack)" << (knob == "quant_scheme" ? "" : " with " + knob + " set")
+     << ":\n";
   Tensor first;
   for (const std::string& v : knob_info(knob).values) {
     Policy pol = Policy::torch();
@@ -71,6 +80,32 @@ std::string ex_quant(const std::string& knob) {
       os << "\n";
     } catch (const Error& e) {
       os << " refused: " << e.what() << "\n";
+    }
+  }
+  if (knob == "quant_add") {
+    // The rules part only near a rounding tie of the real sum, too rarely for a few images: one add
+    // with pytorch/pytorch#37343's scales (the casebook's qnnpack-qadd-rounding) over every pair.
+    QAddParams p;
+    p.a_scale = 0.040562574f, p.b_scale = 0.088816032f, p.y_scale = 0.090296358f;
+    p.a_zero_point = 112, p.b_zero_point = 126, p.y_zero_point = 124;
+    os << "  one add (uint8; scales 0.0406, 0.0888 -> 0.0903, zero points 112, 126 -> 124) over all 65,536 pairs of "
+          "stored values:\n";
+    std::vector<int32_t> base;
+    for (const std::string& v : knob_info(knob).values) {
+      Policy pol = Policy::torch();
+      pol.set(knob, v);
+      const quant::QuantScheme qs = quant::QuantScheme::from_policy(pol);
+      p.rule = qs.add_rule;
+      p.resolve();
+      int64_t differ = 0;
+      for (int32_t a = 0, i = 0; a < 256; ++a)
+        for (int32_t b = 0; b < 256; ++b, ++i) {
+          const int32_t y = qadd_one(p, a, b, 0, 0, 0, 255);
+          if (base.size() < 65536) base.push_back(y);
+          differ += y != base[static_cast<std::size_t>(i)];
+        }
+      os << "    " << knob << "=" << std::left << std::setw(28) << v << std::right << " outputs differing from the first "
+         << "value's: " << differ << "\n";
     }
   }
   return os.str();
