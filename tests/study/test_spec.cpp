@@ -196,6 +196,19 @@ TEST(StudySpec, BadSpecsAreRefusedNamingTheLine) {
                  "'seed' given twice");
   expect_refused(with(kSpec, "grid: {eps: [0.1, 0.2, 0.3]}", "grid: {eps: [0.1, 0.2, 0.3}"), "bad.yaml:",
                  "not valid YAML");
+  // a value that is no finite number, not true/false, not in its list; an unknown dataset; a key in both
+  expect_refused(with(kSpec, "grid: {eps: [0.1, 0.2, 0.3]}", "grid: {eps: [0.1, .inf, 0.3]}"), "bad.yaml:16: ",
+                 "eps: '.inf' is not a finite number");
+  expect_refused(with(kSpec, "grid: {eps: [0.1, 0.2, 0.3]}", "grid: {eps: [0.1, nan, 0.3]}"), "bad.yaml:16: ",
+                 "eps: 'nan' is not a finite number");
+  expect_refused(with(kSpec, "set: {attack: bim}", "set: {attack: bim, random_start: maybe}"), "bad.yaml:25: ",
+                 "random_start: 'maybe' is not true or false");
+  expect_refused(with(kSpec, "set: {convention: foolbox2}", "set: {convention: cleverhans}"), "bad.yaml:17: ",
+                 "convention: 'cleverhans' is not one of driftlab, foolbox2");
+  expect_refused(with(kSpec, "defaults: {limit: 500}", "defaults: {limit: 500, dataset: cifar99}"), "bad.yaml:4: ",
+                 "unknown dataset 'cifar99'");
+  expect_refused(with(kSpec, "set: {convention: foolbox2}", "set: {convention: foolbox2, eps: 0.2}"), "bad.yaml:17: ",
+                 "'eps' is in both grid and set");
   expect_refused("steps:\n  t: {do: train, grid: {model: [lenet1]}}\n", "bad.yaml:1: ", "no 'study:'");
   expect_refused("study: x\nsteps: {}\n", "bad.yaml:2: ", "steps: no step");
   expect_refused("- a\n- b\n", "bad.yaml:1: ", "a study spec is a map");
