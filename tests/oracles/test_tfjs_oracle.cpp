@@ -323,9 +323,9 @@ const std::vector<LayerCase>& layer_cases() {
       // float32 neighbours of +-2.5. At x = nextafter(2.5f, 3) = 2.50000024, Keras/TF compute
       // v = 0.2f*x + 0.5f = 1 + 2^-24 before rounding, a tie that rounds to even: v = 1.0
       // exactly, so clip_by_value's inclusive mask (v <= 1) passes the gradient 0.2*dy; TF.js
-      // does the same. driftlab's hard_sigmoid backward tests x <= 2.5 instead of v <= 1 and
-      // gives 0 there. KNOWN FAILURE until activation_ref.cpp tests the clipped value v
-      // (reported with the proposed fix); the other seven elements agree.
+      // does the same. driftlab's hard_sigmoid backward once tested x <= 2.5 instead of v <= 1 and
+      // gave 0 there (this case found it); it now tests the clipped value v as the forward
+      // computes it (core/ops/activation.h hard_sigmoid_grad), and all eight elements must agree.
       {"hard_sigmoid_rounding_edge", {8}, 1, {act(ActKind::hard_sigmoid)}, Input::hs_round_edge},
       {"flatten", {3, 4, 5}, 2, {flatten()}},
       {"conv_relu_pool_flatten_dense", {2, 9, 9}, 2,
