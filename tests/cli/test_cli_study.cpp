@@ -2,10 +2,13 @@
 // hundred images): a finished study rerun does no work (no cell's files are written again), an
 // edited cell reruns with its dependants only, worker processes give the same results as one
 // process, a study killed with SIGKILL mid-training finishes only what was missing (its train cell
-// going on from its checkpoint) with the results of an uninterrupted run, and a failing cell blocks
-// its dependants only.
+// going on from its checkpoint) with the results of an uninterrupted run, SIGINT and SIGTERM stop it
+// with 130 and 143, and a failing cell blocks its dependants only.
 #include <gtest/gtest.h>
+#include <fcntl.h>
 #include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include <chrono>
 #include <filesystem>
@@ -444,6 +447,50 @@ steps:
   const auto killed = results_of(d / "killed"), whole = results_of(d / "whole");
   ASSERT_EQ(killed.size(), 2u);
   for (const auto& [hash, v] : whole) EXPECT_EQ(killed.at(hash).first, v.first) << hash;
+  fs::remove_all(d);
+}
+
+// SIGINT and SIGTERM stop a study at its cells' next checkpoint (cli/cmd_study.cpp): the process
+// exits 130 or 143, its summary says to run it again, and the next run finishes it, the train cell
+// going on from its checkpoint.
+TEST(StudyCli, SigintAndSigtermStopAtTheNextCheckpointWith130And143) {
+  const fs::path d = fresh_dir("study_signal");
+  const fs::path spec = d / "s.yaml";
+  write(spec, R"(study: signal
+steps:
+  train: {do: train, set: {model: lenet1, epochs: 8, limit: 1000, batch: 64, checkpoint_every: 4}}
+  eval: {do: evaluate, needs: train}
+)");
+  for (const int sig : {SIGINT, SIGTERM}) {
+    const fs::path out = d / (sig == SIGINT ? "int" : "term"), log = d / (sig == SIGINT ? "int.log" : "term.log");
+    const pid_t pid = ::fork();
+    ASSERT_GE(pid, 0);
+    if (pid == 0) {
+      const int fd = ::open(log.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+      ::dup2(fd, 1);
+      ::dup2(fd, 2);
+      ::execl(DRIFTLAB_CLI_PATH, DRIFTLAB_CLI_PATH, "study", "run", spec.c_str(), "--out", out.c_str(),
+              static_cast<char*>(nullptr));
+      ::_exit(127);
+    }
+    bool checkpointed = false;  // signalled once the train cell has a checkpoint: mid-training
+    for (int i = 0; i < 3000 && !checkpointed; ++i) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+      if (fs::exists(out / "cells"))
+        for (const auto& e : fs::directory_iterator(out / "cells"))
+          checkpointed = checkpointed || fs::exists(e.path() / "run" / "checkpoint.dlc");
+    }
+    ::kill(pid, sig);
+    int status = 0;
+    ASSERT_EQ(::waitpid(pid, &status, 0), pid);
+    ASSERT_TRUE(checkpointed) << read(log);
+    ASSERT_TRUE(WIFEXITED(status)) << "ended by signal " << WTERMSIG(status) << ": " << read(log);
+    EXPECT_EQ(WEXITSTATUS(status), sig == SIGINT ? 130 : 143) << read(log);
+    EXPECT_NE(read(log).find("stopped by a signal: run it again to finish"), std::string::npos) << read(log);
+    const auto r = run_driftlab("study run " + spec.string() + " --out " + out.string());
+    ASSERT_EQ(r.code, 0) << r.out;
+    EXPECT_NE(r.out.find("2 cells: 0 done before, 2 run now (1 resumed from a checkpoint)"), std::string::npos) << r.out;
+  }
   fs::remove_all(d);
 }
 
