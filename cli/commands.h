@@ -1,4 +1,5 @@
-// The subcommands of the driftlab command, one file each (cli/cmd_<name>.cpp): each registers its
+// The subcommands of the driftlab command, one file per command or family (cli/cmd_<name>.cpp; e.g.
+// cmd_convert.cpp registers export, import, localise, convert and convert-report): each registers its
 // options and a callback that runs it (callbacks throw driftlab::Error; main maps them to exit
 // codes). To add a command: 1) cli/cmd_<name>.cpp with register_<name>, wiring options and printing
 // only (what it computes lives in the library face, driftlab/); 2) its declaration here; 3) its call

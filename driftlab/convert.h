@@ -4,8 +4,9 @@
 // Runtime, on the test inputs and optionally on adversarial examples); and the robustness
 // variation R(m, c) over several such measurements (docs/GLOSSARY.md).
 //
-// Each function takes a request of plain values and returns a plain result; nothing here prints
-// or writes JSON (report/convert.h writes convert.json, convert.csv and the tables). Errors throw
+// Each function takes a request of plain values and returns a plain result; nothing here prints,
+// and the only JSON written here is localise_against_ort's cases.json, ONNX Runtime's input
+// (report/convert.h writes convert.json, convert.csv and the tables). Errors throw
 // driftlab::Error with the same messages the driftlab command shows.
 #pragma once
 #include <cstdint>

@@ -1,6 +1,7 @@
 // The library face: what the driftlab command, the study runner and the Python module call. Each
 // header here takes a request (plain values: paths, policy strings, numbers) and returns a plain
-// result; nothing here prints or writes JSON (report/ writes the files, cli/ prints).
+// result; nothing here prints, and nothing writes JSON but an input another program reads
+// (localise_against_ort's cases.json for ONNX Runtime): report/ writes the files, cli/ prints.
 //
 // This one: a saved model (fp32 or int8) with its file's metadata, and the data it was made for.
 #pragma once
