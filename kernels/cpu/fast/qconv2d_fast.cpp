@@ -572,7 +572,8 @@ void register_qconv2d_fast(KernelRegistry& reg) {
   reg.qconv2d.at(KernelBackend::fast) = {
       "fast",
       "int8/uint8 in and out, any geometry of one group, and depthwise (other groupings: the reference); padding only where the zero point (+128 for int8) is a byte; "
-      "exact sums only (DotRule::exact); AVX-512 VNNI where the CPU has it",
+      "exact sums, and the int16 pair rules where the layout allows (oneDNN's channel pairs; ORT's (kh, kw, c) pairs, "
+      "an odd channel count over an im2col panel; not depthwise); AVX-512 VNNI where the CPU has it",
       qconv2d_supports, qconv2d_forward_fast};
 }
 

@@ -97,8 +97,8 @@ void qdense_forward_fast(const QDenseParams& p, const Tensor& x, const Tensor& w
 }  // namespace
 
 void register_qdense_fast(KernelRegistry& reg) {
-  reg.qdense.at(KernelBackend::fast) = {"fast", "int8/uint8 in and out; exact sums only (DotRule::exact); AVX-512 VNNI where the CPU "
-                                        "has it",
+  reg.qdense.at(KernelBackend::fast) = {"fast", "int8/uint8 in and out; exact sums and both int16 pair rules (no padding "
+                                        "taps in a dense layer); AVX-512 VNNI where the CPU has it",
                                         qdense_supports, qdense_forward_fast};
 }
 
