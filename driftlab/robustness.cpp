@@ -43,7 +43,7 @@ RobustnessOutcome run_robustness(const RobustnessRequest& q) {
           m.substr(0, eq), "' given twice");
     names.push_back(m.substr(0, eq));
     sms.push_back(open_model(m.substr(eq + 1)));
-    o.models.push_back({names.back(), sms.back().path, sms.back().int8(), -1});
+    o.models.push_back({names.back(), sms.back().path, sms.back().int8(), -1, sms.back().model().policy.to_string()});
   }
   auto index_of = [&](const std::string& n) {
     const auto it = std::find(names.begin(), names.end(), n);

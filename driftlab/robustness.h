@@ -33,7 +33,8 @@ struct RobustnessOutcome {
   struct Entry {
     std::string name, file;
     bool int8 = false;
-    int craft = -1;  // its white-box examples are crafted on models[craft] (-1: on itself)
+    int craft = -1;      // its white-box examples are crafted on models[craft] (-1: on itself)
+    std::string policy;  // the model's Policy string (an int8 model: its scheme's knobs included)
   };
   std::vector<Entry> models;
   std::vector<attacks::AttackSpec> attacks;  // as run: the convention's values filled in

@@ -71,7 +71,7 @@ json robustness_json(const RobustnessOutcome& o) {
   json mj = json::array();
   for (std::size_t m = 0; m < o.models.size(); ++m) {
     const RobustnessOutcome::Entry& e = o.models[m];
-    mj.push_back({{"name", e.name}, {"weights", e.file}, {"int8", e.int8},
+    mj.push_back({{"name", e.name}, {"weights", e.file}, {"policy", e.policy}, {"int8", e.int8},
                   {"crafted_on", e.craft < 0 ? json(nullptr) : json(o.models[static_cast<std::size_t>(e.craft)].name)},
                   {"gradient", e.craft >= 0 ? "the crafting model's"
                                : e.int8     ? "straight-through (fake-quantized graph)"

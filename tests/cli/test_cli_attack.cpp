@@ -320,6 +320,9 @@ TEST(CliRobustness, TableJsonCsvAndChartForAModelAndItsInt8Version) {
   EXPECT_EQ(j["seeds"], json({5, 6}));
   EXPECT_EQ(j["model_files"][1]["int8"], true);
   EXPECT_EQ(j["model_files"][1]["crafted_on"], "fp32");
+  // each model's Policy string: the trained model's preset, the int8 model's with the scheme it was quantized under
+  EXPECT_EQ(j["model_files"][0]["policy"], "torch");
+  EXPECT_EQ(j["model_files"][1]["policy"], "torch,quant_scheme=tflite");
   const int64_t common = static_cast<int64_t>(j["common"].size());
   ASSERT_GT(common, 0);
   ASSERT_EQ(j["R"].size(), 2u);
