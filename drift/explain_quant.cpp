@@ -26,6 +26,7 @@
 #include "core/ops/activation.h"
 #include "core/ops/pool2d.h"
 #include "core/ops/qadd.h"
+#include "core/ops/quantize.h"
 #include "core/ops/softmax_xent.h"
 #include "engine/random.h"
 #include "engine/train/optimizer.h"
@@ -80,6 +81,58 @@ std::string ex_quant(const std::string& knob) {
       os << "\n";
     } catch (const Error& e) {
       os << " refused: " << e.what() << "\n";
+    }
+  }
+  static const char* kSweepKnobs[] = {"quant_round", "quant_zp_round", "quant_zp_form", "quant_act_scale_op",
+                                      "quant_scale_precision", "quant_scale_floor", "quant_act_dtype"};
+  if (std::find(std::begin(kSweepKnobs), std::end(kSweepKnobs), knob) != std::end(kSweepKnobs)) {
+    // These act on one activation quantization and show in a network's logits only where a value
+    // sits on a rounding tie. One range [-1, max] quantized under each value: the first max in
+    // [3, 3.2) (steps of 1e-4) where the values' zero points differ, if any (min / scale on a tie);
+    // then inputs x with x / scale exactly k + 1/2 under the first value's scale (ties of the
+    // rounding itself), quantized and dequantized under each value.
+    auto params = [&](const std::string& v, float max) {
+      Policy pol = Policy::torch();
+      pol.set(knob, v);
+      const quant::QuantScheme qs = quant::QuantScheme::from_policy(pol);
+      return quant::act_quantize_params(qs, quant::activation_qparams(qs, {-1.f, max}, "sweep"));
+    };
+    const std::vector<std::string>& values = knob_info(knob).values;
+    float max = 3.f;
+    bool zp_differs = false;
+    const bool scan = knob != "quant_act_dtype";  // int8 and uint8 zero points always differ (by 128)
+    for (int i = 0; scan && i < 2000 && !zp_differs; ++i) {
+      max = 3.f + 1e-4f * static_cast<float>(i);
+      for (const std::string& v : values) zp_differs = zp_differs || params(v, max).zero_point[0] != params(values[0], max).zero_point[0];
+    }
+    if (!zp_differs) max = 3.f;
+    const QuantizeParams first = params(values[0], max);
+    std::vector<float> xs;  // x / scale == k + 0.5 exactly (a float just beside (k + 0.5) * scale)
+    for (int k = -60; k < 190 && xs.size() < 200; ++k) {
+      float x = static_cast<float>((k + 0.5) * double(first.scale[0]));
+      for (int t = 0; t < 4 && x / first.scale[0] != static_cast<float>(k + 0.5); ++t)
+        x = std::nextafter(x, x / first.scale[0] < static_cast<float>(k + 0.5) ? INFINITY : -INFINITY);
+      if (x / first.scale[0] == static_cast<float>(k + 0.5)) xs.push_back(x);
+    }
+    os << "  one activation range [-1, " << std::setprecision(6) << max << "]"
+       << (zp_differs ? " (the first max from 3 where the zero points differ: min / scale on a tie)"
+           : scan     ? " (no max in [3, 3.2) puts min / scale on a tie that the values round apart)"
+                      : "")
+       << ", " << xs.size() << " inputs on rounding ties of the first value's grid, quantized and dequantized:\n";
+    std::vector<float> base;
+    for (const std::string& v : values) {
+      const QuantizeParams qp = params(v, max);
+      int64_t differ = 0;
+      for (std::size_t i = 0; i < xs.size(); ++i) {
+        const int32_t q = quantize_one(xs[i], qp.scale[0], 1.f / qp.scale[0], qp.zero_point[0], qp.op, qp.round,
+                                       qp.qmin, qp.qmax);
+        const float y = dequantize_one(q, qp.zero_point[0], qp.scale[0]);
+        if (base.size() < xs.size()) base.push_back(y);
+        differ += y != base[i];
+      }
+      os << "    " << knob << "=" << std::left << std::setw(28) << v << std::right << " scale " << std::setprecision(9)
+         << qp.scale[0] << ", zero point " << qp.zero_point[0] << "; dequantized values differing from the first "
+         << "value's: " << differ << "/" << xs.size() << "\n";
     }
   }
   if (knob == "quant_add") {

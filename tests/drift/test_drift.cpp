@@ -217,6 +217,28 @@ TEST(DriftExplain, EveryKnobHasALiveExample) {
   EXPECT_NE(pad.find("conv_same_pad=before: pads top/bottom/left/right 1/0/1/0"), std::string::npos) << pad;
   EXPECT_NE(pad.find("refused"), std::string::npos) << pad;
   EXPECT_THROW(explain_knob("bn_epsilon"), Error);
+  // The int8 knobs whose effect a few logits cannot show: their examples must show it somewhere.
+  // The count printed after `marker` on the first line of `value` that has it (-1 where none does).
+  auto count = [](const std::string& text, const std::string& value, const std::string& marker) -> long {
+    for (std::size_t line = text.find("    " + value + " "); line != std::string::npos;
+         line = text.find("    " + value + " ", line + 1)) {
+      const std::size_t at = text.find(marker, line), eol = text.find('\n', line);
+      if (at != std::string::npos && at < eol) return std::stol(text.substr(at + marker.size()));
+    }
+    return -1;
+  };
+  // Ties rounded apart: half_even moves some of the sweep's exact ties (every other one, by parity).
+  const std::string rnd = explain_knob("quant_round");
+  EXPECT_EQ(count(rnd, "quant_round=half_away", "first value's: "), 0) << rnd;
+  EXPECT_GT(count(rnd, "quant_round=half_even", "first value's: "), 0) << rnd;
+  // The residual add's rules part on some of an add's 65,536 stored pairs; the average pool's on
+  // ResNet-20's logits (LeNet-1, which the other examples use, has neither).
+  const std::string add = explain_knob("quant_add");
+  EXPECT_GT(count(add.substr(add.find("over all 65,536 pairs")), "quant_add=float_fma_tail64", "first value's: "), 0)
+      << add;
+  const std::string pool = explain_knob("quant_avg_pool");
+  EXPECT_NE(pool.find("ResNet-20"), std::string::npos) << pool;
+  EXPECT_GT(count(pool, "quant_avg_pool=tflite_integer_mean", "from the first value: "), 0) << pool;
 }
 
 }  // namespace
