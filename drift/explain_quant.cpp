@@ -83,6 +83,12 @@ std::string ex_quant(const std::string& knob) {
       os << " refused: " << e.what() << "\n";
     }
   }
+  // The torch preset's toolchain with the knob at v, resolved into the scheme's numbers.
+  auto scheme_with = [&](const std::string& v) {
+    Policy pol = Policy::torch();
+    pol.set(knob, v);
+    return quant::QuantScheme::from_policy(pol);
+  };
   static const char* kSweepKnobs[] = {"quant_round", "quant_zp_round", "quant_zp_form", "quant_act_scale_op",
                                       "quant_scale_precision", "quant_scale_floor", "quant_act_dtype"};
   if (std::find(std::begin(kSweepKnobs), std::end(kSweepKnobs), knob) != std::end(kSweepKnobs)) {
@@ -92,9 +98,7 @@ std::string ex_quant(const std::string& knob) {
     // then inputs x with x / scale exactly k + 1/2 under the first value's scale (ties of the
     // rounding itself), quantized and dequantized under each value.
     auto params = [&](const std::string& v, float max) {
-      Policy pol = Policy::torch();
-      pol.set(knob, v);
-      const quant::QuantScheme qs = quant::QuantScheme::from_policy(pol);
+      const quant::QuantScheme qs = scheme_with(v);
       return quant::act_quantize_params(qs, quant::activation_qparams(qs, {-1.f, max}, "sweep"));
     };
     const std::vector<std::string>& values = knob_info(knob).values;
@@ -103,7 +107,8 @@ std::string ex_quant(const std::string& knob) {
     const bool scan = knob != "quant_act_dtype";  // int8 and uint8 zero points always differ (by 128)
     for (int i = 0; scan && i < 2000 && !zp_differs; ++i) {
       max = 3.f + 1e-4f * static_cast<float>(i);
-      for (const std::string& v : values) zp_differs = zp_differs || params(v, max).zero_point[0] != params(values[0], max).zero_point[0];
+      const int32_t zp0 = params(values[0], max).zero_point[0];
+      for (const std::string& v : values) zp_differs = zp_differs || params(v, max).zero_point[0] != zp0;
     }
     if (!zp_differs) max = 3.f;
     const QuantizeParams first = params(values[0], max);
@@ -145,10 +150,7 @@ std::string ex_quant(const std::string& knob) {
           "stored values:\n";
     std::vector<int32_t> base;
     for (const std::string& v : knob_info(knob).values) {
-      Policy pol = Policy::torch();
-      pol.set(knob, v);
-      const quant::QuantScheme qs = quant::QuantScheme::from_policy(pol);
-      p.rule = qs.add_rule;
+      p.rule = scheme_with(v).add_rule;
       p.resolve();
       int64_t differ = 0;
       for (int32_t a = 0, i = 0; a < 256; ++a)
