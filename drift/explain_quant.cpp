@@ -41,6 +41,76 @@
 namespace driftlab {
 namespace explain {
 
+// The knobs that form a conv layer's stored numbers (the int8 weights, the int32 bias, the
+// requantization multiplier) from float32 quotients and products: two forms of one quotient
+// differ in its last bit or two, so a stored integer moves only where the quotient lies that close
+// to a rounding tie (about 1 in 10^5 of the weights), and a small network's logits rarely show it.
+// Shown on one VGG-16-sized layer instead: a 3x3 conv with 512 input and 512 output channels
+// (2,359,296 weights uniform in +-1/sqrt(4608), biases uniform in +-0.1) at 128 input scales s_in
+// geometric in [0.01, 0.1) and output scale 0.02 (zero point 128), under each value: how many
+// stored weights, int32 biases and multipliers differ from the first value's, and how many of
+// channel 0's outputs differ over every accumulator in [-2^16, 2^16) (its int32 bias added) at
+// each s_in (16.8 million).
+std::string stored_numbers_sweep(const std::string& knob, const std::vector<std::string>& values,
+                                 const std::function<quant::QuantScheme(const std::string&)>& scheme_with) {
+  constexpr int64_t kK = 512, kC = 512, kTaps = 9, kScales = 128, kAcc = 65536;
+  Rng rng(RngEngine::mt19937_u24, 23);
+  Tensor w({kK, kC, 3, 3}, DType::f32), b({kK}, DType::f32);
+  const float bound = 1.f / std::sqrt(static_cast<float>(kC * kTaps));
+  for (int64_t i = 0; i < w.numel(); ++i) w.data<float>()[i] = bound * (2.f * rng.uniform_f32() - 1.f);
+  for (int64_t i = 0; i < b.numel(); ++i) b.data<float>()[i] = 0.1f * (2.f * rng.uniform_f32() - 1.f);
+  std::vector<float> s_in(kScales);
+  for (int64_t j = 0; j < kScales; ++j) s_in[j] = static_cast<float>(0.01 * std::pow(10.0, double(j) / kScales));
+  quant::ActQParams out;
+  out.scale = 0.02f, out.zero_point = 128;
+  struct Stored {
+    Tensor q;
+    std::vector<float> bias;  // int32 biases (as floats) or float biases, s_in-major
+    std::vector<RequantChannel> mult;
+    std::vector<int32_t> y;   // channel 0's outputs, s_in-major
+  };
+  std::ostringstream os;
+  os << "  one 3x3 conv, 512 -> 512 channels (2,359,296 weights in +-1/sqrt(4608), 512 biases in +-0.1), at "
+     << kScales << " input scales in [0.01, 0.1) and output scale 0.02, under each value (the torch preset's toolchain "
+     << "with " << knob << " set):\n";
+  Stored first;
+  for (const std::string& v : values) {
+    const quant::QuantScheme qs = scheme_with(v);
+    Stored s;
+    const quant::QuantizedWeight qw = quant::quantize_weight(qs, w, qs.conv_per_channel, "sweep");
+    s.q = qw.q;
+    for (int64_t j = 0; j < kScales; ++j) {
+      const Tensor qb = quant::quantize_bias(qs, s_in[j], qw, b, "sweep");
+      const bool int_bias = qb.dtype() == DType::i32;
+      for (int64_t c = 0; c < kK; ++c)
+        s.bias.push_back(int_bias ? static_cast<float>(qb.data<int32_t>()[c]) : qb.data<float>()[c]);
+      const Requant rq = quant::make_requant(qs, s_in[j], qw, kK, int_bias ? Tensor() : qb, out, false, "sweep");
+      for (int64_t c = 0; c < kK; ++c) s.mult.push_back(rq.channel(c));
+      const int32_t b0 = int_bias ? qb.data<int32_t>()[0] : 0;
+      for (int32_t acc = -kAcc; acc < kAcc; ++acc)
+        s.y.push_back(requantize_one(acc + b0, rq.channel(0), rq.rule, rq.round, rq.zero_point, rq.lo, rq.hi));
+    }
+    if (!first.q.defined()) first = s;
+    int64_t dw = 0, db = 0, dm = 0, dy = 0;
+    for (int64_t i = 0; i < s.q.numel(); ++i) dw += s.q.data<int8_t>()[i] != first.q.data<int8_t>()[i];
+    for (std::size_t i = 0; i < s.bias.size(); ++i) db += s.bias[i] != first.bias[i];
+    for (std::size_t i = 0; i < s.mult.size(); ++i)
+      dm += s.mult[i].scale != first.mult[i].scale || s.mult[i].bias != first.mult[i].bias ||
+            s.mult[i].fixed.m0 != first.mult[i].fixed.m0 || s.mult[i].fixed.shift != first.mult[i].fixed.shift;
+    for (std::size_t i = 0; i < s.y.size(); ++i) dy += s.y[i] != first.y[i];
+    os << "    " << knob << "=" << std::left << std::setw(28) << v << std::right << " differing from the first value's: "
+       << "weights " << dw << "/" << s.q.numel() << ", biases " << db << "/" << s.bias.size() << ", multipliers " << dm
+       << "/" << s.mult.size() << ", channel 0's outputs " << dy << "/" << s.y.size() << "\n";
+  }
+  if (knob == "quant_bias_product")
+    os << "  the two values give the same s_b = s_in * s_w for every pair of float32 scales: the double product of two "
+          "float32 values is exact (24 + 24 significant bits, double holds 53), so rounding it once to float32 gives "
+          "the correctly rounded product, which is what float32 multiplication returns. The knob names the form a "
+          "toolchain writes (PyTorch: q_scale() * act scale in double, ORT/TFLite: float32 arrays); it moves nothing "
+          "while the scales are float32.\n";
+  return os.str();
+}
+
 // int8 knobs: LeNet-1 (torch preset, seed 1, random weights; ResNet-20 for the residual add's and
 // the average pool's knobs) calibrated on 32 (8) random images in [0, 1) and quantized under each
 // value of the knob on the torch preset's toolchain (torch_qnnpack;
@@ -140,6 +210,9 @@ std::string ex_quant(const std::string& knob) {
          << "value's: " << differ << "/" << xs.size() << "\n";
     }
   }
+  static const char* kStoredKnobs[] = {"quant_weight_scale_op", "quant_bias", "quant_bias_product", "quant_multiplier"};
+  if (std::find(std::begin(kStoredKnobs), std::end(kStoredKnobs), knob) != std::end(kStoredKnobs))
+    os << stored_numbers_sweep(knob, knob_info(knob).values, scheme_with);
   if (knob == "quant_add") {
     // The rules part only near a rounding tie of the real sum, too rarely for a few images: one add
     // with pytorch/pytorch#37343's scales (the casebook's qnnpack-qadd-rounding) over every pair.

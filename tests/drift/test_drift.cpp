@@ -239,6 +239,25 @@ TEST(DriftExplain, EveryKnobHasALiveExample) {
   const std::string pool = explain_knob("quant_avg_pool");
   EXPECT_NE(pool.find("ResNet-20"), std::string::npos) << pool;
   EXPECT_GT(count(pool, "quant_avg_pool=tflite_integer_mean", "from the first value: "), 0) << pool;
+  // The knobs that form a conv layer's stored numbers act near ties only; the one-layer sweep
+  // (2.4 million weights, 65,536 biases and multipliers, 16.8 million requantized outputs) shows them.
+  const std::string wop = explain_knob("quant_weight_scale_op");
+  EXPECT_EQ(count(wop, "quant_weight_scale_op=divide", "weights "), 0) << wop;
+  EXPECT_GT(count(wop, "quant_weight_scale_op=mul_reciprocal", "weights "), 0) << wop;
+  EXPECT_GT(count(wop, "quant_weight_scale_op=mul_inverse_range", "weights "), 0) << wop;
+  const std::string bias = explain_knob("quant_bias");
+  EXPECT_GT(count(bias, "quant_bias=int32_mul_reciprocal", "biases "), 0) << bias;
+  EXPECT_GT(count(bias, "quant_bias=float_in_requant", "channel 0's outputs "), 0) << bias;
+  const std::string mult = explain_knob("quant_multiplier");
+  EXPECT_GT(count(mult, "quant_multiplier=float32_mul_reciprocal", "multipliers "), 0) << mult;
+  EXPECT_GT(count(mult, "quant_multiplier=float64", "channel 0's outputs "), 0) << mult;
+  EXPECT_GT(count(mult, "quant_multiplier=reciprocal_scales", "channel 0's outputs "), 0) << mult;
+  // float32 and float64 products of two float32 scales round to the same float32 (the double
+  // product is exact): if this ever differs, float64 no longer rounds s_b once to float32, as the
+  // knob's row in docs/POLICIES.md says it does.
+  const std::string prod = explain_knob("quant_bias_product");
+  EXPECT_EQ(count(prod, "quant_bias_product=float64", "biases "), 0) << prod;
+  EXPECT_EQ(count(prod, "quant_bias_product=float64", "channel 0's outputs "), 0) << prod;
 }
 
 }  // namespace
