@@ -75,6 +75,9 @@ struct Parsed {
   std::vector<WeightedOp> weighted;
   std::vector<const NodeProto*> pools;
   int relus = 0, tanhs = 0, sigmoids = 0, residual_adds = 0, global_pools = 0;
+  // A Transpose(0,2,3,1) into a Flatten: the feature map flattened in (h,w,c) order, as driftlab
+  // writes a model whose flatten_order is hwc (Keras's Flatten); the model is then built with it.
+  const NodeProto* channels_last_flatten = nullptr;
 };
 
 Parsed parse(const onnx::ModelProto& m, const std::string& file) {
@@ -164,10 +167,21 @@ Parsed parse(const onnx::ModelProto& m, const std::string& file) {
       ++p.global_pools;
     } else if (op == "Transpose") {
       const auto perm = attr_ints(n, "perm", {});
-      // the time-major plumbing around LSTM/GRU; any other permutation of data changes the
-      // feature order (a channels-last flatten) and is not mapped silently
-      check(perm == std::vector<int64_t>({1, 0, 2}), "import onnx: ", file, ": ", node_str(n),
-            ": only the (1,0,2) transposes around a recurrent layer are mapped");
+      // the time-major plumbing around LSTM/GRU, or a channels-last flatten: (N,C,H,W) ->
+      // (N,H,W,C) read by nothing but one Flatten at axis 1. Any other permutation of data changes
+      // the feature order in a way no driftlab layer has, and is not mapped silently.
+      const auto& cons = g.consumers[n.output(0)];
+      const bool into_flatten = perm == std::vector<int64_t>({0, 2, 3, 1}) && cons.size() == 1 &&
+                                cons[0]->op_type() == "Flatten" && attr_i(*cons[0], "axis", 1) == 1;
+      check(perm == std::vector<int64_t>({1, 0, 2}) || into_flatten, "import onnx: ", file, ": ", node_str(n),
+            ": only the (1,0,2) transposes around a recurrent layer and a (0,2,3,1) transpose into a Flatten "
+            "(a channels-last flatten) are mapped");
+      if (into_flatten) {
+        if (p.channels_last_flatten)
+          fail("import onnx: ", file, ": ", node_str(n), ": a second channels-last flatten (after ",
+               node_str(*p.channels_last_flatten), "); the zoo's models flatten once");
+        p.channels_last_flatten = &n;
+      }
     } else if (op == "HardSigmoid") {
       fail("import onnx: ", file, ": ", node_str(n), ": a HardSigmoid layer is not in any zoo model");
     }
@@ -403,7 +417,14 @@ class ImportMatch : public LayerVisitor {
   void visit(GraphLayer&) override { need(false, lname_, ": a graph model is imported as a graph (import_onnx_graph), not matched"); }
   void visit(GlobalAvgPoolLayer&) override { ++global_pools_; }
   void visit(FlattenLayer& f) override {
-    need(f.order() == FlattenOrder::chw, lname_, ": the torch preset flattens channels-first");
+    const bool hwc = p_.channels_last_flatten != nullptr;
+    need(f.order() == (hwc ? FlattenOrder::hwc : FlattenOrder::chw), lname_, ": the model flattens ",
+         f.order() == FlattenOrder::hwc ? "channels-last" : "channels-first", ", the graph ", hwc ? "channels-last" : "channels-first");
+    if (hwc) {
+      ++hwc_flattens_;
+      mapping.push_back("node '" + p_.channels_last_flatten->name() + "' (Transpose 0,2,3,1) and the Flatten after it -> " +
+                        lname_ + " (flatten_order=hwc)");
+    }
   }
   void visit(DropoutLayer&) override {}
   void visit(ExternalLayer&) override { need(false, lname_, ": no ONNX mapping"); }
@@ -420,6 +441,8 @@ class ImportMatch : public LayerVisitor {
          residuals_);
     need(global_pools_ == p_.global_pools, "global average pools: the graph has ", p_.global_pools, ", ", m.name, " has ",
          global_pools_);
+    need(!p_.channels_last_flatten || hwc_flattens_ == 1, "the graph's channels-last flatten (",
+         p_.channels_last_flatten ? node_str(*p_.channels_last_flatten) : std::string(), ") has no flatten in ", m.name);
     need(pools_.size() == p_.pools.size(), "pools: the graph has ", p_.pools.size(), ", ", m.name, " has ", pools_.size());
     for (std::size_t k = 0; k < pools_.size(); ++k) {
       const NodeProto& n = *p_.pools[k];
@@ -445,7 +468,9 @@ class ImportMatch : public LayerVisitor {
   static Support support(Kind<ActivationLayer>) { return Support::some("Relu, Tanh, Sigmoid (counted); not hard_sigmoid"); }
   static Support support(Kind<BatchNormLayer>) { return Support::all("BatchNormalization, or folded into the Conv before"); }
   static Support support(Kind<DropoutLayer>) { return Support::all("no node"); }
-  static Support support(Kind<FlattenLayer>) { return Support::some("channels-first order only (the torch preset's)"); }
+  static Support support(Kind<FlattenLayer>) {
+    return Support::all("Flatten (channels-first), or Transpose(0,2,3,1) + Flatten (flatten_order=hwc)");
+  }
   static Support support(Kind<GlobalAvgPoolLayer>) { return Support::all("GlobalAveragePool or ReduceMean over (2,3)"); }
   static Support support(Kind<EmbeddingLayer>) { return Support::all("Gather of a float initializer table"); }
   static Support support(Kind<RnnLayer>) {
@@ -467,13 +492,14 @@ class ImportMatch : public LayerVisitor {
   const std::vector<Layer*>& layers_;
   std::size_t li_ = 0, j_ = 0;  // the current layer; the next weighted node
   std::string lname_;
-  int relus_ = 0, tanhs_ = 0, sigmoids_ = 0, residuals_ = 0, global_pools_ = 0;
+  int relus_ = 0, tanhs_ = 0, sigmoids_ = 0, residuals_ = 0, global_pools_ = 0, hwc_flattens_ = 0;
   std::vector<Pool2dLayer*> pools_;
   const Tensor* folded_bias_ = nullptr;  // a folded Conv's bias, for the BatchNorm after it
   Tensor folded_bias_store_;
 };
 
-// Maps the parsed graph onto model m (torch preset) and sets its weights; throws Mismatch.
+// Maps the parsed graph onto model m (the torch preset; flatten_order=hwc where the graph flattens
+// channels-last) and sets its weights; throws Mismatch.
 std::vector<std::string> map_onto(const Parsed& p, Model& m) {
   need(m.input_shape == p.input, "input ", shape_str(p.input), ", ", m.name, " takes ", shape_str(m.input_shape));
   std::vector<Layer*> layers;
@@ -513,7 +539,10 @@ OnnxImport import_onnx_bytes(const std::string& bytes, const std::string& file) 
     } else if (table) {
       continue;
     }
-    Model candidate = build_model(info.name, Policy::torch(), 1, args);
+    // The torch preset (ONNX's layouts), flattening channels-last where the graph does.
+    Policy pol = Policy::torch();
+    if (p.channels_last_flatten) pol.set("flatten_order", "hwc");
+    Model candidate = build_model(info.name, pol, 1, args);
     try {
       r.mapping = map_onto(p, candidate);
     } catch (const Mismatch& e) {
