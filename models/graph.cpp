@@ -328,8 +328,6 @@ std::unique_ptr<GraphLayer> GraphBuilder::release() { return std::move(graph_); 
 
 std::unique_ptr<GraphLayer> build_graph(const json& spec, const Policy& policy, Rng& rng, uint64_t max_param_bytes) {
   check(spec.is_object(), "graph spec: not a JSON object");
-  check(policy.autocast == Autocast::off, "graph spec: autocast=", policy.get("autocast"),
-        " is emulated for zoo models (Sequential and residual blocks), not yet for graphs: leave autocast=off");
   Attrs top(spec, "graph spec");
   const std::string input = top.string("input", "");
   check(spec.contains("input_shape"), "graph spec: no input_shape");
@@ -372,8 +370,6 @@ Model graph_model(std::unique_ptr<GraphLayer> g, const std::string& spec, const 
   Model m;
   m.name = kGraphModelName;
   m.policy = Policy::parse(policy);
-  check(m.policy.autocast == Autocast::off, who, ": autocast=", m.policy.get("autocast"),
-        " is emulated for zoo models (Sequential and residual blocks), not yet for graphs: leave autocast=off");
   m.graph = spec;
   m.input_shape = g->value_shape(0);
   m.num_classes = out[0];

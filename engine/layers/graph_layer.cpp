@@ -2,6 +2,7 @@
 
 #include <sstream>
 
+#include "engine/layers/math_mode.h"
 #include "kernels/cpu/ref/ref.h"
 
 namespace driftlab {
@@ -216,6 +217,46 @@ BinaryOp binary_of(GraphOp op) {
 }
 }  // namespace
 
+MathMode GraphLayer::set_input_format(MathMode in) {
+  in_format_ = in;
+  formats_.assign(values_.size(), MathMode::float32);
+  formats_[0] = in;
+  for (GraphNode& node : nodes_) {
+    MathMode f = MathMode::float32;
+    switch (node.op) {
+      case GraphOp::layer: f = node.layer->set_input_format(formats_[static_cast<std::size_t>(node.inputs[0])]); break;
+      case GraphOp::reshape: f = formats_[static_cast<std::size_t>(node.inputs[0])]; break;
+      case GraphOp::multi: f = MathMode::float32; break;  // int8 layers: their own integer formats
+      case GraphOp::add:
+      case GraphOp::sub:
+      case GraphOp::mul:
+      case GraphOp::concat: {
+        // A 16-bit result only when every data operand is held in the same 16-bit format and no
+        // float32 constant with axes joins them (a 0-dim one does not promote).
+        bool first = true;
+        for (int v : node.inputs) {
+          if (is_constant(v)) {
+            if (!constant(v).shape().empty()) f = MathMode::float32, first = false;
+            continue;
+          }
+          const MathMode g = formats_[static_cast<std::size_t>(v)];
+          if (first) f = g, first = false;
+          else if (g != f) f = MathMode::float32;
+        }
+        if (!reduced_format(f)) f = MathMode::float32;
+        break;
+      }
+    }
+    formats_[static_cast<std::size_t>(node.output)] = f;
+  }
+  return formats_[static_cast<std::size_t>(output_)];
+}
+
+MathMode GraphLayer::value_format(int v) {
+  if (formats_.size() != values_.size()) set_input_format(in_format_);
+  return formats_.at(static_cast<std::size_t>(v));
+}
+
 Tensor GraphLayer::forward(RunContext& ctx, const Tensor& x) { return run(ctx, x, nullptr); }
 
 std::vector<Tensor> GraphLayer::node_outputs(RunContext& ctx, const Tensor& x) {
@@ -287,6 +328,9 @@ Tensor GraphLayer::run(RunContext& ctx, const Tensor& x, std::vector<Tensor>* al
         break;
       }
     }
+    // autocast: a value held in a 16-bit format (nothing when off; a convolution's or dense
+    // layer's result is rounded already, a reshape's input was)
+    if (node.op != GraphOp::reshape) round_to_format(y, value_format(node.output));
     vals[static_cast<std::size_t>(node.output)] = y;
     if (all) all->push_back(y);
     for (int v : node.inputs)  // drop what no later node reads (the output is kept)
@@ -297,8 +341,9 @@ Tensor GraphLayer::run(RunContext& ctx, const Tensor& x, std::vector<Tensor>* al
 }
 
 namespace {
-// g += d, as a new tensor (a layer's dx may share storage with its dy).
-void accumulate(Tensor& g, const Tensor& d) {
+// g += d, as a new tensor (a layer's dx may share storage with its dy), rounded to the format of
+// the value whose gradient it is (autocast: autograd sums a 16-bit tensor's gradients in its dtype).
+void accumulate(Tensor& g, const Tensor& d, MathMode format) {
   if (!d.defined()) return;
   if (!g.defined()) {
     g = d;
@@ -308,6 +353,7 @@ void accumulate(Tensor& g, const Tensor& d) {
         " of one value");
   Tensor sum = Tensor::empty(g.shape(), g.dtype());
   binary_forward_ref(BinaryOp::add, g, d, sum);
+  round_to_format(sum, format);
   g = sum;
 }
 }  // namespace
@@ -322,6 +368,7 @@ Tensor GraphLayer::backward(RunContext& ctx, const Tensor& dy) {
     Tensor g = grads[static_cast<std::size_t>(node.output)];
     grads[static_cast<std::size_t>(node.output)] = Tensor();
     if (!g.defined()) continue;  // nothing downstream reaches the output
+    g = rounded_to(g, value_format(node.output));  // autocast: the gradient of a 16-bit value
     // A value needs a gradient when it is computed (not a constant) and is not the input, or is
     // the input and the caller asked for dL/dx.
     auto wanted = [&](int v) { return !is_constant(v) && (v != 0 || input_grad); };
@@ -329,7 +376,9 @@ Tensor GraphLayer::backward(RunContext& ctx, const Tensor& dy) {
       case GraphOp::layer: {
         ctx.need_dx = wanted(node.inputs[0]);
         Tensor dx = node.layer->backward(ctx, g);
-        if (ctx.need_dx) accumulate(grads[static_cast<std::size_t>(node.inputs[0])], dx.channel_block() ? to_block(dx, 0) : dx);
+        if (ctx.need_dx)
+          accumulate(grads[static_cast<std::size_t>(node.inputs[0])], dx.channel_block() ? to_block(dx, 0) : dx,
+                     value_format(node.inputs[0]));
         break;
       }
       case GraphOp::add:
@@ -351,8 +400,8 @@ Tensor GraphLayer::backward(RunContext& ctx, const Tensor& dy) {
         if (wanted(b)) db = Tensor::empty(sb, g.dtype());
         binary_backward_ref(op, sa, sb, mul ? &kept_[i].at(0) : nullptr, mul ? &kept_[i].at(1) : nullptr, g,
                             da.defined() ? &da : nullptr, db.defined() ? &db : nullptr);
-        if (da.defined()) accumulate(grads[static_cast<std::size_t>(a)], da);
-        if (db.defined()) accumulate(grads[static_cast<std::size_t>(b)], db);
+        if (da.defined()) accumulate(grads[static_cast<std::size_t>(a)], da, value_format(a));
+        if (db.defined()) accumulate(grads[static_cast<std::size_t>(b)], db, value_format(b));
         break;
       }
       case GraphOp::concat: {
@@ -367,7 +416,8 @@ Tensor GraphLayer::backward(RunContext& ctx, const Tensor& dy) {
         }
         concat_backward_ref(node.axis, g, ptrs);
         for (std::size_t j = 0; j < node.inputs.size(); ++j)
-          if (wanted(node.inputs[j])) accumulate(grads[static_cast<std::size_t>(node.inputs[j])], dxs[j]);
+          if (wanted(node.inputs[j]))
+            accumulate(grads[static_cast<std::size_t>(node.inputs[j])], dxs[j], value_format(node.inputs[j]));
         break;
       }
       case GraphOp::multi:
@@ -376,7 +426,7 @@ Tensor GraphLayer::backward(RunContext& ctx, const Tensor& dy) {
         if (wanted(node.inputs[0])) {
           Shape s = value_shape(node.inputs[0]);
           s.insert(s.begin(), g.dim(0));
-          accumulate(grads[static_cast<std::size_t>(node.inputs[0])], g.reshape(s));
+          accumulate(grads[static_cast<std::size_t>(node.inputs[0])], g.reshape(s), value_format(node.inputs[0]));
         }
         break;
     }

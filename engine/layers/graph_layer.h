@@ -16,6 +16,15 @@
 // the input, constants and earlier nodes' values) and drops each value after its last reader.
 // Backward runs them in reverse, summing the gradients of values read by several nodes in node
 // order. Inner layers are called with plain tensors (the graph takes and gives plain layout).
+//
+// Autocast (engine/layers/math_mode.h) flows through the graph as through a Sequential: each
+// value is held in a format (set_input_format), a layer node's from its input's as the layer says
+// (convolutions and dense layers give autocast's format, every other layer its input's); add,
+// sub, mul and concat promote as PyTorch's type promotion does (the result is in a 16-bit format
+// only when every data operand is in that one and no constant with axes is float32: a 0-dim
+// constant, a Python scalar in the traced module, does not promote); a reshape keeps its input's.
+// Forward rounds each value held in a 16-bit format; backward rounds its gradient, and a gradient
+// summed over several readers after each addition (autograd accumulates in the tensor's dtype).
 #pragma once
 #include <memory>
 #include <string>
@@ -63,6 +72,10 @@ class GraphLayer : public Layer {
   // localisation compares node by node.
   std::vector<Tensor> node_outputs(RunContext& ctx, const Tensor& x);
   Tensor backward(RunContext& ctx, const Tensor& dy) override;
+  // Autocast: the format of the graph's input; sets every value's format, returns the output's.
+  MathMode set_input_format(MathMode in) override;
+  // The format value v is held in (float32 where autocast is off).
+  MathMode value_format(int v);
   std::vector<Param*> params() override;
   std::vector<Param*> buffers() override;
   // "<prefix>.<node index>.<kind>.<name>" for the layers' parameters; constants are buffers
@@ -122,6 +135,9 @@ class GraphLayer : public Layer {
   DType dtype_;
   // What the backward needs, kept by a recorded forward: mul's operands, per node.
   std::vector<std::vector<Tensor>> kept_;
+  // Autocast: the input's format and each value's (recomputed when nodes were added since).
+  MathMode in_format_ = MathMode::float32;
+  std::vector<MathMode> formats_;
 };
 
 }  // namespace driftlab

@@ -12,6 +12,8 @@
 #include <string>
 #include <vector>
 
+#include "convert/onnx_export.h"
+#include "convert/onnx_graph_import.h"
 #include "core/ops/reduced_precision.h"
 #include "engine/cuda/device_net.h"
 #include "engine/layers/activation_layer.h"
@@ -19,6 +21,7 @@
 #include "engine/layers/conv2d_layer.h"
 #include "engine/layers/dense_layer.h"
 #include "engine/layers/flatten_layer.h"
+#include "engine/layers/graph_layer.h"
 #include "engine/layers/math_mode.h"
 #include "engine/layers/pool_layer.h"
 #include "engine/layers/residual_layer.h"
@@ -187,6 +190,96 @@ TEST(Autocast, ChangesTheResult) {
   EXPECT_GT(differ, a.numel() / 2);
 }
 
+// A graph model under autocast computes what the same layers do in a Sequential: LeNet-5 and
+// ResNet-20b exported to ONNX and imported as graphs (every node a graph node, the residual adds
+// graph adds) give the zoo model's logits and input gradient under torch,autocast=bfloat16 bit
+// for bit, LeNet-5 its parameter gradients too; every value the graph holds in bfloat16 is a
+// bfloat16 number, and the float32 graph differs (the test tells the modes apart).
+TEST(Autocast, GraphModelsComputeWhatTheSequentialDoes) {
+  for (const char* arch : {"lenet5", "resnet20b"}) {
+    SCOPED_TRACE(arch);
+    const std::string policy = "torch,autocast=bfloat16";
+    Model source = build_model(arch, Policy::torch(), 7);
+    const std::string bytes = convert::export_onnx(source, {}).bytes;
+    auto graph_under = [&](const std::string& pol) {
+      convert::OnnxGraphOptions o;
+      o.policy = pol;
+      return convert::onnx_graph_model(convert::import_onnx_graph_bytes(bytes, "m.onnx", o), pol);
+    };
+    Model g = graph_under(policy), g32 = graph_under("torch"), z = build_model(arch, Policy::parse(policy), 7);
+    auto& graph = static_cast<GraphLayer&>(g.net->layer(0));
+    EXPECT_EQ(graph.value_format(graph.output_value()), MathMode::bfloat16);
+    EXPECT_EQ(graph.value_format(0), MathMode::float32);
+    Shape xs{4};
+    xs.insert(xs.end(), z.input_shape.begin(), z.input_shape.end());
+    const Tensor x = random_tensor(xs, DType::f32, 11, 0.0, 1.0);
+    auto run = [&](Model& m, std::vector<Tensor>* grads) {
+      ExecContext exec;
+      RunContext ctx = RunContext::recorded(exec, Semantics::inference);
+      ctx.input_grad = true;
+      const Tensor y = m.forward(ctx, x);
+      Tensor dy(y.shape(), DType::f32);
+      for (int64_t i = 0; i < dy.numel(); ++i) dy.data<float>()[i] = static_cast<float>((i % 7) - 3) / 8.f;
+      m.net->zero_grad();
+      const Tensor dx = m.net->backward(ctx, dy);
+      if (grads)
+        for (auto& np : m.net->named_params()) grads->push_back(np.second->grad.clone());
+      return std::make_pair(y, dx);
+    };
+    std::vector<Tensor> gg, zg;
+    const auto [yg, dxg] = run(g, &gg);
+    const auto [yz, dxz] = run(z, &zg);
+    const auto [y32, dx32] = run(g32, nullptr);
+    EXPECT_TRUE(bitwise_equal(yg, yz));
+    EXPECT_TRUE(bitwise_equal(dxg, dxz));
+    EXPECT_FALSE(bitwise_equal(yg, y32));
+    for (int64_t i = 0; i < yg.numel(); ++i) EXPECT_EQ(yg.at(i), round_to_bf16(static_cast<float>(yg.at(i)))) << i;
+    if (std::string(arch) == "lenet5") {
+      ASSERT_EQ(gg.size(), zg.size());
+      for (std::size_t i = 0; i < gg.size(); ++i) EXPECT_TRUE(bitwise_equal(gg[i], zg[i])) << "parameter " << i;
+    }
+    // every value the graph holds in bfloat16, as one forward computed it
+    ExecContext exec;
+    RunContext ctx = RunContext::inference(exec);
+    const std::vector<Tensor> outs = graph.node_outputs(ctx, x);
+    int reduced = 0;
+    for (std::size_t i = 0; i < outs.size(); ++i) {
+      if (graph.value_format(graph.node(i).output) != MathMode::bfloat16) continue;
+      ++reduced;
+      for (int64_t j = 0; j < outs[i].numel(); ++j)
+        ASSERT_EQ(outs[i].at(j), round_to_bf16(static_cast<float>(outs[i].at(j)))) << "node " << graph.node(i).name;
+    }
+    EXPECT_EQ(reduced, static_cast<int>(outs.size()));  // every node: a conv first, nothing float32 after
+  }
+}
+
+// The promotion rule of a graph's multi-input ops: a 16-bit result only when every data operand
+// is in that format and no float32 constant with axes joins (a 0-dim constant does not promote).
+TEST(Autocast, GraphOpsPromoteAsPyTorchsTypePromotion) {
+  const std::string spec = R"({"input": "x", "input_shape": [4], "nodes": [
+      {"name": "d1", "op": "dense", "inputs": ["x"], "output": "a", "units": 3},
+      {"name": "d2", "op": "dense", "inputs": ["x"], "output": "b", "units": 3},
+      {"name": "ab", "op": "add", "inputs": ["a", "b"], "output": "ab"},
+      {"name": "ax", "op": "concat", "inputs": ["a", "x"], "output": "ax", "axis": 1},
+      {"name": "s", "op": "mul", "inputs": ["a", "half"], "output": "s"},
+      {"name": "v", "op": "add", "inputs": ["a", "vec"], "output": "v"},
+      {"name": "r", "op": "relu", "inputs": ["ab"], "output": "r"}],
+    "constants": [{"name": "half", "shape": []}, {"name": "vec", "shape": [3]}],
+    "output": "r"})";
+  ModelArgs args;
+  args.graph = spec;
+  Model m = build_model("graph", Policy::parse("torch,autocast=bfloat16"), 1, args);
+  auto& g = static_cast<GraphLayer&>(m.net->layer(0));
+  auto fmt = [&](const char* v) { return g.value_format(g.find_value(v)); };
+  EXPECT_EQ(fmt("x"), MathMode::float32);
+  EXPECT_EQ(fmt("a"), MathMode::bfloat16);
+  EXPECT_EQ(fmt("ab"), MathMode::bfloat16);  // bfloat16 + bfloat16
+  EXPECT_EQ(fmt("ax"), MathMode::float32);   // cat(bfloat16, float32): promoted
+  EXPECT_EQ(fmt("s"), MathMode::bfloat16);   // times a 0-dim constant: a scalar
+  EXPECT_EQ(fmt("v"), MathMode::float32);    // plus a float32 vector
+  EXPECT_EQ(fmt("r"), MathMode::bfloat16);   // ReLU keeps its input's format
+}
+
 TEST(Autocast, RefusedByNameWhereNotEmulated) {
   using testing::HasSubstr;
   EXPECT_THAT(error_of([] { build_model("lenet5", Policy::parse("torch,autocast=bfloat16,math_conv=tf32"), 1); }),
@@ -196,11 +289,6 @@ TEST(Autocast, RefusedByNameWhereNotEmulated) {
   // Recurrent layers: PyTorch's CPU rule is emulated (RnnAutocast.*), the whole-layer rule is not.
   EXPECT_THAT(error_of([] { build_model("lstm", Policy::parse("torch,autocast=bfloat16,rnn_autocast_rule=layer"), 1); }),
               HasSubstr("lstm: autocast=bfloat16 with rnn_autocast_rule=layer (the whole layer in the format"));
-  const std::string graph = R"({"input": "x", "input_shape": [4], "nodes": [{"op": "dense", "input": "x", "units": 2}]})";
-  ModelArgs args;
-  args.graph = graph;
-  EXPECT_THAT(error_of([&] { build_model("graph", Policy::parse("torch,autocast=bfloat16"), 1, args); }),
-              HasSubstr("autocast=bfloat16 is emulated for zoo models (Sequential and residual blocks), not yet for graphs"));
   EXPECT_THAT(error_of([] { resolve_cuda_exec(Policy::parse("torch,autocast=float16")); }),
               HasSubstr("cuda: autocast=float16 is emulated on the CPU only"));
   EXPECT_THAT(error_of([] { Policy::parse("torch,autocast=fp8"); }), HasSubstr("knob 'autocast' has no value 'fp8'"));

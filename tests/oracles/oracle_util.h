@@ -292,6 +292,19 @@ class CaseDir {
 // ---------------------------------------------------------------------------------------------
 // Errors
 
+// Whether PyTorch (1.13) runs its bfloat16 convolutions in oneDNN on this CPU, which needs AVX-512
+// BW, VL and DQ (aten/src/ATen/native/ConvUtils.h, use_mkldnn: mkldnn_bf16_device_check): only
+// there are they float32 sums rounded once, as driftlab's autocast emulates; elsewhere (AMD Zen 3)
+// its fallback convolution is not float32-accumulated (docs/REDUCED_PRECISION.md).
+inline bool torch_bf16_convs_in_onednn() {
+#if defined(__x86_64__) && defined(__GNUC__)
+  __builtin_cpu_init();
+  return __builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512dq");
+#else
+  return false;
+#endif
+}
+
 // Whether this CPU multiplies u8 x s8 with VNNI (AVX-512 VNNI or AVX-VNNI). Where it does, oneDNN and
 // ONNX Runtime compute the integer sum; where it does not, both run VPMADDUBSW, whose pairs of
 // products saturate at int16 (quant_u8s8_dot: int16_pairs_channels for oneDNN, int16_pairs_hwc for

@@ -129,10 +129,6 @@ std::vector<Tensor> layer_outputs(Model& m, const CaseDir& run, const std::strin
   return out;
 }
 
-bool oneDnnRunsTorchsBf16Convolutions() {
-  return __builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512dq");
-}
-
 std::vector<std::string> lines_of(const std::string& text) {
   std::vector<std::string> out;
   std::istringstream is(text);
@@ -168,7 +164,7 @@ TEST(TorchAutocast, LeNet5EachLayersDtypeAndValueAsCpuBfloat16Autocast) {
                             ex = layer_outputs(exact, run, n, f64), ab = layer_outputs(absum, run, n, abs64);
   const std::vector<std::string> dtypes = lines_of(run.text_out(n, "dtypes"));
   ASSERT_EQ(dtypes.size(), ac.net->size()) << "one dtype per LeNet-5 layer";
-  const bool conv_asserted = oneDnnRunsTorchsBf16Convolutions();
+  const bool conv_asserted = oracle::torch_bf16_convs_in_onednn();
   std::cout << "LeNet-5, batch " << kBatch << ", PyTorch 1.13 torch.autocast('cpu', bfloat16), eval; each layer "
             << "given PyTorch's input:\n"
             << "  layer        dtype     elements  bit-equal  ties (float32 precision)  float32 layers differ\n";

@@ -21,6 +21,15 @@ classes, torch.manual_seed(2)), and:
   NAME.after.npy    eval() logits after that step (updated weights and running statistics)
   NAME.p.<param>.npy  every parameter and BatchNorm running statistic after the step
 and the same again in float64 (the model and input converted exactly: NAME.f64.dx.npy, ...).
+
+--autocast: the --train export (BatchNormalization kept, Dropout the identity) and, in eval() mode
+under torch.autocast(device_type='cpu', dtype=torch.bfloat16), PyTorch 1.13's CPU mixed precision:
+  NAME.autocast.logits.npy   the logits (as float32; their dtype in NAME.autocast.dtype.txt)
+  NAME.autocast.dx.npy       dL/dx of the mean cross-entropy (labels NAME.y.npy), the backward
+                             after the autocast region, as torch.autocast's documentation asks;
+                             where PyTorch has no bfloat16 backward for an op (1.13: ReLU6's
+                             hardtanh), NAME.autocast.dx_error.txt holds its message instead
+  NAME.logits.npy            the float32 logits of the same model
 """
 import copy
 import sys
@@ -90,9 +99,54 @@ def train(out, batch, specs):
                     np.save(f"{out}/{pre}.p.{k}.npy", v.numpy())
 
 
+def unfolded(name, size, batch):
+    """The model without Dropout, in eval() mode, its input and labels (as --train makes them)."""
+    m = build(name)
+    for parent in list(m.modules()):
+        for child_name, child in list(parent.named_children()):
+            if isinstance(child, torch.nn.Dropout):
+                setattr(parent, child_name, torch.nn.Identity())
+    m.eval()
+    torch.manual_seed(1)
+    x = torch.rand(batch, 3, size, size)
+    return m, x
+
+
+def autocast(out, batch, specs):
+    torch.set_num_threads(1)
+    for spec in specs:
+        name, _, size = spec.partition(":")
+        m, x = unfolded(name, int(size or 224), batch)
+        torch.onnx.export(m, x, f"{out}/{name}.train.onnx", opset_version=13, input_names=["x"],
+                          output_names=["logits"], training=torch.onnx.TrainingMode.PRESERVE,
+                          do_constant_folding=False, dynamic_axes={"x": {0: "n"}, "logits": {0: "n"}})
+        with torch.no_grad():
+            y32 = m(x)
+        torch.manual_seed(2)
+        y = torch.randint(0, y32.shape[1], (batch,))
+        xg = x.clone().requires_grad_(True)
+        with torch.autocast(device_type="cpu", dtype=torch.bfloat16):
+            logits = m(xg)
+            loss = torch.nn.functional.cross_entropy(logits, y)
+        try:
+            loss.backward()
+            np.save(f"{out}/{name}.autocast.dx.npy", xg.grad.float().numpy())
+        except RuntimeError as e:  # PyTorch 1.13: "hardshrink_backward_cpu" not implemented for 'BFloat16' (ReLU6)
+            with open(f"{out}/{name}.autocast.dx_error.txt", "w") as f:
+                f.write(str(e) + "\n")
+        np.save(f"{out}/{name}.x.npy", x.numpy())
+        np.save(f"{out}/{name}.y.npy", y.numpy().astype(np.int64))
+        np.save(f"{out}/{name}.logits.npy", y32.numpy())
+        np.save(f"{out}/{name}.autocast.logits.npy", logits.detach().float().numpy())
+        with open(f"{out}/{name}.autocast.dtype.txt", "w") as f:
+            f.write(str(logits.dtype).replace("torch.", "") + "\n")
+
+
 def main():
     if sys.argv[1] == "--train":
         return train(sys.argv[2], int(sys.argv[3]), sys.argv[4:])
+    if sys.argv[1] == "--autocast":
+        return autocast(sys.argv[2], int(sys.argv[3]), sys.argv[4:])
     out, batch = sys.argv[1], int(sys.argv[2])
     torch.set_num_threads(1)
     for spec in sys.argv[3:]:
