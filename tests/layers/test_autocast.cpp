@@ -194,7 +194,8 @@ TEST(Autocast, ChangesTheResult) {
 // ResNet-20b exported to ONNX and imported as graphs (every node a graph node, the residual adds
 // graph adds) give the zoo model's logits and input gradient under torch,autocast=bfloat16 bit
 // for bit, LeNet-5 its parameter gradients too; every value the graph holds in bfloat16 is a
-// bfloat16 number, and the float32 graph differs (the test tells the modes apart).
+// bfloat16 number, and the float32 graph differs (the test tells the modes apart). The same for
+// math_conv=tf32 with math_matmul=float16 (each op rounds its own operands and result).
 TEST(Autocast, GraphModelsComputeWhatTheSequentialDoes) {
   for (const char* arch : {"lenet5", "resnet20b"}) {
     SCOPED_TRACE(arch);
@@ -250,6 +251,14 @@ TEST(Autocast, GraphModelsComputeWhatTheSequentialDoes) {
         ASSERT_EQ(outs[i].at(j), round_to_bf16(static_cast<float>(outs[i].at(j)))) << "node " << graph.node(i).name;
     }
     EXPECT_EQ(reduced, static_cast<int>(outs.size()));  // every node: a conv first, nothing float32 after
+    // The per-op math modes (no format flowing) act in a graph's layers as in the zoo's too.
+    const std::string modes = "torch,math_conv=tf32,math_matmul=float16";
+    Model gm = graph_under(modes), zm = build_model(arch, Policy::parse(modes), 7);
+    const auto [ygm, dxgm] = run(gm, nullptr);
+    const auto [yzm, dxzm] = run(zm, nullptr);
+    EXPECT_TRUE(bitwise_equal(ygm, yzm));
+    EXPECT_TRUE(bitwise_equal(dxgm, dxzm));
+    EXPECT_FALSE(bitwise_equal(ygm, y32));
   }
 }
 
