@@ -653,15 +653,19 @@ const std::vector<KnobRow>& rows() {
          "float32 (torch.backends.cuda.matmul.allow_tf32 = False since 1.12)",
          "tensorflow/python/framework/config.py@2.4; torch/backends/cuda/__init__.py; torch/amp/autocast_mode.py"}));
     r.push_back(enum_knob(&Policy::math_rnn,
-        {"math_rnn", "numerics", {"float32", "tf32"},
+        {"math_rnn", "numerics", {"float32", "tf32", "bfloat16", "float16"},
          "math mode of the LSTM / GRU gate products (the GEMMs of x W_ih^T and h W_hh^T per step, and of "
-         "their gradients): operands rounded to TF32, float32 accumulation, the cell's elementwise math "
-         "float32; emulated on the CPU by the reference rnn kernel (bfloat16 / float16: not built)",
+         "their gradients): operands rounded to TF32, bfloat16 or float16, float32 accumulation, the "
+         "products, the cell's elementwise math and the states float32 (float16: cuDNN's "
+         "CUDNN_TENSOR_OP_MATH_ALLOW_CONVERSION on a float32 RNN); emulated on the CPU by the reference "
+         "rnn kernel",
          "float32 (on the CPU; TF >= 2.4 on an Ampere+ GPU: tf32, cuDNN's RNN with tensor-op math)", "float32",
          "float32 (on the CPU; on a GPU cudnn.allow_tf32 = True lets cuDNN's RNN use TF32: tf32_conv)",
          "aten/src/ATen/native/cudnn/RNN.cpp (RNNDescriptorParams::descriptor passes allowTF32CuDNN); "
          "aten/src/ATen/cudnn/Descriptors.h (RNNDescriptor::set math type); "
-         "tensorflow/stream_executor/cuda/cuda_dnn.cc (IsTensorMathEnabled: float needs TF32 enabled)"}));
+         "tensorflow/stream_executor/cuda/cuda_dnn.cc (IsTensorMathEnabled: float needs TF32 enabled); "
+         "cuDNN legacy API cudnnSetRNNMatrixMathType(CUDNN_TENSOR_OP_MATH_ALLOW_CONVERSION): float32 data "
+         "converted to float16 for tensor cores (tensorflow/tensorflow#36036)"}));
     r.push_back(enum_knob(&Policy::tf32_rounding,
         {"tf32_rounding", "numerics", {"nearest_even", "nearest_away", "truncate"},
          "how math_conv / math_matmul = tf32 round an operand to TF32's 10 mantissa bits",

@@ -15,9 +15,6 @@ void check_rnn_params(const RnnParams& p) {
   if (p.gate_act.kind != ActKind::sigmoid && p.gate_act.kind != ActKind::hard_sigmoid)
     fail(op, ": gate activation ", act_name(p.gate_act.kind), " is not sigmoid or hard_sigmoid");
   if (p.peepholes && p.cell != RnnCell::lstm) fail(op, ": peepholes are an LSTM connection");
-  if (p.math != MathMode::float32 && p.math != MathMode::tf32)
-    fail(op, ": math mode ", p.math == MathMode::bfloat16 ? "bfloat16" : "float16",
-         " is not built for recurrent layers (float32 or tf32)");
   if (p.autocast == MathMode::tf32) fail(op, ": autocast format tf32 (bfloat16, float16 or float32 = off)");
   if (p.autocast != MathMode::float32 && rnn_autocast_gap(p) != RnnAutocastGap::none)
     fail(op, ": autocast emulates PyTorch's cell only; this one has ", rnn_autocast_gap_name(rnn_autocast_gap(p)));
@@ -29,7 +26,7 @@ RnnAutocastGap rnn_autocast_gap(const RnnParams& p) {
   if (p.peepholes) return RnnAutocastGap::peepholes;
   if (p.cell == RnnCell::gru && !p.gru_reset_after) return RnnAutocastGap::reset_before;
   if (p.cell == RnnCell::gru && !p.gru_z_keeps_old) return RnnAutocastGap::z_takes_new;
-  if (p.math != MathMode::float32) return RnnAutocastGap::tf32;
+  if (p.math != MathMode::float32) return RnnAutocastGap::math_mode;
   return RnnAutocastGap::none;
 }
 
@@ -41,7 +38,7 @@ const char* rnn_autocast_gap_name(RnnAutocastGap g) {
     case RnnAutocastGap::peepholes: return "peepholes";
     case RnnAutocastGap::reset_before: return "the reset applied before the product";
     case RnnAutocastGap::z_takes_new: return "z taking the new state";
-    case RnnAutocastGap::tf32: return "a tf32 math mode";
+    case RnnAutocastGap::math_mode: return "a reduced math mode (math_rnn)";
   }
   return "?";
 }

@@ -52,12 +52,14 @@ struct RnnParams {
   // state, whose other states reach the loss only through the recurrence (no (N,T,H) of zeros).
   bool dh_last_step = false;
   SumOrder sum_order = SumOrder::ascending;  // reference kernels only
-  // The math mode of the gate products (float32 or tf32): under tf32 every operand of a product
-  // that a GEMM forms is rounded to TF32 by tf32_rule, float32 accumulation: in the forward x,
+  // The math mode of the gate products (float32, tf32, bfloat16, float16): every operand of a
+  // product that a GEMM forms is rounded to the mode (TF32 by tf32_rule; bfloat16 and float16 to
+  // nearest even), float32 accumulation, the product's result kept in float32: in the forward x,
   // W_ih, h_{t-1} (the GRU's r*h_{t-1}) and W_hh; in the backward the gate gradients, the weights,
   // x and h_{t-1} (r*h_{t-1}) of dx, dh_{t-1}, dW_ih and dW_hh. Bias sums, the cell's elementwise
-  // math and the peepholes stay float32 (cuDNN's RNN runs its GEMMs on tensor cores, the rest in
-  // its own kernels). Kernels that do not say they support it are not picked.
+  // math, the states and the peepholes stay float32 (cuDNN's RNN runs its GEMMs on tensor cores,
+  // the rest in its own kernels; float16 operands of a float32 RNN are its
+  // CUDNN_TENSOR_OP_MATH_ALLOW_CONVERSION). Kernels that do not say they support it are not picked.
   MathMode math = MathMode::float32;
   Rounding tf32_rule = Rounding::nearest_even;
   // Autocast as PyTorch runs it on the CPU inside nn.LSTM / nn.GRU (bfloat16 or float16; float32 =

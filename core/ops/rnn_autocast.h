@@ -7,7 +7,7 @@
 
 namespace driftlab {
 
-enum class RnnAutocastGap { none, hard_sigmoid, one_bias, peepholes, reset_before, z_takes_new, tf32 };
+enum class RnnAutocastGap { none, hard_sigmoid, one_bias, peepholes, reset_before, z_takes_new, math_mode };
 
 // The first feature of p's cell that PyTorch's cell lacks (none when autocast can run it).
 RnnAutocastGap rnn_autocast_gap(const RnnParams& p);

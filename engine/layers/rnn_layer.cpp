@@ -101,6 +101,7 @@ void check_rnn_autocast(const Policy& policy, const RnnParams& p) {
         "format, its states too: cuDNN's RNN under CUDA autocast, Keras's mixed policies) is not built; "
         "rnn_autocast_rule=ops is PyTorch's CPU autocast (docs/REDUCED_PRECISION.md, \"Recurrent layers under autocast\")");
   const char* knob = nullptr;
+  const std::string math = "math_rnn=" + policy.get("math_rnn");
   switch (rnn_autocast_gap(p)) {
     case RnnAutocastGap::none: knob = policy.dtype != FloatType::float32 ? "dtype=float64" : nullptr; break;
     case RnnAutocastGap::hard_sigmoid: knob = "rnn_recurrent_activation=hard_sigmoid"; break;
@@ -108,7 +109,7 @@ void check_rnn_autocast(const Policy& policy, const RnnParams& p) {
     case RnnAutocastGap::peepholes: knob = "lstm_peepholes=lasagne"; break;
     case RnnAutocastGap::reset_before: knob = "gru_reset_after=before"; break;
     case RnnAutocastGap::z_takes_new: knob = "gru_update_convention=z_takes_new"; break;
-    case RnnAutocastGap::tf32: knob = "math_rnn=tf32"; break;
+    case RnnAutocastGap::math_mode: knob = math.c_str(); break;
   }
   check(knob == nullptr, head, knob, ": rnn_autocast_rule=ops emulates PyTorch's cell (sigmoid gates, two biases, "
         "GRU reset after, z keeping the old state, no peepholes) in float32 only");

@@ -99,6 +99,25 @@ TEST(ReducedPrecision, Fp16MatchesTheCompilersFloat16Conversion) {
   }
 }
 
+// TF32 and float16 keep the same 10 fraction bits: rounded to nearest even, a float32 in float16's
+// normal range [2^-14, 65504] becomes the same value in both (so math_rnn=float16, whose products
+// stay float32, computes what math_rnn=tf32 does until an operand leaves that range); below it
+// float16 keeps fewer bits (subnormals), above it overflows.
+TEST(ReducedPrecision, Fp16IsTf32InFloat16sNormalRange) {
+  std::mt19937 g(5);
+  std::uniform_real_distribution<float> e(-14.0f, 15.0f), m(1.0f, 2.0f);
+  int64_t normal = 0;
+  for (int i = 0; i < 200000; ++i) {
+    const float x = (i & 1 ? -1.0f : 1.0f) * m(g) * std::exp2(std::floor(e(g)));
+    if (std::fabs(round_to_fp16(x)) > 65504.0f || std::fabs(x) < std::ldexp(1.0f, -14)) continue;
+    ++normal;
+    ASSERT_EQ(float_bits(round_to_fp16(x)), float_bits(round_to_tf32(x, Rounding::nearest_even))) << x;
+  }
+  EXPECT_GT(normal, 190000);
+  // outside it they part: a float16 subnormal keeps fewer bits, and float16 overflows
+  EXPECT_NE(round_to_fp16(std::ldexp(1.2345f, -20)), round_to_tf32(std::ldexp(1.2345f, -20), Rounding::nearest_even));
+  EXPECT_NE(round_to_fp16(70000.0f), round_to_tf32(70000.0f, Rounding::nearest_even));
+}
 
 // --- against the H200 captures ---
 

@@ -1,12 +1,13 @@
-// The recurrent layers' math mode (RnnParams::math, knob math_rnn): under tf32 the reference rnn
-// kernel rounds every operand of its gate products to TF32 and accumulates in float32. The
-// references here are float64 sums of the TF32-rounded operands (exact products: two 11-bit
-// significands), bounded by Higham's float32 accumulation bound gamma_K * sum|terms| plus the
-// bias add; every step is checked given the kernel's own state before it (h_{t-1}, the GRU's r),
-// so an error cannot hide behind the recurrence. The float32 mode falls outside that bound (the
-// test tells the modes apart). Backward: one sample and one step, where the input gate gradients
-// are the bias gradient itself (db_ih = dgin), so dW_ih must be the product of the rounded
-// gradient and the rounded input exactly, and dx the float64 sum within the bound.
+// The recurrent layers' math mode (RnnParams::math, knob math_rnn): under tf32, bfloat16 and
+// float16 the reference rnn kernel rounds every operand of its gate products to the mode and
+// accumulates in float32. The references here are float64 sums of the rounded operands (exact
+// products: at most two 11-bit significands), bounded by Higham's float32 accumulation bound
+// gamma_K * sum|terms| plus the bias add; every step is checked given the kernel's own state
+// before it (h_{t-1}, the GRU's r), so an error cannot hide behind the recurrence. The float32 mode
+// falls outside that bound (the test tells the modes apart). Backward: one sample and one step,
+// where the input gate gradients are the bias gradient itself (db_ih = dgin), so dW_ih must be the
+// product of the rounded gradient and the rounded input exactly (in float32: at most 22
+// significant bits), and dx the float64 sum within the bound.
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
@@ -24,7 +25,8 @@
 namespace driftlab {
 namespace {
 
-double tf(float v) { return static_cast<double>(round_to_tf32(v)); }
+constexpr MathMode kModes[] = {MathMode::tf32, MathMode::bfloat16, MathMode::float16};
+const char* mode_name(MathMode m) { return m == MathMode::tf32 ? "tf32" : m == MathMode::bfloat16 ? "bfloat16" : "float16"; }
 
 // gamma_K = K u / (1 - K u), u = 2^-24: the float32 accumulation bound of K terms.
 double gamma(int64_t k) {
@@ -43,8 +45,11 @@ struct Case {
   bool reset_after;
 };
 
-TEST(RnnMath, Tf32ForwardIsTheFloat64SumOfRoundedOperandsPerStep) {
+TEST(RnnMath, ForwardIsTheFloat64SumOfRoundedOperandsPerStep) {
+  for (const MathMode mode : kModes)
   for (const Case c : {Case{RnnCell::lstm, true}, Case{RnnCell::gru, true}, Case{RnnCell::gru, false}}) {
+    SCOPED_TRACE(mode_name(mode));
+    auto tf = [&](float v) { return static_cast<double>(round_operand(v, mode, Rounding::nearest_even)); };
     RnnParams p;
     p.cell = c.cell;
     p.gru_reset_after = c.reset_after;
@@ -56,7 +61,7 @@ TEST(RnnMath, Tf32ForwardIsTheFloat64SumOfRoundedOperandsPerStep) {
     std::vector<float> h(static_cast<std::size_t>(N * S * H)), ws(static_cast<std::size_t>(rnn_workspace_size(p)));
     std::vector<float> h32(h.size()), ws32(ws.size());
     rnn_forward_ref<float>(p, RnnExec{}, x.data(), nullptr, w, h32.data(), ws32.data());
-    p.math = MathMode::tf32;
+    p.math = mode;
     rnn_forward_ref<float>(p, RnnExec{}, x.data(), nullptr, w, h.data(), ws.data());
     const float* pre = ws.data();
     const float* act = ws.data() + N * S * GH;
@@ -104,16 +109,20 @@ TEST(RnnMath, Tf32ForwardIsTheFloat64SumOfRoundedOperandsPerStep) {
         }
       }
     EXPECT_EQ(checked, N * S * GH);
-    // The float32 mode's sums (its own states) are outside the TF32 bound almost everywhere.
+    // The float32 mode's sums (its own states) are outside the mode's bound almost everywhere.
     EXPECT_GT(float32_outside, checked / 2) << rnn_cell_name(c.cell);
   }
 }
 
-TEST(RnnMath, Tf32BackwardOneStepGradients) {
+TEST(RnnMath, BackwardOneStepGradients) {
+  for (const MathMode mode : kModes) {
+  SCOPED_TRACE(mode_name(mode));
+  auto tf = [&](float v) { return static_cast<double>(round_operand(v, mode, Rounding::nearest_even)); };
+  auto rd = [&](float v) { return round_operand(v, mode, Rounding::nearest_even); };
   RnnParams p;
   p.cell = RnnCell::lstm;
   p.batch = 1, p.steps = 1, p.input = 7, p.hidden = 5;
-  p.math = MathMode::tf32;
+  p.math = mode;
   const int64_t F = p.input, H = p.hidden, GH = 4 * H;
   const std::vector<float> x = values(F, 0.2, 1.1), w_ih = values(GH * F, 0.9, 0.7), w_hh = values(GH * H, 1.4, 0.5),
                            b_ih = values(GH, 2.6, 0.3), b_hh = values(GH, 0.4, 0.3), dh = values(H, 1.1, 0.8);
@@ -125,12 +134,12 @@ TEST(RnnMath, Tf32BackwardOneStepGradients) {
       db_hh(static_cast<std::size_t>(GH), 0.f);
   const RnnGrads<float> gr{dw_ih.data(), dw_hh.data(), db_ih.data(), db_hh.data(), nullptr};
   rnn_backward_ref<float>(p, RnnExec{}, x.data(), nullptr, w, h.data(), ws.data(), dh.data(), dx.data(), gr);
-  // One (sample, step): db_ih is the input gate gradient itself; a product of two TF32 values is
-  // exact in float32, so each dW_ih element is that product, bit for bit.
+  // One (sample, step): db_ih is the input gate gradient itself; a product of two TF32 (or bfloat16,
+  // float16) values is exact in float32, so each dW_ih element is that product, bit for bit.
   int64_t rounded_differs = 0;
   for (int64_t g = 0; g < GH; ++g)
     for (int64_t f = 0; f < F; ++f) {
-      ASSERT_EQ(dw_ih[g * F + f], round_to_tf32(db_ih[g]) * round_to_tf32(x[f])) << g << "," << f;
+      ASSERT_EQ(dw_ih[g * F + f], rd(db_ih[g]) * rd(x[f])) << g << "," << f;
       rounded_differs += dw_ih[g * F + f] != db_ih[g] * x[f];
     }
   EXPECT_GT(rounded_differs, GH * F / 2);  // the unrounded products differ: the operands were rounded
@@ -144,29 +153,34 @@ TEST(RnnMath, Tf32BackwardOneStepGradients) {
   }
   // h_{-1} = 0: no recurrent weight gradient.
   for (float v : dw_hh) EXPECT_EQ(v, 0.0f);
+  }
 }
 
 TEST(RnnMath, KnobReachesTheLayerAndIsRefusedWhereNotBuilt) {
   using testing::HasSubstr;
   EXPECT_THAT(error_of([] { build_model("lstm", Policy::parse("torch,math_rnn=tf32,dtype=float64"), 1); }),
               HasSubstr("math_rnn=tf32 rounds float32 operands: it needs dtype=float32"));
-  EXPECT_THAT(error_of([] { Policy::parse("torch,math_rnn=bfloat16"); }), HasSubstr("allowed: float32, tf32"));
+  EXPECT_THAT(error_of([] { Policy::parse("torch,math_rnn=fp8"); }), HasSubstr("allowed: float32, tf32, bfloat16, float16"));
   EXPECT_THAT(error_of([] { resolve_cuda_exec(Policy::parse("torch,math_rnn=tf32,tf32_conv=false")); }),
               HasSubstr("math_rnn=tf32 needs tf32_conv=true"));
-  RnnParams p;
-  p.batch = p.steps = p.input = p.hidden = 1;
-  p.math = MathMode::float16;
-  EXPECT_THAT(error_of([&] { check_rnn_params(p); }), HasSubstr("math mode float16 is not built for recurrent layers"));
-  // The model under tf32 computes other logits than under float32 (the knob reaches the kernel).
-  Model a = build_model("lstm", Policy::parse("torch"), 1), b = build_model("lstm", Policy::parse("torch,math_rnn=tf32"), 1);
+  EXPECT_THAT(error_of([] { resolve_cuda_exec(Policy::parse("torch,math_rnn=bfloat16")); }),
+              HasSubstr("math_rnn=bfloat16 is emulated on the CPU only"));
+  EXPECT_THAT(error_of([] { build_model("lstm", Policy::parse("torch,autocast=bfloat16,math_rnn=float16"), 1); }),
+              HasSubstr("math_rnn=float16: rnn_autocast_rule=ops emulates PyTorch's cell"));
+  // The model under each mode computes other logits than under float32 (the knob reaches the kernel).
+  Model a = build_model("lstm", Policy::parse("torch"), 1);
   Tensor x({2, a.input_shape[0], a.input_shape[1]}, DType::f32);
   for (int64_t j = 0; j < x.numel(); ++j) x.data<float>()[j] = static_cast<float>(std::sin(0.37 * j));
   ExecContext exec;
   RunContext ctx = RunContext::inference(exec);
-  const Tensor ya = a.forward(ctx, x), yb = b.forward(ctx, x);
-  int64_t differ = 0;
-  for (int64_t j = 0; j < ya.numel(); ++j) differ += ya.data<float>()[j] != yb.data<float>()[j];
-  EXPECT_GT(differ, 0);
+  const Tensor ya = a.forward(ctx, x);
+  for (const MathMode mode : kModes) {
+    Model b = build_model("lstm", Policy::parse(std::string("torch,math_rnn=") + mode_name(mode)), 1);
+    const Tensor yb = b.forward(ctx, x);
+    int64_t differ = 0;
+    for (int64_t j = 0; j < ya.numel(); ++j) differ += ya.data<float>()[j] != yb.data<float>()[j];
+    EXPECT_GT(differ, 0) << mode_name(mode);
+  }
 }
 
 }  // namespace

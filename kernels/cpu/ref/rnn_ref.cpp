@@ -17,8 +17,8 @@
 namespace driftlab {
 namespace {
 
-// A GEMM operand under the params' math mode (tf32: rounded; float32: as it is). A tf32 mode
-// runs on float32 only (the layer refuses it under dtype=float64).
+// A GEMM operand under the params' math mode (tf32, bfloat16, float16: rounded; float32: as it
+// is). A reduced mode runs on float32 only (the layer refuses it under dtype=float64).
 template <typename T>
 T op(const RnnParams& p, T v) {
   if (p.math == MathMode::float32) return v;
