@@ -28,8 +28,10 @@ import matplotlib.pyplot as plt
 data = json.load(open(sys.argv[1]))
 out = sys.argv[2]
 made = []
-METRICS = (("val_acc", "validation accuracy", "accuracy (fraction correct)"),
-           ("train_loss", "training loss", "loss (the policy's cross-entropy)"))
+# (metric, name, axis label, the values it can take: the seed band is clipped to them, so that a
+# collapsed seed does not draw an accuracy above 1 or a loss below 0)
+METRICS = (("val_acc", "validation accuracy", "accuracy (fraction correct)", (0.0, 1.0)),
+           ("train_loss", "training loss", "loss (the policy's cross-entropy)", (0.0, float("inf"))))
 
 def stats(series):
     e = min(len(s) for s in series)
@@ -93,7 +95,7 @@ for st in data["steps"]:
             lines = plain
     if left_out:
         fixed += "; the %d one-knob variants are in the explanations table, not drawn" % left_out
-    for metric, name, axis in METRICS:
+    for metric, name, axis, (lo, hi) in METRICS:
         cols = min(3, len(panels))
         rows = (len(panels) + cols - 1) // cols
         # The legend below the panels: as many columns as its longest label lets fit, as many rows
@@ -125,14 +127,14 @@ for st in data["steps"]:
                     ax.plot(xs, mean, color=cmap(li % 10), lw=1.8, marker="o" if len(xs) < 12 else None, ms=3,
                             label=label)
                     if sd:
-                        ax.fill_between(xs, [m - s for m, s in zip(mean, sd)], [m + s for m, s in zip(mean, sd)],
-                                        color=cmap(li % 10), alpha=0.18, lw=0)
+                        ax.fill_between(xs, [max(lo, m - s) for m, s in zip(mean, sd)],
+                                        [min(hi, m + s) for m, s in zip(mean, sd)], color=cmap(li % 10), alpha=0.18, lw=0)
             finish_panel(ax, ", ".join("%s=%s" % (k, v) for k, v in zip(panel_keys, pv)), axis if pi % cols == 0 else None)
         handles, labels = legend_entries(axes, len(panels))
         order = sorted(range(len(labels)), key=lambda i: names.index(labels[i]) if labels[i] in names else i)
         fig.legend([handles[i] for i in order], [labels[i] for i in order], loc="lower center", ncol=ncol,
                    frameon=False, fontsize=9, bbox_to_anchor=(0.5, 0.005))
-        band = "line: mean, band: +-1 sd over %d seeds" % seeds if seeds > 1 else "one seed"
+        band = "line: mean, band: +-1 sd over %d seeds (within the metric's range)" % seeds if seeds > 1 else "one seed"
         sub = textwrap.fill("%s; %s" % (fixed, band), width=int(width * 13))
         title = "%s: %s per epoch, step '%s'\n%s" % (data["study"], name, st["step"], sub)
         fig.suptitle(title, fontsize=10)
@@ -340,12 +342,14 @@ for t in json.load(open(sys.argv[3])):
                 hs.append(st["mean"])
                 es.append(st["sd"])
                 seeds = max(seeds, st["n"])
-        ax.bar(xs, hs, bw * 0.92, yerr=es, capsize=3, color=cmap(li % 10), label=names[li])
+        # the lower whisker stops at 0 under a positive bar (times, sizes, rates cannot go below it)
+        lower = [min(e, h) if h >= 0 else e for h, e in zip(hs, es)]
+        ax.bar(xs, hs, bw * 0.92, yerr=[lower, es], capsize=3, color=cmap(li % 10), label=names[li])
     ax.set_xticks(range(len(groups)))
     ax.set_xticklabels(["\n".join("%s=%s" % (short[k], v) for k, v in zip(group_keys, gv)) for gv in groups], fontsize=8)
     ax.set_ylabel(axis)
     ax.grid(axis="y", alpha=0.3)
-    title = "%s: %s, step '%s'\nbars: mean, whiskers: +-1 sd over %d seed%s%s" % (
+    title = "%s: %s, step '%s'\nbars: mean, whiskers: +-1 sd over %d seed%s (not below 0)%s" % (
         data["study"], axis if measure == "_" else measure, t["step"], seeds, "" if seeds == 1 else "s", bar_note)
     fig.suptitle(title, fontsize=10)
     handles, labels = ax.get_legend_handles_labels()
