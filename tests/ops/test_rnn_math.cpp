@@ -27,6 +27,8 @@ namespace {
 
 constexpr MathMode kModes[] = {MathMode::tf32, MathMode::bfloat16, MathMode::float16};
 const char* mode_name(MathMode m) { return m == MathMode::tf32 ? "tf32" : m == MathMode::bfloat16 ? "bfloat16" : "float16"; }
+// An operand as the kernel rounds it under mode m (TF32 to nearest even), in double.
+double rounded(float v, MathMode m) { return static_cast<double>(round_operand(v, m, Rounding::nearest_even)); }
 
 // gamma_K = K u / (1 - K u), u = 2^-24: the float32 accumulation bound of K terms.
 double gamma(int64_t k) {
@@ -49,7 +51,7 @@ TEST(RnnMath, ForwardIsTheFloat64SumOfRoundedOperandsPerStep) {
   for (const MathMode mode : kModes)
   for (const Case c : {Case{RnnCell::lstm, true}, Case{RnnCell::gru, true}, Case{RnnCell::gru, false}}) {
     SCOPED_TRACE(mode_name(mode));
-    auto tf = [&](float v) { return static_cast<double>(round_operand(v, mode, Rounding::nearest_even)); };
+    auto tf = [&](float v) { return rounded(v, mode); };
     RnnParams p;
     p.cell = c.cell;
     p.gru_reset_after = c.reset_after;
@@ -117,8 +119,7 @@ TEST(RnnMath, ForwardIsTheFloat64SumOfRoundedOperandsPerStep) {
 TEST(RnnMath, BackwardOneStepGradients) {
   for (const MathMode mode : kModes) {
   SCOPED_TRACE(mode_name(mode));
-  auto tf = [&](float v) { return static_cast<double>(round_operand(v, mode, Rounding::nearest_even)); };
-  auto rd = [&](float v) { return round_operand(v, mode, Rounding::nearest_even); };
+  auto tf = [&](float v) { return rounded(v, mode); };
   RnnParams p;
   p.cell = RnnCell::lstm;
   p.batch = 1, p.steps = 1, p.input = 7, p.hidden = 5;
@@ -139,7 +140,7 @@ TEST(RnnMath, BackwardOneStepGradients) {
   int64_t rounded_differs = 0;
   for (int64_t g = 0; g < GH; ++g)
     for (int64_t f = 0; f < F; ++f) {
-      ASSERT_EQ(dw_ih[g * F + f], rd(db_ih[g]) * rd(x[f])) << g << "," << f;
+      ASSERT_EQ(dw_ih[g * F + f], static_cast<float>(tf(db_ih[g])) * static_cast<float>(tf(x[f]))) << g << "," << f;
       rounded_differs += dw_ih[g * F + f] != db_ih[g] * x[f];
     }
   EXPECT_GT(rounded_differs, GH * F / 2);  // the unrounded products differ: the operands were rounded

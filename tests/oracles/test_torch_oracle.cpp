@@ -837,6 +837,21 @@ std::string nearest_torch32(const CaseDir& run, const std::string& cas,
   return best;
 }
 
+// Where a float32 run parted from its float64 twin at step `first` (a flipped decision or an
+// amplified step): its losses up to that step must be PyTorch's within 1e-4 (the trajectory
+// check's tolerance), and every result after it is printed, not judged.
+void check_until_parted(const CaseDir& run, const std::string& t, const std::string& prefix, const std::string& qty,
+                        const std::vector<double>& losses, int first, const std::string& event,
+                        const std::vector<std::tuple<std::string, std::string, Tensor>>& results, ErrorTable& table) {
+  const Tensor theirs = run.out(t, prefix + "losses");
+  std::vector<double> before(losses.begin(), losses.begin() + first + 1), ref;
+  for (int k = 0; k <= first; ++k) ref.push_back(theirs.at(k));
+  EXPECT_TRUE(table.check("loss of steps 1.." + std::to_string(first + 1) + " (to " + event + ")", qty,
+                          Tensor::from<double>({first + 1}, before), Tensor::from<double>({first + 1}, ref), 1e-4));
+  for (const auto& [what, key, got] : results)
+    table.note(what, qty + " (after " + event + ": information)", got, run.out(t, prefix + key));
+}
+
 // A float32 trajectory beyond rounding of PyTorch's nearest run with no ReLU or max-pool decision
 // of its own: explained only by amplified steps (AmplifiedStep), which must exist, and only
 // if every tensor beyond the tolerance has its largest difference from PyTorch's run at an element
@@ -884,14 +899,7 @@ void check_amplified(const CaseDir& run, const std::string& t, Model& m,
                  std::fabs(hit->g32 - hit->g64) / std::fabs(hit->g64));
     }
   }
-  const int first = amplified.front().step;
-  const Tensor theirs = run.out(t, prefix + "losses");
-  std::vector<double> before(losses.begin(), losses.begin() + first + 1), ref;
-  for (int k = 0; k <= first; ++k) ref.push_back(theirs.at(k));
-  EXPECT_TRUE(table.check("loss of steps 1.." + std::to_string(first + 1) + " (to the first amplified step)", qty,
-                          Tensor::from<double>({first + 1}, before), Tensor::from<double>({first + 1}, ref), 1e-4));
-  for (const auto& [what, key, got] : results)
-    table.note(what, qty + " (after an amplified step: information)", got, run.out(t, prefix + key));
+  check_until_parted(run, t, prefix, qty, losses, amplified.front().step, "the first amplified step", results, table);
 }
 
 // How a table row names the PyTorch run nearest_torch32 chose.
@@ -1056,12 +1064,7 @@ void check_trajectory(const CaseDir& run, const std::string& t, const std::strin
                      std::to_string(f.index) + "]",
                  qty + " (" + z.str() + "): |z64|, / max|z64|", std::fabs(f.z64), f.margin);
     }
-    const Tensor theirs = run.out(t, prefix + "losses");
-    std::vector<double> before(r.losses.begin(), r.losses.begin() + first + 1), ref;
-    for (int k = 0; k <= first; ++k) ref.push_back(theirs.at(k));
-    EXPECT_TRUE(table.check("loss of steps 1.." + std::to_string(first + 1) + " (to the first flip)", qty,
-                            Tensor::from<double>({first + 1}, before), Tensor::from<double>({first + 1}, ref), kTrainTol));
-    for (const auto& [what, key, got] : results) table.note(what, qty + " (after a flip: information)", got, run.out(t, prefix + key));
+    check_until_parted(run, t, prefix, qty, r.losses, first, "the first flip", results, table);
   }
 }
 

@@ -56,22 +56,32 @@ def build(name):
     return randomise_batchnorm(getattr(torchvision.models, name)(weights=None))
 
 
+def unfolded(name, size, batch):
+    """The model without Dropout, in eval() mode, and its input (torch.manual_seed(1))."""
+    m = build(name)
+    for parent in list(m.modules()):
+        for child_name, child in list(parent.named_children()):
+            if isinstance(child, torch.nn.Dropout):
+                setattr(parent, child_name, torch.nn.Identity())
+    m.eval()
+    torch.manual_seed(1)
+    x = torch.rand(batch, 3, size, size)
+    return m, x
+
+
+def export_unfolded(m, x, path):
+    """--train's ONNX form: BatchNormalization kept, initializers named as the parameters."""
+    torch.onnx.export(m, x, path, opset_version=13, input_names=["x"], output_names=["logits"],
+                      training=torch.onnx.TrainingMode.PRESERVE, do_constant_folding=False,
+                      dynamic_axes={"x": {0: "n"}, "logits": {0: "n"}})
+
+
 def train(out, batch, specs):
     torch.set_num_threads(1)
     for spec in specs:
         name, _, size = spec.partition(":")
-        size = int(size or 224)
-        m = build(name)
-        for parent in list(m.modules()):
-            for child_name, child in list(parent.named_children()):
-                if isinstance(child, torch.nn.Dropout):
-                    setattr(parent, child_name, torch.nn.Identity())
-        m.eval()
-        torch.manual_seed(1)
-        x = torch.rand(batch, 3, size, size)
-        torch.onnx.export(m, x, f"{out}/{name}.train.onnx", opset_version=13, input_names=["x"],
-                          output_names=["logits"], training=torch.onnx.TrainingMode.PRESERVE,
-                          do_constant_folding=False, dynamic_axes={"x": {0: "n"}, "logits": {0: "n"}})
+        m, x = unfolded(name, int(size or 224), batch)
+        export_unfolded(m, x, f"{out}/{name}.train.onnx")
         with torch.no_grad():
             classes = m(x).shape[1]
         torch.manual_seed(2)
@@ -99,27 +109,12 @@ def train(out, batch, specs):
                     np.save(f"{out}/{pre}.p.{k}.npy", v.numpy())
 
 
-def unfolded(name, size, batch):
-    """The model without Dropout, in eval() mode, its input and labels (as --train makes them)."""
-    m = build(name)
-    for parent in list(m.modules()):
-        for child_name, child in list(parent.named_children()):
-            if isinstance(child, torch.nn.Dropout):
-                setattr(parent, child_name, torch.nn.Identity())
-    m.eval()
-    torch.manual_seed(1)
-    x = torch.rand(batch, 3, size, size)
-    return m, x
-
-
 def autocast(out, batch, specs):
     torch.set_num_threads(1)
     for spec in specs:
         name, _, size = spec.partition(":")
         m, x = unfolded(name, int(size or 224), batch)
-        torch.onnx.export(m, x, f"{out}/{name}.train.onnx", opset_version=13, input_names=["x"],
-                          output_names=["logits"], training=torch.onnx.TrainingMode.PRESERVE,
-                          do_constant_folding=False, dynamic_axes={"x": {0: "n"}, "logits": {0: "n"}})
+        export_unfolded(m, x, f"{out}/{name}.train.onnx")
         with torch.no_grad():
             y32 = m(x)
         torch.manual_seed(2)
