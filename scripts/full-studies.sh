@@ -68,13 +68,14 @@ if [ "${1:-}" = publish ]; then
     [ -f "$src/manifest.jsonl" ] || { echo "$s: $src has no study yet" >&2; continue; }
     rm -rf "$dst" && mkdir -p "$dst/cells"
     cp "$src/manifest.jsonl" "$src/study.json" "$dst/"
-    # each cell's results and times (not the models, checkpoints or examples)
+    # each cell's results and times (not the models, checkpoints or examples); a failed cell's error
+    # (the report names it beside the table it is missing from)
     /usr/bin/python3 - "$src" "$dst" <<'PY'
 import json, os, shutil, sys
 src, dst = sys.argv[1], sys.argv[2]
 for line in open(os.path.join(src, "manifest.jsonl")):
     h = json.loads(line)["hash"]
-    for f in ("results.json", "timings.json"):
+    for f in ("results.json", "timings.json", "error.txt"):
         p = os.path.join(src, "cells", h, f)
         if os.path.exists(p):
             os.makedirs(os.path.join(dst, "cells", h), exist_ok=True)

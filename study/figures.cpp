@@ -245,7 +245,8 @@ for gi, g in enumerate(gaps):
 # Bars: one measure per step (the time per epoch of a training, the int8 accuracy of a quantization,
 # an attack's success), a bar per policy in each group of the other keys, whiskers +-1 sd over seeds.
 # (An attack judged by other models shows their success: crafted on fp32, judged on int8 is S2's design.)
-BARS = {"train": [("seconds per epoch", "seconds per epoch (training)")],
+BARS = {"train": [("seconds of the fastest epoch", "seconds of the fastest epoch (training)"),
+                  ("seconds per epoch", "seconds per epoch (training)")],
         "quantize": [("int8 test accuracy", "int8 test accuracy (fraction correct)")],
         "evaluate": [("test accuracy", "test accuracy (fraction correct)")],
         "convert": [("misclassification", "misclassification: share of inputs whose label changes")],
@@ -358,6 +359,89 @@ for t in json.load(open(sys.argv[3])):
                         bottom=(0.45 + 0.2 * label_lines + legend_in) / height)
     base = "%s_bars" % t["step"]
     save(fig, base)
+# A table over models (robustness: each attack's success per model and R(m), S1's Figure 6; R(m, c)
+# after conversion, S3's): a panel per measure, R last; a bar per model in each group of the other
+# keys (a batch size, a trained model), or, with one group, the models along the axis.
+import re
+for t in json.load(open(sys.argv[3])):
+    if t["kind"] not in ("robustness", "convert_robustness") or not t["rows"]:
+        continue
+    measures, models = [], []
+    for r in t["rows"]:
+        for name in r.get("stats", {}):
+            m = re.match(r"^R\((.+)\)$", name) or re.match(r"^(.+) \((.+)\)$", name)
+            if not m:
+                continue
+            measure, model = ("R", m.group(1)) if m.re.pattern.startswith("^R") else (m.group(1), m.group(2))
+            if measure not in measures:
+                measures.append(measure)
+            if model not in models:
+                models.append(model)
+    if not measures:
+        continue
+    measures = [m for m in measures if m != "R"] + (["R"] if "R" in measures else [])
+    keys = t["keys"]
+    short = {k: k.split(".")[-1] for k in keys}
+    if len(set(short.values())) < len(short):
+        short = {k: k for k in keys}
+    # groups ordered by model first, then the others (a batch size)
+    order = sorted(keys, key=lambda k: 0 if k.split(".")[-1] == "model" else 1)
+    rows = sorted(t["rows"], key=lambda r: tuple((lambda v: (0, float(v)) if re.match(r"^-?[0-9.]+$", v) else (1, v))(
+        r.get("group", {}).get(k, "")) for k in order))
+    groups = [", ".join("%s=%s" % (short[k], r.get("group", {}).get(k, "")) for k in order) for r in rows]
+    one = len(rows) == 1
+    seeds = max((st["n"] for r in rows for st in r.get("stats", {}).values()), default=0)
+    for i, r in enumerate(rows):
+        n = min((st["n"] for st in r.get("stats", {}).values()), default=0)
+        if n < seeds:
+            groups[i] += "\n(%d seed%s)" % (n, "" if n == 1 else "s")
+    nx = len(models) if one else len(groups)
+    per = 1 if one else len(models)
+    width = max(7.0, 0.42 * nx * per + 2.0, nx * (0.075 * max(len(x) for x in (models if one else groups)) + 0.3) + 1.5)
+    fig, axes = plt.subplots(len(measures), 1, figsize=(width, 2.7 * len(measures) + 1.6), squeeze=False)
+    cmap = plt.get_cmap("tab10")
+    for pi, measure in enumerate(measures):
+        ax = axes[pi][0]
+        name = (lambda mo: "R(%s)" % mo) if measure == "R" else (lambda mo, me=measure: "%s (%s)" % (me, mo))
+        bw = 0.8 / per
+        for mi, mo in enumerate(models):
+            xs, hs, es = [], [], []
+            for gi, r in enumerate(rows):
+                st = r.get("stats", {}).get(name(mo))
+                if not st or st["n"] == 0:
+                    continue
+                xs.append(mi if one else gi + (mi - (per - 1) / 2) * bw)
+                hs.append(st["mean"])
+                es.append(st["sd"])
+            # whiskers kept to what the measure can take: a rate, or a rate's absolute change, in [0, 1];
+            # R in [0, the number of attacks]
+            cap = len(measures) - 1 if measure == "R" else 1.0
+            lower = [min(e, h) for h, e in zip(hs, es)]
+            upper = [max(0.0, min(e, cap - h)) for h, e in zip(hs, es)]
+            ax.bar(xs, hs, bw * 0.92, yerr=[lower, upper], capsize=3, color=cmap(0 if one else mi % 10),
+                   label=None if one else mo)
+        ax.set_xticks(range(nx))
+        ax.set_xticklabels(models if one else groups, fontsize=8)
+        if measure == "R":
+            ax.set_title("R: the robustness indicator, the sum over attacks of (S - min) / (max - min) across "
+                         "the models; smaller is more robust", fontsize=9)
+            ax.set_ylabel("R")
+        else:
+            ax.set_title(measure, fontsize=9)
+            ax.set_ylabel("|change in success rate|" if "S_conv" in measure else "success rate (fraction)")
+        ax.grid(axis="y", alpha=0.3)
+    title = "%s: step '%s', %s\nbars: mean, whiskers: +-1 sd over %d seed%s (within the measure's range)" % (
+        data["study"], t["step"], "each model's attack success and R" if t["kind"] == "robustness"
+        else "each converted model's change in attack success and R(m, c)", seeds, "" if seeds == 1 else "s")
+    fig.suptitle(title, fontsize=10)
+    if not one:
+        handles, labels = axes[0][0].get_legend_handles_labels()
+        fig.legend(handles, ["model: " + l for l in labels], loc="lower center", ncol=min(len(labels), 6),
+                   frameon=False, fontsize=9, bbox_to_anchor=(0.5, 0.005))
+    height = 2.7 * len(measures) + 1.6
+    fig.subplots_adjust(left=0.8 / width, right=1 - 0.2 / width, top=1 - 0.8 / height, bottom=0.9 / height,
+                        hspace=0.75)
+    save(fig, "%s_bars" % t["step"])
 print(json.dumps(made))
 )PY";
 
@@ -493,7 +577,13 @@ std::string study_html(const std::string& dir, const std::vector<ReportTable>& t
   for (const ReportTable& t : tables) {
     h << "<h2>" << html_escape(t.step) << " (" << html_escape(t.kind) << ")</h2>\n<p>" << t.cells << " cells";
     if (t.missing) h << ", " << t.missing << " without results yet";
+    if (!t.failed.empty()) h << ", " << t.failed.size() << " failed";
     h << "; mean &plusmn; sample standard deviation over seeds (n).</p>\n";
+    if (!t.failed.empty()) {
+      h << "<ul>\n";
+      for (const std::string& f : t.failed) h << "<li>failed: " << html_escape(f) << "</li>\n";
+      h << "</ul>\n";
+    }
     const std::vector<ModelTable> mts = model_tables(t);
     for (const ModelTable& mt : mts) {
       // the papers' layout: a row per model, a column per measure

@@ -60,9 +60,15 @@ Measures measures_of(const Plan& p, const Cell& c, const nlohmann::json& res, co
       m.emplace_back("final train accuracy", res["epochs"].back().value("train_acc", NAN));
     }
     if (!times.is_null() && times.contains("epochs") && !times["epochs"].empty()) {
-      double s = 0;
-      for (const auto& e : times["epochs"]) s += e.value("seconds", 0.0);
+      double s = 0, fastest = INFINITY;
+      for (const auto& e : times["epochs"]) {
+        s += e.value("seconds", 0.0);
+        fastest = std::min(fastest, e.value("seconds", 0.0));
+      }
       m.emplace_back("seconds per epoch", s / static_cast<double>(times["epochs"].size()));
+      // the fastest epoch: the cell's time with the least of what else ran on the machine in it (a
+      // mean over epochs takes in every build or test that shared the cores)
+      m.emplace_back("seconds of the fastest epoch", fastest);
     }
   } else if (c.kind == "robustness") {
     model_rows("model", "mean", " success");
@@ -222,12 +228,23 @@ std::vector<ReportTable> study_tables(const std::string& dir) {
       }
       const std::string cdir = dir + "/cells/" + c.hash;
       const nlohmann::json res = read_json_if_any(cdir + "/results.json");
-      if (res.is_null()) {
-        ++t.missing;
-        continue;
-      }
       std::string s;
       for (const std::string& k : seed_keys) s += (s.empty() ? "" : "/") + labels[i][k];
+      if (res.is_null()) {
+        if (!fs::exists(cdir + "/error.txt")) {
+          ++t.missing;
+          continue;
+        }
+        // a failed cell: which one and what it said (its first line), so that a table with fewer
+        // seeds than the others says why
+        std::string who;
+        for (const std::string& k : t.keys) who += (who.empty() ? "" : ", ") + k + "=" + labels[i][k];
+        for (const std::string& k : seed_keys) who += (who.empty() ? "" : ", ") + k + "=" + labels[i][k];
+        std::string what = read_text(cdir + "/error.txt");
+        what = what.substr(0, what.find('\n'));
+        t.failed.push_back(who + ": " + what);
+        continue;
+      }
       for (const auto& [name, v] : measures_of(plan, c, res, read_json_if_any(cdir + "/timings.json"))) {
         if (std::find(t.measures.begin(), t.measures.end(), name) == t.measures.end()) t.measures.push_back(name);
         values[it->second][name].push_back(v);
@@ -307,7 +324,7 @@ std::vector<BatchTable> batch_tables(const ReportTable& t) {
   const auto bit = std::find(t.keys.begin(), t.keys.end(), "batch");
   if (bit == t.keys.end() || t.keys.size() < 2) return out;
   const std::size_t bi = static_cast<std::size_t>(bit - t.keys.begin());
-  for (const char* measure : {"test accuracy", "seconds per epoch"}) {
+  for (const char* measure : {"test accuracy", "seconds per epoch", "seconds of the fastest epoch"}) {
     const auto mit = std::find(t.measures.begin(), t.measures.end(), measure);
     if (mit == t.measures.end()) continue;
     const std::size_t mi = static_cast<std::size_t>(mit - t.measures.begin());
@@ -462,6 +479,8 @@ std::string tables_markdown(const std::vector<ReportTable>& tables) {
   for (const ReportTable& t : tables) {
     os << "## " << t.step << " (" << t.kind << "): " << t.cells << " cells";
     if (t.missing) os << ", " << t.missing << " without results yet";
+    if (!t.failed.empty()) os << ", " << t.failed.size() << " failed";
+    for (const std::string& f : t.failed) os << "\n\n- failed: " << f;
     const std::vector<ModelTable> mts = model_tables(t);
     if (!mts.empty()) {
       // the papers' layout: a row per model, a column per measure
@@ -524,6 +543,7 @@ std::string tables_json(const std::vector<ReportTable>& tables) {
     j["kind"] = t.kind;
     j["cells"] = t.cells;
     j["missing"] = t.missing;
+    j["failed"] = t.failed;
     j["keys"] = t.keys;
     nlohmann::ordered_json rows = nlohmann::ordered_json::array();
     for (const ReportRow& r : t.rows) {

@@ -31,7 +31,8 @@ struct ReportTable {
   std::vector<std::string> keys;      // what varies across the step (seeds excluded)
   std::vector<std::string> measures;
   std::vector<ReportRow> rows;        // in manifest order of their first cell
-  int cells = 0, missing = 0;         // missing: cells without results yet
+  int cells = 0, missing = 0;         // missing: cells without results yet (failed ones not counted)
+  std::vector<std::string> failed;    // each failed cell: "<its keys and seed>: <its error.txt>"
 };
 
 std::vector<ReportTable> study_tables(const std::string& dir);

@@ -58,7 +58,7 @@ TEST(StudyReport, GroupsBySettingsAndAveragesOverSeeds) {
       if (acc[p][s] >= 0) {
         res = {{"test", {{"accuracy", acc[p][s]}, {"loss", 1.0 - acc[p][s]}}},
                {"epochs", {{{"train_loss", 0.5}, {"train_acc", 0.8}}}}};
-        times = {{"epochs", {{{"seconds", 2.0 + s}}, {{"seconds", 4.0 + s}}}}};
+        times = {{"epochs", {{{"seconds", 4.0 + s}}, {{"seconds", 2.0 + s}}}}};
       }
       f.cell(h, "train", "train", {{"model", "lenet1"}, {"policy", pols[p]}, {"seed", std::to_string(s + 1)}}, {}, res,
              times);
@@ -89,6 +89,9 @@ TEST(StudyReport, GroupsBySettingsAndAveragesOverSeeds) {
   // seconds per epoch: each cell's mean over its epochs (3, 4, 5 for tensorflow), then over seeds
   EXPECT_NEAR(stat(tr.rows[0], "seconds per epoch").mean, 4.0, 1e-15);
   EXPECT_NEAR(stat(tr.rows[0], "seconds per epoch").sd, 1.0, 1e-15);
+  // and each cell's fastest epoch (its second: 2, 3, 4), then over seeds
+  EXPECT_NEAR(stat(tr.rows[0], "seconds of the fastest epoch").mean, 3.0, 1e-15);
+  EXPECT_NEAR(stat(tr.rows[0], "seconds of the fastest epoch").sd, 1.0, 1e-15);
 
   const study::ReportTable& at = t[1];
   EXPECT_EQ(at.keys, std::vector<std::string>{"train.policy"});  // the attack's own seed is 1 everywhere
@@ -142,6 +145,29 @@ namespace {
 // model every time (0.3/0.4/0.5 against 0.6/0.7/0.8): the means, 3 pairs, A12 = 0 (no fp32 value
 // above an int8 one), and the exact two-sided Wilcoxon p of three negative differences, 2/8. And the
 // papers' layout of a table over models: a row per model, a column per measure, R last.
+// A cell that failed is not "without results yet": the table names it, its seed and its error's
+// first line, so that a row with fewer seeds than the others says why (S1's robustness on the
+// collapsed models is such a row).
+TEST(StudyReport, AFailedCellIsNamedWithItsError) {
+  Folder f;
+  for (int s = 1; s <= 3; ++s)
+    f.cell("t" + std::to_string(s), "train", "train", {{"model", "lenet1"}, {"seed", std::to_string(s)}}, {},
+           s == 2 ? nlohmann::json(nullptr)
+                  : nlohmann::json{{"test", {{"accuracy", 0.9}, {"loss", 0.1}}}, {"epochs", nlohmann::json::array()}});
+  std::ofstream(f.dir / "cells" / "t2" / "error.txt") << "train: loss is NaN at step 7\nmore detail\n";
+  f.cell("t4", "train", "train", {{"model", "lenet1"}, {"seed", "4"}}, {}, nullptr);  // not run yet
+  f.manifest.close();
+  const std::vector<study::ReportTable> t = study::study_tables(f.dir.string());
+  ASSERT_EQ(t.size(), 1u);
+  EXPECT_EQ(t[0].cells, 4);
+  EXPECT_EQ(t[0].missing, 1);
+  EXPECT_EQ(t[0].failed, std::vector<std::string>{"seed=2: train: loss is NaN at step 7"});
+  const std::string md = study::tables_markdown(t);
+  EXPECT_NE(md.find("4 cells, 1 without results yet, 1 failed"), std::string::npos) << md;
+  EXPECT_NE(md.find("- failed: seed=2: train: loss is NaN at step 7\n"), std::string::npos) << md;
+  EXPECT_NE(study::tables_json(t).find("\"seed=2: train: loss is NaN at step 7\""), std::string::npos);
+}
+
 TEST(StudyReport, RegularAgainstQuantizedAndTablesOverModels) {
   Folder f;
   const double regular[3] = {0.3, 0.4, 0.5}, quantized[3] = {0.6, 0.7, 0.8};
