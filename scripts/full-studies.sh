@@ -66,7 +66,9 @@ if [ "${1:-}" = publish ]; then
   for s in $STUDIES; do
     src=$(dir_of "$s") dst=$(doc_of "$s")
     [ -f "$src/manifest.jsonl" ] || { echo "$s: $src has no study yet" >&2; continue; }
-    rm -rf "$dst" && mkdir -p "$dst/cells"
+    # everything but the study's README (the findings, written by hand) is the run's and the report's
+    find "$dst" -mindepth 1 -maxdepth 1 ! -name README.md -exec rm -rf {} + 2>/dev/null || true
+    mkdir -p "$dst/cells"
     cp "$src/manifest.jsonl" "$src/study.json" "$dst/"
     # each cell's results and times (not the models, checkpoints or examples); a failed cell's error
     # (the report names it beside the table it is missing from)

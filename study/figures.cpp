@@ -23,6 +23,7 @@ const char* kFigures = R"PY(# written by driftlab study report: python3 figures.
 import json, math, sys, textwrap
 import matplotlib
 matplotlib.use("Agg")
+matplotlib.rcParams["svg.hashsalt"] = "driftlab"
 import matplotlib.pyplot as plt
 
 data = json.load(open(sys.argv[1]))
@@ -66,8 +67,10 @@ def legend_entries(axes, used):
     return handles, labels
 
 def save(fig, base):
-    fig.savefig("%s/%s.png" % (out, base), dpi=130)
-    fig.savefig("%s/%s.svg" % (out, base))
+    # the same figure in the same bytes on every run (no date, fixed SVG ids): a report made again
+    # from the same results changes no file
+    fig.savefig("%s/%s.png" % (out, base), dpi=130, metadata={"Software": None})
+    fig.savefig("%s/%s.svg" % (out, base), metadata={"Date": None})
     plt.close(fig)
     made.append(base + ".svg")
 

@@ -37,8 +37,8 @@ struct ReportTable {
 
 std::vector<ReportTable> study_tables(const std::string& dir);
 
-// "mean ± sd (n)", "mean (1)", "" (no value); each number to 4 decimals, or to 3 significant
-// digits below 0.001 (but 0): what tables.md and the page show.
+// "mean ± sd (n)", "mean (1)", "" (no value); each number to 4 decimals, to 1 from 1,000 up, or to
+// 3 significant digits below 0.001 (but 0): what tables.md and the page show.
 std::string stat_text(const Stat& s);
 
 // The index in t.keys of `key`, or of a downstream step's name for its training's (`train.policy`

@@ -168,6 +168,17 @@ steps:
   EXPECT_EQ(links, (std::set<std::string>{"train_train_loss.svg", "train_val_acc.svg", "train_divergence.svg",
                                           "train_bars.svg", "int8_bars.svg"}));
   for (const std::string& l : links) EXPECT_TRUE(fs::exists(page.parent_path() / l)) << l;
+  // A report made again from the same results writes the same figures, byte for byte (no date in
+  // them, fixed SVG ids): republishing a study changes no file it need not.
+  std::map<std::string, std::string> figures;
+  for (const std::string& l : links) {
+    figures[l] = read(page.parent_path() / l);
+    const std::string png = l.substr(0, l.size() - 3) + "png";
+    figures[png] = read(page.parent_path() / png);
+  }
+  r = run_driftlab("study report " + (d / "out").string());
+  ASSERT_EQ(r.code, 0) << r.out;
+  for (const auto& [name, bytes] : figures) EXPECT_EQ(read(page.parent_path() / name), bytes) << name << " changed";
   const std::string flags = " --headless --no-sandbox --disable-gpu --disable-dev-shm-usage --no-first-run"
                             " --user-data-dir=" + (d / "profile").string() + " --virtual-time-budget=5000";
   const CliRunResult dom = run_shell(chromium + flags + " --dump-dom file://" + page.string() + " 2>/dev/null");

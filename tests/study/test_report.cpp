@@ -148,6 +148,15 @@ namespace {
 // A cell that failed is not "without results yet": the table names it, its seed and its error's
 // first line, so that a row with fewer seeds than the others says why (S1's robustness on the
 // collapsed models is such a row).
+// The table's numbers: 4 decimals, 1 from 1,000 up (a model's size in bytes), 3 significant digits
+// below 0.001.
+TEST(StudyReport, NumbersKeepTheDigitsTheyNeed) {
+  EXPECT_EQ(study::stat_text({"m", 181425.4, 0.5477, 5}), "181425.4 ± 0.5477 (5)");
+  EXPECT_EQ(study::stat_text({"m", 0.8791, 0.0064, 5}), "0.8791 ± 0.0064 (5)");
+  EXPECT_EQ(study::stat_text({"m", 2.42e-89, 0, 5}), "2.42e-89 ± 0.0000 (5)");
+  EXPECT_EQ(study::stat_text({"m", 999.99994, 0, 1}), "999.9999 (1)");
+}
+
 TEST(StudyReport, AFailedCellIsNamedWithItsError) {
   Folder f;
   for (int s = 1; s <= 3; ++s)
