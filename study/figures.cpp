@@ -400,8 +400,13 @@ for t in json.load(open(sys.argv[3])):
             groups[i] += "\n(%d seed%s)" % (n, "" if n == 1 else "s")
     nx = len(models) if one else len(groups)
     per = 1 if one else len(models)
-    width = max(7.0, 0.42 * nx * per + 2.0, nx * (0.075 * max(len(x) for x in (models if one else groups)) + 0.3) + 1.5)
-    fig, axes = plt.subplots(len(measures), 1, figsize=(width, 2.7 * len(measures) + 1.6), squeeze=False)
+    # along the axis, a model's name on a line per part ("lstm/torch/onnx+naive-rnn-gates": three)
+    ticks = [m.replace("/", "\n") for m in models] if one else groups
+    longest = max(len(line) for x in ticks for line in x.split("\n"))
+    width = max(7.0, 0.42 * nx * per + 2.0, nx * (0.075 * longest + 0.3) + 1.5)
+    label_lines = max(x.count("\n") + 1 for x in ticks)
+    height = (2.5 + 0.15 * label_lines) * len(measures) + 1.6
+    fig, axes = plt.subplots(len(measures), 1, figsize=(width, height), squeeze=False)
     cmap = plt.get_cmap("tab10")
     for pi, measure in enumerate(measures):
         ax = axes[pi][0]
@@ -424,7 +429,7 @@ for t in json.load(open(sys.argv[3])):
             ax.bar(xs, hs, bw * 0.92, yerr=[lower, upper], capsize=3, color=cmap(0 if one else mi % 10),
                    label=None if one else mo)
         ax.set_xticks(range(nx))
-        ax.set_xticklabels(models if one else groups, fontsize=8)
+        ax.set_xticklabels(ticks, fontsize=8)
         if measure == "R":
             ax.set_title("R: the robustness indicator, the sum over attacks of (S - min) / (max - min) across "
                          "the models; smaller is more robust", fontsize=9)
@@ -441,9 +446,8 @@ for t in json.load(open(sys.argv[3])):
         handles, labels = axes[0][0].get_legend_handles_labels()
         fig.legend(handles, ["model: " + l for l in labels], loc="lower center", ncol=min(len(labels), 6),
                    frameon=False, fontsize=9, bbox_to_anchor=(0.5, 0.005))
-    height = 2.7 * len(measures) + 1.6
     fig.subplots_adjust(left=0.8 / width, right=1 - 0.2 / width, top=1 - 0.8 / height, bottom=0.9 / height,
-                        hspace=0.75)
+                        hspace=0.55 + 0.2 * label_lines)
     save(fig, "%s_bars" % t["step"])
 print(json.dumps(made))
 )PY";

@@ -172,6 +172,24 @@ void compare(Comparison& c, const Stat& sa, const Stat& sb, const std::map<std::
 
 }  // namespace
 
+bool seed_less(const std::string& a, const std::string& b) {
+  // "2" before "10", and "2/10" before "10/1": each '/'-separated part as a number where it is one
+  std::size_t i = 0, j = 0;
+  while (i < a.size() && j < b.size()) {
+    const std::size_t ei = std::min(a.find('/', i), a.size()), ej = std::min(b.find('/', j), b.size());
+    const std::string x = a.substr(i, ei - i), y = b.substr(j, ej - j);
+    const bool nx = !x.empty() && x.find_first_not_of("0123456789") == std::string::npos && x.size() < 18;
+    const bool ny = !y.empty() && y.find_first_not_of("0123456789") == std::string::npos && y.size() < 18;
+    if (nx && ny) {
+      if (std::stoll(x) != std::stoll(y)) return std::stoll(x) < std::stoll(y);
+    } else if (x != y) {
+      return x < y;
+    }
+    i = ei + 1, j = ej + 1;
+  }
+  return a.size() - std::min(i, a.size()) < b.size() - std::min(j, b.size());
+}
+
 std::string stat_text(const Stat& s) {
   if (s.n == 0) return "";
   if (s.n == 1) return num_text(s.mean) + " (1)";
@@ -271,6 +289,7 @@ std::vector<ReportTable> study_tables(const std::string& dir) {
         t.rows[r].stats.push_back(s);
       }
       for (const std::string& s : seeds[r]) t.rows[r].seeds.push_back(s);
+      std::stable_sort(t.rows[r].seeds.begin(), t.rows[r].seeds.end(), seed_less);
     }
     tables.push_back(std::move(t));
   }

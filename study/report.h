@@ -41,6 +41,10 @@ std::vector<ReportTable> study_tables(const std::string& dir);
 // 3 significant digits below 0.001 (but 0): what tables.md and the page show.
 std::string stat_text(const Stat& s);
 
+// The order seeds are listed in: as numbers where they are ("2" before "10"), a gathered cell's
+// "a/b" part by part.
+bool seed_less(const std::string& a, const std::string& b);
+
 // The index in t.keys of `key`, or of a downstream step's name for its training's (`train.policy`
 // for an attack on trained models); t.keys.size() when the table has neither.
 std::size_t training_key(const ReportTable& t, const std::string& key = "policy");

@@ -157,6 +157,12 @@ TEST(StudyReport, NumbersKeepTheDigitsTheyNeed) {
   EXPECT_EQ(study::stat_text({"m", 999.99994, 0, 1}), "999.9999 (1)");
 }
 
+TEST(StudyReport, SeedsInNumericOrder) {
+  std::vector<std::string> s = {"10", "2", "1", "10/10", "2/10", "2/2", "x", "9"};
+  std::stable_sort(s.begin(), s.end(), study::seed_less);
+  EXPECT_EQ(s, (std::vector<std::string>{"1", "2", "2/2", "2/10", "9", "10", "10/10", "x"}));
+}
+
 TEST(StudyReport, AFailedCellIsNamedWithItsError) {
   Folder f;
   for (int s = 1; s <= 3; ++s)
