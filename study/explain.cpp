@@ -49,6 +49,14 @@ std::vector<std::string> relevant_knobs(const std::string& model, const std::str
   const bool has_bn = !m.net->named_buffers().empty();
   const bool recurrent = m.input_shape.size() == 2;  // (steps, features): the LSTM/GRU models
   const bool embedding = m.num_ids > 0;
+  // The layer kinds in the model: its layers' and, inside residual blocks, its parameters' ("3.
+  // residual.main.0.conv2d.weight"). A knob of a layer the model does not have cannot act.
+  std::set<std::string> kinds;
+  for (std::size_t i = 0; i < m.net->size(); ++i) kinds.insert(m.net->layer(i).kind());
+  for (const auto& [name, p] : m.net->named_params()) {
+    std::istringstream parts(name);
+    for (std::string part; std::getline(parts, part, '.');) kinds.insert(part);
+  }
   static const std::string none;
   const std::string& optimizer = param_or(train_params, "optimizer", none);
   const std::string& schedule = param_or(train_params, "schedule", none);
@@ -65,6 +73,11 @@ std::vector<std::string> relevant_knobs(const std::string& model, const std::str
     const bool rnn_knob = group == "recurrent" || k == "math_rnn" || starts(k, "hard_sigmoid") || starts(k, "rnn_") ||
                           starts(k, "lstm_") || starts(k, "gru_");
     if (rnn_knob && !recurrent) continue;
+    const bool conv_knob = starts(k, "conv_") || k == "model_conv_padding";
+    if (conv_knob && !kinds.count("conv2d")) continue;      // conv_same_pad, conv_kernel_flip, conv_backend, ...
+    if (k == "flatten_order" && !kinds.count("flatten")) continue;
+    if (starts(k, "gru_") && !kinds.count("gru")) continue;
+    if (starts(k, "lstm_") && !kinds.count("lstm")) continue;
     if (group == "batchnorm" && !has_bn) continue;
     if (starts(k, "embedding") && !embedding) continue;
     if (has(k, "nan")) continue;                            // rules for NaN inputs: no effect on finite training

@@ -51,9 +51,19 @@ TEST(StudyExplain, KnobsThatCannotActOnTheTrainingAreLeftOut) {
   EXPECT_TRUE(contains(resnet, "bn_eps"));
   EXPECT_TRUE(contains(resnet, "adam_eps"));
   EXPECT_FALSE(contains(resnet, "sgd_form"));
-  // The LSTM: its recurrent initialisers.
+  // The LSTM: its recurrent initialisers; not the knobs of layers it does not have (convolutions,
+  // a flatten, a GRU), which the presets also set apart.
   const std::vector<std::string> lstm = study::relevant_knobs("lstm", "torch", "tensorflow", sgd);
-  EXPECT_TRUE(contains(lstm, "rnn_recurrent_init"));
+  for (const char* k : {"rnn_recurrent_init", "lstm_forget_bias_init", "init_weight", "weight_layout"})
+    EXPECT_TRUE(contains(lstm, k)) << k;
+  for (const char* k : {"conv_same_pad", "conv_kernel_flip", "model_conv_padding", "flatten_order", "gru_gate_order",
+                        "gru_reset_after"})
+    EXPECT_FALSE(contains(lstm, k)) << k;
+  const std::vector<std::string> gru = study::relevant_knobs("gru", "torch", "tensorflow", sgd);
+  EXPECT_TRUE(contains(gru, "gru_reset_after"));
+  EXPECT_FALSE(contains(gru, "lstm_forget_bias_init"));
+  // and LeNet-5 keeps its convolution's and flatten's
+  for (const char* k : {"conv_same_pad", "flatten_order"}) EXPECT_TRUE(contains(lenet, k)) << k;
 }
 
 TEST(StudyExplain, TheWrittenSpecHoldsBothPresetsAndEveryOneKnobVariant) {
