@@ -58,7 +58,8 @@ struct GapExplanation {
 // table's key is the training's policy (`policy`, or `STEP.policy` in a step downstream of it).
 std::vector<GapExplanation> explain_shares(const std::vector<ReportTable>& tables);
 std::vector<GapExplanation> explain_shares(const ReportTable& table, const std::string& measure);
-// train, evaluate: test accuracy; quantize: int8 test accuracy; attack: success rate (over all, and
+// train: test accuracy and the final training loss (where a loss curve ends); evaluate: test
+// accuracy; quantize: int8 test accuracy; attack: success rate (over all, and
 // over the correctly classified); convert: misclassification.
 std::vector<std::string> explained_measures(const std::string& kind);
 std::string explain_markdown(const std::vector<GapExplanation>& e);

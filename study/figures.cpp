@@ -219,6 +219,10 @@ for gi, g in enumerate(gaps):
             knobs.append(s["knob"])
     height = 1.8 + 0.32 * len(knobs) + 0.5
     fig, ax = plt.subplots(figsize=(8.0, height))
+    # the legend from proxies: a side's colour only where that side was flipped, and one entry for
+    # hollow (a legend handle copies its first bar, hollow or not, and shows a side with no bar)
+    from matplotlib.patches import Patch
+    proxies = []
     for si, side in enumerate([g["a"], g["b"]]):
         ys, ws, solid = [], [], []
         for ki, k in enumerate(knobs):
@@ -228,8 +232,9 @@ for gi, g in enumerate(gaps):
                     ws.append(100 * s["share"])
                     solid.append(s["beyond_spread"])
         color = plt.get_cmap("tab10")(si)
-        ax.barh(ys, ws, 0.36, color=[color if b else "white" for b in solid], edgecolor=color, lw=1.2,
-                label="flipped on %s (hollow: within the seeds' spread)" % side)
+        ax.barh(ys, ws, 0.36, color=[color if b else "white" for b in solid], edgecolor=color, lw=1.2)
+        if ys:
+            proxies.append(Patch(facecolor=color, edgecolor=color, label="flipped on %s: beyond the seeds' spread" % side))
     ax.axvline(100, color="#555", lw=1, ls="--")
     ax.axvline(0, color="#555", lw=0.8)
     ax.set_yticks(range(len(knobs)))
@@ -241,8 +246,9 @@ for gi, g in enumerate(gaps):
         data["study"], g["measure"], g["a"], g["mean_a"], g["b"], g["mean_b"],
         ("\n" + g["within"]) if g["within"] else "")
     fig.suptitle(textwrap.fill(title, 95), fontsize=9)
-    fig.legend(loc="lower center", ncol=1, frameon=False, fontsize=8, bbox_to_anchor=(0.5, 0.005))
-    fig.subplots_adjust(left=0.3, right=0.97, top=1 - 0.75 / height, bottom=0.95 / height)
+    proxies.append(Patch(facecolor="white", edgecolor="#555", label="hollow: within the seeds' spread"))
+    fig.legend(handles=proxies, loc="lower center", ncol=1, frameon=False, fontsize=8, bbox_to_anchor=(0.5, 0.005))
+    fig.subplots_adjust(left=0.3, right=0.97, top=1 - 0.75 / height, bottom=(0.6 + 0.2 * len(proxies)) / height)
     base = "%s_attribution_%d" % (g["step"], gi + 1)
     save(fig, base)
 # Bars: one measure per step (the time per epoch of a training, the int8 accuracy of a quantization,
