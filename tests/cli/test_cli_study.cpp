@@ -151,8 +151,9 @@ title: "two presets, two seeds"
 adaptations: ["300 images"]
 defaults: {limit: 300}
 steps:
-  train: {do: train, grid: {policy: [tensorflow, torch], seed: [1, 2]}, set: {model: lenet1, epochs: 2, batch: 64}}
+  train: {do: train, grid: {policy: [tensorflow, torch], seed: [1, 2]}, set: {model: lenet1, epochs: 2, batch: 16}}
   int8: {do: quantize, needs: train, set: {scheme: tflite, calib: 100}}
+  rob: {do: robustness, needs: train, gather: [policy], set: {attacks: fgsm, eps: 0.1, repeats: 1, samples: 30}}
 )");
   auto r = run_driftlab("study run " + (d / "s.yaml").string() + " --out " + (d / "out").string() + " --quiet");
   ASSERT_EQ(r.code, 0) << r.out;
@@ -166,7 +167,7 @@ steps:
   for (auto it = std::sregex_iterator(html.begin(), html.end(), link); it != std::sregex_iterator(); ++it)
     links.insert((*it)[1].str());
   EXPECT_EQ(links, (std::set<std::string>{"train_train_loss.svg", "train_val_acc.svg", "train_divergence.svg",
-                                          "train_bars.svg", "int8_bars.svg"}));
+                                          "train_bars.svg", "int8_bars.svg", "rob_bars.svg"}));
   for (const std::string& l : links) EXPECT_TRUE(fs::exists(page.parent_path() / l)) << l;
   // A report made again from the same results writes the same figures, byte for byte (no date in
   // them, fixed SVG ids): republishing a study changes no file it need not.
@@ -183,7 +184,7 @@ steps:
                             " --user-data-dir=" + (d / "profile").string() + " --virtual-time-budget=5000";
   const CliRunResult dom = run_shell(chromium + flags + " --dump-dom file://" + page.string() + " 2>/dev/null");
   ASSERT_EQ(dom.code, 0) << dom.out;
-  EXPECT_NE(dom.out.find("data-figures=\"5\""), std::string::npos) << dom.out.substr(0, 2000);
+  EXPECT_NE(dom.out.find("data-figures=\"6\""), std::string::npos) << dom.out.substr(0, 2000);
   EXPECT_NE(dom.out.find("data-broken=\"\""), std::string::npos) << dom.out.substr(0, 2000);
   EXPECT_NE(dom.out.find("<td>tensorflow</td>"), std::string::npos);
   const fs::path shot = d / "page.png";
