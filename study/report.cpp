@@ -135,8 +135,8 @@ std::string fmt(double v, const char* f = "%.4f") {
 }
 
 // "mean ± sd (n)", "mean (1)", "" (no value)
-// A value to 4 decimals, or to 3 significant digits when it is smaller than 0.001 and not 0 (a
-// conversion's output error of 1e-8 is not 0.0000).
+// A value to 4 decimals, to 1 from 1,000 up, or to 3 significant digits when it is smaller than
+// 0.001 and not 0 (a conversion's output error of 1e-8 is not 0.0000).
 std::string num_text(double v) {
   if (v != 0 && std::fabs(v) < 1e-3) return fmt(v, "%.3g");
   return std::fabs(v) >= 1000 ? fmt(v, "%.1f") : fmt(v);  // a size in bytes needs no 4 decimals
