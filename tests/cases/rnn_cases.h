@@ -25,11 +25,12 @@ struct RnnCase {
   bool two_biases, reset_after, z_keeps_old;
   bool peepholes = false;
   bool inclusive = true;  // hard sigmoid: Keras's inclusive gradient edges, else torch's exclusive ones
+  bool divide = false;    // hard sigmoid: PyTorch's form, clip(x + 3, 0, 6) / 6, else 0.2x + 0.5
   unsigned uses = kAllUses;
 };
 
 // The cells of the presets plus the edge rule, bias and update variants cuDNN splits on:
-// {name, cell, gate, two_biases, reset_after, z_keeps_old, peepholes, inclusive}. Every consumer.
+// {name, cell, gate, two_biases, reset_after, z_keeps_old, peepholes, inclusive, divide}. Every consumer.
 inline constexpr RnnCase kRnnCases[] = {
     {"lstm_torch", RnnCell::lstm, ActKind::sigmoid, true, true, true, false, false},
     {"lstm_keras", RnnCell::lstm, ActKind::hard_sigmoid, false, true, true, false, true},
@@ -42,6 +43,9 @@ inline constexpr RnnCase kRnnCases[] = {
     {"gru_before_2bias", RnnCell::gru, ActKind::sigmoid, true, false, true, false, false},
     {"lstm_peepholes", RnnCell::lstm, ActKind::sigmoid, false, true, true, true, false},
     {"lstm_peepholes_hard", RnnCell::lstm, ActKind::hard_sigmoid, true, true, true, true, true},
+    // the torch preset's cells with a hard-sigmoid recurrent activation (hard_sigmoid_kind=relu6_div6)
+    {"lstm_torch_hard", RnnCell::lstm, ActKind::hard_sigmoid, true, true, true, false, false, true},
+    {"gru_torch_hard", RnnCell::gru, ActKind::hard_sigmoid, true, true, true, false, false, true},
 };
 
 struct RnnShape {
@@ -79,14 +83,15 @@ inline constexpr RnnShapeCase kRnnShapes[] = {
     {"issue6_b128", kRnnIssue6, kBench},
 };
 
-// The params of a cell at a shape (hard sigmoid 0.2x+0.5, Keras's and torch's).
+// The params of a cell at a shape (hard sigmoid 0.2x+0.5, or PyTorch's (x+3)/6 in its divide form).
 inline RnnParams rnn_case_params(const RnnCase& c, const RnnShape& s, bool dh_last = false) {
   RnnParams p;
   p.cell = c.cell;
   p.batch = s.batch, p.steps = s.steps, p.input = s.input, p.hidden = s.hidden;
   p.gate_act.kind = c.gate;
-  p.gate_act.hs_slope = 0.2;
+  p.gate_act.hs_slope = c.divide ? 1.0 / 6.0 : 0.2;
   p.gate_act.hs_offset = 0.5;
+  p.gate_act.hs_divide = c.divide;
   p.gate_act.hs_grad_edges_inclusive = c.inclusive;
   p.two_biases = c.two_biases;
   p.gru_reset_after = c.reset_after;

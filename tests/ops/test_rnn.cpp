@@ -7,10 +7,13 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <string>
 #include <vector>
 
 #include "kernels/cpu/registry.h"
+#include "kernels/cpu/fast/rnn_fast_tiles.h"
+#include "core/ops/activation.h"
 #include "core/ops/rnn.h"
 #include "tests/rnn_test_util.h"
 #include "tests/test_util.h"
@@ -124,6 +127,45 @@ INSTANTIATE_TEST_SUITE_P(All, RnnFastVsRef,
                            return std::string(backend_name(std::get<0>(info.param))) + "_" +
                                   rnn_case_name(std::get<1>(info.param));
                          });
+
+// The fast kernel's gate activation, both hard-sigmoid forms, lane by lane against the scalar
+// formula every other kernel uses (core/ops/activation.h hard_sigmoid_of), bit for bit: 20,000
+// inputs over [-4, 4] and the edges. The divide form (PyTorch's, hard_sigmoid_kind=relu6_div6) is
+// told apart from the slope form with the same constants, x/6 + 0.5, on some of them (the
+// forward tolerance of RnnFastVsRef cannot tell the two apart).
+TEST(RnnFast, HardSigmoidGateIsTheScalarFormulaBitForBit) {
+  std::vector<float> xs = {-4.0f, -3.0f, -2.5f, 0.0f, 2.5f, 3.0f, 4.0f, -0.0f, 2.9999998f, -2.9999998f};
+  uint64_t state = 12345;
+  while (xs.size() % 16 != 0 || xs.size() < 20000) {
+    state = state * 6364136223846793005ull + 1442695040888963407ull;
+    xs.push_back(-4.0f + 8.0f * static_cast<float>(state >> 40) / static_cast<float>(1ull << 24));
+  }
+  for (const bool divide : {false, true}) {
+    SCOPED_TRACE(divide ? "divide form" : "slope form");
+    ActivationParams g;
+    g.kind = ActKind::hard_sigmoid;
+    g.hs_slope = divide ? 1.0 / 6.0 : 0.2;
+    g.hs_offset = 0.5;
+    g.hs_divide = divide;
+    const rnn_fast::Gate gate(g);
+    ActivationParams slope_form = g;
+    slope_form.hs_divide = false;
+    const rnn_fast::Gate other(slope_form);
+    int64_t differ = 0, apart = 0;
+    for (std::size_t i = 0; i < xs.size(); i += 16) {
+      rnn_fast::v16 a;
+      for (int l = 0; l < 16; ++l) a[l] = xs[i + l];
+      const rnn_fast::v16 y = rnn_fast::gate<true>(gate, a), z = rnn_fast::gate<true>(other, a);
+      for (int l = 0; l < 16; ++l) {
+        const float want = hard_sigmoid_of(g, xs[i + l]);
+        differ += std::memcmp(&y[l], &want, sizeof want) != 0;
+        apart += y[l] != z[l];
+      }
+    }
+    EXPECT_EQ(differ, 0);
+    if (divide) EXPECT_GT(apart, 1000);  // x/6 + 0.5 rounds differently from (x + 3) / 6 on many inputs
+  }
+}
 
 // Inference (no workspace): the fast kernel keeps one step of state and gives the same bits as
 // a forward that fills the whole workspace for the backward; so does the reference.

@@ -266,15 +266,10 @@ void rnn_forward_fast(const RnnParams& p, const RnnExec& ex, const float* x, con
 void register_rnn_fast(KernelRegistry& reg) {
   RnnKernel k;
   k.name = "fast";  // register-tiled products and the cell math fused; calls no GEMM
-  k.supports_doc =
-      "every params field but a tf32 math mode, autocast, an initial state and the divide form of the hard sigmoid "
-      "(relu6_div6), float32";
+  k.supports_doc = "every params field but a tf32 math mode, autocast and an initial state, float32";
   k.supports = [](const RnnParams& p, DType dt) {
-    // The gates' vectorised hard sigmoid is slope*x + offset; the divide form (PyTorch's
-    // hardsigmoid, for hard_sigmoid_kind=relu6_div6) runs on the reference.
-    const bool divide = p.gate_act.kind == ActKind::hard_sigmoid && p.gate_act.hs_divide;
-    return dt == DType::f32 && p.math == MathMode::float32 && p.autocast == MathMode::float32 && !p.initial_state &&
-           !divide;
+    // both hard-sigmoid forms (slope*x + offset, and PyTorch's divide form) are vectorised (Gate)
+    return dt == DType::f32 && p.math == MathMode::float32 && p.autocast == MathMode::float32 && !p.initial_state;
   };
   k.forward_f32 = rnn_fast::rnn_forward_fast;
   rnn_fast::register_rnn_fast_backward(k);

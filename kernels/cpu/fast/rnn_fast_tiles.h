@@ -184,17 +184,28 @@ __attribute__((always_inline)) inline v16 vtanh(v16 x) {
 // The gate activation (rnn_gate) and its derivative (rnn_gate_grad) on 16 lanes, the kind and
 // edge rule fixed at compile time. Exclusive edges compare a with -offset/slope and
 // (1-offset)/slope in float: exact for both hard-sigmoid kinds (+-2.5 and +-3).
+// The divide form (PyTorch's hardsigmoid: (x + shift) clamped to [0, range], divided by range)
+// takes shift and range as core/ops/activation.h's hard_sigmoid_of casts them, so that each lane
+// is that scalar's value: one add, two compares and one correctly rounded divide.
 struct Gate {
-  float slope, offset, lo, hi;
+  float slope, offset, lo, hi, shift, range;
+  bool divide;
   explicit Gate(const ActivationParams& g)
       : slope(static_cast<float>(g.hs_slope)),
         offset(static_cast<float>(g.hs_offset)),
         lo(static_cast<float>(-g.hs_offset / g.hs_slope)),
-        hi(static_cast<float>((1.0 - g.hs_offset) / g.hs_slope)) {}
+        hi(static_cast<float>((1.0 - g.hs_offset) / g.hs_slope)),
+        shift(static_cast<float>(g.hs_offset / g.hs_slope)),
+        range(static_cast<float>(1.0 / g.hs_slope)),
+        divide(g.hs_divide) {}
 };
 template <bool kHard>
 inline v16 gate(const Gate& g, v16 a) {
   if (!kHard) return 1.0f / (1.0f + vexp(-a));
+  if (g.divide) {
+    const v16 v = a + g.shift;
+    return sel(v < v16{}, v16{}, sel(v > splat(g.range), splat(g.range), v)) / g.range;
+  }
   const v16 v = a * g.slope + g.offset;
   return sel(v < v16{}, v16{}, sel(v > splat(1.0f), splat(1.0f), v));
 }
