@@ -339,6 +339,7 @@ for t in json.load(open(sys.argv[3])):
     cmap = plt.get_cmap("tab10")
     bw = 0.8 / len(lines)
     seeds = 0
+    heights = []
     for li, lv in enumerate(lines):
         xs, hs, es = [], [], []
         for gi, gv in enumerate(groups):
@@ -355,6 +356,11 @@ for t in json.load(open(sys.argv[3])):
         # the lower whisker stops at 0 under a positive bar (times, sizes, rates cannot go below it)
         lower = [min(e, h) if h >= 0 else e for h, e in zip(hs, es)]
         ax.bar(xs, hs, bw * 0.92, yerr=[lower, es], capsize=3, color=cmap(li % 10), label=names[li])
+        heights += [abs(h) + e for h, e in zip(hs, es)]
+    if heights and max(heights) == 0:
+        # nothing to draw (a faithful conversion's misclassification): say so, on an axis from 0
+        ax.set_ylim(0, 1)
+        ax.text(0.5, 0.5, "0 in every cell of every group", transform=ax.transAxes, ha="center", va="center")
     ax.set_xticks(range(len(groups)))
     ax.set_xticklabels(["\n".join("%s=%s" % (short[k], v) for k, v in zip(group_keys, gv)) for gv in groups], fontsize=8)
     ax.set_ylabel(axis)
