@@ -376,22 +376,25 @@ for t in json.load(open(sys.argv[3])):
     save(fig, base)
 # A table over models (robustness: each attack's success per model and R(m), S1's Figure 6; R(m, c)
 # after conversion, S3's): a panel per measure, R last; a bar per model in each group of the other
-# keys (a batch size, a trained model), or, with one group, the models along the axis.
+# keys (a batch size, a trained model), or, with one group, the models along the axis. Each row's
+# "by_model" is the report's own layout of it (study/report.h model_tables).
 import re
+def by_model(r, model, measure):
+    bm = r["by_model"]
+    if model not in bm["models"] or measure not in bm["columns"]:
+        return None
+    return bm["cells"][bm["models"].index(model)][bm["columns"].index(measure)]
 for t in json.load(open(sys.argv[3])):
-    if t["kind"] not in ("robustness", "convert_robustness") or not t["rows"]:
+    if not any("by_model" in r for r in t["rows"]):
         continue
     measures, models = [], []
     for r in t["rows"]:
-        for name in r.get("stats", {}):
-            m = re.match(r"^R\((.+)\)$", name) or re.match(r"^(.+) \((.+)\)$", name)
-            if not m:
-                continue
-            measure, model = ("R", m.group(1)) if m.re.pattern.startswith("^R") else (m.group(1), m.group(2))
-            if measure not in measures:
-                measures.append(measure)
-            if model not in models:
-                models.append(model)
+        for c in r["by_model"]["columns"]:
+            if c not in measures:
+                measures.append(c)
+        for m in r["by_model"]["models"]:
+            if m not in models:
+                models.append(m)
     if not measures:
         continue
     measures = [m for m in measures if m != "R"] + (["R"] if "R" in measures else [])
@@ -401,8 +404,8 @@ for t in json.load(open(sys.argv[3])):
         short = {k: k for k in keys}
     # groups ordered by model first, then the others (a batch size)
     order = sorted(keys, key=lambda k: 0 if k.split(".")[-1] == "model" else 1)
-    rows = sorted(t["rows"], key=lambda r: tuple((lambda v: (0, float(v)) if re.match(r"^-?[0-9.]+$", v) else (1, v))(
-        r.get("group", {}).get(k, "")) for k in order))
+    natural = lambda v: (0, float(v)) if re.match(r"^-?[0-9.]+$", v) else (1, v)  # batch 32 before 128
+    rows = sorted(t["rows"], key=lambda r: tuple(natural(r.get("group", {}).get(k, "")) for k in order))
     groups = [", ".join("%s=%s" % (short[k], r.get("group", {}).get(k, "")) for k in order) for r in rows]
     one = len(rows) == 1
     seeds = max((st["n"] for r in rows for st in r.get("stats", {}).values()), default=0)
@@ -422,12 +425,11 @@ for t in json.load(open(sys.argv[3])):
     cmap = plt.get_cmap("tab10")
     for pi, measure in enumerate(measures):
         ax = axes[pi][0]
-        name = (lambda mo: "R(%s)" % mo) if measure == "R" else (lambda mo, me=measure: "%s (%s)" % (me, mo))
         bw = 0.8 / per
         for mi, mo in enumerate(models):
             xs, hs, es = [], [], []
             for gi, r in enumerate(rows):
-                st = r.get("stats", {}).get(name(mo))
+                st = by_model(r, mo, measure)
                 if not st or st["n"] == 0:
                     continue
                 xs.append(mi if one else gi + (mi - (per - 1) / 2) * bw)

@@ -567,12 +567,26 @@ std::string tables_json(const std::vector<ReportTable>& tables) {
     j["missing"] = t.missing;
     j["failed"] = t.failed;
     j["keys"] = t.keys;
+    // a table over models also in the papers' layout (model_tables: a row per model, a column per
+    // measure, R last), as the figures read it
+    const std::vector<ModelTable> mts = model_tables(t);
     nlohmann::ordered_json rows = nlohmann::ordered_json::array();
-    for (const ReportRow& r : t.rows) {
+    for (std::size_t ri = 0; ri < t.rows.size(); ++ri) {
+      const ReportRow& r = t.rows[ri];
       nlohmann::ordered_json row;
       for (std::size_t i = 0; i < t.keys.size(); ++i) row["group"][t.keys[i]] = r.values[i];
       for (const Stat& s : r.stats) row["stats"][s.measure] = {{"mean", s.mean}, {"sd", s.sd}, {"n", s.n}};
       row["seeds"] = r.seeds;
+      if (ri < mts.size()) {
+        const ModelTable& mt = mts[ri];
+        nlohmann::ordered_json cells = nlohmann::ordered_json::array();
+        for (const std::vector<Stat>& line : mt.cells) {
+          nlohmann::ordered_json c = nlohmann::ordered_json::array();
+          for (const Stat& st : line) c.push_back({{"mean", st.mean}, {"sd", st.sd}, {"n", st.n}});
+          cells.push_back(c);
+        }
+        row["by_model"] = {{"models", mt.models}, {"columns", mt.columns}, {"cells", cells}};
+      }
       rows.push_back(row);
     }
     j["rows"] = rows;

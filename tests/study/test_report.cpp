@@ -232,6 +232,13 @@ TEST(StudyReport, RegularAgainstQuantizedAndTablesOverModels) {
                                            "0.1000 (3) | 0.0000 ± 0.0000 (3) |"),
             std::string::npos)
       << study::tables_markdown(t);
+  // tables.json carries the same layout for the figures (by_model: models, columns, cells)
+  const nlohmann::json js = nlohmann::json::parse(study::tables_json({*rob}));
+  const nlohmann::json& bm = js[0]["rows"][0]["by_model"];
+  EXPECT_EQ(bm["models"], nlohmann::json({"tensorflow", "torch"}));
+  EXPECT_EQ(bm["columns"], nlohmann::json({"fgsm success", "R"}));
+  EXPECT_NEAR(bm["cells"][0][0]["mean"].get<double>(), 0.6, 1e-12);
+  EXPECT_EQ(bm["cells"][1][0]["n"].get<int>(), 3);
 }
 
 }  // namespace
