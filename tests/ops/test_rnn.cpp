@@ -157,8 +157,8 @@ TEST(RnnFast, HardSigmoidGateIsTheScalarFormulaBitForBit) {
       for (int l = 0; l < 16; ++l) a[l] = xs[i + l];
       const rnn_fast::v16 y = rnn_fast::gate<true>(gate, a), z = rnn_fast::gate<true>(other, a);
       for (int l = 0; l < 16; ++l) {
-        const float want = hard_sigmoid_of(g, xs[i + l]);
-        differ += std::memcmp(&y[l], &want, sizeof want) != 0;
+        const float got = y[l], want = hard_sigmoid_of(g, xs[i + l]);
+        differ += std::memcmp(&got, &want, sizeof want) != 0;
         apart += y[l] != z[l];
       }
     }
