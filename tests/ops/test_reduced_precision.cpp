@@ -85,6 +85,9 @@ TEST(ReducedPrecision, Tf32TiesByHand) {
 }
 
 TEST(ReducedPrecision, Fp16MatchesTheCompilersFloat16Conversion) {
+#ifndef __FLT16_MAX__  // clang 14 has no _Float16 on x86 (g++ 12, the build's compiler, has)
+  GTEST_SKIP() << "this compiler has no _Float16 to compare with";
+#else
   std::vector<float> xs = random_floats(200000, 2);
   // float16's own range, densely: every exponent from its subnormals to past its overflow
   std::mt19937 g(3);
@@ -97,6 +100,7 @@ TEST(ReducedPrecision, Fp16MatchesTheCompilersFloat16Conversion) {
     const float want = static_cast<float>(static_cast<_Float16>(x));
     ASSERT_EQ(float_bits(round_to_fp16(x)), float_bits(want)) << x;
   }
+#endif
 }
 
 // TF32 and float16 keep the same 10 fraction bits: rounded to nearest even, a float32 in float16's

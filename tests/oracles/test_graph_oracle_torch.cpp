@@ -440,7 +440,9 @@ TEST(TorchGraph, OneSgdStepAndTheInputGradientOfMobileNetV2AndResNet50MatchAutog
     // semantics at batch 4: BatchNorm over 16 values in layer4) flips four ReLUs; on Zen 3
     // MobileNetV2 none (docs/GRAPH_MODELS.md).
     Replacements take_f32s;
-    for (const auto& [node, z32] : f.decision_inputs) {
+    for (const auto& entry : f.decision_inputs) {
+      const std::size_t node = entry.first;
+      const Tensor& z32 = entry.second;  // a named reference: C++17 lambdas cannot capture a structured binding
       const Tensor& z64 = d.decision_inputs.at(node);
       const std::vector<double>& ts = f.thresholds.at(node);
       auto differs = [&](int64_t e) {

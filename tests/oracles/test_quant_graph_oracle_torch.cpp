@@ -86,7 +86,9 @@ struct GraphCase {
 };
 
 void check_model(const GraphCase& c) {
-  const auto& [dir, why] = oracle_run(c.name);
+  const auto& run = oracle_run(c.name);
+  const fs::path& dir = run.first;  // not a structured binding: the lambdas below capture it (C++17)
+  const std::string& why = run.second;
   if (!why.empty()) {
     if (why.rfind("FAILED", 0) == 0) FAIL() << why;
     DRIFTLAB_SKIP_OR_REQUIRE(why);
