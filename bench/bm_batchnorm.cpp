@@ -86,8 +86,8 @@ void bm_batchnorm(benchmark::State& state, Pass pass, BatchNormCase c, bool fast
       if (pass == Pass::train_forward) {
         err = normwise_error({{&cy, &ry}, {&cm, &rm}, {&cv, &rv}, {&ci, &ri}});
       } else {
-        batchnorm_backward_ref(p, x64, dy64, g64, rm, ri, rdx, rdg, rdb);
-        k.backward_train(p, x, dy, gamma, cm, ci, cdx, cdg, cdb);
+        batchnorm_backward_ref(p, x64, dy64, g64, b64, rm, ri, rdx, rdg, rdb);
+        k.backward_train(p, x, dy, gamma, beta, cm, ci, cdx, cdg, cdb);
         err = normwise_error({{&cdx, &rdx}, {&cdg, &rdg}, {&cdb, &rdb}});
       }
     }
@@ -110,7 +110,7 @@ void bm_batchnorm(benchmark::State& state, Pass pass, BatchNormCase c, bool fast
         bytes_per_pass = 3 * t;
         break;
       case Pass::backward:
-        k.backward_train(p, x, dy, gamma, mean, invstd, dx, dgamma, dbeta);
+        k.backward_train(p, x, dy, gamma, beta, mean, invstd, dx, dgamma, dbeta);
         bytes_per_pass = 5 * t;
         break;
       case Pass::infer_forward:

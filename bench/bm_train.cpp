@@ -48,11 +48,12 @@ const char* kModels[] = {"lenet1", "lenet5", "resnet20", "vgg16", "lstm", "gru"}
 constexpr int kNumModels = 6;
 
 void train_steps(benchmark::State& state, const std::string& model, const std::string& policy, int64_t batch,
-                 bool channel_blocks) {
+                 bool channel_blocks, bool fuse_bn_relu = true) {
   Model m = build_model(model, Policy::parse(policy), 1);
   ExecContext exec;
   exec.threads = omp_get_max_threads();  // OMP_NUM_THREADS, as the label says
   exec.channel_blocks = channel_blocks;
+  exec.fuse_bn_relu = fuse_bn_relu;
   TrainConfig cfg;
   cfg.batch = batch;
   cfg.optim = {0.01, 0.9, false, 0.0};
@@ -64,7 +65,7 @@ void train_steps(benchmark::State& state, const std::string& model, const std::s
   for (auto _ : state) benchmark::DoNotOptimize(trainer.train_step(x, y));
   state.counters["images/s"] = benchmark::Counter(static_cast<double>(batch), benchmark::Counter::kIsIterationInvariantRate);
   state.SetLabel(model + " " + policy + " threads=" + std::to_string(omp_get_max_threads()) +
-                (channel_blocks ? "" : " plain activations"));
+                (channel_blocks ? "" : " plain activations") + (fuse_bn_relu ? "" : " batchnorm and relu apart"));
 }
 
 // args: model index, policy index, batch
@@ -77,6 +78,13 @@ void BM_TrainStep(benchmark::State& state) {
 // ExecContext::channel_blocks off): what the blocked layout saves, in one run.
 void BM_TrainStepLayout(benchmark::State& state) {
   train_steps(state, kModels[state.range(0)], "torch", 128, state.range(1) != 0);
+}
+
+// ResNet-20 training steps (torch, batch 128; VGG-16 has no BatchNorm) with each batchnorm -> ReLU pair run as one
+// op (fused:1, the default) and as two layers (fused:0, ExecContext::fuse_bn_relu off): the same
+// bits, one pass fewer each way.
+void BM_TrainStepBnRelu(benchmark::State& state) {
+  train_steps(state, kModels[state.range(0)], "torch", 128, true, state.range(1) != 0);
 }
 
 void BM_Predict(benchmark::State& state) {
@@ -121,4 +129,5 @@ void predict_args(benchmark::internal::Benchmark* b) {
 
 BENCHMARK(BM_TrainStep)->Apply(train_args)->ArgNames({"model", "policy", "batch"})->UseRealTime()->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_TrainStepLayout)->ArgsProduct({{2, 3}, {0, 1}})->ArgNames({"model", "blocks"})->UseRealTime()->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_TrainStepBnRelu)->ArgsProduct({{2}, {0, 1}})->ArgNames({"model", "fused"})->UseRealTime()->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_Predict)->Apply(predict_args)->ArgNames({"model", "policy", "batch"})->UseRealTime()->Unit(benchmark::kMillisecond);

@@ -7,11 +7,13 @@
 // statistic is the batch variance passed through `estimator` (the frameworks disagree here),
 // optionally zero-debiased (TF assign_moving_average(zero_debias=True)).
 // Kernels write y and dx with '='; dgamma and dbeta are ADDED into (+=).
+// With `relu` set the kernels compute batchnorm followed by a ReLU as one op (below).
 #pragma once
 #include <cstdint>
 
-#include "core/tensor.h"
+#include "core/ops/activation.h"
 #include "core/ops/common.h"
+#include "core/tensor.h"
 
 namespace driftlab {
 
@@ -32,6 +34,15 @@ struct BatchNormParams {
   BnVarEstimator estimator = BnVarEstimator::unbiased;
   bool zero_debias = false;
   SumOrder sum_order = SumOrder::ascending;  // reference kernels only
+  // A ReLU applied in the same passes (Sequential fuses a batchnorm followed by a relu into one
+  // op): the forwards write relu_value(z), z = gamma * xhat + beta; the backwards take dy as the
+  // gradient of relu_value(z) and use relu_grad(z, dy) (core/ops/activation.h, with the ReLU
+  // layer's grad_at_zero and NaN rule) where the plain op uses dy, z recomputed from x by the
+  // forward's own expression (the same bits), so nothing of z is kept. The results are those of
+  // the two ops run one after the other, bit for bit.
+  bool relu = false;
+  double relu_grad_at_zero = 0.0;
+  ReluNanGrad relu_nan_grad = ReluNanGrad::dy;
 };
 
 // Inference semantics differentiated (attacks need dL/dx of the deployed model): with
@@ -40,13 +51,15 @@ struct BatchNormParams {
 // The running statistics are read, never moved.
 using BnForwardTrainFn = void (*)(const BatchNormParams&, const Tensor& x, const Tensor& gamma, const Tensor& beta,
                                   Tensor& y, Tensor& mean, Tensor& var, Tensor& invstd);
+// beta: read only under `relu` (z is recomputed), as in the forward.
 using BnBackwardTrainFn = void (*)(const BatchNormParams&, const Tensor& x, const Tensor& dy, const Tensor& gamma,
-                                   const Tensor& mean, const Tensor& invstd, Tensor& dx, Tensor& dgamma, Tensor& dbeta);
+                                   const Tensor& beta, const Tensor& mean, const Tensor& invstd, Tensor& dx,
+                                   Tensor& dgamma, Tensor& dbeta);
 using BnForwardInferFn = void (*)(const BatchNormParams&, const Tensor& x, const Tensor& gamma, const Tensor& beta,
                                   const Tensor& running_mean, const Tensor& running_var, Tensor& y);
 using BnBackwardInferFn = void (*)(const BatchNormParams&, const Tensor& x, const Tensor& dy, const Tensor& gamma,
-                                   const Tensor& running_mean, const Tensor& running_var, Tensor& dx, Tensor& dgamma,
-                                   Tensor& dbeta);
+                                   const Tensor& beta, const Tensor& running_mean, const Tensor& running_var,
+                                   Tensor& dx, Tensor& dgamma, Tensor& dbeta);
 // biased_mean/biased_var/steps hold the zero-debias state (used only when p.zero_debias; steps is
 // a 1-element tensor).
 using BnUpdateRunningFn = void (*)(const BatchNormParams&, const Tensor& mean, const Tensor& var, Tensor& running_mean,

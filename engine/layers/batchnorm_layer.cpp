@@ -59,22 +59,38 @@ int BatchNormLayer::input_block(const ExecContext& exec, DType dt) const {
   return shape_.size() == 3 && exec.kernels.batchnorm.select(backend_, p_, dt).any_block ? kAnyBlock : 0;
 }
 
-Tensor BatchNormLayer::forward(RunContext& ctx, const Tensor& x) {
+Tensor BatchNormLayer::forward(RunContext& ctx, const Tensor& x) { return run_forward(ctx, x, p_); }
+
+Tensor BatchNormLayer::forward_relu(RunContext& ctx, const Tensor& x, const ActivationParams& relu) {
+  check(relu.kind == ActKind::relu, "batchnorm: only a ReLU fuses with it, not ", act_name(relu.kind));
+  BatchNormParams p = p_;
+  p.relu = true;
+  p.relu_grad_at_zero = relu.relu_grad_at_zero;
+  p.relu_nan_grad = relu.relu_nan_grad;
+  return run_forward(ctx, x, p);
+}
+
+// p: the layer's params, with the fused ReLU or without (p_ itself never has it: the device
+// layers are made from p_).
+Tensor BatchNormLayer::run_forward(RunContext& ctx, const Tensor& x, const BatchNormParams& p) {
   check_input("batchnorm", x, shape_);
   p_.n = x.dim(0);
+  BatchNormParams q = p;
+  q.n = p_.n;
   Tensor y = Tensor::empty(x.shape(), x.dtype()).with_block(x.channel_block());
-  const BatchNormKernel& k = ctx.exec.pick(ctx.exec.kernels.batchnorm, backend_, p_, x.dtype());
+  const BatchNormKernel& k = ctx.exec.pick(ctx.exec.kernels.batchnorm, backend_, q, x.dtype());
   x_ = ctx.record ? x : Tensor();
   recorded_ = ctx.semantics;
+  recorded_p_ = q;
   if (ctx.semantics == Semantics::inference) {
-    k.forward_infer(p_, x, gamma_.value, beta_.value, running_mean_.value, running_var_.value, y);
+    k.forward_infer(q, x, gamma_.value, beta_.value, running_mean_.value, running_var_.value, y);
     return y;
   }
   mean_ = Tensor({p_.c}, x.dtype());
   var_ = Tensor({p_.c}, x.dtype());
   invstd_ = Tensor({p_.c}, x.dtype());
-  k.forward_train(p_, x, gamma_.value, beta_.value, y, mean_, var_, invstd_);
-  k.update_running(p_, mean_, var_, running_mean_.value, running_var_.value, biased_mean_.value, biased_var_.value,
+  k.forward_train(q, x, gamma_.value, beta_.value, y, mean_, var_, invstd_);
+  k.update_running(q, mean_, var_, running_mean_.value, running_var_.value, biased_mean_.value, biased_var_.value,
                    steps_.value);
   return y;
 }
@@ -85,11 +101,13 @@ Tensor BatchNormLayer::backward(RunContext& ctx, const Tensor& dy) {
   if (dy.channel_block() != x_.channel_block())
     fail("batchnorm backward: dy in channel block ", dy.channel_block(), ", the forward's x in ", x_.channel_block());
   Tensor dx = Tensor::empty(x_.shape(), x_.dtype()).with_block(x_.channel_block());
-  const BatchNormKernel& k = ctx.exec.pick(ctx.exec.kernels.batchnorm, backend_, p_, x_.dtype());
+  const BatchNormParams& q = recorded_p_;
+  const BatchNormKernel& k = ctx.exec.pick(ctx.exec.kernels.batchnorm, backend_, q, x_.dtype());
   if (recorded_ == Semantics::inference)
-    k.backward_infer(p_, x_, dy, gamma_.value, running_mean_.value, running_var_.value, dx, gamma_.grad, beta_.grad);
+    k.backward_infer(q, x_, dy, gamma_.value, beta_.value, running_mean_.value, running_var_.value, dx, gamma_.grad,
+                     beta_.grad);
   else
-    k.backward_train(p_, x_, dy, gamma_.value, mean_, invstd_, dx, gamma_.grad, beta_.grad);
+    k.backward_train(q, x_, dy, gamma_.value, beta_.value, mean_, invstd_, dx, gamma_.grad, beta_.grad);
   return dx;
 }
 

@@ -5,8 +5,11 @@
 // n/(n-1-eps)). Train semantics normalise with the batch statistics and move the running ones;
 // inference semantics use the running statistics and never move them, forward and backward.
 #pragma once
-#include "engine/layers/layer.h"
+#include <optional>
+
+#include "core/ops/activation.h"
 #include "core/ops/batchnorm.h"
+#include "engine/layers/layer.h"
 #include "engine/policy.h"
 
 namespace driftlab {
@@ -21,7 +24,13 @@ class BatchNormLayer : public Layer {
   std::string describe() const override;
   Shape output_shape() const override { return shape_; }
   Tensor forward(RunContext& ctx, const Tensor& x) override;
+  // backward() takes the gradient of what the last recorded forward returned: after
+  // forward_relu, of the ReLU's output.
   Tensor backward(RunContext& ctx, const Tensor& dy) override;
+  // This batchnorm and the ReLU layer after it (`relu`: its params) as one op
+  // (BatchNormParams::relu; Sequential calls it): the two layers' results, bit for bit, with no
+  // pass and no tensor of their own for the ReLU.
+  Tensor forward_relu(RunContext& ctx, const Tensor& x, const ActivationParams& relu);
   std::vector<Param*> params() override { return {&gamma_, &beta_}; }
   std::vector<Param*> buffers() override;
   // Any channel block where its kernel takes blocked tensors (BatchNormKernel::any_block).
@@ -39,6 +48,8 @@ class BatchNormLayer : public Layer {
   Param running_mean_, running_var_, biased_mean_, biased_var_, steps_;
   Tensor x_, mean_, var_, invstd_;
   Semantics recorded_ = Semantics::train;  // the semantics of the recorded forward
+  BatchNormParams recorded_p_;             // its params (the fused ReLU's fields among them)
+  Tensor run_forward(RunContext& ctx, const Tensor& x, const BatchNormParams& p);
 };
 
 }  // namespace driftlab

@@ -4,6 +4,7 @@
 
 #include "engine/cuda/device_layer.h"
 #include "engine/layers/activation_layer.h"
+#include "engine/layers/batchnorm_layer.h"
 #include "engine/layers/conv2d_layer.h"
 #include "engine/layers/layout.h"
 #include "engine/layers/math_mode.h"
@@ -33,6 +34,11 @@ Layer& Sequential::add(std::unique_ptr<Layer> layer) {
   out_ = layer->output_shape();
   formats_.push_back(layer->set_input_format(formats_.empty() ? in_format_ : formats_.back()));
   layers_.push_back(std::move(layer));
+  if (layers_.size() >= 2) {  // the last two appended: a batchnorm -> ReLU pair?
+    const auto* act = layer_as<ActivationLayer>(*layers_.back());
+    if (act && act->op_params().kind == ActKind::relu && layer_as<BatchNormLayer>(*layers_[layers_.size() - 2]))
+      bn_relu_.push_back(layers_.size() - 2);
+  }
   if (layers_.size() >= 3) {  // the last three appended: a conv -> activation -> max-pool run?
     Block b;
     b.first = layers_.size() - 3;
@@ -61,6 +67,12 @@ void Sequential::note_block(const Block& b) {
   else
     b.conv->set_block_note(std::string(backend_name(b.conv->op_backend())) + "; not fused: conv_block " +
                            backend_name(want) + (k.name ? std::string(" supports ") + k.supports_doc : " not built"));
+}
+
+BatchNormLayer* Sequential::bn_relu_at(std::size_t i) const {
+  for (std::size_t first : bn_relu_)
+    if (first == i) return layer_as<BatchNormLayer>(*layers_[i]);
+  return nullptr;
 }
 
 Sequential::Block* Sequential::block_at(std::size_t first) {
@@ -122,6 +134,8 @@ Tensor Sequential::forward(RunContext& ctx, const Tensor& x) {
   }
   in_block_ = x.channel_block();
   out_blocks_.assign(n, 0);
+  fused_bn_relu_.assign(n, 0);
+  const bool may_fuse = ctx.exec.fuse_bn_relu && !ctx.exec.layer_inputs && !ctx.exec.replace_layer_input;
   Tensor h = x;
   for (std::size_t i = 0; i < n;) {
     if (Block* b = block_at(i)) {
@@ -136,6 +150,15 @@ Tensor Sequential::forward(RunContext& ctx, const Tensor& x) {
       }
     }
     if (h.channel_block() != 0 && takes[i] != kAnyBlock && takes[i] != h.channel_block()) h = to_plain(h);
+    if (BatchNormLayer* bn = may_fuse ? bn_relu_at(i) : nullptr;
+        bn && formats_[i] == MathMode::float32 && formats_[i + 1] == MathMode::float32) {
+      ctx.out_block = wants[i + 2];
+      h = bn->forward_relu(ctx, h, layer_as<ActivationLayer>(*layers_[i + 1])->op_params());
+      out_blocks_[i] = out_blocks_[i + 1] = h.channel_block();
+      fused_bn_relu_[i] = 1;
+      i += 2;
+      continue;
+    }
     if (ctx.exec.replace_layer_input)
       if (Tensor r = ctx.exec.replace_layer_input(i, h); r.defined()) h = r;
     if (ctx.exec.layer_inputs) ctx.exec.layer_inputs(i, h);
@@ -169,6 +192,12 @@ Tensor Sequential::backward(RunContext& ctx, const Tensor& dy) {
                  ctx.param_grads ? &conv.weight().grad : nullptr, ctx.param_grads && p.bias ? &conv.bias().grad : nullptr);
       g = dx;
       i = blk->first;  // the loop's i-- moves past the block
+      continue;
+    }
+    if (i > 0 && fused_bn_relu_.size() == layers_.size() && fused_bn_relu_[i - 1]) {
+      --i;  // the ReLU's gradient goes to the batchnorm, which ran both (the loop's i-- moves past it)
+      ctx.need_dx = i > 0 || ctx.input_grad;
+      g = layers_[i]->backward(ctx, g);
       continue;
     }
     ctx.need_dx = i > 0 || ctx.input_grad;

@@ -18,6 +18,11 @@
 // says which (set when the block is appended). Parameters, buffers and names are the layers'
 // either way: the model file does not know about blocks.
 //
+// BatchNorm + ReLU: a batchnorm layer followed by a ReLU layer runs as one op
+// (BatchNormLayer::forward_relu, the two layers' bits) where ExecContext::fuse_bn_relu allows it,
+// both keep float32 formats and no test tap (ExecContext::layer_inputs, replace_layer_input) wants
+// the ReLU's input; otherwise, and on any device, as the two layers.
+//
 // Autocast (engine/layers/math_mode.h): each layer's output format is found when it is added
 // (Layer::set_input_format, from the format of its input); forward rounds a layer's result where
 // that format is reduced, backward rounds the gradient of such an output before the layer's
@@ -30,6 +35,7 @@
 
 namespace driftlab {
 
+class BatchNormLayer;
 class Conv2dLayer;
 class ActivationLayer;
 class Pool2dLayer;
@@ -73,6 +79,8 @@ class Sequential {
     bool fused = false;
     Tensor x, z;  // the block's input and pre-activation, for the backward
   };
+  // Layer i is a batchnorm and layer i + 1 a ReLU (found when appended): the pair may fuse.
+  BatchNormLayer* bn_relu_at(std::size_t i) const;
   Block* block_at(std::size_t first);
   Block* block_ending_at(std::size_t last);
   bool forward_block(RunContext& ctx, Block& b, Tensor& h);  // false: not supported, run the layers
@@ -86,6 +94,8 @@ class Sequential {
   // The last forward's layouts: its input's, each layer's output's, and its own output's.
   int in_block_ = 0, final_block_ = 0;
   std::vector<int> out_blocks_;
+  std::vector<std::size_t> bn_relu_;      // the first index of every batchnorm -> ReLU pair
+  std::vector<uint8_t> fused_bn_relu_;    // per layer: the last forward ran the pair starting there as one op
 };
 
 }  // namespace driftlab

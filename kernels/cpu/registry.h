@@ -92,6 +92,10 @@ struct ExecContext {
   // (engine/layers/layout.h; the convolutions compute the same bits either way, BatchNorm sums in
   // another order). false: every layer sees plain tensors (the comparison the tests make).
   bool channel_blocks = true;
+  // Whether Sequential may run a batchnorm followed by a ReLU as one op (BatchNormParams::relu: the
+  // two layers' bits, one pass fewer each way, no tensor for the ReLU's input). false: the two
+  // layers one by one (what the tests compare it with).
+  bool fuse_bn_relu = true;
 
   // The kernel of `table` for backend `want` (see OpTable::select), recorded in `trace`.
   template <typename Kernel, typename Params>

@@ -20,6 +20,12 @@ void note_fallback(CudaContext& ctx, const char* op, const std::string& sig) {
   ctx.record_algo(r);
 }
 
+// BatchNormParams::relu (the CPU's batchnorm + relu as one op) has no device kernel: the device
+// layers run the two layers apart, from a layer's own params, which never set it.
+void refuse_fused_relu(const BatchNormParams& p, const char* fn) {
+  if (p.relu) fail("cuda: ", fn, ": a fused ReLU (BatchNormParams::relu) is a CPU op; run batchnorm and relu apart");
+}
+
 }  // namespace
 
 void gemm_cuda(CudaContext& ctx, const GemmParams& p, const DeviceTensor& a, const DeviceTensor& b, DeviceTensor& c) {
@@ -92,6 +98,7 @@ void avgpool2d_backward_cuda(CudaContext& ctx, const Pool2dParams& p, const Devi
 void batchnorm_forward_train_cuda(CudaContext& ctx, const BatchNormParams& p, const DeviceTensor& x,
                                   const DeviceTensor& gamma, const DeviceTensor& beta, DeviceTensor& y,
                                   DeviceTensor& mean, DeviceTensor& var, DeviceTensor& invstd) {
+  refuse_fused_relu(p, "batchnorm_forward_train_cuda");
   if (vendor(ctx.params().bn_backend))
     batchnorm_forward_train_cudnn(ctx, p, x, gamma, beta, y, mean, var, invstd);
   else
@@ -102,6 +109,7 @@ void batchnorm_forward_infer_cuda(CudaContext& ctx, const BatchNormParams& p, co
                                   const DeviceTensor& gamma, const DeviceTensor& beta,
                                   const DeviceTensor& running_mean, const DeviceTensor& running_var,
                                   DeviceTensor& y) {
+  refuse_fused_relu(p, "batchnorm_forward_infer_cuda");
   if (vendor(ctx.params().bn_backend)) {
     if (batchnorm_cudnn_supports_infer(p))
       return batchnorm_forward_infer_cudnn(ctx, p, x, gamma, beta, running_mean, running_var, y);
@@ -114,6 +122,7 @@ void batchnorm_backward_cuda(CudaContext& ctx, const BatchNormParams& p, const D
                              const DeviceTensor& dy, const DeviceTensor& gamma, const DeviceTensor& mean,
                              const DeviceTensor& invstd, DeviceTensor& dx, DeviceTensor& dgamma,
                              DeviceTensor& dbeta) {
+  refuse_fused_relu(p, "batchnorm_backward_cuda");
   if (vendor(ctx.params().bn_backend))
     batchnorm_backward_cudnn(ctx, p, x, dy, gamma, mean, invstd, dx, dgamma, dbeta);
   else
@@ -124,6 +133,7 @@ void batchnorm_backward_infer_cuda(CudaContext& ctx, const BatchNormParams& p, c
                                    const DeviceTensor& dy, const DeviceTensor& gamma,
                                    const DeviceTensor& running_mean, const DeviceTensor& running_var,
                                    DeviceTensor& dx, DeviceTensor& dgamma, DeviceTensor& dbeta) {
+  refuse_fused_relu(p, "batchnorm_backward_infer_cuda");
   // cuDNN has no inference-mode backward: a vendor request runs the own kernel, logged.
   if (vendor(ctx.params().bn_backend)) note_fallback(ctx, "batchnorm_backward_infer", "no cuDNN equivalent");
   batchnorm_backward_infer_own(ctx, p, x, dy, gamma, running_mean, running_var, dx, dgamma, dbeta);

@@ -34,7 +34,7 @@ TEST_P(CudaBatchNorm, MatchesReference) {
   Tensor ry(xs, DType::f64), rm(cs, DType::f64), rv(cs, DType::f64), ri(cs, DType::f64);
   batchnorm_forward_train_ref(p, x64, g64, b64, ry, rm, rv, ri);
   Tensor rdx(xs, DType::f64), rdg = dg0.to(DType::f64), rdb = db0.to(DType::f64);
-  batchnorm_backward_ref(p, x64, dy64, g64, rm, ri, rdx, rdg, rdb);
+  batchnorm_backward_ref(p, x64, dy64, g64, b64, rm, ri, rdx, rdg, rdb);
 
   cuda::CudaContext ctx;
   cuda::DeviceTensor gx = cuda::to_device(ctx, x), gg = cuda::to_device(ctx, g), gb = cuda::to_device(ctx, b);

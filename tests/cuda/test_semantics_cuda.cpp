@@ -31,7 +31,7 @@ TEST(CudaBatchNormInference, BackwardMatchesTheReference) {
       const Tensor g = random_tensor(cs, dt, 72, 0.5, 1.5), rm = random_tensor(cs, dt, 73);
       const Tensor rv = random_tensor(cs, dt, 74, 0.5, 2.0), dg0 = random_tensor(cs, dt, 75), db0 = random_tensor(cs, dt, 76);
       Tensor rdx(xs, dt), rdg = dg0.clone(), rdb = db0.clone();
-      batchnorm_backward_infer_ref(p, x, dy, g, rm, rv, rdx, rdg, rdb);
+      batchnorm_backward_infer_ref(p, x, dy, g, Tensor(cs, dt), rm, rv, rdx, rdg, rdb);  // beta: read only by a fused ReLU
       cuda::DeviceTensor gx = cuda::to_device(ctx, x), gdy = cuda::to_device(ctx, dy), gg = cuda::to_device(ctx, g);
       cuda::DeviceTensor grm = cuda::to_device(ctx, rm), grv = cuda::to_device(ctx, rv);
       cuda::DeviceTensor dx(ctx, xs, dt), dg = cuda::to_device(ctx, dg0), db = cuda::to_device(ctx, db0);

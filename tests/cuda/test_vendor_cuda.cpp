@@ -231,7 +231,7 @@ TEST(CudaCudnnBatchNorm, MatchesReference) {
     Tensor x64 = x.to(DType::f64), g64 = g.to(DType::f64), dy64 = dy.to(DType::f64);
     batchnorm_forward_train_ref(p, x64, g64, b.to(DType::f64), ry, rm, rv, ri);
     Tensor rdx(xs, DType::f64), rdg(cs, DType::f64), rdb(cs, DType::f64);
-    batchnorm_backward_ref(p, x64, dy64, g64, rm, ri, rdx, rdg, rdb);
+    batchnorm_backward_ref(p, x64, dy64, g64, b.to(DType::f64), rm, ri, rdx, rdg, rdb);
     cuda::DeviceTensor gx = cuda::to_device(ctx, x), gg = cuda::to_device(ctx, g), gb = cuda::to_device(ctx, b);
     cuda::DeviceTensor gdy = cuda::to_device(ctx, dy);
     cuda::DeviceTensor y(ctx, xs, dt), m(ctx, cs, dt), v(ctx, cs, dt), inv(ctx, cs, dt), dx(ctx, xs, dt);

@@ -67,7 +67,7 @@ Result run_infer(const BatchNormCase& c, bool fast, DType dt, int blk = 0) {
   Result r{l.out(dt), {}, {}, {}, l.out(dt), Tensor({c.c}, dt), Tensor({c.c}, dt)};
   const BatchNormKernel& k = kernel(fast);
   k.forward_infer(p, l.in(x), g, b, rm, rv, r.y);
-  k.backward_infer(p, l.in(x), l.in(dy), g, rm, rv, r.dx, r.dg, r.db);
+  k.backward_infer(p, l.in(x), l.in(dy), g, b, rm, rv, r.dx, r.dg, r.db);
   r.y = l.back(r.y);
   r.dx = l.back(r.dx);
   return r;
@@ -87,7 +87,7 @@ Result run(const BatchNormCase& c, bool fast, DType dt, int blk = 0) {
            l.out(dt), Tensor({c.c}, dt), Tensor({c.c}, dt)};
   const BatchNormKernel& k = kernel(fast);
   k.forward_train(p, l.in(x), g, b, r.y, r.mean, r.var, r.invstd);
-  k.backward_train(p, l.in(x), l.in(dy), g, r.mean, r.invstd, r.dx, r.dg, r.db);
+  k.backward_train(p, l.in(x), l.in(dy), g, b, r.mean, r.invstd, r.dx, r.dg, r.db);
   r.y = l.back(r.y);
   r.dx = l.back(r.dx);
   return r;

@@ -33,6 +33,33 @@ inline double row_sum(const float* row, int64_t s, F&& f) {
   return static_cast<double>(acc);
 }
 
+// The fused ReLU's output (Relu) or z; its gradient rule at z (Relu) or dy.
+template <bool Relu>
+inline float out_of(float z) {
+  if constexpr (Relu) return relu_value(z);
+  return z;
+}
+struct ReluRule {
+  float g0;
+  bool nan_is_nan;
+  explicit ReluRule(const BatchNormParams& p)
+      : g0(static_cast<float>(p.relu_grad_at_zero)), nan_is_nan(p.relu_nan_grad == ReluNanGrad::nan) {}
+};
+template <bool Relu>
+inline float grad_of(const ReluRule& r, float z, float dy) {
+  if constexpr (Relu) return relu_grad(z, dy, r.g0, r.nan_is_nan);
+  return dy;
+}
+
+// f(std::bool_constant<p.relu>): the loops instantiated for the fused ReLU or without it.
+template <typename F>
+void with_relu(const BatchNormParams& p, F&& f) {
+  if (p.relu)
+    f(std::true_type{});
+  else
+    f(std::false_type{});
+}
+
 void check_f32(const char* fn, const BatchNormParams& p, const Tensor& x) {
   if (x.dtype() != DType::f32) fail(fn, ": the fast kernel is float32 only (use the reference for float64)");
   if (!(x.numel() == p.n * p.c * p.s && x.dim(0) == p.n))  // if/fail: no shape string per call
@@ -97,23 +124,59 @@ std::vector<double> blocked_channel_sums(int64_t n, int64_t c, int64_t s, PlaneF
   return sums;
 }
 
-// Per channel, over images in order: sdy = sum dy, sdyx = sum dy * (x - m) * inv.
-template <int B>
+// Per channel, over images in order: sdy = sum dz, sdyx = sum dz * (x - m) * inv, where dz is dy
+// (or the fused ReLU's gradient at z = g * xhat + b), both in one pass over x and dy; each sum in
+// plane_lane_sums' order.
+template <int B, bool Relu>
 void dy_sums(const BatchNormParams& p, const float* xd, const float* dyd, const float* md, const float* id,
-             std::vector<double>& sdy, std::vector<double>& sdyx) {
-  const int64_t s = p.s;
-  sdy = blocked_channel_sums<B>(p.n, p.c, s, [&](int64_t off, int64_t, double* out) {
-    plane_lane_sums<B>(dyd + off, dyd + off, s, [](float v, float, int) { return v; }, out);
+             const float* gd, const float* bd, std::vector<double>& sdy, std::vector<double>& sdyx) {
+  const int64_t n = p.n, c = p.c, s = p.s;
+  const ReluRule rule(p);
+  std::vector<double> part_dy(static_cast<std::size_t>(n * c)), part_dyx(static_cast<std::size_t>(n * c));
+  blocked_map<B>(n, c, s, [&](int64_t off, int64_t c0) {
+    const float *xr = xd + off, *dr = dyd + off, *m = md + c0, *inv = id + c0, *g = gd + c0, *b = bd + c0;
+    float a[4][B] = {}, q[4][B] = {};
+    int64_t k = 0;
+    for (; k + 4 <= s; k += 4)
+      for (int u = 0; u < 4; ++u) {
+        const float *vx = xr + (k + u) * B, *vd = dr + (k + u) * B;
+#pragma omp simd
+        for (int l = 0; l < B; ++l) {
+          const float xhat = (vx[l] - m[l]) * inv[l];
+          const float d = grad_of<Relu>(rule, g[l] * xhat + b[l], vd[l]);
+          a[u][l] += d;
+          q[u][l] += d * xhat;
+        }
+      }
+    for (; k < s; ++k) {
+      const float *vx = xr + k * B, *vd = dr + k * B;
+#pragma omp simd
+      for (int l = 0; l < B; ++l) {
+        const float xhat = (vx[l] - m[l]) * inv[l];
+        const float d = grad_of<Relu>(rule, g[l] * xhat + b[l], vd[l]);
+        a[0][l] += d;
+        q[0][l] += d * xhat;
+      }
+    }
+    double* pd = part_dy.data() + off / s;
+    double* px = part_dyx.data() + off / s;
+    for (int l = 0; l < B; ++l) {
+      pd[l] = static_cast<double>((a[0][l] + a[1][l]) + (a[2][l] + a[3][l]));
+      px[l] = static_cast<double>((q[0][l] + q[1][l]) + (q[2][l] + q[3][l]));
+    }
   });
-  sdyx = blocked_channel_sums<B>(p.n, p.c, s, [&](int64_t off, int64_t c0, double* out) {
-    const float *m = md + c0, *inv = id + c0;
-    plane_lane_sums<B>(dyd + off, xd + off, s, [m, inv](float d, float x, int l) { return d * ((x - m[l]) * inv[l]); },
-                       out);
-  });
+  sdy.assign(static_cast<std::size_t>(c), 0.0);
+  sdyx.assign(static_cast<std::size_t>(c), 0.0);
+  for (int64_t i = 0; i < n; ++i)
+    for (int64_t ch = 0; ch < c; ++ch) {
+      sdy[static_cast<std::size_t>(ch)] += part_dy[static_cast<std::size_t>(i * c + ch)];
+      sdyx[static_cast<std::size_t>(ch)] += part_dyx[static_cast<std::size_t>(i * c + ch)];
+    }
 }
 
-// y = g * ((x - m) * inv) + b per element, m and inv per channel (the batch's or the running ones).
-template <int B>
+// y = g * ((x - m) * inv) + b per element (through the fused ReLU), m and inv per channel (the
+// batch's or the running ones).
+template <int B, bool Relu>
 void write_normalised(const BatchNormParams& p, const float* xd, const float* m, const float* inv, const float* g,
                       const float* b, float* yd) {
   const int64_t s = p.s;
@@ -122,11 +185,11 @@ void write_normalised(const BatchNormParams& p, const float* xd, const float* m,
     float* yr = yd + off;
     for (int64_t k = 0; k < s; ++k)
 #pragma omp simd
-      for (int l = 0; l < B; ++l) yr[k * B + l] = gc[l] * ((xr[k * B + l] - mc[l]) * ic[l]) + bc[l];
+      for (int l = 0; l < B; ++l) yr[k * B + l] = out_of<Relu>(gc[l] * ((xr[k * B + l] - mc[l]) * ic[l]) + bc[l]);
   });
 }
 
-template <int B>
+template <int B, bool Relu>
 void forward_train_blocked(const BatchNormParams& p, const float* xd, const float* g, const float* b, float* yd,
                            float* md, float* vd, float* id) {
   const int64_t n = p.n, c = p.c, s = p.s;
@@ -143,16 +206,17 @@ void forward_train_blocked(const BatchNormParams& p, const float* xd, const floa
     vd[ch] = static_cast<float>(sq[static_cast<std::size_t>(ch)] / count);
     id[ch] = 1.0f / std::sqrt(vd[ch] + static_cast<float>(p.eps));
   }
-  write_normalised<B>(p, xd, md, id, g, b, yd);
+  write_normalised<B, Relu>(p, xd, md, id, g, b, yd);
 }
 
-template <int B>
-void backward_train_blocked(const BatchNormParams& p, const float* xd, const float* dyd, const float* g,
+template <int B, bool Relu>
+void backward_train_blocked(const BatchNormParams& p, const float* xd, const float* dyd, const float* g, const float* bd,
                             const float* md, const float* id, float* dxd, float* dg, float* db) {
   const int64_t n = p.n, c = p.c, s = p.s;
   const float count = static_cast<float>(n * s);
+  const ReluRule rule(p);
   std::vector<double> sdy, sdyx;
-  dy_sums<B>(p, xd, dyd, md, id, sdy, sdyx);
+  dy_sums<B, Relu>(p, xd, dyd, md, id, g, bd, sdy, sdyx);
   std::vector<float> sum_dy(static_cast<std::size_t>(c)), sum_dy_xhat(static_cast<std::size_t>(c)),
       scale(static_cast<std::size_t>(c));
   for (int64_t ch = 0; ch < c; ++ch) {
@@ -164,45 +228,50 @@ void backward_train_blocked(const BatchNormParams& p, const float* xd, const flo
     scale[u] = g[ch] * id[ch] / count;
   }
   blocked_map<B>(n, c, s, [&](int64_t off, int64_t c0) {
-    const float *xr = xd + off, *dr = dyd + off, *m = md + c0, *inv = id + c0;
+    const float *xr = xd + off, *dr = dyd + off, *m = md + c0, *inv = id + c0, *gc = g + c0, *bc = bd + c0;
     const float *sc = scale.data() + c0, *sd = sum_dy.data() + c0, *sx = sum_dy_xhat.data() + c0;
     float* out = dxd + off;
     for (int64_t k = 0; k < s; ++k)
 #pragma omp simd
       for (int l = 0; l < B; ++l) {
         const float xhat = (xr[k * B + l] - m[l]) * inv[l];
-        out[k * B + l] = sc[l] * (count * dr[k * B + l] - sd[l] - xhat * sx[l]);
+        const float d = grad_of<Relu>(rule, gc[l] * xhat + bc[l], dr[k * B + l]);
+        out[k * B + l] = sc[l] * (count * d - sd[l] - xhat * sx[l]);
       }
   });
 }
 
-template <int B>
+template <int B, bool Relu>
 void forward_infer_blocked(const BatchNormParams& p, const float* xd, const float* g, const float* b,
                            const float* rmd, const float* rvd, float* yd) {
   std::vector<float> inv(static_cast<std::size_t>(p.c));
   for (int64_t ch = 0; ch < p.c; ++ch) inv[static_cast<std::size_t>(ch)] = infer_invstd(p, rvd[ch]);
-  write_normalised<B>(p, xd, rmd, inv.data(), g, b, yd);
+  write_normalised<B, Relu>(p, xd, rmd, inv.data(), g, b, yd);
 }
 
-template <int B>
-void backward_infer_blocked(const BatchNormParams& p, const float* xd, const float* dyd, const float* g,
+template <int B, bool Relu>
+void backward_infer_blocked(const BatchNormParams& p, const float* xd, const float* dyd, const float* g, const float* bd,
                             const float* rmd, const float* rvd, float* dxd, float* dg, float* db) {
   const int64_t n = p.n, c = p.c, s = p.s;
+  const ReluRule rule(p);
   std::vector<float> inv(static_cast<std::size_t>(c)), scale(static_cast<std::size_t>(c));
   for (int64_t ch = 0; ch < c; ++ch) {
     inv[static_cast<std::size_t>(ch)] = infer_invstd(p, rvd[ch]);
     scale[static_cast<std::size_t>(ch)] = g[ch] * inv[static_cast<std::size_t>(ch)];
   }
   blocked_map<B>(n, c, s, [&](int64_t off, int64_t c0) {
-    const float* dr = dyd + off;
+    const float *xr = xd + off, *dr = dyd + off, *m = rmd + c0, *iv = inv.data() + c0, *gc = g + c0, *bc = bd + c0;
     const float* sc = scale.data() + c0;
     float* out = dxd + off;
     for (int64_t k = 0; k < s; ++k)
 #pragma omp simd
-      for (int l = 0; l < B; ++l) out[k * B + l] = dr[k * B + l] * sc[l];
+      for (int l = 0; l < B; ++l) {
+        const float d = grad_of<Relu>(rule, gc[l] * ((xr[k * B + l] - m[l]) * iv[l]) + bc[l], dr[k * B + l]);
+        out[k * B + l] = d * sc[l];
+      }
   });
   std::vector<double> sdy, sdyx;
-  dy_sums<B>(p, xd, dyd, rmd, inv.data(), sdy, sdyx);
+  dy_sums<B, Relu>(p, xd, dyd, rmd, inv.data(), g, bd, sdy, sdyx);
   for (int64_t ch = 0; ch < c; ++ch) {
     dg[ch] += static_cast<float>(sdyx[static_cast<std::size_t>(ch)]);
     db[ch] += static_cast<float>(sdy[static_cast<std::size_t>(ch)]);
@@ -224,21 +293,10 @@ void check_same_block(const char* fn, const Tensor& x, const Tensor& other, cons
     fail(fn, ": ", name, " in channel block ", other.channel_block(), ", x in ", x.channel_block());
 }
 
-void batchnorm_forward_train_fast(const BatchNormParams& p, const Tensor& x, const Tensor& gamma, const Tensor& beta,
-                                  Tensor& y, Tensor& mean, Tensor& var, Tensor& invstd) {
-  check_f32("batchnorm_forward_train_fast", p, x);
-  check_shape("batchnorm_forward_train_fast", "y", y, x.shape());
-  if (x.channel_block() != 0) {
-    check_same_block("batchnorm_forward_train_fast", x, y, "y");
-    return for_block("batchnorm_forward_train_fast", x, [&](auto blk) {
-      forward_train_blocked<decltype(blk)::value>(p, x.blocked_data<float>(), gamma.data<float>(), beta.data<float>(),
-                                                  y.blocked_data<float>(), mean.data<float>(), var.data<float>(),
-                                                  invstd.data<float>());
-    });
-  }
-  const float* xd = x.data<float>();
-  const float *g = gamma.data<float>(), *b = beta.data<float>();
-  float *yd = y.data<float>(), *md = mean.data<float>(), *vd = var.data<float>(), *id = invstd.data<float>();
+// The plain layout's loops, one channel per task (Relu: the fused ReLU, see the file comment).
+template <bool Relu>
+void forward_train_plain(const BatchNormParams& p, const float* xd, const float* g, const float* b, float* yd,
+                         float* md, float* vd, float* id) {
   const int64_t n = p.n, c = p.c, s = p.s;
   const double count = static_cast<double>(n * s);
 #pragma omp parallel for schedule(static)
@@ -259,33 +317,20 @@ void batchnorm_forward_train_fast(const BatchNormParams& p, const Tensor& x, con
       const float* xr = xd + (i * c + ch) * s;
       float* yr = yd + (i * c + ch) * s;
 #pragma omp simd
-      for (int64_t k = 0; k < s; ++k) yr[k] = gc * ((xr[k] - mu) * inv) + bc;
+      for (int64_t k = 0; k < s; ++k) yr[k] = out_of<Relu>(gc * ((xr[k] - mu) * inv) + bc);
     }
   }
 }
 
-void batchnorm_backward_train_fast(const BatchNormParams& p, const Tensor& x, const Tensor& dy, const Tensor& gamma,
-                             const Tensor& mean, const Tensor& invstd, Tensor& dx, Tensor& dgamma, Tensor& dbeta) {
-  check_f32("batchnorm_backward_fast", p, x);
-  check_shape("batchnorm_backward_fast", "dy", dy, x.shape());
-  check_shape("batchnorm_backward_fast", "dx", dx, x.shape());
-  if (x.channel_block() != 0) {
-    check_same_block("batchnorm_backward_fast", x, dy, "dy");
-    check_same_block("batchnorm_backward_fast", x, dx, "dx");
-    return for_block("batchnorm_backward_fast", x, [&](auto blk) {
-      backward_train_blocked<decltype(blk)::value>(p, x.blocked_data<float>(), dy.blocked_data<float>(),
-                                                   gamma.data<float>(), mean.data<float>(), invstd.data<float>(),
-                                                   dx.blocked_data<float>(), dgamma.data<float>(), dbeta.data<float>());
-    });
-  }
-  const float *xd = x.data<float>(), *dyd = dy.data<float>(), *g = gamma.data<float>();
-  const float *md = mean.data<float>(), *id = invstd.data<float>();
-  float *dxd = dx.data<float>(), *dg = dgamma.data<float>(), *db = dbeta.data<float>();
+template <bool Relu>
+void backward_train_plain(const BatchNormParams& p, const float* xd, const float* dyd, const float* g, const float* bd,
+                          const float* md, const float* id, float* dxd, float* dg, float* db) {
   const int64_t n = p.n, c = p.c, s = p.s;
   const float count = static_cast<float>(n * s);
+  const ReluRule rule(p);
 #pragma omp parallel for schedule(static)
   for (int64_t ch = 0; ch < c; ++ch) {
-    const float mu = md[ch], inv = id[ch];
+    const float mu = md[ch], inv = id[ch], gc = g[ch], bc = bd[ch];
     double sdy = 0, sdyx = 0;
     for (int64_t i = 0; i < n; ++i) {
       const float* xr = xd + (i * c + ch) * s;
@@ -293,8 +338,10 @@ void batchnorm_backward_train_fast(const BatchNormParams& p, const Tensor& x, co
       float a = 0.0f, b = 0.0f;
 #pragma omp simd reduction(+ : a, b)
       for (int64_t k = 0; k < s; ++k) {
-        a += dr[k];
-        b += dr[k] * ((xr[k] - mu) * inv);
+        const float xhat = (xr[k] - mu) * inv;
+        const float d = grad_of<Relu>(rule, gc * xhat + bc, dr[k]);
+        a += d;
+        b += d * xhat;
       }
       sdy += static_cast<double>(a);
       sdyx += static_cast<double>(b);
@@ -302,7 +349,7 @@ void batchnorm_backward_train_fast(const BatchNormParams& p, const Tensor& x, co
     const float sum_dy = static_cast<float>(sdy), sum_dy_xhat = static_cast<float>(sdyx);
     dg[ch] += sum_dy_xhat;
     db[ch] += sum_dy;
-    const float scale = g[ch] * inv / count;
+    const float scale = gc * inv / count;
     for (int64_t i = 0; i < n; ++i) {
       const float* xr = xd + (i * c + ch) * s;
       const float* dr = dyd + (i * c + ch) * s;
@@ -310,26 +357,16 @@ void batchnorm_backward_train_fast(const BatchNormParams& p, const Tensor& x, co
 #pragma omp simd
       for (int64_t k = 0; k < s; ++k) {
         const float xhat = (xr[k] - mu) * inv;
-        out[k] = scale * (count * dr[k] - sum_dy - xhat * sum_dy_xhat);
+        const float d = grad_of<Relu>(rule, gc * xhat + bc, dr[k]);
+        out[k] = scale * (count * d - sum_dy - xhat * sum_dy_xhat);
       }
     }
   }
 }
 
-void batchnorm_forward_infer_fast(const BatchNormParams& p, const Tensor& x, const Tensor& gamma, const Tensor& beta,
-                                  const Tensor& rm, const Tensor& rv, Tensor& y) {
-  check_infer_f32("batchnorm_forward_infer_fast", p, x);
-  check_shape("batchnorm_forward_infer_fast", "y", y, x.shape());
-  if (x.channel_block() != 0) {
-    check_same_block("batchnorm_forward_infer_fast", x, y, "y");
-    return for_block("batchnorm_forward_infer_fast", x, [&](auto blk) {
-      forward_infer_blocked<decltype(blk)::value>(p, x.blocked_data<float>(), gamma.data<float>(), beta.data<float>(),
-                                                  rm.data<float>(), rv.data<float>(), y.blocked_data<float>());
-    });
-  }
-  const float *xd = x.data<float>(), *g = gamma.data<float>(), *b = beta.data<float>();
-  const float *rmd = rm.data<float>(), *rvd = rv.data<float>();
-  float* yd = y.data<float>();
+template <bool Relu>
+void forward_infer_plain(const BatchNormParams& p, const float* xd, const float* g, const float* b, const float* rmd,
+                         const float* rvd, float* yd) {
   const int64_t n = p.n, c = p.c, s = p.s;
 #pragma omp parallel for schedule(static) collapse(2)
   for (int64_t i = 0; i < n; ++i)
@@ -338,33 +375,21 @@ void batchnorm_forward_infer_fast(const BatchNormParams& p, const Tensor& x, con
       const float* xr = xd + (i * c + ch) * s;
       float* yr = yd + (i * c + ch) * s;
 #pragma omp simd
-      for (int64_t k = 0; k < s; ++k) yr[k] = gc * ((xr[k] - mu) * inv) + bc;
+      for (int64_t k = 0; k < s; ++k) yr[k] = out_of<Relu>(gc * ((xr[k] - mu) * inv) + bc);
     }
 }
 
-// dx = dy*(gamma*s); dgamma += sum(dy*xhat); dbeta += sum(dy), xhat = (x - running_mean)*s.
-void batchnorm_backward_infer_fast(const BatchNormParams& p, const Tensor& x, const Tensor& dy, const Tensor& gamma,
-                                   const Tensor& rm, const Tensor& rv, Tensor& dx, Tensor& dgamma, Tensor& dbeta) {
-  check_infer_f32("batchnorm_backward_infer_fast", p, x);
-  check_shape("batchnorm_backward_infer_fast", "dy", dy, x.shape());
-  check_shape("batchnorm_backward_infer_fast", "dx", dx, x.shape());
-  if (x.channel_block() != 0) {
-    check_same_block("batchnorm_backward_infer_fast", x, dy, "dy");
-    check_same_block("batchnorm_backward_infer_fast", x, dx, "dx");
-    return for_block("batchnorm_backward_infer_fast", x, [&](auto blk) {
-      backward_infer_blocked<decltype(blk)::value>(p, x.blocked_data<float>(), dy.blocked_data<float>(),
-                                                   gamma.data<float>(), rm.data<float>(), rv.data<float>(),
-                                                   dx.blocked_data<float>(), dgamma.data<float>(), dbeta.data<float>());
-    });
-  }
-  const float *xd = x.data<float>(), *dyd = dy.data<float>(), *g = gamma.data<float>();
-  const float *rmd = rm.data<float>(), *rvd = rv.data<float>();
-  float *dxd = dx.data<float>(), *dg = dgamma.data<float>(), *db = dbeta.data<float>();
+// dx = dz*(gamma*s); dgamma += sum(dz*xhat); dbeta += sum(dz), xhat = (x - running_mean)*s, dz = dy
+// or the fused ReLU's gradient.
+template <bool Relu>
+void backward_infer_plain(const BatchNormParams& p, const float* xd, const float* dyd, const float* g, const float* bd,
+                          const float* rmd, const float* rvd, float* dxd, float* dg, float* db) {
   const int64_t n = p.n, c = p.c, s = p.s;
+  const ReluRule rule(p);
 #pragma omp parallel for schedule(static)
   for (int64_t ch = 0; ch < c; ++ch) {
-    const float mu = rmd[ch], inv = infer_invstd(p, rvd[ch]);
-    const float scale = g[ch] * inv;
+    const float mu = rmd[ch], inv = infer_invstd(p, rvd[ch]), gc = g[ch], bc = bd[ch];
+    const float scale = gc * inv;
     double sdy = 0, sdyx = 0;
     for (int64_t i = 0; i < n; ++i) {
       const float* xr = xd + (i * c + ch) * s;
@@ -373,9 +398,11 @@ void batchnorm_backward_infer_fast(const BatchNormParams& p, const Tensor& x, co
       float a = 0.0f, bsum = 0.0f;
 #pragma omp simd reduction(+ : a, bsum)
       for (int64_t k = 0; k < s; ++k) {
-        a += dr[k];
-        bsum += dr[k] * ((xr[k] - mu) * inv);
-        out[k] = dr[k] * scale;
+        const float xhat = (xr[k] - mu) * inv;
+        const float d = grad_of<Relu>(rule, gc * xhat + bc, dr[k]);
+        a += d;
+        bsum += d * xhat;
+        out[k] = d * scale;
       }
       sdy += static_cast<double>(a);
       sdyx += static_cast<double>(bsum);
@@ -385,12 +412,102 @@ void batchnorm_backward_infer_fast(const BatchNormParams& p, const Tensor& x, co
   }
 }
 
+void batchnorm_forward_train_fast(const BatchNormParams& p, const Tensor& x, const Tensor& gamma, const Tensor& beta,
+                                  Tensor& y, Tensor& mean, Tensor& var, Tensor& invstd) {
+  check_f32("batchnorm_forward_train_fast", p, x);
+  check_shape("batchnorm_forward_train_fast", "y", y, x.shape());
+  if (x.channel_block() != 0) {
+    check_same_block("batchnorm_forward_train_fast", x, y, "y");
+    return for_block("batchnorm_forward_train_fast", x, [&](auto blk) {
+      with_relu(p, [&](auto relu) {
+        forward_train_blocked<decltype(blk)::value, decltype(relu)::value>(
+            p, x.blocked_data<float>(), gamma.data<float>(), beta.data<float>(), y.blocked_data<float>(),
+            mean.data<float>(), var.data<float>(), invstd.data<float>());
+      });
+    });
+  }
+  with_relu(p, [&](auto relu) {
+    forward_train_plain<decltype(relu)::value>(p, x.data<float>(), gamma.data<float>(), beta.data<float>(),
+                                               y.data<float>(), mean.data<float>(), var.data<float>(),
+                                               invstd.data<float>());
+  });
+}
+
+void batchnorm_backward_train_fast(const BatchNormParams& p, const Tensor& x, const Tensor& dy, const Tensor& gamma,
+                                   const Tensor& beta, const Tensor& mean, const Tensor& invstd, Tensor& dx,
+                                   Tensor& dgamma, Tensor& dbeta) {
+  check_f32("batchnorm_backward_fast", p, x);
+  check_shape("batchnorm_backward_fast", "dy", dy, x.shape());
+  check_shape("batchnorm_backward_fast", "dx", dx, x.shape());
+  if (x.channel_block() != 0) {
+    check_same_block("batchnorm_backward_fast", x, dy, "dy");
+    check_same_block("batchnorm_backward_fast", x, dx, "dx");
+    return for_block("batchnorm_backward_fast", x, [&](auto blk) {
+      with_relu(p, [&](auto relu) {
+        backward_train_blocked<decltype(blk)::value, decltype(relu)::value>(
+            p, x.blocked_data<float>(), dy.blocked_data<float>(), gamma.data<float>(), beta.data<float>(),
+            mean.data<float>(), invstd.data<float>(), dx.blocked_data<float>(), dgamma.data<float>(),
+            dbeta.data<float>());
+      });
+    });
+  }
+  with_relu(p, [&](auto relu) {
+    backward_train_plain<decltype(relu)::value>(p, x.data<float>(), dy.data<float>(), gamma.data<float>(),
+                                                beta.data<float>(), mean.data<float>(), invstd.data<float>(),
+                                                dx.data<float>(), dgamma.data<float>(), dbeta.data<float>());
+  });
+}
+
+void batchnorm_forward_infer_fast(const BatchNormParams& p, const Tensor& x, const Tensor& gamma, const Tensor& beta,
+                                  const Tensor& rm, const Tensor& rv, Tensor& y) {
+  check_infer_f32("batchnorm_forward_infer_fast", p, x);
+  check_shape("batchnorm_forward_infer_fast", "y", y, x.shape());
+  if (x.channel_block() != 0) {
+    check_same_block("batchnorm_forward_infer_fast", x, y, "y");
+    return for_block("batchnorm_forward_infer_fast", x, [&](auto blk) {
+      with_relu(p, [&](auto relu) {
+        forward_infer_blocked<decltype(blk)::value, decltype(relu)::value>(
+            p, x.blocked_data<float>(), gamma.data<float>(), beta.data<float>(), rm.data<float>(), rv.data<float>(),
+            y.blocked_data<float>());
+      });
+    });
+  }
+  with_relu(p, [&](auto relu) {
+    forward_infer_plain<decltype(relu)::value>(p, x.data<float>(), gamma.data<float>(), beta.data<float>(),
+                                               rm.data<float>(), rv.data<float>(), y.data<float>());
+  });
+}
+
+void batchnorm_backward_infer_fast(const BatchNormParams& p, const Tensor& x, const Tensor& dy, const Tensor& gamma,
+                                   const Tensor& beta, const Tensor& rm, const Tensor& rv, Tensor& dx, Tensor& dgamma,
+                                   Tensor& dbeta) {
+  check_infer_f32("batchnorm_backward_infer_fast", p, x);
+  check_shape("batchnorm_backward_infer_fast", "dy", dy, x.shape());
+  check_shape("batchnorm_backward_infer_fast", "dx", dx, x.shape());
+  if (x.channel_block() != 0) {
+    check_same_block("batchnorm_backward_infer_fast", x, dy, "dy");
+    check_same_block("batchnorm_backward_infer_fast", x, dx, "dx");
+    return for_block("batchnorm_backward_infer_fast", x, [&](auto blk) {
+      with_relu(p, [&](auto relu) {
+        backward_infer_blocked<decltype(blk)::value, decltype(relu)::value>(
+            p, x.blocked_data<float>(), dy.blocked_data<float>(), gamma.data<float>(), beta.data<float>(),
+            rm.data<float>(), rv.data<float>(), dx.blocked_data<float>(), dgamma.data<float>(), dbeta.data<float>());
+      });
+    });
+  }
+  with_relu(p, [&](auto relu) {
+    backward_infer_plain<decltype(relu)::value>(p, x.data<float>(), dy.data<float>(), gamma.data<float>(),
+                                                beta.data<float>(), rm.data<float>(), rv.data<float>(),
+                                                dx.data<float>(), dgamma.data<float>(), dbeta.data<float>());
+  });
+}
+
 }  // namespace
 
 void register_batchnorm_fast(KernelRegistry& reg) {
   BatchNormKernel k;
   k.name = "fast";
-  k.supports_doc = "float32, plain or channel-blocked, every params field but sum_order (SIMD row sums added in double); the running "
+  k.supports_doc = "float32, plain or channel-blocked, the fused ReLU, every params field but sum_order (SIMD row sums added in double); the running "
                    "update is the reference's";
   k.supports = [](const BatchNormParams&, DType dt) { return dt == DType::f32; };
   k.forward_train = batchnorm_forward_train_fast;

@@ -4,6 +4,8 @@
 // update is the reference for every backend (C values per step: nothing to speed up).
 // Channels are independent and each channel's sums run on one thread in the written order,
 // so splitting channels over OpenMP threads gives the same bits for any thread count.
+// Under params.relu (a ReLU fused after the op): the forwards write relu_value(z) and the
+// backwards first turn dy into relu_grad(z, dy), z recomputed from x by the forward's expression.
 #include <cmath>
 #include <vector>
 
@@ -29,6 +31,18 @@ T channel_sum(const BatchNormParams& p, int64_t c, std::vector<T>& buf, F&& valu
   return ordered_sum(buf.data(), t, p.sum_order);
 }
 
+// The fused ReLU's output, or z itself.
+template <typename T>
+T act(const BatchNormParams& p, T z) {
+  return p.relu ? relu_value(z) : z;
+}
+
+// The fused ReLU's gradient rule at z, or dy itself.
+template <typename T>
+T act_grad(const BatchNormParams& p, T z, T dy) {
+  return p.relu ? relu_grad(z, dy, static_cast<T>(p.relu_grad_at_zero), p.relu_nan_grad == ReluNanGrad::nan) : dy;
+}
+
 template <typename T>
 void forward_train(const BatchNormParams& p, const T* x, const T* g, const T* b, T* y, T* mean, T* var, T* invstd) {
   const T count = static_cast<T>(p.n * p.s);
@@ -44,7 +58,7 @@ void forward_train(const BatchNormParams& p, const T* x, const T* g, const T* b,
     for (int64_t n = 0; n < p.n; ++n)
       for (int64_t i = 0; i < p.s; ++i) {
         int64_t k = (n * p.c + c) * p.s + i;
-        y[k] = g[c] * ((x[k] - mu) * inv) + b[c];
+        y[k] = act(p, g[c] * ((x[k] - mu) * inv) + b[c]);
       }
   }
 }
@@ -63,22 +77,24 @@ void forward_infer(const BatchNormParams& p, const T* x, const T* g, const T* b,
     for (int64_t n = 0; n < p.n; ++n)
       for (int64_t i = 0; i < p.s; ++i) {
         int64_t k = (n * p.c + c) * p.s + i;
-        y[k] = g[c] * ((x[k] - rm[c]) * inv) + b[c];
+        y[k] = act(p, g[c] * ((x[k] - rm[c]) * inv) + b[c]);
       }
   }
 }
 
 // dx = gamma*invstd/n * (n*dy - sum(dy) - xhat*sum(dy*xhat)); dgamma += sum(dy*xhat); dbeta += sum(dy)
+// (dy: the fused ReLU's gradient at z where params.relu).
 template <typename T>
-void backward(const BatchNormParams& p, const T* x, const T* dy, const T* g, const T* mean, const T* invstd, T* dx,
-              T* dg, T* db) {
+void backward(const BatchNormParams& p, const T* x, const T* dy_in, const T* g, const T* b, const T* mean,
+              const T* invstd, T* dx, T* dg, T* db) {
   const T count = static_cast<T>(p.n * p.s);
 #pragma omp parallel for schedule(static)
   for (int64_t c = 0; c < p.c; ++c) {
     std::vector<T> buf(static_cast<std::size_t>(p.n * p.s));
     const T mu = mean[c], inv = invstd[c];
-    T sum_dy = channel_sum<T>(p, c, buf, [&](int64_t i) { return dy[i]; });
-    T sum_dy_xhat = channel_sum<T>(p, c, buf, [&](int64_t i) { return dy[i] * ((x[i] - mu) * inv); });
+    auto dy = [&](int64_t k) { return act_grad(p, g[c] * ((x[k] - mu) * inv) + b[c], dy_in[k]); };
+    T sum_dy = channel_sum<T>(p, c, buf, [&](int64_t i) { return dy(i); });
+    T sum_dy_xhat = channel_sum<T>(p, c, buf, [&](int64_t i) { return dy(i) * ((x[i] - mu) * inv); });
     dg[c] += sum_dy_xhat;
     db[c] += sum_dy;
     const T scale = g[c] * inv / count;
@@ -86,7 +102,7 @@ void backward(const BatchNormParams& p, const T* x, const T* dy, const T* g, con
       for (int64_t i = 0; i < p.s; ++i) {
         int64_t k = (n * p.c + c) * p.s + i;
         T xhat = (x[k] - mu) * inv;
-        dx[k] = scale * (count * dy[k] - sum_dy - xhat * sum_dy_xhat);
+        dx[k] = scale * (count * dy(k) - sum_dy - xhat * sum_dy_xhat);
       }
   }
 }
@@ -94,19 +110,20 @@ void backward(const BatchNormParams& p, const T* x, const T* dy, const T* g, con
 // Inference semantics: xhat = (x - running_mean)*s with s constant, so
 // dx = dy*(gamma*s); dgamma += sum(dy*xhat); dbeta += sum(dy).
 template <typename T>
-void backward_infer(const BatchNormParams& p, const T* x, const T* dy, const T* g, const T* rm, const T* rv, T* dx,
-                    T* dg, T* db) {
+void backward_infer(const BatchNormParams& p, const T* x, const T* dy_in, const T* g, const T* b, const T* rm,
+                    const T* rv, T* dx, T* dg, T* db) {
 #pragma omp parallel for schedule(static)
   for (int64_t c = 0; c < p.c; ++c) {
     std::vector<T> buf(static_cast<std::size_t>(p.n * p.s));
     const T mu = rm[c], inv = infer_invstd(p, rv[c]);
-    dg[c] += channel_sum<T>(p, c, buf, [&](int64_t i) { return dy[i] * ((x[i] - mu) * inv); });
-    db[c] += channel_sum<T>(p, c, buf, [&](int64_t i) { return dy[i]; });
+    auto dy = [&](int64_t k) { return act_grad(p, g[c] * ((x[k] - mu) * inv) + b[c], dy_in[k]); };
+    dg[c] += channel_sum<T>(p, c, buf, [&](int64_t i) { return dy(i) * ((x[i] - mu) * inv); });
+    db[c] += channel_sum<T>(p, c, buf, [&](int64_t i) { return dy(i); });
     const T scale = g[c] * inv;
     for (int64_t n = 0; n < p.n; ++n)
       for (int64_t i = 0; i < p.s; ++i) {
         const int64_t k = (n * p.c + c) * p.s + i;
-        dx[k] = dy[k] * scale;
+        dx[k] = dy(k) * scale;
       }
   }
 }
@@ -135,27 +152,29 @@ void batchnorm_forward_infer_ref(const BatchNormParams& p, const Tensor& x, cons
 }
 
 void batchnorm_backward_ref(const BatchNormParams& p, const Tensor& x, const Tensor& dy, const Tensor& gamma,
-                            const Tensor& mean, const Tensor& invstd, Tensor& dx, Tensor& dgamma, Tensor& dbeta) {
+                            const Tensor& beta, const Tensor& mean, const Tensor& invstd, Tensor& dx, Tensor& dgamma,
+                            Tensor& dbeta) {
   check_x("batchnorm_backward", p, x);
   check_shape("batchnorm_backward", "dy", dy, x.shape());
   check_shape("batchnorm_backward", "dx", dx, x.shape());
   dispatch_dtype(x.dtype(), [&](auto tag) {
     using T = decltype(tag);
-    backward<T>(p, x.data<T>(), dy.data<T>(), gamma.data<T>(), mean.data<T>(), invstd.data<T>(), dx.data<T>(),
-                dgamma.data<T>(), dbeta.data<T>());
+    backward<T>(p, x.data<T>(), dy.data<T>(), gamma.data<T>(), beta.data<T>(), mean.data<T>(), invstd.data<T>(),
+                dx.data<T>(), dgamma.data<T>(), dbeta.data<T>());
   });
 }
 
 void batchnorm_backward_infer_ref(const BatchNormParams& p, const Tensor& x, const Tensor& dy, const Tensor& gamma,
-                                  const Tensor& rm, const Tensor& rv, Tensor& dx, Tensor& dgamma, Tensor& dbeta) {
+                                  const Tensor& beta, const Tensor& rm, const Tensor& rv, Tensor& dx, Tensor& dgamma,
+                                  Tensor& dbeta) {
   check(x.numel() == p.n * p.c * p.s && x.dim(0) == p.n, "batchnorm_backward_infer: x has shape ",
         shape_str(x.shape()), ", expected N=", p.n, " C=", p.c, " S=", p.s);
   check_shape("batchnorm_backward_infer", "dy", dy, x.shape());
   check_shape("batchnorm_backward_infer", "dx", dx, x.shape());
   dispatch_dtype(x.dtype(), [&](auto tag) {
     using T = decltype(tag);
-    backward_infer<T>(p, x.data<T>(), dy.data<T>(), gamma.data<T>(), rm.data<T>(), rv.data<T>(), dx.data<T>(),
-                      dgamma.data<T>(), dbeta.data<T>());
+    backward_infer<T>(p, x.data<T>(), dy.data<T>(), gamma.data<T>(), beta.data<T>(), rm.data<T>(), rv.data<T>(),
+                      dx.data<T>(), dgamma.data<T>(), dbeta.data<T>());
   });
 }
 
@@ -204,7 +223,7 @@ void batchnorm_update_running(const BatchNormParams& p, const Tensor& mean, cons
 void register_batchnorm_ref(KernelRegistry& reg) {
   BatchNormKernel k;
   k.name = "reference";
-  k.supports_doc = "every params field, float32 and float64";
+  k.supports_doc = "every params field (the fused ReLU too), float32 and float64";
   k.supports = [](const BatchNormParams&, DType) { return true; };
   k.forward_train = batchnorm_forward_train_ref;
   k.backward_train = batchnorm_backward_ref;

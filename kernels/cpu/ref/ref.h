@@ -71,12 +71,13 @@ void activation_backward_ref(const ActivationParams&, const Tensor& x, const Ten
 void batchnorm_forward_train_ref(const BatchNormParams&, const Tensor& x, const Tensor& gamma, const Tensor& beta,
                                  Tensor& y, Tensor& mean, Tensor& var, Tensor& invstd);
 void batchnorm_backward_ref(const BatchNormParams&, const Tensor& x, const Tensor& dy, const Tensor& gamma,
-                            const Tensor& mean, const Tensor& invstd, Tensor& dx, Tensor& dgamma, Tensor& dbeta);
+                            const Tensor& beta, const Tensor& mean, const Tensor& invstd, Tensor& dx, Tensor& dgamma,
+                            Tensor& dbeta);
 void batchnorm_forward_infer_ref(const BatchNormParams&, const Tensor& x, const Tensor& gamma, const Tensor& beta,
                                  const Tensor& running_mean, const Tensor& running_var, Tensor& y);
 void batchnorm_backward_infer_ref(const BatchNormParams&, const Tensor& x, const Tensor& dy, const Tensor& gamma,
-                                  const Tensor& running_mean, const Tensor& running_var, Tensor& dx, Tensor& dgamma,
-                                  Tensor& dbeta);
+                                  const Tensor& beta, const Tensor& running_mean, const Tensor& running_var, Tensor& dx,
+                                  Tensor& dgamma, Tensor& dbeta);
 void batchnorm_update_running(const BatchNormParams&, const Tensor& mean, const Tensor& var, Tensor& running_mean,
                               Tensor& running_var, Tensor& biased_mean, Tensor& biased_var, Tensor& steps);
 
