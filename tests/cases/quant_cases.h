@@ -62,6 +62,13 @@ inline constexpr QConvCase kQConvCases[] = {
     {"stride2_dil2", 2, 3, 12, 12, 5, 3, 3, 2, 2, 2, 2, 2, 2, 2},          // J = 27
     {"stride1x2_asym", 1, 9, 9, 19, 10, 3, 2, 1, 2, 1, 1, 2, 0, 1},        // J = 54
     {"stride3_dil2", 2, 5, 15, 14, 6, 3, 3, 3, 3, 2, 2, 1, 1, 2},          // J = 45
+    // small output planes, where the fast CPU kernel gathers the output columns of several images
+    // into one panel (qconv_gathered): VGG-16's 4x4 and 2x2 stages at batches that leave a partial
+    // panel, a stride-2 small plane, a 1x1 plane
+    {"small_plane_4x4_b11", 11, 20, 4, 4, 24, 3, 3, 1, 1, 1, 1, 1, 1, 1},  // J = 180
+    {"small_plane_2x2_b37", 37, 9, 2, 2, 17, 3, 3, 1, 1, 1, 1, 1, 1, 1},   // J = 81
+    {"small_plane_stride2_b6", 6, 8, 7, 7, 12, 3, 3, 2, 2, 1, 1, 1, 1, 1},  // 4x4 out
+    {"one_pixel_b5", 5, 16, 3, 3, 8, 3, 3, 1, 1, 1, 0, 0, 0, 0},             // 1x1 out
     // ResNet-20's downsampling conv and a stage-3 conv at full size: CPU only (under the CUDA
     // emulation every thread is a fiber; these two would take minutes over the whole sweep)
     {"resnet20_downsample", 1, 16, 32, 32, 32, 3, 3, 2, 2, 1, 1, 1, 1, 1, kCpuTest},

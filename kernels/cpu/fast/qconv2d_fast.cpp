@@ -8,7 +8,8 @@
 // Where the build targets AVX-512 the plane row copy and the panel interleave are written with
 // intrinsics (the same bytes).
 //
-// The convolution reads no panel: the image is copied once into a quad plane (four channels'
+// The convolution reads no panel (but for small output planes, qconv_gathered): the image is
+// copied once into a quad plane (four channels'
 // bytes per pixel, split into the stride's phases, padded: QuadPlane below), where each group
 // (four channels of one kernel tap) over the GEMM's columns m = oh * ws + ow is one contiguous
 // shifted window. The ws - Q columns past each output row are computed and dropped. Where the
@@ -202,6 +203,29 @@ QuadPlane quad_plane(const Conv2dParams& g) {
   qp.phase_px = qp.hs * qp.ws;
   qp.block_px = qp.sh * qp.sw * qp.phase_px;
   return qp;
+}
+
+// Image xn (C, H, W) into the quad plane, shifted to unsigned (its padding and slack already hold
+// the shifted zero point, written once); zeros: W bytes of 0 (channels past C, weight 0).
+void fill_plane(const QuadPlane& qp, const uint8_t* xn, int64_t C, int64_t H, int64_t W, int64_t pad_t, int64_t pad_l,
+                uint8_t flip, const uint8_t* zeros, uint8_t* plane) {
+  for (int64_t q = 0; q < qp.c4; ++q)
+    for (int64_t ih = 0; ih < H; ++ih) {
+      const uint8_t* src[4];
+      for (int t = 0; t < 4; ++t) src[t] = 4 * q + t < C ? xn + ((4 * q + t) * H + ih) * W : zeros;
+      const int64_t i = ih + pad_t;
+      if (qp.sw == 1) {
+        interleave4(src[0], src[1], src[2], src[3], W, flip, plane + 4 * qp.pixel(q, i, pad_l));
+      } else if (qp.sw == 2) {
+        interleave4_pairs(src[0], src[1], src[2], src[3], W, flip, plane + 4 * qp.pixel(q, i, pad_l),
+                          plane + 4 * qp.pixel(q, i, pad_l + 1));
+      } else {
+        for (int64_t iw = 0; iw < W; ++iw) {
+          uint8_t* d = plane + 4 * qp.pixel(q, i, iw + pad_l);
+          for (int t = 0; t < 4; ++t) d[t] = src[t][iw] ^ flip;
+        }
+      }
+    }
 }
 
 // The weights in the quad plane's reduction order: group (c4 * R + r) * S + s holds channels
@@ -407,25 +431,9 @@ void qconv_fast(const QConv2dParams& p, const TX* x, const int8_t* w, const int3
     const std::vector<uint8_t> zeros(static_cast<std::size_t>(W), 0);  // channels past C (weights 0)
 #pragma omp for schedule(static)
     for (int64_t n = 0; n < g.n; ++n) {
-      // 1) the image into the plane, shifted to unsigned (padding and slack already hold zp_u)
+      // 1) the image into the plane (padding and slack already hold zp_u)
       const uint8_t* xn = reinterpret_cast<const uint8_t*>(x) + n * C * H * W;
-      for (int64_t q = 0; q < qp.c4; ++q)
-        for (int64_t ih = 0; ih < H; ++ih) {
-          const uint8_t* src[4];
-          for (int t = 0; t < 4; ++t) src[t] = 4 * q + t < C ? xn + ((4 * q + t) * H + ih) * W : zeros.data();
-          const int64_t i = ih + pad_t;
-          if (qp.sw == 1) {
-            interleave4(src[0], src[1], src[2], src[3], W, flip, plane.data() + 4 * qp.pixel(q, i, pad_l));
-          } else if (qp.sw == 2) {
-            interleave4_pairs(src[0], src[1], src[2], src[3], W, flip, plane.data() + 4 * qp.pixel(q, i, pad_l),
-                              plane.data() + 4 * qp.pixel(q, i, pad_l + 1));
-          } else {
-            for (int64_t iw = 0; iw < W; ++iw) {
-              uint8_t* d = plane.data() + 4 * qp.pixel(q, i, iw + pad_l);
-              for (int t = 0; t < 4; ++t) d[t] = src[t][iw] ^ flip;
-            }
-          }
-        }
+      fill_plane(qp, xn, C, H, W, pad_t, pad_l, flip, zeros.data(), plane.data());
 #if DL_QFAST_X86
       // the next image's bytes towards L2 while this one's GEMM runs: from a batch too large for
       // the caches the copy above otherwise waits on memory (measured: ResNet-20's stride-2
@@ -458,6 +466,112 @@ void qconv_fast(const QConv2dParams& p, const TX* x, const int8_t* w, const int3
               if (vmask[v0 + v]) store_valid(row + 16 * v, vmask[v0 + v], yk + vstart[v0 + v]);
           }
         }
+      }
+    }
+  }
+}
+
+// The share of the quad plane's GEMM columns that are outputs: P * Q of round_up(P * ws, 16). Small
+// planes waste most of a tile (VGG-16's 4x4 layers: 16 of 32 columns, its 2x2 ones 4 of 16: the
+// ws - Q columns past each row and the rounding to 16).
+double plane_column_share(const Conv2dParams& g) {
+  const QuadPlane qp = quad_plane(g);
+  return static_cast<double>(g.out_h() * g.out_w()) / static_cast<double>(round_up(g.out_h() * qp.ws, 16));
+}
+
+// Below this share the convolution gathers its output columns (qconv_gathered). A property of the
+// shape only, so which path runs never depends on a timing (and both give the same bytes).
+constexpr double kGatherBelowShare = 0.85;
+
+// Small output planes: each image still goes into its quad plane, but then only its P * Q output
+// columns are gathered, group by group (the 4-byte word the tile would read for that column: the
+// same word, padding included), into a group-major panel (gemm_panel's Xp[g][m][4]) holding the
+// columns of several images, and the GEMM runs over those columns only. The same words meet the
+// same weights: the same integers, requantized by qconv_fast's fused tiles or its row function.
+template <typename TX, typename TY>
+void qconv_gathered(const QConv2dParams& p, const TX* x, const int8_t* w, const int32_t* bias, TY* y) {
+  const Conv2dParams& g = p.g;
+  const int64_t C = g.c, H = g.h, W = g.w, K = g.k, R = g.r, S = g.s, pad_t = g.pad_t, pad_l = g.pad_l;
+  const int64_t P = g.out_h(), Q = g.out_w(), PQ = P * Q;
+  const uint8_t flip = sign_flip(p.x_dtype);
+  const int32_t zp_u = shifted_zero_point(p.x_dtype, p.x_zero_point);
+  const uint8_t pad_byte = static_cast<uint8_t>(zp_u);
+  const PackedWeights pw = pack_conv_weights(w, g, bias, zp_u);
+  const QuadPlane qp = quad_plane(g);
+  const int64_t groups = pw.j4 / 4;
+  // the plane as qconv_fast sizes it (its tiles read up to a 16-column step past the last column)
+  const int64_t plane_bytes = 4 * (qp.c4 * qp.block_px + round_up(P * qp.ws, 16) + 16);
+  std::vector<int64_t> goff(static_cast<std::size_t>(groups));
+  for (int64_t q = 0; q < qp.c4; ++q)
+    for (int64_t r = 0; r < R; ++r)
+      for (int64_t s = 0; s < S; ++s) goff[(q * R + r) * S + s] = 4 * qp.pixel(q, r * g.dil_h, s * g.dil_w);
+  std::vector<int64_t> col(static_cast<std::size_t>(PQ));  // output pixel i's plane column
+  for (int64_t i = 0; i < PQ; ++i) col[i] = (i / Q) * qp.ws + i % Q;
+  // Images per panel: about 128 columns, and at least one panel per thread.
+  const int64_t threads = omp_get_max_threads();
+  const int64_t per = std::max<int64_t>(1, std::min<int64_t>(128 / PQ, (g.n + threads - 1) / threads));
+  const int64_t chunks = (g.n + per - 1) / per, mpad = round_up(per * PQ, 16);
+  const RequantRowFn<TY> requant = requant_row_for<TY>(p.rq);
+  // The fused requantizing tiles (qconv_fast's) where a 16-column vector never spans two images
+  // (P * Q a multiple of 16): each vector's first pixel is then one image's, at vstart.
+  const auto rq_tiles = p.dot == DotRule::exact && PQ % 16 == 0 ? rq_tiles_for<TY>(p.rq) : nullptr;
+  RqTileArgs ra;
+  std::vector<float> scales(static_cast<std::size_t>(K)), biases(static_cast<std::size_t>(K));
+  std::vector<int64_t> panel_goff(static_cast<std::size_t>(groups));
+  for (int64_t gi = 0; gi < groups; ++gi) panel_goff[gi] = gi * mpad * 4;
+  if (rq_tiles) {
+    const bool add_zp = p.rq.rule == RequantRule::float_multiply_add_zp;
+    for (int64_t k = 0; k < K; ++k) scales[k] = p.rq.channel(k).scale, biases[k] = p.rq.channel(k).bias;
+    ra.fzp = static_cast<float>(p.rq.zero_point);
+    ra.flo = static_cast<float>(add_zp ? p.rq.lo : p.rq.lo - p.rq.zero_point);
+    ra.fhi = static_cast<float>(add_zp ? p.rq.hi : p.rq.hi - p.rq.zero_point);
+    ra.izp = add_zp ? 0 : p.rq.zero_point;
+    ra.ystride = PQ;
+  }
+#pragma omp parallel
+  {
+    std::vector<uint8_t> plane(static_cast<std::size_t>(plane_bytes), pad_byte);
+    std::vector<uint32_t> panel(static_cast<std::size_t>(groups * mpad), 0);
+    std::vector<uint32_t> vmask(static_cast<std::size_t>(mpad / 16));
+    std::vector<int64_t> vstart(static_cast<std::size_t>(mpad / 16));
+    std::vector<int32_t> acc(static_cast<std::size_t>(K * mpad));
+    std::vector<TY> row(static_cast<std::size_t>(mpad));
+    const std::vector<uint8_t> zeros(static_cast<std::size_t>(W), 0);
+#pragma omp for schedule(static)
+    for (int64_t ch = 0; ch < chunks; ++ch) {
+      const int64_t n0 = ch * per, nb = std::min(per, g.n - n0);
+      for (int64_t b = 0; b < nb; ++b) {
+        fill_plane(qp, reinterpret_cast<const uint8_t*>(x) + (n0 + b) * C * H * W, C, H, W, pad_t, pad_l, flip,
+                   zeros.data(), plane.data());
+        for (int64_t gi = 0; gi < groups; ++gi) {
+          const uint8_t* src = plane.data() + goff[gi];
+          uint32_t* dst = panel.data() + gi * mpad + b * PQ;
+          for (int64_t i = 0; i < PQ; ++i) std::memcpy(dst + i, src + 4 * col[i], 4);
+        }
+      }
+      if (rq_tiles) {
+        const uint8_t* xp = reinterpret_cast<const uint8_t*>(panel.data());
+        for (int64_t v = 0; v < mpad / 16; ++v) {  // vector v: image n0 + 16v / PQ, its pixel 16v % PQ
+          vmask[v] = 16 * v < nb * PQ ? 0xFFFFu : 0u;
+          vstart[v] = (n0 + 16 * v / PQ) * K * PQ + 16 * v % PQ;
+        }
+        for (int64_t k0 = 0; k0 < K; k0 += kMaxKb) {
+          const int kb = static_cast<int>(std::min<int64_t>(kMaxKb, K - k0));
+          for (int64_t v0 = 0; v0 < mpad / 16; v0 += kMaxNv) {
+            const int nv = static_cast<int>(std::min<int64_t>(kMaxNv, mpad / 16 - v0));
+            RqTileArgs a = ra;
+            a.scale = scales.data() + k0, a.bias = biases.data() + k0;
+            a.vmask = vmask.data() + v0, a.vstart = vstart.data() + v0;
+            rq_tiles[kb][nv](pw.w.data() + k0 * pw.j4, pw.j4, pw.corr.data() + k0, xp + 64 * v0, panel_goff.data(), a,
+                             y + k0 * PQ);
+          }
+        }
+        continue;
+      }
+      gemm_panel(pw, reinterpret_cast<const uint8_t*>(panel.data()), mpad, acc.data(), p.dot);
+      for (int64_t k = 0; k < K; ++k) {
+        requant(acc.data() + k * mpad, nb * PQ, p.rq.channel(k), p.rq.zero_point, p.rq.lo, p.rq.hi, row.data());
+        for (int64_t b = 0; b < nb; ++b) std::memcpy(y + ((n0 + b) * K + k) * PQ, row.data() + b * PQ, PQ * sizeof(TY));
       }
     }
   }
@@ -561,6 +675,8 @@ void qconv2d_forward_fast(const QConv2dParams& p, const Tensor& x, const Tensor&
       qconv_depthwise(p, x.data<TX>(), w.data<int8_t>(), b, y.data<TY>());
     else if (p.dot == DotRule::int16_pairs_hwc && p.g.c % 2 == 1)
       qconv_im2col_pairs(p, x.data<TX>(), w.data<int8_t>(), b, y.data<TY>());
+    else if (plane_column_share(p.g) < kGatherBelowShare)
+      qconv_gathered(p, x.data<TX>(), w.data<int8_t>(), b, y.data<TY>());
     else
       qconv_fast(p, x.data<TX>(), w.data<int8_t>(), b, y.data<TY>());
   });
