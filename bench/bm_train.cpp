@@ -87,13 +87,13 @@ void BM_TrainStepBnRelu(benchmark::State& state) {
   train_steps(state, kModels[state.range(0)], "torch", 128, true, state.range(1) != 0);
 }
 
-void BM_Predict(benchmark::State& state) {
-  const std::string model = kModels[state.range(0)], policy = kPolicies[state.range(1)];
-  const int64_t batch = state.range(2);
+void predict(benchmark::State& state, const std::string& model, const std::string& policy, int64_t batch,
+             bool fuse_bn_relu) {
   Model m = build_model(model, Policy::parse(policy), 1);
   Model ref = build_model(model, Policy::parse(policy + ",conv_backend=reference,gemm_backend=reference"), 1);
   ExecContext exec;
   exec.threads = omp_get_max_threads();
+  exec.fuse_bn_relu = fuse_bn_relu;
   RunContext ctx = RunContext::inference(exec);
   Tensor x = synthetic_images(model, batch, 9);
   {  // check once on a small slice: fast backends agree with the reference kernels
@@ -109,8 +109,17 @@ void BM_Predict(benchmark::State& state) {
   }
   for (auto _ : state) benchmark::DoNotOptimize(m.forward(ctx, x));
   state.counters["images/s"] = benchmark::Counter(static_cast<double>(batch), benchmark::Counter::kIsIterationInvariantRate);
-  state.SetLabel(model + " " + policy + " threads=" + std::to_string(exec.threads));
+  state.SetLabel(model + " " + policy + " threads=" + std::to_string(exec.threads) +
+                 (fuse_bn_relu ? "" : " batchnorm, add and relu apart"));
 }
+
+void BM_Predict(benchmark::State& state) {
+  predict(state, kModels[state.range(0)], kPolicies[state.range(1)], state.range(2), true);
+}
+
+// ResNet-20's prediction of 1,000 (torch) with each batchnorm -> ReLU and each residual block's
+// batchnorm -> add -> ReLU as one op (fused:1, the default) and apart (fused:0): the same bits.
+void BM_PredictBnRelu(benchmark::State& state) { predict(state, "resnet20", "torch", 1000, state.range(0) != 0); }
 
 void train_args(benchmark::internal::Benchmark* b) {
   for (int m = 0; m < kNumModels; ++m)
@@ -130,4 +139,5 @@ void predict_args(benchmark::internal::Benchmark* b) {
 BENCHMARK(BM_TrainStep)->Apply(train_args)->ArgNames({"model", "policy", "batch"})->UseRealTime()->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_TrainStepLayout)->ArgsProduct({{2, 3}, {0, 1}})->ArgNames({"model", "blocks"})->UseRealTime()->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_TrainStepBnRelu)->ArgsProduct({{2}, {0, 1}})->ArgNames({"model", "fused"})->UseRealTime()->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_PredictBnRelu)->Arg(0)->Arg(1)->ArgName("fused")->UseRealTime()->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_Predict)->Apply(predict_args)->ArgNames({"model", "policy", "batch"})->UseRealTime()->Unit(benchmark::kMillisecond);

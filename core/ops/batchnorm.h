@@ -60,6 +60,13 @@ using BnForwardInferFn = void (*)(const BatchNormParams&, const Tensor& x, const
 using BnBackwardInferFn = void (*)(const BatchNormParams&, const Tensor& x, const Tensor& dy, const Tensor& gamma,
                                    const Tensor& beta, const Tensor& running_mean, const Tensor& running_var,
                                    Tensor& dx, Tensor& dgamma, Tensor& dbeta);
+// The inference forward with a residual term (x's shape and layout) added before the fused ReLU:
+// y = relu_value(z + residual) under params.relu, z + residual without it, z the plain inference
+// output (Sequential runs a residual block's last batchnorm, the block's add and the ReLU after it
+// as this one op in predictions: the three ops' bits).
+using BnForwardInferAddFn = void (*)(const BatchNormParams&, const Tensor& x, const Tensor& gamma, const Tensor& beta,
+                                     const Tensor& running_mean, const Tensor& running_var, const Tensor& residual,
+                                     Tensor& y);
 // biased_mean/biased_var/steps hold the zero-debias state (used only when p.zero_debias; steps is
 // a 1-element tensor).
 using BnUpdateRunningFn = void (*)(const BatchNormParams&, const Tensor& mean, const Tensor& var, Tensor& running_mean,
@@ -76,6 +83,7 @@ struct BatchNormKernel {
   BnForwardInferFn forward_infer = nullptr;
   BnBackwardInferFn backward_infer = nullptr;
   BnUpdateRunningFn update_running = nullptr;
+  BnForwardInferAddFn forward_infer_add = nullptr;  // optional (null: batchnorm, add and ReLU apart)
   // Whether the four passes take a channel-blocked x (engine/layers/layout.h, any block; dy, y and dx
   // in x's layout). Kernels without it take plain tensors only.
   bool any_block = false;

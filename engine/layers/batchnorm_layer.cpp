@@ -70,6 +70,31 @@ Tensor BatchNormLayer::forward_relu(RunContext& ctx, const Tensor& x, const Acti
   return run_forward(ctx, x, p);
 }
 
+bool BatchNormLayer::has_infer_add(const ExecContext& exec, DType dt) const {
+  return exec.kernels.batchnorm.select(backend_, p_, dt).forward_infer_add != nullptr;
+}
+
+Tensor BatchNormLayer::forward_infer_add_relu(RunContext& ctx, const Tensor& x, const Tensor& residual,
+                                              const ActivationParams& relu) {
+  check(ctx.semantics == Semantics::inference && !ctx.record,
+        "batchnorm: the fused residual add is a prediction's op (inference semantics, nothing recorded)");
+  check(relu.kind == ActKind::relu, "batchnorm: only a ReLU fuses with it, not ", act_name(relu.kind));
+  check_input("batchnorm", x, shape_);
+  p_.n = x.dim(0);
+  BatchNormParams q = p_;
+  q.relu = true;
+  q.relu_grad_at_zero = relu.relu_grad_at_zero;
+  q.relu_nan_grad = relu.relu_nan_grad;
+  const BatchNormKernel& k = ctx.exec.pick(ctx.exec.kernels.batchnorm, backend_, q, x.dtype());
+  check(k.forward_infer_add != nullptr, "batchnorm: kernel ", k.name, " has no fused residual add");
+  x_ = Tensor();
+  recorded_ = ctx.semantics;
+  recorded_p_ = q;
+  Tensor y = Tensor::empty(x.shape(), x.dtype()).with_block(x.channel_block());
+  k.forward_infer_add(q, x, gamma_.value, beta_.value, running_mean_.value, running_var_.value, residual, y);
+  return y;
+}
+
 // p: the layer's params, with the fused ReLU or without (p_ itself never has it: the device
 // layers are made from p_).
 Tensor BatchNormLayer::run_forward(RunContext& ctx, const Tensor& x, const BatchNormParams& p) {

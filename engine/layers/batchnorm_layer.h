@@ -31,6 +31,11 @@ class BatchNormLayer : public Layer {
   // (BatchNormParams::relu; Sequential calls it): the two layers' results, bit for bit, with no
   // pass and no tensor of their own for the ReLU.
   Tensor forward_relu(RunContext& ctx, const Tensor& x, const ActivationParams& relu);
+  // A prediction (inference semantics, nothing recorded) of relu(this batchnorm's output +
+  // residual), residual in x's layout, as one op (BatchNormKernel::forward_infer_add; ResidualLayer
+  // calls it for its block's tail); whether this layer's kernel for dt has that op.
+  Tensor forward_infer_add_relu(RunContext& ctx, const Tensor& x, const Tensor& residual, const ActivationParams& relu);
+  bool has_infer_add(const ExecContext& exec, DType dt) const;
   std::vector<Param*> params() override { return {&gamma_, &beta_}; }
   std::vector<Param*> buffers() override;
   // Any channel block where its kernel takes blocked tensors (BatchNormKernel::any_block).

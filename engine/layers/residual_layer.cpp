@@ -112,6 +112,39 @@ Tensor ResidualLayer::forward(RunContext& ctx, const Tensor& x) {
   return y;
 }
 
+bool ResidualLayer::fuses_tail(const ExecContext& exec, DType dt) {
+  if (out_format_ != MathMode::float32 || main_->size() < 2) return false;
+  const auto* bn = layer_as<BatchNormLayer>(main_->layer(main_->size() - 1));
+  return bn && main_->output_format(main_->size() - 1) == MathMode::float32 && bn->has_infer_add(exec, dt);
+}
+
+// The shortcut term is made in the main path's layout (option A: zero channels and the subsampled
+// input, written out once), then the batchnorm writes relu(bn(z) + s).
+Tensor ResidualLayer::forward_relu(RunContext& ctx, const Tensor& x, const ActivationParams& relu) {
+  check_input("residual", x, in_);
+  check(fuses_tail(ctx.exec, x.dtype()), "residual: forward_relu where the tail does not fuse");
+  const std::size_t last = main_->size() - 1;
+  const Tensor z = main_->forward_prefix(ctx, x, last);
+  const int zb = z.channel_block();
+  Tensor s;
+  if (shortcut_ == Shortcut::option_b) s = to_block(proj_->forward(ctx, x), zb);
+  if (shortcut_ == Shortcut::identity) s = to_block(x, zb);
+  if (shortcut_ == Shortcut::option_a) {
+    Tensor sp(z.shape(), z.dtype());  // zeros
+    s = sp.with_block(zb);
+    dispatch_dtype(z.dtype(), [&](auto tag) {
+      using T = decltype(tag);
+      T* sd = s.blocked_data<T>();
+      const T* xd = x.blocked_data<T>();
+      for_each_option_a_pair(x.dim(0), x.channel_block(), zb, [&](int64_t out, int64_t in) { sd[out] = xd[in]; });
+    });
+  }
+  Tensor y = layer_as<BatchNormLayer>(main_->layer(last))->forward_infer_add_relu(ctx, z, s, relu);
+  x_block_ = x.channel_block();
+  y_block_ = zb;
+  return y;
+}
+
 Tensor ResidualLayer::backward(RunContext& ctx, const Tensor& dy_in) {
   // The inner paths need their input gradient exactly when this block's dx is needed:
   // Sequential::backward reads that from ctx.input_grad for its first layer.

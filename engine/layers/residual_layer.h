@@ -7,6 +7,7 @@
 #pragma once
 #include <memory>
 
+#include "core/ops/activation.h"
 #include "engine/layers/sequential.h"
 #include "engine/policy.h"
 
@@ -24,6 +25,13 @@ class ResidualLayer : public Layer {
   Shape output_shape() const override { return out_; }
   Tensor forward(RunContext& ctx, const Tensor& x) override;
   Tensor backward(RunContext& ctx, const Tensor& dy) override;
+  // relu(this block's output) in a prediction (inference semantics, nothing recorded), the main
+  // path's last batchnorm, the add and the ReLU (`relu`: the ReLU layer's params) as one op
+  // (BatchNormLayer::forward_infer_add_relu): the three ops' bits. Only where fuses_tail says so.
+  Tensor forward_relu(RunContext& ctx, const Tensor& x, const ActivationParams& relu);
+  // Whether forward_relu can run: the main path ends in a batchnorm whose kernel for dt has the
+  // fused add, and the sum is not rounded to a 16-bit format (autocast).
+  bool fuses_tail(const ExecContext& exec, DType dt);
   // What both paths take (the main path's first convolution's block, in ResNets).
   int input_block(const ExecContext& exec, DType dt) const override;
   // Autocast: both paths get the block's input format; the sum is in the paths' common format

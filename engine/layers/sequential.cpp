@@ -9,6 +9,7 @@
 #include "engine/layers/layout.h"
 #include "engine/layers/math_mode.h"
 #include "engine/layers/pool_layer.h"
+#include "engine/layers/residual_layer.h"
 
 namespace driftlab {
 
@@ -38,6 +39,8 @@ Layer& Sequential::add(std::unique_ptr<Layer> layer) {
     const auto* act = layer_as<ActivationLayer>(*layers_.back());
     if (act && act->op_params().kind == ActKind::relu && layer_as<BatchNormLayer>(*layers_[layers_.size() - 2]))
       bn_relu_.push_back(layers_.size() - 2);
+    if (act && act->op_params().kind == ActKind::relu && layer_as<ResidualLayer>(*layers_[layers_.size() - 2]))
+      res_relu_.push_back(layers_.size() - 2);
   }
   if (layers_.size() >= 3) {  // the last three appended: a conv -> activation -> max-pool run?
     Block b;
@@ -67,6 +70,12 @@ void Sequential::note_block(const Block& b) {
   else
     b.conv->set_block_note(std::string(backend_name(b.conv->op_backend())) + "; not fused: conv_block " +
                            backend_name(want) + (k.name ? std::string(" supports ") + k.supports_doc : " not built"));
+}
+
+ResidualLayer* Sequential::res_relu_at(std::size_t i) const {
+  for (std::size_t first : res_relu_)
+    if (first == i) return layer_as<ResidualLayer>(*layers_[i]);
+  return nullptr;
 }
 
 BatchNormLayer* Sequential::bn_relu_at(std::size_t i) const {
@@ -121,7 +130,14 @@ int Sequential::input_block(const ExecContext& exec, DType dt) const {
   return kAnyBlock;
 }
 
-Tensor Sequential::forward(RunContext& ctx, const Tensor& x) {
+Tensor Sequential::forward(RunContext& ctx, const Tensor& x) { return run(ctx, x, layers_.size()); }
+
+Tensor Sequential::forward_prefix(RunContext& ctx, const Tensor& x, std::size_t upto) {
+  check(upto < layers_.size(), "sequential: a prefix of ", upto, " of ", layers_.size(), " layers");
+  return run(ctx, x, upto);
+}
+
+Tensor Sequential::run(RunContext& ctx, const Tensor& x, std::size_t upto) {
   const int outer = ctx.out_block;
   const std::size_t n = layers_.size();
   // takes[i]: the block layer i takes (kAnyBlock: any); wants[i]: the block layer i's input may
@@ -137,8 +153,8 @@ Tensor Sequential::forward(RunContext& ctx, const Tensor& x) {
   fused_bn_relu_.assign(n, 0);
   const bool may_fuse = ctx.exec.fuse_bn_relu && !ctx.exec.layer_inputs && !ctx.exec.replace_layer_input;
   Tensor h = x;
-  for (std::size_t i = 0; i < n;) {
-    if (Block* b = block_at(i)) {
+  for (std::size_t i = 0; i < upto;) {
+    if (Block* b = i + 3 <= upto ? block_at(i) : nullptr) {
       const Tensor in = ctx.exec.layer_inputs ? h : Tensor();  // kept only for the tap
       if (forward_block(ctx, *b, h)) {
         if (ctx.exec.layer_inputs) {
@@ -150,8 +166,17 @@ Tensor Sequential::forward(RunContext& ctx, const Tensor& x) {
       }
     }
     if (h.channel_block() != 0 && takes[i] != kAnyBlock && takes[i] != h.channel_block()) h = to_plain(h);
-    if (BatchNormLayer* bn = may_fuse ? bn_relu_at(i) : nullptr;
-        bn && formats_[i] == MathMode::float32 && formats_[i + 1] == MathMode::float32) {
+    const bool pair_fits = may_fuse && i + 2 <= upto && formats_[i] == MathMode::float32 &&
+                           i + 1 < n && formats_[i + 1] == MathMode::float32;
+    if (ResidualLayer* res = pair_fits && ctx.semantics == Semantics::inference && !ctx.record ? res_relu_at(i) : nullptr;
+        res && res->fuses_tail(ctx.exec, h.dtype())) {
+      ctx.out_block = wants[i + 2];
+      h = res->forward_relu(ctx, h, layer_as<ActivationLayer>(*layers_[i + 1])->op_params());
+      out_blocks_[i] = out_blocks_[i + 1] = h.channel_block();
+      i += 2;
+      continue;
+    }
+    if (BatchNormLayer* bn = pair_fits ? bn_relu_at(i) : nullptr) {
       ctx.out_block = wants[i + 2];
       h = bn->forward_relu(ctx, h, layer_as<ActivationLayer>(*layers_[i + 1])->op_params());
       out_blocks_[i] = out_blocks_[i + 1] = h.channel_block();
@@ -169,6 +194,7 @@ Tensor Sequential::forward(RunContext& ctx, const Tensor& x) {
     ++i;
   }
   ctx.out_block = outer;
+  if (upto < n) return h;  // a prefix: in the layout its last layer left it
   if (h.channel_block() != 0 && h.channel_block() != outer) h = to_plain(h);
   final_block_ = h.channel_block();
   return h;

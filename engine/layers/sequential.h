@@ -18,6 +18,10 @@
 // says which (set when the block is appended). Parameters, buffers and names are the layers'
 // either way: the model file does not know about blocks.
 //
+// Residual + ReLU, in predictions (inference semantics, not recorded): a residual block whose main
+// path ends in a batchnorm, followed by a ReLU layer, runs that batchnorm, the block's add and the
+// ReLU as one op (ResidualLayer::forward_relu, the three ops' bits), under the same conditions.
+//
 // BatchNorm + ReLU: a batchnorm layer followed by a ReLU layer runs as one op
 // (BatchNormLayer::forward_relu, the two layers' bits) where ExecContext::fuse_bn_relu allows it,
 // both keep float32 formats and no test tap (ExecContext::layer_inputs, replace_layer_input) wants
@@ -37,6 +41,7 @@ namespace driftlab {
 
 class BatchNormLayer;
 class Conv2dLayer;
+class ResidualLayer;
 class ActivationLayer;
 class Pool2dLayer;
 
@@ -48,6 +53,9 @@ class Sequential {
   Layer& add(std::unique_ptr<Layer> layer);
 
   Tensor forward(RunContext& ctx, const Tensor& x);
+  // The first `upto` layers only, their output left in the layout it has (a residual block runs
+  // all but its last batchnorm so, to fuse that with its add and the ReLU after it).
+  Tensor forward_prefix(RunContext& ctx, const Tensor& x, std::size_t upto);
   // Returns dx of the network input, or an undefined Tensor when !ctx.input_grad.
   Tensor backward(RunContext& ctx, const Tensor& dy);
   // Parameters in layer order, named "<index>.<kind>.<weight|bias>".
@@ -81,6 +89,7 @@ class Sequential {
   };
   // Layer i is a batchnorm and layer i + 1 a ReLU (found when appended): the pair may fuse.
   BatchNormLayer* bn_relu_at(std::size_t i) const;
+  ResidualLayer* res_relu_at(std::size_t i) const;
   Block* block_at(std::size_t first);
   Block* block_ending_at(std::size_t last);
   bool forward_block(RunContext& ctx, Block& b, Tensor& h);  // false: not supported, run the layers
@@ -95,6 +104,8 @@ class Sequential {
   int in_block_ = 0, final_block_ = 0;
   std::vector<int> out_blocks_;
   std::vector<std::size_t> bn_relu_;      // the first index of every batchnorm -> ReLU pair
+  std::vector<std::size_t> res_relu_;     // ... and of every residual -> ReLU pair
+  Tensor run(RunContext& ctx, const Tensor& x, std::size_t upto);
   std::vector<uint8_t> fused_bn_relu_;    // per layer: the last forward ran the pair starting there as one op
 };
 

@@ -9,10 +9,16 @@
 //     backward at both semantics, fused against unfused: logits, the input gradient, every
 //     parameter gradient and running statistic, bit for bit; the ReLU kernel runs 10 times fewer
 //     in ResNet-20 (its stem and the first convolution of each of its 9 blocks).
+// And in predictions, a residual block's last BatchNorm, its add and the ReLU after it as one op
+// (BatchNormKernel::forward_infer_add): each kernel and layout against the three ops one after the
+// other, with and without the ReLU, on the same edge inputs plus a NaN and exact opposites in the
+// residual; ResNet-20 (option A shortcuts) and ResNet-20b (option B) predicting, bit for bit, with
+// no ReLU kernel left to run (19 in ResNet-20 apart).
 #include <gtest/gtest.h>
 
 #include <cmath>
 #include <limits>
+#include <utility>
 #include <string>
 #include <vector>
 
@@ -144,6 +150,69 @@ TEST(BnReluFusion, EveryKernelGivesTheTwoOpsBitsUnderEveryReluRule) {
   EXPECT_EQ(nans_seen, 5 * 6 * (kN * kS + 1));
 }
 
+// The inference forward with a residual: {k.forward_infer_add's y, the same from k.forward_infer
+// without the ReLU, then the add, then the reference ReLU kernel}.
+std::pair<Tensor, Tensor> run_add(const BatchNormKernel& k, bool relu, DType dt, int blk) {
+  const Inputs in(dt);
+  BatchNormParams p;
+  p.eps = 1e-3, p.n = kN, p.c = kC, p.s = kS;
+  Tensor r = random_tensor({kN, kC, kS}, DType::f32, 47);
+  r.data<float>()[(2 * kC + 7) * kS + 1] = std::numeric_limits<float>::quiet_NaN();
+  if (dt == DType::f64) r = r.to(dt);
+  Tensor z = out_tensor(dt, blk);
+  k.forward_infer(p, in_block(in.x, blk), in.g, in.b, in.rm, in.rv, z);
+  Tensor zp = back(z, blk).clone();
+  // channel 9: the residual the negation of the batchnorm's output (z + r exactly 0, +0)
+  for (int64_t i = 0; i < kN; ++i)
+    for (int64_t s = 0; s < kS; ++s) {
+      const int64_t e = (i * kC + 9) * kS + s;
+      if (dt == DType::f64)
+        r.data<double>()[e] = -zp.data<double>()[e];
+      else
+        r.data<float>()[e] = -zp.data<float>()[e];
+    }
+  Tensor sum({kN, kC, kS}, dt);
+  dispatch_dtype(dt, [&](auto tag) {
+    using T = decltype(tag);
+    for (int64_t e = 0; e < sum.numel(); ++e) sum.data<T>()[e] = zp.data<T>()[e] + r.data<T>()[e];
+  });
+  Tensor apart({kN, kC, kS}, dt);
+  ActivationParams a;
+  if (relu)
+    activation_forward_ref(a, sum, apart);
+  else
+    apart = sum;
+  p.relu = relu;
+  Tensor fused = out_tensor(dt, blk);
+  k.forward_infer_add(p, in_block(in.x, blk), in.g, in.b, in.rm, in.rv, in_block(r, blk), fused);
+  return {back(fused, blk), apart};
+}
+
+TEST(BnReluFusion, TheResidualAddFusesBitForBitInEveryKernel) {
+  const KernelRegistry reg = make_cpu_registry();
+  const std::pair<KernelBackend, DType> kernels[] = {
+      {KernelBackend::reference, DType::f32}, {KernelBackend::reference, DType::f64}, {KernelBackend::fast, DType::f32}};
+  int64_t zeros = 0, nans = 0;
+  for (const auto& [backend, dt] : kernels)
+    for (int blk : {0, 8, 16})
+      for (bool relu : {false, true}) {
+        if (backend == KernelBackend::reference && blk != 0) continue;  // the reference takes plain tensors
+        SCOPED_TRACE(std::string(backend_name(backend)) + " " + dtype_name(dt) + " block " + std::to_string(blk) +
+                     (relu ? " relu" : ""));
+        const BatchNormKernel& k = reg.batchnorm.at(backend);
+        ASSERT_NE(k.forward_infer_add, nullptr);
+        const auto [fused, apart] = run_add(k, relu, dt, blk);
+        EXPECT_TRUE(bitwise_equal(fused, apart));
+        for (int64_t e = 0; e < fused.numel(); ++e) {
+          zeros += fused.at(e) == 0.0 && (e / kS) % kC == 9;
+          nans += std::isnan(fused.at(e));
+        }
+      }
+  // five kernel and layout variants, with and without the ReLU
+  EXPECT_EQ(zeros, 5 * 2 * kN * kS) << "channel 9's sums, exactly 0, reached";
+  EXPECT_EQ(nans, 5 * 2 * 2) << "the NaN of x and the NaN of the residual reached";
+}
+
 struct Pass {
   Tensor out, dx;
   std::vector<Tensor> grads, buffers;
@@ -187,6 +256,27 @@ TEST_P(BnReluFusionModel, FusedGivesTheUnfusedBitsAtBothSemantics) {
       EXPECT_EQ(apart.relu_kernels - fused.relu_kernels, 2 * 10);
     }
   }
+}
+
+// Predictions: nothing recorded, so the residual tails fuse too.
+TEST_P(BnReluFusionModel, PredictionsFusedGiveTheUnfusedBits) {
+  ThreadCountGuard threads(2);
+  const auto [model, preset] = GetParam();
+  Tensor out[2];
+  int64_t relu_kernels[2] = {0, 0};
+  for (int fuse : {0, 1}) {
+    Model m = build_model(model, Policy::parse(preset), 11);
+    ExecContext exec;
+    exec.fuse_bn_relu = fuse != 0;
+    std::vector<KernelChoice> trace;
+    exec.trace = &trace;
+    RunContext ctx = RunContext::inference(exec);
+    out[fuse] = m.net->forward(ctx, random_tensor({4, 3, 32, 32}, DType::f32, 12, 0.0, 1.0));
+    for (const KernelChoice& c : trace) relu_kernels[fuse] += c.op == "activation";
+  }
+  EXPECT_TRUE(bitwise_equal(out[1], out[0]));
+  EXPECT_EQ(relu_kernels[1], 0) << "every ReLU inside a batchnorm op";
+  if (std::string(model) == "resnet20") EXPECT_EQ(relu_kernels[0], 19);  // 10 after a batchnorm, 9 after an add
 }
 
 INSTANTIATE_TEST_SUITE_P(Models, BnReluFusionModel,

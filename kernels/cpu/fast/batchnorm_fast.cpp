@@ -174,15 +174,23 @@ void dy_sums(const BatchNormParams& p, const float* xd, const float* dyd, const 
     }
 }
 
-// y = g * ((x - m) * inv) + b per element (through the fused ReLU), m and inv per channel (the
-// batch's or the running ones).
+// y = g * ((x - m) * inv) + b per element (plus the residual term rd where given, then through the
+// fused ReLU), m and inv per channel (the batch's or the running ones).
 template <int B, bool Relu>
 void write_normalised(const BatchNormParams& p, const float* xd, const float* m, const float* inv, const float* g,
-                      const float* b, float* yd) {
+                      const float* b, float* yd, const float* rd = nullptr) {
   const int64_t s = p.s;
   blocked_map<B>(p.n, p.c, s, [&](int64_t off, int64_t c0) {
     const float *xr = xd + off, *mc = m + c0, *ic = inv + c0, *gc = g + c0, *bc = b + c0;
     float* yr = yd + off;
+    if (rd) {
+      const float* rr = rd + off;
+      for (int64_t k = 0; k < s; ++k)
+#pragma omp simd
+        for (int l = 0; l < B; ++l)
+          yr[k * B + l] = out_of<Relu>((gc[l] * ((xr[k * B + l] - mc[l]) * ic[l]) + bc[l]) + rr[k * B + l]);
+      return;
+    }
     for (int64_t k = 0; k < s; ++k)
 #pragma omp simd
       for (int l = 0; l < B; ++l) yr[k * B + l] = out_of<Relu>(gc[l] * ((xr[k * B + l] - mc[l]) * ic[l]) + bc[l]);
@@ -243,10 +251,10 @@ void backward_train_blocked(const BatchNormParams& p, const float* xd, const flo
 
 template <int B, bool Relu>
 void forward_infer_blocked(const BatchNormParams& p, const float* xd, const float* g, const float* b,
-                           const float* rmd, const float* rvd, float* yd) {
+                           const float* rmd, const float* rvd, float* yd, const float* rd = nullptr) {
   std::vector<float> inv(static_cast<std::size_t>(p.c));
   for (int64_t ch = 0; ch < p.c; ++ch) inv[static_cast<std::size_t>(ch)] = infer_invstd(p, rvd[ch]);
-  write_normalised<B, Relu>(p, xd, rmd, inv.data(), g, b, yd);
+  write_normalised<B, Relu>(p, xd, rmd, inv.data(), g, b, yd, rd);
 }
 
 template <int B, bool Relu>
@@ -366,7 +374,7 @@ void backward_train_plain(const BatchNormParams& p, const float* xd, const float
 
 template <bool Relu>
 void forward_infer_plain(const BatchNormParams& p, const float* xd, const float* g, const float* b, const float* rmd,
-                         const float* rvd, float* yd) {
+                         const float* rvd, float* yd, const float* rd = nullptr) {
   const int64_t n = p.n, c = p.c, s = p.s;
 #pragma omp parallel for schedule(static) collapse(2)
   for (int64_t i = 0; i < n; ++i)
@@ -374,6 +382,12 @@ void forward_infer_plain(const BatchNormParams& p, const float* xd, const float*
       const float mu = rmd[ch], inv = infer_invstd(p, rvd[ch]), gc = g[ch], bc = b[ch];
       const float* xr = xd + (i * c + ch) * s;
       float* yr = yd + (i * c + ch) * s;
+      if (rd) {
+        const float* rr = rd + (i * c + ch) * s;
+#pragma omp simd
+        for (int64_t k = 0; k < s; ++k) yr[k] = out_of<Relu>((gc * ((xr[k] - mu) * inv) + bc) + rr[k]);
+        continue;
+      }
 #pragma omp simd
       for (int64_t k = 0; k < s; ++k) yr[k] = out_of<Relu>(gc * ((xr[k] - mu) * inv) + bc);
     }
@@ -478,6 +492,31 @@ void batchnorm_forward_infer_fast(const BatchNormParams& p, const Tensor& x, con
   });
 }
 
+void batchnorm_forward_infer_add_fast(const BatchNormParams& p, const Tensor& x, const Tensor& gamma,
+                                      const Tensor& beta, const Tensor& rm, const Tensor& rv, const Tensor& residual,
+                                      Tensor& y) {
+  check_infer_f32("batchnorm_forward_infer_add_fast", p, x);
+  check_shape("batchnorm_forward_infer_add_fast", "y", y, x.shape());
+  check_shape("batchnorm_forward_infer_add_fast", "residual", residual, x.shape());
+  if (x.channel_block() != 0) {
+    check_same_block("batchnorm_forward_infer_add_fast", x, y, "y");
+    check_same_block("batchnorm_forward_infer_add_fast", x, residual, "residual");
+    return for_block("batchnorm_forward_infer_add_fast", x, [&](auto blk) {
+      with_relu(p, [&](auto relu) {
+        forward_infer_blocked<decltype(blk)::value, decltype(relu)::value>(
+            p, x.blocked_data<float>(), gamma.data<float>(), beta.data<float>(), rm.data<float>(), rv.data<float>(),
+            y.blocked_data<float>(), residual.blocked_data<float>());
+      });
+    });
+  }
+  check_same_block("batchnorm_forward_infer_add_fast", x, residual, "residual");
+  with_relu(p, [&](auto relu) {
+    forward_infer_plain<decltype(relu)::value>(p, x.data<float>(), gamma.data<float>(), beta.data<float>(),
+                                               rm.data<float>(), rv.data<float>(), y.data<float>(),
+                                               residual.data<float>());
+  });
+}
+
 void batchnorm_backward_infer_fast(const BatchNormParams& p, const Tensor& x, const Tensor& dy, const Tensor& gamma,
                                    const Tensor& beta, const Tensor& rm, const Tensor& rv, Tensor& dx, Tensor& dgamma,
                                    Tensor& dbeta) {
@@ -515,6 +554,7 @@ void register_batchnorm_fast(KernelRegistry& reg) {
   k.forward_infer = batchnorm_forward_infer_fast;
   k.backward_infer = batchnorm_backward_infer_fast;
   k.update_running = batchnorm_update_running;
+  k.forward_infer_add = batchnorm_forward_infer_add_fast;
   k.any_block = true;
   reg.batchnorm.at(KernelBackend::fast) = k;
 }

@@ -69,15 +69,18 @@ T infer_invstd(const BatchNormParams& p, T rv) {
   return p.estimator == BnVarEstimator::inv_std ? rv : T(1) / std::sqrt(rv + static_cast<T>(p.eps));
 }
 
+// r (may be null): a residual term added before the fused ReLU (batchnorm_forward_infer_add_ref).
 template <typename T>
-void forward_infer(const BatchNormParams& p, const T* x, const T* g, const T* b, const T* rm, const T* rv, T* y) {
+void forward_infer(const BatchNormParams& p, const T* x, const T* g, const T* b, const T* rm, const T* rv, T* y,
+                   const T* r = nullptr) {
 #pragma omp parallel for schedule(static)
   for (int64_t c = 0; c < p.c; ++c) {
     const T inv = infer_invstd(p, rv[c]);
     for (int64_t n = 0; n < p.n; ++n)
       for (int64_t i = 0; i < p.s; ++i) {
         int64_t k = (n * p.c + c) * p.s + i;
-        y[k] = act(p, g[c] * ((x[k] - rm[c]) * inv) + b[c]);
+        const T z = g[c] * ((x[k] - rm[c]) * inv) + b[c];
+        y[k] = act(p, r ? z + r[k] : z);
       }
   }
 }
@@ -148,6 +151,18 @@ void batchnorm_forward_infer_ref(const BatchNormParams& p, const Tensor& x, cons
   dispatch_dtype(x.dtype(), [&](auto tag) {
     using T = decltype(tag);
     forward_infer<T>(p, x.data<T>(), gamma.data<T>(), beta.data<T>(), rm.data<T>(), rv.data<T>(), y.data<T>());
+  });
+}
+
+void batchnorm_forward_infer_add_ref(const BatchNormParams& p, const Tensor& x, const Tensor& gamma, const Tensor& beta,
+                                     const Tensor& rm, const Tensor& rv, const Tensor& residual, Tensor& y) {
+  check(x.numel() == p.n * p.c * p.s, "batchnorm_forward_infer_add: x has shape ", shape_str(x.shape()));
+  check_shape("batchnorm_forward_infer_add", "y", y, x.shape());
+  check_shape("batchnorm_forward_infer_add", "residual", residual, x.shape());
+  dispatch_dtype(x.dtype(), [&](auto tag) {
+    using T = decltype(tag);
+    forward_infer<T>(p, x.data<T>(), gamma.data<T>(), beta.data<T>(), rm.data<T>(), rv.data<T>(), y.data<T>(),
+                     residual.data<T>());
   });
 }
 
@@ -230,6 +245,7 @@ void register_batchnorm_ref(KernelRegistry& reg) {
   k.forward_infer = batchnorm_forward_infer_ref;
   k.backward_infer = batchnorm_backward_infer_ref;
   k.update_running = batchnorm_update_running;
+  k.forward_infer_add = batchnorm_forward_infer_add_ref;
   reg.batchnorm.at(KernelBackend::reference) = k;
 }
 

@@ -75,6 +75,9 @@ void batchnorm_backward_ref(const BatchNormParams&, const Tensor& x, const Tenso
                             Tensor& dbeta);
 void batchnorm_forward_infer_ref(const BatchNormParams&, const Tensor& x, const Tensor& gamma, const Tensor& beta,
                                  const Tensor& running_mean, const Tensor& running_var, Tensor& y);
+void batchnorm_forward_infer_add_ref(const BatchNormParams&, const Tensor& x, const Tensor& gamma, const Tensor& beta,
+                                     const Tensor& running_mean, const Tensor& running_var, const Tensor& residual,
+                                     Tensor& y);
 void batchnorm_backward_infer_ref(const BatchNormParams&, const Tensor& x, const Tensor& dy, const Tensor& gamma,
                                   const Tensor& beta, const Tensor& running_mean, const Tensor& running_var, Tensor& dx,
                                   Tensor& dgamma, Tensor& dbeta);
