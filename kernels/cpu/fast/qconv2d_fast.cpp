@@ -130,22 +130,6 @@ void interleave4_pairs(const uint8_t* s0, const uint8_t* s1, const uint8_t* s2, 
 // ---------------------------------------------------------------------------------------------
 // qconv2d
 
-// dst[i] = src[i] ^ flip, i < n: an image row into the padded plane (rows of 8 to 32 bytes in
-// ResNet-20: a memcpy call each cost as much as the GEMM, so the loop stays inline).
-inline void copy_flip(const uint8_t* __restrict src, int64_t n, uint8_t flip, uint8_t* __restrict dst) {
-#if defined(__AVX512BW__)
-  // 64 bytes a step, the last step masked (GCC's own vectorisation leaves rows under 32 scalar)
-  const __m512i f = _mm512_set1_epi8(static_cast<char>(flip));
-  for (int64_t i = 0; i < n; i += 64) {
-    const __mmask64 m = n - i >= 64 ? ~__mmask64{0} : ((__mmask64{1} << (n - i)) - 1);
-    _mm512_mask_storeu_epi8(dst + i, m, _mm512_xor_si512(_mm512_maskz_loadu_epi8(m, src + i), f));
-  }
-#else
-  for (int64_t i = 0; i < n; ++i) dst[i] = src[i] ^ flip;
-#endif
-}
-
-
 bool has_padding(const Conv2dParams& g) { return g.pad_t || g.pad_b || g.pad_l || g.pad_r; }
 
 // Depthwise: groups = C = K, one input channel per output channel.
