@@ -9,8 +9,8 @@
 // intrinsics (the same bytes).
 //
 // The convolution reads no panel (but for small output planes, qconv_gathered): the image is
-// copied once into a quad plane (four channels'
-// bytes per pixel, split into the stride's phases, padded: QuadPlane below), where each group
+// copied once into a quad plane (four channels' bytes per pixel, split into the stride's phases,
+// padded: QuadPlane below), where each group
 // (four channels of one kernel tap) over the GEMM's columns m = oh * ws + ow is one contiguous
 // shifted window. The ws - Q columns past each output row are computed and dropped. Where the
 // requantization is a float rule with round-half-even (both PyTorch schemes) it runs on each
@@ -212,6 +212,19 @@ void fill_plane(const QuadPlane& qp, const uint8_t* xn, int64_t C, int64_t H, in
     }
 }
 
+// The plane's bytes: the phases of every channel quad, then slack for the columns past the last
+// valid one (a tile reads up to round_up(P * ws, 16) words past a window's start).
+int64_t plane_bytes(const QuadPlane& qp, int64_t P) { return 4 * (qp.c4 * qp.block_px + round_up(P * qp.ws, 16) + 16); }
+
+// Each group's byte offset in the plane: tap (r, s) of quad c4 at column 0, group (c4 * R + r) * S + s.
+std::vector<int64_t> plane_group_offsets(const QuadPlane& qp, const Conv2dParams& g) {
+  std::vector<int64_t> goff(static_cast<std::size_t>(qp.c4 * g.r * g.s));
+  for (int64_t q = 0; q < qp.c4; ++q)
+    for (int64_t r = 0; r < g.r; ++r)
+      for (int64_t s = 0; s < g.s; ++s) goff[(q * g.r + r) * g.s + s] = 4 * qp.pixel(q, r * g.dil_h, s * g.dil_w);
+  return goff;
+}
+
 // The weights in the quad plane's reduction order: group (c4 * R + r) * S + s holds channels
 // 4*c4 .. 4*c4 + 3 of tap (r, s), channels past C weighing 0; corr as pack_weights forms it (an
 // integer sum: the order does not matter). One pass over w (this runs on every call).
@@ -270,6 +283,22 @@ struct RqTileArgs {
   const int64_t* vstart = nullptr;  // and the pixel of the first
   int64_t ystride = 0;              // between output channels' planes
 };
+
+// The fused tiles' arguments but the per-tile pointers (scale, bias, vmask, vstart): the float rule's
+// constants, and each output channel's scale and bias into scales / biases (K each).
+RqTileArgs rq_tile_args(const Requant& rq, int64_t K, int64_t ystride, std::vector<float>& scales,
+                        std::vector<float>& biases) {
+  const bool add_zp = rq.rule == RequantRule::float_multiply_add_zp;
+  scales.resize(static_cast<std::size_t>(K)), biases.resize(static_cast<std::size_t>(K));
+  for (int64_t k = 0; k < K; ++k) scales[k] = rq.channel(k).scale, biases[k] = rq.channel(k).bias;
+  RqTileArgs ra;
+  ra.fzp = static_cast<float>(rq.zero_point);
+  ra.flo = static_cast<float>(add_zp ? rq.lo : rq.lo - rq.zero_point);
+  ra.fhi = static_cast<float>(add_zp ? rq.hi : rq.hi - rq.zero_point);
+  ra.izp = add_zp ? 0 : rq.zero_point;
+  ra.ystride = ystride;
+  return ra;
+}
 
 template <typename TY>
 using RqTileFn = void (*)(const int8_t* w, int64_t j4, const int32_t* corr, const uint8_t* xp, const int64_t* goff,
@@ -363,25 +392,17 @@ void qconv_fast(const QConv2dParams& p, const TX* x, const int8_t* w, const int3
   const Conv2dParams& g = p.g;
   // Locals, not g's fields: every byte store below may alias g (a char type), which would
   // reload them in each inner loop.
-  const int64_t C = g.c, H = g.h, W = g.w, K = g.k, R = g.r, S = g.s, pad_t = g.pad_t, pad_l = g.pad_l;
+  const int64_t C = g.c, H = g.h, W = g.w, K = g.k, pad_t = g.pad_t, pad_l = g.pad_l;
   const int64_t P = g.out_h(), Q = g.out_w();
   const uint8_t flip = sign_flip(p.x_dtype);
   const int32_t zp_u = shifted_zero_point(p.x_dtype, p.x_zero_point);
   const uint8_t pad_byte = static_cast<uint8_t>(zp_u);  // only read when has_padding (then a byte: supports)
   const PackedWeights pw = pack_conv_weights(w, g, bias, zp_u);
   const QuadPlane qp = quad_plane(g);
-  const int64_t ld = qp.ws, M = P * ld, mpad = round_up(M, 16), groups = pw.j4 / 4;
+  const int64_t ld = qp.ws, M = P * ld, mpad = round_up(M, 16);
   const RequantRowFn<TY> requant = requant_row_for<TY>(p.rq);
   const int32_t rq_zp = p.rq.zero_point, rq_lo = p.rq.lo, rq_hi = p.rq.hi;
-  // Columns past the last valid one read up to mpad words past a window's start: slack after the
-  // last quad's phases.
-  const int64_t plane_bytes = 4 * (qp.c4 * qp.block_px + mpad + 16);
-
-  // Each group's byte offset in the plane (tap (r, s) of quad c4 at column 0).
-  std::vector<int64_t> goff(static_cast<std::size_t>(groups));
-  for (int64_t q = 0; q < qp.c4; ++q)
-    for (int64_t r = 0; r < R; ++r)
-      for (int64_t s = 0; s < S; ++s) goff[(q * R + r) * S + s] = 4 * qp.pixel(q, r * g.dil_h, s * g.dil_w);
+  const std::vector<int64_t> goff = plane_group_offsets(qp, g);
   // Each 16-column vector's valid columns (oh < P, ow < Q) and where the first lands in y.
   std::vector<uint32_t> vmask(static_cast<std::size_t>(mpad / 16), 0);
   std::vector<int64_t> vstart(static_cast<std::size_t>(mpad / 16), 0);
@@ -395,21 +416,12 @@ void qconv_fast(const QConv2dParams& p, const TX* x, const int8_t* w, const int3
   const int64_t nblocks = (mpad / 16 + kMaxNv - 1) / kMaxNv;
   // the fused VNNI tiles sum exactly: the pairs rule requantizes the tile's int32 instead
   const auto rq_tiles = p.dot == DotRule::exact ? rq_tiles_for<TY>(p.rq) : nullptr;
-  RqTileArgs ra;
-  std::vector<float> scales(static_cast<std::size_t>(K)), biases(static_cast<std::size_t>(K));
-  if (rq_tiles) {
-    const bool add_zp = p.rq.rule == RequantRule::float_multiply_add_zp;
-    for (int64_t k = 0; k < K; ++k) scales[k] = p.rq.channel(k).scale, biases[k] = p.rq.channel(k).bias;
-    ra.fzp = static_cast<float>(rq_zp);
-    ra.flo = static_cast<float>(add_zp ? rq_lo : rq_lo - rq_zp);
-    ra.fhi = static_cast<float>(add_zp ? rq_hi : rq_hi - rq_zp);
-    ra.izp = add_zp ? 0 : rq_zp;
-    ra.ystride = P * Q;
-  }
+  std::vector<float> scales, biases;
+  const RqTileArgs ra = rq_tiles ? rq_tile_args(p.rq, K, P * Q, scales, biases) : RqTileArgs{};
 
 #pragma omp parallel
   {
-    std::vector<uint8_t> plane(static_cast<std::size_t>(plane_bytes), pad_byte);
+    std::vector<uint8_t> plane(static_cast<std::size_t>(plane_bytes(qp, P)), pad_byte);
     std::vector<int32_t> cbuf(static_cast<std::size_t>(kMaxKb * 16 * kMaxNv));
     alignas(64) TY row[16 * kMaxNv];
     const std::vector<uint8_t> zeros(static_cast<std::size_t>(W), 0);  // channels past C (weights 0)
@@ -475,7 +487,7 @@ constexpr double kGatherBelowShare = 0.85;
 template <typename TX, typename TY>
 void qconv_gathered(const QConv2dParams& p, const TX* x, const int8_t* w, const int32_t* bias, TY* y) {
   const Conv2dParams& g = p.g;
-  const int64_t C = g.c, H = g.h, W = g.w, K = g.k, R = g.r, S = g.s, pad_t = g.pad_t, pad_l = g.pad_l;
+  const int64_t C = g.c, H = g.h, W = g.w, K = g.k, pad_t = g.pad_t, pad_l = g.pad_l;
   const int64_t P = g.out_h(), Q = g.out_w(), PQ = P * Q;
   const uint8_t flip = sign_flip(p.x_dtype);
   const int32_t zp_u = shifted_zero_point(p.x_dtype, p.x_zero_point);
@@ -483,12 +495,7 @@ void qconv_gathered(const QConv2dParams& p, const TX* x, const int8_t* w, const 
   const PackedWeights pw = pack_conv_weights(w, g, bias, zp_u);
   const QuadPlane qp = quad_plane(g);
   const int64_t groups = pw.j4 / 4;
-  // the plane as qconv_fast sizes it (its tiles read up to a 16-column step past the last column)
-  const int64_t plane_bytes = 4 * (qp.c4 * qp.block_px + round_up(P * qp.ws, 16) + 16);
-  std::vector<int64_t> goff(static_cast<std::size_t>(groups));
-  for (int64_t q = 0; q < qp.c4; ++q)
-    for (int64_t r = 0; r < R; ++r)
-      for (int64_t s = 0; s < S; ++s) goff[(q * R + r) * S + s] = 4 * qp.pixel(q, r * g.dil_h, s * g.dil_w);
+  const std::vector<int64_t> goff = plane_group_offsets(qp, g);
   std::vector<int64_t> col(static_cast<std::size_t>(PQ));  // output pixel i's plane column
   for (int64_t i = 0; i < PQ; ++i) col[i] = (i / Q) * qp.ws + i % Q;
   // Images per panel: about 128 columns, and at least one panel per thread.
@@ -499,22 +506,13 @@ void qconv_gathered(const QConv2dParams& p, const TX* x, const int8_t* w, const 
   // The fused requantizing tiles (qconv_fast's) where a 16-column vector never spans two images
   // (P * Q a multiple of 16): each vector's first pixel is then one image's, at vstart.
   const auto rq_tiles = p.dot == DotRule::exact && PQ % 16 == 0 ? rq_tiles_for<TY>(p.rq) : nullptr;
-  RqTileArgs ra;
-  std::vector<float> scales(static_cast<std::size_t>(K)), biases(static_cast<std::size_t>(K));
-  std::vector<int64_t> panel_goff(static_cast<std::size_t>(groups));
+  std::vector<float> scales, biases;
+  const RqTileArgs ra = rq_tiles ? rq_tile_args(p.rq, K, PQ, scales, biases) : RqTileArgs{};
+  std::vector<int64_t> panel_goff(static_cast<std::size_t>(groups));  // group gi's columns in the panel
   for (int64_t gi = 0; gi < groups; ++gi) panel_goff[gi] = gi * mpad * 4;
-  if (rq_tiles) {
-    const bool add_zp = p.rq.rule == RequantRule::float_multiply_add_zp;
-    for (int64_t k = 0; k < K; ++k) scales[k] = p.rq.channel(k).scale, biases[k] = p.rq.channel(k).bias;
-    ra.fzp = static_cast<float>(p.rq.zero_point);
-    ra.flo = static_cast<float>(add_zp ? p.rq.lo : p.rq.lo - p.rq.zero_point);
-    ra.fhi = static_cast<float>(add_zp ? p.rq.hi : p.rq.hi - p.rq.zero_point);
-    ra.izp = add_zp ? 0 : p.rq.zero_point;
-    ra.ystride = PQ;
-  }
 #pragma omp parallel
   {
-    std::vector<uint8_t> plane(static_cast<std::size_t>(plane_bytes), pad_byte);
+    std::vector<uint8_t> plane(static_cast<std::size_t>(plane_bytes(qp, P)), pad_byte);
     std::vector<uint32_t> panel(static_cast<std::size_t>(groups * mpad), 0);
     std::vector<uint32_t> vmask(static_cast<std::size_t>(mpad / 16));
     std::vector<int64_t> vstart(static_cast<std::size_t>(mpad / 16));
