@@ -114,14 +114,19 @@ void blocked_map(int64_t n, int64_t c, int64_t s, F&& fn) {
 // Per channel, the sum over images, in image order, of what plane_fn(off, c0, out) writes for each
 // plane (out[l]: the plane's sum for channel c0 + l). The per-(image, channel) sums are kept between the
 // parallel pass and the ordered one; image i's channel ch lands at i*C + ch = off / s + l.
-template <int B, typename PlaneFn>
-std::vector<double> blocked_channel_sums(int64_t n, int64_t c, int64_t s, PlaneFn&& plane_fn) {
-  std::vector<double> part(static_cast<std::size_t>(n * c));
-  blocked_map<B>(n, c, s, [&](int64_t off, int64_t c0) { plane_fn(off, c0, part.data() + off / s); });
+// Per channel, part[i * c + ch] summed over the images i in order.
+std::vector<double> sum_over_images(const std::vector<double>& part, int64_t n, int64_t c) {
   std::vector<double> sums(static_cast<std::size_t>(c), 0.0);
   for (int64_t i = 0; i < n; ++i)
     for (int64_t ch = 0; ch < c; ++ch) sums[static_cast<std::size_t>(ch)] += part[static_cast<std::size_t>(i * c + ch)];
   return sums;
+}
+
+template <int B, typename PlaneFn>
+std::vector<double> blocked_channel_sums(int64_t n, int64_t c, int64_t s, PlaneFn&& plane_fn) {
+  std::vector<double> part(static_cast<std::size_t>(n * c));
+  blocked_map<B>(n, c, s, [&](int64_t off, int64_t c0) { plane_fn(off, c0, part.data() + off / s); });
+  return sum_over_images(part, n, c);
 }
 
 // Per channel, over images in order: sdy = sum dz, sdyx = sum dz * (x - m) * inv, where dz is dy
@@ -136,28 +141,20 @@ void dy_sums(const BatchNormParams& p, const float* xd, const float* dyd, const 
   blocked_map<B>(n, c, s, [&](int64_t off, int64_t c0) {
     const float *xr = xd + off, *dr = dyd + off, *m = md + c0, *inv = id + c0, *g = gd + c0, *b = bd + c0;
     float a[4][B] = {}, q[4][B] = {};
-    int64_t k = 0;
-    for (; k + 4 <= s; k += 4)
-      for (int u = 0; u < 4; ++u) {
-        const float *vx = xr + (k + u) * B, *vd = dr + (k + u) * B;
-#pragma omp simd
-        for (int l = 0; l < B; ++l) {
-          const float xhat = (vx[l] - m[l]) * inv[l];
-          const float d = grad_of<Relu>(rule, g[l] * xhat + b[l], vd[l]);
-          a[u][l] += d;
-          q[u][l] += d * xhat;
-        }
-      }
-    for (; k < s; ++k) {
+    auto add = [&](int u, int64_t k) {  // pixel k's B lanes into partial sum u
       const float *vx = xr + k * B, *vd = dr + k * B;
 #pragma omp simd
       for (int l = 0; l < B; ++l) {
         const float xhat = (vx[l] - m[l]) * inv[l];
         const float d = grad_of<Relu>(rule, g[l] * xhat + b[l], vd[l]);
-        a[0][l] += d;
-        q[0][l] += d * xhat;
+        a[u][l] += d;
+        q[u][l] += d * xhat;
       }
-    }
+    };
+    int64_t k = 0;
+    for (; k + 4 <= s; k += 4)
+      for (int u = 0; u < 4; ++u) add(u, k + u);
+    for (; k < s; ++k) add(0, k);
     double* pd = part_dy.data() + off / s;
     double* px = part_dyx.data() + off / s;
     for (int l = 0; l < B; ++l) {
@@ -165,13 +162,8 @@ void dy_sums(const BatchNormParams& p, const float* xd, const float* dyd, const 
       px[l] = static_cast<double>((q[0][l] + q[1][l]) + (q[2][l] + q[3][l]));
     }
   });
-  sdy.assign(static_cast<std::size_t>(c), 0.0);
-  sdyx.assign(static_cast<std::size_t>(c), 0.0);
-  for (int64_t i = 0; i < n; ++i)
-    for (int64_t ch = 0; ch < c; ++ch) {
-      sdy[static_cast<std::size_t>(ch)] += part_dy[static_cast<std::size_t>(i * c + ch)];
-      sdyx[static_cast<std::size_t>(ch)] += part_dyx[static_cast<std::size_t>(i * c + ch)];
-    }
+  sdy = sum_over_images(part_dy, n, c);
+  sdyx = sum_over_images(part_dyx, n, c);
 }
 
 // y = g * ((x - m) * inv) + b per element (plus the residual term rd where given, then through the
