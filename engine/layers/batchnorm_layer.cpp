@@ -61,13 +61,17 @@ int BatchNormLayer::input_block(const ExecContext& exec, DType dt) const {
 
 Tensor BatchNormLayer::forward(RunContext& ctx, const Tensor& x) { return run_forward(ctx, x, p_); }
 
-Tensor BatchNormLayer::forward_relu(RunContext& ctx, const Tensor& x, const ActivationParams& relu) {
+BatchNormParams BatchNormLayer::with_relu(const ActivationParams& relu) const {
   check(relu.kind == ActKind::relu, "batchnorm: only a ReLU fuses with it, not ", act_name(relu.kind));
   BatchNormParams p = p_;
   p.relu = true;
   p.relu_grad_at_zero = relu.relu_grad_at_zero;
   p.relu_nan_grad = relu.relu_nan_grad;
-  return run_forward(ctx, x, p);
+  return p;
+}
+
+Tensor BatchNormLayer::forward_relu(RunContext& ctx, const Tensor& x, const ActivationParams& relu) {
+  return run_forward(ctx, x, with_relu(relu));
 }
 
 bool BatchNormLayer::has_infer_add(const ExecContext& exec, DType dt) const {
@@ -78,13 +82,9 @@ Tensor BatchNormLayer::forward_infer_add_relu(RunContext& ctx, const Tensor& x, 
                                               const ActivationParams& relu) {
   check(ctx.semantics == Semantics::inference && !ctx.record,
         "batchnorm: the fused residual add is a prediction's op (inference semantics, nothing recorded)");
-  check(relu.kind == ActKind::relu, "batchnorm: only a ReLU fuses with it, not ", act_name(relu.kind));
   check_input("batchnorm", x, shape_);
   p_.n = x.dim(0);
-  BatchNormParams q = p_;
-  q.relu = true;
-  q.relu_grad_at_zero = relu.relu_grad_at_zero;
-  q.relu_nan_grad = relu.relu_nan_grad;
+  const BatchNormParams q = with_relu(relu);
   const BatchNormKernel& k = ctx.exec.pick(ctx.exec.kernels.batchnorm, backend_, q, x.dtype());
   check(k.forward_infer_add != nullptr, "batchnorm: kernel ", k.name, " has no fused residual add");
   x_ = Tensor();

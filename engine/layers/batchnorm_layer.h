@@ -5,8 +5,6 @@
 // n/(n-1-eps)). Train semantics normalise with the batch statistics and move the running ones;
 // inference semantics use the running statistics and never move them, forward and backward.
 #pragma once
-#include <optional>
-
 #include "core/ops/activation.h"
 #include "core/ops/batchnorm.h"
 #include "engine/layers/layer.h"
@@ -55,6 +53,8 @@ class BatchNormLayer : public Layer {
   Semantics recorded_ = Semantics::train;  // the semantics of the recorded forward
   BatchNormParams recorded_p_;             // its params (the fused ReLU's fields among them)
   Tensor run_forward(RunContext& ctx, const Tensor& x, const BatchNormParams& p);
+  // p_ with the fused ReLU of `relu` (a ReLU layer's params; anything else is refused).
+  BatchNormParams with_relu(const ActivationParams& relu) const;
 };
 
 }  // namespace driftlab

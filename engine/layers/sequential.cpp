@@ -35,12 +35,13 @@ Layer& Sequential::add(std::unique_ptr<Layer> layer) {
   out_ = layer->output_shape();
   formats_.push_back(layer->set_input_format(formats_.empty() ? in_format_ : formats_.back()));
   layers_.push_back(std::move(layer));
-  if (layers_.size() >= 2) {  // the last two appended: a batchnorm -> ReLU pair?
+  if (layers_.size() >= 2) {  // the last two appended: a batchnorm or residual -> ReLU pair?
     const auto* act = layer_as<ActivationLayer>(*layers_.back());
-    if (act && act->op_params().kind == ActKind::relu && layer_as<BatchNormLayer>(*layers_[layers_.size() - 2]))
-      bn_relu_.push_back(layers_.size() - 2);
-    if (act && act->op_params().kind == ActKind::relu && layer_as<ResidualLayer>(*layers_[layers_.size() - 2]))
-      res_relu_.push_back(layers_.size() - 2);
+    const std::size_t first = layers_.size() - 2;
+    if (act && act->op_params().kind == ActKind::relu) {
+      if (layer_as<BatchNormLayer>(*layers_[first])) bn_relu_.push_back(first);
+      if (layer_as<ResidualLayer>(*layers_[first])) res_relu_.push_back(first);
+    }
   }
   if (layers_.size() >= 3) {  // the last three appended: a conv -> activation -> max-pool run?
     Block b;

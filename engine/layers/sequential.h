@@ -93,6 +93,7 @@ class Sequential {
   Block* block_at(std::size_t first);
   Block* block_ending_at(std::size_t last);
   bool forward_block(RunContext& ctx, Block& b, Tensor& h);  // false: not supported, run the layers
+  Tensor run(RunContext& ctx, const Tensor& x, std::size_t upto);  // forward and forward_prefix
   void note_block(const Block& b);
 
   Shape input_, out_;
@@ -105,7 +106,6 @@ class Sequential {
   std::vector<int> out_blocks_;
   std::vector<std::size_t> bn_relu_;      // the first index of every batchnorm -> ReLU pair
   std::vector<std::size_t> res_relu_;     // ... and of every residual -> ReLU pair
-  Tensor run(RunContext& ctx, const Tensor& x, std::size_t upto);
   std::vector<uint8_t> fused_bn_relu_;    // per layer: the last forward ran the pair starting there as one op
 };
 
