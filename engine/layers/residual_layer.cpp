@@ -87,15 +87,21 @@ MathMode ResidualLayer::set_input_format(MathMode in) {
   return out_format_;
 }
 
+// The shortcut's term in channel block `block`: x itself (identity) or the projection's output
+// (option B); undefined for option A, whose elements are mapped pair by pair.
+Tensor ResidualLayer::shortcut_term(RunContext& ctx, const Tensor& x, int block) {
+  if (shortcut_ == Shortcut::option_b) return to_block(proj_->forward(ctx, x), block);
+  if (shortcut_ == Shortcut::identity) return to_block(x, block);
+  return Tensor();
+}
+
 // The main path's output y and the shortcut's term are added in y's layout (elementwise, labelled
 // plain); x keeps its own (option A maps each element).
 Tensor ResidualLayer::forward(RunContext& ctx, const Tensor& x) {
   check_input("residual", x, in_);
   Tensor y = main_->forward(ctx, x);
   const int yb = y.channel_block();
-  Tensor s;
-  if (shortcut_ == Shortcut::option_b) s = to_block(proj_->forward(ctx, x), yb);
-  if (shortcut_ == Shortcut::identity) s = to_block(x, yb);
+  const Tensor s = shortcut_term(ctx, x, yb);
   dispatch_dtype(y.dtype(), [&](auto tag) {
     using T = decltype(tag);
     T* yd = y.blocked_data<T>();
@@ -126,9 +132,7 @@ Tensor ResidualLayer::forward_relu(RunContext& ctx, const Tensor& x, const Activ
   const std::size_t last = main_->size() - 1;
   const Tensor z = main_->forward_prefix(ctx, x, last);
   const int zb = z.channel_block();
-  Tensor s;
-  if (shortcut_ == Shortcut::option_b) s = to_block(proj_->forward(ctx, x), zb);
-  if (shortcut_ == Shortcut::identity) s = to_block(x, zb);
+  Tensor s = shortcut_term(ctx, x, zb);
   if (shortcut_ == Shortcut::option_a) {
     Tensor sp(z.shape(), z.dtype());  // zeros
     s = sp.with_block(zb);

@@ -53,6 +53,7 @@ class ResidualLayer : public Layer {
   // input subsampled by the stride lands in channel ci + pad_before_ of the output.
   template <typename F>
   void for_each_option_a_pair(int64_t n, int xb, int yb, F&& f) const;
+  Tensor shortcut_term(RunContext& ctx, const Tensor& x, int block);
 
   std::unique_ptr<Sequential> main_;
   std::unique_ptr<Sequential> proj_;  // option B only
