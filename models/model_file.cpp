@@ -39,21 +39,22 @@ void save_model(const std::string& path, Model& model, const nlohmann::json& met
   if (model.num_ids > 0) h["num_ids"] = model.num_ids;  // token models: the embedding rows
   if (!model.graph.empty()) h["graph"] = nlohmann::json::parse(model.graph);  // graph models: the spec
   h["metadata"] = metadata;
-  std::string data;
+  ContainerParts parts;  // the tensors' bytes are written from their own memory
   nlohmann::json tensors = nlohmann::json::array();
   auto tensors_of = model.net->named_params();
   for (auto& nb : model.net->named_buffers()) tensors_of.push_back(nb);
   for (auto& np : tensors_of) {
     const Tensor& t = np.second->value;
+    const uint64_t at = parts.add(t.nbytes() ? t.raw() : nullptr, t.nbytes());
     tensors.push_back({{"name", np.first},
                        {"dtype", dtype_name(t.dtype())},
                        {"shape", t.shape()},
-                       {"offset", data.size()},
+                       {"offset", at},
                        {"nbytes", t.nbytes()}});
-    data.append(static_cast<const char*>(t.raw()), t.nbytes());
   }
   h["tensors"] = tensors;
-  write_file_atomic(path, container_bytes(kModelFormat, kModelFileVersion, h.dump(), data));
+  parts.header = h.dump();
+  write_container_atomic(path, kModelFormat, kModelFileVersion, parts);
 }
 
 namespace {

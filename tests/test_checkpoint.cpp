@@ -3,6 +3,7 @@
 // saved mid-stream continue with the same draws, a runner's state restored into a fresh runner
 // trains on to the same bits, and a damaged file is refused naming the file and the offset.
 #include <gtest/gtest.h>
+#include <zlib.h>
 
 #include <cmath>
 #include <cstring>
@@ -189,6 +190,51 @@ TEST(Checkpoint, RoundTripKeepsEveryField) {
   for (std::size_t i = 0; i < 2; ++i) expect_same_stats(b.epochs[i], a.epochs[i]);
   // And the bytes: writing what was read gives the same file.
   EXPECT_EQ(checkpoint_bytes(b), checkpoint_bytes(a));
+}
+
+// The writer streams the tensors from their own memory (no copy of the file in memory): the file
+// is the layout train/checkpoint.h states, byte for byte, assembled here from the header's own
+// offsets and zlib's CRC directly, and the kill hook sees exactly half of it in the temporary.
+TEST(Checkpoint, StreamedFileIsTheStatedLayoutAndTheHookSeesHalf) {
+  const Checkpoint a = sample_checkpoint();
+  const fs::path f = temp_file("layout");
+  uint64_t seen = 0;
+  int calls = 0;
+  write_checkpoint(f.string(), a, [&] {
+    ++calls;
+    for (const auto& e : fs::directory_iterator(f.parent_path()))
+      if (e.path().filename().string().rfind(f.filename().string() + ".tmp.", 0) == 0) seen = fs::file_size(e.path());
+  });
+  std::ifstream in(f, std::ios::binary);
+  const std::string file((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  fs::remove(f);
+  ASSERT_GE(file.size(), 24u);
+  EXPECT_EQ(calls, 1);
+  EXPECT_EQ(seen, file.size() / 2);
+  uint64_t hlen = 0;
+  for (int i = 7; i >= 0; --i) hlen = (hlen << 8) | static_cast<unsigned char>(file[12 + i]);
+  const nlohmann::json h = nlohmann::json::parse(file.substr(20, hlen));
+  std::string want("DLCKPT\r\n", 8);
+  for (int i = 0; i < 4; ++i) want.push_back(static_cast<char>((kCheckpointVersion >> (8 * i)) & 0xff));
+  for (int i = 0; i < 8; ++i) want.push_back(static_cast<char>((hlen >> (8 * i)) & 0xff));
+  want += file.substr(20, hlen);
+  // Every tensor of the sample at the offset the header gives it, in the header's order.
+  std::vector<const Tensor*> order;
+  for (const auto& nt : a.tensors) order.push_back(&nt.second);
+  for (const Tensor& t : a.state.optim.slot0) order.push_back(&t);
+  for (const Tensor& t : a.state.optim.slot1)
+    if (t.numel()) order.push_back(&t);
+  const Tensor progress = Tensor::from<int64_t>({4}, a.state.progress.order);
+  order.push_back(&progress);
+  ASSERT_EQ(h["tensors"].size(), order.size());
+  for (std::size_t i = 0; i < order.size(); ++i) {
+    EXPECT_EQ(h["tensors"][i]["offset"].get<uint64_t>(), want.size() - 20 - hlen) << i;
+    want.append(static_cast<const char*>(order[i]->raw()), order[i]->nbytes());
+  }
+  const uLong crc = crc32(0L, reinterpret_cast<const Bytef*>(want.data()), static_cast<uInt>(want.size()));
+  for (int i = 0; i < 4; ++i) want.push_back(static_cast<char>((crc >> (8 * i)) & 0xff));
+  EXPECT_EQ(file, want);
+  EXPECT_EQ(checkpoint_bytes(a), want);
 }
 
 TEST(Checkpoint, DamagedFilesAreRefusedNamingFileAndOffset) {

@@ -205,13 +205,17 @@ TrainRunSpec spec_from(const Reader& r, const json& j) {
 
 TrainRunSpec train_spec_from_json(const json& j) { return spec_from(Reader{"(spec)"}, j); }
 
-std::string checkpoint_bytes(const Checkpoint& c) {
+namespace {
+
+// The header and the spans of the tensors' own memory (c's tensors, and `order` for the epoch's
+// sample order, which must outlive the parts).
+ContainerParts checkpoint_parts(const Checkpoint& c, Tensor& order) {
+  ContainerParts parts;
   json tensors = json::array();
-  std::string data;
   auto add = [&](const std::string& name, const Tensor& t) {
+    const uint64_t at = parts.add(t.nbytes() ? t.raw() : nullptr, t.nbytes());  // empty: no buffer
     tensors.push_back({{"name", name}, {"dtype", dtype_name(t.dtype())}, {"shape", t.shape()},
-                       {"offset", data.size()}, {"nbytes", t.nbytes()}});
-    if (t.nbytes()) data.append(static_cast<const char*>(t.raw()), t.nbytes());  // empty: no buffer
+                       {"offset", at}, {"nbytes", t.nbytes()}});
   };
   for (const auto& [name, t] : c.tensors) add("model/" + name, t);
   const TrainState& s = c.state;
@@ -219,7 +223,10 @@ std::string checkpoint_bytes(const Checkpoint& c) {
   for (std::size_t i = 0; i < s.optim.slot1.size(); ++i)
     if (s.optim.slot1[i].numel()) add("optim.slot1/" + std::to_string(i), s.optim.slot1[i]);
   const EpochProgress& p = s.progress;
-  if (p.active) add("progress.order", Tensor::from<int64_t>({static_cast<int64_t>(p.order.size())}, p.order));
+  if (p.active) {
+    order = Tensor::from<int64_t>({static_cast<int64_t>(p.order.size())}, p.order);
+    add("progress.order", order);
+  }
   json epochs = json::array();
   for (const EpochStats& e : c.epochs) epochs.push_back(epoch_stats_json(e));
   json h = {
@@ -245,11 +252,20 @@ std::string checkpoint_bytes(const Checkpoint& c) {
       {"epochs", epochs},
       {"resumed", c.resumed},
       {"tensors", tensors}};
-  return container_bytes(kCheckpointFormat, kCheckpointVersion, h.dump(), data);
+  parts.header = h.dump();
+  return parts;
+}
+
+}  // namespace
+
+std::string checkpoint_bytes(const Checkpoint& c) {
+  Tensor order;
+  return container_bytes(kCheckpointFormat, kCheckpointVersion, checkpoint_parts(c, order));
 }
 
 void write_checkpoint(const std::string& path, const Checkpoint& c, const std::function<void()>& halfway) {
-  write_file_atomic(path, checkpoint_bytes(c), halfway);
+  Tensor order;
+  write_container_atomic(path, kCheckpointFormat, kCheckpointVersion, checkpoint_parts(c, order), halfway);
 }
 
 Checkpoint read_checkpoint(const std::string& path) {

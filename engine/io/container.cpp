@@ -42,15 +42,63 @@ uint32_t container_crc32(uint32_t crc, const void* data, uint64_t n) {
   return static_cast<uint32_t>(c);
 }
 
-std::string container_bytes(const ContainerFormat& f, uint32_t version, const std::string& header,
-                            const std::string& data) {
+uint64_t ContainerParts::add(const void* p, uint64_t n) {
+  const uint64_t at = data_size;
+  if (n) data.push_back({p, n});
+  data_size += n;
+  return at;
+}
+
+namespace {
+
+// The frame around the parts: magic, version and header length with the header after them, then
+// the CRC of every byte before it.
+std::string container_prefix(const ContainerFormat& f, uint32_t version, const std::string& header) {
   std::string out(f.magic, 8);
   put_le(out, version, 4);
   put_le(out, header.size(), 8);
   out += header;
-  out += data;
-  put_le(out, container_crc32(0, out.data(), out.size()), 4);
   return out;
+}
+
+std::vector<ByteSpan> framed_spans(const std::string& prefix, const std::vector<ByteSpan>& data, std::string& crc) {
+  std::vector<ByteSpan> spans;
+  spans.reserve(data.size() + 2);
+  spans.push_back({prefix.data(), prefix.size()});
+  spans.insert(spans.end(), data.begin(), data.end());
+  uint32_t c = 0;
+  for (const ByteSpan& s : spans) c = container_crc32(c, s.data, s.size);
+  crc.clear();
+  put_le(crc, c, 4);
+  spans.push_back({crc.data(), crc.size()});
+  return spans;
+}
+
+}  // namespace
+
+std::string container_bytes(const ContainerFormat& f, uint32_t version, const ContainerParts& parts) {
+  const std::string prefix = container_prefix(f, version, parts.header);
+  std::string crc;
+  const std::vector<ByteSpan> spans = framed_spans(prefix, parts.data, crc);
+  std::string out;
+  out.reserve(prefix.size() + parts.data_size + 4);
+  for (const ByteSpan& s : spans) out.append(static_cast<const char*>(s.data), s.size);
+  return out;
+}
+
+std::string container_bytes(const ContainerFormat& f, uint32_t version, const std::string& header,
+                            const std::string& data) {
+  ContainerParts parts;
+  parts.header = header;
+  parts.add(data.data(), data.size());
+  return container_bytes(f, version, parts);
+}
+
+void write_container_atomic(const std::string& path, const ContainerFormat& f, uint32_t version,
+                            const ContainerParts& parts, const std::function<void()>& halfway) {
+  const std::string prefix = container_prefix(f, version, parts.header);
+  std::string crc;
+  write_file_atomic(path, framed_spans(prefix, parts.data, crc), halfway);
 }
 
 void container_read_at(std::istream& in, uint64_t at, void* dst, uint64_t n, const std::string& path,
@@ -118,22 +166,40 @@ ContainerHeader read_container(std::istream& in, const std::string& path, const 
 }
 
 void write_file_atomic(const std::string& path, const std::string& bytes, const std::function<void()>& halfway) {
+  write_file_atomic(path, std::vector<ByteSpan>{{bytes.data(), bytes.size()}}, halfway);
+}
+
+void write_file_atomic(const std::string& path, const std::vector<ByteSpan>& spans,
+                       const std::function<void()>& halfway) {
   std::string tmp = path + ".tmp." + std::to_string(::getpid());
   int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
   check(fd >= 0, "write: cannot create ", tmp, ": ", std::strerror(errno));
-  std::size_t done = 0;
-  const std::size_t half = halfway ? bytes.size() / 2 : bytes.size();
-  while (done < bytes.size()) {
-    if (done == half && halfway) halfway();
-    const std::size_t upto = done < half ? half : bytes.size();
-    ssize_t w = ::write(fd, bytes.data() + done, upto - done);
-    if (w < 0) {
-      int e = errno;
-      ::close(fd);
-      std::remove(tmp.c_str());
-      fail("write: ", tmp, " at offset ", done, ": ", std::strerror(e));
+  uint64_t total = 0;
+  for (const ByteSpan& s : spans) total += s.size;
+  const uint64_t half = halfway ? total / 2 : total;
+  bool called = false;
+  uint64_t done = 0;  // bytes of the file written
+  for (const ByteSpan& s : spans) {
+    const char* p = static_cast<const char*>(s.data);
+    uint64_t left = s.size;
+    while (left > 0) {  // half < total, so the hook's point lies before some byte still to write
+      if (halfway && !called && done == half) {
+        halfway();
+        called = true;
+      }
+      // Up to the halfway point first, so that the hook sees exactly half the bytes written.
+      const uint64_t upto = done < half ? std::min(left, half - done) : left;
+      ssize_t w = ::write(fd, p, upto);
+      if (w < 0) {
+        int e = errno;
+        ::close(fd);
+        std::remove(tmp.c_str());
+        fail("write: ", tmp, " at offset ", done, ": ", std::strerror(e));
+      }
+      p += w;
+      left -= static_cast<uint64_t>(w);
+      done += static_cast<uint64_t>(w);
     }
-    done += static_cast<std::size_t>(w);
   }
   if (::fsync(fd) != 0 || ::close(fd) != 0) {
     int e = errno;

@@ -17,6 +17,7 @@
 #include <functional>
 #include <istream>
 #include <string>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
@@ -46,9 +47,30 @@ struct ContainerHeader {
   uint64_t data_len() const { return size - 4 - data_start(); }
 };
 
+// A run of bytes the caller keeps alive until it is written.
+struct ByteSpan {
+  const void* data = nullptr;
+  uint64_t size = 0;
+};
+
+// A container's content before it is framed: the JSON header and the tensors' bytes as spans of
+// the tensors' own memory, back to back, so that writing a file copies nothing (a checkpoint of
+// VGG-16 was built as three strings of up to 538 MB before it was written).
+struct ContainerParts {
+  std::string header;
+  std::vector<ByteSpan> data;
+  uint64_t data_size = 0;
+  // Appends n bytes at p (none when n is 0) and returns the offset they start at in the data.
+  uint64_t add(const void* p, uint64_t n);
+};
+
 // magic, version, header, data and the CRC, as one string of bytes.
 std::string container_bytes(const ContainerFormat& f, uint32_t version, const std::string& header,
                             const std::string& data);
+std::string container_bytes(const ContainerFormat& f, uint32_t version, const ContainerParts& parts);
+// The same bytes written to path atomically (write_file_atomic) from the parts' own memory.
+void write_container_atomic(const std::string& path, const ContainerFormat& f, uint32_t version,
+                            const ContainerParts& parts, const std::function<void()>& halfway = {});
 // Checks the file's frame (size, magic, version, header length, CRC) and parses its header.
 ContainerHeader read_container(std::istream& in, const std::string& path, const ContainerFormat& f);
 // Exactly n bytes at offset `at`; a short read is a read error or a file that changed under us,
@@ -64,6 +86,9 @@ uint32_t container_crc32(uint32_t crc, const void* data, uint64_t n);
 // until the rename, path keeps its old content. Shared by every writer. `halfway`, when set, is
 // called once half the bytes are in the temporary (the checkpoint writer's kill point for tests).
 void write_file_atomic(const std::string& path, const std::string& bytes,
+                       const std::function<void()>& halfway = {});
+// The same for bytes given as spans, written back to back.
+void write_file_atomic(const std::string& path, const std::vector<ByteSpan>& spans,
                        const std::function<void()>& halfway = {});
 
 }  // namespace driftlab
