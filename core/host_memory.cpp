@@ -34,8 +34,9 @@ constexpr std::size_t kCap = std::size_t{2} << 30;
 struct Cache {
   std::mutex mu;
   std::unordered_map<std::size_t, std::vector<void*>> free;  // size class -> blocks
+  std::unordered_map<void*, std::size_t> lent;  // blocks handed out for a smaller class -> their class
   std::size_t cached = 0;
-  uint64_t hits = 0, misses = 0;
+  uint64_t hits = 0, misses = 0, lends = 0;
 };
 
 // The storage in use and its high-water mark (lock-free: small blocks never take the cache's lock).
@@ -94,9 +95,15 @@ std::size_t size_class(std::size_t bytes) {
 }
 
 namespace {
-void* allocate_block(std::size_t bytes) {
+// A block and the size class it really has (a larger one than asked for when it was lent).
+struct Block {
+  void* p = nullptr;
+  std::size_t cls = 0;
+};
+
+Block allocate_block(std::size_t bytes) {
   const std::size_t cls = size_class(bytes);
-  if (!DRIFTLAB_HOST_CACHE || cls < kSmall) return std::aligned_alloc(64, small_bytes(bytes));
+  if (!DRIFTLAB_HOST_CACHE || cls < kSmall) return {std::aligned_alloc(64, small_bytes(bytes)), small_bytes(bytes)};
   Cache& c = cache();
   {
     std::lock_guard<std::mutex> lock(c.mu);
@@ -106,39 +113,57 @@ void* allocate_block(std::size_t bytes) {
       it->second.pop_back();
       c.cached -= cls;
       ++c.hits;
-      return p;
+      return {p, cls};
+    }
+    // No block of its class: the smallest cached block of at most twice the class is lent instead
+    // of new memory (a pass whose tensors shrink layer by layer, VGG-16's, otherwise maps every
+    // class anew while the larger freed blocks wait), and goes back to its own class when released.
+    std::vector<void*>* best = nullptr;
+    std::size_t best_cls = 0;
+    for (auto& kv : c.free)
+      if (kv.first > cls && kv.first <= 2 * cls && !kv.second.empty() && (!best || kv.first < best_cls)) {
+        best = &kv.second;
+        best_cls = kv.first;
+      }
+    if (best) {
+      void* p = best->back();
+      best->pop_back();
+      c.cached -= best_cls;
+      c.lent[p] = best_cls;
+      ++c.lends;
+      return {p, best_cls};
     }
     ++c.misses;
   }
-  if (void* p = map_block(cls)) return p;
+  if (void* p = map_block(cls)) return {p, cls};
   trim();  // the system is short: give the cache back and try once more
-  return map_block(cls);
-}
-
-// What a block of `bytes` counts in the statistics: its size class, or a small block's rounding.
-std::size_t counted(std::size_t bytes) {
-  const std::size_t cls = size_class(bytes);
-  return !DRIFTLAB_HOST_CACHE || cls < kSmall ? small_bytes(bytes) : cls;
+  return {map_block(cls), cls};
 }
 }  // namespace
 
 void* allocate(std::size_t bytes) {
-  void* p = allocate_block(bytes);
-  if (p) note_allocated(counted(bytes));
-  return p;
+  const Block b = allocate_block(bytes);
+  if (b.p) note_allocated(b.cls);
+  return b.p;
 }
 
 void release(void* p, std::size_t bytes) {
   if (!p) return;
-  note_released(counted(bytes));
-  const std::size_t cls = size_class(bytes);
+  std::size_t cls = size_class(bytes);
   if (!DRIFTLAB_HOST_CACHE || cls < kSmall) {
+    note_released(small_bytes(bytes));
     std::free(p);
     return;
   }
   Cache& c = cache();
   {
     std::lock_guard<std::mutex> lock(c.mu);
+    auto lent = c.lent.find(p);
+    if (lent != c.lent.end()) {  // a larger block lent for this request: its own class
+      cls = lent->second;
+      c.lent.erase(lent);
+    }
+    note_released(cls);
     if (c.cached + cls <= kCap) {
       c.free[cls].push_back(p);
       c.cached += cls;
@@ -159,6 +184,15 @@ void trim() {
   unmap_all(lists);
 }
 
+void trim_above(std::size_t keep) {
+  Cache& c = cache();
+  {
+    std::lock_guard<std::mutex> lock(c.mu);
+    if (c.cached <= keep) return;
+  }
+  trim();
+}
+
 Stats stats() {
   Cache& c = cache();
   std::lock_guard<std::mutex> lock(c.mu);
@@ -167,6 +201,7 @@ Stats stats() {
   s.cap_bytes = kCap;
   s.hits = c.hits;
   s.misses = c.misses;
+  s.lends = c.lends;
   s.caching = DRIFTLAB_HOST_CACHE != 0;
   s.in_use_bytes = g_in_use.load(std::memory_order_relaxed);
   s.peak_bytes = g_peak.load(std::memory_order_relaxed);

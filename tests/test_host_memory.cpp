@@ -88,6 +88,20 @@ TEST(HostMemory, AFreedBlockIsReusedForItsSizeClass) {
   EXPECT_EQ(host_memory::stats().cached_bytes, 0u);
 }
 
+TEST(HostMemory, TrimAboveKeepsASmallCacheAndGivesBackALargeOne) {
+  if (!host_memory::stats().caching) GTEST_SKIP() << "sanitizer build: the cache is off (malloc/free)";
+  host_memory::trim();
+  const std::size_t bytes = 4 * MiB;
+  void* a = host_memory::allocate(bytes);
+  ASSERT_NE(a, nullptr);
+  host_memory::release(a, bytes);
+  ASSERT_EQ(host_memory::stats().cached_bytes, bytes);
+  host_memory::trim_above(bytes);  // holds exactly `keep`: kept
+  EXPECT_EQ(host_memory::stats().cached_bytes, bytes);
+  host_memory::trim_above(bytes - 1);  // more than `keep`: all given back
+  EXPECT_EQ(host_memory::stats().cached_bytes, 0u);
+}
+
 TEST(HostMemory, ZeroFilledTensorsStayZeroOnReusedBlocks) {
   // A training step frees and reallocates the same shapes: the zero-filled constructor must clear a
   // reused block that its last user left dirty, and empty() must still give the right size.
