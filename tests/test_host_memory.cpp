@@ -32,6 +32,7 @@ TEST(HostMemory, SizeClasses) {
 // while it is out, the peak keeps the most out at once, and a cached block handed out again counts
 // again. Other threads of this test binary allocate nothing meanwhile (one test at a time).
 TEST(HostMemory, InUseAndPeakFollowTheBlocksHandedOut) {
+  host_memory::trim();  // no cached block to lend: each request counts at its own class
   host_memory::reset_peak();
   const host_memory::Stats s0 = host_memory::stats();
   EXPECT_EQ(s0.peak_bytes, s0.in_use_bytes);
@@ -100,6 +101,47 @@ TEST(HostMemory, TrimAboveKeepsASmallCacheAndGivesBackALargeOne) {
   EXPECT_EQ(host_memory::stats().cached_bytes, bytes);
   host_memory::trim_above(bytes - 1);  // more than `keep`: all given back
   EXPECT_EQ(host_memory::stats().cached_bytes, 0u);
+}
+
+TEST(HostMemory, ARequestWithoutItsClassBorrowsACachedBlockOfAtMostTwiceIt) {
+  if (!host_memory::stats().caching) GTEST_SKIP() << "sanitizer build: the cache is off (malloc/free)";
+  host_memory::trim();
+  void* big = host_memory::allocate(10 * MiB);  // class 10 MiB: more than twice 4 MiB
+  void* mid = host_memory::allocate(6 * MiB);   // class 6 MiB: at most twice 4 MiB
+  ASSERT_NE(big, nullptr);
+  ASSERT_NE(mid, nullptr);
+  host_memory::release(big, 10 * MiB);
+  host_memory::release(mid, 6 * MiB);
+  const host_memory::Stats s0 = host_memory::stats();
+  ASSERT_EQ(s0.cached_bytes, 16 * MiB);
+  // A 4 MiB request: no 4 MiB block cached, so the 6 MiB one is lent (not the 10 MiB one, nor new
+  // memory), and it counts in use at its own 6 MiB.
+  void* a = host_memory::allocate(4 * MiB);
+  EXPECT_EQ(a, mid);
+  const host_memory::Stats s1 = host_memory::stats();
+  EXPECT_EQ(s1.lends, s0.lends + 1);
+  EXPECT_EQ(s1.misses, s0.misses);
+  EXPECT_EQ(s1.cached_bytes, 10 * MiB);
+  EXPECT_EQ(s1.in_use_bytes, s0.in_use_bytes + 6 * MiB);
+  std::memset(a, 0x5a, 6 * MiB);  // the whole block is the borrower's
+  // Released as the 4 MiB it was asked for, it goes back to its own 6 MiB class: a 6 MiB request
+  // is then a hit on it.
+  host_memory::release(a, 4 * MiB);
+  EXPECT_EQ(host_memory::stats().in_use_bytes, s0.in_use_bytes);
+  EXPECT_EQ(host_memory::stats().cached_bytes, 16 * MiB);
+  const uint64_t hits = host_memory::stats().hits;
+  void* b = host_memory::allocate(6 * MiB);
+  EXPECT_EQ(b, mid);
+  EXPECT_EQ(host_memory::stats().hits, hits + 1);
+  host_memory::release(b, 6 * MiB);
+  // A 2 MiB request finds nothing of at most 4 MiB: new memory.
+  const uint64_t misses = host_memory::stats().misses;
+  void* c = host_memory::allocate(2 * MiB);
+  EXPECT_NE(c, mid);
+  EXPECT_NE(c, big);
+  EXPECT_EQ(host_memory::stats().misses, misses + 1);
+  host_memory::release(c, 2 * MiB);
+  host_memory::trim();
 }
 
 TEST(HostMemory, ZeroFilledTensorsStayZeroOnReusedBlocks) {
