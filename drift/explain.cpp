@@ -115,6 +115,7 @@ std::string explain_knob(const std::string& knob) {
       {"tf32_rounding", [] { return ex_math("tf32_rounding"); }},
       {"math_rnn", ex_math_rnn},
       {"autocast", ex_autocast},
+      {"autocast_input_cast", ex_autocast_input_cast},
       {"rnn_autocast_rule", [] { return ex_rnn_autocast("rnn_autocast_rule"); }},
       {"rnn_input_bias_rounding", [] { return ex_rnn_autocast("rnn_input_bias_rounding"); }},
       {"loss_scale", [] { return ex_loss_scale("loss_scale"); }},

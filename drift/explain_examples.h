@@ -51,6 +51,7 @@ std::string ex_rnn_mask();
 std::string ex_cuda(const std::string& knob);
 std::string ex_math(const std::string& knob);
 std::string ex_autocast();
+std::string ex_autocast_input_cast();
 std::string ex_math_rnn();
 std::string ex_rnn_autocast(const std::string& knob);
 std::string ex_loss_scale(const std::string& knob);

@@ -389,6 +389,55 @@ std::string ex_autocast() {
   return os.str();
 }
 
+// autocast_input_cast: a network that begins with BatchNorm (BatchNorm -> ReLU -> flatten -> dense
+// 5 on 2x4x4 inputs, train semantics, seed 1) under autocast=bfloat16 with each value: the format
+// of each layer's output and the logits against the float32 network; then LeNet-5, which begins
+// with a convolution, where the two values agree bit for bit.
+std::string ex_autocast_input_cast() {
+  std::ostringstream os;
+  os << std::setprecision(6);
+  Tensor x({4, 2, 4, 4}, DType::f32);
+  for (int64_t i = 0; i < x.numel(); ++i) x.data<float>()[i] = static_cast<float>(std::sin(0.7 * static_cast<double>(i)));
+  auto run = [&](const std::string& spec, std::string* formats) {
+    const Policy p = Policy::parse(spec);
+    Rng rng(p.rng_engine, 1);
+    Sequential net(Shape{2, 4, 4});
+    net.add(std::make_unique<BatchNormLayer>(net.current_shape(), p));
+    net.add(std::make_unique<ActivationLayer>(ActKind::relu, net.current_shape(), p));
+    net.add(std::make_unique<FlattenLayer>(net.current_shape(), p));
+    net.add(std::make_unique<DenseLayer>(5, net.current_shape(), p, rng));
+    net.apply_input_cast(p);
+    if (formats)
+      for (std::size_t i = 0; i < net.size(); ++i)
+        *formats += std::string(i ? ", " : "") + net.layer(i).kind() + " " + math_mode_name(net.output_format(i));
+    ExecContext exec;
+    RunContext ctx = RunContext::recorded(exec, Semantics::train);
+    return net.forward(ctx, x);
+  };
+  const Tensor base = run("torch", nullptr);
+  for (const std::string& v : knob_info("autocast_input_cast").values) {
+    std::string formats;
+    const Tensor y = run("torch,autocast=bfloat16,autocast_input_cast=" + v, &formats);
+    double worst = 0;
+    for (int64_t j = 0; j < y.numel(); ++j) worst = std::max(worst, std::abs(static_cast<double>(y.data<float>()[j] - base.data<float>()[j])));
+    os << "  autocast_input_cast=" << v << ": " << formats << "; logits differ from float32 by up to " << worst << "\n";
+  }
+  Tensor xl({1, 1, 28, 28}, DType::f32);
+  for (int64_t i = 0; i < xl.numel(); ++i) xl.data<float>()[i] = static_cast<float>(std::sin(static_cast<double>(i)) / 2 + 0.5);
+  std::vector<Tensor> logits;
+  for (const std::string& v : knob_info("autocast_input_cast").values) {
+    Model m = build_model("lenet5", Policy::parse("tensorflow,autocast=bfloat16,autocast_input_cast=" + v), 1);
+    ExecContext exec;
+    RunContext ctx = RunContext::inference(exec);
+    logits.push_back(m.forward(ctx, xl));
+  }
+  int64_t differ = 0;
+  for (int64_t j = 0; j < logits[0].numel(); ++j) differ += logits[0].data<float>()[j] != logits[1].data<float>()[j];
+  os << "  LeNet-5 (a convolution first, which casts its input under both): " << differ << " of "
+     << logits[0].numel() << " logits differ between the two values\n";
+  return os.str();
+}
+
 // Loss scaling: why a float16 gradient needs it (a small gradient flushed to zero, the same one
 // scaled, held, and unscaled back), then the dynamic rule's scale over a run whose steps overflow
 // as given, under each value of the knob (the others at the torch preset's).

@@ -693,9 +693,24 @@ const std::vector<KnobRow>& rows() {
          "(its lower-precision list) take operands and give results in the format; the other layers run "
          "in their input's format (a result rounded to it, and every gradient of a tensor held in it); "
          "the loss in float32",
-         "off (Keras mixed_float16 / mixed_bfloat16 policies: not built)", "off",
+         "off (Keras mixed_float16 / mixed_bfloat16 policies: the same knob, with this preset's "
+         "conv_bias_rounding, matmul_bias_rounding and autocast_input_cast)",
+         "off (as tensorflow)",
          "off (torch.autocast(device_type='cpu') defaults to bfloat16, 'cuda' to float16)",
          "aten/src/ATen/autocast_mode.cpp@v1.13.0 (lower_precision_fp and fp32 lists); torch/amp/autocast_mode.py"}));
+    r.push_back(enum_knob(&Policy::autocast_input_cast,
+        {"autocast_input_cast", "numerics", {"listed_ops", "every_layer"},
+         "under autocast, which layers cast their floating inputs to the format: listed_ops = only the "
+         "ops on autocast's lower-precision list (a layer before the model's first convolution or dense "
+         "layer runs in float32 on the float32 input); every_layer = every layer, so the model's input is "
+         "rounded to the format before its first layer, whatever its kind, and its gradient (dL/dx) is "
+         "the format's",
+         "every_layer (Layer.__call__ casts floating inputs to the policy's compute dtype)",
+         "every_layer (as tensorflow)",
+         "listed_ops (torch.autocast casts where an op on its lists runs)",
+         "keras/engine/base_layer.py (Layer.__call__, _maybe_cast_inputs; tensorflow/python/keras/engine/"
+         "base_layer_utils.py enable_v2_dtype_behavior: layers cast inputs to the policy's compute_dtype); "
+         "aten/src/ATen/autocast_mode.cpp@v1.13.0"}));
     r.push_back(enum_knob(&Policy::rnn_autocast_rule,
         {"rnn_autocast_rule", "numerics", {"ops", "layer"},
          "an LSTM / GRU under autocast: ops = the layer's own ops under autocast's lists (its gate "

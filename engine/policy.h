@@ -137,6 +137,11 @@ enum class BiasRounding { once, twice };         // a 16-bit op's bias: added be
 // A recurrent layer under autocast: its own ops under the lists, the state float32 (PyTorch on the
 // CPU) | the whole layer one op in the format, states included (cuDNN's RNN, Keras: not built).
 enum class RnnAutocastRule { ops, layer };
+// Which layers cast their floating inputs to autocast's format: only the ops on its lists
+// (torch.autocast: a value before the first such op stays float32) | every layer (a Keras mixed
+// policy's Layer.__call__ casts its inputs to the compute dtype: the model's input is cast by its
+// first layer, whatever its kind).
+enum class AutocastInputCast { listed_ops, every_layer };
 enum class CudaKernels { own, vendor };          // driftlab's CUDA kernels | cuBLAS + cuDNN
 enum class AlgoSearch { heuristic, exhaustive };  // cuDNN algorithm choice
 // cuDNN's RNN algorithm: always CUDNN_RNN_ALGO_STANDARD (TensorFlow), or PyTorch's get_algo rule
@@ -267,6 +272,9 @@ struct Policy {
   // input projection's bias under `ops`: once inside the product's sum (a time-major input, one
   // addmm) or twice (batch_first=True: matmul, then a bfloat16 add), rnn_input_bias_rounding.
   RnnAutocastRule rnn_autocast_rule = RnnAutocastRule::ops;
+  // Under autocast, whether the model's input is cast to the format before its first layer
+  // (every_layer: Keras) or only where an op on autocast's lists takes it (listed_ops: PyTorch).
+  AutocastInputCast autocast_input_cast = AutocastInputCast::listed_ops;
   BiasRounding rnn_input_bias_rounding = BiasRounding::twice;
   // Loss scaling of mixed-precision training (core/ops/loss_scale.h; the CPU runner): the loss
   // gradient times the scale, the parameter gradients divided by it, a step with an inf or NaN

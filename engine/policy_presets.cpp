@@ -31,6 +31,8 @@ Policy Policy::tensorflow() {
   p.conv_bias_rounding = p.matmul_bias_rounding = BiasRounding::twice;
   // A mixed policy's LSTM / GRU cell computes in the compute dtype, its states included.
   p.rnn_autocast_rule = RnnAutocastRule::layer;
+  // A mixed policy's layers cast their floating inputs to the compute dtype, the first one too.
+  p.autocast_input_cast = AutocastInputCast::every_layer;
   p.model_conv_padding = ModelConvPadding::same;
   p.relu_grad_at_zero = 0.0;
   p.relu_grad_at_nan = ReluNanGrad::nan;

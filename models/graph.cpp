@@ -375,6 +375,7 @@ Model graph_model(std::unique_ptr<GraphLayer> g, const std::string& spec, const 
   m.num_classes = out[0];
   m.net = std::make_unique<Sequential>(m.input_shape);
   m.net->add(std::move(g));
+  m.net->apply_input_cast(m.policy);
   return m;
 }
 
@@ -406,6 +407,7 @@ void build_graph_model(Model& m, Rng& rng, uint64_t max_param_bytes) {
   check(m.num_classes == out[0], "graph spec: num_classes ", m.num_classes, " but the output has ", out[0]);
   m.net = std::make_unique<Sequential>(m.input_shape);
   m.net->add(std::move(g));
+  m.net->apply_input_cast(m.policy);
 }
 
 }  // namespace driftlab

@@ -95,6 +95,7 @@ Model build_model(const std::string& name, const Policy& policy, uint64_t seed, 
     m.net = std::make_unique<Sequential>(m.input_shape);
     Rng rng(policy.rng_engine, seed);
     e.build(m, rng);
+    m.net->apply_input_cast(policy);
     return m;
   }
   std::string known;

@@ -125,6 +125,13 @@ MathMode Sequential::set_input_format(MathMode in) {
   return f;
 }
 
+void Sequential::apply_input_cast(const Policy& policy) {
+  const MathMode f = autocast_format(policy);
+  if (!reduced_format(f) || policy.autocast_input_cast != AutocastInputCast::every_layer) return;
+  cast_input_ = true;
+  set_input_format(f);
+}
+
 int Sequential::input_block(const ExecContext& exec, DType dt) const {
   for (const auto& l : layers_)
     if (int b = l->input_block(exec, dt); b != kAnyBlock) return b;
@@ -153,7 +160,7 @@ Tensor Sequential::run(RunContext& ctx, const Tensor& x, std::size_t upto) {
   out_blocks_.assign(n, 0);
   fused_bn_relu_.assign(n, 0);
   const bool may_fuse = ctx.exec.fuse_bn_relu && !ctx.exec.layer_inputs && !ctx.exec.replace_layer_input;
-  Tensor h = x;
+  Tensor h = cast_input_ ? rounded_to(x, in_format_) : x;
   for (std::size_t i = 0; i < upto;) {
     if (Block* b = i + 3 <= upto ? block_at(i) : nullptr) {
       const Tensor in = ctx.exec.layer_inputs ? h : Tensor();  // kept only for the tap
@@ -232,6 +239,7 @@ Tensor Sequential::backward(RunContext& ctx, const Tensor& dy) {
     g = layers_[i]->backward(ctx, g);
   }
   ctx.need_dx = true;
+  if (g.defined() && cast_input_) g = rounded_to(g, in_format_);  // the gradient of the cast input
   if (g.defined()) g = to_block(g, in_block_);
   return g;
 }

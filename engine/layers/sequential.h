@@ -44,6 +44,7 @@ class Conv2dLayer;
 class ResidualLayer;
 class ActivationLayer;
 class Pool2dLayer;
+struct Policy;
 
 class Sequential {
  public:
@@ -68,6 +69,10 @@ class Sequential {
   // Autocast: the format of the network's input (float32 at the top; a residual path gets its
   // block's input's), which sets every layer's output format again; returns the last one's.
   MathMode set_input_format(MathMode in);
+  // A model's network under autocast_input_cast=every_layer (Keras): its input is rounded to the
+  // autocast format before the first layer, and its input gradient to the same format (the cast's
+  // gradient). Nothing under listed_ops or with autocast off. Called once the model is built.
+  void apply_input_cast(const Policy& policy);
   // The format layer i's output is held in (float32 where autocast is off).
   MathMode output_format(std::size_t i) const { return formats_.at(i); }
 
@@ -96,6 +101,7 @@ class Sequential {
   Tensor run(RunContext& ctx, const Tensor& x, std::size_t upto);  // forward and forward_prefix
   void note_block(const Block& b);
 
+  bool cast_input_ = false;  // apply_input_cast: the input and its gradient rounded to in_format_
   Shape input_, out_;
   std::vector<std::unique_ptr<Layer>> layers_;
   std::vector<Block> blocks_;

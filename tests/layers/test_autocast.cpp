@@ -110,7 +110,10 @@ void round_autocast_params(Sequential& net) {
 struct ByHand {
   Tensor out, dx;
 };
-ByHand by_hand(Sequential& net, const std::vector<bool>& reduced, const Tensor& x, const Tensor& dy, Semantics s) {
+// input_reduced: the network's input is held in the format too (autocast_input_cast=every_layer),
+// so it is rounded before the first layer and its gradient after the last backward.
+ByHand by_hand(Sequential& net, const std::vector<bool>& reduced, const Tensor& x, const Tensor& dy, Semantics s,
+               bool input_reduced = false) {
   ExecContext exec;
   exec.channel_blocks = false;
   RunContext ctx = RunContext::recorded(exec, s);
@@ -118,7 +121,7 @@ ByHand by_hand(Sequential& net, const std::vector<bool>& reduced, const Tensor& 
   auto autocast_op = [&](std::size_t i) { return net.layer(i).kind() == "conv2d" || net.layer(i).kind() == "dense"; };
   Tensor h = x;
   for (std::size_t i = 0; i < n; ++i) {
-    if (autocast_op(i) || (i > 0 && reduced[i - 1])) h = bf16(h);
+    if (autocast_op(i) || (i > 0 ? reduced[i - 1] : input_reduced)) h = bf16(h);
     h = net.layer(i).forward(ctx, h);
   }
   ByHand r;
@@ -133,7 +136,7 @@ ByHand by_hand(Sequential& net, const std::vector<bool>& reduced, const Tensor& 
       for (Param* p : net.layer(i).params()) p->grad = bf16(p->grad);
     }
   }
-  r.dx = g;
+  r.dx = input_reduced ? bf16(g) : g;
   return r;
 }
 
@@ -144,7 +147,8 @@ void expect_bits(const Tensor& got, const Tensor& want, const std::string& what)
   EXPECT_EQ(differ, 0) << what << ": " << differ << " of " << got.numel() << " elements differ";
 }
 
-void check_against_by_hand(Sequential& ac, Sequential& twin, const Tensor& x, Semantics s, const std::string& what) {
+void check_against_by_hand(Sequential& ac, Sequential& twin, const Tensor& x, Semantics s, const std::string& what,
+                           bool input_reduced = false) {
   std::vector<bool> reduced;
   for (std::size_t i = 0; i < ac.size(); ++i) reduced.push_back(ac.output_format(i) == MathMode::bfloat16);
   ExecContext exec;
@@ -155,7 +159,7 @@ void check_against_by_hand(Sequential& ac, Sequential& twin, const Tensor& x, Se
   ac.zero_grad();
   const Tensor dx = ac.backward(ctx, dy);
   twin.zero_grad();
-  const ByHand want = by_hand(twin, reduced, x, dy, s);
+  const ByHand want = by_hand(twin, reduced, x, dy, s, input_reduced);
   expect_bits(y, want.out, what + ": output");
   expect_bits(dx, want.dx, what + ": dL/dx");
   const auto a = ac.named_params(), b = twin.named_params();
@@ -287,6 +291,87 @@ TEST(Autocast, GraphOpsPromoteAsPyTorchsTypePromotion) {
   EXPECT_EQ(fmt("s"), MathMode::bfloat16);   // times a 0-dim constant: a scalar
   EXPECT_EQ(fmt("v"), MathMode::float32);    // plus a float32 vector
   EXPECT_EQ(fmt("r"), MathMode::bfloat16);   // ReLU keeps its input's format
+}
+
+// BatchNorm -> ReLU -> flatten -> dense 5 on 2x4x4 inputs: a first layer whose result depends on
+// whether its input was cast.
+std::unique_ptr<Sequential> bn_first_net(const Policy& p, uint64_t seed) {
+  Rng rng(p.rng_engine, seed);
+  auto net = std::make_unique<Sequential>(Shape{2, 4, 4});
+  net->add(std::make_unique<BatchNormLayer>(net->current_shape(), p));
+  net->add(std::make_unique<ActivationLayer>(ActKind::relu, net->current_shape(), p));
+  net->add(std::make_unique<FlattenLayer>(net->current_shape(), p));
+  net->add(std::make_unique<DenseLayer>(5, net->current_shape(), p, rng));
+  return net;
+}
+
+// autocast_input_cast=every_layer (Keras's mixed policy: every layer casts its floating inputs to
+// the compute dtype): the model's input is rounded before its first layer, whatever its kind, so
+// every layer's output is held in the format, and dL/dx is the format's. Checked against the
+// float32 layers with that rounding written out (forward, dL/dx, every parameter gradient, both
+// semantics); listed_ops (PyTorch) keeps the layers before the first dense layer float32, and the
+// two give other logits. The tensorflow preset takes every_layer, the torch preset listed_ops.
+TEST(Autocast, EveryLayerCastsTheModelInputAsKerasMixedPolicyDoes) {
+  using testing::Each;
+  using testing::ElementsAre;
+  const Policy keras = Policy::parse("torch,autocast=bfloat16,autocast_input_cast=every_layer");
+  const Policy torch = Policy::parse("torch,autocast=bfloat16");
+  EXPECT_EQ(Policy::tensorflow().autocast_input_cast, AutocastInputCast::every_layer);
+  EXPECT_EQ(Policy::theano().autocast_input_cast, AutocastInputCast::every_layer);
+  EXPECT_EQ(Policy::torch().autocast_input_cast, AutocastInputCast::listed_ops);
+  auto cast = [](std::unique_ptr<Sequential> net, const Policy& p) {
+    net->apply_input_cast(p);
+    return net;
+  };
+  EXPECT_THAT(formats_of(*cast(bn_first_net(keras, 1), keras)), Each("bfloat16"));
+  EXPECT_THAT(formats_of(*cast(bn_first_net(torch, 1), torch)), ElementsAre("float32", "float32", "float32", "bfloat16"));
+  EXPECT_THAT(formats_of(*cast(small_net(keras, 1), keras)), Each("bfloat16"));  // its first ReLU too
+  // Off, apply_input_cast does nothing whatever the rule.
+  EXPECT_THAT(formats_of(*cast(bn_first_net(Policy::tensorflow(), 1), Policy::tensorflow())), Each("float32"));
+
+  const Tensor x = random_tensor({3, 2, 4, 4}, DType::f32, 5);
+  for (Semantics s : {Semantics::train, Semantics::inference}) {
+    for (bool every : {true, false}) {
+      const Policy& p = every ? keras : torch;
+      auto ac = cast(bn_first_net(p, 3), p);
+      auto twin = bn_first_net(Policy::torch(), 3);
+      round_autocast_params(*twin);
+      check_against_by_hand(*ac, *twin, x, s,
+                            std::string(every ? "every_layer, " : "listed_ops, ") + semantics_name(s), every);
+    }
+    auto ac = cast(small_net(keras, 3), keras);
+    auto twin = small_net(Policy::torch(), 3);
+    round_autocast_params(*twin);
+    check_against_by_hand(*ac, *twin, random_tensor({3, 2, 6, 6}, DType::f32, 5), s,
+                          std::string("small net, every_layer, ") + semantics_name(s), true);
+  }
+  // Under train semantics (BatchNorm's batch statistics of the rounded or the float32 input) the two
+  // rules give other logits.
+  ExecContext exec;
+  RunContext ctx = RunContext::recorded(exec, Semantics::train);
+  const Tensor a = cast(bn_first_net(keras, 3), keras)->forward(ctx, x);
+  const Tensor b = cast(bn_first_net(torch, 3), torch)->forward(ctx, x);
+  int64_t differ = 0;
+  for (int64_t j = 0; j < a.numel(); ++j) differ += a.data<float>()[j] != b.data<float>()[j];
+  EXPECT_GT(differ, 0) << "the two rules gave the same logits";
+  // A model whose first layer is a convolution computes the same under both (the convolution casts
+  // its input either way): LeNet-5's logits and dL/dx under the tensorflow preset with each rule.
+  const Tensor xl = random_tensor({2, 1, 28, 28}, DType::f32, 6, 0.0, 1.0);
+  auto lenet = [&](const char* rule) {
+    Model m = build_model("lenet5", Policy::parse(std::string("tensorflow,autocast=bfloat16,autocast_input_cast=") + rule), 4);
+    ExecContext e;
+    RunContext c = RunContext::recorded(e, Semantics::inference);
+    c.input_grad = true;
+    const Tensor y = m.forward(c, xl);
+    Tensor dy(y.shape(), DType::f32);
+    for (int64_t i = 0; i < dy.numel(); ++i) dy.data<float>()[i] = static_cast<float>((i % 5) - 2) / 4.f;
+    m.net->zero_grad();
+    return std::make_pair(y, m.net->backward(c, dy));
+  };
+  const auto [y1, dx1] = lenet("every_layer");
+  const auto [y2, dx2] = lenet("listed_ops");
+  expect_bits(y1, y2, "lenet5 logits");
+  expect_bits(dx1, dx2, "lenet5 dL/dx");
 }
 
 TEST(Autocast, RefusedByNameWhereNotEmulated) {
