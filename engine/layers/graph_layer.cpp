@@ -231,6 +231,12 @@ MathMode GraphLayer::set_input_format(MathMode in) {
       case GraphOp::sub:
       case GraphOp::mul:
       case GraphOp::concat: {
+        if (cast_every_input_) {  // Keras: every operand cast to the data operands' 16-bit format
+          for (int v : node.inputs)
+            if (!is_constant(v) && reduced_format(formats_[static_cast<std::size_t>(v)]))
+              f = formats_[static_cast<std::size_t>(v)];
+          break;
+        }
         // A 16-bit result only when every data operand is held in the same 16-bit format and no
         // float32 constant with axes joins them (a 0-dim one does not promote).
         bool first = true;
@@ -258,6 +264,11 @@ MathMode GraphLayer::value_format(int v) {
 }
 
 Tensor GraphLayer::forward(RunContext& ctx, const Tensor& x) { return run(ctx, x, nullptr); }
+
+Tensor GraphLayer::cast_operand(const std::vector<Tensor>& vals, int v, MathMode format) const {
+  const Tensor& t = value_at(vals, v);
+  return cast_every_input_ && is_constant(v) ? rounded_to(t, format) : t;
+}
 
 std::vector<Tensor> GraphLayer::node_outputs(RunContext& ctx, const Tensor& x) {
   std::vector<Tensor> all;
@@ -290,8 +301,8 @@ Tensor GraphLayer::run(RunContext& ctx, const Tensor& x, std::vector<Tensor>* al
       case GraphOp::sub:
       case GraphOp::mul: {
         const BinaryOp op = binary_of(node.op);
-        const Tensor& a = value_at(vals, node.inputs[0]);
-        const Tensor& b = value_at(vals, node.inputs[1]);
+        const Tensor a = cast_operand(vals, node.inputs[0], value_format(node.output));
+        const Tensor b = cast_operand(vals, node.inputs[1], value_format(node.output));
         Shape want = value_shape(node.output);
         want.insert(want.begin(), n);
         const Shape got = broadcast_shape(a.shape(), b.shape(), "graph: node '" + node.name + "'");
@@ -303,9 +314,12 @@ Tensor GraphLayer::run(RunContext& ctx, const Tensor& x, std::vector<Tensor>* al
         break;
       }
       case GraphOp::concat: {
+        std::vector<Tensor> cast;  // the operands as the op takes them (a constant cast under Keras's rule)
+        for (int v : node.inputs) cast.push_back(cast_operand(vals, v, value_format(node.output)));
         std::vector<const Tensor*> xs;
-        for (int v : node.inputs) {
-          xs.push_back(&value_at(vals, v));
+        for (std::size_t j = 0; j < node.inputs.size(); ++j) {
+          const int v = node.inputs[j];
+          xs.push_back(&cast[j]);
           check(!is_constant(v) || xs.back()->dim(0) == n, "graph: node '", node.name, "': constant '", value_name(v),
                 "' has ", xs.back()->dim(0), " rows for a batch of ", n);
         }

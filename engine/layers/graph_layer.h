@@ -104,6 +104,12 @@ class GraphLayer : public Layer {
   // The per-sample shape of a data value; a constant's full shape.
   const Shape& value_shape(int v) const { return values_.at(static_cast<std::size_t>(v)).shape; }
   bool is_constant(int v) const { return values_.at(static_cast<std::size_t>(v)).is_constant; }
+  // Keras's rule for the multi-input ops under autocast (autocast_input_cast=every_layer; see
+  // cast_every_input_); sets the formats again.
+  void cast_every_input(bool on) {
+    cast_every_input_ = on;
+    set_input_format(in_format_);
+  }
   const Tensor& constant(int v) const { return values_.at(static_cast<std::size_t>(v)).param.value; }
   std::size_t num_nodes() const { return nodes_.size(); }
   std::size_t num_values() const { return values_.size(); }
@@ -123,6 +129,9 @@ class GraphLayer : public Layer {
                      const std::vector<int>& inputs, const std::string& output_name);
   void check_input_value(const std::string& node, int v) const;
   // The batched tensor of a value during a pass (constants as they are).
+  // Operand v of a multi-input op whose result is held in `format`: the value itself, or a constant
+  // rounded to the format under Keras's rule (cast_every_input_).
+  Tensor cast_operand(const std::vector<Tensor>& vals, int v, MathMode format) const;
   const Tensor& value_at(const std::vector<Tensor>& vals, int v) const;
   // The per-sample shape of a binary op's output; errors name the node.
   Shape binary_shape(const std::string& node, int a, int b) const;
@@ -137,6 +146,10 @@ class GraphLayer : public Layer {
   std::vector<std::vector<Tensor>> kept_;
   // Autocast: the input's format and each value's (recomputed when nodes were added since).
   MathMode in_format_ = MathMode::float32;
+  // autocast_input_cast=every_layer (Keras): a multi-input op casts every operand, constants
+  // included, to the format of its data operands (a Keras Add / Multiply / Concatenate layer, or a
+  // Rescaling's cast of its scale), instead of PyTorch's type promotion. Set by cast_every_input.
+  bool cast_every_input_ = false;
   std::vector<MathMode> formats_;
 };
 

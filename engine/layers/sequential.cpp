@@ -6,6 +6,7 @@
 #include "engine/layers/activation_layer.h"
 #include "engine/layers/batchnorm_layer.h"
 #include "engine/layers/conv2d_layer.h"
+#include "engine/layers/graph_layer.h"
 #include "engine/layers/layout.h"
 #include "engine/layers/math_mode.h"
 #include "engine/layers/pool_layer.h"
@@ -129,6 +130,8 @@ void Sequential::apply_input_cast(const Policy& policy) {
   const MathMode f = autocast_format(policy);
   if (!reduced_format(f) || policy.autocast_input_cast != AutocastInputCast::every_layer) return;
   cast_input_ = true;
+  for (auto& l : layers_)
+    if (auto* g = layer_as<GraphLayer>(*l)) g->cast_every_input(true);
   set_input_format(f);
 }
 

@@ -374,6 +374,73 @@ TEST(Autocast, EveryLayerCastsTheModelInputAsKerasMixedPolicyDoes) {
   expect_bits(dx1, dx2, "lenet5 dL/dx");
 }
 
+// Under Keras's rule a graph's multi-input ops cast every operand, constants included, to the
+// format (a Keras Add / Multiply / Concatenate casts its inputs; a Rescaling casts its scale):
+// with the model's input cast, every value is held in bfloat16, and each op computes on the
+// constants rounded. Checked against the float32 graph on those roundings written out: x rounded,
+// the dense layers' operands rounded (their results are), each op's constants rounded and its
+// result rounded.
+TEST(Autocast, GraphOpsCastEveryOperandUnderKerasRule) {
+  const std::string spec = R"({"input": "x", "input_shape": [4], "nodes": [
+      {"name": "d1", "op": "dense", "inputs": ["x"], "output": "a", "units": 3},
+      {"name": "s", "op": "mul", "inputs": ["a", "third"], "output": "s"},
+      {"name": "v", "op": "add", "inputs": ["s", "vec"], "output": "v"},
+      {"name": "c", "op": "concat", "inputs": ["v", "x"], "output": "c", "axis": 1},
+      {"name": "d2", "op": "dense", "inputs": ["c"], "output": "y", "units": 2}],
+    "constants": [{"name": "third", "shape": []}, {"name": "vec", "shape": [3]}],
+    "output": "y"})";
+  ModelArgs args;
+  args.graph = spec;
+  Model m = build_model("graph", Policy::parse("torch,autocast=bfloat16,autocast_input_cast=every_layer"), 1, args);
+  Model f32 = build_model("graph", Policy::torch(), 1, args);
+  auto& g = static_cast<GraphLayer&>(m.net->layer(0));
+  auto& g32 = static_cast<GraphLayer&>(f32.net->layer(0));
+  for (const char* v : {"x", "a", "s", "v", "c", "y"}) EXPECT_EQ(g.value_format(g.find_value(v)), MathMode::bfloat16) << v;
+  // Constants that bfloat16 does not hold (the cast must round them), set in both models' buffers.
+  auto set_constants = [](Model& model) {
+    for (auto& [name, p] : model.net->named_buffers()) {
+      if (name.find("constant") == std::string::npos) continue;
+      if (p->value.numel() == 1) p->value.data<float>()[0] = 1.0f / 3;
+      else for (int64_t i = 0; i < 3; ++i) p->value.data<float>()[i] = std::vector<float>{0.1f, -0.7f, 1.0f / 7}[i];
+    }
+  };
+  set_constants(m);
+  set_constants(f32);
+  const int64_t N = 40;
+  const Tensor x = random_tensor({N, 4}, DType::f32, 3);
+  ExecContext exec;
+  RunContext ctx = RunContext::inference(exec);
+  const Tensor y = m.forward(ctx, x);
+  // By hand on the float32 graph's layers (the same weights, seed 1), every rounding written out.
+  auto dense = [&](const char* name, const Tensor& in) {
+    for (std::size_t i = 0; i < g32.num_nodes(); ++i)
+      if (g32.node(i).name == name) {
+        Layer& d = *g32.node(i).layer;
+        for (Param* p : d.params()) p->value = bf16(p->value);  // autocast's operand cast (idempotent)
+        return bf16(d.forward(ctx, bf16(in)));
+      }
+    ADD_FAILURE() << "no node " << name;
+    return Tensor();
+  };
+  const Tensor xb = bf16(x);
+  const Tensor a = dense("d1", xb);
+  Tensor s = a.clone(), v({N, 3}, DType::f32), c({N, 7}, DType::f32);
+  const float third = round_to_bf16(1.0f / 3), vec[3] = {round_to_bf16(0.1f), round_to_bf16(-0.7f), round_to_bf16(1.0f / 7)};
+  for (int64_t i = 0; i < N * 3; ++i) s.data<float>()[i] = round_to_bf16(a.data<float>()[i] * third);
+  for (int64_t i = 0; i < N * 3; ++i) v.data<float>()[i] = round_to_bf16(s.data<float>()[i] + vec[i % 3]);
+  for (int64_t r = 0; r < N; ++r)
+    for (int64_t j = 0; j < 7; ++j)
+      c.data<float>()[r * 7 + j] = j < 3 ? v.data<float>()[r * 3 + j] : xb.data<float>()[r * 4 + j - 3];
+  expect_bits(y, dense("d2", c), "graph under every_layer");
+  // PyTorch's rule on the same graph: the constants enter unrounded (other logits).
+  Model t = build_model("graph", Policy::parse("torch,autocast=bfloat16"), 1, args);
+  set_constants(t);
+  const Tensor yt = t.forward(ctx, x);
+  int64_t differ = 0;
+  for (int64_t j = 0; j < y.numel(); ++j) differ += y.data<float>()[j] != yt.data<float>()[j];
+  EXPECT_GT(differ, 0);
+}
+
 TEST(Autocast, RefusedByNameWhereNotEmulated) {
   using testing::HasSubstr;
   EXPECT_THAT(error_of([] { build_model("lenet5", Policy::parse("torch,autocast=bfloat16,math_conv=tf32"), 1); }),
