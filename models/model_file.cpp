@@ -43,15 +43,7 @@ void save_model(const std::string& path, Model& model, const nlohmann::json& met
   nlohmann::json tensors = nlohmann::json::array();
   auto tensors_of = model.net->named_params();
   for (auto& nb : model.net->named_buffers()) tensors_of.push_back(nb);
-  for (auto& np : tensors_of) {
-    const Tensor& t = np.second->value;
-    const uint64_t at = parts.add(t.nbytes() ? t.raw() : nullptr, t.nbytes());
-    tensors.push_back({{"name", np.first},
-                       {"dtype", dtype_name(t.dtype())},
-                       {"shape", t.shape()},
-                       {"offset", at},
-                       {"nbytes", t.nbytes()}});
-  }
+  for (auto& np : tensors_of) tensors.push_back(parts.add_tensor(np.first, np.second->value));
   h["tensors"] = tensors;
   parts.header = h.dump();
   write_container_atomic(path, kModelFormat, kModelFileVersion, parts);

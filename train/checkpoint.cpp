@@ -212,11 +212,7 @@ namespace {
 ContainerParts checkpoint_parts(const Checkpoint& c, Tensor& order) {
   ContainerParts parts;
   json tensors = json::array();
-  auto add = [&](const std::string& name, const Tensor& t) {
-    const uint64_t at = parts.add(t.nbytes() ? t.raw() : nullptr, t.nbytes());  // empty: no buffer
-    tensors.push_back({{"name", name}, {"dtype", dtype_name(t.dtype())}, {"shape", t.shape()},
-                       {"offset", at}, {"nbytes", t.nbytes()}});
-  };
+  auto add = [&](const std::string& name, const Tensor& t) { tensors.push_back(parts.add_tensor(name, t)); };
   for (const auto& [name, t] : c.tensors) add("model/" + name, t);
   const TrainState& s = c.state;
   for (std::size_t i = 0; i < s.optim.slot0.size(); ++i) add("optim.slot0/" + std::to_string(i), s.optim.slot0[i]);

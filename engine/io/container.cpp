@@ -49,6 +49,11 @@ uint64_t ContainerParts::add(const void* p, uint64_t n) {
   return at;
 }
 
+nlohmann::json ContainerParts::add_tensor(const std::string& name, const Tensor& t) {
+  const uint64_t at = add(t.raw(), t.nbytes());  // an empty tensor: no buffer, nothing added
+  return {{"name", name}, {"dtype", dtype_name(t.dtype())}, {"shape", t.shape()}, {"offset", at}, {"nbytes", t.nbytes()}};
+}
+
 namespace {
 
 // The frame around the parts: magic, version and header length with the header after them, then

@@ -21,6 +21,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "core/tensor.h"
+
 namespace driftlab {
 
 // What differs between the two files: the magic, the versions read, and the words of the messages.
@@ -62,6 +64,9 @@ struct ContainerParts {
   uint64_t data_size = 0;
   // Appends n bytes at p (none when n is 0) and returns the offset they start at in the data.
   uint64_t add(const void* p, uint64_t n);
+  // Appends t's bytes and returns its entry of the header's "tensors" list: {name, dtype, shape,
+  // offset, nbytes} (the model file and the checkpoint list their tensors alike).
+  nlohmann::json add_tensor(const std::string& name, const Tensor& t);
 };
 
 // magic, version, header, data and the CRC, as one string of bytes.

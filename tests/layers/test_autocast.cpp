@@ -194,6 +194,22 @@ TEST(Autocast, ChangesTheResult) {
   EXPECT_GT(differ, a.numel() / 2);
 }
 
+// A model's logits and dL/dx under inference semantics for dy = ((i % 7) - 3) / 8, and when asked
+// every parameter's gradient.
+std::pair<Tensor, Tensor> logits_and_dx(Model& m, const Tensor& x, std::vector<Tensor>* grads = nullptr) {
+  ExecContext exec;
+  RunContext ctx = RunContext::recorded(exec, Semantics::inference);
+  ctx.input_grad = true;
+  const Tensor y = m.forward(ctx, x);
+  Tensor dy(y.shape(), DType::f32);
+  for (int64_t i = 0; i < dy.numel(); ++i) dy.data<float>()[i] = static_cast<float>((i % 7) - 3) / 8.f;
+  m.net->zero_grad();
+  const Tensor dx = m.net->backward(ctx, dy);
+  if (grads)
+    for (auto& np : m.net->named_params()) grads->push_back(np.second->grad.clone());
+  return {y, dx};
+}
+
 // A graph model under autocast computes what the same layers do in a Sequential: LeNet-5 and
 // ResNet-20b exported to ONNX and imported as graphs (every node a graph node, the residual adds
 // graph adds) give the zoo model's logits and input gradient under torch,autocast=bfloat16 bit
@@ -218,23 +234,10 @@ TEST(Autocast, GraphModelsComputeWhatTheSequentialDoes) {
     Shape xs{4};
     xs.insert(xs.end(), z.input_shape.begin(), z.input_shape.end());
     const Tensor x = random_tensor(xs, DType::f32, 11, 0.0, 1.0);
-    auto run = [&](Model& m, std::vector<Tensor>* grads) {
-      ExecContext exec;
-      RunContext ctx = RunContext::recorded(exec, Semantics::inference);
-      ctx.input_grad = true;
-      const Tensor y = m.forward(ctx, x);
-      Tensor dy(y.shape(), DType::f32);
-      for (int64_t i = 0; i < dy.numel(); ++i) dy.data<float>()[i] = static_cast<float>((i % 7) - 3) / 8.f;
-      m.net->zero_grad();
-      const Tensor dx = m.net->backward(ctx, dy);
-      if (grads)
-        for (auto& np : m.net->named_params()) grads->push_back(np.second->grad.clone());
-      return std::make_pair(y, dx);
-    };
     std::vector<Tensor> gg, zg;
-    const auto [yg, dxg] = run(g, &gg);
-    const auto [yz, dxz] = run(z, &zg);
-    const auto [y32, dx32] = run(g32, nullptr);
+    const auto [yg, dxg] = logits_and_dx(g, x, &gg);
+    const auto [yz, dxz] = logits_and_dx(z, x, &zg);
+    const auto [y32, dx32] = logits_and_dx(g32, x);
     EXPECT_TRUE(bitwise_equal(yg, yz));
     EXPECT_TRUE(bitwise_equal(dxg, dxz));
     EXPECT_FALSE(bitwise_equal(yg, y32));
@@ -258,8 +261,8 @@ TEST(Autocast, GraphModelsComputeWhatTheSequentialDoes) {
     // The per-op math modes (no format flowing) act in a graph's layers as in the zoo's too.
     const std::string modes = "torch,math_conv=tf32,math_matmul=float16";
     Model gm = graph_under(modes), zm = build_model(arch, Policy::parse(modes), 7);
-    const auto [ygm, dxgm] = run(gm, nullptr);
-    const auto [yzm, dxzm] = run(zm, nullptr);
+    const auto [ygm, dxgm] = logits_and_dx(gm, x);
+    const auto [yzm, dxzm] = logits_and_dx(zm, x);
     EXPECT_TRUE(bitwise_equal(ygm, yzm));
     EXPECT_TRUE(bitwise_equal(dxgm, dxzm));
     EXPECT_FALSE(bitwise_equal(ygm, y32));
@@ -359,14 +362,7 @@ TEST(Autocast, EveryLayerCastsTheModelInputAsKerasMixedPolicyDoes) {
   const Tensor xl = random_tensor({2, 1, 28, 28}, DType::f32, 6, 0.0, 1.0);
   auto lenet = [&](const char* rule) {
     Model m = build_model("lenet5", Policy::parse(std::string("tensorflow,autocast=bfloat16,autocast_input_cast=") + rule), 4);
-    ExecContext e;
-    RunContext c = RunContext::recorded(e, Semantics::inference);
-    c.input_grad = true;
-    const Tensor y = m.forward(c, xl);
-    Tensor dy(y.shape(), DType::f32);
-    for (int64_t i = 0; i < dy.numel(); ++i) dy.data<float>()[i] = static_cast<float>((i % 5) - 2) / 4.f;
-    m.net->zero_grad();
-    return std::make_pair(y, m.net->backward(c, dy));
+    return logits_and_dx(m, xl);
   };
   const auto [y1, dx1] = lenet("every_layer");
   const auto [y2, dx2] = lenet("listed_ops");
