@@ -243,7 +243,7 @@ namespace {
 // than this: VGG-16's training blocks (about 0.9 GB at B-128) stayed resident beside its
 // evaluation's, and its `driftlab train` peaked at 2.8 GB of RSS for 1.5 GB of tensors. Below it a
 // model keeps its cache (LeNet's whole training set of blocks is smaller), so that small models do
-// not fault their blocks in again every epoch; above it that costs about 0.1 s per GB re-touched.
+// not fault their blocks in again every epoch (page clearing, roughly a tenth of a second per GB).
 constexpr std::size_t kKeepAcrossEvaluation = std::size_t{256} << 20;
 }  // namespace
 
