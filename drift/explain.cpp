@@ -125,6 +125,7 @@ std::string explain_knob(const std::string& knob) {
       {"loss_scale_skipped_step", [] { return ex_loss_scale("loss_scale_skipped_step"); }},
       {"conv_bias_rounding", [] { return ex_bias_rounding("conv_bias_rounding"); }},
       {"matmul_bias_rounding", [] { return ex_bias_rounding("matmul_bias_rounding"); }},
+      {"matmul_sum", ex_matmul_sum},
       {"cuda_kernels", [] { return ex_cuda("cuda_kernels"); }},
       {"tf32_matmul", [] { return ex_cuda("tf32_matmul"); }},
       {"tf32_conv", [] { return ex_cuda("tf32_conv"); }},

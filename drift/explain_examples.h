@@ -56,6 +56,7 @@ std::string ex_math_rnn();
 std::string ex_rnn_autocast(const std::string& knob);
 std::string ex_loss_scale(const std::string& knob);
 std::string ex_bias_rounding(const std::string& knob);
+std::string ex_matmul_sum();
 std::string ex_quant(const std::string& knob);
 std::string ex_quant_dynamic(const std::string& knob, const std::string& arch = "lstm");
 

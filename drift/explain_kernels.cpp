@@ -516,6 +516,44 @@ std::string ex_bias_rounding(const std::string& knob) {
   return os.str();
 }
 
+// matmul_sum: one dense weight's gradient over a batch of 300 (x_i = 1 + sin(i) / 4, dL/dy_i =
+// cos(i) / 2, bfloat16 values under autocast=bfloat16), a sum of 300 products, under each rule
+// against the float64 sum of the same (rounded) terms; and the sum of 300 ones, where bfloat16's
+// arithmetic stops at 256.
+std::string ex_matmul_sum() {
+  std::ostringstream os;
+  os << std::setprecision(9);
+  const int64_t n = 300;
+  os << "  dL/dW of a dense layer (1 input, 1 unit) over a batch of " << n << " under autocast=bfloat16\n";
+  for (const bool ones : {false, true}) {
+    double exact = 0;
+    for (int64_t i = 0; i < n; ++i) {
+      const double xi = ones ? 1.0 : round_to_bf16(static_cast<float>(1.0 + std::sin(i) / 4));
+      const double gi = ones ? 1.0 : round_to_bf16(static_cast<float>(std::cos(i) / 2));
+      exact += xi * gi;
+    }
+    os << "  " << (ones ? "x_i = 1, dL/dy_i = 1" : "x_i = 1 + sin(i)/4, dL/dy_i = cos(i)/2") << " (float64 sum "
+       << exact << "):\n";
+    for (const std::string& v : knob_info("matmul_sum").values) {
+      OneUnit u = one_unit(Policy::parse("torch,autocast=bfloat16,matmul_sum=" + v), false, 1, 1, false);
+      Tensor x({n, 1}, DType::f32), dy({n, 1}, DType::f32);
+      for (int64_t i = 0; i < n; ++i) {
+        x.data<float>()[i] = ones ? 1.0f : static_cast<float>(1.0 + std::sin(i) / 4);
+        dy.data<float>()[i] = ones ? 1.0f : static_cast<float>(std::cos(i) / 2);
+      }
+      ExecContext exec;
+      RunContext ctx = RunContext::training(exec, nullptr);
+      u.layer->forward(ctx, x);
+      Param* w = u.layer->params()[0];
+      w->grad.fill(0.0);
+      u.layer->backward(ctx, dy);
+      const double g = w->grad.data<float>()[0];
+      os << "    torch,autocast=bfloat16,matmul_sum=" << v << " -> " << g << " (off by " << std::abs(g - exact) << ")\n";
+    }
+  }
+  return os.str();
+}
+
 // The CUDA knobs change which GPU library mode runs; without a device the example shows the
 // exec params each value resolves to (what `--device cuda` would run), and the device status.
 std::string ex_cuda(const std::string& knob) {

@@ -9,7 +9,8 @@ bool knob_inert(const std::string& knob, const Policy& p) {
   if (knob == "loss_scale_growth_interval" || knob == "loss_scale_min" || knob == "loss_scale_skipped_step")
     return p.loss_scale != LossScale::dynamic;  // the dynamic rule's settings
   if (knob == "conv_bias_rounding") return p.autocast == Autocast::off && !reduced_format(p.math_conv);
-  if (knob == "matmul_bias_rounding") return p.autocast == Autocast::off && !reduced_format(p.math_matmul);
+  if (knob == "matmul_bias_rounding" || knob == "matmul_sum")
+    return p.autocast == Autocast::off && !reduced_format(p.math_matmul);
   if (knob == "rnn_autocast_rule") return p.autocast == Autocast::off;
   if (knob == "rnn_input_bias_rounding")
     return p.autocast == Autocast::off || p.rnn_autocast_rule != RnnAutocastRule::ops;

@@ -687,6 +687,19 @@ const std::vector<KnobRow>& rows() {
          "twice (tf.matmul then tf.nn.bias_add, both float16 under a mixed policy)", "twice (as tensorflow)",
          "once (F.linear is addmm: the bias enters the GEMM's float32 sum, CPU and cuBLAS)",
          "aten/src/ATen/native/Linear.cpp@v1.13.0 (addmm); keras/layers/core/dense.py Dense.call"}));
+    r.push_back(enum_knob(&Policy::matmul_sum,
+        {"matmul_sum", "numerics", {"float32", "per_term"},
+         "under a bfloat16 / float16 dense layer (math_matmul or autocast), how each output's products are "
+         "summed: float32 = in float32, rounded to the format once (oneDNN, cuBLAS, tensor cores); per_term "
+         "= as ATen's own CPU GEMM: the forward's x W^T a float32 dot product (in ascending order), "
+         "rounded once; the gradients' dy W and dy^T x in the format's arithmetic, each product rounded "
+         "and the running sum rounded after every term (a sum of ones stops at 256 in bfloat16)",
+         "float32 (not studied: TensorFlow's CPU MatMul runs bfloat16 in oneDNN)", "float32 (as tensorflow)",
+         "float32 (PyTorch runs a bfloat16 GEMM in oneDNN on a CPU with AVX-512 BW, VL and DQ when "
+         "m*k*n > 4096; elsewhere, an AVX2 CPU for one, ATen's own GEMM: per_term)",
+         "bench/peers/aten_gemm_probe.py (PyTorch 1.13's bfloat16 mm, addmm and nn.Linear under autocast "
+         "with torch.backends.mkldnn disabled, bit for bit; ATen's GEMM: aten/src/ATen/native/cpu/BlasKernel.cpp, "
+         "not read here); docs/REDUCED_PRECISION.md"}));
     r.push_back(enum_knob(&Policy::autocast,
         {"autocast", "numerics", {"off", "bfloat16", "float16"},
          "mixed precision as torch.autocast runs it, emulated on the CPU: convolutions and dense layers "

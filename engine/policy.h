@@ -134,6 +134,9 @@ enum class Autocast { off, bfloat16, float16 };  // torch.autocast's op classes 
 enum class LossScale { none, fixed, dynamic };   // knob values none | static | dynamic (GradScaler / LossScaleOptimizer)
 enum class SkippedStep { idle, counted };        // a skipped step: optimizer untouched | its step count advances (Keras)
 enum class BiasRounding { once, twice };         // a 16-bit op's bias: added before the result's rounding | after it
+// A 16-bit dense layer's sums: every product summed in float32 and rounded once | ATen's own CPU
+// GEMM (the forward's x W^T a float32 dot product, the gradients' products summed in the format).
+enum class MatmulSum { float32, per_term };
 // A recurrent layer under autocast: its own ops under the lists, the state float32 (PyTorch on the
 // CPU) | the whole layer one op in the format, states included (cuDNN's RNN, Keras: not built).
 enum class RnnAutocastRule { ops, layer };
@@ -263,6 +266,9 @@ struct Policy {
   // rounded, then the bias added in the format: PyTorch's cuDNN conv then add_, Keras's bias_add).
   BiasRounding conv_bias_rounding = BiasRounding::once;
   BiasRounding matmul_bias_rounding = BiasRounding::once;
+  // Under a bfloat16 / float16 mode, how a dense layer's GEMMs sum their products (MatmulSum;
+  // engine/layers/math_mode.h apply_term_sums): float32 (oneDNN, cuBLAS) or per_term (ATen's own GEMM).
+  MatmulSum matmul_sum = MatmulSum::float32;
   // Autocast emulated on the CPU (engine/layers/math_mode.h): convolutions and dense layers in the
   // format, the other layers in their input's format, the loss in float32. Every preset: off.
   Autocast autocast = Autocast::off;

@@ -42,6 +42,7 @@ Tensor DenseLayer::forward(RunContext& ctx, const Tensor& x) {
   p.k = in_;
   p.trans_b = true;
   p.sum_order = order_;
+  apply_term_sums(p, math_);
   const GemmKernel& g = ctx.exec.pick(ctx.exec.kernels.gemm, backend_, p, x.dtype());
   // A reduced math mode (engine/layers/math_mode.h): rounded operands, the bias in the storage
   // format only, the result (bias added) rounded; under bias rounding `twice` the product is
@@ -81,6 +82,8 @@ Tensor DenseLayer::backward(RunContext& ctx, const Tensor& dy) {
   pw.trans_a = true;
   pw.beta = 1.0;
   pw.sum_order = order_;
+  apply_term_sums(pd, math_);
+  apply_term_sums(pw, math_);
   const GemmKernel& gd = ctx.exec.pick(ctx.exec.kernels.gemm, backend_, pd, dy.dtype());
   const GemmKernel& gw = ctx.exec.pick(ctx.exec.kernels.gemm, backend_, pw, dy.dtype());
   // A reduced math mode: dy and W rounded as operands (x_ is the forward's rounded operand); this

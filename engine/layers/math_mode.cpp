@@ -30,6 +30,7 @@ std::string MathSpec::str() const {
   if (mode == MathMode::tf32) s += std::string(" (") + rounding_name(tf32_rule) + ")";
   if (autocast) s += " (autocast)";
   if (bias_after_result()) s += " (bias after rounding)";
+  if (per_term && reduced_format(mode)) s += " (per-term sums)";
   return s;
 }
 
@@ -69,7 +70,21 @@ MathSpec conv_math(const Policy& policy) {
 MathSpec matmul_math(const Policy& policy) {
   MathSpec m = autocast_op(policy, policy.math_matmul, "math_matmul");
   m.bias_twice = policy.matmul_bias_rounding == BiasRounding::twice;
+  m.per_term = policy.matmul_sum == MatmulSum::per_term;
   return m;
+}
+
+void apply_term_sums(GemmParams& p, const MathSpec& m) {
+  if (!m.per_term || !reduced_format(m.mode)) return;
+  check(!(p.trans_a && p.trans_b), "matmul_sum=per_term: a product with both operands transposed is not emulated "
+        "(ATen's kernel for it was not measured)");
+  if (p.trans_b) {
+    p.sum = GemmSum::in_order;
+    p.sum_order = SumOrder::ascending;
+  } else {
+    p.sum = GemmSum::rounded;
+    p.term_format = m.mode;
+  }
 }
 
 void round_to_format(Tensor& t, MathMode f) {

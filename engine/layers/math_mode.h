@@ -15,6 +15,7 @@
 
 #include <string>
 
+#include "core/ops/gemm.h"
 #include "core/ops/reduced_precision.h"
 #include "core/tensor.h"
 #include "engine/policy.h"
@@ -31,12 +32,23 @@ struct MathSpec {
   // bfloat16 / float16: the bias added after the product's result is rounded, the sum rounded
   // again (conv_bias_rounding / matmul_bias_rounding = twice); else in the float32 sum, once.
   bool bias_twice = false;
+  // bfloat16 / float16: the GEMMs sum as ATen's own CPU GEMM does (matmul_sum=per_term;
+  // apply_term_sums), else in float32 in the backend's order.
+  bool per_term = false;
   bool active() const { return mode != MathMode::float32; }
   bool bias_after_result() const { return bias_twice && reduced_format(mode); }
   std::string str() const;  // "tf32 (nearest_even)", "bfloat16", ...
 };
 
 const char* math_mode_name(MathMode m);
+
+// Under per_term sums (a reduced format), the GEMM's rule as ATen's own CPU GEMM has it (its
+// column-major kernels seen from driftlab's row-major call; bench/peers/aten_gemm_probe.py checks
+// each against PyTorch 1.13): B stored transposed and A not (x W^T, each output a dot product of
+// two stored rows) sums in float32 in ascending order (GemmSum::in_order), rounded once by the
+// layer; A and B as stored, or A transposed (dy W, dy^T x), in the format's arithmetic
+// (GemmSum::rounded). Both transposed is refused (not measured). Nothing changes otherwise.
+void apply_term_sums(GemmParams& p, const MathSpec& m);
 const char* rounding_name(Rounding r);
 
 // The Policy's mode for convolutions (math_conv) or dense layers (math_matmul); refuses a

@@ -46,8 +46,8 @@ void gemm_eigen(const GemmParams& p, const T* a, const T* b, T* c) {
 void register_gemm_eigen(KernelRegistry& reg) {
   GemmKernel k;
   k.name = "eigen";
-  k.supports_doc = "float32 and float64 (sum_order: Eigen's own)";
-  k.supports = [](const GemmParams&, DType) { return true; };
+  k.supports_doc = "float32 and float64, sum float32 (sum_order: Eigen's own)";
+  k.supports = [](const GemmParams& p, DType) { return p.sum == GemmSum::float32; };
   k.f32 = gemm_eigen<float>;
   k.f64 = gemm_eigen<double>;
   reg.gemm.at(KernelBackend::eigen) = k;

@@ -34,8 +34,8 @@ void gemm_onednn_f32(const GemmParams& p, const float* a, const float* b, float*
 void register_gemm_onednn(KernelRegistry& reg) {
   GemmKernel k;
   k.name = "onednn";
-  k.supports_doc = "float32 (dnnl_sgemm; sum_order: oneDNN's own)";
-  k.supports = [](const GemmParams&, DType dt) { return dt == DType::f32; };
+  k.supports_doc = "float32, sum float32 (dnnl_sgemm; sum_order: oneDNN's own)";
+  k.supports = [](const GemmParams& p, DType dt) { return dt == DType::f32 && p.sum == GemmSum::float32; };
   k.f32 = gemm_onednn_f32;
   k.f64 = nullptr;
   reg.gemm.at(KernelBackend::onednn) = k;

@@ -24,6 +24,10 @@ Kinds:
     must give y bit for bit, or the case fails), batch-major (N,T,...): xs (the input projection), hr
     (the recurrent addmm), a (the rounded gate sums; GRU n: its argument), act (the gates), c (LSTM:
     the cell state) and h.
+  autocast_mlp: Linear(F, H) -> ReLU -> Linear(H, K) (weights p0..p3) under autocast, with oneDNN
+    enabled or not (c['mkldnn']: torch.backends.mkldnn.flags, which decides whether a bfloat16
+    product runs in oneDNN or in ATen's own GEMM): the output y given x (N,F), then y.backward(dy):
+    dx and every parameter's gradient g<i>.
 Parameters come as p<i> and BatchNorm running statistics as s<j> (oracle.model_with_state).
 """
 import os
@@ -130,7 +134,26 @@ def run_rnn_autocast(c, case):
             case.put(key, torch.stack([s[key].float() for s in saved], 1))  # (N, T, ...)
 
 
-KINDS = {'rnn_autocast': run_rnn_autocast, 'autocast_layers': run_autocast_layers, 'autocast_step': run_autocast_step, 'autocast_ops': run_autocast_ops}
+def run_autocast_mlp(c, case):
+    x, dy = case.get('x'), case.get('dy')
+    p = [case.get('p%d' % i) for i in range(4)]
+    model = torch.nn.Sequential(torch.nn.Linear(p[0].shape[1], p[0].shape[0]), torch.nn.ReLU(),
+                                torch.nn.Linear(p[2].shape[1], p[2].shape[0]))
+    with torch.no_grad():
+        for mine, theirs in zip(model.parameters(), p):
+            mine.copy_(theirs)
+    xin = x.clone().requires_grad_(True)
+    with torch.backends.mkldnn.flags(enabled=bool(c['mkldnn'])):
+        with torch.autocast('cpu', dtype=torch.bfloat16):
+            y = model(xin)
+        y.backward(dy.to(y.dtype))
+    case.put('y', y.float())
+    case.put('dx', xin.grad)
+    for i, q in enumerate(model.parameters()):
+        case.put('g%d' % i, q.grad)
+
+
+KINDS = {'autocast_mlp': run_autocast_mlp, 'rnn_autocast': run_rnn_autocast, 'autocast_layers': run_autocast_layers, 'autocast_step': run_autocast_step, 'autocast_ops': run_autocast_ops}
 
 if __name__ == '__main__':
     sys.exit(run_cases(sys.argv, KINDS))
