@@ -290,6 +290,31 @@ TEST(Idx, DatasetScalesImagesAndKeepsLabels) {
   EXPECT_EQ(ds.images.at(1), 1.0);
 }
 
+// A limit keeps the first items as float32; the files are still checked to their end: a bad label
+// or a truncated image file past the items kept is still an error naming its offset.
+TEST(Idx, DatasetLimitKeepsTheFirstItemsAndChecksTheRest) {
+  ScratchDir tmp;
+  const Bytes pixels = {0, 255, 51, 102, 1, 2, 3, 4, 10, 20, 30, 40};
+  write_raw(tmp.path("img"), idx_bytes(0x08, {3, 2, 2}, pixels));
+  write_raw(tmp.path("lab"), idx_bytes(0x08, {3}, {9, 0, 4}));
+  for (const int64_t limit : {1, 2}) {
+    Dataset ds = load_idx_dataset(tmp.path("img"), tmp.path("lab"), "tiny", limit);
+    EXPECT_EQ(ds.images.shape(), (Shape{limit, 1, 2, 2}));
+    EXPECT_EQ(ds.labels, (limit == 1 ? std::vector<int32_t>{9} : std::vector<int32_t>{9, 0}));
+    for (int64_t i = 0; i < ds.images.numel(); ++i) EXPECT_EQ(ds.images.data<float>()[i], pixels[i] / 255.0f) << i;
+  }
+  for (const int64_t limit : {0, 3, 5})  // no limit, or one at or past n: every item
+    EXPECT_EQ(load_idx_dataset(tmp.path("img"), tmp.path("lab"), "tiny", limit).images.dim(0), 3) << limit;
+  write_raw(tmp.path("badlab"), idx_bytes(0x08, {3}, {9, 0, 12}));
+  EXPECT_TRUE(throws_error_with([&] { load_idx_dataset(tmp.path("img"), tmp.path("badlab"), "x", 1); },
+                                {"label 12 at offset 8+2"}));
+  Bytes cut = idx_bytes(0x08, {3, 2, 2}, pixels);
+  cut.resize(cut.size() - 3);
+  write_raw(tmp.path("cutimg"), cut);
+  EXPECT_TRUE(throws_error_with([&] { load_idx_dataset(tmp.path("cutimg"), tmp.path("lab"), "x", 1); },
+                                {"truncated at offset 16+9"}));
+}
+
 TEST(Idx, DatasetCountMismatch) {
   ScratchDir tmp;
   const std::string img = tmp.path("img"), lab = tmp.path("lab");

@@ -99,7 +99,7 @@ Dataset DatasetLoader::load(const DataSpec& spec, Split split, const nlohmann::j
     for (const auto& n : dataset_names()) known += (known.empty() ? "" : ", ") + n;
     fail("data: unknown dataset '", spec.dataset, "' (known: ", known, ")");
   }
-  Dataset d = take_first(load_mnist_like(dir, train, spec.dataset + (train ? "/train" : "/test")), spec.limit);
+  Dataset d = load_mnist_like(dir, train, spec.dataset + (train ? "/train" : "/test"), spec.limit);
   if (seq) d.images = d.images.reshape({d.images.dim(0), d.images.dim(2), d.images.dim(3)});
   return d;
 }

@@ -258,7 +258,7 @@ IdxArray read_idx_bytes(const std::string& bytes, const std::string& name) {
 }
 
 Dataset load_idx_dataset(const std::string& images_path, const std::string& labels_path,
-                         const std::string& name) {
+                         const std::string& name, int64_t limit) {
   IdxArray img = read_idx(images_path);
   check(img.dims.size() == 3, "idx: images ", images_path, " has dims ", shape_str(img.dims),
         ", expected 3 dims [n,rows,cols] (magic 0x00000803)");
@@ -269,21 +269,21 @@ Dataset load_idx_dataset(const std::string& images_path, const std::string& labe
         " items but labels ", labels_path, " has ", lab.dims[0]);
 
   const int64_t n = img.dims[0];
+  const int64_t kept = limit > 0 && limit < n ? limit : n;
   const std::size_t label_header = 4 + 4 * lab.dims.size();
   Dataset ds;
   ds.name = name;
   ds.num_classes = kMnistNumClasses;
-  ds.labels.resize(static_cast<std::size_t>(n));
-  for (std::size_t i = 0; i < ds.labels.size(); ++i) {
+  for (std::size_t i = 0; i < lab.data.size(); ++i) {  // every label checked, the kept ones stored
     int v = lab.data[i];
     if (v >= kMnistNumClasses)
       fail("idx: ", labels_path, ": label ", v, " at offset ", label_header, "+", i,
            " is outside 0..", kMnistNumClasses - 1);
-    ds.labels[i] = v;
   }
-  ds.images = Tensor({n, 1, img.dims[1], img.dims[2]}, DType::f32);
+  ds.labels.assign(lab.data.begin(), lab.data.begin() + kept);
+  ds.images = Tensor({kept, 1, img.dims[1], img.dims[2]}, DType::f32);
   float* px = ds.images.data<float>();
-  for (std::size_t i = 0; i < img.data.size(); ++i) px[i] = img.data[i] / 255.0f;
+  for (int64_t i = 0; i < ds.images.numel(); ++i) px[i] = img.data[static_cast<std::size_t>(i)] / 255.0f;
   return ds;
 }
 
@@ -299,11 +299,11 @@ std::string find_idx_file(const std::string& dir, const std::string& stem) {
   fail("idx: dataset directory ", dir, " has neither ", stem, " nor ", stem, ".gz");
 }
 
-Dataset load_mnist_like(const std::string& dir, bool train, const std::string& name) {
+Dataset load_mnist_like(const std::string& dir, bool train, const std::string& name, int64_t limit) {
   const std::string prefix = train ? "train" : "t10k";
   std::string images = find_idx_file(dir, prefix + "-images-idx3-ubyte");
   std::string labels = find_idx_file(dir, prefix + "-labels-idx1-ubyte");
-  return load_idx_dataset(images, labels, name);
+  return load_idx_dataset(images, labels, name, limit);
 }
 
 }  // namespace driftlab

@@ -31,14 +31,17 @@ IdxArray read_idx(const std::string& path);
 IdxArray read_idx_bytes(const std::string& bytes, const std::string& name);
 
 // Pairs an image file ([n,rows,cols]) with a label file ([n]); labels must be 0..9. The
-// images load as float32 [n,1,rows,cols], pixel/255 in [0,1].
+// images load as float32 [n,1,rows,cols], pixel/255 in [0,1]. limit > 0 keeps the first `limit`
+// items (at most n): both files are still read and checked to their last byte, every label too,
+// but only the items kept become float32 (the first 12,800 of Fashion-MNIST's 60,000: 40 MB
+// instead of 188).
 Dataset load_idx_dataset(const std::string& images_path, const std::string& labels_path,
-                         const std::string& name);
+                         const std::string& name, int64_t limit = 0);
 
 // Returns dir/stem if it exists, else dir/stem.gz (stem like "train-images-idx3-ubyte").
 std::string find_idx_file(const std::string& dir, const std::string& stem);
 
 // Loads train-{images-idx3,labels-idx1}-ubyte[.gz] (train) or t10k-... (test) from dir.
-Dataset load_mnist_like(const std::string& dir, bool train, const std::string& name);
+Dataset load_mnist_like(const std::string& dir, bool train, const std::string& name, int64_t limit = 0);
 
 }  // namespace driftlab
