@@ -141,14 +141,20 @@ int Sequential::input_block(const ExecContext& exec, DType dt) const {
   return kAnyBlock;
 }
 
-Tensor Sequential::forward(RunContext& ctx, const Tensor& x) { return run(ctx, x, layers_.size()); }
+Tensor Sequential::forward(RunContext& ctx, const Tensor& x) { return run(ctx, x, 0, layers_.size()); }
 
 Tensor Sequential::forward_prefix(RunContext& ctx, const Tensor& x, std::size_t upto) {
   check(upto < layers_.size(), "sequential: a prefix of ", upto, " of ", layers_.size(), " layers");
-  return run(ctx, x, upto);
+  return run(ctx, x, 0, upto);
 }
 
-Tensor Sequential::run(RunContext& ctx, const Tensor& x, std::size_t upto) {
+Tensor Sequential::forward_from(RunContext& ctx, const Tensor& h, std::size_t from) {
+  check(from < layers_.size(), "sequential: layers from ", from, " of ", layers_.size());
+  check(!ctx.record, "sequential: forward_from keeps nothing for a backward (a prediction only)");
+  return run(ctx, h, from, layers_.size());
+}
+
+Tensor Sequential::run(RunContext& ctx, const Tensor& x, std::size_t from, std::size_t upto) {
   const int outer = ctx.out_block;
   const std::size_t n = layers_.size();
   // takes[i]: the block layer i takes (kAnyBlock: any); wants[i]: the block layer i's input may
@@ -163,8 +169,8 @@ Tensor Sequential::run(RunContext& ctx, const Tensor& x, std::size_t upto) {
   out_blocks_.assign(n, 0);
   fused_bn_relu_.assign(n, 0);
   const bool may_fuse = ctx.exec.fuse_bn_relu && !ctx.exec.layer_inputs && !ctx.exec.replace_layer_input;
-  Tensor h = cast_input_ ? rounded_to(x, in_format_) : x;
-  for (std::size_t i = 0; i < upto;) {
+  Tensor h = cast_input_ && from == 0 ? rounded_to(x, in_format_) : x;
+  for (std::size_t i = from; i < upto;) {
     if (Block* b = i + 3 <= upto ? block_at(i) : nullptr) {
       const Tensor in = ctx.exec.layer_inputs ? h : Tensor();  // kept only for the tap
       if (forward_block(ctx, *b, h)) {

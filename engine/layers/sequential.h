@@ -57,6 +57,9 @@ class Sequential {
   // The first `upto` layers only, their output left in the layout it has (a residual block runs
   // all but its last batchnorm so, to fuse that with its add and the ReLU after it).
   Tensor forward_prefix(RunContext& ctx, const Tensor& x, std::size_t upto);
+  // Layers `from` to the last on h, the output of the first `from` layers (forward_prefix's, or
+  // several of its outputs joined along the batch); from = 0 is forward.
+  Tensor forward_from(RunContext& ctx, const Tensor& h, std::size_t from);
   // Returns dx of the network input, or an undefined Tensor when !ctx.input_grad.
   Tensor backward(RunContext& ctx, const Tensor& dy);
   // Parameters in layer order, named "<index>.<kind>.<weight|bias>".
@@ -98,7 +101,8 @@ class Sequential {
   Block* block_at(std::size_t first);
   Block* block_ending_at(std::size_t last);
   bool forward_block(RunContext& ctx, Block& b, Tensor& h);  // false: not supported, run the layers
-  Tensor run(RunContext& ctx, const Tensor& x, std::size_t upto);  // forward and forward_prefix
+  // Layers [from, upto) on x: forward, forward_prefix and forward_from.
+  Tensor run(RunContext& ctx, const Tensor& x, std::size_t from, std::size_t upto);
   void note_block(const Block& b);
 
   bool cast_input_ = false;  // apply_input_cast: the input and its gradient rounded to in_format_
