@@ -252,6 +252,7 @@ GraphBuilder::GraphBuilder(const std::string& input, const Shape& input_shape, c
     : policy_(policy), rng_(rng), max_bytes_(max_param_bytes) {
   check(!input.empty(), "graph spec: no input name");
   graph_ = std::make_unique<GraphLayer>(input, input_shape, policy.dtype == FloatType::float64 ? DType::f64 : DType::f32);
+  graph_->set_binary_backend(policy.act_backend);
   spec_ = {{"input", input}, {"input_shape", input_shape}, {"constants", json::array()}, {"nodes", json::array()}};
 }
 

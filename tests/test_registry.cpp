@@ -47,6 +47,7 @@ const std::map<std::string, std::map<std::string, std::string>> kExpected = {
     {"maxpool2d", {{"reference", "reference"}, {"fast", "fast"}}},
     {"avgpool2d", {{"reference", "reference"}, {"fast", "fast"}}},
     {"activation", {{"reference", "reference"}, {"fast", "fast"}}},
+    {"binary", {{"reference", "reference"}, {"fast", "fast"}}},
     {"softmax_xent", {{"reference", "reference"}, {"fast", "fast"}}},
     {"sgd", {{"reference", "reference"}, {"fast", "fast"}}},
     {"adam", {{"reference", "reference"}, {"fast", "fast"}}},

@@ -32,6 +32,18 @@ inline T binary_value(BinaryOp op, T a, T b) {
   return a * b;
 }
 
+// The registry's binary forward (a graph's add, sub, mul). The backward stays the reference's.
+struct BinaryParams {
+  BinaryOp op = BinaryOp::add;
+  Shape a, b;  // the operands' shapes (broadcast as above)
+};
+struct BinaryKernel {
+  const char* name = nullptr;
+  const char* supports_doc = nullptr;
+  bool (*supports)(const BinaryParams&, DType) = nullptr;
+  void (*forward)(const BinaryParams&, const Tensor& a, const Tensor& b, Tensor& y) = nullptr;
+};
+
 // The shape y of concatenating shapes along `axis` (all other axes equal); throws naming `who`
 // and the axis as `shown_axis` (the caller's numbering, e.g. counting a batch axis; -1: `axis`).
 Shape concat_shape(const std::vector<Shape>& xs, int axis, const std::string& who, int shown_axis = -1);

@@ -1,6 +1,6 @@
 // KernelRegistry: one table per op, a slot per backend (reference, fast, eigen, onednn). Every
 // CPU op of every layer runs through it: the layer asks for the backend its knob names
-// (conv_backend, gemm_backend, rnn_backend, bn_backend, pool_backend, act_backend,
+// (conv_backend, gemm_backend, rnn_backend, bn_backend, pool_backend, act_backend (binary ops too),
 // loss_backend, sgd_backend: every optimiser step), the table hands out that kernel when it is registered and its
 // supports() accepts the call's params and dtype, and the reference otherwise. Fast kernels are
 // declared in no header: registration (kernels/cpu/registry.h) is the only way to reach them,
@@ -23,6 +23,7 @@
 #include "core/ops/activation.h"
 #include "core/ops/adaptive.h"
 #include "core/ops/batchnorm.h"
+#include "core/ops/binary.h"
 #include "core/ops/conv2d.h"
 #include "core/ops/conv_block.h"
 #include "core/ops/gemm.h"
@@ -70,6 +71,7 @@ struct KernelRegistry {
   OpTable<BatchNormKernel> batchnorm;
   OpTable<Pool2dKernel> maxpool2d, avgpool2d;
   OpTable<ActivationKernel> activation;
+  OpTable<BinaryKernel> binary;  // a graph's add, sub, mul (act_backend)
   OpTable<SoftmaxXentKernel> softmax_xent;
   OpTable<SgdKernel> sgd;
   OpTable<AdamKernel> adam;
@@ -87,7 +89,8 @@ struct KernelRegistry {
   // f(table) for every op table, in a fixed order (listings, tests).
   template <typename F>
   void for_each_op(F&& f) const {
-    f(conv2d), f(conv_block), f(gemm), f(rnn), f(batchnorm), f(maxpool2d), f(avgpool2d), f(activation), f(softmax_xent), f(sgd),
+    f(conv2d), f(conv_block), f(gemm), f(rnn), f(batchnorm), f(maxpool2d), f(avgpool2d), f(activation), f(binary),
+        f(softmax_xent), f(sgd),
         f(adam), f(rmsprop), f(qconv2d), f(qdense), f(qmaxpool2d), f(quantize), f(qadd),
         f(qglobal_avg_pool), f(qdense_dynamic);
   }

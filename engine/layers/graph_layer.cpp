@@ -309,7 +309,8 @@ Tensor GraphLayer::run(RunContext& ctx, const Tensor& x, std::vector<Tensor>* al
         check(got == want, "graph: node '", node.name, "': inputs ", shape_str(a.shape()), " and ", shape_str(b.shape()),
               " give ", shape_str(got), ", expected ", shape_str(want), " (a constant's leading axis meets the batch)");
         y = Tensor::empty(want, a.dtype());
-        binary_forward_ref(op, a, b, y);
+        const BinaryParams bp{op, a.shape(), b.shape()};
+        ctx.exec.pick(ctx.exec.kernels.binary, binary_backend_, bp, a.dtype()).forward(bp, a, b, y);
         if (ctx.record && op == BinaryOp::mul) kept_[i] = {a, b};
         break;
       }
@@ -357,7 +358,7 @@ Tensor GraphLayer::run(RunContext& ctx, const Tensor& x, std::vector<Tensor>* al
 namespace {
 // g += d, as a new tensor (a layer's dx may share storage with its dy), rounded to the format of
 // the value whose gradient it is (autocast: autograd sums a 16-bit tensor's gradients in its dtype).
-void accumulate(Tensor& g, const Tensor& d, MathMode format) {
+void accumulate(RunContext& ctx, KernelBackend backend, Tensor& g, const Tensor& d, MathMode format) {
   if (!d.defined()) return;
   if (!g.defined()) {
     g = d;
@@ -366,7 +367,8 @@ void accumulate(Tensor& g, const Tensor& d, MathMode format) {
   check(g.shape() == d.shape(), "graph backward: gradients ", shape_str(g.shape()), " and ", shape_str(d.shape()),
         " of one value");
   Tensor sum = Tensor::empty(g.shape(), g.dtype());
-  binary_forward_ref(BinaryOp::add, g, d, sum);
+  const BinaryParams bp{BinaryOp::add, g.shape(), d.shape()};
+  ctx.exec.pick(ctx.exec.kernels.binary, backend, bp, g.dtype()).forward(bp, g, d, sum);
   round_to_format(sum, format);
   g = sum;
 }
@@ -391,7 +393,8 @@ Tensor GraphLayer::backward(RunContext& ctx, const Tensor& dy) {
         ctx.need_dx = wanted(node.inputs[0]);
         Tensor dx = node.layer->backward(ctx, g);
         if (ctx.need_dx)
-          accumulate(grads[static_cast<std::size_t>(node.inputs[0])], dx.channel_block() ? to_block(dx, 0) : dx,
+          accumulate(ctx, binary_backend_, grads[static_cast<std::size_t>(node.inputs[0])],
+                     dx.channel_block() ? to_block(dx, 0) : dx,
                      value_format(node.inputs[0]));
         break;
       }
@@ -414,8 +417,8 @@ Tensor GraphLayer::backward(RunContext& ctx, const Tensor& dy) {
         if (wanted(b)) db = Tensor::empty(sb, g.dtype());
         binary_backward_ref(op, sa, sb, mul ? &kept_[i].at(0) : nullptr, mul ? &kept_[i].at(1) : nullptr, g,
                             da.defined() ? &da : nullptr, db.defined() ? &db : nullptr);
-        if (da.defined()) accumulate(grads[static_cast<std::size_t>(a)], da, value_format(a));
-        if (db.defined()) accumulate(grads[static_cast<std::size_t>(b)], db, value_format(b));
+        if (da.defined()) accumulate(ctx, binary_backend_, grads[static_cast<std::size_t>(a)], da, value_format(a));
+        if (db.defined()) accumulate(ctx, binary_backend_, grads[static_cast<std::size_t>(b)], db, value_format(b));
         break;
       }
       case GraphOp::concat: {
@@ -431,7 +434,8 @@ Tensor GraphLayer::backward(RunContext& ctx, const Tensor& dy) {
         concat_backward_ref(node.axis, g, ptrs);
         for (std::size_t j = 0; j < node.inputs.size(); ++j)
           if (wanted(node.inputs[j]))
-            accumulate(grads[static_cast<std::size_t>(node.inputs[j])], dxs[j], value_format(node.inputs[j]));
+            accumulate(ctx, binary_backend_, grads[static_cast<std::size_t>(node.inputs[j])], dxs[j],
+                       value_format(node.inputs[j]));
         break;
       }
       case GraphOp::multi:
@@ -440,7 +444,8 @@ Tensor GraphLayer::backward(RunContext& ctx, const Tensor& dy) {
         if (wanted(node.inputs[0])) {
           Shape s = value_shape(node.inputs[0]);
           s.insert(s.begin(), g.dim(0));
-          accumulate(grads[static_cast<std::size_t>(node.inputs[0])], g.reshape(s), value_format(node.inputs[0]));
+          accumulate(ctx, binary_backend_, grads[static_cast<std::size_t>(node.inputs[0])], g.reshape(s),
+                     value_format(node.inputs[0]));
         }
         break;
     }

@@ -117,6 +117,9 @@ class GraphLayer : public Layer {
   int output_value() const { return output_; }
   DType constant_dtype() const { return dtype_; }
 
+  // The backend of the graph's add, sub and mul (and of its gradients' sums): act_backend's.
+  void set_binary_backend(KernelBackend b) { binary_backend_ = b; }
+
  private:
   struct Value {
     std::string name;
@@ -142,6 +145,7 @@ class GraphLayer : public Layer {
   std::vector<int> last_use_;  // per value: the last node reading it (nodes_.size() for the output)
   int output_ = 0;
   DType dtype_;
+  KernelBackend binary_backend_ = KernelBackend::fast;  // add, sub, mul: the Policy's act_backend
   // What the backward needs, kept by a recorded forward: mul's operands, per node.
   std::vector<std::vector<Tensor>> kept_;
   // Autocast: the input's format and each value's (recomputed when nodes were added since).

@@ -28,6 +28,7 @@ KernelRegistry make_cpu_registry() {
   r.sgd.op = "sgd";
   r.adam.op = "adam";
   r.rmsprop.op = "rmsprop";
+  r.binary.op = "binary";
   r.qconv2d.op = "qconv2d";
   r.qdense.op = "qdense";
   r.qmaxpool2d.op = "qmaxpool2d";
@@ -51,6 +52,8 @@ KernelRegistry make_cpu_registry() {
   register_pool2d_fast(r);
   register_activation_ref(r);
   register_activation_fast(r);
+  register_binary_ref(r);
+  register_binary_fast(r);
   register_softmax_xent_ref(r);
   register_softmax_xent_fast(r);
   register_sgd_ref(r);

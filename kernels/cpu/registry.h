@@ -35,6 +35,8 @@ void register_pool2d_ref(KernelRegistry&);   // max and average
 void register_pool2d_fast(KernelRegistry&);  // max and average
 void register_activation_ref(KernelRegistry&);
 void register_activation_fast(KernelRegistry&);
+void register_binary_ref(KernelRegistry&);
+void register_binary_fast(KernelRegistry&);
 void register_softmax_xent_ref(KernelRegistry&);
 void register_softmax_xent_fast(KernelRegistry&);
 void register_sgd_ref(KernelRegistry&);

@@ -5,6 +5,7 @@
 #include "core/ops/binary.h"
 #include "core/ops/common.h"
 #include "kernels/cpu/ref/ref.h"
+#include "kernels/cpu/registry.h"
 
 namespace driftlab {
 namespace {
@@ -139,6 +140,15 @@ void concat_backward_ref(int axis, const Tensor& dy, const std::vector<Tensor*>&
     }
     check(at == row, "concat backward: the inputs' gradients do not fill dy's axis");
   });
+}
+
+void register_binary_ref(KernelRegistry& reg) {
+  BinaryKernel k;
+  k.name = "reference";
+  k.supports_doc = "every broadcast, float32 and float64";
+  k.supports = [](const BinaryParams&, DType) { return true; };
+  k.forward = [](const BinaryParams& p, const Tensor& a, const Tensor& b, Tensor& y) { binary_forward_ref(p.op, a, b, y); };
+  reg.binary.at(KernelBackend::reference) = k;
 }
 
 }  // namespace driftlab
