@@ -526,21 +526,17 @@ std::string ex_matmul_sum() {
   const int64_t n = 300;
   os << "  dL/dW of a dense layer (1 input, 1 unit) over a batch of " << n << " under autocast=bfloat16\n";
   for (const bool ones : {false, true}) {
-    double exact = 0;
+    Tensor x({n, 1}, DType::f32), dy({n, 1}, DType::f32);
+    double exact = 0;  // of the terms as autocast takes them, rounded to bfloat16
     for (int64_t i = 0; i < n; ++i) {
-      const double xi = ones ? 1.0 : round_to_bf16(static_cast<float>(1.0 + std::sin(i) / 4));
-      const double gi = ones ? 1.0 : round_to_bf16(static_cast<float>(std::cos(i) / 2));
-      exact += xi * gi;
+      x.data<float>()[i] = ones ? 1.0f : static_cast<float>(1.0 + std::sin(i) / 4);
+      dy.data<float>()[i] = ones ? 1.0f : static_cast<float>(std::cos(i) / 2);
+      exact += static_cast<double>(round_to_bf16(x.data<float>()[i])) * round_to_bf16(dy.data<float>()[i]);
     }
     os << "  " << (ones ? "x_i = 1, dL/dy_i = 1" : "x_i = 1 + sin(i)/4, dL/dy_i = cos(i)/2") << " (float64 sum "
        << exact << "):\n";
     for (const std::string& v : knob_info("matmul_sum").values) {
       OneUnit u = one_unit(Policy::parse("torch,autocast=bfloat16,matmul_sum=" + v), false, 1, 1, false);
-      Tensor x({n, 1}, DType::f32), dy({n, 1}, DType::f32);
-      for (int64_t i = 0; i < n; ++i) {
-        x.data<float>()[i] = ones ? 1.0f : static_cast<float>(1.0 + std::sin(i) / 4);
-        dy.data<float>()[i] = ones ? 1.0f : static_cast<float>(std::cos(i) / 2);
-      }
       ExecContext exec;
       RunContext ctx = RunContext::training(exec, nullptr);
       u.layer->forward(ctx, x);

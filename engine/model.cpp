@@ -9,7 +9,7 @@ int64_t Model::num_params() const {
 }
 
 Tensor Model::forward(RunContext& ctx, const Tensor& x) const {
-  return net->forward(ctx, x.dtype() == dtype() ? x : x.to(dtype()));
+  return net->forward(ctx, in_dtype(x));
 }
 
 }  // namespace driftlab

@@ -20,6 +20,8 @@ struct Model {
 
   DType dtype() const { return policy.dtype == FloatType::float64 ? DType::f64 : DType::f32; }
   int64_t num_params() const;
+  // x in the model's dtype (x itself when it is).
+  Tensor in_dtype(const Tensor& x) const { return x.dtype() == dtype() ? x : x.to(dtype()); }
   // Logits for a batch; converts x to the model's dtype when needed.
   Tensor forward(RunContext& ctx, const Tensor& x) const;
 };

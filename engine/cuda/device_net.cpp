@@ -244,7 +244,7 @@ DeviceNet::DeviceNet(cuda::CudaContext& ctx, Model& model) : ctx_(ctx), model_(m
 }
 
 DeviceValue DeviceNet::forward(DeviceRunContext& run, const Tensor& x) {
-  const Tensor& xt = x.dtype() == model_.dtype() ? x : x.to(model_.dtype());
+  const Tensor xt = model_.in_dtype(x);
   DeviceValue dx;
   try {
     dx = std::make_shared<DeviceTensor>(cuda::to_device(ctx_, xt));

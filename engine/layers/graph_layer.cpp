@@ -215,6 +215,12 @@ BinaryOp binary_of(GraphOp op) {
   }
   fail("graph: ", graph_op_name(op), " is no binary op");
 }
+
+// y = a op b by the registry's binary kernel for `backend` (act_backend's).
+void binary_forward(RunContext& ctx, KernelBackend backend, BinaryOp op, const Tensor& a, const Tensor& b, Tensor& y) {
+  const BinaryParams p{op, a.shape(), b.shape()};
+  ctx.exec.pick(ctx.exec.kernels.binary, backend, p, a.dtype()).forward(p, a, b, y);
+}
 }  // namespace
 
 MathMode GraphLayer::set_input_format(MathMode in) {
@@ -309,8 +315,7 @@ Tensor GraphLayer::run(RunContext& ctx, const Tensor& x, std::vector<Tensor>* al
         check(got == want, "graph: node '", node.name, "': inputs ", shape_str(a.shape()), " and ", shape_str(b.shape()),
               " give ", shape_str(got), ", expected ", shape_str(want), " (a constant's leading axis meets the batch)");
         y = Tensor::empty(want, a.dtype());
-        const BinaryParams bp{op, a.shape(), b.shape()};
-        ctx.exec.pick(ctx.exec.kernels.binary, binary_backend_, bp, a.dtype()).forward(bp, a, b, y);
+        binary_forward(ctx, binary_backend_, op, a, b, y);
         if (ctx.record && op == BinaryOp::mul) kept_[i] = {a, b};
         break;
       }
@@ -367,8 +372,7 @@ void accumulate(RunContext& ctx, KernelBackend backend, Tensor& g, const Tensor&
   check(g.shape() == d.shape(), "graph backward: gradients ", shape_str(g.shape()), " and ", shape_str(d.shape()),
         " of one value");
   Tensor sum = Tensor::empty(g.shape(), g.dtype());
-  const BinaryParams bp{BinaryOp::add, g.shape(), d.shape()};
-  ctx.exec.pick(ctx.exec.kernels.binary, backend, bp, g.dtype()).forward(bp, g, d, sum);
+  binary_forward(ctx, backend, BinaryOp::add, g, d, sum);
   round_to_format(sum, format);
   g = sum;
 }

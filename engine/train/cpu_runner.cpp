@@ -53,7 +53,7 @@ Tensor CpuRunner::logits(const Tensor& x, int64_t max_batch) {
   RunContext ctx = RunContext::inference(exec_);
   if (exec_.layer_inputs || exec_.replace_layer_input) return model_.forward(ctx, x);  // taps see the whole batch
   // The same bits as model_.forward, in pieces where the rule finds it faster (predict_pieces.h).
-  const Tensor in = x.dtype() == model_.dtype() ? x : x.to(model_.dtype());
+  const Tensor in = model_.in_dtype(x);
   return predict_in_pieces(ctx, *model_.net, in, predict_pieces(*model_.net, in.dim(0), in.dtype()));
 }
 

@@ -187,7 +187,7 @@ double CudaRunner::train_step(const Tensor& x, const std::vector<int32_t>& label
   DeviceRunContext run = DeviceRunContext::training(ctx_, &dropout_rng_);
   run.input_grad = false;
   const std::vector<DeviceParam*> params = net_->params();
-  const Tensor& xm = x.dtype() == model_.dtype() ? x : x.to(model_.dtype());
+  const Tensor xm = model_.in_dtype(x);
   const int64_t n = xm.rank() ? xm.dim(0) : 0;
   if (!staging_) staging_ = std::make_unique<cuda::PinnedBuffer>(ctx_);
   const std::size_t x_bytes = round_up(xm.nbytes()), y_bytes = round_up(labels.size() * sizeof(int32_t));
@@ -296,7 +296,7 @@ PredictTime CudaRunner::time_prediction(const Tensor& x, int64_t max_batch) {
   const int64_t n = x.rank() ? x.dim(0) : 0;
   if (max_batch == 0 || max_batch >= n) {
     DeviceValue xd = std::make_shared<cuda::DeviceTensor>(
-        cuda::to_device(ctx_, x.dtype() == model_.dtype() ? x : x.to(model_.dtype())));
+        cuda::to_device(ctx_, model_.in_dtype(x)));
     DeviceRunContext run = DeviceRunContext::inference(ctx_);
     cuda::EventTimer timer(ctx_);
     timer.start();

@@ -5,48 +5,60 @@
 #include <sstream>
 
 #include "core/error.h"
-#include "engine/layers/activation_layer.h"
 #include "engine/layers/conv2d_layer.h"
 #include "engine/layers/layout.h"
 #include "engine/layers/residual_layer.h"
+#include "engine/layers/visit.h"
 
 namespace driftlab {
 
 namespace {
 
-int64_t per_input(const Shape& s) {
-  int64_t n = 1;
-  for (int64_t d : s) n *= d;
-  return n;
-}
-
-// Whether layer l computes each input's outputs in an order independent of the batch, whatever
+// Whether each layer computes each input's outputs in an order independent of the batch, whatever
 // the threads split (measured for these kinds by tests/test_batch_invariance.cpp and
-// tests/test_predict_pieces.cpp; a convolution under the Eigen backend, an im2col GEMM, is not
-// claimed). Accumulates the largest per-input activation (elements) and the weights (elements).
-bool batch_invariant(Layer& l, int64_t& act, int64_t& weights);
+// tests/test_predict_pieces.cpp), one answer per kind, so that a new kind must be given one.
+// Collects, over the layers that are, the largest per-input activation and the weights (elements).
+class BatchInvariance final : public LayerVisitor {
+ public:
+  int64_t act = 0, weights = 0;
 
-bool all_invariant(Sequential& s, int64_t& act, int64_t& weights) {
-  for (std::size_t i = 0; i < s.size(); ++i)
-    if (!batch_invariant(s.layer(i), act, weights)) return false;
-  return true;
-}
-
-bool batch_invariant(Layer& l, int64_t& act, int64_t& weights) {
-  const std::string k = l.kind();
-  bool ok = k == "batchnorm" || k == "maxpool2d" || k == "avgpool2d" || k == "global_avg_pool" || k == "flatten" ||
-            k == "dropout" || dynamic_cast<ActivationLayer*>(&l) != nullptr;
-  if (auto* c = dynamic_cast<Conv2dLayer*>(&l)) ok = c->op_backend() != KernelBackend::eigen;
-  if (auto* r = dynamic_cast<ResidualLayer*>(&l)) {  // its layers' weights are its own params() below
-    int64_t inner = 0;
-    ok = all_invariant(r->main(), act, inner) && (!r->projection() || all_invariant(*r->projection(), act, inner));
+  // Whether l is, counting its activation and weights when it is.
+  bool take(Layer& l) {
+    ok_ = true;
+    l.accept(*this);
+    if (!ok_) return false;
+    act = std::max(act, shape_numel(l.output_shape()));
+    for (Param* p : l.params()) weights += p->value.numel();
+    for (Param* p : l.buffers()) weights += p->value.numel();
+    return true;
   }
-  if (!ok) return false;
-  act = std::max(act, per_input(l.output_shape()));
-  for (Param* p : l.params()) weights += p->value.numel();
-  for (Param* p : l.buffers()) weights += p->value.numel();
-  return true;
-}
+
+  void visit(Conv2dLayer& l) override { ok_ = l.op_backend() != KernelBackend::eigen; }  // Eigen: an im2col GEMM
+  void visit(Pool2dLayer&) override {}
+  void visit(DenseLayer&) override { ok_ = false; }  // the fast GEMMs block their sums by rows
+  void visit(ActivationLayer&) override {}
+  void visit(BatchNormLayer&) override {}
+  void visit(DropoutLayer&) override {}
+  void visit(FlattenLayer&) override {}
+  void visit(GlobalAvgPoolLayer&) override {}
+  void visit(EmbeddingLayer&) override { ok_ = false; }  // not measured
+  void visit(RnnLayer&) override { ok_ = false; }        // its gate GEMMs
+  void visit(GraphLayer&) override { ok_ = false; }      // its nodes are not split apart here
+  void visit(ExternalLayer&) override { ok_ = false; }   // quant/'s int8 layers: not measured
+  void visit(ResidualLayer& r) override {  // its layers' weights are its own params(), counted by take()
+    BatchInvariance inner;
+    ok_ = inner.all(r.main()) && (!r.projection() || inner.all(*r.projection()));
+    act = std::max(act, inner.act);
+  }
+
+ private:
+  bool all(Sequential& s) {
+    for (std::size_t i = 0; i < s.size(); ++i)
+      if (!take(s.layer(i))) return false;
+    return true;
+  }
+  bool ok_ = true;
+};
 
 }  // namespace
 
@@ -63,12 +75,13 @@ std::string PredictPieces::str() const {
 
 PredictPieces predict_pieces(Sequential& net, int64_t n, DType dt) {
   PredictPieces r;
-  int64_t act = per_input(net.input_shape()), weights = 0;
+  BatchInvariance seen;
+  seen.act = shape_numel(net.input_shape());
   std::size_t split = 0;
-  while (split < net.size() && batch_invariant(net.layer(split), act, weights)) ++split;
+  while (split < net.size() && seen.take(net.layer(split))) ++split;
   const int64_t bytes = static_cast<int64_t>(dtype_size(dt));
-  r.activation_bytes = act * bytes;
-  r.weight_bytes = weights * bytes;
+  r.activation_bytes = seen.act * bytes;
+  r.weight_bytes = seen.weights * bytes;
   if (split == 0 || n * r.activation_bytes <= kWholeBatchBytes || r.weight_bytes > kReusedWeightBytes) return r;
   int64_t piece = kMinPiece;
   while (piece * 2 * r.activation_bytes <= kPieceBytes) piece *= 2;
