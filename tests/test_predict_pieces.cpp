@@ -7,8 +7,11 @@
 #include <cstring>
 #include <string>
 
+#include <nlohmann/json.hpp>
+
 #include "core/error.h"
 #include "engine/train/predict_pieces.h"
+#include "models/graph.h"
 #include "models/models.h"
 #include "tests/test_util.h"
 
@@ -61,6 +64,44 @@ TEST(PredictPieces, SameBitsAsTheWholeBatch) {
     const Tensor pieces = predict_in_pieces(ctx, *m.net, x, rule);
     ASSERT_EQ(pieces.shape(), whole.shape()) << c.spec;
     EXPECT_EQ(std::memcmp(pieces.raw(), whole.raw(), whole.nbytes()), 0) << c.arch << " " << c.spec << ": " << rule.str();
+  }
+}
+
+// A graph model (one GraphLayer, as an imported model is): its nodes up to the dense one run in
+// pieces. The stem's 32 x 16 x 16 floats (32 KiB an input) make pieces of 128 of 1,000 inputs (the
+// last of 104); the logits the same bits as the whole batch, under two presets.
+TEST(PredictPieces, GraphModelsNodesRunInPiecesWithTheSameBits) {
+  const nlohmann::json spec = nlohmann::json::parse(R"({
+    "input": "x", "input_shape": [3, 16, 16],
+    "nodes": [
+      {"name": "stem", "op": "conv2d", "inputs": ["x"], "output": "a", "out_channels": 32, "kernel": [3, 3], "pads": [1, 1, 1, 1]},
+      {"name": "bn1", "op": "batchnorm", "inputs": ["a"], "output": "b"},
+      {"name": "r1", "op": "relu", "inputs": ["b"], "output": "c"},
+      {"name": "dw", "op": "conv2d", "inputs": ["c"], "output": "d", "out_channels": 32, "kernel": [3, 3],
+       "pads": [1, 1, 1, 1], "groups": 32, "stride": [2, 2]},
+      {"name": "r2", "op": "clip", "inputs": ["d"], "output": "e", "min": 0, "max": 6},
+      {"name": "pw", "op": "conv2d", "inputs": ["e"], "output": "f", "out_channels": 32, "kernel": [1, 1]},
+      {"name": "res", "op": "add", "inputs": ["f", "e"], "output": "g"},
+      {"name": "gap", "op": "global_avg_pool", "inputs": ["g"], "output": "h"},
+      {"name": "fc", "op": "dense", "inputs": ["h"], "output": "y", "units": 10}
+    ]})");
+  ModelArgs args;
+  args.graph = spec.dump();
+  for (const char* preset : {"torch", "tensorflow"}) {
+    Model m = build_model(kGraphModelName, Policy::parse(preset), 5, args);
+    const PredictPieces rule = predict_pieces(*m.net, 1000, DType::f32);
+    EXPECT_EQ(rule.split, 0u) << rule.str();
+    EXPECT_EQ(rule.graph_nodes, 8u) << rule.str();  // every node before the dense one
+    EXPECT_EQ(rule.activation_bytes, 32 * 16 * 16 * 4);
+    EXPECT_EQ(rule.piece, 128);
+    EXPECT_EQ(predict_pieces(*m.net, 400, DType::f32).graph_nodes, 0u) << "12.5 MiB of activations: at once";
+    const Tensor x = random_tensor({1000, 3, 16, 16}, DType::f32, 9, 0.0, 1.0);
+    ExecContext exec;
+    RunContext ctx = RunContext::inference(exec);
+    const Tensor whole = m.net->forward(ctx, x);
+    const Tensor pieces = predict_in_pieces(ctx, *m.net, x, rule);
+    ASSERT_EQ(pieces.shape(), whole.shape()) << preset;
+    EXPECT_EQ(std::memcmp(pieces.raw(), whole.raw(), whole.nbytes()), 0) << preset << ": " << rule.str();
   }
 }
 

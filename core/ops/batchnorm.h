@@ -43,6 +43,11 @@ struct BatchNormParams {
   bool relu = false;
   double relu_grad_at_zero = 0.0;
   ReluNanGrad relu_nan_grad = ReluNanGrad::dy;
+  // A clip (ReLU6, ONNX Clip: clip_value, NaN kept) applied in the same pass by the inference forward
+  // only (forward_infer; a graph's prediction fuses a batchnorm and the clip after it): it writes
+  // clip_value(z, clip_min, clip_max), the two ops' bits. Not with relu; every other entry refuses it.
+  bool clip = false;
+  double clip_min = 0.0, clip_max = 0.0;
 };
 
 // Inference semantics differentiated (attacks need dL/dx of the deployed model): with

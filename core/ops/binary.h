@@ -42,6 +42,9 @@ struct BinaryKernel {
   const char* supports_doc = nullptr;
   bool (*supports)(const BinaryParams&, DType) = nullptr;
   void (*forward)(const BinaryParams&, const Tensor& a, const Tensor& b, Tensor& y) = nullptr;
+  // Whether forward takes a, b and y channel-blocked alike (engine/layers/layout.h) where it
+  // supports the call: an op of operands of one shape is the same per element in any storage order.
+  bool any_block = false;
 };
 
 // The shape y of concatenating shapes along `axis` (all other axes equal); throws naming `who`

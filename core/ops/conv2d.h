@@ -74,6 +74,10 @@ struct Conv2dKernel {
   // dy and dx without a reorder, 0 where none. Kernels that offer it take those tensors in that
   // block or plain, each argument as its Tensor says; every other kernel takes plain tensors only.
   int (*channel_block)() = nullptr;
+  // Optional: whether, for these params, this kernel reads x and dy in any channel block (plain or
+  // blocked) and writes y and dx in x's, as per-channel layers do (a depthwise convolution with one
+  // output channel per input channel). Where it says so the layer passes its input's layout through.
+  bool (*any_block)(const Conv2dParams&, DType) = nullptr;
 };
 
 

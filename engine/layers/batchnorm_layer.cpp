@@ -95,6 +95,17 @@ Tensor BatchNormLayer::forward_infer_add_relu(RunContext& ctx, const Tensor& x, 
   return y;
 }
 
+Tensor BatchNormLayer::forward_infer_clip(RunContext& ctx, const Tensor& x, const ActivationParams& clip) {
+  check(ctx.semantics == Semantics::inference && !ctx.record,
+        "batchnorm: the fused clip is a prediction's op (inference semantics, nothing recorded)");
+  check(clip.kind == ActKind::clip, "batchnorm: only a clip fuses here, not ", act_name(clip.kind));
+  BatchNormParams q = p_;
+  q.clip = true;
+  q.clip_min = clip.clip_min;
+  q.clip_max = clip.clip_max;
+  return run_forward(ctx, x, q);
+}
+
 // p: the layer's params, with the fused ReLU or without (p_ itself never has it: the device
 // layers are made from p_).
 Tensor BatchNormLayer::run_forward(RunContext& ctx, const Tensor& x, const BatchNormParams& p) {

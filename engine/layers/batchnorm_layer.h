@@ -33,6 +33,10 @@ class BatchNormLayer : public Layer {
   // residual), residual in x's layout, as one op (BatchNormKernel::forward_infer_add; ResidualLayer
   // calls it for its block's tail); whether this layer's kernel for dt has that op.
   Tensor forward_infer_add_relu(RunContext& ctx, const Tensor& x, const Tensor& residual, const ActivationParams& relu);
+  // A prediction (inference semantics, nothing recorded) of `clip` (a clip layer's params: ReLU6,
+  // ONNX Clip) applied to this batchnorm's output, as one op (BatchNormParams::clip; a graph calls
+  // it for a batchnorm node followed by a clip node): the two layers' bits.
+  Tensor forward_infer_clip(RunContext& ctx, const Tensor& x, const ActivationParams& clip);
   bool has_infer_add(const ExecContext& exec, DType dt) const;
   std::vector<Param*> params() override { return {&gamma_, &beta_}; }
   std::vector<Param*> buffers() override;

@@ -103,7 +103,9 @@ std::string Conv2dLayer::describe() const {
 }
 
 int Conv2dLayer::input_block(const ExecContext& exec, DType dt) const {
-  const int b = kernel_block(exec.kernels.conv2d.select(backend_, p_, dt));
+  const Conv2dKernel& k = exec.kernels.conv2d.select(backend_, p_, dt);
+  if (k.any_block && k.any_block(p_, dt)) return kAnyBlock;
+  const int b = kernel_block(k);
   return b > 0 && p_.c % b == 0 ? b : 0;
 }
 
@@ -112,10 +114,11 @@ Tensor Conv2dLayer::forward(RunContext& ctx, const Tensor& x) {
   p_.n = x.dim(0);
   const Conv2dKernel& k = ctx.exec.pick(ctx.exec.kernels.conv2d, backend_, p_, x.dtype());
   const int kb = kernel_block(k);
-  if (x.channel_block() != 0 && x.channel_block() != kb)
+  const bool any = k.any_block && k.any_block(p_, x.dtype());  // y in x's layout
+  if (x.channel_block() != 0 && x.channel_block() != kb && !any)
     fail("conv2d: input in channel block ", x.channel_block(), ", kernel ", k.name, " takes ",
          kb ? "that block or plain" : "plain only");
-  const int yb = kb > 0 && ctx.out_block == kb && p_.k % kb == 0 ? kb : 0;
+  const int yb = any ? x.channel_block() : kb > 0 && ctx.out_block == kb && p_.k % kb == 0 ? kb : 0;
   Tensor y = Tensor::empty(p_.y_shape(), x.dtype()).with_block(yb);
   kept_.reset();
   // A training step's forward keeps, where the kernel offers it, what its weight gradient would

@@ -41,6 +41,8 @@ class Conv2dLayer : public Layer {
   std::vector<Param*> params() override;
   // Its kernel's channel block (Conv2dKernel::channel_block) where the input channels fill whole
   // blocks; the output is blocked the same way where RunContext::out_block asks for that block.
+  // kAnyBlock where the kernel takes any block for these params (Conv2dKernel::any_block: a
+  // per-channel convolution), the output and dx then in the input's layout.
   int input_block(const ExecContext& exec, DType dt) const override;
   // Under autocast its result is in the autocast format whatever its input's (math_mode.h).
   MathMode set_input_format(MathMode) override { return math_.autocast ? math_.mode : MathMode::float32; }

@@ -2,6 +2,10 @@
 
 #include <sstream>
 
+#include "engine/layers/activation_layer.h"
+#include "engine/layers/batchnorm_layer.h"
+#include "engine/layers/layout.h"
+#include "engine/layers/visit.h"
 #include "engine/layers/math_mode.h"
 #include "kernels/cpu/ref/ref.h"
 
@@ -216,12 +220,62 @@ BinaryOp binary_of(GraphOp op) {
   fail("graph: ", graph_op_name(op), " is no binary op");
 }
 
-// y = a op b by the registry's binary kernel for `backend` (act_backend's).
-void binary_forward(RunContext& ctx, KernelBackend backend, BinaryOp op, const Tensor& a, const Tensor& b, Tensor& y) {
+// a op b (shape `shape`) by the registry's binary kernel for `backend` (act_backend's): in the
+// operands' channel block where both have it and the kernel takes blocks, else plain.
+Tensor binary_forward(RunContext& ctx, KernelBackend backend, BinaryOp op, Tensor a, Tensor b, const Shape& shape) {
   const BinaryParams p{op, a.shape(), b.shape()};
-  ctx.exec.pick(ctx.exec.kernels.binary, backend, p, a.dtype()).forward(p, a, b, y);
+  const BinaryKernel& k = ctx.exec.pick(ctx.exec.kernels.binary, backend, p, a.dtype());
+  if ((a.channel_block() || b.channel_block()) && !(a.channel_block() == b.channel_block() && k.any_block)) {
+    a = to_plain(a);
+    b = to_plain(b);
+  }
+  Tensor y = Tensor::empty(shape, a.dtype()).with_block(a.channel_block());
+  k.forward(p, a, b, y);
+  return y;
 }
 }  // namespace
+
+std::vector<int> GraphLayer::value_blocks(const ExecContext& exec, DType dt, int outer) const {
+  std::vector<int> want(values_.size(), 0);
+  std::vector<char> asked(values_.size(), 0);
+  // A reader's vote: the block it takes v in. A reader that takes only plain tensors does not vote
+  // (it converts what it reads, one conversion wherever it happens); readers that want two
+  // different blocks leave v plain.
+  auto vote = [&](int v, int b) {
+    const auto i = static_cast<std::size_t>(v);
+    if (b <= 0) return;
+    if (!asked[i]) want[i] = b, asked[i] = 1;
+    else if (want[i] != b) want[i] = 0;
+  };
+  vote(output_, outer);
+  for (std::size_t i = nodes_.size(); i-- > 0;) {  // a value's readers come after its node: final here
+    const GraphNode& node = nodes_[i];
+    const int out = want[static_cast<std::size_t>(node.output)];
+    switch (node.op) {
+      case GraphOp::layer: {
+        const int t = node.layer->input_block(exec, dt);
+        vote(node.inputs[0], t == kAnyBlock ? out : t);
+        break;
+      }
+      case GraphOp::add:
+      case GraphOp::sub:
+      case GraphOp::mul: {
+        const int a = node.inputs[0], b = node.inputs[1];
+        bool blocked = !is_constant(a) && !is_constant(b) && value_shape(a) == value_shape(b);
+        if (blocked) {
+          Shape s = value_shape(a);
+          s.insert(s.begin(), 1);
+          blocked = exec.kernels.binary.select(binary_backend_, BinaryParams{binary_of(node.op), s, s}, dt).any_block;
+        }
+        for (int v : node.inputs) vote(v, blocked ? out : 0);
+        break;
+      }
+      default:
+        for (int v : node.inputs) vote(v, 0);
+    }
+  }
+  return want;
+}
 
 MathMode GraphLayer::set_input_format(MathMode in) {
   in_format_ = in;
@@ -282,25 +336,130 @@ std::vector<Tensor> GraphLayer::node_outputs(RunContext& ctx, const Tensor& x) {
   return all;
 }
 
+std::size_t GraphLayer::fused_span(const ExecContext& exec, std::size_t i, DType dt, const std::vector<int>& readers) const {
+  const GraphNode& bn_node = nodes_[i];
+  auto* bn = bn_node.op == GraphOp::layer ? layer_as<BatchNormLayer>(*bn_node.layer) : nullptr;
+  // node j is an activation of `kind` reading only value v, which nothing else reads and the graph
+  // does not return
+  auto act_of = [&](std::size_t j, int v, ActKind kind) {
+    if (j >= nodes_.size() || nodes_[j].op != GraphOp::layer || nodes_[j].inputs[0] != v) return false;
+    if (readers[static_cast<std::size_t>(v)] != 1 || v == output_) return false;
+    const auto* act = layer_as<ActivationLayer>(*nodes_[j].layer);
+    return act && act->op_params().kind == kind;
+  };
+  auto relu_of = [&](std::size_t j, int v) { return act_of(j, v, ActKind::relu); };
+  auto f32 = [&](int v) { return formats_.size() == values_.size() && formats_[static_cast<std::size_t>(v)] == MathMode::float32; };
+  const int z = bn_node.output;
+  if (!bn || !f32(bn_node.inputs[0]) || !f32(z)) return 1;
+  if ((relu_of(i + 1, z) || act_of(i + 1, z, ActKind::clip)) && f32(nodes_[i + 1].output)) return 2;
+  // batchnorm -> add(z, r) -> ReLU: z first, as BatchNormKernel::forward_infer_add adds (z + r)
+  if (i + 2 >= nodes_.size()) return 1;
+  const GraphNode& add = nodes_[i + 1];
+  if (add.op != GraphOp::add || add.inputs[0] != z || readers[static_cast<std::size_t>(z)] != 1 || z == output_) return 1;
+  const int r = add.inputs[1];
+  if (r == z || is_constant(r) || value_shape(r) != value_shape(z) || !f32(r) || !f32(add.output)) return 1;
+  if (!relu_of(i + 2, add.output) || !f32(nodes_[i + 2].output) || !bn->has_infer_add(exec, dt)) return 1;
+  return 3;
+}
+
 Tensor GraphLayer::run(RunContext& ctx, const Tensor& x, std::vector<Tensor>* all) {
   check_input("graph", x, value_shape(0));
   check(x.channel_block() == 0, "graph: input in channel block ", x.channel_block(), " (the graph takes plain tensors)");
-  const int64_t n = x.dim(0);
   std::vector<Tensor> vals(values_.size());
   vals[0] = x;
   kept_.assign(nodes_.size(), {});
+  last_blocks_.assign(values_.size(), 0);
+  run_nodes(ctx, vals, x.dim(0), 0, nodes_.size(), all);
+  const Tensor& out = vals[static_cast<std::size_t>(output_)];
+  return out.channel_block() != 0 && out.channel_block() != ctx.out_block ? to_plain(out) : out;
+}
+
+std::vector<Tensor> GraphLayer::forward_prefix(RunContext& ctx, const Tensor& x, std::size_t upto) {
+  check(!ctx.record, "graph: forward_prefix keeps nothing for a backward (a prediction only)");
+  check(upto <= nodes_.size(), "graph: a prefix of ", upto, " of ", nodes_.size(), " nodes");
+  check_input("graph", x, value_shape(0));
+  check(x.channel_block() == 0, "graph: input in channel block ", x.channel_block(), " (the graph takes plain tensors)");
+  std::vector<Tensor> vals(values_.size());
+  vals[0] = x;
+  kept_.assign(nodes_.size(), {});
+  last_blocks_.assign(values_.size(), 0);
+  run_nodes(ctx, vals, x.dim(0), 0, upto, nullptr);
+  std::vector<Tensor> live(values_.size());
+  for (std::size_t v = 0; v < values_.size(); ++v)
+    if (!values_[v].is_constant && vals[v].defined() &&
+        (last_use_[v] >= static_cast<int>(upto) || static_cast<int>(v) == output_))
+      live[v] = to_plain(vals[v]);
+  return live;
+}
+
+Tensor GraphLayer::forward_from(RunContext& ctx, std::vector<Tensor> vals, std::size_t from) {
+  check(!ctx.record, "graph: forward_from keeps nothing for a backward (a prediction only)");
+  check(from <= nodes_.size() && vals.size() == values_.size(), "graph: forward_from node ", from, " with ", vals.size(),
+        " values (", nodes_.size(), " nodes, ", values_.size(), " values)");
+  int64_t n = -1;
+  for (const Tensor& t : vals)
+    if (t.defined()) {
+      n = t.dim(0);
+      break;
+    }
+  check(n >= 0, "graph: forward_from without any value");
+  kept_.assign(nodes_.size(), {});
+  last_blocks_.resize(values_.size(), 0);
+  run_nodes(ctx, vals, n, from, nodes_.size(), nullptr);
+  const Tensor& out = value_at(vals, output_);
+  return out.channel_block() != 0 && out.channel_block() != ctx.out_block ? to_plain(out) : out;
+}
+
+void GraphLayer::run_nodes(RunContext& ctx, std::vector<Tensor>& vals, int64_t n, std::size_t from, std::size_t upto,
+                           std::vector<Tensor>* all) {
+  DType dt = dtype_;  // the values' dtype (the kernels' choice), as the first one held says
+  for (const Tensor& t : vals)
+    if (t.defined()) {
+      dt = t.dtype();
+      break;
+    }
   const int out_block = ctx.out_block;
-  ctx.out_block = 0;
-  for (std::size_t i = 0; i < nodes_.size(); ++i) {
+  const bool predicting = !ctx.record && !all && !ctx.exec.layer_inputs && !ctx.exec.replace_layer_input;
+  const bool blocks = predicting && ctx.exec.channel_blocks;
+  const std::vector<int> held = blocks ? value_blocks(ctx.exec, dt, out_block) : std::vector<int>(values_.size(), 0);
+  // a prediction runs a batchnorm and the ReLU after it, or a batchnorm, an add and a ReLU, as one
+  // op where nothing else reads what is between them (fused_span)
+  std::vector<int> readers(values_.size(), 0);
+  for (const GraphNode& node : nodes_)
+    for (int v : node.inputs) ++readers[static_cast<std::size_t>(v)];
+  const bool fuse = predicting && ctx.exec.fuse_bn_relu && ctx.semantics == Semantics::inference;
+  // value v as a node that takes only plain tensors reads it
+  auto plain_at = [&](int v) { return to_plain(value_at(vals, v)); };
+  for (std::size_t i = from; i < upto;) {
     GraphNode& node = nodes_[i];
     Tensor y;
+    std::size_t span = fuse ? fused_span(ctx.exec, i, dt, readers) : 1;
+    if (i + span > upto) span = 1;  // a prefix ends inside the run
+    const int out_v = nodes_[i + span - 1].output;  // the value the node (or the fused run) writes
+    ctx.out_block = node.op == GraphOp::layer ? held[static_cast<std::size_t>(out_v)] : 0;
     switch (node.op) {
       case GraphOp::layer: {
         Tensor in = value_at(vals, node.inputs[0]);
+        if (in.channel_block()) {
+          const int t = node.layer->input_block(ctx.exec, in.dtype());
+          if (t != kAnyBlock && t != in.channel_block()) in = to_plain(in);
+        }
         if (ctx.exec.replace_layer_input)  // by node index; for this layer alone (earlier nodes keep theirs)
           if (Tensor r = ctx.exec.replace_layer_input(i, in); r.defined()) in = r;
         if (ctx.exec.layer_inputs) ctx.exec.layer_inputs(i, in);
-        y = node.layer->forward(ctx, in);
+        if (span == 1) {
+          y = node.layer->forward(ctx, in);
+          break;
+        }
+        auto* bn = layer_as<BatchNormLayer>(*node.layer);
+        const ActivationParams& relu = layer_as<ActivationLayer>(*nodes_[i + span - 1].layer)->op_params();
+        if (span == 2) {
+          y = relu.kind == ActKind::clip ? bn->forward_infer_clip(ctx, in, relu) : bn->forward_relu(ctx, in, relu);
+          break;
+        }
+        Tensor residual = value_at(vals, nodes_[i + 1].inputs[1]);
+        if (residual.channel_block() != in.channel_block()) residual = to_block(residual, in.channel_block());
+        y = bn->forward_infer_add_relu(ctx, in, residual, relu);
         break;
       }
       case GraphOp::add:
@@ -309,19 +468,18 @@ Tensor GraphLayer::run(RunContext& ctx, const Tensor& x, std::vector<Tensor>* al
         const BinaryOp op = binary_of(node.op);
         const Tensor a = cast_operand(vals, node.inputs[0], value_format(node.output));
         const Tensor b = cast_operand(vals, node.inputs[1], value_format(node.output));
-        Shape want = value_shape(node.output);
+        Shape want = value_shape(node.output);  // the shape; the layout as the operands allow
         want.insert(want.begin(), n);
         const Shape got = broadcast_shape(a.shape(), b.shape(), "graph: node '" + node.name + "'");
         check(got == want, "graph: node '", node.name, "': inputs ", shape_str(a.shape()), " and ", shape_str(b.shape()),
               " give ", shape_str(got), ", expected ", shape_str(want), " (a constant's leading axis meets the batch)");
-        y = Tensor::empty(want, a.dtype());
-        binary_forward(ctx, binary_backend_, op, a, b, y);
+        y = binary_forward(ctx, binary_backend_, op, a, b, want);
         if (ctx.record && op == BinaryOp::mul) kept_[i] = {a, b};
         break;
       }
       case GraphOp::concat: {
-        std::vector<Tensor> cast;  // the operands as the op takes them (a constant cast under Keras's rule)
-        for (int v : node.inputs) cast.push_back(cast_operand(vals, v, value_format(node.output)));
+        std::vector<Tensor> cast;  // the operands as the op takes them (a constant cast under Keras's rule), plain
+        for (int v : node.inputs) cast.push_back(to_plain(cast_operand(vals, v, value_format(node.output))));
         std::vector<const Tensor*> xs;
         for (std::size_t j = 0; j < node.inputs.size(); ++j) {
           const int v = node.inputs[j];
@@ -331,19 +489,21 @@ Tensor GraphLayer::run(RunContext& ctx, const Tensor& x, std::vector<Tensor>* al
         }
         Shape want = value_shape(node.output);
         want.insert(want.begin(), n);
-        y = Tensor::empty(want, x.dtype());
+        y = Tensor::empty(want, dt);
         concat_forward_ref(node.axis, xs, y);
         break;
       }
       case GraphOp::reshape: {
         Shape want = value_shape(node.output);
         want.insert(want.begin(), n);
-        y = value_at(vals, node.inputs[0]).reshape(want);
+        y = plain_at(node.inputs[0]).reshape(want);
         break;
       }
       case GraphOp::multi: {
+        std::vector<Tensor> plain;
+        for (int v : node.inputs) plain.push_back(plain_at(v));
         std::vector<const Tensor*> xs;
-        for (int v : node.inputs) xs.push_back(&value_at(vals, v));
+        for (const Tensor& t : plain) xs.push_back(&t);
         y = node.multi->forward_all(ctx, xs);
         break;
       }
@@ -351,13 +511,16 @@ Tensor GraphLayer::run(RunContext& ctx, const Tensor& x, std::vector<Tensor>* al
     // autocast: a value held in a 16-bit format (nothing when off; a convolution's or dense
     // layer's result is rounded already, a reshape's input was)
     if (node.op != GraphOp::reshape) round_to_format(y, value_format(node.output));
-    vals[static_cast<std::size_t>(node.output)] = y;
+    vals[static_cast<std::size_t>(out_v)] = y;
+    last_blocks_[static_cast<std::size_t>(out_v)] = y.channel_block();
     if (all) all->push_back(y);
-    for (int v : node.inputs)  // drop what no later node reads (the output is kept)
-      if (last_use_[static_cast<std::size_t>(v)] == static_cast<int>(i) && v != output_) vals[static_cast<std::size_t>(v)] = Tensor();
+    for (std::size_t j = i; j < i + span; ++j)
+      for (int v : nodes_[j].inputs)  // drop what no later node reads (the output is kept)
+        if (last_use_[static_cast<std::size_t>(v)] == static_cast<int>(j) && v != output_)
+          vals[static_cast<std::size_t>(v)] = Tensor();
+    i += span;
   }
   ctx.out_block = out_block;
-  return vals[static_cast<std::size_t>(output_)];
 }
 
 namespace {
@@ -371,8 +534,7 @@ void accumulate(RunContext& ctx, KernelBackend backend, Tensor& g, const Tensor&
   }
   check(g.shape() == d.shape(), "graph backward: gradients ", shape_str(g.shape()), " and ", shape_str(d.shape()),
         " of one value");
-  Tensor sum = Tensor::empty(g.shape(), g.dtype());
-  binary_forward(ctx, backend, BinaryOp::add, g, d, sum);
+  Tensor sum = binary_forward(ctx, backend, BinaryOp::add, g, d, g.shape());
   round_to_format(sum, format);
   g = sum;
 }

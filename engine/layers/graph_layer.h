@@ -15,7 +15,17 @@
 // Forward runs the nodes in order (they are topologically sorted when built: a node reads only
 // the input, constants and earlier nodes' values) and drops each value after its last reader.
 // Backward runs them in reverse, summing the gradients of values read by several nodes in node
-// order. Inner layers are called with plain tensors (the graph takes and gives plain layout).
+// order. The graph takes a plain input and gives a plain output (or the block its caller allows,
+// RunContext::out_block). Inside, a prediction (nothing recorded, no layer-input hooks, with
+// ExecContext::channel_blocks) keeps a value channel-blocked (engine/layers/layout.h) where a node
+// reading it takes that block: a layer that takes it or any block (Layer::input_block; one that
+// takes any passes on what its own readers take), an add, sub or mul of two values of one shape
+// whose kernel takes blocks (BinaryKernel::any_block). A reader that takes only plain tensors
+// converts what it reads. A recorded forward, node_outputs and the hooks see plain tensors
+// throughout. The layouts move elements, never change one: the same bits either way. A
+// prediction (with ExecContext::fuse_bn_relu) also runs a batchnorm and the ReLU or clip after it,
+// or a batchnorm, an add and a ReLU, as one op where nothing else reads the values between them
+// (fused_span; the unfused nodes' bits).
 //
 // Autocast (engine/layers/math_mode.h) flows through the graph as through a Sequential: each
 // value is held in a format (set_input_format), a layer node's from its input's as the layer says
@@ -71,6 +81,14 @@ class GraphLayer : public Layer {
   // Every node's output of one forward, in node order (nothing dropped): what drift's
   // localisation compares node by node.
   std::vector<Tensor> node_outputs(RunContext& ctx, const Tensor& x);
+  // A prediction in two parts (engine/train/predict_pieces.h runs the first a piece of the batch
+  // at a time): forward_prefix runs nodes [0, upto) and returns, by value index, the values that
+  // later nodes read or the graph returns (plain; the others undefined); forward_from runs the
+  // nodes from `from` on over such values (those of every piece joined) and returns the output.
+  // Nothing is recorded; the same bits as forward where the nodes before the cut compute each
+  // input's outputs independently of the batch.
+  std::vector<Tensor> forward_prefix(RunContext& ctx, const Tensor& x, std::size_t upto);
+  Tensor forward_from(RunContext& ctx, std::vector<Tensor> vals, std::size_t from);
   Tensor backward(RunContext& ctx, const Tensor& dy) override;
   // Autocast: the format of the graph's input; sets every value's format, returns the output's.
   MathMode set_input_format(MathMode in) override;
@@ -117,6 +135,11 @@ class GraphLayer : public Layer {
   int output_value() const { return output_; }
   DType constant_dtype() const { return dtype_; }
 
+  // The channel block value v was held in by the last forward (0: plain, or not computed).
+  int last_block(int v) const {
+    return static_cast<std::size_t>(v) < last_blocks_.size() ? last_blocks_[static_cast<std::size_t>(v)] : 0;
+  }
+
   // The backend of the graph's add, sub and mul (and of its gradients' sums): act_backend's.
   void set_binary_backend(KernelBackend b) { binary_backend_ = b; }
 
@@ -139,6 +162,19 @@ class GraphLayer : public Layer {
   // The per-sample shape of a binary op's output; errors name the node.
   Shape binary_shape(const std::string& node, int a, int b) const;
   Tensor run(RunContext& ctx, const Tensor& x, std::vector<Tensor>* all);
+  // Runs nodes [from, upto) over vals (indexed by value; what they read must be there), batch n;
+  // all: every node's output appended (a recorded or hooked pass: no layouts, no fusion).
+  void run_nodes(RunContext& ctx, std::vector<Tensor>& vals, int64_t n, std::size_t from, std::size_t upto,
+                 std::vector<Tensor>* all);
+  // The channel block each value may be held in during a prediction (see the file comment), the
+  // output's `outer` (what the caller allows).
+  std::vector<int> value_blocks(const ExecContext& exec, DType dt, int outer) const;
+  // How many nodes from node i a prediction runs as one op: 2 for a batchnorm and the ReLU or clip
+  // after it (BatchNormLayer::forward_relu, forward_infer_clip), 3 for a batchnorm, an add of its
+  // output and another value, and a
+  // ReLU (forward_infer_add_relu: ResNet's block tail), where nothing else reads the values between
+  // them and every value is float32; else 1. `readers`: how many node inputs name each value.
+  std::size_t fused_span(const ExecContext& exec, std::size_t i, DType dt, const std::vector<int>& readers) const;
 
   std::vector<Value> values_;
   std::vector<GraphNode> nodes_;
@@ -155,6 +191,7 @@ class GraphLayer : public Layer {
   // Rescaling's cast of its scale), instead of PyTorch's type promotion. Set by cast_every_input.
   bool cast_every_input_ = false;
   std::vector<MathMode> formats_;
+  std::vector<int> last_blocks_;  // per value, the last forward's layout (last_block)
 };
 
 }  // namespace driftlab

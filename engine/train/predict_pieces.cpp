@@ -6,6 +6,7 @@
 
 #include "core/error.h"
 #include "engine/layers/conv2d_layer.h"
+#include "engine/layers/graph_layer.h"
 #include "engine/layers/layout.h"
 #include "engine/layers/residual_layer.h"
 #include "engine/layers/visit.h"
@@ -21,6 +22,19 @@ namespace {
 class BatchInvariance final : public LayerVisitor {
  public:
   int64_t act = 0, weights = 0;
+
+  // How many of g's leading nodes are (their layers as take() says; add, sub, mul, concat and
+  // reshape are: each input's elements alone), counting their activations and weights.
+  std::size_t take_nodes(GraphLayer& g) {
+    std::size_t i = 0;
+    for (; i < g.num_nodes(); ++i) {
+      GraphNode& node = g.node(i);
+      if (node.op == GraphOp::multi) break;  // quant/'s int8 layers: not measured
+      if (node.op == GraphOp::layer && !take(*node.layer)) break;
+      act = std::max(act, shape_numel(g.value_shape(node.output)));
+    }
+    return i;
+  }
 
   // Whether l is, counting its activation and weights when it is.
   bool take(Layer& l) {
@@ -43,7 +57,7 @@ class BatchInvariance final : public LayerVisitor {
   void visit(GlobalAvgPoolLayer&) override {}
   void visit(EmbeddingLayer&) override { ok_ = false; }  // not measured
   void visit(RnnLayer&) override { ok_ = false; }        // its gate GEMMs
-  void visit(GraphLayer&) override { ok_ = false; }      // its nodes are not split apart here
+  void visit(GraphLayer&) override { ok_ = false; }      // split inside by take_nodes
   void visit(ExternalLayer&) override { ok_ = false; }   // quant/'s int8 layers: not measured
   void visit(ResidualLayer& r) override {  // its layers' weights are its own params(), counted by take()
     BatchInvariance inner;
@@ -64,10 +78,12 @@ class BatchInvariance final : public LayerVisitor {
 
 std::string PredictPieces::str() const {
   std::ostringstream os;
-  if (split == 0) {
+  if (split == 0 && graph_nodes == 0) {
     os << "the whole batch at once";
   } else {
-    os << "layers 0-" << split - 1 << " in pieces of " << piece << " (largest activation " << activation_bytes
+    if (split > 0) os << "layers 0-" << split - 1;
+    if (graph_nodes > 0) os << (split > 0 ? " and " : "") << "graph nodes 0-" << graph_nodes - 1;
+    os << " in pieces of " << piece << " (largest activation " << activation_bytes
        << " bytes an input, weights " << weight_bytes << " bytes)";
   }
   return os.str();
@@ -79,42 +95,68 @@ PredictPieces predict_pieces(Sequential& net, int64_t n, DType dt) {
   seen.act = shape_numel(net.input_shape());
   std::size_t split = 0;
   while (split < net.size() && seen.take(net.layer(split))) ++split;
+  std::size_t graph_nodes = 0;
+  if (split < net.size())
+    if (auto* g = layer_as<GraphLayer>(net.layer(split))) graph_nodes = seen.take_nodes(*g);
   const int64_t bytes = static_cast<int64_t>(dtype_size(dt));
   r.activation_bytes = seen.act * bytes;
   r.weight_bytes = seen.weights * bytes;
-  if (split == 0 || n * r.activation_bytes <= kWholeBatchBytes || r.weight_bytes > kReusedWeightBytes) return r;
+  if ((split == 0 && graph_nodes == 0) || n * r.activation_bytes <= kWholeBatchBytes ||
+      r.weight_bytes > kReusedWeightBytes)
+    return r;
   int64_t piece = kMinPiece;
   while (piece * 2 * r.activation_bytes <= kPieceBytes) piece *= 2;
   if (piece >= n) return r;
   r.split = split;
+  r.graph_nodes = graph_nodes;
   r.piece = piece;
   return r;
 }
 
+namespace {
+// part (plain, m rows) into rows [b, b + m) of *joined, which is made on the first call (n rows).
+void join_rows(Tensor& joined, const Tensor& part, int64_t b, int64_t n) {
+  const int64_t m = part.dim(0);
+  if (!joined.defined()) {
+    Shape js = part.shape();
+    js[0] = n;
+    joined = Tensor::empty(js, part.dtype());
+  }
+  const std::size_t row_bytes = part.nbytes() / static_cast<std::size_t>(std::max<int64_t>(m, 1));
+  std::memcpy(static_cast<char*>(joined.raw()) + static_cast<std::size_t>(b) * row_bytes, part.raw(), part.nbytes());
+}
+}  // namespace
+
 Tensor predict_in_pieces(RunContext& ctx, Sequential& net, const Tensor& x, const PredictPieces& rule) {
   check(!ctx.record, "predict_in_pieces: a prediction (nothing recorded)");
-  if (rule.split == 0) return net.forward(ctx, x);
+  if (rule.split == 0 && rule.graph_nodes == 0) return net.forward(ctx, x);
+  GraphLayer* graph = rule.graph_nodes > 0 ? layer_as<GraphLayer>(net.layer(rule.split)) : nullptr;
+  check(rule.graph_nodes == 0 || graph, "predict_in_pieces: layer ", rule.split, " is no graph");
   const int64_t n = x.dim(0), row = x.numel() / std::max<int64_t>(n, 1);
   const std::size_t esize = dtype_size(x.dtype());
-  Tensor joined;
-  int64_t out_row = 0;
+  Tensor joined;                    // the layers' output (no graph)
+  std::vector<Tensor> joined_vals;  // the graph's values that its later nodes read
   for (int64_t b = 0; b < n; b += rule.piece) {
     const int64_t m = std::min(rule.piece, n - b);
     Shape s = x.shape();
     s[0] = m;
     Tensor part = Tensor::empty(s, x.dtype());
     std::memcpy(part.raw(), static_cast<const char*>(x.raw()) + b * row * esize, static_cast<std::size_t>(m * row) * esize);
-    Tensor h = rule.split < net.size() ? net.forward_prefix(ctx, part, rule.split) : net.forward(ctx, part);
+    Tensor h = part;
+    if (rule.split > 0) h = rule.split < net.size() ? net.forward_prefix(ctx, part, rule.split) : net.forward(ctx, part);
     if (h.channel_block() != 0) h = to_plain(h);
-    if (!joined.defined()) {
-      Shape js = h.shape();
-      js[0] = n;
-      joined = Tensor::empty(js, h.dtype());
-      out_row = h.numel() / m;
+    if (!graph) {
+      join_rows(joined, h, b, n);
+      continue;
     }
-    std::memcpy(static_cast<char*>(joined.raw()) + b * out_row * esize, h.raw(), h.nbytes());
+    const std::vector<Tensor> live = graph->forward_prefix(ctx, h, rule.graph_nodes);
+    joined_vals.resize(live.size());
+    for (std::size_t v = 0; v < live.size(); ++v)
+      if (live[v].defined()) join_rows(joined_vals[v], live[v], b, n);
   }
-  return rule.split < net.size() ? net.forward_from(ctx, joined, rule.split) : joined;
+  if (!graph) return rule.split < net.size() ? net.forward_from(ctx, joined, rule.split) : joined;
+  const Tensor y = graph->forward_from(ctx, std::move(joined_vals), rule.graph_nodes);
+  return rule.split + 1 < net.size() ? net.forward_from(ctx, y, rule.split + 1) : y;
 }
 
 }  // namespace driftlab

@@ -8,7 +8,8 @@
 // When: a model whose batch-invariant layers hold few weights (re-read from the caches by every
 // piece) and whose activations for the whole batch do not fit in them. ResNet-20 predicting 1,000
 // CIFAR-shaped inputs: pieces of 64 (0.407 s against 0.442 s at once, docs/BENCHMARKS.md); VGG-16
-// (59 MB of convolution weights, planes down to 2x2 that want a large batch): at once.
+// (59 MB of convolution weights, planes down to 2x2 that want a large batch): at once. A graph
+// model's nodes likewise, up to its first batch-variant node (GraphLayer::forward_prefix).
 #pragma once
 
 #include <cstddef>
@@ -23,6 +24,9 @@ namespace driftlab {
 
 struct PredictPieces {
   std::size_t split = 0;  // layers [0, split) run in pieces; 0: the whole batch at once
+  // Where layer `split` is a graph (GraphLayer): its nodes [0, graph_nodes) run in pieces too (the
+  // nodes before its first batch-variant one; an imported model is one graph); 0: none.
+  std::size_t graph_nodes = 0;
   int64_t piece = 0;      // inputs a piece
   int64_t activation_bytes = 0;  // the largest per-input activation among those layers (input included)
   int64_t weight_bytes = 0;      // their parameters and buffers

@@ -95,8 +95,9 @@ struct ExecContext {
   // another order). false: every layer sees plain tensors (the comparison the tests make).
   bool channel_blocks = true;
   // Whether Sequential may run a batchnorm followed by a ReLU as one op (BatchNormParams::relu: the
-  // two layers' bits, one pass fewer each way, no tensor for the ReLU's input). false: the two
-  // layers one by one (what the tests compare it with).
+  // two layers' bits, one pass fewer each way, no tensor for the ReLU's input), and a graph's
+  // prediction a batchnorm and a ReLU or clip, or a batchnorm, an add and a ReLU (GraphLayer).
+  // false: the layers one by one (what the tests compare it with).
   bool fuse_bn_relu = true;
 
   // The kernel of `table` for backend `want` (see OpTable::select), recorded in `trace`.

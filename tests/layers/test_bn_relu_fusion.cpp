@@ -13,7 +13,10 @@
 // (BatchNormKernel::forward_infer_add): each kernel and layout against the three ops one after the
 // other, with and without the ReLU, on the same edge inputs plus a NaN and exact opposites in the
 // residual; ResNet-20 (option A shortcuts) and ResNet-20b (option B) predicting, bit for bit, with
-// no ReLU kernel left to run (19 in ResNet-20 apart).
+// no ReLU kernel left to run (19 in ResNet-20 apart). And in predictions, a BatchNorm and a clip
+// (ReLU6) after it as one op (BatchNormParams::clip, a graph's fusion): each kernel and layout
+// against the BatchNorm followed by the reference clip kernel, bounds that clip from both sides,
+// the NaN kept; every other entry refuses the fused clip by name.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -211,6 +214,52 @@ TEST(BnReluFusion, TheResidualAddFusesBitForBitInEveryKernel) {
   // five kernel and layout variants, with and without the ReLU
   EXPECT_EQ(zeros, 5 * 2 * kN * kS) << "channel 9's sums, exactly 0, reached";
   EXPECT_EQ(nans, 5 * 2 * 2) << "the NaN of x and the NaN of the residual reached";
+}
+
+TEST(BnReluFusion, AClipFusesIntoThePredictionBitForBitInEveryKernel) {
+  const KernelRegistry reg = make_cpu_registry();
+  const std::pair<KernelBackend, DType> kernels[] = {
+      {KernelBackend::reference, DType::f32}, {KernelBackend::reference, DType::f64}, {KernelBackend::fast, DType::f32}};
+  ActivationParams clip;
+  clip.kind = ActKind::clip;
+  clip.clip_min = -0.25, clip.clip_max = 0.75;  // inside z's range: both bounds bite
+  int64_t lows = 0, highs = 0, nans = 0;
+  for (const auto& [backend, dt] : kernels)
+    for (int blk : {0, 8, 16}) {
+      if (backend == KernelBackend::reference && blk != 0) continue;  // the reference takes plain tensors
+      SCOPED_TRACE(std::string(backend_name(backend)) + " " + dtype_name(dt) + " block " + std::to_string(blk));
+      const BatchNormKernel& k = reg.batchnorm.at(backend);
+      const Inputs in(dt);
+      BatchNormParams p;
+      p.n = kN, p.c = kC, p.s = kS;
+      const Tensor x = in_block(in.x, blk);
+      Tensor z = out_tensor(dt, blk), fused = out_tensor(dt, blk);
+      k.forward_infer(p, x, in.g, in.b, in.rm, in.rv, z);
+      Tensor apart({kN, kC, kS}, dt);
+      activation_forward_ref(clip, back(z, blk), apart);
+      BatchNormParams q = p;
+      q.clip = true, q.clip_min = clip.clip_min, q.clip_max = clip.clip_max;
+      k.forward_infer(q, x, in.g, in.b, in.rm, in.rv, fused);
+      const Tensor f = back(fused, blk);
+      EXPECT_TRUE(bitwise_equal(f, apart));
+      for (int64_t e = 0; e < f.numel(); ++e) {
+        lows += f.at(e) == -0.25;
+        highs += f.at(e) == 0.75;
+        nans += std::isnan(f.at(e));
+      }
+      // the fused clip is the inference forward's only
+      Tensor mean({kC}, dt), var({kC}, dt), invstd({kC}, dt);
+      EXPECT_NE(error_of([&] { k.forward_train(q, x, in.g, in.b, fused, mean, var, invstd); }).find("fused clip"),
+                std::string::npos);
+      EXPECT_NE(error_of([&] { k.forward_infer_add(q, x, in.g, in.b, in.rm, in.rv, x, fused); }).find("fused clip"),
+                std::string::npos);
+      q.relu = true;
+      EXPECT_NE(error_of([&] { k.forward_infer(q, x, in.g, in.b, in.rm, in.rv, fused); }).find("fused ReLU and a fused clip"),
+                std::string::npos);
+    }
+  EXPECT_GT(lows, 0) << "the lower bound reached";
+  EXPECT_GT(highs, 0) << "the upper bound reached";
+  EXPECT_EQ(nans, 5) << "the NaN of x kept in each of the five kernel and layout variants";
 }
 
 struct Pass {

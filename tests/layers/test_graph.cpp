@@ -91,6 +91,75 @@ TEST(GraphLayer, ValuesAreDroppedAfterTheirLastReaderAndTheOutputStays) {
   for (int64_t i = 0; i < y1.numel(); ++i) EXPECT_EQ(y1.at(i), y2.at(i));
 }
 
+// A MobileNetV2-shaped graph (stem, BatchNorm, ReLU, depthwise, ReLU6, 1x1, a residual add and a
+// ReLU) then a concat, pooling and a dense layer: a prediction keeps the values channel-blocked from
+// the stem to the 1x1 convolution (oneDNN's convolutions, the BatchNorms, the activations and the
+// reference's depthwise loops take the block) and plain after it, runs bn1 + r1, bn2 + r2 and
+// bn3 + res + r3 as one op each, and gives the bits of the same prediction with every value plain
+// and every node apart; a recorded forward stays plain and apart.
+TEST(GraphLayer, PredictionKeepsValuesChannelBlockedAndFusesWithTheSameBits) {
+  const json spec = json::parse(R"({
+    "input": "x", "input_shape": [3, 8, 8],
+    "nodes": [
+      {"name": "stem", "op": "conv2d", "inputs": ["x"], "output": "a", "out_channels": 32, "kernel": [3, 3], "pads": [1, 1, 1, 1]},
+      {"name": "bn1", "op": "batchnorm", "inputs": ["a"], "output": "b"},
+      {"name": "r1", "op": "relu", "inputs": ["b"], "output": "c"},
+      {"name": "dw", "op": "conv2d", "inputs": ["c"], "output": "d", "out_channels": 32, "kernel": [3, 3],
+       "pads": [1, 1, 1, 1], "groups": 32},
+      {"name": "bn2", "op": "batchnorm", "inputs": ["d"], "output": "e"},
+      {"name": "r2", "op": "clip", "inputs": ["e"], "output": "f", "min": 0, "max": 6},
+      {"name": "pw", "op": "conv2d", "inputs": ["f"], "output": "g", "out_channels": 32, "kernel": [1, 1]},
+      {"name": "bn3", "op": "batchnorm", "inputs": ["g"], "output": "h"},
+      {"name": "res", "op": "add", "inputs": ["h", "c"], "output": "h2"},
+      {"name": "r3", "op": "relu", "inputs": ["h2"], "output": "i"},
+      {"name": "cat", "op": "concat", "inputs": ["i", "c"], "axis": 1, "output": "j"},
+      {"name": "gap", "op": "global_avg_pool", "inputs": ["j"], "output": "k"},
+      {"name": "fc", "op": "dense", "inputs": ["k"], "output": "y", "units": 10}
+    ]})");
+  const Policy p = Policy::torch();
+  Rng rng(p.rng_engine, 3);
+  auto g = build_graph(spec, p, rng);
+  uint64_t seed = 10;
+  for (Param* q : g->buffers())  // running statistics away from 0 and 1 (variances positive)
+    q->value = random_tensor(q->value.shape(), q->value.dtype(), seed++, 0.2, 1.5);
+  const Tensor x = random_tensor({5, 3, 8, 8}, DType::f32, 7, -1.0, 1.0);
+  // the kernels a pass picks, by op
+  auto picks = [](const std::vector<KernelChoice>& trace, const std::string& op) {
+    int k = 0;
+    for (const KernelChoice& c : trace) k += c.op == op;
+    return k;
+  };
+  std::vector<KernelChoice> trace0, trace1;
+  ExecContext plain_exec;
+  plain_exec.channel_blocks = false;
+  plain_exec.fuse_bn_relu = false;
+  plain_exec.trace = &trace0;
+  RunContext plain_ctx = RunContext::inference(plain_exec);
+  const Tensor y0 = g->forward(plain_ctx, x);
+  for (std::size_t v = 0; v < g->num_values(); ++v) EXPECT_EQ(g->last_block(static_cast<int>(v)), 0);
+  EXPECT_EQ(picks(trace0, "activation"), 3);  // r1, r2, r3
+  ExecContext exec;
+  exec.trace = &trace1;
+  RunContext ctx = RunContext::inference(exec);
+  const Tensor y1 = g->forward(ctx, x);
+  EXPECT_TRUE(bitwise_equal(y0, y1));
+  EXPECT_EQ(y1.channel_block(), 0);
+  const int cb = Conv2dLayer::kernel_block(exec.kernels.conv2d.at(KernelBackend::onednn));
+  ASSERT_GT(cb, 0) << "oneDNN's convolution computes in a channel-blocked layout on AVX2 and AVX-512";
+  // blocked: what the convolutions read (c: the depthwise one, read by the add and the concat too)
+  for (const char* v : {"a", "c", "d", "f"}) EXPECT_EQ(g->last_block(g->find_value(v)), cb) << v;
+  for (const char* v : {"b", "e", "h", "h2"}) EXPECT_EQ(g->last_block(g->find_value(v)), 0) << v << " (inside a fused op)";
+  // plain: the block's tail, which only plain readers (the concat, the pooling) read, from pw on
+  for (const char* v : {"g", "i", "j", "k", "y"}) EXPECT_EQ(g->last_block(g->find_value(v)), 0) << v;
+  // fused: r1, r2 and r3 run inside their batchnorms' kernels, the add too
+  EXPECT_EQ(picks(trace1, "activation"), 0);
+  EXPECT_EQ(picks(trace0, "binary") - picks(trace1, "binary"), 1);
+  RunContext rec = RunContext::recorded(exec, Semantics::inference);
+  EXPECT_TRUE(bitwise_equal(y0, g->forward(rec, x)));
+  for (const char* v : {"a", "d", "i"}) EXPECT_EQ(g->last_block(g->find_value(v)), 0) << v;
+  EXPECT_EQ(g->last_block(g->find_value("b")), 0);
+}
+
 // A grouped convolution is G independent convolutions over channel slices: the reference with
 // groups against the reference run per group on sliced tensors, bit for bit (the same products
 // summed in the same order).

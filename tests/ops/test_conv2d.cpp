@@ -383,5 +383,85 @@ TEST(ConvRef, DepthwiseLoopsGiveTheGenericLoopsBits) {
       }
 }
 
+// The reference's depthwise loops on channel-blocked tensors (Conv2dKernel::any_block: a graph keeps
+// its activations blocked through MobileNet's depthwise layers) against the generic loops on plain
+// ones: y, dx, dw and db bit for bit, blocks of 8 and 16, both dtypes, one and two threads.
+TEST(ConvRef, BlockedDepthwiseGivesTheGenericLoopsBits) {
+  struct Case {
+    int64_t n, c, h, w, r, s, sh, sw, dh, dw, pt, pb, pl, pr;
+    bool flip, bias;
+  };
+  const Case cases[] = {
+      {2, 16, 8, 8, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, false, true},   // MobileNet's 3x3, stride 1
+      {2, 32, 9, 9, 3, 3, 2, 2, 1, 1, 0, 1, 0, 1, false, false},  // stride 2, TF's 'same' split, no bias
+      {1, 48, 5, 7, 3, 5, 2, 1, 2, 1, 2, 1, 0, 3, true, true},    // rectangular, dilated, flipped
+      {3, 16, 1, 1, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, false, true},   // a 1x1 plane: every tap but one reads padding
+      {2, 64, 2, 2, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, false, true},   // 2x2 planes, MobileNetV2's late layers at 32x32
+  };
+  for (const Case& c : cases)
+    for (DType dt : {DType::f32, DType::f64})
+      for (int block : {8, 16})
+        for (int threads : {1, 2}) {
+          Conv2dParams p;
+          p.n = c.n, p.c = c.c, p.h = c.h, p.w = c.w, p.k = c.c, p.r = c.r, p.s = c.s;
+          p.stride_h = c.sh, p.stride_w = c.sw, p.dil_h = c.dh, p.dil_w = c.dw;
+          p.pad_t = c.pt, p.pad_b = c.pb, p.pad_l = c.pl, p.pad_r = c.pr, p.groups = c.c, p.flip = c.flip;
+          p.sum_order = SumOrder::ascending;
+          SCOPED_TRACE(p.str() + (dt == DType::f64 ? " f64" : " f32") + " block " + std::to_string(block) + " threads " +
+                       std::to_string(threads));
+          const Tensor x = random_tensor(p.x_shape(), dt, 1, -1.0, 1.0), w = random_tensor(p.w_shape(), dt, 2, -1.0, 1.0);
+          const Tensor b = random_tensor({p.k}, dt, 3, -1.0, 1.0), dy = random_tensor(p.y_shape(), dt, 4, -1.0, 1.0);
+          const Tensor* bp = c.bias ? &b : nullptr;
+          const int saved = omp_get_max_threads();
+          omp_set_num_threads(threads);
+          Tensor y(p.y_shape(), dt), dx(p.x_shape(), dt), dw = random_tensor(p.w_shape(), dt, 5), db = random_tensor({p.k}, dt, 6);
+          {
+            Conv2dRefGenericLoops only;
+            conv2d_forward_ref(p, x, w, bp, y);
+            conv2d_backward_data_ref(p, dy, w, dx);
+            conv2d_backward_weight_ref(p, x, dy, dw, &db);
+          }
+          const Tensor xb = to_block(x, block), dyb = to_block(dy, block);
+          Tensor yb = Tensor::empty(p.y_shape(), dt).with_block(block), dxb = Tensor::empty(p.x_shape(), dt).with_block(block);
+          Tensor dwb = random_tensor(p.w_shape(), dt, 5), dbb = random_tensor({p.k}, dt, 6);
+          const KernelRegistry reg = make_cpu_registry();
+          const Conv2dKernel& ref = reg.conv2d.reference();
+          ASSERT_TRUE(ref.any_block && ref.any_block(p, dt));
+          conv2d_forward_ref(p, xb, w, bp, yb);
+          conv2d_backward_data_ref(p, dyb, w, dxb);
+          conv2d_backward_weight_ref(p, xb, dyb, dwb, &dbb);
+          omp_set_num_threads(saved);
+          EXPECT_TRUE(bitwise_equal(y, to_plain(yb))) << "y";
+          EXPECT_TRUE(bitwise_equal(dx, to_plain(dxb))) << "dx";
+          EXPECT_TRUE(bitwise_equal(dw, dwb)) << "dw";
+          EXPECT_TRUE(bitwise_equal(db, dbb)) << "db";
+        }
+}
+
+// Blocked tensors are refused by name outside that case: another convolution, tensors in two
+// layouts, and the kernel says which params it takes them for.
+TEST(ConvRef, BlockedTensorsOnlyForTheDepthwiseCase) {
+  const KernelRegistry reg = make_cpu_registry();
+  const Conv2dKernel& ref = reg.conv2d.reference();
+  Conv2dParams p;
+  p.n = 1, p.c = 16, p.h = 4, p.w = 4, p.k = 16, p.r = 3, p.s = 3, p.pad_t = p.pad_b = p.pad_l = p.pad_r = 1;
+  p.sum_order = SumOrder::ascending;
+  EXPECT_FALSE(ref.any_block(p, DType::f32));  // groups 1: the generic loops read plain planes
+  const Tensor x = to_block(random_tensor(p.x_shape(), DType::f32, 1), 16), w = random_tensor(p.w_shape(), DType::f32, 2);
+  Tensor y = Tensor::empty(p.y_shape(), DType::f32).with_block(16);
+  EXPECT_NE(error_of([&] { conv2d_forward_ref(p, x, w, nullptr, y); }).find("only a depthwise convolution"), std::string::npos);
+  p.groups = 16;
+  EXPECT_TRUE(ref.any_block(p, DType::f32));
+  Tensor yp = Tensor::empty(p.y_shape(), DType::f32);
+  const Tensor wd = random_tensor(p.w_shape(), DType::f32, 2);
+  EXPECT_NE(error_of([&] { conv2d_forward_ref(p, x, wd, nullptr, yp); }).find("x in channel block 16, y in 0"),
+            std::string::npos);
+  p.sum_order = SumOrder::pairwise;  // the generic loops again
+  EXPECT_FALSE(ref.any_block(p, DType::f32));
+  Conv2dParams q = p;
+  q.sum_order = SumOrder::ascending, q.c = q.k = q.groups = 4, q.h = q.w = 2;  // too few channels for the lanes
+  EXPECT_FALSE(ref.any_block(q, DType::f32));
+}
+
 }  // namespace
 }  // namespace driftlab

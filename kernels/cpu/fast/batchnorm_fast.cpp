@@ -183,6 +183,13 @@ void write_normalised(const BatchNormParams& p, const float* xd, const float* m,
           yr[k * B + l] = out_of<Relu>((gc[l] * ((xr[k * B + l] - mc[l]) * ic[l]) + bc[l]) + rr[k * B + l]);
       return;
     }
+    if (p.clip) {  // the inference forward's fused clip (BatchNormParams::clip; never with Relu)
+      const float lo = static_cast<float>(p.clip_min), hi = static_cast<float>(p.clip_max);
+      for (int64_t k = 0; k < s; ++k)
+#pragma omp simd
+        for (int l = 0; l < B; ++l) yr[k * B + l] = clip_value(gc[l] * ((xr[k * B + l] - mc[l]) * ic[l]) + bc[l], lo, hi);
+      return;
+    }
     for (int64_t k = 0; k < s; ++k)
 #pragma omp simd
       for (int l = 0; l < B; ++l) yr[k * B + l] = out_of<Relu>(gc[l] * ((xr[k * B + l] - mc[l]) * ic[l]) + bc[l]);
@@ -288,6 +295,11 @@ void for_block(const char* fn, const Tensor& x, F&& f) {
   }
 }
 
+// The entries other than forward_infer take no fused clip.
+void check_no_clip(const char* fn, const BatchNormParams& p) {
+  if (p.clip) fail(fn, ": a fused clip is the inference forward's only (BatchNormParams::clip)");
+}
+
 void check_same_block(const char* fn, const Tensor& x, const Tensor& other, const char* name) {
   if (other.channel_block() != x.channel_block())
     fail(fn, ": ", name, " in channel block ", other.channel_block(), ", x in ", x.channel_block());
@@ -380,6 +392,12 @@ void forward_infer_plain(const BatchNormParams& p, const float* xd, const float*
         for (int64_t k = 0; k < s; ++k) yr[k] = out_of<Relu>((gc * ((xr[k] - mu) * inv) + bc) + rr[k]);
         continue;
       }
+      if (p.clip) {  // the fused clip (BatchNormParams::clip; never with Relu)
+        const float lo = static_cast<float>(p.clip_min), hi = static_cast<float>(p.clip_max);
+#pragma omp simd
+        for (int64_t k = 0; k < s; ++k) yr[k] = clip_value(gc * ((xr[k] - mu) * inv) + bc, lo, hi);
+        continue;
+      }
 #pragma omp simd
       for (int64_t k = 0; k < s; ++k) yr[k] = out_of<Relu>(gc * ((xr[k] - mu) * inv) + bc);
     }
@@ -420,6 +438,7 @@ void backward_infer_plain(const BatchNormParams& p, const float* xd, const float
 
 void batchnorm_forward_train_fast(const BatchNormParams& p, const Tensor& x, const Tensor& gamma, const Tensor& beta,
                                   Tensor& y, Tensor& mean, Tensor& var, Tensor& invstd) {
+  check_no_clip("batchnorm_forward_train_fast", p);
   check_f32("batchnorm_forward_train_fast", p, x);
   check_shape("batchnorm_forward_train_fast", "y", y, x.shape());
   if (x.channel_block() != 0) {
@@ -442,6 +461,7 @@ void batchnorm_forward_train_fast(const BatchNormParams& p, const Tensor& x, con
 void batchnorm_backward_train_fast(const BatchNormParams& p, const Tensor& x, const Tensor& dy, const Tensor& gamma,
                                    const Tensor& beta, const Tensor& mean, const Tensor& invstd, Tensor& dx,
                                    Tensor& dgamma, Tensor& dbeta) {
+  check_no_clip("batchnorm_backward_train_fast", p);
   check_f32("batchnorm_backward_fast", p, x);
   check_shape("batchnorm_backward_fast", "dy", dy, x.shape());
   check_shape("batchnorm_backward_fast", "dx", dx, x.shape());
@@ -468,6 +488,7 @@ void batchnorm_forward_infer_fast(const BatchNormParams& p, const Tensor& x, con
                                   const Tensor& rm, const Tensor& rv, Tensor& y) {
   check_infer_f32("batchnorm_forward_infer_fast", p, x);
   check_shape("batchnorm_forward_infer_fast", "y", y, x.shape());
+  if (p.clip && p.relu) fail("batchnorm_forward_infer_fast: a fused ReLU and a fused clip together");
   if (x.channel_block() != 0) {
     check_same_block("batchnorm_forward_infer_fast", x, y, "y");
     return for_block("batchnorm_forward_infer_fast", x, [&](auto blk) {
@@ -487,6 +508,7 @@ void batchnorm_forward_infer_fast(const BatchNormParams& p, const Tensor& x, con
 void batchnorm_forward_infer_add_fast(const BatchNormParams& p, const Tensor& x, const Tensor& gamma,
                                       const Tensor& beta, const Tensor& rm, const Tensor& rv, const Tensor& residual,
                                       Tensor& y) {
+  check_no_clip("batchnorm_forward_infer_add_fast", p);
   check_infer_f32("batchnorm_forward_infer_add_fast", p, x);
   check_shape("batchnorm_forward_infer_add_fast", "y", y, x.shape());
   check_shape("batchnorm_forward_infer_add_fast", "residual", residual, x.shape());
@@ -512,6 +534,7 @@ void batchnorm_forward_infer_add_fast(const BatchNormParams& p, const Tensor& x,
 void batchnorm_backward_infer_fast(const BatchNormParams& p, const Tensor& x, const Tensor& dy, const Tensor& gamma,
                                    const Tensor& beta, const Tensor& rm, const Tensor& rv, Tensor& dx, Tensor& dgamma,
                                    Tensor& dbeta) {
+  check_no_clip("batchnorm_backward_infer_fast", p);
   check_infer_f32("batchnorm_backward_infer_fast", p, x);
   check_shape("batchnorm_backward_infer_fast", "dy", dy, x.shape());
   check_shape("batchnorm_backward_infer_fast", "dx", dx, x.shape());

@@ -34,7 +34,13 @@ T channel_sum(const BatchNormParams& p, int64_t c, std::vector<T>& buf, F&& valu
 // The fused ReLU's output, or z itself.
 template <typename T>
 T act(const BatchNormParams& p, T z) {
+  if (p.clip) return clip_value(z, static_cast<T>(p.clip_min), static_cast<T>(p.clip_max));  // forward_infer only
   return p.relu ? relu_value(z) : z;
+}
+
+// The entries other than forward_infer take no fused clip.
+void check_no_clip(const char* fn, const BatchNormParams& p) {
+  check(!p.clip, fn, ": a fused clip is the inference forward's only (BatchNormParams::clip)");
 }
 
 // The fused ReLU's gradient rule at z, or dy itself.
@@ -135,6 +141,7 @@ void backward_infer(const BatchNormParams& p, const T* x, const T* dy_in, const 
 
 void batchnorm_forward_train_ref(const BatchNormParams& p, const Tensor& x, const Tensor& gamma, const Tensor& beta,
                                  Tensor& y, Tensor& mean, Tensor& var, Tensor& invstd) {
+  check_no_clip("batchnorm_forward_train", p);
   check_x("batchnorm_forward_train", p, x);
   check_shape("batchnorm_forward_train", "y", y, x.shape());
   dispatch_dtype(x.dtype(), [&](auto tag) {
@@ -148,6 +155,7 @@ void batchnorm_forward_infer_ref(const BatchNormParams& p, const Tensor& x, cons
                                  const Tensor& rm, const Tensor& rv, Tensor& y) {
   check(x.numel() == p.n * p.c * p.s, "batchnorm_forward_infer: x has shape ", shape_str(x.shape()));
   check_shape("batchnorm_forward_infer", "y", y, x.shape());
+  check(!(p.clip && p.relu), "batchnorm_forward_infer: a fused ReLU and a fused clip together");
   dispatch_dtype(x.dtype(), [&](auto tag) {
     using T = decltype(tag);
     forward_infer<T>(p, x.data<T>(), gamma.data<T>(), beta.data<T>(), rm.data<T>(), rv.data<T>(), y.data<T>());
@@ -156,6 +164,7 @@ void batchnorm_forward_infer_ref(const BatchNormParams& p, const Tensor& x, cons
 
 void batchnorm_forward_infer_add_ref(const BatchNormParams& p, const Tensor& x, const Tensor& gamma, const Tensor& beta,
                                      const Tensor& rm, const Tensor& rv, const Tensor& residual, Tensor& y) {
+  check_no_clip("batchnorm_forward_infer_add", p);
   check(x.numel() == p.n * p.c * p.s, "batchnorm_forward_infer_add: x has shape ", shape_str(x.shape()));
   check_shape("batchnorm_forward_infer_add", "y", y, x.shape());
   check_shape("batchnorm_forward_infer_add", "residual", residual, x.shape());
@@ -169,6 +178,7 @@ void batchnorm_forward_infer_add_ref(const BatchNormParams& p, const Tensor& x, 
 void batchnorm_backward_ref(const BatchNormParams& p, const Tensor& x, const Tensor& dy, const Tensor& gamma,
                             const Tensor& beta, const Tensor& mean, const Tensor& invstd, Tensor& dx, Tensor& dgamma,
                             Tensor& dbeta) {
+  check_no_clip("batchnorm_backward", p);
   check_x("batchnorm_backward", p, x);
   check_shape("batchnorm_backward", "dy", dy, x.shape());
   check_shape("batchnorm_backward", "dx", dx, x.shape());
@@ -182,6 +192,7 @@ void batchnorm_backward_ref(const BatchNormParams& p, const Tensor& x, const Ten
 void batchnorm_backward_infer_ref(const BatchNormParams& p, const Tensor& x, const Tensor& dy, const Tensor& gamma,
                                   const Tensor& beta, const Tensor& rm, const Tensor& rv, Tensor& dx, Tensor& dgamma,
                                   Tensor& dbeta) {
+  check_no_clip("batchnorm_backward_infer", p);
   check(x.numel() == p.n * p.c * p.s && x.dim(0) == p.n, "batchnorm_backward_infer: x has shape ",
         shape_str(x.shape()), ", expected N=", p.n, " C=", p.c, " S=", p.s);
   check_shape("batchnorm_backward_infer", "dy", dy, x.shape());

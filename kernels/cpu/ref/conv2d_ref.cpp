@@ -16,10 +16,15 @@
 // in order, one channel per thread (a channels-inner weight gradient was tried 2026-11-29 and
 // measured no faster on MobileNetV2's training step). Each output is written by one thread. Test:
 // ConvRef.DepthwiseLoopsGiveTheGenericLoopsBits (tests/ops/test_conv2d.cpp), every field varied.
+// The channels-inner case also takes channel-blocked tensors (Conv2dKernel::any_block: blocks of 8
+// or 16 channels, y and dx in x's and dy's block), whose (image, block) planes already have the
+// channels innermost: a graph keeps its activations blocked through its depthwise layers instead
+// of converting around each. Same bits (ConvRef.BlockedDepthwiseGivesThePlainBits).
 #include <omp.h>
 
 #include <algorithm>
 #include <atomic>
+#include <type_traits>
 #include <vector>
 
 #include "core/ops/conv2d.h"
@@ -45,6 +50,9 @@ bool generic_loops_only() { return g_generic_only.load(std::memory_order_relaxed
 bool depthwise_case(const Conv2dParams& p) {
   return p.groups == p.c && p.sum_order == SumOrder::ascending && !generic_loops_only();
 }
+
+// The case whose loops read and write channel-blocked tensors: the channels-inner one (multiplier 1).
+bool blocked_case(const Conv2dParams& p) { return depthwise_case(p) && p.k == p.c && p.k >= kChannelsInnerMin; }
 
 // A depthwise weight (K,1,R,S) as (R*S, K): the tap applied at (r,s) (flipped where the params say),
 // the channels innermost: what the channels-inner loops read.
@@ -102,6 +110,114 @@ void depthwise_forward_channels_inner(const Conv2dParams& p, const T* x, const T
         }
     }
   }
+}
+
+// The channels-inner loops on channel-blocked tensors ((N, K/B, H, W, B), engine/layers/layout.h):
+// each (image, block) is already a (H*W, B) plane with the channels innermost, so the forward reads
+// it with no transposes and sums each output position's B channels in registers over its taps;
+// every element's terms, their order and the bias after them are the channels-inner loops', so the
+// bits are theirs.
+// KR x KS: the kernel's size when known at compile time (3 x 3, MobileNet's: the taps unrolled, the
+// weights in registers), 0 x 0 for any size. An output position whose taps all read the input takes
+// the branch-free loop; the others test each tap. Same terms, same order either way.
+template <typename T, int B, int KR, int KS>
+void depthwise_forward_blocked(const Conv2dParams& p, const T* x, const T* w, const T* b, T* y) {
+  const int64_t P = p.out_h(), Q = p.out_w(), K = p.k, HW = p.h * p.w, PQ = P * Q, nb = K / B;
+  const int64_t R = KR ? KR : p.r, S = KS ? KS : p.s;
+  const std::vector<T> wt = taps_channels_last(p, w);
+#pragma omp parallel for schedule(static)
+  for (int64_t nc = 0; nc < p.n * nb; ++nc) {
+    const int64_t cb = nc % nb;
+    const T* xb = x + nc * HW * B;
+    T* yb = y + nc * PQ * B;
+    const T* bb = b ? b + cb * B : nullptr;
+    const T* wc = wt.data() + cb * B;  // tap t's B weights at wc + t * K
+    for (int64_t oh = 0; oh < P; ++oh) {
+      const int64_t ih0 = oh * p.stride_h - p.pad_t;
+      const bool rows_in = ih0 >= 0 && ih0 + (R - 1) * p.dil_h < p.h;
+      for (int64_t ow = 0; ow < Q; ++ow) {
+        const int64_t iw0 = ow * p.stride_w - p.pad_l;
+        // one output position's B sums in registers, its taps in the (r, s) order from 0
+        T acc[B] = {};
+        if (rows_in && iw0 >= 0 && iw0 + (S - 1) * p.dil_w < p.w) {
+          for (int64_t r = 0; r < R; ++r)
+            for (int64_t s = 0; s < S; ++s) {
+              const T* xr = xb + ((ih0 + r * p.dil_h) * p.w + iw0 + s * p.dil_w) * B;
+              const T* wr = wc + (r * S + s) * K;
+              for (int k = 0; k < B; ++k) acc[k] += xr[k] * wr[k];
+            }
+        } else {
+          for (int64_t r = 0; r < R; ++r) {
+            const int64_t ih = ih0 + r * p.dil_h;
+            const bool row_in = ih >= 0 && ih < p.h;
+            for (int64_t s = 0; s < S; ++s) {
+              const int64_t iw = iw0 + s * p.dil_w;
+              const T* wr = wc + (r * S + s) * K;
+              if (row_in && iw >= 0 && iw < p.w) {
+                const T* xr = xb + (ih * p.w + iw) * B;
+                for (int k = 0; k < B; ++k) acc[k] += xr[k] * wr[k];
+              } else {
+                for (int k = 0; k < B; ++k) acc[k] += T(0) * wr[k];
+              }
+            }
+          }
+        }
+        T* yo = yb + (oh * Q + ow) * B;
+        if (bb) {
+          for (int k = 0; k < B; ++k) yo[k] = acc[k] + bb[k];
+        } else {
+          for (int k = 0; k < B; ++k) yo[k] = acc[k];
+        }
+      }
+    }
+  }
+}
+
+// The channels-inner input gradient on channel-blocked dy and dx (as the forward above).
+template <typename T, int B>
+void depthwise_backward_data_blocked(const Conv2dParams& p, const T* dy, const T* w, T* dx) {
+  const int64_t P = p.out_h(), Q = p.out_w(), K = p.k, HW = p.h * p.w, PQ = P * Q, nb = K / B;
+  const std::vector<T> wt = taps_channels_last(p, w);
+#pragma omp parallel for schedule(static)
+  for (int64_t nc = 0; nc < p.n * nb; ++nc) {
+    const int64_t cb = nc % nb;
+    const T* dyb = dy + nc * PQ * B;
+    T* dxb = dx + nc * HW * B;
+    for (int64_t ih = 0; ih < p.h; ++ih)
+      for (int64_t iw = 0; iw < p.w; ++iw) {
+        T acc[B] = {};  // one input position's B sums in registers, its valid taps in (r, s) order
+        for (int64_t r = 0; r < p.r; ++r) {
+          const int64_t num_h = ih + p.pad_t - r * p.dil_h;
+          if (num_h < 0 || num_h % p.stride_h) continue;
+          const int64_t oh = num_h / p.stride_h;
+          if (oh >= P) continue;
+          for (int64_t s = 0; s < p.s; ++s) {
+            const int64_t num_w = iw + p.pad_l - s * p.dil_w;
+            if (num_w < 0 || num_w % p.stride_w) continue;
+            const int64_t ow = num_w / p.stride_w;
+            if (ow >= Q) continue;
+            const T* d = dyb + (oh * Q + ow) * B;
+            const T* wr = wt.data() + (r * p.s + s) * K + cb * B;
+            for (int k = 0; k < B; ++k) acc[k] += d[k] * wr[k];
+          }
+        }
+        T* o = dxb + (ih * p.w + iw) * B;
+        for (int k = 0; k < B; ++k) o[k] = acc[k];
+      }
+  }
+}
+
+// A channel-blocked (N, C, H, W) tensor's elements in plain order (the weight gradient's loops
+// read planes).
+template <typename T>
+std::vector<T> unblocked(const T* x, const Shape& s, int b) {
+  const int64_t C = s[1], HW = s[2] * s[3];
+  std::vector<T> out(static_cast<std::size_t>(s[0] * C * HW));
+  for (int64_t n = 0; n < s[0]; ++n)
+    for (int64_t c = 0; c < C; ++c)
+      for (int64_t i = 0; i < HW; ++i)
+        out[static_cast<std::size_t>((n * C + c) * HW + i)] = x[((n * (C / b) + c / b) * HW + i) * b + c % b];
+  return out;
 }
 
 template <typename T>
@@ -387,12 +503,42 @@ void check_args(const char* fn, const Conv2dParams& p, const Tensor& x, const ch
   check_same_dtype(fn, x, w);
 }
 
+// The channel block of a call's two activations (a, b: x and y, dy and dx, x and dy): 0 when both
+// are plain; else the block they share, for the blocked case only (Conv2dKernel::any_block).
+int blocked_args(const char* fn, const Conv2dParams& p, const Tensor& a, const char* an, const Tensor& b, const char* bn) {
+  const int ab = a.channel_block(), bb = b.channel_block();
+  if (ab == 0 && bb == 0) return 0;
+  check(ab == bb, fn, ": ", an, " in channel block ", ab, ", ", bn, " in ", bb, " (one layout for both)");
+  check(blocked_case(p), fn, ": ", an, " in channel block ", ab,
+        "; only a depthwise convolution of one output channel per input channel (at least ", kChannelsInnerMin,
+        ", summed in ascending order) takes blocked tensors");
+  check(ab == 8 || ab == 16, fn, ": channel block ", ab, " (8 or 16 taken)");
+  return ab;
+}
+
+// f(std::integral_constant<int, B>) for a block of 8 or 16.
+template <typename F>
+void with_block(int b, F&& f) {
+  if (b == 16) return f(std::integral_constant<int, 16>());
+  f(std::integral_constant<int, 8>());
+}
+
 }  // namespace
 
 void conv2d_forward_ref(const Conv2dParams& p, const Tensor& x, const Tensor& w, const Tensor* b, Tensor& y) {
   check_args("conv2d_forward_ref", p, x, "x", p.x_shape(), w);
   check_shape("conv2d_forward_ref", "y", y, p.y_shape());
   if (b) check_shape("conv2d_forward_ref", "b", *b, {p.k});
+  if (const int cb = blocked_args("conv2d_forward_ref", p, x, "x", y, "y"))
+    return dispatch_dtype(x.dtype(), [&](auto tag) {
+      using T = decltype(tag);
+      with_block(cb, [&](auto blk) {
+        constexpr int B = decltype(blk)::value;
+        const T* bp = b ? b->data<T>() : nullptr;
+        if (p.r == 3 && p.s == 3) return depthwise_forward_blocked<T, B, 3, 3>(p, x.blocked_data<T>(), w.data<T>(), bp, y.blocked_data<T>());
+        depthwise_forward_blocked<T, B, 0, 0>(p, x.blocked_data<T>(), w.data<T>(), bp, y.blocked_data<T>());
+      });
+    });
   dispatch_dtype(x.dtype(), [&](auto tag) {
     using T = decltype(tag);
     forward<T>(p, x.data<T>(), w.data<T>(), b ? b->data<T>() : nullptr, y.data<T>());
@@ -402,6 +548,14 @@ void conv2d_forward_ref(const Conv2dParams& p, const Tensor& x, const Tensor& w,
 void conv2d_backward_data_ref(const Conv2dParams& p, const Tensor& dy, const Tensor& w, Tensor& dx) {
   check_args("conv2d_backward_data_ref", p, dy, "dy", p.y_shape(), w);
   check_shape("conv2d_backward_data_ref", "dx", dx, p.x_shape());
+  if (const int cb = blocked_args("conv2d_backward_data_ref", p, dy, "dy", dx, "dx"))
+    return dispatch_dtype(dy.dtype(), [&](auto tag) {
+      using T = decltype(tag);
+      with_block(cb, [&](auto blk) {
+        depthwise_backward_data_blocked<T, decltype(blk)::value>(p, dy.blocked_data<T>(), w.data<T>(),
+                                                                 dx.blocked_data<T>());
+      });
+    });
   dispatch_dtype(dy.dtype(), [&](auto tag) {
     using T = decltype(tag);
     backward_data<T>(p, dy.data<T>(), w.data<T>(), dx.data<T>());
@@ -412,6 +566,13 @@ void conv2d_backward_weight_ref(const Conv2dParams& p, const Tensor& x, const Te
   check_args("conv2d_backward_weight_ref", p, x, "x", p.x_shape(), dw);
   check_shape("conv2d_backward_weight_ref", "dy", dy, p.y_shape());
   if (db) check_shape("conv2d_backward_weight_ref", "db", *db, {p.k});
+  if (const int cb = blocked_args("conv2d_backward_weight_ref", p, x, "x", dy, "dy"))
+    return dispatch_dtype(x.dtype(), [&](auto tag) {
+      using T = decltype(tag);
+      const std::vector<T> xp = unblocked(x.blocked_data<T>(), x.shape(), cb);
+      const std::vector<T> dyp = unblocked(dy.blocked_data<T>(), dy.shape(), cb);
+      depthwise_backward_weight<T>(p, xp.data(), dyp.data(), dw.data<T>(), db ? db->data<T>() : nullptr);
+    });
   dispatch_dtype(x.dtype(), [&](auto tag) {
     using T = decltype(tag);
     backward_weight<T>(p, x.data<T>(), dy.data<T>(), dw.data<T>(), db ? db->data<T>() : nullptr);
@@ -429,6 +590,7 @@ void register_conv2d_ref(KernelRegistry& reg) {
   k.forward = conv2d_forward_ref;
   k.backward_data = conv2d_backward_data_ref;
   k.backward_weight = conv2d_backward_weight_ref;
+  k.any_block = [](const Conv2dParams& p, DType) { return blocked_case(p); };
   reg.conv2d.at(KernelBackend::reference) = k;
 }
 
