@@ -262,6 +262,37 @@ TEST(BnReluFusion, AClipFusesIntoThePredictionBitForBitInEveryKernel) {
   EXPECT_EQ(nans, 5) << "the NaN of x kept in each of the five kernel and layout variants";
 }
 
+// The fast kernel's 1x1-plane loops (a BatchNorm after a convolution of pooled features: its lanes
+// run over channels) with the fused clip, the fused ReLU and neither, against the BatchNorm then
+// the reference activation.
+TEST(BnReluFusion, OneByOnePlanesFuseBitForBit) {
+  const KernelRegistry reg = make_cpu_registry();
+  const BatchNormKernel& k = reg.batchnorm.at(KernelBackend::fast);
+  const int64_t n = 7, c = 40;
+  Tensor x = random_tensor({n, c, 1}, DType::f32, 51, -2.0, 3.0);
+  x.data<float>()[17] = std::numeric_limits<float>::quiet_NaN();
+  const Tensor g = random_tensor({c}, DType::f32, 52, 0.5, 1.5), b = random_tensor({c}, DType::f32, 53);
+  const Tensor rm = random_tensor({c}, DType::f32, 54, -0.5, 0.5), rv = random_tensor({c}, DType::f32, 55, 0.5, 2.0);
+  BatchNormParams p;
+  p.n = n, p.c = c, p.s = 1;
+  Tensor z({n, c, 1}, DType::f32);
+  reg.batchnorm.reference().forward_infer(p, x, g, b, rm, rv, z);
+  for (const ActKind kind : {ActKind::clip, ActKind::relu}) {
+    ActivationParams a;
+    a.kind = kind;
+    a.clip_min = -0.25, a.clip_max = 0.75;
+    Tensor apart({n, c, 1}, DType::f32), fused({n, c, 1}, DType::f32), plain({n, c, 1}, DType::f32);
+    activation_forward_ref(a, z, apart);
+    BatchNormParams q = p;
+    if (kind == ActKind::clip) q.clip = true, q.clip_min = a.clip_min, q.clip_max = a.clip_max;
+    else q.relu = true;
+    k.forward_infer(q, x, g, b, rm, rv, fused);
+    EXPECT_TRUE(bitwise_equal(fused, apart)) << act_name(kind);
+    k.forward_infer(p, x, g, b, rm, rv, plain);
+    EXPECT_TRUE(bitwise_equal(plain, z));
+  }
+}
+
 struct Pass {
   Tensor out, dx;
   std::vector<Tensor> grads, buffers;

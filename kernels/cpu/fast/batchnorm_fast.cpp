@@ -380,10 +380,30 @@ template <bool Relu>
 void forward_infer_plain(const BatchNormParams& p, const float* xd, const float* g, const float* b, const float* rmd,
                          const float* rvd, float* yd, const float* rd = nullptr) {
   const int64_t n = p.n, c = p.c, s = p.s;
+  // each channel's scale once (not per image and channel: a 1x1 plane's task is one element)
+  std::vector<float> invs(static_cast<std::size_t>(c));
+  for (int64_t ch = 0; ch < c; ++ch) invs[static_cast<std::size_t>(ch)] = infer_invstd(p, rvd[ch]);
+  if (s == 1 && !rd) {  // 1x1 planes (after global pooling's convolutions): the lanes over channels
+    const float* iv = invs.data();
+    const float lo = static_cast<float>(p.clip_min), hi = static_cast<float>(p.clip_max);
+#pragma omp parallel for schedule(static)
+    for (int64_t i = 0; i < n; ++i) {
+      const float* xr = xd + i * c;
+      float* yr = yd + i * c;
+      if (p.clip) {
+#pragma omp simd
+        for (int64_t ch = 0; ch < c; ++ch) yr[ch] = clip_value(g[ch] * ((xr[ch] - rmd[ch]) * iv[ch]) + b[ch], lo, hi);
+      } else {
+#pragma omp simd
+        for (int64_t ch = 0; ch < c; ++ch) yr[ch] = out_of<Relu>(g[ch] * ((xr[ch] - rmd[ch]) * iv[ch]) + b[ch]);
+      }
+    }
+    return;
+  }
 #pragma omp parallel for schedule(static) collapse(2)
   for (int64_t i = 0; i < n; ++i)
     for (int64_t ch = 0; ch < c; ++ch) {
-      const float mu = rmd[ch], inv = infer_invstd(p, rvd[ch]), gc = g[ch], bc = b[ch];
+      const float mu = rmd[ch], inv = invs[static_cast<std::size_t>(ch)], gc = g[ch], bc = b[ch];
       const float* xr = xd + (i * c + ch) * s;
       float* yr = yd + (i * c + ch) * s;
       if (rd) {
