@@ -80,11 +80,19 @@ bool BatchNormLayer::has_infer_add(const ExecContext& exec, DType dt) const {
 
 Tensor BatchNormLayer::forward_infer_add_relu(RunContext& ctx, const Tensor& x, const Tensor& residual,
                                               const ActivationParams& relu) {
+  return run_infer_add(ctx, x, residual, with_relu(relu));
+}
+
+Tensor BatchNormLayer::forward_infer_add(RunContext& ctx, const Tensor& x, const Tensor& residual) {
+  return run_infer_add(ctx, x, residual, p_);
+}
+
+Tensor BatchNormLayer::run_infer_add(RunContext& ctx, const Tensor& x, const Tensor& residual, BatchNormParams q) {
   check(ctx.semantics == Semantics::inference && !ctx.record,
         "batchnorm: the fused residual add is a prediction's op (inference semantics, nothing recorded)");
   check_input("batchnorm", x, shape_);
   p_.n = x.dim(0);
-  const BatchNormParams q = with_relu(relu);
+  q.n = p_.n;
   const BatchNormKernel& k = ctx.exec.pick(ctx.exec.kernels.batchnorm, backend_, q, x.dtype());
   check(k.forward_infer_add != nullptr, "batchnorm: kernel ", k.name, " has no fused residual add");
   x_ = Tensor();

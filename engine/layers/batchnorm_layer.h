@@ -33,6 +33,9 @@ class BatchNormLayer : public Layer {
   // residual), residual in x's layout, as one op (BatchNormKernel::forward_infer_add; ResidualLayer
   // calls it for its block's tail); whether this layer's kernel for dt has that op.
   Tensor forward_infer_add_relu(RunContext& ctx, const Tensor& x, const Tensor& residual, const ActivationParams& relu);
+  // The same without the ReLU: this batchnorm's output + residual (a graph's batchnorm -> add, as
+  // MobileNetV2's blocks end).
+  Tensor forward_infer_add(RunContext& ctx, const Tensor& x, const Tensor& residual);
   // A prediction (inference semantics, nothing recorded) of `clip` (a clip layer's params: ReLU6,
   // ONNX Clip) applied to this batchnorm's output, as one op (BatchNormParams::clip; a graph calls
   // it for a batchnorm node followed by a clip node): the two layers' bits.
@@ -59,6 +62,8 @@ class BatchNormLayer : public Layer {
   Tensor run_forward(RunContext& ctx, const Tensor& x, const BatchNormParams& p);
   // p_ with the fused ReLU of `relu` (a ReLU layer's params; anything else is refused).
   BatchNormParams with_relu(const ActivationParams& relu) const;
+  // forward_infer_add_relu and forward_infer_add under q (p_, with the ReLU or without).
+  Tensor run_infer_add(RunContext& ctx, const Tensor& x, const Tensor& residual, BatchNormParams q);
 };
 
 }  // namespace driftlab

@@ -352,14 +352,14 @@ std::size_t GraphLayer::fused_span(const ExecContext& exec, std::size_t i, DType
   const int z = bn_node.output;
   if (!bn || !f32(bn_node.inputs[0]) || !f32(z)) return 1;
   if ((relu_of(i + 1, z) || act_of(i + 1, z, ActKind::clip)) && f32(nodes_[i + 1].output)) return 2;
-  // batchnorm -> add(z, r) -> ReLU: z first, as BatchNormKernel::forward_infer_add adds (z + r)
-  if (i + 2 >= nodes_.size()) return 1;
+  // batchnorm -> add(z, r) [-> ReLU]: z first, as BatchNormKernel::forward_infer_add adds (z + r)
+  if (i + 1 >= nodes_.size()) return 1;
   const GraphNode& add = nodes_[i + 1];
   if (add.op != GraphOp::add || add.inputs[0] != z || readers[static_cast<std::size_t>(z)] != 1 || z == output_) return 1;
   const int r = add.inputs[1];
   if (r == z || is_constant(r) || value_shape(r) != value_shape(z) || !f32(r) || !f32(add.output)) return 1;
-  if (!relu_of(i + 2, add.output) || !f32(nodes_[i + 2].output) || !bn->has_infer_add(exec, dt)) return 1;
-  return 3;
+  if (!bn->has_infer_add(exec, dt)) return 1;
+  return relu_of(i + 2, add.output) && f32(nodes_[i + 2].output) ? 3 : 2;
 }
 
 Tensor GraphLayer::run(RunContext& ctx, const Tensor& x, std::vector<Tensor>* all) {
@@ -452,14 +452,20 @@ void GraphLayer::run_nodes(RunContext& ctx, std::vector<Tensor>& vals, int64_t n
           break;
         }
         auto* bn = layer_as<BatchNormLayer>(*node.layer);
-        const ActivationParams& relu = layer_as<ActivationLayer>(*nodes_[i + span - 1].layer)->op_params();
-        if (span == 2) {
-          y = relu.kind == ActKind::clip ? bn->forward_infer_clip(ctx, in, relu) : bn->forward_relu(ctx, in, relu);
+        Tensor residual;  // batchnorm -> add: the add's other operand, in the batchnorm input's layout
+        if (nodes_[i + 1].op == GraphOp::add) {
+          residual = value_at(vals, nodes_[i + 1].inputs[1]);
+          if (residual.channel_block() != in.channel_block()) residual = to_block(residual, in.channel_block());
+        }
+        const GraphNode& last = nodes_[i + span - 1];
+        if (last.op == GraphOp::add) {
+          y = bn->forward_infer_add(ctx, in, residual);
           break;
         }
-        Tensor residual = value_at(vals, nodes_[i + 1].inputs[1]);
-        if (residual.channel_block() != in.channel_block()) residual = to_block(residual, in.channel_block());
-        y = bn->forward_infer_add_relu(ctx, in, residual, relu);
+        const ActivationParams& act = layer_as<ActivationLayer>(*last.layer)->op_params();
+        if (residual.defined()) y = bn->forward_infer_add_relu(ctx, in, residual, act);
+        else if (act.kind == ActKind::clip) y = bn->forward_infer_clip(ctx, in, act);
+        else y = bn->forward_relu(ctx, in, act);
         break;
       }
       case GraphOp::add:

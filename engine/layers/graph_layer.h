@@ -23,8 +23,8 @@
 // whose kernel takes blocks (BinaryKernel::any_block). A reader that takes only plain tensors
 // converts what it reads. A recorded forward, node_outputs and the hooks see plain tensors
 // throughout. The layouts move elements, never change one: the same bits either way. A
-// prediction (with ExecContext::fuse_bn_relu) also runs a batchnorm and the ReLU or clip after it,
-// or a batchnorm, an add and a ReLU, as one op where nothing else reads the values between them
+// prediction (with ExecContext::fuse_bn_relu) also runs a batchnorm and the ReLU, clip or add after
+// it, or a batchnorm, an add and a ReLU, as one op where nothing else reads the values between them
 // (fused_span; the unfused nodes' bits).
 //
 // Autocast (engine/layers/math_mode.h) flows through the graph as through a Sequential: each
@@ -170,8 +170,8 @@ class GraphLayer : public Layer {
   // output's `outer` (what the caller allows).
   std::vector<int> value_blocks(const ExecContext& exec, DType dt, int outer) const;
   // How many nodes from node i a prediction runs as one op: 2 for a batchnorm and the ReLU or clip
-  // after it (BatchNormLayer::forward_relu, forward_infer_clip), 3 for a batchnorm, an add of its
-  // output and another value, and a
+  // after it (BatchNormLayer::forward_relu, forward_infer_clip) or the add of its output and
+  // another value (forward_infer_add: MobileNetV2's block ends), 3 for a batchnorm, such an add and a
   // ReLU (forward_infer_add_relu: ResNet's block tail), where nothing else reads the values between
   // them and every value is float32; else 1. `readers`: how many node inputs name each value.
   std::size_t fused_span(const ExecContext& exec, std::size_t i, DType dt, const std::vector<int>& readers) const;
