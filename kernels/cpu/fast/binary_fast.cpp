@@ -50,7 +50,9 @@ void forward(const BinaryParams& p, const Tensor& a, const Tensor& b, Tensor& y)
 void register_binary_fast(KernelRegistry& reg) {
   BinaryKernel k;
   k.name = "fast";
-  k.supports_doc = "operands of one shape (no broadcast), float32 and float64; the reference's bits (OpenMP)";
+  k.supports_doc =
+      "operands of one shape (no broadcast), plain or channel-blocked alike, float32 and float64; the reference's bits "
+      "(OpenMP)";
   k.supports = [](const BinaryParams& p, DType dt) { return p.a == p.b && (dt == DType::f32 || dt == DType::f64); };
   k.forward = forward;
   k.any_block = true;

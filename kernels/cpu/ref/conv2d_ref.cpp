@@ -586,7 +586,9 @@ Conv2dRefGenericLoops::~Conv2dRefGenericLoops() { --g_generic_only; }
 void register_conv2d_ref(KernelRegistry& reg) {
   Conv2dKernel k;
   k.name = "reference";
-  k.supports_doc = "every params field (groups included), float32 and float64";
+  k.supports_doc =
+      "every params field (groups included), float32 and float64; a depthwise convolution (one output channel "
+      "per input channel, at least 8, ascending sums) also in channel blocks of 8 or 16";
   k.supports = [](const Conv2dParams&, DType) { return true; };
   k.forward = conv2d_forward_ref;
   k.backward_data = conv2d_backward_data_ref;
