@@ -72,6 +72,11 @@ using BnBackwardInferFn = void (*)(const BatchNormParams&, const Tensor& x, cons
 using BnForwardInferAddFn = void (*)(const BatchNormParams&, const Tensor& x, const Tensor& gamma, const Tensor& beta,
                                      const Tensor& running_mean, const Tensor& running_var, const Tensor& residual,
                                      Tensor& y);
+// Each channel's inference scale (C values, running_var's dtype) such that forward_infer writes
+// gamma * ((x - running_mean) * scale) + beta, in that order, before any fused op: what an op
+// fusing this batchnorm's inference forward into its own stores (a depthwise convolution's
+// ConvChannelEpilogue, core/ops/conv2d.h) needs to give this kernel's bits.
+using BnInferScaleFn = void (*)(const BatchNormParams&, const Tensor& running_var, Tensor& scale);
 // biased_mean/biased_var/steps hold the zero-debias state (used only when p.zero_debias; steps is
 // a 1-element tensor).
 using BnUpdateRunningFn = void (*)(const BatchNormParams&, const Tensor& mean, const Tensor& var, Tensor& running_mean,
@@ -89,6 +94,7 @@ struct BatchNormKernel {
   BnBackwardInferFn backward_infer = nullptr;
   BnUpdateRunningFn update_running = nullptr;
   BnForwardInferAddFn forward_infer_add = nullptr;  // optional (null: batchnorm, add and ReLU apart)
+  BnInferScaleFn infer_scale = nullptr;  // optional (null: no op fuses this kernel's inference forward)
   // Whether the four passes take a channel-blocked x (engine/layers/layout.h, any block; dy, y and dx
   // in x's layout). Kernels without it take plain tensors only.
   bool any_block = false;

@@ -78,6 +78,16 @@ bool BatchNormLayer::has_infer_add(const ExecContext& exec, DType dt) const {
   return exec.kernels.batchnorm.select(backend_, p_, dt).forward_infer_add != nullptr;
 }
 
+bool BatchNormLayer::infer_epilogue(const ExecContext& exec, DType dt, ConvChannelEpilogue& e) const {
+  const BatchNormKernel& k = exec.kernels.batchnorm.select(backend_, p_, dt);
+  if (!k.infer_scale || running_var_.value.dtype() != dt) return false;
+  Tensor scale({p_.c}, dt);
+  k.infer_scale(p_, running_var_.value, scale);
+  e.mean = running_mean_.value, e.scale = scale, e.gamma = gamma_.value, e.beta = beta_.value;
+  e.act = ConvChannelEpilogue::Act::none;
+  return true;
+}
+
 Tensor BatchNormLayer::forward_infer_add_relu(RunContext& ctx, const Tensor& x, const Tensor& residual,
                                               const ActivationParams& relu) {
   return run_infer_add(ctx, x, residual, with_relu(relu));

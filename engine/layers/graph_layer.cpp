@@ -4,6 +4,7 @@
 
 #include "engine/layers/activation_layer.h"
 #include "engine/layers/batchnorm_layer.h"
+#include "engine/layers/conv2d_layer.h"
 #include "engine/layers/layout.h"
 #include "engine/layers/visit.h"
 #include "engine/layers/math_mode.h"
@@ -336,7 +337,8 @@ std::vector<Tensor> GraphLayer::node_outputs(RunContext& ctx, const Tensor& x) {
   return all;
 }
 
-std::size_t GraphLayer::fused_span(const ExecContext& exec, std::size_t i, DType dt, const std::vector<int>& readers) const {
+std::size_t GraphLayer::fused_span(const ExecContext& exec, std::size_t i, DType dt, const std::vector<int>& readers,
+                                   int in_block) const {
   const GraphNode& bn_node = nodes_[i];
   auto* bn = bn_node.op == GraphOp::layer ? layer_as<BatchNormLayer>(*bn_node.layer) : nullptr;
   // node j is an activation of `kind` reading only value v, which nothing else reads and the graph
@@ -349,6 +351,19 @@ std::size_t GraphLayer::fused_span(const ExecContext& exec, std::size_t i, DType
   };
   auto relu_of = [&](std::size_t j, int v) { return act_of(j, v, ActKind::relu); };
   auto f32 = [&](int v) { return formats_.size() == values_.size() && formats_[static_cast<std::size_t>(v)] == MathMode::float32; };
+  // a convolution taking an epilogue -> batchnorm [-> ReLU | clip], nothing else reading between
+  if (auto* conv = bn_node.op == GraphOp::layer ? layer_as<Conv2dLayer>(*bn_node.layer) : nullptr) {
+    const int c = bn_node.output;
+    if (!exec.fuse_conv_epilogue || i + 1 >= nodes_.size() || !f32(bn_node.inputs[0]) || !f32(c) || readers[static_cast<std::size_t>(c)] != 1 ||
+        c == output_ || !conv->takes_epilogue(exec, dt, in_block))
+      return 1;
+    const GraphNode& next = nodes_[i + 1];
+    auto* bn2 = next.op == GraphOp::layer && next.inputs[0] == c ? layer_as<BatchNormLayer>(*next.layer) : nullptr;
+    ConvChannelEpilogue probe;
+    if (!bn2 || !f32(next.output) || !bn2->infer_epilogue(exec, dt, probe)) return 1;
+    const int zb = next.output;
+    return (relu_of(i + 2, zb) || act_of(i + 2, zb, ActKind::clip)) && f32(nodes_[i + 2].output) ? 3 : 2;
+  }
   const int z = bn_node.output;
   if (!bn || !f32(bn_node.inputs[0]) || !f32(z)) return 1;
   if ((relu_of(i + 1, z) || act_of(i + 1, z, ActKind::clip)) && f32(nodes_[i + 1].output)) return 2;
@@ -433,7 +448,10 @@ void GraphLayer::run_nodes(RunContext& ctx, std::vector<Tensor>& vals, int64_t n
   for (std::size_t i = from; i < upto;) {
     GraphNode& node = nodes_[i];
     Tensor y;
-    std::size_t span = fuse ? fused_span(ctx.exec, i, dt, readers) : 1;
+    const int in_block = node.op == GraphOp::layer && !is_constant(node.inputs[0])
+                             ? value_at(vals, node.inputs[0]).channel_block()
+                             : 0;
+    std::size_t span = fuse ? fused_span(ctx.exec, i, dt, readers, in_block) : 1;
     if (i + span > upto) span = 1;  // a prefix ends inside the run
     const int out_v = nodes_[i + span - 1].output;  // the value the node (or the fused run) writes
     ctx.out_block = node.op == GraphOp::layer ? held[static_cast<std::size_t>(out_v)] : 0;
@@ -449,6 +467,18 @@ void GraphLayer::run_nodes(RunContext& ctx, std::vector<Tensor>& vals, int64_t n
         if (ctx.exec.layer_inputs) ctx.exec.layer_inputs(i, in);
         if (span == 1) {
           y = node.layer->forward(ctx, in);
+          break;
+        }
+        if (auto* conv = layer_as<Conv2dLayer>(*node.layer)) {  // convolution -> batchnorm [-> ReLU | clip]
+          ConvChannelEpilogue e;
+          check(layer_as<BatchNormLayer>(*nodes_[i + 1].layer)->infer_epilogue(ctx.exec, in.dtype(), e),
+                "graph: node '", nodes_[i + 1].name, "': no epilogue");
+          if (span == 3) {
+            const ActivationParams& act = layer_as<ActivationLayer>(*nodes_[i + 2].layer)->op_params();
+            e.act = act.kind == ActKind::clip ? ConvChannelEpilogue::Act::clip : ConvChannelEpilogue::Act::relu;
+            e.clip_min = act.clip_min, e.clip_max = act.clip_max;
+          }
+          y = conv->forward_epilogue(ctx, in, e);
           break;
         }
         auto* bn = layer_as<BatchNormLayer>(*node.layer);

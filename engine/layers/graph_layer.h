@@ -25,7 +25,8 @@
 // throughout. The layouts move elements, never change one: the same bits either way. A
 // prediction (with ExecContext::fuse_bn_relu) also runs a batchnorm and the ReLU, clip or add after
 // it, or a batchnorm, an add and a ReLU, as one op where nothing else reads the values between them
-// (fused_span; the unfused nodes' bits).
+// (fused_span; the unfused nodes' bits), and a depthwise convolution on a blocked input, the
+// batchnorm after it and that batchnorm's ReLU or clip (Conv2dLayer::forward_epilogue).
 //
 // Autocast (engine/layers/math_mode.h) flows through the graph as through a Sequential: each
 // value is held in a format (set_input_format), a layer node's from its input's as the layer says
@@ -173,8 +174,12 @@ class GraphLayer : public Layer {
   // after it (BatchNormLayer::forward_relu, forward_infer_clip) or the add of its output and
   // another value (forward_infer_add: MobileNetV2's block ends), 3 for a batchnorm, such an add and a
   // ReLU (forward_infer_add_relu: ResNet's block tail), where nothing else reads the values between
-  // them and every value is float32; else 1. `readers`: how many node inputs name each value.
-  std::size_t fused_span(const ExecContext& exec, std::size_t i, DType dt, const std::vector<int>& readers) const;
+  // them and every value is float32; 2 or 3 for a convolution that takes an epilogue on an input in
+  // block in_block, the batchnorm after it and that batchnorm's ReLU or clip
+  // (Conv2dLayer::forward_epilogue, BatchNormLayer::infer_epilogue); else 1. `readers`: how many
+  // node inputs name each value.
+  std::size_t fused_span(const ExecContext& exec, std::size_t i, DType dt, const std::vector<int>& readers,
+                         int in_block) const;
 
   std::vector<Value> values_;
   std::vector<GraphNode> nodes_;

@@ -95,8 +95,8 @@ TEST(GraphLayer, ValuesAreDroppedAfterTheirLastReaderAndTheOutputStays) {
 // ReLU, another 1x1 and a residual add without one) then a concat, pooling and a dense layer: a
 // prediction keeps the values channel-blocked from the stem to the second 1x1 convolution's input
 // (oneDNN's convolutions, the BatchNorms, the activations and the reference's depthwise loops take
-// the block) and plain from there, runs bn1 + r1, bn2 + r2, bn3 + res + r3 and bn4 + res2 as one op
-// each, and gives the bits of the same prediction with every value plain and every node apart; a
+// the block) and plain from there, runs bn1 + r1, dw + bn2 + r2 (the batchnorm and clip in the
+// depthwise loops' stores), bn3 + res + r3 and bn4 + res2 as one op each, and gives the bits of the same prediction with every value plain and every node apart; a
 // recorded forward stays plain and apart.
 TEST(GraphLayer, PredictionKeepsValuesChannelBlockedAndFusesWithTheSameBits) {
   const json spec = json::parse(R"({
@@ -151,13 +151,25 @@ TEST(GraphLayer, PredictionKeepsValuesChannelBlockedAndFusesWithTheSameBits) {
   const int cb = Conv2dLayer::kernel_block(exec.kernels.conv2d.at(KernelBackend::onednn));
   ASSERT_GT(cb, 0) << "oneDNN's convolution computes in a channel-blocked layout on AVX2 and AVX-512";
   // blocked: what the convolutions read (c: the depthwise one, read by the add and the concat too)
-  for (const char* v : {"a", "c", "d", "f", "g", "i"}) EXPECT_EQ(g->last_block(g->find_value(v)), cb) << v;
-  for (const char* v : {"b", "e", "h", "h2", "q"})
+  for (const char* v : {"a", "c", "f", "g", "i"}) EXPECT_EQ(g->last_block(g->find_value(v)), cb) << v;
+  for (const char* v : {"b", "d", "e", "h", "h2", "q"})
     EXPECT_EQ(g->last_block(g->find_value(v)), 0) << v << " (inside a fused op)";
   // plain: what only plain readers (the concat, the pooling) read, from pw2 on
   for (const char* v : {"p2", "i2", "j", "k", "y"}) EXPECT_EQ(g->last_block(g->find_value(v)), 0) << v;
-  // fused: r1, r2 and r3 run inside their batchnorms' kernels, both adds too
+  // fused: r1, r2 and r3 run inside their batchnorms' kernels, both adds too, and bn2 (with r2)
+  // inside the depthwise convolution's stores
   EXPECT_EQ(picks(trace1, "activation"), 0);
+  EXPECT_EQ(picks(trace0, "batchnorm"), 4);
+  EXPECT_EQ(picks(trace1, "batchnorm"), 3);
+  EXPECT_EQ(picks(trace0, "conv2d"), picks(trace1, "conv2d"));
+  std::vector<KernelChoice> trace2;  // the knob: that batchnorm (and its clip) on its own again
+  ExecContext apart_exec;
+  apart_exec.fuse_conv_epilogue = false;
+  apart_exec.trace = &trace2;
+  RunContext apart = RunContext::inference(apart_exec);
+  EXPECT_TRUE(bitwise_equal(y0, g->forward(apart, x)));
+  EXPECT_EQ(picks(trace2, "batchnorm"), 4);
+  EXPECT_EQ(g->last_block(g->find_value("d")), cb);
   EXPECT_EQ(picks(trace0, "binary"), 2);
   EXPECT_EQ(picks(trace1, "binary"), 0);
   RunContext rec = RunContext::recorded(exec, Semantics::inference);

@@ -463,5 +463,90 @@ TEST(ConvRef, BlockedTensorsOnlyForTheDepthwiseCase) {
   EXPECT_FALSE(ref.any_block(q, DType::f32));
 }
 
+// The depthwise forward with a per-channel epilogue (Conv2dKernel::forward_epilogue: a prediction
+// runs a depthwise convolution, the batchnorm after it and its ReLU or clip as one op) against the
+// convolution on plain tensors, then the batchnorm kernel's inference forward with that activation
+// fused: bit for bit, with each batchnorm kernel's own scale (BatchNormKernel::infer_scale), both
+// variance estimators' forms, blocks of 8 and 16, NaN inputs (kept through ReLU and clip), one and
+// two threads.
+TEST(ConvRef, EpilogueGivesTheConvolutionThenTheBatchnormBits) {
+  struct Case {
+    int64_t n, c, h, w, r, s, sh, sw, dh, pt, pb, pl, pr;
+    bool flip, bias;
+  };
+  const Case cases[] = {
+      {2, 32, 8, 8, 3, 3, 1, 1, 1, 1, 1, 1, 1, false, true},   // MobileNet's 3x3, stride 1
+      {2, 16, 9, 9, 3, 3, 2, 2, 1, 0, 1, 0, 1, false, false},  // stride 2, TF's 'same' split, no bias
+      {1, 48, 5, 7, 3, 5, 2, 1, 2, 2, 1, 0, 3, true, true},    // rectangular, dilated, flipped
+      {3, 16, 1, 1, 3, 3, 1, 1, 1, 1, 1, 1, 1, false, true},   // a 1x1 plane
+  };
+  const KernelRegistry reg = make_cpu_registry();
+  using Act = ConvChannelEpilogue::Act;
+  for (const Case& c : cases)
+    for (DType dt : {DType::f32, DType::f64})
+      for (KernelBackend bnb : {KernelBackend::reference, KernelBackend::fast})
+        for (BnVarEstimator est : {BnVarEstimator::unbiased, BnVarEstimator::inv_std})
+          for (Act act : {Act::none, Act::relu, Act::clip})
+            for (int block : {8, 16}) {
+              const BatchNormKernel& bk = reg.batchnorm.at(bnb);
+              if (!bk.supports(BatchNormParams{}, dt)) continue;  // the fast batchnorm is float32 only
+              Conv2dParams p;
+              p.n = c.n, p.c = c.c, p.h = c.h, p.w = c.w, p.k = c.c, p.r = c.r, p.s = c.s;
+              p.stride_h = c.sh, p.stride_w = c.sw, p.dil_h = c.dh, p.dil_w = 1;
+              p.pad_t = c.pt, p.pad_b = c.pb, p.pad_l = c.pl, p.pad_r = c.pr, p.groups = c.c, p.flip = c.flip;
+              p.sum_order = SumOrder::ascending;
+              const int threads = block == 8 ? 1 : 2;
+              SCOPED_TRACE(p.str() + (dt == DType::f64 ? " f64 " : " f32 ") + bk.name + " block " +
+                           std::to_string(block) + " act " + std::to_string(static_cast<int>(act)) +
+                           (est == BnVarEstimator::inv_std ? " inv_std" : ""));
+              Tensor x = random_tensor(p.x_shape(), dt, 1, -1.0, 1.0);
+              const Tensor w = random_tensor(p.w_shape(), dt, 2, -1.0, 1.0), b = random_tensor({p.k}, dt, 3, -1.0, 1.0);
+              // channel 0's plane: a NaN output or more
+              if (dt == DType::f32) x.data<float>()[5] = std::numeric_limits<float>::quiet_NaN();
+              else x.data<double>()[5] = std::numeric_limits<double>::quiet_NaN();
+              BatchNormParams q;
+              q.n = p.n, q.c = p.k, q.s = p.out_h() * p.out_w(), q.eps = 1e-3, q.estimator = est;
+              q.relu = act == Act::relu, q.clip = act == Act::clip, q.clip_min = 0.0, q.clip_max = 0.75;
+              const Tensor g = random_tensor({p.k}, dt, 4, -1.5, 1.5), be = random_tensor({p.k}, dt, 5, -0.5, 0.5);
+              const Tensor rm = random_tensor({p.k}, dt, 6, -0.3, 0.3), rv = random_tensor({p.k}, dt, 7, 0.2, 1.5);
+              const int saved = omp_get_max_threads();
+              omp_set_num_threads(threads);
+              Tensor yc(p.y_shape(), dt), want(p.y_shape(), dt);
+              conv2d_forward_ref(p, x, w, c.bias ? &b : nullptr, yc);  // plain: the channels-inner loops
+              bk.forward_infer(q, yc, g, be, rm, rv, want);
+              ConvChannelEpilogue e;
+              e.mean = rm, e.gamma = g, e.beta = be, e.scale = Tensor({p.k}, dt);
+              bk.infer_scale(q, rv, e.scale);
+              e.act = act, e.clip_min = q.clip_min, e.clip_max = q.clip_max;
+              Tensor yb = Tensor::empty(p.y_shape(), dt).with_block(block);
+              reg.conv2d.reference().forward_epilogue(p, to_block(x, block), w, c.bias ? &b : nullptr, e, yb);
+              omp_set_num_threads(saved);
+              const Tensor got = to_plain(yb);
+              EXPECT_TRUE(bitwise_equal(want, got));
+              int64_t nans = 0;
+              for (int64_t i = 0; i < got.numel(); ++i) nans += std::isnan(got.at(i));
+              EXPECT_GT(nans, 0) << "the NaN input reaches the output";
+            }
+}
+
+// The epilogue's refusals, by name: plain tensors, a missing or misshapen per-channel tensor.
+TEST(ConvRef, EpilogueRefusesPlainTensorsAndMissingValues) {
+  Conv2dParams p;
+  p.n = 1, p.c = p.k = p.groups = 16, p.h = p.w = 4, p.r = p.s = 3, p.pad_t = p.pad_b = p.pad_l = p.pad_r = 1;
+  p.sum_order = SumOrder::ascending;
+  const Tensor x = random_tensor(p.x_shape(), DType::f32, 1), w = random_tensor(p.w_shape(), DType::f32, 2);
+  ConvChannelEpilogue e;
+  e.mean = e.scale = e.gamma = random_tensor({16}, DType::f32, 3);
+  Tensor y(p.y_shape(), DType::f32);
+  EXPECT_NE(error_of([&] { conv2d_forward_epilogue_ref(p, x, w, nullptr, e, y); }).find("channel-blocked tensors only"),
+            std::string::npos);
+  Tensor yb = Tensor::empty(p.y_shape(), DType::f32).with_block(16);
+  const Tensor xb = to_block(x, 16);
+  EXPECT_NE(error_of([&] { conv2d_forward_epilogue_ref(p, xb, w, nullptr, e, yb); }).find("epilogue beta missing"),
+            std::string::npos);
+  e.beta = random_tensor({8}, DType::f32, 4);
+  EXPECT_NE(error_of([&] { conv2d_forward_epilogue_ref(p, xb, w, nullptr, e, yb); }).find("beta"), std::string::npos);
+}
+
 }  // namespace
 }  // namespace driftlab

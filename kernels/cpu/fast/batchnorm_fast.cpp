@@ -576,6 +576,15 @@ void batchnorm_backward_infer_fast(const BatchNormParams& p, const Tensor& x, co
   });
 }
 
+// Each channel's scale as the inference loops compute it (BatchNormKernel::infer_scale).
+void batchnorm_infer_scale_fast(const BatchNormParams& p, const Tensor& rv, Tensor& scale) {
+  if (rv.dtype() != DType::f32 || scale.dtype() != DType::f32)
+    fail("batchnorm_infer_scale_fast: the fast kernel is float32 only (use the reference for float64)");
+  check_shape("batchnorm_infer_scale_fast", "running_var", rv, {p.c});
+  check_shape("batchnorm_infer_scale_fast", "scale", scale, {p.c});
+  for (int64_t c = 0; c < p.c; ++c) scale.data<float>()[c] = infer_invstd(p, rv.data<float>()[c]);
+}
+
 }  // namespace
 
 void register_batchnorm_fast(KernelRegistry& reg) {
@@ -590,6 +599,7 @@ void register_batchnorm_fast(KernelRegistry& reg) {
   k.backward_infer = batchnorm_backward_infer_fast;
   k.update_running = batchnorm_update_running;
   k.forward_infer_add = batchnorm_forward_infer_add_fast;
+  k.infer_scale = batchnorm_infer_scale_fast;
   k.any_block = true;
   reg.batchnorm.at(KernelBackend::fast) = k;
 }

@@ -246,6 +246,17 @@ void batchnorm_update_running(const BatchNormParams& p, const Tensor& mean, cons
   });
 }
 
+// Each channel's scale as forward_infer computes it (BatchNormKernel::infer_scale).
+static void batchnorm_infer_scale_ref(const BatchNormParams& p, const Tensor& rv, Tensor& scale) {
+  check_shape("batchnorm_infer_scale", "running_var", rv, {p.c});
+  check_shape("batchnorm_infer_scale", "scale", scale, {p.c});
+  check_same_dtype("batchnorm_infer_scale", rv, scale);
+  dispatch_dtype(rv.dtype(), [&](auto tag) {
+    using T = decltype(tag);
+    for (int64_t c = 0; c < p.c; ++c) scale.data<T>()[c] = infer_invstd(p, rv.data<T>()[c]);
+  });
+}
+
 void register_batchnorm_ref(KernelRegistry& reg) {
   BatchNormKernel k;
   k.name = "reference";
@@ -257,6 +268,7 @@ void register_batchnorm_ref(KernelRegistry& reg) {
   k.backward_infer = batchnorm_backward_infer_ref;
   k.update_running = batchnorm_update_running;
   k.forward_infer_add = batchnorm_forward_infer_add_ref;
+  k.infer_scale = batchnorm_infer_scale_ref;
   reg.batchnorm.at(KernelBackend::reference) = k;
 }
 

@@ -121,8 +121,20 @@ void depthwise_forward_channels_inner(const Conv2dParams& p, const T* x, const T
 // KR x KS: the kernel's size when known at compile time (3 x 3, MobileNet's: the taps unrolled, the
 // weights in registers), 0 x 0 for any size. An output position whose taps all read the input takes
 // the branch-free loop; the others test each tap. Same terms, same order either way.
+// A ConvChannelEpilogue's values as T pointers (indexed by channel) and its activation.
+template <typename T>
+struct EpilogueArgs {
+  const T *mean = nullptr, *scale = nullptr, *gamma = nullptr, *beta = nullptr;
+  ConvChannelEpilogue::Act act = ConvChannelEpilogue::Act::none;
+  T lo = T(0), hi = T(0);
+};
+
+// e (may be null): each output position's B values, bias added, go through the epilogue before
+// they are stored: the batchnorm's operations in its order on the same vector lanes, then the
+// activation lane by lane (ConvChannelEpilogue).
 template <typename T, int B, int KR, int KS>
-void depthwise_forward_blocked(const Conv2dParams& p, const T* x, const T* w, const T* b, T* y) {
+void depthwise_forward_blocked(const Conv2dParams& p, const T* x, const T* w, const T* b, T* y,
+                               const EpilogueArgs<T>* e = nullptr) {
   // B lanes as one vector (GCC's vector extension: one AVX-512 register for 16 floats, two AVX2
   // ones); with -ffp-contract=off a product and a sum stay two roundings, as in the scalar loops
   typedef T V __attribute__((vector_size(sizeof(T) * B)));
@@ -142,6 +154,9 @@ void depthwise_forward_blocked(const Conv2dParams& p, const T* x, const T* w, co
     T* yb = y + nc * PQ * B;
     const T* wc = wt.data() + cb * B;  // tap t's B weights at wc + t * K
     const V bias = b ? load(b + cb * B) : V{};
+    V em{}, es{}, eg{}, eb{}, elo{}, ehi{};
+    if (e) elo = V{} + e->lo, ehi = V{} + e->hi;
+    if (e) em = load(e->mean + cb * B), es = load(e->scale + cb * B), eg = load(e->gamma + cb * B), eb = load(e->beta + cb * B);
     for (int64_t oh = 0; oh < P; ++oh) {
       const int64_t ih0 = oh * p.stride_h - p.pad_t;
       const bool rows_in = ih0 >= 0 && ih0 + (R - 1) * p.dil_h < p.h;
@@ -168,6 +183,18 @@ void depthwise_forward_blocked(const Conv2dParams& p, const T* x, const T* w, co
           }
         }
         if (b) acc += bias;
+        if (e) {
+          acc = eg * ((acc - em) * es) + eb;  // gamma * ((v - mean) * scale) + beta, as the batchnorm
+          // relu_value and clip_value lane by lane as vector selects (a scalar loop here made the
+          // whole op twice as slow): the same comparisons choose the same values, NaN kept
+          if (e->act == ConvChannelEpilogue::Act::relu) {
+            acc = ((acc > V{}) | (acc != acc)) ? acc : V{};
+          } else if (e->act == ConvChannelEpilogue::Act::clip) {
+            const V z = acc;
+            acc = z > ehi ? ehi : z;
+            acc = z < elo ? elo : acc;  // x < lo first in clip_value: lo wins where lo > hi
+          }
+        }
         std::memcpy(yb + (oh * Q + ow) * B, &acc, sizeof(V));
       }
     }
@@ -546,6 +573,37 @@ void conv2d_forward_ref(const Conv2dParams& p, const Tensor& x, const Tensor& w,
   });
 }
 
+// The depthwise forward with a ConvChannelEpilogue, on channel-blocked x and y (the blocked loops
+// above; Conv2dKernel::forward_epilogue).
+void conv2d_forward_epilogue_ref(const Conv2dParams& p, const Tensor& x, const Tensor& w, const Tensor* b,
+                                 const ConvChannelEpilogue& e, Tensor& y) {
+  const char* fn = "conv2d_forward_epilogue_ref";
+  check_args(fn, p, x, "x", p.x_shape(), w);
+  check_shape(fn, "y", y, p.y_shape());
+  if (b) check_shape(fn, "b", *b, {p.k});
+  const int cb = blocked_args(fn, p, x, "x", y, "y");
+  check(cb != 0, fn, ": x and y plain; the epilogue runs on channel-blocked tensors only");
+  const std::pair<const char*, const Tensor*> vals[] = {{"mean", &e.mean}, {"scale", &e.scale}, {"gamma", &e.gamma}, {"beta", &e.beta}};
+  for (const auto& [name, t] : vals) {
+    check(t->defined(), fn, ": epilogue ", name, " missing");
+    check_shape(fn, name, *t, {p.k});
+    check_same_dtype(fn, x, *t);
+  }
+  dispatch_dtype(x.dtype(), [&](auto tag) {
+    using T = decltype(tag);
+    EpilogueArgs<T> a;
+    a.mean = e.mean.data<T>(), a.scale = e.scale.data<T>(), a.gamma = e.gamma.data<T>(), a.beta = e.beta.data<T>();
+    a.act = e.act, a.lo = static_cast<T>(e.clip_min), a.hi = static_cast<T>(e.clip_max);
+    with_block(cb, [&](auto blk) {
+      constexpr int B = decltype(blk)::value;
+      const T* bp = b ? b->data<T>() : nullptr;
+      if (p.r == 3 && p.s == 3)
+        return depthwise_forward_blocked<T, B, 3, 3>(p, x.blocked_data<T>(), w.data<T>(), bp, y.blocked_data<T>(), &a);
+      depthwise_forward_blocked<T, B, 0, 0>(p, x.blocked_data<T>(), w.data<T>(), bp, y.blocked_data<T>(), &a);
+    });
+  });
+}
+
 void conv2d_backward_data_ref(const Conv2dParams& p, const Tensor& dy, const Tensor& w, Tensor& dx) {
   check_args("conv2d_backward_data_ref", p, dy, "dy", p.y_shape(), w);
   check_shape("conv2d_backward_data_ref", "dx", dx, p.x_shape());
@@ -588,12 +646,14 @@ void register_conv2d_ref(KernelRegistry& reg) {
   k.name = "reference";
   k.supports_doc =
       "every params field (groups included), float32 and float64; a depthwise convolution (one output channel "
-      "per input channel, at least 8, ascending sums) also in channel blocks of 8 or 16";
+      "per input channel, at least 8, ascending sums) also in channel blocks of 8 or 16, there with a fused "
+      "per-channel epilogue (a batchnorm and its ReLU or clip) in predictions";
   k.supports = [](const Conv2dParams&, DType) { return true; };
   k.forward = conv2d_forward_ref;
   k.backward_data = conv2d_backward_data_ref;
   k.backward_weight = conv2d_backward_weight_ref;
   k.any_block = [](const Conv2dParams& p, DType) { return blocked_case(p); };
+  k.forward_epilogue = conv2d_forward_epilogue_ref;
   reg.conv2d.at(KernelBackend::reference) = k;
 }
 
