@@ -1,9 +1,11 @@
-// driftlab device: the CUDA devices, or why there are none.
+// driftlab device: the CPU features the kernels' run-time choices may use (under
+// DRIFTLAB_MAX_CPU_ISA), then the CUDA devices, or why there are none.
 #include "cli/commands.h"
 #include "cli/common.h"
 
 #include <iostream>
 
+#include "kernels/cpu/cpu_isa.h"
 #include "kernels/cuda/device.h"
 
 namespace driftlab {
@@ -11,8 +13,15 @@ namespace cli {
 
 void register_device(CLI::App& app) {
   // device
-  auto* dev = app.add_subcommand("device", "list CUDA devices (or say why there are none)");
+  auto* dev = app.add_subcommand("device", "the CPU features the kernels use; CUDA devices (or why there are none)");
   dev->callback([] {
+    std::string used;
+    for (CpuFeature f : {CpuFeature::avx2, CpuFeature::f16c, CpuFeature::avx512f, CpuFeature::avx512bw,
+                         CpuFeature::avx512vl, CpuFeature::avx512vnni, CpuFeature::avx512vbmi2})
+      if (cpu_supports(f)) used += std::string(used.empty() ? "" : " ") + cpu_feature_name(f);
+    std::cout << "cpu: " << (used.empty() ? "none of avx2..avx512vbmi2" : used) << " (DRIFTLAB_MAX_CPU_ISA "
+              << cpu_isa_name(cpu_isa_cap()) << "; this build's code compiled for " << cpu_isa_name(compiled_cpu_isa())
+              << ")\n";
     std::string why;
     int n = cuda::device_count(&why);
     if (n == 0) {

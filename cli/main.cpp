@@ -13,6 +13,7 @@
 
 #include "cli/commands.h"
 #include "core/error.h"
+#include "kernels/cpu/cpu_isa.h"
 
 int main(int argc, char** argv) {
   // Training allocates and frees the same large activation buffers every step. Above glibc's
@@ -40,6 +41,8 @@ int main(int argc, char** argv) {
     cmd = *it;
   }
   try {
+    // A DRIFTLAB_MAX_CPU_ISA the kernels could not honour stops the command before it starts.
+    driftlab::cpu_isa_cap();
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
     int rc = app.exit(e);

@@ -5,6 +5,7 @@
 #   scripts/sanitize.sh            every test but the oracle suites (docs/RELIABILITY.md: times)
 #   scripts/sanitize.sh --subset   the CI subset (SUBSET_FILTER below), built as driftlab_subset_tests
 #                                  (only the files that hold it: CMakeLists.txt)
+#   scripts/sanitize.sh --print-subset-filter   that subset's gtest filter, printed
 #   extra arguments go to the test executable, e.g. --gtest_filter=Conv2d*
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -38,6 +39,12 @@ SUBSET_LARGE_ROWS='*b128*:*b64*:*vgg16*:*splitk_conv_dw_like*:*resnet20_s2*:*res
 SUBSET_MODELS='Cases/GradCheckModel.*:QuantPtq.*:QuantGraph.*:QuantFastModel.*:QuantDynamicModel.*'\
 ':QuantDynamicFast.LstmAndGruClassifiersGiveTheReferenceLogits'
 SUBSET_FILTER="$SUBSET_KERNELS:$SUBSET_READERS:-$SUBSET_LARGE_ROWS:$SUBSET_MODELS"
+
+# --print-subset-filter: the filter alone (scripts/isa-check.sh runs the same subset).
+if [[ ${1:-} == --print-subset-filter ]]; then
+  echo "$SUBSET_FILTER"
+  exit 0
+fi
 
 # --check-subset FULL SUBSET (ctest sanitize_subset_complete, in any build): the subset's filter
 # must select the same tests from driftlab_tests as from driftlab_subset_tests (CMakeLists.txt's

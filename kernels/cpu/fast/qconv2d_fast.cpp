@@ -371,7 +371,7 @@ struct RqTiles {
 template <typename TY>
 const RqTileFn<TY> (*rq_tiles_for(const Requant& rq))[kMaxNv + 1] {
 #if DL_QFAST_X86
-  static const bool ok = tiles().vnni && __builtin_cpu_supports("avx512vbmi2") && __builtin_cpu_supports("avx512vl");
+  static const bool ok = tiles().vnni && cpu_supports(CpuFeature::avx512vbmi2) && cpu_supports(CpuFeature::avx512vl);
   if (!ok || rq.round != RoundRule::half_even) return nullptr;
   if (rq.rule == RequantRule::float_multiply) {
     static const RqTiles<RequantRule::float_multiply, TY> t;

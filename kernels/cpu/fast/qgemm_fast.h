@@ -38,6 +38,7 @@
 
 #include "core/error.h"
 #include "core/ops/requant.h"
+#include "kernels/cpu/cpu_isa.h"
 
 namespace driftlab {
 namespace qgemm_fast {
@@ -135,14 +136,12 @@ __attribute__((target("avx2"))) void requant_row_avx2(const int32_t* __restrict 
 }
 
 inline bool cpu_has_avx2_only() {
-  __builtin_cpu_init();
-  return __builtin_cpu_supports("avx2") && !__builtin_cpu_supports("avx512bw");
+  return cpu_supports(CpuFeature::avx2) && !cpu_supports(CpuFeature::avx512bw);
 }
 
 inline bool cpu_has_avx512bw_vl() {
-  __builtin_cpu_init();
-  return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
-         __builtin_cpu_supports("avx512vl");
+  return cpu_supports(CpuFeature::avx512f) && cpu_supports(CpuFeature::avx512bw) &&
+         cpu_supports(CpuFeature::avx512vl);
 }
 #endif
 
@@ -284,9 +283,8 @@ DL_QFAST_VNNI_TARGET __attribute__((noinline)) void tile_vnni(const int8_t* w, i
 }
 
 inline bool cpu_has_vnni() {
-  __builtin_cpu_init();
-  return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
-         __builtin_cpu_supports("avx512vnni");
+  return cpu_supports(CpuFeature::avx512f) && cpu_supports(CpuFeature::avx512bw) &&
+         cpu_supports(CpuFeature::avx512vnni);
 }
 
 // AVX2 without VNNI, exact (Pairs false): VPMADDUBSW (u8 x s8, int16 pairs) would saturate, so
@@ -359,8 +357,7 @@ void tile_pairs_avx2(const int8_t* w, int64_t j4, const int32_t* corr, const uin
 }
 
 inline bool cpu_has_avx2() {
-  __builtin_cpu_init();
-  return __builtin_cpu_supports("avx2");
+  return cpu_supports(CpuFeature::avx2);
 }
 #else
 inline bool cpu_has_vnni() { return false; }

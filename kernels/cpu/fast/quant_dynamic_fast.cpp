@@ -39,6 +39,7 @@
 
 #include "core/error.h"
 #include "core/ops/quant_dynamic.h"
+#include "kernels/cpu/cpu_isa.h"
 #include "kernels/cpu/quant_dynamic_loops.h"
 #include "kernels/cpu/registry.h"
 
@@ -133,9 +134,8 @@ void products_portable(const QDenseDynamicParams& p, const Tensor& w, const Tens
 #define DL_QDYN_TARGET __attribute__((target("avx512f,avx512bw,avx512vl,avx512vnni")))
 
 bool cpu_has_vnni() {
-  __builtin_cpu_init();
-  return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
-         __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512vnni");
+  return cpu_supports(CpuFeature::avx512f) && cpu_supports(CpuFeature::avx512bw) &&
+         cpu_supports(CpuFeature::avx512vl) && cpu_supports(CpuFeature::avx512vnni);
 }
 
 // Full-mask forms of max, min, roundscale and the conversions: GCC 12's unmasked intrinsics read an

@@ -1,9 +1,9 @@
 #include "kernels/cpu/fast/round_fast.h"
 
-#include <cpuid.h>
 #include <immintrin.h>
 
 #include "core/error.h"
+#include "kernels/cpu/cpu_isa.h"
 
 namespace driftlab {
 
@@ -103,13 +103,6 @@ __attribute__((target("avx512f"))) void round_avx512(float* d, int64_t n, RoundF
   for (; i < n; ++i) d[i] = round_one(d[i], f, rule);
 }
 
-// F16C (CPUID leaf 1, ECX bit 29): clang 14's __builtin_cpu_supports does not know "f16c". Its
-// registers are AVX's, which the avx2 check has found enabled by the OS.
-bool has_f16c() {
-  unsigned a = 0, b = 0, c = 0, d = 0;
-  return __get_cpuid(1, &a, &b, &c, &d) && (c & (1u << 29)) != 0;
-}
-
 }  // namespace
 
 void round_floats_reference(float* d, int64_t n, RoundFormat f, Rounding rule) {
@@ -119,8 +112,8 @@ void round_floats_reference(float* d, int64_t n, RoundFormat f, Rounding rule) {
 bool round_path_available(RoundPath p) {
   switch (p) {
     case RoundPath::scalar: return true;
-    case RoundPath::avx2: return __builtin_cpu_supports("avx2") && has_f16c();
-    case RoundPath::avx512: return __builtin_cpu_supports("avx512f");
+    case RoundPath::avx2: return cpu_supports(CpuFeature::avx2) && cpu_supports(CpuFeature::f16c);
+    case RoundPath::avx512: return cpu_supports(CpuFeature::avx512f);
   }
   return false;
 }
