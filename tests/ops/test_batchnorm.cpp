@@ -199,6 +199,49 @@ TEST(BatchNormFast, ChannelBlockedSameBitsForOneAndTwoThreads) {
     EXPECT_TRUE(bitwise_equal(one.*f, two.*f));
 }
 
+// The plain layout's sums in the order kernels/cpu/fast/batchnorm_fast.cpp states (lane_sums), as
+// scalar loops here: element k of a row into lane k % 32, the lanes halved (l += l + h, h = 16 ..
+// 1), the rows' sums added in double. Equal bits on every build say the kernel's order is its
+// code's, not the vector width the compiler picked (under -march=cascadelake GCC gave the fused
+// ReLU's sums 16-byte vectors and the plain ones 32-byte: BnReluFusion failed there).
+template <typename F>
+double lane_order_sum(int64_t s, F&& term) {
+  float acc[32] = {};
+  for (int64_t k = 0; k < s; ++k) acc[k % 32] += term(k);
+  for (int h = 16; h >= 1; h /= 2)
+    for (int l = 0; l < h; ++l) acc[l] += acc[l + h];
+  return static_cast<double>(acc[0]);
+}
+
+TEST(BatchNormFast, PlainSumsInTheStatedLaneOrderOnEveryBuild) {
+  // s: 7 and 1 (only the tail), 63 (a block and a tail), 64 (two blocks), 49, 1024
+  for (const char* name :
+       {"odd_3x5x7", "conv_odd_spatial", "resnet_like", "shifted_mean_8x3x49", "bn1d_6x4", "resnet_stage1_32x16x1024"}) {
+    SCOPED_TRACE(name);
+    const BatchNormCase c = case_named(kBatchNormCases, name);
+    const Result r = run(c, true, DType::f32);
+    uint64_t seed = 17;  // run()'s inputs again
+    for (const char* ch = c.name; *ch; ++ch) seed = seed * 31 + static_cast<unsigned char>(*ch);
+    const Tensor x = random_tensor({c.n, c.c, c.s}, DType::f32, seed, c.lo, c.hi);
+    const Tensor dy = random_tensor({c.n, c.c, c.s}, DType::f32, seed + 1);
+    for (int64_t ch = 0; ch < c.c; ++ch) {
+      // dgamma's terms dy * xhat with the kernel's own mean and inverse std
+      const float mu = r.mean.data<float>()[ch], inv = r.invstd.data<float>()[ch];
+      double sx = 0, sdy = 0, sdyx = 0;
+      for (int64_t i = 0; i < c.n; ++i) {
+        const float* xr = x.data<float>() + (i * c.c + ch) * c.s;
+        const float* dr = dy.data<float>() + (i * c.c + ch) * c.s;
+        sx += lane_order_sum(c.s, [&](int64_t k) { return xr[k]; });
+        sdy += lane_order_sum(c.s, [&](int64_t k) { return dr[k]; });
+        sdyx += lane_order_sum(c.s, [&](int64_t k) { return dr[k] * ((xr[k] - mu) * inv); });
+      }
+      EXPECT_EQ(mu, static_cast<float>(sx / static_cast<double>(c.n * c.s))) << "mean, channel " << ch;
+      EXPECT_EQ(r.db.data<float>()[ch], static_cast<float>(sdy)) << "dbeta, channel " << ch;
+      EXPECT_EQ(r.dg.data<float>()[ch], static_cast<float>(sdyx)) << "dgamma, channel " << ch;
+    }
+  }
+}
+
 TEST(BatchNormFast, RefusesFloat64AndTheRegistrySendsItToTheReference) {
   const BatchNormCase c = case_named(kBatchNormCases, "odd_3x5x7");
   EXPECT_THROW(run(c, true, DType::f64), Error);

@@ -2,8 +2,11 @@
 // inference forward and backward (elementwise with a per-channel scale, the reference's formulas,
 // so their y and dx equal the reference's bit for bit; dgamma/dbeta sum like the training ones).
 // Differs from the reference kernels only in summation order: each contiguous row of S values
-// of a channel is summed by an OpenMP SIMD reduction (vector lanes, then the lanes), and the
-// N row sums are added in double. That is as accurate as the reference's ascending float sum
+// of a channel is summed in 32 lanes (element k in lane k % 32, then the lanes halved in a fixed
+// tree: lane_sums), and the N row sums are added in double. The order is the code's, not the
+// compiler's: an OpenMP SIMD reduction took the vector width GCC chose for each loop, and under
+// -march=cascadelake it chose 16-byte vectors for the sums with the fused ReLU and 32-byte ones
+// without, so the fused backward's bits were not the two ops' (scripts/isa-check.sh found it). That is as accurate as the reference's ascending float sum
 // or better, and ~10x faster: the reference's one-chain float sum is bound by the latency of
 // one add per value. Channels are split over threads, each channel summed on one thread, so
 // the bits do not depend on the thread count. The per-element formulas are the reference's.
@@ -15,6 +18,7 @@
 // order. Tasks are (image, channel block) pairs, so the bits do not depend on the thread count
 // either; they differ from the plain layout's (another summation order, as accurate).
 #include <cmath>
+#include <cstring>
 #include <type_traits>
 #include <vector>
 
@@ -23,15 +27,6 @@
 
 namespace driftlab {
 namespace {
-
-// sum_i f(row[i]) over one row, vectorised.
-template <typename F>
-inline double row_sum(const float* row, int64_t s, F&& f) {
-  float acc = 0.0f;
-#pragma omp simd reduction(+ : acc)
-  for (int64_t i = 0; i < s; ++i) acc += f(row[i], i);
-  return static_cast<double>(acc);
-}
 
 // The fused ReLU's output (Relu) or z; its gradient rule at z (Relu) or dy.
 template <bool Relu>
@@ -49,6 +44,79 @@ template <bool Relu>
 inline float grad_of(const ReluRule& r, float z, float dy) {
   if constexpr (Relu) return relu_grad(z, dy, r.g0, r.nan_is_nan);
   return dy;
+}
+
+// 16 floats as one vector (GCC's vector extension: one AVX-512 register, two AVX2 ones; each
+// lane's operations are the scalar ones, -ffp-contract=off keeps products and sums two roundings).
+typedef float V16 __attribute__((vector_size(64)));
+template <typename T>
+inline T load_as(const float* q) {
+  T v;
+  std::memcpy(&v, q, sizeof(T));
+  return v;
+}
+template <typename T>
+inline void store_as(float* q, T v) {
+  std::memcpy(q, &v, sizeof(T));
+}
+// grad_of lane by lane as vector selects: relu_grad's comparisons choosing its values.
+template <bool Relu>
+inline V16 grad_of(const ReluRule& r, V16 z, V16 dy) {
+  if constexpr (Relu) {
+    const V16 zero{};
+    const V16 d = z > zero ? dy : (z == zero ? r.g0 * dy : zero);
+    return z != z ? (r.nan_is_nan ? z : dy) : d;
+  }
+  return dy;
+}
+
+// M float sums over k in [0, s) in 32 lanes: element k goes to lane k % 32 (two vectors of 16,
+// two independent chains per sum), the lanes are then halved (lane l += lane l + h, h = 16, 8, 4, 2,
+// 1). f(k, t) sets t[0..M) to the terms of elements k.. (t a V16*: 16 of them, a float*: one). The
+// order is the code's, the same on every build and CPU, whatever vector width runs the lanes.
+template <int M, typename F>
+inline void lane_sums(int64_t s, F&& f, double (&out)[M]) {
+  V16 v0[M] = {}, v1[M] = {}, t[M];
+  int64_t k0 = 0;
+  for (; k0 + 32 <= s; k0 += 32) {
+    f(k0, t);
+    for (int m = 0; m < M; ++m) v0[m] += t[m];
+    f(k0 + 16, t);
+    for (int m = 0; m < M; ++m) v1[m] += t[m];
+  }
+  if (k0 < s) {  // the last s % 32 elements, each into its lane
+    float acc[M][32];
+    for (int m = 0; m < M; ++m) store_as(acc[m], v0[m]), store_as(acc[m] + 16, v1[m]);
+    for (int l = 0; k0 + l < s; ++l) {
+      float ts[M];
+      f(k0 + l, ts);
+      for (int m = 0; m < M; ++m) acc[m][l] += ts[m];
+    }
+    for (int m = 0; m < M; ++m) v0[m] = load_as<V16>(acc[m]), v1[m] = load_as<V16>(acc[m] + 16);
+  }
+  typedef int32_t I16 __attribute__((vector_size(64)));
+  for (int m = 0; m < M; ++m) {
+    V16 a = v0[m] + v1[m];  // h = 16; then lanes l < h take lane l + h by a shuffle
+    a += __builtin_shuffle(a, I16{8, 9, 10, 11, 12, 13, 14, 15, 8, 9, 10, 11, 12, 13, 14, 15});
+    a += __builtin_shuffle(a, I16{4, 5, 6, 7, 4, 5, 6, 7, 4, 5, 6, 7, 4, 5, 6, 7});
+    a += __builtin_shuffle(a, I16{2, 3, 2, 3, 2, 3, 2, 3, 2, 3, 2, 3, 2, 3, 2, 3});
+    a += __builtin_shuffle(a, I16{1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1});
+    out[m] = static_cast<double>(a[0]);
+  }
+}
+
+// sum_k f(row[k]) over one row (lane_sums); f generic over float and V16.
+template <typename F>
+inline double row_sum(const float* row, int64_t s, F&& f) {
+  double out[1];
+  lane_sums<1>(
+      s,
+      [&](int64_t k, auto* t) {
+        using T = std::remove_pointer_t<decltype(t)>;
+        t[0] = f(load_as<T>(row + k));
+      },
+      out);
+  return out[0];
 }
 
 // f(std::bool_constant<p.relu>): the loops instantiated for the fused ReLU or without it.
@@ -314,11 +382,11 @@ void forward_train_plain(const BatchNormParams& p, const float* xd, const float*
 #pragma omp parallel for schedule(static)
   for (int64_t ch = 0; ch < c; ++ch) {
     double sum = 0;
-    for (int64_t i = 0; i < n; ++i) sum += row_sum(xd + (i * c + ch) * s, s, [](float v, int64_t) { return v; });
+    for (int64_t i = 0; i < n; ++i) sum += row_sum(xd + (i * c + ch) * s, s, [](auto v) { return v; });
     const float mu = static_cast<float>(sum / count);
     double sq = 0;
     for (int64_t i = 0; i < n; ++i)
-      sq += row_sum(xd + (i * c + ch) * s, s, [mu](float v, int64_t) { return (v - mu) * (v - mu); });
+      sq += row_sum(xd + (i * c + ch) * s, s, [mu](auto v) { return (v - mu) * (v - mu); });
     const float v = static_cast<float>(sq / count);
     const float inv = 1.0f / std::sqrt(v + static_cast<float>(p.eps));
     md[ch] = mu;
@@ -347,16 +415,18 @@ void backward_train_plain(const BatchNormParams& p, const float* xd, const float
     for (int64_t i = 0; i < n; ++i) {
       const float* xr = xd + (i * c + ch) * s;
       const float* dr = dyd + (i * c + ch) * s;
-      float a = 0.0f, b = 0.0f;
-#pragma omp simd reduction(+ : a, b)
-      for (int64_t k = 0; k < s; ++k) {
-        const float xhat = (xr[k] - mu) * inv;
-        const float d = grad_of<Relu>(rule, gc * xhat + bc, dr[k]);
-        a += d;
-        b += d * xhat;
-      }
-      sdy += static_cast<double>(a);
-      sdyx += static_cast<double>(b);
+      double ab[2];
+      lane_sums<2>(
+          s,
+          [&](int64_t k, auto* t) {
+            using T = std::remove_pointer_t<decltype(t)>;
+            const T xhat = (load_as<T>(xr + k) - mu) * inv;
+            const T d = grad_of<Relu>(rule, gc * xhat + bc, load_as<T>(dr + k));
+            t[0] = d, t[1] = d * xhat;
+          },
+          ab);
+      sdy += ab[0];
+      sdyx += ab[1];
     }
     const float sum_dy = static_cast<float>(sdy), sum_dy_xhat = static_cast<float>(sdyx);
     dg[ch] += sum_dy_xhat;
@@ -439,17 +509,19 @@ void backward_infer_plain(const BatchNormParams& p, const float* xd, const float
       const float* xr = xd + (i * c + ch) * s;
       const float* dr = dyd + (i * c + ch) * s;
       float* out = dxd + (i * c + ch) * s;
-      float a = 0.0f, bsum = 0.0f;
-#pragma omp simd reduction(+ : a, bsum)
-      for (int64_t k = 0; k < s; ++k) {
-        const float xhat = (xr[k] - mu) * inv;
-        const float d = grad_of<Relu>(rule, gc * xhat + bc, dr[k]);
-        a += d;
-        bsum += d * xhat;
-        out[k] = d * scale;
-      }
-      sdy += static_cast<double>(a);
-      sdyx += static_cast<double>(bsum);
+      double ab[2];
+      lane_sums<2>(
+          s,
+          [&](int64_t k, auto* t) {
+            using T = std::remove_pointer_t<decltype(t)>;
+            const T xhat = (load_as<T>(xr + k) - mu) * inv;
+            const T d = grad_of<Relu>(rule, gc * xhat + bc, load_as<T>(dr + k));
+            t[0] = d, t[1] = d * xhat;
+            store_as(out + k, T(d * scale));
+          },
+          ab);
+      sdy += ab[0];
+      sdyx += ab[1];
     }
     dg[ch] += static_cast<float>(sdyx);
     db[ch] += static_cast<float>(sdy);
