@@ -17,9 +17,9 @@ void register_device(CLI::App& app) {
   dev->callback([] {
     std::string used;
     for (CpuFeature f : {CpuFeature::avx2, CpuFeature::f16c, CpuFeature::avx512f, CpuFeature::avx512bw,
-                         CpuFeature::avx512vl, CpuFeature::avx512vnni, CpuFeature::avx512vbmi2})
+                         CpuFeature::avx512vl, CpuFeature::avx512vnni})
       if (cpu_supports(f)) used += std::string(used.empty() ? "" : " ") + cpu_feature_name(f);
-    std::cout << "cpu: " << (used.empty() ? "none of avx2..avx512vbmi2" : used) << " (DRIFTLAB_MAX_CPU_ISA "
+    std::cout << "cpu: " << (used.empty() ? "none of avx2..avx512vnni" : used) << " (DRIFTLAB_MAX_CPU_ISA "
               << cpu_isa_name(cpu_isa_cap()) << "; this build's code compiled for " << cpu_isa_name(compiled_cpu_isa())
               << ")\n";
     std::string why;

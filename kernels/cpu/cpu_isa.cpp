@@ -21,7 +21,6 @@ CpuIsa least_level(CpuFeature f) {
     case CpuFeature::avx512bw:
     case CpuFeature::avx512vl: return CpuIsa::avx512_core;
     case CpuFeature::avx512vnni: return CpuIsa::avx512_core_vnni;
-    case CpuFeature::avx512vbmi2: return CpuIsa::all;
   }
   return CpuIsa::all;
 }
@@ -41,7 +40,6 @@ bool cpu_has(CpuFeature f) {
     case CpuFeature::avx512bw: return __builtin_cpu_supports("avx512bw");
     case CpuFeature::avx512vl: return __builtin_cpu_supports("avx512vl");
     case CpuFeature::avx512vnni: return __builtin_cpu_supports("avx512vnni");
-    case CpuFeature::avx512vbmi2: return __builtin_cpu_supports("avx512vbmi2");
   }
 #else
   (void)f;
@@ -68,7 +66,6 @@ const char* cpu_feature_name(CpuFeature f) {
     case CpuFeature::avx512bw: return "avx512bw";
     case CpuFeature::avx512vl: return "avx512vl";
     case CpuFeature::avx512vnni: return "avx512vnni";
-    case CpuFeature::avx512vbmi2: return "avx512vbmi2";
   }
   return "?";
 }

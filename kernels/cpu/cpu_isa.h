@@ -16,7 +16,7 @@ namespace driftlab {
 enum class CpuIsa { avx2, avx512_core, avx512_core_vnni, all };
 
 // The features the run-time choices test.
-enum class CpuFeature { avx2, f16c, avx512f, avx512bw, avx512vl, avx512vnni, avx512vbmi2 };
+enum class CpuFeature { avx2, f16c, avx512f, avx512bw, avx512vl, avx512vnni };
 
 const char* cpu_isa_name(CpuIsa isa);
 const char* cpu_feature_name(CpuFeature f);
@@ -26,7 +26,9 @@ const char* cpu_feature_name(CpuFeature f);
 CpuIsa parse_cpu_isa(const std::string& name);
 
 // Whether a cap admits a feature: avx2 and f16c from avx2 on, AVX-512 F/BW/VL from avx512_core,
-// VNNI from avx512_core_vnni, VBMI2 only under all (Cascade Lake has VNNI and no VBMI2).
+// VNNI from avx512_core_vnni. (No run-time choice tests anything past VNNI: `all` differs from
+// avx512_core_vnni in what a build may compile with -march, VBMI's byte permutes in the int8
+// convolution's packing for one.)
 bool cpu_isa_admits(CpuIsa cap, CpuFeature f);
 
 // The lowest cap this build's compiled code fits under: all where -march enabled an AVX-512

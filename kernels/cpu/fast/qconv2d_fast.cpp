@@ -40,6 +40,13 @@ using namespace qgemm_fast;
 using quant_loops::check_q_io;
 using quant_loops::is_q8;
 
+#if defined(__AVX512BW__) && defined(__AVX512VL__)
+// The first min(n, 16) bytes of a 16-byte store.
+inline __mmask16 quad_bytes_mask(int64_t n) {
+  return n >= 16 ? static_cast<__mmask16>(0xFFFF) : static_cast<__mmask16>((1u << n) - 1);
+}
+#endif
+
 // dst[m*4 + t] = src_t[m] ^ flip for m < len, t < 4: four byte rows into one panel group.
 void interleave4(const uint8_t* s0, const uint8_t* s1, const uint8_t* s2, const uint8_t* s3, int64_t len,
                  uint8_t flip, uint8_t* dst) {
@@ -84,6 +91,21 @@ void interleave4(const uint8_t* s0, const uint8_t* s1, const uint8_t* s2, const 
     _mm_storeu_si128(o + 2, _mm_unpacklo_epi16(ab_hi, cd_hi));
     _mm_storeu_si128(o + 3, _mm_unpackhi_epi16(ab_hi, cd_hi));
   }
+#if defined(__AVX512BW__) && defined(__AVX512VL__)
+  if (m < len) {  // the last len - m < 16 columns without VBMI: masked loads, the same unpacks, masked stores
+    const int64_t rem = len - m;
+    const __mmask16 lm = static_cast<__mmask16>((1u << rem) - 1);
+    auto ldm = [&](const uint8_t* s) { return _mm_xor_si128(_mm_maskz_loadu_epi8(lm, s), f); };
+    const __m128i a = ldm(s0 + m), b = ldm(s1 + m), c = ldm(s2 + m), d = ldm(s3 + m);
+    const __m128i ab_lo = _mm_unpacklo_epi8(a, b), ab_hi = _mm_unpackhi_epi8(a, b);
+    const __m128i cd_lo = _mm_unpacklo_epi8(c, d), cd_hi = _mm_unpackhi_epi8(c, d);
+    const __m128i q[4] = {_mm_unpacklo_epi16(ab_lo, cd_lo), _mm_unpackhi_epi16(ab_lo, cd_lo),
+                          _mm_unpacklo_epi16(ab_hi, cd_hi), _mm_unpackhi_epi16(ab_hi, cd_hi)};
+    for (int j = 0; j < 4 && 4 * rem > 16 * j; ++j)  // chunk j: bytes [16j, 16j + 16) of the 4 * rem
+      _mm_mask_storeu_epi8(dst + 4 * m + 16 * j, quad_bytes_mask(4 * rem - 16 * j), q[j]);
+    return;
+  }
+#endif
 #endif
   for (; m < len; ++m) {
     dst[4 * m + 0] = s0[m] ^ flip;
@@ -119,6 +141,25 @@ void interleave4_pairs(const uint8_t* s0, const uint8_t* s1, const uint8_t* s2, 
                             _mm512_castsi512_si256(v));
     _mm256_mask_storeu_epi8(odd + 2 * m, static_cast<__mmask32>((uint64_t{1} << (4 * no)) - 1),
                             _mm512_extracti64x4_epi64(v, 1));
+  }
+#elif defined(__SSSE3__) && defined(__AVX512BW__) && defined(__AVX512VL__)
+  // Without VBMI: each row's 16 columns split into [8 even | 8 odd] by one byte shuffle, then the
+  // four rows interleaved into quads by the unpacks of interleave4; the last columns by masked loads
+  // and stores
+  const __m128i f = _mm_set1_epi8(static_cast<char>(flip));
+  const __m128i split = _mm_setr_epi8(0, 2, 4, 6, 8, 10, 12, 14, 1, 3, 5, 7, 9, 11, 13, 15);
+  for (; m < len; m += 16) {
+    const int64_t rem = std::min<int64_t>(16, len - m);
+    const __mmask16 lm = static_cast<__mmask16>((1u << rem) - 1);
+    auto ld = [&](const uint8_t* s) { return _mm_shuffle_epi8(_mm_xor_si128(_mm_maskz_loadu_epi8(lm, s), f), split); };
+    const __m128i a = ld(s0 + m), b = ld(s1 + m), c = ld(s2 + m), d = ld(s3 + m);
+    const __m128i ab_e = _mm_unpacklo_epi8(a, b), ab_o = _mm_unpackhi_epi8(a, b);
+    const __m128i cd_e = _mm_unpacklo_epi8(c, d), cd_o = _mm_unpackhi_epi8(c, d);
+    const int64_t ne = (rem + 1) / 2, no = rem / 2;  // even and odd columns in this step
+    _mm_mask_storeu_epi8(even + 2 * m, quad_bytes_mask(4 * ne), _mm_unpacklo_epi16(ab_e, cd_e));
+    if (ne > 4) _mm_mask_storeu_epi8(even + 2 * m + 16, quad_bytes_mask(4 * ne - 16), _mm_unpackhi_epi16(ab_e, cd_e));
+    if (no > 0) _mm_mask_storeu_epi8(odd + 2 * m, quad_bytes_mask(4 * no), _mm_unpacklo_epi16(ab_o, cd_o));
+    if (no > 4) _mm_mask_storeu_epi8(odd + 2 * m + 16, quad_bytes_mask(4 * no - 16), _mm_unpackhi_epi16(ab_o, cd_o));
   }
 #endif
   for (; m < len; ++m) {
@@ -253,14 +294,17 @@ PackedWeights pack_conv_weights(const int8_t* w, const Conv2dParams& g, const in
 // its output pixels: the columns past a row's Q are dropped).
 template <typename TY>
 inline void store_valid(const TY* src, uint32_t mask, TY* dst) {
-#if defined(__AVX512VBMI2__) && defined(__AVX512VL__)
+#if defined(__AVX512F__) && defined(__AVX512BW__) && defined(__AVX512VL__)
   const __m128i v = _mm_loadu_si128(reinterpret_cast<const __m128i*>(src));
   if (mask == 0xFFFFu) {
     _mm_storeu_si128(reinterpret_cast<__m128i*>(dst), v);
     return;
   }
+  // the bytes widened to int32 lanes, packed by AVX-512 F's vpcompressd, narrowed back (no VBMI2's
+  // vpcompressb: Skylake-SP and Cascade Lake lack it)
   _mm_mask_storeu_epi8(dst, static_cast<__mmask16>((1u << __builtin_popcount(mask)) - 1),
-                       _mm_maskz_compress_epi8(static_cast<__mmask16>(mask), v));
+                       _mm512_cvtepi32_epi8(_mm512_maskz_compress_epi32(static_cast<__mmask16>(mask),
+                                                                        _mm512_cvtepu8_epi32(v))));
 #else
   if (mask == 0xFFFFu) {  // a vector inside one output row: all 16 columns
     std::memcpy(dst, src, 16 * sizeof(TY));
@@ -273,7 +317,7 @@ inline void store_valid(const TY* src, uint32_t mask, TY* dst) {
 
 // The float rules' requantization of one GEMM tile as it leaves the GEMM, into the output pixels
 // (no image-sized int32 buffer, no call per row): requant_row_avx512's operations per lane, then
-// each vector's valid columns packed (vpcompressb) and stored at their first pixel.
+// each vector's valid columns packed (vpcompressd, then narrowed) and stored at their first pixel.
 struct RqTileArgs {
   const float* scale = nullptr;  // per output channel, from the tile's first
   const float* bias = nullptr;   // (0 where the channel has none: float(acc) + 0 is float(acc), never -0)
@@ -306,7 +350,7 @@ using RqTileFn = void (*)(const int8_t* w, int64_t j4, const int32_t* corr, cons
 
 #if DL_QFAST_X86
 template <int KB, int NV, RequantRule R, typename TY>
-__attribute__((target("avx512f,avx512bw,avx512vl,avx512vnni,avx512vbmi2"))) void tile_vnni_rq(
+__attribute__((target("avx512f,avx512bw,avx512vl,avx512vnni"))) void tile_vnni_rq(
     const int8_t* w, int64_t j4, const int32_t* corr, const uint8_t* xp, const int64_t* goff, const RqTileArgs& ra,
     TY* y) {
   static_assert(R == RequantRule::float_multiply || R == RequantRule::float_multiply_add_zp, "float rules only");
@@ -341,12 +385,11 @@ __attribute__((target("avx512f,avx512bw,avx512vl,avx512vnni,avx512vbmi2"))) void
       if (kAddZp) f = _mm512_add_ps(f, fzp);
       f = _mm512_min_ps(_mm512_max_ps(f, flo), fhi);  // a NaN f becomes flo (max returns its second operand)
       const __m512i q = _mm512_add_epi32(_mm512_cvt_roundps_epi32(f, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC), izp);
-      const __m128i b = _mm512_cvtepi32_epi8(q);
       TY* dst = yv[v] + kb * ystride;
       if (m == 0xFFFFu)
-        _mm_storeu_si128(reinterpret_cast<__m128i*>(dst), b);
-      else
-        _mm_mask_storeu_epi8(dst, smask[v], _mm_maskz_compress_epi8(static_cast<__mmask16>(m), b));
+        _mm_storeu_si128(reinterpret_cast<__m128i*>(dst), _mm512_cvtepi32_epi8(q));
+      else  // the valid lanes packed as int32 (AVX-512 F's vpcompressd), then narrowed: the same bytes
+        _mm_mask_storeu_epi8(dst, smask[v], _mm512_cvtepi32_epi8(_mm512_maskz_compress_epi32(static_cast<__mmask16>(m), q)));
     }
   }
 }
@@ -366,12 +409,12 @@ struct RqTiles {
 #endif
 
 // The fused tiles for rq, or null where they do not apply (then the tile's int32 go through
-// requant_row_for's row functions): the float rules with round-half-even, on a CPU with VNNI and
-// VBMI2.
+// requant_row_for's row functions): the float rules with round-half-even, on a CPU with AVX-512
+// VNNI (and VL: the masked 16-byte stores).
 template <typename TY>
 const RqTileFn<TY> (*rq_tiles_for(const Requant& rq))[kMaxNv + 1] {
 #if DL_QFAST_X86
-  static const bool ok = tiles().vnni && cpu_supports(CpuFeature::avx512vbmi2) && cpu_supports(CpuFeature::avx512vl);
+  static const bool ok = tiles().vnni && cpu_supports(CpuFeature::avx512vl);
   if (!ok || rq.round != RoundRule::half_even) return nullptr;
   if (rq.rule == RequantRule::float_multiply) {
     static const RqTiles<RequantRule::float_multiply, TY> t;
