@@ -94,13 +94,13 @@ inline void lane_sums(int64_t s, F&& f, double (&out)[M]) {
     }
     for (int m = 0; m < M; ++m) v0[m] = load_as<V16>(acc[m]), v1[m] = load_as<V16>(acc[m] + 16);
   }
-  typedef int32_t I16 __attribute__((vector_size(64)));
   for (int m = 0; m < M; ++m) {
-    V16 a = v0[m] + v1[m];  // h = 16; then lanes l < h take lane l + h by a shuffle
-    a += __builtin_shuffle(a, I16{8, 9, 10, 11, 12, 13, 14, 15, 8, 9, 10, 11, 12, 13, 14, 15});
-    a += __builtin_shuffle(a, I16{4, 5, 6, 7, 4, 5, 6, 7, 4, 5, 6, 7, 4, 5, 6, 7});
-    a += __builtin_shuffle(a, I16{2, 3, 2, 3, 2, 3, 2, 3, 2, 3, 2, 3, 2, 3, 2, 3});
-    a += __builtin_shuffle(a, I16{1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1});
+    // h = 16; then lanes l < h take lane l + h by a shuffle (__builtin_shufflevector: GCC 12 and clang)
+    V16 a = v0[m] + v1[m];
+    a += __builtin_shufflevector(a, a, 8, 9, 10, 11, 12, 13, 14, 15, 8, 9, 10, 11, 12, 13, 14, 15);
+    a += __builtin_shufflevector(a, a, 4, 5, 6, 7, 4, 5, 6, 7, 4, 5, 6, 7, 4, 5, 6, 7);
+    a += __builtin_shufflevector(a, a, 2, 3, 2, 3, 2, 3, 2, 3, 2, 3, 2, 3, 2, 3, 2, 3);
+    a += __builtin_shufflevector(a, a, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1);
     out[m] = static_cast<double>(a[0]);
   }
 }
