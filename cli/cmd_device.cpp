@@ -16,8 +16,7 @@ void register_device(CLI::App& app) {
   auto* dev = app.add_subcommand("device", "the CPU features the kernels use; CUDA devices (or why there are none)");
   dev->callback([] {
     std::string used;
-    for (CpuFeature f : {CpuFeature::avx2, CpuFeature::f16c, CpuFeature::avx512f, CpuFeature::avx512bw,
-                         CpuFeature::avx512vl, CpuFeature::avx512vnni})
+    for (CpuFeature f : kCpuFeatures)
       if (cpu_supports(f)) used += std::string(used.empty() ? "" : " ") + cpu_feature_name(f);
     std::cout << "cpu: " << (used.empty() ? "none of avx2..avx512vnni" : used) << " (DRIFTLAB_MAX_CPU_ISA "
               << cpu_isa_name(cpu_isa_cap()) << "; this build's code compiled for " << cpu_isa_name(compiled_cpu_isa())

@@ -17,6 +17,8 @@ enum class CpuIsa { avx2, avx512_core, avx512_core_vnni, all };
 
 // The features the run-time choices test.
 enum class CpuFeature { avx2, f16c, avx512f, avx512bw, avx512vl, avx512vnni };
+inline constexpr CpuFeature kCpuFeatures[] = {CpuFeature::avx2,     CpuFeature::f16c,     CpuFeature::avx512f,
+                                              CpuFeature::avx512bw, CpuFeature::avx512vl, CpuFeature::avx512vnni};
 
 const char* cpu_isa_name(CpuIsa isa);
 const char* cpu_feature_name(CpuFeature f);

@@ -6,9 +6,9 @@
 // tree: lane_sums), and the N row sums are added in double. The order is the code's, not the
 // compiler's: an OpenMP SIMD reduction took the vector width GCC chose for each loop, and under
 // -march=cascadelake it chose 16-byte vectors for the sums with the fused ReLU and 32-byte ones
-// without, so the fused backward's bits were not the two ops' (scripts/isa-check.sh found it). That is as accurate as the reference's ascending float sum
-// or better, and ~10x faster: the reference's one-chain float sum is bound by the latency of
-// one add per value. Channels are split over threads, each channel summed on one thread, so
+// without, so the fused backward's bits were not the two ops' (scripts/isa-check.sh found it).
+// That is as accurate as the reference's ascending float sum or better, and ~10x faster: the
+// reference's one-chain float sum is bound by the latency of one add per value. Channels are split over threads, each channel summed on one thread, so
 // the bits do not depend on the thread count. The per-element formulas are the reference's.
 //
 // Channel-blocked tensors (engine/layers/layout.h, (N, C/B, S, B)) take their own loops: there a
@@ -117,6 +117,27 @@ inline double row_sum(const float* row, int64_t s, F&& f) {
       },
       out);
   return out[0];
+}
+
+// One row's sums of dz and dz * xhat (lane_sums) added to sdy and sdyx: xhat = (x - mu) * inv, dz the
+// fused ReLU's gradient at gamma * xhat + beta (Relu) or dy. WriteDx: also out[k] = dz * scale in the
+// same pass (the inference backward's dx).
+template <bool Relu, bool WriteDx>
+inline void add_dz_sums(const ReluRule& rule, const float* xr, const float* dr, int64_t s, float mu, float inv,
+                        float gc, float bc, float* out, float scale, double& sdy, double& sdyx) {
+  double ab[2];
+  lane_sums<2>(
+      s,
+      [&](int64_t k, auto* t) {
+        using T = std::remove_pointer_t<decltype(t)>;
+        const T xhat = (load_as<T>(xr + k) - mu) * inv;
+        const T d = grad_of<Relu>(rule, gc * xhat + bc, load_as<T>(dr + k));
+        t[0] = d, t[1] = d * xhat;
+        if constexpr (WriteDx) store_as(out + k, T(d * scale));
+      },
+      ab);
+  sdy += ab[0];
+  sdyx += ab[1];
 }
 
 // f(std::bool_constant<p.relu>): the loops instantiated for the fused ReLU or without it.
@@ -415,18 +436,7 @@ void backward_train_plain(const BatchNormParams& p, const float* xd, const float
     for (int64_t i = 0; i < n; ++i) {
       const float* xr = xd + (i * c + ch) * s;
       const float* dr = dyd + (i * c + ch) * s;
-      double ab[2];
-      lane_sums<2>(
-          s,
-          [&](int64_t k, auto* t) {
-            using T = std::remove_pointer_t<decltype(t)>;
-            const T xhat = (load_as<T>(xr + k) - mu) * inv;
-            const T d = grad_of<Relu>(rule, gc * xhat + bc, load_as<T>(dr + k));
-            t[0] = d, t[1] = d * xhat;
-          },
-          ab);
-      sdy += ab[0];
-      sdyx += ab[1];
+      add_dz_sums<Relu, false>(rule, xr, dr, s, mu, inv, gc, bc, nullptr, 0.0f, sdy, sdyx);
     }
     const float sum_dy = static_cast<float>(sdy), sum_dy_xhat = static_cast<float>(sdyx);
     dg[ch] += sum_dy_xhat;
@@ -509,19 +519,7 @@ void backward_infer_plain(const BatchNormParams& p, const float* xd, const float
       const float* xr = xd + (i * c + ch) * s;
       const float* dr = dyd + (i * c + ch) * s;
       float* out = dxd + (i * c + ch) * s;
-      double ab[2];
-      lane_sums<2>(
-          s,
-          [&](int64_t k, auto* t) {
-            using T = std::remove_pointer_t<decltype(t)>;
-            const T xhat = (load_as<T>(xr + k) - mu) * inv;
-            const T d = grad_of<Relu>(rule, gc * xhat + bc, load_as<T>(dr + k));
-            t[0] = d, t[1] = d * xhat;
-            store_as(out + k, T(d * scale));
-          },
-          ab);
-      sdy += ab[0];
-      sdyx += ab[1];
+      add_dz_sums<Relu, true>(rule, xr, dr, s, mu, inv, gc, bc, out, scale, sdy, sdyx);
     }
     dg[ch] += static_cast<float>(sdyx);
     db[ch] += static_cast<float>(sdy);

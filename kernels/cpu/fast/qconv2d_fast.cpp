@@ -46,6 +46,25 @@ inline __mmask16 quad_bytes_mask(int64_t n) {
   return n >= 16 ? static_cast<__mmask16>(0xFFFF) : static_cast<__mmask16>((1u << n) - 1);
 }
 #endif
+#if defined(__SSE2__)
+// Four rows' 16 bytes a, b, c, d as quads: q[j] holds columns 4j..4j+3, each as (a, b, c, d).
+inline void quads4(__m128i a, __m128i b, __m128i c, __m128i d, __m128i (&q)[4]) {
+  const __m128i ab_lo = _mm_unpacklo_epi8(a, b), ab_hi = _mm_unpackhi_epi8(a, b);
+  const __m128i cd_lo = _mm_unpacklo_epi8(c, d), cd_hi = _mm_unpackhi_epi8(c, d);
+  q[0] = _mm_unpacklo_epi16(ab_lo, cd_lo), q[1] = _mm_unpackhi_epi16(ab_lo, cd_lo);
+  q[2] = _mm_unpacklo_epi16(ab_hi, cd_hi), q[3] = _mm_unpackhi_epi16(ab_hi, cd_hi);
+}
+#endif
+#if DL_QFAST_X86
+// The int32 lanes of q whose bit is set in `mask`, narrowed to bytes and packed to dst (store_mask:
+// the first popcount(mask) bytes): AVX-512 F's vpcompressd, not VBMI2's vpcompressb, which
+// Skylake-SP and Cascade Lake lack.
+template <typename TY>
+__attribute__((target("avx512f,avx512bw,avx512vl"))) inline void store_lanes_packed(__m512i q, uint32_t mask,
+                                                                                    __mmask16 store_mask, TY* dst) {
+  _mm_mask_storeu_epi8(dst, store_mask, _mm512_cvtepi32_epi8(_mm512_maskz_compress_epi32(static_cast<__mmask16>(mask), q)));
+}
+#endif
 
 // dst[m*4 + t] = src_t[m] ^ flip for m < len, t < 4: four byte rows into one panel group.
 void interleave4(const uint8_t* s0, const uint8_t* s1, const uint8_t* s2, const uint8_t* s3, int64_t len,
@@ -81,26 +100,18 @@ void interleave4(const uint8_t* s0, const uint8_t* s1, const uint8_t* s2, const 
 #if defined(__SSE2__)
   const __m128i f = _mm_set1_epi8(static_cast<char>(flip));
   auto ld = [&](const uint8_t* s) { return _mm_xor_si128(_mm_loadu_si128(reinterpret_cast<const __m128i*>(s)), f); };
+  __m128i q[4];
   for (; m + 16 <= len; m += 16) {
-    const __m128i a = ld(s0 + m), b = ld(s1 + m), c = ld(s2 + m), d = ld(s3 + m);
-    const __m128i ab_lo = _mm_unpacklo_epi8(a, b), ab_hi = _mm_unpackhi_epi8(a, b);
-    const __m128i cd_lo = _mm_unpacklo_epi8(c, d), cd_hi = _mm_unpackhi_epi8(c, d);
+    quads4(ld(s0 + m), ld(s1 + m), ld(s2 + m), ld(s3 + m), q);
     __m128i* o = reinterpret_cast<__m128i*>(dst + 4 * m);
-    _mm_storeu_si128(o + 0, _mm_unpacklo_epi16(ab_lo, cd_lo));
-    _mm_storeu_si128(o + 1, _mm_unpackhi_epi16(ab_lo, cd_lo));
-    _mm_storeu_si128(o + 2, _mm_unpacklo_epi16(ab_hi, cd_hi));
-    _mm_storeu_si128(o + 3, _mm_unpackhi_epi16(ab_hi, cd_hi));
+    for (int j = 0; j < 4; ++j) _mm_storeu_si128(o + j, q[j]);
   }
 #if defined(__AVX512BW__) && defined(__AVX512VL__)
   if (m < len) {  // the last len - m < 16 columns without VBMI: masked loads, the same unpacks, masked stores
     const int64_t rem = len - m;
     const __mmask16 lm = static_cast<__mmask16>((1u << rem) - 1);
     auto ldm = [&](const uint8_t* s) { return _mm_xor_si128(_mm_maskz_loadu_epi8(lm, s), f); };
-    const __m128i a = ldm(s0 + m), b = ldm(s1 + m), c = ldm(s2 + m), d = ldm(s3 + m);
-    const __m128i ab_lo = _mm_unpacklo_epi8(a, b), ab_hi = _mm_unpackhi_epi8(a, b);
-    const __m128i cd_lo = _mm_unpacklo_epi8(c, d), cd_hi = _mm_unpackhi_epi8(c, d);
-    const __m128i q[4] = {_mm_unpacklo_epi16(ab_lo, cd_lo), _mm_unpackhi_epi16(ab_lo, cd_lo),
-                          _mm_unpacklo_epi16(ab_hi, cd_hi), _mm_unpackhi_epi16(ab_hi, cd_hi)};
+    quads4(ldm(s0 + m), ldm(s1 + m), ldm(s2 + m), ldm(s3 + m), q);
     for (int j = 0; j < 4 && 4 * rem > 16 * j; ++j)  // chunk j: bytes [16j, 16j + 16) of the 4 * rem
       _mm_mask_storeu_epi8(dst + 4 * m + 16 * j, quad_bytes_mask(4 * rem - 16 * j), q[j]);
     return;
@@ -300,11 +311,8 @@ inline void store_valid(const TY* src, uint32_t mask, TY* dst) {
     _mm_storeu_si128(reinterpret_cast<__m128i*>(dst), v);
     return;
   }
-  // the bytes widened to int32 lanes, packed by AVX-512 F's vpcompressd, narrowed back (no VBMI2's
-  // vpcompressb: Skylake-SP and Cascade Lake lack it)
-  _mm_mask_storeu_epi8(dst, static_cast<__mmask16>((1u << __builtin_popcount(mask)) - 1),
-                       _mm512_cvtepi32_epi8(_mm512_maskz_compress_epi32(static_cast<__mmask16>(mask),
-                                                                        _mm512_cvtepu8_epi32(v))));
+  // the bytes widened to int32 lanes, packed, narrowed back
+  store_lanes_packed(_mm512_cvtepu8_epi32(v), mask, static_cast<__mmask16>((1u << __builtin_popcount(mask)) - 1), dst);
 #else
   if (mask == 0xFFFFu) {  // a vector inside one output row: all 16 columns
     std::memcpy(dst, src, 16 * sizeof(TY));
@@ -388,8 +396,8 @@ __attribute__((target("avx512f,avx512bw,avx512vl,avx512vnni"))) void tile_vnni_r
       TY* dst = yv[v] + kb * ystride;
       if (m == 0xFFFFu)
         _mm_storeu_si128(reinterpret_cast<__m128i*>(dst), _mm512_cvtepi32_epi8(q));
-      else  // the valid lanes packed as int32 (AVX-512 F's vpcompressd), then narrowed: the same bytes
-        _mm_mask_storeu_epi8(dst, smask[v], _mm512_cvtepi32_epi8(_mm512_maskz_compress_epi32(static_cast<__mmask16>(m), q)));
+      else
+        store_lanes_packed(q, m, smask[v], dst);
     }
   }
 }
