@@ -195,6 +195,67 @@ void BM_QConv2d(benchmark::State& state) {
   state.SetLabel(std::string("lenet5_conv") + std::to_string(layer) + " " + k.name);
 }
 
+
+// VGG-16's (CIFAR) 3x3 convolutions as the `ort` scheme runs them: int8 in and out (zero point
+// -128 after a ReLU), per-tensor float requantization with round-half-even, int32 bias; batch
+// 1,000, what `driftlab predict --sizes 1000` gives each layer. args: layer (the index into the
+// table: C, K, H = W), threads.
+const int64_t kVggConvs[][3] = {{64, 64, 32},   {64, 128, 16},  {128, 128, 16}, {128, 256, 8},
+                                {256, 256, 8}, {256, 512, 4}, {512, 512, 4},  {512, 512, 2}};
+QConv2dParams vgg16_conv(int layer, int64_t n) {
+  QConv2dParams p;
+  p.g.n = n;
+  p.g.c = kVggConvs[layer][0], p.g.k = kVggConvs[layer][1], p.g.h = p.g.w = kVggConvs[layer][2];
+  p.g.r = p.g.s = 3, p.g.pad_t = p.g.pad_b = p.g.pad_l = p.g.pad_r = 1;
+  p.x_dtype = p.y_dtype = DType::i8;
+  p.x_zero_point = -128;
+  p.has_bias = true;
+  p.rq.rule = RequantRule::float_multiply;
+  p.rq.round = RoundRule::half_even;
+  p.rq.zero_point = -128, p.rq.lo = -128, p.rq.hi = 127;
+  RequantChannel ch;
+  ch.scale = 2.0e-5f;
+  p.rq.channels = {ch};
+  return p;
+}
+
+void BM_Vgg16QConv(benchmark::State& state) {
+  const int layer = static_cast<int>(state.range(0));
+  const Threads threads(static_cast<int>(state.range(1)));
+  const KernelRegistry reg = make_cpu_registry();
+  auto fill = [](const QConv2dParams& p, Tensor& x, Tensor& w, Tensor& b) {
+    Rng rng(RngEngine::mt19937_u24, 5);
+    x = Tensor(p.g.x_shape(), DType::i8), w = Tensor(p.g.w_shape(), DType::i8), b = Tensor({p.g.k}, DType::i32);
+    for (int64_t i = 0; i < x.numel(); ++i) x.data<int8_t>()[i] = static_cast<int8_t>(rng.next_u32() & 255);
+    for (int64_t i = 0; i < w.numel(); ++i) w.data<int8_t>()[i] = static_cast<int8_t>(rng.next_u32() & 255);
+    for (int64_t i = 0; i < b.numel(); ++i) b.data<int32_t>()[i] = static_cast<int32_t>(rng.next_u32() % 20001) - 10000;
+  };
+  {  // the fast kernel's bytes are the reference's on a few images of the shape
+    const QConv2dParams p = vgg16_conv(layer, 5);
+    Tensor x, w, b, y(p.g.y_shape(), DType::i8), r(p.g.y_shape(), DType::i8);
+    fill(p, x, w, b);
+    reg.qconv2d.select(KernelBackend::fast, p, DType::i8).forward(p, x, w, &b, y);
+    reg.qconv2d.reference().forward(p, x, w, &b, r);
+    if (std::memcmp(y.raw(), r.raw(), y.nbytes()) != 0) {
+      state.SkipWithError("differs from the reference");
+      return;
+    }
+  }
+  const QConv2dParams p = vgg16_conv(layer, 1000);
+  const QConv2dKernel& k = reg.qconv2d.select(KernelBackend::fast, p, DType::i8);
+  Tensor x, w, b, y(p.g.y_shape(), DType::i8);
+  fill(p, x, w, b);
+  k.forward(p, x, w, &b, y);
+  for (auto _ : state) {
+    k.forward(p, x, w, &b, y);
+    benchmark::ClobberMemory();
+  }
+  const double macs = double(p.g.n * p.g.k * p.g.c * 9 * p.g.out_h() * p.g.out_w());
+  state.counters["MAC/s"] = benchmark::Counter(macs * static_cast<double>(state.iterations()),
+                                               benchmark::Counter::kIsRate);
+  state.SetLabel(p.g.str());
+}
+
 // ---------------------------------------------------------------------------------------------
 // ResNet-20
 
@@ -409,6 +470,11 @@ BENCHMARK(BM_Resnet20Fp32)->Apply(fp32_args)->ArgNames({"batch", "threads"})->Us
 BENCHMARK(BM_Resnet20Int8Layers)->Apply(layer_int8_args)->ArgNames({"scheme", "threads"})->UseRealTime()
     ->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_Resnet20Fp32Layers)->Apply(layer_fp32_args)->ArgNames({"threads"})->UseRealTime()
+    ->Unit(benchmark::kMillisecond);
+void vgg_conv_args(benchmark::internal::Benchmark* b) {
+  for (int layer = 0; layer < 8; ++layer) b->Args({layer, std::min(2, omp_get_max_threads())});
+}
+BENCHMARK(BM_Vgg16QConv)->Apply(vgg_conv_args)->ArgNames({"layer", "threads"})->UseRealTime()
     ->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_QConv2d)->Apply(conv_args)->ArgNames({"layer", "backend", "threads"})->UseRealTime()
     ->Unit(benchmark::kMicrosecond);

@@ -83,7 +83,7 @@ struct QDenseCase {
 // out of 1, 10, 17 (past two register tiles), 70 (past one 64-channel CUDA tile) and LeNet-5's layers
 inline constexpr QDenseCase kQDenseCases[] = {
     {1, 256, 120}, {3, 5, 10}, {64, 120, 84}, {65, 84, 10}, {130, 257, 17}, {7, 1, 1}, {100, 256, 120},
-    {5, 13, 70},
+    {5, 13, 70}, {300, 522, 77},
 };
 
 struct QPoolCase {

@@ -289,8 +289,7 @@ PackedWeights pack_conv_weights(const int8_t* w, const Conv2dParams& g, const in
   for (int64_t k = 0; k < K; ++k) {
     const int8_t* wk = w + k * C * RS;
     int8_t* pk = p.w.data() + k * p.j4;
-    uint32_t sum = 0;  // unsigned: wraps (mod 2^32) where int32 would be undefined
-    for (int64_t j = 0; j < C * RS; ++j) sum += static_cast<uint32_t>(static_cast<int32_t>(wk[j]));
+    const uint32_t sum = wrapping_sum(wk, C * RS);
     for (int64_t c = 0; c < C; ++c) {
       int8_t* dst = pk + (c / 4) * RS * 4 + c % 4;
       for (int64_t rs = 0; rs < RS; ++rs) dst[4 * rs] = wk[c * RS + rs];
@@ -499,12 +498,12 @@ void qconv_fast(const QConv2dParams& p, const TX* x, const int8_t* w, const int3
             RqTileArgs a = ra;
             a.scale = scales.data() + k0, a.bias = biases.data() + k0;
             a.vmask = vmask.data() + v0, a.vstart = vstart.data() + v0;
-            rq_tiles[kb][nv](pw.w.data() + k0 * pw.j4, pw.j4, pw.corr.data() + k0, plane.data() + 64 * v0,
+            rq_tiles[kb][nv](pw.data() + k0 * pw.j4, pw.j4, pw.corr.data() + k0, plane.data() + 64 * v0,
                              goff.data(), a, y + (n * K + k0) * P * Q);
             continue;
           }
           const int64_t ldc = 16 * nv;
-          tile_fn[kb][nv](pw.w.data() + k0 * pw.j4, pw.j4, pw.corr.data() + k0, plane.data() + 64 * v0, goff.data(),
+          tile_fn[kb][nv](pw.data() + k0 * pw.j4, pw.j4, pw.corr.data() + k0, plane.data() + 64 * v0, goff.data(),
                           cbuf.data(), ldc);
           for (int i = 0; i < kb; ++i) {
             TY* yk = y + (n * K + k0 + i) * P * Q;
@@ -530,6 +529,34 @@ double plane_column_share(const Conv2dParams& g) {
 // shape only, so which path runs never depends on a timing (and both give the same bytes).
 constexpr double kGatherBelowShare = 0.85;
 
+// The output columns' words of every group, row by row: output pixel (oh, ow) is plane column
+// oh * ws + ow, so each output row is Q consecutive words of the group's window. dst[g * ld + i]
+// = the word of pixel i (i = oh * Q + ow) in group g. The row copies have a constant size for
+// the small planes' widths (vector moves), memcpy for the rest.
+template <int kQ>
+void gather_rows_q(const uint8_t* plane, const int64_t* goff, int64_t groups, int64_t P, int64_t ws, uint32_t* dst,
+                   int64_t ld) {
+  for (int64_t gi = 0; gi < groups; ++gi) {
+    const uint8_t* src = plane + goff[gi];
+    uint32_t* d = dst + gi * ld;
+    for (int64_t oh = 0; oh < P; ++oh) std::memcpy(d + oh * kQ, src + 4 * oh * ws, 4 * kQ);
+  }
+}
+void gather_rows(const uint8_t* plane, const int64_t* goff, int64_t groups, int64_t P, int64_t Q, int64_t ws,
+                 uint32_t* dst, int64_t ld) {
+  switch (Q) {
+    case 2: return gather_rows_q<2>(plane, goff, groups, P, ws, dst, ld);
+    case 4: return gather_rows_q<4>(plane, goff, groups, P, ws, dst, ld);
+    case 8: return gather_rows_q<8>(plane, goff, groups, P, ws, dst, ld);
+    default: break;
+  }
+  for (int64_t gi = 0; gi < groups; ++gi) {
+    const uint8_t* src = plane + goff[gi];
+    uint32_t* d = dst + gi * ld;
+    for (int64_t oh = 0; oh < P; ++oh) std::memcpy(d + oh * Q, src + 4 * oh * ws, static_cast<std::size_t>(4 * Q));
+  }
+}
+
 // Small output planes: each image still goes into its quad plane, but then only its P * Q output
 // columns are gathered, group by group (the 4-byte word the tile would read for that column: the
 // same word, padding included), into a group-major panel (gemm_panel's Xp[g][m][4]) holding the
@@ -547,8 +574,6 @@ void qconv_gathered(const QConv2dParams& p, const TX* x, const int8_t* w, const 
   const QuadPlane qp = quad_plane(g);
   const int64_t groups = pw.j4 / 4;
   const std::vector<int64_t> goff = plane_group_offsets(qp, g);
-  std::vector<int64_t> col(static_cast<std::size_t>(PQ));  // output pixel i's plane column
-  for (int64_t i = 0; i < PQ; ++i) col[i] = (i / Q) * qp.ws + i % Q;
   // Images per panel: about 128 columns, and at least one panel per thread.
   const int64_t threads = omp_get_max_threads();
   const int64_t per = std::max<int64_t>(1, std::min<int64_t>(128 / PQ, (g.n + threads - 1) / threads));
@@ -576,11 +601,7 @@ void qconv_gathered(const QConv2dParams& p, const TX* x, const int8_t* w, const 
       for (int64_t b = 0; b < nb; ++b) {
         fill_plane(qp, reinterpret_cast<const uint8_t*>(x) + (n0 + b) * C * H * W, C, H, W, pad_t, pad_l, flip,
                    zeros.data(), plane.data());
-        for (int64_t gi = 0; gi < groups; ++gi) {
-          const uint8_t* src = plane.data() + goff[gi];
-          uint32_t* dst = panel.data() + gi * mpad + b * PQ;
-          for (int64_t i = 0; i < PQ; ++i) std::memcpy(dst + i, src + 4 * col[i], 4);
-        }
+        gather_rows(plane.data(), goff.data(), groups, P, Q, qp.ws, panel.data() + b * PQ, mpad);
       }
       if (rq_tiles) {
         const uint8_t* xp = reinterpret_cast<const uint8_t*>(panel.data());
@@ -595,7 +616,7 @@ void qconv_gathered(const QConv2dParams& p, const TX* x, const int8_t* w, const 
             RqTileArgs a = ra;
             a.scale = scales.data() + k0, a.bias = biases.data() + k0;
             a.vmask = vmask.data() + v0, a.vstart = vstart.data() + v0;
-            rq_tiles[kb][nv](pw.w.data() + k0 * pw.j4, pw.j4, pw.corr.data() + k0, xp + 64 * v0, panel_goff.data(), a,
+            rq_tiles[kb][nv](pw.data() + k0 * pw.j4, pw.j4, pw.corr.data() + k0, xp + 64 * v0, panel_goff.data(), a,
                              y + k0 * PQ);
           }
         }

@@ -174,24 +174,34 @@ RequantRowFn<TY> requant_row_for(const Requant& rq) {
 
 struct PackedWeights {
   int64_t k = 0, j = 0, j4 = 0;
-  std::vector<int8_t> w;      // (k, j4): each row zero-padded to a multiple of 4 terms
-  std::vector<int32_t> corr;  // bias[k] - zp_u * sum_j w[k][j], in wrapping int32
+  std::vector<int8_t> w;          // (k, j4): each row zero-padded to a multiple of 4 terms
+  const int8_t* borrowed = nullptr;  // or the caller's (k, j) weights where j = j4 (then w is empty)
+  std::vector<int32_t> corr;      // bias[k] - zp_u * sum_j w[k][j], in wrapping int32
+  const int8_t* data() const { return borrowed ? borrowed : w.data(); }
 };
 
-// w (k, j) row-major, as both (K,C,R,S) and (out,in) are.
+// The wrapping (mod 2^32) sum of n int8 values: unsigned, where int32 would be undefined.
+inline uint32_t wrapping_sum(const int8_t* v, int64_t n) {
+  uint32_t sum = 0;
+  for (int64_t i = 0; i < n; ++i) sum += static_cast<uint32_t>(static_cast<int32_t>(v[i]));
+  return sum;
+}
+
+// w (k, j) row-major, as both (K,C,R,S) and (out,in) are. Where j is a multiple of 4 the rows need
+// no padding and the tiles read w itself (no copy per call: a 4096 x 4096 dense layer's 16 MiB);
+// w must then outlive the result.
 inline PackedWeights pack_weights(const int8_t* w, int64_t k, int64_t j, const int32_t* bias, int32_t zp_u) {
   PackedWeights p;
   p.k = k, p.j = j, p.j4 = (j + 3) / 4 * 4;
-  p.w.assign(static_cast<std::size_t>(k * p.j4), 0);
+  if (p.j4 == j)
+    p.borrowed = w;
+  else
+    p.w.assign(static_cast<std::size_t>(k * p.j4), 0);
   p.corr.resize(static_cast<std::size_t>(k));
   for (int64_t kk = 0; kk < k; ++kk) {
-    uint32_t sum = 0;  // unsigned: wraps (mod 2^32) where int32 would be undefined
-    for (int64_t jj = 0; jj < j; ++jj) {
-      p.w[kk * p.j4 + jj] = w[kk * j + jj];
-      sum += static_cast<uint32_t>(static_cast<int32_t>(w[kk * j + jj]));
-    }
+    if (!p.borrowed) std::memcpy(p.w.data() + kk * p.j4, w + kk * j, static_cast<std::size_t>(j));
     const uint32_t b = bias ? static_cast<uint32_t>(bias[kk]) : 0u;
-    p.corr[kk] = static_cast<int32_t>(b - static_cast<uint32_t>(zp_u) * sum);
+    p.corr[kk] = static_cast<int32_t>(b - static_cast<uint32_t>(zp_u) * wrapping_sum(w + kk * j, j));
   }
   return p;
 }
@@ -405,7 +415,7 @@ inline void gemm_panel(const PackedWeights& pw, const uint8_t* xp, int64_t mpad,
     const int nv = static_cast<int>(std::min<int64_t>(kMaxNv, (mpad - m0) / 16));
     for (int64_t k0 = 0; k0 < pw.k; k0 += kMaxKb) {
       const int kb = static_cast<int>(std::min<int64_t>(kMaxKb, pw.k - k0));
-      fn[kb][nv](pw.w.data() + k0 * pw.j4, pw.j4, pw.corr.data() + k0, xp + m0 * 4, goff.data(),
+      fn[kb][nv](pw.data() + k0 * pw.j4, pw.j4, pw.corr.data() + k0, xp + m0 * 4, goff.data(),
                  c + k0 * mpad + m0, mpad);
     }
   }
