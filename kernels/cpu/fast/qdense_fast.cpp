@@ -67,7 +67,6 @@ void qdense_fast(const QDenseParams& p, const TX* x, const int8_t* w, const int3
   const int64_t blocks = (p.n + R - 1) / R, chunks = (p.out + kOutChunk - 1) / kOutChunk;
   const RequantRowFn<TY> requant = requant_row_for<TY>(p.rq);
   const auto tile_fn = tiles().table(p.dot);
-  std::vector<int64_t> goff(static_cast<std::size_t>(groups));  // block b's group g at b * groups * R * 4 + goff[g]
   std::vector<uint8_t> panels(static_cast<std::size_t>(blocks * groups * R * 4), 0);
   uint32_t flip4;
   std::memset(&flip4, flip, 4);
