@@ -153,13 +153,15 @@ QConv2dParams lenet5_conv(int layer, int64_t n) {
   return p;
 }
 
+// Random bytes for x (p's input type, int8 or uint8) and w, random int32 biases; y of p's output type.
 struct ConvData {
   Tensor x, w, b, y;
   explicit ConvData(const QConv2dParams& p) {
     Rng rng(RngEngine::mt19937_u24, 5);
-    x = Tensor(p.g.x_shape(), DType::u8), w = Tensor(p.g.w_shape(), DType::i8), b = Tensor({p.g.k}, DType::i32);
-    y = Tensor(p.g.y_shape(), DType::u8);
-    for (int64_t i = 0; i < x.numel(); ++i) x.data<uint8_t>()[i] = static_cast<uint8_t>(rng.next_u32() & 255);
+    x = Tensor(p.g.x_shape(), p.x_dtype), w = Tensor(p.g.w_shape(), DType::i8), b = Tensor({p.g.k}, DType::i32);
+    y = Tensor(p.g.y_shape(), p.y_dtype);
+    uint8_t* xb = static_cast<uint8_t*>(x.raw());
+    for (int64_t i = 0; i < x.numel(); ++i) xb[i] = static_cast<uint8_t>(rng.next_u32() & 255);
     for (int64_t i = 0; i < w.numel(); ++i) w.data<int8_t>()[i] = static_cast<int8_t>(rng.next_u32() & 255);
     for (int64_t i = 0; i < b.numel(); ++i) b.data<int32_t>()[i] = static_cast<int32_t>(rng.next_u32() % 20001) - 10000;
   }
@@ -195,7 +197,6 @@ void BM_QConv2d(benchmark::State& state) {
   state.SetLabel(std::string("lenet5_conv") + std::to_string(layer) + " " + k.name);
 }
 
-
 // VGG-16's (CIFAR) 3x3 convolutions as the `ort` scheme runs them: int8 in and out (zero point
 // -128 after a ReLU), per-tensor float requantization with round-half-even, int32 bias; batch
 // 1,000, what `driftlab predict --sizes 1000` gives each layer. args: layer (the index into the
@@ -223,31 +224,22 @@ void BM_Vgg16QConv(benchmark::State& state) {
   const int layer = static_cast<int>(state.range(0));
   const Threads threads(static_cast<int>(state.range(1)));
   const KernelRegistry reg = make_cpu_registry();
-  auto fill = [](const QConv2dParams& p, Tensor& x, Tensor& w, Tensor& b) {
-    Rng rng(RngEngine::mt19937_u24, 5);
-    x = Tensor(p.g.x_shape(), DType::i8), w = Tensor(p.g.w_shape(), DType::i8), b = Tensor({p.g.k}, DType::i32);
-    for (int64_t i = 0; i < x.numel(); ++i) x.data<int8_t>()[i] = static_cast<int8_t>(rng.next_u32() & 255);
-    for (int64_t i = 0; i < w.numel(); ++i) w.data<int8_t>()[i] = static_cast<int8_t>(rng.next_u32() & 255);
-    for (int64_t i = 0; i < b.numel(); ++i) b.data<int32_t>()[i] = static_cast<int32_t>(rng.next_u32() % 20001) - 10000;
-  };
   {  // the fast kernel's bytes are the reference's on a few images of the shape
     const QConv2dParams p = vgg16_conv(layer, 5);
-    Tensor x, w, b, y(p.g.y_shape(), DType::i8), r(p.g.y_shape(), DType::i8);
-    fill(p, x, w, b);
-    reg.qconv2d.select(KernelBackend::fast, p, DType::i8).forward(p, x, w, &b, y);
-    reg.qconv2d.reference().forward(p, x, w, &b, r);
-    if (std::memcmp(y.raw(), r.raw(), y.nbytes()) != 0) {
+    ConvData d(p), r(p);
+    reg.qconv2d.select(KernelBackend::fast, p, DType::i8).forward(p, d.x, d.w, &d.b, d.y);
+    reg.qconv2d.reference().forward(p, r.x, r.w, &r.b, r.y);
+    if (std::memcmp(d.y.raw(), r.y.raw(), d.y.nbytes()) != 0) {
       state.SkipWithError("differs from the reference");
       return;
     }
   }
   const QConv2dParams p = vgg16_conv(layer, 1000);
   const QConv2dKernel& k = reg.qconv2d.select(KernelBackend::fast, p, DType::i8);
-  Tensor x, w, b, y(p.g.y_shape(), DType::i8);
-  fill(p, x, w, b);
-  k.forward(p, x, w, &b, y);
+  ConvData d(p);
+  k.forward(p, d.x, d.w, &d.b, d.y);
   for (auto _ : state) {
-    k.forward(p, x, w, &b, y);
+    k.forward(p, d.x, d.w, &d.b, d.y);
     benchmark::ClobberMemory();
   }
   const double macs = double(p.g.n * p.g.k * p.g.c * 9 * p.g.out_h() * p.g.out_w());

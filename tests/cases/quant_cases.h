@@ -80,7 +80,9 @@ struct QDenseCase {
   unsigned uses = kTests;
 };
 // batch 1, odd batches, one and several 64-row blocks; `in` not a multiple of 4 (1, 5, 13, 257);
-// out of 1, 10, 17 (past two register tiles), 70 (past one 64-channel CUDA tile) and LeNet-5's layers
+// out of 1, 10, 17 (past two register tiles), 70 (past one 64-channel CUDA tile) and LeNet-5's layers;
+// 300 x 522 -> 77: two of the fast CPU kernel's row blocks (240 rows, the last partial) and two of
+// its 64-channel runs (the last partial)
 inline constexpr QDenseCase kQDenseCases[] = {
     {1, 256, 120}, {3, 5, 10}, {64, 120, 84}, {65, 84, 10}, {130, 257, 17}, {7, 1, 1}, {100, 256, 120},
     {5, 13, 70}, {300, 522, 77},

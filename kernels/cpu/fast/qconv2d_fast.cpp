@@ -531,29 +531,25 @@ constexpr double kGatherBelowShare = 0.85;
 
 // The output columns' words of every group, row by row: output pixel (oh, ow) is plane column
 // oh * ws + ow, so each output row is Q consecutive words of the group's window. dst[g * ld + i]
-// = the word of pixel i (i = oh * Q + ow) in group g. The row copies have a constant size for
-// the small planes' widths (vector moves), memcpy for the rest.
+// = the word of pixel i (i = oh * Q + ow) in group g. kQ > 0: Q known at compile time, so the row
+// copies have a constant size (vector moves, the small planes' widths); 0: Q at run time.
 template <int kQ>
-void gather_rows_q(const uint8_t* plane, const int64_t* goff, int64_t groups, int64_t P, int64_t ws, uint32_t* dst,
-                   int64_t ld) {
+void gather_rows_q(const uint8_t* plane, const int64_t* goff, int64_t groups, int64_t P, int64_t Q, int64_t ws,
+                   uint32_t* dst, int64_t ld) {
+  const int64_t q = kQ > 0 ? kQ : Q;
   for (int64_t gi = 0; gi < groups; ++gi) {
     const uint8_t* src = plane + goff[gi];
     uint32_t* d = dst + gi * ld;
-    for (int64_t oh = 0; oh < P; ++oh) std::memcpy(d + oh * kQ, src + 4 * oh * ws, 4 * kQ);
+    for (int64_t oh = 0; oh < P; ++oh) std::memcpy(d + oh * q, src + 4 * oh * ws, static_cast<std::size_t>(4 * q));
   }
 }
 void gather_rows(const uint8_t* plane, const int64_t* goff, int64_t groups, int64_t P, int64_t Q, int64_t ws,
                  uint32_t* dst, int64_t ld) {
   switch (Q) {
-    case 2: return gather_rows_q<2>(plane, goff, groups, P, ws, dst, ld);
-    case 4: return gather_rows_q<4>(plane, goff, groups, P, ws, dst, ld);
-    case 8: return gather_rows_q<8>(plane, goff, groups, P, ws, dst, ld);
-    default: break;
-  }
-  for (int64_t gi = 0; gi < groups; ++gi) {
-    const uint8_t* src = plane + goff[gi];
-    uint32_t* d = dst + gi * ld;
-    for (int64_t oh = 0; oh < P; ++oh) std::memcpy(d + oh * Q, src + 4 * oh * ws, static_cast<std::size_t>(4 * Q));
+    case 2: return gather_rows_q<2>(plane, goff, groups, P, Q, ws, dst, ld);
+    case 4: return gather_rows_q<4>(plane, goff, groups, P, Q, ws, dst, ld);
+    case 8: return gather_rows_q<8>(plane, goff, groups, P, Q, ws, dst, ld);
+    default: return gather_rows_q<0>(plane, goff, groups, P, Q, ws, dst, ld);
   }
 }
 
