@@ -97,6 +97,9 @@ struct Conv2dKernel {
   // Optional: the forward with a ConvChannelEpilogue, for the params any_block accepts and
   // channel-blocked x and y (a prediction's op; the layer asks any_block and x's block first).
   Conv2dForwardEpilogueFn forward_epilogue = nullptr;
+  // Optional, for a kernel that picks its algorithm by shape: the name of the one these params run
+  // (oneDNN: "direct", or "gemm" for a convolution that is a dense layer).
+  const char* (*algorithm)(const Conv2dParams&) = nullptr;
 };
 
 

@@ -81,6 +81,12 @@ inline constexpr Conv2dCase kConv2dCases[] = {
     {"many_channels_c17_k19_stride2_flip", conv(3, 17, 9, 10, 19, 3, 3).stride(2).flip().pad(1, 1, 0, 1), true,
      kTests},
     {"cifar_3x3_c16_same", conv(2, 16, 10, 10, 16, 3, 3).pad(1), true, kTests},
+    // Convolutions that are dense layers (every output position meets every input position at
+    // one tap; oneDNN's backend runs them as GEMMs): channel counts that are and are not a
+    // multiple of the 8 or 16 channel block, flip, a 5x5 kernel, a 1x1 plane.
+    {"dense_plane_2x2_flip_c20_k24", conv(3, 20, 2, 2, 24, 3, 3).pad(1).flip(), true, kTests},
+    {"dense_plane_3x3_k5x5_pad2_no_bias", conv(2, 16, 3, 3, 32, 5, 5).pad(2), false, kTests},
+    {"dense_plane_1x1_plane", conv(4, 32, 1, 1, 16, 3, 3).pad(1), true, kTests},
     // Model layers, every consumer. n is the tests' batch: awkward where a test wanted it so.
     {"lenet5_conv1", conv(1, 1, 28, 28, 6, 5, 5)},    // 1->6, 28x28 -> 24x24; batch 1
     {"lenet5_conv2", conv(7, 6, 12, 12, 16, 5, 5)},   // 6->16, 12x12 -> 8x8; an odd batch
@@ -95,6 +101,7 @@ inline constexpr Conv2dCase kConv2dCases[] = {
     // minutes of emulated convolution; the ResNet-20 rows are the same kind of layer).
     {"vgg16_c1_2", conv(1, 64, 32, 32, 64, 3, 3).pad(1)},
     {"vgg16_c4", conv(1, 512, 4, 4, 512, 3, 3).pad(1)},
+    {"vgg16_c5", conv(1, 512, 2, 2, 512, 3, 3).pad(1)},  // 2x2: a dense layer (see above)
 };
 
 // The gtest parameter name of a row.

@@ -197,7 +197,9 @@ TEST(Conv2dOnednn, KeptReordersGiveTheSeparateCallsBits) {
   const Case cases[] = {{conv(5, 16, 32, 32, 16, 3, 3).pad(1), true, true},
                         {conv(4, 16, 16, 16, 32, 3, 3).pad(1).stride(2), true, true},
                         {conv(3, 3, 32, 32, 16, 3, 3).pad(1), true, false},
-                        {conv(3, 16, 10, 10, 16, 3, 3).pad(1).flip(), false, true}};
+                        {conv(3, 16, 10, 10, 16, 3, 3).pad(1).flip(), false, true},
+                        // run as GEMMs (dense plane): nothing kept
+                        {conv(3, 32, 2, 2, 16, 3, 3).pad(1), true, false}};
   for (const Case& c : cases) {
     const Conv2dParams& p = c.p;
     SCOPED_TRACE(p.str());
@@ -245,7 +247,10 @@ TEST(Conv2dOnednn, BlockedActivationsGiveThePlainBits) {
   const Case cases[] = {{conv(5, 16, 32, 32, 16, 3, 3).pad(1), true},
                         {conv(4, 16, 16, 16, 32, 3, 3).pad(1).stride(2), true},
                         {conv(3, 3, 12, 12, 16, 3, 3).pad(1), true},
-                        {conv(3, 16, 10, 10, 16, 3, 3).pad(1).flip(), false}};
+                        {conv(3, 16, 10, 10, 16, 3, 3).pad(1).flip(), false},
+                        // run as GEMMs (dense plane), the flattened vectors in one layout whatever the caller's
+                        {conv(3, 32, 2, 2, 48, 3, 3).pad(1), true},
+                        {conv(2, 24, 1, 1, 16, 3, 3).pad(1).flip(), false}};
   for (const Case& c : cases) {
     const Conv2dParams& p = c.p;
     const Tensor x = random_tensor(p.x_shape(), DType::f32, 31), w = random_tensor(p.w_shape(), DType::f32, 32);
@@ -277,6 +282,30 @@ TEST(Conv2dOnednn, BlockedActivationsGiveThePlainBits) {
       }
     }
   }
+}
+
+// The oneDNN backend runs a convolution whose every output position meets every input position at
+// one kernel tap as GEMMs over the flattened planes, and every other one with oneDNN's direct
+// kernels; the choice depends only on the shape. VGG-16's 2x2 layers are such convolutions, its 4x4
+// ones are not (a corner output misses the far input row), nor is a 1x1 kernel on a plane of more
+// than one position, nor a stride that skips inputs.
+TEST(Conv2dOnednn, DenseLayerConvolutionsRunAsGemm) {
+  const KernelRegistry reg = make_cpu_registry();
+  const Conv2dKernel& k = reg.conv2d.at(KernelBackend::onednn);
+  ASSERT_TRUE(k.algorithm);
+  EXPECT_STREQ(k.algorithm(conv(128, 512, 2, 2, 512, 3, 3).pad(1)), "gemm");
+  EXPECT_STREQ(k.algorithm(conv(128, 512, 1, 1, 512, 3, 3).pad(1)), "gemm");
+  EXPECT_STREQ(k.algorithm(conv(2, 16, 3, 3, 32, 5, 5).pad(2)), "gemm");
+  EXPECT_STREQ(k.algorithm(conv(2, 3, 2, 2, 4, 2, 2)), "gemm");  // a kernel as large as the plane, no padding
+  EXPECT_STREQ(k.algorithm(conv(128, 512, 4, 4, 512, 3, 3).pad(1)), "direct");
+  EXPECT_STREQ(k.algorithm(conv(2, 16, 2, 2, 16, 1, 1)), "direct");
+  EXPECT_STREQ(k.algorithm(conv(2, 16, 3, 3, 16, 3, 3).pad(1).stride(2)), "direct");
+  EXPECT_STREQ(k.algorithm(conv(2, 16, 2, 2, 16, 3, 3).dilation(2).pad(2)), "direct");  // dilation skips a pair
+  // A gathered matrix past 16 Mi floats: (1024*4) x (2048*4) = 32 Mi.
+  EXPECT_STREQ(k.algorithm(conv(2, 2048, 2, 2, 1024, 3, 3).pad(1)), "direct");
+  for (const Conv2dCase& c : kConv2dCases)
+    if (std::string(c.name).rfind("dense_plane", 0) == 0 || std::string(c.name) == "vgg16_c5")
+      EXPECT_STREQ(k.algorithm(c.p), "gemm") << c.name;
 }
 
 TEST(Conv2dFast, ShapeErrorsNameTheArgument) {
