@@ -72,10 +72,15 @@ inline constexpr Pool2dCase kPool2dCases[] = {
     {"torch_ceil_mode_pads", pool(2, 5, 13, 13).window(3, 3).pad(1, 2, 1, 2), kTests},
     {"non_square", pool(1, 4, 10, 3).window(4, 1).stride(3, 1), kTests},
     {"batch1_1x1", pool(1, 1, 4, 4).window(1, 1).stride(1, 1), kTests},
+    // Windows that do not overlap, with positions no window covers (the average pool's backward
+    // takes a shorter path there): strides past the window and padding; a global pool.
+    {"gaps_stride3_2x2_pad", pool(2, 3, 9, 10).window(2, 2).stride(3, 3).pad(1, 0, 1, 0), kTests},
+    {"global_8x8", pool(3, 5, 8, 8).window(8, 8).stride(8, 8), kTests},
     // Model layers at the benchmark's batch, every consumer.
     {"lenet5_pool1_b128", pool(128, 6, 24, 24)},
     {"lenet5_pool2_b128", pool(128, 16, 8, 8)},
     {"vgg_like_64x32x32_b32", pool(32, 64, 32, 32)},
+    {"resnet20_global_b128", pool(128, 64, 8, 8).window(8, 8).stride(8, 8)},  // ResNet-20's global average
 };
 
 // The gtest parameter name of a row.
