@@ -58,11 +58,13 @@ void ResidualLayer::for_each_option_a_pair(int64_t n, int xb, int yb, F&& f) con
   const int64_t c = in_[0], h = in_[1], w = in_[2], oc = out_[0], oh = out_[1], ow = out_[2];
 #pragma omp parallel for schedule(static) if (n * c * oh * ow > kParallelMinElements)
   for (int64_t b = 0; b < n; ++b)
-    for (int64_t ci = 0; ci < c; ++ci)
+    for (int64_t ci = 0; ci < c; ++ci) {
+      // Within one channel's plane, position s sits at the plane's offset + s * (block, or 1 plain).
+      const int64_t y0 = blocked_offset(b, ci + pad_before_, 0, oc, oh * ow, yb), ys = yb > 0 ? yb : 1;
+      const int64_t x0 = blocked_offset(b, ci, 0, c, h * w, xb), xs = xb > 0 ? xb : 1;
       for (int64_t i = 0; i < oh; ++i)
-        for (int64_t j = 0; j < ow; ++j)
-          f(blocked_offset(b, ci + pad_before_, i * ow + j, oc, oh * ow, yb),
-            blocked_offset(b, ci, i * stride_ * w + j * stride_, c, h * w, xb));
+        for (int64_t j = 0; j < ow; ++j) f(y0 + (i * ow + j) * ys, x0 + (i * stride_ * w + j * stride_) * xs);
+    }
 }
 
 std::string ResidualLayer::describe() const {
