@@ -121,15 +121,18 @@ void avg_backward(const Pool2dParams& p, const T* dy, T* dx) {
   std::vector<T> divisor(static_cast<size_t>(P * Q));
   for (int64_t oh = 0; oh < P; ++oh)
     for (int64_t ow = 0; ow < Q; ++ow) divisor[oh * Q + ow] = static_cast<T>(avg_divisor(p, oh, ow));
+  // Windows covering padded coordinate c along one axis: o*s <= c <= o*s + k - 1, 0 <= o < n.
+  auto first_window = [](int64_t c, int64_t k, int64_t s) { return c < k ? int64_t{0} : (c - k) / s + 1; };
+  auto last_window = [](int64_t c, int64_t s, int64_t n) { return std::min(c / s, n - 1); };
   if (Parallel && p.sum_order == SumOrder::ascending && p.stride_h >= p.kh && p.stride_w >= p.kw) {
     // Windows that do not overlap (a global average pool, 2x2 stride 2): each input position is
     // covered by at most one window, so its sum is 0 + dy/divisor of that window, or 0 (the bits
     // of the general loop below, without its per-position window search). The fast kernel
     // (Parallel) only: the reference keeps the general loop, which tests/ops/test_pool2d.cpp
     // compares this one with.
-    auto window_of = [](int64_t i, int64_t pad, int64_t k, int64_t s, int64_t n) {
-      const int64_t c = i + pad, o = c / s;
-      return o < n && c - o * s < k ? o : int64_t{-1};
+    auto window_of = [&](int64_t i, int64_t pad, int64_t k, int64_t s, int64_t n) {
+      const int64_t o0 = first_window(i + pad, k, s), o1 = last_window(i + pad, s, n);
+      return o0 <= o1 ? o0 : int64_t{-1};  // at most one window: o0 == o1 or none
     };
     std::vector<int64_t> win_h(static_cast<size_t>(p.h)), win_w(static_cast<size_t>(p.w));
     for (int64_t ih = 0; ih < p.h; ++ih) win_h[ih] = window_of(ih, p.pad_t, p.kh, p.stride_h, P);
@@ -148,9 +151,6 @@ void avg_backward(const Pool2dParams& p, const T* dy, T* dx) {
     }
     return;
   }
-  // Windows covering padded coordinate c along one axis: o*s <= c <= o*s + k - 1, 0 <= o < n.
-  auto first_window = [](int64_t c, int64_t k, int64_t s) { return c < k ? int64_t{0} : (c - k) / s + 1; };
-  auto last_window = [](int64_t c, int64_t s, int64_t n) { return std::min(c / s, n - 1); };
 #pragma omp parallel if (Parallel)
   {
     std::vector<T> buf;
