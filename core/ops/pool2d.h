@@ -54,6 +54,9 @@ struct Pool2dKernel {
   bool (*supports)(const Pool2dParams&, DType) = nullptr;
   void (*forward)(const Pool2dParams&, const Tensor& x, Tensor& y) = nullptr;
   void (*backward)(const Pool2dParams&, const Tensor& x, const Tensor& dy, Tensor& dx) = nullptr;
+  // Whether forward and backward take a channel-blocked x (engine/layers/layout.h; y, dy and dx in
+  // x's layout). Kernels without it take plain tensors only.
+  bool any_block = false;
 };
 
 

@@ -14,6 +14,10 @@ GlobalAvgPoolLayer::GlobalAvgPoolLayer(const Shape& in, const Policy& policy) : 
 
 Tensor GlobalAvgPoolLayer::forward(RunContext& ctx, const Tensor& x) {
   check_input("global_avg_pool", x, in_);
+  // Plain only (input_block 0: Sequential and the graph convert before); the pooling kernel would
+  // take a blocked x, but the layer's (N,C) result and its dx are plain.
+  check(x.channel_block() == 0, "global_avg_pool: a channel-blocked (nChw", x.channel_block(),
+        "c) input; the layer takes plain (N,C,H,W)");
   p_.n = x.dim(0);
   Tensor y = Tensor::empty(p_.y_shape(), x.dtype());  // (N,C,1,1)
   ctx.exec.pick(ctx.exec.kernels.avgpool2d, backend_, p_, x.dtype()).forward(p_, x, y);

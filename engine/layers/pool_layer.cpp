@@ -2,6 +2,8 @@
 
 #include <sstream>
 
+#include "engine/layers/layout.h"
+
 namespace driftlab {
 
 Pool2dParams resolve_pool2d(const Policy& policy, const Shape& in, const Pool2dSpec& spec) {
@@ -43,20 +45,28 @@ std::string Pool2dLayer::describe() const {
   return os.str();
 }
 
-Tensor Pool2dLayer::forward(RunContext& ctx, const Tensor& x) {
-  check_input(kind().c_str(), x, {p_.c, p_.h, p_.w});
-  p_.n = x.dim(0);
-  Tensor y = Tensor::empty(p_.y_shape(), x.dtype());
-  ctx.exec.pick(table(ctx.exec), backend_, p_, x.dtype()).forward(p_, x, y);
+int Pool2dLayer::input_block(const ExecContext& exec, DType dt) const {
+  return table(exec).select(backend_, p_, dt).any_block ? kAnyBlock : 0;
+}
+
+Tensor Pool2dLayer::forward(RunContext& ctx, const Tensor& x_in) {
+  check_input(kind().c_str(), x_in, {p_.c, p_.h, p_.w});
+  p_.n = x_in.dim(0);
+  const Pool2dKernel& k = ctx.exec.pick(table(ctx.exec), backend_, p_, x_in.dtype());
+  const Tensor x = k.any_block ? x_in : to_plain(x_in);
+  Tensor y = Tensor::empty(p_.y_shape(), x.dtype()).with_block(x.channel_block());
+  k.forward(p_, x, y);
   x_ = ctx.record ? x : Tensor();
   return y;
 }
 
+// dx in the recorded input's layout (dy converted to it).
 Tensor Pool2dLayer::backward(RunContext& ctx, const Tensor& dy) {
   check(x_.defined(), kind(), ": backward without a recorded forward");
   p_.n = x_.dim(0);
-  Tensor dx = Tensor::empty(p_.x_shape(), dy.dtype());
-  ctx.exec.pick(table(ctx.exec), backend_, p_, dy.dtype()).backward(p_, x_, dy, dx);
+  const int b = x_.channel_block();
+  Tensor dx = Tensor::empty(p_.x_shape(), dy.dtype()).with_block(b);
+  ctx.exec.pick(table(ctx.exec), backend_, p_, dy.dtype()).backward(p_, x_, to_block(dy, b), dx);
   return dx;
 }
 

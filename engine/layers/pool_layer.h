@@ -1,6 +1,7 @@
 // Max and average pooling layers. The Policy's maxpool_grad_ties is resolved into
 // Pool2dParams.ties; stride defaults to the window (every framework's default); pool_backend
-// picks the kernel.
+// picks the kernel. Where that kernel takes channel-blocked tensors (Pool2dKernel::any_block) the
+// layer takes any layout and answers in its input's; otherwise plain.
 #pragma once
 #include "engine/layers/layer.h"
 #include "core/ops/pool2d.h"
@@ -31,6 +32,7 @@ class Pool2dLayer : public Layer {
   Shape output_shape() const override { return {p_.c, p_.out_h(), p_.out_w()}; }
   Tensor forward(RunContext& ctx, const Tensor& x) override;
   Tensor backward(RunContext& ctx, const Tensor& dy) override;
+  int input_block(const ExecContext& exec, DType dt) const override;
   PoolKind pool_kind() const { return kind_; }
   const Pool2dParams& op_params() const { return p_; }  // n is set per call
 

@@ -93,21 +93,36 @@ T window_sum(SumOrder order, std::vector<T>& buf, Visit&& visit) {
   return ordered_sum(buf.data(), static_cast<int64_t>(buf.size()), order);
 }
 
-template <bool Parallel, typename T>
+// Average pooling over planes of B channels side by side (B = 1: plain NCHW, one plane per image
+// and channel; B = 8 or 16: a channel-blocked tensor (engine/layers/layout.h), one plane per image
+// and block of B channels, element i's channels at i*B .. i*B+B-1). Each lane is its own channel:
+// the same terms, order and divisor as a plain plane, so a blocked run gives the plain run's bits.
+template <bool Parallel, int B, typename T>
 void avg_forward(const Pool2dParams& p, const T* x, T* y) {
-  const int64_t P = p.out_h(), Q = p.out_w(), planes = p.n * p.c;
+  const int64_t P = p.out_h(), Q = p.out_w(), planes = p.n * p.c / B;
 #pragma omp parallel if (Parallel)
   {
     std::vector<T> buf;
 #pragma omp for schedule(static)
     for (int64_t nc = 0; nc < planes; ++nc) {
-      const T* xp = x + nc * p.h * p.w;
+      const T* xp = x + nc * p.h * p.w * B;
       for (int64_t oh = 0; oh < P; ++oh)
         for (int64_t ow = 0; ow < Q; ++ow) {
-          const T acc = window_sum<T>(p.sum_order, buf, [&](auto&& f) {
-            for_window(p, oh, ow, [&](int64_t i) { f(xp[i]); });
-          });
-          y[(nc * P + oh) * Q + ow] = acc / static_cast<T>(avg_divisor(p, oh, ow));
+          const T div = static_cast<T>(avg_divisor(p, oh, ow));
+          T* yo = y + ((nc * P + oh) * Q + ow) * B;
+          if (p.sum_order == SumOrder::ascending) {  // window_sum's ascending loop, lane by lane
+            T acc[B] = {};
+            for_window(p, oh, ow, [&](int64_t i) {
+              for (int l = 0; l < B; ++l) acc[l] += xp[i * B + l];
+            });
+            for (int l = 0; l < B; ++l) yo[l] = acc[l] / div;
+            continue;
+          }
+          for (int l = 0; l < B; ++l)
+            yo[l] = window_sum<T>(p.sum_order, buf, [&](auto&& f) {
+                      for_window(p, oh, ow, [&](int64_t i) { f(xp[i * B + l]); });
+                    }) /
+                    div;
         }
     }
   }
@@ -115,9 +130,10 @@ void avg_forward(const Pool2dParams& p, const T* x, T* y) {
 
 // Gathers, for each input position, dy/divisor of the windows that cover it in row-major window
 // order, and sums them in sum_order (ascending gives the bits of scattering window by window).
-template <bool Parallel, typename T>
+// Planes of B channels as avg_forward's.
+template <bool Parallel, int B, typename T>
 void avg_backward(const Pool2dParams& p, const T* dy, T* dx) {
-  const int64_t P = p.out_h(), Q = p.out_w(), planes = p.n * p.c;
+  const int64_t P = p.out_h(), Q = p.out_w(), planes = p.n * p.c / B;
   std::vector<T> divisor(static_cast<size_t>(P * Q));
   for (int64_t oh = 0; oh < P; ++oh)
     for (int64_t ow = 0; ow < Q; ++ow) divisor[oh * Q + ow] = static_cast<T>(avg_divisor(p, oh, ow));
@@ -139,14 +155,23 @@ void avg_backward(const Pool2dParams& p, const T* dy, T* dx) {
     for (int64_t iw = 0; iw < p.w; ++iw) win_w[iw] = window_of(iw, p.pad_l, p.kw, p.stride_w, Q);
 #pragma omp parallel for schedule(static)
     for (int64_t nc = 0; nc < planes; ++nc) {
-      const T* dyp = dy + nc * P * Q;
-      T* dxp = dx + nc * p.h * p.w;
+      const T* dyp = dy + nc * P * Q * B;
+      T* dxp = dx + nc * p.h * p.w * B;
       for (int64_t ih = 0; ih < p.h; ++ih)
         for (int64_t iw = 0; iw < p.w; ++iw) {
           const int64_t oh = win_h[ih], ow = win_w[iw];
-          T acc = 0;
-          if (oh >= 0 && ow >= 0) acc += dyp[oh * Q + ow] / divisor[oh * Q + ow];
-          dxp[ih * p.w + iw] = acc;
+          T* d = dxp + (ih * p.w + iw) * B;
+          if (oh < 0 || ow < 0) {
+            for (int l = 0; l < B; ++l) d[l] = 0;
+            continue;
+          }
+          const T* g = dyp + (oh * Q + ow) * B;
+          const T div = divisor[oh * Q + ow];
+          for (int l = 0; l < B; ++l) {
+            T acc = 0;
+            acc += g[l] / div;
+            d[l] = acc;
+          }
         }
     }
     return;
@@ -156,18 +181,19 @@ void avg_backward(const Pool2dParams& p, const T* dy, T* dx) {
     std::vector<T> buf;
 #pragma omp for schedule(static)
     for (int64_t nc = 0; nc < planes; ++nc) {
-      const T* dyp = dy + nc * P * Q;
-      T* dxp = dx + nc * p.h * p.w;
+      const T* dyp = dy + nc * P * Q * B;
+      T* dxp = dx + nc * p.h * p.w * B;
       for (int64_t ih = 0; ih < p.h; ++ih) {
         const int64_t ch = ih + p.pad_t, oh0 = first_window(ch, p.kh, p.stride_h),
                       oh1 = last_window(ch, p.stride_h, P);
         for (int64_t iw = 0; iw < p.w; ++iw) {
           const int64_t cw = iw + p.pad_l, ow0 = first_window(cw, p.kw, p.stride_w),
                         ow1 = last_window(cw, p.stride_w, Q);
-          dxp[ih * p.w + iw] = window_sum<T>(p.sum_order, buf, [&](auto&& f) {
-            for (int64_t oh = oh0; oh <= oh1; ++oh)
-              for (int64_t ow = ow0; ow <= ow1; ++ow) f(dyp[oh * Q + ow] / divisor[oh * Q + ow]);
-          });
+          for (int l = 0; l < B; ++l)
+            dxp[(ih * p.w + iw) * B + l] = window_sum<T>(p.sum_order, buf, [&](auto&& f) {
+              for (int64_t oh = oh0; oh <= oh1; ++oh)
+                for (int64_t ow = ow0; ow <= ow1; ++ow) f(dyp[(oh * Q + ow) * B + l] / divisor[oh * Q + ow]);
+            });
         }
       }
     }
@@ -183,7 +209,7 @@ void run_avg_forward(const Pool2dParams& p, const Tensor& x, Tensor& y) {
   check_same_dtype("avgpool2d_forward", x, y);
   dispatch_dtype(x.dtype(), [&](auto tag) {
     using T = decltype(tag);
-    avg_forward<Parallel, T>(p, x.data<T>(), y.data<T>());
+    avg_forward<Parallel, 1, T>(p, x.data<T>(), y.data<T>());
   });
 }
 
@@ -196,7 +222,7 @@ void run_avg_backward(const Pool2dParams& p, const Tensor&, const Tensor& dy, Te
   check_same_dtype("avgpool2d_backward", dy, dx);
   dispatch_dtype(dy.dtype(), [&](auto tag) {
     using T = decltype(tag);
-    avg_backward<Parallel, T>(p, dy.data<T>(), dx.data<T>());
+    avg_backward<Parallel, 1, T>(p, dy.data<T>(), dx.data<T>());
   });
 }
 

@@ -23,6 +23,7 @@
 #include "engine/layers/flatten_layer.h"
 #include "engine/layers/global_avg_pool_layer.h"
 #include "engine/layers/layout.h"
+#include "engine/layers/pool_layer.h"
 #include "engine/layers/residual_layer.h"
 #include "engine/random.h"
 #include "models/models.h"
@@ -129,6 +130,79 @@ TEST(BlockedActivations, SequentialKeepsThemBetweenTheLayersThatTakeThem) {
   (void)net.forward(ctx, x);
   EXPECT_EQ(probe1->seen_forward, 0) << "channel_blocks off: plain everywhere";
   EXPECT_EQ(probe2->seen_forward, 0);
+}
+
+// Max and average pooling take the block (kernels/cpu/fast/pool2d_fast.cpp's blocked loops):
+// conv -> ReLU -> max pool -> conv -> ReLU -> average pool -> conv keeps every activation
+// blocked, forward and backward, and gives the bits of the same net with channel_blocks off
+// (the same oneDNN primitives on the same bytes; pooling and ReLU lane by lane).
+TEST(BlockedActivations, PoolingKeepsThemAndGivesThePlainBits) {
+  const int blk = Conv2dLayer::kernel_block(make_cpu_registry().conv2d.at(KernelBackend::onednn));
+  if (blk == 0) GTEST_SKIP() << "oneDNN computes in no channel block on this CPU";
+  ThreadCountGuard threads(2);
+  Policy p = Policy::torch();
+  p.conv_backend = KernelBackend::onednn;
+  Rng rng(p.rng_engine, 5);
+  // 40 input channels: more than the fused conv_block path takes (kernels/cpu/fast/
+  // conv_block_fast.cpp's small layers), so the first conv -> ReLU -> pool runs layer by layer.
+  Sequential net({40, 12, 12});
+  auto conv_relu = [&](int64_t c) {
+    Conv2dSpec s;
+    s.out_channels = c;
+    s.pad = PadMode::explicit_pad;
+    s.pad_h = s.pad_w = 1;
+    net.add(std::make_unique<Conv2dLayer>(s, net.current_shape(), p, rng));
+    net.add(std::make_unique<ActivationLayer>(ActKind::relu, net.current_shape(), p));
+  };
+  auto pool = [&](PoolKind kind, int64_t window, int64_t stride) {
+    Pool2dSpec s;
+    s.kind = kind;
+    s.window = window;
+    s.stride = stride;
+    net.add(std::make_unique<Pool2dLayer>(s, net.current_shape(), p));
+    return static_cast<Probe*>(&net.add(std::make_unique<Probe>(net.current_shape())));
+  };
+  conv_relu(16);
+  Probe* after_max = pool(PoolKind::max, 2, 2);
+  conv_relu(32);
+  Probe* after_avg = pool(PoolKind::avg, 3, 1);  // overlapping windows: backward sums
+  conv_relu(16);
+  net.add(std::make_unique<FlattenLayer>(net.current_shape(), p));
+  net.add(std::make_unique<DenseLayer>(5, net.current_shape(), p, rng));
+  const Tensor x = random_tensor({3, 40, 12, 12}, DType::f32, 8);
+  const Tensor dy = random_tensor({3, 5}, DType::f32, 9);
+  struct Run {
+    Tensor y, dx;
+    std::vector<Tensor> grads;
+    int max_fwd, max_bwd, avg_fwd, avg_bwd;
+  };
+  auto run = [&](bool blocks) {
+    ExecContext exec;
+    exec.channel_blocks = blocks;
+    Rng drop(p.rng_engine, 1);
+    RunContext ctx = RunContext::training(exec, &drop);
+    ctx.input_grad = true;
+    for (auto& np : net.named_params()) np.second->grad.fill(0.0);
+    Run r;
+    r.y = net.forward(ctx, x);
+    r.dx = net.backward(ctx, dy);
+    for (auto& np : net.named_params()) r.grads.push_back(np.second->grad.clone());
+    r.max_fwd = after_max->seen_forward, r.max_bwd = after_max->seen_backward;
+    r.avg_fwd = after_avg->seen_forward, r.avg_bwd = after_avg->seen_backward;
+    return r;
+  };
+  const Run plain = run(false), blocked = run(true);
+  EXPECT_EQ(blocked.max_fwd, blk) << "conv -> ReLU -> max pool -> (probe): blocked";
+  EXPECT_EQ(blocked.avg_fwd, blk) << "conv -> ReLU -> average pool -> (probe): blocked";
+  EXPECT_EQ(blocked.max_bwd, blk);
+  EXPECT_EQ(blocked.avg_bwd, blk);
+  EXPECT_EQ(plain.max_fwd, 0);
+  EXPECT_EQ(plain.avg_fwd, 0);
+  EXPECT_TRUE(bitwise_equal(blocked.y, plain.y));
+  EXPECT_TRUE(bitwise_equal(blocked.dx, plain.dx));
+  ASSERT_EQ(blocked.grads.size(), plain.grads.size());
+  for (std::size_t i = 0; i < plain.grads.size(); ++i)
+    EXPECT_TRUE(bitwise_equal(blocked.grads[i], plain.grads[i])) << "gradient " << i;
 }
 
 struct Pass {

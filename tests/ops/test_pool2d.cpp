@@ -7,9 +7,11 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <functional>
 #include <limits>
 
 #include "core/ops/pool2d.h"
+#include "engine/layers/layout.h"
 #include "kernels/cpu/ref/ref.h"
 #include "kernels/cpu/registry.h"
 #include "tests/cases/pool2d_cases.h"
@@ -155,6 +157,105 @@ INSTANTIATE_TEST_SUITE_P(Cases, AvgPool2dFastVsRef,
                                             ::testing::Values(PoolTies::first),
                                             ::testing::Values(DType::f32, DType::f64), ::testing::Bool()),
                          avg_case_name);
+
+// The fast kernels' channel-blocked loops (engine/layers/layout.h: (N, C/B, H, W, B), B = 8 and
+// 16): x and dy handed over in the block, y and dx converted back to plain, against the
+// reference on the plain tensors, bit for bit (each lane is one channel's plain scan or sum).
+// Every case's geometry with its channels raised to 32 where they fill no block of 16 (two
+// blocks of 16, four of 8); max pooling under both tie rules with ties and NaN, average pooling
+// with both divisors and every sum order; 1 and 2 threads.
+class Pool2dFastBlocked : public ::testing::TestWithParam<std::tuple<Pool2dCase, DType>> {};
+
+void expect_blocked_gives_reference_bits(const Pool2dKernel& fast, const Pool2dParams& p, const Tensor& x,
+                                         const Tensor& dy, const Tensor& y_ref, const Tensor& dx_ref,
+                                         const std::string& what) {
+  for (int blk : {8, 16})
+    for (int threads : {1, 2}) {
+      ThreadCountGuard guard(threads);
+      const Tensor xb = to_block(x, blk), dyb = to_block(dy, blk);
+      Tensor y = Tensor::empty(p.y_shape(), x.dtype()).with_block(blk);
+      Tensor dx = Tensor::empty(p.x_shape(), x.dtype()).with_block(blk);
+      fast.forward(p, xb, y);
+      fast.backward(p, xb, dyb, dx);
+      ASSERT_EQ(y.channel_block(), blk);
+      ASSERT_EQ(dx.channel_block(), blk);
+      EXPECT_TRUE(bitwise_equal(to_plain(y), y_ref)) << what << " block " << blk << " threads=" << threads;
+      EXPECT_TRUE(bitwise_equal(to_plain(dx), dx_ref)) << what << " block " << blk << " threads=" << threads;
+    }
+}
+
+TEST_P(Pool2dFastBlocked, MaxAndAverageGiveTheReferenceBits) {
+  auto [c, dt] = GetParam();
+  const KernelRegistry reg = make_cpu_registry();
+  const Pool2dKernel& max = reg.maxpool2d.at(KernelBackend::fast);
+  const Pool2dKernel& avg = reg.avgpool2d.at(KernelBackend::fast);
+  ASSERT_TRUE(max.any_block);
+  ASSERT_TRUE(avg.any_block);
+  Pool2dParams p = c.p;
+  if (p.c % 16 != 0) p.c = 32;
+  for (PoolTies ties : {PoolTies::first, PoolTies::all}) {
+    p.ties = ties;
+    const Tensor x = tie_heavy_input(p, dt, 31, true);
+    const Tensor dy = random_tensor(p.y_shape(), dt, 32);
+    Tensor y_ref(p.y_shape(), dt), dx_ref(p.x_shape(), dt);
+    maxpool2d_forward_ref(p, x, y_ref);
+    maxpool2d_backward_ref(p, x, dy, dx_ref);
+    expect_blocked_gives_reference_bits(max, p, x, dy, y_ref, dx_ref,
+                                        std::string("max ") + (ties == PoolTies::first ? "first" : "all"));
+  }
+  p.ties = PoolTies::first;
+  const Tensor x = random_tensor(p.x_shape(), dt, 33), dy = random_tensor(p.y_shape(), dt, 34);
+  for (bool include_pad : {true, false})
+    for (SumOrder order : {SumOrder::ascending, SumOrder::descending, SumOrder::pairwise}) {
+      p.count_include_pad = include_pad;
+      p.sum_order = order;
+      Tensor y_ref(p.y_shape(), dt), dx_ref(p.x_shape(), dt);
+      avgpool2d_forward_ref(p, x, y_ref);
+      avgpool2d_backward_ref(p, dy, dx_ref);
+      expect_blocked_gives_reference_bits(avg, p, x, dy, y_ref, dx_ref,
+                                          std::string("avg include_pad=") + (include_pad ? "1" : "0") + " order " +
+                                              std::to_string(static_cast<int>(order)));
+    }
+}
+
+INSTANTIATE_TEST_SUITE_P(Cases, Pool2dFastBlocked,
+                         ::testing::Combine(::testing::ValuesIn(cases_for(kPool2dCases, kCpuTest)),
+                                            ::testing::Values(DType::f32, DType::f64)),
+                         [](const ::testing::TestParamInfo<Pool2dFastBlocked::ParamType>& i) {
+                           return pool2d_case_name(std::get<0>(i.param)) +
+                                  (std::get<1>(i.param) == DType::f32 ? "_f32" : "_f64");
+                         });
+
+// A blocked x with y or dx in another layout, or a block the loops are not built for, is refused
+// by name.
+void expect_refused(const std::function<void()>& f, const std::string& message) {
+  try {
+    f();
+    ADD_FAILURE() << "no error; expected: " << message;
+  } catch (const std::exception& e) {
+    EXPECT_NE(std::string(e.what()).find(message), std::string::npos) << e.what();
+  }
+}
+
+TEST(Pool2dFastBlocked, MismatchedLayoutsAreRefused) {
+  const KernelRegistry reg = make_cpu_registry();
+  const Pool2dKernel& max = reg.maxpool2d.at(KernelBackend::fast);
+  const Pool2dKernel& avg = reg.avgpool2d.at(KernelBackend::fast);
+  Pool2dParams p = pool(2, 16, 4, 4);
+  const Tensor x = to_block(random_tensor(p.x_shape(), DType::f32, 1), 16);
+  const Tensor dy = to_block(random_tensor(p.y_shape(), DType::f32, 2), 16);
+  Tensor y_plain(p.y_shape(), DType::f32), dx_plain(p.x_shape(), DType::f32);
+  Tensor y8 = Tensor::empty(p.y_shape(), DType::f32).with_block(8);
+  expect_refused([&] { max.forward(p, x, y_plain); }, "maxpool2d_forward_fast: y in channel block 0, x in 16");
+  expect_refused([&] { avg.forward(p, x, y8); }, "avgpool2d_forward_fast: y in channel block 8, x in 16");
+  expect_refused([&] { max.backward(p, x, dy, dx_plain); }, "maxpool2d_backward_fast: dx in channel block 0, x in 16");
+  expect_refused([&] { avg.backward(p, x, dy, dx_plain); }, "avgpool2d_backward_fast: dx in channel block 0");
+  p.c = 4;
+  const Tensor x4 = to_block(random_tensor(p.x_shape(), DType::f32, 1), 4);
+  Tensor y4 = Tensor::empty(p.y_shape(), DType::f32).with_block(4);
+  expect_refused([&] { max.forward(p, x4, y4); }, "maxpool2d_forward_fast: channel block 4");
+  expect_refused([&] { avg.forward(p, x4, y4); }, "avgpool2d_forward_fast: channel block 4");
+}
 
 // The reference itself on a hand-computable case: 2x2 all-equal window.
 TEST(Pool2dRef, TiesFirstVsAll) {

@@ -22,6 +22,7 @@
 #include <type_traits>
 #include <vector>
 
+#include "kernels/cpu/channel_blocks.h"
 #include "kernels/cpu/ref/ref.h"
 #include "kernels/cpu/registry.h"
 
@@ -374,24 +375,9 @@ void backward_infer_blocked(const BatchNormParams& p, const float* xd, const flo
   }
 }
 
-// Calls f(std::integral_constant<int, B>) for the tensor's channel block (8 or 16).
-template <typename F>
-void for_block(const char* fn, const Tensor& x, F&& f) {
-  switch (x.channel_block()) {
-    case 8: return f(std::integral_constant<int, 8>{});
-    case 16: return f(std::integral_constant<int, 16>{});
-    default: fail(fn, ": channel block ", x.channel_block(), " (the fast kernel takes plain, 8 or 16)");
-  }
-}
-
 // The entries other than forward_infer take no fused clip.
 void check_no_clip(const char* fn, const BatchNormParams& p) {
   if (p.clip) fail(fn, ": a fused clip is the inference forward's only (BatchNormParams::clip)");
-}
-
-void check_same_block(const char* fn, const Tensor& x, const Tensor& other, const char* name) {
-  if (other.channel_block() != x.channel_block())
-    fail(fn, ": ", name, " in channel block ", other.channel_block(), ", x in ", x.channel_block());
 }
 
 // The plain layout's loops, one channel per task (Relu: the fused ReLU, see the file comment).

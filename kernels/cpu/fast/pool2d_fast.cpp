@@ -6,6 +6,9 @@
 // to the first max or to every equal element.
 // The 2x2 stride-2 max windows of every LeNet/VGG pool run 16 windows per AVX-512 instruction on
 // float (masks for the last group of a row), the same picks and tie tests as the scalar code.
+// Channel-blocked tensors (engine/layers/layout.h, (N, C/B, H, W, B), B = 8 or 16) take their own
+// loops, B channels per step: each lane is one channel's plain scan (the same picks, tie tests,
+// sums and order), so a blocked run gives the plain run's bits; y and dx come in x's layout.
 #include <algorithm>
 #include <type_traits>
 
@@ -14,6 +17,7 @@
 #endif
 
 #include "core/ops/pool2d.h"
+#include "kernels/cpu/channel_blocks.h"
 #include "kernels/cpu/pool2d_loops.h"
 #include "kernels/cpu/registry.h"
 
@@ -243,11 +247,134 @@ void backward(const Pool2dParams& p, const T* x, const T* dy, T* dx) {
   }
 }
 
+// ---- channel-blocked (N, C/B, H, W, B): one plane per image and block, B channels per position ----
+
+// Forward: each window's scan (window_argmax's: the clipped window in row-major order), lane by
+// lane. The scan starts from the window's first element and visits it again, which changes
+// nothing (max_scan_takes(v, v) holds only for a NaN, which then stays).
+template <int B, typename T>
+void max_forward_blocked(const Pool2dParams& p, const T* x, T* y) {
+  const int64_t P = p.out_h(), Q = p.out_w(), planes = p.n * p.c / B;
+  const bool is_2x2 = plain_2x2(p);
+#pragma omp parallel for schedule(static)
+  for (int64_t nc = 0; nc < planes; ++nc) {
+    const T* xp = x + nc * p.h * p.w * B;
+    T* yp = y + nc * P * Q * B;
+    for (int64_t oh = 0; oh < P; ++oh)
+      for (int64_t ow = 0; ow < Q; ++ow) {
+        T* yo = yp + (oh * Q + ow) * B;
+        if (is_2x2) {  // the plain 2x2 path's picks: a, then b, c, d
+          const T* a = xp + ((2 * oh) * p.w + 2 * ow) * B;
+          const T* c = a + p.w * B;
+          for (int l = 0; l < B; ++l) yo[l] = pick(pick(pick(a[l], a[B + l]), c[l]), c[B + l]);
+          continue;
+        }
+        const int64_t h0 = oh * p.stride_h - p.pad_t, w0 = ow * p.stride_w - p.pad_l;
+        const int64_t hs = std::max<int64_t>(h0, 0), he = std::min(h0 + p.kh, p.h);
+        const int64_t ws = std::max<int64_t>(w0, 0), we = std::min(w0 + p.kw, p.w);
+        T m[B];
+        for (int l = 0; l < B; ++l) m[l] = xp[(hs * p.w + ws) * B + l];
+        for (int64_t ih = hs; ih < he; ++ih)
+          for (int64_t iw = ws; iw < we; ++iw) {
+            const T* v = xp + (ih * p.w + iw) * B;
+            for (int l = 0; l < B; ++l) m[l] = pick(m[l], v[l]);
+          }
+        for (int l = 0; l < B; ++l) yo[l] = m[l];
+      }
+  }
+}
+
+// Backward. The tiling 2x2 window: each input's own window decides it (backward_2x2's picks and
+// tie tests, lane by lane), positions no window reaches get 0. Other windows: dx zeroed, then
+// window by window in row-major order dy to each lane's winner (ties=first) or to every element
+// equal to the lane's max (ties=all; none for a NaN max): max_backward_plane's additions in its
+// order.
+template <int B, typename T>
+void max_backward_blocked(const Pool2dParams& p, const T* x, const T* dy, T* dx) {
+  const int64_t P = p.out_h(), Q = p.out_w(), planes = p.n * p.c / B, plane = p.h * p.w * B;
+  const bool is_2x2 = plain_2x2(p), all = p.ties == PoolTies::all;
+#pragma omp parallel for schedule(static)
+  for (int64_t nc = 0; nc < planes; ++nc) {
+    const T* xp = x + nc * plane;
+    const T* dyp = dy + nc * P * Q * B;
+    T* dxp = dx + nc * plane;
+    if (is_2x2) {
+      if (2 * P != p.h || 2 * Q != p.w)
+        for (int64_t i = 0; i < plane; ++i) dxp[i] = 0;
+      for (int64_t oh = 0; oh < P; ++oh)
+        for (int64_t ow = 0; ow < Q; ++ow) {
+          const int64_t o = ((2 * oh) * p.w + 2 * ow) * B;
+          const T* a = xp + o;
+          const T* c = a + p.w * B;
+          const T* g = dyp + (oh * Q + ow) * B;
+          T* da = dxp + o;
+          T* dc = da + p.w * B;
+          for (int l = 0; l < B; ++l) {
+            const T va = a[l], vb = a[B + l], vc = c[l], vd = c[B + l], gl = g[l];
+            const bool tb = max_scan_takes(vb, va);
+            const T m1 = tb ? vb : va;
+            const bool tc = max_scan_takes(vc, m1);
+            const T m2 = tc ? vc : m1;
+            const bool td = max_scan_takes(vd, m2);
+            const T m = td ? vd : m2;
+            const bool at_a = all ? va == m : !tb && !tc && !td, at_b = all ? vb == m : tb && !tc && !td;
+            const bool at_c = all ? vc == m : tc && !td, at_d = all ? vd == m : td;
+            da[l] = at_a ? gl : T(0);
+            da[B + l] = at_b ? gl : T(0);
+            dc[l] = at_c ? gl : T(0);
+            dc[B + l] = at_d ? gl : T(0);
+          }
+        }
+      continue;
+    }
+    for (int64_t i = 0; i < plane; ++i) dxp[i] = 0;
+    for (int64_t oh = 0; oh < P; ++oh)
+      for (int64_t ow = 0; ow < Q; ++ow) {
+        const int64_t h0 = oh * p.stride_h - p.pad_t, w0 = ow * p.stride_w - p.pad_l;
+        const int64_t hs = std::max<int64_t>(h0, 0), he = std::min(h0 + p.kh, p.h);
+        const int64_t ws = std::max<int64_t>(w0, 0), we = std::min(w0 + p.kw, p.w);
+        const T* g = dyp + (oh * Q + ow) * B;
+        int64_t best[B];
+        T m[B];
+        for (int l = 0; l < B; ++l) {
+          best[l] = hs * p.w + ws;
+          m[l] = xp[best[l] * B + l];
+        }
+        for (int64_t ih = hs; ih < he; ++ih)
+          for (int64_t iw = ws; iw < we; ++iw)
+            for (int l = 0; l < B; ++l) {
+              const T v = xp[(ih * p.w + iw) * B + l];
+              if (max_scan_takes(v, m[l])) {
+                best[l] = ih * p.w + iw;
+                m[l] = v;
+              }
+            }
+        if (!all) {
+          for (int l = 0; l < B; ++l) dxp[best[l] * B + l] += g[l];
+          continue;
+        }
+        for (int64_t ih = hs; ih < he; ++ih)
+          for (int64_t iw = ws; iw < we; ++iw)
+            for (int l = 0; l < B; ++l)
+              if (xp[(ih * p.w + iw) * B + l] == m[l]) dxp[(ih * p.w + iw) * B + l] += g[l];
+      }
+  }
+}
+
 void maxpool2d_forward_fast(const Pool2dParams& p, const Tensor& x, Tensor& y) {
   p.validate();
   check_shape("maxpool2d_forward_fast", "x", x, p.x_shape());
   check_shape("maxpool2d_forward_fast", "y", y, p.y_shape());
   check_same_dtype("maxpool2d_forward_fast", x, y);
+  if (x.channel_block() != 0) {
+    check_same_block("maxpool2d_forward_fast", x, y, "y");
+    return for_block("maxpool2d_forward_fast", x, [&](auto blk) {
+      dispatch_dtype(x.dtype(), [&](auto tag) {
+        using T = decltype(tag);
+        max_forward_blocked<decltype(blk)::value, T>(p, x.blocked_data<T>(), y.blocked_data<T>());
+      });
+    });
+  }
   dispatch_dtype(x.dtype(), [&](auto tag) {
     using T = decltype(tag);
     forward<T>(p, x.data<T>(), y.data<T>());
@@ -259,9 +386,54 @@ void maxpool2d_backward_fast(const Pool2dParams& p, const Tensor& x, const Tenso
   check_shape("maxpool2d_backward_fast", "x", x, p.x_shape());
   check_shape("maxpool2d_backward_fast", "dy", dy, p.y_shape());
   check_shape("maxpool2d_backward_fast", "dx", dx, p.x_shape());
+  check_same_dtype("maxpool2d_backward_fast", x, dy);
+  check_same_dtype("maxpool2d_backward_fast", x, dx);
+  if (x.channel_block() != 0) {
+    check_same_block("maxpool2d_backward_fast", x, dy, "dy");
+    check_same_block("maxpool2d_backward_fast", x, dx, "dx");
+    return for_block("maxpool2d_backward_fast", x, [&](auto blk) {
+      dispatch_dtype(x.dtype(), [&](auto tag) {
+        using T = decltype(tag);
+        max_backward_blocked<decltype(blk)::value, T>(p, x.blocked_data<T>(), dy.blocked_data<T>(),
+                                                      dx.blocked_data<T>());
+      });
+    });
+  }
   dispatch_dtype(x.dtype(), [&](auto tag) {
     using T = decltype(tag);
     backward<T>(p, x.data<T>(), dy.data<T>(), dx.data<T>());
+  });
+}
+
+// Average pooling: plain tensors through the shared loops' entry points, channel-blocked ones
+// through the same loops compiled for their block.
+void avgpool2d_forward_fast(const Pool2dParams& p, const Tensor& x, Tensor& y) {
+  if (x.channel_block() == 0) return pool2d_loops::run_avg_forward<true>(p, x, y);
+  p.validate();
+  check_shape("avgpool2d_forward_fast", "x", x, p.x_shape());
+  check_shape("avgpool2d_forward_fast", "y", y, p.y_shape());
+  check_same_dtype("avgpool2d_forward_fast", x, y);
+  check_same_block("avgpool2d_forward_fast", x, y, "y");
+  for_block("avgpool2d_forward_fast", x, [&](auto blk) {
+    dispatch_dtype(x.dtype(), [&](auto tag) {
+      using T = decltype(tag);
+      pool2d_loops::avg_forward<true, decltype(blk)::value, T>(p, x.blocked_data<T>(), y.blocked_data<T>());
+    });
+  });
+}
+
+void avgpool2d_backward_fast(const Pool2dParams& p, const Tensor& x, const Tensor& dy, Tensor& dx) {
+  if (dy.channel_block() == 0) return pool2d_loops::run_avg_backward<true>(p, x, dy, dx);
+  p.validate();
+  check_shape("avgpool2d_backward_fast", "dy", dy, p.y_shape());
+  check_shape("avgpool2d_backward_fast", "dx", dx, p.x_shape());
+  check_same_dtype("avgpool2d_backward_fast", dy, dx);
+  check_same_block("avgpool2d_backward_fast", dy, dx, "dx");
+  for_block("avgpool2d_backward_fast", dy, [&](auto blk) {
+    dispatch_dtype(dy.dtype(), [&](auto tag) {
+      using T = decltype(tag);
+      pool2d_loops::avg_backward<true, decltype(blk)::value, T>(p, dy.blocked_data<T>(), dx.blocked_data<T>());
+    });
   });
 }
 
@@ -270,13 +442,16 @@ void maxpool2d_backward_fast(const Pool2dParams& p, const Tensor& x, const Tenso
 void register_pool2d_fast(KernelRegistry& reg) {
   Pool2dKernel k;
   k.name = "fast";
-  k.supports_doc = "every params field, float32 and float64; the reference's bits (OpenMP over planes)";
+  k.supports_doc = "every params field, float32 and float64, plain or channel-blocked (8 or 16); the reference's bits "
+                   "(OpenMP over planes)";
   k.supports = [](const Pool2dParams&, DType) { return true; };
+  k.any_block = true;
   k.forward = maxpool2d_forward_fast;
   k.backward = maxpool2d_backward_fast;
   reg.maxpool2d.at(KernelBackend::fast) = k;
-  k.forward = pool2d_loops::run_avg_forward<true>;
-  k.backward = pool2d_loops::run_avg_backward<true>;
+  k.any_block = true;
+  k.forward = avgpool2d_forward_fast;
+  k.backward = avgpool2d_backward_fast;
   reg.avgpool2d.at(KernelBackend::fast) = k;
 }
 
