@@ -81,6 +81,10 @@ inline constexpr Pool2dCase kPool2dCases[] = {
     {"lenet5_pool2_b128", pool(128, 16, 8, 8)},
     {"vgg_like_64x32x32_b32", pool(32, 64, 32, 32)},
     {"resnet20_global_b128", pool(128, 64, 8, 8).window(8, 8).stride(8, 8)},  // ResNet-20's global average
+    // torchvision ResNet-18/50's stem pool (3x3, stride 2, pad 1; the graph models' predictions) at
+    // batch 8: the overlapping-window paths at a model's size. Benchmark only: 6.4M inputs per case
+    // would multiply the tests' time by the sweeps for no new geometry (overlap_3x3_s2 covers it).
+    {"resnet_stem_3x3_s2_b8", pool(8, 64, 112, 112).window(3, 3).pad(1, 1, 1, 1), kBench},
 };
 
 // The gtest parameter name of a row.

@@ -12,7 +12,7 @@
 #include <algorithm>
 #include <type_traits>
 
-#if defined(__AVX512F__)
+#if defined(__AVX2__) || defined(__AVX512F__)
 #include <immintrin.h>
 #endif
 
@@ -284,6 +284,105 @@ void max_forward_blocked(const Pool2dParams& p, const T* x, T* y) {
   }
 }
 
+// B float lanes (channels of a blocked position) in one register, for the blocked 2x2 window's
+// backward: max_scan_takes, blends and the masks' logic as vector instructions. ok = false: no
+// such register for this B and type (float64, or an ISA without it); the lane loop below runs.
+template <int B, typename T>
+struct VecLanes {
+  static constexpr bool ok = false;
+};
+#if defined(__AVX512F__)
+template <>
+struct VecLanes<16, float> {
+  static constexpr bool ok = true;
+  using V = __m512;
+  using M = __mmask16;
+  static V load(const float* p) { return _mm512_loadu_ps(p); }
+  static void store(float* p, V v) { _mm512_storeu_ps(p, v); }
+  static V zero() { return _mm512_setzero_ps(); }
+  static M takes(V v, V cur) { return takes16(v, cur); }
+  static V select(M m, V a, V b) { return _mm512_mask_blend_ps(m, a, b); }  // m ? b : a
+  static M eq(V a, V b) { return _mm512_cmp_ps_mask(a, b, _CMP_EQ_OQ); }
+  static M and_not(M a, M b) { return static_cast<M>(a & ~b); }
+  static M or_(M a, M b) { return static_cast<M>(a | b); }
+  static M not_(M a) { return static_cast<M>(~a); }
+};
+#endif
+#if defined(__AVX2__)
+template <>
+struct VecLanes<8, float> {
+  static constexpr bool ok = true;
+  using V = __m256;
+  using M = __m256;  // all-ones / all-zeros lanes
+  static V load(const float* p) { return _mm256_loadu_ps(p); }
+  static void store(float* p, V v) { _mm256_storeu_ps(p, v); }
+  static V zero() { return _mm256_setzero_ps(); }
+  static M takes(V v, V cur) {  // v > cur, or v is NaN
+    return _mm256_or_ps(_mm256_cmp_ps(v, cur, _CMP_GT_OQ), _mm256_cmp_ps(v, v, _CMP_UNORD_Q));
+  }
+  static V select(M m, V a, V b) { return _mm256_blendv_ps(a, b, m); }  // m ? b : a
+  static M eq(V a, V b) { return _mm256_cmp_ps(a, b, _CMP_EQ_OQ); }
+  static M and_not(M a, M b) { return _mm256_andnot_ps(b, a); }  // a & ~b
+  static M or_(M a, M b) { return _mm256_or_ps(a, b); }
+  static M not_(M a) { return _mm256_xor_ps(a, _mm256_castsi256_ps(_mm256_set1_epi32(-1))); }
+};
+#endif
+
+// One blocked 2x2 window's backward in vector registers (L = VecLanes<B, float>): the scan's
+// picks and the tie rule's masks as backward_row_2x2_vec computes them on plain rows.
+template <int B, bool All, typename L>
+inline void backward_2x2_vec(const float* a, const float* c, const float* g, float* da, float* dc) {
+  using M = typename L::M;
+  const auto va = L::load(a), vb = L::load(a + B), vc = L::load(c), vd = L::load(c + B), gv = L::load(g);
+  const M tb = L::takes(vb, va);
+  auto m = L::select(tb, va, vb);
+  const M tc = L::takes(vc, m);
+  m = L::select(tc, m, vc);
+  const M td = L::takes(vd, m);
+  m = L::select(td, m, vd);
+  M at_a, at_b, at_c, at_d;
+  if constexpr (All) {  // every input equal to the max (none for a NaN max)
+    at_a = L::eq(va, m), at_b = L::eq(vb, m), at_c = L::eq(vc, m), at_d = L::eq(vd, m);
+  } else {  // the winner: the last of b, c, d to take the lead, else a
+    at_d = td;
+    at_c = L::and_not(tc, td);
+    at_b = L::and_not(tb, L::or_(tc, td));
+    at_a = L::not_(L::or_(tb, L::or_(tc, td)));
+  }
+  const auto z = L::zero();
+  L::store(da, L::select(at_a, z, gv));
+  L::store(da + B, L::select(at_b, z, gv));
+  L::store(dc, L::select(at_c, z, gv));
+  L::store(dc + B, L::select(at_d, z, gv));
+}
+
+// One blocked 2x2 window's backward, B lanes (channels) at once: backward_2x2's picks and tie
+// tests per lane (the tie rule a template argument); in vector registers where VecLanes has them
+// (the compiler leaves this lane loop scalar and branchy: 17x slower on VGG's maps, bm_pool2d).
+template <int B, bool All, typename T>
+inline void backward_2x2_lanes(const T* a, const T* c, const T* g, T* __restrict da, T* __restrict dc) {
+  if constexpr (VecLanes<B, T>::ok) return backward_2x2_vec<B, All, VecLanes<B, T>>(a, c, g, da, dc);
+  for (int l = 0; l < B; ++l) {
+    const T va = a[l], vb = a[B + l], vc = c[l], vd = c[B + l], gl = g[l];
+    const bool tb = max_scan_takes(vb, va);
+    const T m1 = tb ? vb : va;
+    const bool tc = max_scan_takes(vc, m1);
+    const T m2 = tc ? vc : m1;
+    const bool td = max_scan_takes(vd, m2);
+    const T m = td ? vd : m2;
+    bool at_a, at_b, at_c, at_d;
+    if constexpr (All) {  // every input equal to the max (none for a NaN max)
+      at_a = va == m, at_b = vb == m, at_c = vc == m, at_d = vd == m;
+    } else {  // the winner: the last of b, c, d to take the lead, else a
+      at_d = td, at_c = tc & !td, at_b = tb & !tc & !td, at_a = !tb & !tc & !td;
+    }
+    da[l] = at_a ? gl : T(0);
+    da[B + l] = at_b ? gl : T(0);
+    dc[l] = at_c ? gl : T(0);
+    dc[B + l] = at_d ? gl : T(0);
+  }
+}
+
 // Backward. The tiling 2x2 window: each input's own window decides it (backward_2x2's picks and
 // tie tests, lane by lane), positions no window reaches get 0. Other windows: dx zeroed, then
 // window by window in row-major order dy to each lane's winner (ties=first) or to every element
@@ -309,21 +408,10 @@ void max_backward_blocked(const Pool2dParams& p, const T* x, const T* dy, T* dx)
           const T* g = dyp + (oh * Q + ow) * B;
           T* da = dxp + o;
           T* dc = da + p.w * B;
-          for (int l = 0; l < B; ++l) {
-            const T va = a[l], vb = a[B + l], vc = c[l], vd = c[B + l], gl = g[l];
-            const bool tb = max_scan_takes(vb, va);
-            const T m1 = tb ? vb : va;
-            const bool tc = max_scan_takes(vc, m1);
-            const T m2 = tc ? vc : m1;
-            const bool td = max_scan_takes(vd, m2);
-            const T m = td ? vd : m2;
-            const bool at_a = all ? va == m : !tb && !tc && !td, at_b = all ? vb == m : tb && !tc && !td;
-            const bool at_c = all ? vc == m : tc && !td, at_d = all ? vd == m : td;
-            da[l] = at_a ? gl : T(0);
-            da[B + l] = at_b ? gl : T(0);
-            dc[l] = at_c ? gl : T(0);
-            dc[B + l] = at_d ? gl : T(0);
-          }
+          if (all)
+            backward_2x2_lanes<B, true>(a, c, g, da, dc);
+          else
+            backward_2x2_lanes<B, false>(a, c, g, da, dc);
         }
       continue;
     }
