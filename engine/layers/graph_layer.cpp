@@ -434,8 +434,9 @@ void GraphLayer::run_nodes(RunContext& ctx, std::vector<Tensor>& vals, int64_t n
       break;
     }
   const int out_block = ctx.out_block;
-  const bool predicting = !ctx.record && !all && !ctx.exec.layer_inputs && !ctx.exec.replace_layer_input;
-  const bool blocks = predicting && ctx.exec.channel_blocks;
+  const bool hooked = all || ctx.exec.layer_inputs || ctx.exec.replace_layer_input;
+  const bool predicting = !ctx.record && !hooked;
+  const bool blocks = !hooked && ctx.exec.channel_blocks;  // a prediction or a recorded (training) forward
   const std::vector<int> held = blocks ? value_blocks(ctx.exec, dt, out_block) : std::vector<int>(values_.size(), 0);
   // a prediction runs a batchnorm and the ReLU after it, or a batchnorm, an add and a ReLU, as one
   // op where nothing else reads what is between them (fused_span)
@@ -576,10 +577,16 @@ void accumulate(RunContext& ctx, KernelBackend backend, Tensor& g, const Tensor&
 }
 }  // namespace
 
+// Backward in the forward's layouts: each value's gradient is summed in the layout the forward held
+// the value in (last_blocks_), each layer handed its output's gradient in its output's layout (as
+// Sequential does); an add of two values of one shape passes the gradient on as it is (both
+// operands' gradient is dy: the reference's copy, no arithmetic); sub, mul, concat and reshape
+// work on plain tensors.
 Tensor GraphLayer::backward(RunContext& ctx, const Tensor& dy) {
   check(kept_.size() == nodes_.size(), "graph: backward without a recorded forward");
   std::vector<Tensor> grads(values_.size());
-  grads[static_cast<std::size_t>(output_)] = dy.channel_block() ? to_block(dy, 0) : dy;
+  auto held = [&](int v) { return last_block(v); };
+  grads[static_cast<std::size_t>(output_)] = to_block(dy, held(output_));
   const bool input_grad = ctx.input_grad;
   for (std::size_t i = nodes_.size(); i-- > 0;) {
     GraphNode& node = nodes_[i];
@@ -590,14 +597,15 @@ Tensor GraphLayer::backward(RunContext& ctx, const Tensor& dy) {
     // A value needs a gradient when it is computed (not a constant) and is not the input, or is
     // the input and the caller asked for dL/dx.
     auto wanted = [&](int v) { return !is_constant(v) && (v != 0 || input_grad); };
+    // d (any layout) added into value v's gradient, in the layout v is held in
+    auto add_to = [&](int v, const Tensor& d) {
+      accumulate(ctx, binary_backend_, grads[static_cast<std::size_t>(v)], to_block(d, held(v)), value_format(v));
+    };
     switch (node.op) {
       case GraphOp::layer: {
         ctx.need_dx = wanted(node.inputs[0]);
-        Tensor dx = node.layer->backward(ctx, g);
-        if (ctx.need_dx)
-          accumulate(ctx, binary_backend_, grads[static_cast<std::size_t>(node.inputs[0])],
-                     dx.channel_block() ? to_block(dx, 0) : dx,
-                     value_format(node.inputs[0]));
+        Tensor dx = node.layer->backward(ctx, to_block(g, held(node.output)));
+        if (ctx.need_dx) add_to(node.inputs[0], dx);
         break;
       }
       case GraphOp::add:
@@ -613,17 +621,25 @@ Tensor GraphLayer::backward(RunContext& ctx, const Tensor& dy) {
           return s;
         };
         const Shape sa = shape_of(a), sb = shape_of(b);
+        if (op == BinaryOp::add && sa == g.shape() && sb == g.shape()) {  // no broadcast: dA = dB = dy
+          if (wanted(a)) add_to(a, g);
+          if (wanted(b)) add_to(b, g);
+          break;
+        }
         const bool mul = op == BinaryOp::mul;  // the operands kept by the forward (add and sub need none)
+        const Tensor gp = to_plain(g);
+        const Tensor ka = mul ? to_plain(kept_[i].at(0)) : Tensor(), kb = mul ? to_plain(kept_[i].at(1)) : Tensor();
         Tensor da, db;
         if (wanted(a)) da = Tensor::empty(sa, g.dtype());
         if (wanted(b)) db = Tensor::empty(sb, g.dtype());
-        binary_backward_ref(op, sa, sb, mul ? &kept_[i].at(0) : nullptr, mul ? &kept_[i].at(1) : nullptr, g,
-                            da.defined() ? &da : nullptr, db.defined() ? &db : nullptr);
-        if (da.defined()) accumulate(ctx, binary_backend_, grads[static_cast<std::size_t>(a)], da, value_format(a));
-        if (db.defined()) accumulate(ctx, binary_backend_, grads[static_cast<std::size_t>(b)], db, value_format(b));
+        binary_backward_ref(op, sa, sb, mul ? &ka : nullptr, mul ? &kb : nullptr, gp, da.defined() ? &da : nullptr,
+                            db.defined() ? &db : nullptr);
+        if (da.defined()) add_to(a, da);
+        if (db.defined()) add_to(b, db);
         break;
       }
       case GraphOp::concat: {
+        const Tensor gp = to_plain(g);
         std::vector<Tensor> dxs;
         std::vector<Tensor*> ptrs;
         dxs.reserve(node.inputs.size());
@@ -633,11 +649,9 @@ Tensor GraphLayer::backward(RunContext& ctx, const Tensor& dy) {
           dxs.push_back(Tensor::empty(s, g.dtype()));
           ptrs.push_back(&dxs.back());
         }
-        concat_backward_ref(node.axis, g, ptrs);
+        concat_backward_ref(node.axis, gp, ptrs);
         for (std::size_t j = 0; j < node.inputs.size(); ++j)
-          if (wanted(node.inputs[j]))
-            accumulate(ctx, binary_backend_, grads[static_cast<std::size_t>(node.inputs[j])], dxs[j],
-                       value_format(node.inputs[j]));
+          if (wanted(node.inputs[j])) add_to(node.inputs[j], dxs[j]);
         break;
       }
       case GraphOp::multi:
@@ -646,15 +660,14 @@ Tensor GraphLayer::backward(RunContext& ctx, const Tensor& dy) {
         if (wanted(node.inputs[0])) {
           Shape s = value_shape(node.inputs[0]);
           s.insert(s.begin(), g.dim(0));
-          accumulate(ctx, binary_backend_, grads[static_cast<std::size_t>(node.inputs[0])], g.reshape(s),
-                     value_format(node.inputs[0]));
+          add_to(node.inputs[0], to_plain(g).reshape(s));
         }
         break;
     }
   }
   ctx.need_dx = true;
   kept_.clear();
-  return input_grad ? grads[0] : Tensor();
+  return input_grad ? to_plain(grads[0]) : Tensor();
 }
 
 std::vector<Param*> GraphLayer::params() {

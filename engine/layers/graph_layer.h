@@ -16,13 +16,16 @@
 // the input, constants and earlier nodes' values) and drops each value after its last reader.
 // Backward runs them in reverse, summing the gradients of values read by several nodes in node
 // order. The graph takes a plain input and gives a plain output (or the block its caller allows,
-// RunContext::out_block). Inside, a prediction (nothing recorded, no layer-input hooks, with
-// ExecContext::channel_blocks) keeps a value channel-blocked (engine/layers/layout.h) where a node
-// reading it takes that block: a layer that takes it or any block (Layer::input_block; one that
-// takes any passes on what its own readers take), an add, sub or mul of two values of one shape
-// whose kernel takes blocks (BinaryKernel::any_block). A reader that takes only plain tensors
-// converts what it reads. A recorded forward, node_outputs and the hooks see plain tensors
-// throughout. The layouts move elements, never change one: the same bits either way. A
+// RunContext::out_block). Inside, a prediction or a recorded (training) forward (no layer-input
+// hooks, with ExecContext::channel_blocks) keeps a value channel-blocked (engine/layers/layout.h)
+// where a node reading it takes that block: a layer that takes it or any block (Layer::input_block;
+// one that takes any passes on what its own readers take), an add, sub or mul of two values of one
+// shape whose kernel takes blocks (BinaryKernel::any_block). A reader that takes only plain tensors
+// converts what it reads. Backward sums each value's gradient in the layout the forward held the
+// value in and hands each layer its output's gradient in its output's layout (as Sequential does);
+// the input gradient comes back plain. node_outputs and the hooks see plain tensors throughout.
+// The layouts move elements, never change one: the same bits either way, except a training
+// step's batchnorms, whose blocked kernel sums in another order (tests/layers/test_graph.cpp). A
 // prediction (with ExecContext::fuse_bn_relu) also runs a batchnorm and the ReLU, clip or add after
 // it, or a batchnorm, an add and a ReLU, as one op where nothing else reads the values between them
 // (fused_span; the unfused nodes' bits), and a depthwise convolution on a blocked input, the

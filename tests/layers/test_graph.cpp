@@ -6,6 +6,8 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <cmath>
 #include <filesystem>
 
 #include "drift/drift.h"
@@ -91,15 +93,12 @@ TEST(GraphLayer, ValuesAreDroppedAfterTheirLastReaderAndTheOutputStays) {
   for (int64_t i = 0; i < y1.numel(); ++i) EXPECT_EQ(y1.at(i), y2.at(i));
 }
 
-// A MobileNetV2-shaped graph (stem, BatchNorm, ReLU, depthwise, ReLU6, 1x1, a residual add and a
-// ReLU, another 1x1 and a residual add without one) then a concat, pooling and a dense layer: a
-// prediction keeps the values channel-blocked from the stem to the second 1x1 convolution's input
-// (oneDNN's convolutions, the BatchNorms, the activations and the reference's depthwise loops take
-// the block) and plain from there, runs bn1 + r1, dw + bn2 + r2 (the batchnorm and clip in the
-// depthwise loops' stores), bn3 + res + r3 and bn4 + res2 as one op each, and gives the bits of the same prediction with every value plain and every node apart; a
-// recorded forward stays plain and apart.
-TEST(GraphLayer, PredictionKeepsValuesChannelBlockedAndFusesWithTheSameBits) {
-  const json spec = json::parse(R"({
+// A MobileNet/ResNet-like graph: the test below and the training one after it. conv_bias false:
+// the convolutions without a bias, as torchvision's before a batchnorm (whose train-mode forward
+// removes it: its exact gradient is 0, and both layouts' results are rounding noise no relative
+// bound can compare).
+json mobile_like_spec(bool conv_bias = true) {
+  json spec = json::parse(R"({
     "input": "x", "input_shape": [3, 8, 8],
     "nodes": [
       {"name": "stem", "op": "conv2d", "inputs": ["x"], "output": "a", "out_channels": 32, "kernel": [3, 3], "pads": [1, 1, 1, 1]},
@@ -120,6 +119,20 @@ TEST(GraphLayer, PredictionKeepsValuesChannelBlockedAndFusesWithTheSameBits) {
       {"name": "gap", "op": "global_avg_pool", "inputs": ["j"], "output": "k"},
       {"name": "fc", "op": "dense", "inputs": ["k"], "output": "y", "units": 10}
     ]})");
+  for (json& node : spec["nodes"])
+    if (node["op"] == "conv2d") node["bias"] = conv_bias;
+  return spec;
+}
+
+// A MobileNetV2-shaped graph (stem, BatchNorm, ReLU, depthwise, ReLU6, 1x1, a residual add and a
+// ReLU, another 1x1 and a residual add without one) then a concat, pooling and a dense layer: a
+// prediction keeps the values channel-blocked from the stem to the second 1x1 convolution's input
+// (oneDNN's convolutions, the BatchNorms, the activations and the reference's depthwise loops take
+// the block) and plain from there, runs bn1 + r1, dw + bn2 + r2 (the batchnorm and clip in the
+// depthwise loops' stores), bn3 + res + r3 and bn4 + res2 as one op each, and gives the bits of the same prediction with every value plain and every node apart; a
+// recorded forward keeps the blocks and runs every node apart.
+TEST(GraphLayer, PredictionKeepsValuesChannelBlockedAndFusesWithTheSameBits) {
+  const json spec = mobile_like_spec();
   const Policy p = Policy::torch();
   Rng rng(p.rng_engine, 3);
   auto g = build_graph(spec, p, rng);
@@ -172,10 +185,75 @@ TEST(GraphLayer, PredictionKeepsValuesChannelBlockedAndFusesWithTheSameBits) {
   EXPECT_EQ(g->last_block(g->find_value("d")), cb);
   EXPECT_EQ(picks(trace0, "binary"), 2);
   EXPECT_EQ(picks(trace1, "binary"), 0);
+  std::vector<KernelChoice> trace3;
+  exec.trace = &trace3;
   RunContext rec = RunContext::recorded(exec, Semantics::inference);
   EXPECT_TRUE(bitwise_equal(y0, g->forward(rec, x)));
-  for (const char* v : {"a", "d", "i"}) EXPECT_EQ(g->last_block(g->find_value(v)), 0) << v;
-  EXPECT_EQ(g->last_block(g->find_value("b")), 0);
+  for (const char* v : {"a", "b", "c", "d", "e", "f", "g", "h", "h2", "i"})
+    EXPECT_EQ(g->last_block(g->find_value(v)), cb) << v << " (recorded: blocked, apart)";
+  EXPECT_EQ(picks(trace3, "activation"), 3);
+  EXPECT_EQ(picks(trace3, "batchnorm"), 4);
+}
+
+// A training step through the graph (GraphLayer::backward in the forward's layouts) against the
+// same step with every value plain (ExecContext::channel_blocks off), as
+// tests/layers/test_blocked.cpp compares Sequential's: under inference semantics (the attacks'
+// input gradient) the same bits; under train semantics within BatchNorm's summation order (the
+// blocked kernel sums each plane per lane: 2e-5 against float64 in tests/ops/test_batchnorm.cpp;
+// through 4 BatchNorms 1e-4 of each tensor's largest entry leaves margin, and channels mixed up
+// would be off by O(1)), and the same bits twice.
+TEST(GraphLayer, TrainingStepInTheForwardsBlocksGivesThePlainResults) {
+  const int cb = Conv2dLayer::kernel_block(make_cpu_registry().conv2d.at(KernelBackend::onednn));
+  if (cb == 0) GTEST_SKIP() << "oneDNN computes in no channel block on this CPU";
+  ThreadCountGuard threads(2);
+  struct Pass {
+    Tensor y, dx;
+    std::vector<Tensor> grads, buffers;
+    int held_c = -1;
+  };
+  auto pass = [&](Semantics sem, bool blocks, bool param_grads) {
+    const Policy p = Policy::torch();
+    Rng rng(p.rng_engine, 3);
+    auto g = build_graph(mobile_like_spec(false), p, rng);
+    uint64_t seed = 10;
+    for (Param* q : g->buffers()) q->value = random_tensor(q->value.shape(), q->value.dtype(), seed++, 0.2, 1.5);
+    ExecContext exec;
+    exec.channel_blocks = blocks;
+    Rng drop(p.rng_engine, 1);
+    RunContext ctx = RunContext::recorded(exec, sem, &drop);
+    ctx.param_grads = param_grads;
+    const Tensor x = random_tensor({5, 3, 8, 8}, DType::f32, 7, -1.0, 1.0);
+    Pass r;
+    r.y = g->forward(ctx, x);
+    r.held_c = g->last_block(g->find_value("c"));
+    r.dx = g->backward(ctx, random_tensor(r.y.shape(), DType::f32, 8));
+    for (Param* q : g->params()) r.grads.push_back(q->grad.clone());
+    for (Param* q : g->buffers()) r.buffers.push_back(q->value.clone());
+    return r;
+  };
+  const Pass plain_inf = pass(Semantics::inference, false, false), blocked_inf = pass(Semantics::inference, true, false);
+  EXPECT_EQ(blocked_inf.held_c, cb);
+  EXPECT_EQ(plain_inf.held_c, 0);
+  EXPECT_TRUE(bitwise_equal(blocked_inf.y, plain_inf.y));
+  EXPECT_TRUE(bitwise_equal(blocked_inf.dx, plain_inf.dx));
+  EXPECT_EQ(blocked_inf.dx.channel_block(), 0) << "the input gradient comes back plain";
+  const Pass plain = pass(Semantics::train, false, true), blocked = pass(Semantics::train, true, true);
+  const Pass again = pass(Semantics::train, true, true);
+  EXPECT_EQ(blocked.held_c, cb);
+  auto near = [](const Tensor& a, const Tensor& r) {
+    double m = 0;
+    for (int64_t i = 0; i < r.numel(); ++i) m = std::max(m, std::fabs(r.at(i)));
+    return all_close(a, r, 1e-4 * m, 0.0);
+  };
+  EXPECT_TRUE(near(blocked.y, plain.y));
+  EXPECT_TRUE(near(blocked.dx, plain.dx));
+  ASSERT_EQ(blocked.grads.size(), plain.grads.size());
+  for (std::size_t i = 0; i < plain.grads.size(); ++i) {
+    EXPECT_TRUE(near(blocked.grads[i], plain.grads[i])) << "gradient " << i;
+    EXPECT_TRUE(bitwise_equal(again.grads[i], blocked.grads[i])) << "gradient " << i << " twice";
+  }
+  for (std::size_t i = 0; i < plain.buffers.size(); ++i)
+    EXPECT_TRUE(near(blocked.buffers[i], plain.buffers[i])) << "running statistic " << i;
 }
 
 // A grouped convolution is G independent convolutions over channel slices: the reference with

@@ -651,11 +651,17 @@ void conv2d_backward_both_onednn(const Conv2dParams& p, const Tensor& x, const T
     run_plan(plan, ptrs, &given);
     // The scratch holds the gradient of the kernel as applied; with flip that is the rotated
     // kernel, so rotate it back while adding.
+    // (Without flip one straight loop the compiler vectorises: the flip test inside the loop kept it
+    // scalar, 3% of a ResNet-50 training step.)
     float* dwp = dw->data<float>();
-    const int64_t rs = p.r * p.s;
-    for (int64_t kc = 0; kc < p.k * p.c; ++kc)
-      for (int64_t i = 0; i < rs; ++i)
-        dwp[kc * rs + i] += plan.dw_scratch[static_cast<std::size_t>(kc * rs + (p.flip ? rs - 1 - i : i))];
+    const float* sp = plan.dw_scratch.data();
+    const int64_t rs = p.r * p.s, total = p.k * p.c * rs;
+    if (!p.flip) {
+      for (int64_t i = 0; i < total; ++i) dwp[i] += sp[i];
+    } else {
+      for (int64_t kc = 0; kc < p.k * p.c; ++kc)
+        for (int64_t i = 0; i < rs; ++i) dwp[kc * rs + i] += sp[kc * rs + rs - 1 - i];
+    }
     if (db) {
       float* dbp = db->data<float>();
       for (int64_t k = 0; k < p.k; ++k) dbp[k] += plan.db_scratch[static_cast<std::size_t>(k)];
