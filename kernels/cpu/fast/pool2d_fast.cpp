@@ -249,44 +249,9 @@ void backward(const Pool2dParams& p, const T* x, const T* dy, T* dx) {
 
 // ---- channel-blocked (N, C/B, H, W, B): one plane per image and block, B channels per position ----
 
-// Forward: each window's scan (window_argmax's: the clipped window in row-major order), lane by
-// lane. The scan starts from the window's first element and visits it again, which changes
-// nothing (max_scan_takes(v, v) holds only for a NaN, which then stays).
-template <int B, typename T>
-void max_forward_blocked(const Pool2dParams& p, const T* x, T* y) {
-  const int64_t P = p.out_h(), Q = p.out_w(), planes = p.n * p.c / B;
-  const bool is_2x2 = plain_2x2(p);
-#pragma omp parallel for schedule(static)
-  for (int64_t nc = 0; nc < planes; ++nc) {
-    const T* xp = x + nc * p.h * p.w * B;
-    T* yp = y + nc * P * Q * B;
-    for (int64_t oh = 0; oh < P; ++oh)
-      for (int64_t ow = 0; ow < Q; ++ow) {
-        T* yo = yp + (oh * Q + ow) * B;
-        if (is_2x2) {  // the plain 2x2 path's picks: a, then b, c, d
-          const T* a = xp + ((2 * oh) * p.w + 2 * ow) * B;
-          const T* c = a + p.w * B;
-          for (int l = 0; l < B; ++l) yo[l] = pick(pick(pick(a[l], a[B + l]), c[l]), c[B + l]);
-          continue;
-        }
-        const int64_t h0 = oh * p.stride_h - p.pad_t, w0 = ow * p.stride_w - p.pad_l;
-        const int64_t hs = std::max<int64_t>(h0, 0), he = std::min(h0 + p.kh, p.h);
-        const int64_t ws = std::max<int64_t>(w0, 0), we = std::min(w0 + p.kw, p.w);
-        T m[B];
-        for (int l = 0; l < B; ++l) m[l] = xp[(hs * p.w + ws) * B + l];
-        for (int64_t ih = hs; ih < he; ++ih)
-          for (int64_t iw = ws; iw < we; ++iw) {
-            const T* v = xp + (ih * p.w + iw) * B;
-            for (int l = 0; l < B; ++l) m[l] = pick(m[l], v[l]);
-          }
-        for (int l = 0; l < B; ++l) yo[l] = m[l];
-      }
-  }
-}
-
-// B float lanes (channels of a blocked position) in one register, for the blocked 2x2 window's
-// backward: max_scan_takes, blends and the masks' logic as vector instructions. ok = false: no
-// such register for this B and type (float64, or an ISA without it); the lane loop below runs.
+// B float lanes (channels of a blocked position) in one register, for the blocked loops below:
+// max_scan_takes, blends and the masks' logic as vector instructions. ok = false: no such
+// register for this B and type (float64, or an ISA without it); the lane loops run.
 template <int B, typename T>
 struct VecLanes {
   static constexpr bool ok = false;
@@ -300,6 +265,8 @@ struct VecLanes<16, float> {
   static V load(const float* p) { return _mm512_loadu_ps(p); }
   static void store(float* p, V v) { _mm512_storeu_ps(p, v); }
   static V zero() { return _mm512_setzero_ps(); }
+  static V set1(float v) { return _mm512_set1_ps(v); }
+  static V add(V a, V b) { return _mm512_add_ps(a, b); }
   static M takes(V v, V cur) { return takes16(v, cur); }
   static V select(M m, V a, V b) { return _mm512_mask_blend_ps(m, a, b); }  // m ? b : a
   static M eq(V a, V b) { return _mm512_cmp_ps_mask(a, b, _CMP_EQ_OQ); }
@@ -317,6 +284,8 @@ struct VecLanes<8, float> {
   static V load(const float* p) { return _mm256_loadu_ps(p); }
   static void store(float* p, V v) { _mm256_storeu_ps(p, v); }
   static V zero() { return _mm256_setzero_ps(); }
+  static V set1(float v) { return _mm256_set1_ps(v); }
+  static V add(V a, V b) { return _mm256_add_ps(a, b); }
   static M takes(V v, V cur) {  // v > cur, or v is NaN
     return _mm256_or_ps(_mm256_cmp_ps(v, cur, _CMP_GT_OQ), _mm256_cmp_ps(v, v, _CMP_UNORD_Q));
   }
@@ -327,6 +296,83 @@ struct VecLanes<8, float> {
   static M not_(M a) { return _mm256_xor_ps(a, _mm256_castsi256_ps(_mm256_set1_epi32(-1))); }
 };
 #endif
+
+// One clipped window [hs, he) x [ws, we) of a blocked plane (row width w), B lanes in vector
+// registers (L = VecLanes<B, float>): window_argmax's scan from the window's first element.
+// Forward: the max to yo. Backward: dy (g) added to each lane's winner (ties=first: the scan's
+// last lead, its position carried as a float, exact below 2^24 positions) or to every element
+// equal to the lane's max (ties=all), position by position in row-major order, +0 elsewhere:
+// dx starts at +0 and only ever has dy added, so it is never -0 and adding +0 leaves its bits.
+template <int B, typename L>
+inline typename L::V max_window_vec(const float* xp, int64_t w, int64_t hs, int64_t he, int64_t ws, int64_t we,
+                                     typename L::V* best) {
+  auto m = L::load(xp + (hs * w + ws) * B);
+  if (best) *best = L::set1(static_cast<float>(hs * w + ws));
+  for (int64_t ih = hs; ih < he; ++ih)
+    for (int64_t iw = ws; iw < we; ++iw) {
+      const auto v = L::load(xp + (ih * w + iw) * B);
+      const auto t = L::takes(v, m);
+      m = L::select(t, m, v);
+      if (best) *best = L::select(t, *best, L::set1(static_cast<float>(ih * w + iw)));
+    }
+  return m;
+}
+
+template <int B, typename L>
+inline void max_window_backward_vec(const float* xp, int64_t w, int64_t hs, int64_t he, int64_t ws, int64_t we,
+                                    const float* g, float* dxp, bool all) {
+  typename L::V best;
+  const auto m = max_window_vec<B, L>(xp, w, hs, he, ws, we, all ? nullptr : &best);
+  const auto gv = L::load(g), z = L::zero();
+  for (int64_t ih = hs; ih < he; ++ih)
+    for (int64_t iw = ws; iw < we; ++iw) {
+      const int64_t pos = ih * w + iw;
+      const auto at = all ? L::eq(L::load(xp + pos * B), m) : L::eq(best, L::set1(static_cast<float>(pos)));
+      float* d = dxp + pos * B;
+      L::store(d, L::add(L::load(d), L::select(at, z, gv)));
+    }
+}
+
+// Forward: each window's scan (window_argmax's: the clipped window in row-major order), lane by
+// lane. The scan starts from the window's first element and visits it again, which changes
+// nothing (max_scan_takes(v, v) holds only for a NaN, which then stays).
+template <int B, typename T>
+void max_forward_blocked(const Pool2dParams& p, const T* x, T* y) {
+  const int64_t P = p.out_h(), Q = p.out_w(), planes = p.n * p.c / B;
+  const bool is_2x2 = plain_2x2(p), vec_positions = p.h * p.w < (int64_t{1} << 24);
+#pragma omp parallel for schedule(static)
+  for (int64_t nc = 0; nc < planes; ++nc) {
+    const T* xp = x + nc * p.h * p.w * B;
+    T* yp = y + nc * P * Q * B;
+    for (int64_t oh = 0; oh < P; ++oh)
+      for (int64_t ow = 0; ow < Q; ++ow) {
+        T* yo = yp + (oh * Q + ow) * B;
+        if (is_2x2) {  // the plain 2x2 path's picks: a, then b, c, d
+          const T* a = xp + ((2 * oh) * p.w + 2 * ow) * B;
+          const T* c = a + p.w * B;
+          for (int l = 0; l < B; ++l) yo[l] = pick(pick(pick(a[l], a[B + l]), c[l]), c[B + l]);
+          continue;
+        }
+        const int64_t h0 = oh * p.stride_h - p.pad_t, w0 = ow * p.stride_w - p.pad_l;
+        const int64_t hs = std::max<int64_t>(h0, 0), he = std::min(h0 + p.kh, p.h);
+        const int64_t ws = std::max<int64_t>(w0, 0), we = std::min(w0 + p.kw, p.w);
+        if constexpr (VecLanes<B, T>::ok) {
+          if (vec_positions) {
+            VecLanes<B, T>::store(yo, max_window_vec<B, VecLanes<B, T>>(xp, p.w, hs, he, ws, we, nullptr));
+            continue;
+          }
+        }
+        T m[B];
+        for (int l = 0; l < B; ++l) m[l] = xp[(hs * p.w + ws) * B + l];
+        for (int64_t ih = hs; ih < he; ++ih)
+          for (int64_t iw = ws; iw < we; ++iw) {
+            const T* v = xp + (ih * p.w + iw) * B;
+            for (int l = 0; l < B; ++l) m[l] = pick(m[l], v[l]);
+          }
+        for (int l = 0; l < B; ++l) yo[l] = m[l];
+      }
+  }
+}
 
 // One blocked 2x2 window's backward in vector registers (L = VecLanes<B, float>): the scan's
 // picks and the tie rule's masks as backward_row_2x2_vec computes them on plain rows.
@@ -392,6 +438,7 @@ template <int B, typename T>
 void max_backward_blocked(const Pool2dParams& p, const T* x, const T* dy, T* dx) {
   const int64_t P = p.out_h(), Q = p.out_w(), planes = p.n * p.c / B, plane = p.h * p.w * B;
   const bool is_2x2 = plain_2x2(p), all = p.ties == PoolTies::all;
+  const bool vec_positions = p.h * p.w < (int64_t{1} << 24);  // max_window_vec's float positions
 #pragma omp parallel for schedule(static)
   for (int64_t nc = 0; nc < planes; ++nc) {
     const T* xp = x + nc * plane;
@@ -422,6 +469,12 @@ void max_backward_blocked(const Pool2dParams& p, const T* x, const T* dy, T* dx)
         const int64_t hs = std::max<int64_t>(h0, 0), he = std::min(h0 + p.kh, p.h);
         const int64_t ws = std::max<int64_t>(w0, 0), we = std::min(w0 + p.kw, p.w);
         const T* g = dyp + (oh * Q + ow) * B;
+        if constexpr (VecLanes<B, T>::ok) {
+          if (vec_positions) {
+            max_window_backward_vec<B, VecLanes<B, T>>(xp, p.w, hs, he, ws, we, g, dxp, all);
+            continue;
+          }
+        }
         int64_t best[B];
         T m[B];
         for (int l = 0; l < B; ++l) {
