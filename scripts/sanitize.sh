@@ -26,7 +26,7 @@ BUILD_DIR=${ASAN_BUILD_DIR:-build-asan}
 # release), and the CUDA tests (CPU build: they skip).
 SUBSET_KERNELS='Cases/GemmFastVsRef.*:OnednnGemm.*:GemmReproducibleDouble.*:Backends/*'\
 ':Cases/Conv2dFastVsRef.*:Conv2dFast.*:Conv2dOnednn.*:Cases/ConvBlockFast.*:Cases/ConvBlockFastExact.*:ConvBlockFastLimits.*'\
-':Cases/Pool2dFastVsRef.*:Cases/AvgPool2dFastVsRef.*:Pool2dRef.*'\
+':Cases/Pool2dFastVsRef.*:Cases/AvgPool2dFastVsRef.*:Cases/Pool2dFastBlocked.*:Pool2dFastBlocked.*:Pool2dRef.*'\
 ':Shapes/BatchNormFast.*:BatchNormFast.*:BatchNormGradCheck.*:BatchNormSemantics.*:BnReluFusion.*'\
 ':ActivationFast.*:SoftmaxXentFast.*:All/RnnFastVsRef.*:RnnFast.*:RnnOp.*:Cells/*'\
 ':SgdKernels.*:OptimRule.*:AdaptiveKernels.*:Adam.*:Rmsprop.*:Embedding.*:Cases/GradCheck*'\
