@@ -585,8 +585,7 @@ void accumulate(RunContext& ctx, KernelBackend backend, Tensor& g, const Tensor&
 Tensor GraphLayer::backward(RunContext& ctx, const Tensor& dy) {
   check(kept_.size() == nodes_.size(), "graph: backward without a recorded forward");
   std::vector<Tensor> grads(values_.size());
-  auto held = [&](int v) { return last_block(v); };
-  grads[static_cast<std::size_t>(output_)] = to_block(dy, held(output_));
+  grads[static_cast<std::size_t>(output_)] = to_block(dy, last_block(output_));
   const bool input_grad = ctx.input_grad;
   for (std::size_t i = nodes_.size(); i-- > 0;) {
     GraphNode& node = nodes_[i];
@@ -599,12 +598,12 @@ Tensor GraphLayer::backward(RunContext& ctx, const Tensor& dy) {
     auto wanted = [&](int v) { return !is_constant(v) && (v != 0 || input_grad); };
     // d (any layout) added into value v's gradient, in the layout v is held in
     auto add_to = [&](int v, const Tensor& d) {
-      accumulate(ctx, binary_backend_, grads[static_cast<std::size_t>(v)], to_block(d, held(v)), value_format(v));
+      accumulate(ctx, binary_backend_, grads[static_cast<std::size_t>(v)], to_block(d, last_block(v)), value_format(v));
     };
     switch (node.op) {
       case GraphOp::layer: {
         ctx.need_dx = wanted(node.inputs[0]);
-        Tensor dx = node.layer->backward(ctx, to_block(g, held(node.output)));
+        Tensor dx = node.layer->backward(ctx, to_block(g, last_block(node.output)));
         if (ctx.need_dx) add_to(node.inputs[0], dx);
         break;
       }

@@ -26,13 +26,20 @@ void for_window(const Pool2dParams& p, int64_t oh, int64_t ow, F&& f) {
   }
 }
 
+// Window (oh, ow) clipped to the real input: rows [hs, he), columns [ws, we).
+struct ClippedWindow {
+  int64_t hs, he, ws, we;
+};
+inline ClippedWindow clipped_window(const Pool2dParams& p, int64_t oh, int64_t ow) {
+  const int64_t h0 = oh * p.stride_h - p.pad_t, w0 = ow * p.stride_w - p.pad_l;
+  return {std::max<int64_t>(h0, 0), std::min(h0 + p.kh, p.h), std::max<int64_t>(w0, 0), std::min(w0 + p.kw, p.w)};
+}
+
 // Offset (within the plane) of the winner of window (oh, ow): max_scan_takes in row-major order
 // (the first max, or the last NaN); the window is clipped to the real input, so padding never wins.
 template <typename T>
 inline int64_t window_argmax(const Pool2dParams& p, const T* xp, int64_t oh, int64_t ow) {
-  const int64_t h0 = oh * p.stride_h - p.pad_t, w0 = ow * p.stride_w - p.pad_l;
-  const int64_t hs = h0 < 0 ? 0 : h0, he = std::min(h0 + p.kh, p.h);
-  const int64_t ws = w0 < 0 ? 0 : w0, we = std::min(w0 + p.kw, p.w);
+  const auto [hs, he, ws, we] = clipped_window(p, oh, ow);
   int64_t best = hs * p.w + ws;
   T bv = xp[best];
   for (int64_t ih = hs; ih < he; ++ih) {
@@ -64,9 +71,9 @@ void max_backward_plane(const Pool2dParams& p, const T* xp, const T* dyp, T* dxp
         continue;
       }
       const T m = xp[first];
-      const int64_t h0 = oh * p.stride_h - p.pad_t, w0 = ow * p.stride_w - p.pad_l;
-      for (int64_t ih = std::max<int64_t>(h0, 0); ih < std::min(h0 + p.kh, p.h); ++ih)
-        for (int64_t iw = std::max<int64_t>(w0, 0); iw < std::min(w0 + p.kw, p.w); ++iw)
+      const auto [hs, he, ws, we] = clipped_window(p, oh, ow);
+      for (int64_t ih = hs; ih < he; ++ih)
+        for (int64_t iw = ws; iw < we; ++iw)
           if (xp[ih * p.w + iw] == m) dxp[ih * p.w + iw] += g;
     }
 }

@@ -353,9 +353,7 @@ void max_forward_blocked(const Pool2dParams& p, const T* x, T* y) {
           for (int l = 0; l < B; ++l) yo[l] = pick(pick(pick(a[l], a[B + l]), c[l]), c[B + l]);
           continue;
         }
-        const int64_t h0 = oh * p.stride_h - p.pad_t, w0 = ow * p.stride_w - p.pad_l;
-        const int64_t hs = std::max<int64_t>(h0, 0), he = std::min(h0 + p.kh, p.h);
-        const int64_t ws = std::max<int64_t>(w0, 0), we = std::min(w0 + p.kw, p.w);
+        const auto [hs, he, ws, we] = pool2d_loops::clipped_window(p, oh, ow);
         if constexpr (VecLanes<B, T>::ok) {
           if (vec_positions) {
             VecLanes<B, T>::store(yo, max_window_vec<B, VecLanes<B, T>>(xp, p.w, hs, he, ws, we, nullptr));
@@ -465,9 +463,7 @@ void max_backward_blocked(const Pool2dParams& p, const T* x, const T* dy, T* dx)
     for (int64_t i = 0; i < plane; ++i) dxp[i] = 0;
     for (int64_t oh = 0; oh < P; ++oh)
       for (int64_t ow = 0; ow < Q; ++ow) {
-        const int64_t h0 = oh * p.stride_h - p.pad_t, w0 = ow * p.stride_w - p.pad_l;
-        const int64_t hs = std::max<int64_t>(h0, 0), he = std::min(h0 + p.kh, p.h);
-        const int64_t ws = std::max<int64_t>(w0, 0), we = std::min(w0 + p.kw, p.w);
+        const auto [hs, he, ws, we] = pool2d_loops::clipped_window(p, oh, ow);
         const T* g = dyp + (oh * Q + ow) * B;
         if constexpr (VecLanes<B, T>::ok) {
           if (vec_positions) {
@@ -590,7 +586,6 @@ void register_pool2d_fast(KernelRegistry& reg) {
   k.forward = maxpool2d_forward_fast;
   k.backward = maxpool2d_backward_fast;
   reg.maxpool2d.at(KernelBackend::fast) = k;
-  k.any_block = true;
   k.forward = avgpool2d_forward_fast;
   k.backward = avgpool2d_backward_fast;
   reg.avgpool2d.at(KernelBackend::fast) = k;
