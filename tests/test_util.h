@@ -8,6 +8,7 @@
 #include <gtest/gtest.h>
 #include <omp.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <cstring>
@@ -86,6 +87,14 @@ inline ::testing::AssertionResult all_close(const Tensor& a, const Tensor& ref, 
        << " vs " << dtype_name(ref.dtype()) << ") differ by more than atol " << atol << " + rtol " << rtol
        << " * |ref|; ";
   return ::testing::AssertionFailure() << head.str() << summary.str() << "; first mismatches:" << first.str();
+}
+
+// Normwise: max|a - r| <= tol * max|r| (all_close with atol = tol * max|r|, rtol 0): for results
+// whose elements carry the rounding of the whole tensor's sums, not their own.
+inline ::testing::AssertionResult near_normwise(const Tensor& a, const Tensor& r, double tol) {
+  double m = 0;
+  for (int64_t i = 0; i < r.numel(); ++i) m = std::max(m, std::fabs(r.at(i)));
+  return all_close(a, r, tol * m, 0.0);
 }
 
 // Same shape, same dtype, same bytes: the check for "reproducible for a fixed thread count".

@@ -11,8 +11,6 @@
 // run the plain path, which the blocked one is compared to here.
 #include <gtest/gtest.h>
 
-#include <algorithm>
-#include <cmath>
 #include <string>
 #include <vector>
 
@@ -227,13 +225,6 @@ Pass run_pass(const char* model, Semantics sem, bool blocks, bool param_grads) {
   return r;
 }
 
-// Normwise: max|a - r| <= tol * max|r|.
-::testing::AssertionResult near(const Tensor& a, const Tensor& r, double tol) {
-  double m = 0;
-  for (int64_t i = 0; i < r.numel(); ++i) m = std::max(m, std::fabs(r.at(i)));
-  return all_close(a, r, tol * m, 0.0);
-}
-
 class BlockedResNet : public ::testing::TestWithParam<const char*> {};
 
 TEST_P(BlockedResNet, InferenceGivesThePlainBits) {
@@ -257,12 +248,12 @@ TEST_P(BlockedResNet, TrainingStepWithinBatchNormSummationOrderOfThePlainPath) {
   // 1e-4 of each tensor's largest entry leaves two orders of margin, and a wrong layout (channels
   // mixed up) is off by O(1).
   const double tol = 1e-4;
-  EXPECT_TRUE(near(blocked.out, plain.out, tol)) << "logits";
+  EXPECT_TRUE(near_normwise(blocked.out, plain.out, tol)) << "logits";
   ASSERT_EQ(blocked.grads.size(), plain.grads.size());
   for (std::size_t i = 0; i < plain.grads.size(); ++i)
-    EXPECT_TRUE(near(blocked.grads[i], plain.grads[i], tol)) << "gradient " << i;
+    EXPECT_TRUE(near_normwise(blocked.grads[i], plain.grads[i], tol)) << "gradient " << i;
   for (std::size_t i = 0; i < plain.buffers.size(); ++i)
-    EXPECT_TRUE(near(blocked.buffers[i], plain.buffers[i], tol)) << "running statistic " << i;
+    EXPECT_TRUE(near_normwise(blocked.buffers[i], plain.buffers[i], tol)) << "running statistic " << i;
   EXPECT_TRUE(bitwise_equal(again.out, blocked.out)) << "the same bits twice at 2 threads";
   for (std::size_t i = 0; i < blocked.grads.size(); ++i) EXPECT_TRUE(bitwise_equal(again.grads[i], blocked.grads[i]));
 }

@@ -9,8 +9,6 @@
 // benchmark): to add one, append it there.
 #include <gtest/gtest.h>
 
-#include <algorithm>
-#include <cmath>
 #include <string>
 
 #include "engine/layers/layout.h"
@@ -93,13 +91,6 @@ Result run(const BatchNormCase& c, bool fast, DType dt, int blk = 0) {
   return r;
 }
 
-// Normwise: max|a - r| <= tol * max|r|.
-::testing::AssertionResult near(const Tensor& a, const Tensor& r, double tol) {
-  double m = 0;
-  for (int64_t i = 0; i < r.numel(); ++i) m = std::max(m, std::fabs(r.at(i)));
-  return all_close(a, r, tol * m, 0.0);
-}
-
 class BatchNormFast : public ::testing::TestWithParam<BatchNormCase> {};
 
 TEST_P(BatchNormFast, MatchesTheFloat64ReferenceAsCloselyAsTheFloat32Reference) {
@@ -117,8 +108,8 @@ TEST_P(BatchNormFast, MatchesTheFloat64ReferenceAsCloselyAsTheFloat32Reference) 
                                                              {"dx", &Result::dx},     {"dgamma", &Result::dg},
                                                              {"dbeta", &Result::db}};
   for (const auto& [name, f] : fields) {
-    EXPECT_TRUE(near(fast.*f, exact.*f, tol)) << name << " fast vs float64 reference";
-    EXPECT_TRUE(near(ref.*f, exact.*f, tol)) << name << " float32 reference vs float64 reference";
+    EXPECT_TRUE(near_normwise(fast.*f, exact.*f, tol)) << name << " fast vs float64 reference";
+    EXPECT_TRUE(near_normwise(ref.*f, exact.*f, tol)) << name << " float32 reference vs float64 reference";
   }
 }
 
@@ -133,8 +124,8 @@ TEST_P(BatchNormFast, InferenceMatchesTheReference) {
   EXPECT_TRUE(bitwise_equal(fast.dx, ref.dx));
   const double tol = c.lo >= 100.0 ? 1e-4 : 2e-5;
   for (Tensor Result::*f : {&Result::y, &Result::dx, &Result::dg, &Result::db}) {
-    EXPECT_TRUE(near(fast.*f, exact.*f, tol)) << "fast vs float64 reference";
-    EXPECT_TRUE(near(ref.*f, exact.*f, tol)) << "float32 reference vs float64 reference";
+    EXPECT_TRUE(near_normwise(fast.*f, exact.*f, tol)) << "fast vs float64 reference";
+    EXPECT_TRUE(near_normwise(ref.*f, exact.*f, tol)) << "float32 reference vs float64 reference";
   }
 }
 
@@ -156,12 +147,12 @@ TEST_P(BatchNormFast, ChannelBlockedMatchesTheFloat64ReferenceAndThePlainInferen
                                                                {"var", &Result::var},   {"invstd", &Result::invstd},
                                                                {"dx", &Result::dx},     {"dgamma", &Result::dg},
                                                                {"dbeta", &Result::db}};
-    for (const auto& [name, f] : fields) EXPECT_TRUE(near(r.*f, exact.*f, tol)) << name << " blocked vs float64 reference";
+    for (const auto& [name, f] : fields) EXPECT_TRUE(near_normwise(r.*f, exact.*f, tol)) << name << " blocked vs float64 reference";
     const Result ri = run_infer(c, true, DType::f32, blk);
     EXPECT_TRUE(bitwise_equal(ri.y, plain_infer.y));
     EXPECT_TRUE(bitwise_equal(ri.dx, plain_infer.dx));
-    EXPECT_TRUE(near(ri.dg, exact_infer.dg, tol));
-    EXPECT_TRUE(near(ri.db, exact_infer.db, tol));
+    EXPECT_TRUE(near_normwise(ri.dg, exact_infer.dg, tol));
+    EXPECT_TRUE(near_normwise(ri.db, exact_infer.db, tol));
   }
 }
 
