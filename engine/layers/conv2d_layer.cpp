@@ -118,7 +118,8 @@ Tensor Conv2dLayer::forward(RunContext& ctx, const Tensor& x) {
   if (x.channel_block() != 0 && x.channel_block() != kb && !any)
     fail("conv2d: input in channel block ", x.channel_block(), ", kernel ", k.name, " takes ",
          kb ? "that block or plain" : "plain only");
-  const int yb = any ? x.channel_block() : kb > 0 && ctx.out_block == kb && p_.k % kb == 0 ? kb : 0;
+  const bool asked = ctx.out_block == kb || ctx.out_block == kAsProduced;
+  const int yb = any ? x.channel_block() : kb > 0 && asked && p_.k % kb == 0 ? kb : 0;
   Tensor y = Tensor::empty(p_.y_shape(), x.dtype()).with_block(yb);
   kept_.reset();
   // A training step's forward keeps, where the kernel offers it, what its weight gradient would

@@ -1,5 +1,7 @@
 #include "engine/layers/global_avg_pool_layer.h"
 
+#include "engine/layers/layout.h"
+
 namespace driftlab {
 
 GlobalAvgPoolLayer::GlobalAvgPoolLayer(const Shape& in, const Policy& policy) : in_(in), backend_(policy.pool_backend) {
@@ -12,25 +14,32 @@ GlobalAvgPoolLayer::GlobalAvgPoolLayer(const Shape& in, const Policy& policy) : 
   p_.validate();
 }
 
-Tensor GlobalAvgPoolLayer::forward(RunContext& ctx, const Tensor& x) {
-  check_input("global_avg_pool", x, in_);
-  // Plain only (input_block 0: Sequential and the graph convert before); the pooling kernel would
-  // take a blocked x, but the layer's (N,C) result and its dx are plain.
-  check(x.channel_block() == 0, "global_avg_pool: a channel-blocked (nChw", x.channel_block(),
-        "c) input; the layer takes plain (N,C,H,W)");
-  p_.n = x.dim(0);
-  Tensor y = Tensor::empty(p_.y_shape(), x.dtype());  // (N,C,1,1)
-  ctx.exec.pick(ctx.exec.kernels.avgpool2d, backend_, p_, x.dtype()).forward(p_, x, y);
+int GlobalAvgPoolLayer::input_block(const ExecContext& exec, DType dt) const {
+  return exec.kernels.avgpool2d.select(backend_, p_, dt).any_block ? kAsProduced : 0;
+}
+
+// A channel-blocked x: the kernel writes y as (N, C/B, 1, 1, B), whose bytes are (N, C) plain
+// (one position a plane), so the result is that storage relabelled; dy likewise for the backward.
+Tensor GlobalAvgPoolLayer::forward(RunContext& ctx, const Tensor& x_in) {
+  check_input("global_avg_pool", x_in, in_);
+  p_.n = x_in.dim(0);
+  const Pool2dKernel& k = ctx.exec.pick(ctx.exec.kernels.avgpool2d, backend_, p_, x_in.dtype());
+  const Tensor x = k.any_block ? x_in : to_plain(x_in);
+  Tensor y = Tensor::empty(p_.y_shape(), x.dtype()).with_block(x.channel_block());  // (N,C,1,1)
+  k.forward(p_, x, y);
   recorded_ = ctx.record;
-  return y.reshape({p_.n, p_.c});
+  recorded_block_ = x.channel_block();
+  return y.with_block(0).reshape({p_.n, p_.c});
 }
 
 Tensor GlobalAvgPoolLayer::backward(RunContext& ctx, const Tensor& dy) {
   check(recorded_, "global_avg_pool: backward without a recorded forward");
   check_shape("global_avg_pool backward", "dy", dy, {p_.n, p_.c});
-  Tensor dx = Tensor::empty(p_.x_shape(), dy.dtype());
+  const int b = recorded_block_;
+  Tensor dx = Tensor::empty(p_.x_shape(), dy.dtype()).with_block(b);
   // Average pooling's backward does not read the forward input: none is kept.
-  ctx.exec.pick(ctx.exec.kernels.avgpool2d, backend_, p_, dy.dtype()).backward(p_, Tensor(), dy.reshape(p_.y_shape()), dx);
+  ctx.exec.pick(ctx.exec.kernels.avgpool2d, backend_, p_, dy.dtype())
+      .backward(p_, Tensor(), dy.reshape(p_.y_shape()).with_block(b), dx);
   return dx;
 }
 

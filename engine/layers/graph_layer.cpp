@@ -241,9 +241,11 @@ std::vector<int> GraphLayer::value_blocks(const ExecContext& exec, DType dt, int
   std::vector<char> asked(values_.size(), 0);
   // A reader's vote: the block it takes v in. A reader that takes only plain tensors does not vote
   // (it converts what it reads, one conversion wherever it happens); readers that want two
-  // different blocks leave v plain.
+  // different blocks leave v plain. A reader taking v as produced (kAsProduced) leaves v in the
+  // block its node computes in, unless another reader asks for one.
   auto vote = [&](int v, int b) {
     const auto i = static_cast<std::size_t>(v);
+    if (b == kAsProduced && !asked[i]) want[i] = kAsProduced;
     if (b <= 0) return;
     if (!asked[i]) want[i] = b, asked[i] = 1;
     else if (want[i] != b) want[i] = 0;
@@ -386,7 +388,7 @@ Tensor GraphLayer::run(RunContext& ctx, const Tensor& x, std::vector<Tensor>* al
   last_blocks_.assign(values_.size(), 0);
   run_nodes(ctx, vals, x.dim(0), 0, nodes_.size(), all);
   const Tensor& out = vals[static_cast<std::size_t>(output_)];
-  return out.channel_block() != 0 && out.channel_block() != ctx.out_block ? to_plain(out) : out;
+  return out.channel_block() != 0 && !takes_block(ctx.out_block, out.channel_block()) ? to_plain(out) : out;
 }
 
 std::vector<Tensor> GraphLayer::forward_prefix(RunContext& ctx, const Tensor& x, std::size_t upto) {
@@ -422,7 +424,7 @@ Tensor GraphLayer::forward_from(RunContext& ctx, std::vector<Tensor> vals, std::
   last_blocks_.resize(values_.size(), 0);
   run_nodes(ctx, vals, n, from, nodes_.size(), nullptr);
   const Tensor& out = value_at(vals, output_);
-  return out.channel_block() != 0 && out.channel_block() != ctx.out_block ? to_plain(out) : out;
+  return out.channel_block() != 0 && !takes_block(ctx.out_block, out.channel_block()) ? to_plain(out) : out;
 }
 
 void GraphLayer::run_nodes(RunContext& ctx, std::vector<Tensor>& vals, int64_t n, std::size_t from, std::size_t upto,
@@ -461,7 +463,7 @@ void GraphLayer::run_nodes(RunContext& ctx, std::vector<Tensor>& vals, int64_t n
         Tensor in = value_at(vals, node.inputs[0]);
         if (in.channel_block()) {
           const int t = node.layer->input_block(ctx.exec, in.dtype());
-          if (t != kAnyBlock && t != in.channel_block()) in = to_plain(in);
+          if (!takes_block(t, in.channel_block())) in = to_plain(in);
         }
         if (ctx.exec.replace_layer_input)  // by node index; for this layer alone (earlier nodes keep theirs)
           if (Tensor r = ctx.exec.replace_layer_input(i, in); r.defined()) in = r;

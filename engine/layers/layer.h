@@ -72,8 +72,9 @@ struct RunContext {
   // recurrent layer that returns only its last step consumes it.
   StepMask step_mask{};
   // The channel block (engine/layers/layout.h) the output of the layer being called may have: 0 =
-  // plain (the default: what every caller outside a container gets). Set by Sequential for each
-  // layer from what the layers after it take (Layer::input_block); a permission, not a demand.
+  // plain (the default: what every caller outside a container gets), kAsProduced = any (the one
+  // it computes in). Set by Sequential for each layer from what the layers after it take
+  // (Layer::input_block); a permission, not a demand.
   int out_block = 0;
 
   // A training step's pass: train semantics, recorded; `rng` feeds dropout.
@@ -97,8 +98,9 @@ class Layer {
   virtual std::vector<Param*> params() { return {}; }
   // The channel block its forward takes an input in besides plain (engine/layers/layout.h): 0 =
   // plain only (the default), kAnyBlock = any (elementwise and per-channel layers: output and
-  // gradients in the input's layout). backward() then receives dy in its output's layout and
-  // returns dx in its input's. Asked by Sequential, which converts where a layer takes neither.
+  // gradients in the input's layout), kAsProduced = any, asking none of the layer before it (a
+  // global pool). backward() then receives dy in its output's layout and returns dx in its
+  // input's. Asked by Sequential, which converts where a layer takes neither.
   virtual int input_block(const ExecContext&, DType) const { return 0; }
   // Autocast (engine/layers/math_mode.h): the format its output is held in, given its input's.
   // The default is the input's (a layer off autocast's lists runs in its input's format);

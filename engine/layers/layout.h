@@ -15,8 +15,15 @@
 namespace driftlab {
 
 // What a layer's forward accepts (Layer::input_block): 0 = plain only; kAnyBlock = any layout,
-// the output and the gradients in the input's (elementwise and per-channel layers).
+// the output and the gradients in the input's (elementwise and per-channel layers);
+// kAsProduced = any layout, the output carrying none (a global pool's (N,C)): it asks nothing of
+// the layer before it, which then keeps the block it computes in (RunContext::out_block
+// kAsProduced: a convolution writes its kernel's block); dx in the input's layout.
 constexpr int kAnyBlock = -1;
+constexpr int kAsProduced = -2;
+
+// Whether a layer whose input_block is `takes` reads a tensor in block b as it is.
+inline bool takes_block(int takes, int b) { return takes == kAnyBlock || takes == kAsProduced || takes == b; }
 
 // x in channel block b (0: plain): x itself when it already is, else a converted copy. Any float
 // dtype; every element moved, none computed.

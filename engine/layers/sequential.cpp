@@ -182,7 +182,7 @@ Tensor Sequential::run(RunContext& ctx, const Tensor& x, std::size_t from, std::
         continue;
       }
     }
-    if (h.channel_block() != 0 && takes[i] != kAnyBlock && takes[i] != h.channel_block()) h = to_plain(h);
+    if (h.channel_block() != 0 && !takes_block(takes[i], h.channel_block())) h = to_plain(h);
     const bool pair_fits = may_fuse && i + 2 <= upto && formats_[i] == MathMode::float32 &&
                            i + 1 < n && formats_[i + 1] == MathMode::float32;
     if (ResidualLayer* res = pair_fits && ctx.semantics == Semantics::inference && !ctx.record ? res_relu_at(i) : nullptr;
@@ -212,7 +212,7 @@ Tensor Sequential::run(RunContext& ctx, const Tensor& x, std::size_t from, std::
   }
   ctx.out_block = outer;
   if (upto < n) return h;  // a prefix: in the layout its last layer left it
-  if (h.channel_block() != 0 && h.channel_block() != outer) h = to_plain(h);
+  if (h.channel_block() != 0 && !takes_block(outer, h.channel_block())) h = to_plain(h);
   final_block_ = h.channel_block();
   return h;
 }

@@ -4,7 +4,8 @@
 // through RunContext::out_block which block its output may have: the block that the next layer
 // not taking any layout takes (Layer::input_block), looking past the ones that take any; after the
 // last layer, what the caller allowed (RunContext::out_block, 0 by default: the model's output is
-// plain). A tensor in a layout the next layer does not take is converted to plain before it. Each
+// plain); kAsProduced where that layer takes any and asks none (a global pool: the block the layer
+// computes in). A tensor in a layout the next layer does not take is converted to plain before it. Each
 // layer's output layout is recorded, and backward converts the incoming gradient to it before the
 // layer's backward; the input gradient comes back in the input's layout.
 // Layers are appended with their input shape known, so every Policy decision that depends

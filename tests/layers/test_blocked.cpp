@@ -62,11 +62,11 @@ TEST(Layout, ConversionsAreExactAndAgreeWithBlockedOffset) {
 // A layer-unaware op handed a blocked tensor directly (not through Sequential) fails, naming it.
 TEST(Layout, ALayoutUnawareLayerHandedABlockedTensorFails) {
   const Policy p = Policy::torch();
-  GlobalAvgPoolLayer gap({16, 4, 4}, p);
+  FlattenLayer flatten({16, 4, 4}, p);
   ExecContext exec;
   RunContext ctx = RunContext::inference(exec);
   const std::string msg =
-      error_of([&] { (void)gap.forward(ctx, to_block(random_tensor({2, 16, 4, 4}, DType::f32, 3), 16)); });
+      error_of([&] { (void)flatten.forward(ctx, to_block(random_tensor({2, 16, 4, 4}, DType::f32, 3), 16)); });
   EXPECT_NE(msg.find("channel-blocked"), std::string::npos) << msg;
 }
 
@@ -201,6 +201,68 @@ TEST(BlockedActivations, PoolingKeepsThemAndGivesThePlainBits) {
   ASSERT_EQ(blocked.grads.size(), plain.grads.size());
   for (std::size_t i = 0; i < plain.grads.size(); ++i)
     EXPECT_TRUE(bitwise_equal(blocked.grads[i], plain.grads[i])) << "gradient " << i;
+}
+
+// Global average pooling takes its input in the block the convolution before it computes in
+// (kAsProduced: no layer after it asks for one, its (N,C) result carries none): conv -> ReLU ->
+// (probe) -> global pool -> dense sees the block forward and backward and gives the bits of the
+// same net with channel_blocks off (each channel's sum in the plain order, lane by lane). ResNet-20
+// ends so; the ResNet-20 tests below run it in a whole model.
+TEST(BlockedActivations, GlobalPoolingTakesTheBlockAsProducedWithThePlainBits) {
+  const int blk = Conv2dLayer::kernel_block(make_cpu_registry().conv2d.at(KernelBackend::onednn));
+  if (blk == 0) GTEST_SKIP() << "oneDNN computes in no channel block on this CPU";
+  ThreadCountGuard threads(2);
+  Policy p = Policy::torch();
+  p.conv_backend = KernelBackend::onednn;
+  Rng rng(p.rng_engine, 6);
+  Sequential net({24, 5, 7});
+  Conv2dSpec s;
+  s.out_channels = 32;
+  s.pad = PadMode::explicit_pad;
+  s.pad_h = s.pad_w = 1;
+  net.add(std::make_unique<Conv2dLayer>(s, net.current_shape(), p, rng));
+  net.add(std::make_unique<ActivationLayer>(ActKind::relu, net.current_shape(), p));
+  auto* seen = static_cast<Probe*>(&net.add(std::make_unique<Probe>(net.current_shape())));
+  net.add(std::make_unique<GlobalAvgPoolLayer>(net.current_shape(), p));
+  net.add(std::make_unique<DenseLayer>(4, net.current_shape(), p, rng));
+  const Tensor x = random_tensor({3, 24, 5, 7}, DType::f32, 8);
+  const Tensor dy = random_tensor({3, 4}, DType::f32, 9);
+  struct Run {
+    Tensor y, dx;
+    std::vector<Tensor> grads;
+    int fwd, bwd;
+  };
+  auto run = [&](bool blocks) {
+    ExecContext exec;
+    exec.channel_blocks = blocks;
+    Rng drop(p.rng_engine, 1);
+    RunContext ctx = RunContext::training(exec, &drop);
+    ctx.input_grad = true;
+    for (auto& np : net.named_params()) np.second->grad.fill(0.0);
+    Run r;
+    r.y = net.forward(ctx, x);
+    r.dx = net.backward(ctx, dy);
+    for (auto& np : net.named_params()) r.grads.push_back(np.second->grad.clone());
+    r.fwd = seen->seen_forward, r.bwd = seen->seen_backward;
+    return r;
+  };
+  const Run plain = run(false), blocked = run(true);
+  EXPECT_EQ(blocked.fwd, blk) << "conv -> ReLU -> (probe) -> global pool: blocked";
+  EXPECT_EQ(blocked.bwd, blk) << "the pool's dx in its input's block";
+  EXPECT_EQ(plain.fwd, 0);
+  EXPECT_EQ(blocked.y.channel_block(), 0);
+  EXPECT_TRUE(bitwise_equal(blocked.y, plain.y));
+  EXPECT_TRUE(bitwise_equal(blocked.dx, plain.dx));
+  ASSERT_EQ(blocked.grads.size(), plain.grads.size());
+  for (std::size_t i = 0; i < plain.grads.size(); ++i)
+    EXPECT_TRUE(bitwise_equal(blocked.grads[i], plain.grads[i])) << "gradient " << i;
+  // a prediction too (inference semantics, nothing recorded)
+  ExecContext exec;
+  RunContext ictx = RunContext::inference(exec);
+  ExecContext plain_exec;
+  plain_exec.channel_blocks = false;
+  RunContext pctx = RunContext::inference(plain_exec);
+  EXPECT_TRUE(bitwise_equal(net.forward(ictx, x), net.forward(pctx, x)));
 }
 
 struct Pass {
