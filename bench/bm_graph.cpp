@@ -3,9 +3,10 @@
 // mechanisms added in turn, so that what each one buys is measured on the machine at hand:
 //   BM_GraphPredict/0/0   every value plain, every node apart, the whole batch at once
 //   BM_GraphPredict/1/0   values channel-blocked between the nodes that take blocks
-//   BM_GraphPredict/2/0   and batchnorm + ReLU (+ add) run as one op, and a depthwise convolution +
-//                         batchnorm + ReLU / clip (the convolution's epilogue)
-//   BM_GraphPredict/4/0   mode 2 without the depthwise convolutions' epilogue (fuse_conv_epilogue off)
+//   BM_GraphPredict/2/0   and batchnorm + ReLU (+ add) run as one op, and a depthwise convolution
+//                         with the batchnorm + ReLU / clip before and after it (forward_fused)
+//   BM_GraphPredict/4/0   mode 2 without the depthwise convolutions' fused batchnorms
+//                         (fuse_conv_channel_ops off)
 //   BM_GraphPredict/2/P   and the nodes before the first dense one in pieces of P inputs
 //   BM_GraphPredict/3/0   what `driftlab predict` runs: mode 2 in pieces where the rule says so
 // Every variant's logits are checked once against mode 0's, bit for bit, before timing.
@@ -41,7 +42,7 @@ Tensor predict(Sequential& net, const Tensor& x, int mode, int64_t piece) {
   ExecContext exec;
   exec.channel_blocks = mode >= 1;
   exec.fuse_bn_relu = mode >= 2;
-  exec.fuse_conv_epilogue = mode != 4;
+  exec.fuse_conv_channel_ops = mode != 4;
   RunContext ctx = RunContext::inference(exec);
   if (mode == 3) return predict_in_pieces(ctx, net, x, predict_pieces(net, x.dim(0), x.dtype()));
   if (piece == 0) return net.forward(ctx, x);

@@ -75,7 +75,7 @@ using BnForwardInferAddFn = void (*)(const BatchNormParams&, const Tensor& x, co
 // Each channel's inference scale (C values, running_var's dtype) such that forward_infer writes
 // gamma * ((x - running_mean) * scale) + beta, in that order, before any fused op: what an op
 // fusing this batchnorm's inference forward into its own stores (a depthwise convolution's
-// ConvChannelEpilogue, core/ops/conv2d.h) needs to give this kernel's bits.
+// ConvChannelOp, core/ops/conv2d.h) needs to give this kernel's bits.
 using BnInferScaleFn = void (*)(const BatchNormParams&, const Tensor& running_var, Tensor& scale);
 // biased_mean/biased_var/steps hold the zero-debias state (used only when p.zero_debias; steps is
 // a 1-element tensor).

@@ -61,21 +61,25 @@ using Conv2dForwardKeepFn = void (*)(const Conv2dParams&, const Tensor& x, const
 using Conv2dBackwardBothFn = void (*)(const Conv2dParams&, const Tensor& x, const Tensor& dy, const Tensor& w,
                                       Tensor* dx, Tensor* dw, Tensor* db, const std::shared_ptr<void>& keep);
 
-// A per-output-channel epilogue written as each output is stored (a graph's prediction runs a
-// depthwise convolution, the batchnorm after it and that batchnorm's ReLU or clip as one op):
-//   y = act(gamma[k] * ((v - mean[k]) * scale[k]) + beta[k]),
-// v the convolution's output (its bias added) in x's dtype, act none, relu_value or clip_value(.,
-// clip_min, clip_max) (core/ops/activation.h: NaN kept). A batchnorm's inference forward in its
-// order (BatchNormKernel::infer_scale gives scale), then the activation: the bits of the ops run
-// one after another. mean, scale, gamma, beta: (K) each, x's dtype.
-struct ConvChannelEpilogue {
+// A per-channel batchnorm (inference) and activation that a convolution runs on its own values
+// (a graph's prediction runs a depthwise convolution with the batchnorm and ReLU or clip before it
+// and the ones after it as one op):
+//   act(gamma[c] * ((v - mean[c]) * scale[c]) + beta[c]),
+// act none, relu_value or clip_value(., clip_min, clip_max) (core/ops/activation.h: NaN kept). A
+// batchnorm's inference forward in its order (BatchNormKernel::infer_scale gives scale), then the
+// activation: the bits of the ops run one after another. mean, scale, gamma, beta: one value per
+// channel each (C before the convolution, K after), x's dtype.
+struct ConvChannelOp {
   enum class Act { none, relu, clip };
   Tensor mean, scale, gamma, beta;
   Act act = Act::none;
   double clip_min = 0.0, clip_max = 0.0;
 };
-using Conv2dForwardEpilogueFn = void (*)(const Conv2dParams&, const Tensor& x, const Tensor& w, const Tensor* b,
-                                         const ConvChannelEpilogue& e, Tensor& y);
+// pre (may be null): the ConvChannelOp on each input value before the convolution reads it (the
+// padding stays 0, as around the separate op's output); post (may be null): on each output value,
+// its bias added, as it is stored.
+using Conv2dForwardFusedFn = void (*)(const Conv2dParams&, const Tensor& x, const Tensor& w, const Tensor* b,
+                                      const ConvChannelOp* pre, const ConvChannelOp* post, Tensor& y);
 
 struct Conv2dKernel {
   const char* name = nullptr;
@@ -94,9 +98,9 @@ struct Conv2dKernel {
   // blocked) and writes y and dx in x's, as per-channel layers do (a depthwise convolution with one
   // output channel per input channel). Where it says so the layer passes its input's layout through.
   bool (*any_block)(const Conv2dParams&, DType) = nullptr;
-  // Optional: the forward with a ConvChannelEpilogue, for the params any_block accepts and
+  // Optional: the forward with ConvChannelOps before and after it, for the params any_block accepts and
   // channel-blocked x and y (a prediction's op; the layer asks any_block and x's block first).
-  Conv2dForwardEpilogueFn forward_epilogue = nullptr;
+  Conv2dForwardFusedFn forward_fused = nullptr;
   // Optional, for a kernel that picks its algorithm by shape: the name of the one these params run
   // (oneDNN: "direct", or "gemm" for a convolution that is a dense layer).
   const char* (*algorithm)(const Conv2dParams&) = nullptr;

@@ -78,13 +78,13 @@ bool BatchNormLayer::has_infer_add(const ExecContext& exec, DType dt) const {
   return exec.kernels.batchnorm.select(backend_, p_, dt).forward_infer_add != nullptr;
 }
 
-bool BatchNormLayer::infer_epilogue(const ExecContext& exec, DType dt, ConvChannelEpilogue& e) const {
+bool BatchNormLayer::infer_channel_op(const ExecContext& exec, DType dt, ConvChannelOp& e) const {
   const BatchNormKernel& k = exec.kernels.batchnorm.select(backend_, p_, dt);
   if (!k.infer_scale || running_var_.value.dtype() != dt) return false;
   Tensor scale({p_.c}, dt);
   k.infer_scale(p_, running_var_.value, scale);
   e.mean = running_mean_.value, e.scale = scale, e.gamma = gamma_.value, e.beta = beta_.value;
-  e.act = ConvChannelEpilogue::Act::none;
+  e.act = ConvChannelOp::Act::none;
   return true;
 }
 

@@ -41,11 +41,11 @@ class BatchNormLayer : public Layer {
   // it for a batchnorm node followed by a clip node): the two layers' bits.
   Tensor forward_infer_clip(RunContext& ctx, const Tensor& x, const ActivationParams& clip);
   bool has_infer_add(const ExecContext& exec, DType dt) const;
-  // This batchnorm's inference forward as a convolution's epilogue (ConvChannelEpilogue: the
+  // This batchnorm's inference forward as a convolution's per-channel op (ConvChannelOp: the
   // running mean, its kernel's inference scale, gamma, beta; act none), for a prediction that runs
-  // the convolution before it and this batchnorm as one op; false (e untouched) where its kernel
-  // for dt does not say its scale (BatchNormKernel::infer_scale).
-  bool infer_epilogue(const ExecContext& exec, DType dt, ConvChannelEpilogue& e) const;
+  // the convolution after or before it and this batchnorm as one op; false (e untouched) where its
+  // kernel for dt does not say its scale (BatchNormKernel::infer_scale).
+  bool infer_channel_op(const ExecContext& exec, DType dt, ConvChannelOp& e) const;
   std::vector<Param*> params() override { return {&gamma_, &beta_}; }
   std::vector<Param*> buffers() override;
   // Any channel block where its kernel takes blocked tensors (BatchNormKernel::any_block).

@@ -144,24 +144,25 @@ Tensor Conv2dLayer::forward(RunContext& ctx, const Tensor& x) {
   return y;
 }
 
-bool Conv2dLayer::takes_epilogue(const ExecContext& exec, DType dt, int block) const {
+bool Conv2dLayer::takes_channel_ops(const ExecContext& exec, DType dt, int block) const {
   if (block == 0 || math_.active()) return false;
   const Conv2dKernel& k = exec.kernels.conv2d.select(backend_, p_, dt);
-  return k.forward_epilogue && k.any_block && k.any_block(p_, dt);
+  return k.forward_fused && k.any_block && k.any_block(p_, dt);
 }
 
-Tensor Conv2dLayer::forward_epilogue(RunContext& ctx, const Tensor& x, const ConvChannelEpilogue& e) {
+Tensor Conv2dLayer::forward_fused(RunContext& ctx, const Tensor& x, const ConvChannelOp* pre,
+                                  const ConvChannelOp* post) {
   check(ctx.semantics == Semantics::inference && !ctx.record,
-        "conv2d: the fused epilogue is a prediction's op (inference semantics, nothing recorded)");
-  check(!math_.active(), "conv2d: the fused epilogue runs without a reduced math mode");
+        "conv2d: the fused per-channel ops are a prediction's op (inference semantics, nothing recorded)");
+  check(!math_.active(), "conv2d: the fused per-channel ops run without a reduced math mode");
   check_input("conv2d", x, {p_.c, p_.h, p_.w});
   p_.n = x.dim(0);
   const Conv2dKernel& k = ctx.exec.pick(ctx.exec.kernels.conv2d, backend_, p_, x.dtype());
-  check(k.forward_epilogue != nullptr, "conv2d: kernel ", k.name, " has no fused epilogue");
+  check(k.forward_fused != nullptr, "conv2d: kernel ", k.name, " has no fused per-channel ops");
   Tensor y = Tensor::empty(p_.y_shape(), x.dtype()).with_block(x.channel_block());
   kept_.reset();
   x_ = Tensor();
-  k.forward_epilogue(p_, x, weight_.value, has_bias_ ? &bias_.value : nullptr, e, y);
+  k.forward_fused(p_, x, weight_.value, has_bias_ ? &bias_.value : nullptr, pre, post, y);
   return y;
 }
 

@@ -44,12 +44,13 @@ class Conv2dLayer : public Layer {
   // kAnyBlock where the kernel takes any block for these params (Conv2dKernel::any_block: a
   // per-channel convolution), the output and dx then in the input's layout.
   int input_block(const ExecContext& exec, DType dt) const override;
-  // Whether a prediction can run this convolution and a per-channel epilogue after it as one op
-  // (ConvChannelEpilogue: a batchnorm and its ReLU or clip) on an input in channel block `block`:
-  // its kernel offers Conv2dKernel::forward_epilogue for these params, x blocked, no reduced math mode.
-  bool takes_epilogue(const ExecContext& exec, DType dt, int block) const;
-  // That op (inference, nothing recorded): y in x's block.
-  Tensor forward_epilogue(RunContext& ctx, const Tensor& x, const ConvChannelEpilogue& e);
+  // Whether a prediction can run this convolution with per-channel ops before and after it as one
+  // op (ConvChannelOp: a batchnorm and its ReLU or clip) on an input in channel block `block`:
+  // its kernel offers Conv2dKernel::forward_fused for these params, x blocked, no reduced math mode.
+  bool takes_channel_ops(const ExecContext& exec, DType dt, int block) const;
+  // That op (inference, nothing recorded): pre on x's values, post on the outputs (either may be
+  // null, not both); y in x's block.
+  Tensor forward_fused(RunContext& ctx, const Tensor& x, const ConvChannelOp* pre, const ConvChannelOp* post);
   // Under autocast its result is in the autocast format whatever its input's (math_mode.h).
   MathMode set_input_format(MathMode) override { return math_.autocast ? math_.mode : MathMode::float32; }
   const Conv2dParams& op_params() const { return p_; }

@@ -339,44 +339,72 @@ std::vector<Tensor> GraphLayer::node_outputs(RunContext& ctx, const Tensor& x) {
   return all;
 }
 
-std::size_t GraphLayer::fused_span(const ExecContext& exec, std::size_t i, DType dt, const std::vector<int>& readers,
-                                   int in_block) const {
-  const GraphNode& bn_node = nodes_[i];
-  auto* bn = bn_node.op == GraphOp::layer ? layer_as<BatchNormLayer>(*bn_node.layer) : nullptr;
-  // node j is an activation of `kind` reading only value v, which nothing else reads and the graph
-  // does not return
+GraphLayer::FusedRun GraphLayer::fused_span(const ExecContext& exec, std::size_t i, DType dt,
+                                            const std::vector<int>& readers, int in_block) const {
+  FusedRun run;
+  auto layer_at = [&](std::size_t j) -> Layer* {
+    return j < nodes_.size() && nodes_[j].op == GraphOp::layer ? nodes_[j].layer.get() : nullptr;
+  };
+  // v is read once (by the next node of the run) and is not the graph's output
+  auto passed_on = [&](int v) { return readers[static_cast<std::size_t>(v)] == 1 && v != output_; };
+  // node j is an activation of `kind` reading only value v, which nothing else reads
   auto act_of = [&](std::size_t j, int v, ActKind kind) {
-    if (j >= nodes_.size() || nodes_[j].op != GraphOp::layer || nodes_[j].inputs[0] != v) return false;
-    if (readers[static_cast<std::size_t>(v)] != 1 || v == output_) return false;
-    const auto* act = layer_as<ActivationLayer>(*nodes_[j].layer);
+    Layer* l = layer_at(j);
+    if (!l || nodes_[j].inputs[0] != v || !passed_on(v)) return false;
+    const auto* act = layer_as<ActivationLayer>(*l);
     return act && act->op_params().kind == kind;
   };
   auto relu_of = [&](std::size_t j, int v) { return act_of(j, v, ActKind::relu); };
   auto f32 = [&](int v) { return formats_.size() == values_.size() && formats_[static_cast<std::size_t>(v)] == MathMode::float32; };
-  // a convolution taking an epilogue -> batchnorm [-> ReLU | clip], nothing else reading between
-  if (auto* conv = bn_node.op == GraphOp::layer ? layer_as<Conv2dLayer>(*bn_node.layer) : nullptr) {
-    const int c = bn_node.output;
-    if (!exec.fuse_conv_epilogue || i + 1 >= nodes_.size() || !f32(bn_node.inputs[0]) || !f32(c) || readers[static_cast<std::size_t>(c)] != 1 ||
-        c == output_ || !conv->takes_epilogue(exec, dt, in_block))
-      return 1;
-    const GraphNode& next = nodes_[i + 1];
-    auto* bn2 = next.op == GraphOp::layer && next.inputs[0] == c ? layer_as<BatchNormLayer>(*next.layer) : nullptr;
-    ConvChannelEpilogue probe;
-    if (!bn2 || !f32(next.output) || !bn2->infer_epilogue(exec, dt, probe)) return 1;
-    const int zb = next.output;
-    return (relu_of(i + 2, zb) || act_of(i + 2, zb, ActKind::clip)) && f32(nodes_[i + 2].output) ? 3 : 2;
+  // a batchnorm at node j reading v that a convolution can run as a ConvChannelOp, with the ReLU
+  // or clip after it: how many nodes (1 or 2; 0: none)
+  auto channel_op_at = [&](std::size_t j, int v) -> std::size_t {
+    Layer* l = layer_at(j);
+    auto* bn = l ? layer_as<BatchNormLayer>(*l) : nullptr;
+    ConvChannelOp probe;
+    if (!bn || nodes_[j].inputs[0] != v || !f32(nodes_[j].output) || !bn->infer_channel_op(exec, dt, probe)) return 0;
+    const int z = nodes_[j].output;
+    return (relu_of(j + 1, z) || act_of(j + 1, z, ActKind::clip)) && f32(nodes_[j + 1].output) ? 2 : 1;
+  };
+  // the convolution at node j reading v, taking ConvChannelOps on an input in block in_block
+  auto fusing_conv = [&](std::size_t j, int v) {
+    Layer* l = layer_at(j);
+    auto* conv = l ? layer_as<Conv2dLayer>(*l) : nullptr;
+    return conv && nodes_[j].inputs[0] == v && f32(nodes_[j].output) && conv->takes_channel_ops(exec, dt, in_block);
+  };
+  Layer* first = layer_at(i);
+  if (!first || !f32(nodes_[i].inputs[0])) return run;
+  // [batchnorm [-> ReLU | clip] ->] convolution [-> batchnorm [-> ReLU | clip]], the convolution
+  // taking the ops before and after it (at least one of them)
+  if (exec.fuse_conv_channel_ops) {
+    const std::size_t pre = channel_op_at(i, nodes_[i].inputs[0]);
+    const int u = nodes_[i + pre - (pre > 0)].output;  // what the convolution reads, where pre > 0
+    const std::size_t j = i + pre;
+    if ((pre == 0 || passed_on(u)) && fusing_conv(j, pre ? u : nodes_[i].inputs[0])) {
+      const int c = nodes_[j].output;
+      const std::size_t post = passed_on(c) ? channel_op_at(j + 1, c) : 0;
+      if (pre + post > 0) {
+        run.span = pre + 1 + post, run.conv = pre, run.post = post;
+        return run;
+      }
+    }
   }
-  const int z = bn_node.output;
-  if (!bn || !f32(bn_node.inputs[0]) || !f32(z)) return 1;
-  if ((relu_of(i + 1, z) || act_of(i + 1, z, ActKind::clip)) && f32(nodes_[i + 1].output)) return 2;
+  auto* bn = layer_as<BatchNormLayer>(*first);
+  const int z = nodes_[i].output;
+  if (!bn || !f32(z)) return run;
+  if ((relu_of(i + 1, z) || act_of(i + 1, z, ActKind::clip)) && f32(nodes_[i + 1].output)) {
+    run.span = 2;
+    return run;
+  }
   // batchnorm -> add(z, r) [-> ReLU]: z first, as BatchNormKernel::forward_infer_add adds (z + r)
-  if (i + 1 >= nodes_.size()) return 1;
+  if (i + 1 >= nodes_.size()) return run;
   const GraphNode& add = nodes_[i + 1];
-  if (add.op != GraphOp::add || add.inputs[0] != z || readers[static_cast<std::size_t>(z)] != 1 || z == output_) return 1;
+  if (add.op != GraphOp::add || add.inputs[0] != z || !passed_on(z)) return run;
   const int r = add.inputs[1];
-  if (r == z || is_constant(r) || value_shape(r) != value_shape(z) || !f32(r) || !f32(add.output)) return 1;
-  if (!bn->has_infer_add(exec, dt)) return 1;
-  return relu_of(i + 2, add.output) && f32(nodes_[i + 2].output) ? 3 : 2;
+  if (r == z || is_constant(r) || value_shape(r) != value_shape(z) || !f32(r) || !f32(add.output)) return run;
+  if (!bn->has_infer_add(exec, dt)) return run;
+  run.span = relu_of(i + 2, add.output) && f32(nodes_[i + 2].output) ? 3 : 2;
+  return run;
 }
 
 Tensor GraphLayer::run(RunContext& ctx, const Tensor& x, std::vector<Tensor>* all) {
@@ -454,8 +482,9 @@ void GraphLayer::run_nodes(RunContext& ctx, std::vector<Tensor>& vals, int64_t n
     const int in_block = node.op == GraphOp::layer && !is_constant(node.inputs[0])
                              ? value_at(vals, node.inputs[0]).channel_block()
                              : 0;
-    std::size_t span = fuse ? fused_span(ctx.exec, i, dt, readers, in_block) : 1;
-    if (i + span > upto) span = 1;  // a prefix ends inside the run
+    FusedRun run = fuse ? fused_span(ctx.exec, i, dt, readers, in_block) : FusedRun{};
+    if (i + run.span > upto) run = FusedRun{};  // a prefix ends inside the run
+    const std::size_t span = run.span;
     const int out_v = nodes_[i + span - 1].output;  // the value the node (or the fused run) writes
     ctx.out_block = node.op == GraphOp::layer ? held[static_cast<std::size_t>(out_v)] : 0;
     switch (node.op) {
@@ -472,16 +501,24 @@ void GraphLayer::run_nodes(RunContext& ctx, std::vector<Tensor>& vals, int64_t n
           y = node.layer->forward(ctx, in);
           break;
         }
-        if (auto* conv = layer_as<Conv2dLayer>(*node.layer)) {  // convolution -> batchnorm [-> ReLU | clip]
-          ConvChannelEpilogue e;
-          check(layer_as<BatchNormLayer>(*nodes_[i + 1].layer)->infer_epilogue(ctx.exec, in.dtype(), e),
-                "graph: node '", nodes_[i + 1].name, "': no epilogue");
-          if (span == 3) {
-            const ActivationParams& act = layer_as<ActivationLayer>(*nodes_[i + 2].layer)->op_params();
-            e.act = act.kind == ActKind::clip ? ConvChannelEpilogue::Act::clip : ConvChannelEpilogue::Act::relu;
-            e.clip_min = act.clip_min, e.clip_max = act.clip_max;
-          }
-          y = conv->forward_epilogue(ctx, in, e);
+        if (run.conv >= 0) {  // [batchnorm [-> act] ->] convolution [-> batchnorm [-> act]]
+          // the ConvChannelOp of the batchnorm at node j and the activation after it (n nodes)
+          auto channel_op = [&](std::size_t j, std::size_t n) {
+            ConvChannelOp e;
+            check(layer_as<BatchNormLayer>(*nodes_[j].layer)->infer_channel_op(ctx.exec, in.dtype(), e),
+                  "graph: node '", nodes_[j].name, "': no per-channel op");
+            if (n == 2) {
+              const ActivationParams& act = layer_as<ActivationLayer>(*nodes_[j + 1].layer)->op_params();
+              e.act = act.kind == ActKind::clip ? ConvChannelOp::Act::clip : ConvChannelOp::Act::relu;
+              e.clip_min = act.clip_min, e.clip_max = act.clip_max;
+            }
+            return e;
+          };
+          const std::size_t at = i + static_cast<std::size_t>(run.conv), pre = static_cast<std::size_t>(run.conv);
+          const ConvChannelOp before = pre ? channel_op(i, pre) : ConvChannelOp{};
+          const ConvChannelOp after = run.post ? channel_op(at + 1, run.post) : ConvChannelOp{};
+          y = layer_as<Conv2dLayer>(*nodes_[at].layer)->forward_fused(ctx, in, pre ? &before : nullptr,
+                                                                       run.post ? &after : nullptr);
           break;
         }
         auto* bn = layer_as<BatchNormLayer>(*node.layer);

@@ -28,8 +28,8 @@
 // step's batchnorms, whose blocked kernel sums in another order (tests/layers/test_graph.cpp). A
 // prediction (with ExecContext::fuse_bn_relu) also runs a batchnorm and the ReLU, clip or add after
 // it, or a batchnorm, an add and a ReLU, as one op where nothing else reads the values between them
-// (fused_span; the unfused nodes' bits), and a depthwise convolution on a blocked input, the
-// batchnorm after it and that batchnorm's ReLU or clip (Conv2dLayer::forward_epilogue).
+// (fused_span; the unfused nodes' bits), and a depthwise convolution on a blocked input with the
+// batchnorm (and its ReLU or clip) before it, after it or both (Conv2dLayer::forward_fused).
 //
 // Autocast (engine/layers/math_mode.h) flows through the graph as through a Sequential: each
 // value is held in a format (set_input_format), a layer node's from its input's as the layer says
@@ -173,16 +173,24 @@ class GraphLayer : public Layer {
   // The channel block each value may be held in during a prediction (see the file comment), the
   // output's `outer` (what the caller allows).
   std::vector<int> value_blocks(const ExecContext& exec, DType dt, int outer) const;
-  // How many nodes from node i a prediction runs as one op: 2 for a batchnorm and the ReLU or clip
-  // after it (BatchNormLayer::forward_relu, forward_infer_clip) or the add of its output and
-  // another value (forward_infer_add: MobileNetV2's block ends), 3 for a batchnorm, such an add and a
-  // ReLU (forward_infer_add_relu: ResNet's block tail), where nothing else reads the values between
-  // them and every value is float32; 2 or 3 for a convolution that takes an epilogue on an input in
-  // block in_block, the batchnorm after it and that batchnorm's ReLU or clip
-  // (Conv2dLayer::forward_epilogue, BatchNormLayer::infer_epilogue); else 1. `readers`: how many
-  // node inputs name each value.
-  std::size_t fused_span(const ExecContext& exec, std::size_t i, DType dt, const std::vector<int>& readers,
-                         int in_block) const;
+  // A run of nodes that a prediction executes as one op, from node i (fused_span): `span` nodes
+  // (1: the node alone); where the run is a convolution's (Conv2dLayer::forward_fused), the
+  // convolution's offset in it (the nodes before it: 0, or a batchnorm and its ReLU or clip, 1 or
+  // 2) and the nodes after it (0, 1 or 2 likewise); conv -1 otherwise.
+  struct FusedRun {
+    std::size_t span = 1;
+    int conv = -1;
+    std::size_t post = 0;
+  };
+  // The run from node i: a convolution that takes per-channel ops on an input in block in_block
+  // with the batchnorm (and its ReLU or clip) before it, after it or both (Conv2dLayer::forward_fused,
+  // BatchNormLayer::infer_channel_op); else 2 for a batchnorm and the ReLU or clip after it
+  // (BatchNormLayer::forward_relu, forward_infer_clip) or the add of its output and another value
+  // (forward_infer_add: MobileNetV2's block ends), 3 for a batchnorm, such an add and a ReLU
+  // (forward_infer_add_relu: ResNet's block tail); always where nothing else reads the values
+  // between them and every value is float32. `readers`: how many node inputs name each value.
+  FusedRun fused_span(const ExecContext& exec, std::size_t i, DType dt, const std::vector<int>& readers,
+                      int in_block) const;
 
   std::vector<Value> values_;
   std::vector<GraphNode> nodes_;

@@ -97,13 +97,15 @@ struct ExecContext {
   // Whether Sequential may run a batchnorm followed by a ReLU as one op (BatchNormParams::relu: the
   // two layers' bits, one pass fewer each way, no tensor for the ReLU's input), and a graph's
   // prediction a batchnorm and a ReLU or clip, or a batchnorm, an add and a ReLU, or a depthwise
-  // convolution, a batchnorm and its ReLU or clip (GraphLayer::fused_span).
+  // convolution with the batchnorm and ReLU or clip before it and the ones after it
+  // (GraphLayer::fused_span).
   // false: the layers one by one (what the tests compare it with).
   bool fuse_bn_relu = true;
-  // Within fuse_bn_relu: whether a graph's prediction runs a depthwise convolution, the batchnorm
-  // after it and its ReLU or clip as one op (Conv2dKernel::forward_epilogue). false: that
-  // batchnorm (with its activation) runs on its own (bench/bm_graph's mode 4 measures what it buys).
-  bool fuse_conv_epilogue = true;
+  // Within fuse_bn_relu: whether a graph's prediction runs a depthwise convolution with the
+  // batchnorms (and their ReLU or clip) before and after it as one op (Conv2dKernel::forward_fused).
+  // false: those batchnorms (with their activations) run on their own (bench/bm_graph's mode 4
+  // measures what it buys).
+  bool fuse_conv_channel_ops = true;
 
   // The kernel of `table` for backend `want` (see OpTable::select), recorded in `trace`.
   template <typename Kernel, typename Params>

@@ -175,7 +175,7 @@ TEST(GraphLayer, PredictionKeepsValuesChannelBlockedAndFusesWithTheSameBits) {
   EXPECT_EQ(picks(trace0, "conv2d"), picks(trace1, "conv2d"));
   std::vector<KernelChoice> trace2;  // the knob: that batchnorm (and its clip) on its own again
   ExecContext apart_exec;
-  apart_exec.fuse_conv_epilogue = false;
+  apart_exec.fuse_conv_channel_ops = false;
   apart_exec.trace = &trace2;
   RunContext apart = RunContext::inference(apart_exec);
   EXPECT_TRUE(bitwise_equal(y0, g->forward(apart, x)));
@@ -191,6 +191,89 @@ TEST(GraphLayer, PredictionKeepsValuesChannelBlockedAndFusesWithTheSameBits) {
     EXPECT_EQ(g->last_block(g->find_value(v)), cb) << v << " (recorded: blocked, apart)";
   EXPECT_EQ(picks(trace3, "activation"), 3);
   EXPECT_EQ(picks(trace3, "batchnorm"), 4);
+}
+
+// MobileNetV2's inverted residual block and around it: a depthwise convolution runs the
+// batchnorm and ReLU or clip before it (its input planes go through them into a buffer), the ones
+// after it, both, or a batchnorm without an activation before it, as one op with the bits of every
+// node apart; the global pool reads the last depthwise convolution's output in its block.
+//   stem -> bn0 -> r0 -> dw0 (read twice: no op after) -> pw0 -> bn1 -> r1 -> dw1 -> bn2 -> r2 ->
+//   pw1 -> bn3 -> + dw0's -> bn4 -> dw2 -> global pool -> dense
+TEST(GraphLayer, DepthwiseConvolutionRunsTheBatchnormsBeforeAndAfterItWithTheSameBits) {
+  const json spec = json::parse(R"({
+    "input": "x", "input_shape": [3, 8, 8],
+    "nodes": [
+      {"name": "stem", "op": "conv2d", "inputs": ["x"], "output": "a", "out_channels": 32, "kernel": [3, 3], "pads": [1, 1, 1, 1]},
+      {"name": "bn0", "op": "batchnorm", "inputs": ["a"], "output": "b"},
+      {"name": "r0", "op": "relu", "inputs": ["b"], "output": "c"},
+      {"name": "dw0", "op": "conv2d", "inputs": ["c"], "output": "d", "out_channels": 32, "kernel": [3, 3],
+       "pads": [1, 1, 1, 1], "groups": 32},
+      {"name": "pw0", "op": "conv2d", "inputs": ["d"], "output": "e", "out_channels": 64, "kernel": [1, 1]},
+      {"name": "bn1", "op": "batchnorm", "inputs": ["e"], "output": "f"},
+      {"name": "r1", "op": "clip", "inputs": ["f"], "output": "g", "min": 0, "max": 6},
+      {"name": "dw1", "op": "conv2d", "inputs": ["g"], "output": "h", "out_channels": 64, "kernel": [3, 3],
+       "pads": [1, 1, 1, 1], "groups": 64},
+      {"name": "bn2", "op": "batchnorm", "inputs": ["h"], "output": "i"},
+      {"name": "r2", "op": "clip", "inputs": ["i"], "output": "j", "min": 0, "max": 6},
+      {"name": "pw1", "op": "conv2d", "inputs": ["j"], "output": "k", "out_channels": 32, "kernel": [1, 1]},
+      {"name": "bn3", "op": "batchnorm", "inputs": ["k"], "output": "l"},
+      {"name": "res", "op": "add", "inputs": ["l", "d"], "output": "m"},
+      {"name": "bn4", "op": "batchnorm", "inputs": ["m"], "output": "n"},
+      {"name": "dw2", "op": "conv2d", "inputs": ["n"], "output": "o", "out_channels": 32, "kernel": [3, 3],
+       "pads": [1, 1, 1, 1], "groups": 32},
+      {"name": "gap", "op": "global_avg_pool", "inputs": ["o"], "output": "p"},
+      {"name": "fc", "op": "dense", "inputs": ["p"], "output": "y", "units": 10}
+    ]})");
+  const Policy p = Policy::torch();
+  Rng rng(p.rng_engine, 4);
+  auto g = build_graph(spec, p, rng);
+  uint64_t seed = 20;
+  for (Param* q : g->buffers())  // running statistics away from 0 and 1 (variances positive)
+    q->value = random_tensor(q->value.shape(), q->value.dtype(), seed++, 0.2, 1.5);
+  for (Param* q : g->params())  // gammas and betas away from 1 and 0 too
+    if (q->value.rank() == 1) q->value = random_tensor(q->value.shape(), q->value.dtype(), seed++, -1.5, 1.5);
+  Tensor x = random_tensor({5, 3, 8, 8}, DType::f32, 7, -1.0, 1.0);
+  x.data<float>()[70] = std::numeric_limits<float>::quiet_NaN();  // image 0: NaN kept through every op
+  auto picks = [](const std::vector<KernelChoice>& trace, const std::string& op) {
+    int k = 0;
+    for (const KernelChoice& c : trace) k += c.op == op;
+    return k;
+  };
+  auto predict = [&](bool blocks, bool fuse, bool conv_ops, std::vector<KernelChoice>& trace) {
+    ExecContext exec;
+    exec.channel_blocks = blocks;
+    exec.fuse_bn_relu = fuse;
+    exec.fuse_conv_channel_ops = conv_ops;
+    exec.trace = &trace;
+    RunContext ctx = RunContext::inference(exec);
+    return g->forward(ctx, x);
+  };
+  std::vector<KernelChoice> apart, fused, no_conv_ops;
+  const Tensor y0 = predict(false, false, false, apart);
+  const Tensor y1 = predict(true, true, true, fused);
+  EXPECT_TRUE(bitwise_equal(y0, y1));
+  EXPECT_TRUE(std::isnan(y1.at(0))) << "image 0's NaN reaches its logits";
+  EXPECT_FALSE(std::isnan(y1.at(10))) << "and only image 0's";
+  const int cb = Conv2dLayer::kernel_block(make_cpu_registry().conv2d.at(KernelBackend::onednn));
+  ASSERT_GT(cb, 0) << "oneDNN's convolution computes in a channel-blocked layout on AVX2 and AVX-512";
+  // apart: 5 batchnorms, 3 activations, the add; fused: bn0 + r0 in dw0, bn1 + r1 and bn2 + r2 in
+  // dw1, bn4 in dw2, bn3 with the add as one batchnorm op
+  EXPECT_EQ(picks(apart, "batchnorm"), 5);
+  EXPECT_EQ(picks(apart, "activation"), 3);
+  EXPECT_EQ(picks(fused, "batchnorm"), 1);
+  EXPECT_EQ(picks(fused, "activation"), 0);
+  EXPECT_EQ(picks(fused, "binary"), 0);
+  EXPECT_EQ(picks(fused, "conv2d"), picks(apart, "conv2d"));
+  for (const char* v : {"b", "c", "f", "g", "h", "i", "l", "n"})
+    EXPECT_EQ(g->last_block(g->find_value(v)), 0) << v << " (inside a fused op: never held)";
+  for (const char* v : {"a", "d", "e", "j", "k", "m", "o"}) EXPECT_EQ(g->last_block(g->find_value(v)), cb) << v;
+  // the knob: the batchnorms around the convolutions on their own again (bn0 + r0, bn1 + r1 and
+  // bn2 + r2 as batchnorm-and-activation ops, bn3 + add, bn4)
+  const Tensor y2 = predict(true, true, false, no_conv_ops);
+  EXPECT_TRUE(bitwise_equal(y0, y2));
+  EXPECT_EQ(picks(no_conv_ops, "batchnorm"), 5);
+  EXPECT_EQ(picks(no_conv_ops, "activation"), 0);
+  EXPECT_EQ(g->last_block(g->find_value("c")), cb);
 }
 
 // A training step through the graph (GraphLayer::backward in the forward's layouts) against the

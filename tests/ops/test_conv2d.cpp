@@ -492,13 +492,13 @@ TEST(ConvRef, BlockedTensorsOnlyForTheDepthwiseCase) {
   EXPECT_FALSE(ref.any_block(q, DType::f32));
 }
 
-// The depthwise forward with a per-channel epilogue (Conv2dKernel::forward_epilogue: a prediction
-// runs a depthwise convolution, the batchnorm after it and its ReLU or clip as one op) against the
-// convolution on plain tensors, then the batchnorm kernel's inference forward with that activation
-// fused: bit for bit, with each batchnorm kernel's own scale (BatchNormKernel::infer_scale), both
-// variance estimators' forms, blocks of 8 and 16, NaN inputs (kept through ReLU and clip), one and
-// two threads.
-TEST(ConvRef, EpilogueGivesTheConvolutionThenTheBatchnormBits) {
+// The depthwise forward with per-channel ops (Conv2dKernel::forward_fused: a prediction runs a
+// depthwise convolution with the batchnorm and ReLU or clip before it, after it or both as one op)
+// against the ops apart: the batchnorm kernel's inference forward with that activation fused, the
+// convolution on plain tensors, the batchnorm after it: bit for bit, with each batchnorm kernel's
+// own scale (BatchNormKernel::infer_scale), both variance estimators' forms, blocks of 8 and 16,
+// NaN inputs (kept through ReLU and clip), one and two threads.
+TEST(ConvRef, FusedChannelOpsGiveTheOpsApartBits) {
   struct Case {
     int64_t n, c, h, w, r, s, sh, sw, dh, pt, pb, pl, pr;
     bool flip, bias;
@@ -510,71 +510,96 @@ TEST(ConvRef, EpilogueGivesTheConvolutionThenTheBatchnormBits) {
       {3, 16, 1, 1, 3, 3, 1, 1, 1, 1, 1, 1, 1, false, true},   // a 1x1 plane
   };
   const KernelRegistry reg = make_cpu_registry();
-  using Act = ConvChannelEpilogue::Act;
+  using Act = ConvChannelOp::Act;
+  enum class Where { after, before, both };
   for (const Case& c : cases)
     for (DType dt : {DType::f32, DType::f64})
       for (KernelBackend bnb : {KernelBackend::reference, KernelBackend::fast})
         for (BnVarEstimator est : {BnVarEstimator::unbiased, BnVarEstimator::inv_std})
           for (Act act : {Act::none, Act::relu, Act::clip})
-            for (int block : {8, 16}) {
-              const BatchNormKernel& bk = reg.batchnorm.at(bnb);
-              if (!bk.supports(BatchNormParams{}, dt)) continue;  // the fast batchnorm is float32 only
-              Conv2dParams p;
-              p.n = c.n, p.c = c.c, p.h = c.h, p.w = c.w, p.k = c.c, p.r = c.r, p.s = c.s;
-              p.stride_h = c.sh, p.stride_w = c.sw, p.dil_h = c.dh, p.dil_w = 1;
-              p.pad_t = c.pt, p.pad_b = c.pb, p.pad_l = c.pl, p.pad_r = c.pr, p.groups = c.c, p.flip = c.flip;
-              p.sum_order = SumOrder::ascending;
-              const int threads = block == 8 ? 1 : 2;
-              SCOPED_TRACE(p.str() + (dt == DType::f64 ? " f64 " : " f32 ") + bk.name + " block " +
-                           std::to_string(block) + " act " + std::to_string(static_cast<int>(act)) +
-                           (est == BnVarEstimator::inv_std ? " inv_std" : ""));
-              Tensor x = random_tensor(p.x_shape(), dt, 1, -1.0, 1.0);
-              const Tensor w = random_tensor(p.w_shape(), dt, 2, -1.0, 1.0), b = random_tensor({p.k}, dt, 3, -1.0, 1.0);
-              // channel 0's plane: a NaN output or more
-              if (dt == DType::f32) x.data<float>()[5] = std::numeric_limits<float>::quiet_NaN();
-              else x.data<double>()[5] = std::numeric_limits<double>::quiet_NaN();
-              BatchNormParams q;
-              q.n = p.n, q.c = p.k, q.s = p.out_h() * p.out_w(), q.eps = 1e-3, q.estimator = est;
-              q.relu = act == Act::relu, q.clip = act == Act::clip, q.clip_min = 0.0, q.clip_max = 0.75;
-              const Tensor g = random_tensor({p.k}, dt, 4, -1.5, 1.5), be = random_tensor({p.k}, dt, 5, -0.5, 0.5);
-              const Tensor rm = random_tensor({p.k}, dt, 6, -0.3, 0.3), rv = random_tensor({p.k}, dt, 7, 0.2, 1.5);
-              const int saved = omp_get_max_threads();
-              omp_set_num_threads(threads);
-              Tensor yc(p.y_shape(), dt), want(p.y_shape(), dt);
-              conv2d_forward_ref(p, x, w, c.bias ? &b : nullptr, yc);  // plain: the channels-inner loops
-              bk.forward_infer(q, yc, g, be, rm, rv, want);
-              ConvChannelEpilogue e;
-              e.mean = rm, e.gamma = g, e.beta = be, e.scale = Tensor({p.k}, dt);
-              bk.infer_scale(q, rv, e.scale);
-              e.act = act, e.clip_min = q.clip_min, e.clip_max = q.clip_max;
-              Tensor yb = Tensor::empty(p.y_shape(), dt).with_block(block);
-              reg.conv2d.reference().forward_epilogue(p, to_block(x, block), w, c.bias ? &b : nullptr, e, yb);
-              omp_set_num_threads(saved);
-              const Tensor got = to_plain(yb);
-              EXPECT_TRUE(bitwise_equal(want, got));
-              int64_t nans = 0;
-              for (int64_t i = 0; i < got.numel(); ++i) nans += std::isnan(got.at(i));
-              EXPECT_GT(nans, 0) << "the NaN input reaches the output";
-            }
+            for (Where where : {Where::after, Where::before, Where::both})
+              for (int block : {8, 16}) {
+                const BatchNormKernel& bk = reg.batchnorm.at(bnb);
+                if (!bk.supports(BatchNormParams{}, dt)) continue;  // the fast batchnorm is float32 only
+                Conv2dParams p;
+                p.n = c.n, p.c = c.c, p.h = c.h, p.w = c.w, p.k = c.c, p.r = c.r, p.s = c.s;
+                p.stride_h = c.sh, p.stride_w = c.sw, p.dil_h = c.dh, p.dil_w = 1;
+                p.pad_t = c.pt, p.pad_b = c.pb, p.pad_l = c.pl, p.pad_r = c.pr, p.groups = c.c, p.flip = c.flip;
+                p.sum_order = SumOrder::ascending;
+                const int threads = block == 8 ? 1 : 2;
+                SCOPED_TRACE(p.str() + (dt == DType::f64 ? " f64 " : " f32 ") + bk.name + " block " +
+                             std::to_string(block) + " act " + std::to_string(static_cast<int>(act)) + " where " +
+                             std::to_string(static_cast<int>(where)) + (est == BnVarEstimator::inv_std ? " inv_std" : ""));
+                Tensor x = random_tensor(p.x_shape(), dt, 1, -1.0, 1.0);
+                const Tensor w = random_tensor(p.w_shape(), dt, 2, -1.0, 1.0), b = random_tensor({p.k}, dt, 3, -1.0, 1.0);
+                // channel 0's plane: a NaN output or more
+                if (dt == DType::f32) x.data<float>()[5] = std::numeric_limits<float>::quiet_NaN();
+                else x.data<double>()[5] = std::numeric_limits<double>::quiet_NaN();
+                // a batchnorm over `s` positions a plane with its activation, and the same as a ConvChannelOp
+                auto batchnorm = [&](int64_t s, uint64_t seed, BatchNormParams& q, std::vector<Tensor>& vals,
+                                     ConvChannelOp& e) {
+                  q.n = p.n, q.c = p.k, q.s = s, q.eps = 1e-3, q.estimator = est;
+                  q.relu = act == Act::relu, q.clip = act == Act::clip, q.clip_min = 0.0, q.clip_max = 0.75;
+                  vals = {random_tensor({p.k}, dt, seed, -1.5, 1.5), random_tensor({p.k}, dt, seed + 1, -0.5, 0.5),
+                          random_tensor({p.k}, dt, seed + 2, -0.3, 0.3), random_tensor({p.k}, dt, seed + 3, 0.2, 1.5)};
+                  e.gamma = vals[0], e.beta = vals[1], e.mean = vals[2], e.scale = Tensor({p.k}, dt);
+                  bk.infer_scale(q, vals[3], e.scale);
+                  e.act = act, e.clip_min = q.clip_min, e.clip_max = q.clip_max;
+                };
+                BatchNormParams q1, q2;
+                std::vector<Tensor> v1, v2;
+                ConvChannelOp pre, post;
+                batchnorm(p.h * p.w, 4, q1, v1, pre);
+                batchnorm(p.out_h() * p.out_w(), 8, q2, v2, post);
+                const bool before = where != Where::after, after = where != Where::before;
+                const int saved = omp_get_max_threads();
+                omp_set_num_threads(threads);
+                Tensor xin = x;  // the ops apart, on plain tensors
+                if (before) {
+                  xin = Tensor(p.x_shape(), dt);
+                  bk.forward_infer(q1, x, v1[0], v1[1], v1[2], v1[3], xin);
+                }
+                Tensor want(p.y_shape(), dt);
+                conv2d_forward_ref(p, xin, w, c.bias ? &b : nullptr, want);  // plain: the channels-inner loops
+                if (after) {
+                  const Tensor yc = want.clone();
+                  bk.forward_infer(q2, yc, v2[0], v2[1], v2[2], v2[3], want);
+                }
+                Tensor yb = Tensor::empty(p.y_shape(), dt).with_block(block);
+                reg.conv2d.reference().forward_fused(p, to_block(x, block), w, c.bias ? &b : nullptr,
+                                                     before ? &pre : nullptr, after ? &post : nullptr, yb);
+                omp_set_num_threads(saved);
+                const Tensor got = to_plain(yb);
+                EXPECT_TRUE(bitwise_equal(want, got));
+                int64_t nans = 0;
+                for (int64_t i = 0; i < got.numel(); ++i) nans += std::isnan(got.at(i));
+                EXPECT_GT(nans, 0) << "the NaN input reaches the output";
+              }
 }
 
-// The epilogue's refusals, by name: plain tensors, a missing or misshapen per-channel tensor.
-TEST(ConvRef, EpilogueRefusesPlainTensorsAndMissingValues) {
+// The fused ops' refusals, by name: plain tensors, no op at all, a missing or misshapen
+// per-channel tensor before or after.
+TEST(ConvRef, FusedChannelOpsRefusePlainTensorsAndMissingValues) {
   Conv2dParams p;
   p.n = 1, p.c = p.k = p.groups = 16, p.h = p.w = 4, p.r = p.s = 3, p.pad_t = p.pad_b = p.pad_l = p.pad_r = 1;
   p.sum_order = SumOrder::ascending;
   const Tensor x = random_tensor(p.x_shape(), DType::f32, 1), w = random_tensor(p.w_shape(), DType::f32, 2);
-  ConvChannelEpilogue e;
+  ConvChannelOp e;
   e.mean = e.scale = e.gamma = random_tensor({16}, DType::f32, 3);
   Tensor y(p.y_shape(), DType::f32);
-  EXPECT_NE(error_of([&] { conv2d_forward_epilogue_ref(p, x, w, nullptr, e, y); }).find("channel-blocked tensors only"),
+  EXPECT_NE(error_of([&] { conv2d_forward_fused_ref(p, x, w, nullptr, nullptr, &e, y); }).find("channel-blocked tensors only"),
             std::string::npos);
   Tensor yb = Tensor::empty(p.y_shape(), DType::f32).with_block(16);
   const Tensor xb = to_block(x, 16);
-  EXPECT_NE(error_of([&] { conv2d_forward_epilogue_ref(p, xb, w, nullptr, e, yb); }).find("epilogue beta missing"),
+  EXPECT_NE(error_of([&] { conv2d_forward_fused_ref(p, xb, w, nullptr, nullptr, nullptr, yb); }).find("neither an op before"),
+            std::string::npos);
+  EXPECT_NE(error_of([&] { conv2d_forward_fused_ref(p, xb, w, nullptr, nullptr, &e, yb); }).find("op after beta missing"),
+            std::string::npos);
+  EXPECT_NE(error_of([&] { conv2d_forward_fused_ref(p, xb, w, nullptr, &e, nullptr, yb); }).find("op before beta missing"),
             std::string::npos);
   e.beta = random_tensor({8}, DType::f32, 4);
-  EXPECT_NE(error_of([&] { conv2d_forward_epilogue_ref(p, xb, w, nullptr, e, yb); }).find("beta"), std::string::npos);
+  EXPECT_NE(error_of([&] { conv2d_forward_fused_ref(p, xb, w, nullptr, &e, nullptr, yb); }).find("op before beta"),
+            std::string::npos);
 }
 
 }  // namespace

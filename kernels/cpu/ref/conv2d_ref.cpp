@@ -121,20 +121,48 @@ void depthwise_forward_channels_inner(const Conv2dParams& p, const T* x, const T
 // KR x KS: the kernel's size when known at compile time (3 x 3, MobileNet's: the taps unrolled, the
 // weights in registers), 0 x 0 for any size. An output position whose taps all read the input takes
 // the branch-free loop; the others test each tap. Same terms, same order either way.
-// A ConvChannelEpilogue's values as T pointers (indexed by channel) and its activation.
+// A ConvChannelOp's values as T pointers (indexed by channel) and its activation.
 template <typename T>
-struct EpilogueArgs {
+struct ChannelOpArgs {
   const T *mean = nullptr, *scale = nullptr, *gamma = nullptr, *beta = nullptr;
-  ConvChannelEpilogue::Act act = ConvChannelEpilogue::Act::none;
+  ConvChannelOp::Act act = ConvChannelOp::Act::none;
   T lo = T(0), hi = T(0);
 };
 
-// e (may be null): each output position's B values, bias added, go through the epilogue before
-// they are stored: the batchnorm's operations in its order on the same vector lanes, then the
-// activation lane by lane (ConvChannelEpilogue).
+// A ChannelOpArgs for one block of B channels as vectors V of B lanes: the batchnorm's operations
+// in its order on the lanes, then the activation lane by lane as vector selects (a scalar loop
+// here made the whole op twice as slow): the same comparisons choose the same values, NaN kept.
+template <typename T, int B>
+struct ChannelOpLanes {
+  typedef T V __attribute__((vector_size(sizeof(T) * B)));  // the loops' vector of B lanes
+  V mean{}, scale{}, gamma{}, beta{}, lo{}, hi{};
+  ConvChannelOp::Act act = ConvChannelOp::Act::none;
+  ChannelOpLanes() = default;
+  ChannelOpLanes(const ChannelOpArgs<T>& a, int64_t c0) : act(a.act) {
+    std::memcpy(&mean, a.mean + c0, sizeof(V)), std::memcpy(&scale, a.scale + c0, sizeof(V));
+    std::memcpy(&gamma, a.gamma + c0, sizeof(V)), std::memcpy(&beta, a.beta + c0, sizeof(V));
+    lo = V{} + a.lo, hi = V{} + a.hi;
+  }
+  V operator()(V v) const {
+    v = gamma * ((v - mean) * scale) + beta;  // gamma * ((v - mean) * scale) + beta, as the batchnorm
+    if (act == ConvChannelOp::Act::relu) return ((v > V{}) | (v != v)) ? v : V{};
+    if (act == ConvChannelOp::Act::clip) {
+      const V z = v;
+      v = z > hi ? hi : z;
+      return z < lo ? lo : v;  // x < lo first in clip_value: lo wins where lo > hi
+    }
+    return v;
+  }
+};
+
+// pre (may be null): each (image, block) input plane goes through the ConvChannelOp into a buffer
+// the thread reuses (a plane of B channels: 16 KB at 16x16 and 16 lanes), and the taps read that:
+// one pass over the input instead of the separate op's write and this loop's read of its output.
+// post (may be null): each output position's B values, bias added, go through it before they are
+// stored.
 template <typename T, int B, int KR, int KS>
 void depthwise_forward_blocked(const Conv2dParams& p, const T* x, const T* w, const T* b, T* y,
-                               const EpilogueArgs<T>* e = nullptr) {
+                               const ChannelOpArgs<T>* pre = nullptr, const ChannelOpArgs<T>* post = nullptr) {
   // B lanes as one vector (GCC's vector extension: one AVX-512 register for 16 floats, two AVX2
   // ones); with -ffp-contract=off a product and a sum stay two roundings, as in the scalar loops
   typedef T V __attribute__((vector_size(sizeof(T) * B)));
@@ -147,55 +175,55 @@ void depthwise_forward_blocked(const Conv2dParams& p, const T* x, const T* w, co
   const int64_t P = p.out_h(), Q = p.out_w(), K = p.k, HW = p.h * p.w, PQ = P * Q, nb = K / B;
   const int64_t R = KR ? KR : p.r, S = KS ? KS : p.s;
   const std::vector<T> wt = taps_channels_last(p, w);
-#pragma omp parallel for schedule(static)
-  for (int64_t nc = 0; nc < p.n * nb; ++nc) {
-    const int64_t cb = nc % nb;
-    const T* xb = x + nc * HW * B;
-    T* yb = y + nc * PQ * B;
-    const T* wc = wt.data() + cb * B;  // tap t's B weights at wc + t * K
-    const V bias = b ? load(b + cb * B) : V{};
-    V em{}, es{}, eg{}, eb{}, elo{}, ehi{};
-    if (e) elo = V{} + e->lo, ehi = V{} + e->hi;
-    if (e) em = load(e->mean + cb * B), es = load(e->scale + cb * B), eg = load(e->gamma + cb * B), eb = load(e->beta + cb * B);
-    for (int64_t oh = 0; oh < P; ++oh) {
-      const int64_t ih0 = oh * p.stride_h - p.pad_t;
-      const bool rows_in = ih0 >= 0 && ih0 + (R - 1) * p.dil_h < p.h;
-      for (int64_t ow = 0; ow < Q; ++ow) {
-        const int64_t iw0 = ow * p.stride_w - p.pad_l;
-        // one output position's B sums in registers, its taps in the (r, s) order from 0
-        V acc{};
-        if (rows_in && iw0 >= 0 && iw0 + (S - 1) * p.dil_w < p.w) {
-          for (int64_t r = 0; r < R; ++r)
-            for (int64_t s = 0; s < S; ++s)
-              acc += load(xb + ((ih0 + r * p.dil_h) * p.w + iw0 + s * p.dil_w) * B) * load(wc + (r * S + s) * K);
-        } else {
-          for (int64_t r = 0; r < R; ++r) {
-            const int64_t ih = ih0 + r * p.dil_h;
-            const bool row_in = ih >= 0 && ih < p.h;
-            for (int64_t s = 0; s < S; ++s) {
-              const int64_t iw = iw0 + s * p.dil_w;
-              const V wv = load(wc + (r * S + s) * K);
-              if (row_in && iw >= 0 && iw < p.w)
-                acc += load(xb + (ih * p.w + iw) * B) * wv;
-              else
-                acc += V{} * wv;  // a tap reading padding adds 0 * w, as the generic loops do
+#pragma omp parallel
+  {
+    std::vector<T> xt(pre ? static_cast<std::size_t>(HW * B) : 0);
+#pragma omp for schedule(static)
+    for (int64_t nc = 0; nc < p.n * nb; ++nc) {
+      const int64_t cb = nc % nb;
+      const T* xb = x + nc * HW * B;
+      if (pre) {
+        const ChannelOpLanes<T, B> op(*pre, cb * B);
+        for (int64_t i = 0; i < HW; ++i) {
+          const V v = op(load(xb + i * B));
+          std::memcpy(xt.data() + i * B, &v, sizeof(V));
+        }
+        xb = xt.data();
+      }
+      T* yb = y + nc * PQ * B;
+      const T* wc = wt.data() + cb * B;  // tap t's B weights at wc + t * K
+      const V bias = b ? load(b + cb * B) : V{};
+      ChannelOpLanes<T, B> op;
+      if (post) op = ChannelOpLanes<T, B>(*post, cb * B);
+      for (int64_t oh = 0; oh < P; ++oh) {
+        const int64_t ih0 = oh * p.stride_h - p.pad_t;
+        const bool rows_in = ih0 >= 0 && ih0 + (R - 1) * p.dil_h < p.h;
+        for (int64_t ow = 0; ow < Q; ++ow) {
+          const int64_t iw0 = ow * p.stride_w - p.pad_l;
+          // one output position's B sums in registers, its taps in the (r, s) order from 0
+          V acc{};
+          if (rows_in && iw0 >= 0 && iw0 + (S - 1) * p.dil_w < p.w) {
+            for (int64_t r = 0; r < R; ++r)
+              for (int64_t s = 0; s < S; ++s)
+                acc += load(xb + ((ih0 + r * p.dil_h) * p.w + iw0 + s * p.dil_w) * B) * load(wc + (r * S + s) * K);
+          } else {
+            for (int64_t r = 0; r < R; ++r) {
+              const int64_t ih = ih0 + r * p.dil_h;
+              const bool row_in = ih >= 0 && ih < p.h;
+              for (int64_t s = 0; s < S; ++s) {
+                const int64_t iw = iw0 + s * p.dil_w;
+                const V wv = load(wc + (r * S + s) * K);
+                if (row_in && iw >= 0 && iw < p.w)
+                  acc += load(xb + (ih * p.w + iw) * B) * wv;
+                else
+                  acc += V{} * wv;  // a tap reading padding adds 0 * w, as the generic loops do
+              }
             }
           }
+          if (b) acc += bias;
+          if (post) acc = op(acc);
+          std::memcpy(yb + (oh * Q + ow) * B, &acc, sizeof(V));
         }
-        if (b) acc += bias;
-        if (e) {
-          acc = eg * ((acc - em) * es) + eb;  // gamma * ((v - mean) * scale) + beta, as the batchnorm
-          // relu_value and clip_value lane by lane as vector selects (a scalar loop here made the
-          // whole op twice as slow): the same comparisons choose the same values, NaN kept
-          if (e->act == ConvChannelEpilogue::Act::relu) {
-            acc = ((acc > V{}) | (acc != acc)) ? acc : V{};
-          } else if (e->act == ConvChannelEpilogue::Act::clip) {
-            const V z = acc;
-            acc = z > ehi ? ehi : z;
-            acc = z < elo ? elo : acc;  // x < lo first in clip_value: lo wins where lo > hi
-          }
-        }
-        std::memcpy(yb + (oh * Q + ow) * B, &acc, sizeof(V));
       }
     }
   }
@@ -573,33 +601,47 @@ void conv2d_forward_ref(const Conv2dParams& p, const Tensor& x, const Tensor& w,
   });
 }
 
-// The depthwise forward with a ConvChannelEpilogue, on channel-blocked x and y (the blocked loops
-// above; Conv2dKernel::forward_epilogue).
-void conv2d_forward_epilogue_ref(const Conv2dParams& p, const Tensor& x, const Tensor& w, const Tensor* b,
-                                 const ConvChannelEpilogue& e, Tensor& y) {
-  const char* fn = "conv2d_forward_epilogue_ref";
+// The depthwise forward with ConvChannelOps before and after it, on channel-blocked x and y (the
+// blocked loops above; Conv2dKernel::forward_fused).
+void conv2d_forward_fused_ref(const Conv2dParams& p, const Tensor& x, const Tensor& w, const Tensor* b,
+                              const ConvChannelOp* pre, const ConvChannelOp* post, Tensor& y) {
+  const char* fn = "conv2d_forward_fused_ref";
   check_args(fn, p, x, "x", p.x_shape(), w);
   check_shape(fn, "y", y, p.y_shape());
   if (b) check_shape(fn, "b", *b, {p.k});
   const int cb = blocked_args(fn, p, x, "x", y, "y");
-  check(cb != 0, fn, ": x and y plain; the epilogue runs on channel-blocked tensors only");
-  const std::pair<const char*, const Tensor*> vals[] = {{"mean", &e.mean}, {"scale", &e.scale}, {"gamma", &e.gamma}, {"beta", &e.beta}};
-  for (const auto& [name, t] : vals) {
-    check(t->defined(), fn, ": epilogue ", name, " missing");
-    check_shape(fn, name, *t, {p.k});
-    check_same_dtype(fn, x, *t);
-  }
+  check(cb != 0, fn, ": x and y plain; the fused ops run on channel-blocked tensors only");
+  check(pre || post, fn, ": neither an op before nor one after the convolution");
+  // one op's values: four per-channel tensors of x's dtype, `channels` long
+  auto check_op = [&](const char* where, const ConvChannelOp& e, int64_t channels) {
+    const std::pair<const char*, const Tensor*> vals[] = {{"mean", &e.mean}, {"scale", &e.scale}, {"gamma", &e.gamma}, {"beta", &e.beta}};
+    for (const auto& [name, t] : vals) {
+      check(t->defined(), fn, ": ", where, " ", name, " missing");
+      check_shape(fn, (std::string(where) + " " + name).c_str(), *t, {channels});
+      check_same_dtype(fn, x, *t);
+    }
+  };
+  if (pre) check_op("op before", *pre, p.c);
+  if (post) check_op("op after", *post, p.k);
   dispatch_dtype(x.dtype(), [&](auto tag) {
     using T = decltype(tag);
-    EpilogueArgs<T> a;
-    a.mean = e.mean.data<T>(), a.scale = e.scale.data<T>(), a.gamma = e.gamma.data<T>(), a.beta = e.beta.data<T>();
-    a.act = e.act, a.lo = static_cast<T>(e.clip_min), a.hi = static_cast<T>(e.clip_max);
+    auto args = [](const ConvChannelOp& e) {
+      ChannelOpArgs<T> a;
+      a.mean = e.mean.data<T>(), a.scale = e.scale.data<T>(), a.gamma = e.gamma.data<T>(), a.beta = e.beta.data<T>();
+      a.act = e.act, a.lo = static_cast<T>(e.clip_min), a.hi = static_cast<T>(e.clip_max);
+      return a;
+    };
+    ChannelOpArgs<T> before, after;
+    if (pre) before = args(*pre);
+    if (post) after = args(*post);
+    const ChannelOpArgs<T>* pa = pre ? &before : nullptr;
+    const ChannelOpArgs<T>* qa = post ? &after : nullptr;
     with_block(cb, [&](auto blk) {
       constexpr int B = decltype(blk)::value;
       const T* bp = b ? b->data<T>() : nullptr;
       if (p.r == 3 && p.s == 3)
-        return depthwise_forward_blocked<T, B, 3, 3>(p, x.blocked_data<T>(), w.data<T>(), bp, y.blocked_data<T>(), &a);
-      depthwise_forward_blocked<T, B, 0, 0>(p, x.blocked_data<T>(), w.data<T>(), bp, y.blocked_data<T>(), &a);
+        return depthwise_forward_blocked<T, B, 3, 3>(p, x.blocked_data<T>(), w.data<T>(), bp, y.blocked_data<T>(), pa, qa);
+      depthwise_forward_blocked<T, B, 0, 0>(p, x.blocked_data<T>(), w.data<T>(), bp, y.blocked_data<T>(), pa, qa);
     });
   });
 }
@@ -653,7 +695,7 @@ void register_conv2d_ref(KernelRegistry& reg) {
   k.backward_data = conv2d_backward_data_ref;
   k.backward_weight = conv2d_backward_weight_ref;
   k.any_block = [](const Conv2dParams& p, DType) { return blocked_case(p); };
-  k.forward_epilogue = conv2d_forward_epilogue_ref;
+  k.forward_fused = conv2d_forward_fused_ref;
   reg.conv2d.at(KernelBackend::reference) = k;
 }
 

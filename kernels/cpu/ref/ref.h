@@ -27,8 +27,8 @@ namespace driftlab {
 
 // conv2d (conv2d_ref.cpp): x (N,C,H,W), w (K,C,R,S), b (K) | null -> y (N,K,P,Q)
 void conv2d_forward_ref(const Conv2dParams&, const Tensor& x, const Tensor& w, const Tensor* b, Tensor& y);
-void conv2d_forward_epilogue_ref(const Conv2dParams&, const Tensor& x, const Tensor& w, const Tensor* b,
-                                 const ConvChannelEpilogue& e, Tensor& y);
+void conv2d_forward_fused_ref(const Conv2dParams&, const Tensor& x, const Tensor& w, const Tensor* b,
+                              const ConvChannelOp* pre, const ConvChannelOp* post, Tensor& y);
 // While one lives, the reference conv2d runs its generic loops for every case (its depthwise
 // case's other loops off): the test that the two give the same bits.
 struct Conv2dRefGenericLoops {
