@@ -113,14 +113,6 @@ void depthwise_forward_channels_inner(const Conv2dParams& p, const T* x, const T
   }
 }
 
-// The channels-inner loops on channel-blocked tensors ((N, K/B, H, W, B), engine/layers/layout.h):
-// each (image, block) is already a (H*W, B) plane with the channels innermost, so the forward reads
-// it with no transposes and sums each output position's B channels in registers over its taps;
-// every element's terms, their order and the bias after them are the channels-inner loops', so the
-// bits are theirs.
-// KR x KS: the kernel's size when known at compile time (3 x 3, MobileNet's: the taps unrolled, the
-// weights in registers), 0 x 0 for any size. An output position whose taps all read the input takes
-// the branch-free loop; the others test each tap. Same terms, same order either way.
 // A ConvChannelOp's values as T pointers (indexed by channel) and its activation.
 template <typename T>
 struct ChannelOpArgs {
@@ -155,11 +147,22 @@ struct ChannelOpLanes {
   }
 };
 
-// pre (may be null): each (image, block) input plane goes through the ConvChannelOp into a buffer
-// the thread reuses (a plane of B channels: 16 KB at 16x16 and 16 lanes), and the taps read that:
-// one pass over the input instead of the separate op's write and this loop's read of its output.
-// post (may be null): each output position's B values, bias added, go through it before they are
-// stored.
+// The channels-inner loops on channel-blocked tensors ((N, K/B, H, W, B), engine/layers/layout.h):
+// each (image, block) is already a (H*W, B) plane with the channels innermost, so the forward reads
+// it with no transposes and sums each output position's B channels in registers over its taps;
+// every element's terms, their order and the bias after them are the channels-inner loops', so the
+// bits are theirs.
+// KR x KS: the kernel's size when known at compile time (3 x 3, MobileNet's: the taps unrolled, the
+// weights in registers), 0 x 0 for any size.
+// Each (image, block) input plane is copied into a buffer the thread reuses with its padding
+// written as zeros around it (Hp x Wp positions: 16 KB for 16 lanes of a 16x16 plane), through the
+// ConvChannelOp `pre` where given (one pass over the input instead of the separate op's write and
+// this loop's read of its output). Every output position then reads only the buffer, a padding tap
+// reading 0 and adding 0 * w: the generic loops' term. kU positions at a time, each its own sum in
+// its own register with the taps in the same (r, s) order: the same bits, kU independent chains of
+// adds (one position's nine dependent adds bounded the loop: MobileNetV2's prediction 3% faster,
+// docs/BENCHMARKS.md). post (may be null): each output position's B values, bias added, go through
+// it before they are stored.
 template <typename T, int B, int KR, int KS>
 void depthwise_forward_blocked(const Conv2dParams& p, const T* x, const T* w, const T* b, T* y,
                                const ChannelOpArgs<T>* pre = nullptr, const ChannelOpArgs<T>* post = nullptr) {
@@ -174,56 +177,58 @@ void depthwise_forward_blocked(const Conv2dParams& p, const T* x, const T* w, co
   };
   const int64_t P = p.out_h(), Q = p.out_w(), K = p.k, HW = p.h * p.w, PQ = P * Q, nb = K / B;
   const int64_t R = KR ? KR : p.r, S = KS ? KS : p.s;
+  const int64_t Hp = p.h + p.pad_t + p.pad_b, Wp = p.w + p.pad_l + p.pad_r;  // pads >= 0 (validate)
   const std::vector<T> wt = taps_channels_last(p, w);
+  constexpr int kU = 4;
 #pragma omp parallel
   {
-    std::vector<T> xt(pre ? static_cast<std::size_t>(HW * B) : 0);
+    std::vector<T> xt(static_cast<std::size_t>(Hp * Wp * B));  // zeros: the padding stays
 #pragma omp for schedule(static)
     for (int64_t nc = 0; nc < p.n * nb; ++nc) {
       const int64_t cb = nc % nb;
       const T* xb = x + nc * HW * B;
-      if (pre) {
-        const ChannelOpLanes<T, B> op(*pre, cb * B);
-        for (int64_t i = 0; i < HW; ++i) {
-          const V v = op(load(xb + i * B));
-          std::memcpy(xt.data() + i * B, &v, sizeof(V));
-        }
-        xb = xt.data();
+      {
+        ChannelOpLanes<T, B> op;
+        if (pre) op = ChannelOpLanes<T, B>(*pre, cb * B);
+        T* inner = xt.data() + (p.pad_t * Wp + p.pad_l) * B;
+        for (int64_t ih = 0; ih < p.h; ++ih)
+          for (int64_t iw = 0; iw < p.w; ++iw) {
+            const V v = pre ? op(load(xb + (ih * p.w + iw) * B)) : load(xb + (ih * p.w + iw) * B);
+            std::memcpy(inner + (ih * Wp + iw) * B, &v, sizeof(V));
+          }
       }
       T* yb = y + nc * PQ * B;
       const T* wc = wt.data() + cb * B;  // tap t's B weights at wc + t * K
       const V bias = b ? load(b + cb * B) : V{};
       ChannelOpLanes<T, B> op;
       if (post) op = ChannelOpLanes<T, B>(*post, cb * B);
-      for (int64_t oh = 0; oh < P; ++oh) {
-        const int64_t ih0 = oh * p.stride_h - p.pad_t;
-        const bool rows_in = ih0 >= 0 && ih0 + (R - 1) * p.dil_h < p.h;
-        for (int64_t ow = 0; ow < Q; ++ow) {
-          const int64_t iw0 = ow * p.stride_w - p.pad_l;
-          // one output position's B sums in registers, its taps in the (r, s) order from 0
-          V acc{};
-          if (rows_in && iw0 >= 0 && iw0 + (S - 1) * p.dil_w < p.w) {
-            for (int64_t r = 0; r < R; ++r)
-              for (int64_t s = 0; s < S; ++s)
-                acc += load(xb + ((ih0 + r * p.dil_h) * p.w + iw0 + s * p.dil_w) * B) * load(wc + (r * S + s) * K);
-          } else {
-            for (int64_t r = 0; r < R; ++r) {
-              const int64_t ih = ih0 + r * p.dil_h;
-              const bool row_in = ih >= 0 && ih < p.h;
-              for (int64_t s = 0; s < S; ++s) {
-                const int64_t iw = iw0 + s * p.dil_w;
-                const V wv = load(wc + (r * S + s) * K);
-                if (row_in && iw >= 0 && iw < p.w)
-                  acc += load(xb + (ih * p.w + iw) * B) * wv;
-                else
-                  acc += V{} * wv;  // a tap reading padding adds 0 * w, as the generic loops do
-              }
-            }
+      // output position o: its first tap in the buffer; its sum, the bias and the op after it stored
+      auto first_tap = [&](int64_t o) { return xt.data() + ((o / Q) * p.stride_h * Wp + (o % Q) * p.stride_w) * B; };
+      auto store = [&](V acc, int64_t o) {
+        if (b) acc += bias;
+        if (post) acc = op(acc);
+        std::memcpy(yb + o * B, &acc, sizeof(V));
+      };
+      int64_t o = 0;
+      for (; o + kU <= PQ; o += kU) {
+        const T* at[kU];
+        V acc[kU];
+        for (int u = 0; u < kU; ++u) at[u] = first_tap(o + u), acc[u] = V{};
+        for (int64_t r = 0; r < R; ++r)
+          for (int64_t s = 0; s < S; ++s) {
+            const V wv = load(wc + (r * S + s) * K);
+            const int64_t off = (r * p.dil_h * Wp + s * p.dil_w) * B;
+            for (int u = 0; u < kU; ++u) acc[u] += load(at[u] + off) * wv;
           }
-          if (b) acc += bias;
-          if (post) acc = op(acc);
-          std::memcpy(yb + (oh * Q + ow) * B, &acc, sizeof(V));
-        }
+        for (int u = 0; u < kU; ++u) store(acc[u], o + u);
+      }
+      for (; o < PQ; ++o) {
+        const T* at = first_tap(o);
+        V acc{};
+        for (int64_t r = 0; r < R; ++r)
+          for (int64_t s = 0; s < S; ++s)
+            acc += load(at + (r * p.dil_h * Wp + s * p.dil_w) * B) * load(wc + (r * S + s) * K);
+        store(acc, o);
       }
     }
   }
