@@ -426,6 +426,7 @@ TEST(ConvRef, BlockedDepthwiseGivesTheGenericLoopsBits) {
       {1, 48, 5, 7, 3, 5, 2, 1, 2, 1, 2, 1, 0, 3, true, true},    // rectangular, dilated, flipped
       {3, 16, 1, 1, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, false, true},   // a 1x1 plane: every tap but one reads padding
       {2, 64, 2, 2, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, false, true},   // 2x2 planes, MobileNetV2's late layers at 32x32
+      {2, 16, 3, 12, 1, 9, 1, 2, 1, 1, 0, 0, 4, 4, true, true},   // a 1x9 row: more taps than the weight gradient sums side by side
   };
   for (const Case& c : cases)
     for (DType dt : {DType::f32, DType::f64})

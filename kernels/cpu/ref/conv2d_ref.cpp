@@ -268,19 +268,6 @@ void depthwise_backward_data_blocked(const Conv2dParams& p, const T* dy, const T
   }
 }
 
-// A channel-blocked (N, C, H, W) tensor's elements in plain order (the weight gradient's loops
-// read planes).
-template <typename T>
-std::vector<T> unblocked(const T* x, const Shape& s, int b) {
-  const int64_t C = s[1], HW = s[2] * s[3];
-  std::vector<T> out(static_cast<std::size_t>(s[0] * C * HW));
-  for (int64_t n = 0; n < s[0]; ++n)
-    for (int64_t c = 0; c < C; ++c)
-      for (int64_t i = 0; i < HW; ++i)
-        out[static_cast<std::size_t>((n * C + c) * HW + i)] = x[((n * (C / b) + c / b) * HW + i) * b + c % b];
-  return out;
-}
-
 template <typename T>
 void depthwise_forward(const Conv2dParams& p, const T* x, const T* w, const T* b, T* y) {
   const int64_t P = p.out_h(), Q = p.out_w(), m = p.k / p.groups;
@@ -454,6 +441,54 @@ void depthwise_backward_weight(const Conv2dParams& p, const T* x, const T* dy, T
       for (int64_t n = 0; n < p.n; ++n)
         for (int64_t i = 0; i < P * Q; ++i) a += dy[(n * p.k + k) * P * Q + i];
       db[k] += a;
+    }
+  }
+}
+
+// The weight gradient on channel-blocked x and dy: each lane is one channel's scalar loop above
+// (its terms over (n, oh, ow) in order, the taps reading padding skipped; db's over (n, oh, ow)),
+// so the bits are the same; B channels a vector, and up to kTaps taps of a kernel row summed side
+// by side, each its own chain. One task per (block, kernel row), reading the block's planes.
+template <typename T, int B>
+void depthwise_backward_weight_blocked(const Conv2dParams& p, const T* x, const T* dy, T* dw, T* db) {
+  typedef T V __attribute__((vector_size(sizeof(T) * B)));
+  auto load = [](const T* q) {
+    V v;
+    std::memcpy(&v, q, sizeof(V));
+    return v;
+  };
+  constexpr int64_t kTaps = 8;
+  const int64_t P = p.out_h(), Q = p.out_w(), HW = p.h * p.w, PQ = P * Q, nb = p.k / B;
+#pragma omp parallel for schedule(static)
+  for (int64_t task = 0; task < nb * p.r; ++task) {
+    const int64_t cb = task / p.r, r = task % p.r;
+    for (int64_t s0 = 0; s0 < p.s; s0 += kTaps) {  // a row's taps s0 .. s1 - 1
+      const int64_t s1 = std::min(p.s, s0 + kTaps);
+      V acc[kTaps] = {};
+      V bsum{};
+      const bool with_db = db && r == 0 && s0 == 0;  // the block's db once, by its first task
+      for (int64_t n = 0; n < p.n; ++n) {
+        const T* xb = x + (n * nb + cb) * HW * B;
+        const T* dyb = dy + (n * nb + cb) * PQ * B;
+        for (int64_t oh = 0; oh < P; ++oh) {
+          const int64_t ih = oh * p.stride_h - p.pad_t + r * p.dil_h;
+          const bool row_in = ih >= 0 && ih < p.h;
+          for (int64_t ow = 0; ow < Q; ++ow) {
+            const V g = load(dyb + (oh * Q + ow) * B);
+            if (with_db) bsum += g;
+            if (!row_in) continue;
+            for (int64_t s = s0; s < s1; ++s) {
+              const int64_t iw = ow * p.stride_w - p.pad_l + s * p.dil_w;
+              if (iw >= 0 && iw < p.w) acc[s - s0] += load(xb + (ih * p.w + iw) * B) * g;
+            }
+          }
+        }
+      }
+      for (int l = 0; l < B; ++l) {
+        const int64_t k = cb * B + l;
+        for (int64_t s = s0; s < s1; ++s) dw[(k * p.r + tap(r, p.r, p.flip)) * p.s + tap(s, p.s, p.flip)] += acc[s - s0][l];
+        if (with_db) db[k] += bsum[l];
+      }
     }
   }
 }
@@ -675,9 +710,10 @@ void conv2d_backward_weight_ref(const Conv2dParams& p, const Tensor& x, const Te
   if (const int cb = blocked_args("conv2d_backward_weight_ref", p, x, "x", dy, "dy"))
     return dispatch_dtype(x.dtype(), [&](auto tag) {
       using T = decltype(tag);
-      const std::vector<T> xp = unblocked(x.blocked_data<T>(), x.shape(), cb);
-      const std::vector<T> dyp = unblocked(dy.blocked_data<T>(), dy.shape(), cb);
-      depthwise_backward_weight<T>(p, xp.data(), dyp.data(), dw.data<T>(), db ? db->data<T>() : nullptr);
+      with_block(cb, [&](auto blk) {
+        depthwise_backward_weight_blocked<T, decltype(blk)::value>(p, x.blocked_data<T>(), dy.blocked_data<T>(),
+                                                                   dw.data<T>(), db ? db->data<T>() : nullptr);
+      });
     });
   dispatch_dtype(x.dtype(), [&](auto tag) {
     using T = decltype(tag);
