@@ -78,9 +78,13 @@ bool BatchNormLayer::has_infer_add(const ExecContext& exec, DType dt) const {
   return exec.kernels.batchnorm.select(backend_, p_, dt).forward_infer_add != nullptr;
 }
 
+bool BatchNormLayer::has_channel_op(const ExecContext& exec, DType dt) const {
+  return exec.kernels.batchnorm.select(backend_, p_, dt).infer_scale && running_var_.value.dtype() == dt;
+}
+
 bool BatchNormLayer::infer_channel_op(const ExecContext& exec, DType dt, ConvChannelOp& e) const {
+  if (!has_channel_op(exec, dt)) return false;
   const BatchNormKernel& k = exec.kernels.batchnorm.select(backend_, p_, dt);
-  if (!k.infer_scale || running_var_.value.dtype() != dt) return false;
   Tensor scale({p_.c}, dt);
   k.infer_scale(p_, running_var_.value, scale);
   e.mean = running_mean_.value, e.scale = scale, e.gamma = gamma_.value, e.beta = beta_.value;

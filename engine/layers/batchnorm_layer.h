@@ -46,6 +46,8 @@ class BatchNormLayer : public Layer {
   // the convolution after or before it and this batchnorm as one op; false (e untouched) where its
   // kernel for dt does not say its scale (BatchNormKernel::infer_scale).
   bool infer_channel_op(const ExecContext& exec, DType dt, ConvChannelOp& e) const;
+  // Whether infer_channel_op would give one, without computing it (a fusion's probe).
+  bool has_channel_op(const ExecContext& exec, DType dt) const;
   std::vector<Param*> params() override { return {&gamma_, &beta_}; }
   std::vector<Param*> buffers() override;
   // Any channel block where its kernel takes blocked tensors (BatchNormKernel::any_block).

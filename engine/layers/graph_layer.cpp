@@ -361,8 +361,7 @@ GraphLayer::FusedRun GraphLayer::fused_span(const ExecContext& exec, std::size_t
   auto channel_op_at = [&](std::size_t j, int v) -> std::size_t {
     Layer* l = layer_at(j);
     auto* bn = l ? layer_as<BatchNormLayer>(*l) : nullptr;
-    ConvChannelOp probe;
-    if (!bn || nodes_[j].inputs[0] != v || !f32(nodes_[j].output) || !bn->infer_channel_op(exec, dt, probe)) return 0;
+    if (!bn || nodes_[j].inputs[0] != v || !f32(nodes_[j].output) || !bn->has_channel_op(exec, dt)) return 0;
     const int z = nodes_[j].output;
     return (relu_of(j + 1, z) || act_of(j + 1, z, ActKind::clip)) && f32(nodes_[j + 1].output) ? 2 : 1;
   };
@@ -378,9 +377,9 @@ GraphLayer::FusedRun GraphLayer::fused_span(const ExecContext& exec, std::size_t
   // taking the ops before and after it (at least one of them)
   if (exec.fuse_conv_channel_ops) {
     const std::size_t pre = channel_op_at(i, nodes_[i].inputs[0]);
-    const int u = nodes_[i + pre - (pre > 0)].output;  // what the convolution reads, where pre > 0
+    const int u = pre ? nodes_[i + pre - 1].output : nodes_[i].inputs[0];  // what the convolution reads
     const std::size_t j = i + pre;
-    if ((pre == 0 || passed_on(u)) && fusing_conv(j, pre ? u : nodes_[i].inputs[0])) {
+    if ((pre == 0 || passed_on(u)) && fusing_conv(j, u)) {
       const int c = nodes_[j].output;
       const std::size_t post = passed_on(c) ? channel_op_at(j + 1, c) : 0;
       if (pre + post > 0) {
