@@ -209,27 +209,23 @@ void depthwise_forward_blocked(const Conv2dParams& p, const T* x, const T* w, co
         if (post) acc = op(acc);
         std::memcpy(yb + o * B, &acc, sizeof(V));
       };
-      int64_t o = 0;
-      for (; o + kU <= PQ; o += kU) {
-        const T* at[kU];
-        V acc[kU];
-        for (int u = 0; u < kU; ++u) at[u] = first_tap(o + u), acc[u] = V{};
+      // U positions from o, side by side
+      auto positions = [&](auto u_count, int64_t o) {
+        constexpr int U = decltype(u_count)::value;
+        const T* at[U];
+        V acc[U];
+        for (int u = 0; u < U; ++u) at[u] = first_tap(o + u), acc[u] = V{};
         for (int64_t r = 0; r < R; ++r)
           for (int64_t s = 0; s < S; ++s) {
             const V wv = load(wc + (r * S + s) * K);
             const int64_t off = (r * p.dil_h * Wp + s * p.dil_w) * B;
-            for (int u = 0; u < kU; ++u) acc[u] += load(at[u] + off) * wv;
+            for (int u = 0; u < U; ++u) acc[u] += load(at[u] + off) * wv;
           }
-        for (int u = 0; u < kU; ++u) store(acc[u], o + u);
-      }
-      for (; o < PQ; ++o) {
-        const T* at = first_tap(o);
-        V acc{};
-        for (int64_t r = 0; r < R; ++r)
-          for (int64_t s = 0; s < S; ++s)
-            acc += load(at + (r * p.dil_h * Wp + s * p.dil_w) * B) * load(wc + (r * S + s) * K);
-        store(acc, o);
-      }
+        for (int u = 0; u < U; ++u) store(acc[u], o + u);
+      };
+      int64_t o = 0;
+      for (; o + kU <= PQ; o += kU) positions(std::integral_constant<int, kU>(), o);
+      for (; o < PQ; ++o) positions(std::integral_constant<int, 1>(), o);
     }
   }
 }
