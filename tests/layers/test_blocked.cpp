@@ -130,6 +130,35 @@ TEST(BlockedActivations, SequentialKeepsThemBetweenTheLayersThatTakeThem) {
   EXPECT_EQ(probe2->seen_forward, 0);
 }
 
+// One training step of `net` (train semantics, the input gradient too) from zeroed gradients, with
+// channel_blocks on or off: its output, input gradient and parameter gradients.
+struct Step {
+  Tensor y, dx;
+  std::vector<Tensor> grads;
+};
+Step training_step(Sequential& net, const Policy& p, const Tensor& x, const Tensor& dy, bool blocks) {
+  ExecContext exec;
+  exec.channel_blocks = blocks;
+  Rng drop(p.rng_engine, 1);
+  RunContext ctx = RunContext::training(exec, &drop);
+  ctx.input_grad = true;
+  for (auto& np : net.named_params()) np.second->grad.fill(0.0);
+  Step r;
+  r.y = net.forward(ctx, x);
+  r.dx = net.backward(ctx, dy);
+  for (auto& np : net.named_params()) r.grads.push_back(np.second->grad.clone());
+  return r;
+}
+
+// The blocked step's results are the plain step's bits.
+void expect_same_bits(const Step& blocked, const Step& plain) {
+  EXPECT_TRUE(bitwise_equal(blocked.y, plain.y));
+  EXPECT_TRUE(bitwise_equal(blocked.dx, plain.dx));
+  ASSERT_EQ(blocked.grads.size(), plain.grads.size());
+  for (std::size_t i = 0; i < plain.grads.size(); ++i)
+    EXPECT_TRUE(bitwise_equal(blocked.grads[i], plain.grads[i])) << "gradient " << i;
+}
+
 // Max and average pooling take the block (kernels/cpu/fast/pool2d_fast.cpp's blocked loops):
 // conv -> ReLU -> max pool -> conv -> ReLU -> average pool -> conv keeps every activation
 // blocked, forward and backward, and gives the bits of the same net with channel_blocks off
@@ -169,38 +198,15 @@ TEST(BlockedActivations, PoolingKeepsThemAndGivesThePlainBits) {
   net.add(std::make_unique<DenseLayer>(5, net.current_shape(), p, rng));
   const Tensor x = random_tensor({3, 40, 12, 12}, DType::f32, 8);
   const Tensor dy = random_tensor({3, 5}, DType::f32, 9);
-  struct Run {
-    Tensor y, dx;
-    std::vector<Tensor> grads;
-    int max_fwd, max_bwd, avg_fwd, avg_bwd;
-  };
-  auto run = [&](bool blocks) {
-    ExecContext exec;
-    exec.channel_blocks = blocks;
-    Rng drop(p.rng_engine, 1);
-    RunContext ctx = RunContext::training(exec, &drop);
-    ctx.input_grad = true;
-    for (auto& np : net.named_params()) np.second->grad.fill(0.0);
-    Run r;
-    r.y = net.forward(ctx, x);
-    r.dx = net.backward(ctx, dy);
-    for (auto& np : net.named_params()) r.grads.push_back(np.second->grad.clone());
-    r.max_fwd = after_max->seen_forward, r.max_bwd = after_max->seen_backward;
-    r.avg_fwd = after_avg->seen_forward, r.avg_bwd = after_avg->seen_backward;
-    return r;
-  };
-  const Run plain = run(false), blocked = run(true);
-  EXPECT_EQ(blocked.max_fwd, blk) << "conv -> ReLU -> max pool -> (probe): blocked";
-  EXPECT_EQ(blocked.avg_fwd, blk) << "conv -> ReLU -> average pool -> (probe): blocked";
-  EXPECT_EQ(blocked.max_bwd, blk);
-  EXPECT_EQ(blocked.avg_bwd, blk);
-  EXPECT_EQ(plain.max_fwd, 0);
-  EXPECT_EQ(plain.avg_fwd, 0);
-  EXPECT_TRUE(bitwise_equal(blocked.y, plain.y));
-  EXPECT_TRUE(bitwise_equal(blocked.dx, plain.dx));
-  ASSERT_EQ(blocked.grads.size(), plain.grads.size());
-  for (std::size_t i = 0; i < plain.grads.size(); ++i)
-    EXPECT_TRUE(bitwise_equal(blocked.grads[i], plain.grads[i])) << "gradient " << i;
+  const Step plain = training_step(net, p, x, dy, false);
+  EXPECT_EQ(after_max->seen_forward, 0);
+  EXPECT_EQ(after_avg->seen_forward, 0);
+  const Step blocked = training_step(net, p, x, dy, true);
+  EXPECT_EQ(after_max->seen_forward, blk) << "conv -> ReLU -> max pool -> (probe): blocked";
+  EXPECT_EQ(after_avg->seen_forward, blk) << "conv -> ReLU -> average pool -> (probe): blocked";
+  EXPECT_EQ(after_max->seen_backward, blk);
+  EXPECT_EQ(after_avg->seen_backward, blk);
+  expect_same_bits(blocked, plain);
 }
 
 // Global average pooling takes its input in the block the convolution before it computes in
@@ -227,35 +233,13 @@ TEST(BlockedActivations, GlobalPoolingTakesTheBlockAsProducedWithThePlainBits) {
   net.add(std::make_unique<DenseLayer>(4, net.current_shape(), p, rng));
   const Tensor x = random_tensor({3, 24, 5, 7}, DType::f32, 8);
   const Tensor dy = random_tensor({3, 4}, DType::f32, 9);
-  struct Run {
-    Tensor y, dx;
-    std::vector<Tensor> grads;
-    int fwd, bwd;
-  };
-  auto run = [&](bool blocks) {
-    ExecContext exec;
-    exec.channel_blocks = blocks;
-    Rng drop(p.rng_engine, 1);
-    RunContext ctx = RunContext::training(exec, &drop);
-    ctx.input_grad = true;
-    for (auto& np : net.named_params()) np.second->grad.fill(0.0);
-    Run r;
-    r.y = net.forward(ctx, x);
-    r.dx = net.backward(ctx, dy);
-    for (auto& np : net.named_params()) r.grads.push_back(np.second->grad.clone());
-    r.fwd = seen->seen_forward, r.bwd = seen->seen_backward;
-    return r;
-  };
-  const Run plain = run(false), blocked = run(true);
-  EXPECT_EQ(blocked.fwd, blk) << "conv -> ReLU -> (probe) -> global pool: blocked";
-  EXPECT_EQ(blocked.bwd, blk) << "the pool's dx in its input's block";
-  EXPECT_EQ(plain.fwd, 0);
+  const Step plain = training_step(net, p, x, dy, false);
+  EXPECT_EQ(seen->seen_forward, 0);
+  const Step blocked = training_step(net, p, x, dy, true);
+  EXPECT_EQ(seen->seen_forward, blk) << "conv -> ReLU -> (probe) -> global pool: blocked";
+  EXPECT_EQ(seen->seen_backward, blk) << "the pool's dx in its input's block";
   EXPECT_EQ(blocked.y.channel_block(), 0);
-  EXPECT_TRUE(bitwise_equal(blocked.y, plain.y));
-  EXPECT_TRUE(bitwise_equal(blocked.dx, plain.dx));
-  ASSERT_EQ(blocked.grads.size(), plain.grads.size());
-  for (std::size_t i = 0; i < plain.grads.size(); ++i)
-    EXPECT_TRUE(bitwise_equal(blocked.grads[i], plain.grads[i])) << "gradient " << i;
+  expect_same_bits(blocked, plain);
   // a prediction too (inference semantics, nothing recorded)
   ExecContext exec;
   RunContext ictx = RunContext::inference(exec);

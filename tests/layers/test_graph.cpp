@@ -91,6 +91,13 @@ TEST(GraphLayer, ValuesAreDroppedAfterTheirLastReaderAndTheOutputStays) {
   for (int64_t i = 0; i < y1.numel(); ++i) EXPECT_EQ(y1.at(i), y2.at(i));
 }
 
+// How many kernels of `op` a traced pass picked.
+int picks(const std::vector<KernelChoice>& trace, const std::string& op) {
+  int k = 0;
+  for (const KernelChoice& c : trace) k += c.op == op;
+  return k;
+}
+
 // A MobileNet/ResNet-like graph: the test below and the training one after it. conv_bias false:
 // the convolutions without a bias, as torchvision's before a batchnorm (whose train-mode forward
 // removes it: its exact gradient is 0, and both layouts' results are rounding noise no relative
@@ -138,12 +145,6 @@ TEST(GraphLayer, PredictionKeepsValuesChannelBlockedAndFusesWithTheSameBits) {
   for (Param* q : g->buffers())  // running statistics away from 0 and 1 (variances positive)
     q->value = random_tensor(q->value.shape(), q->value.dtype(), seed++, 0.2, 1.5);
   const Tensor x = random_tensor({5, 3, 8, 8}, DType::f32, 7, -1.0, 1.0);
-  // the kernels a pass picks, by op
-  auto picks = [](const std::vector<KernelChoice>& trace, const std::string& op) {
-    int k = 0;
-    for (const KernelChoice& c : trace) k += c.op == op;
-    return k;
-  };
   std::vector<KernelChoice> trace0, trace1;
   ExecContext plain_exec;
   plain_exec.channel_blocks = false;
@@ -234,11 +235,6 @@ TEST(GraphLayer, DepthwiseConvolutionRunsTheBatchnormsBeforeAndAfterItWithTheSam
     if (q->value.rank() == 1) q->value = random_tensor(q->value.shape(), q->value.dtype(), seed++, -1.5, 1.5);
   Tensor x = random_tensor({5, 3, 8, 8}, DType::f32, 7, -1.0, 1.0);
   x.data<float>()[70] = std::numeric_limits<float>::quiet_NaN();  // image 0: NaN kept through every op
-  auto picks = [](const std::vector<KernelChoice>& trace, const std::string& op) {
-    int k = 0;
-    for (const KernelChoice& c : trace) k += c.op == op;
-    return k;
-  };
   auto predict = [&](bool blocks, bool fuse, bool conv_ops, std::vector<KernelChoice>& trace) {
     ExecContext exec;
     exec.channel_blocks = blocks;
