@@ -57,6 +57,15 @@ DL_HOST_DEVICE inline T relu_grad(T x, T dy, T grad_at_zero, bool nan_is_nan) {
   if (x != x) return nan_is_nan ? x : dy;
   return x > T(0) ? dy : (x == T(0) ? grad_at_zero * dy : T(0));
 }
+// dReLU from the output y = relu_value(x) alone, for an x that is not +-0: relu_grad(x, dy, g, nan_is_nan)
+// for every g. y > 0 exactly when x > 0; y is NaN exactly when x is, with x's bits; with x == +-0
+// excluded, y == +0 means x < 0, where relu_grad gives +0. (At x == +-0 relu_grad gives g * dy,
+// which y cannot tell from x < 0: there a ReLU layer keeps x instead.)
+template <typename T>
+DL_HOST_DEVICE inline T relu_grad_of_output(T y, T dy, bool nan_is_nan) {
+  if (y != y) return nan_is_nan ? y : dy;
+  return y > T(0) ? dy : T(0);
+}
 template <typename T>
 DL_HOST_DEVICE inline T tanh_value(T x) {
   return std::tanh(x);
@@ -153,6 +162,12 @@ struct ActivationKernel {
   bool (*supports)(const ActivationParams&, DType) = nullptr;
   void (*forward)(const ActivationParams&, const Tensor& x, Tensor& y) = nullptr;
   void (*backward)(const ActivationParams&, const Tensor& x, const Tensor& y, const Tensor& dy, Tensor& dx) = nullptr;
+  // ReLU only (null where a kernel has none): the forward's y that also says whether any x was
+  // +-0, and the backward from y alone (relu_grad_of_output), the backward's bits wherever the
+  // forward said no x was. A recorded ReLU layer keeps y instead of x with them, so that an input
+  // nothing else keeps (a residual block's sum) is freed at once (engine/layers/activation_layer.cpp).
+  bool (*relu_forward_any_zero)(const ActivationParams&, const Tensor& x, Tensor& y) = nullptr;
+  void (*relu_backward_of_output)(const ActivationParams&, const Tensor& y, const Tensor& dy, Tensor& dx) = nullptr;
 };
 
 

@@ -62,18 +62,32 @@ Tensor ActivationLayer::forward(RunContext& ctx, const Tensor& x) {
   block_ = x.channel_block();
   const Tensor xe = x.with_block(0);
   Tensor y = Tensor::empty(x.shape(), x.dtype());
-  ctx.exec.pick(ctx.exec.kernels.activation, backend_, p_, x.dtype()).forward(p_, xe, y);
-  x_ = ctx.record ? xe : Tensor();
+  const ActivationKernel& k = ctx.exec.pick(ctx.exec.kernels.activation, backend_, p_, x.dtype());
+  const bool by_output = ctx.record && p_.kind == ActKind::relu && k.relu_forward_any_zero && k.relu_backward_of_output;
+  if (by_output)
+    of_output_ = !k.relu_forward_any_zero(p_, xe, y);
+  else
+    k.forward(p_, xe, y);
+  recorded_ = ctx.record;
+  if (!ctx.record) of_output_ = false;
+  x_ = ctx.record && !of_output_ ? xe : Tensor();
   y_ = ctx.record ? y : Tensor();
   return y.with_block(block_);
 }
 
 Tensor ActivationLayer::backward(RunContext& ctx, const Tensor& dy) {
-  check(x_.defined(), act_name(p_.kind), ": backward without a recorded forward");
+  check(recorded_, act_name(p_.kind), ": backward without a recorded forward");
   if (dy.channel_block() != block_)
     fail(act_name(p_.kind), " backward: dy in channel block ", dy.channel_block(), ", the forward's x in ", block_);
-  Tensor dx = Tensor::empty(x_.shape(), x_.dtype());
-  ctx.exec.pick(ctx.exec.kernels.activation, backend_, p_, dy.dtype()).backward(p_, x_, y_, dy.with_block(0), dx);
+  Tensor dx = Tensor::empty(y_.shape(), y_.dtype());
+  const ActivationKernel& k = ctx.exec.pick(ctx.exec.kernels.activation, backend_, p_, dy.dtype());
+  if (of_output_) {
+    check(k.relu_backward_of_output, "relu backward: the forward kept only y, and kernel '", k.name,
+          "' has no backward from it");
+    k.relu_backward_of_output(p_, y_, dy.with_block(0), dx);
+  } else {
+    k.backward(p_, x_, y_, dy.with_block(0), dx);
+  }
   return dx.with_block(block_);
 }
 

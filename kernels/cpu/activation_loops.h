@@ -50,6 +50,25 @@ void backward(const ActivationParams& p, const T* x, const T* y, const T* dy, T*
   }
 }
 
+// The ReLU's forward (the same y as forward) and whether any x[i] was +-0; and its backward from y
+// alone (relu_grad_of_output). Each element alone again: the flag is an OR, the same for any split.
+template <bool Parallel, typename T>
+bool relu_forward_any_zero(const T* x, T* y, int64_t n) {
+  int zero = 0;
+#pragma omp parallel for simd schedule(static) reduction(| : zero) if (Parallel && n > kParallelMinElements)
+  for (int64_t i = 0; i < n; ++i) {
+    y[i] = relu_value(x[i]);
+    zero |= x[i] == T(0);
+  }
+  return zero != 0;
+}
+
+template <bool Parallel, typename T>
+void relu_backward_of_output(const ActivationParams& p, const T* y, const T* dy, T* dx, int64_t n) {
+  const bool nan_is_nan = p.relu_nan_grad == ReluNanGrad::nan;
+  for_each<Parallel>(n, [&](int64_t i) { dx[i] = relu_grad_of_output(y[i], dy[i], nan_is_nan); });
+}
+
 // The Tensor entry points: shapes and dtypes checked, then the loops for T.
 template <bool Parallel>
 void run_forward(const ActivationParams& p, const Tensor& x, Tensor& y) {
@@ -68,6 +87,28 @@ void run_backward(const ActivationParams& p, const Tensor& x, const Tensor& y, c
   dispatch_dtype(x.dtype(), [&](auto tag) {
     using T = decltype(tag);
     backward<Parallel, T>(p, x.data<T>(), y.data<T>(), dy.data<T>(), dx.data<T>(), x.numel());
+  });
+}
+
+template <bool Parallel>
+bool run_relu_forward_any_zero(const ActivationParams& p, const Tensor& x, Tensor& y) {
+  check(p.kind == ActKind::relu, "activation: relu_forward_any_zero for ", act_name(p.kind));
+  check_shape("relu", "y", y, x.shape());
+  check_same_dtype("relu", x, y);
+  return dispatch_dtype(x.dtype(), [&](auto tag) {
+    using T = decltype(tag);
+    return relu_forward_any_zero<Parallel, T>(x.data<T>(), y.data<T>(), x.numel());
+  });
+}
+
+template <bool Parallel>
+void run_relu_backward_of_output(const ActivationParams& p, const Tensor& y, const Tensor& dy, Tensor& dx) {
+  check(p.kind == ActKind::relu, "activation: relu_backward_of_output for ", act_name(p.kind));
+  check_shape("relu", "dy", dy, y.shape());
+  check_shape("relu", "dx", dx, y.shape());
+  dispatch_dtype(y.dtype(), [&](auto tag) {
+    using T = decltype(tag);
+    relu_backward_of_output<Parallel, T>(p, y.data<T>(), dy.data<T>(), dx.data<T>(), y.numel());
   });
 }
 

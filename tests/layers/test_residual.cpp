@@ -5,6 +5,7 @@
 
 #include <cmath>
 
+#include "core/host_memory.h"
 #include "engine/layers/activation_layer.h"
 #include "engine/layers/batchnorm_layer.h"
 #include "engine/layers/conv2d_layer.h"
@@ -28,6 +29,37 @@ Policy f64_ref(const char* preset) {
   return p;
 }
 
+
+// A recorded ReLU keeps its output instead of its input where no input was +-0 (the kernels'
+// relu_forward_any_zero): an input nothing else keeps (a residual block's sum) is freed as the
+// ReLU's forward returns, which host_memory's count of the storage in use shows, and the backward
+// gives the reference kernel's bits from x. With an exact 0 in x the layer keeps x (its gradient at
+// 0, 0.5 here, needs it) and gives those bits too.
+TEST(ReluLayer, KeepsItsOutputInsteadOfAnInputWithoutZeros) {
+  Policy p = Policy::preset_named("torch");
+  p.relu_grad_at_zero = 0.5;
+  const Shape in{4, 16, 16};
+  ExecContext exec;
+  for (bool with_zero : {false, true}) {
+    SCOPED_TRACE(with_zero ? "an exact 0 in x" : "no 0 in x");
+    ActivationLayer relu(ActKind::relu, in, p);  // holding nothing from an earlier forward
+    Tensor x = random_tensor({64, 4, 16, 16}, DType::f32, 7, -1.0, 1.0);
+    if (with_zero) x.data<float>()[5] = 0.0f;
+    const Tensor dy = random_tensor(x.shape(), DType::f32, 8);
+    Tensor y_ref(x.shape(), DType::f32), dx_ref(x.shape(), DType::f32);
+    activation_forward_ref(relu.op_params(), x, y_ref);
+    activation_backward_ref(relu.op_params(), x, y_ref, dy, dx_ref);
+    RunContext ctx = RunContext::recorded(exec, Semantics::train);
+    const std::size_t before = host_memory::stats().in_use_bytes;  // x, held here
+    const Tensor y = relu.forward(ctx, x);
+    x = Tensor();
+    const std::size_t held = host_memory::stats().in_use_bytes - before;  // y, and x if the layer kept it
+    const std::size_t block = host_memory::size_class(y.numel() * sizeof(float));
+    EXPECT_EQ(held, with_zero ? block : 0u);  // y took what x gave back, or both are held
+    EXPECT_TRUE(bitwise_equal(y, y_ref));
+    EXPECT_TRUE(bitwise_equal(relu.backward(ctx, dy), dx_ref));
+  }
+}
 
 class ResidualGradCheck : public ::testing::TestWithParam<Shortcut> {};
 

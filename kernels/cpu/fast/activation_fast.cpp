@@ -14,6 +14,8 @@ void register_activation_fast(KernelRegistry& reg) {
   k.supports = [](const ActivationParams&, DType) { return true; };
   k.forward = activation_loops::run_forward<true>;
   k.backward = activation_loops::run_backward<true>;
+  k.relu_forward_any_zero = activation_loops::run_relu_forward_any_zero<true>;
+  k.relu_backward_of_output = activation_loops::run_relu_backward_of_output<true>;
   reg.activation.at(KernelBackend::fast) = k;
 }
 

@@ -23,6 +23,8 @@ void register_activation_ref(KernelRegistry& reg) {
   k.supports = [](const ActivationParams&, DType) { return true; };
   k.forward = activation_forward_ref;
   k.backward = activation_backward_ref;
+  k.relu_forward_any_zero = activation_loops::run_relu_forward_any_zero<false>;
+  k.relu_backward_of_output = activation_loops::run_relu_backward_of_output<false>;
   reg.activation.at(KernelBackend::reference) = k;
 }
 
