@@ -32,7 +32,9 @@ bool same_tensor(const Tensor& a, const Tensor& b) {
 void expect_same_stats(const EpochStats& a, const EpochStats& b) {
   EXPECT_EQ(a.epoch, b.epoch);
   for (auto [x, y] : {std::pair{a.train_loss, b.train_loss}, {a.train_acc, b.train_acc}, {a.val_loss, b.val_loss},
-                      {a.val_acc, b.val_acc}, {a.seconds, b.seconds}, {a.images_per_s, b.images_per_s}, {a.lr, b.lr}})
+                      {a.val_acc, b.val_acc}, {a.seconds, b.seconds}, {a.images_per_s, b.images_per_s}, {a.lr, b.lr},
+                      {a.first_step_seconds, b.first_step_seconds},
+                      {a.images_per_s_after_first, b.images_per_s_after_first}})
     EXPECT_TRUE(same_bits(x, y)) << x << " vs " << y;
   EXPECT_EQ(a.skipped_steps, b.skipped_steps);
   EXPECT_EQ(a.first_skip, b.first_skip);
@@ -110,6 +112,7 @@ Checkpoint sample_checkpoint() {
   p.skipped_samples = 33;
   p.elapsed_s = 1e-300;
   p.stats.epoch = 3;
+  p.stats.first_step_seconds = 0.75;
   p.stats.skipped_steps = 1;
   p.stats.first_skip = "loss is nan";
   p.stats.overflow_steps = 2;
@@ -125,6 +128,8 @@ Checkpoint sample_checkpoint() {
   e.val_acc = 1.0 / 7.0;
   e.seconds = 12.5;
   e.images_per_s = 40.96;
+  e.first_step_seconds = 1.0 / 3.0;
+  e.images_per_s_after_first = 51.25;
   e.lr = 0.125;
   e.order_hash = 42;
   c.epochs = {e, e};

@@ -166,6 +166,33 @@ TEST(Runner, LogitsAndEvaluateAreTheInferenceForward) {
   EXPECT_GT(e.loss, 0.0);
 }
 
+// An epoch times its first step apart (EpochStats::first_step_seconds, images_per_s_after_first:
+// metrics.json's, what bench/compare sets beside a peer timed after its first step): within the
+// epoch's time, the rest at a rate of its own; an epoch of one batch has no steps after the first.
+TEST(Runner, AnEpochTimesItsFirstStepApart) {
+  Model m = build_model("lenet1", Policy::parse("torch"), 3);
+  Dataset d;
+  d.name = "random";
+  d.num_classes = 10;
+  d.images = random_tensor({96, 1, 28, 28}, DType::f32, 9, 0.0, 1.0);
+  for (int32_t j = 0; j < 96; ++j) d.labels.push_back(j % 10);
+  for (int64_t batch : {32, 96}) {
+    TrainConfig cfg;
+    cfg.batch = batch;
+    CpuRunner r(m, cfg);
+    const EpochStats st = r.run_epoch(d, nullptr, nullptr);
+    if (batch == 96) {
+      EXPECT_EQ(st.images_per_s_after_first, 0.0);
+      continue;
+    }
+    EXPECT_GT(st.first_step_seconds, 0.0);
+    EXPECT_LT(st.first_step_seconds, st.seconds);
+    EXPECT_GT(st.images_per_s_after_first, 0.0);
+    // 64 images after the first 32, in the epoch's time less the first step's
+    EXPECT_NEAR(64.0 / st.images_per_s_after_first + st.first_step_seconds, st.seconds, 1e-9 * st.seconds);
+  }
+}
+
 TEST(Runner, CudaWithoutADeviceIsOneClearError) {
   Model m = build_model("lenet1", Policy::torch(), 1);
   try {

@@ -78,7 +78,8 @@ json epoch_stats_json(const EpochStats& e) {
   for (double l : e.step_losses) losses.push_back(dbl(l));
   return {{"epoch", e.epoch},          {"train_loss", dbl(e.train_loss)}, {"train_acc", dbl(e.train_acc)},
           {"val_loss", dbl(e.val_loss)}, {"val_acc", dbl(e.val_acc)},     {"seconds", dbl(e.seconds)},
-          {"images_per_s", dbl(e.images_per_s)}, {"skipped_steps", e.skipped_steps},
+          {"images_per_s", dbl(e.images_per_s)}, {"first_step_seconds", dbl(e.first_step_seconds)},
+          {"images_per_s_after_first", dbl(e.images_per_s_after_first)}, {"skipped_steps", e.skipped_steps},
           {"first_skip", e.first_skip}, {"overflow_steps", e.overflow_steps}, {"loss_scale", dbl(e.loss_scale)},
           {"lr", dbl(e.lr)}, {"step_losses", losses}, {"order_hash", e.order_hash}};
 }
@@ -92,6 +93,10 @@ EpochStats epoch_stats_from(const Reader& r, const json& j, const std::string& w
   e.val_acc = r.number(j, "val_acc", w);
   e.seconds = r.number(j, "seconds", w);
   e.images_per_s = r.number(j, "images_per_s", w);
+  if (j.is_object() && j.contains("first_step_seconds")) {  // absent in checkpoints written before it was timed
+    e.first_step_seconds = r.number(j, "first_step_seconds", w);
+    e.images_per_s_after_first = r.number(j, "images_per_s_after_first", w);
+  }
   e.skipped_steps = r.integer(j, "skipped_steps", w);
   e.first_skip = r.string(j, "first_skip", w);
   if (j.is_object() && j.contains("overflow_steps")) {  // absent in checkpoints written before loss scaling's counts

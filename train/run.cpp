@@ -29,7 +29,8 @@ namespace {
 json epoch_json(const EpochStats& e) {
   return {{"epoch", e.epoch},           {"train_loss", e.train_loss}, {"train_acc", e.train_acc},
           {"val_loss", e.val_loss},     {"val_acc", e.val_acc},       {"seconds", e.seconds},
-          {"images_per_s", e.images_per_s}, {"skipped_steps", e.skipped_steps}, {"lr", e.lr},
+          {"images_per_s", e.images_per_s}, {"first_step_seconds", e.first_step_seconds},
+          {"images_per_s_after_first", e.images_per_s_after_first}, {"skipped_steps", e.skipped_steps}, {"lr", e.lr},
           {"overflow_steps", e.overflow_steps}, {"loss_scale", e.loss_scale}};
 }
 

@@ -163,6 +163,7 @@ bool Runner::run_epoch(const Dataset& train, const Dataset* val, const ProgressF
     }
     ++p.next_batch;
     p.elapsed_s = std::chrono::duration<double>(clock::now() - t0).count();
+    if (b == 0) st.first_step_seconds = p.elapsed_s;
     if (progress) {
       double ips = static_cast<double>(begin + cnt) / std::max(p.elapsed_s, 1e-9);
       const int64_t counted = std::max<int64_t>(begin + cnt - p.skipped_samples, 1);
@@ -179,6 +180,9 @@ bool Runner::run_epoch(const Dataset& train, const Dataset* val, const ProgressF
   st.loss_scale = loss_scale();
   st.seconds = std::chrono::duration<double>(clock::now() - t0).count();
   st.images_per_s = static_cast<double>(n) / st.seconds;
+  st.images_per_s_after_first = 0;
+  if (batches > 1 && st.first_step_seconds > 0 && st.seconds > st.first_step_seconds)
+    st.images_per_s_after_first = static_cast<double>(n - std::min(batch, n)) / (st.seconds - st.first_step_seconds);
   // Averages over the batches stepped on (NaN when every batch was skipped).
   const double counted = static_cast<double>(n - p.skipped_samples);
   st.train_loss = counted > 0 ? p.loss_sum / counted : std::numeric_limits<double>::quiet_NaN();

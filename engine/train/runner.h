@@ -55,6 +55,11 @@ struct EpochStats {
   double val_loss = 0, val_acc = 0;
   double seconds = 0;                    // training time of the epoch (no validation)
   double images_per_s = 0;
+  // The epoch's first step alone (its fresh memory, its first calls into each kernel: oneDNN's
+  // primitives built and cached) and the rate of the steps after it, what a peer timed "after its
+  // first step" is compared with; both 0 where the epoch has one batch.
+  double first_step_seconds = 0;
+  double images_per_s_after_first = 0;
   int64_t skipped_steps = 0;             // --on-nonfinite skip-batch: steps not taken (not in the averages)
   std::string first_skip;                // what the first skipped step's check found
   int64_t overflow_steps = 0;            // steps the dynamic loss scale skipped (in the averages: a loss was had)
