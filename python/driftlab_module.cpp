@@ -156,6 +156,8 @@ py::dict epoch_dict(const EpochStats& e) {
   d["lr"] = e.lr;
   d["seconds"] = e.seconds;
   d["images_per_s"] = e.images_per_s;
+  d["first_step_seconds"] = e.first_step_seconds;
+  d["images_per_s_after_first"] = e.images_per_s_after_first;
   d["skipped_steps"] = e.skipped_steps;
   d["overflow_steps"] = e.overflow_steps;
   d["loss_scale"] = e.loss_scale;

@@ -185,6 +185,8 @@ def test_train_writes_the_command_lines_model_bytes(tmp_path):
     assert (tmp_path / "py" / "model.dlm").read_bytes() == (tmp_path / "cli" / "model.dlm").read_bytes()
     assert [e["epoch"] for e in seen] == [1, 2] and [e["epoch"] for e in r["epochs"]] == [1, 2]
     assert len(steps) == 2 * 5  # 300 images, batch 64: 5 steps an epoch
+    # the first step timed apart, as in metrics.json: within the epoch, the other 236 images at a rate
+    assert all(0 < e["first_step_seconds"] < e["seconds"] and e["images_per_s_after_first"] > 0 for e in r["epochs"])
     assert r["test"]["n"] == 300 and 0 <= r["test"]["accuracy"] <= 1
     e = driftlab.evaluate(r["model_path"], limit=300)
     assert e["accuracy"] == r["test"]["accuracy"] and e["model"] == "lenet1"
