@@ -28,7 +28,7 @@ SUBSET_KERNELS='Cases/GemmFastVsRef.*:OnednnGemm.*:GemmReproducibleDouble.*:Back
 ':Cases/Conv2dFastVsRef.*:Conv2dFast.*:ConvRef.*:Conv2dOnednn.*:Cases/ConvBlockFast.*:Cases/ConvBlockFastExact.*:ConvBlockFastLimits.*'\
 ':Cases/Pool2dFastVsRef.*:Cases/AvgPool2dFastVsRef.*:Cases/Pool2dFastBlocked.*:Pool2dFastBlocked.*:Pool2dRef.*'\
 ':Shapes/BatchNormFast.*:BatchNormFast.*:BatchNormGradCheck.*:BatchNormSemantics.*:BnReluFusion.*'\
-':ActivationFast.*:SoftmaxXentFast.*:All/RnnFastVsRef.*:RnnFast.*:RnnOp.*:Cells/*'\
+':ActivationFast.*:ActivationKernels.*:SoftmaxXentFast.*:All/RnnFastVsRef.*:RnnFast.*:RnnOp.*:Cells/*'\
 ':SgdKernels.*:OptimRule.*:AdaptiveKernels.*:Adam.*:Rmsprop.*:Embedding.*:Cases/GradCheck*'\
 ':Quant*:Cases/QConvFast.*:QConvFast.*:QDenseFast.*:QAddFast.*:QMaxPool2dFast.*:QGlobalAvgPoolFast.*'\
 ':GradientAttack.*:SinglePixel.*:Boundary.*:*/BoundaryRules.*:Stats.*:EightBit.*:Png.*:Robustness.*'
