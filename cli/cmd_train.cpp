@@ -87,7 +87,11 @@ TrainRunHooks train_hooks(ProgressBar& bar) {
   hooks.on_epoch = [](const EpochStats& st) {
     std::cerr << "epoch " << st.epoch << ": train loss " << fmt(st.train_loss, 4) << " acc " << fmt(st.train_acc, 4)
               << " | val loss " << fmt(st.val_loss, 4) << " acc " << fmt(st.val_acc, 4) << " | "
-              << fmt(st.seconds, 2) << " s (" << fmt(st.images_per_s, 0) << " img/s)\n";
+              << fmt(st.seconds, 2) << " s (" << fmt(st.images_per_s, 0) << " img/s";
+    if (st.images_per_s_after_first > 0)  // the first step builds each kernel and touches fresh memory
+      std::cerr << "; first step " << fmt(st.first_step_seconds, 3) << " s, " << fmt(st.images_per_s_after_first, 0)
+                << " img/s after it";
+    std::cerr << ")\n";
     if (st.overflow_steps > 0)
       std::cerr << "epoch " << st.epoch << ": loss scaling skipped " << st.overflow_steps
                 << " overflowing step(s); scale now " << st.loss_scale << "\n";
