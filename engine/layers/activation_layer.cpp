@@ -64,12 +64,12 @@ Tensor ActivationLayer::forward(RunContext& ctx, const Tensor& x) {
   Tensor y = Tensor::empty(x.shape(), x.dtype());
   const ActivationKernel& k = ctx.exec.pick(ctx.exec.kernels.activation, backend_, p_, x.dtype());
   const bool by_output = ctx.record && p_.kind == ActKind::relu && k.relu_forward_any_zero && k.relu_backward_of_output;
+  of_output_ = false;
   if (by_output)
     of_output_ = !k.relu_forward_any_zero(p_, xe, y);
   else
     k.forward(p_, xe, y);
   recorded_ = ctx.record;
-  if (!ctx.record) of_output_ = false;
   x_ = ctx.record && !of_output_ ? xe : Tensor();
   y_ = ctx.record ? y : Tensor();
   return y.with_block(block_);
