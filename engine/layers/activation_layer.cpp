@@ -64,24 +64,23 @@ Tensor ActivationLayer::forward(RunContext& ctx, const Tensor& x) {
   Tensor y = Tensor::empty(x.shape(), x.dtype());
   const ActivationKernel& k = ctx.exec.pick(ctx.exec.kernels.activation, backend_, p_, x.dtype());
   const bool by_output = ctx.record && p_.kind == ActKind::relu && k.relu_forward_any_zero && k.relu_backward_of_output;
-  of_output_ = false;
+  bool keep_x = ctx.record;
   if (by_output)
-    of_output_ = !k.relu_forward_any_zero(p_, xe, y);
+    keep_x = k.relu_forward_any_zero(p_, xe, y);  // an x of +-0: the gradient at 0 needs x
   else
     k.forward(p_, xe, y);
-  recorded_ = ctx.record;
-  x_ = ctx.record && !of_output_ ? xe : Tensor();
+  x_ = keep_x ? xe : Tensor();
   y_ = ctx.record ? y : Tensor();
   return y.with_block(block_);
 }
 
 Tensor ActivationLayer::backward(RunContext& ctx, const Tensor& dy) {
-  check(recorded_, act_name(p_.kind), ": backward without a recorded forward");
+  check(y_.defined(), act_name(p_.kind), ": backward without a recorded forward");
   if (dy.channel_block() != block_)
     fail(act_name(p_.kind), " backward: dy in channel block ", dy.channel_block(), ", the forward's x in ", block_);
   Tensor dx = Tensor::empty(y_.shape(), y_.dtype());
   const ActivationKernel& k = ctx.exec.pick(ctx.exec.kernels.activation, backend_, p_, dy.dtype());
-  if (of_output_) {
+  if (!x_.defined()) {  // a ReLU whose forward found no +-0 kept y alone
     check(k.relu_backward_of_output, "relu backward: the forward kept only y, and kernel '", k.name,
           "' has no backward from it");
     k.relu_backward_of_output(p_, y_, dy.with_block(0), dx);

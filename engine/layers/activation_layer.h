@@ -30,12 +30,11 @@ class ActivationLayer : public Layer {
   ActivationParams p_;
   Shape shape_;
   KernelBackend backend_;
-  // The recorded forward's x and y, labelled plain (the kernels' view). A ReLU whose kernel has
-  // relu_forward_any_zero keeps y alone where no x was +-0 (of_output_): its backward is then
-  // relu_backward_of_output's, the same bits, and an x that nothing else keeps (a residual block's
-  // sum) is freed as the forward returns.
+  // The recorded forward's x and y, labelled plain (the kernels' view); y_ is defined exactly when
+  // the forward was recorded. A ReLU whose kernel has relu_forward_any_zero keeps y alone (x_
+  // undefined) where no x was +-0: its backward is then relu_backward_of_output's, the same bits,
+  // and an x that nothing else keeps (a residual block's sum) is freed as the forward returns.
   Tensor x_, y_;
-  bool recorded_ = false, of_output_ = false;
   int block_ = 0;  // the channel block of the recorded forward's x
 };
 
