@@ -87,6 +87,7 @@ Tensor ActivationLayer::backward(RunContext& ctx, const Tensor& dy) {
   } else {
     k.backward(p_, x_, y_, dy.with_block(0), dx);
   }
+  x_ = y_ = Tensor();  // the backward takes the recording (engine/layers/layer.h)
   return dx.with_block(block_);
 }
 

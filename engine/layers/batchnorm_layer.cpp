@@ -166,6 +166,7 @@ Tensor BatchNormLayer::backward(RunContext& ctx, const Tensor& dy) {
                      beta_.grad);
   else
     k.backward_train(q, x_, dy, gamma_.value, beta_.value, mean_, invstd_, dx, gamma_.grad, beta_.grad);
+  x_ = Tensor();  // the backward takes the recording (engine/layers/layer.h)
   return dx;
 }
 

@@ -196,6 +196,7 @@ Tensor Conv2dLayer::backward(RunContext& ctx, const Tensor& dy) {
     math_add_result(bias_.grad, db_call, math_);
   }
   kept_.reset();
+  x_ = Tensor();  // the backward takes the recording (engine/layers/layer.h)
   return dx;
 }
 

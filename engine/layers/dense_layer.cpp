@@ -114,6 +114,7 @@ Tensor DenseLayer::backward(RunContext& ctx, const Tensor& dy) {
   math_result(dx, math_);
   math_add_result(weight_.grad, dw_call, math_);
   math_add_result(bias_.grad, db_call, math_);
+  x_ = Tensor();  // the backward takes the recording (engine/layers/layer.h)
   return dx;
 }
 

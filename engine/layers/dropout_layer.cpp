@@ -19,6 +19,7 @@ std::string DropoutLayer::describe() const {
 Tensor DropoutLayer::forward(RunContext& ctx, const Tensor& x) {
   check_input("dropout", x, shape_);
   scale_ = Tensor();  // inference semantics (or rate 0): the identity, forward and backward
+  recorded_ = ctx.record;
   if (ctx.semantics != Semantics::train || rate_ == 0.0) return x;
   check(ctx.rng != nullptr, "dropout: a forward under train semantics needs a random stream (RunContext.rng)");
   scale_ = Tensor(x.shape(), x.dtype());
@@ -39,11 +40,15 @@ Tensor DropoutLayer::forward(RunContext& ctx, const Tensor& x) {
 }
 
 Tensor DropoutLayer::backward(RunContext&, const Tensor& dy) {
+  check(recorded_, "dropout: backward without a recorded forward");
+  recorded_ = false;  // the backward takes the recording (engine/layers/layer.h)
   if (!scale_.defined()) return dy;  // the forward was the identity
+  const Tensor scale = std::move(scale_);
+  scale_ = Tensor();
   Tensor dx(dy.shape(), dy.dtype());
   dispatch_dtype(dy.dtype(), [&](auto tag) {
     using T = decltype(tag);
-    const T* s = scale_.data<T>();
+    const T* s = scale.data<T>();
     const T* g = dy.data<T>();
     T* d = dx.data<T>();
     for (int64_t i = 0; i < dy.numel(); ++i) d[i] = g[i] * s[i];

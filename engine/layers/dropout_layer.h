@@ -20,6 +20,7 @@ class DropoutLayer : public Layer {
   double rate_;
   Shape shape_;
   Tensor scale_;  // mask / (1-rate), kept for backward
+  bool recorded_ = false;  // the last forward was recorded and no backward has taken it
 };
 
 }  // namespace driftlab

@@ -154,8 +154,11 @@ Tensor EmbeddingLayer::backward(RunContext& ctx, const Tensor& dy) {
       for (int64_t k = 0; k < dim_; ++k) row[k] += g[i * dim_ + k];
     }
   });
+  const int64_t n = batch_;
+  ids_.clear();  // the backward takes the recording (engine/layers/layer.h)
+  batch_ = -1;
   if (!ctx.need_dx) return Tensor();
-  return Tensor({batch_, steps_}, dy.dtype());  // zero: ids are not differentiable
+  return Tensor({n, steps_}, dy.dtype());  // zero: ids are not differentiable
 }
 
 }  // namespace driftlab

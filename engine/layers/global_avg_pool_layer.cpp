@@ -34,6 +34,7 @@ Tensor GlobalAvgPoolLayer::forward(RunContext& ctx, const Tensor& x_in) {
 
 Tensor GlobalAvgPoolLayer::backward(RunContext& ctx, const Tensor& dy) {
   check(recorded_, "global_avg_pool: backward without a recorded forward");
+  recorded_ = false;  // the backward takes the recording (engine/layers/layer.h)
   check_shape("global_avg_pool backward", "dy", dy, {p_.n, p_.c});
   const int b = recorded_block_;
   Tensor dx = Tensor::empty(p_.x_shape(), dy.dtype()).with_block(b);

@@ -1,5 +1,10 @@
 // Layer: explicit forward and backward (Caffe, llm.c). forward(ctx, x) keeps what backward
 // needs when ctx.record is set; backward(ctx, dy) returns dx and ADDS into each parameter's grad.
+// A backward takes the recording: what the forward kept is let go as backward returns, so a
+// second backward needs a new recorded forward (refused by name without one; PyTorch's autograd
+// frees its saved tensors the same way unless retain_graph). A network's activations thus go back
+// to the tensor allocator (core/host_memory.h) layer by layer through the backward, where the
+// backward's own gradients take them, and nothing of a step is held into the next.
 // Every policy knob a layer depends on is resolved in its constructor into explicit op
 // parameters, the CPU kernel of each op included (the *_backend knobs, core/ops/registry.h).
 //

@@ -67,6 +67,7 @@ Tensor Pool2dLayer::backward(RunContext& ctx, const Tensor& dy) {
   const int b = x_.channel_block();
   Tensor dx = Tensor::empty(p_.x_shape(), dy.dtype()).with_block(b);
   ctx.exec.pick(table(ctx.exec), backend_, p_, dy.dtype()).backward(p_, x_, to_block(dy, b), dx);
+  x_ = Tensor();  // the backward takes the recording (engine/layers/layer.h)
   return dx;
 }
 

@@ -297,6 +297,8 @@ Tensor RnnLayer::backward(RunContext& ctx, const Tensor& dy) {
     f(p, ex, x_.data<T>(), mask_.empty() ? nullptr : mask_.data(), weights<T>(), h_seq_.data<T>(), ws_.data<T>(),
       dh_seq.data<T>(), ctx.need_dx ? dx.data<T>() : nullptr, g);
   });
+  x_ = h_seq_ = ws_ = Tensor();  // the backward takes the recording (engine/layers/layer.h)
+  mask_.clear();
   return dx;
 }
 

@@ -233,6 +233,7 @@ Tensor Sequential::backward(RunContext& ctx, const Tensor& dy) {
       Tensor dx = need_dx ? Tensor::empty(p.x_shape(), g.dtype()) : Tensor();
       k.backward(p, blk->x, conv.weight().value, blk->z, g, need_dx ? &dx : nullptr,
                  ctx.param_grads ? &conv.weight().grad : nullptr, ctx.param_grads && p.bias ? &conv.bias().grad : nullptr);
+      blk->x = blk->z = Tensor();  // the backward takes the recording (engine/layers/layer.h)
       g = dx;
       i = blk->first;  // the loop's i-- moves past the block
       continue;

@@ -76,10 +76,16 @@ TEST(Embedding, ForwardPicksRowsBackwardAddsRepeats) {
   for (int64_t i = 0; i < dx.numel(); ++i) EXPECT_EQ(dx.at(i), 0.0);
   const std::vector<double> g{3, 4, 7 + 9, 8 + 10, 11, 12, 1 + 5, 2 + 6};
   for (int64_t i = 0; i < 8; ++i) EXPECT_EQ(w->grad.at(i), g[static_cast<std::size_t>(i)]) << i;
-  // Backward adds: a second pass doubles the gradient.
+  // The backward took the recording (engine/layers/layer.h): another needs another forward.
+  EXPECT_NE(error_of([&] { emb.backward(ctx, dy); }).find("embedding: backward without a recorded forward"),
+            std::string::npos);
+  // Backward adds: a second recorded pass doubles the gradient.
+  const Tensor ids = ids_tensor({2, 3}, {3, 0, 3, 1, 1, 2}, DType::f32);
+  emb.forward(ctx, ids);
   emb.backward(ctx, dy);
   for (int64_t i = 0; i < 8; ++i) EXPECT_EQ(w->grad.at(i), 2 * g[static_cast<std::size_t>(i)]) << i;
   // A container that needs no dx gets none.
+  emb.forward(ctx, ids);
   ctx.need_dx = false;
   EXPECT_FALSE(emb.backward(ctx, dy).defined());
 }
