@@ -77,6 +77,7 @@ std::string explain_knob(const std::string& knob) {
       {"rng_engine", ex_rng},
       {"shuffle", ex_shuffle},
       {"conv_backend", [] { return ex_backend("conv_backend"); }},
+      {"conv_algorithm", [] { return ex_conv_algorithm(); }},
       {"gemm_backend", [] { return ex_backend("gemm_backend"); }},
       {"conv_block_backend", [] { return ex_own_backend("conv_block_backend"); }},
       {"rnn_backend", [] { return ex_own_backend("rnn_backend"); }},

@@ -38,6 +38,7 @@ std::string ex_weight_decay();
 std::string ex_rng();
 std::string ex_shuffle();
 std::string ex_backend(const std::string& knob);
+std::string ex_conv_algorithm();
 std::string ex_own_backend(const std::string& knob);
 std::string ex_acc_order();
 std::string ex_batchnorm();

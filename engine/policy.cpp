@@ -581,6 +581,15 @@ const std::vector<KnobRow>& rows() {
          "onednn (mkldnn convolution)",
          "tensorflow/core/kernels/conv_ops.cc, eigen_spatial_convolutions.h, eigen_contraction_kernel.h; "
          "theano/tensor/nnet/corr.py; aten/src/ATen/native/mkldnn/Conv.cpp"}));
+    r.push_back(enum_knob(&Policy::conv_algorithm,
+        {"conv_algorithm", "numerics", {"direct", "winograd"},
+         "how convolutions form their sums: direct (the products of the definition, summed) or winograd "
+         "(oneDNN's F(4x4,3x3) Winograd primitives wherever oneDNN has one for the layer: 3x3, stride 1, no "
+         "dilation, groups 1, float32; direct elsewhere): fewer multiplications, another rounding. "
+         "conv_backend=onednn only; refused on --device cuda",
+         "direct (TF's CPU convolution: an Eigen contraction)", "direct (CorrMM: im2col + sgemm)",
+         "direct (mkldnn convolution: ONEDNN_VERBOSE over torch.nn.Conv2d shows alg:convolution_direct)",
+         "aten/src/ATen/native/mkldnn/Conv.cpp; bench/bm_conv_algorithms.cpp (both algorithms, speed and error)"}));
     r.push_back(backend_knob(&Policy::gemm_backend,
         {"gemm_backend", "numerics", kLibBackends,
          "CPU kernel for the matrix products of dense layers (LSTM/GRU products belong to their own kernel: rnn_backend)",

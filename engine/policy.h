@@ -16,6 +16,7 @@
 #include "core/ops/activation.h"
 #include "core/ops/adaptive.h"
 #include "core/ops/common.h"
+#include "core/ops/conv2d.h"
 #include "core/ops/pool2d.h"
 #include "core/ops/quantize.h"
 #include "core/ops/reduced_precision.h"
@@ -242,6 +243,9 @@ struct Policy {
   ShuffleAlgo shuffle = ShuffleAlgo::forward_modulo;
   // --- numerics: which CPU kernel runs each op family (core/ops/registry.h) ---
   KernelBackend conv_backend = KernelBackend::onednn;   // reference | eigen | onednn
+  // direct | winograd (oneDNN's Winograd primitives where it has one; core/ops/conv2d.h). Every
+  // preset: direct (no framework's CPU convolution runs Winograd).
+  ConvAlgorithm conv_algorithm = ConvAlgorithm::direct;
   KernelBackend gemm_backend = KernelBackend::onednn;   // dense layers: reference | eigen | onednn
   // conv -> activation -> max pool run as one per-image op (fast) or as the three layers with
   // their own kernels (reference); core/ops/conv_block.h

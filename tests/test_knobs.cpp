@@ -34,6 +34,7 @@
 #include "engine/policy.h"
 #include "engine/random.h"
 #include "engine/train/optimizer.h"
+#include "engine/cuda/device_net.h"
 #include "engine/train/cpu_runner.h"
 #include "kernels/cpu/ref/ref.h"
 #include "models/models.h"
@@ -205,6 +206,58 @@ TEST(Knob_conv_kernel_flip, CorrelationVsConvolution1x3) {
     EXPECT_EQ(conv_once("theano" + b, w_1x3(), x_1x3(), s).at(0), 123.0f) << be;
   }
   report("conv_kernel_flip_1x3_correlation_minus_convolution", 321 - 123);
+}
+
+// ---------------------------------------------------------------------------------------------
+// conv_algorithm: every preset runs direct sums; winograd asks for oneDNN's Winograd primitives
+// (tests/ops/test_conv2d.cpp Conv2dOnednn.WinogradWhereOneDnnHasItDirectElsewhere checks them
+// against float64), is refused by name where no kernel has it, and trains a ResNet-20 step.
+TEST(Knob_conv_algorithm, DirectInEveryPresetWinogradRefusedWhereNoKernelHasIt) {
+  for (const char* preset : {"torch", "tensorflow", "theano"})
+    EXPECT_EQ(Policy::parse(preset).get("conv_algorithm"), "direct") << preset;
+  const Conv2dSpec s = spec(3, 1, PadMode::same, 32);
+  EXPECT_EQ(resolve_conv2d(Policy::parse("torch,conv_algorithm=winograd"), {32, 8, 8}, s).algorithm,
+            ConvAlgorithm::winograd);
+  EXPECT_NE(error_of([&] { resolve_conv2d(Policy::parse("torch,conv_algorithm=winograd,conv_backend=eigen"), {32, 8, 8}, s); })
+                .find("conv_algorithm=winograd runs on conv_backend=onednn only"),
+            std::string::npos);
+  EXPECT_NE(error_of([&] { resolve_conv2d(Policy::parse("torch,conv_algorithm=winograd,dtype=float64"), {32, 8, 8}, s); })
+                .find("conv_algorithm=winograd needs dtype=float32"),
+            std::string::npos);
+  EXPECT_NE(error_of([] { resolve_cuda_exec(Policy::parse("torch,conv_algorithm=winograd")); })
+                .find("cuda: conv_algorithm=winograd is built for the CPU's oneDNN kernel only"),
+            std::string::npos);
+}
+
+TEST(Knob_conv_algorithm, WinogradChangesAResnetStepWhereOneDnnHasIt) {
+  const KernelRegistry reg = make_cpu_registry();
+  Conv2dParams q = resolve_conv2d(Policy::parse("torch,conv_algorithm=winograd"), {64, 8, 8},
+                                  spec(3, 1, PadMode::same, 64));
+  q.n = 4;
+  const bool has = std::string(reg.conv2d.at(KernelBackend::onednn).algorithm(q)) == "winograd";
+  const Tensor x = random_tensor({4, 3, 32, 32}, DType::f32, 3, 0.0, 1.0);
+  const std::vector<int32_t> y = {1, 2, 3, 4};
+  std::vector<double> losses;
+  std::vector<Tensor> firsts;
+  for (const char* pol : {"torch", "torch,conv_algorithm=winograd"}) {
+    Model m = build_model("resnet20", Policy::parse(pol), 7);
+    TrainConfig cfg;
+    cfg.batch = 4;
+    CpuRunner r(m, cfg);
+    r.train_step(x, y);
+    losses.push_back(r.train_step(x, y));  // the second step's loss: after the first step's update
+    firsts.push_back(m.net->named_params().at(0).second->value.clone());
+  }
+  ASSERT_TRUE(std::isfinite(losses[1]));
+  // The same mathematics: the losses agree to float32 rounding through 20 layers (1e-3 relative is
+  // far above it and far below what a wrong convolution does to a loss near 2.3).
+  EXPECT_NEAR(losses[1], losses[0], 1e-3 * std::fabs(losses[0]));
+  if (has) {
+    EXPECT_FALSE(bitwise_equal(firsts[1], firsts[0])) << "Winograd left the stem's weights on direct's bits";
+    report("conv_algorithm_resnet20_second_step_loss_winograd_minus_direct", losses[1] - losses[0]);
+  } else {
+    EXPECT_TRUE(bitwise_equal(firsts[1], firsts[0]));  // direct everywhere on this ISA
+  }
 }
 
 TEST(Knob_conv_kernel_flip, FlipEqualsRotatedKernel) {

@@ -9,7 +9,8 @@ std::string Conv2dParams::str() const {
   os << "input [" << n << "," << c << "," << h << "," << w << "], kernel [" << k << "," << (groups >= 1 ? c / groups : c) << ","
      << r << "," << s << "], stride (" << stride_h << "," << stride_w << "), dilation (" << dil_h
      << "," << dil_w << "), pad t/b/l/r (" << pad_t << "," << pad_b << "," << pad_l << "," << pad_r
-     << ")" << (groups != 1 ? ", groups " + std::to_string(groups) : std::string()) << (flip ? ", flipped" : "");
+     << ")" << (groups != 1 ? ", groups " + std::to_string(groups) : std::string()) << (flip ? ", flipped" : "")
+     << (algorithm == ConvAlgorithm::winograd ? ", winograd" : "");
   return os.str();
 }
 

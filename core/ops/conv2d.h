@@ -16,6 +16,17 @@
 
 namespace driftlab {
 
+// How a convolution forms its sums. direct: the products of the definition above, summed (every
+// kernel here, and the frameworks' CPU convolutions: PyTorch's mkldnn convolution runs oneDNN's
+// direct primitives). winograd: oneDNN's F(4x4, 3x3) Winograd primitives (jit_wino_4x3) where
+// oneDNN has one for the shape (3x3, stride 1, no dilation, groups 1, float32, in all three passes),
+// which transform tiles of x and w, multiply them elementwise and transform back: fewer
+// multiplications, another rounding (bench/bm_conv_algorithms measures both). Only the oneDNN
+// kernel runs it (Conv2dLayer refuses it on another conv_backend); where oneDNN has no Winograd
+// primitive, and for a convolution that kernel runs as a dense layer, the direct algorithm runs
+// (Conv2dKernel::algorithm names the one these params run).
+enum class ConvAlgorithm { direct, winograd };
+
 struct Conv2dParams {
   int64_t n = 1, c = 1, h = 1, w = 1;  // input
   int64_t k = 1, r = 1, s = 1;         // output channels, kernel rows, kernel cols
@@ -25,6 +36,7 @@ struct Conv2dParams {
   bool flip = false;                    // rotate the kernel 180 degrees (Theano filter_flip)
   int64_t groups = 1;                   // C and K split into this many independent convolutions
   SumOrder sum_order = SumOrder::ascending;  // reference kernels only
+  ConvAlgorithm algorithm = ConvAlgorithm::direct;  // the oneDNN kernel only (above)
 
   int64_t out_h() const { return (h + pad_t + pad_b - dil_h * (r - 1) - 1) / stride_h + 1; }
   int64_t out_w() const { return (w + pad_l + pad_r - dil_w * (s - 1) - 1) / stride_w + 1; }
@@ -102,7 +114,8 @@ struct Conv2dKernel {
   // channel-blocked x and y (a prediction's op; the layer asks any_block and x's block first).
   Conv2dForwardFusedFn forward_fused = nullptr;
   // Optional, for a kernel that picks its algorithm by shape: the name of the one these params run
-  // (oneDNN: "direct", or "gemm" for a convolution that is a dense layer).
+  // (oneDNN: "direct", "winograd" where p.algorithm asks for it and oneDNN has the primitive, or
+  // "gemm" for a convolution that is a dense layer).
   const char* (*algorithm)(const Conv2dParams&) = nullptr;
 };
 

@@ -118,6 +118,9 @@ cuda::CudaExecParams resolve_cuda_exec(const Policy& policy) {
     check(m.mode != MathMode::tf32 || m.device_tf32, "cuda: ", m.knob, "=tf32 needs ", m.device_knob,
           "=true on the device (it lets the library choose TF32 kernels); ", m.knob, "=tf32 alone is the CPU emulation");
   }
+  check(policy.conv_algorithm == ConvAlgorithm::direct,
+        "cuda: conv_algorithm=winograd is built for the CPU's oneDNN kernel only (--device cpu); on the device "
+        "cuDNN's algorithm choice is cudnn_algo_search's");
   check(policy.loss_scale == LossScale::none, "cuda: loss_scale=", policy.get("loss_scale"),
         " is built in the CPU runner only (--device cpu)");
   check(policy.autocast == Autocast::off, "cuda: autocast=", policy.get("autocast"),

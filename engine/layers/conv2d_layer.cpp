@@ -16,6 +16,15 @@ void check_input(const char* layer, const Tensor& x, const Shape& per_sample) {
 Conv2dParams resolve_conv2d(const Policy& policy, const Shape& in, const Conv2dSpec& spec) {
   check(in.size() == 3, "conv2d: input must be (C,H,W), got ", shape_str(in));
   Conv2dParams p;
+  p.algorithm = policy.conv_algorithm;
+  if (p.algorithm == ConvAlgorithm::winograd) {
+    // Only oneDNN's kernel has the algorithm: another backend (or the reference a float64 call
+    // falls back to) would run direct sums under a knob that says otherwise.
+    check(policy.conv_backend == KernelBackend::onednn, "conv2d: conv_algorithm=winograd runs on conv_backend=onednn "
+          "only (oneDNN's Winograd primitives), not conv_backend=", backend_name(policy.conv_backend));
+    check(policy.dtype == FloatType::float32, "conv2d: conv_algorithm=winograd needs dtype=float32 (oneDNN has no "
+          "float64 convolution)");
+  }
   p.c = in[0];
   p.h = in[1];
   p.w = in[2];

@@ -107,6 +107,8 @@ bool Sequential::forward_block(RunContext& ctx, Block& blk, Tensor& h) {
   blk.fused = false;
   blk.x = blk.z = Tensor();
   if (!k.name || !k.supports(p, h.dtype())) return false;
+  // The fused loops sum directly; conv_algorithm=winograd asks for oneDNN's Winograd where it has one.
+  if (cp.algorithm == ConvAlgorithm::winograd) return false;
   ctx.exec.pick(ctx.exec.kernels.conv_block, want, p, h.dtype());  // the trace
   h = to_plain(h);  // the fused blocks take plain tensors
   Tensor y = Tensor::empty(p.y_shape(), h.dtype());

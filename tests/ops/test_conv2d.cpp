@@ -9,6 +9,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <limits>
 #include <memory>
 #include <string>
@@ -282,6 +283,92 @@ TEST(Conv2dOnednn, BlockedActivationsGiveThePlainBits) {
       }
     }
   }
+}
+
+// conv_algorithm=winograd (core/ops/conv2d.h): the oneDNN kernel runs oneDNN's F(4x4, 3x3) Winograd
+// primitives where oneDNN has one (AVX-512 builds of oneDNN 2.6: jit_wino_4x3), for all three passes,
+// and the direct ones elsewhere (another ISA, a stride, a dense-layer convolution), with the direct
+// bits there. Each pass against float64 sums: the largest error over the largest sum of |terms| of one
+// output stays below 1e-4. Why that line: a structural fault (a tap, a tile edge, a layout, a
+// transform entry wrong) misplaces at least one term, and a term here is about 1/288 of that scale
+// on average (32 channels x 9 taps of values in [-1, 1]): 3e-3 or more; Winograd's own rounding on
+// the models' layers measured 2.4e-8 to 1.5e-6 of it (bench/bm_conv_algorithms, docs/BENCHMARKS.md),
+// direct's 1.5e-9 to 2.3e-7. And where Winograd runs, its forward's bits differ from direct's somewhere.
+TEST(Conv2dOnednn, WinogradWhereOneDnnHasItDirectElsewhere) {
+  const KernelRegistry reg = make_cpu_registry();
+  const Conv2dKernel& k = reg.conv2d.at(KernelBackend::onednn);
+  ASSERT_TRUE(k.algorithm);
+  Conv2dParams p = conv(2, 32, 8, 8, 32, 3, 3).pad(1);
+  Conv2dParams pw = p;
+  pw.algorithm = ConvAlgorithm::winograd;
+  const bool has = std::string(k.algorithm(pw)) == "winograd";
+  if (!has) EXPECT_STREQ(k.algorithm(pw), "direct");
+  const Tensor x = random_tensor(p.x_shape(), DType::f32, 1), w = random_tensor(p.w_shape(), DType::f32, 2),
+               b = random_tensor({p.k}, DType::f32, 3), dy = random_tensor(p.y_shape(), DType::f32, 4);
+  auto abs64 = [](const Tensor& t) {
+    Tensor a = t.to(DType::f64);
+    for (int64_t i = 0; i < a.numel(); ++i) a.data<double>()[i] = std::fabs(a.data<double>()[i]);
+    return a;
+  };
+  const Tensor x64 = x.to(DType::f64), w64 = w.to(DType::f64), b64 = b.to(DType::f64), dy64 = dy.to(DType::f64);
+  Tensor y64(p.y_shape(), DType::f64), ys(p.y_shape(), DType::f64), dx64(p.x_shape(), DType::f64),
+      dxs(p.x_shape(), DType::f64), dw64(p.w_shape(), DType::f64), dws(p.w_shape(), DType::f64), db64({p.k}, DType::f64),
+      dbs({p.k}, DType::f64);
+  conv2d_forward_ref(p, x64, w64, &b64, y64);
+  conv2d_backward_data_ref(p, dy64, w64, dx64);
+  conv2d_backward_weight_ref(p, x64, dy64, dw64, &db64);
+  const Tensor ab = abs64(b);
+  conv2d_forward_ref(p, abs64(x), abs64(w), &ab, ys);  // each output's sum of |terms|
+  conv2d_backward_data_ref(p, abs64(dy), abs64(w), dxs);
+  conv2d_backward_weight_ref(p, abs64(x), abs64(dy), dws, &dbs);
+  auto rel_error = [](const Tensor& got, const Tensor& exact, const Tensor& scale) {
+    double worst = 0, top = 0;
+    for (int64_t i = 0; i < got.numel(); ++i) {
+      worst = std::max(worst, std::fabs(static_cast<double>(got.data<float>()[i]) - exact.data<double>()[i]));
+      top = std::max(top, scale.data<double>()[i]);
+    }
+    return worst / top;
+  };
+  struct Out {
+    Tensor y, dx, dw, db;
+  };
+  auto run = [&](const Conv2dParams& q) {
+    Out o{Tensor(q.y_shape(), DType::f32), Tensor(q.x_shape(), DType::f32), Tensor(q.w_shape(), DType::f32),
+          Tensor({q.k}, DType::f32)};
+    k.forward(q, x, w, &b, o.y);
+    k.backward_data(q, dy, w, o.dx);
+    k.backward_weight(q, x, dy, o.dw, &o.db);  // adds into the zeros
+    return o;
+  };
+  const Out direct = run(p), wino = run(pw);
+  for (const Out* o : {&direct, &wino}) {
+    SCOPED_TRACE(o == &direct ? "direct" : "winograd");
+    EXPECT_LT(rel_error(o->y, y64, ys), 1e-4);
+    EXPECT_LT(rel_error(o->dx, dx64, dxs), 1e-4);
+    EXPECT_LT(rel_error(o->dw, dw64, dws), 1e-4);
+    EXPECT_LT(rel_error(o->db, db64, dbs), 1e-4);
+  }
+  if (has) {
+    EXPECT_FALSE(bitwise_equal(wino.y, direct.y)) << "the Winograd forward gave the direct bits";
+    std::printf("winograd / direct forward error over the scale: %.3g / %.3g\n", rel_error(wino.y, y64, ys),
+                rel_error(direct.y, y64, ys));
+  } else {
+    EXPECT_TRUE(bitwise_equal(wino.y, direct.y));
+    EXPECT_TRUE(bitwise_equal(wino.dx, direct.dx));
+    EXPECT_TRUE(bitwise_equal(wino.dw, direct.dw));
+  }
+  // No Winograd primitive for a stride, and a dense-layer convolution stays a matrix product: the
+  // direct bits.
+  Conv2dParams s2 = conv(2, 32, 8, 8, 32, 3, 3).pad(1).stride(2), s2w = s2;
+  s2w.algorithm = ConvAlgorithm::winograd;
+  EXPECT_STREQ(k.algorithm(s2w), "direct");
+  Tensor y1(s2.y_shape(), DType::f32), y2(s2.y_shape(), DType::f32);
+  k.forward(s2, x, w, &b, y1);
+  k.forward(s2w, x, w, &b, y2);
+  EXPECT_TRUE(bitwise_equal(y1, y2));
+  Conv2dParams dense = conv(2, 32, 2, 2, 32, 3, 3).pad(1);
+  dense.algorithm = ConvAlgorithm::winograd;
+  EXPECT_STREQ(k.algorithm(dense), "gemm");
 }
 
 // The oneDNN backend runs a convolution whose every output position meets every input position at

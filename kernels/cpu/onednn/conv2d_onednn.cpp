@@ -133,13 +133,27 @@ std::unique_ptr<Plan> make_plan(ConvOp op, const Conv2dParams& p, bool bias, int
   const memory::desc x_any = memory::desc(xd, f32, blocked ? Tag::any : Tag::nchw);
   const memory::desc w_any = blocked ? memory::desc(wd, f32, Tag::any) : w_user;
   const memory::desc y_any = memory::desc(yd, f32, blocked ? Tag::any : Tag::nchw);
-  const auto algo = dnnl::algorithm::convolution_direct;
-
+  // ConvAlgorithm::winograd: oneDNN's Winograd primitives where it has one for the shape and pass
+  // (core/ops/conv2d.h), the direct ones otherwise.
+  auto algo = p.algorithm == ConvAlgorithm::winograd && blocked ? dnnl::algorithm::convolution_winograd
+                                                                 : dnnl::algorithm::convolution_direct;
+  auto forward_pd = [&](dnnl::algorithm a) {
+    return dnnl::convolution_forward::primitive_desc(
+        {dnnl::prop_kind::forward_training, a, x_any, w_any, bias ? b_md : memory::desc(), y_any, strides, dil,
+         pad_l, pad_r},
+        eng);
+  };
   // The forward descriptor is the hint the backward primitives need.
-  dnnl::convolution_forward::primitive_desc fwd_pd(
-      {dnnl::prop_kind::forward_training, algo, x_any, w_any, bias ? b_md : memory::desc(), y_any, strides, dil,
-       pad_l, pad_r},
-      eng);
+  dnnl::convolution_forward::primitive_desc fwd_pd;
+  try {
+    fwd_pd = forward_pd(algo);
+  } catch (const dnnl::error&) {
+    if (algo == dnnl::algorithm::convolution_direct) throw;
+    algo = dnnl::algorithm::convolution_direct;  // no Winograd primitive for this shape
+    fwd_pd = forward_pd(algo);
+  }
+  // A backward pass without a Winograd primitive of its own runs the direct one (with a direct hint).
+  auto direct_hint = [&] { return forward_pd(dnnl::algorithm::convolution_direct); };
 
   auto plan = std::make_unique<Plan>();
   if (op == ConvOp::forward) {
@@ -149,15 +163,35 @@ std::unique_ptr<Plan> make_plan(ConvOp op, const Conv2dParams& p, bool bias, int
     if (bias) add_arg(*plan, DNNL_ARG_BIAS, false, b_md, fwd_pd.bias_desc());
     add_arg(*plan, DNNL_ARG_DST, true, y_user, fwd_pd.dst_desc());
   } else if (op == ConvOp::backward_data) {
-    dnnl::convolution_backward_data::primitive_desc pd({algo, x_any, w_any, y_any, strides, dil, pad_l, pad_r}, eng,
-                                                       fwd_pd);
+    auto make = [&](dnnl::algorithm a, const dnnl::convolution_forward::primitive_desc& hint) {
+      return dnnl::convolution_backward_data::primitive_desc({a, x_any, w_any, y_any, strides, dil, pad_l, pad_r}, eng,
+                                                             hint);
+    };
+    dnnl::convolution_backward_data::primitive_desc pd;
+    try {
+      pd = make(algo, fwd_pd);
+    } catch (const dnnl::error&) {
+      if (algo == dnnl::algorithm::convolution_direct) throw;
+      algo = dnnl::algorithm::convolution_direct;
+      pd = make(algo, direct_hint());
+    }
     plan->conv = dnnl::convolution_backward_data(pd);
     add_arg(*plan, DNNL_ARG_DIFF_DST, false, y_user, pd.diff_dst_desc());
     add_arg(*plan, DNNL_ARG_WEIGHTS, false, w_user, pd.weights_desc());
     add_arg(*plan, DNNL_ARG_DIFF_SRC, true, x_user, pd.diff_src_desc());
   } else {
-    dnnl::convolution_backward_weights::primitive_desc pd(
-        {algo, x_any, w_any, bias ? b_md : memory::desc(), y_any, strides, dil, pad_l, pad_r}, eng, fwd_pd);
+    auto make = [&](dnnl::algorithm a, const dnnl::convolution_forward::primitive_desc& hint) {
+      return dnnl::convolution_backward_weights::primitive_desc(
+          {a, x_any, w_any, bias ? b_md : memory::desc(), y_any, strides, dil, pad_l, pad_r}, eng, hint);
+    };
+    dnnl::convolution_backward_weights::primitive_desc pd;
+    try {
+      pd = make(algo, fwd_pd);
+    } catch (const dnnl::error&) {
+      if (algo == dnnl::algorithm::convolution_direct) throw;
+      algo = dnnl::algorithm::convolution_direct;
+      pd = make(algo, direct_hint());
+    }
     plan->conv = dnnl::convolution_backward_weights(pd);
     add_arg(*plan, DNNL_ARG_SRC, false, x_user, pd.src_desc());
     add_arg(*plan, DNNL_ARG_DIFF_DST, false, y_user, pd.diff_dst_desc());
@@ -169,19 +203,36 @@ std::unique_ptr<Plan> make_plan(ConvOp op, const Conv2dParams& p, bool bias, int
   return plan;
 }
 
+// Whether oneDNN has a Winograd forward primitive for p's shape (what make_plan's forward runs
+// under ConvAlgorithm::winograd; Conv2dKernel::algorithm's answer).
+bool winograd_forward(const Conv2dParams& p) {
+  const auto f32 = memory::data_type::f32;
+  try {
+    dnnl::convolution_forward::primitive_desc pd(
+        {dnnl::prop_kind::forward_training, dnnl::algorithm::convolution_winograd,
+         memory::desc(dims4(p.n, p.c, p.h, p.w), f32, Tag::any), memory::desc(dims4(p.k, p.c, p.r, p.s), f32, Tag::any),
+         memory::desc(), memory::desc(dims4(p.n, p.k, p.out_h(), p.out_w()), f32, Tag::any), {p.stride_h, p.stride_w},
+         {p.dil_h - 1, p.dil_w - 1}, {p.pad_t, p.pad_l}, {p.pad_b, p.pad_r}},
+        cpu_engine());
+    return true;
+  } catch (const dnnl::error&) {
+    return false;
+  }
+}
+
 // Internal cache of created primitives, keyed by everything that shapes them (op, every
 // Conv2dParams field oneDNN sees, bias or not, OpenMP thread count). It has no semantic
 // effect: a miss builds exactly the plan a hit would have returned. It is thread_local so that
 // no caller ever shares mutable state (each plan owns scratch buffers); flip and sum_order are
 // not in the key because the primitive does not depend on them.
-using PlanKey = std::array<int64_t, 20>;
+using PlanKey = std::array<int64_t, 21>;
 constexpr std::size_t kMaxPlans = 64;  // cleared when full: a net uses a handful of shapes
 
 Plan& get_plan(ConvOp op, const Conv2dParams& p, bool bias, int xb, int yb) {
   static thread_local std::map<PlanKey, std::unique_ptr<Plan>> cache;
   const PlanKey key = {static_cast<int64_t>(op), p.n, p.c, p.h, p.w, p.k, p.r, p.s, p.stride_h, p.stride_w,
                        p.dil_h, p.dil_w, p.pad_t, p.pad_b, p.pad_l, p.pad_r, bias ? 1 : 0, omp_get_max_threads(),
-                       xb, yb};
+                       xb, yb, static_cast<int64_t>(p.algorithm)};
   auto it = cache.find(key);
   if (it != cache.end()) return *it->second;
   if (cache.size() >= kMaxPlans) cache.clear();
@@ -693,7 +744,10 @@ void register_conv2d_onednn(KernelRegistry& reg) {
   k.forward_keep = conv2d_forward_keep_onednn;
   k.backward_both = conv2d_backward_both_onednn;
   k.channel_block = onednn_channel_block;
-  k.algorithm = [](const Conv2dParams& p) { return dense_plane(p) ? "gemm" : "direct"; };
+  k.algorithm = [](const Conv2dParams& p) {
+    if (dense_plane(p)) return "gemm";
+    return p.algorithm == ConvAlgorithm::winograd && winograd_forward(p) ? "winograd" : "direct";
+  };
   reg.conv2d.at(KernelBackend::onednn) = k;
 }
 
