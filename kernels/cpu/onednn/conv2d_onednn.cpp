@@ -117,6 +117,34 @@ Tag activation_tag(int block) {
   }
 }
 
+// `make(algo)`, a primitive descriptor of the given algorithm; where algo asks for Winograd and
+// oneDNN has no such primitive (it throws), `make(direct)` with algo set to direct.
+template <typename Make>
+auto winograd_or_direct(dnnl::algorithm& algo, Make&& make) -> decltype(make(algo)) {
+  try {
+    return make(algo);
+  } catch (const dnnl::error&) {
+    if (algo == dnnl::algorithm::convolution_direct) throw;
+    algo = dnnl::algorithm::convolution_direct;
+    return make(algo);
+  }
+}
+
+// The forward training descriptor of p under algorithm a: x, w and y in the layouts the primitive
+// picks (blocked) or plain.
+dnnl::convolution_forward::primitive_desc forward_desc(const Conv2dParams& p, dnnl::algorithm a, bool bias,
+                                                       bool blocked) {
+  const auto f32 = memory::data_type::f32;
+  const Tag act = blocked ? Tag::any : Tag::nchw;
+  return dnnl::convolution_forward::primitive_desc(
+      {dnnl::prop_kind::forward_training, a, memory::desc(dims4(p.n, p.c, p.h, p.w), f32, act),
+       memory::desc(dims4(p.k, p.c, p.r, p.s), f32, blocked ? Tag::any : Tag::oihw),
+       bias ? memory::desc({p.k}, f32, Tag::x) : memory::desc(),
+       memory::desc(dims4(p.n, p.k, p.out_h(), p.out_w()), f32, act), {p.stride_h, p.stride_w},
+       {p.dil_h - 1, p.dil_w - 1}, {p.pad_t, p.pad_l}, {p.pad_b, p.pad_r}},
+      cpu_engine());
+}
+
 // xb / yb: the channel blocks of the caller's x (and dx) and y (and dy).
 std::unique_ptr<Plan> make_plan(ConvOp op, const Conv2dParams& p, bool bias, int xb, int yb) {
   const dnnl::engine& eng = cpu_engine();
@@ -137,23 +165,12 @@ std::unique_ptr<Plan> make_plan(ConvOp op, const Conv2dParams& p, bool bias, int
   // (core/ops/conv2d.h), the direct ones otherwise.
   auto algo = p.algorithm == ConvAlgorithm::winograd && blocked ? dnnl::algorithm::convolution_winograd
                                                                  : dnnl::algorithm::convolution_direct;
-  auto forward_pd = [&](dnnl::algorithm a) {
-    return dnnl::convolution_forward::primitive_desc(
-        {dnnl::prop_kind::forward_training, a, x_any, w_any, bias ? b_md : memory::desc(), y_any, strides, dil,
-         pad_l, pad_r},
-        eng);
-  };
   // The forward descriptor is the hint the backward primitives need.
-  dnnl::convolution_forward::primitive_desc fwd_pd;
-  try {
-    fwd_pd = forward_pd(algo);
-  } catch (const dnnl::error&) {
-    if (algo == dnnl::algorithm::convolution_direct) throw;
-    algo = dnnl::algorithm::convolution_direct;  // no Winograd primitive for this shape
-    fwd_pd = forward_pd(algo);
-  }
-  // A backward pass without a Winograd primitive of its own runs the direct one (with a direct hint).
-  auto direct_hint = [&] { return forward_pd(dnnl::algorithm::convolution_direct); };
+  const dnnl::convolution_forward::primitive_desc fwd_pd =
+      winograd_or_direct(algo, [&](dnnl::algorithm a) { return forward_desc(p, a, bias, blocked); });
+  const dnnl::algorithm fwd_algo = algo;
+  // A backward pass without a Winograd primitive of its own runs the direct one, with a direct hint.
+  auto hint = [&](dnnl::algorithm a) { return a == fwd_algo ? fwd_pd : forward_desc(p, a, bias, blocked); };
 
   auto plan = std::make_unique<Plan>();
   if (op == ConvOp::forward) {
@@ -163,35 +180,19 @@ std::unique_ptr<Plan> make_plan(ConvOp op, const Conv2dParams& p, bool bias, int
     if (bias) add_arg(*plan, DNNL_ARG_BIAS, false, b_md, fwd_pd.bias_desc());
     add_arg(*plan, DNNL_ARG_DST, true, y_user, fwd_pd.dst_desc());
   } else if (op == ConvOp::backward_data) {
-    auto make = [&](dnnl::algorithm a, const dnnl::convolution_forward::primitive_desc& hint) {
+    const auto pd = winograd_or_direct(algo, [&](dnnl::algorithm a) {
       return dnnl::convolution_backward_data::primitive_desc({a, x_any, w_any, y_any, strides, dil, pad_l, pad_r}, eng,
-                                                             hint);
-    };
-    dnnl::convolution_backward_data::primitive_desc pd;
-    try {
-      pd = make(algo, fwd_pd);
-    } catch (const dnnl::error&) {
-      if (algo == dnnl::algorithm::convolution_direct) throw;
-      algo = dnnl::algorithm::convolution_direct;
-      pd = make(algo, direct_hint());
-    }
+                                                             hint(a));
+    });
     plan->conv = dnnl::convolution_backward_data(pd);
     add_arg(*plan, DNNL_ARG_DIFF_DST, false, y_user, pd.diff_dst_desc());
     add_arg(*plan, DNNL_ARG_WEIGHTS, false, w_user, pd.weights_desc());
     add_arg(*plan, DNNL_ARG_DIFF_SRC, true, x_user, pd.diff_src_desc());
   } else {
-    auto make = [&](dnnl::algorithm a, const dnnl::convolution_forward::primitive_desc& hint) {
+    const auto pd = winograd_or_direct(algo, [&](dnnl::algorithm a) {
       return dnnl::convolution_backward_weights::primitive_desc(
-          {a, x_any, w_any, bias ? b_md : memory::desc(), y_any, strides, dil, pad_l, pad_r}, eng, hint);
-    };
-    dnnl::convolution_backward_weights::primitive_desc pd;
-    try {
-      pd = make(algo, fwd_pd);
-    } catch (const dnnl::error&) {
-      if (algo == dnnl::algorithm::convolution_direct) throw;
-      algo = dnnl::algorithm::convolution_direct;
-      pd = make(algo, direct_hint());
-    }
+          {a, x_any, w_any, bias ? b_md : memory::desc(), y_any, strides, dil, pad_l, pad_r}, eng, hint(a));
+    });
     plan->conv = dnnl::convolution_backward_weights(pd);
     add_arg(*plan, DNNL_ARG_SRC, false, x_user, pd.src_desc());
     add_arg(*plan, DNNL_ARG_DIFF_DST, false, y_user, pd.diff_dst_desc());
@@ -206,18 +207,9 @@ std::unique_ptr<Plan> make_plan(ConvOp op, const Conv2dParams& p, bool bias, int
 // Whether oneDNN has a Winograd forward primitive for p's shape (what make_plan's forward runs
 // under ConvAlgorithm::winograd; Conv2dKernel::algorithm's answer).
 bool winograd_forward(const Conv2dParams& p) {
-  const auto f32 = memory::data_type::f32;
-  try {
-    dnnl::convolution_forward::primitive_desc pd(
-        {dnnl::prop_kind::forward_training, dnnl::algorithm::convolution_winograd,
-         memory::desc(dims4(p.n, p.c, p.h, p.w), f32, Tag::any), memory::desc(dims4(p.k, p.c, p.r, p.s), f32, Tag::any),
-         memory::desc(), memory::desc(dims4(p.n, p.k, p.out_h(), p.out_w()), f32, Tag::any), {p.stride_h, p.stride_w},
-         {p.dil_h - 1, p.dil_w - 1}, {p.pad_t, p.pad_l}, {p.pad_b, p.pad_r}},
-        cpu_engine());
-    return true;
-  } catch (const dnnl::error&) {
-    return false;
-  }
+  dnnl::algorithm algo = dnnl::algorithm::convolution_winograd;
+  winograd_or_direct(algo, [&](dnnl::algorithm a) { return forward_desc(p, a, false, true); });
+  return algo == dnnl::algorithm::convolution_winograd;
 }
 
 // Internal cache of created primitives, keyed by everything that shapes them (op, every
